@@ -1,0 +1,43 @@
+// swift-tools-version:6.0
+// Backlot: package → publish → serve → deliver in the background → use.
+//
+// Modules follow the pipeline and depend one way:
+//   C shims ← BacklotBasics ← BacklotCrypto, BacklotZstd, BacklotJSON ← BacklotFormat ← BacklotCommands ← backlot
+import PackageDescription
+
+/// A C library found by pkg-config, wrapped as a `C*` module (module.modulemap + shim.h).
+func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
+    .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
+}
+
+let package = Package(
+    name: "Backlot",
+    products: [
+        .executable(name: "backlot", targets: ["backlot"]),
+        .library(name: "BacklotFormat", targets: ["BacklotFormat"]),
+    ],
+    targets: [
+        // C shims: the only place C headers are imported.
+        systemLibrary("CZstd", pkgConfig: "libzstd", apt: "libzstd-dev"),
+        systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
+
+        // Shared vocabulary: structured errors, atomic files, directory walking.
+        .target(name: "BacklotBasics"),
+        // One small Swift wrapper per C library.
+        .target(name: "BacklotCrypto", dependencies: ["CCrypto", "BacklotBasics"]),
+        .target(name: "BacklotZstd", dependencies: ["CZstd", "BacklotBasics"]),
+        // JSON with comments and positions, for manifests written by hand.
+        .target(name: "BacklotJSON", dependencies: ["BacklotBasics"]),
+        // The pack format: manifest, selectors, chunker, archive, index, verify, extract, diff.
+        .target(name: "BacklotFormat",
+                dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotZstd", "BacklotJSON"]),
+        // The command-line interface, as a library so tests can drive it.
+        .target(name: "BacklotCommands", dependencies: ["BacklotFormat"]),
+        .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
+
+        // Benchmark corpus generator and helpers (run by `make bench`, never by tests).
+        .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotJSON"]),
+        .testTarget(name: "BacklotFormatTests", dependencies: ["BacklotFormat"]),
+        .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat"]),
+    ]
+)

@@ -1,0 +1,105 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An open file, closed by ``close()``. Reads and writes loop until done and retry on `EINTR`.
+public struct FileDescriptor: Sendable {
+    /// The raw descriptor.
+    public let rawValue: Int32
+    /// The path it was opened with, for error messages.
+    public let path: String
+
+    public init(rawValue: Int32, path: String) {
+        self.rawValue = rawValue
+        self.path = path
+    }
+
+    /// Opens `path` for reading.
+    public static func openForReading(_ path: String) throws -> FileDescriptor {
+        let fd = try SystemCall.retrying("open", path: path) { open(path, O_RDONLY | O_CLOEXEC) }
+        return FileDescriptor(rawValue: fd, path: path)
+    }
+
+    /// The file's size in bytes.
+    public func size() throws -> UInt64 {
+        var st = stat()
+        try SystemCall.retrying("fstat", path: path) { fstat(rawValue, &st) }
+        return UInt64(st.st_size)
+    }
+
+    /// Reads exactly `count` bytes at `offset`; fails if the file ends first.
+    public func read(count: Int, at offset: UInt64) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let got = try bytes.withUnsafeMutableBytes { try read(into: $0, at: offset) }
+        guard got == count else {
+            throw BacklotError(.corruptArchive, "the file ends at byte \(offset + UInt64(got)), before the \(count) bytes expected at offset \(offset)",
+                               context: path, hint: "the file is truncated: copy or download it again")
+        }
+        return bytes
+    }
+
+    /// Reads up to `buffer.count` bytes at `offset`, returning how many were read (fewer only at end of file).
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+        var done = 0
+        while done < buffer.count {
+            let n = try SystemCall.retrying("read", path: path) {
+                pread(rawValue, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    /// Reads up to `buffer.count` bytes from the current position (fewer only at end of file).
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        var done = 0
+        while done < buffer.count {
+            let n = try SystemCall.retrying("read", path: path) {
+                Glibc.read(rawValue, buffer.baseAddress! + done, buffer.count - done)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    /// Writes all of `buffer` at the current position.
+    public func write(_ buffer: UnsafeRawBufferPointer) throws {
+        var done = 0
+        while done < buffer.count {
+            let n = try SystemCall.retrying("write", path: path) {
+                Glibc.write(rawValue, buffer.baseAddress! + done, buffer.count - done)
+            }
+            done += n
+        }
+    }
+
+    /// Writes all of `bytes` at the current position.
+    public func write(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { try write($0) }
+    }
+
+    /// Writes all of `buffer` at `offset`, leaving the current position alone.
+    public func write(_ buffer: UnsafeRawBufferPointer, at offset: UInt64) throws {
+        var done = 0
+        while done < buffer.count {
+            let n = try SystemCall.retrying("write", path: path) {
+                pwrite(rawValue, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+            }
+            done += n
+        }
+    }
+
+    /// Flushes the file's data and metadata to stable storage.
+    public func sync() throws {
+        try SystemCall.retrying("fsync", path: path) { fsync(rawValue) }
+    }
+
+    /// Closes the descriptor. Errors on close are ignored: data safety comes from ``sync()``.
+    public func close() {
+        _ = Glibc.close(rawValue)
+    }
+}

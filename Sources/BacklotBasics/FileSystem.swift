@@ -1,0 +1,144 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Small, exact file-system operations that Foundation does not give on Linux: raw directory
+/// entries (names that are not UTF-8 included), `lstat` kinds, and directory syncs.
+public enum FileSystem {
+    /// The kind of a directory entry, from `lstat` (links are not followed).
+    public enum Kind: Sendable, Equatable {
+        case regular, directory, symlink, socket, fifo, characterDevice, blockDevice, unknown
+
+        init(mode: mode_t) {
+            switch mode & S_IFMT {
+            case S_IFREG: self = .regular
+            case S_IFDIR: self = .directory
+            case S_IFLNK: self = .symlink
+            case S_IFSOCK: self = .socket
+            case S_IFIFO: self = .fifo
+            case S_IFCHR: self = .characterDevice
+            case S_IFBLK: self = .blockDevice
+            default: self = .unknown
+            }
+        }
+
+        /// A phrase for error messages ("a socket").
+        public var phrase: String {
+            switch self {
+            case .regular: "a regular file"
+            case .directory: "a directory"
+            case .symlink: "a symbolic link"
+            case .socket: "a socket"
+            case .fifo: "a named pipe (FIFO)"
+            case .characterDevice: "a character device"
+            case .blockDevice: "a block device"
+            case .unknown: "a special file"
+            }
+        }
+    }
+
+    /// What `lstat` says of a path.
+    public struct Status: Sendable {
+        public let kind: Kind
+        public let size: UInt64
+        public let mode: UInt32
+    }
+
+    /// `lstat(path)`, or nil when the path does not exist.
+    public static func linkStatus(_ path: String) throws -> Status? {
+        var st = stat()
+        if lstat(path, &st) != 0 {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw SystemCall.error("lstat", path: path)
+        }
+        return Status(kind: Kind(mode: st.st_mode), size: UInt64(st.st_size), mode: UInt32(st.st_mode & 0o7777))
+    }
+
+    /// `stat(path)` (links followed), or nil when the path does not exist.
+    public static func status(_ path: String) throws -> Status? {
+        var st = stat()
+        if stat(path, &st) != 0 {
+            if errno == ENOENT || errno == ENOTDIR || errno == ELOOP { return nil }
+            throw SystemCall.error("stat", path: path)
+        }
+        return Status(kind: Kind(mode: st.st_mode), size: UInt64(st.st_size), mode: UInt32(st.st_mode & 0o7777))
+    }
+
+    /// Whether anything (even a dangling link) exists at `path`.
+    public static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    /// The names in a directory as raw bytes, without `.` and `..`, in no particular order.
+    public static func entryNames(_ path: String) throws -> [[UInt8]] {
+        guard let dir = opendir(path) else { throw SystemCall.error("open directory", path: path) }
+        defer { closedir(dir) }
+        var names: [[UInt8]] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(dir) else {
+                if errno != 0 { throw SystemCall.error("read directory", path: path) }
+                break
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> [UInt8] in
+                let bytes = raw.bindMemory(to: UInt8.self)
+                let length = bytes.firstIndex(of: 0) ?? bytes.count
+                return Array(bytes[..<length])
+            }
+            if name == [0x2E] || name == [0x2E, 0x2E] { continue }
+            names.append(name)
+        }
+        return names
+    }
+
+    /// The canonical absolute path (`realpath`), or nil when it does not resolve.
+    public static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// Creates a directory; succeeds if it already exists as a directory.
+    public static func makeDirectory(_ path: String, mode: mode_t = 0o755) throws {
+        if mkdir(path, mode) != 0 {
+            let err = errno
+            if err == EEXIST, (try? linkStatus(path))??.kind == .directory { return }
+            throw SystemCall.error("create directory", path: path, errno: err)
+        }
+    }
+
+    /// Creates a fresh, empty, uniquely named directory inside `parent` (mkdtemp).
+    public static func makeTemporaryDirectory(in parent: String, prefix: String) throws -> String {
+        var template = Array("\(parent)/\(prefix)XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        guard made != nil else { throw SystemCall.error("create a temporary directory", path: parent) }
+        return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    /// Removes a file or a whole tree; a missing path is not an error.
+    public static func removeTree(_ path: String) {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// Flushes a directory so that a rename inside it survives a crash. Best effort.
+    public static func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
+    }
+
+    /// Flushes the directory that holds `path`.
+    public static func syncDirectory(containing path: String) {
+        syncDirectory(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+    }
+
+    /// Free bytes available to this user on the file system holding `path`, or nil if unknown.
+    public static func availableBytes(at path: String) -> UInt64? {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        return UInt64(info.f_bavail) * UInt64(info.f_frsize)
+    }
+}

@@ -1,0 +1,58 @@
+import BacklotBasics
+import CCrypto
+
+/// SHA-256 through OpenSSL's libcrypto (which uses the CPU's SHA extensions where present).
+///
+/// One-shot: `SHA256.hash(bytes)`. Incremental:
+/// ```swift
+/// var hasher = SHA256()
+/// hasher.update(part1)
+/// hasher.update(part2)
+/// let digest = hasher.finalize()
+/// ```
+public struct SHA256: ~Copyable {
+    private let context: OpaquePointer
+
+    /// Starts a new digest.
+    public init() {
+        guard let ctx = EVP_MD_CTX_new(), EVP_DigestInit_ex(ctx, EVP_sha256(), nil) == 1 else {
+            fatalError("OpenSSL could not initialise SHA-256 (out of memory?)")
+        }
+        context = ctx
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    /// Adds bytes to the digest.
+    public mutating func update(_ buffer: UnsafeRawBufferPointer) {
+        guard buffer.count > 0 else { return }
+        EVP_DigestUpdate(context, buffer.baseAddress, buffer.count)
+    }
+
+    /// Adds bytes to the digest.
+    public mutating func update(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { update($0) }
+    }
+
+    /// Finishes and returns the digest.
+    public consuming func finalize() -> SHA256Digest {
+        var out = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context, &out, &length)
+        return SHA256Digest(bytes: out)
+    }
+
+    /// The digest of `buffer`.
+    public static func hash(_ buffer: UnsafeRawBufferPointer) -> SHA256Digest {
+        var out = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let ok = EVP_Digest(buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), buffer.count, &out, &length, EVP_sha256(), nil)
+        precondition(ok == 1, "OpenSSL SHA-256 failed")
+        return SHA256Digest(bytes: out)
+    }
+
+    /// The digest of `bytes`.
+    public static func hash(_ bytes: [UInt8]) -> SHA256Digest {
+        bytes.withUnsafeBytes { hash($0) }
+    }
+}

@@ -1,0 +1,72 @@
+import BacklotBasics
+import BacklotJSON
+
+/// An asset pack's manifest: the same JSON as Apple's `ba-package` reads.
+///
+/// ```json
+/// {
+///   "assetPackID": "Tutorial",
+///   "downloadPolicy": { "essential": { "installationEventTypes": ["firstInstallation"] } },
+///   "fileSelectors": [ { "file": "Videos/Introduction.m4v" }, { "directory": "Textures" } ],
+///   "platforms": ["iOS", "linux"]
+/// }
+/// ```
+///
+/// Read one with ``load(path:)`` or ``parse(_:source:)``; see `docs/format.md` for every rule.
+public struct AssetPackManifest: Sendable, Hashable {
+    /// The pack's identifier.
+    public var assetPackID: PackID
+    /// When the pack is downloaded.
+    public var downloadPolicy: DownloadPolicy
+    /// What files the pack holds, in the order written.
+    public var fileSelectors: [FileSelector]
+    /// The platforms the pack is for, de-duplicated, in canonical order.
+    public var platforms: [Platform]
+    /// Free-form data for the app, kept exactly as written.
+    public var userInfo: JSONNode?
+    /// Where selector paths start, relative to the manifest's folder (`sourceRoot`).
+    public var sourceRoot: String?
+    /// A BCP-47 language tag for localized packs (`language`).
+    public var language: String?
+
+    public init(assetPackID: PackID, downloadPolicy: DownloadPolicy, fileSelectors: [FileSelector],
+                platforms: [Platform], userInfo: JSONNode? = nil, sourceRoot: String? = nil, language: String? = nil) {
+        self.assetPackID = assetPackID
+        self.downloadPolicy = downloadPolicy
+        self.fileSelectors = fileSelectors
+        self.platforms = Array(Set(platforms)).sorted()
+        self.userInfo = userInfo
+        self.sourceRoot = sourceRoot
+        self.language = language
+    }
+}
+
+extension AssetPackManifest {
+    /// The normalised manifest stored in a pack's index: ID, policy, platforms, userInfo, language.
+    /// Selectors and the source root are packaging instructions, not part of the pack.
+    public var normalizedJSON: JSONNode {
+        var members: [JSONMember] = [
+            JSONMember(key: "assetPackID", value: JSONNode(.string(assetPackID.rawValue))),
+            JSONMember(key: "downloadPolicy", value: downloadPolicy.json),
+            JSONMember(key: "platforms", value: JSONNode(.array(platforms.map { JSONNode(.string($0.rawValue)) }))),
+        ]
+        if let language { members.append(JSONMember(key: "language", value: JSONNode(.string(language)))) }
+        if let userInfo { members.append(JSONMember(key: "userInfo", value: userInfo)) }
+        return JSONNode(.object(members))
+    }
+}
+
+extension DownloadPolicy {
+    /// The policy as manifest JSON (`{"essential":{"installationEventTypes":[…]}}`).
+    public var json: JSONNode {
+        let body: JSONNode
+        switch self {
+        case .essential(let events), .prefetch(let events):
+            let list = JSONNode(.array(events.sorted().map { JSONNode(.string($0.rawValue)) }))
+            body = JSONNode(.object([JSONMember(key: "installationEventTypes", value: list)]))
+        case .onDemand:
+            body = JSONNode(.object([]))
+        }
+        return JSONNode(.object([JSONMember(key: name, value: body)]))
+    }
+}

@@ -1,0 +1,61 @@
+/// The rules for paths in file selectors (and pack paths in general).
+///
+/// Selector paths are relative to the source root and use `/`. A leading `./` and a trailing `/`
+/// are removed; `.` alone means the root (for directories only); `..`, absolute paths, `\` and
+/// empty components are refused.
+public enum SelectorPath {
+    /// A broken rule: its stable name, what is wrong, and the fix.
+    public struct Problem: Error, Sendable, Hashable {
+        public let rule: String
+        public let message: String
+        public let fix: String?
+    }
+
+    /// The normalised path ("" for the root), or the rule it breaks.
+    public static func normalize(_ text: String, allowRoot: Bool, isPattern: Bool = false) -> Result<String, Problem> {
+        if text.isEmpty {
+            return .failure(Problem(rule: "path.empty", message: "the path is empty", fix: allowRoot ? "write \".\" for the whole source root" : "name a file"))
+        }
+        if text.hasPrefix("[") && text.hasSuffix("]") && text.contains(" ") {
+            return .failure(Problem(rule: "path.placeholder", message: "\"\(text)\" is still the template's placeholder",
+                                    fix: "replace it with a path relative to the source root"))
+        }
+        if text.contains("\\") && !isPattern {
+            return .failure(Problem(rule: "path.backslash", message: "\"\(text)\" contains '\\'",
+                                    fix: "separate folders with '/' (\"\(text.replacingOccurrences(of: "\\", with: "/"))\")"))
+        }
+        if text.hasPrefix("/") {
+            return .failure(Problem(rule: "path.absolute", message: "\"\(text)\" is an absolute path; selector paths are relative to the source root",
+                                    fix: "set \"sourceRoot\" (or --source-root) to the folder and make the path relative to it"))
+        }
+        if text.unicodeScalars.contains(where: { $0.value == 0 }) {
+            return .failure(Problem(rule: "path.nul", message: "the path contains a NUL character", fix: nil))
+        }
+        var components = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        while components.first == "." && components.count > 1 { components.removeFirst() }
+        while components.last == "" && components.count > 1 { components.removeLast() }
+        if components == ["."] {
+            guard allowRoot else {
+                return .failure(Problem(rule: "path.root", message: "\".\" names the source root, not a file", fix: "use {\"directory\": \".\"} to take everything"))
+            }
+            return .success("")
+        }
+        for c in components {
+            if c == ".." {
+                return .failure(Problem(rule: "path.parent", message: "\"\(text)\" contains '..'; selectors may not leave the source root",
+                                        fix: "point \"sourceRoot\" (or --source-root) at a folder that contains everything instead"))
+            }
+            if c.isEmpty || c == "." {
+                return .failure(Problem(rule: "path.component", message: "\"\(text)\" has an empty or '.' component", fix: "remove the extra '/' or '.'"))
+            }
+            if c.utf8.count > 255 {
+                return .failure(Problem(rule: "path.long", message: "a component of \"\(text)\" is longer than 255 bytes", fix: nil))
+            }
+        }
+        let joined = components.joined(separator: "/")
+        if joined.utf8.count > 4096 {
+            return .failure(Problem(rule: "path.long", message: "the path is longer than 4096 bytes", fix: nil))
+        }
+        return .success(joined)
+    }
+}

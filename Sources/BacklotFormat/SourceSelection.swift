@@ -1,0 +1,257 @@
+import BacklotBasics
+import Foundation
+
+/// The files a manifest selects: each source file and the path it gets in the pack.
+///
+/// This is `backlot evaluate` (ba-package 2.0's `evaluate`) and the first step of `backlot package`.
+///
+/// ```swift
+/// let selection = try SourceSelection(manifest: manifest, sourceRoot: "/src/game")
+/// for file in selection.files { print(file.sourcePath, "->", file.packPath) }
+/// ```
+public struct SourceSelection: Sendable {
+    /// One selected file.
+    public struct File: Sendable, Hashable {
+        /// The path relative to the source root.
+        public let sourcePath: String
+        /// The path inside the pack.
+        public let packPath: String
+        /// The absolute path to read (a link inside the root is read through).
+        public let absolutePath: String
+        /// The size when selected.
+        public let size: UInt64
+        /// `0o755` if any execute bit is set, else `0o644`.
+        public let mode: UInt32
+    }
+
+    /// The absolute, resolved source root.
+    public let sourceRoot: String
+    /// The selected files, sorted by pack path (by UTF-8 bytes).
+    public let files: [File]
+    /// Things worth knowing that do not stop packaging (a pattern that matched nothing, a file chosen twice).
+    public let warnings: [String]
+
+    /// Where selector paths start: `--source-root` if given, else the manifest's `sourceRoot`
+    /// (relative to the manifest's folder), else the current directory.
+    public static func resolveSourceRoot(override: String?, manifest: AssetPackManifest, manifestPath: String) -> String {
+        let cwd = FileManager.default.currentDirectoryPath
+        if let override { return absolute(override, relativeTo: cwd) }
+        if let root = manifest.sourceRoot {
+            let manifestDirectory = URL(fileURLWithPath: absolute(manifestPath, relativeTo: cwd)).deletingLastPathComponent().path
+            return absolute(root, relativeTo: manifestDirectory)
+        }
+        return cwd
+    }
+
+    static func absolute(_ path: String, relativeTo base: String) -> String {
+        path.hasPrefix("/") ? path : URL(fileURLWithPath: base).appendingPathComponent(path).standardizedFileURL.path
+    }
+
+    /// Evaluates every selector against the files under `sourceRoot`.
+    /// - Throws: ``BacklotError/Code/invalidSource`` naming the selector and the path: a missing file,
+    ///   a special file, a link out of the root, a name that is not UTF-8, two sources for one pack
+    ///   path, or no file at all.
+    public init(manifest: AssetPackManifest, sourceRoot: String) throws {
+        guard let status = try FileSystem.status(sourceRoot), status.kind == .directory,
+              let root = FileSystem.realPath(sourceRoot) else {
+            throw BacklotError(.invalidSource, "the source root is not a directory", context: sourceRoot,
+                               hint: "pass --source-root DIR, or set \"sourceRoot\" relative to the manifest's folder")
+        }
+        self.sourceRoot = root
+        var walker = Walker(root: root)
+        var candidates: [Candidate] = []
+        var exclusions: [(index: Int, glob: Glob)] = []
+        var warnings: [String] = []
+
+        for (index, selector) in manifest.fileSelectors.enumerated() {
+            let label = "fileSelectors[\(index)] (\(selector.keys))"
+            switch selector {
+            case .file(let path):
+                candidates.append(try walker.single(path, packPath: path, label: label))
+            case .fileMapping(let source, let destination):
+                candidates.append(try walker.single(source, packPath: destination, label: label))
+            case .directory(let path):
+                candidates += try walker.tree(path, packPrefix: path, label: label)
+            case .directoryMapping(let source, let destination):
+                candidates += try walker.tree(source, packPrefix: destination, label: label)
+            case .filePattern(let pattern):
+                let glob = try Self.compile(pattern, label: label)
+                let start = glob.literalPrefix
+                var matched = 0
+                if let st = try FileSystem.linkStatus(walker.absolute(start)), st.kind == .directory {
+                    for c in try walker.tree(start, packPrefix: start, label: label, allowMissing: true) where glob.matches(c.sourcePath) {
+                        candidates.append(c)
+                        matched += 1
+                    }
+                }
+                if matched == 0 { warnings.append("\(label): the pattern \"\(pattern)\" matches no file") }
+            case .fileExclusion(let pattern):
+                exclusions.append((index, try Self.compile(pattern, label: label)))
+            }
+        }
+
+        var excludedCount = [Int](repeating: 0, count: exclusions.count)
+        candidates.removeAll { c in
+            var excluded = false
+            for (i, e) in exclusions.enumerated() where e.glob.matches(c.sourcePath) {
+                excludedCount[i] += 1
+                excluded = true
+            }
+            return excluded
+        }
+        for (i, e) in exclusions.enumerated() where excludedCount[i] == 0 {
+            warnings.append("fileSelectors[\(e.index)] (fileExclusion): the pattern \"\(e.glob.pattern)\" excludes no file")
+        }
+        if let bad = candidates.first(where: { $0.problem != nil }) { throw bad.problem! }
+
+        var byPackPath: [String: Candidate] = [:]
+        for c in candidates {
+            if let previous = byPackPath[c.packPath] {
+                if previous.sourcePath == c.sourcePath {
+                    warnings.append("\(c.label): \"\(c.sourcePath)\" is also selected by \(previous.label); packaged once")
+                    continue
+                }
+                throw BacklotError(.invalidSource,
+                                   "two sources map to the pack path \"\(c.packPath)\": \"\(previous.sourcePath)\" (\(previous.label)) and \"\(c.sourcePath)\" (\(c.label))",
+                                   context: c.label, hint: "give one of them another destination, or exclude one with fileExclusion")
+            }
+            byPackPath[c.packPath] = c
+        }
+        let sorted = byPackPath.values.sorted { Array($0.packPath.utf8).lexicographicallyPrecedes(Array($1.packPath.utf8)) }
+        // A file "a" and a file "a/b" cannot both exist when extracted.
+        for (a, b) in zip(sorted, sorted.dropFirst()) where b.packPath.hasPrefix(a.packPath + "/") {
+            throw BacklotError(.invalidSource, "the pack path \"\(a.packPath)\" is a file, but \"\(b.packPath)\" needs it to be a folder",
+                               context: b.label, hint: "give one of them another destination")
+        }
+        guard !sorted.isEmpty else {
+            throw BacklotError(.invalidSource, "the selectors match no file, so the pack would be empty", context: root,
+                               hint: "check the paths against the source root (\(root)); `backlot evaluate` lists what each selector matches")
+        }
+        files = sorted.map { File(sourcePath: $0.sourcePath, packPath: $0.packPath, absolutePath: $0.absolutePath, size: $0.size, mode: $0.mode) }
+        self.warnings = warnings
+    }
+
+    static func compile(_ pattern: String, label: String) throws -> Glob {
+        do { return try Glob(pattern) } catch let p as SelectorPath.Problem {
+            throw BacklotError(.invalidManifest, p.message, context: label, hint: p.fix)
+        }
+    }
+}
+
+/// A file a selector chose, with the reason it cannot be packaged if there is one (reported only
+/// if no `fileExclusion` removes it).
+struct Candidate {
+    let sourcePath: String
+    let packPath: String
+    let absolutePath: String
+    let size: UInt64
+    let mode: UInt32
+    let label: String
+    let problem: BacklotError?
+}
+
+/// Walks the source root without ever leaving it.
+struct Walker {
+    let root: String
+
+    func absolute(_ relative: String) -> String { relative.isEmpty ? root : root + "/" + relative }
+
+    func join(_ a: String, _ b: String) -> String { a.isEmpty ? b : b.isEmpty ? a : a + "/" + b }
+
+    /// A single named file (`file`, `fileSource`): it must exist and be a regular file inside the root.
+    mutating func single(_ path: String, packPath: String, label: String) throws -> Candidate {
+        let abs = absolute(path)
+        guard let st = try FileSystem.linkStatus(abs) else {
+            throw BacklotError(.invalidSource, "\"\(path)\" does not exist under the source root \(root)", context: label,
+                               hint: "check the spelling, or the source root (--source-root, or \"sourceRoot\" in the manifest)")
+        }
+        if st.kind == .directory {
+            throw BacklotError(.invalidSource, "\"\(path)\" is a directory", context: label, hint: "use {\"directory\": \"\(path)\"}")
+        }
+        return try candidate(sourcePath: path, packPath: packPath, status: st, label: label)
+    }
+
+    /// Every file under a directory, recursively, with pack paths under `packPrefix`.
+    mutating func tree(_ path: String, packPrefix: String, label: String, allowMissing: Bool = false) throws -> [Candidate] {
+        let abs = absolute(path)
+        guard let st = try FileSystem.status(abs) else {
+            if allowMissing { return [] }
+            throw BacklotError(.invalidSource, "the directory \"\(path)\" does not exist under the source root \(root)", context: label,
+                               hint: "check the spelling, or the source root (--source-root, or \"sourceRoot\" in the manifest)")
+        }
+        guard st.kind == .directory else {
+            throw BacklotError(.invalidSource, "\"\(path)\" is not a directory", context: label, hint: "use {\"file\": \"\(path)\"}")
+        }
+        if let real = FileSystem.realPath(abs), !Walker.isInside(real, root) {
+            throw BacklotError(.invalidSource, "\"\(path)\" leads outside the source root (to \(real))", context: label,
+                               hint: "copy the files into the source root, or choose a source root that contains them")
+        }
+        var out: [Candidate] = []
+        try walk(relative: path, packPath: packPrefix, label: label, into: &out)
+        return out
+    }
+
+    private mutating func walk(relative: String, packPath: String, label: String, into out: inout [Candidate]) throws {
+        for nameBytes in try FileSystem.entryNames(absolute(relative)) {
+            guard let name = String(validating: nameBytes, as: UTF8.self) else {
+                let shown = String(decoding: nameBytes, as: UTF8.self)
+                let escaped = nameBytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0) }.joined()
+                let source = join(relative, shown)
+                out.append(Candidate(sourcePath: source, packPath: join(packPath, shown), absolutePath: "", size: 0, mode: 0, label: label,
+                                     problem: BacklotError(.invalidSource, "the name \"\(escaped)\" is not valid UTF-8", context: "\(label): \(join(relative, escaped))",
+                                                           hint: "rename the file with a UTF-8 name (for example with convmv)")))
+                continue
+            }
+            let source = join(relative, name)
+            let target = join(packPath, name)
+            if name.contains("\\") {
+                out.append(Candidate(sourcePath: source, packPath: target, absolutePath: "", size: 0, mode: 0, label: label,
+                                     problem: BacklotError(.invalidSource, "the name contains '\\', which packs do not allow", context: "\(label): \(source)",
+                                                           hint: "rename it, or exclude it with fileExclusion")))
+                continue
+            }
+            guard let st = try FileSystem.linkStatus(absolute(source)) else { continue }   // removed while walking
+            if st.kind == .directory {
+                try walk(relative: source, packPath: target, label: label, into: &out)
+            } else {
+                out.append(try candidate(sourcePath: source, packPath: target, status: st, label: label, inWalk: true))
+            }
+        }
+    }
+
+    private func candidate(sourcePath: String, packPath: String, status st: FileSystem.Status, label: String, inWalk: Bool = false) throws -> Candidate {
+        let abs = absolute(sourcePath)
+        func refuse(_ message: String, _ hint: String) -> Candidate {
+            Candidate(sourcePath: sourcePath, packPath: packPath, absolutePath: abs, size: 0, mode: 0, label: label,
+                      problem: BacklotError(.invalidSource, message, context: "\(label): \(sourcePath)", hint: hint))
+        }
+        switch st.kind {
+        case .regular:
+            if !inWalk, let real = FileSystem.realPath(abs), !Walker.isInside(real, root) {
+                return refuse("the path leads outside the source root (to \(real))", "copy the file into the source root")
+            }
+            return Candidate(sourcePath: sourcePath, packPath: packPath, absolutePath: abs, size: st.size,
+                             mode: st.mode & 0o111 != 0 ? 0o755 : 0o644, label: label, problem: nil)
+        case .symlink:
+            guard let real = FileSystem.realPath(abs), let target = try FileSystem.status(abs) else {
+                return refuse("is a symbolic link that points nowhere", "fix or remove the link, or exclude it with fileExclusion")
+            }
+            guard Walker.isInside(real, root) else {
+                return refuse("is a symbolic link that leaves the source root (to \(real))",
+                              "packs never follow links out of the source root; copy the file in, or exclude the link with fileExclusion")
+            }
+            guard target.kind == .regular else {
+                return refuse("is a symbolic link to \(target.kind.phrase)",
+                              "select the target directory itself, or exclude the link with fileExclusion")
+            }
+            return Candidate(sourcePath: sourcePath, packPath: packPath, absolutePath: abs, size: target.size,
+                             mode: target.mode & 0o111 != 0 ? 0o755 : 0o644, label: label, problem: nil)
+        default:
+            return refuse("is \(st.kind.phrase); packs hold regular files only", "exclude it with {\"fileExclusion\": \"\(sourcePath)\"}")
+        }
+    }
+
+    static func isInside(_ path: String, _ root: String) -> Bool {
+        path == root || path.hasPrefix(root.hasSuffix("/") ? root : root + "/")
+    }
+}

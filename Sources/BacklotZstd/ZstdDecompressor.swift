@@ -1,0 +1,61 @@
+import BacklotBasics
+import CZstd
+
+/// Decompresses single zstd frames whose decompressed size is known in advance.
+/// Not thread-safe: give each worker its own.
+///
+/// The output buffer is sized by the caller's declared size, never by the frame, so a frame that
+/// expands past what was declared (a decompression bomb) fails without taking more memory.
+///
+/// ```swift
+/// let plain = try ZstdDecompressor().decompress(frame, expectedSize: 65536)
+/// ```
+public final class ZstdDecompressor {
+    private let context: OpaquePointer
+
+    public init() {
+        guard let ctx = ZSTD_createDCtx() else { fatalError("zstd could not allocate a decompression context") }
+        context = ctx
+        // Refuse frames that would need a window larger than 128 MiB, whatever they declare.
+        ZSTD_DCtx_setParameter(ctx, ZSTD_d_windowLogMax, 27)
+    }
+
+    deinit { ZSTD_freeDCtx(context) }
+
+    /// Decompresses exactly one frame that must expand to exactly `expectedSize` bytes.
+    /// - Throws: ``BacklotError/Code/corruptArchive`` when the input is not one valid frame of that size.
+    public func decompress(_ input: UnsafeRawBufferPointer, expectedSize: Int) throws -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: expectedSize)
+        let produced = try output.withUnsafeMutableBytes { try decompress(input, into: $0) }
+        guard produced == expectedSize else {
+            throw BacklotError(.corruptArchive, "the zstd frame expands to \(produced) bytes, not the \(expectedSize) declared")
+        }
+        return output
+    }
+
+    /// Decompresses exactly one frame into `output`, which must be large enough; returns the size produced.
+    public func decompress(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws -> Int {
+        let frameSize = ZSTD_findFrameCompressedSize(input.baseAddress, input.count)
+        if ZSTD_isError(frameSize) != 0 || frameSize != input.count {
+            throw BacklotError(.corruptArchive, "the bytes are not exactly one zstd frame")
+        }
+        let declared = ZSTD_getFrameContentSize(input.baseAddress, input.count)
+        // ZSTD_CONTENTSIZE_UNKNOWN and _ERROR are the two largest UInt64 values.
+        if declared < UInt64.max - 1, declared > UInt64(output.count) {
+            throw BacklotError(.corruptArchive, "the zstd frame declares \(declared) bytes, more than the \(output.count) allowed")
+        }
+        let produced = ZSTD_decompressDCtx(context, output.baseAddress, output.count, input.baseAddress, input.count)
+        if ZSTD_isError(produced) != 0 {
+            throw BacklotError(.corruptArchive, "zstd could not decompress the frame: \(String(cString: ZSTD_getErrorName(produced)))")
+        }
+        return produced
+    }
+
+    /// Decompresses exactly one frame that must expand to exactly `expectedSize` bytes.
+    public func decompress(_ input: [UInt8], expectedSize: Int) throws -> [UInt8] {
+        try input.withUnsafeBytes { try decompress($0, expectedSize: expectedSize) }
+    }
+
+    /// The libzstd version, such as `1.5.4`.
+    public static var libraryVersion: String { String(cString: ZSTD_versionString()) }
+}

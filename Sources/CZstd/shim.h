@@ -1,0 +1,3 @@
+#include <stddef.h>
+#include <zstd.h>
+#include <zstd_errors.h>

@@ -1,0 +1,2 @@
+import BacklotCommands
+@main struct Main { static func main() {} }
