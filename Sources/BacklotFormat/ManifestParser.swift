@@ -290,7 +290,14 @@ struct ManifestChecker {
                 return nil
             }
             switch SelectorPath.normalize(text, allowRoot: allowRoot, isPattern: isPattern) {
-            case .success(let normalized): return normalized
+            case .success(let normalized):
+                if isPattern {
+                    do { _ = try Glob(normalized) } catch let problem as SelectorPath.Problem {
+                        fail(problem.rule, valuePath, v.position, problem.message, fix: problem.fix)
+                        return nil
+                    } catch { return nil }
+                }
+                return normalized
             case .failure(let problem):
                 fail(problem.rule, valuePath, v.position, problem.message, fix: problem.fix)
                 return nil

@@ -1,3 +1,5 @@
+import Foundation
+
 extension JSONNode {
     /// Compact JSON text. With `sortedKeys`, object members are ordered by the UTF-8 bytes of
     /// their keys, which makes the text canonical for values built by Backlot.
@@ -58,4 +60,52 @@ extension JSONNode {
         writeString(s, to: &out)
         return out
     }
+}
+
+extension JSONNode {
+    /// JSON text indented by two spaces per level, members in the order held.
+    public func prettyPrinted() -> String {
+        var out = ""
+        writePretty(to: &out, indent: 0)
+        return out
+    }
+
+    private func writePretty(to out: inout String, indent: Int) {
+        let pad = String(repeating: "  ", count: indent + 1), end = String(repeating: "  ", count: indent)
+        switch kind {
+        case .array(let elements) where !elements.isEmpty:
+            out += "[\n"
+            for (i, e) in elements.enumerated() {
+                out += pad
+                e.writePretty(to: &out, indent: indent + 1)
+                out += i + 1 < elements.count ? ",\n" : "\n"
+            }
+            out += end + "]"
+        case .object(let members) where !members.isEmpty:
+            out += "{\n"
+            for (i, m) in members.enumerated() {
+                out += pad
+                JSONNode.writeString(m.key, to: &out)
+                out += ": "
+                m.value.writePretty(to: &out, indent: indent + 1)
+                out += i + 1 < members.count ? ",\n" : "\n"
+            }
+            out += end + "}"
+        default:
+            out += serialized()
+        }
+    }
+}
+
+/// Builders for JSON output: `JSONNode.object(["a": .string("x")])`.
+extension JSONNode {
+    public static func object(_ members: KeyValuePairs<String, JSONNode>) -> JSONNode {
+        JSONNode(.object(members.map { JSONMember(key: $0.key, value: $0.value) }))
+    }
+    public static func array(_ elements: [JSONNode]) -> JSONNode { JSONNode(.array(elements)) }
+    public static func string(_ s: String) -> JSONNode { JSONNode(.string(s)) }
+    public static func number<T: BinaryInteger>(_ n: T) -> JSONNode { JSONNode(.number(String(n))) }
+    public static func number(_ d: Double) -> JSONNode { JSONNode(.number(d.isFinite ? String(format: "%.6g", d) : "0")) }
+    public static func bool(_ b: Bool) -> JSONNode { JSONNode(.bool(b)) }
+    public static var null: JSONNode { JSONNode(.null) }
 }

@@ -1,0 +1,112 @@
+import BacklotBasics
+import Dispatch
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `backlot` command-line tool. The executable's `main` calls ``main(_:io:)``; tests call it too.
+///
+/// ```swift
+/// let status = BacklotCLI.main(["verify", "Tutorial.pack"], io: StandardIO())
+/// ```
+public enum BacklotCLI {
+    /// The version printed by `backlot --version`.
+    public static let version = "0.1.0"
+
+    static let commands: [any Command.Type] = [
+        TemplateCommand.self, EvaluateCommand.self, PackageCommand.self, InspectCommand.self,
+        VerifyCommand.self, ExtractCommand.self, DiffCommand.self,
+    ]
+
+    static var overview: String {
+        var text = """
+        backlot: package, publish, serve and deliver asset packs in the background.
+
+        Usage: backlot COMMAND [ARGUMENTS] [OPTIONS]
+
+        Commands:
+
+        """
+        for c in commands {
+            text += "  " + c.spec.name.padding(toLength: 12, withPad: " ", startingAt: 0) + c.spec.summary + "\n"
+        }
+        text += """
+
+        Run `backlot COMMAND --help` for a command's options.
+        Exit status: 0 success, 1 failure, 2 usage error or invalid input.
+
+        """
+        return text
+    }
+
+    /// Runs one command line (without the program name) and returns the exit status.
+    public static func main(_ arguments: [String], io: any CommandIO) -> Int32 {
+        guard let first = arguments.first else {
+            io.err(overview)
+            return 2
+        }
+        switch first {
+        case "-h", "--help", "help":
+            if arguments.count > 1, let c = commands.first(where: { $0.spec.name == arguments[1] }) {
+                io.out(c.spec.help)
+            } else {
+                io.out(overview)
+            }
+            return 0
+        case "--version":
+            io.out("backlot \(version)\n")
+            return 0
+        default:
+            break
+        }
+        guard let command = commands.first(where: { $0.spec.name == first }) else {
+            let names = commands.map { $0.spec.name }
+            let guess = names.first { $0.hasPrefix(first.prefix(3)) }
+            io.err("error: '\(first)' is not a backlot command\(guess.map { "; did you mean '\($0)'?" } ?? "")\n  hint: run `backlot --help` for the list\n")
+            return 2
+        }
+        do {
+            let parsed = try command.spec.parse(Array(arguments.dropFirst()))
+            if parsed.flag("help") {
+                io.out(command.spec.help)
+                return 0
+            }
+            try command.run(parsed, io: io)
+            return 0
+        } catch let error as BacklotError {
+            io.err("error: \(error.description)\n")
+            return error.exitStatus
+        } catch {
+            io.err("error: \(error)\n")
+            return 1
+        }
+    }
+
+    /// Removes registered temporary files when the process is interrupted, then exits 130 (SIGINT) or 143 (SIGTERM).
+    public static func installInterruptCleanup() {
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                TemporaryFiles.shared.removeAll()
+                exit(128 + sig)
+            }
+            source.resume()
+            interruptSources.withLock { $0.append(source) }
+        }
+    }
+
+    private static let interruptSources = InterruptSources()
+}
+
+/// Keeps signal sources alive for the life of the process.
+final class InterruptSources: @unchecked Sendable {
+    private var sources: [any DispatchSourceSignal] = []
+    private let lock = NSLock()
+    func withLock(_ body: (inout [any DispatchSourceSignal]) -> Void) {
+        lock.lock()
+        defer { lock.unlock() }
+        body(&sources)
+    }
+}

@@ -1,0 +1,40 @@
+import BacklotBasics
+import BacklotFormat
+import BacklotJSON
+
+/// `backlot evaluate MANIFEST`: lists every file the selectors match and its pack path.
+struct EvaluateCommand: Command {
+    static let spec = CommandSpec(
+        name: "evaluate",
+        summary: "Check a manifest and list every file it selects, with its path in the pack.",
+        arguments: [.init("MANIFEST", help: "The manifest (JSON; comments allowed).")],
+        options: [
+            .init("source-root", value: "DIR", help: "Where selector paths start (default: the manifest's sourceRoot, else the current directory)."),
+            .init("json", help: "Print JSON."),
+        ])
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let manifestPath = arguments.positionals[0]
+        let (manifest, warnings) = try AssetPackManifest.load(path: manifestPath)
+        let root = SourceSelection.resolveSourceRoot(override: arguments.values["source-root"], manifest: manifest, manifestPath: manifestPath)
+        let selection = try SourceSelection(manifest: manifest, sourceRoot: root)
+        let allWarnings = warnings.map { "\(manifestPath):\($0)" } + selection.warnings
+        if arguments.flag("json") {
+            let json = JSONNode.object([
+                "assetPackID": .string(manifest.assetPackID.rawValue),
+                "sourceRoot": .string(selection.sourceRoot),
+                "files": .array(selection.files.map {
+                    .object(["source": .string($0.sourcePath), "destination": .string($0.packPath), "size": .number($0.size)])
+                }),
+                "warnings": .array(allWarnings.map { .string($0) }),
+            ])
+            io.out(json.prettyPrinted() + "\n")
+            return
+        }
+        for w in allWarnings { warn(w, io: io) }
+        io.out("\(manifest.assetPackID): \(selection.files.count) files from \(selection.sourceRoot)\n")
+        for f in selection.files {
+            io.out(f.sourcePath == f.packPath ? "  \(f.packPath)\n" : "  \(f.sourcePath) -> \(f.packPath)\n")
+        }
+    }
+}

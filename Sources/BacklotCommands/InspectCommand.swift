@@ -1,0 +1,62 @@
+import BacklotBasics
+import BacklotFormat
+import BacklotJSON
+
+/// `backlot inspect PACK`: shows a pack's manifest, sizes and files.
+struct InspectCommand: Command {
+    static let spec = CommandSpec(
+        name: "inspect",
+        summary: "Show a pack's manifest, digest, sizes and files (header and index are checked, contents are not).",
+        arguments: [.init("PACK", help: "A .pack file.")],
+        options: [.init("json", help: "Print JSON.")])
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let pack = try PackReader(path: arguments.positionals[0])
+        let index = pack.index
+        let m = index.metadata
+        if arguments.flag("json") {
+            var members: [JSONMember] = [
+                JSONMember(key: "formatVersion", value: .number(pack.header.formatVersion)),
+                JSONMember(key: "packDigest", value: .string(pack.packDigest.hex)),
+                JSONMember(key: "manifest", value: m.json),
+                JSONMember(key: "packBytes", value: .number(pack.fileSize)),
+                JSONMember(key: "installBytes", value: .number(index.installSize)),
+                JSONMember(key: "index", value: .object(["offset": .number(pack.header.indexOffset), "length": .number(pack.header.indexLength),
+                                                         "sha256": .string(pack.packDigest.hex)])),
+            ]
+            if let c = index.chunking {
+                members.append(JSONMember(key: "chunking", value: .object(["min": .number(c.minimum), "avg": .number(c.average), "max": .number(c.maximum)])))
+            }
+            members.append(JSONMember(key: "chunks", value: .number(index.chunks.count)))
+            members.append(JSONMember(key: "files", value: .array(index.files.map { f in
+                .object(["path": .string(f.path), "size": .number(f.size), "mode": .string(String(f.mode, radix: 8)),
+                         "sha256": .string(f.digest.hex), "chunks": .array(f.chunks.map { .number($0) })])
+            })))
+            io.out(JSONNode(.object(members)).prettyPrinted() + "\n")
+            return
+        }
+        let events = m.downloadPolicy.installationEventTypes.map(\.rawValue).joined(separator: ", ")
+        var text = """
+        \(m.assetPackID)  (\(pack.path))
+          policy        \(m.downloadPolicy.name)\(events.isEmpty ? "" : " on \(events)")
+          platforms     \(m.platforms.map(\.rawValue).joined(separator: ", "))
+
+        """
+        if let language = m.language { text += "  language      \(language)\n" }
+        if let userInfo = m.userInfo { text += "  userInfo      \(userInfo.serialized())\n" }
+        text += """
+          pack digest   \(pack.packDigest)
+          format        version \(pack.header.formatVersion)
+          pack size     \(ByteCount.format(pack.fileSize)) (\(pack.fileSize))
+          install size  \(ByteCount.format(index.installSize)) (\(index.installSize))
+          index         \(pack.header.indexLength) bytes at offset \(pack.header.indexOffset)
+          chunks        \(index.chunks.count)\(index.chunking.map { " (avg \($0.average >> 10) KiB)" } ?? "")
+          files         \(index.files.count)
+
+        """
+        for f in index.files {
+            text += "  " + String(f.mode, radix: 8) + "  " + ByteCount.format(f.size).padding(toLength: 10, withPad: " ", startingAt: 0) + "  " + f.path + "\n"
+        }
+        io.out(text)
+    }
+}

@@ -1,0 +1,176 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotZstd
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes a pack's files into a directory (`backlot extract`), checking every chunk first.
+///
+/// Files are written into a hidden folder beside the target, flushed, and the folder is renamed
+/// to the target only when everything is written and checked: a failed or interrupted extraction
+/// leaves nothing behind. Paths come from a checked index (relative, no `..`), and files are
+/// created with `O_EXCL | O_NOFOLLOW`, so nothing is written outside the target. Each chunk
+/// decompresses into a buffer of its declared size, so no more memory or disk is used than the
+/// index declares; the free space is checked before starting.
+///
+/// ```swift
+/// let pack = try PackReader(path: "Tutorial.pack")
+/// try PackExtractor(pack: pack).extract(to: "Tutorial")
+/// ```
+public struct PackExtractor: Sendable {
+    public let pack: PackReader
+    public let jobs: Int
+
+    public init(pack: PackReader, jobs: Int = ProcessInfo.processInfo.activeProcessorCount) {
+        self.pack = pack
+        self.jobs = max(1, jobs)
+    }
+
+    /// Extracts into `directory`, which must not exist or be empty.
+    /// - Throws: ``BacklotError/Code/alreadyExists`` for a non-empty target,
+    ///   ``BacklotError/Code/corruptArchive`` naming the file, chunk and offset, ``BacklotError/Code/io``
+    ///   (including too little free space).
+    public func extract(to directory: String, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws {
+        let target = URL(fileURLWithPath: directory).standardizedFileURL.path
+        let parent = URL(fileURLWithPath: target).deletingLastPathComponent().path
+        if let st = try FileSystem.linkStatus(target) {
+            guard st.kind == .directory, try FileSystem.entryNames(target).isEmpty else {
+                throw BacklotError(.alreadyExists, "the target exists and is not an empty directory", context: directory,
+                                   hint: "choose a new path; extract never mixes a pack into existing files")
+            }
+        }
+        guard let pst = try FileSystem.status(parent), pst.kind == .directory else {
+            throw BacklotError(.io, "the parent folder does not exist", context: parent, hint: "create it first")
+        }
+        let total = pack.index.installSize
+        if let free = FileSystem.availableBytes(at: parent), free < total + (1 << 20) {
+            throw BacklotError(.io, "the pack needs \(total) bytes but only \(free) are free", context: parent, hint: "free some disk space")
+        }
+
+        let staging = try FileSystem.makeTemporaryDirectory(in: parent, prefix: ".\(URL(fileURLWithPath: target).lastPathComponent).partial-")
+        TemporaryFiles.shared.register(staging)
+        defer { TemporaryFiles.shared.unregister(staging) }
+        do {
+            try createTree(in: staging)
+            try writeContents(in: staging, progress: progress)
+            try syncAll(in: staging)
+            if FileSystem.exists(target) { _ = rmdir(target) }
+            try SystemCall.retrying("rename", path: target) { rename(staging, target) }
+            FileSystem.syncDirectory(parent)
+        } catch {
+            FileSystem.removeTree(staging)
+            throw error
+        }
+    }
+
+    /// Creates every folder and every (empty) file.
+    private func createTree(in root: String) throws {
+        var made = Set<String>()
+        for file in pack.index.files {
+            var components = file.path.split(separator: "/").map(String.init)
+            components.removeLast()
+            var path = ""
+            for c in components {
+                path = path.isEmpty ? c : path + "/" + c
+                if made.insert(path).inserted { try FileSystem.makeDirectory(root + "/" + path) }
+            }
+            let full = root + "/" + file.path
+            let fd = open(full, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(file.mode))
+            guard fd >= 0 else { throw SystemCall.error("create", path: full) }
+            fchmod(fd, mode_t(file.mode))
+            close(fd)
+        }
+    }
+
+    /// One piece of work: a run of a file's chunks (at most ~8 MiB), written at `fileOffset`.
+    private struct Unit: Sendable {
+        let file: Int
+        let chunks: ArraySlice<Int>
+        let fileOffset: UInt64
+    }
+
+    private func units() -> [Unit] {
+        var out: [Unit] = []
+        for (f, file) in pack.index.files.enumerated() {
+            var start = 0, offset: UInt64 = 0, unitOffset: UInt64 = 0, bytes = 0
+            for (i, ref) in file.chunks.enumerated() {
+                let size = Int(pack.index.chunks[ref].uncompressedSize)
+                if bytes > 0 && bytes + size > 8 << 20 {
+                    out.append(Unit(file: f, chunks: file.chunks[start..<i], fileOffset: unitOffset))
+                    start = i
+                    unitOffset = offset
+                    bytes = 0
+                }
+                bytes += size
+                offset += UInt64(size)
+            }
+            if bytes > 0 { out.append(Unit(file: f, chunks: file.chunks[start...], fileOffset: unitOffset)) }
+        }
+        return out
+    }
+
+    private func writeContents(in root: String, progress: (@Sendable (UInt64, UInt64) -> Void)?) throws {
+        let work = units()
+        let pack = self.pack
+        let total = pack.index.installSize
+        let next = AtomicCounter(), done = AtomicCounter()
+        let failures = FirstFailure()
+        DispatchQueueRunner.run(jobs: jobs) {
+            let decompressor = ZstdDecompressor()
+            while !failures.hasFailure {
+                let u = next.increment()
+                guard u < work.count else { return }
+                let unit = work[u]
+                let file = pack.index.files[unit.file]
+                let full = root + "/" + file.path
+                do {
+                    let fd = open(full, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+                    guard fd >= 0 else { throw SystemCall.error("open", path: full) }
+                    let out = FileDescriptor(rawValue: fd, path: full)
+                    defer { out.close() }
+                    var offset = unit.fileOffset
+                    for ref in unit.chunks {
+                        let plain: [UInt8]
+                        do {
+                            plain = try pack.readChunk(ref, using: decompressor)
+                        } catch let e as BacklotError {
+                            throw BacklotError(e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? pack.path)", hint: e.hint)
+                        }
+                        try plain.withUnsafeBytes { try out.write($0, at: offset) }
+                        offset += UInt64(plain.count)
+                        progress?(UInt64(done.add(plain.count)), total)
+                    }
+                } catch {
+                    failures.record(u, error)
+                }
+            }
+        }
+        if let error = failures.first { throw error }
+    }
+
+    /// Flushes every file and folder before the rename makes them visible.
+    private func syncAll(in root: String) throws {
+        let files = pack.index.files
+        let next = AtomicCounter()
+        let failures = FirstFailure()
+        DispatchQueueRunner.run(jobs: jobs) {
+            while !failures.hasFailure {
+                let i = next.increment()
+                guard i < files.count else { return }
+                let full = root + "/" + files[i].path
+                let fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+                if fd < 0 || fsync(fd) != 0 { failures.record(i, SystemCall.error("fsync", path: full)) }
+                if fd >= 0 { close(fd) }
+            }
+        }
+        if let error = failures.first { throw error }
+        var dirs = Set<String>([root])
+        for f in files {
+            var p = URL(fileURLWithPath: root + "/" + f.path).deletingLastPathComponent().path
+            while p.count > root.count, dirs.insert(p).inserted { p = URL(fileURLWithPath: p).deletingLastPathComponent().path }
+        }
+        for d in dirs { FileSystem.syncDirectory(d) }
+    }
+}

@@ -1,0 +1,109 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotJSON
+
+/// A pack's index: its metadata, chunk table and file table (`docs/format.md` §3).
+///
+/// The index is everything a client needs to decide what to download: which chunks a file is made
+/// of, where each chunk lies in the pack, and the SHA-256 that each chunk and file must have.
+public struct PackIndex: Sendable, Hashable {
+    /// One zstd frame in the pack.
+    public struct Chunk: Sendable, Hashable {
+        /// SHA-256 of the uncompressed bytes.
+        public let id: SHA256Digest
+        /// Where the frame starts in the pack.
+        public let offset: UInt64
+        public let compressedSize: UInt32
+        public let uncompressedSize: UInt32
+
+        public init(id: SHA256Digest, offset: UInt64, compressedSize: UInt32, uncompressedSize: UInt32) {
+            self.id = id
+            self.offset = offset
+            self.compressedSize = compressedSize
+            self.uncompressedSize = uncompressedSize
+        }
+
+        /// The byte range of the frame in the pack.
+        public var range: Range<UInt64> { offset..<offset + UInt64(compressedSize) }
+    }
+
+    /// One file of the pack.
+    public struct File: Sendable, Hashable {
+        /// The relative path, `/`-separated.
+        public let path: String
+        /// `0o644` or `0o755`.
+        public let mode: UInt32
+        public let size: UInt64
+        /// SHA-256 of the whole file.
+        public let digest: SHA256Digest
+        /// Indexes into ``PackIndex/chunks``, in file order.
+        public let chunks: [Int]
+
+        public init(path: String, mode: UInt32, size: UInt64, digest: SHA256Digest, chunks: [Int]) {
+            self.path = path
+            self.mode = mode
+            self.size = size
+            self.digest = digest
+            self.chunks = chunks
+        }
+    }
+
+    /// The normalised manifest: ID, policy, platforms, userInfo, language.
+    public let metadata: PackMetadata
+    /// The chunk sizes the pack was cut with (informative).
+    public let chunking: (minimum: Int, average: Int, maximum: Int)?
+    public let chunks: [Chunk]
+    public let files: [File]
+
+    public init(metadata: PackMetadata, chunking: (minimum: Int, average: Int, maximum: Int)?, chunks: [Chunk], files: [File]) {
+        self.metadata = metadata
+        self.chunking = chunking
+        self.chunks = chunks
+        self.files = files
+    }
+
+    public static func == (a: PackIndex, b: PackIndex) -> Bool {
+        a.metadata == b.metadata && a.chunks == b.chunks && a.files == b.files
+            && a.chunking?.minimum == b.chunking?.minimum && a.chunking?.average == b.chunking?.average && a.chunking?.maximum == b.chunking?.maximum
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(metadata)
+        hasher.combine(chunks)
+        hasher.combine(files)
+    }
+
+    /// Total uncompressed size of the files (the install size).
+    public var installSize: UInt64 { files.reduce(0) { $0 + $1.size } }
+    /// Total compressed size of the chunks.
+    public var chunkBytes: UInt64 { chunks.reduce(0) { $0 + UInt64($1.compressedSize) } }
+}
+
+/// The normalised manifest a pack carries (what a catalog lists about it).
+public struct PackMetadata: Sendable, Hashable {
+    public let assetPackID: PackID
+    public let downloadPolicy: DownloadPolicy
+    public let platforms: [Platform]
+    /// The manifest's `userInfo`, verbatim.
+    public let userInfo: JSONNode?
+    public let language: String?
+
+    public init(assetPackID: PackID, downloadPolicy: DownloadPolicy, platforms: [Platform], userInfo: JSONNode?, language: String?) {
+        self.assetPackID = assetPackID
+        self.downloadPolicy = downloadPolicy
+        self.platforms = platforms
+        self.userInfo = userInfo
+        self.language = language
+    }
+
+    public init(_ manifest: AssetPackManifest) {
+        self.init(assetPackID: manifest.assetPackID, downloadPolicy: manifest.downloadPolicy, platforms: manifest.platforms,
+                  userInfo: manifest.userInfo, language: manifest.language)
+    }
+
+    /// The metadata as the canonical manifest JSON stored in the index.
+    public var json: JSONNode {
+        AssetPackManifest(assetPackID: assetPackID, downloadPolicy: downloadPolicy, fileSelectors: [], platforms: platforms,
+                          userInfo: userInfo, language: language).normalizedJSON
+    }
+}

@@ -1,0 +1,121 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotZstd
+
+/// An open pack whose header and index have been read and checked.
+///
+/// Opening checks the header, the index's SHA-256 and every structural rule of the index, so
+/// offsets, sizes and paths from ``index`` are safe to use. Chunk contents are checked as they
+/// are read (``readChunk(_:using:)``), and ``verify(jobs:progress:)`` checks everything.
+///
+/// ```swift
+/// let pack = try PackReader(path: "Tutorial.pack")
+/// print(pack.index.metadata.assetPackID, pack.header.indexDigest)
+/// try pack.verify()
+/// ```
+public final class PackReader: Sendable {
+    public let path: String
+    public let header: PackHeader
+    public let index: PackIndex
+    /// The pack file's size.
+    public let fileSize: UInt64
+    private let descriptor: FileDescriptor
+
+    /// Opens and checks a pack.
+    /// - Throws: ``BacklotError/Code/invalidInput`` (not a pack, other version),
+    ///   ``BacklotError/Code/corruptArchive`` (truncated, altered or crafted), ``BacklotError/Code/io``.
+    public init(path: String) throws {
+        self.path = path
+        let fd = try FileDescriptor.openForReading(path)
+        do {
+            let size = try fd.size()
+            let headBytes = try fd.read(count: Int(min(UInt64(PackHeader.size), size)), at: 0)
+            let header = try PackHeader.decode(headBytes, fileSize: size, source: path)
+            let indexBytes = try fd.read(count: Int(header.indexLength), at: header.indexOffset)
+            let digest = SHA256.hash(indexBytes)
+            guard digest == header.indexDigest else {
+                throw BacklotError(.corruptArchive, "the index's SHA-256 is \(digest.short)…, but the header says \(header.indexDigest.short)…",
+                                   context: "\(path) at offset \(header.indexOffset)",
+                                   hint: "the pack is damaged: package or download it again")
+            }
+            index = try PackIndex.decode(indexBytes, header: header, source: path)
+            self.header = header
+            fileSize = size
+            descriptor = fd
+        } catch {
+            fd.close()
+            throw error
+        }
+    }
+
+    deinit { descriptor.close() }
+
+    /// The pack's identity: the SHA-256 of its index.
+    public var packDigest: SHA256Digest { header.indexDigest }
+
+    /// Reads, decompresses and checks one chunk.
+    /// - Throws: ``BacklotError/Code/corruptArchive`` naming the chunk and its offset.
+    public func readChunk(_ chunkIndex: Int, using decompressor: ZstdDecompressor) throws -> [UInt8] {
+        let chunk = index.chunks[chunkIndex]
+        let compressed = try descriptor.read(count: Int(chunk.compressedSize), at: chunk.offset)
+        return try Self.decode(compressed, chunk: chunk, chunkIndex: chunkIndex, using: decompressor, source: path)
+    }
+
+    /// Decompresses and checks the frame of `chunk` (shared by readers of local and downloaded packs).
+    public static func decode(_ compressed: [UInt8], chunk: PackIndex.Chunk, chunkIndex: Int,
+                              using decompressor: ZstdDecompressor, source: String) throws -> [UInt8] {
+        let where_ = "\(source): chunk \(chunkIndex) at offset \(chunk.offset)"
+        let plain: [UInt8]
+        do {
+            plain = try decompressor.decompress(compressed, expectedSize: Int(chunk.uncompressedSize))
+        } catch let e as BacklotError {
+            throw BacklotError(.corruptArchive, e.message, context: where_, hint: "the pack is damaged: package or download it again")
+        }
+        let id = SHA256.hash(plain)
+        guard id == chunk.id else {
+            throw BacklotError(.corruptArchive, "the chunk's SHA-256 is \(id.short)…, but the index says \(chunk.id.short)…",
+                               context: where_, hint: "the pack is damaged: package or download it again")
+        }
+        return plain
+    }
+
+    /// Checks every chunk and every file's SHA-256.
+    /// - Parameter progress: called with (bytes checked, total bytes).
+    /// - Throws: ``BacklotError/Code/corruptArchive`` naming the file, chunk and offset of the first problem.
+    public func verify(jobs: Int = 2, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws {
+        let files = index.files
+        let total = index.installSize
+        let next = AtomicCounter()
+        let done = AtomicCounter()
+        let failures = FirstFailure()
+        DispatchQueueRunner.run(jobs: jobs) {
+            let decompressor = ZstdDecompressor()
+            while !failures.hasFailure {
+                let i = next.increment()
+                guard i < files.count else { return }
+                let file = files[i]
+                var hasher = SHA256()
+                do {
+                    for ref in file.chunks {
+                        do {
+                            let plain = try self.readChunk(ref, using: decompressor)
+                            hasher.update(plain)
+                            let sum = done.add(plain.count)
+                            progress?(UInt64(sum), total)
+                        } catch let e as BacklotError {
+                            throw BacklotError(e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? self.path)", hint: e.hint)
+                        }
+                    }
+                    let digest = hasher.finalize()
+                    guard digest == file.digest else {
+                        throw BacklotError(.corruptArchive, "the file's SHA-256 is \(digest.short)…, but the index says \(file.digest.short)…",
+                                           context: "\(self.path): file \"\(file.path)\"", hint: "the pack is damaged or crafted: package it again")
+                    }
+                } catch {
+                    failures.record(i, error)
+                }
+            }
+        }
+        if let error = failures.first { throw error }
+    }
+}

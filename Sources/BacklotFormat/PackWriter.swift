@@ -1,0 +1,241 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotZstd
+import Dispatch
+import Foundation
+
+/// Builds a `.pack` from a manifest and the files it selects (`backlot package`).
+///
+/// Files are read in pack-path order and cut into content-defined chunks; chunks are hashed and
+/// compressed in parallel, stored once each, and written in canonical order, so the result is
+/// byte-identical for the same input whatever the thread count. The pack appears at its path only
+/// when complete (written beside it, flushed, then renamed).
+///
+/// ```swift
+/// let (manifest, _) = try AssetPackManifest.load(path: "Manifest.json")
+/// let selection = try SourceSelection(manifest: manifest, sourceRoot: "Assets")
+/// let summary = try PackWriter(options: .init(jobs: 2)).write(manifest: manifest, selection: selection, to: "Tutorial.pack")
+/// print(summary.packDigest)
+/// ```
+public struct PackWriter: Sendable {
+    /// How to build.
+    public struct Options: Sendable {
+        /// zstd level (1…19).
+        public var level: Int32
+        /// Worker threads for hashing and compressing.
+        public var jobs: Int
+        /// The chunker's average size (a power of two, 4 KiB…1 MiB).
+        public var averageChunkSize: Int
+        /// Replace an existing output file.
+        public var overwrite: Bool
+
+        public init(level: Int32 = 3, jobs: Int = ProcessInfo.processInfo.activeProcessorCount,
+                    averageChunkSize: Int = Chunker.defaultAverageSize, overwrite: Bool = false) {
+            self.level = level
+            self.jobs = max(1, jobs)
+            self.averageChunkSize = averageChunkSize
+            self.overwrite = overwrite
+        }
+    }
+
+    /// What a build did.
+    public struct Summary: Sendable {
+        public let packDigest: SHA256Digest
+        public let files: Int
+        /// Bytes read from the files.
+        public let bytesIn: UInt64
+        /// Size of the pack file.
+        public let bytesOut: UInt64
+        /// Chunks stored (each once).
+        public let chunks: Int
+        /// Chunk references (chunks cut), before deduplication.
+        public let chunkReferences: Int
+        /// Uncompressed bytes not stored again because an identical chunk was already stored.
+        public let deduplicatedBytes: UInt64
+        public let seconds: Double
+    }
+
+    public let options: Options
+
+    public init(options: Options = Options()) {
+        self.options = options
+    }
+
+    /// Writes the pack.
+    /// - Parameter progress: called with (bytes read so far, total bytes) as work completes.
+    /// - Throws: ``BacklotError/Code/alreadyExists`` (unless ``Options/overwrite``),
+    ///   ``BacklotError/Code/invalidSource`` if a file changed while being read, ``BacklotError/Code/io``.
+    ///   Nothing is left at `path` on failure.
+    public func write(manifest: AssetPackManifest, selection: SourceSelection, to path: String,
+                      progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws -> Summary {
+        let start = Date()
+        let output = try AtomicFile(path: path, overwrite: options.overwrite)
+        TemporaryFiles.shared.register(output.temporaryPath)
+        defer { TemporaryFiles.shared.unregister(output.temporaryPath) }
+        do {
+            var state = BuildState(output: output, jobs: options.jobs, level: options.level)
+            try state.output.descriptor.write([UInt8](repeating: 0, count: PackHeader.size))
+            state.offset = UInt64(PackHeader.size)
+            let chunker = Chunker(averageSize: options.averageChunkSize)
+            let total = selection.files.reduce(0) { $0 + $1.size }
+            var done: UInt64 = 0
+            var fileEntries: [PackIndex.File] = []
+            var pendingDigests: [Int: SHA256Digest] = [:]
+
+            for (fileIndex, file) in selection.files.enumerated() {
+                let digest = try state.read(file: file, index: fileIndex, chunker: chunker) { bytes in
+                    done += bytes
+                    progress?(done, total)
+                }
+                pendingDigests[fileIndex] = digest
+            }
+            try state.flush()
+            for (fileIndex, file) in selection.files.enumerated() {
+                let refs = state.fileChunks[fileIndex, default: []]
+                let size = refs.reduce(UInt64(0)) { $0 + UInt64(state.chunks[$1].uncompressedSize) }
+                fileEntries.append(PackIndex.File(path: file.packPath, mode: file.mode, size: size, digest: pendingDigests[fileIndex]!, chunks: refs))
+            }
+            let index = PackIndex(metadata: PackMetadata(manifest),
+                                  chunking: (chunker.minimumSize, chunker.averageSize, chunker.maximumSize),
+                                  chunks: state.chunks, files: fileEntries)
+            let indexBytes = index.encoded
+            let digest = SHA256.hash(indexBytes)
+            let indexOffset = state.offset
+            try state.writeBuffered(indexBytes)
+            try state.flushWrites()
+            let header = PackHeader(indexOffset: indexOffset, indexLength: UInt64(indexBytes.count), indexDigest: digest)
+            try header.encoded.withUnsafeBytes { try output.descriptor.write($0, at: 0) }
+            try output.commit()
+            return Summary(packDigest: digest, files: selection.files.count, bytesIn: done,
+                           bytesOut: state.offset, chunks: state.chunks.count,
+                           chunkReferences: state.references, deduplicatedBytes: state.deduplicatedBytes,
+                           seconds: Date().timeIntervalSince(start))
+        } catch {
+            output.discard()
+            throw error
+        }
+    }
+}
+
+/// The mutable state of one build: the batch being gathered, the chunk table, the output position.
+private struct BuildState {
+    let output: AtomicFile
+    let jobs: Int
+    let level: Int32
+    var chunks: [PackIndex.Chunk] = []
+    var known: [SHA256Digest: Int] = [:]
+    var fileChunks: [Int: [Int]] = [:]
+    var offset: UInt64 = 0
+    var references = 0
+    var deduplicatedBytes: UInt64 = 0
+    var batch: [(file: Int, bytes: [UInt8])] = []
+    var batchBytes = 0
+    var writeBuffer: [UInt8] = []
+    static let batchLimit = 32 << 20
+
+    init(output: AtomicFile, jobs: Int, level: Int32) {
+        self.output = output
+        self.jobs = jobs
+        self.level = level
+        writeBuffer.reserveCapacity(8 << 20)
+    }
+
+    /// Reads one file, cutting it into chunks queued for compression; returns the file's SHA-256.
+    mutating func read(file: SourceSelection.File, index: Int, chunker: Chunker, progress: (UInt64) -> Void) throws -> SHA256Digest {
+        let fd = try FileDescriptor.openForReading(file.absolutePath)
+        defer { fd.close() }
+        var hasher = SHA256()
+        let capacity = max(8 << 20, chunker.maximumSize * 2)
+        var buffer = [UInt8](repeating: 0, count: capacity)
+        var filled = 0, position = 0, eof = false, total: UInt64 = 0
+        while true {
+            if !eof && filled - position < chunker.maximumSize {
+                if position > 0 {
+                    buffer.withUnsafeMutableBytes { b in
+                        b.baseAddress!.copyMemory(from: b.baseAddress! + position, byteCount: filled - position)
+                    }
+                    filled -= position
+                    position = 0
+                }
+                let n = try buffer.withUnsafeMutableBytes { b in
+                    try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: b[filled...]))
+                }
+                if n == 0 { eof = true }
+                buffer.withUnsafeBytes { b in hasher.update(UnsafeRawBufferPointer(rebasing: b[filled..<filled + n])) }
+                filled += n
+                total += UInt64(n)
+                progress(UInt64(n))
+                continue
+            }
+            if position == filled { break }
+            let length = buffer.withUnsafeBytes { b in chunker.cutPoint(in: UnsafeRawBufferPointer(rebasing: b[position..<filled])) }
+            batch.append((index, Array(buffer[position..<position + length])))
+            batchBytes += length
+            position += length
+            if batchBytes >= BuildState.batchLimit { try flush() }
+        }
+        guard total == file.size else {
+            throw BacklotError(.invalidSource, "the file changed while it was being packaged (\(file.size) bytes when selected, \(total) read)",
+                               context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
+        }
+        return hasher.finalize()
+    }
+
+    /// Hashes and compresses the gathered batch in parallel, then appends new chunks in order.
+    mutating func flush() throws {
+        guard !batch.isEmpty else { return }
+        let work = batch
+        batch.removeAll(keepingCapacity: true)
+        batchBytes = 0
+        let results = ParallelResults(count: work.count)
+        let next = AtomicCounter()
+        let alreadyStored = self.known
+        let level = self.level
+        DispatchQueue.concurrentPerform(iterations: jobs) { _ in
+            let compressor = ZstdCompressor(level: level)
+            while true {
+                let i = next.increment()
+                guard i < work.count else { return }
+                let bytes = work[i].bytes
+                let id = SHA256.hash(bytes)
+                if alreadyStored[id] != nil {
+                    results.set(i, .init(id: id, compressed: nil, error: nil))
+                    continue
+                }
+                do {
+                    results.set(i, .init(id: id, compressed: try compressor.compress(bytes), error: nil))
+                } catch {
+                    results.set(i, .init(id: id, compressed: nil, error: error))
+                }
+            }
+        }
+        for (i, item) in work.enumerated() {
+            let r = results.get(i)
+            if let error = r.error { throw error }
+            references += 1
+            if let existing = known[r.id] {
+                fileChunks[item.file, default: []].append(existing)
+                deduplicatedBytes += UInt64(item.bytes.count)
+                continue
+            }
+            guard let compressed = r.compressed else { preconditionFailure("a new chunk was not compressed") }
+            let chunkIndex = chunks.count
+            chunks.append(PackIndex.Chunk(id: r.id, offset: offset, compressedSize: UInt32(compressed.count),
+                                          uncompressedSize: UInt32(item.bytes.count)))
+            known[r.id] = chunkIndex
+            fileChunks[item.file, default: []].append(chunkIndex)
+            try writeBuffered(compressed)
+        }
+    }
+
+    mutating func writeBuffered(_ bytes: [UInt8]) throws {
+        writeBuffer += bytes
+        offset += UInt64(bytes.count)
+        if writeBuffer.count >= 4 << 20 { try flushWrites() }
+    }
+
+    mutating func flushWrites() throws {
+        try output.descriptor.write(writeBuffer)
+        writeBuffer.removeAll(keepingCapacity: true)
+    }
+}

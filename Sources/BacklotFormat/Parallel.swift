@@ -1,0 +1,66 @@
+import BacklotCrypto
+import Dispatch
+import Synchronization
+
+/// A shared counter that hands out work indexes to threads.
+final class AtomicCounter: Sendable {
+    private let value = Atomic<Int>(0)
+    /// Returns the current value and adds one.
+    func increment() -> Int { value.wrappingAdd(1, ordering: .relaxed).oldValue }
+    /// Adds `n` and returns the new value.
+    func valueAdd(_ n: Int) -> Int { value.wrappingAdd(n, ordering: .relaxed).newValue }
+}
+
+/// Per-index results written by worker threads; each index is written by exactly one thread and
+/// read only after all workers have finished.
+final class ParallelResults: @unchecked Sendable {
+    struct Item {
+        let id: SHA256Digest
+        let compressed: [UInt8]?
+        let error: (any Error)?
+    }
+    private let storage: UnsafeMutableBufferPointer<Item?>
+
+    init(count: Int) {
+        storage = .allocate(capacity: count)
+        storage.initialize(repeating: nil)
+    }
+
+    deinit {
+        storage.deinitialize()
+        storage.deallocate()
+    }
+
+    func set(_ i: Int, _ item: Item) { storage[i] = item }
+    func get(_ i: Int) -> Item { storage[i]! }
+}
+
+
+extension AtomicCounter {
+    /// Adds `n` and returns the new value.
+    func add(_ n: Int) -> Int { valueAdd(n) }
+}
+
+/// Keeps the failure with the lowest work index, so parallel runs report deterministically.
+final class FirstFailure: Sendable {
+    private let state = Mutex<(index: Int, error: (any Error)?)>((Int.max, nil))
+    private let flag = Atomic<Bool>(false)
+
+    var hasFailure: Bool { flag.load(ordering: .relaxed) }
+
+    func record(_ index: Int, _ error: any Error) {
+        state.withLock { s in
+            if index < s.index { s = (index, error) }
+        }
+        flag.store(true, ordering: .relaxed)
+    }
+
+    var first: (any Error)? { state.withLock { $0.error } }
+}
+
+/// Runs the same body on `jobs` threads and waits for all of them.
+enum DispatchQueueRunner {
+    static func run(jobs: Int, _ body: @Sendable () -> Void) {
+        DispatchQueue.concurrentPerform(iterations: max(1, jobs)) { _ in body() }
+    }
+}
