@@ -35,9 +35,11 @@ let package = Package(
         .target(name: "BacklotCommands", dependencies: ["BacklotFormat"]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
 
-        // Benchmark corpus generator and helpers (run by `make bench`, never by tests).
+        // Helpers shared by the test targets: temporary folders, seeded data, sample packs.
+        .target(name: "BacklotTestSupport", dependencies: ["BacklotFormat"]),
         .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotJSON"]),
-        .testTarget(name: "BacklotFormatTests", dependencies: ["BacklotFormat"]),
-        .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat"]),
+        .testTarget(name: "BacklotFormatTests", dependencies: ["BacklotFormat", "BacklotTestSupport"],
+                    exclude: ["Fixtures"]),
+        .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat", "BacklotTestSupport"]),
     ]
 )

@@ -45,12 +45,13 @@ extension AssetPackManifest {
     /// The normalised manifest stored in a pack's index: ID, policy, platforms, userInfo, language.
     /// Selectors and the source root are packaging instructions, not part of the pack.
     public var normalizedJSON: JSONNode {
+        // Keys in UTF-8 order, so that the text is canonical without re-sorting userInfo.
         var members: [JSONMember] = [
             JSONMember(key: "assetPackID", value: JSONNode(.string(assetPackID.rawValue))),
             JSONMember(key: "downloadPolicy", value: downloadPolicy.json),
-            JSONMember(key: "platforms", value: JSONNode(.array(platforms.map { JSONNode(.string($0.rawValue)) }))),
         ]
         if let language { members.append(JSONMember(key: "language", value: JSONNode(.string(language)))) }
+        members.append(JSONMember(key: "platforms", value: JSONNode(.array(platforms.map { JSONNode(.string($0.rawValue)) }))))
         if let userInfo { members.append(JSONMember(key: "userInfo", value: userInfo)) }
         return JSONNode(.object(members))
     }

@@ -10,7 +10,7 @@ extension PackIndex {
         var w = ByteWriter()
         w.reserve(64 + chunks.count * 48 + files.reduce(0) { $0 + 50 + $1.path.utf8.count + 4 * $1.chunks.count })
         w.append(PackIndex.magic)
-        let meta = Array(metadataJSON.serialized(sortedKeys: true).utf8)
+        let meta = Array(metadataJSON.serialized().utf8)
         w.u32(UInt32(meta.count))
         w.append(meta)
         w.u32(UInt32(chunks.count))
@@ -36,14 +36,16 @@ extension PackIndex {
 
     /// The metadata section: `{"chunking":{…},"manifest":{…}}`.
     var metadataJSON: JSONNode {
-        var members = [JSONMember(key: "manifest", value: metadata.json)]
+        // Members written in UTF-8 key order; userInfo inside the manifest keeps its own order.
+        var members: [JSONMember] = []
         if let chunking {
             members.append(JSONMember(key: "chunking", value: JSONNode(.object([
-                JSONMember(key: "min", value: JSONNode(.number(String(chunking.minimum)))),
                 JSONMember(key: "avg", value: JSONNode(.number(String(chunking.average)))),
                 JSONMember(key: "max", value: JSONNode(.number(String(chunking.maximum)))),
+                JSONMember(key: "min", value: JSONNode(.number(String(chunking.minimum)))),
             ]))))
         }
+        members.append(JSONMember(key: "manifest", value: metadata.json))
         return JSONNode(.object(members))
     }
 }

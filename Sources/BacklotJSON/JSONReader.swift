@@ -211,7 +211,7 @@ private struct Parser {
         if bytes[index] == UInt8(ascii: "0") {
             index += 1
             if index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
-                throw error("numbers must not start with 0", hint: "remove the leading zeros")
+                throw error("numbers must not have leading zeros", hint: "remove the leading zeros")
             }
         } else {
             _ = digits()
@@ -281,7 +281,7 @@ private struct Parser {
                     guard let scalar = Unicode.Scalar(code) else { throw error("a \\u escape is not a Unicode scalar") }
                     scalars.append(scalar)
                 default:
-                    index -= 1
+                    index -= 2
                     throw error("'\\\(Character(UnicodeScalar(e)))' is not a JSON escape",
                                 hint: "a backslash in a path is written \\\\ in JSON, and paths use '/' anyway")
                 }

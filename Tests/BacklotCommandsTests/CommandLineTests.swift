@@ -1,0 +1,121 @@
+import BacklotBasics
+import BacklotCommands
+import BacklotFormat
+import BacklotTestSupport
+import Foundation
+import Testing
+
+/// The `backlot` commands, driven in-process with captured output.
+@Suite struct CommandLineTests {
+    func run(_ args: [String]) -> (status: Int32, out: String, err: String) {
+        let io = CapturedIO()
+        let status = BacklotCLI.main(args, io: io)
+        return (status, io.standardOutput, io.standardError)
+    }
+
+    @Test(arguments: ["template", "evaluate", "package", "inspect", "verify", "extract", "diff"])
+    func everyCommandHasHelp(_ command: String) {
+        let r = run([command, "--help"])
+        #expect(r.status == 0)
+        #expect(r.out.contains("Usage: backlot \(command)"))
+        #expect(r.out.contains("--help"))
+    }
+
+    @Test func usageErrorsExitTwoAndSayWhatToDo() {
+        #expect(run([]).status == 2)
+        let unknown = run(["packge"])
+        #expect(unknown.status == 2 && unknown.err.contains("did you mean 'package'"))
+        let option = run(["package", "M.json", "--ouput", "x"])
+        #expect(option.status == 2 && option.err.contains("unknown option '--ouput'") && option.err.contains("did you mean --output?"))
+        let missing = run(["package", "M.json"])
+        #expect(missing.status == 2 && missing.err.contains("--output OUT.pack is required"))
+        let noArg = run(["verify"])
+        #expect(noArg.status == 2 && noArg.err.contains("missing argument PACK"))
+        let badNumber = run(["package", "M.json", "-o", "x.pack", "--level", "42"])
+        #expect(badNumber.status == 2 && badNumber.err.contains("--level must be a whole number from 1 to 19"))
+        #expect(run(["--version"]).out.hasPrefix("backlot "))
+    }
+
+    @Test func templateFilledInPackagesInspectsVerifiesExtractsAndDiffs() throws {
+        let dir = try TemporaryDirectory("cli")
+        defer { dir.remove() }
+        try SamplePack.writeTree(in: dir)
+        let manifest = dir.at("M.json")
+        #expect(run(["template", "-o", manifest]).status == 0)
+        // Unfilled placeholders are refused with exit status 2 and no pack is written.
+        let unfilled = run(["package", manifest, "-o", dir.at("x.pack"), "--source-root", dir.at("src")])
+        #expect(unfilled.status == 2)
+        #expect(unfilled.err.contains("still the template's placeholder"))
+        #expect(!FileSystem.exists(dir.at("x.pack")))
+
+        var text = String(decoding: try dir.read("M.json"), as: UTF8.self)
+        text = text.replacingOccurrences(of: "[Asset-Pack ID]", with: "Tutorial")
+            .replacingOccurrences(of: "[Path to File]", with: "readme.txt")
+            .replacingOccurrences(of: "[Path to Directory]", with: "Levels")
+        try dir.write("M.json", text)
+
+        let evaluated = run(["evaluate", manifest, "--source-root", dir.at("src"), "--json"])
+        #expect(evaluated.status == 0, "\(evaluated.err)")
+        #expect(evaluated.out.contains("\"destination\": \"Levels/level1.dat\""))
+
+        let packed = run(["package", manifest, "-o", dir.at("v1.pack"), "--source-root", dir.at("src"), "--chunk-size", "16"])
+        #expect(packed.status == 0, "\(packed.err)")
+        #expect(packed.out.contains("Packaged Tutorial") && packed.out.contains("deduplicated"))
+
+        let again = run(["package", manifest, "-o", dir.at("v1.pack"), "--source-root", dir.at("src")])
+        #expect(again.status == 2 && again.err.contains("--force"))
+
+        let inspected = run(["inspect", dir.at("v1.pack"), "--json"])
+        #expect(inspected.status == 0)
+        #expect(inspected.out.contains("\"assetPackID\": \"Tutorial\"") && inspected.out.contains("\"packDigest\""))
+        #expect(run(["inspect", dir.at("v1.pack")]).out.contains("policy        essential on firstInstallation, subsequentUpdate"))
+
+        #expect(run(["verify", dir.at("v1.pack")]).out.hasPrefix("OK "))
+        let extracted = run(["extract", dir.at("v1.pack"), "-o", dir.at("out")])
+        #expect(extracted.status == 0)
+        #expect(try dir.read("out/Levels/level1.dat") == dir.read("src/Levels/level1.dat"))
+
+        var level = try dir.read("src/Levels/level1.dat")
+        level[1000] ^= 1
+        try dir.write("src/Levels/level1.dat", level)
+        #expect(run(["package", manifest, "-o", dir.at("v2.pack"), "--source-root", dir.at("src"), "--chunk-size", "16"]).status == 0)
+        let diff = run(["diff", dir.at("v1.pack"), dir.at("v2.pack"), "--json"])
+        #expect(diff.status == 0)
+        for key in ["downloadBytes", "downloadChunks", "newPackBytes"] { #expect(diff.out.contains("\"\(key)\"")) }
+        #expect(diff.out.contains("\"downloadChunks\": 1"))
+    }
+
+    @Test func aCorruptPackFailsVerifyWithStatusOne() throws {
+        let dir = try TemporaryDirectory("cli-corrupt")
+        defer { dir.remove() }
+        try SamplePack.writeTree(in: dir)
+        let path = try SamplePack.build(in: dir)
+        var bytes = try dir.read("out.pack")
+        bytes[200] ^= 0xFF
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let r = run(["verify", path])
+        #expect(r.status == 1)
+        #expect(r.err.contains("chunk") && r.err.contains("offset"))
+        let notPack = run(["verify", dir.at("src/readme.txt")])
+        #expect(notPack.status == 2 && notPack.err.contains("not a Backlot pack"))
+        #expect(run(["verify", dir.at("missing.pack")]).status == 1)
+    }
+
+    @Test func anInvalidManifestExitsTwoNamingLineColumnAndPath() throws {
+        let dir = try TemporaryDirectory("cli-bad")
+        defer { dir.remove() }
+        try dir.write("src/a.txt", "a")
+        try dir.write("M.json", """
+        {
+          "assetPackID": "Tutorial",
+          "downloadPolicy": {"onDemand": {}, "essential": {"installationEventTypes": ["firstInstallation"]}},
+          "fileSelectors": [{"file": "a.txt"}],
+          "platforms": ["iOS"]
+        }
+        """)
+        let r = run(["package", dir.at("M.json"), "-o", dir.at("o.pack"), "--source-root", dir.at("src")])
+        #expect(r.status == 2)
+        #expect(r.err.contains("M.json:3:21: downloadPolicy: give exactly one of essential, prefetch, onDemand (found 2)"), "\(r.err)")
+        #expect(!FileSystem.exists(dir.at("o.pack")))
+    }
+}
