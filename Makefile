@@ -1,0 +1,30 @@
+# Backlot: make demo (the whole pipeline end to end) and make test.
+SWIFT ?= swift
+BUILD_DIR := .build
+BACKLOT := $(BUILD_DIR)/debug/backlot
+
+.PHONY: all bootstrap build demo test bench clean
+
+all: build
+
+bootstrap:
+	@scripts/bootstrap
+
+build: bootstrap
+	$(SWIFT) build
+
+# Runs the pipeline end to end on generated sample data, in a temporary folder it removes.
+demo: build
+	@scripts/demo $(BACKLOT)
+
+test: bootstrap
+	$(SWIFT) test
+
+# Release build, a generated ~1 GiB corpus, and side-by-side runs against the peers.
+bench:
+	@scripts/bootstrap --bench
+	$(SWIFT) build -c release
+	@scripts/bench $(BUILD_DIR)/release/backlot
+
+clean:
+	rm -rf $(BUILD_DIR)
