@@ -2,6 +2,7 @@ import BacklotBasics
 import BacklotCrypto
 import BacklotZstd
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -55,7 +56,7 @@ public struct PackExtractor: Sendable {
         do {
             try createTree(in: staging)
             try writeContents(in: staging, progress: progress)
-            try syncAll(in: staging)
+            syncDirectories(in: staging)
             if FileSystem.exists(target) { _ = rmdir(target) }
             try SystemCall.retrying("rename", path: target) { rename(staging, target) }
             FileSystem.syncDirectory(parent)
@@ -117,7 +118,11 @@ public struct PackExtractor: Sendable {
         let total = pack.index.installSize
         let next = AtomicCounter(), done = AtomicCounter()
         let failures = FirstFailure()
-        DispatchQueueRunner.run(jobs: jobs) {
+        // Each file is flushed by the thread that writes its last piece, so the disk writes of
+        // finished files overlap the decompression of the next ones. Twice as many threads as
+        // cores keep the cores busy while some threads wait for the disk.
+        let remaining = Mutex<[Int]>(work.reduce(into: [Int](repeating: 0, count: pack.index.files.count)) { $0[$1.file] += 1 })
+        DispatchQueueRunner.run(jobs: jobs * 2) {
             let decompressor = ZstdDecompressor()
             while !failures.hasFailure {
                 let u = next.increment()
@@ -142,6 +147,11 @@ public struct PackExtractor: Sendable {
                         offset += UInt64(plain.count)
                         progress?(UInt64(done.add(plain.count)), total)
                     }
+                    let last = remaining.withLock { r -> Bool in
+                        r[unit.file] -= 1
+                        return r[unit.file] == 0
+                    }
+                    if last { try out.sync() }
                 } catch {
                     failures.record(u, error)
                 }
@@ -150,22 +160,9 @@ public struct PackExtractor: Sendable {
         if let error = failures.first { throw error }
     }
 
-    /// Flushes every file and folder before the rename makes them visible.
-    private func syncAll(in root: String) throws {
+    /// Flushes every folder (files were flushed as they were finished) before the rename makes them visible.
+    private func syncDirectories(in root: String) {
         let files = pack.index.files
-        let next = AtomicCounter()
-        let failures = FirstFailure()
-        DispatchQueueRunner.run(jobs: jobs) {
-            while !failures.hasFailure {
-                let i = next.increment()
-                guard i < files.count else { return }
-                let full = root + "/" + files[i].path
-                let fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-                if fd < 0 || fsync(fd) != 0 { failures.record(i, SystemCall.error("fsync", path: full)) }
-                if fd >= 0 { close(fd) }
-            }
-        }
-        if let error = failures.first { throw error }
         var dirs = Set<String>([root])
         for f in files {
             var p = URL(fileURLWithPath: root + "/" + f.path).deletingLastPathComponent().path
