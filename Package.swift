@@ -31,8 +31,12 @@ let package = Package(
         // The pack format: manifest, selectors, chunker, archive, index, verify, extract, diff.
         .target(name: "BacklotFormat",
                 dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotZstd", "BacklotJSON"]),
+        // The repository: signed catalogs, key lists, the rollout rule, the published tree.
+        .target(name: "BacklotRepository", dependencies: ["BacklotFormat"]),
+        // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.
+        .target(name: "BacklotInfoPlist", dependencies: ["BacklotBasics"]),
         // The command-line interface, as a library so tests can drive it.
-        .target(name: "BacklotCommands", dependencies: ["BacklotFormat"]),
+        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist"]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
 
         // Helpers shared by the test targets: temporary folders, seeded data, sample packs.
@@ -40,6 +44,8 @@ let package = Package(
         .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotJSON"]),
         .testTarget(name: "BacklotFormatTests", dependencies: ["BacklotFormat", "BacklotTestSupport"],
                     exclude: ["Fixtures"]),
+        .testTarget(name: "BacklotRepositoryTests", dependencies: ["BacklotRepository", "BacklotTestSupport"]),
+        .testTarget(name: "BacklotInfoPlistTests", dependencies: ["BacklotInfoPlist"], exclude: ["Fixtures"]),
         .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat", "BacklotTestSupport"]),
     ]
 )

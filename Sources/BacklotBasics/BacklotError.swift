@@ -75,6 +75,10 @@ extension BacklotError {
         public static let alreadyExists = Code("alreadyExists", isInvalidInput: true)
         /// A library call failed (zstd, OpenSSL).
         public static let library = Code("library", isInvalidInput: false)
+        /// A check ran and found problems (the problems were printed).
+        public static let checkFailed = Code("checkFailed", isInvalidInput: false)
+        /// Signed metadata failed verification (bad or missing signature, expired, rolled back, for another app).
+        public static let untrusted = Code("untrusted", isInvalidInput: false)
         /// The operation was cancelled.
         public static let cancelled = Code("cancelled", isInvalidInput: false)
     }

@@ -16,7 +16,7 @@ public enum BacklotCLI {
 
     static let commands: [any Command.Type] = [
         TemplateCommand.self, EvaluateCommand.self, PackageCommand.self, InspectCommand.self,
-        VerifyCommand.self, ExtractCommand.self, DiffCommand.self,
+        VerifyCommand.self, ExtractCommand.self, DiffCommand.self, PlistCheckCommand.self,
     ]
 
     static var overview: String {
@@ -29,7 +29,7 @@ public enum BacklotCLI {
 
         """
         for c in commands {
-            text += "  " + c.spec.name.padding(toLength: 12, withPad: " ", startingAt: 0) + c.spec.summary + "\n"
+            text += "  " + c.spec.name.padding(toLength: 14, withPad: " ", startingAt: 0) + c.spec.summary + "\n"
         }
         text += """
 
@@ -48,7 +48,8 @@ public enum BacklotCLI {
         }
         switch first {
         case "-h", "--help", "help":
-            if arguments.count > 1, let c = commands.first(where: { $0.spec.name == arguments[1] }) {
+            let name = arguments.dropFirst().joined(separator: " ")
+            if let c = commands.first(where: { $0.spec.name == name }) {
                 io.out(c.spec.help)
             } else {
                 io.out(overview)
@@ -60,14 +61,21 @@ public enum BacklotCLI {
         default:
             break
         }
-        guard let command = commands.first(where: { $0.spec.name == first }) else {
+        // Two-word commands ("plist check") are matched first.
+        var consumed = 1
+        var found = commands.first { $0.spec.name == first }
+        if arguments.count > 1, let two = commands.first(where: { $0.spec.name == "\(first) \(arguments[1])" }) {
+            found = two
+            consumed = 2
+        }
+        guard let command = found else {
             let names = commands.map { $0.spec.name }
             let guess = names.first { $0.hasPrefix(first.prefix(3)) }
             io.err("error: '\(first)' is not a backlot command\(guess.map { "; did you mean '\($0)'?" } ?? "")\n  hint: run `backlot --help` for the list\n")
             return 2
         }
         do {
-            let parsed = try command.spec.parse(Array(arguments.dropFirst()))
+            let parsed = try command.spec.parse(Array(arguments.dropFirst(consumed)))
             if parsed.flag("help") {
                 io.out(command.spec.help)
                 return 0

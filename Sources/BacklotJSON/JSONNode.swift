@@ -37,6 +37,10 @@ public struct JSONNode: Sendable, Hashable {
         self.position = position
     }
 
+    /// Values are equal when their contents are; where they were written does not matter.
+    public static func == (a: JSONNode, b: JSONNode) -> Bool { a.kind == b.kind }
+    public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
+
     /// The string value, or nil.
     public var stringValue: String? { if case .string(let s) = kind { s } else { nil } }
     /// The members, or nil when this is not an object.
@@ -67,6 +71,13 @@ public struct JSONMember: Sendable, Hashable {
     public let key: String
     public let keyPosition: JSONPosition
     public let value: JSONNode
+
+    /// Members are equal when their keys and values are; positions do not matter.
+    public static func == (a: JSONMember, b: JSONMember) -> Bool { a.key == b.key && a.value == b.value }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(key)
+        hasher.combine(value)
+    }
 
     public init(key: String, keyPosition: JSONPosition = JSONPosition(line: 0, column: 0), value: JSONNode) {
         self.key = key
