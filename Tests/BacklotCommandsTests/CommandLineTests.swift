@@ -119,3 +119,29 @@ import Testing
         #expect(!FileSystem.exists(dir.at("o.pack")))
     }
 }
+
+/// Output written to a terminal, for the progress bar.
+final class TerminalIO: CommandIO, @unchecked Sendable {
+    private let lock = NSLock()
+    private var errText = ""
+    func out(_ text: String) {}
+    func err(_ text: String) { lock.lock(); errText += text; lock.unlock() }
+    var isTerminal: Bool { true }
+    var standardError: String { lock.lock(); defer { lock.unlock() }; return errText }
+}
+
+struct ProgressOutputTests {
+    @Test func aTerminalGetsARedrawnBarAndAPipeGetsNothingForSmallJobs() throws {
+        let dir = try TemporaryDirectory("progress")
+        defer { dir.remove() }
+        try SamplePack.writeTree(in: dir)
+        let path = try SamplePack.build(in: dir)
+        let tty = TerminalIO()
+        #expect(BacklotCLI.main(["verify", path], io: tty) == 0)
+        #expect(tty.standardError.contains("\rverifying ["))
+        #expect(tty.standardError.contains("100%"))
+        let pipe = CapturedIO()
+        #expect(BacklotCLI.main(["verify", path], io: pipe) == 0)
+        #expect(pipe.standardError.isEmpty)
+    }
+}
