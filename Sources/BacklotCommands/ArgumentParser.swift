@@ -104,8 +104,7 @@ public struct CommandSpec: Sendable {
                 option = nil
             }
             guard let option else {
-                let close = options.map { "--\($0.name)" }.min { a, b in distance(a, key) < distance(b, key) }
-                let hint = close.flatMap { distance($0, key) <= 3 ? "did you mean \($0)?" : nil }
+                let hint = Suggestion.closest(to: key, in: options.map { "--\($0.name)" }, maximumEdits: 3).map { "did you mean \($0)?" }
                 throw BacklotError(.usage, "unknown option '\(key)'", context: "backlot \(name)",
                                    hint: hint ?? "see `backlot \(name) --help`")
             }
@@ -132,18 +131,6 @@ public struct CommandSpec: Sendable {
             throw usageError("unexpected argument '\(parsed.positionals[arguments.count])'")
         }
         return parsed
-    }
-
-    private func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
-        var prev = Array(0...b.count)
-        for i in 1...a.count {
-            var cur = [i] + Array(repeating: 0, count: b.count)
-            for j in 1...b.count { cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)) }
-            prev = cur
-        }
-        return prev[b.count]
     }
 }
 

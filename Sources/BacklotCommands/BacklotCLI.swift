@@ -70,7 +70,7 @@ public enum BacklotCLI {
         }
         guard let command = found else {
             let names = commands.map { $0.spec.name }
-            let guess = names.first { $0.hasPrefix(first.prefix(3)) }
+            let guess = Suggestion.closest(to: first, in: names)
             io.err("error: '\(first)' is not a backlot command\(guess.map { "; did you mean '\($0)'?" } ?? "")\n  hint: run `backlot --help` for the list\n")
             return 2
         }

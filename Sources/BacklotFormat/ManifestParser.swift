@@ -397,25 +397,8 @@ struct ManifestChecker {
 
     // MARK: suggestions
 
-    /// The known key closest to `key`: same letters ignoring case, or within two edits.
+    /// The known key closest to `key` (same letters ignoring case, or within two edits).
     static func closest(to key: String, in known: [String]) -> String? {
-        if let same = known.first(where: { $0.lowercased() == key.lowercased() }) { return same }
-        let scored = known.map { ($0, editDistance(Array(key.lowercased()), Array($0.lowercased()))) }
-        guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= 2 else { return nil }
-        return best.0
-    }
-
-    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
-        if a.isEmpty { return b.count }
-        if b.isEmpty { return a.count }
-        var previous = Array(0...b.count)
-        for i in 1...a.count {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in 1...b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            previous = current
-        }
-        return previous[b.count]
+        Suggestion.closest(to: key, in: known)
     }
 }
