@@ -98,7 +98,7 @@ public enum BacklotCLI {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler {
                 TemporaryFiles.shared.removeAll()
-                exit(128 + sig)
+                _exit(128 + sig)   // not exit(): other threads are still running
             }
             source.resume()
             interruptSources.withLock { $0.append(source) }
