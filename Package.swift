@@ -20,6 +20,7 @@ let package = Package(
         // C shims: the only place C headers are imported.
         systemLibrary("CZstd", pkgConfig: "libzstd", apt: "libzstd-dev"),
         systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
+        systemLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
 
         // Shared vocabulary: structured errors, atomic files, directory walking.
         .target(name: "BacklotBasics"),
@@ -33,10 +34,12 @@ let package = Package(
                 dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotZstd", "BacklotJSON"]),
         // The repository: signed catalogs, key lists, the rollout rule, the published tree.
         .target(name: "BacklotRepository", dependencies: ["BacklotFormat"]),
+        // The hosting server: libmicrohttpd, the published tree over HTTP(S) with Range and ETag.
+        .target(name: "BacklotServer", dependencies: ["CMicroHTTPD", "BacklotRepository"]),
         // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.
         .target(name: "BacklotInfoPlist", dependencies: ["BacklotBasics"]),
         // The command-line interface, as a library so tests can drive it.
-        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist"]),
+        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer"]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
 
         // Helpers shared by the test targets: temporary folders, seeded data, sample packs.

@@ -1,6 +1,7 @@
 import BacklotBasics
 import Dispatch
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,7 +17,7 @@ public enum BacklotCLI {
 
     static let commands: [any Command.Type] = [
         TemplateCommand.self, EvaluateCommand.self, PackageCommand.self, InspectCommand.self,
-        VerifyCommand.self, ExtractCommand.self, DiffCommand.self, PlistCheckCommand.self,
+        VerifyCommand.self, ExtractCommand.self, DiffCommand.self, PlistCheckCommand.self, ServeCommand.self,
     ]
 
     static var overview: String {
@@ -97,6 +98,10 @@ public enum BacklotCLI {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler {
+                if let action = interruptAction.withLock({ $0 }) {
+                    action(sig)
+                    return
+                }
                 TemporaryFiles.shared.removeAll()
                 _exit(128 + sig)   // not exit(): other threads are still running
             }
@@ -106,6 +111,13 @@ public enum BacklotCLI {
     }
 
     private static let interruptSources = InterruptSources()
+    private static let interruptAction = Mutex<(@Sendable (Int32) -> Void)?>(nil)
+
+    /// Replaces the default reaction to SIGINT/SIGTERM (clean up and exit) with `action`, for
+    /// long-running commands that stop gracefully.
+    static func onInterrupt(_ action: @escaping @Sendable (Int32) -> Void) {
+        interruptAction.withLock { $0 = action }
+    }
 }
 
 /// Keeps signal sources alive for the life of the process.

@@ -4,3 +4,8 @@
 #include <openssl/err.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/pem.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>

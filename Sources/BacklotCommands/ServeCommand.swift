@@ -1,0 +1,76 @@
+import BacklotBasics
+import BacklotRepository
+import BacklotServer
+import Dispatch
+import Foundation
+
+/// `backlot serve --data DIR`: serves a repository over HTTPS with a local CA by default.
+struct ServeCommand: Command {
+    static let spec = CommandSpec(
+        name: "serve",
+        summary: "Serve a repository's published tree over HTTPS (a local CA is made for you) with Range, ETag and /metrics.",
+        discussion: """
+        The first start initialises DIR: an Ed25519 signing key (DIR/keys, 0600), its public key at
+        DIR/root.pub for clients to pin, and DIR/public, the tree any static host can serve too.
+        --tls auto (the default) creates a local CA and a server certificate that Apple devices also
+        accept, reuses them on later starts, and prints how to trust the CA. SIGINT or SIGTERM stops
+        the server gracefully.
+        """,
+        options: [
+            .init("data", value: "DIR", help: "The repository's data folder (required)."),
+            .init("host", value: "ADDRESS", help: "Address to listen on (default 127.0.0.1)."),
+            .init("port", value: "N", help: "Port (default 8443; 0 picks a free one)."),
+            .init("tls", value: "MODE", help: "auto (default), off, or CERT.pem,KEY.pem."),
+            .init("hostname", value: "NAME", help: "Extra names or addresses for the auto certificate (comma-separated)."),
+            .init("quiet", help: "No access log."),
+        ])
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let data = try required("data", in: arguments)
+        let port = try arguments.integer("port", in: 0...65535, default: 8443, command: spec.name)
+        let host = arguments.values["host"] ?? "127.0.0.1"
+        let directory = try RepositoryDirectory(path: data)
+        let mode = arguments.values["tls"] ?? "auto"
+        var tls: (certificate: String, key: String)? = nil
+        var trustNote: String? = nil
+        switch mode {
+        case "off":
+            break
+        case "auto":
+            let hostnames = (arguments.values["hostname"] ?? "").split(separator: ",").map(String.init) + (host == "127.0.0.1" || host == "::1" ? [] : [host])
+            let local = try LocalTLS.prepare(in: directory, hostnames: hostnames)
+            tls = (local.certificatePEM, local.privateKeyPEM)
+            trustNote = """
+            TLS: local CA \(local.caCertificatePath)
+                 SHA-256 fingerprint \(local.caFingerprint)
+                 trust it: curl --cacert \(local.caCertificatePath) …; on Debian: sudo cp \(local.caCertificatePath) /usr/local/share/ca-certificates/backlot-local-ca.crt && sudo update-ca-certificates; on Apple devices: install it as a profile, then enable full trust in Settings › General › About › Certificate Trust Settings
+            """
+        default:
+            let parts = mode.split(separator: ",").map(String.init)
+            guard parts.count == 2 else {
+                throw BacklotError(.usage, "--tls takes auto, off, or CERT.pem,KEY.pem (got '\(mode)')", context: "backlot serve")
+            }
+            do {
+                tls = (try String(contentsOfFile: parts[0], encoding: .utf8), try String(contentsOfFile: parts[1], encoding: .utf8))
+            } catch {
+                throw BacklotError(.invalidInput, "cannot read the certificate or key", context: mode, hint: "give readable PEM files: --tls CERT.pem,KEY.pem")
+            }
+        }
+        let quiet = arguments.flag("quiet")
+        var log: (@Sendable (String) -> Void)? = nil
+        if !quiet { log = { @Sendable line in io.err(line + "\n") } }
+        let configuration = HTTPServer.Configuration(host: host, port: UInt16(port), tls: tls)
+        let server = try HostingServer(directory: directory, configuration: configuration, accessLog: log)
+        io.out("Serving \(directory.publicTreePath) at \(server.baseURL)\n")
+        io.out("Signing key: pin \(directory.publicKeyPath)\n")
+        if let trustNote { io.out(trustNote + "\n") }
+        io.out("Metrics: \(server.baseURL)metrics. Stop with Ctrl-C.\n")
+
+        let done = DispatchSemaphore(value: 0)
+        BacklotCLI.onInterrupt { _ in done.signal() }
+        done.wait()
+        io.out("Stopping: letting requests in flight finish…\n")
+        server.stop(grace: 5)
+        io.out("Stopped.\n")
+    }
+}

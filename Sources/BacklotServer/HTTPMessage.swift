@@ -1,0 +1,109 @@
+import Foundation
+
+/// An HTTP request as the server's handlers see it: the head only (bodies are streamed through an
+/// ``HTTPBodyReceiver`` or buffered by ``HTTPRoute/buffer(limit:then:)``).
+public struct HTTPRequest: Sendable {
+    public let method: String
+    /// The decoded path, without the query.
+    public let path: String
+    /// Header values by lowercased name.
+    public let headers: [String: String]
+    /// Query arguments (decoded).
+    public let query: [String: String]
+    /// The client's address, for the access log.
+    public let remoteAddress: String
+
+    public init(method: String, path: String, headers: [String: String] = [:], query: [String: String] = [:], remoteAddress: String = "") {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.query = query
+        self.remoteAddress = remoteAddress
+    }
+
+    /// A header's value, by case-insensitive name.
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+}
+
+/// An HTTP response: status, headers and a body from memory or from a file range.
+public struct HTTPResponse: Sendable {
+    public enum Body: Sendable {
+        case empty
+        case bytes([UInt8])
+        /// `length` bytes of the file at `path` from `offset`, sent with sendfile(2) on plain HTTP.
+        case file(path: String, offset: UInt64, length: UInt64)
+
+        var count: UInt64 {
+            switch self {
+            case .empty: 0
+            case .bytes(let b): UInt64(b.count)
+            case .file(_, _, let length): length
+            }
+        }
+    }
+
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: Body
+    /// A low-cardinality name of what answered ("static", "api"), for metrics.
+    public var route: String
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: Body = .empty, route: String = "other") {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.route = route
+    }
+
+    /// A JSON error body: `{"error": {"code": …, "message": …}}`.
+    public static func error(_ status: Int, code: String, _ message: String, route: String = "other") -> HTTPResponse {
+        let text = "{\"error\":{\"code\":\(jsonString(code)),\"message\":\(jsonString(message))}}\n"
+        return HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: .bytes(Array(text.utf8)), route: route)
+    }
+
+    /// A JSON body.
+    public static func json(_ status: Int, _ text: String, route: String = "api") -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: .bytes(Array((text + "\n").utf8)), route: route)
+    }
+
+    static func jsonString(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where u.value < 0x20: out += String(format: "\\u%04x", u.value)
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// Receives a request body as it arrives (uploads), then answers.
+public protocol HTTPBodyReceiver: AnyObject, Sendable {
+    /// Takes the next bytes. Throwing answers with the error's response and drops the rest.
+    func receive(_ bytes: UnsafeRawBufferPointer) throws
+    /// The whole body arrived: answer.
+    func finish() -> HTTPResponse
+    /// The connection ended before the body did (what arrived may be kept, for resuming).
+    func abort()
+}
+
+/// How a handler takes a request.
+public enum HTTPRoute: Sendable {
+    /// Answer now (a request body, if any, is discarded).
+    case respond(HTTPResponse)
+    /// Stream the body into a receiver.
+    case receive(any HTTPBodyReceiver)
+    /// Buffer a body of at most `limit` bytes (413 beyond), then answer.
+    case buffer(limit: Int, then: @Sendable ([UInt8]) -> HTTPResponse)
+}
+
+/// An error that carries the HTTP response to send.
+public struct HTTPError: Error, Sendable {
+    public let response: HTTPResponse
+    public init(_ status: Int, code: String, _ message: String) {
+        response = .error(status, code: code, message)
+    }
+}

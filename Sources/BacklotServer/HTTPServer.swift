@@ -1,0 +1,282 @@
+import BacklotBasics
+import CMicroHTTPD
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An HTTP/1.1 server on libmicrohttpd: one thread per connection (so a slow client never blocks
+/// the others, and TLS stays fast), keep-alive, optional TLS, a per-connection time-out, and
+/// graceful shutdown. This file is the only one that touches libmicrohttpd.
+///
+/// ```swift
+/// let server = try HTTPServer(configuration: .init(host: "127.0.0.1", port: 0)) { request in
+///     .respond(.json(200, "{\"ok\":true}"))
+/// }
+/// print(server.port)
+/// server.stop()
+/// ```
+public final class HTTPServer: Sendable {
+    /// Where and how to listen.
+    public struct Configuration: Sendable {
+        /// An IPv4 or IPv6 address to bind (loopback by default).
+        public var host: String
+        /// 0 picks a free port (see ``HTTPServer/port``).
+        public var port: UInt16
+        /// PEM certificate chain and key; nil for plain HTTP.
+        public var tls: (certificate: String, key: String)?
+        /// Seconds of inactivity after which a connection is closed (slow clients).
+        public var connectionTimeout: Int
+
+        public init(host: String = "127.0.0.1", port: UInt16 = 0, tls: (certificate: String, key: String)? = nil, connectionTimeout: Int = 30) {
+            self.host = host
+            self.port = port
+            self.tls = tls
+            self.connectionTimeout = connectionTimeout
+        }
+    }
+
+    /// Answers one request (called on the connection's thread).
+    public typealias Handler = @Sendable (HTTPRequest) -> HTTPRoute
+    /// Told about every finished request: the request, the route that answered, status, body bytes sent, seconds.
+    public typealias Observer = @Sendable (HTTPRequest, String, Int, UInt64, Double) -> Void
+
+    /// The port actually bound.
+    public let port: UInt16
+    /// Whether the server speaks TLS.
+    public let usesTLS: Bool
+    private let daemon: DaemonBox
+    private let context: Unmanaged<ServerContext>
+    private let stopped = Mutex(false)
+
+    /// Starts listening.
+    /// - Throws: ``BacklotError/Code/io`` when the address cannot be bound, ``BacklotError/Code/invalidInput`` for a bad host.
+    public init(configuration: Configuration, observer: Observer? = nil, handler: @escaping Handler) throws {
+        let ctx = ServerContext(handler: handler, observer: observer)
+        let retained = Unmanaged.passRetained(ctx)
+        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_POLL.rawValue
+            | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ITC.rawValue
+        if configuration.tls != nil { flags |= MHD_USE_TLS.rawValue }
+
+        // Keep every C string and address alive while the daemon starts.
+        let cert = configuration.tls.map { strdup($0.certificate) }, key = configuration.tls.map { strdup($0.key) }
+        defer { free(cert ?? nil); free(key ?? nil) }
+        var v4 = sockaddr_in(), v6 = sockaddr_in6()
+        let addressPointer: UnsafeMutableRawPointer
+        if inet_pton(AF_INET, configuration.host, &v4.sin_addr) == 1 {
+            v4.sin_family = sa_family_t(AF_INET)
+            v4.sin_port = configuration.port.bigEndian
+            addressPointer = withUnsafeMutablePointer(to: &v4) { UnsafeMutableRawPointer($0) }
+        } else if inet_pton(AF_INET6, configuration.host, &v6.sin6_addr) == 1 {
+            v6.sin6_family = sa_family_t(AF_INET6)
+            v6.sin6_port = configuration.port.bigEndian
+            flags |= MHD_USE_IPv6.rawValue
+            addressPointer = withUnsafeMutablePointer(to: &v6) { UnsafeMutableRawPointer($0) }
+        } else {
+            retained.release()
+            throw BacklotError(.invalidInput, "'\(configuration.host)' is not an IPv4 or IPv6 address", context: "--host",
+                               hint: "give an address such as 127.0.0.1 or ::1 (host names are not resolved)")
+        }
+        var options: [MHD_OptionItem] = [
+            MHD_OptionItem(option: MHD_OPTION.CONNECTION_TIMEOUT, value: configuration.connectionTimeout, ptr_value: nil),
+            MHD_OptionItem(option: MHD_OPTION.NOTIFY_COMPLETED, value: unsafeBitCast(Callbacks.completed, to: Int.self), ptr_value: retained.toOpaque()),
+            MHD_OptionItem(option: MHD_OPTION.SOCK_ADDR, value: 0, ptr_value: addressPointer),
+            MHD_OptionItem(option: MHD_OPTION.CONNECTION_MEMORY_LIMIT, value: 1 << 20, ptr_value: nil),
+        ]
+        if let cert, let key {
+            options.append(MHD_OptionItem(option: MHD_OPTION.HTTPS_MEM_CERT, value: 0, ptr_value: UnsafeMutableRawPointer(cert)))
+            options.append(MHD_OptionItem(option: MHD_OPTION.HTTPS_MEM_KEY, value: 0, ptr_value: UnsafeMutableRawPointer(key)))
+        }
+        options.append(MHD_OptionItem(option: MHD_OPTION.END, value: 0, ptr_value: nil))
+        let started = options.withUnsafeBufferPointer { opts in
+            cmhd_start(flags, configuration.port, Callbacks.access, retained.toOpaque(), opts.baseAddress)
+        }
+        guard let started else {
+            retained.release()
+            throw BacklotError(.io, "could not listen on \(configuration.host) port \(configuration.port)", context: "backlot serve",
+                               hint: "the port may be in use (try --port 0 for a free one), or the TLS certificate and key may not match")
+        }
+        daemon = DaemonBox(started)
+        context = retained
+        port = cmhd_bound_port(started)
+        usesTLS = configuration.tls != nil
+    }
+
+    /// Number of requests being answered right now.
+    public var requestsInFlight: Int { context.takeUnretainedValue().inFlight.load(ordering: .relaxed) }
+
+    /// Stops accepting connections, lets requests in flight finish for up to `grace` seconds, then stops.
+    public func stop(grace: Double = 5) {
+        let already = stopped.withLock { s -> Bool in defer { s = true }; return s }
+        guard !already else { return }
+        _ = MHD_quiesce_daemon(daemon.pointer)
+        let deadline = Date().addingTimeInterval(grace)
+        while requestsInFlight > 0 && Date() < deadline { usleep(10_000) }
+        MHD_stop_daemon(daemon.pointer)
+        context.release()
+    }
+
+    deinit { stop(grace: 0) }
+}
+
+/// The daemon pointer, owned by the server.
+private final class DaemonBox: @unchecked Sendable {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+}
+
+/// What the C callbacks reach through their `cls` pointer.
+final class ServerContext: Sendable {
+    let handler: HTTPServer.Handler
+    let observer: HTTPServer.Observer?
+    let inFlight = Atomic<Int>(0)
+
+    init(handler: @escaping HTTPServer.Handler, observer: HTTPServer.Observer?) {
+        self.handler = handler
+        self.observer = observer
+    }
+}
+
+/// Per-request state kept in MHD's `con_cls` between calls of the access handler.
+final class RequestState: @unchecked Sendable {
+    let request: HTTPRequest
+    let route: HTTPRoute
+    let started = Date()
+    var buffer: [UInt8] = []
+    var failure: HTTPResponse?
+    var answered = false
+    var status = 0
+    var routeLabel = "other"
+    var bytes: UInt64 = 0
+
+    init(request: HTTPRequest, route: HTTPRoute) {
+        self.request = request
+        self.route = route
+    }
+}
+
+private enum Callbacks {
+    static let access: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, conCls in
+        guard let cls, let connection, let conCls, let uploadSize else { return MHD_Result.NO }
+        let server = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+        if conCls.pointee == nil {
+            // First call: only the head is known. Decide the route; answer on a later call (keeps the connection alive).
+            let request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
+                                      headers: values(connection, MHD_ValueKind.HEADER_KIND, lowercased: true),
+                                      query: values(connection, MHD_ValueKind.GET_ARGUMENT_KIND, lowercased: false),
+                                      remoteAddress: clientAddress(connection))
+            server.inFlight.wrappingAdd(1, ordering: .relaxed)
+            let state = RequestState(request: request, route: server.handler(request))
+            conCls.pointee = Unmanaged.passRetained(state).toOpaque()
+            return MHD_Result.YES
+        }
+        let state = Unmanaged<RequestState>.fromOpaque(conCls.pointee!).takeUnretainedValue()
+        if uploadSize.pointee > 0 {
+            let chunk = UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee)
+            uploadSize.pointee = 0
+            guard state.failure == nil else { return MHD_Result.YES }
+            switch state.route {
+            case .respond: break
+            case .receive(let receiver):
+                do { try receiver.receive(chunk) } catch let e as HTTPError {
+                    state.failure = e.response
+                } catch {
+                    state.failure = .error(500, code: "internal", "\(error)")
+                }
+            case .buffer(let limit, _):
+                if state.buffer.count + chunk.count > limit {
+                    state.failure = .error(413, code: "tooLarge", "the request body is larger than \(limit) bytes")
+                } else {
+                    state.buffer.append(contentsOf: chunk)
+                }
+            }
+            // Refuse the rest at once rather than reading a body we will not use.
+            if let failure = state.failure { return queue(failure, on: connection, state: state) }
+            return MHD_Result.YES
+        }
+        if state.answered { return MHD_Result.YES }
+        let response: HTTPResponse
+        if let failure = state.failure {
+            response = failure
+        } else {
+            switch state.route {
+            case .respond(let r): response = r
+            case .receive(let receiver): response = receiver.finish()
+            case .buffer(_, let then): response = then(state.buffer)
+            }
+        }
+        return queue(response, on: connection, state: state)
+    }
+
+    static let completed: MHD_RequestCompletedCallback = { cls, _, conCls, termination in
+        guard let cls, let conCls, let raw = conCls.pointee else { return }
+        let server = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+        let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
+        conCls.pointee = nil
+        if case .receive(let receiver) = state.route, !state.answered || state.failure != nil { receiver.abort() }
+        server.inFlight.wrappingAdd(-1, ordering: .relaxed)
+        let status = termination == MHD_RequestTerminationCode.REQUEST_TERMINATED_COMPLETED_OK ? state.status : (state.answered ? state.status : 499)
+        server.observer?(state.request, state.routeLabel, status, state.bytes, Date().timeIntervalSince(state.started))
+    }
+
+    static func queue(_ response: HTTPResponse, on connection: OpaquePointer, state: RequestState) -> MHD_Result {
+        state.answered = true
+        state.status = response.status
+        state.routeLabel = response.route
+        let mhd: OpaquePointer?
+        switch response.body {
+        case .empty:
+            mhd = MHD_create_response_from_buffer(0, nil, MHD_ResponseMemoryMode.RESPMEM_PERSISTENT)
+        case .bytes(let bytes):
+            mhd = bytes.withUnsafeBytes { MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: $0.baseAddress), MHD_ResponseMemoryMode.RESPMEM_MUST_COPY) }
+        case .file(let path, let offset, let length):
+            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            if fd < 0 {
+                return queue(.error(404, code: "notFound", "no such file"), on: connection, state: state)
+            }
+            mhd = MHD_create_response_from_fd_at_offset64(length, fd, offset)   // takes the descriptor
+            if mhd == nil { close(fd) }
+        }
+        guard let mhd else { return MHD_Result.NO }
+        defer { MHD_destroy_response(mhd) }
+        for (name, value) in response.headers { MHD_add_response_header(mhd, name, value) }
+        if state.request.method != "HEAD" { state.bytes = response.body.count }
+        return MHD_queue_response(connection, UInt32(response.status), mhd)
+    }
+
+    static func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowercased: Bool) -> [String: String] {
+        final class Box { var values: [String: String] = [:]; var lowercased = false }
+        let box = Box()
+        box.lowercased = lowercased
+        let iterator: MHD_KeyValueIterator = { cls, _, key, value in
+            let b = Unmanaged<Box>.fromOpaque(cls!).takeUnretainedValue()
+            if let key {
+                let k = String(cString: key)
+                b.values[b.lowercased ? k.lowercased() : k] = value.map { String(cString: $0) } ?? ""
+            }
+            return MHD_Result.YES
+        }
+        withExtendedLifetime(box) {
+            _ = MHD_get_connection_values(connection, kind, iterator, Unmanaged.passUnretained(box).toOpaque())
+        }
+        return box.values
+    }
+
+    static func clientAddress(_ connection: OpaquePointer) -> String {
+        guard let address = cmhd_client_address(connection) else { return "" }
+        var buffer = [CChar](repeating: 0, count: 64)
+        if Int32(address.pointee.sa_family) == AF_INET {
+            address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { p in
+                var a = p.pointee.sin_addr
+                _ = inet_ntop(AF_INET, &a, &buffer, 64)
+            }
+        } else {
+            address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { p in
+                var a = p.pointee.sin6_addr
+                _ = inet_ntop(AF_INET6, &a, &buffer, 64)
+            }
+        }
+        return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+}

@@ -1,0 +1,57 @@
+import BacklotBasics
+import BacklotRepository
+import Foundation
+
+/// `backlot serve`: the published tree of a repository over HTTP(S), plus `GET /metrics`,
+/// with a structured access log.
+///
+/// ```swift
+/// let dir = try RepositoryDirectory(path: "data")
+/// let server = try HostingServer(directory: dir, configuration: .init(port: 0))
+/// print(server.baseURL)   // http://127.0.0.1:PORT/
+/// server.stop()
+/// ```
+public final class HostingServer: Sendable {
+    public let directory: RepositoryDirectory
+    public let metrics: ServerMetrics
+    public let baseURL: String
+    private let http: HTTPServer
+
+    /// Starts serving.
+    /// - Parameter accessLog: receives one JSON line per request.
+    public init(directory: RepositoryDirectory, configuration: HTTPServer.Configuration,
+                accessLog: (@Sendable (String) -> Void)? = nil) throws {
+        self.directory = directory
+        let metrics = ServerMetrics()
+        self.metrics = metrics
+        let tree = try StaticTree(root: directory.publicTreePath)
+        http = try HTTPServer(configuration: configuration, observer: { request, route, status, bytes, seconds in
+            metrics.recordRequest(route: route, status: status, bytes: bytes)
+            accessLog?(HostingServer.logLine(request, route: route, status: status, bytes: bytes, seconds: seconds))
+        }) { request in
+            if request.path == "/metrics" {
+                guard request.method == "GET" || request.method == "HEAD" else {
+                    return .respond(.error(405, code: "methodNotAllowed", "use GET", route: "metrics"))
+                }
+                return .respond(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4"), ("Cache-Control", "no-store")],
+                                             body: .bytes(Array(metrics.prometheusText().utf8)), route: "metrics"))
+            }
+            return .respond(tree.respond(to: request))
+        }
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        baseURL = "\(configuration.tls == nil ? "http" : "https")://\(host):\(http.port)/"
+    }
+
+    /// The bound port.
+    public var port: UInt16 { http.port }
+
+    /// Stops accepting, lets requests in flight finish (up to `grace` seconds), and stops.
+    public func stop(grace: Double = 5) { http.stop(grace: grace) }
+
+    static func logLine(_ r: HTTPRequest, route: String, status: Int, bytes: UInt64, seconds: Double) -> String {
+        let time = RFC3339.string(Date())
+        return "{\"time\":\"\(time)\",\"remote\":\(HTTPResponse.jsonString(r.remoteAddress)),\"method\":\(HTTPResponse.jsonString(r.method)),"
+            + "\"path\":\(HTTPResponse.jsonString(r.path)),\"route\":\"\(route)\",\"status\":\(status),\"bytes\":\(bytes),"
+            + "\"ms\":\(String(format: "%.2f", seconds * 1000)),\"range\":\(HTTPResponse.jsonString(r.header("Range") ?? ""))}"
+    }
+}
