@@ -48,6 +48,7 @@ let package = Package(
         .testTarget(name: "BacklotFormatTests", dependencies: ["BacklotFormat", "BacklotTestSupport"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "BacklotRepositoryTests", dependencies: ["BacklotRepository", "BacklotTestSupport"]),
+        .testTarget(name: "BacklotServerTests", dependencies: ["BacklotServer", "BacklotTestSupport"]),
         .testTarget(name: "BacklotInfoPlistTests", dependencies: ["BacklotInfoPlist"], exclude: ["Fixtures"]),
         .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat", "BacklotTestSupport"]),
     ]
