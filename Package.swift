@@ -21,6 +21,7 @@ let package = Package(
         systemLibrary("CZstd", pkgConfig: "libzstd", apt: "libzstd-dev"),
         systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
         systemLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
+        systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
 
         // Shared vocabulary: structured errors, atomic files, directory walking.
         .target(name: "BacklotBasics"),
@@ -32,8 +33,10 @@ let package = Package(
         // The pack format: manifest, selectors, chunker, archive, index, verify, extract, diff.
         .target(name: "BacklotFormat",
                 dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotZstd", "BacklotJSON"]),
-        // The repository: signed catalogs, key lists, the rollout rule, the published tree.
-        .target(name: "BacklotRepository", dependencies: ["BacklotFormat"]),
+        // SQLite behind a Mutex-owned connection.
+        .target(name: "BacklotStore", dependencies: ["CSQLite", "BacklotBasics"]),
+        // The repository: apps, versions, releases, tokens, signed catalogs, key lists, the published tree.
+        .target(name: "BacklotRepository", dependencies: ["BacklotFormat", "BacklotStore"]),
         // The hosting server: libmicrohttpd, the published tree over HTTP(S) with Range and ETag.
         .target(name: "BacklotServer", dependencies: ["CMicroHTTPD", "BacklotRepository"]),
         // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.

@@ -79,6 +79,14 @@ extension BacklotError {
         public static let checkFailed = Code("checkFailed", isInvalidInput: false)
         /// Signed metadata failed verification (bad or missing signature, expired, rolled back, for another app).
         public static let untrusted = Code("untrusted", isInvalidInput: false)
+        /// The thing exists already, or changed meanwhile (HTTP 409).
+        public static let conflict = Code("conflict", isInvalidInput: true)
+        /// Not found (HTTP 404).
+        public static let notFound = Code("notFound", isInvalidInput: true)
+        /// Not allowed for this caller (HTTP 401/403).
+        public static let forbidden = Code("forbidden", isInvalidInput: true)
+        /// Over a quota (HTTP 413).
+        public static let quotaExceeded = Code("quotaExceeded", isInvalidInput: true)
         /// The operation was cancelled.
         public static let cancelled = Code("cancelled", isInvalidInput: false)
     }

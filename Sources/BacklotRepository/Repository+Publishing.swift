@@ -1,0 +1,127 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotFormat
+import BacklotJSON
+import BacklotStore
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Serialises publications so that catalog versions are written in order.
+let publicationLock = Mutex(())
+
+extension Repository {
+    /// The catalog's path in the published tree.
+    public func catalogPath(app: String, channel: Channel) -> String {
+        directory.publicTreePath + "/v1/apps/\(app)/\(channel.rawValue)/catalog.json"
+    }
+
+    /// Builds, signs and atomically publishes the catalog of one app and channel.
+    public func publish(app: String, channel: Channel, now: Date = Date()) throws {
+        try publicationLock.withLock { _ in
+            let key = try directory.signingKey()
+            let (catalog, archives): (Catalog, [String]) = try db.transaction { tx in
+                let rows = try tx.query("SELECT * FROM channel_packs WHERE app = ? AND channel = ? ORDER BY pack", [.text(app), .text(channel.rawValue)])
+                var entries: [Catalog.Entry] = []
+                var archives: [String] = []
+                for row in rows {
+                    guard let pack = row["pack"]?.string, let live = row["live"]?.int else { continue }
+                    let release = try self.release(&tx, app: app, pack: pack, number: live)
+                    archives.append(release.archiveSHA256.hex)
+                    var candidate: Catalog.Release? = nil
+                    if let c = row["candidate"]?.int {
+                        candidate = try self.release(&tx, app: app, pack: pack, number: c)
+                        archives.append(candidate!.archiveSHA256.hex)
+                    }
+                    entries.append(Catalog.Entry(id: try PackID(pack), release: release, candidate: candidate, rolloutBasisPoints: Int(row["rollout_bp"]?.int ?? 0)))
+                }
+                let previous = try tx.query("SELECT version FROM catalogs WHERE app = ? AND channel = ?", [.text(app), .text(channel.rawValue)]).first?["version"]?.int ?? 0
+                let version = Catalog.nextVersion(after: UInt64(previous), now: now)
+                let catalog = Catalog(app: app, channel: channel, version: version, issued: now, expires: now.addingTimeInterval(Catalog.defaultLifetime), packs: entries)
+                try tx.run("""
+                    INSERT INTO catalogs(app, channel, version, expires) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(app, channel) DO UPDATE SET version = excluded.version, expires = excluded.expires
+                    """, [.text(app), .text(channel.rawValue), .integer(Int64(version)), .integer(Int64(catalog.expires.timeIntervalSince1970))])
+                return (catalog, archives)
+            }
+            // Archives first, then the catalog that names them: a client never sees a catalog whose archives are missing.
+            for sha in archives { try linkIntoTree(sha) }
+            let signed = try SignedEnvelope.sign(payload: catalog.payload, type: Catalog.payloadType, with: [key]).encoded
+            let path = catalogPath(app: app, channel: channel)
+            try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path, withIntermediateDirectories: true)
+            try RepositoryDirectory.writePublic(bytes: signed, to: path)
+        }
+    }
+
+    func release(_ tx: inout Database.Connection, app: String, pack: String, number: Int64) throws -> Catalog.Release {
+        let rows = try tx.query("SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ?", [.text(app), .text(pack), .integer(number)])
+        guard let v = rows.first, let sha = v["archive_sha256"]?.string.flatMap(SHA256Digest.init(hex:)),
+              let indexSHA = v["index_sha256"]?.string.flatMap(SHA256Digest.init(hex:)),
+              let metaText = v["metadata"]?.string else {
+            throw BacklotError(.conflict, "version \(number) of \(app)/\(pack) is not processed", context: "\(app)/\(pack)/\(number)")
+        }
+        let meta = try JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(Array(metaText.utf8)).root
+        guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)), let platforms = meta["platforms"].flatMap(Platform.list(json:)) else {
+            throw BacklotError(.io, "stored metadata of \(app)/\(pack)/\(number) is invalid")
+        }
+        return Catalog.Release(version: Int(number), downloadPolicy: policy, platforms: platforms, userInfo: meta["userInfo"],
+                               language: meta["language"]?.stringValue, installSize: UInt64(v["install_size"]?.int ?? 0),
+                               archiveURL: "../../../packs/\(sha.hex).pack", archiveSize: UInt64(v["declared_size"]?.int ?? 0), archiveSHA256: sha,
+                               indexOffset: UInt64(v["index_offset"]?.int ?? 0), indexLength: UInt64(v["index_length"]?.int ?? 0), indexSHA256: indexSHA)
+    }
+
+    /// Makes a blob visible at its content-addressed URL (a hard link; a copy across file systems).
+    func linkIntoTree(_ sha: String) throws {
+        let target = directory.publicTreePath + "/v1/packs/\(sha).pack"
+        guard !FileSystem.exists(target) else { return }
+        let blob = blobsPath + "/\(sha).pack"
+        if link(blob, target) != 0 {
+            guard errno == EXDEV else { throw SystemCall.error("link", path: target) }
+            let data = try Data(contentsOf: URL(fileURLWithPath: blob))
+            try RepositoryDirectory.writePublic(bytes: Array(data), to: target)
+        }
+    }
+
+    /// Every (app, channel) that has a catalog.
+    public func publishedChannels() throws -> [(app: String, channel: Channel, expires: Date)] {
+        try db.read { try $0.query("SELECT * FROM catalogs ORDER BY app, channel") }.compactMap { r in
+            guard let app = r["app"]?.string, let channel = r["channel"]?.string.flatMap(Channel.init(rawValue:)) else { return nil }
+            return (app, channel, Date(timeIntervalSince1970: Double(r["expires"]?.int ?? 0)))
+        }
+    }
+
+    /// Re-signs every catalog that expires within `margin` (all of them with margin = .infinity).
+    @discardableResult
+    public func resign(margin: TimeInterval = Catalog.resignMargin, now: Date = Date()) throws -> Int {
+        var count = 0
+        for c in try publishedChannels() where c.expires.timeIntervalSince(now) < margin {
+            try publish(app: c.app, channel: c.channel, now: now)
+            count += 1
+        }
+        return count
+    }
+
+    /// Makes a new signing key, publishes key list N+1 signed by the old and new keys, and re-signs every catalog with the new key.
+    /// - Returns: the new key list version.
+    @discardableResult
+    public func rotateKey() throws -> Int {
+        let old = try directory.signingKey()
+        let treeKeys = directory.publicTreePath + "/v1/keys"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: treeKeys)) ?? []).compactMap { name -> Int? in
+            guard name.hasPrefix("root-"), name.hasSuffix(".json") else { return nil }
+            return Int(name.dropFirst(5).dropLast(5))
+        }
+        let next = (versions.max() ?? 1) + 1
+        let new = try Ed25519.PrivateKey()
+        let signed = try SignedEnvelope.sign(payload: KeyList(version: next, keys: [new.publicKey]).payload, type: KeyList.payloadType, with: [old, new]).encoded
+        try RepositoryDirectory.writePublic(bytes: signed, to: treeKeys + "/root-\(next).json")
+        try RepositoryDirectory.writeSecret(Data(old.rawRepresentation).base64EncodedString() + "\n", to: directory.keysPath + "/signing-\(next - 1).key")
+        try RepositoryDirectory.writeSecret(Data(new.rawRepresentation).base64EncodedString() + "\n", to: directory.signingKeyPath)
+        try RepositoryDirectory.writePublic(Data(new.publicKey.rawRepresentation).base64EncodedString() + "\n", to: directory.publicKeyPath)
+        try RepositoryDirectory.writePublic(bytes: signed, to: treeKeys + "/root.json")
+        try resign(margin: .infinity)
+        return next
+    }
+}

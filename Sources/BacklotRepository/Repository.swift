@@ -1,0 +1,150 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotFormat
+import BacklotStore
+import Foundation
+import Synchronization
+
+/// A pack repository: apps, packs, versions (upload → processing → COMPLETE/FAILED), releases per
+/// channel with approvals and staged rollouts, tokens, and the signed published tree.
+///
+/// Metadata lives in SQLite (`DIR/meta.sqlite`, WAL); archives in `DIR/blobs` by SHA-256; uploads
+/// in progress in `DIR/uploads`. Every change that affects clients republishes the channel's
+/// catalog atomically (signed, written beside, renamed).
+///
+/// ```swift
+/// let repo = try Repository(directory: RepositoryDirectory(path: "data"))
+/// try repo.createApp("com.example.game")
+/// ```
+public final class Repository: Sendable {
+    public let directory: RepositoryDirectory
+    let db: Database
+    /// Per-app quota: the sum over packs of each pack's largest retained version (Apple's rule).
+    public let quotaBytes: UInt64
+    /// Packs per app.
+    public let maximumPacksPerApp: Int
+    let processingQueue = DispatchQueue(label: "backlot.processing")
+    /// Called with "complete" or "failed" after each processing.
+    let processingObserver = Mutex<(@Sendable (String) -> Void)?>(nil)
+
+    public var uploadsPath: String { directory.path + "/uploads" }
+    public var blobsPath: String { directory.path + "/blobs" }
+    public var adminTokenPath: String { directory.path + "/admin-token" }
+
+    /// Opens the repository, creating its database and an admin token on first use.
+    public init(directory: RepositoryDirectory, quotaBytes: UInt64 = 200_000_000_000, maximumPacksPerApp: Int = 100) throws {
+        self.directory = directory
+        self.quotaBytes = quotaBytes
+        self.maximumPacksPerApp = maximumPacksPerApp
+        try FileSystem.makeDirectory(directory.path + "/uploads", mode: 0o700)
+        try FileSystem.makeDirectory(directory.path + "/blobs", mode: 0o755)
+        try FileSystem.makeDirectory(directory.publicTreePath + "/v1/packs")
+        try FileSystem.makeDirectory(directory.publicTreePath + "/v1/apps")
+        db = try Database(path: directory.path + "/meta.sqlite")
+        try db.transaction { tx in try tx.execute(Self.schema) }
+        let hasAdmin = try db.read { try $0.query("SELECT 1 FROM tokens WHERE role = 'admin' LIMIT 1") }
+        if hasAdmin.isEmpty {
+            let token = try createToken(role: .admin, label: "initial admin")
+            try RepositoryDirectory.writeSecret(token + "\n", to: adminTokenPath)
+        }
+        // Uploads that were processing when the server died are processed again.
+        for row in try db.read({ try $0.query("SELECT id FROM versions WHERE state = 'PROCESSING'") }) {
+            if let id = row["id"]?.int { scheduleProcessing(versionID: id) }
+        }
+    }
+
+    static let schema = """
+    CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, role TEXT NOT NULL, label TEXT NOT NULL, created INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS apps (id TEXT PRIMARY KEY, created INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS packs (app TEXT NOT NULL REFERENCES apps(id), id TEXT NOT NULL, created INTEGER NOT NULL, PRIMARY KEY (app, id));
+    CREATE TABLE IF NOT EXISTS versions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, pack TEXT NOT NULL, number INTEGER NOT NULL,
+        state TEXT NOT NULL, reason TEXT, declared_size INTEGER NOT NULL, archive_sha256 TEXT, index_offset INTEGER,
+        index_length INTEGER, index_sha256 TEXT, install_size INTEGER, metadata TEXT, created INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (app, pack, number), FOREIGN KEY (app, pack) REFERENCES packs(app, id));
+    CREATE TABLE IF NOT EXISTS channel_packs (
+        app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, live INTEGER, candidate INTEGER, rollout_bp INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (app, channel, pack));
+    CREATE TABLE IF NOT EXISTS release_requests (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, version INTEGER NOT NULL,
+        rollout_bp INTEGER, status TEXT NOT NULL, requested INTEGER NOT NULL, decided INTEGER, reason TEXT);
+    CREATE TABLE IF NOT EXISTS catalogs (app TEXT NOT NULL, channel TEXT NOT NULL, version INTEGER NOT NULL, expires INTEGER NOT NULL, PRIMARY KEY (app, channel));
+    """
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    // MARK: Tokens
+
+    /// Creates a token; only its SHA-256 is stored. Returns the token text (shown once).
+    public func createToken(role: Role, label: String = "") throws -> String {
+        var random = [UInt8](repeating: 0, count: 32)
+        var generator = SystemRandomNumberGenerator()
+        for i in random.indices { random[i] = UInt8.random(in: 0...255, using: &generator) }
+        let token = "blt_" + random.map { String(format: "%02x", $0) }.joined()
+        try db.transaction { tx in
+            try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES (?, ?, ?, ?)",
+                       [.text(SHA256.hash(Array(token.utf8)).hex), .text(role.rawValue), .text(label), .integer(Self.now())])
+        }
+        return token
+    }
+
+    /// The role of a token, or nil when it is unknown.
+    public func role(ofToken token: String) throws -> Role? {
+        let rows = try db.read { try $0.query("SELECT role FROM tokens WHERE hash = ?", [.text(SHA256.hash(Array(token.utf8)).hex)]) }
+        return rows.first?["role"]?.string.flatMap(Role.init(rawValue:))
+    }
+
+    // MARK: Apps and packs
+
+    /// Creates an app. - Throws: `conflict` if it exists.
+    public func createApp(_ id: String) throws {
+        _ = try PackID(id)
+        do {
+            try db.transaction { tx in try tx.run("INSERT INTO apps(id, created) VALUES (?, ?)", [.text(id), .integer(Self.now())]) }
+        } catch let e as BacklotError where e.code == .conflict {
+            throw BacklotError(.conflict, "the app \(id) exists already", context: id)
+        }
+    }
+
+    public func apps() throws -> [String] {
+        try db.read { try $0.query("SELECT id FROM apps ORDER BY id") }.compactMap { $0["id"]?.string }
+    }
+
+    func requireApp(_ tx: inout Database.Connection, _ app: String) throws {
+        guard try !tx.query("SELECT 1 FROM apps WHERE id = ?", [.text(app)]).isEmpty else {
+            throw BacklotError(.notFound, "no app \(app)", context: app, hint: "create it first: backlot apps create \(app)")
+        }
+    }
+
+    func requirePack(_ tx: inout Database.Connection, _ app: String, _ pack: String) throws {
+        try requireApp(&tx, app)
+        guard try !tx.query("SELECT 1 FROM packs WHERE app = ? AND id = ?", [.text(app), .text(pack)]).isEmpty else {
+            throw BacklotError(.notFound, "no pack \(pack) in \(app)", context: "\(app)/\(pack)")
+        }
+    }
+
+    /// Creates a pack (ID rule as in manifests). - Throws: `conflict`, `quotaExceeded` past the pack limit.
+    public func createPack(app: String, id: String) throws {
+        _ = try PackID(id)
+        try db.transaction { tx in
+            try requireApp(&tx, app)
+            let count = try tx.query("SELECT COUNT(*) AS n FROM packs WHERE app = ?", [.text(app)]).first?["n"]?.int ?? 0
+            guard count < maximumPacksPerApp else {
+                throw BacklotError(.quotaExceeded, "\(app) has \(count) packs, the most allowed", context: app,
+                                   hint: "remove a pack, or raise the limit")
+            }
+            do {
+                try tx.run("INSERT INTO packs(app, id, created) VALUES (?, ?, ?)", [.text(app), .text(id), .integer(Self.now())])
+            } catch let e as BacklotError where e.code == .conflict {
+                throw BacklotError(.conflict, "the pack \(id) exists already in \(app)", context: "\(app)/\(id)")
+            }
+        }
+    }
+
+    public func packs(app: String) throws -> [String] {
+        try db.transaction { tx in
+            try requireApp(&tx, app)
+            return try tx.query("SELECT id FROM packs WHERE app = ? ORDER BY id", [.text(app)]).compactMap { $0["id"]?.string }
+        }
+    }
+}

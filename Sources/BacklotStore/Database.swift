@@ -1,0 +1,149 @@
+import BacklotBasics
+import CSQLite
+import Foundation
+import Synchronization
+
+/// A SQLite database (WAL mode) whose connection is owned by this object behind a `Mutex`: every
+/// statement runs serialised, and ``transaction(_:)`` makes a group of them atomic. This file is
+/// the only one that touches SQLite.
+///
+/// ```swift
+/// let db = try Database(path: "meta.sqlite")
+/// try db.transaction { tx in
+///     try tx.run("INSERT INTO apps(id) VALUES (?)", ["com.example.game"])
+/// }
+/// let rows = try db.read { try $0.query("SELECT id FROM apps") }
+/// ```
+public final class Database: Sendable {
+    /// A value bound to, or read from, a statement.
+    public enum Value: Sendable, Hashable {
+        case null
+        case integer(Int64)
+        case real(Double)
+        case text(String)
+        case blob([UInt8])
+
+        public var int: Int64? { if case .integer(let v) = self { v } else { nil } }
+        public var string: String? { if case .text(let v) = self { v } else { nil } }
+    }
+
+    /// One result row, by column name.
+    public typealias Row = [String: Value]
+
+    private let connection: Mutex<Connection>
+    public let path: String
+
+    /// Opens (creating if needed) a database in WAL mode with a 5 s busy timeout.
+    public init(path: String) throws {
+        var handle: OpaquePointer? = nil
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(handle)
+            throw BacklotError(.io, "cannot open the database: \(message)", context: path)
+        }
+        self.path = path
+        connection = Mutex(Connection(handle: handle, path: path))
+        try connection.withLock { c in
+            sqlite3_busy_timeout(c.handle, 5000)
+            try c.execute("PRAGMA journal_mode=WAL")
+            try c.execute("PRAGMA synchronous=FULL")
+            try c.execute("PRAGMA foreign_keys=ON")
+        }
+    }
+
+    deinit {
+        connection.withLock { sqlite3_close_v2($0.handle) }
+    }
+
+    /// Runs `body` inside `BEGIN IMMEDIATE … COMMIT`; any error rolls everything back.
+    public func transaction<T>(_ body: (inout Connection) throws -> T) throws -> T {
+        try connection.withLock { c in
+            try c.execute("BEGIN IMMEDIATE")
+            do {
+                let result = try body(&c)
+                try c.execute("COMMIT")
+                return result
+            } catch {
+                try? c.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body` with the connection, outside any explicit transaction (each statement is atomic).
+    public func read<T>(_ body: (inout Connection) throws -> T) throws -> T {
+        try connection.withLock { c in try body(&c) }
+    }
+
+    /// The connection, usable only inside ``transaction(_:)`` or ``read(_:)``.
+    public struct Connection: @unchecked Sendable {
+        let handle: OpaquePointer
+        let path: String
+
+        func failure(_ sql: String) -> BacklotError {
+            let code = sqlite3_extended_errcode(handle)
+            let message = String(cString: sqlite3_errmsg(handle))
+            if code & 0xFF == SQLITE_CONSTRAINT {
+                return BacklotError(.conflict, message, context: path)
+            }
+            return BacklotError(.io, "SQLite: \(message) (in \(sql.prefix(60)))", context: path)
+        }
+
+        /// Runs SQL without results (may hold several statements).
+        public func execute(_ sql: String) throws {
+            guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else { throw failure(sql) }
+        }
+
+        /// Runs one statement with bindings; returns the number of rows changed.
+        @discardableResult
+        public func run(_ sql: String, _ bindings: [Value] = []) throws -> Int {
+            _ = try query(sql, bindings)
+            return Int(sqlite3_changes(handle))
+        }
+
+        /// The rowid of the last insert.
+        public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+        /// Runs one statement with bindings and returns its rows.
+        public func query(_ sql: String, _ bindings: [Value] = []) throws -> [Row] {
+            var statement: OpaquePointer? = nil
+            guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else { throw failure(sql) }
+            defer { sqlite3_finalize(statement) }
+            let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+            for (i, value) in bindings.enumerated() {
+                let index = Int32(i + 1)
+                let rc: Int32
+                switch value {
+                case .null: rc = sqlite3_bind_null(statement, index)
+                case .integer(let v): rc = sqlite3_bind_int64(statement, index, v)
+                case .real(let v): rc = sqlite3_bind_double(statement, index, v)
+                case .text(let v): rc = sqlite3_bind_text(statement, index, v, -1, transient)
+                case .blob(let v): rc = v.withUnsafeBytes { sqlite3_bind_blob(statement, index, $0.baseAddress, Int32(v.count), transient) }
+                }
+                guard rc == SQLITE_OK else { throw failure(sql) }
+            }
+            var rows: [Row] = []
+            while true {
+                let step = sqlite3_step(statement)
+                if step == SQLITE_DONE { break }
+                guard step == SQLITE_ROW else { throw failure(sql) }
+                var row: Row = [:]
+                for c in 0..<sqlite3_column_count(statement) {
+                    let name = String(cString: sqlite3_column_name(statement, c))
+                    switch sqlite3_column_type(statement, c) {
+                    case SQLITE_INTEGER: row[name] = .integer(sqlite3_column_int64(statement, c))
+                    case SQLITE_FLOAT: row[name] = .real(sqlite3_column_double(statement, c))
+                    case SQLITE_TEXT: row[name] = .text(String(cString: sqlite3_column_text(statement, c)))
+                    case SQLITE_BLOB:
+                        let n = Int(sqlite3_column_bytes(statement, c))
+                        row[name] = .blob(n == 0 ? [] : Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, c), count: n)))
+                    default: row[name] = .null
+                    }
+                }
+                rows.append(row)
+            }
+            return rows
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotFormat
+import BacklotTestSupport
+import Foundation
+import Testing
+@testable import BacklotRepository
+
+/// The repository's pipeline on real files: upload → processing → release → signed catalog.
+@Suite(.serialized) struct RepositoryTests {
+    struct Fixture {
+        let dir: TemporaryDirectory
+        let repo: Repository
+        var key: Ed25519.PublicKey { try! RepositoryDirectory.readPublicKey(path: repo.directory.publicKeyPath) }
+
+        init() throws {
+            dir = try TemporaryDirectory("repo")
+            repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
+            try repo.createApp("com.example.game")
+            try repo.createPack(app: "com.example.game", id: "Levels")
+        }
+
+        /// Builds a pack of the sample tree and uploads it as a new version, in `parts` requests.
+        func upload(id: String = "Levels", seed: UInt64 = 42, parts: Int = 1, corrupt: Bool = false) throws -> VersionInfo {
+            let src = try TemporaryDirectory("src")
+            defer { src.remove() }
+            try SamplePack.writeTree(in: src, seed: seed)
+            let path = try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: id))
+            var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            if corrupt { bytes[1000] ^= 0xFF }
+            let v = try repo.createVersion(app: "com.example.game", pack: "Levels", size: UInt64(bytes.count))
+            let step = (bytes.count + parts - 1) / parts
+            var offset = 0
+            while offset < bytes.count {
+                let upload = try repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: UInt64(offset))
+                let end = min(offset + step, bytes.count)
+                try bytes[offset..<end].withUnsafeBytes { try upload.append($0) }
+                try upload.close()
+                offset = end
+            }
+            repo.waitForProcessing()
+            return try repo.version(app: "com.example.game", pack: "Levels", number: v.number)
+        }
+
+        func catalog(_ channel: Channel) throws -> Catalog {
+            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: repo.catalogPath(app: "com.example.game", channel: channel))))
+            return try Catalog.verify(bytes, trusting: [key], app: "com.example.game", channel: channel, now: Date(), source: "catalog")
+        }
+    }
+
+    @Test func uploadedInPartsProcessedReleasedAndPublished() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        let v1 = try f.upload(parts: 3)
+        #expect(v1.state == .complete, "\(v1)")
+        #expect(v1.number == 1 && v1.archiveSHA256 != nil)
+        try f.repo.release(app: "com.example.game", pack: "Levels", version: 1, channel: .internal)
+        let catalog = try f.catalog(.internal)
+        #expect(catalog.packs.map(\.id.rawValue) == ["Levels"])
+        let release = catalog.packs[0].release
+        #expect(release.version == 1 && release.archiveSHA256.hex == v1.archiveSHA256)
+        // The archive is published at its content address, byte-identical and verifiable.
+        let published = f.repo.directory.publicTreePath + "/v1/packs/\(release.archiveSHA256.hex).pack"
+        #expect(try Repository.fileSHA256(published) == release.archiveSHA256)
+        let reader = try PackReader(path: published)
+        #expect(reader.packDigest == release.indexSHA256 && reader.header.indexOffset == release.indexOffset)
+        try reader.verify()
+    }
+
+    @Test func corruptWrongPackAndOversizedUploadsFailWithAReasonAndPublishNothing() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        let corrupt = try f.upload(corrupt: true)
+        #expect(corrupt.state == .failed && corrupt.reason?.isEmpty == false, "\(corrupt)")
+        let wrong = try f.upload(id: "Other")
+        #expect(wrong.state == .failed && wrong.reason?.contains("not Levels") == true, "\(wrong)")
+        #expect(throws: BacklotError.self) { try f.repo.release(app: "com.example.game", pack: "Levels", version: 1, channel: .internal) }
+        #expect(!FileSystem.exists(f.repo.catalogPath(app: "com.example.game", channel: .internal)))
+
+        let v = try f.repo.createVersion(app: "com.example.game", pack: "Levels", size: 100)
+        let upload = try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
+        let bytes = [UInt8](repeating: 1, count: 101)
+        #expect { try bytes.withUnsafeBytes { try upload.append($0) } } throws: { ($0 as? BacklotError)?.code == .quotaExceeded }
+        try upload.close()
+        #expect(try f.repo.version(app: "com.example.game", pack: "Levels", number: v.number).received == 0)
+    }
+
+    @Test func resumingAtTheWrongOffsetOrTwiceAtOnceIsAConflict() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        let v = try f.repo.createVersion(app: "com.example.game", pack: "Levels", size: 1000)
+        let first = try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
+        #expect { try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0) } throws: { ($0 as? BacklotError)?.code == .conflict }
+        try [UInt8](repeating: 7, count: 300).withUnsafeBytes { try first.append($0) }
+        try first.close()
+        #expect(try f.repo.version(app: "com.example.game", pack: "Levels", number: v.number).received == 300)
+        #expect { try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0) } throws: { ($0 as? BacklotError)?.code == .conflict }
+        let resumed = try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 300)
+        try resumed.close()
+    }
+
+    @Test func approvalsRolloutsRollbacksAndWithdrawals() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        _ = try f.upload(seed: 1)
+        _ = try f.upload(seed: 2)
+        let request = try f.repo.release(app: "com.example.game", pack: "Levels", version: 1, channel: .production)
+        #expect(request?.status == "pending")
+        #expect(!FileSystem.exists(f.repo.catalogPath(app: "com.example.game", channel: .production)))
+        try f.repo.approve(requestID: request!.id)
+        let first = try f.catalog(.production)
+        #expect(first.packs[0].release.version == 1 && first.packs[0].candidate == nil)
+
+        let staged = try f.repo.release(app: "com.example.game", pack: "Levels", version: 2, channel: .production, rolloutPercent: 25)
+        #expect(throws: BacklotError.self) { try f.repo.approve(requestID: request!.id) }
+        try f.repo.approve(requestID: staged!.id)
+        let rolling = try f.catalog(.production)
+        #expect(rolling.packs[0].release.version == 1 && rolling.packs[0].candidate?.version == 2 && rolling.packs[0].rolloutBasisPoints == 2500)
+        #expect(rolling.version > first.version)
+
+        try f.repo.setRollout(app: "com.example.game", pack: "Levels", percent: 100)
+        #expect(try f.catalog(.production).packs[0].release.version == 2)
+        try f.repo.rollback(app: "com.example.game", pack: "Levels", channel: .production, to: 1)
+        let rolledBack = try f.catalog(.production)
+        #expect(rolledBack.packs[0].release.version == 1 && rolledBack.version > rolling.version)
+
+        let rejected = try f.repo.release(app: "com.example.game", pack: "Levels", version: 2, channel: .external)
+        try f.repo.reject(requestID: rejected!.id, reason: "broken level")
+        #expect(try f.repo.releaseRequest(rejected!.id).status == "rejected")
+
+        #expect(throws: BacklotError.self) { try f.repo.deleteVersion(app: "com.example.game", pack: "Levels", number: 1) }
+        try f.repo.withdraw(app: "com.example.game", pack: "Levels", channel: .production)
+        #expect(try f.catalog(.production).packs.isEmpty)
+        try f.repo.deleteVersion(app: "com.example.game", pack: "Levels", number: 2)
+        #expect(throws: BacklotError.self) { try f.repo.version(app: "com.example.game", pack: "Levels", number: 2) }
+    }
+
+    @Test func quotaCountsEachPacksLargestVersionAndSaysByHowMuch() throws {
+        let dir = try TemporaryDirectory("quota")
+        defer { dir.remove() }
+        let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")), quotaBytes: 10_000, maximumPacksPerApp: 2)
+        try repo.createApp("a")
+        try repo.createPack(app: "a", id: "p1")
+        try repo.createPack(app: "a", id: "p2")
+        #expect { try repo.createPack(app: "a", id: "p3") } throws: { ($0 as? BacklotError)?.code == .quotaExceeded }
+        _ = try repo.createVersion(app: "a", pack: "p1", size: 6000)
+        _ = try repo.createVersion(app: "a", pack: "p1", size: 5000)   // p1 still counts 6000
+        #expect { try repo.createVersion(app: "a", pack: "p2", size: 4500) } throws: {
+            guard let e = $0 as? BacklotError else { return false }
+            return e.code == .quotaExceeded && e.message.contains("500 over")
+        }
+        _ = try repo.createVersion(app: "a", pack: "p2", size: 4000)
+    }
+
+    @Test func tokensAreStoredHashedAndTheAdminTokenIsWrittenOnce() throws {
+        let dir = try TemporaryDirectory("tokens")
+        defer { dir.remove() }
+        let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
+        let admin = try String(contentsOfFile: repo.adminTokenPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try repo.role(ofToken: admin) == .admin)
+        let uploader = try repo.createToken(role: .uploader)
+        #expect(try repo.role(ofToken: uploader) == .uploader)
+        #expect(try repo.role(ofToken: "blt_nope") == nil)
+        let dump = try String(decoding: Data(contentsOf: URL(fileURLWithPath: dir.at("data/meta.sqlite"))), as: UTF8.self)
+        #expect(!dump.contains(admin) && !dump.contains(uploader))
+        _ = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
+        #expect(try String(contentsOfFile: repo.adminTokenPath, encoding: .utf8).contains(admin))
+    }
+
+    @Test func resigningAndKeyRotationKeepPinnedClientsWorking() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        _ = try f.upload()
+        try f.repo.release(app: "com.example.game", pack: "Levels", version: 1, channel: .internal)
+        let pinned = f.key
+        let before = try f.catalog(.internal)
+        #expect(try f.repo.resign(margin: 0) == 0)
+        #expect(try f.repo.resign(margin: .infinity) == 1)
+        #expect(try f.catalog(.internal).version > before.version)
+
+        #expect(try f.repo.rotateKey() == 2)
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: f.repo.catalogPath(app: "com.example.game", channel: .internal))))
+        #expect(throws: BacklotError.self) {
+            try Catalog.verify(bytes, trusting: [pinned], app: "com.example.game", channel: .internal, now: Date(), source: "c")
+        }
+        let tree = f.repo.directory.publicTreePath + "/v1/keys"
+        let trusted = try KeyList.follow(from: KeyList(version: 1, keys: [pinned])) { n in
+            (try? Data(contentsOf: URL(fileURLWithPath: tree + "/root-\(n).json"))).map(Array.init)
+        }
+        #expect(trusted.version == 2)
+        _ = try Catalog.verify(bytes, trusting: trusted.keys, app: "com.example.game", channel: .internal, now: Date(), source: "c")
+    }
+}
