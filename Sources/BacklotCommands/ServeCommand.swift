@@ -60,9 +60,17 @@ struct ServeCommand: Command {
         var log: (@Sendable (String) -> Void)? = nil
         if !quiet { log = { @Sendable line in io.err(line + "\n") } }
         let configuration = HTTPServer.Configuration(host: host, port: UInt16(port), tls: tls)
-        let server = try HostingServer(directory: directory, configuration: configuration, accessLog: log)
+        let repository = try Repository(directory: directory)
+        try repository.resign(margin: .infinity)   // republish every catalog: a crash may have left one behind its database state
+        let server = try HostingServer(repository: repository, configuration: configuration, accessLog: log)
+        // Re-sign catalogs well before they expire.
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now() + 3600, repeating: 3600)
+        timer.setEventHandler { _ = try? repository.resign() }
+        timer.resume()
         io.out("Serving \(directory.publicTreePath) at \(server.baseURL)\n")
         io.out("Signing key: pin \(directory.publicKeyPath)\n")
+        io.out("Management API: \(server.baseURL)api (admin token in \(repository.adminTokenPath))\n")
         if let trustNote { io.out(trustNote + "\n") }
         io.out("Metrics: \(server.baseURL)metrics. Stop with Ctrl-C.\n")
 
@@ -70,6 +78,7 @@ struct ServeCommand: Command {
         BacklotCLI.onInterrupt { _ in done.signal() }
         done.wait()
         io.out("Stopping: letting requests in flight finish…\n")
+        timer.cancel()
         server.stop(grace: 5)
         io.out("Stopped.\n")
     }

@@ -2,12 +2,12 @@ import BacklotBasics
 import BacklotRepository
 import Foundation
 
-/// `backlot serve`: the published tree of a repository over HTTP(S), plus `GET /metrics`,
-/// with a structured access log.
+/// `backlot serve`: the published tree of a repository over HTTP(S), the management API under
+/// `/api`, and `GET /metrics`, with a structured access log.
 ///
 /// ```swift
-/// let dir = try RepositoryDirectory(path: "data")
-/// let server = try HostingServer(directory: dir, configuration: .init(port: 0))
+/// let repo = try Repository(directory: RepositoryDirectory(path: "data"))
+/// let server = try HostingServer(repository: repo, configuration: .init(port: 0))
 /// print(server.baseURL)   // http://127.0.0.1:PORT/
 /// server.stop()
 /// ```
@@ -19,11 +19,14 @@ public final class HostingServer: Sendable {
 
     /// Starts serving.
     /// - Parameter accessLog: receives one JSON line per request.
-    public init(directory: RepositoryDirectory, configuration: HTTPServer.Configuration,
+    public init(repository: Repository, configuration: HTTPServer.Configuration,
                 accessLog: (@Sendable (String) -> Void)? = nil) throws {
+        let directory = repository.directory
         self.directory = directory
         let metrics = ServerMetrics()
         self.metrics = metrics
+        repository.onProcessed { metrics.recordProcessing($0) }
+        let api = ManagementAPI(repository: repository, metrics: metrics)
         let tree = try StaticTree(root: directory.publicTreePath)
         http = try HTTPServer(configuration: configuration, observer: { request, route, status, bytes, seconds in
             metrics.recordRequest(route: route, status: status, bytes: bytes)
@@ -36,6 +39,7 @@ public final class HostingServer: Sendable {
                 return .respond(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4"), ("Cache-Control", "no-store")],
                                              body: .bytes(Array(metrics.prometheusText().utf8)), route: "metrics"))
             }
+            if let answer = api.route(request) { return answer }
             return .respond(tree.respond(to: request))
         }
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host

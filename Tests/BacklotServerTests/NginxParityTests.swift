@@ -58,7 +58,7 @@ import Glibc
         nginx.arguments = ["-c", dir.at("nginx.conf"), "-p", dir.path, "-e", dir.at("error.log")]
         try nginx.run()
         defer { nginx.terminate(); nginx.waitUntilExit() }
-        let ours = try HostingServer(directory: repo, configuration: .init(port: 0))
+        let ours = try HostingServer(repository: try Repository(directory: repo), configuration: .init(port: 0))
         defer { ours.stop() }
 
         let nginxBase = "http://127.0.0.1:\(port)/"

@@ -26,7 +26,7 @@ import Glibc
     @Test func getHeadRangesETagsAndCacheHeaders() throws {
         let (dir, repo, pack, name) = try repository()
         defer { dir.remove() }
-        let server = try HostingServer(directory: repo, configuration: .init(port: 0))
+        let server = try HostingServer(repository: try Repository(directory: repo), configuration: .init(port: 0))
         defer { server.stop() }
         let url = server.baseURL + "v1/packs/" + name
 
@@ -71,7 +71,7 @@ import Glibc
         defer { dir.remove() }
         try dir.write("secret.txt", "secret")
         #expect(symlink(dir.at("secret.txt"), repo.publicTreePath + "/v1/link.txt") == 0)
-        let server = try HostingServer(directory: repo, configuration: .init(port: 0))
+        let server = try HostingServer(repository: try Repository(directory: repo), configuration: .init(port: 0))
         defer { server.stop() }
         for path in ["../secret.txt", "v1/../../secret.txt", "v1/%2e%2e/%2e%2e/secret.txt", "v1//keys/root.json", "v1/./keys/root.json"] {
             let r = try Curl.run(server.baseURL + path, pathAsIs: true)
@@ -88,7 +88,7 @@ import Glibc
     @Test func metricsCountRequestsByRouteAndStatus() throws {
         let (dir, repo, _, name) = try repository()
         defer { dir.remove() }
-        let server = try HostingServer(directory: repo, configuration: .init(port: 0))
+        let server = try HostingServer(repository: try Repository(directory: repo), configuration: .init(port: 0))
         defer { server.stop() }
         _ = try Curl.run(server.baseURL + "v1/packs/" + name)
         _ = try Curl.run(server.baseURL + "nope")
@@ -102,7 +102,7 @@ import Glibc
     @Test func aClientSendingOneByteASecondDoesNotBlockOthers() throws {
         let (dir, repo, pack, name) = try repository()
         defer { dir.remove() }
-        let server = try HostingServer(directory: repo, configuration: .init(port: 0, connectionTimeout: 30))
+        let server = try HostingServer(repository: try Repository(directory: repo), configuration: .init(port: 0, connectionTimeout: 30))
         defer { server.stop(grace: 0) }
         // A raw connection that has sent only part of its request head.
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -167,7 +167,7 @@ import Glibc
         defer { dir.remove() }
         let repo = try RepositoryDirectory(path: dir.at("data"))
         let tls = try LocalTLS.prepare(in: repo, hostnames: [])
-        let server = try HostingServer(directory: repo, configuration: .init(port: 0, tls: (tls.certificatePEM, tls.privateKeyPEM)))
+        let server = try HostingServer(repository: try Repository(directory: repo), configuration: .init(port: 0, tls: (tls.certificatePEM, tls.privateKeyPEM)))
         defer { server.stop() }
         #expect(server.baseURL.hasPrefix("https://127.0.0.1:"))
         let trusted = try Curl.run(server.baseURL + "v1/keys/root.json", caFile: tls.caCertificatePath)
