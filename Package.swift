@@ -22,6 +22,7 @@ let package = Package(
         systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
         systemLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
         systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
+        systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
 
         // Shared vocabulary: structured errors, atomic files, directory walking.
         .target(name: "BacklotBasics"),
@@ -39,10 +40,12 @@ let package = Package(
         .target(name: "BacklotRepository", dependencies: ["BacklotFormat", "BacklotStore"]),
         // The hosting server: libmicrohttpd, the published tree over HTTP(S) with Range and ETag.
         .target(name: "BacklotServer", dependencies: ["CMicroHTTPD", "BacklotRepository"]),
+        // An HTTP(S) client on libcurl, for the CLI and the client library.
+        .target(name: "BacklotHTTPClient", dependencies: ["CCurl", "BacklotBasics"]),
         // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.
         .target(name: "BacklotInfoPlist", dependencies: ["BacklotBasics"]),
         // The command-line interface, as a library so tests can drive it.
-        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer"]),
+        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer", "BacklotHTTPClient"]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
 
         // Helpers shared by the test targets: temporary folders, seeded data, sample packs.
@@ -53,6 +56,6 @@ let package = Package(
         .testTarget(name: "BacklotRepositoryTests", dependencies: ["BacklotRepository", "BacklotTestSupport"]),
         .testTarget(name: "BacklotServerTests", dependencies: ["BacklotServer", "BacklotTestSupport"]),
         .testTarget(name: "BacklotInfoPlistTests", dependencies: ["BacklotInfoPlist"], exclude: ["Fixtures"]),
-        .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat", "BacklotTestSupport"]),
+        .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat", "BacklotTestSupport", "BacklotHTTPClient", "BacklotRepository"]),
     ]
 )

@@ -18,6 +18,8 @@ public enum BacklotCLI {
     static let commands: [any Command.Type] = [
         TemplateCommand.self, EvaluateCommand.self, PackageCommand.self, InspectCommand.self,
         VerifyCommand.self, ExtractCommand.self, DiffCommand.self, PlistCheckCommand.self, ServeCommand.self,
+        AppsCreateCommand.self, TokensCreateCommand.self, UploadCommand.self, ReleaseCommand.self, ApproveCommand.self,
+        VersionsCommand.self, VersionsDeleteCommand.self, CatalogResignCommand.self, KeysRotateCommand.self,
     ]
 
     static var overview: String {

@@ -1,0 +1,30 @@
+import BacklotBasics
+import BacklotRepository
+
+/// `backlot catalog resign --data DIR`: re-signs every catalog (for trees served by other hosts).
+struct CatalogResignCommand: Command {
+    static let spec = CommandSpec(
+        name: "catalog resign",
+        summary: "Re-sign every published catalog now (for trees copied to another host or CDN); run it at least weekly.",
+        options: [.init("data", value: "DIR", help: "The repository's data folder (required).")])
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let repository = try Repository(directory: RepositoryDirectory(path: try required("data", in: arguments)))
+        let n = try repository.resign(margin: .infinity)
+        io.out("Re-signed \(n) catalog\(n == 1 ? "" : "s"); each is valid for \(Int(Catalog.defaultLifetime / 86_400)) days.\n")
+    }
+}
+
+/// `backlot keys rotate --data DIR`: a new signing key, announced with the old one.
+struct KeysRotateCommand: Command {
+    static let spec = CommandSpec(
+        name: "keys rotate",
+        summary: "Make a new signing key, publish it signed by the old one (clients pinned to the old key follow), and re-sign every catalog.",
+        options: [.init("data", value: "DIR", help: "The repository's data folder (required).")])
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let repository = try Repository(directory: RepositoryDirectory(path: try required("data", in: arguments)))
+        let version = try repository.rotateKey()
+        io.out("Published key list \(version) (v1/keys/root-\(version).json); new public key in \(repository.directory.publicKeyPath).\n")
+    }
+}

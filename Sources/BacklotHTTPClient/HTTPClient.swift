@@ -1,0 +1,187 @@
+import BacklotBasics
+import CCurl
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A small synchronous HTTP(S) client on libcurl: custom CA files, uploads streamed from files
+/// (with an offset, for resuming), progress, bounded response bodies. This file is the only one
+/// that touches libcurl.
+///
+/// ```swift
+/// let client = HTTPClient(caFile: "data/tls/ca.pem")
+/// let r = try client.send("GET", "https://127.0.0.1:8443/api/apps", headers: ["Authorization": "Bearer …"])
+/// print(r.status, String(decoding: r.body, as: UTF8.self))
+/// ```
+public struct HTTPClient: Sendable {
+    /// A request body.
+    public enum Body: Sendable {
+        case bytes([UInt8])
+        /// `length` bytes of a file from `offset`.
+        case file(path: String, offset: UInt64, length: UInt64)
+    }
+
+    /// A response.
+    public struct Response: Sendable {
+        public let status: Int
+        /// Header values by lowercased name.
+        public let headers: [String: String]
+        public let body: [UInt8]
+        public var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    /// A PEM file of CA certificates to trust (a development server's local CA), or nil for the system's.
+    public var caFile: String?
+    /// Seconds without progress after which a request fails.
+    public var stallTimeout: Int
+    /// The largest response body kept in memory.
+    public var maximumBodySize: Int
+
+    public init(caFile: String? = nil, stallTimeout: Int = 60, maximumBodySize: Int = 64 << 20) {
+        self.caFile = caFile
+        self.stallTimeout = stallTimeout
+        self.maximumBodySize = maximumBodySize
+        _ = HTTPClient.globalInit
+    }
+
+    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    /// Sends a request and waits for the whole response.
+    /// - Parameter progress: called with (bytes uploaded, bytes to upload) during uploads.
+    /// - Throws: ``BacklotError/Code/io`` when the server cannot be reached, TLS fails, or the body is too large.
+    public func send(_ method: String, _ url: String, headers: [String: String] = [:], body: Body? = nil,
+                     progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws -> Response {
+        guard let handle = curl_easy_init() else { throw BacklotError(.library, "libcurl could not start a transfer") }
+        defer { curl_easy_cleanup(handle) }
+        let transfer = Transfer(limit: maximumBodySize, progress: progress)
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        var list: UnsafeMutablePointer<curl_slist>? = nil
+        defer { curl_slist_free_all(list) }
+        for (k, v) in headers { list = curl_slist_append(list, "\(k): \(v)") }
+        list = curl_slist_append(list, "Expect:")   // no 100-continue round trip
+
+        _ = ccurl_setopt_str(handle, CURLOPT_URL, url)
+        _ = ccurl_setopt_str(handle, CURLOPT_CUSTOMREQUEST, method)
+        _ = ccurl_setopt_slist(handle, CURLOPT_HTTPHEADER, list)
+        _ = ccurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
+        _ = ccurl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, 15)
+        _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
+        _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, stallTimeout)
+        _ = ccurl_setopt_str(handle, CURLOPT_USERAGENT, "backlot/0.1")
+        if let caFile { _ = ccurl_setopt_str(handle, CURLOPT_CAINFO, caFile) }
+        if method == "HEAD" { _ = ccurl_setopt_long(handle, CURLOPT_NOBODY, 1) }
+        _ = ccurl_setopt_write(handle, Callbacks.write)
+        _ = ccurl_setopt_ptr(handle, CURLOPT_WRITEDATA, context)
+        _ = ccurl_setopt_header(handle, Callbacks.header)
+        _ = ccurl_setopt_ptr(handle, CURLOPT_HEADERDATA, context)
+
+        var uploadFD: Int32 = -1
+        defer { if uploadFD >= 0 { close(uploadFD) } }
+        switch body {
+        case .bytes(let bytes):
+            transfer.source = .memory(bytes)
+            transfer.remaining = UInt64(bytes.count)
+        case .file(let path, let offset, let length):
+            uploadFD = open(path, O_RDONLY | O_CLOEXEC)
+            guard uploadFD >= 0 else { throw SystemCall.error("open", path: path) }
+            transfer.source = .file(uploadFD)
+            transfer.offset = offset
+            transfer.remaining = length
+        case nil:
+            break
+        }
+        if body != nil {
+            _ = ccurl_setopt_long(handle, CURLOPT_UPLOAD, 1)
+            _ = ccurl_setopt_str(handle, CURLOPT_CUSTOMREQUEST, method)
+            _ = ccurl_setopt_off(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(transfer.remaining))
+            transfer.total = transfer.remaining
+            _ = ccurl_setopt_read(handle, Callbacks.read)
+            _ = ccurl_setopt_ptr(handle, CURLOPT_READDATA, context)
+        }
+        let code = withExtendedLifetime(transfer) { curl_easy_perform(handle) }
+        if let failure = transfer.failure { throw failure }
+        guard code == CURLE_OK else {
+            let text = String(cString: curl_easy_strerror(code))
+            let tls = [CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE].contains(code)
+            throw BacklotError(.io, "\(method) \(url) failed: \(text)", context: url,
+                               hint: tls ? "trust the server's CA with --ca FILE (backlot serve prints its path)" : "check that the server is running and the URL is right")
+        }
+        var status = 0
+        _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        return Response(status: status, headers: transfer.headers, body: transfer.body)
+    }
+}
+
+/// One transfer's state, reached from libcurl's callbacks.
+private final class Transfer: @unchecked Sendable {
+    enum Source { case none, memory([UInt8]), file(Int32) }
+    var body: [UInt8] = []
+    var headers: [String: String] = [:]
+    var source: Source = .none
+    var offset: UInt64 = 0
+    var remaining: UInt64 = 0
+    var total: UInt64 = 0
+    var sent: UInt64 = 0
+    var failure: BacklotError?
+    let limit: Int
+    let progress: (@Sendable (UInt64, UInt64) -> Void)?
+
+    init(limit: Int, progress: (@Sendable (UInt64, UInt64) -> Void)?) {
+        self.limit = limit
+        self.progress = progress
+    }
+}
+
+private enum Callbacks {
+    static let write: curl_write_callback = { data, size, count, context in
+        let t = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+        let n = size * count
+        guard t.body.count + n <= t.limit else {
+            t.failure = BacklotError(.io, "the response is larger than \(t.limit) bytes")
+            return 0
+        }
+        if n > 0 { t.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n)) }
+        return n
+    }
+
+    static let header: curl_write_callback = { data, size, count, context in
+        let t = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+        let n = size * count
+        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: n), as: UTF8.self)
+        if line.hasPrefix("HTTP/") { t.headers = [:] }
+        if let colon = line.firstIndex(of: ":") {
+            t.headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        return n
+    }
+
+    static let read: curl_read_callback = { buffer, size, count, context in
+        let t = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+        let want = min(size * count, Int(min(t.remaining, UInt64(Int.max))))
+        guard want > 0, let buffer else { return 0 }
+        var got = 0
+        switch t.source {
+        case .memory(let bytes):
+            let start = Int(t.total - t.remaining)
+            bytes.withUnsafeBytes { src in
+                UnsafeMutableRawPointer(buffer).copyMemory(from: src.baseAddress! + start, byteCount: want)
+            }
+            got = want
+        case .file(let fd):
+            let n = pread(fd, buffer, want, off_t(t.offset))
+            guard n > 0 else {
+                t.failure = BacklotError(.io, "the file to upload ended early")
+                return Int(CURL_READFUNC_ABORT)
+            }
+            got = n
+            t.offset += UInt64(n)
+        case .none:
+            return 0
+        }
+        t.remaining -= UInt64(got)
+        t.sent += UInt64(got)
+        t.progress?(t.sent, t.total)
+        return got
+    }
+}
