@@ -25,6 +25,7 @@ bench:
 	@scripts/bootstrap --bench
 	$(SWIFT) build -c release
 	@scripts/bench $(BUILD_DIR)/release/backlot
+	@scripts/bench-server $(BUILD_DIR)/release/backlot
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -23,6 +23,8 @@ let package = Package(
         systemLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
         systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
+        // Linux calls missing from Swift's Glibc module (openat2), header only.
+        .systemLibrary(name: "CLinuxSupport"),
 
         // Shared vocabulary: structured errors, atomic files, directory walking.
         .target(name: "BacklotBasics"),
@@ -39,7 +41,7 @@ let package = Package(
         // The repository: apps, versions, releases, tokens, signed catalogs, key lists, the published tree.
         .target(name: "BacklotRepository", dependencies: ["BacklotFormat", "BacklotStore"]),
         // The hosting server: libmicrohttpd, the published tree over HTTP(S) with Range and ETag.
-        .target(name: "BacklotServer", dependencies: ["CMicroHTTPD", "BacklotRepository"]),
+        .target(name: "BacklotServer", dependencies: ["CMicroHTTPD", "CLinuxSupport", "BacklotRepository"]),
         // An HTTP(S) client on libcurl, for the CLI and the client library.
         .target(name: "BacklotHTTPClient", dependencies: ["CCurl", "BacklotBasics"]),
         // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.

@@ -32,12 +32,14 @@ public struct HTTPResponse: Sendable {
         case bytes([UInt8])
         /// `length` bytes of the file at `path` from `offset`, sent with sendfile(2) on plain HTTP.
         case file(path: String, offset: UInt64, length: UInt64)
+        /// `length` bytes of an open file from `offset`; the server takes (and closes) the descriptor.
+        case descriptor(Int32, offset: UInt64, length: UInt64)
 
         var count: UInt64 {
             switch self {
             case .empty: 0
             case .bytes(let b): UInt64(b.count)
-            case .file(_, _, let length): length
+            case .file(_, _, let length), .descriptor(_, _, let length): length
             }
         }
     }

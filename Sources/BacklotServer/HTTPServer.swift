@@ -82,7 +82,6 @@ public final class HTTPServer: Sendable {
             MHD_OptionItem(option: MHD_OPTION.CONNECTION_TIMEOUT, value: configuration.connectionTimeout, ptr_value: nil),
             MHD_OptionItem(option: MHD_OPTION.NOTIFY_COMPLETED, value: unsafeBitCast(Callbacks.completed, to: Int.self), ptr_value: retained.toOpaque()),
             MHD_OptionItem(option: MHD_OPTION.SOCK_ADDR, value: 0, ptr_value: addressPointer),
-            MHD_OptionItem(option: MHD_OPTION.CONNECTION_MEMORY_LIMIT, value: 1 << 20, ptr_value: nil),
         ]
         if let cert, let key {
             options.append(MHD_OptionItem(option: MHD_OPTION.HTTPS_MEM_CERT, value: 0, ptr_value: UnsafeMutableRawPointer(cert)))
@@ -235,6 +234,9 @@ private enum Callbacks {
             if fd < 0 {
                 return queue(.error(404, code: "notFound", "no such file"), on: connection, state: state)
             }
+            mhd = MHD_create_response_from_fd_at_offset64(length, fd, offset)   // takes the descriptor
+            if mhd == nil { close(fd) }
+        case .descriptor(let fd, let offset, let length):
             mhd = MHD_create_response_from_fd_at_offset64(length, fd, offset)   // takes the descriptor
             if mhd == nil { close(fd) }
         }

@@ -1,4 +1,5 @@
 import BacklotBasics
+import CLinuxSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -13,12 +14,41 @@ import Glibc
 public struct StaticTree: Sendable {
     /// The resolved root folder.
     public let root: String
+    private let rootDescriptor: Descriptor
+
+    /// The root's open descriptor, for `openat2` beneath it; closed with the last copy of the tree.
+    final class Descriptor: Sendable {
+        let fd: Int32
+        init(_ fd: Int32) { self.fd = fd }
+        deinit { close(fd) }
+    }
 
     public init(root: String) throws {
         guard let real = FileSystem.realPath(root), try FileSystem.status(real)?.kind == .directory else {
             throw BacklotError(.io, "the published tree does not exist", context: root)
         }
         self.root = real
+        let fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemCall.error("open", path: real) }
+        rootDescriptor = Descriptor(fd)
+    }
+
+    /// Opens a relative path beneath the root without following any link (kernel-checked with
+    /// openat2; checked with realpath on kernels without it). Returns the descriptor and its status.
+    func openBeneath(_ relative: String) -> (Int32, stat)? {
+        var fd = clinux_open_beneath(rootDescriptor.fd, relative)
+        if fd < 0 && errno == ENOSYS {
+            let full = root + "/" + relative
+            guard let real = FileSystem.realPath(full), real.hasPrefix(root + "/") else { return nil }
+            fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        }
+        guard fd >= 0 else { return nil }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            return nil
+        }
+        return (fd, st)
     }
 
     /// Seconds clients and caches may keep a catalog or key list.
@@ -34,14 +64,11 @@ public struct StaticTree: Sendable {
         guard let relative = Self.safeRelativePath(request.path) else {
             return .error(400, code: "badPath", "the path is not a valid path of the tree", route: "static")
         }
-        let full = root + "/" + relative
-        var st = stat()
-        guard !relative.isEmpty, lstat(full, &st) == 0, st.st_mode & S_IFMT == S_IFREG,
-              let real = FileSystem.realPath(full), real.hasPrefix(root + "/") else {
+        guard !relative.isEmpty, let (fd, st) = openBeneath(relative) else {
             return .error(404, code: "notFound", "no such file: /\(relative)", route: "static")
         }
         let size = UInt64(st.st_size)
-        let name = (relative as NSString).lastPathComponent
+        let name = relative.split(separator: "/").last.map(String.init) ?? relative
         let etag = Self.etag(name: name, stat: st)
         var headers: [(name: String, value: String)] = [
             ("ETag", etag),
@@ -51,15 +78,17 @@ public struct StaticTree: Sendable {
         ]
         if let match = request.header("If-None-Match"),
            match == "*" || match.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).contains(where: { $0 == etag || $0 == "W/" + etag }) {
+            close(fd)
             return HTTPResponse(status: 304, headers: headers, route: "static")
         }
         switch Self.range(request.header("Range"), size: size) {
         case .full:
-            return HTTPResponse(status: 200, headers: headers, body: .file(path: full, offset: 0, length: size), route: "static")
+            return HTTPResponse(status: 200, headers: headers, body: .descriptor(fd, offset: 0, length: size), route: "static")
         case .partial(let start, let end):
             headers.append(("Content-Range", "bytes \(start)-\(end)/\(size)"))
-            return HTTPResponse(status: 206, headers: headers, body: .file(path: full, offset: start, length: end - start + 1), route: "static")
+            return HTTPResponse(status: 206, headers: headers, body: .descriptor(fd, offset: start, length: end - start + 1), route: "static")
         case .unsatisfiable:
+            close(fd)
             var r = HTTPResponse.error(416, code: "rangeNotSatisfiable", "the file has \(size) bytes", route: "static")
             r.headers.append(("Content-Range", "bytes */\(size)"))
             return r
@@ -68,13 +97,20 @@ public struct StaticTree: Sendable {
 
     /// The path without its leading `/`, or nil when a component is empty, `.`, `..`, or holds NUL or `\`.
     public static func safeRelativePath(_ path: String) -> String? {
-        guard path.hasPrefix("/") else { return nil }
-        let components = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
-        if components == [""] { return "" }
-        for c in components {
-            if c.isEmpty || c == "." || c == ".." || c.contains("\0") || c.contains("\\") { return nil }
+        let bytes = Array(path.utf8)
+        guard bytes.first == UInt8(ascii: "/") else { return nil }
+        if bytes.count == 1 { return "" }
+        var componentStart = 1
+        for i in 1...bytes.count {
+            if i == bytes.count || bytes[i] == UInt8(ascii: "/") {
+                let c = bytes[componentStart..<i]
+                if c.isEmpty || c.elementsEqual([UInt8(ascii: ".")]) || c.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]) { return nil }
+                componentStart = i + 1
+            } else if bytes[i] == 0 || bytes[i] == UInt8(ascii: "\\") {
+                return nil
+            }
         }
-        return components.joined(separator: "/")
+        return String(decoding: bytes.dropFirst(), as: UTF8.self)
     }
 
     enum RangeAnswer: Equatable {
