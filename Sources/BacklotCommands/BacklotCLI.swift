@@ -20,6 +20,7 @@ public enum BacklotCLI {
         VerifyCommand.self, ExtractCommand.self, DiffCommand.self, PlistCheckCommand.self, ServeCommand.self,
         AppsCreateCommand.self, TokensCreateCommand.self, UploadCommand.self, ReleaseCommand.self, ApproveCommand.self,
         VersionsCommand.self, VersionsDeleteCommand.self, CatalogResignCommand.self, KeysRotateCommand.self,
+        DownloadManifestCreateCommand.self, DownloadManifestUpdateCommand.self,
     ]
 
     static var overview: String {

@@ -8,11 +8,12 @@ import Foundation
 struct UploadCommand: Command {
     static let spec = CommandSpec(
         name: "upload",
-        summary: "Upload a .pack as the next version of its pack (created if needed), then wait for processing.",
+        summary: "Upload a .pack (or an Apple .aar with --manifest) as the next version of its pack (created if needed), then wait for processing.",
         discussion: "A dropped connection is resumed from the byte the server has. Prints the new version; exits 1 if processing fails.",
-        arguments: [.init("PACK", help: "A .pack file (its manifest's ID names the pack).")],
+        arguments: [.init("PACK", help: "A .pack file (its manifest's ID names the pack), or an .aar from ba-package.")],
         options: APIClient.options + [
             .init("app", value: "APP", help: "The app (required)."),
+            .init("manifest", value: "FILE", help: "For an .aar: the manifest given to ba-package (its ID names the pack)."),
             .init("no-wait", help: "Return once uploaded, without waiting for processing."),
             .init("json", help: "Print the version as JSON."),
         ])
@@ -21,12 +22,33 @@ struct UploadCommand: Command {
         let api = try APIClient(arguments, command: spec.name)
         let app = try required("app", in: arguments)
         let path = arguments.positionals[0]
-        let pack = try PackReader(path: path)   // checks header and index before sending anything
-        let id = pack.index.metadata.assetPackID.rawValue
+        let id: String, size: UInt64
+        var versionBody: [JSONMember]
+        if path.hasSuffix(".aar") {
+            // An Apple Archive from ba-package: stored as is; its manifest says what it is.
+            guard let manifestPath = arguments.values["manifest"] else {
+                throw BacklotError(.usage, "an .aar needs --manifest FILE (the manifest given to ba-package)", context: "backlot upload")
+            }
+            let (manifest, _) = try AssetPackManifest.load(path: manifestPath)
+            let fd = try FileDescriptor.openForReading(path)
+            size = try fd.size()
+            _ = try AppleArchiveHeader.check(try fd.read(count: Int(min(UInt64(AppleArchiveHeader.prefixLength), size)), at: 0), fileSize: size, source: path)
+            fd.close()
+            id = manifest.assetPackID.rawValue
+            let text = try String(contentsOfFile: manifestPath, encoding: .utf8)
+            let node = try JSONReader(source: manifestPath).read(text).root
+            versionBody = [JSONMember(key: "size", value: .number(size)), JSONMember(key: "format", value: .string("aar")),
+                           JSONMember(key: "manifest", value: node)]
+        } else {
+            let pack = try PackReader(path: path)   // checks header and index before sending anything
+            id = pack.index.metadata.assetPackID.rawValue
+            size = pack.fileSize
+            versionBody = [JSONMember(key: "size", value: .number(size))]
+        }
         let base = "/api/apps/\(APIClient.segment(app))/packs"
         try api.call("POST", base, json: .object(["id": .string(id)]), accept: [409])
         let versions = "\(base)/\(APIClient.segment(id))/versions"
-        let created = try api.call("POST", versions, json: .object(["size": .number(pack.fileSize)]))
+        let created = try api.call("POST", versions, json: JSONNode(.object(versionBody)))
         guard case .number(let n)? = created.json["version"]?.kind, let number = Int(n) else {
             throw BacklotError(.io, "the server did not say which version it created")
         }
@@ -35,9 +57,9 @@ struct UploadCommand: Command {
         var attempts = 0
         while true {
             do {
-                try api.call("PUT", "\(versions)/\(number)/archive", body: .file(path: path, offset: offset, length: pack.fileSize - offset),
+                try api.call("PUT", "\(versions)/\(number)/archive", body: .file(path: path, offset: offset, length: size - offset),
                              headers: ["Upload-Offset": String(offset), "Content-Type": "application/octet-stream"],
-                             progress: { [offset] sent, _ in progress.update(offset + sent, pack.fileSize) })
+                             progress: { [offset] sent, _ in progress.update(offset + sent, size) })
                 break
             } catch let e as BacklotError where e.code == .io && attempts < 5 {
                 attempts += 1

@@ -22,6 +22,7 @@ struct ServeCommand: Command {
             .init("port", value: "N", help: "Port (default 8443; 0 picks a free one)."),
             .init("tls", value: "MODE", help: "auto (default), off, or CERT.pem,KEY.pem."),
             .init("hostname", value: "NAME", help: "Extra names or addresses for the auto certificate (comma-separated)."),
+            .init("public-url", value: "URL", help: "Where clients reach the tree, for Apple download manifests (default: this server's URL)."),
             .init("quiet", help: "No access log."),
         ])
 
@@ -61,6 +62,7 @@ struct ServeCommand: Command {
         if !quiet { log = { @Sendable line in io.err(line + "\n") } }
         let configuration = HTTPServer.Configuration(host: host, port: UInt16(port), tls: tls)
         let repository = try Repository(directory: directory)
+        if let publicURL = arguments.values["public-url"] { repository.setPublicURL(publicURL) }
         try repository.resign(margin: .infinity)   // republish every catalog: a crash may have left one behind its database state
         let server = try HostingServer(repository: repository, configuration: configuration, accessLog: log)
         // Re-sign catalogs well before they expire.

@@ -22,12 +22,21 @@ extension Repository {
     public func publish(app: String, channel: Channel, now: Date = Date()) throws {
         try publicationLock.withLock { _ in
             let key = try directory.signingKey()
-            let (catalog, archives): (Catalog, [String]) = try db.transaction { tx in
-                let rows = try tx.query("SELECT * FROM channel_packs WHERE app = ? AND channel = ? ORDER BY pack", [.text(app), .text(channel.rawValue)])
+            let (catalog, archives, apple): (Catalog, [String], [AppleEntry]) = try db.transaction { tx in
+                let rows = try tx.query("""
+                    SELECT c.pack, c.live, c.candidate, c.rollout_bp, v.format FROM channel_packs c
+                    JOIN versions v ON v.app = c.app AND v.pack = c.pack AND v.number = c.live
+                    WHERE c.app = ? AND c.channel = ? ORDER BY c.pack
+                    """, [.text(app), .text(channel.rawValue)])
                 var entries: [Catalog.Entry] = []
                 var archives: [String] = []
+                var apple: [AppleEntry] = []
                 for row in rows {
                     guard let pack = row["pack"]?.string, let live = row["live"]?.int else { continue }
+                    if row["format"]?.string == ArchiveFormat.appleArchive.rawValue {
+                        apple.append(try self.appleEntry(&tx, app: app, pack: pack, number: live))
+                        continue
+                    }
                     let release = try self.release(&tx, app: app, pack: pack, number: live)
                     archives.append(release.archiveSHA256.hex)
                     var candidate: Catalog.Release? = nil
@@ -44,8 +53,9 @@ extension Repository {
                     INSERT INTO catalogs(app, channel, version, expires) VALUES (?, ?, ?, ?)
                     ON CONFLICT(app, channel) DO UPDATE SET version = excluded.version, expires = excluded.expires
                     """, [.text(app), .text(channel.rawValue), .integer(Int64(version)), .integer(Int64(catalog.expires.timeIntervalSince1970))])
-                return (catalog, archives)
+                return (catalog, archives, apple)
             }
+            try publishAppleManifests(app: app, channel: channel, entries: apple)
             // Archives first, then the catalog that names them: a client never sees a catalog whose archives are missing.
             for sha in archives { try linkIntoTree(sha) }
             let signed = try SignedEnvelope.sign(payload: catalog.payload, type: Catalog.payloadType, with: [key]).encoded
@@ -70,6 +80,73 @@ extension Repository {
                                language: meta["language"]?.stringValue, installSize: UInt64(v["install_size"]?.int ?? 0),
                                archiveURL: "../../../packs/\(sha.hex).pack", archiveSize: UInt64(v["declared_size"]?.int ?? 0), archiveSHA256: sha,
                                indexOffset: UInt64(v["index_offset"]?.int ?? 0), indexLength: UInt64(v["index_length"]?.int ?? 0), indexSHA256: indexSHA)
+    }
+
+    /// An `.aar` release, as Apple's download manifest lists it.
+    struct AppleEntry {
+        let pack: String
+        let version: Int
+        let size: UInt64
+        let sha256: String
+        let policy: DownloadPolicy
+        let platforms: [Platform]
+        let userInfo: JSONNode?
+    }
+
+    func appleEntry(_ tx: inout Database.Connection, app: String, pack: String, number: Int64) throws -> AppleEntry {
+        let rows = try tx.query("SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ?", [.text(app), .text(pack), .integer(number)])
+        guard let v = rows.first, let sha = v["archive_sha256"]?.string, let metaText = v["metadata"]?.string else {
+            throw BacklotError(.conflict, "version \(number) of \(app)/\(pack) is not processed", context: "\(app)/\(pack)/\(number)")
+        }
+        let meta = try JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(Array(metaText.utf8)).root
+        guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)), let platforms = meta["platforms"].flatMap(Platform.list(json:)) else {
+            throw BacklotError(.io, "stored manifest of \(app)/\(pack)/\(number) is invalid")
+        }
+        return AppleEntry(pack: pack, version: Int(number), size: UInt64(v["declared_size"]?.int ?? 0), sha256: sha, policy: policy,
+                          platforms: platforms, userInfo: meta["userInfo"])
+    }
+
+    /// The folder of Apple download manifests for one app, channel and platform.
+    public func appleManifestFolder(app: String, channel: Channel, platform: Platform) -> String {
+        directory.publicTreePath + "/v1/apple/\(app)/\(channel.rawValue)/\(platform.rawValue.lowercased())"
+    }
+
+    /// Writes Apple's download manifest for each Apple platform (`…/PLATFORM/manifest.json`) with each
+    /// pack's archive at `…/PLATFORM/packs/ID` (the manifest's base URL + "/" + ID, as Apple requires).
+    func publishAppleManifests(app: String, channel: Channel, entries: [AppleEntry]) throws {
+        guard let base = publicURL else { return }
+        let channelFolder = directory.publicTreePath + "/v1/apple/\(app)/\(channel.rawValue)"
+        guard !entries.isEmpty || FileSystem.exists(channelFolder) else { return }
+        for platform in [Platform.iOS, .macOS, .tvOS, .visionOS] {
+            let folder = appleManifestFolder(app: app, channel: channel, platform: platform)
+            try FileManager.default.createDirectory(atPath: folder + "/packs", withIntermediateDirectories: true)
+            let relative = String(folder.dropFirst(directory.publicTreePath.count + 1))
+            var manifest = AppleDownloadManifest()
+            var keep = Set<String>()
+            for e in entries where e.platforms.contains(platform) {
+                try replaceLink(from: blobsPath + "/\(e.sha256).pack", to: folder + "/packs/" + e.pack)
+                keep.insert(e.pack)
+                manifest.set(AppleDownloadManifest.Entry(id: e.pack, baseURL: base + relative + "/packs", version: e.version,
+                                                         downloadSize: e.size, downloadPolicy: e.policy, userInfo: e.userInfo))
+            }
+            try RepositoryDirectory.writePublic(manifest.encoded, to: folder + "/manifest.json")
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder + "/packs")) ?? [] where !keep.contains(name) && !name.hasPrefix(".") {
+                unlink(folder + "/packs/" + name)
+            }
+        }
+    }
+
+    /// Points `path` at `source`'s bytes, replacing what was there in one rename.
+    func replaceLink(from source: String, to path: String) throws {
+        let url = URL(fileURLWithPath: path)
+        let hidden = url.deletingLastPathComponent().path + "/." + url.lastPathComponent + ".tmp-link"
+        unlink(hidden)
+        if link(source, hidden) != 0 {
+            guard errno == EXDEV else { throw SystemCall.error("link", path: hidden) }
+            try RepositoryDirectory.writePublic(bytes: Array(try Data(contentsOf: URL(fileURLWithPath: source))), to: path)
+            return
+        }
+        try SystemCall.retrying("rename", path: path) { rename(hidden, path) }
     }
 
     /// Makes a blob visible at its content-addressed URL (a hard link; a copy across file systems).

@@ -19,6 +19,7 @@ public struct VersionInfo: Sendable, Hashable {
     public let received: UInt64
     public let archiveSHA256: String?
     public let installSize: UInt64?
+    public let format: ArchiveFormat
 
     /// JSON for the API.
     public var json: JSONNode {
@@ -26,6 +27,7 @@ public struct VersionInfo: Sendable, Hashable {
             "app": .string(app), "pack": .string(pack), "version": .number(number), "state": .string(state.rawValue),
             "reason": reason.map(JSONNode.string) ?? .null, "size": .number(declaredSize), "received": .number(received),
             "archiveSHA256": archiveSHA256.map(JSONNode.string) ?? .null, "installSize": installSize.map { JSONNode.number($0) } ?? .null,
+            "format": .string(format.rawValue),
         ])
     }
 }
@@ -33,8 +35,23 @@ public struct VersionInfo: Sendable, Hashable {
 extension Repository {
     /// Creates the next version of a pack, awaiting an upload of exactly `size` bytes.
     /// - Throws: `notFound`, `quotaExceeded` (saying by how much), `invalidInput` for a bad size.
-    public func createVersion(app: String, pack: String, size: UInt64) throws -> VersionInfo {
-        guard size >= UInt64(PackHeader.size), size <= quotaBytes else {
+    /// - Parameters:
+    ///   - format: `.pack` (a Backlot pack) or `.appleArchive` (an `.aar`, which needs `manifest`).
+    ///   - manifest: the `.aar`'s pack manifest (the JSON given to ba-package); its ID must be `pack`.
+    public func createVersion(app: String, pack: String, size: UInt64, format: ArchiveFormat = .pack, manifest: JSONNode? = nil) throws -> VersionInfo {
+        var manifestText: String? = nil
+        if format == .appleArchive {
+            guard let manifest else {
+                throw BacklotError(.invalidInput, "an .aar upload needs its manifest JSON (the one given to ba-package)", context: "manifest")
+            }
+            let text = manifest.serialized()
+            let (parsed, _) = try AssetPackManifest.load(Array(text.utf8), source: "manifest")
+            guard parsed.assetPackID.rawValue == pack else {
+                throw BacklotError(.invalidInput, "the manifest is for the pack \(parsed.assetPackID), not \(pack)", context: "manifest.assetPackID")
+            }
+            manifestText = PackMetadata(parsed).json.serialized()
+        }
+        guard size >= UInt64(format == .pack ? PackHeader.size : AppleArchiveHeader.prefixLength), size <= quotaBytes else {
             throw BacklotError(.invalidInput, "a pack archive of \(size) bytes is impossible", context: "size",
                                hint: "declare the archive's exact size in bytes")
         }
@@ -46,8 +63,9 @@ extension Repository {
                                    context: "\(app)/\(pack)", hint: "delete versions you no longer need (backlot versions delete)")
             }
             let next = (try tx.query("SELECT MAX(number) AS n FROM versions WHERE app = ? AND pack = ?", [.text(app), .text(pack)]).first?["n"]?.int ?? 0) + 1
-            try tx.run("INSERT INTO versions(app, pack, number, state, declared_size, created) VALUES (?, ?, ?, 'AWAITING_UPLOAD', ?, ?)",
-                       [.text(app), .text(pack), .integer(next), .integer(Int64(size)), .integer(Self.now())])
+            try tx.run("INSERT INTO versions(app, pack, number, state, declared_size, created, format, manifest) VALUES (?, ?, ?, 'AWAITING_UPLOAD', ?, ?, ?, ?)",
+                       [.text(app), .text(pack), .integer(next), .integer(Int64(size)), .integer(Self.now()), .text(format.rawValue),
+                        manifestText.map { .text($0) } ?? .null])
             return Int(next)
         }
         return try version(app: app, pack: pack, number: number)
@@ -98,7 +116,8 @@ extension Repository {
         }
         return VersionInfo(app: row["app"]?.string ?? "", pack: row["pack"]?.string ?? "", number: Int(row["number"]?.int ?? 0), state: state,
                            reason: row["reason"]?.string, declaredSize: UInt64(row["declared_size"]?.int ?? 0), received: received,
-                           archiveSHA256: row["archive_sha256"]?.string, installSize: row["install_size"]?.int.map { UInt64($0) })
+                           archiveSHA256: row["archive_sha256"]?.string, installSize: row["install_size"]?.int.map { UInt64($0) },
+                           format: ArchiveFormat(rawValue: row["format"]?.string ?? "pack") ?? .pack)
     }
 
     func uploadPath(_ versionID: Int64) -> String { uploadsPath + "/\(versionID).part" }
@@ -181,6 +200,10 @@ extension Repository {
         guard FileSystem.exists(path) || row["archive_sha256"]?.string != nil else {
             throw BacklotError(.invalidInput, "the uploaded archive is missing")
         }
+        if row["format"]?.string == ArchiveFormat.appleArchive.rawValue {
+            try processAppleArchive(versionID: versionID, path: path, declared: UInt64(row["declared_size"]?.int ?? -1), manifest: row["manifest"]?.string ?? "")
+            return
+        }
         let reader = try PackReader(path: path)
         guard reader.fileSize == UInt64(row["declared_size"]?.int ?? -1) else {
             throw BacklotError(.invalidInput, "the archive has \(reader.fileSize) bytes, not the \(row["declared_size"]?.int ?? 0) declared")
@@ -207,6 +230,29 @@ extension Repository {
                 install_size = ?, metadata = ? WHERE id = ?
                 """, [.text(sha.hex), .integer(Int64(reader.header.indexOffset)), .integer(Int64(reader.header.indexLength)),
                       .text(reader.packDigest.hex), .integer(Int64(reader.index.installSize)), .text(metadata), .integer(versionID)])
+        }
+    }
+
+    /// An `.aar` is stored as is: its header is checked (it cannot be decompressed here: LZFSE has
+    /// no Debian library), its size must be the declared one, and its manifest was checked at creation.
+    func processAppleArchive(versionID: Int64, path: String, declared: UInt64, manifest: String) throws {
+        let fd = try FileDescriptor.openForReading(path)
+        let size = try fd.size()
+        let head = try fd.read(count: Int(min(UInt64(AppleArchiveHeader.prefixLength), size)), at: 0)
+        fd.close()
+        guard size == declared else { throw BacklotError(.invalidInput, "the archive has \(size) bytes, not the \(declared) declared") }
+        _ = try AppleArchiveHeader.check(head, fileSize: size, source: "the uploaded archive")
+        let sha = try Self.fileSHA256(path)
+        let blob = blobsPath + "/\(sha.hex).pack"
+        if !FileSystem.exists(blob) {
+            try SystemCall.retrying("rename", path: blob) { rename(path, blob) }
+            FileSystem.syncDirectory(blobsPath)
+        } else {
+            unlink(path)
+        }
+        try db.transaction { tx in
+            try tx.run("UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, metadata = ? WHERE id = ?",
+                       [.text(sha.hex), .text(manifest), .integer(versionID)])
         }
     }
 

@@ -26,6 +26,15 @@ public final class Repository: Sendable {
     let processingQueue = DispatchQueue(label: "backlot.processing")
     /// Called with "complete" or "failed" after each processing.
     let processingObserver = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// The absolute URL the published tree is reachable at (Apple's download manifests need absolute pack URLs).
+    let publicURLStorage = Mutex<String?>(nil)
+
+    /// Sets the absolute base URL of the published tree (`https://host/`), for Apple download manifests.
+    public func setPublicURL(_ url: String) {
+        publicURLStorage.withLock { $0 = url.hasSuffix("/") ? url : url + "/" }
+    }
+
+    public var publicURL: String? { publicURLStorage.withLock { $0 } }
 
     public var uploadsPath: String { directory.path + "/uploads" }
     public var blobsPath: String { directory.path + "/blobs" }
@@ -61,6 +70,7 @@ public final class Repository: Sendable {
         id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, pack TEXT NOT NULL, number INTEGER NOT NULL,
         state TEXT NOT NULL, reason TEXT, declared_size INTEGER NOT NULL, archive_sha256 TEXT, index_offset INTEGER,
         index_length INTEGER, index_sha256 TEXT, install_size INTEGER, metadata TEXT, created INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
+        format TEXT NOT NULL DEFAULT 'pack', manifest TEXT,
         UNIQUE (app, pack, number), FOREIGN KEY (app, pack) REFERENCES packs(app, id));
     CREATE TABLE IF NOT EXISTS channel_packs (
         app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, live INTEGER, candidate INTEGER, rollout_bp INTEGER NOT NULL DEFAULT 0,

@@ -5,3 +5,11 @@ public enum VersionState: String, Sendable, Hashable {
     case complete = "COMPLETE"
     case failed = "FAILED"
 }
+
+/// What kind of archive a version holds.
+public enum ArchiveFormat: String, Sendable, Hashable {
+    /// A Backlot `.pack` (docs/format.md), listed in Backlot catalogs.
+    case pack
+    /// An Apple Archive `.aar` from `ba-package`, stored as is and listed in Apple download manifests.
+    case appleArchive = "aar"
+}

@@ -44,6 +44,7 @@ public final class HostingServer: Sendable {
         }
         let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
         baseURL = "\(configuration.tls == nil ? "http" : "https")://\(host):\(http.port)/"
+        if repository.publicURL == nil { repository.setPublicURL(baseURL) }
     }
 
     /// The bound port.

@@ -66,8 +66,13 @@ public struct ManagementAPI: Sendable {
             return .respond(.json(200, JSONNode.object(["versions": .array(list.map(\.json))]).serialized()))
         },
         Route(method: "POST", template: "/api/apps/{app}/packs/{pack}/versions", role: .uploader) { api, call in
-            body(fields: ["size"]) { b in
-                let v = try api.repository.createVersion(app: call.parameter("app"), pack: call.parameter("pack"), size: try b.unsigned("size"))
+            body(fields: ["size", "format", "manifest"]) { b in
+                let formatText = b.root["format"]?.stringValue ?? "pack"
+                guard let format = ArchiveFormat(rawValue: formatText) else {
+                    throw HTTPError(400, code: "badRequest", "format must be pack or aar")
+                }
+                let v = try api.repository.createVersion(app: call.parameter("app"), pack: call.parameter("pack"), size: try b.unsigned("size"),
+                                                         format: format, manifest: b.root["manifest"])
                 return .json(201, v.json.serialized())
             }
         },

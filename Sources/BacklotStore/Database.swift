@@ -57,6 +57,7 @@ public final class Database: Sendable {
     }
 
     /// Runs `body` inside `BEGIN IMMEDIATE … COMMIT`; any error rolls everything back.
+    @discardableResult
     public func transaction<T>(_ body: (inout Connection) throws -> T) throws -> T {
         try connection.withLock { c in
             try c.execute("BEGIN IMMEDIATE")
@@ -72,6 +73,7 @@ public final class Database: Sendable {
     }
 
     /// Runs `body` with the connection, outside any explicit transaction (each statement is atomic).
+    @discardableResult
     public func read<T>(_ body: (inout Connection) throws -> T) throws -> T {
         try connection.withLock { c in try body(&c) }
     }

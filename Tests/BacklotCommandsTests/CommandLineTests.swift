@@ -145,3 +145,34 @@ struct ProgressOutputTests {
         #expect(pipe.standardError.isEmpty)
     }
 }
+
+struct DownloadManifestCommandTests {
+    @Test func createAndUpdateWriteApplesFormatFromPacksAndAppleArchives() throws {
+        let dir = try TemporaryDirectory("dm")
+        defer { dir.remove() }
+        try SamplePack.writeTree(in: dir)
+        let pack = try SamplePack.build(in: dir, manifestJSON: SamplePack.manifest(id: "Levels", platforms: #"["iOS","linux"]"#))
+        try dir.write("Tutorial.aar", AppleArchiveBuilder.archive(files: [("a.txt", Array("a".utf8))]))
+        try dir.write("Tutorial.json", #"{"assetPackID":"Tutorial","downloadPolicy":{"onDemand":{}},"fileSelectors":[{"file":"a.txt"}],"platforms":["iOS"]}"#)
+        try dir.write("Lonely.aar", AppleArchiveBuilder.archive(files: []))
+        let io = CapturedIO()
+        let out = dir.at("manifest.json")
+        #expect(BacklotCLI.main(["download-manifest", "create", pack, dir.at("Tutorial.aar"), "--platform", "ios",
+                                 "--download-base-url", "https://cdn.example.com/packs/", "--asset-pack-versions", "3,1", "-o", out], io: io) == 0, "\(io.standardError)")
+        var manifest = try AppleDownloadManifest.decode(try dir.read("manifest.json"), source: out)
+        #expect(manifest.assetPacks.map(\.id) == ["Levels", "Tutorial"])
+        #expect(manifest.assetPacks.map(\.version) == [3, 1])
+        #expect(manifest.assetPacks[1].url == "https://cdn.example.com/packs/Tutorial")
+        #expect(manifest.assetPacks[0].downloadSize == UInt64(try dir.read("out.pack").count))
+
+        #expect(BacklotCLI.main(["download-manifest", "update", out, dir.at("Tutorial.aar"), "--download-base-url", "https://cdn.example.com/packs"], io: io) == 0)
+        manifest = try AppleDownloadManifest.decode(try dir.read("manifest.json"), source: out)
+        #expect(manifest.assetPacks.map(\.version) == [3, 2])
+
+        let lonely = CapturedIO()
+        #expect(BacklotCLI.main(["download-manifest", "create", dir.at("Lonely.aar"), "--platform", "ios",
+                                 "--download-base-url", "https://x", "-o", dir.at("m2.json")], io: lonely) == 2)
+        #expect(lonely.standardError.contains("no manifest beside the archive"))
+        #expect(BacklotCLI.main(["download-manifest", "create", pack, "--platform", "ipados", "--download-base-url", "https://x", "-o", dir.at("m3.json")], io: lonely) == 2)
+    }
+}

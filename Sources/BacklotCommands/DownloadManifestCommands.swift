@@ -1,0 +1,124 @@
+import BacklotBasics
+import BacklotFormat
+import BacklotJSON
+import Foundation
+
+/// What a download-manifest entry is made from: a `.pack`, or an `.aar` with its manifest beside it.
+struct ManifestInput {
+    let id: String
+    let size: UInt64
+    let policy: DownloadPolicy
+    let platforms: [Platform]
+    let userInfo: JSONNode?
+
+    static func read(_ path: String) throws -> ManifestInput {
+        if path.hasSuffix(".aar") {
+            let manifestPath = String(path.dropLast(4)) + ".json"
+            guard FileSystem.exists(manifestPath) else {
+                throw BacklotError(.invalidInput, "no manifest beside the archive (looked for \(manifestPath))", context: path,
+                                   hint: "put the manifest you gave ba-package next to it with the same name and a .json extension")
+            }
+            let (m, _) = try AssetPackManifest.load(path: manifestPath)
+            let fd = try FileDescriptor.openForReading(path)
+            defer { fd.close() }
+            let size = try fd.size()
+            _ = try AppleArchiveHeader.check(try fd.read(count: Int(min(UInt64(AppleArchiveHeader.prefixLength), size)), at: 0), fileSize: size, source: path)
+            return ManifestInput(id: m.assetPackID.rawValue, size: size, policy: m.downloadPolicy, platforms: m.platforms, userInfo: m.userInfo)
+        }
+        let pack = try PackReader(path: path)
+        let m = pack.index.metadata
+        return ManifestInput(id: m.assetPackID.rawValue, size: pack.fileSize, policy: m.downloadPolicy, platforms: m.platforms, userInfo: m.userInfo)
+    }
+}
+
+/// `backlot download-manifest create …`: Apple's self-hosted download manifest, offline.
+struct DownloadManifestCreateCommand: Command {
+    static let spec = CommandSpec(
+        name: "download-manifest create",
+        summary: "Write Apple's self-hosted download manifest for packs (as ba-package download-manifest create does).",
+        discussion: """
+        Each PACK is a .pack, or an .aar with the manifest given to ba-package beside it (NAME.aar + NAME.json).
+        Pack URLs are the base URL + "/" + the pack ID; serve each archive there. Versions default to 0.
+        """,
+        arguments: [.init("PACK", help: "Archives to list.", repeats: true)],
+        options: [
+            .init("download-base-url", value: "URL", help: "Where the archives are served (required)."),
+            .init("platform", value: "PLATFORM", help: "ios, macos, tvos or visionos (required); packs not built for it are left out."),
+            .init("asset-pack-versions", value: "N,N…", help: "Versions, in the order of the packs (default 0 each)."),
+            .init("output", short: "o", value: "FILE", help: "Where to write the manifest (required)."),
+            .init("force", help: "Replace FILE if it exists."),
+        ])
+
+    static func platform(_ text: String) throws -> Platform {
+        guard let p = [Platform.iOS, .macOS, .tvOS, .visionOS].first(where: { $0.rawValue.lowercased() == text.lowercased() }) else {
+            throw BacklotError(.usage, "--platform takes ios, macos, tvos or visionos, not '\(text)'", context: "backlot download-manifest")
+        }
+        return p
+    }
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let base = try required("download-base-url", in: arguments)
+        guard base.hasPrefix("https://") || base.hasPrefix("http://") else {
+            throw BacklotError(.usage, "--download-base-url must be an absolute URL", context: base)
+        }
+        let platform = try platform(try required("platform", in: arguments))
+        let output = try required("output", in: arguments)
+        let versions = try (arguments.values["asset-pack-versions"] ?? "").split(separator: ",").map { v -> Int in
+            guard let n = Int(v.trimmingCharacters(in: .whitespaces)), n >= 0 else {
+                throw BacklotError(.usage, "--asset-pack-versions takes whole numbers separated by commas, not '\(v)'", context: "backlot download-manifest create")
+            }
+            return n
+        }
+        guard versions.count <= arguments.positionals.count else {
+            throw BacklotError(.usage, "\(versions.count) versions for \(arguments.positionals.count) packs", context: "--asset-pack-versions")
+        }
+        var manifest = AppleDownloadManifest()
+        for (i, path) in arguments.positionals.enumerated() {
+            let input = try ManifestInput.read(path)
+            guard input.platforms.contains(platform) else {
+                warn("\(path): \(input.id) is not built for \(platform.rawValue); left out", io: io)
+                continue
+            }
+            if manifest.assetPacks.contains(where: { $0.id == input.id }) {
+                throw BacklotError(.invalidInput, "the pack ID \(input.id) is given twice", context: path)
+            }
+            manifest.set(AppleDownloadManifest.Entry(id: input.id, baseURL: base, version: i < versions.count ? versions[i] : 0,
+                                                     downloadSize: input.size, downloadPolicy: input.policy, userInfo: input.userInfo))
+        }
+        let file = try AtomicFile(path: output, overwrite: arguments.flag("force"))
+        try file.descriptor.write(Array(manifest.encoded.utf8))
+        try file.commit()
+        io.out("Wrote \(output) with \(manifest.assetPacks.count) pack\(manifest.assetPacks.count == 1 ? "" : "s") for \(platform.rawValue).\n")
+    }
+}
+
+/// `backlot download-manifest update FILE PACKS…`: bumps the version of each pack given (adds new ones at 0).
+struct DownloadManifestUpdateCommand: Command {
+    static let spec = CommandSpec(
+        name: "download-manifest update",
+        summary: "Update a download manifest in place: each pack given gets its new size and its version increased by one (new packs start at 0).",
+        arguments: [.init("MANIFEST", help: "The download manifest to update."), .init("PACK", help: "Archives that changed.", repeats: true)],
+        options: [.init("download-base-url", value: "URL", help: "Where the archives are served (required).")])
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let path = arguments.positionals[0]
+        guard arguments.positionals.count > 1 else {
+            throw BacklotError(.usage, "missing argument PACK (archives that changed)", context: "backlot download-manifest update")
+        }
+        let base = try required("download-base-url", in: arguments)
+        let fd = try FileDescriptor.openForReading(path)
+        let bytes = try fd.read(count: Int(try fd.size()), at: 0)
+        fd.close()
+        var manifest = try AppleDownloadManifest.decode(bytes, source: path)
+        for pack in arguments.positionals.dropFirst() {
+            let input = try ManifestInput.read(pack)
+            let previous = manifest.assetPacks.first { $0.id == input.id }?.version
+            manifest.set(AppleDownloadManifest.Entry(id: input.id, baseURL: base, version: previous.map { $0 + 1 } ?? 0,
+                                                     downloadSize: input.size, downloadPolicy: input.policy, userInfo: input.userInfo))
+            io.out("\(input.id): version \(previous.map { "\($0) -> \($0 + 1)" } ?? "0 (new)")\n")
+        }
+        let file = try AtomicFile(path: path, overwrite: true)
+        try file.descriptor.write(Array(manifest.encoded.utf8))
+        try file.commit()
+    }
+}
