@@ -1,5 +1,7 @@
 import BacklotBasics
 import BacklotCrypto
+import BacklotJSON
+import Synchronization
 import BacklotRepository
 import BacklotTestSupport
 import Foundation
@@ -83,6 +85,22 @@ import Glibc
         #expect(try Curl.run(server.baseURL + "v1/keys/missing.json").status == 404)
         let post = try Curl.run(server.baseURL + "v1/keys/root.json", method: "POST")
         #expect(post.status == 405 && post.headers["allow"] == "GET, HEAD")
+    }
+
+    @Test func theAccessLogHasOneJSONLinePerRequest() throws {
+        let (dir, repo, _, name) = try repository()
+        defer { dir.remove() }
+        let lines = Mutex<[String]>([])
+        let server = try HostingServer(repository: try Repository(directory: repo), configuration: .init(port: 0)) { line in
+            lines.withLock { $0.append(line) }
+        }
+        _ = try Curl.run(server.baseURL + "v1/packs/" + name, headers: ["Range": "bytes=0-9"])
+        server.stop()
+        let line = try #require(lines.withLock { $0.first })
+        let json = try JSONReader(source: "log", allowsComments: false, allowsTrailingCommas: false).read(line).root
+        #expect(json["method"]?.stringValue == "GET" && json["status"]?.serialized() == "206" && json["bytes"]?.serialized() == "10")
+        #expect(json["path"]?.stringValue == "/v1/packs/" + name && json["remote"]?.stringValue == "127.0.0.1" && json["range"]?.stringValue == "bytes=0-9")
+        #expect(json["time"]?.stringValue != nil && json["ms"] != nil && json["route"]?.stringValue == "static")
     }
 
     @Test func metricsCountRequestsByRouteAndStatus() throws {
