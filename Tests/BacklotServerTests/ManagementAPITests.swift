@@ -182,6 +182,11 @@ import Testing
             let methods = doc["paths"]?[route.template]
             #expect(methods?[route.method.lowercased()] != nil, "\(route.method) \(route.template) is missing from the OpenAPI document")
         }
+        // docs/openapi.json is the same document.
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs/openapi.json")
+        #expect(try String(contentsOf: docs, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            == String(decoding: r.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), "docs/openapi.json differs from the served document")
         // And the document lists no route the server lacks.
         for member in doc["paths"]?.objectMembers ?? [] {
             for op in member.value.objectMembers ?? [] {
