@@ -44,10 +44,12 @@ let package = Package(
         .target(name: "BacklotServer", dependencies: ["CMicroHTTPD", "CLinuxSupport", "BacklotRepository"]),
         // An HTTP(S) client on libcurl, for the CLI and the client library.
         .target(name: "BacklotHTTPClient", dependencies: ["CCurl", "BacklotBasics"]),
+        // The client: AssetPackManager, the delta downloader, the container store.
+        .target(name: "BacklotClient", dependencies: ["BacklotRepository", "BacklotHTTPClient"]),
         // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.
         .target(name: "BacklotInfoPlist", dependencies: ["BacklotBasics"]),
         // The command-line interface, as a library so tests can drive it.
-        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer", "BacklotHTTPClient"]),
+        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer", "BacklotHTTPClient", "BacklotClient"]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
 
         // Helpers shared by the test targets: temporary folders, seeded data, sample packs.

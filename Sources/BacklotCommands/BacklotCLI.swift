@@ -20,7 +20,7 @@ public enum BacklotCLI {
         VerifyCommand.self, ExtractCommand.self, DiffCommand.self, PlistCheckCommand.self, ServeCommand.self,
         AppsCreateCommand.self, TokensCreateCommand.self, UploadCommand.self, ReleaseCommand.self, ApproveCommand.self,
         VersionsCommand.self, VersionsDeleteCommand.self, CatalogResignCommand.self, KeysRotateCommand.self,
-        DownloadManifestCreateCommand.self, DownloadManifestUpdateCommand.self,
+        DownloadManifestCreateCommand.self, DownloadManifestUpdateCommand.self, FetchCommand.self, StatusCommand.self, RemoveCommand.self,
     ]
 
     static var overview: String {

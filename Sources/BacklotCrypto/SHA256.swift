@@ -56,3 +56,22 @@ public struct SHA256: ~Copyable {
         bytes.withUnsafeBytes { hash($0) }
     }
 }
+
+extension SHA256 {
+    /// The digest of a whole file, read in 1 MiB pieces.
+    /// - Throws: ``BacklotError/Code/io`` when it cannot be read.
+    public static func hash(fileAt path: String) throws -> SHA256Digest {
+        let fd = try FileDescriptor.openForReading(path)
+        defer { fd.close() }
+        var hasher = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: UInt64 = 0
+        while true {
+            let n = try buffer.withUnsafeMutableBytes { try fd.read(into: $0, at: offset) }
+            if n == 0 { break }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            offset += UInt64(n)
+        }
+        return hasher.finalize()
+    }
+}

@@ -69,6 +69,7 @@ extension PackIndex {
         files.reserveCapacity(fileCount)
         var referenced = [Bool](repeating: false, count: chunkCount)
         var previousPath: [UInt8]? = nil
+        var seenPaths = Set<[UInt8]>(minimumCapacity: fileCount)
         for i in 0..<fileCount {
             let recordStart = r.offset
             let pathLength = Int(try r.u16("file \(i)'s path length"))
@@ -89,10 +90,15 @@ extension PackIndex {
                 guard previousPath.lexicographicallyPrecedes(pathBytes) else {
                     throw bad(previousPath == pathBytes ? "the path \"\(path)\" appears twice" : "the path \"\(path)\" is out of order")
                 }
-                if pathBytes.starts(with: previousPath + [UInt8(ascii: "/")]) {
-                    throw bad("\"\(path)\" lies under \"\(String(decoding: previousPath, as: UTF8.self))\", which is a file")
+            }
+            // No ancestor folder of this path may be a file ("a" then "a.txt" then "a/b": not adjacent).
+            for (i, byte) in pathBytes.enumerated() where byte == UInt8(ascii: "/") {
+                let ancestor = Array(pathBytes[..<i])
+                if seenPaths.contains(ancestor) {
+                    throw bad("\"\(path)\" lies under \"\(String(decoding: ancestor, as: UTF8.self))\", which is a file")
                 }
             }
+            seenPaths.insert(pathBytes)
             previousPath = pathBytes
             let mode = try r.u32("file \(i)'s mode")
             guard mode == 0o644 || mode == 0o755 else { throw bad("mode \(String(mode, radix: 8)) is not 644 or 755") }

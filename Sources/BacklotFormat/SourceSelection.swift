@@ -118,10 +118,16 @@ public struct SourceSelection: Sendable {
             byPackPath[c.packPath] = c
         }
         let sorted = byPackPath.values.sorted { Array($0.packPath.utf8).lexicographicallyPrecedes(Array($1.packPath.utf8)) }
-        // A file "a" and a file "a/b" cannot both exist when extracted.
-        for (a, b) in zip(sorted, sorted.dropFirst()) where b.packPath.hasPrefix(a.packPath + "/") {
-            throw BacklotError(.invalidSource, "the pack path \"\(a.packPath)\" is a file, but \"\(b.packPath)\" needs it to be a folder",
-                               context: b.label, hint: "give one of them another destination")
+        // A file "a" and a file "a/b" cannot both exist when extracted (whatever lies between them in order).
+        for c in sorted {
+            var ancestor = Substring(c.packPath)
+            while let slash = ancestor.lastIndex(of: "/") {
+                ancestor = ancestor[..<slash]
+                if let a = byPackPath[String(ancestor)] {
+                    throw BacklotError(.invalidSource, "the pack path \"\(a.packPath)\" is a file, but \"\(c.packPath)\" needs it to be a folder",
+                                       context: c.label, hint: "give one of them another destination")
+                }
+            }
         }
         guard !sorted.isEmpty else {
             throw BacklotError(.invalidSource, "the selectors match no file, so the pack would be empty", context: root,

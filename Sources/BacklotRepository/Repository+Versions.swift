@@ -159,10 +159,11 @@ extension Repository {
 
     /// Marks a fully received upload for processing.
     func uploadFinished(versionID: Int64) throws {
-        try db.transaction { tx in
+        let changed = try db.transaction { tx in
             try tx.run("UPDATE versions SET state = 'PROCESSING' WHERE id = ? AND state = 'AWAITING_UPLOAD'", [.integer(versionID)])
         }
-        scheduleProcessing(versionID: versionID)
+        // Only the request that moved it to PROCESSING schedules the processing.
+        if changed == 1 { scheduleProcessing(versionID: versionID) }
     }
 
     /// Waits until queued processing is done (for tests and the CLI's synchronous paths).
@@ -182,7 +183,7 @@ extension Repository {
             } catch {
                 let reason = (error as? BacklotError).map { e in e.context.map { "\($0): \(e.message)" } ?? e.message } ?? "\(error)"
                 try? db.transaction { tx in
-                    try tx.run("UPDATE versions SET state = 'FAILED', reason = ? WHERE id = ?", [.text(reason), .integer(versionID)])
+                    try tx.run("UPDATE versions SET state = 'FAILED', reason = ? WHERE id = ? AND state = 'PROCESSING'", [.text(reason), .integer(versionID)])
                 }
                 unlink(uploadPath(versionID))
                 outcome = "failed"
@@ -195,11 +196,13 @@ extension Repository {
     /// Verifies the archive fully, checks its pack ID, records sizes and moves it to the blob store.
     func process(versionID: Int64) throws {
         let rows = try db.read { try $0.query("SELECT * FROM versions WHERE id = ?", [.integer(versionID)]) }
-        guard let row = rows.first, let pack = row["pack"]?.string else { return }
-        let path = uploadPath(versionID)
-        guard FileSystem.exists(path) || row["archive_sha256"]?.string != nil else {
-            throw BacklotError(.invalidInput, "the uploaded archive is missing")
+        guard let row = rows.first, let pack = row["pack"]?.string, row["state"]?.string == VersionState.processing.rawValue else { return }
+        // The upload, or — when a crash came between moving it to the blob store and recording that — the blob.
+        var path = uploadPath(versionID)
+        if !FileSystem.exists(path), let sha = row["archive_sha256"]?.string, FileSystem.exists(blobsPath + "/\(sha).pack") {
+            path = blobsPath + "/\(sha).pack"
         }
+        guard FileSystem.exists(path) else { throw BacklotError(.invalidInput, "the uploaded archive is missing") }
         if row["format"]?.string == ArchiveFormat.appleArchive.rawValue {
             try processAppleArchive(versionID: versionID, path: path, declared: UInt64(row["declared_size"]?.int ?? -1), manifest: row["manifest"]?.string ?? "")
             return
@@ -214,15 +217,7 @@ extension Repository {
                                hint: "upload it to the pack named in its manifest")
         }
         let sha = try Self.fileSHA256(path)
-        let blob = blobsPath + "/\(sha.hex).pack"
-        if !FileSystem.exists(blob) {
-            let fd = open(path, O_RDONLY)
-            if fd >= 0 { fsync(fd); close(fd) }
-            try SystemCall.retrying("rename", path: blob) { rename(path, blob) }
-            FileSystem.syncDirectory(blobsPath)
-        } else {
-            unlink(path)
-        }
+        try storeBlob(versionID: versionID, from: path, sha: sha)
         let metadata = reader.index.metadata.json.serialized()
         try db.transaction { tx in
             try tx.run("""
@@ -243,32 +238,30 @@ extension Repository {
         guard size == declared else { throw BacklotError(.invalidInput, "the archive has \(size) bytes, not the \(declared) declared") }
         _ = try AppleArchiveHeader.check(head, fileSize: size, source: "the uploaded archive")
         let sha = try Self.fileSHA256(path)
-        let blob = blobsPath + "/\(sha.hex).pack"
-        if !FileSystem.exists(blob) {
-            try SystemCall.retrying("rename", path: blob) { rename(path, blob) }
-            FileSystem.syncDirectory(blobsPath)
-        } else {
-            unlink(path)
-        }
+        try storeBlob(versionID: versionID, from: path, sha: sha)
         try db.transaction { tx in
             try tx.run("UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, metadata = ? WHERE id = ?",
                        [.text(sha.hex), .text(manifest), .integer(versionID)])
         }
     }
 
-    static func fileSHA256(_ path: String) throws -> SHA256Digest {
-        let fd = try FileDescriptor.openForReading(path)
-        defer { fd.close() }
-        var hasher = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var offset: UInt64 = 0
-        while true {
-            let n = try buffer.withUnsafeMutableBytes { try fd.read(into: $0, at: offset) }
-            if n == 0 { break }
-            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-            offset += UInt64(n)
+    static func fileSHA256(_ path: String) throws -> SHA256Digest { try SHA256.hash(fileAt: path) }
+
+    /// Moves a verified upload into the blob store under its SHA-256, recording the SHA-256 first,
+    /// so that a crash in between leaves a version that processing can finish from the blob.
+    /// Runs on the processing queue, like garbage collection, so a new blob is never collected.
+    func storeBlob(versionID: Int64, from path: String, sha: SHA256Digest) throws {
+        try db.transaction { tx in try tx.run("UPDATE versions SET archive_sha256 = ? WHERE id = ?", [.text(sha.hex), .integer(versionID)]) }
+        let blob = blobsPath + "/\(sha.hex).pack"
+        guard path != blob else { return }
+        if !FileSystem.exists(blob) {
+            let fd = open(path, O_RDONLY)
+            if fd >= 0 { fsync(fd); close(fd) }
+            try SystemCall.retrying("rename", path: blob) { rename(path, blob) }
+            FileSystem.syncDirectory(blobsPath)
+        } else {
+            unlink(path)
         }
-        return hasher.finalize()
     }
 
     /// Deletes a version that no channel uses; its blob goes at the next garbage collection.
@@ -288,8 +281,13 @@ extension Repository {
         try collectGarbage()
     }
 
-    /// Removes blobs and published archives that no retained version references.
+    /// Removes blobs and published archives that no retained version references. Runs on the
+    /// processing queue, so that a blob being stored is never taken for garbage.
     public func collectGarbage() throws {
+        try processingQueue.sync { try collectGarbageNow() }
+    }
+
+    private func collectGarbageNow() throws {
         let live = Set(try db.read { try $0.query("SELECT archive_sha256 FROM versions WHERE deleted = 0 AND archive_sha256 IS NOT NULL") }
             .compactMap { $0["archive_sha256"]?.string })
         for dir in [blobsPath, directory.publicTreePath + "/v1/packs"] {
@@ -338,13 +336,14 @@ public final class Upload: @unchecked Sendable {
     public func close() throws -> Bool {
         guard !closed else { return received == declared }
         closed = true
-        try descriptor.sync()
-        descriptor.close()   // releases the flock
-        if received == declared {
-            try repository.uploadFinished(versionID: versionID)
-            return true
+        do { try descriptor.sync() } catch {
+            descriptor.close()   // releases the flock, whatever happens
+            throw error
         }
-        return false
+        descriptor.close()
+        guard received == declared else { return false }
+        try repository.uploadFinished(versionID: versionID)
+        return true
     }
 
     deinit { if !closed { descriptor.close() } }

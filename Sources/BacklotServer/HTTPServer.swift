@@ -62,17 +62,21 @@ public final class HTTPServer: Sendable {
         // Keep every C string and address alive while the daemon starts.
         let cert = configuration.tls.map { strdup($0.certificate) }, key = configuration.tls.map { strdup($0.key) }
         defer { free(cert ?? nil); free(key ?? nil) }
-        var v4 = sockaddr_in(), v6 = sockaddr_in6()
+        // The address lives in allocated memory until the daemon has started (and bound).
+        let v4 = UnsafeMutablePointer<sockaddr_in>.allocate(capacity: 1), v6 = UnsafeMutablePointer<sockaddr_in6>.allocate(capacity: 1)
+        v4.initialize(to: sockaddr_in())
+        v6.initialize(to: sockaddr_in6())
+        defer { v4.deallocate(); v6.deallocate() }
         let addressPointer: UnsafeMutableRawPointer
-        if inet_pton(AF_INET, configuration.host, &v4.sin_addr) == 1 {
-            v4.sin_family = sa_family_t(AF_INET)
-            v4.sin_port = configuration.port.bigEndian
-            addressPointer = withUnsafeMutablePointer(to: &v4) { UnsafeMutableRawPointer($0) }
-        } else if inet_pton(AF_INET6, configuration.host, &v6.sin6_addr) == 1 {
-            v6.sin6_family = sa_family_t(AF_INET6)
-            v6.sin6_port = configuration.port.bigEndian
+        if inet_pton(AF_INET, configuration.host, &v4.pointee.sin_addr) == 1 {
+            v4.pointee.sin_family = sa_family_t(AF_INET)
+            v4.pointee.sin_port = configuration.port.bigEndian
+            addressPointer = UnsafeMutableRawPointer(v4)
+        } else if inet_pton(AF_INET6, configuration.host, &v6.pointee.sin6_addr) == 1 {
+            v6.pointee.sin6_family = sa_family_t(AF_INET6)
+            v6.pointee.sin6_port = configuration.port.bigEndian
             flags |= MHD_USE_IPv6.rawValue
-            addressPointer = withUnsafeMutablePointer(to: &v6) { UnsafeMutableRawPointer($0) }
+            addressPointer = UnsafeMutableRawPointer(v6)
         } else {
             retained.release()
             throw BacklotError(.invalidInput, "'\(configuration.host)' is not an IPv4 or IPv6 address", context: "--host",
@@ -113,10 +117,12 @@ public final class HTTPServer: Sendable {
         let deadline = Date().addingTimeInterval(grace)
         while requestsInFlight > 0 && Date() < deadline { usleep(10_000) }
         MHD_stop_daemon(daemon.pointer)
-        context.release()
     }
 
-    deinit { stop(grace: 0) }
+    deinit {
+        stop(grace: 0)
+        context.release()   // only once the daemon, which calls into it, is stopped
+    }
 }
 
 /// The daemon pointer, owned by the server.
@@ -168,6 +174,10 @@ private enum Callbacks {
             server.inFlight.wrappingAdd(1, ordering: .relaxed)
             let state = RequestState(request: request, route: server.handler(request))
             conCls.pointee = Unmanaged.passRetained(state).toOpaque()
+            // An answer that ignores a request body (an error, say) goes out now rather than after a
+            // body that may never come; otherwise answer on a later call, which keeps the connection alive.
+            let hasBody = (request.header("Content-Length").map { $0 != "0" } ?? false) || request.header("Transfer-Encoding") != nil
+            if hasBody, case .respond(let response) = state.route { return queue(response, on: connection, state: state) }
             return MHD_Result.YES
         }
         let state = Unmanaged<RequestState>.fromOpaque(conCls.pointee!).takeUnretainedValue()
@@ -214,6 +224,8 @@ private enum Callbacks {
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
         conCls.pointee = nil
         if case .receive(let receiver) = state.route, !state.answered || state.failure != nil { receiver.abort() }
+        // A file opened for an answer that was never queued (the client left first) is closed here.
+        if !state.answered, case .respond(let response) = state.route, case .descriptor(let fd, _, _) = response.body { close(fd) }
         server.inFlight.wrappingAdd(-1, ordering: .relaxed)
         let status = termination == MHD_RequestTerminationCode.REQUEST_TERMINATED_COMPLETED_OK ? state.status : (state.answered ? state.status : 499)
         server.observer?(state.request, state.routeLabel, status, state.bytes, Date().timeIntervalSince(state.started))

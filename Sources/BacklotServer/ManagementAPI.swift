@@ -88,10 +88,11 @@ public struct ManagementAPI: Sendable {
             guard let offset = UInt64(offsetText) else { throw HTTPError(400, code: "badRequest", "Upload-Offset must be a byte count") }
             let app = call.parameter("app"), pack = call.parameter("pack"), number = try call.number("version")
             let upload = try api.repository.beginUpload(app: app, pack: pack, number: number, offset: offset)
-            if let length = call.request.header("Content-Length").flatMap(UInt64.init), offset + length > upload.declared {
+            // offset equals the bytes received, so it is at most the declared size: no overflow here.
+            if let length = call.request.header("Content-Length").flatMap(UInt64.init), length > upload.declared - offset {
                 try upload.close()
                 api.metrics?.recordUpload("refused")
-                throw HTTPError(413, code: "quotaExceeded", "the upload would end at byte \(offset + length), past the \(upload.declared) bytes declared")
+                throw HTTPError(413, code: "quotaExceeded", "the upload of \(length) bytes from byte \(offset) would go past the \(upload.declared) bytes declared")
             }
             return .receive(UploadReceiver(api: api, upload: upload, app: app, pack: pack, number: number))
         },

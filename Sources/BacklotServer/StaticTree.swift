@@ -37,7 +37,7 @@ public struct StaticTree: Sendable {
     /// openat2; checked with realpath on kernels without it). Returns the descriptor and its status.
     func openBeneath(_ relative: String) -> (Int32, stat)? {
         var fd = clinux_open_beneath(rootDescriptor.fd, relative)
-        if fd < 0 && errno == ENOSYS {
+        if fd < 0 && (errno == ENOSYS || errno == EPERM) {   // no openat2 (old kernel, or a seccomp filter that refuses it)
             let full = root + "/" + relative
             guard let real = FileSystem.realPath(full), real.hasPrefix(root + "/") else { return nil }
             fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)

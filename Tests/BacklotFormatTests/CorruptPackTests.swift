@@ -142,6 +142,15 @@ import Testing
         cases.append(("bad reference", with(files: files), "refers to chunk 999999"))
         files = index.files.filter { $0.path != "Textures/noise.bin" }
         cases.append(("unreferenced chunk", with(files: files), "is not used by any file"))
+        // "bin", "bin.txt", "bin/tool": the file "bin" and the folder "bin/" are not adjacent in order.
+        let tool = index.files.first { $0.path == "bin/tool" }!
+        files = index.files.filter { $0.path != "empty" } + [
+            PackIndex.File(path: "bin", mode: 0o644, size: 0, digest: index.files.first { $0.path == "empty" }!.digest, chunks: []),
+            PackIndex.File(path: "bin.txt", mode: 0o644, size: 0, digest: index.files.first { $0.path == "empty" }!.digest, chunks: []),
+        ]
+        files.sort { Array($0.path.utf8).lexicographicallyPrecedes(Array($1.path.utf8)) }
+        _ = tool
+        cases.append(("file and folder", with(files: files), "lies under \"bin\", which is a file"))
 
         for (name, crafted, phrase) in cases {
             let path = dir.at("\(name).pack")

@@ -185,6 +185,9 @@ import Glibc
         try dir.write("src/a.txt", "a")
         try dir.write("src/b.txt", "b")
         expectRefusal(#"[{"fileSource": "a.txt", "fileDestination": "x"}, {"fileSource": "b.txt", "fileDestination": "x/y"}]"#, in: dir, "needs it to be a folder")
+        try dir.write("src/c.txt", "c")
+        expectRefusal(#"[{"fileSource": "a.txt", "fileDestination": "x"}, {"fileSource": "c.txt", "fileDestination": "x.txt"}, {"fileSource": "b.txt", "fileDestination": "x/y"}]"#,
+                      in: dir, "needs it to be a folder")
     }
 
     @Test func anEmptyPackIsRefused() throws {

@@ -172,6 +172,32 @@ import Testing
         #expect(try Curl.run(f.server.baseURL + "v1/apps/a/internal/catalog.json").status == 404)
     }
 
+    /// Header values that would overflow an addition are refused, not fatal; a finished upload stays finished.
+    @Test func hugeContentLengthsAndLateUploadsAreRefused() throws {
+        let f = try Fixture()
+        _ = try f.call("POST", "/api/apps", token: f.admin, json: #"{"id":"a"}"#)
+        _ = try f.call("POST", "/api/apps/a/packs", token: f.admin, json: #"{"id":"Levels"}"#)
+        _ = try f.call("POST", "/api/apps/a/packs/Levels/versions", token: f.admin, json: #"{"size":100}"#)
+        try f.dir.write("two", "ab")
+        #expect(try f.call("PUT", "/api/apps/a/packs/Levels/versions/1/archive", token: f.admin, file: f.dir.at("two")).status == 200)
+        // A raw request declaring 2^64 - 2 bytes from offset 2.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = f.server.port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let head = "PUT /api/apps/a/packs/Levels/versions/1/archive HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(f.admin)\r\nUpload-Offset: 2\r\nContent-Length: 18446744073709551614\r\n\r\n"
+        _ = head.withCString { send(fd, $0, strlen($0), 0) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let n = recv(fd, &buffer, buffer.count, 0)
+        let answer = String(decoding: buffer.prefix(max(0, n)), as: UTF8.self)
+        #expect(answer.hasPrefix("HTTP/1.1 413") || answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
+        // The server is still alive.
+        #expect(try f.call("GET", "/api/apps", token: f.admin).status == 200)
+    }
+
     @Test func theOpenAPIDocumentListsEveryRoute() throws {
         let f = try Fixture()
         let r = try Curl.run(f.server.baseURL + "api/openapi.json")
@@ -197,3 +223,6 @@ import Testing
 }
 
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif

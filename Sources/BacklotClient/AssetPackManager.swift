@@ -1,0 +1,335 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotFormat
+import BacklotHTTPClient
+import BacklotJSON
+import BacklotRepository
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Downloads, updates and opens asset packs from a Backlot repository (Apple's `AssetPackManager`).
+///
+/// ```swift
+/// let manager = try AssetPackManager(configuration: .init(
+///     containerPath: "/var/lib/mygame/assets", catalogURL: URL(string: "https://cdn.example.com/v1/apps/com.example.game/production/catalog.json")!,
+///     app: "com.example.game", channel: .production, trustedKeys: [pinned], platform: .linux))
+/// let pack = try await manager.assetPack(withID: "Levels")
+/// try await manager.ensureLocalAvailability(of: pack)
+/// let level = try manager.contents(at: "Levels/level1.json")
+/// ```
+///
+/// Trust fails closed: the catalog must be signed by a pinned key (rotations are followed), be for
+/// this app and channel, unexpired, and never older than one already seen; archives must match the
+/// catalog and every chunk its SHA-256. A failure leaves the installed release untouched.
+public actor AssetPackManager {
+    /// Where the container is and which catalog it follows.
+    public struct Configuration: Sendable {
+        /// The container folder, shared by the app and the background agent.
+        public var containerPath: String
+        /// The channel's catalog (`…/v1/apps/APP/CHANNEL/catalog.json`).
+        public var catalogURL: URL
+        public var app: String
+        public var channel: Channel
+        /// Pinned repository keys (the server's `root.pub`).
+        public var trustedKeys: [Ed25519.PublicKey]
+        /// Packs not built for this platform are not offered.
+        public var platform: Platform
+        /// A CA file for development servers (`backlot serve`'s `tls/ca.pem`).
+        public var caFile: String?
+
+        public init(containerPath: String, catalogURL: URL, app: String, channel: Channel, trustedKeys: [Ed25519.PublicKey],
+                    platform: Platform = .linux, caFile: String? = nil) {
+            self.containerPath = containerPath
+            self.catalogURL = catalogURL
+            self.app = app
+            self.channel = channel
+            self.trustedKeys = trustedKeys
+            self.platform = platform
+            self.caFile = caFile
+        }
+    }
+
+    public nonisolated let configuration: Configuration
+    nonisolated let container: ClientContainer
+    nonisolated let catalogClient: CatalogClient
+    nonisolated let http: HTTPClient
+    private var inFlight: [String: Task<Void, any Error>] = [:]
+    nonisolated let broadcaster = Broadcaster()
+
+    public init(configuration: Configuration) throws {
+        self.configuration = configuration
+        container = try ClientContainer(path: configuration.containerPath)
+        http = HTTPClient(caFile: configuration.caFile)
+        catalogClient = CatalogClient(catalogURL: configuration.catalogURL, app: configuration.app, channel: configuration.channel,
+                                      pinned: configuration.trustedKeys, http: http, container: container)
+    }
+
+    /// The device identifier used for staged rollouts (created once per container).
+    public nonisolated var deviceID: String { container.deviceID }
+
+    // MARK: Catalog
+
+    /// The catalog's packs for this device and platform, by ID.
+    func offered() async throws -> [String: (AssetPack, Catalog.Release)] {
+        let catalog = try await Self.offload { try self.catalogClient.fetch() }
+        var out: [String: (AssetPack, Catalog.Release)] = [:]
+        for entry in catalog.packs {
+            let release = entry.release(forDevice: deviceID)
+            guard release.platforms.contains(configuration.platform) else { continue }
+            out[entry.id.rawValue] = (Self.pack(entry.id.rawValue, release), release)
+        }
+        return out
+    }
+
+    static func pack(_ id: String, _ r: Catalog.Release) -> AssetPack {
+        AssetPack(id: id, downloadSize: Int(r.archiveSize), version: r.version, userInfo: r.userInfo, language: r.language,
+                  downloadPolicy: r.downloadPolicy, digest: r.indexSHA256.hex)
+    }
+
+    /// The pack with this ID, as the catalog describes it now.
+    /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)``, or a trust or network error.
+    public func assetPack(withID id: String) async throws -> AssetPack {
+        guard let (pack, _) = try await offered()[id] else { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
+        return pack
+    }
+
+    /// Every pack the catalog offers this device.
+    public var allAssetPacks: Set<AssetPack> {
+        get async throws { Set(try await offered().values.map(\.0)) }
+    }
+
+    // MARK: Downloads
+
+    /// Returns once the pack is installed and verified. With `requireLatestVersion` false, an
+    /// installed release is used as it is and the catalog is not consulted.
+    public func ensureLocalAvailability(of pack: AssetPack, requireLatestVersion: Bool = true) async throws {
+        if !requireLatestVersion, (try? container.installed(pack.id)) != nil { return }
+        _ = try await fetch(packWithID: pack.id)
+    }
+
+    /// What one fetch did (a Backlot addition to Apple's API, for tools and tests).
+    public struct FetchReport: Sendable {
+        public let id: String
+        public let version: Int
+        /// Bytes that came over the network for this pack (0 when it was up to date).
+        public let downloadedBytes: UInt64
+        public let downloadedChunks: Int
+        public let reusedChunks: Int
+        public let linkedFiles: Int
+    }
+
+    /// Installs the catalog's current release of a pack if it is not installed yet, and says what it cost.
+    public func fetch(packWithID id: String) async throws -> FetchReport {
+        if let running = inFlight[id] {
+            try await running.value
+            return FetchReport(id: id, version: (try? container.installed(id))?.version ?? 0, downloadedBytes: 0, downloadedChunks: 0, reusedChunks: 0, linkedFiles: 0)
+        }
+        let report = Mutex<FetchReport?>(nil)
+        let task = Task { report.withLock { $0 = nil }; let r = try await self.download(id); report.withLock { $0 = r } }
+        inFlight[id] = task
+        defer { inFlight[id] = nil }
+        try await task.value
+        return report.withLock { $0 }!
+    }
+
+    private func download(_ id: String) async throws -> FetchReport {
+        guard let (pack, release) = try await offered()[id] else { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
+        if (try? container.installed(id))?.digest == release.indexSHA256.hex {
+            return FetchReport(id: id, version: release.version, downloadedBytes: 0, downloadedChunks: 0, reusedChunks: 0, linkedFiles: 0)
+        }
+        let url = try catalogClient.archiveURL(release)
+        let progress = Progress(totalUnitCount: Int64(max(1, release.installSize)))
+        broadcaster.send(.began(pack))
+        broadcaster.send(.downloading(pack, progress))
+        let installer = PackInstaller(container: container, http: http)
+        let box = ProgressBox(progress)
+        let broadcaster = self.broadcaster
+        do {
+            let outcome = try await Self.offload { () -> PackInstaller.Outcome? in
+                try ExecutorLock.holding(container: self.container.path, pack: id) {
+                    // Another process may have installed it while this one waited for the lock.
+                    if (try? self.container.installed(id))?.digest == release.indexSHA256.hex { return nil }
+                    return try installer.install(id: id, release: release, archiveURL: url, progress: { done, total in
+                        box.progress.totalUnitCount = Int64(max(1, total))
+                        box.progress.completedUnitCount = Int64(done)
+                    }, isCancelled: { box.progress.isCancelled })
+                }
+            }
+            broadcaster.send(.finished(pack))
+            return FetchReport(id: id, version: release.version, downloadedBytes: outcome?.downloadedBytes ?? 0, downloadedChunks: outcome?.downloadedChunks ?? 0,
+                               reusedChunks: outcome?.reusedChunks ?? 0, linkedFiles: outcome?.linkedFiles ?? 0)
+        } catch {
+            broadcaster.send(.failed(pack, error))
+            throw error
+        }
+    }
+
+    /// Runs blocking work off the actor.
+    static func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// Every update of every download; never finishes.
+    public nonisolated var statusUpdates: AsyncStream<DownloadStatusUpdate> { broadcaster.stream(for: nil) }
+
+    /// The updates of one pack's download; finishes after `.finished` or `.failed`.
+    public nonisolated func statusUpdates(forAssetPackWithID id: String) -> AsyncStream<DownloadStatusUpdate> { broadcaster.stream(for: id) }
+
+    /// Downloads the packs an installation event fetches: essential and prefetch packs whose
+    /// `installationEventTypes` include it (the call the background agent makes).
+    /// - Returns: the IDs of the packs it made available.
+    @discardableResult
+    public func handle(event: InstallationEventType) async throws -> [String] {
+        var done: [String] = []
+        for (id, (pack, release)) in try await offered().sorted(by: { $0.key < $1.key }) where release.downloadPolicy.installationEventTypes.contains(event) {
+            try await ensureLocalAvailability(of: pack)
+            done.append(id)
+        }
+        return done
+    }
+
+    // MARK: Status
+
+    /// The pack's status against the catalog.
+    public func status(ofAssetPackWithID id: String) async throws -> AssetPack.Status {
+        let offered = try await offered()
+        var status = localStatus(ofAssetPackWithID: id)
+        let installed = try? container.installed(id)
+        if let (_, release) = offered[id] {
+            if let installed {
+                status.insert(installed.digest == release.indexSHA256.hex ? .upToDate : [.outOfDate, .updateAvailable])
+            } else {
+                status.insert(.downloadAvailable)
+            }
+        } else if installed != nil {
+            status.insert(.obsolete)
+        } else {
+            throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
+        }
+        return status
+    }
+
+    /// What is known without the network: downloaded, downloading, or nothing (an unknown ID).
+    public func localStatus(ofAssetPackWithID id: String) -> AssetPack.Status {
+        var status: AssetPack.Status = []
+        if (try? container.installed(id)) != nil { status.insert(.downloaded) }
+        if inFlight[id] != nil { status.insert(.downloading) }
+        return status
+    }
+
+    /// Whether a release of the pack is installed.
+    public nonisolated func assetPackIsAvailableLocally(withID id: String) -> Bool {
+        (try? container.installed(id)) != nil
+    }
+
+    /// Updates out-of-date packs and removes obsolete ones.
+    public func checkForUpdates() async throws -> (updatingIDs: Set<String>, removedIDs: Set<String>) {
+        let offered = try await offered()
+        var updating = Set<String>(), removed = Set<String>()
+        for installed in try container.installed() {
+            if let (pack, release) = offered[installed.id] {
+                if installed.digest != release.indexSHA256.hex {
+                    updating.insert(installed.id)
+                    try await ensureLocalAvailability(of: pack)
+                }
+            } else {
+                try await remove(assetPackWithID: installed.id)
+                removed.insert(installed.id)
+            }
+        }
+        return (updating, removed)
+    }
+
+    /// Removes an installed pack.
+    public func remove(assetPackWithID id: String) async throws {
+        try container.remove(id)
+    }
+
+    // MARK: Files
+
+    /// Installed packs searched for `path`: the one named, or all of them in pack-ID order (the
+    /// first pack, by the UTF-8 bytes of its ID, that holds the path wins).
+    nonisolated func resolve(_ path: String, in id: String?) throws -> String {
+        guard case .success(let clean) = SelectorPath.normalize(path, allowRoot: false) else { throw ManagedBackgroundAssetsError.fileNotFound(at: path) }
+        let packs = try container.installed().filter { id == nil || $0.id == id }
+        if let id, packs.isEmpty { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
+        for p in packs.sorted(by: { Array($0.id.utf8).lexicographicallyPrecedes(Array($1.id.utf8)) }) {
+            let full = container.releaseFolder(p.id, digest: p.digest) + "/" + clean
+            if (try? FileSystem.linkStatus(full))??.kind == .regular { return full }
+        }
+        throw ManagedBackgroundAssetsError.fileNotFound(at: path)
+    }
+
+    /// A file's contents, memory-mapped by default.
+    public nonisolated func contents(at path: String, searchingInAssetPackWithID id: String? = nil,
+                                     options: Data.ReadingOptions = .alwaysMapped) throws -> Data {
+        try Data(contentsOf: URL(fileURLWithPath: try resolve(path, in: id)), options: options)
+    }
+
+    /// An open, read-only descriptor for a file; the caller closes it.
+    public nonisolated func descriptor(for path: String, searchingInAssetPackWithID id: String? = nil) throws -> Int32 {
+        let full = try resolve(path, in: id)
+        let fd = open(full, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemCall.error("open", path: full) }
+        return fd
+    }
+
+    /// The URL of the file that `path` resolves to in the merged namespace (a path no pack holds
+    /// resolves under the container's `missing` folder, which never exists).
+    public nonisolated func url(for path: String) -> URL {
+        if let full = try? resolve(path, in: nil) { return URL(fileURLWithPath: full) }
+        return URL(fileURLWithPath: container.path + "/missing/" + path)
+    }
+}
+
+/// Holds the `Progress` a download reports into (its `cancel()` cancels the download).
+final class ProgressBox: @unchecked Sendable {
+    let progress: Progress
+    init(_ progress: Progress) { self.progress = progress }
+}
+
+/// Fans status updates out to every stream that listens.
+final class Broadcaster: Sendable {
+    private let listeners = Mutex<[(id: String?, continuation: AsyncStream<AssetPackManager.DownloadStatusUpdate>.Continuation)]>([])
+
+    func stream(for id: String?) -> AsyncStream<AssetPackManager.DownloadStatusUpdate> {
+        AsyncStream { continuation in listeners.withLock { $0.append((id, continuation)) } }
+    }
+
+    func send(_ update: AssetPackManager.DownloadStatusUpdate) {
+        listeners.withLock { list in
+            for l in list where l.id == nil || l.id == update.assetPack.id {
+                l.continuation.yield(update)
+                if l.id != nil, case .finished = update { l.continuation.finish() }
+                if l.id != nil, case .failed = update { l.continuation.finish() }
+            }
+            list.removeAll { l in
+                guard l.id != nil, l.id == update.assetPack.id else { return false }
+                if case .finished = update { return true }
+                if case .failed = update { return true }
+                return false
+            }
+        }
+    }
+}
+
+/// One process at a time installs a given pack into a container (flock on a lock file), so two
+/// processes asking for the same pack download it once.
+enum ExecutorLock {
+    static func holding<T>(container: String, pack: String, _ body: () throws -> T) throws -> T {
+        let path = container + "/.executor-" + String(SHA256.hash(Array(pack.utf8)).hex.prefix(16)) + ".lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SystemCall.error("open", path: path) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno != EINTR { throw SystemCall.error("flock", path: path) }
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
+}

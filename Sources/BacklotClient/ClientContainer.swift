@@ -1,0 +1,117 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotStore
+import Foundation
+
+/// A client's container folder, shared by the app and the background agent:
+///
+/// ```
+/// DIR/state.sqlite            installed packs, the last catalog version seen, the device ID, download progress
+/// DIR/packs/KEY/DIGEST/       an installed release's files (read-only); KEY is derived from the pack ID
+/// DIR/packs/KEY/DIGEST.partial/  a release being assembled (never read by apps)
+/// ```
+/// Pack IDs are never used as paths: `KEY` is the hex SHA-256 of the ID, shortened.
+public struct ClientContainer: Sendable {
+    public let path: String
+    let db: Database
+
+    /// An installed release.
+    public struct Installed: Sendable, Hashable {
+        public let id: String
+        public let version: Int
+        public let digest: String
+        public let downloadSize: Int
+        public let metadata: String
+        public let indexBytes: [UInt8]
+    }
+
+    public init(path: String) throws {
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        self.path = absolute
+        try FileManager.default.createDirectory(atPath: absolute + "/packs", withIntermediateDirectories: true)
+        db = try Database(path: absolute + "/state.sqlite")
+        try db.transaction { tx in
+            try tx.execute("""
+            CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS installed (id TEXT PRIMARY KEY, version INTEGER NOT NULL, digest TEXT NOT NULL, download_size INTEGER NOT NULL,
+                metadata TEXT NOT NULL, index_bytes BLOB NOT NULL, installed INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS chunks_done (digest TEXT NOT NULL, chunk INTEGER NOT NULL, PRIMARY KEY (digest, chunk));
+            """)
+            if try tx.query("SELECT 1 FROM meta WHERE key = 'deviceID'").isEmpty {
+                try tx.run("INSERT INTO meta(key, value) VALUES ('deviceID', ?)", [.text(UUID().uuidString.lowercased())])
+            }
+        }
+    }
+
+    /// The device identifier, created once per container (for staged rollouts).
+    public var deviceID: String {
+        (try? db.read { try $0.query("SELECT value FROM meta WHERE key = 'deviceID'") })?.first?["value"]?.string ?? ""
+    }
+
+    func meta(_ key: String) throws -> String? {
+        try db.read { try $0.query("SELECT value FROM meta WHERE key = ?", [.text(key)]) }.first?["value"]?.string
+    }
+
+    func setMeta(_ key: String, _ value: String) throws {
+        try db.transaction { tx in
+            try tx.run("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [.text(key), .text(value)])
+        }
+    }
+
+    /// The folder of a pack's releases.
+    public func packFolder(_ id: String) -> String {
+        path + "/packs/" + String(SHA256.hash(Array(id.utf8)).hex.prefix(32))
+    }
+
+    /// Where an installed release's files are.
+    public func releaseFolder(_ id: String, digest: String) -> String { packFolder(id) + "/" + digest }
+
+    public func installed() throws -> [Installed] {
+        try db.read { try $0.query("SELECT * FROM installed ORDER BY id") }.map(Self.installed)
+    }
+
+    public func installed(_ id: String) throws -> Installed? {
+        try db.read { try $0.query("SELECT * FROM installed WHERE id = ?", [.text(id)]) }.first.map(Self.installed)
+    }
+
+    static func installed(_ r: Database.Row) -> Installed {
+        Installed(id: r["id"]?.string ?? "", version: Int(r["version"]?.int ?? 0), digest: r["digest"]?.string ?? "",
+                  downloadSize: Int(r["download_size"]?.int ?? 0), metadata: r["metadata"]?.string ?? "{}",
+                  indexBytes: { if case .blob(let b)? = r["index_bytes"] { b } else { [] } }())
+    }
+
+    func markInstalled(id: String, version: Int, digest: String, downloadSize: Int, metadata: String, indexBytes: [UInt8]) throws {
+        try db.transaction { tx in
+            try tx.run("""
+                INSERT INTO installed(id, version, digest, download_size, metadata, index_bytes, installed) VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET version = excluded.version, digest = excluded.digest, download_size = excluded.download_size,
+                metadata = excluded.metadata, index_bytes = excluded.index_bytes, installed = excluded.installed
+                """, [.text(id), .integer(Int64(version)), .text(digest), .integer(Int64(downloadSize)), .text(metadata), .blob(indexBytes),
+                      .integer(Int64(Date().timeIntervalSince1970))])
+            try tx.run("DELETE FROM chunks_done WHERE digest = ?", [.text(digest)])
+        }
+    }
+
+    /// Removes an installed pack and its files.
+    /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` when it is not installed.
+    public func remove(_ id: String) throws {
+        guard let installed = try installed(id) else { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
+        try removeInstalled(id)
+        PackInstaller.removeRelease(releaseFolder(id, digest: installed.digest))
+    }
+
+    func removeInstalled(_ id: String) throws {
+        try db.transaction { tx in try tx.run("DELETE FROM installed WHERE id = ?", [.text(id)]) }
+    }
+
+    func doneChunks(_ digest: String) throws -> Set<Int> {
+        Set(try db.read { try $0.query("SELECT chunk FROM chunks_done WHERE digest = ?", [.text(digest)]) }.compactMap { $0["chunk"]?.int.map(Int.init) })
+    }
+
+    func recordChunks(_ digest: String, _ chunks: [Int]) throws {
+        guard !chunks.isEmpty else { return }
+        try db.transaction { tx in
+            for c in chunks { try tx.run("INSERT OR IGNORE INTO chunks_done(digest, chunk) VALUES (?, ?)", [.text(digest), .integer(Int64(c))]) }
+        }
+    }
+}

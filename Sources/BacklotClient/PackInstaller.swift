@@ -1,0 +1,285 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotFormat
+import BacklotHTTPClient
+import BacklotRepository
+import BacklotZstd
+import Dispatch
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Installs one release of a pack into a container, downloading only what it lacks.
+///
+/// 1. Reads the archive's header and index by Range and checks them against the catalog
+///    (mix-and-match is refused).
+/// 2. Hard-links files that did not change from the installed release; takes chunks the installed
+///    release already has from its files, re-hashing each before reuse.
+/// 3. Downloads the remaining chunks as Range requests over runs of adjacent chunks (small gaps
+///    merged), several at once; every chunk is decompressed into a buffer of its declared size and
+///    checked against its SHA-256 before it is written; progress is recorded in the container's
+///    database, so after a crash only chunks that were in flight are fetched again.
+/// 4. Checks every file's SHA-256, flushes, makes the files read-only, and switches to the new
+///    release with one rename: readers see the old release until the new one is complete.
+struct PackInstaller: Sendable {
+    let container: ClientContainer
+    let http: HTTPClient
+    var connections = 4
+    var maximumRangeBytes: UInt64 = 8 << 20
+    var mergeGap: UInt64 = 64 << 10
+
+    struct Outcome: Sendable {
+        /// Bytes fetched from the network (header, index and chunks).
+        let downloadedBytes: UInt64
+        let reusedChunks: Int
+        let downloadedChunks: Int
+        let linkedFiles: Int
+    }
+
+    func install(id: String, release: Catalog.Release, archiveURL: URL, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil,
+                 isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> Outcome {
+        let digest = release.indexSHA256.hex
+        let previous = try container.installed(id)
+        if previous?.digest == digest { return Outcome(downloadedBytes: 0, reusedChunks: 0, downloadedChunks: 0, linkedFiles: 0) }
+        let url = archiveURL.absoluteString
+        var downloaded: UInt64 = 0
+
+        // 1. Header and index, checked against the catalog.
+        let headBytes = try range(url, 0, UInt64(PackHeader.size) - 1)
+        downloaded += UInt64(headBytes.count)
+        let header = try PackHeader.decode(headBytes, fileSize: release.archiveSize, source: url)
+        guard header.indexDigest == release.indexSHA256, header.indexOffset == release.indexOffset, header.indexLength == release.indexLength else {
+            throw BacklotError(.untrusted, "the archive's header does not match the catalog (index \(header.indexDigest.short)… at \(header.indexOffset))",
+                               context: url, hint: "the server mixes archives and catalogs; try again later")
+        }
+        let indexBytes = try range(url, header.indexOffset, header.indexOffset + header.indexLength - 1)
+        downloaded += UInt64(indexBytes.count)
+        guard SHA256.hash(indexBytes) == release.indexSHA256 else {
+            throw BacklotError(.untrusted, "the archive's index does not have the SHA-256 the catalog names", context: url)
+        }
+        let index = try PackIndex.decode(indexBytes, header: header, source: url)
+        guard index.metadata.assetPackID.rawValue == id else {
+            throw BacklotError(.untrusted, "the archive is the pack \(index.metadata.assetPackID), not \(id)", context: url)
+        }
+
+        // 2. What the installed release offers.
+        let folder = container.releaseFolder(id, digest: digest)
+        let partial = folder + ".partial"
+        try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+        var oldFiles: [String: PackIndex.File] = [:]
+        var localChunks: [SHA256Digest: (path: String, offset: UInt64, size: Int)] = [:]
+        if let previous, let old = Self.decodeStored(previous.indexBytes) {
+            let oldFolder = container.releaseFolder(id, digest: previous.digest)
+            for file in old.index.files {
+                oldFiles[file.path] = file
+                var offset: UInt64 = 0
+                for c in file.chunks {
+                    let chunk = old.index.chunks[c]
+                    if localChunks[chunk.id] == nil { localChunks[chunk.id] = (oldFolder + "/" + file.path, offset, Int(chunk.uncompressedSize)) }
+                    offset += UInt64(chunk.uncompressedSize)
+                }
+            }
+        }
+        var linked = Set<String>()
+        var needed: UInt64 = 0
+        for file in index.files {
+            let target = partial + "/" + file.path
+            try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: target).deletingLastPathComponent().path, withIntermediateDirectories: true)
+            if let old = oldFiles[file.path], old.digest == file.digest, let previous {
+                let source = container.releaseFolder(id, digest: previous.digest) + "/" + file.path
+                if FileSystem.exists(target) || link(source, target) == 0 {
+                    linked.insert(file.path)
+                    continue
+                }
+            }
+            needed += file.size
+            let fd = open(target, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+            guard fd >= 0 else { throw SystemCall.error("create", path: target) }
+            ftruncate(fd, off_t(file.size))
+            close(fd)
+        }
+        if let free = FileSystem.availableBytes(at: partial), free < needed {
+            throw BacklotError(.io, "installing \(id) needs \(needed) bytes but only \(free) are free", context: container.path, hint: "free some disk space")
+        }
+
+        // Where each chunk goes.
+        var targets: [Int: [(path: String, offset: UInt64)]] = [:]
+        for file in index.files where !linked.contains(file.path) {
+            var offset: UInt64 = 0
+            for c in file.chunks {
+                targets[c, default: []].append((partial + "/" + file.path, offset))
+                offset += UInt64(index.chunks[c].uncompressedSize)
+            }
+        }
+        let total = targets.keys.reduce(UInt64(0)) { $0 + UInt64(index.chunks[$1].uncompressedSize) }
+        let done = AtomicBytes()
+
+        // 3a. Chunks finished before a crash, and chunks the installed release has: checked, then used.
+        let finished = try container.doneChunks(digest)
+        var missing: [Int] = []
+        var reused = 0
+        var recorded: [Int] = []
+        for c in targets.keys.sorted() {
+            let chunk = index.chunks[c]
+            let places = targets[c]!
+            if finished.contains(c), let bytes = try? Self.read(places[0].path, places[0].offset, Int(chunk.uncompressedSize)), SHA256.hash(bytes) == chunk.id {
+                for p in places.dropFirst() { try Self.write(bytes, p.path, p.offset) }
+                done.add(UInt64(bytes.count))
+                continue
+            }
+            if let local = localChunks[chunk.id], let bytes = try? Self.read(local.path, local.offset, local.size), SHA256.hash(bytes) == chunk.id {
+                for p in places { try Self.write(bytes, p.path, p.offset) }
+                reused += 1
+                recorded.append(c)
+                done.add(UInt64(bytes.count))
+                continue
+            }
+            missing.append(c)
+        }
+        try container.recordChunks(digest, recorded)
+        progress?(done.value, total)
+
+        // 3b. Runs of missing chunks, fetched in parallel.
+        let runs = plan(missing, index: index)
+        let next = Mutex(0)
+        let failure = Mutex<(any Error)?>(nil)
+        let fetched = AtomicBytes()
+        let container = self.container
+        let placements = targets
+        DispatchQueue.concurrentPerform(iterations: max(1, min(connections, runs.count))) { _ in
+            let decompressor = ZstdDecompressor()
+            while true {
+                if failure.withLock({ $0 != nil }) { return }
+                if isCancelled() {
+                    failure.withLock { $0 = $0 ?? BacklotError(.cancelled, "the download of \(id) was cancelled") }
+                    return
+                }
+                let i = next.withLock { n -> Int in defer { n += 1 }; return n }
+                guard i < runs.count else { return }
+                let run = runs[i]
+                do {
+                    let first = index.chunks[run.first!], last = index.chunks[run.last!]
+                    let body = try self.rangeWithRetries(url, first.offset, last.offset + UInt64(last.compressedSize) - 1)
+                    fetched.add(UInt64(body.count))
+                    for c in run {
+                        let chunk = index.chunks[c]
+                        let start = Int(chunk.offset - first.offset)
+                        let plain = try PackReader.decode(Array(body[start..<start + Int(chunk.compressedSize)]), chunk: chunk, chunkIndex: c,
+                                                          using: decompressor, source: url)
+                        for p in placements[c]! { try Self.write(plain, p.path, p.offset) }
+                        progress?(done.add(UInt64(plain.count)), total)
+                    }
+                    try container.recordChunks(digest, run)
+                } catch {
+                    failure.withLock { $0 = $0 ?? error }
+                }
+            }
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+
+        // 4. Check every written file, flush, make read-only, switch.
+        for file in index.files {
+            let path = partial + "/" + file.path
+            if !linked.contains(file.path) {
+                guard try SHA256.hash(fileAt: path) == file.digest else {
+                    throw BacklotError(.corruptArchive, "the assembled file does not have its SHA-256", context: "\(id): \(file.path)")
+                }
+                let fd = open(path, O_RDONLY | O_CLOEXEC)
+                if fd >= 0 { fsync(fd); close(fd) }
+            }
+            chmod(path, file.mode == 0o755 ? 0o555 : 0o444)
+        }
+        FileSystem.syncDirectory(partial)
+        if FileSystem.exists(folder) { FileSystem.removeTree(folder) }
+        try SystemCall.retrying("rename", path: folder) { rename(partial, folder) }
+        FileSystem.syncDirectory(container.packFolder(id))
+        try container.markInstalled(id: id, version: release.version, digest: digest, downloadSize: Int(release.archiveSize),
+                                    metadata: index.metadata.json.serialized(), indexBytes: headBytes + indexBytes)
+        if let previous, previous.digest != digest { Self.removeRelease(container.releaseFolder(id, digest: previous.digest)) }
+        return Outcome(downloadedBytes: downloaded + fetched.value, reusedChunks: reused, downloadedChunks: missing.count, linkedFiles: linked.count)
+    }
+
+    /// Groups sorted missing chunks into runs of adjacent chunks (gaps up to `mergeGap` are fetched
+    /// and thrown away), each at most `maximumRangeBytes`.
+    func plan(_ missing: [Int], index: PackIndex) -> [[Int]] {
+        var runs: [[Int]] = []
+        var current: [Int] = []
+        var start: UInt64 = 0, end: UInt64 = 0
+        for c in missing.sorted(by: { index.chunks[$0].offset < index.chunks[$1].offset }) {
+            let chunk = index.chunks[c]
+            if !current.isEmpty, chunk.offset <= end + mergeGap, chunk.offset + UInt64(chunk.compressedSize) - start <= maximumRangeBytes {
+                current.append(c)
+            } else {
+                if !current.isEmpty { runs.append(current) }
+                current = [c]
+                start = chunk.offset
+            }
+            end = chunk.offset + UInt64(chunk.compressedSize)
+        }
+        if !current.isEmpty { runs.append(current) }
+        return runs
+    }
+
+    /// One Range request; the answer must be 206 with exactly the bytes asked for.
+    func range(_ url: String, _ first: UInt64, _ last: UInt64) throws -> [UInt8] {
+        let r = try http.send("GET", url, headers: ["Range": "bytes=\(first)-\(last)"])
+        guard r.status == 206 else {
+            throw BacklotError(.io, r.status == 200 ? "the server ignored the Range request (200 instead of 206)" : "the archive answered \(r.status)",
+                               context: url, hint: "the server must support HTTP Range requests")
+        }
+        guard UInt64(r.body.count) == last - first + 1 else {
+            throw BacklotError(.io, "the server sent \(r.body.count) bytes for a range of \(last - first + 1)", context: url)
+        }
+        return r.body
+    }
+
+    /// ``range(_:_:_:)`` with retries (exponential backoff with jitter) on transport failures.
+    func rangeWithRetries(_ url: String, _ first: UInt64, _ last: UInt64) throws -> [UInt8] {
+        var attempt = 0
+        while true {
+            do { return try range(url, first, last) } catch let e as BacklotError where e.code == .io && attempt < 4 {
+                attempt += 1
+                usleep(useconds_t(Double(100_000 << attempt) * Double.random(in: 0.5...1.5)))
+            }
+        }
+    }
+
+    static func read(_ path: String, _ offset: UInt64, _ count: Int) throws -> [UInt8] {
+        let fd = try FileDescriptor.openForReading(path)
+        defer { fd.close() }
+        return try fd.read(count: count, at: offset)
+    }
+
+    static func write(_ bytes: [UInt8], _ path: String, _ offset: UInt64) throws {
+        let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw SystemCall.error("open", path: path) }
+        let out = FileDescriptor(rawValue: fd, path: path)
+        defer { out.close() }
+        try bytes.withUnsafeBytes { try out.write($0, at: offset) }
+    }
+
+    /// Splits stored header + index bytes.
+    static func decodeStored(_ bytes: [UInt8]) -> (header: PackHeader, index: PackIndex)? {
+        guard bytes.count > PackHeader.size, let header = try? PackHeader.decode(Array(bytes.prefix(PackHeader.size)), fileSize: nil, source: "stored") else { return nil }
+        guard let index = try? PackIndex.decode(Array(bytes.dropFirst(PackHeader.size)), header: header, source: "stored") else { return nil }
+        return (header, index)
+    }
+
+    /// Removes a release folder whose files are read-only.
+    static func removeRelease(_ folder: String) {
+        if let walker = FileManager.default.enumerator(atPath: folder) {
+            for case let p as String in walker { chmod(folder + "/" + p, 0o755) }
+        }
+        FileSystem.removeTree(folder)
+    }
+}
+
+/// A byte counter shared by download threads.
+final class AtomicBytes: Sendable {
+    private let storage = Atomic<UInt64>(0)
+    @discardableResult
+    func add(_ n: UInt64) -> UInt64 { storage.wrappingAdd(n, ordering: .relaxed).newValue }
+    var value: UInt64 { storage.load(ordering: .relaxed) }
+}
