@@ -59,6 +59,7 @@ let package = Package(
                     exclude: ["Fixtures"]),
         .testTarget(name: "BacklotRepositoryTests", dependencies: ["BacklotRepository", "BacklotTestSupport"]),
         .testTarget(name: "BacklotServerTests", dependencies: ["BacklotServer", "BacklotTestSupport"]),
+        .testTarget(name: "BacklotClientTests", dependencies: ["BacklotClient", "BacklotServer", "BacklotTestSupport"]),
         .testTarget(name: "BacklotInfoPlistTests", dependencies: ["BacklotInfoPlist"], exclude: ["Fixtures"]),
         .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat", "BacklotTestSupport", "BacklotHTTPClient", "BacklotRepository"]),
     ]

@@ -41,3 +41,10 @@ public struct TemporaryDirectory: Sendable {
         try FileManager.default.contentsOfDirectory(atPath: relative.isEmpty ? path : at(relative)).sorted()
     }
 }
+
+extension TemporaryDirectory {
+    /// Wraps an existing folder (it is removed by ``remove()`` like any other).
+    public init(existing path: String) {
+        self.path = path
+    }
+}

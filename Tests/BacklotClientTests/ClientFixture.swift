@@ -1,0 +1,96 @@
+import BacklotBasics
+import BacklotClient
+import BacklotCrypto
+import BacklotFormat
+import BacklotRepository
+import BacklotServer
+import BacklotTestSupport
+import Foundation
+
+/// A repository served over HTTP on loopback, packs built from sample trees, and client containers.
+final class ClientFixture: @unchecked Sendable {
+    let dir: TemporaryDirectory
+    let repository: Repository
+    let server: HostingServer
+    let app = "com.example.game"
+
+    init() throws {
+        dir = try TemporaryDirectory("client")
+        repository = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
+        server = try HostingServer(repository: repository, configuration: .init(port: 0))
+        try repository.createApp(app)
+    }
+
+    deinit {
+        server.stop(grace: 0)
+        dir.remove()
+    }
+
+    var pinned: Ed25519.PublicKey { try! RepositoryDirectory.readPublicKey(path: repository.directory.publicKeyPath) }
+
+    func catalogURL(_ channel: Channel = .internal) -> URL {
+        URL(string: server.baseURL + "v1/apps/\(app)/\(channel.rawValue)/catalog.json")!
+    }
+
+    func manager(container: String = "container", channel: Channel = .internal, keys: [Ed25519.PublicKey]? = nil, app: String? = nil) throws -> AssetPackManager {
+        try AssetPackManager(configuration: .init(containerPath: dir.at(container), catalogURL: catalogURL(channel), app: app ?? self.app,
+                                                  channel: channel, trustedKeys: keys ?? [pinned], platform: .linux))
+    }
+
+    /// Writes a source tree for `id` (seeded), optionally editing one file, packages it, uploads it,
+    /// waits for processing and releases it on `channel`. Returns the source folder and the version.
+    @discardableResult
+    func publish(id: String = "Levels", seed: UInt64 = 42, edit: Bool = false, policy: String = #"{"onDemand": {}}"#,
+                 channel: Channel = .internal, chunkSize: Int = 16 << 10) throws -> (source: String, version: Int) {
+        let src = TemporaryDirectory.Named(dir.at("src-\(id)-\(seed)-\(edit)"))
+        try SamplePack.writeTree(in: src.asTemporary, seed: seed)
+        if edit {
+            var level = try src.asTemporary.read("src/Levels/level1.dat")
+            level.replaceSubrange(100_000..<100_010, with: Array("EDITEDEDIT".utf8))
+            try src.asTemporary.write("src/Levels/level1.dat", level)
+        }
+        let path = try SamplePack.build(in: src.asTemporary, manifestJSON: SamplePack.manifest(id: id, policy: policy), averageChunkSize: chunkSize)
+        if (try? repository.packs(app: app).contains(id)) != true { try repository.createPack(app: app, id: id) }
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        let v = try repository.createVersion(app: app, pack: id, size: UInt64(bytes.count))
+        let upload = try repository.beginUpload(app: app, pack: id, number: v.number, offset: 0)
+        try bytes.withUnsafeBytes { try upload.append($0) }
+        try upload.close()
+        repository.waitForProcessing()
+        try repository.release(app: app, pack: id, version: v.number, channel: channel)
+        if channel != .internal, let request = try repository.releaseRequests(app: app).last, request.status == "pending" {
+            try repository.approve(requestID: request.id)
+        }
+        return (src.path + "/src", v.number)
+    }
+
+    /// The published archive of the current release of a pack on a channel.
+    func archivePath(_ id: String = "Levels", channel: Channel = .internal) throws -> String {
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: repository.catalogPath(app: app, channel: channel))))
+        let catalog = try Catalog.verify(bytes, trusting: [pinned], app: app, channel: channel, now: Date(), source: "c")
+        let release = catalog.packs.first { $0.id.rawValue == id }!.release
+        return repository.directory.publicTreePath + "/v1/packs/\(release.archiveSHA256.hex).pack"
+    }
+}
+
+extension TemporaryDirectory {
+    /// A fixed folder used as a TemporaryDirectory (inside another one, removed with it).
+    struct Named {
+        let path: String
+        init(_ path: String) {
+            self.path = path
+            try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        }
+        var asTemporary: TemporaryDirectory { TemporaryDirectory(existing: path) }
+    }
+}
+
+/// Compares two folders file by file.
+func sameFiles(_ a: String, _ b: String) throws -> Bool {
+    let fm = FileManager.default
+    let left = (fm.enumerator(atPath: a)?.allObjects as? [String] ?? []).filter { (try? FileSystem.status(a + "/" + $0))??.kind == .regular }.sorted()
+    let right = (fm.enumerator(atPath: b)?.allObjects as? [String] ?? []).filter { (try? FileSystem.status(b + "/" + $0))??.kind == .regular }.sorted()
+    guard left == right else { return false }
+    for p in left where try Data(contentsOf: URL(fileURLWithPath: a + "/" + p)) != Data(contentsOf: URL(fileURLWithPath: b + "/" + p)) { return false }
+    return true
+}
