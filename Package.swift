@@ -61,6 +61,7 @@ let package = Package(
         .testTarget(name: "BacklotServerTests", dependencies: ["BacklotServer", "BacklotTestSupport"]),
         .testTarget(name: "BacklotClientTests", dependencies: ["BacklotClient", "BacklotServer", "BacklotTestSupport"]),
         .testTarget(name: "BacklotInfoPlistTests", dependencies: ["BacklotInfoPlist"], exclude: ["Fixtures"]),
-        .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat", "BacklotTestSupport", "BacklotHTTPClient", "BacklotRepository"]),
+        .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat", "BacklotTestSupport", "BacklotHTTPClient",
+                                                                 "BacklotRepository", "BacklotClient", "BacklotServer", "BacklotStore"]),
     ]
 )
