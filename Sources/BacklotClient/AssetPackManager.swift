@@ -39,9 +39,15 @@ public actor AssetPackManager {
         public var platform: Platform
         /// A CA file for development servers (`backlot serve`'s `tls/ca.pem`).
         public var caFile: String?
+        /// Bytes per second to receive at most, per connection (0: no limit).
+        public var bandwidthLimit: Int
+        /// Seconds without progress after which a request fails (and is retried).
+        public var stallTimeout: Int = 60
+        /// Attempts after the first for a failed Range request (exponential backoff with jitter, or `Retry-After`).
+        public var retries: Int = 4
 
         public init(containerPath: String, catalogURL: URL, app: String, channel: Channel, trustedKeys: [Ed25519.PublicKey],
-                    platform: Platform = .linux, caFile: String? = nil) {
+                    platform: Platform = .linux, caFile: String? = nil, bandwidthLimit: Int = 0) {
             self.containerPath = containerPath
             self.catalogURL = catalogURL
             self.app = app
@@ -49,6 +55,7 @@ public actor AssetPackManager {
             self.trustedKeys = trustedKeys
             self.platform = platform
             self.caFile = caFile
+            self.bandwidthLimit = bandwidthLimit
         }
     }
 
@@ -62,7 +69,7 @@ public actor AssetPackManager {
     public init(configuration: Configuration) throws {
         self.configuration = configuration
         container = try ClientContainer(path: configuration.containerPath)
-        http = HTTPClient(caFile: configuration.caFile)
+        http = HTTPClient(caFile: configuration.caFile, stallTimeout: configuration.stallTimeout, bandwidthLimit: configuration.bandwidthLimit)
         catalogClient = CatalogClient(catalogURL: configuration.catalogURL, app: configuration.app, channel: configuration.channel,
                                       pinned: configuration.trustedKeys, http: http, container: container)
     }
@@ -144,11 +151,12 @@ public actor AssetPackManager {
         let progress = Progress(totalUnitCount: Int64(max(1, release.installSize)))
         broadcaster.send(.began(pack))
         broadcaster.send(.downloading(pack, progress))
-        let installer = PackInstaller(container: container, http: http)
+        var installer = PackInstaller(container: container, http: http)
+        installer.retries = configuration.retries
         let box = ProgressBox(progress)
         let broadcaster = self.broadcaster
         do {
-            let outcome = try await Self.offload { () -> PackInstaller.Outcome? in
+            let outcome = try await Self.offload { [installer] () -> PackInstaller.Outcome? in
                 try ExecutorLock.holding(container: self.container.path, pack: id) {
                     // Another process may have installed it while this one waited for the lock.
                     if (try? self.container.installed(id))?.digest == release.indexSHA256.hex { return nil }
@@ -191,6 +199,33 @@ public actor AssetPackManager {
             done.append(id)
         }
         return done
+    }
+
+    /// Checks every installed file against its SHA-256 (offline).
+    /// - Returns: the damaged files, as "PACK: path".
+    public nonisolated func verifyInstalled() throws -> [String] {
+        try ClientContainer.verify(path: container.path)
+    }
+
+    /// Rebuilds installed packs that have damaged files, fetching only what is needed.
+    /// - Returns: the IDs repaired.
+    public func repair() async throws -> [String] {
+        let damagedPacks = Set(try verifyInstalled().map { String($0.prefix { $0 != ":" }) })
+        let offered = try await offered()
+        var repaired: [String] = []
+        for id in damagedPacks.sorted() {
+            guard let installed = try container.installed(id), let (_, release) = offered[id] else { continue }
+            let url = try catalogClient.archiveURL(release)
+            var installer = PackInstaller(container: container, http: http)
+            installer.retries = configuration.retries
+            _ = try await Self.offload { [installer] in
+                try ExecutorLock.holding(container: self.container.path, pack: id) {
+                    try installer.install(id: id, release: release, archiveURL: url, repairing: release.indexSHA256.hex == installed.digest)
+                }
+            }
+            repaired.append(id)
+        }
+        return repaired
     }
 
     // MARK: Status

@@ -92,6 +92,24 @@ public struct ClientContainer: Sendable {
         }
     }
 
+    /// Checks every installed file of the container at `path` against its SHA-256.
+    /// - Returns: the damaged or missing files, as "PACK: path".
+    public static func verify(path: String) throws -> [String] {
+        let container = try ClientContainer(path: path)
+        var damaged: [String] = []
+        for installed in try container.installed() {
+            guard let (_, index) = PackInstaller.decodeStored(installed.indexBytes) else {
+                damaged.append("\(installed.id): (its stored index)")
+                continue
+            }
+            let folder = container.releaseFolder(installed.id, digest: installed.digest)
+            for file in index.files where (try? SHA256.hash(fileAt: folder + "/" + file.path)) != file.digest {
+                damaged.append("\(installed.id): \(file.path)")
+            }
+        }
+        return damaged
+    }
+
     /// Removes an installed pack and its files.
     /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` when it is not installed.
     public func remove(_ id: String) throws {

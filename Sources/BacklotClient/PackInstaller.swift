@@ -29,6 +29,8 @@ struct PackInstaller: Sendable {
     var connections = 4
     var maximumRangeBytes: UInt64 = 8 << 20
     var mergeGap: UInt64 = 64 << 10
+    /// Attempts after the first for one Range request.
+    var retries = 4
 
     struct Outcome: Sendable {
         /// Bytes fetched from the network (header, index and chunks).
@@ -38,23 +40,25 @@ struct PackInstaller: Sendable {
         let linkedFiles: Int
     }
 
-    func install(id: String, release: Catalog.Release, archiveURL: URL, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil,
+    /// - Parameter repairing: rebuild the release even if it is the installed one (damaged files are
+    ///   assembled again from intact local chunks and downloads).
+    func install(id: String, release: Catalog.Release, archiveURL: URL, repairing: Bool = false, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil,
                  isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> Outcome {
         let digest = release.indexSHA256.hex
         let previous = try container.installed(id)
-        if previous?.digest == digest { return Outcome(downloadedBytes: 0, reusedChunks: 0, downloadedChunks: 0, linkedFiles: 0) }
+        if previous?.digest == digest && !repairing { return Outcome(downloadedBytes: 0, reusedChunks: 0, downloadedChunks: 0, linkedFiles: 0) }
         let url = archiveURL.absoluteString
         var downloaded: UInt64 = 0
 
         // 1. Header and index, checked against the catalog.
-        let headBytes = try range(url, 0, UInt64(PackHeader.size) - 1)
+        let headBytes = try rangeWithRetries(url, 0, UInt64(PackHeader.size) - 1)
         downloaded += UInt64(headBytes.count)
         let header = try PackHeader.decode(headBytes, fileSize: release.archiveSize, source: url)
         guard header.indexDigest == release.indexSHA256, header.indexOffset == release.indexOffset, header.indexLength == release.indexLength else {
             throw BacklotError(.untrusted, "the archive's header does not match the catalog (index \(header.indexDigest.short)… at \(header.indexOffset))",
                                context: url, hint: "the server mixes archives and catalogs; try again later")
         }
-        let indexBytes = try range(url, header.indexOffset, header.indexOffset + header.indexLength - 1)
+        let indexBytes = try rangeWithRetries(url, header.indexOffset, header.indexOffset + header.indexLength - 1)
         downloaded += UInt64(indexBytes.count)
         guard SHA256.hash(indexBytes) == release.indexSHA256 else {
             throw BacklotError(.untrusted, "the archive's index does not have the SHA-256 the catalog names", context: url)
@@ -89,7 +93,8 @@ struct PackInstaller: Sendable {
             try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: target).deletingLastPathComponent().path, withIntermediateDirectories: true)
             if let old = oldFiles[file.path], old.digest == file.digest, let previous {
                 let source = container.releaseFolder(id, digest: previous.digest) + "/" + file.path
-                if FileSystem.exists(target) || link(source, target) == 0 {
+                // An unchanged file is linked only if it is still intact (installed files may have been altered).
+                if (try? SHA256.hash(fileAt: source)) == file.digest, FileSystem.exists(target) || link(source, target) == 0 {
                     linked.insert(file.path)
                     continue
                 }
@@ -192,7 +197,7 @@ struct PackInstaller: Sendable {
             chmod(path, file.mode == 0o755 ? 0o555 : 0o444)
         }
         FileSystem.syncDirectory(partial)
-        if FileSystem.exists(folder) { FileSystem.removeTree(folder) }
+        if FileSystem.exists(folder) { Self.removeRelease(folder) }
         try SystemCall.retrying("rename", path: folder) { rename(partial, folder) }
         FileSystem.syncDirectory(container.packFolder(id))
         try container.markInstalled(id: id, version: release.version, digest: digest, downloadSize: Int(release.archiveSize),
@@ -224,8 +229,11 @@ struct PackInstaller: Sendable {
 
     /// One Range request; the answer must be 206 with exactly the bytes asked for.
     func range(_ url: String, _ first: UInt64, _ last: UInt64) throws -> [UInt8] {
-        let r = try http.send("GET", url, headers: ["Range": "bytes=\(first)-\(last)"])
+        let r = try http.send("GET", url, headers: ["Range": "bytes=\(first)-\(last)"], expectedBodySize: Int(last - first + 1))
         guard r.status == 206 else {
+            if r.status == 503 || r.status == 429, let after = r.headers["retry-after"].flatMap(Int.init) {
+                throw RetryLater(seconds: min(after, 60), status: r.status, url: url)
+            }
             throw BacklotError(.io, r.status == 200 ? "the server ignored the Range request (200 instead of 206)" : "the archive answered \(r.status)",
                                context: url, hint: "the server must support HTTP Range requests")
         }
@@ -239,7 +247,13 @@ struct PackInstaller: Sendable {
     func rangeWithRetries(_ url: String, _ first: UInt64, _ last: UInt64) throws -> [UInt8] {
         var attempt = 0
         while true {
-            do { return try range(url, first, last) } catch let e as BacklotError where e.code == .io && attempt < 4 {
+            do { return try range(url, first, last) } catch let e as RetryLater {
+                guard attempt < retries else {
+                    throw BacklotError(.io, "the server kept answering \(e.status) (Retry-After)", context: url, hint: "try again later")
+                }
+                attempt += 1
+                usleep(useconds_t(e.seconds) * 1_000_000)
+            } catch let e as BacklotError where e.code == .io && attempt < retries {
                 attempt += 1
                 usleep(useconds_t(Double(100_000 << attempt) * Double.random(in: 0.5...1.5)))
             }
@@ -282,4 +296,11 @@ final class AtomicBytes: Sendable {
     @discardableResult
     func add(_ n: UInt64) -> UInt64 { storage.wrappingAdd(n, ordering: .relaxed).newValue }
     var value: UInt64 { storage.load(ordering: .relaxed) }
+}
+
+/// A server asked to come back later (503 or 429 with `Retry-After`).
+struct RetryLater: Error {
+    let seconds: Int
+    let status: Int
+    let url: String
 }

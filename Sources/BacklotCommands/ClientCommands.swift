@@ -20,6 +20,7 @@ struct FetchCommand: Command {
             .init("pack", value: "ID,ID…", help: "Only these packs."),
             .init("event", value: "EVENT", help: "firstInstallation or subsequentUpdate: the packs that event fetches."),
             .init("platform", value: "PLATFORM", help: "iOS, macOS, tvOS, visionOS or linux (default linux)."),
+            .init("limit-rate", value: "BYTES", help: "Receive at most this many bytes per second per connection."),
             .init("json", help: "Print JSON: per pack the version and the bytes downloaded."),
         ])
 
@@ -38,9 +39,10 @@ struct FetchCommand: Command {
             throw BacklotError(.usage, "--platform takes iOS, macOS, tvOS, visionOS or linux", context: platformText)
         }
         let key = try RepositoryDirectory.readPublicKey(path: try required("trust", in: arguments))
+        let limit = try arguments.integer("limit-rate", in: 0...Int.max, default: 0, command: "fetch")
         return try AssetPackManager(configuration: .init(containerPath: try required("container", in: arguments), catalogURL: url,
                                                          app: parts[parts.count - 3], channel: channel, trustedKeys: [key],
-                                                         platform: platform, caFile: arguments.values["ca"]))
+                                                         platform: platform, caFile: arguments.values["ca"], bandwidthLimit: limit))
     }
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {

@@ -37,11 +37,14 @@ public struct HTTPClient: Sendable {
     public var stallTimeout: Int
     /// The largest response body kept in memory.
     public var maximumBodySize: Int
+    /// Bytes per second to receive at most (0: no limit).
+    public var bandwidthLimit: Int
 
-    public init(caFile: String? = nil, stallTimeout: Int = 60, maximumBodySize: Int = 64 << 20) {
+    public init(caFile: String? = nil, stallTimeout: Int = 60, maximumBodySize: Int = 64 << 20, bandwidthLimit: Int = 0) {
         self.caFile = caFile
         self.stallTimeout = stallTimeout
         self.maximumBodySize = maximumBodySize
+        self.bandwidthLimit = bandwidthLimit
         _ = HTTPClient.globalInit
     }
 
@@ -50,11 +53,13 @@ public struct HTTPClient: Sendable {
     /// Sends a request and waits for the whole response.
     /// - Parameter progress: called with (bytes uploaded, bytes to upload) during uploads.
     /// - Throws: ``BacklotError/Code/io`` when the server cannot be reached, TLS fails, or the body is too large.
-    public func send(_ method: String, _ url: String, headers: [String: String] = [:], body: Body? = nil,
+    /// - Parameter expectedBodySize: when known, the transfer stops as soon as the server sends more
+    ///   (a client never reads more than what was declared).
+    public func send(_ method: String, _ url: String, headers: [String: String] = [:], body: Body? = nil, expectedBodySize: Int? = nil,
                      progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws -> Response {
         guard let handle = curl_easy_init() else { throw BacklotError(.library, "libcurl could not start a transfer") }
         defer { curl_easy_cleanup(handle) }
-        let transfer = Transfer(limit: maximumBodySize, progress: progress)
+        let transfer = Transfer(limit: expectedBodySize.map { min($0, maximumBodySize) } ?? maximumBodySize, progress: progress)
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         var list: UnsafeMutablePointer<curl_slist>? = nil
         defer { curl_slist_free_all(list) }
@@ -70,6 +75,7 @@ public struct HTTPClient: Sendable {
         _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, stallTimeout)
         _ = ccurl_setopt_str(handle, CURLOPT_USERAGENT, "backlot/0.1")
         if let caFile { _ = ccurl_setopt_str(handle, CURLOPT_CAINFO, caFile) }
+        if bandwidthLimit > 0 { _ = ccurl_setopt_off(handle, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(bandwidthLimit)) }
         if method == "HEAD" { _ = ccurl_setopt_long(handle, CURLOPT_NOBODY, 1) }
         _ = ccurl_setopt_write(handle, Callbacks.write)
         _ = ccurl_setopt_ptr(handle, CURLOPT_WRITEDATA, context)
@@ -138,7 +144,7 @@ private enum Callbacks {
         let t = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
         let n = size * count
         guard t.body.count + n <= t.limit else {
-            t.failure = BacklotError(.io, "the response is larger than \(t.limit) bytes")
+            t.failure = BacklotError(.io, "the server sent more than the \(t.limit) bytes expected; the transfer was stopped")
             return 0
         }
         if n > 0 { t.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n)) }

@@ -1,0 +1,87 @@
+import BacklotBasics
+import BacklotClient
+import BacklotCrypto
+import BacklotRepository
+import BacklotServer
+import BacklotTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A server that misbehaves on Range requests for archives, and damaged installed files.
+@Suite(.serialized) struct FaultTests {
+    enum Fault: Sendable { case error500, truncated, stall, endless, flaky }
+
+    /// Serves the fixture's tree, with `fault` applied to Range requests for packs.
+    func faultyServer(_ f: ClientFixture, _ fault: Fault) throws -> (HTTPServer, AssetPackManager) {
+        let tree = try StaticTree(root: f.repository.directory.publicTreePath)
+        let count = Mutex(0)
+        let server = try HTTPServer(configuration: .init(port: 0)) { request in
+            guard request.path.hasPrefix("/v1/packs/"), let range = request.header("Range"), !range.hasPrefix("bytes=0-63") else {
+                return .respond(tree.respond(to: request))
+            }
+            var r = tree.respond(to: request)
+            switch fault {
+            case .error500:
+                return .respond(.error(500, code: "internal", "broken"))
+            case .flaky:
+                // Fails the first time each range is asked, with Retry-After: the retry succeeds.
+                let n = count.withLock { c -> Int in c += 1; return c }
+                return .respond(n % 2 == 1 ? HTTPResponse(status: 503, headers: [("Retry-After", "1")], route: "static") : r)
+            case .truncated, .endless:
+                guard case .descriptor(let fd, let offset, let length) = r.body else { return .respond(r) }
+                r.body = .descriptor(fd, offset: offset, length: fault == .truncated ? length / 2 : length + 4096)
+                r.headers.removeAll { $0.name == "Content-Range" }
+                return .respond(r)
+            case .stall:
+                usleep(2_500_000)
+                return .respond(r)
+            }
+        }
+        var configuration = AssetPackManager.Configuration(containerPath: f.dir.at("c-\(fault)"),
+            catalogURL: URL(string: "http://127.0.0.1:\(server.port)/v1/apps/\(f.app)/internal/catalog.json")!,
+            app: f.app, channel: .internal, trustedKeys: [f.pinned])
+        configuration.stallTimeout = 1
+        configuration.retries = fault == .flaky ? 2 : 1
+        return (server, try AssetPackManager(configuration: configuration))
+    }
+
+    @Test(arguments: [Fault.error500, .truncated, .stall, .endless])
+    func aMisbehavingServerFailsTheDownloadAndInstallsNothing(_ fault: Fault) async throws {
+        let f = try ClientFixture()
+        try f.publish()
+        let (server, manager) = try faultyServer(f, fault)
+        defer { server.stop(grace: 0) }
+        await #expect(throws: (any Error).self) { _ = try await manager.fetch(packWithID: "Levels") }
+        #expect(!manager.assetPackIsAvailableLocally(withID: "Levels"))
+    }
+
+    @Test func retryAfterIsHonoured() async throws {
+        let f = try ClientFixture()
+        try f.publish()
+        let (server, manager) = try faultyServer(f, .flaky)
+        defer { server.stop(grace: 0) }
+        #expect(try await manager.fetch(packWithID: "Levels").version == 1)
+    }
+
+    @Test func damagedInstalledFilesAreFoundAndRepairedFetchingLittle() async throws {
+        let f = try ClientFixture()
+        let (source, _) = try f.publish()
+        let manager = try f.manager()
+        _ = try await manager.fetch(packWithID: "Levels")
+        #expect(try manager.verifyInstalled().isEmpty)
+        let damaged = manager.url(for: "Levels/level1.dat").path
+        chmod(damaged, 0o644)
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: damaged)))
+        bytes[5000] ^= 0xFF
+        try Data(bytes).write(to: URL(fileURLWithPath: damaged))
+        #expect(try manager.verifyInstalled() == ["Levels: Levels/level1.dat"])
+        #expect(try await manager.repair() == ["Levels"])
+        #expect(try manager.verifyInstalled().isEmpty)
+        #expect(try sameFiles(source, manager.url(for: "readme.txt").deletingLastPathComponent().path))
+    }
+}
+
+import Synchronization
