@@ -237,6 +237,9 @@ struct PackInstaller: Sendable {
             throw BacklotError(.io, r.status == 200 ? "the server ignored the Range request (200 instead of 206)" : "the archive answered \(r.status)",
                                context: url, hint: "the server must support HTTP Range requests")
         }
+        guard !r.exceededExpectedSize else {
+            throw BacklotError(.io, "the server sent more than the \(last - first + 1) bytes asked for; the transfer was stopped", context: url)
+        }
         guard UInt64(r.body.count) == last - first + 1 else {
             throw BacklotError(.io, "the server sent \(r.body.count) bytes for a range of \(last - first + 1)", context: url)
         }

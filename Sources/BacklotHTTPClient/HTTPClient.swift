@@ -28,6 +28,8 @@ public struct HTTPClient: Sendable {
         /// Header values by lowercased name.
         public let headers: [String: String]
         public let body: [UInt8]
+        /// The server sent more than `expectedBodySize`: the transfer was stopped there.
+        public let exceededExpectedSize: Bool
         public var text: String { String(decoding: body, as: UTF8.self) }
     }
 
@@ -60,6 +62,7 @@ public struct HTTPClient: Sendable {
         guard let handle = curl_easy_init() else { throw BacklotError(.library, "libcurl could not start a transfer") }
         defer { curl_easy_cleanup(handle) }
         let transfer = Transfer(limit: expectedBodySize.map { min($0, maximumBodySize) } ?? maximumBodySize, progress: progress)
+        transfer.stopsAtExpectedSize = expectedBodySize != nil
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         var list: UnsafeMutablePointer<curl_slist>? = nil
         defer { curl_slist_free_all(list) }
@@ -106,6 +109,11 @@ public struct HTTPClient: Sendable {
             _ = ccurl_setopt_ptr(handle, CURLOPT_READDATA, context)
         }
         let code = withExtendedLifetime(transfer) { curl_easy_perform(handle) }
+        var status = 0
+        _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        if transfer.exceeded && transfer.stopsAtExpectedSize {
+            return Response(status: status, headers: transfer.headers, body: transfer.body, exceededExpectedSize: true)
+        }
         if let failure = transfer.failure { throw failure }
         guard code == CURLE_OK else {
             let text = String(cString: curl_easy_strerror(code))
@@ -113,9 +121,7 @@ public struct HTTPClient: Sendable {
             throw BacklotError(.io, "\(method) \(url) failed: \(text)", context: url,
                                hint: tls ? "trust the server's CA with --ca FILE (backlot serve prints its path)" : "check that the server is running and the URL is right")
         }
-        var status = 0
-        _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        return Response(status: status, headers: transfer.headers, body: transfer.body)
+        return Response(status: status, headers: transfer.headers, body: transfer.body, exceededExpectedSize: false)
     }
 }
 
@@ -130,6 +136,8 @@ private final class Transfer: @unchecked Sendable {
     var total: UInt64 = 0
     var sent: UInt64 = 0
     var failure: BacklotError?
+    var exceeded = false
+    var stopsAtExpectedSize = false
     let limit: Int
     let progress: (@Sendable (UInt64, UInt64) -> Void)?
 
@@ -144,7 +152,8 @@ private enum Callbacks {
         let t = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
         let n = size * count
         guard t.body.count + n <= t.limit else {
-            t.failure = BacklotError(.io, "the server sent more than the \(t.limit) bytes expected; the transfer was stopped")
+            t.exceeded = true
+            t.failure = BacklotError(.io, "the response is larger than \(t.limit) bytes; the transfer was stopped")
             return 0
         }
         if n > 0 { t.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n)) }
