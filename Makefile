@@ -26,6 +26,7 @@ bench:
 	$(SWIFT) build -c release
 	@scripts/bench $(BUILD_DIR)/release/backlot
 	@scripts/bench-server $(BUILD_DIR)/release/backlot
+	@scripts/bench-client $(BUILD_DIR)/release/backlot
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -27,7 +27,7 @@ struct PackInstaller: Sendable {
     let container: ClientContainer
     let http: HTTPClient
     var connections = 4
-    var maximumRangeBytes: UInt64 = 8 << 20
+    var maximumRangeBytes: UInt64 = 4 << 20
     var mergeGap: UInt64 = 64 << 10
     /// Attempts after the first for one Range request.
     var retries = 4
@@ -120,6 +120,8 @@ struct PackInstaller: Sendable {
         }
         let total = targets.keys.reduce(UInt64(0)) { $0 + UInt64(index.chunks[$1].uncompressedSize) }
         let done = AtomicBytes()
+        let files = OpenFiles()
+        defer { files.closeAll() }
 
         // 3a. Chunks finished before a crash, and chunks the installed release has: checked, then used.
         let finished = try container.doneChunks(digest)
@@ -130,12 +132,12 @@ struct PackInstaller: Sendable {
             let chunk = index.chunks[c]
             let places = targets[c]!
             if finished.contains(c), let bytes = try? Self.read(places[0].path, places[0].offset, Int(chunk.uncompressedSize)), SHA256.hash(bytes) == chunk.id {
-                for p in places.dropFirst() { try Self.write(bytes, p.path, p.offset) }
+                for p in places.dropFirst() { try files.write(bytes, p.path, p.offset) }
                 done.add(UInt64(bytes.count))
                 continue
             }
             if let local = localChunks[chunk.id], let bytes = try? Self.read(local.path, local.offset, local.size), SHA256.hash(bytes) == chunk.id {
-                for p in places { try Self.write(bytes, p.path, p.offset) }
+                for p in places { try files.write(bytes, p.path, p.offset) }
                 reused += 1
                 recorded.append(c)
                 done.add(UInt64(bytes.count))
@@ -173,7 +175,7 @@ struct PackInstaller: Sendable {
                         let start = Int(chunk.offset - first.offset)
                         let plain = try PackReader.decode(Array(body[start..<start + Int(chunk.compressedSize)]), chunk: chunk, chunkIndex: c,
                                                           using: decompressor, source: url)
-                        for p in placements[c]! { try Self.write(plain, p.path, p.offset) }
+                        for p in placements[c]! { try files.write(plain, p.path, p.offset) }
                         progress?(done.add(UInt64(plain.count)), total)
                     }
                     try container.recordChunks(digest, run)
@@ -184,17 +186,11 @@ struct PackInstaller: Sendable {
         }
         if let error = failure.withLock({ $0 }) { throw error }
 
-        // 4. Check every written file, flush, make read-only, switch.
+        // 4. Every byte written came from a chunk that had its SHA-256 (and the index that lists the
+        //    chunks of each file had the catalog's): flush the files, make them read-only, switch.
+        try files.syncAll()
         for file in index.files {
-            let path = partial + "/" + file.path
-            if !linked.contains(file.path) {
-                guard try SHA256.hash(fileAt: path) == file.digest else {
-                    throw BacklotError(.corruptArchive, "the assembled file does not have its SHA-256", context: "\(id): \(file.path)")
-                }
-                let fd = open(path, O_RDONLY | O_CLOEXEC)
-                if fd >= 0 { fsync(fd); close(fd) }
-            }
-            chmod(path, file.mode == 0o755 ? 0o555 : 0o444)
+            chmod(partial + "/" + file.path, file.mode == 0o755 ? 0o555 : 0o444)
         }
         FileSystem.syncDirectory(partial)
         if FileSystem.exists(folder) { Self.removeRelease(folder) }
@@ -269,14 +265,6 @@ struct PackInstaller: Sendable {
         return try fd.read(count: count, at: offset)
     }
 
-    static func write(_ bytes: [UInt8], _ path: String, _ offset: UInt64) throws {
-        let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw SystemCall.error("open", path: path) }
-        let out = FileDescriptor(rawValue: fd, path: path)
-        defer { out.close() }
-        try bytes.withUnsafeBytes { try out.write($0, at: offset) }
-    }
-
     /// Splits stored header + index bytes.
     static func decodeStored(_ bytes: [UInt8]) -> (header: PackHeader, index: PackIndex)? {
         guard bytes.count > PackHeader.size, let header = try? PackHeader.decode(Array(bytes.prefix(PackHeader.size)), fileSize: nil, source: "stored") else { return nil }
@@ -290,6 +278,44 @@ struct PackInstaller: Sendable {
             for case let p as String in walker { chmod(folder + "/" + p, 0o755) }
         }
         FileSystem.removeTree(folder)
+    }
+}
+
+/// The files being assembled, opened once each and shared by the download threads.
+final class OpenFiles: Sendable {
+    private let open = Mutex<[String: FileDescriptor]>([:])
+
+    func descriptor(_ path: String) throws -> FileDescriptor {
+        try open.withLock { files in
+            if let fd = files[path] { return fd }
+            let raw = Glibc.open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard raw >= 0 else { throw SystemCall.error("open", path: path) }
+            let fd = FileDescriptor(rawValue: raw, path: path)
+            files[path] = fd
+            return fd
+        }
+    }
+
+    func write(_ bytes: [UInt8], _ path: String, _ offset: UInt64) throws {
+        let fd = try descriptor(path)
+        try bytes.withUnsafeBytes { try fd.write($0, at: offset) }
+    }
+
+    /// Flushes every file, two at a time.
+    func syncAll() throws {
+        let all = Array(open.withLock { $0.values })
+        let failure = Mutex<(any Error)?>(nil)
+        DispatchQueue.concurrentPerform(iterations: all.count) { i in
+            do { try all[i].sync() } catch { failure.withLock { $0 = error } }
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    func closeAll() {
+        open.withLock { files in
+            for fd in files.values { fd.close() }
+            files.removeAll()
+        }
     }
 }
 

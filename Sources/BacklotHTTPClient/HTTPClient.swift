@@ -63,6 +63,7 @@ public struct HTTPClient: Sendable {
         defer { curl_easy_cleanup(handle) }
         let transfer = Transfer(limit: expectedBodySize.map { min($0, maximumBodySize) } ?? maximumBodySize, progress: progress)
         transfer.stopsAtExpectedSize = expectedBodySize != nil
+        if let expectedBodySize { transfer.body.reserveCapacity(min(expectedBodySize, maximumBodySize)) }
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         var list: UnsafeMutablePointer<curl_slist>? = nil
         defer { curl_slist_free_all(list) }

@@ -176,3 +176,22 @@ struct DownloadManifestCommandTests {
         #expect(BacklotCLI.main(["download-manifest", "create", pack, "--platform", "ipados", "--download-base-url", "https://x", "-o", dir.at("m3.json")], io: lonely) == 2)
     }
 }
+
+struct PlistCheckCommandTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("BacklotInfoPlistTests/Fixtures").path
+
+    @Test func checkReportsRulesWithExitStatusesAndJSON() {
+        let ok = CapturedIO()
+        #expect(BacklotCLI.main(["plist", "check", Self.fixtures + "/valid-self-hosted.binary.plist"], io: ok) == 0)
+        #expect(ok.standardOutput.contains("0 errors, 0 warnings"))
+        let bad = CapturedIO()
+        #expect(BacklotCLI.main(["plist", "check", Self.fixtures + "/manifest-http.xml.plist", "--json"], io: bad) == 1)
+        #expect(bad.standardOutput.contains("\"rule\": \"manifestURL.https\"") && bad.standardOutput.contains("\"keyPath\": \"BAManifestURL\""))
+        let defined = CapturedIO()
+        #expect(BacklotCLI.main(["plist", "check", Self.fixtures + "/group-placeholder.xml.plist", "--define", "APP_GROUP_IDENTIFIER=group.x"], io: defined) == 0)
+        #expect(defined.standardOutput.contains("0 errors, 0 warnings"))
+        let notPlist = CapturedIO()
+        #expect(BacklotCLI.main(["plist", "check", #filePath], io: notPlist) == 2)
+    }
+}

@@ -20,9 +20,9 @@ import Glibc
         let baseURL: String
         private let output = Pipe()
 
-        init(data: String) throws {
+        init(data: String, tls: String = "off") throws {
             process.executableURL = URL(fileURLWithPath: ProcessTests.binary)
-            process.arguments = ["serve", "--data", data, "--port", "0", "--tls", "off", "--quiet"]
+            process.arguments = ["serve", "--data", data, "--port", "0", "--tls", tls, "--quiet"]
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -71,6 +71,20 @@ import Glibc
         let r = try api(server, token, "GET", "/api/apps/a/packs/Levels/versions/\(version)")
         guard case .number(let n)? = try JSONReader(source: "r").read(r.body).root["received"]?.kind else { return 0 }
         return UInt64(n) ?? 0
+    }
+
+    @Test func servesWithAGivenCertificateAndKey() throws {
+        let dir = try TemporaryDirectory("own-cert")
+        defer { dir.remove() }
+        let ca = try LocalCertificateAuthority.create(commonName: "Test CA")
+        let issued = try ca.issueServerCertificate(dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"])
+        try dir.write("ca.pem", ca.certificatePEM)
+        try dir.write("cert.pem", issued.certificatePEM)
+        try dir.write("key.pem", issued.privateKeyPEM)
+        let server = try Server(data: dir.at("data"), tls: dir.at("cert.pem") + "," + dir.at("key.pem"))
+        #expect(server.baseURL.hasPrefix("https://"))
+        #expect(try HTTPClient(caFile: dir.at("ca.pem")).send("GET", server.baseURL + "v1/keys/root.json").status == 200)
+        #expect(server.terminate() == 0)
     }
 
     @Test func sigtermStopsGracefully() throws {
