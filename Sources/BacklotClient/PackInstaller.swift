@@ -27,7 +27,7 @@ struct PackInstaller: Sendable {
     let container: ClientContainer
     let http: HTTPClient
     var connections = 4
-    var maximumRangeBytes: UInt64 = 4 << 20
+    var maximumRangeBytes: UInt64 = 2 << 20
     var mergeGap: UInt64 = 64 << 10
     /// Attempts after the first for one Range request.
     var retries = 4
@@ -110,17 +110,25 @@ struct PackInstaller: Sendable {
         }
 
         // Where each chunk goes.
-        var targets: [Int: [(path: String, offset: UInt64)]] = [:]
+        // Where each chunk goes: (file number, offset), indexed by chunk; compact for packs of many chunks.
+        var targets = [[Placement]](repeating: [], count: index.chunks.count)
+        var paths: [String] = []
         for file in index.files where !linked.contains(file.path) {
+            let number = Int32(paths.count)
+            paths.append(partial + "/" + file.path)
             var offset: UInt64 = 0
             for c in file.chunks {
-                targets[c, default: []].append((partial + "/" + file.path, offset))
+                targets[c].append(Placement(file: number, offset: offset))
                 offset += UInt64(index.chunks[c].uncompressedSize)
             }
         }
-        let total = targets.keys.reduce(UInt64(0)) { $0 + UInt64(index.chunks[$1].uncompressedSize) }
+        let wanted = targets.indices.filter { !targets[$0].isEmpty }
+        let total = wanted.reduce(UInt64(0)) { $0 + UInt64(index.chunks[$1].uncompressedSize) }
         let done = AtomicBytes()
-        let files = OpenFiles()
+        // Each file is flushed by the thread that writes its last chunk, so the disk works while the network does.
+        var placementsPerFile = [Int](repeating: 0, count: paths.count)
+        for places in targets { for p in places { placementsPerFile[Int(p.file)] += 1 } }
+        let files = OpenFiles(paths: paths, placements: placementsPerFile)
         defer { files.closeAll() }
 
         // 3a. Chunks finished before a crash, and chunks the installed release has: checked, then used.
@@ -128,16 +136,17 @@ struct PackInstaller: Sendable {
         var missing: [Int] = []
         var reused = 0
         var recorded: [Int] = []
-        for c in targets.keys.sorted() {
+        for c in wanted {
             let chunk = index.chunks[c]
-            let places = targets[c]!
-            if finished.contains(c), let bytes = try? Self.read(places[0].path, places[0].offset, Int(chunk.uncompressedSize)), SHA256.hash(bytes) == chunk.id {
-                for p in places.dropFirst() { try files.write(bytes, p.path, p.offset) }
+            let places = targets[c]
+            if finished.contains(c), let bytes = try? Self.read(paths[Int(places[0].file)], places[0].offset, Int(chunk.uncompressedSize)),
+               SHA256.hash(bytes) == chunk.id {
+                for p in places { try files.account(p, writing: p == places[0] ? nil : bytes) }
                 done.add(UInt64(bytes.count))
                 continue
             }
             if let local = localChunks[chunk.id], let bytes = try? Self.read(local.path, local.offset, local.size), SHA256.hash(bytes) == chunk.id {
-                for p in places { try files.write(bytes, p.path, p.offset) }
+                for p in places { try files.account(p, writing: bytes) }
                 reused += 1
                 recorded.append(c)
                 done.add(UInt64(bytes.count))
@@ -175,7 +184,7 @@ struct PackInstaller: Sendable {
                         let start = Int(chunk.offset - first.offset)
                         let plain = try PackReader.decode(Array(body[start..<start + Int(chunk.compressedSize)]), chunk: chunk, chunkIndex: c,
                                                           using: decompressor, source: url)
-                        for p in placements[c]! { try files.write(plain, p.path, p.offset) }
+                        for p in placements[c] { try files.account(p, writing: plain) }
                         progress?(done.add(UInt64(plain.count)), total)
                     }
                     try container.recordChunks(digest, run)
@@ -281,29 +290,56 @@ struct PackInstaller: Sendable {
     }
 }
 
-/// The files being assembled, opened once each and shared by the download threads.
-final class OpenFiles: Sendable {
-    private let open = Mutex<[String: FileDescriptor]>([:])
+/// Where one chunk's bytes go: a file (by number) and an offset in it.
+struct Placement: Sendable, Equatable {
+    let file: Int32
+    let offset: UInt64
+}
 
-    func descriptor(_ path: String) throws -> FileDescriptor {
+/// The files being assembled, opened once each and shared by the download threads; each file is
+/// flushed as soon as its last chunk is written.
+final class OpenFiles: Sendable {
+    let paths: [String]
+    private let open = Mutex<[Int32: FileDescriptor]>([:])
+    private let remaining: Mutex<[Int]>
+    private let synced = Mutex<Set<Int32>>([])
+
+    /// - Parameter placements: how many chunk writes each file will receive.
+    init(paths: [String], placements: [Int]) {
+        self.paths = paths
+        remaining = Mutex(placements)
+    }
+
+    func descriptor(_ file: Int32) throws -> FileDescriptor {
         try open.withLock { files in
-            if let fd = files[path] { return fd }
+            if let fd = files[file] { return fd }
+            let path = paths[Int(file)]
             let raw = Glibc.open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
             guard raw >= 0 else { throw SystemCall.error("open", path: path) }
             let fd = FileDescriptor(rawValue: raw, path: path)
-            files[path] = fd
+            files[file] = fd
             return fd
         }
     }
 
-    func write(_ bytes: [UInt8], _ path: String, _ offset: UInt64) throws {
-        let fd = try descriptor(path)
-        try bytes.withUnsafeBytes { try fd.write($0, at: offset) }
+    /// Writes a chunk at its place (or only counts it, when `bytes` is nil: it is there already).
+    func account(_ place: Placement, writing bytes: [UInt8]?) throws {
+        let fd = try descriptor(place.file)
+        if let bytes { try bytes.withUnsafeBytes { try fd.write($0, at: place.offset) } }
+        let complete = remaining.withLock { r -> Bool in
+            r[Int(place.file)] -= 1
+            return r[Int(place.file)] == 0
+        }
+        if complete {
+            try fd.sync()
+            synced.withLock { _ = $0.insert(place.file) }
+        }
     }
 
-    /// Flushes every file, two at a time.
+    /// Flushes every file not flushed yet, two at a time.
     func syncAll() throws {
-        let all = Array(open.withLock { $0.values })
+        let done = synced.withLock { $0 }
+        let all = Array(open.withLock { $0.filter { !done.contains($0.key) }.values })
         let failure = Mutex<(any Error)?>(nil)
         DispatchQueue.concurrentPerform(iterations: all.count) { i in
             do { try all[i].sync() } catch { failure.withLock { $0 = error } }
