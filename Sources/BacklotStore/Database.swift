@@ -2,6 +2,9 @@ import BacklotBasics
 import CSQLite
 import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A SQLite database (WAL mode) whose connection is owned by this object behind a `Mutex`: every
 /// statement runs serialised, and ``transaction(_:)`` makes a group of them atomic. This file is
@@ -46,7 +49,18 @@ public final class Database: Sendable {
         connection = Mutex(Connection(handle: handle, path: path))
         try connection.withLock { c in
             sqlite3_busy_timeout(c.handle, 5000)
-            try c.execute("PRAGMA journal_mode=WAL")
+            // Switching a new database to WAL takes an exclusive lock and does not wait for it: when
+            // another process opens the same new database at the same moment, try again for a while.
+            var attempts = 0
+            while true {
+                do {
+                    try c.execute("PRAGMA journal_mode=WAL")
+                    break
+                } catch let e as BacklotError where e.message.contains("locked") && attempts < 100 {
+                    attempts += 1
+                    usleep(50_000)
+                }
+            }
             try c.execute("PRAGMA synchronous=FULL")
             try c.execute("PRAGMA foreign_keys=ON")
         }

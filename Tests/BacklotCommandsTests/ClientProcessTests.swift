@@ -20,6 +20,8 @@ import Glibc
         let server: HTTPServer
         let source: String
         let packBytes: Int
+        /// The bytes of big.bin in the second version (its second half replaced).
+        let updatedBig: [UInt8]
 
         /// A 40 MiB pack (random data: five 8 MiB Range requests) behind a server that delays each Range answer.
         init(delayMicroseconds: UInt32) throws {
@@ -40,6 +42,20 @@ import Glibc
             try upload.close()
             repository.waitForProcessing()
             try repository.release(app: "a", pack: "Big", version: 1, channel: .internal)
+            // A second version: the second half of big.bin replaced.
+            var big = try dir.read("src/big.bin")
+            big.replaceSubrange((big.count / 2)..., with: g.bytes(big.count - big.count / 2))
+            updatedBig = big
+            try dir.write("src2/big.bin", big)
+            try dir.write("src2/small.txt", try dir.read("src/small.txt"))
+            let path2 = try SamplePack.build(in: dir, manifestJSON: SamplePack.manifest(id: "Big"), name: "v2.pack", averageChunkSize: 256 << 10,
+                                             sourceRoot: dir.at("src2"))
+            let bytes2 = Array(try Data(contentsOf: URL(fileURLWithPath: path2)))
+            let v2 = try repository.createVersion(app: "a", pack: "Big", size: UInt64(bytes2.count))
+            let upload2 = try repository.beginUpload(app: "a", pack: "Big", number: v2.number, offset: 0)
+            try bytes2.withUnsafeBytes { try upload2.append($0) }
+            try upload2.close()
+            repository.waitForProcessing()
             let tree = try StaticTree(root: repository.directory.publicTreePath)
             server = try HTTPServer(configuration: .init(port: 0)) { request in
                 if request.header("Range") != nil { usleep(delayMicroseconds) }
@@ -58,7 +74,7 @@ import Glibc
             p.arguments = ["fetch", "--catalog", "http://127.0.0.1:\(server.port)/v1/apps/a/internal/catalog.json",
                            "--trust", repository.directory.publicKeyPath, "--container", dir.at(container), "--json"]
             p.standardOutput = Pipe()
-            p.standardError = FileHandle.nullDevice
+            p.standardError = FileHandle(forWritingAtPath: "/dev/stderr") ?? FileHandle.nullDevice
             try p.run()
             return p
         }
@@ -78,32 +94,55 @@ import Glibc
         return UInt64(json[r.upperBound...].prefix { $0.isNumber }) ?? 0
     }
 
-    @Test func killedMidInstallTheNextRunFinishesWithIdenticalFilesAndFetchesOnlyWhatWasMissing() throws {
+    /// Starts a fetch, kills it with SIGKILL once some chunks are recorded (plus a random delay drawn
+    /// from the seed), checks that no half-installed release is visible, restarts it, and checks the result.
+    func killAndRestart(_ s: Setup, container: String, version: Int, expected: [UInt8], g: inout SeededGenerator, label: String) throws {
+        let before = try ClientContainer(path: s.dir.at(container)).installed().first?.version
+        let doneBefore = s.doneChunks(container)
+        let first = try s.fetch(container: container)
+        for _ in 0..<600 where first.isRunning && s.doneChunks(container) == doneBefore { usleep(10_000) }
+        usleep(useconds_t(g.next() % 150_000))
+        let wasRunning = first.isRunning
+        kill(first.processIdentifier, SIGKILL)
+        first.waitUntilExit()
+        // Never half-installed: the previous release, or the new one, complete.
+        let visible = try ClientContainer(path: s.dir.at(container)).installed().first
+        #expect(visible?.version == before || visible?.version == version, "\(label)")
+        if let visible {
+            let folder = try ClientContainer(path: s.dir.at(container)).releaseFolder("Big", digest: visible.digest)
+            #expect(FileSystem.exists(folder + "/big.bin") && FileSystem.exists(folder + "/small.txt"), "\(label)")
+        }
+        let second = try s.fetch(container: container)
+        second.waitUntilExit()
+        let json = s.report(second)
+        #expect(second.terminationStatus == 0, "\(label): \(json)")
+        if wasRunning && visible?.version == before {
+            #expect(Self.downloaded(json) < UInt64(s.packBytes), "\(label): the restart fetched everything again: \(json)")
+        }
+        let installed = try #require(try ClientContainer(path: s.dir.at(container)).installed().first)
+        #expect(installed.version == version, "\(label)")
+        let folder = try ClientContainer(path: s.dir.at(container)).releaseFolder("Big", digest: installed.digest)
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: folder + "/big.bin"))) == expected, "\(label)")
+    }
+
+    /// Twenty kill -9s at moments drawn from a printed seed: ten during first installs, ten during updates.
+    @Test func killedMidInstallOrUpdateTheNextRunFinishesWithIdenticalFilesAndNothingHalfInstalled() throws {
         var g = SeededGenerator.fromEnvironment()
-        print("killedMidInstall seed: \(g.seed) (BACKLOT_TEST_SEED replays it)")
-        let s = try Setup(delayMicroseconds: 250_000)
-        for round in 0..<3 {
-            let container = "c\(round)"
-            let first = try s.fetch(container: container)
-            // Kill once some chunks are recorded, after a random extra delay drawn from the seed.
-            for _ in 0..<600 where first.isRunning && s.doneChunks(container) == 0 { usleep(10_000) }
-            usleep(useconds_t(g.next() % 100_000))
-            let wasRunning = first.isRunning
-            kill(first.processIdentifier, SIGKILL)
-            first.waitUntilExit()
-            // No half-installed pack is ever visible: either nothing is installed, or all of it.
-            let status = try ClientContainer(path: s.dir.at(container)).installed()
-            #expect(status.isEmpty || status.first?.version == 1)
-            let second = try s.fetch(container: container)
-            second.waitUntilExit()
-            let json = s.report(second)
-            #expect(second.terminationStatus == 0, "\(json)")
-            if wasRunning && status.isEmpty {
-                #expect(Self.downloaded(json) < UInt64(s.packBytes), "round \(round): the restart fetched everything again: \(json)")
-            }
-            let installed = try #require(try ClientContainer(path: s.dir.at(container)).installed().first)
-            let folder = try ClientContainer(path: s.dir.at(container)).releaseFolder("Big", digest: installed.digest)
-            #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/big.bin")) == Data(contentsOf: URL(fileURLWithPath: s.source + "/big.bin")))
+        print("killedMidInstallOrUpdate seed: \(g.seed) (BACKLOT_TEST_SEED replays it)")
+        let s = try Setup(delayMicroseconds: 100_000)
+        let original = try s.dir.read("src/big.bin")
+        for round in 0..<10 {
+            try killAndRestart(s, container: "install-\(round)", version: 1, expected: original, g: &g, label: "install round \(round)")
+        }
+        // Ten containers hold version 1; then version 2 is released and each update is interrupted once.
+        for round in 0..<10 {
+            let p = try s.fetch(container: "update-\(round)")
+            p.waitUntilExit()
+            #expect(p.terminationStatus == 0)
+        }
+        try s.repository.release(app: "a", pack: "Big", version: 2, channel: .internal)
+        for round in 0..<10 {
+            try killAndRestart(s, container: "update-\(round)", version: 2, expected: s.updatedBig, g: &g, label: "update round \(round)")
         }
     }
 
@@ -112,7 +151,7 @@ import Glibc
         let a = try s.fetch(container: "shared"), b = try s.fetch(container: "shared")
         a.waitUntilExit()
         b.waitUntilExit()
-        #expect(a.terminationStatus == 0 && b.terminationStatus == 0)
+        #expect(a.terminationStatus == 0 && b.terminationStatus == 0, "\(s.report(a)) \(s.report(b))")
         let total = Self.downloaded(s.report(a)) + Self.downloaded(s.report(b))
         #expect(total >= UInt64(s.packBytes) && total < UInt64(s.packBytes) * 3 / 2, "downloaded \(total) for a \(s.packBytes)-byte pack")
     }
