@@ -19,10 +19,7 @@ struct ManifestInput {
                                    hint: "put the manifest you gave ba-package next to it with the same name and a .json extension")
             }
             let (m, _) = try AssetPackManifest.load(path: manifestPath)
-            let fd = try FileDescriptor.openForReading(path)
-            defer { fd.close() }
-            let size = try fd.size()
-            _ = try AppleArchiveHeader.check(try fd.read(count: Int(min(UInt64(AppleArchiveHeader.prefixLength), size)), at: 0), fileSize: size, source: path)
+            let size = try AppleArchiveHeader.check(fileAt: path).size
             return ManifestInput(id: m.assetPackID.rawValue, size: size, policy: m.downloadPolicy, platforms: m.platforms, userInfo: m.userInfo)
         }
         let pack = try PackReader(path: path)

@@ -30,10 +30,7 @@ struct UploadCommand: Command {
                 throw BacklotError(.usage, "an .aar needs --manifest FILE (the manifest given to ba-package)", context: "backlot upload")
             }
             let (manifest, _) = try AssetPackManifest.load(path: manifestPath)
-            let fd = try FileDescriptor.openForReading(path)
-            size = try fd.size()
-            _ = try AppleArchiveHeader.check(try fd.read(count: Int(min(UInt64(AppleArchiveHeader.prefixLength), size)), at: 0), fileSize: size, source: path)
-            fd.close()
+            size = try AppleArchiveHeader.check(fileAt: path).size
             id = manifest.assetPackID.rawValue
             let text = try String(contentsOfFile: manifestPath, encoding: .utf8)
             let node = try JSONReader(source: manifestPath).read(text).root

@@ -13,6 +13,15 @@ public enum AppleArchiveHeader: Sendable, Hashable {
     /// The bytes ``check(_:fileSize:source:)`` needs from the start of the file.
     public static let prefixLength = 28
 
+    /// Checks the start of the file at `path`; returns its header and the file's size.
+    public static func check(fileAt path: String, source: String? = nil) throws -> (header: AppleArchiveHeader, size: UInt64) {
+        let fd = try FileDescriptor.openForReading(path)
+        defer { fd.close() }
+        let size = try fd.size()
+        let head = try fd.read(count: Int(min(UInt64(prefixLength), size)), at: 0)
+        return (try check(head, fileSize: size, source: source ?? path), size)
+    }
+
     /// Checks the first bytes of a file that claims to be an Apple Archive.
     /// - Throws: ``BacklotError/Code/invalidInput`` saying what is wrong.
     public static func check(_ bytes: [UInt8], fileSize: UInt64, source: String) throws -> AppleArchiveHeader {

@@ -231,12 +231,8 @@ extension Repository {
     /// An `.aar` is stored as is: its header is checked (it cannot be decompressed here: LZFSE has
     /// no Debian library), its size must be the declared one, and its manifest was checked at creation.
     func processAppleArchive(versionID: Int64, path: String, declared: UInt64, manifest: String) throws {
-        let fd = try FileDescriptor.openForReading(path)
-        let size = try fd.size()
-        let head = try fd.read(count: Int(min(UInt64(AppleArchiveHeader.prefixLength), size)), at: 0)
-        fd.close()
+        let size = try AppleArchiveHeader.check(fileAt: path, source: "the uploaded archive").size
         guard size == declared else { throw BacklotError(.invalidInput, "the archive has \(size) bytes, not the \(declared) declared") }
-        _ = try AppleArchiveHeader.check(head, fileSize: size, source: "the uploaded archive")
         let sha = try Self.fileSHA256(path)
         try storeBlob(versionID: versionID, from: path, sha: sha)
         try db.transaction { tx in
