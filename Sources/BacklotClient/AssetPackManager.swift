@@ -135,11 +135,82 @@ public actor AssetPackManager {
             return FetchReport(id: id, version: (try? container.installed(id))?.version ?? 0, downloadedBytes: 0, downloadedChunks: 0, reusedChunks: 0, linkedFiles: 0)
         }
         let report = Mutex<FetchReport?>(nil)
-        let task = Task { report.withLock { $0 = nil }; let r = try await self.download(id); report.withLock { $0 = r } }
+        let task = Task { let r = try await self.runOrQueue(id); report.withLock { $0 = r } }
         inFlight[id] = task
         defer { inFlight[id] = nil }
         try await task.value
         return report.withLock { $0 }!
+    }
+
+    /// This manager's identity in the container's request queue.
+    nonisolated let clientID = UUID().uuidString.lowercased()
+
+    /// One process per container runs downloads: the holder of the container's executor lock. It
+    /// does its own request, then every request other processes queued, posting each one's outcome
+    /// as an event in the container's database. A process that finds the lock held queues its
+    /// request and waits for its event (claimed exactly once); if the executor goes away, it takes
+    /// the lock and does the work itself.
+    private func runOrQueue(_ id: String) async throws -> FetchReport {
+        if let executor = ExecutorLock.tryAcquire(container: container.path) {
+            defer { executor.release() }
+            let report = try await download(id)
+            await drainQueue()
+            return report
+        }
+        let request = try container.enqueue(client: clientID, pack: id)
+        guard let (pack, _) = try await offered()[id] else {
+            _ = try container.withdraw(request: request)
+            throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
+        }
+        broadcaster.send(.began(pack))
+        while true {
+            if let event = try container.claim(client: clientID, pack: id) {
+                return try finish(pack, event)
+            }
+            if let executor = ExecutorLock.tryAcquire(container: container.path) {
+                defer { executor.release() }
+                if try container.withdraw(request: request) {
+                    let report = try await download(id)
+                    await drainQueue()
+                    return report
+                }
+                // The executor took the request before leaving: its event is there, or it died mid-way.
+                if let event = try container.claim(client: clientID, pack: id) { return try finish(pack, event) }
+                let report = try await download(id)
+                await drainQueue()
+                return report
+            }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+    }
+
+    private func finish(_ pack: AssetPack, _ event: (kind: String, detail: String)) throws -> FetchReport {
+        let detail = (try? JSONReader(source: "event").read(event.detail).root) ?? .null
+        func number(_ key: String) -> UInt64 { if case .number(let n)? = detail[key]?.kind { UInt64(n) ?? 0 } else { 0 } }
+        guard event.kind == "finished" else {
+            let error = BacklotError(.io, detail["message"]?.stringValue ?? "the download failed in another process", context: pack.id)
+            broadcaster.send(.failed(pack, error))
+            throw error
+        }
+        broadcaster.send(.finished(pack))
+        return FetchReport(id: pack.id, version: Int(number("version")), downloadedBytes: number("downloadedBytes"),
+                           downloadedChunks: Int(number("downloadedChunks")), reusedChunks: Int(number("reusedChunks")), linkedFiles: Int(number("linkedFiles")))
+    }
+
+    /// The executor's second duty: the requests other processes queued.
+    private func drainQueue() async {
+        while let request = try? container.takeRequest() {
+            do {
+                let r = try await download(request.pack)
+                let detail = JSONNode.object(["version": .number(r.version), "downloadedBytes": .number(r.downloadedBytes),
+                                              "downloadedChunks": .number(r.downloadedChunks), "reusedChunks": .number(r.reusedChunks),
+                                              "linkedFiles": .number(r.linkedFiles)]).serialized()
+                try? container.post(client: request.client, pack: request.pack, kind: "finished", detail: detail)
+            } catch {
+                try? container.post(client: request.client, pack: request.pack, kind: "failed",
+                                    detail: JSONNode.object(["message": .string("\(error)")]).serialized())
+            }
+        }
     }
 
     private func download(_ id: String) async throws -> FetchReport {
@@ -354,8 +425,30 @@ final class Broadcaster: Sendable {
 }
 
 /// One process at a time installs a given pack into a container (flock on a lock file), so two
-/// processes asking for the same pack download it once.
+/// processes asking for the same pack download it once; and one process at a time is the
+/// container's executor (``tryAcquire(container:)``).
 enum ExecutorLock {
+    /// A held executor lock.
+    final class Held: Sendable {
+        let fd: Int32
+        init(_ fd: Int32) { self.fd = fd }
+        func release() {
+            flock(fd, LOCK_UN)
+            close(fd)
+        }
+    }
+
+    /// Takes the container's executor lock if no other process (or task) holds it.
+    static func tryAcquire(container: String) -> Held? {
+        let fd = open(container + "/.executor.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return nil }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            return nil
+        }
+        return Held(fd)
+    }
+
     static func holding<T>(container: String, pack: String, _ body: () throws -> T) throws -> T {
         let path = container + "/.executor-" + String(SHA256.hash(Array(pack.utf8)).hex.prefix(16)) + ".lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)

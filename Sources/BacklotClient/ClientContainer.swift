@@ -36,6 +36,9 @@ public struct ClientContainer: Sendable {
             CREATE TABLE IF NOT EXISTS installed (id TEXT PRIMARY KEY, version INTEGER NOT NULL, digest TEXT NOT NULL, download_size INTEGER NOT NULL,
                 metadata TEXT NOT NULL, index_bytes BLOB NOT NULL, installed INTEGER NOT NULL);
             CREATE TABLE IF NOT EXISTS chunks_done (digest TEXT NOT NULL, chunk INTEGER NOT NULL, PRIMARY KEY (digest, chunk));
+            CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY AUTOINCREMENT, client TEXT NOT NULL, pack TEXT NOT NULL, created INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, client TEXT NOT NULL, pack TEXT NOT NULL, kind TEXT NOT NULL,
+                detail TEXT NOT NULL, delivered INTEGER NOT NULL DEFAULT 0);
             """)
             if try tx.query("SELECT 1 FROM meta WHERE key = 'deviceID'").isEmpty {
                 try tx.run("INSERT INTO meta(key, value) VALUES ('deviceID', ?)", [.text(UUID().uuidString.lowercased())])
@@ -108,6 +111,47 @@ public struct ClientContainer: Sendable {
             }
         }
         return damaged
+    }
+
+    // MARK: The request queue (processes that are not the executor)
+
+    /// Queues a request for the executor; returns its number.
+    func enqueue(client: String, pack: String) throws -> Int64 {
+        try db.transaction { tx in
+            try tx.run("INSERT INTO requests(client, pack, created) VALUES (?, ?, ?)", [.text(client), .text(pack), .integer(Int64(Date().timeIntervalSince1970))])
+            return tx.lastInsertRowID
+        }
+    }
+
+    /// Takes the oldest queued request (the executor calls this).
+    func takeRequest() throws -> (id: Int64, client: String, pack: String)? {
+        try db.transaction { tx in
+            guard let r = try tx.query("SELECT * FROM requests ORDER BY id LIMIT 1").first, let id = r["id"]?.int else { return nil }
+            try tx.run("DELETE FROM requests WHERE id = ?", [.integer(id)])
+            return (id, r["client"]?.string ?? "", r["pack"]?.string ?? "")
+        }
+    }
+
+    /// Withdraws a queued request (a waiting process that becomes the executor does its own work).
+    func withdraw(request id: Int64) throws -> Bool {
+        try db.transaction { tx in try tx.run("DELETE FROM requests WHERE id = ?", [.integer(id)]) == 1 }
+    }
+
+    /// Records an event for a client (`finished` or `failed`, with a JSON detail).
+    func post(client: String, pack: String, kind: String, detail: String) throws {
+        try db.transaction { tx in
+            try tx.run("INSERT INTO events(client, pack, kind, detail) VALUES (?, ?, ?, ?)", [.text(client), .text(pack), .text(kind), .text(detail)])
+        }
+    }
+
+    /// Claims the next undelivered event for a client and pack: each event is delivered exactly once.
+    func claim(client: String, pack: String) throws -> (kind: String, detail: String)? {
+        try db.transaction { tx in
+            guard let r = try tx.query("SELECT * FROM events WHERE client = ? AND pack = ? AND delivered = 0 ORDER BY seq LIMIT 1",
+                                       [.text(client), .text(pack)]).first, let seq = r["seq"]?.int else { return nil }
+            guard try tx.run("UPDATE events SET delivered = 1 WHERE seq = ? AND delivered = 0", [.integer(seq)]) == 1 else { return nil }
+            return (r["kind"]?.string ?? "", r["detail"]?.string ?? "")
+        }
     }
 
     /// Removes an installed pack and its files.

@@ -154,5 +154,10 @@ import Glibc
         #expect(a.terminationStatus == 0 && b.terminationStatus == 0, "\(s.report(a)) \(s.report(b))")
         let total = Self.downloaded(s.report(a)) + Self.downloaded(s.report(b))
         #expect(total >= UInt64(s.packBytes) && total < UInt64(s.packBytes) * 3 / 2, "downloaded \(total) for a \(s.packBytes)-byte pack")
+        // The process that found the executor busy queued its request and got exactly one event for it.
+        let db = try Database(path: s.dir.at("shared") + "/state.sqlite")
+        let events = try db.read { try $0.query("SELECT kind, delivered FROM events") }
+        #expect(events.count == 1 && events.first?["kind"]?.string == "finished" && events.first?["delivered"]?.int == 1, "\(events)")
+        #expect(try db.read { try $0.query("SELECT COUNT(*) AS n FROM requests") }.first?["n"]?.int == 0)
     }
 }
