@@ -126,6 +126,117 @@ public struct HTTPClient: Sendable {
     }
 }
 
+extension HTTPClient {
+    /// Downloads `url` into the file at `path`, appending from byte `offset` (a Range request when
+    /// `offset` > 0), at most `limit` bytes in all.
+    /// - Returns: the status, the headers and the file's size afterwards.
+    /// - Throws: ``BacklotError/Code/io`` for transport failures or a body past `limit`.
+    public func download(_ url: String, to path: String, from offset: UInt64, limit: UInt64?, headers: [String: String] = [:],
+                         progress: (@Sendable (UInt64, UInt64) -> Void)? = nil, isCancelled: (@Sendable () -> Bool)? = nil) throws -> (status: Int, headers: [String: String], size: UInt64) {
+        guard let handle = curl_easy_init() else { throw BacklotError(.library, "libcurl could not start a transfer") }
+        defer { curl_easy_cleanup(handle) }
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SystemCall.error("open", path: path) }
+        defer { close(fd) }
+        let sink = FileSink(fd: fd, offset: offset, limit: limit, progress: progress, isCancelled: isCancelled)
+        var list: UnsafeMutablePointer<curl_slist>? = nil
+        defer { curl_slist_free_all(list) }
+        for (k, v) in headers { list = curl_slist_append(list, "\(k): \(v)") }
+        if offset > 0 { list = curl_slist_append(list, "Range: bytes=\(offset)-") }
+        _ = ccurl_setopt_str(handle, CURLOPT_URL, url)
+        _ = ccurl_setopt_slist(handle, CURLOPT_HTTPHEADER, list)
+        _ = ccurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
+        _ = ccurl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)
+        _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
+        _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, stallTimeout)
+        if let caFile { _ = ccurl_setopt_str(handle, CURLOPT_CAINFO, caFile) }
+        if bandwidthLimit > 0 { _ = ccurl_setopt_off(handle, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(bandwidthLimit)) }
+        let context = Unmanaged.passUnretained(sink).toOpaque()
+        _ = ccurl_setopt_write(handle, FileCallbacks.write)
+        _ = ccurl_setopt_ptr(handle, CURLOPT_WRITEDATA, context)
+        _ = ccurl_setopt_header(handle, FileCallbacks.header)
+        _ = ccurl_setopt_ptr(handle, CURLOPT_HEADERDATA, context)
+        let code = withExtendedLifetime(sink) { curl_easy_perform(handle) }
+        var status = 0
+        _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        if let failure = sink.failure { throw failure }
+        guard code == CURLE_OK else {
+            throw BacklotError(.io, "GET \(url) failed: \(String(cString: curl_easy_strerror(code)))", context: url)
+        }
+        fsync(fd)
+        return (status, sink.headers, sink.offset)
+    }
+}
+
+/// A download's destination, reached from libcurl's callbacks. Writes only a 200 (from the start)
+/// or a 206 (at the offset) body.
+private final class FileSink: @unchecked Sendable {
+    let fd: Int32
+    var offset: UInt64
+    let start: UInt64
+    let limit: UInt64?
+    var headers: [String: String] = [:]
+    var status = 0
+    var failure: BacklotError?
+    var restarted = false
+    let progress: (@Sendable (UInt64, UInt64) -> Void)?
+    let isCancelled: (@Sendable () -> Bool)?
+
+    init(fd: Int32, offset: UInt64, limit: UInt64?, progress: (@Sendable (UInt64, UInt64) -> Void)?, isCancelled: (@Sendable () -> Bool)?) {
+        self.fd = fd
+        self.offset = offset
+        start = offset
+        self.limit = limit
+        self.progress = progress
+        self.isCancelled = isCancelled
+    }
+}
+
+private enum FileCallbacks {
+    static let header: curl_write_callback = { data, size, count, context in
+        let s = Unmanaged<FileSink>.fromOpaque(context!).takeUnretainedValue()
+        let n = size * count
+        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: n), as: UTF8.self)
+        if line.hasPrefix("HTTP/") {
+            s.headers = [:]
+            s.status = Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+        if let colon = line.firstIndex(of: ":") {
+            s.headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        return n
+    }
+
+    static let write: curl_write_callback = { data, size, count, context in
+        let s = Unmanaged<FileSink>.fromOpaque(context!).takeUnretainedValue()
+        let n = size * count
+        if s.isCancelled?() == true {
+            s.failure = BacklotError(.cancelled, "the download was cancelled")
+            return 0
+        }
+        if s.status == 200 && s.start > 0 && !s.restarted {
+            // The server ignored the Range: start over from the beginning.
+            s.offset = 0
+            ftruncate(s.fd, 0)
+            s.restarted = true
+        } else if s.status != 200 && s.status != 206 {
+            return n   // an error body: not written
+        }
+        if let limit = s.limit, s.offset + UInt64(n) > limit {
+            s.failure = BacklotError(.quotaExceeded, "the server sent more than the \(limit) bytes expected; the transfer was stopped")
+            return 0
+        }
+        let written = pwrite(s.fd, data, n, off_t(s.offset))
+        guard written == n else {
+            s.failure = SystemCall.error("write", path: "download")
+            return 0
+        }
+        s.offset += UInt64(n)
+        s.progress?(s.offset, s.limit ?? 0)
+        return n
+    }
+}
+
 /// One transfer's state, reached from libcurl's callbacks.
 private final class Transfer: @unchecked Sendable {
     enum Source { case none, memory([UInt8]), file(Int32) }

@@ -1,0 +1,240 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotHTTPClient
+import BacklotStore
+import Dispatch
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A plain URL download with a unique identifier (Apple's `BAURLDownload`).
+public struct URLDownload: Sendable, Hashable {
+    public let identifier: String
+    public let url: URL
+    /// The exact size; required for essential downloads.
+    public let fileSize: UInt64?
+    public let isEssential: Bool
+    /// Higher runs first.
+    public let priority: Int
+
+    public init(identifier: String, url: URL, fileSize: UInt64? = nil, isEssential: Bool = false, priority: Int = 0) {
+        self.identifier = identifier
+        self.url = url
+        self.fileSize = fileSize
+        self.isEssential = isEssential
+        self.priority = priority
+    }
+}
+
+/// Why a URL download is refused or failed (Apple's `BAError` meanings).
+public enum BackgroundDownloadError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Before the app's first launch, only hosts on `BADownloadDomainAllowList` may be used.
+    case domainNotAllowed(String)
+    /// The download would use more than the allowance left before the first launch.
+    case allowanceExceeded(needed: UInt64, remaining: UInt64)
+    /// Essential downloads must declare their exact size.
+    case essentialDownloadNeedsFileSize(String)
+    /// The file did not have the size declared.
+    case sizeMismatch(expected: UInt64, received: UInt64)
+    /// A download with this identifier is already scheduled.
+    case duplicateIdentifier(String)
+    /// Only https (and http to loopback, for development) URLs are downloaded.
+    case insecureURL(URL)
+
+    public var description: String {
+        switch self {
+        case .domainNotAllowed(let h): "\(h) is not on the download domain allow list; before the app's first launch only listed hosts may be used"
+        case .allowanceExceeded(let n, let r): "the download needs \(n) bytes but only \(r) remain of the allowance before the app's first launch"
+        case .essentialDownloadNeedsFileSize(let id): "the essential download \(id) must declare its exact file size"
+        case .sizeMismatch(let e, let r): "the file has \(r) bytes, not the \(e) declared"
+        case .duplicateIdentifier(let id): "a download with the identifier \(id) is already scheduled"
+        case .insecureURL(let u): "\(u) is not an https URL"
+        }
+    }
+}
+
+/// Schedules and runs URL downloads for a container (Apple's `BADownloadManager`): resumable,
+/// persisted across restarts, limited by the restrictions before the app's first launch, with a
+/// real cross-process lock (``withExclusiveControl(_:)``).
+///
+/// The `finished` event hands over a file URL: move the file before the handler returns, or it is
+/// deleted.
+public final class DownloadManager: Sendable {
+    /// What happens to a download.
+    public enum Event: Sendable {
+        case began(URLDownload)
+        case progress(URLDownload, received: UInt64, expected: UInt64)
+        case paused(URLDownload)
+        case failed(URLDownload, any Error)
+        /// Move the file before the handler returns; it is deleted afterwards.
+        case finished(URLDownload, URL)
+    }
+
+    let container: ClientContainer
+    let http: HTTPClient
+    let restrictions: DownloadRestrictions?
+    let handler: @Sendable (Event) -> Void
+    private let queue = DispatchQueue(label: "backlot.url-downloads")
+    private let cancelled = Mutex<Set<String>>([])
+    private let running = Mutex<Set<String>>([])
+
+    public init(containerPath: String, restrictions: DownloadRestrictions? = nil, caFile: String? = nil,
+                handler: @escaping @Sendable (Event) -> Void) throws {
+        container = try ClientContainer(path: containerPath)
+        http = HTTPClient(caFile: caFile)
+        self.restrictions = restrictions
+        self.handler = handler
+        try FileManager.default.createDirectory(atPath: containerPath + "/downloads", withIntermediateDirectories: true)
+        try container.db.transaction { tx in
+            try tx.execute("""
+            CREATE TABLE IF NOT EXISTS url_downloads (identifier TEXT PRIMARY KEY, url TEXT NOT NULL, file_size INTEGER, essential INTEGER NOT NULL,
+                priority INTEGER NOT NULL, created INTEGER NOT NULL);
+            """)
+        }
+        // Downloads scheduled before a restart go on.
+        if !(try fetchCurrentDownloads()).isEmpty { queue.async { self.runScheduled() } }
+    }
+
+    func partialPath(_ id: String) -> String { container.path + "/downloads/" + SHA256.hash(Array(id.utf8)).hex.prefix(32) + ".part" }
+
+    /// Queues a download to run in the background.
+    /// - Throws: ``BackgroundDownloadError`` when the restrictions or the declaration refuse it.
+    public func scheduleDownload(_ download: URLDownload) throws {
+        try check(download)
+        do {
+            try container.db.transaction { tx in
+                try tx.run("INSERT INTO url_downloads(identifier, url, file_size, essential, priority, created) VALUES (?, ?, ?, ?, ?, ?)",
+                           [.text(download.identifier), .text(download.url.absoluteString), download.fileSize.map { .integer(Int64($0)) } ?? .null,
+                            .integer(download.isEssential ? 1 : 0), .integer(Int64(download.priority)), .integer(Int64(Date().timeIntervalSince1970))])
+            }
+        } catch let e as BacklotError where e.code == .conflict {
+            throw BackgroundDownloadError.duplicateIdentifier(download.identifier)
+        }
+        queue.async { self.runScheduled() }
+    }
+
+    /// Runs a download now, in the foreground, whether it was scheduled or not; what already arrived is not fetched again.
+    public func startForegroundDownload(_ download: URLDownload) throws {
+        if try !fetchCurrentDownloads().contains(where: { $0.identifier == download.identifier }) { try scheduleDownload(download) }
+        DispatchQueue.global().async { self.run(download) }
+    }
+
+    /// The downloads scheduled and not finished.
+    public func fetchCurrentDownloads() throws -> [URLDownload] {
+        try container.db.read { try $0.query("SELECT * FROM url_downloads ORDER BY priority DESC, created") }.compactMap { r in
+            guard let id = r["identifier"]?.string, let url = r["url"]?.string.flatMap(URL.init(string:)) else { return nil }
+            return URLDownload(identifier: id, url: url, fileSize: r["file_size"]?.int.map { UInt64($0) }, isEssential: r["essential"]?.int == 1,
+                               priority: Int(r["priority"]?.int ?? 0))
+        }
+    }
+
+    /// Cancels a download and removes what arrived.
+    public func cancel(_ download: URLDownload) throws {
+        cancelled.withLock { _ = $0.insert(download.identifier) }
+        try container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(download.identifier)]) }
+        if running.withLock({ !$0.contains(download.identifier) }) { unlink(partialPath(download.identifier)) }
+    }
+
+    /// Runs `body` holding the container's exclusive lock: no other process (an app, the agent)
+    /// holds it at the same time, and finished downloads are handed over under it.
+    public func withExclusiveControl<T>(_ body: () throws -> T) throws -> T {
+        let path = container.path + "/.exclusive.lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SystemCall.error("open", path: path) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 { if errno != EINTR { throw SystemCall.error("flock", path: path) } }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
+
+    /// Records the app's first launch: the restrictions no longer apply.
+    public func markAppLaunched() throws { try container.setMeta("launched", "1") }
+
+    var launched: Bool { (try? container.meta("launched")) == "1" }
+
+    func used(_ essential: Bool) -> UInt64 { (try? container.meta(essential ? "usedEssential" : "used")).flatMap { $0.flatMap(UInt64.init) } ?? 0 }
+
+    func remainingAllowance(_ essential: Bool) -> UInt64? {
+        guard let r = restrictions, !launched else { return nil }
+        let allowance = essential ? r.essentialDownloadAllowance : r.downloadAllowance
+        return allowance > used(essential) ? allowance - used(essential) : 0
+    }
+
+    func check(_ d: URLDownload) throws {
+        let local = ["127.0.0.1", "localhost", "::1"].contains(d.url.host ?? "")
+        guard d.url.scheme == "https" || (d.url.scheme == "http" && local) else { throw BackgroundDownloadError.insecureURL(d.url) }
+        if d.isEssential, d.fileSize == nil { throw BackgroundDownloadError.essentialDownloadNeedsFileSize(d.identifier) }
+        if let r = restrictions, !launched {
+            guard r.allows(host: d.url.host ?? "") else { throw BackgroundDownloadError.domainNotAllowed(d.url.host ?? "") }
+            if let size = d.fileSize, let remaining = remainingAllowance(d.isEssential), size > remaining {
+                throw BackgroundDownloadError.allowanceExceeded(needed: size, remaining: remaining)
+            }
+        }
+    }
+
+    /// Runs scheduled downloads, highest priority first, until none is left.
+    func runScheduled() {
+        while let next = (try? fetchCurrentDownloads())?.first(where: { d in running.withLock { !$0.contains(d.identifier) } }) {
+            run(next)
+        }
+    }
+
+    /// Downloads (resuming), checks the size, and hands the file over under the exclusive lock.
+    func run(_ d: URLDownload) {
+        guard running.withLock({ $0.insert(d.identifier).inserted }) else { return }
+        defer { running.withLock { _ = $0.remove(d.identifier) } }
+        cancelled.withLock { _ = $0.remove(d.identifier) }
+        let part = partialPath(d.identifier)
+        let already = (try? FileSystem.status(part))??.size ?? 0
+        handler(.began(d))
+        do {
+            let remaining = remainingAllowance(d.isEssential)
+            let limit = [d.fileSize, remaining.map { already + $0 }].compactMap { $0 }.min()
+            let id = d.identifier
+            let result = try http.download(d.url.absoluteString, to: part, from: already, limit: limit,
+                                           progress: { [handler] received, _ in handler(.progress(d, received: received, expected: d.fileSize ?? 0)) },
+                                           isCancelled: { [self] in self.cancelled.withLock { $0.contains(id) } })
+            if remaining != nil {
+                let key = d.isEssential ? "usedEssential" : "used"
+                try container.setMeta(key, String(used(d.isEssential) + (result.size - already)))
+            }
+            guard result.status == 200 || result.status == 206 else {
+                throw BacklotError(.io, "\(d.url) answered \(result.status)", context: d.identifier)
+            }
+            if let size = d.fileSize, result.size != size {
+                unlink(part)
+                throw BackgroundDownloadError.sizeMismatch(expected: size, received: result.size)
+            }
+            let delivered = container.path + "/downloads/" + SHA256.hash(Array(d.identifier.utf8)).hex.prefix(32) + ".file"
+            try SystemCall.retrying("rename", path: delivered) { rename(part, delivered) }
+            try container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
+            try withExclusiveControl {
+                handler(.finished(d, URL(fileURLWithPath: delivered)))
+                unlink(delivered)   // not moved by the handler: deleted, as on Apple's platforms
+            }
+        } catch {
+            // A failed download leaves the queue (the app schedules it again if it wants; what
+            // arrived is kept and resumed then, unless the bytes are known to be wrong).
+            var reported = error
+            if let e = error as? BacklotError, e.code == .quotaExceeded {
+                unlink(part)
+                if let size = d.fileSize {
+                    reported = BackgroundDownloadError.sizeMismatch(expected: size, received: size + 1)
+                } else {
+                    let left = remainingAllowance(d.isEssential) ?? 0
+                    reported = BackgroundDownloadError.allowanceExceeded(needed: left + 1, remaining: left)
+                }
+            } else if let e = error as? BacklotError, e.code == .cancelled {
+                unlink(part)
+            }
+            try? container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
+            handler(.failed(d, reported))
+        }
+    }
+
+    /// Waits until the background queue has run everything scheduled so far (for tools and tests).
+    public func waitUntilIdle() { queue.sync {} }
+}
+
