@@ -163,6 +163,7 @@ public actor AssetPackManager {
             throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
         }
         broadcaster.send(.began(pack))
+        broadcaster.send(.paused(pack))   // queued behind the process that runs this container's downloads
         while true {
             if let event = try container.claim(client: clientID, pack: id) {
                 return try finish(pack, event)

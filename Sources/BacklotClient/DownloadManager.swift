@@ -42,6 +42,8 @@ public enum BackgroundDownloadError: Error, Sendable, Hashable, CustomStringConv
     case duplicateIdentifier(String)
     /// Only https (and http to loopback, for development) URLs are downloaded.
     case insecureURL(URL)
+    /// The download would take the downloads' total past `BAMaxInstallSize` (or `BAEssentialMaxInstallSize`).
+    case maxInstallSizeExceeded(needed: UInt64, remaining: UInt64)
 
     public var description: String {
         switch self {
@@ -51,6 +53,7 @@ public enum BackgroundDownloadError: Error, Sendable, Hashable, CustomStringConv
         case .sizeMismatch(let e, let r): "the file has \(r) bytes, not the \(e) declared"
         case .duplicateIdentifier(let id): "a download with the identifier \(id) is already scheduled"
         case .insecureURL(let u): "\(u) is not an https URL"
+        case .maxInstallSizeExceeded(let n, let r): "the download needs \(n) bytes but only \(r) remain under the maximum install size"
         }
     }
 }
@@ -156,6 +159,15 @@ public final class DownloadManager: Sendable {
 
     func used(_ essential: Bool) -> UInt64 { (try? container.meta(essential ? "usedEssential" : "used")).flatMap { $0.flatMap(UInt64.init) } ?? 0 }
 
+    /// Counts bytes fetched outside this manager (such as a manifest the agent fetched) against
+    /// the allowance before the first launch.
+    public func countTowardsAllowance(bytes: UInt64, essential: Bool) throws {
+        guard restrictions != nil, !launched else { return }
+        try container.setMeta(essential ? "usedEssential" : "used", String(used(essential) + bytes))
+    }
+
+    func installed(_ essential: Bool) -> UInt64 { (try? container.meta(essential ? "installedEssential" : "installed")).flatMap { $0.flatMap(UInt64.init) } ?? 0 }
+
     func remainingAllowance(_ essential: Bool) -> UInt64? {
         guard let r = restrictions, !launched else { return nil }
         let allowance = essential ? r.essentialDownloadAllowance : r.downloadAllowance
@@ -171,6 +183,10 @@ public final class DownloadManager: Sendable {
             if let size = d.fileSize, let remaining = remainingAllowance(d.isEssential), size > remaining {
                 throw BackgroundDownloadError.allowanceExceeded(needed: size, remaining: remaining)
             }
+        }
+        if let r = restrictions, let max = d.isEssential ? r.essentialMaxInstallSize : r.maxInstallSize, let size = d.fileSize {
+            let left = max > installed(d.isEssential) ? max - installed(d.isEssential) : 0
+            if size > left { throw BackgroundDownloadError.maxInstallSizeExceeded(needed: size, remaining: left) }
         }
     }
 
@@ -196,10 +212,7 @@ public final class DownloadManager: Sendable {
             let result = try http.download(d.url.absoluteString, to: part, from: already, limit: limit,
                                            progress: { [handler] received, _ in handler(.progress(d, received: received, expected: d.fileSize ?? 0)) },
                                            isCancelled: { [self] in self.cancelled.withLock { $0.contains(id) } })
-            if remaining != nil {
-                let key = d.isEssential ? "usedEssential" : "used"
-                try container.setMeta(key, String(used(d.isEssential) + (result.size - already)))
-            }
+            if remaining != nil { try countTowardsAllowance(bytes: result.size - already, essential: d.isEssential) }
             guard result.status == 200 || result.status == 206 else {
                 throw BacklotError(.io, "\(d.url) answered \(result.status)", context: d.identifier)
             }
@@ -210,6 +223,7 @@ public final class DownloadManager: Sendable {
             let delivered = container.path + "/downloads/" + SHA256.hash(Array(d.identifier.utf8)).hex.prefix(32) + ".file"
             try SystemCall.retrying("rename", path: delivered) { rename(part, delivered) }
             try container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
+            try container.setMeta(d.isEssential ? "installedEssential" : "installed", String(installed(d.isEssential) + result.size))
             try withExclusiveControl {
                 handler(.finished(d, URL(fileURLWithPath: delivered)))
                 unlink(delivered)   // not moved by the handler: deleted, as on Apple's platforms
@@ -218,6 +232,9 @@ public final class DownloadManager: Sendable {
             // A failed download leaves the queue (the app schedules it again if it wants; what
             // arrived is kept and resumed then, unless the bytes are known to be wrong).
             var reported = error
+            // Bytes that came over the network count against the allowance, even for a failed download.
+            let arrived = (try? FileSystem.status(part))??.size ?? already
+            if arrived > already { try? countTowardsAllowance(bytes: arrived - already, essential: d.isEssential) }
             if let e = error as? BacklotError, e.code == .quotaExceeded {
                 unlink(part)
                 if let size = d.fileSize {

@@ -114,6 +114,19 @@ import Testing
         #expect(recorder.delivered.withLock { $0["later"] == bytes }, "\(recorder.events.withLock { $0 })")
     }
 
+    @Test func theMaximumInstallSizeIsEnforced() throws {
+        let (f, bytes, url, _) = try serve()
+        let recorder = Recorder(moveTo: nil)
+        let limits = DownloadRestrictions(downloadAllowance: 10_000_000, essentialDownloadAllowance: 10_000_000, domainAllowList: ["127.0.0.1"],
+                                          maxInstallSize: 500_000)
+        let manager = try DownloadManager(containerPath: f.dir.at("c"), restrictions: limits) { recorder.handle($0) }
+        try manager.scheduleDownload(URLDownload(identifier: "one", url: url, fileSize: UInt64(bytes.count)))
+        recorder.done.wait()
+        #expect(throws: BackgroundDownloadError.maxInstallSizeExceeded(needed: UInt64(bytes.count), remaining: 500_000 - UInt64(bytes.count))) {
+            try manager.scheduleDownload(URLDownload(identifier: "two", url: url, fileSize: UInt64(bytes.count)))
+        }
+    }
+
     @Test func exclusiveControlIsMutuallyExclusive() throws {
         let dir = try TemporaryDirectory("exclusive")
         defer { dir.remove() }

@@ -12,7 +12,7 @@ import Glibc
 
 /// A server that misbehaves on Range requests for archives, and damaged installed files.
 @Suite(.serialized) struct FaultTests {
-    enum Fault: Sendable { case error500, truncated, stall, endless, flaky }
+    enum Fault: Sendable { case error500, truncated, stall, endless, flaky, slow }
 
     /// Serves the fixture's tree, with `fault` applied to Range requests for packs.
     func faultyServer(_ f: ClientFixture, _ fault: Fault) throws -> (HTTPServer, AssetPackManager) {
@@ -38,6 +38,9 @@ import Glibc
             case .stall:
                 usleep(2_500_000)
                 return .respond(r)
+            case .slow:
+                usleep(200_000)
+                return .respond(r)
             }
         }
         var configuration = AssetPackManager.Configuration(containerPath: f.dir.at("c-\(fault)"),
@@ -55,6 +58,23 @@ import Glibc
         let (server, manager) = try faultyServer(f, fault)
         defer { server.stop(grace: 0) }
         await #expect(throws: (any Error).self) { _ = try await manager.fetch(packWithID: "Levels") }
+        #expect(!manager.assetPackIsAvailableLocally(withID: "Levels"))
+    }
+
+    /// `cancel()` on the `Progress` of `.downloading` cancels the download; nothing is installed.
+    @Test func cancellingTheProgressCancelsTheDownload() async throws {
+        let f = try ClientFixture()
+        try f.publish(chunkSize: 4 << 10)
+        let (server, manager) = try faultyServer(f, .slow)
+        defer { server.stop(grace: 0) }
+        let updates = manager.statusUpdates(forAssetPackWithID: "Levels")
+        let watcher = Task {
+            for await update in updates {
+                if case .downloading(_, let progress) = update { progress.cancel() }
+            }
+        }
+        await #expect { _ = try await manager.fetch(packWithID: "Levels") } throws: { ($0 as? BacklotError)?.code == .cancelled }
+        watcher.cancel()
         #expect(!manager.assetPackIsAvailableLocally(withID: "Levels"))
     }
 
