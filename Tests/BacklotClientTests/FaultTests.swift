@@ -15,6 +15,9 @@ import Glibc
     enum Fault: Sendable { case error500, truncated, stall, endless, flaky, slow }
 
     /// Serves the fixture's tree, with `fault` applied to Range requests for packs.
+    /// Opened by the cancellation test once it has cancelled: the slow server holds Range answers until then.
+    static let gate = Atomic<Bool>(false)
+
     func faultyServer(_ f: ClientFixture, _ fault: Fault) throws -> (HTTPServer, AssetPackManager) {
         let tree = try StaticTree(root: f.repository.directory.publicTreePath)
         let count = Mutex(0)
@@ -39,7 +42,7 @@ import Glibc
                 usleep(2_500_000)
                 return .respond(r)
             case .slow:
-                usleep(200_000)
+                for _ in 0..<500 where !FaultTests.gate.load(ordering: .relaxed) { usleep(10_000) }
                 return .respond(r)
             }
         }
@@ -65,12 +68,16 @@ import Glibc
     @Test func cancellingTheProgressCancelsTheDownload() async throws {
         let f = try ClientFixture()
         try f.publish(chunkSize: 4 << 10)
+        FaultTests.gate.store(false, ordering: .relaxed)
         let (server, manager) = try faultyServer(f, .slow)
         defer { server.stop(grace: 0) }
         let updates = manager.statusUpdates(forAssetPackWithID: "Levels")
         let watcher = Task {
             for await update in updates {
-                if case .downloading(_, let progress) = update { progress.cancel() }
+                if case .downloading(_, let progress) = update {
+                    progress.cancel()
+                    FaultTests.gate.store(true, ordering: .relaxed)
+                }
             }
         }
         await #expect { _ = try await manager.fetch(packWithID: "Levels") } throws: { ($0 as? BacklotError)?.code == .cancelled }
