@@ -70,6 +70,20 @@ import Glibc
         #expect(try await manager.fetch(packWithID: "Levels").downloadedBytes == 0)
     }
 
+    /// A release rolled back on the server is installed, though its pack version goes down.
+    @Test func aRolledBackReleaseIsInstalled() async throws {
+        let f = try ClientFixture()
+        let (v1Source, _) = try f.publish()
+        try f.publish(edit: true)
+        let manager = try f.manager()
+        #expect(try await manager.fetch(packWithID: "Levels").version == 2)
+        try f.repository.rollback(app: f.app, pack: "Levels", channel: .internal, to: 1)
+        let result = try await manager.checkForUpdates()
+        #expect(result.updatingIDs == ["Levels"])
+        #expect(try await manager.assetPack(withID: "Levels").version == 1)
+        #expect(try sameFiles(v1Source, manager.url(for: "readme.txt").deletingLastPathComponent().path))
+    }
+
     @Test func eventsFetchTheirPacksAndObsoletePacksAreRemoved() async throws {
         let f = try ClientFixture()
         try f.publish(id: "Essential", policy: #"{"essential": {"installationEventTypes": ["firstInstallation"]}}"#)

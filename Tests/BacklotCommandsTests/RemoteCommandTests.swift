@@ -1,10 +1,14 @@
 import BacklotBasics
+import BacklotClient
 import BacklotCommands
 import BacklotRepository
 import BacklotServer
 import BacklotTestSupport
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The operator CLI (`apps create`, `tokens create`, `upload`, `release`, `approve`, `versions`,
 /// `catalog resign`, `keys rotate`) against a real server over HTTPS with its local CA.
@@ -50,6 +54,28 @@ import Testing
         bytes[10] ^= 1
         try Data(bytes).write(to: URL(fileURLWithPath: dir.at("bad.pack")))
         #expect(run(["upload", dir.at("bad.pack"), "--app", "com.example.game"], token: uploader).0 != 0)
+
+        // A device installs it; a damaged file is found and repaired from the command line.
+        let catalog = server.baseURL + "v1/apps/com.example.game/production/catalog.json"
+        let device = ["--catalog", catalog, "--trust", directory.publicKeyPath, "--ca", tls.caCertificatePath, "--container", dir.at("device")]
+        let fetched = CapturedIO()
+        #expect(BacklotCLI.main(["fetch"] + device + ["--json"], io: fetched) == 0, "\(fetched.standardError)")
+        #expect(fetched.standardOutput.contains("\"id\": \"Levels\""))
+        let status = CapturedIO()
+        #expect(BacklotCLI.main(["status", "--container", dir.at("device"), "--json"], io: status) == 0)
+        #expect(status.standardOutput.contains("\"id\": \"Levels\""))
+        let container = try ClientContainer(path: dir.at("device"))
+        let installed = try #require(try container.installed().first)
+        let installedFolder = container.releaseFolder(installed.id, digest: installed.digest)
+        chmod(installedFolder + "/readme.txt", 0o644)
+        try Data("altered".utf8).write(to: URL(fileURLWithPath: installedFolder + "/readme.txt"))
+        let check = CapturedIO()
+        #expect(BacklotCLI.main(["verify", "--container", dir.at("device")], io: check) == 1)
+        #expect(check.standardOutput.contains("damaged Levels: readme.txt"))
+        let repair = CapturedIO()
+        #expect(BacklotCLI.main(["verify", "--repair"] + device, io: repair) == 0, "\(repair.standardError)")
+        #expect(BacklotCLI.main(["verify", "--container", dir.at("device")], io: CapturedIO()) == 0)
+        #expect(BacklotCLI.main(["remove", "--container", dir.at("device"), "--pack", "Levels"], io: CapturedIO()) == 0)
 
         let io = CapturedIO()
         #expect(BacklotCLI.main(["catalog", "resign", "--data", dir.at("data")], io: io) == 0)
