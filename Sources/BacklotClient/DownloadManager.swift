@@ -69,6 +69,8 @@ public final class DownloadManager: Sendable {
     public enum Event: Sendable {
         case began(URLDownload)
         case progress(URLDownload, received: UInt64, expected: UInt64)
+        /// Never sent on Linux, where nothing pauses URL downloads; kept so that code written for
+        /// Apple's API compiles unchanged.
         case paused(URLDownload)
         case failed(URLDownload, any Error)
         /// Move the file before the handler returns; it is deleted afterwards.
