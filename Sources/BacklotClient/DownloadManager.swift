@@ -248,7 +248,7 @@ public final class DownloadManager: Sendable {
             } else if let e = error as? BacklotError, e.code == .cancelled {
                 unlink(part)
             }
-            try? container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
+            _ = try? container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
             handler(.failed(d, reported))
         }
     }

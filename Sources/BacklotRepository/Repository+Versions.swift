@@ -182,7 +182,7 @@ extension Repository {
                 outcome = "complete"
             } catch {
                 let reason = (error as? BacklotError).map { e in e.context.map { "\($0): \(e.message)" } ?? e.message } ?? "\(error)"
-                try? db.transaction { tx in
+                _ = try? db.transaction { tx in
                     try tx.run("UPDATE versions SET state = 'FAILED', reason = ? WHERE id = ? AND state = 'PROCESSING'", [.text(reason), .integer(versionID)])
                 }
                 unlink(uploadPath(versionID))

@@ -284,7 +284,7 @@ final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
 
     func receive(_ bytes: UnsafeRawBufferPointer) throws {
         do { try upload.append(bytes) } catch let e as BacklotError {
-            try? upload.close()
+            _ = try? upload.close()
             api.metrics?.recordUpload("refused")
             throw HTTPError(e.code == .quotaExceeded ? 413 : 500, code: e.code.name, e.message)
         }
@@ -301,7 +301,7 @@ final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
     }
 
     func abort() {
-        try? upload.close()
+        _ = try? upload.close()
         api.metrics?.recordUpload("interrupted")
     }
 }

@@ -67,7 +67,7 @@ public final class Database: Sendable {
     }
 
     deinit {
-        connection.withLock { sqlite3_close_v2($0.handle) }
+        _ = connection.withLock { sqlite3_close_v2($0.handle) }
     }
 
     /// Runs `body` inside `BEGIN IMMEDIATE … COMMIT`; any error rolls everything back.
