@@ -46,10 +46,12 @@ let package = Package(
         .target(name: "BacklotHTTPClient", dependencies: ["CCurl", "BacklotBasics"]),
         // The client: AssetPackManager, the delta downloader, the container store.
         .target(name: "BacklotClient", dependencies: ["BacklotRepository", "BacklotHTTPClient", "BacklotInfoPlist"]),
+        // App Clips: default links, advanced-experience matching.
+        .target(name: "BacklotAppClips", dependencies: ["BacklotJSON"]),
         // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.
         .target(name: "BacklotInfoPlist", dependencies: ["BacklotBasics"]),
         // The command-line interface, as a library so tests can drive it.
-        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer", "BacklotHTTPClient", "BacklotClient"]),
+        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer", "BacklotHTTPClient", "BacklotClient", "BacklotAppClips"]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
 
         // Helpers shared by the test targets: temporary folders, seeded data, sample packs.
@@ -60,6 +62,7 @@ let package = Package(
         .testTarget(name: "BacklotRepositoryTests", dependencies: ["BacklotRepository", "BacklotTestSupport"]),
         .testTarget(name: "BacklotServerTests", dependencies: ["BacklotServer", "BacklotTestSupport"]),
         .testTarget(name: "BacklotClientTests", dependencies: ["BacklotClient", "BacklotServer", "BacklotTestSupport", "BacklotInfoPlist"]),
+        .testTarget(name: "BacklotAppClipsTests", dependencies: ["BacklotAppClips"]),
         .testTarget(name: "BacklotInfoPlistTests", dependencies: ["BacklotInfoPlist"], exclude: ["Fixtures"]),
         .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat", "BacklotTestSupport", "BacklotHTTPClient",
                                                                  "BacklotRepository", "BacklotClient", "BacklotServer", "BacklotStore"]),

@@ -195,3 +195,24 @@ struct PlistCheckCommandTests {
         #expect(BacklotCLI.main(["plist", "check", #filePath], io: notPlist) == 2)
     }
 }
+
+struct ClipCommandTests {
+    @Test func linkParseAndMatchFromTheCommandLine() throws {
+        let link = CapturedIO()
+        #expect(BacklotCLI.main(["clip", "link", "com.example.Clip", "table=12", "note=a b&c"], io: link) == 0)
+        #expect(link.standardOutput == "https://appclip.apple.com/id?p=com.example.Clip&table=12&note=a%20b%26c\n")
+        let parsed = CapturedIO()
+        #expect(BacklotCLI.main(["clip", "parse", link.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines), "--json"], io: parsed) == 0)
+        #expect(parsed.standardOutput.contains("\"value\": \"a b&c\""))
+        #expect(BacklotCLI.main(["clip", "link", "com.example.Clip", "x=1", "--demo"], io: CapturedIO()) == 2)
+        #expect(BacklotCLI.main(["clip", "parse", "https://example.com/id?p=a.b"], io: CapturedIO()) == 2)
+
+        let dir = try TemporaryDirectory("clip")
+        defer { dir.remove() }
+        try dir.write("x.json", #"{"experiences": [{"id": "shop", "url": "https://example.com/shop"}, {"id": "paris", "url": "https://example.com/shop/paris"}]}"#)
+        let match = CapturedIO()
+        #expect(BacklotCLI.main(["clip", "match", "https://example.com/shop/paris/menu", "--experiences", dir.at("x.json")], io: match) == 0)
+        #expect(match.standardOutput.hasPrefix("paris\t"))
+        #expect(BacklotCLI.main(["clip", "match", "https://example.com/shopping", "--experiences", dir.at("x.json")], io: CapturedIO()) == 1)
+    }
+}

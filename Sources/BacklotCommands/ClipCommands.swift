@@ -1,0 +1,72 @@
+import BacklotAppClips
+import BacklotBasics
+import BacklotJSON
+import Foundation
+
+/// `backlot clip link BUNDLE_ID [KEY=VALUE]…`: a default App Clip link.
+struct ClipLinkCommand: Command {
+    static let spec = CommandSpec(
+        name: "clip link",
+        summary: "Build a default App Clip link (https://appclip.apple.com/id?p=BUNDLE_ID&KEY=VALUE…), parameters in order.",
+        arguments: [.init("BUNDLE_ID", help: "The App Clip's bundle identifier."), .init("KEY=VALUE", help: "Parameters, in order.", required: false, repeats: true)],
+        options: [.init("demo", help: "A demo link (no parameters allowed).")])
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let parameters = try arguments.positionals.dropFirst().map { pair -> AppClipLink.Parameter in
+            guard let eq = pair.firstIndex(of: "=") else {
+                throw BacklotError(.usage, "a parameter is KEY=VALUE, not '\(pair)'", context: "backlot clip link")
+            }
+            return AppClipLink.Parameter(name: String(pair[..<eq]), value: String(pair[pair.index(after: eq)...]))
+        }
+        io.out(try AppClipLink(bundleIdentifier: arguments.positionals[0], parameters: parameters, demo: arguments.flag("demo")).string + "\n")
+    }
+}
+
+/// `backlot clip parse URL`: the bundle identifier and parameters of a default App Clip link.
+struct ClipParseCommand: Command {
+    static let spec = CommandSpec(
+        name: "clip parse",
+        summary: "Read a default App Clip link: the bundle identifier and its parameters (as NSURLComponents.queryItems gives them).",
+        arguments: [.init("URL", help: "The link.")],
+        options: [.init("demo", help: "Check it as a demo link (no parameters allowed)."), .init("json", help: "Print JSON.")])
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let link = try AppClipLink(parsing: arguments.positionals[0], demo: arguments.flag("demo"))
+        if arguments.flag("json") {
+            io.out(JSONNode.object([
+                "bundleIdentifier": .string(link.bundleIdentifier),
+                "parameters": .array(link.parameters.map { .object(["name": .string($0.name), "value": .string($0.value)]) }),
+            ]).prettyPrinted() + "\n")
+        } else {
+            io.out("bundle identifier: \(link.bundleIdentifier)\n")
+            for p in link.parameters { io.out("\(p.name) = \(p.value)\n") }
+        }
+    }
+}
+
+/// `backlot clip match URL --experiences FILE`: which advanced experience handles an invocation.
+struct ClipMatchCommand: Command {
+    static let spec = CommandSpec(
+        name: "clip match",
+        summary: "Say which registered App Clip experience handles an invocation URL (the longest matching prefix).",
+        arguments: [.init("URL", help: "The invocation URL.")],
+        options: [.init("experiences", value: "FILE", help: "JSON: {\"experiences\": [{\"id\": …, \"url\": …}]} (required)."), .init("json", help: "Print JSON.")])
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let path = try required("experiences", in: arguments)
+        let fd = try FileDescriptor.openForReading(path)
+        let bytes = try fd.read(count: Int(try fd.size()), at: 0)
+        fd.close()
+        let experiences = try AppClipExperiences(json: bytes, source: path)
+        guard let match = experiences.match(arguments.positionals[0]) else {
+            throw BacklotError(.checkFailed, "no registered experience matches", context: arguments.positionals[0])
+        }
+        if arguments.flag("json") {
+            io.out(JSONNode.object(["id": .string(match.experience.id), "url": .string(match.experience.urlPrefix),
+                                    "tiedWith": .array(match.tiedWith.map { .string($0.id) })]).prettyPrinted() + "\n")
+        } else {
+            io.out("\(match.experience.id)\t\(match.experience.urlPrefix)\n")
+            if !match.tiedWith.isEmpty { warn("equally specific: \(match.tiedWith.map(\.id).joined(separator: ", ")); the first registered wins", io: io) }
+        }
+    }
+}
