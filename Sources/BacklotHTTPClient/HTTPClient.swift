@@ -70,16 +70,8 @@ public struct HTTPClient: Sendable {
         for (k, v) in headers { list = curl_slist_append(list, "\(k): \(v)") }
         list = curl_slist_append(list, "Expect:")   // no 100-continue round trip
 
-        _ = ccurl_setopt_str(handle, CURLOPT_URL, url)
+        configure(handle, url: url, headers: list)
         _ = ccurl_setopt_str(handle, CURLOPT_CUSTOMREQUEST, method)
-        _ = ccurl_setopt_slist(handle, CURLOPT_HTTPHEADER, list)
-        _ = ccurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
-        _ = ccurl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, 15)
-        _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
-        _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, stallTimeout)
-        _ = ccurl_setopt_str(handle, CURLOPT_USERAGENT, "backlot/0.1")
-        if let caFile { _ = ccurl_setopt_str(handle, CURLOPT_CAINFO, caFile) }
-        if bandwidthLimit > 0 { _ = ccurl_setopt_off(handle, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(bandwidthLimit)) }
         if method == "HEAD" { _ = ccurl_setopt_long(handle, CURLOPT_NOBODY, 1) }
         _ = ccurl_setopt_write(handle, Callbacks.write)
         _ = ccurl_setopt_ptr(handle, CURLOPT_WRITEDATA, context)
@@ -143,14 +135,7 @@ extension HTTPClient {
         defer { curl_slist_free_all(list) }
         for (k, v) in headers { list = curl_slist_append(list, "\(k): \(v)") }
         if offset > 0 { list = curl_slist_append(list, "Range: bytes=\(offset)-") }
-        _ = ccurl_setopt_str(handle, CURLOPT_URL, url)
-        _ = ccurl_setopt_slist(handle, CURLOPT_HTTPHEADER, list)
-        _ = ccurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
-        _ = ccurl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)
-        _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
-        _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, stallTimeout)
-        if let caFile { _ = ccurl_setopt_str(handle, CURLOPT_CAINFO, caFile) }
-        if bandwidthLimit > 0 { _ = ccurl_setopt_off(handle, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(bandwidthLimit)) }
+        configure(handle, url: url, headers: list)
         let context = Unmanaged.passUnretained(sink).toOpaque()
         _ = ccurl_setopt_write(handle, FileCallbacks.write)
         _ = ccurl_setopt_ptr(handle, CURLOPT_WRITEDATA, context)
@@ -166,6 +151,37 @@ extension HTTPClient {
         fsync(fd)
         return (status, sink.headers, sink.offset)
     }
+}
+
+extension HTTPClient {
+    /// The options every transfer shares: URL and headers, no signals, no redirects, time-outs,
+    /// the CA file and the bandwidth limit.
+    func configure(_ handle: UnsafeMutableRawPointer, url: String, headers: UnsafeMutablePointer<curl_slist>?) {
+        _ = ccurl_setopt_str(handle, CURLOPT_URL, url)
+        _ = ccurl_setopt_slist(handle, CURLOPT_HTTPHEADER, headers)
+        _ = ccurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
+        _ = ccurl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)
+        _ = ccurl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, 15)
+        _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
+        _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, stallTimeout)
+        _ = ccurl_setopt_str(handle, CURLOPT_USERAGENT, "backlot/0.1")
+        if let caFile { _ = ccurl_setopt_str(handle, CURLOPT_CAINFO, caFile) }
+        if bandwidthLimit > 0 { _ = ccurl_setopt_off(handle, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(bandwidthLimit)) }
+    }
+}
+
+/// Reads one header line into `headers` (a status line starts a new response: redirects, 100-continue);
+/// returns the status code of a status line.
+func parseHeaderLine(_ data: UnsafeMutablePointer<CChar>?, _ count: Int, into headers: inout [String: String]) -> Int? {
+    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: count), as: UTF8.self)
+    if line.hasPrefix("HTTP/") {
+        headers = [:]
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+    if let colon = line.firstIndex(of: ":") {
+        headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+    return nil
 }
 
 /// A download's destination, reached from libcurl's callbacks. Writes only a 200 (from the start)
@@ -195,16 +211,8 @@ private final class FileSink: @unchecked Sendable {
 private enum FileCallbacks {
     static let header: curl_write_callback = { data, size, count, context in
         let s = Unmanaged<FileSink>.fromOpaque(context!).takeUnretainedValue()
-        let n = size * count
-        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: n), as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
-            s.headers = [:]
-            s.status = Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-        }
-        if let colon = line.firstIndex(of: ":") {
-            s.headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        return n
+        if let status = parseHeaderLine(data, size * count, into: &s.headers) { s.status = status }
+        return size * count
     }
 
     static let write: curl_write_callback = { data, size, count, context in
@@ -274,13 +282,8 @@ private enum Callbacks {
 
     static let header: curl_write_callback = { data, size, count, context in
         let t = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-        let n = size * count
-        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: n), as: UTF8.self)
-        if line.hasPrefix("HTTP/") { t.headers = [:] }
-        if let colon = line.firstIndex(of: ":") {
-            t.headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        return n
+        _ = parseHeaderLine(data, size * count, into: &t.headers)
+        return size * count
     }
 
     static let read: curl_read_callback = { buffer, size, count, context in

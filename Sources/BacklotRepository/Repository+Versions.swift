@@ -216,7 +216,7 @@ extension Repository {
             throw BacklotError(.invalidInput, "the archive is the pack \(reader.index.metadata.assetPackID), not \(pack)",
                                hint: "upload it to the pack named in its manifest")
         }
-        let sha = try Self.fileSHA256(path)
+        let sha = try SHA256.hash(fileAt: path)
         try storeBlob(versionID: versionID, from: path, sha: sha)
         let metadata = reader.index.metadata.json.serialized()
         try db.transaction { tx in
@@ -233,15 +233,13 @@ extension Repository {
     func processAppleArchive(versionID: Int64, path: String, declared: UInt64, manifest: String) throws {
         let size = try AppleArchiveHeader.check(fileAt: path, source: "the uploaded archive").size
         guard size == declared else { throw BacklotError(.invalidInput, "the archive has \(size) bytes, not the \(declared) declared") }
-        let sha = try Self.fileSHA256(path)
+        let sha = try SHA256.hash(fileAt: path)
         try storeBlob(versionID: versionID, from: path, sha: sha)
         try db.transaction { tx in
             try tx.run("UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, metadata = ? WHERE id = ?",
                        [.text(sha.hex), .text(manifest), .integer(versionID)])
         }
     }
-
-    static func fileSHA256(_ path: String) throws -> SHA256Digest { try SHA256.hash(fileAt: path) }
 
     /// Moves a verified upload into the blob store under its SHA-256, recording the SHA-256 first,
     /// so that a crash in between leaves a version that processing can finish from the blob.

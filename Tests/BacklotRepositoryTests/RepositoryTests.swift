@@ -61,7 +61,7 @@ import Testing
         #expect(release.version == 1 && release.archiveSHA256.hex == v1.archiveSHA256)
         // The archive is published at its content address, byte-identical and verifiable.
         let published = f.repo.directory.publicTreePath + "/v1/packs/\(release.archiveSHA256.hex).pack"
-        #expect(try Repository.fileSHA256(published) == release.archiveSHA256)
+        #expect(try SHA256.hash(fileAt: published) == release.archiveSHA256)
         let reader = try PackReader(path: published)
         #expect(reader.packDigest == release.indexSHA256 && reader.header.indexOffset == release.indexOffset)
         try reader.verify()
