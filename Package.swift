@@ -49,7 +49,9 @@ let package = Package(
         // App Clips: default links, advanced-experience matching.
         .target(name: "BacklotAppClips", dependencies: ["BacklotJSON"]),
         // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.
-        .target(name: "BacklotInfoPlist", dependencies: ["BacklotBasics"]),
+        .target(name: "BacklotInfoPlist", dependencies: ["BacklotBasics", "BacklotJSON"]),
+        // The task scheduler: Apple's BGTaskScheduler rules, pending requests in SQLite, Linux network and power conditions.
+        .target(name: "BacklotTaskScheduler", dependencies: ["BacklotStore", "BacklotInfoPlist"]),
         // The command-line interface, as a library so tests can drive it.
         .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer", "BacklotHTTPClient", "BacklotClient", "BacklotAppClips"]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
@@ -63,6 +65,7 @@ let package = Package(
         .testTarget(name: "BacklotServerTests", dependencies: ["BacklotServer", "BacklotTestSupport"]),
         .testTarget(name: "BacklotClientTests", dependencies: ["BacklotClient", "BacklotServer", "BacklotTestSupport", "BacklotInfoPlist"]),
         .testTarget(name: "BacklotAppClipsTests", dependencies: ["BacklotAppClips"]),
+        .testTarget(name: "BacklotTaskSchedulerTests", dependencies: ["BacklotTaskScheduler", "BacklotTestSupport"]),
         .testTarget(name: "BacklotInfoPlistTests", dependencies: ["BacklotInfoPlist"], exclude: ["Fixtures"]),
         .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat", "BacklotTestSupport", "BacklotHTTPClient",
                                                                  "BacklotRepository", "BacklotClient", "BacklotServer", "BacklotStore"]),

@@ -1,0 +1,101 @@
+import BacklotBasics
+import BacklotInfoPlist
+import Foundation
+
+/// What the scheduler allows and how long tasks may run.
+///
+/// Read from an app's Info.plist or Backlot's JSON configuration (the same keys in both):
+///
+/// | key | type | default |
+/// |---|---|---|
+/// | `BGTaskSchedulerPermittedIdentifiers` | array of strings | none permitted |
+/// | `BacklotRefreshTaskBudget` | seconds | 30 |
+/// | `BacklotProcessingTaskBudget` | seconds | 300 |
+/// | `BacklotTaskExpirationGrace` | seconds after the expiration handler before a task is killed | 5 |
+/// | `BacklotTaskFailureBackoff` | seconds held back after a failure, doubled per failure in a row (at most a day) | 60 |
+/// | `BacklotIsAppClip` | boolean: background tasks are unavailable | false |
+public struct TaskSchedulerConfiguration: Sendable {
+    public var permittedIdentifiers: Set<String>
+    public var refreshBudget: TimeInterval = 30
+    public var processingBudget: TimeInterval = 300
+    public var expirationGrace: TimeInterval = 5
+    public var failureBackoff: TimeInterval = 60
+    /// App Clips have no background tasks: registering returns false and submitting throws `unavailable`.
+    public var isAppClip = false
+    /// Where pending requests and the task history are kept (nil: in memory, lost at exit).
+    public var databasePath: String?
+
+    public init(permittedIdentifiers: Set<String>, databasePath: String? = nil) {
+        self.permittedIdentifiers = permittedIdentifiers
+        self.databasePath = databasePath
+    }
+
+    /// The keys this configuration reads.
+    public static let keys = ["BGTaskSchedulerPermittedIdentifiers", "BacklotRefreshTaskBudget", "BacklotProcessingTaskBudget",
+                              "BacklotTaskExpirationGrace", "BacklotTaskFailureBackoff", "BacklotIsAppClip"]
+
+    /// Reads the keys from a configuration dictionary (an Info.plist or Backlot's JSON).
+    /// - Throws: ``BacklotError/Code/invalidInput`` naming the key and what it must hold.
+    public init(settings: [String: PlistValue], source: String, databasePath: String? = nil) throws {
+        var permitted = Set<String>()
+        if let value = settings["BGTaskSchedulerPermittedIdentifiers"] {
+            guard let array = value.array else {
+                throw ConfigurationKey.error("BGTaskSchedulerPermittedIdentifiers", source: source, "must be an array of strings, not \(value.typeName)")
+            }
+            for (i, v) in array.enumerated() {
+                guard let s = v.string, !s.isEmpty else {
+                    throw ConfigurationKey.error("BGTaskSchedulerPermittedIdentifiers[\(i)]", source: source, "must be a non-empty string, not \(v.typeName)")
+                }
+                permitted.insert(s)
+            }
+        }
+        self.init(permittedIdentifiers: permitted, databasePath: databasePath)
+        refreshBudget = try ConfigurationKey.seconds("BacklotRefreshTaskBudget", in: settings, source: source) ?? refreshBudget
+        processingBudget = try ConfigurationKey.seconds("BacklotProcessingTaskBudget", in: settings, source: source) ?? processingBudget
+        expirationGrace = try ConfigurationKey.seconds("BacklotTaskExpirationGrace", in: settings, source: source) ?? expirationGrace
+        failureBackoff = try ConfigurationKey.seconds("BacklotTaskFailureBackoff", in: settings, source: source) ?? failureBackoff
+        isAppClip = try ConfigurationKey.bool("BacklotIsAppClip", in: settings, source: source) ?? false
+    }
+
+    func budget(_ kind: TaskKind) -> TimeInterval { kind == .refresh ? refreshBudget : processingBudget }
+}
+
+/// Typed reads of configuration keys, with errors that name the key.
+public enum ConfigurationKey {
+    public static func error(_ key: String, source: String, _ message: String) -> BacklotError {
+        BacklotError(.invalidInput, "the key \(key) \(message)", context: source, hint: "fix \(key) in \(source)")
+    }
+
+    public static func seconds(_ key: String, in settings: [String: PlistValue], source: String) throws -> TimeInterval? {
+        guard let v = settings[key] else { return nil }
+        let n: Double? = switch v {
+        case .integer(let i): Double(i)
+        case .unsignedInteger(let u): Double(u)
+        case .real(let r): r
+        default: nil
+        }
+        guard let n, n > 0, n.isFinite else { throw error(key, source: source, "must be a positive number of seconds, not \(v.typeName == "a string" ? "the string \"\(v.string ?? "")\"" : v.typeName)") }
+        return n
+    }
+
+    public static func bytes(_ key: String, in settings: [String: PlistValue], source: String) throws -> UInt64? {
+        guard let v = settings[key] else { return nil }
+        switch v {
+        case .integer(let i) where i >= 0: return UInt64(i)
+        case .unsignedInteger(let u): return u
+        default: throw error(key, source: source, "must be a non-negative integer number of bytes, not \(v.typeName)")
+        }
+    }
+
+    public static func bool(_ key: String, in settings: [String: PlistValue], source: String) throws -> Bool? {
+        guard let v = settings[key] else { return nil }
+        guard case .bool(let b) = v else { throw error(key, source: source, "must be a boolean (true or false), not \(v.typeName)") }
+        return b
+    }
+
+    public static func string(_ key: String, in settings: [String: PlistValue], source: String) throws -> String? {
+        guard let v = settings[key] else { return nil }
+        guard let s = v.string, !s.isEmpty else { throw error(key, source: source, "must be a non-empty string, not \(v.typeName)") }
+        return s
+    }
+}
