@@ -46,8 +46,8 @@ let package = Package(
         .target(name: "BacklotHTTPClient", dependencies: ["CCurl", "BacklotBasics"]),
         // The client: AssetPackManager, the delta downloader, the container store.
         .target(name: "BacklotClient", dependencies: ["BacklotRepository", "BacklotHTTPClient", "BacklotInfoPlist"]),
-        // App Clips: default links, advanced-experience matching.
-        .target(name: "BacklotAppClips", dependencies: ["BacklotJSON"]),
+        // App Clips: size budgets, default links, advanced-experience matching, handing packs to the full app.
+        .target(name: "BacklotAppClips", dependencies: ["BacklotJSON", "BacklotClient"]),
         // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.
         .target(name: "BacklotInfoPlist", dependencies: ["BacklotBasics", "BacklotJSON"]),
         // The task scheduler: Apple's BGTaskScheduler rules, pending requests in SQLite, Linux network and power conditions.
@@ -57,14 +57,14 @@ let package = Package(
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
 
         // Helpers shared by the test targets: temporary folders, seeded data, sample packs.
-        .target(name: "BacklotTestSupport", dependencies: ["BacklotFormat"]),
+        .target(name: "BacklotTestSupport", dependencies: ["BacklotFormat", "BacklotRepository", "BacklotServer", "BacklotClient"]),
         .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotJSON"]),
         .testTarget(name: "BacklotFormatTests", dependencies: ["BacklotFormat", "BacklotTestSupport"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "BacklotRepositoryTests", dependencies: ["BacklotRepository", "BacklotTestSupport"]),
         .testTarget(name: "BacklotServerTests", dependencies: ["BacklotServer", "BacklotTestSupport"]),
         .testTarget(name: "BacklotClientTests", dependencies: ["BacklotClient", "BacklotServer", "BacklotTestSupport", "BacklotInfoPlist"]),
-        .testTarget(name: "BacklotAppClipsTests", dependencies: ["BacklotAppClips"]),
+        .testTarget(name: "BacklotAppClipsTests", dependencies: ["BacklotAppClips", "BacklotClient", "BacklotServer", "BacklotTestSupport"]),
         .testTarget(name: "BacklotTaskSchedulerTests", dependencies: ["BacklotTaskScheduler", "BacklotTestSupport"]),
         .testTarget(name: "BacklotInfoPlistTests", dependencies: ["BacklotInfoPlist"], exclude: ["Fixtures"]),
         .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat", "BacklotTestSupport", "BacklotHTTPClient",

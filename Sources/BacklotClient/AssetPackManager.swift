@@ -45,6 +45,10 @@ public actor AssetPackManager {
         public var stallTimeout: Int = 60
         /// Attempts after the first for a failed Range request (exponential backoff with jitter, or `Retry-After`).
         public var retries: Int = 4
+        /// The container belongs to an App Clip: installation events fetch no essential packs (a
+        /// clip has no install-time phase), while ``AssetPackManager/ensureLocalAvailability(of:requireLatestVersion:)``
+        /// works for packs of every policy.
+        public var isAppClip = false
 
         public init(containerPath: String, catalogURL: URL, app: String, channel: Channel, trustedKeys: [Ed25519.PublicKey],
                     platform: Platform = .linux, caFile: String? = nil, bandwidthLimit: Int = 0) {
@@ -261,12 +265,14 @@ public actor AssetPackManager {
     public nonisolated func statusUpdates(forAssetPackWithID id: String) -> AsyncStream<DownloadStatusUpdate> { broadcaster.stream(for: id) }
 
     /// Downloads the packs an installation event fetches: essential and prefetch packs whose
-    /// `installationEventTypes` include it (the call the background agent makes).
+    /// `installationEventTypes` include it (the call the background agent makes). In an App Clip
+    /// (``Configuration/isAppClip``) essential packs are skipped: a clip has no install-time phase.
     /// - Returns: the IDs of the packs it made available.
     @discardableResult
     public func handle(event: InstallationEventType) async throws -> [String] {
         var done: [String] = []
         for (id, (pack, release)) in try await offered().sorted(by: { $0.key < $1.key }) where release.downloadPolicy.installationEventTypes.contains(event) {
+            if configuration.isAppClip, case .essential = release.downloadPolicy { continue }
             try await ensureLocalAvailability(of: pack)
             done.append(id)
         }

@@ -34,7 +34,7 @@ struct CatalogClient: Sendable {
         var keys = try trustedKeys()
         do {
             return try remember(Catalog.verify(response.body, trusting: keys.keys, app: app, channel: channel, now: now, newerThan: lastSeen,
-                                               source: catalogURL.absoluteString))
+                                               source: catalogURL.absoluteString), envelope: response.body, keys: keys.keys)
         } catch let e as BacklotError where e.code == .untrusted && e.message.contains("no valid signature") {
             // Perhaps the repository rotated its key: follow the signed chain of key lists.
             let before = keys.version
@@ -47,12 +47,17 @@ struct CatalogClient: Sendable {
             let catalog = try Catalog.verify(response.body, trusting: keys.keys, app: app, channel: channel, now: now, newerThan: lastSeen,
                                              source: catalogURL.absoluteString)
             try container.setMeta("keyList", Data(keys.payload).base64EncodedString())
-            return try remember(catalog)
+            return try remember(catalog, envelope: response.body, keys: keys.keys)
         }
     }
 
-    private func remember(_ catalog: Catalog) throws -> Catalog {
+    /// Keeps the version (against rollbacks) and the verified envelope with the keys that verified
+    /// it, so that offline tools (an App Clip handoff) can check it again later.
+    private func remember(_ catalog: Catalog, envelope: [UInt8], keys: [Ed25519.PublicKey]) throws -> Catalog {
         try container.setMeta("catalogVersion", String(catalog.version))
+        try container.setMeta("catalogEnvelope", Data(envelope).base64EncodedString())
+        try container.setMeta("catalogKeys", keys.map { Data($0.rawRepresentation).base64EncodedString() }.joined(separator: ","))
+        try container.setMeta("catalogFor", catalog.app + "\n" + catalog.channel.rawValue)
         return catalog
     }
 

@@ -44,6 +44,26 @@ public enum BackgroundDownloadError: Error, Sendable, Hashable, CustomStringConv
     case insecureURL(URL)
     /// The download would take the downloads' total past `BAMaxInstallSize` (or `BAEssentialMaxInstallSize`).
     case maxInstallSizeExceeded(needed: UInt64, remaining: UInt64)
+    /// Essential downloads are not permitted here: in an App Clip, or scheduled by the app (only
+    /// install and update content requests return them).
+    case essentialDownloadNotPermitted(String)
+    /// Scheduling is refused while the downloader extension's `downloads(for:)` runs: return the downloads from it instead.
+    case schedulingBlockedDuringContentRequest(String)
+
+    /// Apple's `BAErrorCode` raw value with the same meaning.
+    public var code: Int {
+        switch self {
+        case .domainNotAllowed: 202
+        case .allowanceExceeded: 203
+        case .essentialDownloadNeedsFileSize: 102
+        case .sizeMismatch: 103
+        case .duplicateIdentifier: 100
+        case .insecureURL: 102
+        case .maxInstallSizeExceeded: 112
+        case .essentialDownloadNotPermitted: 109
+        case .schedulingBlockedDuringContentRequest: 50
+        }
+    }
 
     public var description: String {
         switch self {
@@ -54,6 +74,8 @@ public enum BackgroundDownloadError: Error, Sendable, Hashable, CustomStringConv
         case .duplicateIdentifier(let id): "a download with the identifier \(id) is already scheduled"
         case .insecureURL(let u): "\(u) is not an https URL"
         case .maxInstallSizeExceeded(let n, let r): "the download needs \(n) bytes but only \(r) remain under the maximum install size"
+        case .essentialDownloadNotPermitted(let id): "the download \(id) is essential, which is not permitted here (an App Clip can't mark downloads essential); schedule it as non-essential"
+        case .schedulingBlockedDuringContentRequest(let id): "\(id) can't be scheduled while the downloader extension answers a content request; return it from downloads(for:) instead"
         }
     }
 }
@@ -80,16 +102,21 @@ public final class DownloadManager: Sendable {
     let container: ClientContainer
     let http: HTTPClient
     let restrictions: DownloadRestrictions?
+    /// An App Clip's container: essential downloads are refused.
+    public let isAppClip: Bool
     let handler: @Sendable (Event) -> Void
     private let queue = DispatchQueue(label: "backlot.url-downloads")
     private let cancelled = Mutex<Set<String>>([])
     private let running = Mutex<Set<String>>([])
 
-    public init(containerPath: String, restrictions: DownloadRestrictions? = nil, caFile: String? = nil,
+    /// - Parameter isAppClip: the container is an App Clip's: essential downloads are refused
+    ///   (``BackgroundDownloadError/essentialDownloadNotPermitted(_:)``).
+    public init(containerPath: String, restrictions: DownloadRestrictions? = nil, caFile: String? = nil, isAppClip: Bool = false,
                 handler: @escaping @Sendable (Event) -> Void) throws {
         container = try ClientContainer(path: containerPath)
         http = HTTPClient(caFile: caFile)
         self.restrictions = restrictions
+        self.isAppClip = isAppClip
         self.handler = handler
         try FileManager.default.createDirectory(atPath: containerPath + "/downloads", withIntermediateDirectories: true)
         try container.db.transaction { tx in
@@ -179,6 +206,7 @@ public final class DownloadManager: Sendable {
     func check(_ d: URLDownload) throws {
         let local = ["127.0.0.1", "localhost", "::1"].contains(d.url.host ?? "")
         guard d.url.scheme == "https" || (d.url.scheme == "http" && local) else { throw BackgroundDownloadError.insecureURL(d.url) }
+        if isAppClip, d.isEssential { throw BackgroundDownloadError.essentialDownloadNotPermitted(d.identifier) }
         if d.isEssential, d.fileSize == nil { throw BackgroundDownloadError.essentialDownloadNeedsFileSize(d.identifier) }
         if let r = restrictions, !launched {
             guard r.allows(host: d.url.host ?? "") else { throw BackgroundDownloadError.domainNotAllowed(d.url.host ?? "") }

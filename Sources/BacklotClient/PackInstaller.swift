@@ -281,10 +281,13 @@ struct PackInstaller: Sendable {
         return (header, index)
     }
 
-    /// Removes a release folder whose files are read-only.
+    /// Removes a release folder whose files are read-only. Only folders are made writable: the
+    /// files may be hard links shared with another release (or container), whose modes must stay.
     static func removeRelease(_ folder: String) {
         if let walker = FileManager.default.enumerator(atPath: folder) {
-            for case let p as String in walker { chmod(folder + "/" + p, 0o755) }
+            for case let p as String in walker where (try? FileSystem.linkStatus(folder + "/" + p))??.kind == .directory {
+                chmod(folder + "/" + p, 0o755)
+            }
         }
         FileSystem.removeTree(folder)
     }

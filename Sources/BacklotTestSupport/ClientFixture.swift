@@ -4,17 +4,16 @@ import BacklotCrypto
 import BacklotFormat
 import BacklotRepository
 import BacklotServer
-import BacklotTestSupport
 import Foundation
 
 /// A repository served over HTTP on loopback, packs built from sample trees, and client containers.
-final class ClientFixture: @unchecked Sendable {
-    let dir: TemporaryDirectory
-    let repository: Repository
-    let server: HostingServer
-    let app = "com.example.game"
+public final class ClientFixture: @unchecked Sendable {
+    public let dir: TemporaryDirectory
+    public let repository: Repository
+    public let server: HostingServer
+    public let app = "com.example.game"
 
-    init() throws {
+    public init() throws {
         dir = try TemporaryDirectory("client")
         repository = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
         server = try HostingServer(repository: repository, configuration: .init(port: 0))
@@ -26,13 +25,13 @@ final class ClientFixture: @unchecked Sendable {
         dir.remove()
     }
 
-    var pinned: Ed25519.PublicKey { try! RepositoryDirectory.readPublicKey(path: repository.directory.publicKeyPath) }
+    public var pinned: Ed25519.PublicKey { try! RepositoryDirectory.readPublicKey(path: repository.directory.publicKeyPath) }
 
-    func catalogURL(_ channel: Channel = .internal) -> URL {
+    public func catalogURL(_ channel: Channel = .internal) -> URL {
         URL(string: server.baseURL + "v1/apps/\(app)/\(channel.rawValue)/catalog.json")!
     }
 
-    func manager(container: String = "container", channel: Channel = .internal, keys: [Ed25519.PublicKey]? = nil, app: String? = nil) throws -> AssetPackManager {
+    public func manager(container: String = "container", channel: Channel = .internal, keys: [Ed25519.PublicKey]? = nil, app: String? = nil) throws -> AssetPackManager {
         try AssetPackManager(configuration: .init(containerPath: dir.at(container), catalogURL: catalogURL(channel), app: app ?? self.app,
                                                   channel: channel, trustedKeys: keys ?? [pinned], platform: .linux))
     }
@@ -40,7 +39,7 @@ final class ClientFixture: @unchecked Sendable {
     /// Writes a source tree for `id` (seeded), optionally editing one file, packages it, uploads it,
     /// waits for processing and releases it on `channel`. Returns the source folder and the version.
     @discardableResult
-    func publish(id: String = "Levels", seed: UInt64 = 42, edit: Bool = false, policy: String = #"{"onDemand": {}}"#,
+    public func publish(id: String = "Levels", seed: UInt64 = 42, edit: Bool = false, policy: String = #"{"onDemand": {}}"#,
                  channel: Channel = .internal, chunkSize: Int = 16 << 10) throws -> (source: String, version: Int) {
         let src = TemporaryDirectory.Named(dir.at("src-\(id)-\(seed)-\(edit)"))
         try SamplePack.writeTree(in: src.asTemporary, seed: seed)
@@ -65,7 +64,7 @@ final class ClientFixture: @unchecked Sendable {
     }
 
     /// The published archive of the current release of a pack on a channel.
-    func archivePath(_ id: String = "Levels", channel: Channel = .internal) throws -> String {
+    public func archivePath(_ id: String = "Levels", channel: Channel = .internal) throws -> String {
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: repository.catalogPath(app: app, channel: channel))))
         let catalog = try Catalog.verify(bytes, trusting: [pinned], app: app, channel: channel, now: Date(), source: "c")
         let release = catalog.packs.first { $0.id.rawValue == id }!.release
@@ -75,18 +74,18 @@ final class ClientFixture: @unchecked Sendable {
 
 extension TemporaryDirectory {
     /// A fixed folder used as a TemporaryDirectory (inside another one, removed with it).
-    struct Named {
-        let path: String
-        init(_ path: String) {
+    public struct Named {
+        public let path: String
+        public init(_ path: String) {
             self.path = path
             try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         }
-        var asTemporary: TemporaryDirectory { TemporaryDirectory(existing: path) }
+        public var asTemporary: TemporaryDirectory { TemporaryDirectory(existing: path) }
     }
 }
 
 /// Compares two folders file by file.
-func sameFiles(_ a: String, _ b: String) throws -> Bool {
+public func sameFiles(_ a: String, _ b: String) throws -> Bool {
     let fm = FileManager.default
     let left = (fm.enumerator(atPath: a)?.allObjects as? [String] ?? []).filter { (try? FileSystem.status(a + "/" + $0))??.kind == .regular }.sorted()
     let right = (fm.enumerator(atPath: b)?.allObjects as? [String] ?? []).filter { (try? FileSystem.status(b + "/" + $0))??.kind == .regular }.sorted()

@@ -1,0 +1,80 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotFormat
+import BacklotRepository
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension ClientContainer {
+    /// The last catalog this container verified, verified again (signature by the keys that were
+    /// trusted then, app and channel, expiry).
+    /// - Returns: nil when the container never verified a catalog.
+    /// - Throws: ``BacklotError/Code/untrusted`` when it no longer verifies (it expired, or the
+    ///   stored copy was altered).
+    public func lastVerifiedCatalog(now: Date = Date()) throws -> Catalog? {
+        guard let text = try meta("catalogEnvelope"), let envelope = Data(base64Encoded: text),
+              let keyText = try meta("catalogKeys"), let target = try meta("catalogFor") else { return nil }
+        let keys = try keyText.split(separator: ",").map { part -> Ed25519.PublicKey in
+            guard let raw = Data(base64Encoded: String(part)) else {
+                throw BacklotError(.untrusted, "the container's stored catalog keys are damaged", context: path + "/state.sqlite")
+            }
+            return try Ed25519.PublicKey(rawRepresentation: Array(raw))
+        }
+        let parts = target.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2, let channel = Channel(rawValue: parts[1]) else {
+            throw BacklotError(.untrusted, "the container's stored catalog target is damaged", context: path + "/state.sqlite")
+        }
+        return try Catalog.verify(Array(envelope), trusting: keys, app: parts[0], channel: channel, now: now, source: path + " (stored catalog)")
+    }
+
+    /// Installs a release that `source` has installed into this container: its files are
+    /// hard-linked (copied across file systems), each checked against the SHA-256 its index lists
+    /// first, and the release becomes visible with one rename, as a download's would.
+    /// - Parameter moving: remove it from `source` once it is installed here.
+    /// - Throws: ``BacklotError/Code/corruptArchive`` when a file of the source is damaged (nothing is installed).
+    public func adopt(_ release: Installed, from source: ClientContainer, moving: Bool) throws {
+        guard let (_, index) = PackInstaller.decodeStored(release.indexBytes),
+              SHA256.hash(Array(release.indexBytes.dropFirst(PackHeader.size))).hex == release.digest else {
+            throw BacklotError(.corruptArchive, "the stored index of \(release.id) is damaged", context: source.path)
+        }
+        let from = source.releaseFolder(release.id, digest: release.digest)
+        let folder = releaseFolder(release.id, digest: release.digest)
+        let partial = folder + ".partial"
+        try ExecutorLock.holding(container: path, pack: release.id) {
+            if try installed(release.id)?.digest == release.digest { return }
+            if FileSystem.exists(partial) { PackInstaller.removeRelease(partial) }
+            try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+            do {
+                for file in index.files {
+                    let src = from + "/" + file.path, dst = partial + "/" + file.path
+                    guard (try? SHA256.hash(fileAt: src)) == file.digest else {
+                        throw BacklotError(.corruptArchive, "\(file.path) is damaged or missing in the source container", context: source.path,
+                                           hint: "run backlot verify --container \(source.path) --repair, or let the app download the pack")
+                    }
+                    try FileManager.default.createDirectory(atPath: (dst as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                    if link(src, dst) != 0 {
+                        guard errno == EXDEV else { throw SystemCall.error("link", path: dst) }
+                        try FileManager.default.copyItem(atPath: src, toPath: dst)
+                        let fd = open(dst, O_RDONLY | O_CLOEXEC)
+                        if fd >= 0 { fsync(fd); close(fd) }
+                        chmod(dst, file.mode == 0o755 ? 0o555 : 0o444)
+                    }
+                }
+                FileSystem.syncDirectory(partial)
+                let previous = try installed(release.id)
+                if FileSystem.exists(folder) { PackInstaller.removeRelease(folder) }
+                try SystemCall.retrying("rename", path: folder) { rename(partial, folder) }
+                FileSystem.syncDirectory(packFolder(release.id))
+                try markInstalled(id: release.id, version: release.version, digest: release.digest, downloadSize: release.downloadSize,
+                                  metadata: release.metadata, indexBytes: release.indexBytes)
+                if let previous, previous.digest != release.digest { PackInstaller.removeRelease(releaseFolder(release.id, digest: previous.digest)) }
+            } catch {
+                PackInstaller.removeRelease(partial)
+                throw error
+            }
+        }
+        if moving { try source.remove(release.id) }
+    }
+}
