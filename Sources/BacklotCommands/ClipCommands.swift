@@ -70,3 +70,32 @@ struct ClipMatchCommand: Command {
         }
     }
 }
+
+/// `backlot clip handoff --from CLIP_CONTAINER --to APP_CONTAINER`: the clip's packs to the full app.
+struct ClipHandoffCommand: Command {
+    static let spec = CommandSpec(
+        name: "clip handoff",
+        summary: "Move an App Clip's packs into the full app's container (hard links) where the app's verified catalog lists the same release.",
+        discussion: "The app's container must have verified its catalog (its first fetch, or the agent's install event). Packs of another release are left for the app to download.",
+        options: [
+            .init("from", value: "CLIP_CONTAINER", help: "The App Clip's container (required)."),
+            .init("to", value: "APP_CONTAINER", help: "The full app's container (required)."),
+            .init("keep", help: "Leave the clip's copy in place."),
+            .init("json", help: "Print JSON."),
+        ])
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let report = try AppClipHandoff.handoff(fromClipContainer: try required("from", in: arguments), toAppContainer: try required("to", in: arguments),
+                                                keepClipCopy: arguments.flag("keep"))
+        if arguments.flag("json") {
+            io.out(JSONNode.object([
+                "moved": .array(report.moved.map { .string($0) }),
+                "left": .array(report.left.map { .object(["id": .string($0.id), "reason": .string($0.reason)]) }),
+            ]).prettyPrinted() + "\n")
+        } else {
+            for id in report.moved { io.out("moved \(id)\n") }
+            for l in report.left { io.out("left \(l.id): \(l.reason)\n") }
+            if report.moved.isEmpty && report.left.isEmpty { io.out("the clip's container holds no packs\n") }
+        }
+    }
+}
