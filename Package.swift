@@ -46,6 +46,10 @@ let package = Package(
         .target(name: "BacklotHTTPClient", dependencies: ["CCurl", "BacklotBasics"]),
         // The client: AssetPackManager, the delta downloader, the container store.
         .target(name: "BacklotClient", dependencies: ["BacklotRepository", "BacklotHTTPClient", "BacklotInfoPlist"]),
+        // Downloader extensions: Apple's protocols, built into an executable the agent runs.
+        .target(name: "BacklotExtension", dependencies: ["BacklotClient"]),
+        // The background agent: events, periodic checks, the extension under limits, background launches.
+        .target(name: "BacklotAgent", dependencies: ["BacklotClient", "BacklotExtension", "BacklotTaskScheduler"]),
         // App Clips: size budgets, default links, advanced-experience matching, handing packs to the full app.
         .target(name: "BacklotAppClips", dependencies: ["BacklotJSON", "BacklotClient"]),
         // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.
@@ -53,8 +57,12 @@ let package = Package(
         // The task scheduler: Apple's BGTaskScheduler rules, pending requests in SQLite, Linux network and power conditions.
         .target(name: "BacklotTaskScheduler", dependencies: ["BacklotStore", "BacklotInfoPlist"]),
         // The command-line interface, as a library so tests can drive it.
-        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer", "BacklotHTTPClient", "BacklotClient", "BacklotAppClips"]),
+        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer", "BacklotHTTPClient", "BacklotClient", "BacklotAppClips", "BacklotAgent"]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
+
+        // Helper executables for the agent's tests (built with the package, never inside a test).
+        .executableTarget(name: "backlot-test-extension", dependencies: ["BacklotExtension"]),
+        .executableTarget(name: "backlot-test-app", dependencies: ["BacklotClient", "BacklotTaskScheduler"]),
 
         // Helpers shared by the test targets: temporary folders, seeded data, sample packs.
         .target(name: "BacklotTestSupport", dependencies: ["BacklotFormat", "BacklotRepository", "BacklotServer", "BacklotClient"]),
@@ -64,6 +72,7 @@ let package = Package(
         .testTarget(name: "BacklotRepositoryTests", dependencies: ["BacklotRepository", "BacklotTestSupport"]),
         .testTarget(name: "BacklotServerTests", dependencies: ["BacklotServer", "BacklotTestSupport"]),
         .testTarget(name: "BacklotClientTests", dependencies: ["BacklotClient", "BacklotServer", "BacklotTestSupport", "BacklotInfoPlist"]),
+        .testTarget(name: "BacklotAgentTests", dependencies: ["BacklotAgent", "BacklotTestSupport", "backlot-test-extension", "backlot-test-app"]),
         .testTarget(name: "BacklotAppClipsTests", dependencies: ["BacklotAppClips", "BacklotClient", "BacklotServer", "BacklotTestSupport"]),
         .testTarget(name: "BacklotTaskSchedulerTests", dependencies: ["BacklotTaskScheduler", "BacklotTestSupport"]),
         .testTarget(name: "BacklotInfoPlistTests", dependencies: ["BacklotInfoPlist"], exclude: ["Fixtures"]),

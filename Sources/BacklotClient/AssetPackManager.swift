@@ -50,6 +50,17 @@ public actor AssetPackManager {
         /// works for packs of every policy.
         public var isAppClip = false
 
+        /// The app and channel a catalog URL names (`…/v1/apps/APP/CHANNEL/catalog.json`).
+        /// - Throws: ``BacklotError/Code/usage`` when the URL is not of that shape.
+        public static func target(ofCatalogURL url: URL) throws -> (app: String, channel: Channel) {
+            let parts = url.path.split(separator: "/").map(String.init)
+            guard url.scheme == "https" || url.scheme == "http", parts.count >= 5, parts[parts.count - 1] == "catalog.json",
+                  parts[parts.count - 5] == "v1", parts[parts.count - 4] == "apps", let channel = Channel(rawValue: parts[parts.count - 2]) else {
+                throw BacklotError(.usage, "a catalog URL is http(s) and ends in /v1/apps/APP/CHANNEL/catalog.json", context: url.absoluteString)
+            }
+            return (parts[parts.count - 3], channel)
+        }
+
         public init(containerPath: String, catalogURL: URL, app: String, channel: Channel, trustedKeys: [Ed25519.PublicKey],
                     platform: Platform = .linux, caFile: String? = nil, bandwidthLimit: Int = 0) {
             self.containerPath = containerPath

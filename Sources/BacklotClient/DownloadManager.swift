@@ -108,6 +108,7 @@ public final class DownloadManager: Sendable {
     private let queue = DispatchQueue(label: "backlot.url-downloads")
     private let cancelled = Mutex<Set<String>>([])
     private let running = Mutex<Set<String>>([])
+    let listening = Mutex<ListeningState?>(nil)
 
     /// - Parameter isAppClip: the container is an App Clip's: essential downloads are refused
     ///   (``BackgroundDownloadError/essentialDownloadNotPermitted(_:)``).
@@ -135,6 +136,9 @@ public final class DownloadManager: Sendable {
     /// - Throws: ``BackgroundDownloadError`` when the restrictions or the declaration refuse it.
     public func scheduleDownload(_ download: URLDownload) throws {
         try check(download)
+        if let holder = try container.meta("contentRequest").flatMap({ Int32($0) }), holder != getpid(), kill(holder, 0) == 0 || errno == EPERM {
+            throw BackgroundDownloadError.schedulingBlockedDuringContentRequest(download.identifier)
+        }
         do {
             try container.db.transaction { tx in
                 try tx.run("INSERT INTO url_downloads(identifier, url, file_size, essential, priority, created) VALUES (?, ?, ?, ?, ?, ?)",
@@ -197,6 +201,10 @@ public final class DownloadManager: Sendable {
 
     func installed(_ essential: Bool) -> UInt64 { (try? container.meta(essential ? "installedEssential" : "installed")).flatMap { $0.flatMap(UInt64.init) } ?? 0 }
 
+    /// What remains of the allowance before the first launch (nil when downloads are not
+    /// restricted): Apple's `BAAppExtensionInfo.restrictedDownloadSizeRemaining` and its essential twin.
+    public func remainingAllowance(essential: Bool) -> UInt64? { remainingAllowance(essential) }
+
     func remainingAllowance(_ essential: Bool) -> UInt64? {
         guard let r = restrictions, !launched else { return nil }
         let allowance = essential ? r.essentialDownloadAllowance : r.downloadAllowance
@@ -222,15 +230,35 @@ public final class DownloadManager: Sendable {
 
     /// Runs scheduled downloads, highest priority first, until none is left.
     func runScheduled() {
-        while let next = (try? fetchCurrentDownloads())?.first(where: { d in running.withLock { !$0.contains(d.identifier) } }) {
-            run(next)
+        var elsewhere = Set<String>()   // run by another process (the app, or the agent)
+        while let next = (try? fetchCurrentDownloads())?.first(where: { d in !elsewhere.contains(d.identifier) && running.withLock { !$0.contains(d.identifier) } }) {
+            if !run(next) { elsewhere.insert(next.identifier) }
         }
     }
 
+    /// Takes the cross-process lock of one download, so that the app and the agent never write
+    /// one partial file at once; nil when another process holds it.
+    func lockDownload(_ id: String) -> Int32? {
+        let path = container.path + "/downloads/" + SHA256.hash(Array(id.utf8)).hex.prefix(32) + ".lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return nil }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
     /// Downloads (resuming), checks the size, and hands the file over under the exclusive lock.
-    func run(_ d: URLDownload) {
-        guard running.withLock({ $0.insert(d.identifier).inserted }) else { return }
+    /// - Returns: false when another process runs this download.
+    @discardableResult
+    func run(_ d: URLDownload) -> Bool {
+        guard running.withLock({ $0.insert(d.identifier).inserted }) else { return true }
         defer { running.withLock { _ = $0.remove(d.identifier) } }
+        guard let lock = lockDownload(d.identifier) else { return false }
+        defer { flock(lock, LOCK_UN); close(lock) }
+        // It may have finished in the other process while this one waited.
+        guard (try? fetchCurrentDownloads())?.contains(where: { $0.identifier == d.identifier }) == true else { return true }
         cancelled.withLock { _ = $0.remove(d.identifier) }
         let part = partialPath(d.identifier)
         let already = (try? FileSystem.status(part))??.size ?? 0
@@ -277,8 +305,9 @@ public final class DownloadManager: Sendable {
                 unlink(part)
             }
             _ = try? container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
-            handler(.failed(d, reported))
+            _ = try? withExclusiveControl { handler(.failed(d, reported)) }
         }
+        return true
     }
 
     /// Waits until the background queue has run everything scheduled so far (for tools and tests).

@@ -21,7 +21,8 @@ public enum BacklotCLI {
         AppsCreateCommand.self, TokensCreateCommand.self, UploadCommand.self, ReleaseCommand.self, ApproveCommand.self,
         VersionsCommand.self, VersionsDeleteCommand.self, CatalogResignCommand.self, KeysRotateCommand.self,
         DownloadManifestCreateCommand.self, DownloadManifestUpdateCommand.self, FetchCommand.self, StatusCommand.self, RemoveCommand.self,
-        ClipLinkCommand.self, ClipParseCommand.self, ClipMatchCommand.self,
+        AgentCommand.self, NotifyCommand.self, SimulateCommand.self,
+        ClipSizeCommand.self, ClipLinkCommand.self, ClipParseCommand.self, ClipMatchCommand.self, ClipHandoffCommand.self,
     ]
 
     static var overview: String {

@@ -29,11 +29,7 @@ struct FetchCommand: Command {
         guard let url = URL(string: catalog), url.scheme == "https" || url.scheme == "http" else {
             throw BacklotError(.usage, "--catalog must be an http(s) URL", context: catalog)
         }
-        let parts = url.path.split(separator: "/").map(String.init)
-        guard parts.count >= 5, parts[parts.count - 1] == "catalog.json", parts[parts.count - 5] == "v1", parts[parts.count - 4] == "apps",
-              let channel = Channel(rawValue: parts[parts.count - 2]) else {
-            throw BacklotError(.usage, "the catalog URL must end in /v1/apps/APP/CHANNEL/catalog.json", context: catalog)
-        }
+        let (app, channel) = try AssetPackManager.Configuration.target(ofCatalogURL: url)
         let platformText = arguments.values["platform"] ?? "linux"
         guard let platform = Platform(rawValue: platformText) else {
             throw BacklotError(.usage, "--platform takes iOS, macOS, tvOS, visionOS or linux", context: platformText)
@@ -41,7 +37,7 @@ struct FetchCommand: Command {
         let key = try RepositoryDirectory.readPublicKey(path: try required("trust", in: arguments))
         let limit = try arguments.integer("limit-rate", in: 0...Int.max, default: 0, command: "fetch")
         return try AssetPackManager(configuration: .init(containerPath: try required("container", in: arguments), catalogURL: url,
-                                                         app: parts[parts.count - 3], channel: channel, trustedKeys: [key],
+                                                         app: app, channel: channel, trustedKeys: [key],
                                                          platform: platform, caFile: arguments.values["ca"], bandwidthLimit: limit))
     }
 

@@ -10,7 +10,7 @@ extension Catalog {
         Array(json.serialized().utf8)
     }
 
-    var json: JSONNode {
+    public var json: JSONNode {
         JSONNode.object([
             "app": .string(app),
             "channel": .string(channel.rawValue),

@@ -333,6 +333,21 @@ public final class TaskScheduler: Sendable {
         return history(forTaskWithIdentifier: identifier).last?.outcome
     }
 
+    // MARK: For the agent, which launches the app for due tasks
+
+    /// Records how a task ended that this process did not run: the app the agent launched for it
+    /// never took the request (it is removed, so that the launch is not repeated at once), or
+    /// overran and was killed.
+    public func recordOutcome(forTaskWithIdentifier identifier: String, kind: TaskKind, started: Date, outcome: TaskOutcome) {
+        _ = try? store.claim(identifier)
+        try? store.record(TaskRun(identifier: identifier, kind: kind, started: started, ended: clock.now, outcome: outcome))
+    }
+
+    /// Whether a request with this identifier is pending.
+    public func isPending(_ identifier: String) -> Bool {
+        ((try? store.pending(identifier)) ?? nil) != nil
+    }
+
     // MARK: App usage (for the agent's periodic checks)
 
     /// Records a launch of the app (the agent checks for updates more often for apps used daily).

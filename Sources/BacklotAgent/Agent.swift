@@ -1,0 +1,367 @@
+import BacklotBasics
+import BacklotClient
+import BacklotExtension
+import BacklotFormat
+import BacklotTaskScheduler
+import Dispatch
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The background system for one container (`backlot agent`): what iOS does for an app that the
+/// app cannot do itself.
+///
+/// - On an install or update event (``AgentStore/enqueue(_:bypassBudget:)``, from `backlot
+///   notify`), it verifies the catalog, asks the extension which candidate packs to keep
+///   (``ManagedDownloaderExtension/shouldDownload(_:)``), fetches the essential packs (not in an
+///   App Clip), runs the extension's `downloads(for:)` (no scheduling meanwhile) and schedules
+///   what it returns, then fetches the prefetch packs whose `installationEventTypes` match, waiting
+///   for an unmetered network by default.
+/// - Periodically (less often when the app is little used, ``PeriodicCheckPolicy``) it updates
+///   installed packs and asks the extension for non-essential downloads.
+/// - It runs the URL downloads scheduled while the app is closed and hands each outcome to the app
+///   when it listens, else to the extension, never both.
+/// - When a task request is due and the app is not running, it launches the app's executable in
+///   the background (``AppLauncher``).
+/// - Downloads stop when the network goes away (or becomes metered, for prefetch packs) and go on
+///   when it returns; ``stop()`` (SIGTERM) keeps every verified chunk, and a restart resumes.
+///
+/// ```swift
+/// let agent = try Agent(containerPath: "/var/lib/game", configuration: AgentConfiguration(path: "agent.json", containerPath: "/var/lib/game"))
+/// try await agent.run()    // until agent.stop()
+/// ```
+public final class Agent: Sendable {
+    public let containerPath: String
+    public let configuration: AgentConfiguration
+    public let store: AgentStore
+    public let scheduler: TaskScheduler
+    let manager: AssetPackManager
+    let downloads: DownloadManager
+    let conditions: any DeviceConditionSource
+    let clock: any TaskSchedulerClock
+    let log: @Sendable (String) -> Void
+    let extensionRunner: ExtensionRunner?
+    let launcher: AppLauncher?
+    private let state = Mutex<State>(State())
+
+    struct State {
+        var stopping = false
+        var progresses: [String: ProgressRef] = [:]
+    }
+
+    /// What one event did.
+    public struct EventReport: Sendable, Hashable {
+        public var request: ContentRequest
+        /// Packs installed or already up to date, in order.
+        public var packs: [String] = []
+        /// Candidate packs the extension's `shouldDownload` turned down.
+        public var declined: [String] = []
+        /// URL downloads the extension returned and that were scheduled.
+        public var scheduled: [String] = []
+        /// URL downloads refused, with the reason.
+        public var refused: [String] = []
+        /// Extension calls that failed (crashed, killed at the limit, out of budget).
+        public var extensionFailures: [String] = []
+    }
+
+    /// - Parameters:
+    ///   - conditions: network and power (``LinuxDeviceConditions`` by default).
+    ///   - log: one line per thing done.
+    public init(containerPath: String, configuration: AgentConfiguration, conditions: (any DeviceConditionSource)? = nil,
+                clock: any TaskSchedulerClock = SystemClock(), log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+        let path = URL(fileURLWithPath: containerPath).standardizedFileURL.path
+        self.containerPath = path
+        self.configuration = configuration
+        self.log = log
+        self.clock = clock
+        self.conditions = conditions ?? LinuxDeviceConditions(meteredFallback: configuration.networkMetered)
+        let store = try AgentStore(containerPath: path)
+        self.store = store
+        var schedulerConfig = configuration.scheduler
+        schedulerConfig.databasePath = path + "/tasks.sqlite"
+        scheduler = try TaskScheduler(configuration: schedulerConfig, clock: clock, conditions: self.conditions)
+        manager = try AssetPackManager(configuration: configuration.managerConfiguration(containerPath: path))
+        let runner = configuration.extensionPath.map {
+            ExtensionRunner(executable: $0, containerPath: path, store: store, timeLimit: configuration.extensionTimeLimit,
+                            dailyBudget: configuration.extensionDailyBudget, log: log)
+        }
+        extensionRunner = runner
+        launcher = configuration.appExecutable.map { executable in
+            AppLauncher(executable: executable, arguments: configuration.appArguments, containerPath: path, configPath: configuration.sourcePath, log: log)
+        }
+        let holder = DownloadManagerHolder()
+        downloads = try DownloadManager(containerPath: path, restrictions: configuration.restrictions, caFile: configuration.caFile,
+                                        isAppClip: configuration.scheduler.isAppClip) { event in
+            Agent.route(event, manager: holder.manager, runner: runner, log: log)
+        }
+        holder.manager = downloads
+        try store.setValue("configPath", configuration.sourcePath)
+    }
+
+    // MARK: URL download outcomes
+
+    /// Under the exclusive lock: to the app if it listens, else to the extension.
+    static func route(_ event: DownloadManager.Event, manager: DownloadManager?, runner: ExtensionRunner?, log: @Sendable (String) -> Void) {
+        switch event {
+        case .began(let d): log("download \(d.identifier): started")
+        case .finished(let d, let url):
+            if let manager, manager.appIsListening || runner == nil {
+                do { try manager.postToApp(event); log("download \(d.identifier): finished, handed to the app") }
+                catch { log("download \(d.identifier): finished, but could not be handed to the app: \(error)") }
+            } else if let runner {
+                do {
+                    _ = try runner.call(.finished(d, filePath: url.path), bypassBudget: false)
+                    log("download \(d.identifier): finished, handed to the extension")
+                } catch {
+                    log("download \(d.identifier): finished, but the extension failed: \(error)")
+                }
+            }
+        case .failed(let d, let error):
+            if let manager, manager.appIsListening || runner == nil {
+                try? manager.postToApp(event)
+                log("download \(d.identifier): failed (\(error)), told the app")
+            } else if let runner {
+                _ = try? runner.call(.failed(d, message: "\(error)", code: (error as? BackgroundDownloadError)?.code), bypassBudget: false)
+                log("download \(d.identifier): failed (\(error)), told the extension")
+            }
+        case .progress, .paused: break
+        }
+    }
+
+    // MARK: The loop
+
+    /// Runs rounds (queued events, the periodic check, due tasks) every `pollInterval` until ``stop()``.
+    public func run() async {
+        log("agent: watching \(containerPath) (\(configuration.app), \(configuration.channel.rawValue))")
+        while !isStopping {
+            await round()
+            var waited = 0.0
+            while waited < configuration.pollInterval && !isStopping {
+                try? await Task.sleep(nanoseconds: 50_000_000)
+                waited += 0.05
+            }
+        }
+        launcher?.stopAll()
+        log("agent: stopped")
+    }
+
+    /// Stops: downloads in flight are cancelled after their verified chunks are recorded; queued
+    /// events stay queued for the next start.
+    public func stop() {
+        let refs = state.withLock { s -> [ProgressRef] in
+            s.stopping = true
+            return Array(s.progresses.values)
+        }
+        for r in refs { r.progress.cancel() }
+    }
+
+    public var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// One round: queued events, the periodic check when it is due, due tasks.
+    public func round() async {
+        for event in (try? store.queued()) ?? [] where !isStopping {
+            await runQueued(event)
+        }
+        if !isStopping { enqueuePeriodicIfDue() }
+        if !isStopping, let launcher { launcher.launchDue(scheduler: scheduler) }
+    }
+
+    /// Runs every queued event once (what `backlot notify` does when no agent runs).
+    public func runQueuedEvents() async {
+        for event in (try? store.queued()) ?? [] where !isStopping {
+            await runQueued(event)
+        }
+    }
+
+    /// Runs a queued event and records its outcome; one that could not finish (network, stop) stays queued.
+    public func runQueued(_ event: AgentStore.Event) async {
+        do {
+            let report = try await process(event)
+            try? store.finish(event.seq, state: "done", detail: Self.describe(report))
+            log("event \(event.request.name): done — \(Self.describe(report))")
+        } catch let e as Deferral {
+            log("event \(event.request.name): waiting (\(e.reason))")
+        } catch let e as BacklotError where e.code == .io || e.code == .cancelled {
+            log("event \(event.request.name): will retry (\(e.message))")
+        } catch {
+            try? store.finish(event.seq, state: "failed", detail: "\(error)")
+            log("event \(event.request.name): failed — \(error)")
+        }
+    }
+
+    static func describe(_ r: EventReport) -> String {
+        var parts = ["packs: \(r.packs.isEmpty ? "none" : r.packs.joined(separator: ", "))"]
+        if !r.declined.isEmpty { parts.append("declined by the extension: \(r.declined.joined(separator: ", "))") }
+        if !r.scheduled.isEmpty { parts.append("scheduled: \(r.scheduled.joined(separator: ", "))") }
+        if !r.refused.isEmpty { parts.append("refused: \(r.refused.joined(separator: "; "))") }
+        if !r.extensionFailures.isEmpty { parts.append("extension: \(r.extensionFailures.joined(separator: "; "))") }
+        return parts.joined(separator: "; ")
+    }
+
+    /// Why an event waits.
+    struct Deferral: Error { let reason: String }
+
+    // MARK: Events
+
+    /// Does what an event asks (see the type's summary). Idempotent: packs already installed are
+    /// not fetched again, and the extension's `downloads(for:)` runs once per event.
+    public func process(_ event: AgentStore.Event) async throws -> EventReport {
+        var report = EventReport(request: event.request)
+        try waitForNetwork(metered: true)
+        let offered = try await manager.allAssetPacks.sorted { $0.id < $1.id }
+        if event.request != .periodic {
+            let installEvent: InstallationEventType = event.request == .install ? .firstInstallation : .subsequentUpdate
+            var candidates = offered.filter { $0.downloadPolicy.installationEventTypes.contains(installEvent) }
+            if configuration.scheduler.isAppClip { candidates.removeAll { if case .essential = $0.downloadPolicy { true } else { false } } }
+            if let runner = extensionRunner, !candidates.isEmpty {
+                do {
+                    let accepted = Set(try runner.call(.shouldDownload(candidates), bypassBudget: event.bypassBudget).accepted)
+                    report.declined = candidates.map(\.id).filter { !accepted.contains($0) }
+                    candidates.removeAll { !accepted.contains($0.id) }
+                } catch {
+                    report.extensionFailures.append("shouldDownload: \(error)")   // the default: every candidate
+                }
+            }
+            for pack in candidates where pack.downloadPolicy.name == "essential" {
+                try await fetch(pack, unmeteredOnly: false)
+                report.packs.append(pack.id)
+            }
+            try runExtensionDownloads(event, into: &report)
+            for pack in candidates where pack.downloadPolicy.name == "prefetch" {
+                try await fetch(pack, unmeteredOnly: configuration.prefetchRequiresUnmetered)
+                report.packs.append(pack.id)
+            }
+        } else {
+            try runExtensionDownloads(event, into: &report)
+            try waitForNetwork(metered: !configuration.prefetchRequiresUnmetered)
+            let (updating, removed) = try await manager.checkForUpdates()
+            report.packs = updating.sorted()
+            if !removed.isEmpty { log("periodic: removed obsolete packs \(removed.sorted().joined(separator: ", "))") }
+        }
+        return report
+    }
+
+    /// The extension's `downloads(for:)`, once per event, with scheduling blocked while it runs.
+    func runExtensionDownloads(_ event: AgentStore.Event, into report: inout EventReport) throws {
+        guard let runner = extensionRunner, !event.extensionDone else { return }
+        let manifest = try writeManifestCopy()
+        defer { unlink(manifest) }
+        let info = AppExtensionInfo(restrictedDownloadSizeRemaining: downloads.remainingAllowance(essential: false),
+                                    restrictedEssentialDownloadSizeRemaining: downloads.remainingAllowance(essential: true))
+        let returned: [URLDownload]
+        do {
+            returned = try downloads.blockingScheduling {
+                try runner.call(.downloads(event.request, manifestPath: manifest, info), bypassBudget: event.bypassBudget).downloads
+            }
+        } catch {
+            report.extensionFailures.append("downloads(for:): \(error)")
+            try store.markExtensionDone(event.seq)
+            return
+        }
+        for d in returned {
+            if event.request == .periodic && d.isEssential {
+                report.refused.append("\(d.identifier): a periodic request may only return non-essential downloads")
+                continue
+            }
+            if configuration.scheduler.isAppClip && d.isEssential {
+                report.refused.append("\(d.identifier): \(BackgroundDownloadError.essentialDownloadNotPermitted(d.identifier))")
+                continue
+            }
+            do {
+                try downloads.scheduleDownload(d)
+                report.scheduled.append(d.identifier)
+            } catch {
+                report.refused.append("\(d.identifier): \(error)")
+            }
+        }
+        try store.markExtensionDone(event.seq)
+    }
+
+    /// A read-only copy of the verified catalog for the extension (deleted after the call).
+    func writeManifestCopy() throws -> String {
+        let container = try ClientContainer(path: containerPath)
+        guard let catalog = try container.lastVerifiedCatalog() else {
+            throw BacklotError(.untrusted, "no verified catalog to give the extension", context: containerPath)
+        }
+        let path = containerPath + "/.extension-calls/manifest-\(UUID().uuidString.lowercased()).json"
+        try FileManager.default.createDirectory(atPath: containerPath + "/.extension-calls", withIntermediateDirectories: true)
+        try Data(catalog.json.prettyPrinted().utf8).write(to: URL(fileURLWithPath: path))
+        chmod(path, 0o444)
+        return path
+    }
+
+    /// Throws a ``Deferral`` while the network is unavailable (or metered, when `metered` is false).
+    func waitForNetwork(metered: Bool) throws {
+        let c = conditions.current()
+        if !c.networkAvailable { throw Deferral(reason: "no network") }
+        if !metered && c.networkMetered { throw Deferral(reason: "the network is metered; prefetch downloads wait for an unmetered one") }
+    }
+
+    /// Installs a pack, cancelling (chunks kept) when the network goes away or the agent stops.
+    func fetch(_ pack: AssetPack, unmeteredOnly: Bool) async throws {
+        try waitForNetwork(metered: !unmeteredOnly)
+        if isStopping { throw Deferral(reason: "stopping") }
+        let updates = manager.statusUpdates(forAssetPackWithID: pack.id)
+        let watcher = Task { [weak self] in
+            for await update in updates {
+                guard let self else { return }
+                if case .downloading(_, let progress) = update {
+                    self.state.withLock { $0.progresses[pack.id] = ProgressRef(progress) }
+                    while !progress.isFinished && !progress.isCancelled && !Task.isCancelled {
+                        let c = self.conditions.current()
+                        if self.isStopping || !c.networkAvailable || (unmeteredOnly && c.networkMetered) { progress.cancel(); break }
+                        try? await Task.sleep(nanoseconds: 50_000_000)
+                    }
+                }
+            }
+        }
+        defer {
+            watcher.cancel()
+            state.withLock { _ = $0.progresses.removeValue(forKey: pack.id) }
+        }
+        do {
+            let r = try await manager.fetch(packWithID: pack.id)
+            log("pack \(pack.id): version \(r.version), \(r.downloadedBytes) bytes downloaded")
+        } catch let e as BacklotError where e.code == .cancelled {
+            if isStopping { throw Deferral(reason: "stopping; verified chunks are kept") }
+            try waitForNetwork(metered: !unmeteredOnly)
+            throw e
+        }
+    }
+
+    // MARK: Periodic checks
+
+    func enqueuePeriodicIfDue() {
+        let now = clock.now
+        let policy = PeriodicCheckPolicy(baseInterval: configuration.periodicCheckInterval)
+        let interval = policy.interval(launches: scheduler.appLaunches(inLast: 30), now: now)
+        let last = (try? store.value("lastPeriodic")).flatMap { $0.flatMap(Double.init) }
+        guard let last else {
+            try? store.setValue("lastPeriodic", String(now.timeIntervalSince1970))   // the first start sets the clock going
+            return
+        }
+        guard now.timeIntervalSince1970 - last >= interval else { return }
+        try? store.setValue("lastPeriodic", String(now.timeIntervalSince1970))
+        if (try? store.queued().contains { $0.request == .periodic }) == true { return }
+        _ = try? store.enqueue(.periodic, bypassBudget: false)
+        log("periodic: a check is due (every \(Int(interval)) s for this app's use)")
+    }
+}
+
+/// Lets the download handler reach its manager, created after the handler.
+final class DownloadManagerHolder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: DownloadManager?
+    var manager: DownloadManager? {
+        get { lock.lock(); defer { lock.unlock() }; return stored }
+        set { lock.lock(); stored = newValue; lock.unlock() }
+    }
+}
+
+/// A `Progress` the agent may cancel.
+final class ProgressRef: @unchecked Sendable {
+    let progress: Progress
+    init(_ progress: Progress) { self.progress = progress }
+}

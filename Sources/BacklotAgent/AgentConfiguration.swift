@@ -1,0 +1,166 @@
+import BacklotBasics
+import BacklotClient
+import BacklotCrypto
+import BacklotFormat
+import BacklotInfoPlist
+import BacklotRepository
+import BacklotTaskScheduler
+import Foundation
+
+/// What the agent does for one container, read from Backlot's JSON configuration or from the
+/// app's Info.plist (the same keys in both; paths are relative to the file).
+///
+/// Apple's keys: `BAManifestURL` (here: the signed catalog, `…/v1/apps/APP/CHANNEL/catalog.json`),
+/// `BAInitialDownloadRestrictions`, `BAMaxInstallSize`, `BAEssentialMaxInstallSize`,
+/// `BAAppGroupID`, `BGTaskSchedulerPermittedIdentifiers`. Backlot's keys:
+///
+/// | key | meaning | default |
+/// |---|---|---|
+/// | `BacklotCatalogURL` | the catalog, when `BAManifestURL` is not it | `BAManifestURL` |
+/// | `BacklotTrustedKey` | the repository's public key file (`root.pub`) | required |
+/// | `BacklotCAFile` | a CA certificate for a development server | system CAs |
+/// | `BacklotPlatform` | the platform packs must be built for | `linux` |
+/// | `BacklotExtensionPath` | the downloader extension executable | none |
+/// | `BacklotExtensionTimeLimit` | seconds one extension call may run | 60 |
+/// | `BacklotExtensionDailyBudget` | extension seconds per day (Apple: about 10 minutes) | 600 |
+/// | `BacklotAppExecutable` | the app, launched in the background for due tasks | none |
+/// | `BacklotAppArguments` | arguments before `--background-task ID` | none |
+/// | `BacklotPrefetchRequiresUnmetered` | prefetch packs wait for an unmetered network | true |
+/// | `BacklotNetworkMetered` | whether the network is metered when NetworkManager cannot say | false |
+/// | `BacklotPeriodicCheckInterval` | seconds between catalog checks for an app used daily | 21600 |
+/// | `BacklotPollInterval` | seconds between the agent's rounds | 5 |
+/// | `BacklotBandwidthLimit` | bytes per second per connection for pack downloads (0: none) | 0 |
+///
+/// plus the task scheduler's keys (``TaskSchedulerConfiguration``). In JSON every key must be
+/// known; in an Info.plist, unknown `BA…`, `BG…` and `Backlot…` keys are refused and others ignored.
+public struct AgentConfiguration: Sendable {
+    public var sourcePath: String
+    public var catalogURL: URL
+    public var app: String
+    public var channel: Channel
+    public var trustedKeys: [Ed25519.PublicKey]
+    public var caFile: String?
+    public var platform: Platform = .linux
+    public var restrictions: DownloadRestrictions?
+    public var appGroupID: String?
+    public var extensionPath: String?
+    public var extensionTimeLimit: TimeInterval = 60
+    public var extensionDailyBudget: TimeInterval = 600
+    public var appExecutable: String?
+    public var appArguments: [String] = []
+    public var prefetchRequiresUnmetered = true
+    public var networkMetered = false
+    public var periodicCheckInterval: TimeInterval = 21_600
+    public var pollInterval: TimeInterval = 5
+    public var bandwidthLimit: UInt64 = 0
+    public var scheduler: TaskSchedulerConfiguration
+
+    static let appleKeys = ["BAManifestURL", "BAInitialDownloadRestrictions", "BAMaxInstallSize", "BAEssentialMaxInstallSize", "BAAppGroupID",
+                            "BAHasManagedAssetPacks", "BAUsesAppleHosting"]
+    static let backlotKeys = ["BacklotCatalogURL", "BacklotTrustedKey", "BacklotCAFile", "BacklotPlatform", "BacklotExtensionPath",
+                              "BacklotExtensionTimeLimit", "BacklotExtensionDailyBudget", "BacklotAppExecutable", "BacklotAppArguments",
+                              "BacklotPrefetchRequiresUnmetered", "BacklotNetworkMetered", "BacklotPeriodicCheckInterval", "BacklotPollInterval", "BacklotBandwidthLimit"]
+    public static var keys: [String] { appleKeys + backlotKeys + TaskSchedulerConfiguration.keys }
+
+    /// Reads a configuration file (JSON or an Info.plist).
+    /// - Throws: ``BacklotError/Code/invalidInput`` naming the key that is wrong, missing or unknown.
+    public init(path: String, containerPath: String) throws {
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        let root = try ConfigurationFile.read(path: absolute)
+        guard let settings = root.dictionary else {
+            throw BacklotError(.invalidInput, "the configuration must be a dictionary of keys", context: absolute)
+        }
+        var head: [UInt8] = []
+        if let fd = try? FileDescriptor.openForReading(absolute) {
+            head = (try? fd.read(count: Int(min(64, (try? fd.size()) ?? 0)), at: 0)) ?? []
+            fd.close()
+        }
+        let blank: Set<UInt8> = [0x20, 0x0a, 0x0d, 0x09]
+        let firstByte = head.first { !blank.contains($0) }
+        let isPlist = head.starts(with: Array("bplist".utf8)) || firstByte == UInt8(ascii: "<")
+        try self.init(settings: settings, source: absolute, strictKeys: !isPlist, databasePath: containerPath + "/tasks.sqlite")
+    }
+
+    public init(settings: [String: PlistValue], source: String, strictKeys: Bool, databasePath: String?) throws {
+        let known = Set(Self.keys)
+        for key in settings.keys.sorted() where !known.contains(key) {
+            if strictKeys || key.hasPrefix("BA") || key.hasPrefix("BG") || key.hasPrefix("Backlot") {
+                let guess = Suggestion.closest(to: key, in: Self.keys)
+                throw BacklotError(.invalidInput, "the key \(key) is not a key Backlot knows\(guess.map { "; did you mean \($0)?" } ?? "")", context: source,
+                                   hint: "the keys are listed in docs/agent.md")
+            }
+        }
+        let base = URL(fileURLWithPath: source).deletingLastPathComponent().path
+        func path(_ p: String) -> String { p.hasPrefix("/") ? p : base + "/" + p }
+        sourcePath = source
+
+        let catalogKey = settings["BacklotCatalogURL"] != nil ? "BacklotCatalogURL" : "BAManifestURL"
+        guard let text = try ConfigurationKey.string(catalogKey, in: settings, source: source) else {
+            throw ConfigurationKey.error("BacklotCatalogURL", source: source, "is missing: give the catalog URL (…/v1/apps/APP/CHANNEL/catalog.json) here or as BAManifestURL")
+        }
+        guard let url = URL(string: text), let target = try? AssetPackManager.Configuration.target(ofCatalogURL: url) else {
+            throw ConfigurationKey.error(catalogKey, source: source, "must be a Backlot catalog URL (http(s)://HOST/…/v1/apps/APP/CHANNEL/catalog.json), not \(text)")
+        }
+        catalogURL = url
+        app = target.app
+        channel = target.channel
+
+        guard let keyFile = try ConfigurationKey.string("BacklotTrustedKey", in: settings, source: source) else {
+            throw ConfigurationKey.error("BacklotTrustedKey", source: source, "is missing: name the repository's public key file (its root.pub)")
+        }
+        do {
+            trustedKeys = [try RepositoryDirectory.readPublicKey(path: path(keyFile))]
+        } catch let e as BacklotError {
+            throw ConfigurationKey.error("BacklotTrustedKey", source: source, "names a key that cannot be read: \(e.message)")
+        }
+        caFile = try ConfigurationKey.string("BacklotCAFile", in: settings, source: source).map(path)
+        if let p = try ConfigurationKey.string("BacklotPlatform", in: settings, source: source) {
+            guard let platform = Platform(rawValue: p) else {
+                throw ConfigurationKey.error("BacklotPlatform", source: source, "must be iOS, macOS, tvOS, visionOS or linux, not \(p)")
+            }
+            self.platform = platform
+        }
+        if settings["BAInitialDownloadRestrictions"] != nil {
+            do {
+                restrictions = try DownloadRestrictions(infoPlist: .dictionary(settings))
+            } catch let e as BacklotError {
+                throw BacklotError(.invalidInput, "the key BAInitialDownloadRestrictions (or an install size key) is invalid: \(e.message)", context: source, hint: e.hint)
+            }
+        } else if settings["BAMaxInstallSize"] != nil || settings["BAEssentialMaxInstallSize"] != nil {
+            restrictions = DownloadRestrictions(downloadAllowance: .max, essentialDownloadAllowance: .max, domainAllowList: [],
+                                                maxInstallSize: try ConfigurationKey.bytes("BAMaxInstallSize", in: settings, source: source),
+                                                essentialMaxInstallSize: try ConfigurationKey.bytes("BAEssentialMaxInstallSize", in: settings, source: source))
+        }
+        appGroupID = try ConfigurationKey.string("BAAppGroupID", in: settings, source: source)
+        extensionPath = try ConfigurationKey.string("BacklotExtensionPath", in: settings, source: source).map(path)
+        if let e = extensionPath, !FileManager.default.isExecutableFile(atPath: e) {
+            throw ConfigurationKey.error("BacklotExtensionPath", source: source, "names \(e), which is not an executable file")
+        }
+        extensionTimeLimit = try ConfigurationKey.seconds("BacklotExtensionTimeLimit", in: settings, source: source) ?? extensionTimeLimit
+        extensionDailyBudget = try ConfigurationKey.seconds("BacklotExtensionDailyBudget", in: settings, source: source) ?? extensionDailyBudget
+        appExecutable = try ConfigurationKey.string("BacklotAppExecutable", in: settings, source: source).map(path)
+        if let e = appExecutable, !FileManager.default.isExecutableFile(atPath: e) {
+            throw ConfigurationKey.error("BacklotAppExecutable", source: source, "names \(e), which is not an executable file")
+        }
+        if let args = settings["BacklotAppArguments"] {
+            guard let list = args.array?.compactMap(\.string), list.count == args.array?.count else {
+                throw ConfigurationKey.error("BacklotAppArguments", source: source, "must be an array of strings")
+            }
+            appArguments = list
+        }
+        prefetchRequiresUnmetered = try ConfigurationKey.bool("BacklotPrefetchRequiresUnmetered", in: settings, source: source) ?? true
+        networkMetered = try ConfigurationKey.bool("BacklotNetworkMetered", in: settings, source: source) ?? false
+        periodicCheckInterval = try ConfigurationKey.seconds("BacklotPeriodicCheckInterval", in: settings, source: source) ?? periodicCheckInterval
+        pollInterval = try ConfigurationKey.seconds("BacklotPollInterval", in: settings, source: source) ?? pollInterval
+        bandwidthLimit = try ConfigurationKey.bytes("BacklotBandwidthLimit", in: settings, source: source) ?? 0
+        scheduler = try TaskSchedulerConfiguration(settings: settings, source: source, databasePath: databasePath)
+    }
+
+    /// The client library's configuration for the container.
+    func managerConfiguration(containerPath: String) -> AssetPackManager.Configuration {
+        var c = AssetPackManager.Configuration(containerPath: containerPath, catalogURL: catalogURL, app: app, channel: channel,
+                                               trustedKeys: trustedKeys, platform: platform, caFile: caFile, bandwidthLimit: Int(min(bandwidthLimit, UInt64(Int.max))))
+        c.isAppClip = scheduler.isAppClip
+        return c
+    }
+}

@@ -1,0 +1,99 @@
+import BacklotBasics
+import BacklotExtension
+import BacklotStore
+import Foundation
+
+/// The agent's state in `CONTAINER/agent.sqlite`: the queue of events (`backlot notify` and
+/// `simulate` add to it; the agent takes from it), the extension's runtime per day, and a few
+/// values (the configuration last used, the last periodic check).
+public struct AgentStore: Sendable {
+    let db: Database
+
+    /// One queued or finished event.
+    public struct Event: Sendable, Hashable {
+        public let seq: Int64
+        public let request: ContentRequest
+        /// `simulate`: the extension's daily budget does not apply.
+        public let bypassBudget: Bool
+        public let state: String
+        public let extensionDone: Bool
+        public let detail: String
+    }
+
+    public init(containerPath: String) throws {
+        try FileManager.default.createDirectory(atPath: containerPath, withIntermediateDirectories: true)
+        db = try Database(path: containerPath + "/agent.sqlite")
+        try db.transaction { tx in
+            try tx.execute("""
+            CREATE TABLE IF NOT EXISTS agent_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, request TEXT NOT NULL, bypass INTEGER NOT NULL,
+                created REAL NOT NULL, state TEXT NOT NULL DEFAULT 'queued', extension_done INTEGER NOT NULL DEFAULT 0, detail TEXT NOT NULL DEFAULT '');
+            CREATE TABLE IF NOT EXISTS extension_runtime (day TEXT PRIMARY KEY, seconds REAL NOT NULL);
+            CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            """)
+        }
+    }
+
+    /// Queues an event; returns its number.
+    @discardableResult
+    public func enqueue(_ request: ContentRequest, bypassBudget: Bool) throws -> Int64 {
+        try db.transaction { tx in
+            _ = try tx.run("INSERT INTO agent_events(request, bypass, created) VALUES (?, ?, ?)",
+                           [.text(request.name), .integer(bypassBudget ? 1 : 0), .real(Date().timeIntervalSince1970)])
+            return tx.lastInsertRowID
+        }
+    }
+
+    public func queued() throws -> [Event] {
+        try db.read { try $0.query("SELECT * FROM agent_events WHERE state = 'queued' ORDER BY seq") }.compactMap(Self.event)
+    }
+
+    public func event(_ seq: Int64) throws -> Event? {
+        try db.read { try $0.query("SELECT * FROM agent_events WHERE seq = ?", [.integer(seq)]) }.first.flatMap(Self.event)
+    }
+
+    static func event(_ r: Database.Row) -> Event? {
+        guard let seq = r["seq"]?.int, let request = r["request"]?.string.flatMap(ContentRequest.init(name:)) else { return nil }
+        return Event(seq: seq, request: request, bypassBudget: r["bypass"]?.int == 1, state: r["state"]?.string ?? "queued",
+                     extensionDone: r["extension_done"]?.int == 1, detail: r["detail"]?.string ?? "")
+    }
+
+    func finish(_ seq: Int64, state: String, detail: String) throws {
+        try db.transaction { tx in _ = try tx.run("UPDATE agent_events SET state = ?, detail = ? WHERE seq = ?", [.text(state), .text(detail), .integer(seq)]) }
+    }
+
+    func markExtensionDone(_ seq: Int64) throws {
+        try db.transaction { tx in _ = try tx.run("UPDATE agent_events SET extension_done = 1 WHERE seq = ?", [.integer(seq)]) }
+    }
+
+    static func day(_ date: Date) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyy-MM-dd"
+        return f.string(from: date)
+    }
+
+    /// Seconds the extension ran on the day of `date` (UTC).
+    public func extensionRuntime(on date: Date) throws -> TimeInterval {
+        let rows = try db.read { try $0.query("SELECT seconds FROM extension_runtime WHERE day = ?", [.text(Self.day(date))]) }
+        if case .real(let s)? = rows.first?["seconds"] { return s }
+        return 0
+    }
+
+    func addExtensionRuntime(_ seconds: TimeInterval, on date: Date) throws {
+        try db.transaction { tx in
+            _ = try tx.run("INSERT INTO extension_runtime(day, seconds) VALUES (?, ?) ON CONFLICT(day) DO UPDATE SET seconds = seconds + excluded.seconds",
+                           [.text(Self.day(date)), .real(seconds)])
+        }
+    }
+
+    public func value(_ key: String) throws -> String? {
+        try db.read { try $0.query("SELECT value FROM agent_meta WHERE key = ?", [.text(key)]) }.first?["value"]?.string
+    }
+
+    public func setValue(_ key: String, _ value: String) throws {
+        try db.transaction { tx in
+            _ = try tx.run("INSERT INTO agent_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [.text(key), .text(value)])
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotStore
+import Dispatch
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Delivering a download's outcome to the app when another process (the background agent) ran
+/// it. The app calls ``DownloadManager/startListening()`` while it wants the events (Apple: a
+/// `BADownloadManager` delegate set in the running app receives them instead of the extension);
+/// the agent asks ``DownloadManager/appIsListening`` under ``DownloadManager/withExclusiveControl(_:)``
+/// and either posts the event for the app (``DownloadManager/postToApp(_:)``) or wakes the
+/// extension. The app starts and stops listening under the same lock, so every event goes to
+/// exactly one of the two; an event posted for the app is claimed once, whenever it listens next.
+extension DownloadManager {
+    /// A download outcome that reached this process from the agent.
+    public struct DeliveredError: Error, Sendable, Hashable, CustomStringConvertible {
+        /// Apple's `BAErrorCode` raw value, when known.
+        public let code: Int?
+        public let message: String
+        public var description: String { message }
+        public init(code: Int?, message: String) {
+            self.code = code
+            self.message = message
+        }
+    }
+
+    var listeningLockPath: String { container.path + "/.app-listening.lock" }
+
+    static func ensureEventTable(_ container: ClientContainer) throws {
+        try container.db.transaction { tx in
+            try tx.execute("""
+            CREATE TABLE IF NOT EXISTS url_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, identifier TEXT NOT NULL, url TEXT NOT NULL, file_size INTEGER,
+                essential INTEGER NOT NULL, priority INTEGER NOT NULL, kind TEXT NOT NULL, path TEXT, message TEXT, code INTEGER,
+                delivered INTEGER NOT NULL DEFAULT 0);
+            """)
+        }
+    }
+
+    /// Starts receiving, through this manager's handler, the outcomes of downloads the agent ran.
+    public func startListening(pollInterval: TimeInterval = 0.1) throws {
+        try withExclusiveControl {
+            try listening.withLock { state in
+                guard state == nil else { return }
+                let fd = open(listeningLockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+                guard fd >= 0 else { throw SystemCall.error("open", path: listeningLockPath) }
+                while flock(fd, LOCK_SH) != 0 { if errno != EINTR { close(fd); throw SystemCall.error("flock", path: listeningLockPath) } }
+                let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "backlot.url-events"))
+                timer.schedule(deadline: .now(), repeating: pollInterval)
+                timer.setEventHandler { [weak self] in self?.claimPostedEvents() }
+                timer.resume()
+                state = ListeningState(fd: fd, timer: timer)
+            }
+        }
+    }
+
+    /// Stops receiving them; later events go to the extension.
+    public func stopListening() throws {
+        try withExclusiveControl {
+            listening.withLock { state in
+                guard let s = state else { return }
+                s.timer.cancel()
+                flock(s.fd, LOCK_UN)
+                close(s.fd)
+                state = nil
+            }
+        }
+    }
+
+    /// Whether an app process listens now (call it under ``withExclusiveControl(_:)``).
+    public var appIsListening: Bool {
+        let fd = open(listeningLockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 {
+            flock(fd, LOCK_UN)
+            return false
+        }
+        return true
+    }
+
+    /// Posts an outcome for the listening app (call it from the handler, which runs under the
+    /// exclusive lock); a finished file is moved aside for the app, which deletes it after its
+    /// handler returns.
+    public func postToApp(_ event: Event) throws {
+        try Self.ensureEventTable(container)
+        let d: URLDownload, kind: String
+        var path: String? = nil, message: String? = nil, code: Int? = nil
+        switch event {
+        case .finished(let download, let url):
+            d = download
+            kind = "finished"
+            let dir = container.path + "/downloads/handover"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            let target = dir + "/" + UUID().uuidString.lowercased() + ".file"
+            try SystemCall.retrying("rename", path: target) { rename(url.path, target) }
+            path = target
+        case .failed(let download, let error):
+            d = download
+            kind = "failed"
+            message = "\(error)"
+            code = (error as? BackgroundDownloadError)?.code
+        default:
+            return
+        }
+        try container.db.transaction { tx in
+            _ = try tx.run("INSERT INTO url_events(identifier, url, file_size, essential, priority, kind, path, message, code) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           [.text(d.identifier), .text(d.url.absoluteString), d.fileSize.map { .integer(Int64($0)) } ?? .null, .integer(d.isEssential ? 1 : 0),
+                            .integer(Int64(d.priority)), .text(kind), path.map { .text($0) } ?? .null, message.map { .text($0) } ?? .null,
+                            code.map { .integer(Int64($0)) } ?? .null])
+        }
+    }
+
+    /// Delivers every posted event not yet delivered, each exactly once.
+    func claimPostedEvents() {
+        guard (try? Self.ensureEventTable(container)) != nil else { return }
+        _ = try? withExclusiveControl {
+            while let row = try container.db.transaction({ tx -> Database.Row? in
+                guard let r = try tx.query("SELECT * FROM url_events WHERE delivered = 0 ORDER BY seq LIMIT 1").first, let seq = r["seq"]?.int else { return nil }
+                guard try tx.run("UPDATE url_events SET delivered = 1 WHERE seq = ? AND delivered = 0", [.integer(seq)]) == 1 else { return nil }
+                return r
+            }) {
+                guard let id = row["identifier"]?.string, let url = row["url"]?.string.flatMap(URL.init(string:)) else { continue }
+                let d = URLDownload(identifier: id, url: url, fileSize: row["file_size"]?.int.map { UInt64($0) }, isEssential: row["essential"]?.int == 1,
+                                    priority: Int(row["priority"]?.int ?? 0))
+                if row["kind"]?.string == "finished", let path = row["path"]?.string {
+                    handler(.finished(d, URL(fileURLWithPath: path)))
+                    unlink(path)   // not moved by the handler: deleted, as on Apple's platforms
+                } else {
+                    handler(.failed(d, DeliveredError(code: row["code"]?.int.map(Int.init), message: row["message"]?.string ?? "the download failed")))
+                }
+            }
+        }
+    }
+
+    /// Runs `body` (the downloader extension's `downloads(for:)`) while scheduling from any other
+    /// process is refused with ``BackgroundDownloadError/schedulingBlockedDuringContentRequest(_:)``.
+    public func blockingScheduling<T>(_ body: () throws -> T) throws -> T {
+        try container.setMeta("contentRequest", String(getpid()))
+        defer { try? container.setMeta("contentRequest", "") }
+        return try body()
+    }
+}
+
+/// The app's listening state: the shared lock it holds and the timer that claims events.
+final class ListeningState: @unchecked Sendable {
+    let fd: Int32
+    let timer: any DispatchSourceTimer
+    init(fd: Int32, timer: any DispatchSourceTimer) {
+        self.fd = fd
+        self.timer = timer
+    }
+}

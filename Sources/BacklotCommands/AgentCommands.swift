@@ -1,0 +1,126 @@
+import BacklotAgent
+import BacklotBasics
+import BacklotExtension
+import Dispatch
+import Foundation
+
+/// `backlot agent --container DIR --config FILE`: the long-running background system for a container.
+struct AgentCommand: Command {
+    static let spec = CommandSpec(
+        name: "agent",
+        summary: "Run the background system for a container: install and update events, periodic checks, URL downloads, background launches.",
+        discussion: """
+        FILE is Backlot's JSON configuration or the app's Info.plist (see docs/agent.md for the keys). The agent stops \
+        cleanly on SIGTERM or Ctrl-C: verified chunks are kept and queued events run at the next start. \
+        Installers call `backlot notify` to queue install and update events.
+        """,
+        options: [
+            .init("container", value: "DIR", help: "The app's container folder (required)."),
+            .init("config", value: "FILE", help: "The configuration: JSON or an Info.plist (required)."),
+            .init("once", help: "Run one round (queued events, the periodic check, due tasks) and exit."),
+        ])
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let container = try required("container", in: arguments)
+        let configuration = try AgentConfiguration(path: try required("config", in: arguments), containerPath: container)
+        guard let lock = try AgentLock.acquire(containerPath: container) else {
+            throw BacklotError(.alreadyExists, "another agent runs for this container", context: container, hint: "stop it first, or use backlot notify to queue events for it")
+        }
+        let agent = try Agent(containerPath: container, configuration: configuration, log: agentLog(io))
+        BacklotCLI.onInterrupt { _ in agent.stop() }
+        try blocking {
+            if arguments.flag("once") { await agent.round() } else { await agent.run() }
+        }
+        withExtendedLifetime(lock) {}
+    }
+}
+
+/// Log lines with the time, as a service writes them.
+func agentLog(_ io: any CommandIO) -> @Sendable (String) -> Void {
+    { line in
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.dateFormat = "HH:mm:ss"
+        io.out("\(f.string(from: Date())) \(line)\n")
+    }
+}
+
+/// What `notify` and `simulate` share: queue the event, then run it here when no agent runs.
+enum EventCommand {
+    static func fire(_ request: ContentRequest, bypassBudget: Bool, container: String, arguments: ParsedArguments, io: any CommandIO) throws {
+        let store = try AgentStore(containerPath: container)
+        let seq = try store.enqueue(request, bypassBudget: bypassBudget)
+        guard let lock = try AgentLock.acquire(containerPath: container) else {
+            io.out("queued the \(request.name) event for the running agent\n")
+            guard arguments.flag("wait") || bypassBudget else { return }
+            while (try store.event(seq))?.state == "queued" { usleep(100_000) }
+            return try report(store.event(seq), io: io)
+        }
+        guard let configPath = try arguments.values["config"] ?? store.value("configPath") else {
+            io.out("queued the \(request.name) event; no agent runs and no configuration is known, so it runs when `backlot agent` starts\n")
+            return
+        }
+        let configuration = try AgentConfiguration(path: configPath, containerPath: container)
+        let agent = try Agent(containerPath: container, configuration: configuration, log: agentLog(io))
+        BacklotCLI.onInterrupt { _ in agent.stop() }
+        try blocking { await agent.runQueuedEvents() }
+        withExtendedLifetime(lock) {}
+        try report(store.event(seq), io: io)
+    }
+
+    static func report(_ event: AgentStore.Event?, io: any CommandIO) throws {
+        guard let event else { return }
+        switch event.state {
+        case "done": io.out("\(event.request.name) event done: \(event.detail)\n")
+        case "failed": throw BacklotError(.checkFailed, "the \(event.request.name) event failed: \(event.detail)")
+        default: io.out("the \(event.request.name) event is still queued (waiting for the network, or stopped); the agent finishes it\n")
+        }
+    }
+
+    static func request(_ arguments: ParsedArguments, allowed: [(String, ContentRequest)], command: String) throws -> ContentRequest {
+        let given = allowed.filter { arguments.flag($0.0) }
+        guard given.count == 1 else {
+            throw BacklotError(.usage, "give exactly one of \(allowed.map { "--\($0.0)" }.joined(separator: ", "))", context: "backlot \(command)")
+        }
+        return given[0].1
+    }
+}
+
+/// `backlot notify --container DIR --app-install|--app-update`: what an installer calls.
+struct NotifyCommand: Command {
+    static let spec = CommandSpec(
+        name: "notify",
+        summary: "Tell the agent the app was installed or updated (what a post-install script calls); budgets and restrictions apply.",
+        discussion: "With an agent running for the container, the event is queued for it. Otherwise it runs now, with --config or the configuration the agent last used; without either it waits for the agent.",
+        options: [
+            .init("container", value: "DIR", help: "The app's container folder (required)."),
+            .init("app-install", help: "The app was installed."),
+            .init("app-update", help: "The app was updated."),
+            .init("config", value: "FILE", help: "The agent's configuration, to run the event here when no agent runs."),
+            .init("wait", help: "With an agent running, wait until it has handled the event."),
+        ])
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let r = try EventCommand.request(arguments, allowed: [("app-install", .install), ("app-update", .update)], command: "notify")
+        try EventCommand.fire(r, bypassBudget: false, container: try required("container", in: arguments), arguments: arguments, io: io)
+    }
+}
+
+/// `backlot simulate --container DIR --app-install|--app-update|--periodic`: fire an event now, bypassing the budget.
+struct SimulateCommand: Command {
+    static let spec = CommandSpec(
+        name: "simulate",
+        summary: "Fire an install, update or periodic event now, bypassing the extension's daily budget (as backgroundassets-debug --simulate).",
+        options: [
+            .init("container", value: "DIR", help: "The app's container folder (required)."),
+            .init("app-install", help: "An install event."),
+            .init("app-update", help: "An update event."),
+            .init("periodic", help: "A periodic check."),
+            .init("config", value: "FILE", help: "The agent's configuration, to run the event here when no agent runs."),
+        ])
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let r = try EventCommand.request(arguments, allowed: [("app-install", .install), ("app-update", .update), ("periodic", .periodic)], command: "simulate")
+        try EventCommand.fire(r, bypassBudget: true, container: try required("container", in: arguments), arguments: arguments, io: io)
+    }
+}

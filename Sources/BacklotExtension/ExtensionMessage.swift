@@ -1,0 +1,126 @@
+import BacklotBasics
+import BacklotClient
+import BacklotFormat
+import BacklotJSON
+import Foundation
+
+/// One call from the agent to an extension, and its answer: JSON files, documented in
+/// docs/protocol.md. The agent runs `EXTENSION --backlot-extension-call CALL.json REPLY.json`;
+/// the extension reads the call and writes its answer to REPLY.json (its standard output is
+/// free for logging).
+public enum ExtensionCall: Sendable, Hashable {
+    case shouldDownload([AssetPack])
+    case downloads(ContentRequest, manifestPath: String, AppExtensionInfo)
+    case finished(URLDownload, filePath: String)
+    case failed(URLDownload, message: String, code: Int?)
+
+    public var name: String {
+        switch self {
+        case .shouldDownload: "shouldDownload"
+        case .downloads: "downloads"
+        case .finished: "finished"
+        case .failed: "failed"
+        }
+    }
+
+    public var json: JSONNode {
+        var m: [(String, JSONNode)] = [("call", .string(name))]
+        switch self {
+        case .shouldDownload(let packs): m.append(("packs", .array(packs.map(Self.packJSON))))
+        case .downloads(let r, let path, let info):
+            m.append(("request", .string(r.name)))
+            m.append(("manifestPath", .string(path)))
+            m.append(("extensionInfo", .object([
+                "restrictedDownloadSizeRemaining": info.restrictedDownloadSizeRemaining.map { .number($0) } ?? .null,
+                "restrictedEssentialDownloadSizeRemaining": info.restrictedEssentialDownloadSizeRemaining.map { .number($0) } ?? .null,
+            ])))
+        case .finished(let d, let path):
+            m.append(("download", Self.downloadJSON(d)))
+            m.append(("filePath", .string(path)))
+        case .failed(let d, let message, let code):
+            m.append(("download", Self.downloadJSON(d)))
+            m.append(("message", .string(message)))
+            m.append(("code", code.map { .number($0) } ?? .null))
+        }
+        return JSONNode(.object(m.map { JSONMember(key: $0.0, value: $0.1) }))
+    }
+
+    public init(json node: JSONNode, source: String) throws {
+        func bad(_ what: String) -> BacklotError { BacklotError(.invalidInput, "the extension call \(what)", context: source) }
+        switch node["call"]?.stringValue {
+        case "shouldDownload":
+            guard let packs = node["packs"]?.arrayElements else { throw bad("has no packs") }
+            self = .shouldDownload(try packs.map { try Self.pack($0, source: source) })
+        case "downloads":
+            guard let r = node["request"]?.stringValue.flatMap(ContentRequest.init(name:)), let path = node["manifestPath"]?.stringValue else {
+                throw bad("has no valid request or manifestPath")
+            }
+            let info = node["extensionInfo"]
+            self = .downloads(r, manifestPath: path, AppExtensionInfo(restrictedDownloadSizeRemaining: info?["restrictedDownloadSizeRemaining"].flatMap(Self.uint),
+                                                                      restrictedEssentialDownloadSizeRemaining: info?["restrictedEssentialDownloadSizeRemaining"].flatMap(Self.uint)))
+        case "finished":
+            guard let d = node["download"], let path = node["filePath"]?.stringValue else { throw bad("has no download or filePath") }
+            self = .finished(try Self.download(d, source: source), filePath: path)
+        case "failed":
+            guard let d = node["download"] else { throw bad("has no download") }
+            self = .failed(try Self.download(d, source: source), message: node["message"]?.stringValue ?? "", code: node["code"].flatMap(Self.uint).map { Int($0) })
+        default:
+            throw bad("names no known call (shouldDownload, downloads, finished, failed)")
+        }
+    }
+
+    static func uint(_ n: JSONNode) -> UInt64? { if case .number(let t) = n.kind { UInt64(t) } else { nil } }
+
+    public static func packJSON(_ p: AssetPack) -> JSONNode {
+        .object(["id": .string(p.id), "downloadSize": .number(p.downloadSize), "version": .number(p.version), "digest": .string(p.digest),
+                 "downloadPolicy": p.downloadPolicy.json, "userInfo": p.userInfo ?? .null, "language": p.language.map { .string($0) } ?? .null])
+    }
+
+    static func pack(_ n: JSONNode, source: String) throws -> AssetPack {
+        guard let id = n["id"]?.stringValue, let size = n["downloadSize"].flatMap(uint), let version = n["version"].flatMap(uint),
+              let digest = n["digest"]?.stringValue, let policy = n["downloadPolicy"].flatMap(DownloadPolicy.init(json:)) else {
+            throw BacklotError(.invalidInput, "a pack in the extension call is incomplete", context: source)
+        }
+        let userInfo = n["userInfo"].flatMap { $0.kind == .null ? nil : $0 }
+        return AssetPack(id: id, downloadSize: Int(size), version: Int(version), userInfo: userInfo, language: n["language"]?.stringValue,
+                         downloadPolicy: policy, digest: digest)
+    }
+
+    public static func downloadJSON(_ d: URLDownload) -> JSONNode {
+        .object(["identifier": .string(d.identifier), "url": .string(d.url.absoluteString), "fileSize": d.fileSize.map { .number($0) } ?? .null,
+                 "essential": .bool(d.isEssential), "priority": .number(d.priority)])
+    }
+
+    public static func download(_ n: JSONNode, source: String) throws -> URLDownload {
+        guard let id = n["identifier"]?.stringValue, !id.isEmpty, let url = n["url"]?.stringValue.flatMap(URL.init(string:)) else {
+            throw BacklotError(.invalidInput, "a download needs an identifier and a URL", context: source)
+        }
+        var essential = false
+        if case .bool(let b)? = n["essential"]?.kind { essential = b }
+        var priority = 0
+        if case .number(let t)? = n["priority"]?.kind { priority = Int(t) ?? 0 }
+        return URLDownload(identifier: id, url: url, fileSize: n["fileSize"].flatMap(uint), isEssential: essential, priority: priority)
+    }
+}
+
+/// An extension's answer.
+public struct ExtensionReply: Sendable, Hashable {
+    /// For `shouldDownload`: the IDs to download.
+    public var accepted: [String] = []
+    /// For `downloads`: what to schedule.
+    public var downloads: [URLDownload] = []
+
+    public init(accepted: [String] = [], downloads: [URLDownload] = []) {
+        self.accepted = accepted
+        self.downloads = downloads
+    }
+
+    public var json: JSONNode {
+        .object(["download": .array(accepted.map { .string($0) }), "downloads": .array(downloads.map(ExtensionCall.downloadJSON))])
+    }
+
+    public init(json node: JSONNode, source: String) throws {
+        accepted = node["download"]?.arrayElements?.compactMap(\.stringValue) ?? []
+        downloads = try (node["downloads"]?.arrayElements ?? []).map { try ExtensionCall.download($0, source: source) }
+    }
+}

@@ -1,0 +1,70 @@
+// A downloader extension for the agent's tests: it logs every call to CONTAINER/test-extension.log
+// and behaves as CONTAINER/test-extension.json says:
+//   {"mode": "normal" | "hang" | "crash", "decline": [pack IDs], "downloads": [{identifier, url, fileSize, essential}],
+//    "moveTo": folder for finished files, "trySchedule": true (schedule a download during downloads(for:) and log the answer)}
+import BacklotClient
+import BacklotExtension
+import Foundation
+
+@main struct TestExtension: ManagedDownloaderExtension {
+    let container = ProcessInfo.processInfo.environment["BACKLOT_CONTAINER"] ?? "."
+    var settings: [String: Any] {
+        guard let data = FileManager.default.contents(atPath: container + "/test-extension.json"),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+        return object
+    }
+
+    func log(_ line: String) {
+        let path = container + "/test-extension.log"
+        if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+        guard let h = FileHandle(forWritingAtPath: path) else { return }
+        h.seekToEndOfFile()
+        h.write(Data((line + "\n").utf8))
+        try? h.close()
+    }
+
+    func behave() {
+        switch settings["mode"] as? String {
+        case "hang": while true { sleep(1) }
+        case "crash": abort()
+        default: break
+        }
+    }
+
+    func shouldDownload(_ assetPack: AssetPack) -> Bool {
+        log("shouldDownload \(assetPack.id) \(assetPack.downloadPolicy.name)")
+        behave()
+        return !((settings["decline"] as? [String]) ?? []).contains(assetPack.id)
+    }
+
+    func downloads(for request: ContentRequest, manifestURL: URL, extensionInfo: AppExtensionInfo) -> Set<URLDownload> {
+        let catalog = (try? Data(contentsOf: manifestURL)).map { $0.count } ?? -1
+        let mode = ((try? FileManager.default.attributesOfItem(atPath: manifestURL.path))?[.posixPermissions] as? Int).map { String($0, radix: 8) } ?? "?"
+        log("downloads \(request.name) manifest=\(catalog > 0 ? "read" : "missing") mode=\(mode) remaining=\(extensionInfo.restrictedDownloadSizeRemaining.map(String.init) ?? "nil")")
+        if settings["trySchedule"] as? Bool == true, let manager = try? DownloadManager(containerPath: container, handler: { _ in }) {
+            do {
+                try manager.scheduleDownload(URLDownload(identifier: "sneaky", url: URL(string: "https://127.0.0.1/x")!))
+                log("schedule during downloads(for:): accepted")
+            } catch {
+                log("schedule during downloads(for:): refused: \(error)")
+            }
+        }
+        behave()
+        let list = (settings["downloads"] as? [[String: Any]]) ?? []
+        return Set(list.compactMap { d in
+            guard let id = d["identifier"] as? String, let url = (d["url"] as? String).flatMap(URL.init(string:)) else { return nil }
+            return URLDownload(identifier: id, url: url, fileSize: (d["fileSize"] as? Int).map(UInt64.init), isEssential: d["essential"] as? Bool ?? false)
+        })
+    }
+
+    func backgroundDownload(_ download: URLDownload, finishedWithFileURL fileURL: URL) {
+        let target = (settings["moveTo"] as? String ?? container + "/extension-received") + "/" + download.identifier
+        try? FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let moved = (try? FileManager.default.moveItem(atPath: fileURL.path, toPath: target)) != nil
+        log("finished \(download.identifier) moved=\(moved)")
+    }
+
+    func backgroundDownload(_ download: URLDownload, failedWithError error: any Error) {
+        log("failed \(download.identifier): \(error)")
+    }
+}

@@ -1,0 +1,205 @@
+import BacklotAgent
+import BacklotBasics
+import BacklotClient
+import BacklotExtension
+import BacklotTaskScheduler
+import BacklotTestSupport
+import Foundation
+import Testing
+
+/// The agent in this process, against a real server, with the real extension executable.
+@Suite(.serialized) struct AgentEventTests {
+    func publishAll(_ f: AgentFixture) throws {
+        try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
+        try f.server.publish(id: "Extras", seed: 2, policy: AgentFixture.prefetch)
+        try f.server.publish(id: "Later", seed: 3)
+        try f.server.publish(id: "UpdateOnly", seed: 4, policy: AgentFixture.updateOnly)
+    }
+
+    @Test func anInstallFetchesEssentialThenPrefetchPacksAndAsksTheExtension() async throws {
+        let f = try AgentFixture()
+        try publishAll(f)
+        try f.extensionSettings([:])
+        let agent = try f.agent()
+        let seq = try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        let event = try #require(try agent.store.event(seq))
+        #expect(event.state == "done")
+        #expect(try f.installed() == ["Essential", "Extras"])
+        let log = f.extensionLog
+        #expect(log.filter { $0.hasPrefix("shouldDownload") } == ["shouldDownload Essential essential", "shouldDownload Extras prefetch"])
+        #expect(log.contains("downloads install manifest=read mode=444 remaining=nil"))
+        // An update event fetches what subsequentUpdate lists, and the essential pack is already there.
+        try agent.store.enqueue(.update, bypassBudget: false)
+        await agent.runQueuedEvents()
+        #expect(try f.installed() == ["Essential", "Extras", "UpdateOnly"])
+        #expect(f.extensionLog.contains { $0.hasPrefix("downloads update") })
+    }
+
+    @Test func theExtensionMayDeclineCandidates() async throws {
+        let f = try AgentFixture()
+        try publishAll(f)
+        try f.extensionSettings(["decline": ["Extras"]])
+        let agent = try f.agent()
+        let seq = try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        #expect(try f.installed() == ["Essential"])
+        #expect(try agent.store.event(seq)?.detail.contains("declined by the extension: Extras") == true)
+    }
+
+    @Test func prefetchWaitsForAnUnmeteredNetworkAndEverythingWaitsForANetwork() async throws {
+        let f = try AgentFixture()
+        try publishAll(f)
+        try f.extensionSettings([:])
+        let agent = try f.agent()
+        f.conditions.set(DeviceConditions(networkAvailable: false))
+        let seq = try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        #expect(try f.installed().isEmpty)
+        #expect(try agent.store.event(seq)?.state == "queued")
+        f.conditions.set(DeviceConditions(networkAvailable: true, networkMetered: true))
+        await agent.runQueuedEvents()
+        #expect(try f.installed() == ["Essential"])    // essential packs do not wait for an unmetered network
+        #expect(try agent.store.event(seq)?.state == "queued")
+        f.conditions.set(DeviceConditions(networkAvailable: true, networkMetered: false))
+        await agent.runQueuedEvents()
+        #expect(try f.installed() == ["Essential", "Extras"])
+        #expect(try agent.store.event(seq)?.state == "done")
+        // downloads(for:) ran once for the event, not once per attempt.
+        #expect(f.extensionLog.filter { $0.hasPrefix("downloads install") }.count == 1)
+    }
+
+    @Test func aHangingExtensionIsKilledAtItsLimit() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
+        try f.extensionSettings(["mode": "hang"])
+        let agent = try f.agent(config: try f.writeConfig(["BacklotExtensionTimeLimit": 1]))
+        let seq = try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        let event = try #require(try agent.store.event(seq))
+        #expect(event.state == "done")
+        #expect(event.detail.contains("ran past its limit of 1 s and was killed"))
+        #expect(try f.installed() == ["Essential"])    // shouldDownload's default: every candidate
+        #expect(try agent.store.extensionRuntime(on: Date()) >= 2)   // two calls, each killed at 1 s
+    }
+
+    @Test func aCrashingExtensionIsReported() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
+        try f.extensionSettings(["mode": "crash"])
+        let agent = try f.agent()
+        let seq = try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        let detail = try #require(try agent.store.event(seq)).detail
+        #expect(detail.contains("was killed by signal 6"))
+        #expect(try f.installed() == ["Essential"])
+    }
+
+    @Test func theDailyBudgetIsKeptButSimulateBypassesIt() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        try f.extensionSettings(["mode": "hang"])
+        let agent = try f.agent(config: try f.writeConfig(["BacklotExtensionTimeLimit": 5, "BacklotExtensionDailyBudget": 1]))
+        let first = try agent.store.enqueue(.periodic, bypassBudget: false)
+        await agent.runQueuedEvents()
+        #expect(try agent.store.event(first)?.detail.contains("was killed") == true)   // the budget's 1 s was the limit
+        try f.extensionSettings([:])
+        let second = try agent.store.enqueue(.periodic, bypassBudget: false)
+        await agent.runQueuedEvents()
+        #expect(try agent.store.event(second)?.detail.contains("used its 1 s of runtime for today") == true)
+        let simulated = try agent.store.enqueue(.periodic, bypassBudget: true)
+        await agent.runQueuedEvents()
+        #expect(try agent.store.event(simulated)?.state == "done")
+        #expect(try agent.store.event(simulated)?.detail.contains("extension:") == false)
+        #expect(f.extensionLog.filter { $0.hasPrefix("downloads periodic") }.count == 2)
+    }
+
+    @Test func periodicRequestsMayNotReturnEssentialDownloads() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        let url = f.server.server.baseURL + "v1/keys/root-1.json"
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: f.server.repository.directory.publicTreePath + "/v1/keys/root-1.json")[.size] as? Int)
+        try f.extensionSettings(["downloads": [["identifier": "essential-file", "url": url, "fileSize": size, "essential": true],
+                                               ["identifier": "extra-file", "url": url, "fileSize": size]]])
+        let agent = try f.agent()
+        let seq = try agent.store.enqueue(.periodic, bypassBudget: false)
+        await agent.runQueuedEvents()
+        let detail = try #require(try agent.store.event(seq)).detail
+        #expect(detail.contains("refused: essential-file: a periodic request may only return non-essential downloads"))
+        #expect(detail.contains("scheduled: extra-file"))
+    }
+
+    @Test func schedulingIsRefusedWhileDownloadsForRuns() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        try f.extensionSettings(["trySchedule": true])
+        let agent = try f.agent()
+        try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        #expect(f.extensionLog.contains { $0.hasPrefix("schedule during downloads(for:): refused:") && $0.contains("can't be scheduled while the downloader extension answers") })
+        // Afterwards the app may schedule again.
+        let manager = try DownloadManager(containerPath: f.container) { _ in }
+        try manager.scheduleDownload(URLDownload(identifier: "later", url: URL(string: f.server.server.baseURL + "v1/keys/root-1.json")!))
+        manager.waitUntilIdle()
+    }
+
+    @Test func finishedDownloadsGoToTheExtensionWhenTheAppIsNotListeningAndToTheAppWhenItIs() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        let url = f.server.server.baseURL + "v1/keys/root-1.json"
+        try f.extensionSettings(["downloads": [["identifier": "one", "url": url]]])
+        let agent = try f.agent()
+        try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        #expect(eventually { f.extensionLog.contains("finished one moved=true") })
+        #expect(FileManager.default.fileExists(atPath: f.container + "/extension-received/one"))
+
+        // Now the app listens: the next outcome is the app's, and the extension is not woken.
+        let received = ReceivedFiles()
+        let app = try DownloadManager(containerPath: f.container) { event in
+            if case .finished(let d, _) = event { received.add(d.identifier) }
+        }
+        try app.startListening(pollInterval: 0.02)
+        try f.extensionSettings(["downloads": [["identifier": "two", "url": url]]])
+        try agent.store.enqueue(.update, bypassBudget: false)
+        await agent.runQueuedEvents()
+        #expect(eventually { received.all == ["two"] })
+        try app.stopListening()
+        #expect(!f.extensionLog.contains { $0.hasPrefix("finished two") })
+    }
+
+    @Test func anAppClipContainerHasNoEssentialPhase() async throws {
+        let f = try AgentFixture()
+        try publishAll(f)
+        let agent = try f.agent(config: try f.writeConfig(["BacklotIsAppClip": true], withExtension: false))
+        try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        #expect(try f.installed() == ["Extras"])
+        #expect(throws: TaskScheduler.Error.self) { try agent.scheduler.submit(AppRefreshTaskRequest(identifier: "x")) }
+    }
+
+    @Test func thePeriodicCheckComesLessOftenForAppsLittleUsed() {
+        let policy = PeriodicCheckPolicy(baseInterval: 3600)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let daily = (0..<7).map { now.addingTimeInterval(-Double($0) * 86_400) }
+        #expect(policy.interval(launches: daily, now: now) == 3600)
+        #expect(policy.interval(launches: [now.addingTimeInterval(-3 * 86_400)], now: now) == 7200)
+        #expect(policy.interval(launches: [now.addingTimeInterval(-20 * 86_400)], now: now) == 14_400)
+        #expect(policy.interval(launches: [], now: now) == 28_800)
+    }
+}
+
+final class ReceivedFiles: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ids: [String] = []
+    func add(_ id: String) { lock.lock(); ids.append(id); lock.unlock() }
+    var all: [String] { lock.lock(); defer { lock.unlock() }; return ids }
+}
+
+func eventually(_ condition: () -> Bool) -> Bool {
+    for _ in 0..<1000 {
+        if condition() { return true }
+        usleep(10_000)
+    }
+    return condition()
+}
