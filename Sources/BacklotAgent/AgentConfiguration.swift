@@ -122,7 +122,7 @@ public struct AgentConfiguration: Sendable {
         }
         if settings["BAInitialDownloadRestrictions"] != nil {
             do {
-                restrictions = try DownloadRestrictions(infoPlist: .dictionary(settings))
+                restrictions = try DownloadRestrictions(infoPlist: .dictionary(settings), manifestURLElsewhere: catalogKey == "BacklotCatalogURL")
             } catch let e as BacklotError {
                 throw BacklotError(.invalidInput, "the key BAInitialDownloadRestrictions (or an install size key) is invalid: \(e.message)", context: source, hint: e.hint)
             }

@@ -12,7 +12,7 @@ import Glibc
 /// environment `BACKLOT_BACKGROUND_TASK=ID`, `BACKLOT_CONTAINER=DIR` and `BACKLOT_CONFIG=FILE`
 /// (so that ``TaskScheduler/shared`` reads the same permitted identifiers and requests). The app
 /// registers its handlers, calls ``TaskScheduler/runBackgroundLaunch()`` and exits. An app that
-/// exits without taking the request gets a failure recorded (so it is not launched again at
+/// exits without running the task gets a failure recorded (so it is not launched again at
 /// once); one still running well past its task's budget and grace period is killed.
 final class AppLauncher: Sendable {
     let executable: String
@@ -78,7 +78,7 @@ final class AppLauncher: Sendable {
             if killed {
                 scheduler.recordOutcome(forTaskWithIdentifier: id, kind: kind, started: started, outcome: .killed)
                 log("task \(id): the app ran past the task's budget and was killed")
-            } else if scheduler.isPending(id) {
+            } else if !scheduler.history(forTaskWithIdentifier: id).contains(where: { $0.ended >= started }) {
                 scheduler.recordOutcome(forTaskWithIdentifier: id, kind: kind, started: started, outcome: .failure)
                 log("task \(id): the app exited (status \(p.terminationStatus)) without running the task")
             } else {

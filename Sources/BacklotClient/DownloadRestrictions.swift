@@ -26,8 +26,10 @@ public struct DownloadRestrictions: Sendable, Hashable {
 
     /// Reads the keys from an app's Info.plist (checked first with ``InfoPlistChecker``).
     /// - Throws: ``BacklotError/Code/invalidInput`` listing the plist's errors.
-    public init(infoPlist root: PlistValue) throws {
-        let errors = InfoPlistChecker().check(root).filter { $0.severity == .error }
+    /// - Parameter manifestURLElsewhere: the catalog's URL is given by other means (the agent's
+    ///   `BacklotCatalogURL`), so `BAManifestURL` is not checked.
+    public init(infoPlist root: PlistValue, manifestURLElsewhere: Bool = false) throws {
+        let errors = InfoPlistChecker().check(root).filter { $0.severity == .error && !(manifestURLElsewhere && $0.keyPath == "BAManifestURL") }
         guard errors.isEmpty, let plist = root.dictionary, let r = plist["BAInitialDownloadRestrictions"]?.dictionary else {
             throw BacklotError(.invalidInput, "the Info.plist's download restrictions are invalid: \(errors.map(\.description).joined(separator: "; "))",
                                hint: "run backlot plist check on it")

@@ -1,0 +1,229 @@
+import BacklotAgent
+import BacklotBasics
+import BacklotClient
+import BacklotTaskScheduler
+import BacklotTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The agent, the app and installers as real processes.
+@Suite(.serialized) struct AgentProcessTests {
+    struct Run {
+        let status: Int32
+        let out: String
+        let err: String
+    }
+
+    /// Runs `backlot` to the end.
+    func backlot(_ args: [String]) throws -> Run {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: AgentFixture.binaries + "/backlot")
+        p.arguments = args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Run(status: p.terminationStatus, out: String(decoding: o, as: UTF8.self), err: String(decoding: e, as: UTF8.self))
+    }
+
+    /// Starts a long-running process with its output in `log`.
+    func start(_ executable: String, _ args: [String], log: String) throws -> Process {
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = args
+        let h = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        p.standardOutput = h
+        p.standardError = h
+        try p.run()
+        return p
+    }
+
+    func partialBytes(_ container: String) -> UInt64 {
+        var total: UInt64 = 0
+        let e = FileManager.default.enumerator(atPath: container + "/packs")
+        while let p = e?.nextObject() as? String {
+            if p.contains(".partial/"), let size = try? FileManager.default.attributesOfItem(atPath: container + "/packs/" + p)[.size] as? UInt64 {
+                total += size
+            }
+        }
+        return total
+    }
+
+    @Test func sigtermDuringADownloadThenARestartCompletesIt() throws {
+        let seed = UInt64.random(in: 1...UInt64(UInt32.max))
+        print("sigtermDuringADownloadThenARestartCompletesIt: seed \(seed)")
+        var rng = SeededGenerator(seed: seed)
+        let f = try AgentFixture()
+        try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential, chunkSize: 4 << 10)
+        let archive = try #require(try FileManager.default.attributesOfItem(atPath: try f.server.archivePath("Essential"))[.size] as? UInt64)
+        let slow = try f.writeConfig(["BacklotBandwidthLimit": 40_000], withExtension: false, name: "slow.json")
+        try AgentStore(containerPath: f.container).enqueue(.install, bypassBudget: false)
+        let agent = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", slow], log: f.server.dir.at("agent1.log"))
+        // Stop it at a point drawn from the seed: after 10 to 50 % of the install has arrived.
+        let stopAt = archive * UInt64(10 + rng.next() % 41) / 100
+        #expect(eventually { partialBytes(f.container) >= stopAt })
+        kill(agent.processIdentifier, SIGTERM)
+        agent.waitUntilExit()
+        #expect(agent.terminationReason == .exit && agent.terminationStatus == 0)
+        #expect(try f.installed().isEmpty)
+        #expect(try AgentStore(containerPath: f.container).queued().map(\.request) == [.install])
+
+        let fast = try f.writeConfig([:], withExtension: false, name: "fast.json")
+        let again = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", fast], log: f.server.dir.at("agent2.log"))
+        defer { kill(again.processIdentifier, SIGTERM); again.waitUntilExit() }
+        #expect(eventually { (try? f.installed()) == ["Essential"] })
+        let log = try String(contentsOfFile: f.server.dir.at("agent2.log"), encoding: .utf8)
+        let line = try #require(log.split(separator: "\n").first { $0.contains("pack Essential: version") })
+        let downloaded = try #require(UInt64(line.split(separator: " ").reversed().dropFirst(2).first ?? ""))
+        #expect(downloaded < archive)   // what arrived before SIGTERM was kept
+        #expect(try ClientContainer.verify(path: f.container).isEmpty)
+    }
+
+    @Test func theAppAndTheAgentRaceOnFinishedDownloads() throws {
+        let seed = UInt64.random(in: 1...UInt64(UInt32.max))
+        print("theAppAndTheAgentRaceOnFinishedDownloads: seed \(seed)")
+        var rng = SeededGenerator(seed: seed)
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        let config = try f.writeConfig()
+        let url = f.server.server.baseURL + "v1/keys/root-1.json"
+        let agent = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent.log"))
+        defer { kill(agent.processIdentifier, SIGTERM); agent.waitUntilExit() }
+        let rounds = 4
+        for i in 0..<rounds {
+            try f.extensionSettings(["downloads": [["identifier": "race-\(i)", "url": url]]])
+            let delay = Double(rng.next() % 300) / 1000
+            let listener = Thread {
+                Thread.sleep(forTimeInterval: delay)
+                let p = Process()
+                p.executableURL = URL(fileURLWithPath: AgentFixture.binaries + "/backlot-test-app")
+                p.arguments = ["listen", f.container, "0.3"]
+                try? p.run()
+                p.waitUntilExit()
+            }
+            listener.start()
+            let r = try backlot(["notify", "--container", f.container, "--app-update", "--wait"])
+            #expect(r.status == 0, "\(r.err)")
+            Thread.sleep(forTimeInterval: 0.7)
+        }
+        // Outcomes posted for an app that stopped listening are delivered the next time it listens.
+        let last = try start(AgentFixture.binaries + "/backlot-test-app", ["listen", f.container, "1"], log: f.server.dir.at("last.log"))
+        last.waitUntilExit()
+        for i in 0..<rounds {
+            let app = FileManager.default.fileExists(atPath: f.container + "/app-received/race-\(i)")
+            let ext = FileManager.default.fileExists(atPath: f.container + "/extension-received/race-\(i)")
+            #expect(app != ext, "race-\(i): app \(app), extension \(ext) (seed \(seed))")
+        }
+    }
+
+    @Test func aDueTaskLaunchesTheAppInTheBackground() async throws {
+        let f = try AgentFixture()
+        let config = try f.writeConfig(["BacklotAppExecutable": AgentFixture.binaries + "/backlot-test-app",
+                                        "BGTaskSchedulerPermittedIdentifiers": ["com.example.refresh", "com.example.clean"],
+                                        "BacklotRefreshTaskBudget": 1, "BacklotTaskExpirationGrace": 1], withExtension: false)
+        let agent = try f.agent(config: config)
+        // The app submitted these before it was closed.
+        let app = try TaskScheduler(configuration: AgentConfiguration(path: config, containerPath: f.container).scheduler)
+        try app.submit(AppRefreshTaskRequest(identifier: "com.example.refresh"))
+        let later = ProcessingTaskRequest(identifier: "com.example.clean")
+        later.earliestBeginDate = Date(timeIntervalSinceNow: 3600)
+        try app.submit(later)
+        await agent.round()
+        #expect(eventually { app.history(forTaskWithIdentifier: "com.example.refresh").map(\.outcome) == [.success] })
+        #expect(eventually { f.appLog.contains("exit success") })
+        #expect(f.appLog.first == "ran com.example.refresh (refresh)")
+        #expect(app.pendingTaskRequests().map(\.identifier) == ["com.example.clean"])   // not due yet
+
+        // An app whose task never completes and sets no expiration handler: marked failed at its budget.
+        try JSONSerialization.data(withJSONObject: ["task": "hang"]).write(to: URL(fileURLWithPath: f.container + "/test-app.json"))
+        try app.submit(AppRefreshTaskRequest(identifier: "com.example.refresh"))
+        // The agent's rounds launch it as soon as the previous launch is over.
+        for _ in 0..<100 where app.history(forTaskWithIdentifier: "com.example.refresh").count < 2 {
+            await agent.round()
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        #expect(eventually { app.history(forTaskWithIdentifier: "com.example.refresh").map(\.outcome) == [.success, .expired] }, "\(app.history(forTaskWithIdentifier: "com.example.refresh")) \(f.appLog) \(f.lines.all)")
+
+        // While the app runs, the agent leaves due tasks to it.
+        let presence = try AppPresence.markRunning(containerPath: f.container)
+        try app.submit(AppRefreshTaskRequest(identifier: "com.example.refresh"))
+        await agent.round()
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(app.isPending("com.example.refresh"))
+        withExtendedLifetime(presence) {}
+    }
+
+    @Test(arguments: [
+        (#"{"BacklotExtensionTimeLimt": 5}"#, "BacklotExtensionTimeLimt", "did you mean BacklotExtensionTimeLimit"),
+        (#"{"BacklotExtensionTimeLimit": "ten"}"#, "BacklotExtensionTimeLimit", "positive number of seconds"),
+        (#"{"BacklotTrustedKey": null}"#, "BacklotTrustedKey", "null"),
+        (#"{"BAInitialDownloadRestrictions": {"BADownloadAllowance": "lots"}}"#, "BAInitialDownloadRestrictions", "invalid"),
+        (#"{"BGTaskSchedulerPermittedIdentifiers": "com.example.refresh"}"#, "BGTaskSchedulerPermittedIdentifiers", "array of strings"),
+    ])
+    func aBadConfigurationNamesTheKey(extra: String, key: String, says: String) throws {
+        let f = try AgentFixture()
+        let base = try f.writeConfig(withExtension: false)
+        var object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: base))) as! [String: Any]
+        let patch = try JSONSerialization.jsonObject(with: Data(extra.utf8)) as! [String: Any]
+        for (k, v) in patch { object[k] = v }
+        try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: base))
+        let r = try backlot(["agent", "--container", f.container, "--config", base, "--once"])
+        #expect(r.status == 2)
+        #expect(r.err.contains(key) && r.err.contains(says), "\(r.err)")
+    }
+
+    @Test func anInfoPlistIsAConfigurationToo() throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
+        try FileManager.default.copyItem(atPath: f.server.repository.directory.publicKeyPath, toPath: f.server.dir.at("root.pub"))
+        let plist = f.server.dir.at("Info.plist")
+        try """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <plist version="1.0"><dict>
+          <key>CFBundleIdentifier</key><string>com.example.game</string>
+          <key>BacklotCatalogURL</key><string>\(f.server.catalogURL().absoluteString)</string>
+          <key>BacklotTrustedKey</key><string>root.pub</string>
+          <key>BAInitialDownloadRestrictions</key><dict>
+            <key>BADownloadAllowance</key><integer>100000000</integer>
+            <key>BAEssentialDownloadAllowance</key><integer>100000000</integer>
+            <key>BADownloadDomainAllowList</key><array><string>127.0.0.1</string></array>
+          </dict>
+          <key>BAEssentialMaxInstallSize</key><integer>100000000</integer>
+          <key>BGTaskSchedulerPermittedIdentifiers</key><array><string>com.example.refresh</string></array>
+        </dict></plist>
+        """.write(toFile: plist, atomically: true, encoding: .utf8)
+        // No agent runs: the installer's notify runs the event itself.
+        let r = try backlot(["notify", "--container", f.container, "--app-install", "--config", plist])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out.contains("install event done: packs: Essential"))
+        #expect(try f.installed() == ["Essential"])
+        // A Backlot key misspelt in an Info.plist is refused; other apps' keys are not.
+        try String(contentsOfFile: plist, encoding: .utf8).replacingOccurrences(of: "<key>BacklotTrustedKey</key>", with: "<key>BacklotTrustedKeys</key>")
+            .write(toFile: plist, atomically: true, encoding: .utf8)
+        let bad = try backlot(["notify", "--container", f.container, "--app-update", "--config", plist])
+        #expect(bad.status == 2 && bad.err.contains("BacklotTrustedKeys"))
+    }
+
+    @Test func notifyWithoutAnAgentOrAConfigurationWaitsForTheAgent() throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
+        let r = try backlot(["notify", "--container", f.container, "--app-install"])
+        #expect(r.status == 0 && r.out.contains("runs when `backlot agent` starts"))
+        #expect(try f.installed().isEmpty)
+        let config = try f.writeConfig(withExtension: false)
+        let once = try backlot(["agent", "--container", f.container, "--config", config, "--once"])
+        #expect(once.status == 0, "\(once.err)")
+        #expect(try f.installed() == ["Essential"])
+        // simulate bypasses the budget and uses the configuration the agent recorded.
+        let s = try backlot(["simulate", "--container", f.container, "--periodic"])
+        #expect(s.status == 0 && s.out.contains("periodic event done"), "\(s.out) \(s.err)")
+        let usage = try backlot(["simulate", "--container", f.container, "--app-install", "--periodic"])
+        #expect(usage.status == 2 && usage.err.contains("exactly one of"))
+    }
+}
