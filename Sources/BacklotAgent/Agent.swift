@@ -164,6 +164,7 @@ public final class Agent: Sendable {
         for event in (try? store.queued()) ?? [] where !isStopping {
             await runQueued(event)
         }
+        if !isStopping && conditions.current().networkAvailable { downloads.resumeScheduled() }
         if !isStopping { enqueuePeriodicIfDue() }
         if !isStopping, let launcher { launcher.launchDue(scheduler: scheduler) }
     }

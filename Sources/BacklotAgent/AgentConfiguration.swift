@@ -30,6 +30,7 @@ import Foundation
 /// | `BacklotPeriodicCheckInterval` | seconds between catalog checks for an app used daily | 21600 |
 /// | `BacklotPollInterval` | seconds between the agent's rounds | 5 |
 /// | `BacklotBandwidthLimit` | bytes per second per connection for pack downloads (0: none) | 0 |
+/// | `BacklotMaximumRangeBytes` | the largest Range request (progress is kept after each) | 2 MiB |
 ///
 /// plus the task scheduler's keys (``TaskSchedulerConfiguration``). In JSON every key must be
 /// known; in an Info.plist, unknown `BA…`, `BG…` and `Backlot…` keys are refused and others ignored.
@@ -53,13 +54,14 @@ public struct AgentConfiguration: Sendable {
     public var periodicCheckInterval: TimeInterval = 21_600
     public var pollInterval: TimeInterval = 5
     public var bandwidthLimit: UInt64 = 0
+    public var maximumRangeBytes: UInt64 = 2 << 20
     public var scheduler: TaskSchedulerConfiguration
 
     static let appleKeys = ["BAManifestURL", "BAInitialDownloadRestrictions", "BAMaxInstallSize", "BAEssentialMaxInstallSize", "BAAppGroupID",
                             "BAHasManagedAssetPacks", "BAUsesAppleHosting"]
     static let backlotKeys = ["BacklotCatalogURL", "BacklotTrustedKey", "BacklotCAFile", "BacklotPlatform", "BacklotExtensionPath",
                               "BacklotExtensionTimeLimit", "BacklotExtensionDailyBudget", "BacklotAppExecutable", "BacklotAppArguments",
-                              "BacklotPrefetchRequiresUnmetered", "BacklotNetworkMetered", "BacklotPeriodicCheckInterval", "BacklotPollInterval", "BacklotBandwidthLimit"]
+                              "BacklotPrefetchRequiresUnmetered", "BacklotNetworkMetered", "BacklotPeriodicCheckInterval", "BacklotPollInterval", "BacklotBandwidthLimit", "BacklotMaximumRangeBytes"]
     public static var keys: [String] { appleKeys + backlotKeys + TaskSchedulerConfiguration.keys }
 
     /// Reads a configuration file (JSON or an Info.plist).
@@ -153,6 +155,10 @@ public struct AgentConfiguration: Sendable {
         periodicCheckInterval = try ConfigurationKey.seconds("BacklotPeriodicCheckInterval", in: settings, source: source) ?? periodicCheckInterval
         pollInterval = try ConfigurationKey.seconds("BacklotPollInterval", in: settings, source: source) ?? pollInterval
         bandwidthLimit = try ConfigurationKey.bytes("BacklotBandwidthLimit", in: settings, source: source) ?? 0
+        maximumRangeBytes = try ConfigurationKey.bytes("BacklotMaximumRangeBytes", in: settings, source: source) ?? maximumRangeBytes
+        guard maximumRangeBytes >= 64 << 10 else {
+            throw ConfigurationKey.error("BacklotMaximumRangeBytes", source: source, "must be at least 65536 bytes")
+        }
         scheduler = try TaskSchedulerConfiguration(settings: settings, source: source, databasePath: databasePath)
     }
 
@@ -161,6 +167,7 @@ public struct AgentConfiguration: Sendable {
         var c = AssetPackManager.Configuration(containerPath: containerPath, catalogURL: catalogURL, app: app, channel: channel,
                                                trustedKeys: trustedKeys, platform: platform, caFile: caFile, bandwidthLimit: Int(min(bandwidthLimit, UInt64(Int.max))))
         c.isAppClip = scheduler.isAppClip
+        c.maximumRangeBytes = maximumRangeBytes
         return c
     }
 }

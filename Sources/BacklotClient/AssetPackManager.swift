@@ -45,6 +45,9 @@ public actor AssetPackManager {
         public var stallTimeout: Int = 60
         /// Attempts after the first for a failed Range request (exponential backoff with jitter, or `Retry-After`).
         public var retries: Int = 4
+        /// The largest Range request; progress is recorded after each one, so smaller ranges lose
+        /// less to an interruption and larger ones cost fewer requests.
+        public var maximumRangeBytes: UInt64 = 2 << 20
         /// The container belongs to an App Clip: installation events fetch no essential packs (a
         /// clip has no install-time phase), while ``AssetPackManager/ensureLocalAvailability(of:requireLatestVersion:)``
         /// works for packs of every policy.
@@ -240,6 +243,7 @@ public actor AssetPackManager {
         broadcaster.send(.downloading(pack, progress))
         var installer = PackInstaller(container: container, http: http)
         installer.retries = configuration.retries
+        installer.maximumRangeBytes = max(64 << 10, configuration.maximumRangeBytes)
         let box = ProgressBox(progress)
         let broadcaster = self.broadcaster
         do {
@@ -307,6 +311,7 @@ public actor AssetPackManager {
             let url = try catalogClient.archiveURL(release)
             var installer = PackInstaller(container: container, http: http)
             installer.retries = configuration.retries
+        installer.maximumRangeBytes = max(64 << 10, configuration.maximumRangeBytes)
             _ = try await Self.offload { [installer] in
                 try ExecutorLock.holding(container: self.container.path, pack: id) {
                     try installer.install(id: id, release: release, archiveURL: url, repairing: release.indexSHA256.hex == installed.digest)

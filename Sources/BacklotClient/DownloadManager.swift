@@ -239,7 +239,8 @@ public final class DownloadManager: Sendable {
     /// Takes the cross-process lock of one download, so that the app and the agent never write
     /// one partial file at once; nil when another process holds it.
     func lockDownload(_ id: String) -> Int32? {
-        let path = container.path + "/downloads/" + SHA256.hash(Array(id.utf8)).hex.prefix(32) + ".lock"
+        let path = container.path + "/.download-locks/" + SHA256.hash(Array(id.utf8)).hex.prefix(32) + ".lock"
+        try? FileManager.default.createDirectory(atPath: container.path + "/.download-locks", withIntermediateDirectories: true)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return nil }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
@@ -309,6 +310,10 @@ public final class DownloadManager: Sendable {
         }
         return true
     }
+
+    /// Runs the downloads scheduled so far that no process runs (the agent calls it each round,
+    /// for what an app scheduled before it closed).
+    public func resumeScheduled() { queue.async { self.runScheduled() } }
 
     /// Waits until the background queue has run everything scheduled so far (for tools and tests).
     public func waitUntilIdle() { queue.sync {} }

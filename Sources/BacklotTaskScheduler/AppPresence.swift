@@ -19,8 +19,12 @@ public final class AppPresence: Sendable {
 
     static func lockPath(_ container: String) -> String { container + "/.app.lock" }
 
-    /// Marks the app as running until the returned value is released (or the process ends).
-    public static func markRunning(containerPath: String) throws -> AppPresence {
+    /// Marks the app as running until the returned value is released (or the process ends), and
+    /// records the launch for the agent's periodic checks (a launch by the agent for a background
+    /// task does not count as use).
+    public static func markRunning(containerPath: String,
+                                   countsAsLaunch: Bool = TaskScheduler.backgroundLaunchIdentifier == nil) throws -> AppPresence {
+        if countsAsLaunch { try TaskStore(path: containerPath + "/tasks.sqlite").recordLaunch(at: Date()) }
         let path = lockPath(containerPath)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SystemCall.error("open", path: path) }

@@ -56,15 +56,23 @@ import Glibc
     }
 
     @Test func sigtermDuringADownloadThenARestartCompletesIt() throws {
-        let seed = UInt64.random(in: 1...UInt64(UInt32.max))
+        let seed = testSeed()
         print("sigtermDuringADownloadThenARestartCompletesIt: seed \(seed)")
         var rng = SeededGenerator(seed: seed)
         let f = try AgentFixture()
         try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential, chunkSize: 4 << 10)
         let archive = try #require(try FileManager.default.attributesOfItem(atPath: try f.server.archivePath("Essential"))[.size] as? UInt64)
-        let slow = try f.writeConfig(["BacklotBandwidthLimit": 40_000], withExtension: false, name: "slow.json")
+        // A slow CDN in front: nginx serving the published tree at 30 kB/s per connection.
+        chmod(f.server.dir.path, 0o755)
+        let cdn = try Nginx(root: f.server.repository.directory.publicTreePath, workDirectory: f.server.dir.at("nginx"), limitRate: "30k")
+        defer { cdn.stop() }
+        #expect(cdn.waitUntilServing("v1/keys/root.json"), "\((try? String(contentsOfFile: cdn.errorLog, encoding: .utf8)) ?? "")")
+        let slow = try f.writeConfig(["BacklotCatalogURL": cdn.baseURL + "v1/apps/\(f.server.app)/internal/catalog.json",
+                                      "BacklotMaximumRangeBytes": 65_536], withExtension: false, name: "slow.json")
         try AgentStore(containerPath: f.container).enqueue(.install, bypassBudget: false)
         let agent = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", slow], log: f.server.dir.at("agent1.log"))
+        let log1 = { (try? String(contentsOfFile: f.server.dir.at("agent1.log"), encoding: .utf8)) ?? "" }
+        #expect(eventually { log1().contains("agent: watching") })
         // Stop it at a point drawn from the seed: after 10 to 50 % of the install has arrived.
         let stopAt = archive * UInt64(10 + rng.next() % 41) / 100
         #expect(eventually { partialBytes(f.container) >= stopAt })
@@ -76,17 +84,18 @@ import Glibc
 
         let fast = try f.writeConfig([:], withExtension: false, name: "fast.json")
         let again = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", fast], log: f.server.dir.at("agent2.log"))
-        defer { kill(again.processIdentifier, SIGTERM); again.waitUntilExit() }
+        defer { kill(again.processIdentifier, SIGKILL); again.waitUntilExit() }
         #expect(eventually { (try? f.installed()) == ["Essential"] })
         let log = try String(contentsOfFile: f.server.dir.at("agent2.log"), encoding: .utf8)
         let line = try #require(log.split(separator: "\n").first { $0.contains("pack Essential: version") })
         let downloaded = try #require(UInt64(line.split(separator: " ").reversed().dropFirst(2).first ?? ""))
-        #expect(downloaded < archive)   // what arrived before SIGTERM was kept
+        #expect(downloaded < archive, "\(log1())")   // what arrived before SIGTERM was kept
+        #expect(log1().contains("waiting (stopping; verified chunks are kept)"))
         #expect(try ClientContainer.verify(path: f.container).isEmpty)
     }
 
     @Test func theAppAndTheAgentRaceOnFinishedDownloads() throws {
-        let seed = UInt64.random(in: 1...UInt64(UInt32.max))
+        let seed = testSeed()
         print("theAppAndTheAgentRaceOnFinishedDownloads: seed \(seed)")
         var rng = SeededGenerator(seed: seed)
         let f = try AgentFixture()
@@ -94,9 +103,15 @@ import Glibc
         let config = try f.writeConfig()
         let url = f.server.server.baseURL + "v1/keys/root-1.json"
         let agent = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent.log"))
-        defer { kill(agent.processIdentifier, SIGTERM); agent.waitUntilExit() }
+        defer { kill(agent.processIdentifier, SIGKILL); agent.waitUntilExit() }
+        let agentLog = { (try? String(contentsOfFile: f.server.dir.at("agent.log"), encoding: .utf8)) ?? "" }
+        #expect(eventually { agentLog().contains("agent: watching") })
         let rounds = 4
         for i in 0..<rounds {
+            // Each round's file has arrived somewhere (or is posted for the app) before the next.
+            if i > 0 {
+                #expect(eventually { agentLog().contains("download race-\(i - 1): finished") })
+            }
             try f.extensionSettings(["downloads": [["identifier": "race-\(i)", "url": url]]])
             let delay = Double(rng.next() % 300) / 1000
             let listener = Thread {
@@ -110,15 +125,16 @@ import Glibc
             listener.start()
             let r = try backlot(["notify", "--container", f.container, "--app-update", "--wait"])
             #expect(r.status == 0, "\(r.err)")
-            Thread.sleep(forTimeInterval: 0.7)
         }
+        #expect(eventually { agentLog().contains("download race-\(rounds - 1): finished") })
+        Thread.sleep(forTimeInterval: 0.4)   // the last listener has stopped
         // Outcomes posted for an app that stopped listening are delivered the next time it listens.
         let last = try start(AgentFixture.binaries + "/backlot-test-app", ["listen", f.container, "1"], log: f.server.dir.at("last.log"))
         last.waitUntilExit()
         for i in 0..<rounds {
             let app = FileManager.default.fileExists(atPath: f.container + "/app-received/race-\(i)")
             let ext = FileManager.default.fileExists(atPath: f.container + "/extension-received/race-\(i)")
-            #expect(app != ext, "race-\(i): app \(app), extension \(ext) (seed \(seed))")
+            #expect(app != ext, "race-\(i): app \(app), extension \(ext) (seed \(seed))\n\(agentLog())")
         }
     }
 
@@ -226,4 +242,9 @@ import Glibc
         let usage = try backlot(["simulate", "--container", f.container, "--app-install", "--periodic"])
         #expect(usage.status == 2 && usage.err.contains("exactly one of"))
     }
+}
+
+/// The seed of a test's random choices: BACKLOT_TEST_SEED replays a failure.
+func testSeed() -> UInt64 {
+    ProcessInfo.processInfo.environment["BACKLOT_TEST_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64(UInt32.max))
 }

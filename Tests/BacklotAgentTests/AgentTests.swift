@@ -147,11 +147,12 @@ import Testing
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
         let url = f.server.server.baseURL + "v1/keys/root-1.json"
-        try f.extensionSettings(["downloads": [["identifier": "one", "url": url]]])
+        try f.extensionSettings(["downloads": [["identifier": "one", "url": url], ["identifier": "gone", "url": url + ".missing"]]])
         let agent = try f.agent()
         try agent.store.enqueue(.install, bypassBudget: false)
         await agent.runQueuedEvents()
         #expect(eventually { f.extensionLog.contains("finished one moved=true") })
+        #expect(eventually { f.extensionLog.contains { $0.hasPrefix("failed gone: ") && $0.contains("404") } })
         #expect(FileManager.default.fileExists(atPath: f.container + "/extension-received/one"))
 
         // Now the app listens: the next outcome is the app's, and the extension is not woken.
@@ -166,6 +167,17 @@ import Testing
         #expect(eventually { received.all == ["two"] })
         try app.stopListening()
         #expect(!f.extensionLog.contains { $0.hasPrefix("finished two") })
+    }
+
+    @Test func theExtensionIsToldWhatItMayStillDownloadBeforeTheFirstLaunch() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        try f.extensionSettings([:])
+        let agent = try f.agent(config: try f.writeConfig(["BAInitialDownloadRestrictions": [
+            "BADownloadAllowance": 1_000_000, "BAEssentialDownloadAllowance": 500_000, "BADownloadDomainAllowList": ["127.0.0.1"]]]))
+        try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        #expect(f.extensionLog.contains("downloads install manifest=read mode=444 remaining=1000000"))
     }
 
     @Test func anAppClipContainerHasNoEssentialPhase() async throws {
