@@ -68,18 +68,10 @@ public struct AgentConfiguration: Sendable {
     /// - Throws: ``BacklotError/Code/invalidInput`` naming the key that is wrong, missing or unknown.
     public init(path: String, containerPath: String) throws {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-        let root = try ConfigurationFile.read(path: absolute)
+        let (root, isPlist) = try ConfigurationFile.load(path: absolute)
         guard let settings = root.dictionary else {
             throw BacklotError(.invalidInput, "the configuration must be a dictionary of keys", context: absolute)
         }
-        var head: [UInt8] = []
-        if let fd = try? FileDescriptor.openForReading(absolute) {
-            head = (try? fd.read(count: Int(min(64, (try? fd.size()) ?? 0)), at: 0)) ?? []
-            fd.close()
-        }
-        let blank: Set<UInt8> = [0x20, 0x0a, 0x0d, 0x09]
-        let firstByte = head.first { !blank.contains($0) }
-        let isPlist = head.starts(with: Array("bplist".utf8)) || firstByte == UInt8(ascii: "<")
         try self.init(settings: settings, source: absolute, strictKeys: !isPlist, databasePath: containerPath + "/tasks.sqlite")
     }
 

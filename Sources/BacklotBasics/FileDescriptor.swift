@@ -23,6 +23,21 @@ public struct FileDescriptor: Sendable {
     }
 
     /// The file's size in bytes.
+    /// Reads a whole file that may be at most `limit` bytes (configurations, manifests, property lists).
+    /// - Parameters:
+    ///   - what: what the file is, for the error ("the manifest").
+    ///   - code: the error code for a file over the limit.
+    /// - Throws: `code` when the file is larger than `limit`; ``BacklotError/Code/io``.
+    public static func readWholeFile(_ path: String, atMost limit: UInt64, what: String, code: BacklotError.Code = .invalidInput) throws -> [UInt8] {
+        let fd = try openForReading(path)
+        defer { fd.close() }
+        let size = try fd.size()
+        guard size <= limit else {
+            throw BacklotError(code, "\(what) is \(size) bytes; at most \(limit >> 20) MiB are read", context: path)
+        }
+        return try fd.read(count: Int(size), at: 0)
+    }
+
     public func size() throws -> UInt64 {
         var st = stat()
         try SystemCall.retrying("fstat", path: path) { fstat(rawValue, &st) }

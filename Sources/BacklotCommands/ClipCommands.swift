@@ -54,9 +54,7 @@ struct ClipMatchCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let path = try required("experiences", in: arguments)
-        let fd = try FileDescriptor.openForReading(path)
-        let bytes = try fd.read(count: Int(try fd.size()), at: 0)
-        fd.close()
+        let bytes = try FileDescriptor.readWholeFile(path, atMost: 16 << 20, what: "the experiences file")
         let experiences = try AppClipExperiences(json: bytes, source: path)
         guard let match = experiences.match(arguments.positionals[0]) else {
             throw BacklotError(.checkFailed, "no registered experience matches", context: arguments.positionals[0])

@@ -103,9 +103,7 @@ struct DownloadManifestUpdateCommand: Command {
             throw BacklotError(.usage, "missing argument PACK (archives that changed)", context: "backlot download-manifest update")
         }
         let base = try required("download-base-url", in: arguments)
-        let fd = try FileDescriptor.openForReading(path)
-        let bytes = try fd.read(count: Int(try fd.size()), at: 0)
-        fd.close()
+        let bytes = try FileDescriptor.readWholeFile(path, atMost: 64 << 20, what: "the download manifest")
         var manifest = try AppleDownloadManifest.decode(bytes, source: path)
         for pack in arguments.positionals.dropFirst() {
             let input = try ManifestInput.read(pack)

@@ -35,13 +35,7 @@ extension AssetPackManifest {
     /// let (manifest, warnings) = try AssetPackManifest.load(path: "Manifest.json")
     /// ```
     public static func load(path: String) throws -> (manifest: AssetPackManifest, warnings: [ManifestDiagnostic]) {
-        let fd = try FileDescriptor.openForReading(path)
-        defer { fd.close() }
-        let size = try fd.size()
-        guard size <= 16 << 20 else {
-            throw BacklotError(.invalidManifest, "the manifest is \(size) bytes; manifests are at most 16 MiB", context: path)
-        }
-        let bytes = try fd.read(count: Int(size), at: 0)
+        let bytes = try FileDescriptor.readWholeFile(path, atMost: 16 << 20, what: "the manifest", code: .invalidManifest)
         return try load(bytes, source: path)
     }
 

@@ -12,22 +12,22 @@ public enum ConfigurationFile {
     /// - Throws: ``BacklotError/Code/invalidInput`` or ``BacklotError/Code/invalidJSON`` naming the
     ///   place; ``BacklotError/Code/io`` when the file cannot be read.
     public static func read(path: String) throws -> PlistValue {
-        let fd = try FileDescriptor.openForReading(path)
-        defer { fd.close() }
-        let size = try fd.size()
-        guard size <= 16 << 20 else {
-            throw BacklotError(.invalidInput, "the configuration is \(size) bytes; at most 16 MiB are read", context: path)
-        }
-        let bytes = try fd.read(count: Int(size), at: 0)
-        let start = bytes.drop { $0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09 || $0 == 0xef || $0 == 0xbb || $0 == 0xbf }
-        if bytes.starts(with: Array("bplist".utf8)) || start.first == UInt8(ascii: "<") {
-            return try PropertyListReader.read(bytes, source: path)
+        try load(path: path).root
+    }
+
+    /// Like ``read(path:)``, and says which kind of file it was: an Info.plist holds the app's
+    /// other keys too, while a JSON configuration holds only Backlot's.
+    public static func load(path: String) throws -> (root: PlistValue, isPropertyList: Bool) {
+        let bytes = try FileDescriptor.readWholeFile(path, atMost: 16 << 20, what: "the configuration")
+        let blank: Set<UInt8> = [0x20, 0x0a, 0x0d, 0x09, 0xef, 0xbb, 0xbf]   // white space and a UTF-8 byte-order mark
+        if bytes.starts(with: Array("bplist".utf8)) || bytes.first(where: { !blank.contains($0) }) == UInt8(ascii: "<") {
+            return (try PropertyListReader.read(bytes, source: path), true)
         }
         let root = try JSONReader(source: path).read(bytes).root
         guard root.objectMembers != nil else {
             throw BacklotError(.invalidInput, "the configuration must be a JSON object (or an Info.plist), not \(root.typeName)", context: path)
         }
-        return try plist(root, path: "", source: path)
+        return (try plist(root, path: "", source: path), false)
     }
 
     static func plist(_ node: JSONNode, path: String, source: String) throws -> PlistValue {

@@ -17,13 +17,7 @@ public enum PropertyListReader {
     /// Reads a property-list file of either kind.
     /// - Throws: ``BacklotError/Code/invalidInput`` naming the problem; ``BacklotError/Code/io``.
     public static func read(path: String) throws -> PlistValue {
-        let fd = try FileDescriptor.openForReading(path)
-        defer { fd.close() }
-        let size = try fd.size()
-        guard size <= 64 << 20 else {
-            throw BacklotError(.invalidInput, "the property list is \(size) bytes; at most 64 MiB are read", context: path)
-        }
-        return try read(try fd.read(count: Int(size), at: 0), source: path)
+        try read(try FileDescriptor.readWholeFile(path, atMost: 64 << 20, what: "the property list"), source: path)
     }
 
     /// Reads property-list bytes of either kind.

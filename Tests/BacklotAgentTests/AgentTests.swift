@@ -69,6 +69,30 @@ import Testing
         #expect(f.extensionLog.filter { $0.hasPrefix("downloads install") }.count == 1)
     }
 
+    @Test func aDownloadStopsWhenTheNetworkGoesAndGoesOnWhenItReturns() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential, chunkSize: 4 << 10)
+        chmod(f.server.dir.path, 0o755)
+        let cdn = try Nginx(root: f.server.repository.directory.publicTreePath, workDirectory: f.server.dir.at("nginx"), limitRate: "30k")
+        defer { cdn.stop() }
+        #expect(cdn.waitUntilServing("v1/keys/root.json"))
+        let agent = try f.agent(config: try f.writeConfig(["BacklotCatalogURL": cdn.baseURL + "v1/apps/\(f.server.app)/internal/catalog.json",
+                                                           "BacklotMaximumRangeBytes": 65_536], withExtension: false))
+        let seq = try agent.store.enqueue(.install, bypassBudget: false)
+        let running = Task { await agent.runQueuedEvents() }
+        #expect(eventually { partialFiles(f.container) > 0 })
+        f.conditions.set(DeviceConditions(networkAvailable: false))
+        await running.value
+        #expect(try agent.store.event(seq)?.state == "queued")
+        #expect(try f.installed().isEmpty)
+        #expect(f.lines.all.contains("event install: waiting (no network)"), "\(f.lines.all)")
+        f.conditions.set(DeviceConditions(networkAvailable: true))
+        await agent.runQueuedEvents()
+        #expect(try agent.store.event(seq)?.state == "done")
+        #expect(try f.installed() == ["Essential"])
+        #expect(try ClientContainer.verify(path: f.container).isEmpty)
+    }
+
     @Test func aHangingExtensionIsKilledAtItsLimit() async throws {
         let f = try AgentFixture()
         try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
@@ -214,4 +238,14 @@ func eventually(_ condition: () -> Bool) -> Bool {
         usleep(10_000)
     }
     return condition()
+}
+
+/// Files written so far into releases being assembled.
+func partialFiles(_ container: String) -> Int {
+    let e = FileManager.default.enumerator(atPath: container + "/packs")
+    var n = 0
+    while let p = e?.nextObject() as? String {
+        if p.contains(".partial/"), ((try? FileManager.default.attributesOfItem(atPath: container + "/packs/" + p)[.size] as? UInt64) ?? 0) > 0 { n += 1 }
+    }
+    return n
 }
