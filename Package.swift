@@ -57,7 +57,7 @@ let package = Package(
         // The task scheduler: Apple's BGTaskScheduler rules, pending requests in SQLite, Linux network and power conditions.
         .target(name: "BacklotTaskScheduler", dependencies: ["BacklotStore", "BacklotInfoPlist"]),
         // The command-line interface, as a library so tests can drive it.
-        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer", "BacklotHTTPClient", "BacklotClient", "BacklotAppClips", "BacklotAgent"]),
+        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer", "BacklotHTTPClient", "BacklotClient", "BacklotAppClips", "BacklotAgent", "BacklotTaskScheduler"]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
 
         // Helper executables for the agent's tests (built with the package, never inside a test).

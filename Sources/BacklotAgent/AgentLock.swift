@@ -16,6 +16,16 @@ public final class AgentLock: Sendable {
         close(fd)
     }
 
+    /// Whether an agent runs for the container now.
+    public static func isHeld(containerPath: String) -> Bool {
+        let fd = open(containerPath + "/.agent.lock", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return true }
+        flock(fd, LOCK_UN)
+        return false
+    }
+
     /// Takes the lock, or returns nil when another process holds it.
     public static func acquire(containerPath: String) throws -> AgentLock? {
         try FileManager.default.createDirectory(atPath: containerPath, withIntermediateDirectories: true)

@@ -47,6 +47,11 @@ public struct AgentStore: Sendable {
         try db.read { try $0.query("SELECT * FROM agent_events WHERE state = 'queued' ORDER BY seq") }.compactMap(Self.event)
     }
 
+    /// The last `limit` events, newest first, whatever their state.
+    public func recent(_ limit: Int) throws -> [Event] {
+        try db.read { try $0.query("SELECT * FROM agent_events ORDER BY seq DESC LIMIT ?", [.integer(Int64(limit))]) }.compactMap(Self.event)
+    }
+
     public func event(_ seq: Int64) throws -> Event? {
         try db.read { try $0.query("SELECT * FROM agent_events WHERE seq = ?", [.integer(seq)]) }.first.flatMap(Self.event)
     }

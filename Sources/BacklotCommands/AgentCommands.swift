@@ -1,6 +1,9 @@
 import BacklotAgent
 import BacklotBasics
 import BacklotExtension
+import BacklotJSON
+import BacklotRepository
+import BacklotTaskScheduler
 import Dispatch
 import Foundation
 
@@ -122,5 +125,54 @@ struct SimulateCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let r = try EventCommand.request(arguments, allowed: [("app-install", .install), ("app-update", .update), ("periodic", .periodic)], command: "simulate")
         try EventCommand.fire(r, bypassBudget: true, container: try required("container", in: arguments), arguments: arguments, io: io)
+    }
+}
+
+/// `backlot agent status --container DIR`: what the background system knows about a container.
+struct AgentStatusCommand: Command {
+    static let spec = CommandSpec(
+        name: "agent status",
+        summary: "Show a container's background state: whether an agent runs, events, extension runtime today, task requests and runs.",
+        options: [
+            .init("container", value: "DIR", help: "The app's container folder (required)."),
+            .init("json", help: "Print JSON."),
+        ])
+
+    static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        let container = URL(fileURLWithPath: try required("container", in: arguments)).standardizedFileURL.path
+        guard FileManager.default.fileExists(atPath: container + "/agent.sqlite") || FileManager.default.fileExists(atPath: container + "/tasks.sqlite") else {
+            throw BacklotError(.invalidInput, "no agent has used this container yet", context: container,
+                               hint: "start one with backlot agent --container \(container) --config FILE")
+        }
+        let store = try AgentStore(containerPath: container)
+        let tasks = try TaskScheduler(configuration: .init(permittedIdentifiers: [], databasePath: container + "/tasks.sqlite"))
+        let running = AgentLock.isHeld(containerPath: container)
+        let events = try store.recent(10)
+        let runtime = try store.extensionRuntime(on: Date())
+        let pending = tasks.pendingTaskRequests()
+        let runs = Array(tasks.history().suffix(10).reversed())
+        func date(_ d: Date?) -> String { d.map { RFC3339.string($0) } ?? "" }
+        if arguments.flag("json") {
+            io.out(JSONNode.object([
+                "agentRunning": .bool(running),
+                "configuration": (try store.value("configPath")).map { .string($0) } ?? .null,
+                "extensionSecondsToday": .number(runtime),
+                "events": .array(events.map { .object(["seq": .number($0.seq), "request": .string($0.request.name), "state": .string($0.state), "detail": .string($0.detail)]) }),
+                "pendingTasks": .array(pending.map { r in
+                    .object(["identifier": .string(r.identifier), "kind": .string(r is ProcessingTaskRequest ? "processing" : "refresh"),
+                             "earliestBeginDate": r.earliestBeginDate.map { .string(RFC3339.string($0)) } ?? .null])
+                }),
+                "taskRuns": .array(runs.map { .object(["identifier": .string($0.identifier), "started": .string(date($0.started)), "outcome": .string($0.outcome.rawValue)]) }),
+            ]).prettyPrinted() + "\n")
+            return
+        }
+        io.out("agent: \(running ? "running" : "not running")\(try store.value("configPath").map { " (configuration \($0))" } ?? "")\n")
+        io.out("extension runtime today: \(Int(runtime)) s\n")
+        io.out("events (newest first):\(events.isEmpty ? " none" : "")\n")
+        for e in events { io.out("  #\(e.seq) \(e.request.name)\t\(e.state)\(e.detail.isEmpty ? "" : "\t" + e.detail)\n") }
+        io.out("pending task requests:\(pending.isEmpty ? " none" : "")\n")
+        for r in pending { io.out("  \(r.identifier)\t\(r is ProcessingTaskRequest ? "processing" : "refresh")\t\(date(r.earliestBeginDate))\n") }
+        io.out("task runs (newest first):\(runs.isEmpty ? " none" : "")\n")
+        for r in runs { io.out("  \(r.identifier)\t\(date(r.started))\t\(r.outcome.rawValue)\n") }
     }
 }

@@ -21,7 +21,7 @@ public enum BacklotCLI {
         AppsCreateCommand.self, TokensCreateCommand.self, UploadCommand.self, ReleaseCommand.self, ApproveCommand.self,
         VersionsCommand.self, VersionsDeleteCommand.self, CatalogResignCommand.self, KeysRotateCommand.self,
         DownloadManifestCreateCommand.self, DownloadManifestUpdateCommand.self, FetchCommand.self, StatusCommand.self, RemoveCommand.self,
-        AgentCommand.self, NotifyCommand.self, SimulateCommand.self,
+        AgentCommand.self, AgentStatusCommand.self, NotifyCommand.self, SimulateCommand.self,
         ClipSizeCommand.self, ClipLinkCommand.self, ClipParseCommand.self, ClipMatchCommand.self, ClipHandoffCommand.self,
     ]
 

@@ -239,6 +239,13 @@ import Glibc
         // simulate bypasses the budget and uses the configuration the agent recorded.
         let s = try backlot(["simulate", "--container", f.container, "--periodic"])
         #expect(s.status == 0 && s.out.contains("periodic event done"), "\(s.out) \(s.err)")
+        let status = try backlot(["agent", "status", "--container", f.container, "--json"])
+        #expect(status.status == 0, "\(status.err)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(status.out.utf8)) as? [String: Any])
+        #expect(json["agentRunning"] as? Bool == false)
+        let events = try #require(json["events"] as? [[String: Any]])
+        #expect(events.map { $0["request"] as? String } == ["periodic", "install"])
+        #expect(events.allSatisfy { $0["state"] as? String == "done" })
         let usage = try backlot(["simulate", "--container", f.container, "--app-install", "--periodic"])
         #expect(usage.status == 2 && usage.err.contains("exactly one of"))
     }

@@ -214,6 +214,32 @@ import Testing
         #expect(throws: TaskScheduler.Error.self) { try agent.scheduler.submit(AppRefreshTaskRequest(identifier: "x")) }
     }
 
+    @Test func periodicChecksAreQueuedAtTheIntervalTheAppsUseCallsFor() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        let clock = ManualClock()
+        let config = try AgentConfiguration(path: try f.writeConfig(["BacklotPeriodicCheckInterval": 100], withExtension: false), containerPath: f.container)
+        let agent = try Agent(containerPath: f.container, configuration: config, conditions: f.conditions, clock: clock)
+        func periodicEvents() throws -> Int { try agent.store.recent(100).filter { $0.request == .periodic }.count }
+        await agent.round()                 // the first round starts the clock
+        clock.advance(by: 799)
+        await agent.round()
+        #expect(try periodicEvents() == 0)  // never launched: every 8 × 100 s
+        clock.advance(by: 1)
+        await agent.round()
+        #expect(try periodicEvents() == 1)
+        // Used on 5 days of the last week: every 100 s.
+        for _ in 0..<5 { agent.scheduler.recordAppLaunch(); clock.advance(by: 86_400) }
+        await agent.round()
+        #expect(try periodicEvents() == 2)
+        clock.advance(by: 99)
+        await agent.round()
+        #expect(try periodicEvents() == 2)
+        clock.advance(by: 1)
+        await agent.round()
+        #expect(try periodicEvents() == 3)
+    }
+
     @Test func thePeriodicCheckComesLessOftenForAppsLittleUsed() {
         let policy = PeriodicCheckPolicy(baseInterval: 3600)
         let now = Date(timeIntervalSince1970: 1_800_000_000)
