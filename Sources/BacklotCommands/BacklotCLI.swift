@@ -100,7 +100,10 @@ public enum BacklotCLI {
     /// Removes registered temporary files when the process is interrupted, then exits 130 (SIGINT) or 143 (SIGTERM).
     public static func installInterruptCleanup() {
         for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
+            // No SIG_IGN first: on Linux, libdispatch installs its own handler when the source is
+            // registered, and a signal ignored in between would be lost (a service stopped right
+            // after it started would never stop). One that comes before registration ends the
+            // process, which is what it asks for.
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler {
                 if let action = interruptAction.withLock({ $0 }) {

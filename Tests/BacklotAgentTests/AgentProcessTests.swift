@@ -94,6 +94,21 @@ import Glibc
         #expect(try ClientContainer.verify(path: f.container).isEmpty)
     }
 
+    @Test func sigtermRightAfterStartStillStopsTheAgent() throws {
+        let f = try AgentFixture()
+        let config = try f.writeConfig(withExtension: false)
+        for i in 0..<5 {
+            let agent = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("a\(i).log"))
+            usleep(UInt32(i) * 2_000)
+            kill(agent.processIdentifier, SIGTERM)
+            let stopped = eventually { !agent.isRunning }
+            if !stopped { kill(agent.processIdentifier, SIGKILL) }
+            agent.waitUntilExit()
+            #expect(stopped, "attempt \(i): SIGTERM was lost")
+            #expect(agent.terminationStatus == 0 || agent.terminationStatus == SIGTERM || agent.terminationStatus == 143)
+        }
+    }
+
     @Test func theAppAndTheAgentRaceOnFinishedDownloads() throws {
         let seed = testSeed()
         print("theAppAndTheAgentRaceOnFinishedDownloads: seed \(seed)")
