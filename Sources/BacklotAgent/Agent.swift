@@ -45,6 +45,9 @@ public final class Agent: Sendable {
     let extensionRunner: ExtensionRunner?
     let launcher: AppLauncher?
     private let state = Mutex<State>(State())
+    let stopFlag: StopFlag
+    /// One agent per container, for as long as this one lives.
+    let lock: AgentLock
 
     struct State {
         var stopping = false
@@ -69,23 +72,32 @@ public final class Agent: Sendable {
     /// - Parameters:
     ///   - conditions: network and power (``LinuxDeviceConditions`` by default).
     ///   - log: one line per thing done.
+    /// - Throws: ``BacklotError/Code/alreadyExists`` when another agent runs for the container
+    ///   (it holds `DIR/.agent.lock` for as long as it lives).
     public init(containerPath: String, configuration: AgentConfiguration, conditions: (any DeviceConditionSource)? = nil,
                 clock: any TaskSchedulerClock = SystemClock(), log: @escaping @Sendable (String) -> Void = { _ in }) throws {
         let path = URL(fileURLWithPath: containerPath).standardizedFileURL.path
+        guard let lock = try AgentLock.acquire(containerPath: path) else {
+            throw BacklotError(.alreadyExists, "another agent runs for this container", context: path,
+                               hint: "stop it first, or use backlot notify to queue events for it")
+        }
+        self.lock = lock
         self.containerPath = path
         self.configuration = configuration
         self.log = log
         self.clock = clock
-        self.conditions = conditions ?? LinuxDeviceConditions(meteredFallback: configuration.networkMetered)
+        self.conditions = CachedConditions(conditions ?? LinuxDeviceConditions(meteredFallback: configuration.networkMetered))
         let store = try AgentStore(containerPath: path)
         self.store = store
         var schedulerConfig = configuration.scheduler
         schedulerConfig.databasePath = path + "/tasks.sqlite"
         scheduler = try TaskScheduler(configuration: schedulerConfig, clock: clock, conditions: self.conditions)
         manager = try AssetPackManager(configuration: configuration.managerConfiguration(containerPath: path))
+        let stopFlag = StopFlag()
+        self.stopFlag = stopFlag
         let runner = configuration.extensionPath.map {
             ExtensionRunner(executable: $0, containerPath: path, store: store, timeLimit: configuration.extensionTimeLimit,
-                            dailyBudget: configuration.extensionDailyBudget, log: log)
+                            dailyBudget: configuration.extensionDailyBudget, log: log, isStopping: { stopFlag.isSet })
         }
         extensionRunner = runner
         launcher = configuration.appExecutable.map { executable in
@@ -93,38 +105,56 @@ public final class Agent: Sendable {
         }
         let holder = DownloadManagerHolder()
         downloads = try DownloadManager(containerPath: path, restrictions: configuration.restrictions, caFile: configuration.caFile,
-                                        isAppClip: configuration.scheduler.isAppClip) { event in
+                                        isAppClip: configuration.scheduler.isAppClip, role: .agent) { event in
             Agent.route(event, manager: holder.manager, runner: runner, log: log)
         }
         holder.manager = downloads
         try store.setValue("configPath", configuration.sourcePath)
+        store.prune()
     }
 
     // MARK: URL download outcomes
 
-    /// Under the exclusive lock: to the app if it listens, else to the extension.
-    static func route(_ event: DownloadManager.Event, manager: DownloadManager?, runner: ExtensionRunner?, log: @Sendable (String) -> Void) {
+    /// Decided under the exclusive lock: to the app if it listens (or there is no extension),
+    /// else to the extension. The extension runs after the lock is released (the file is moved
+    /// aside first, so that the download manager does not delete it); when it cannot run (its
+    /// budget is used up, it fails), the outcome is posted for the app instead, so nothing is lost.
+    static func route(_ event: DownloadManager.Event, manager: DownloadManager?, runner: ExtensionRunner?, log: @escaping @Sendable (String) -> Void) {
+        guard let manager else { return }
         switch event {
         case .began(let d): log("download \(d.identifier): started")
         case .finished(let d, let url):
-            if let manager, manager.appIsListening || runner == nil {
+            if manager.appIsListening || runner == nil {
                 do { try manager.postToApp(event); log("download \(d.identifier): finished, handed to the app") }
                 catch { log("download \(d.identifier): finished, but could not be handed to the app: \(error)") }
-            } else if let runner {
+                return
+            }
+            guard let runner, let aside = try? manager.setAside(url) else { return }
+            DispatchQueue.global().async {
                 do {
-                    _ = try runner.call(.finished(d, filePath: url.path), bypassBudget: false)
+                    _ = try runner.call(.finished(d, filePath: aside.path), bypassBudget: false)
                     log("download \(d.identifier): finished, handed to the extension")
+                    unlink(aside.path)   // not moved by the extension: deleted, as on Apple's platforms
                 } catch {
-                    log("download \(d.identifier): finished, but the extension failed: \(error)")
+                    log("download \(d.identifier): finished; the extension could not take it (\(error)), so it waits for the app")
+                    _ = try? manager.withExclusiveControl { try manager.postToApp(.finished(d, aside)) }
                 }
             }
         case .failed(let d, let error):
-            if let manager, manager.appIsListening || runner == nil {
+            if manager.appIsListening || runner == nil {
                 try? manager.postToApp(event)
                 log("download \(d.identifier): failed (\(error)), told the app")
-            } else if let runner {
-                _ = try? runner.call(.failed(d, message: "\(error)", code: (error as? BackgroundDownloadError)?.code), bypassBudget: false)
-                log("download \(d.identifier): failed (\(error)), told the extension")
+                return
+            }
+            guard let runner else { return }
+            DispatchQueue.global().async {
+                do {
+                    _ = try runner.call(.failed(d, message: "\(error)", code: (error as? BackgroundDownloadError)?.code), bypassBudget: false)
+                    log("download \(d.identifier): failed (\(error)), told the extension")
+                } catch let e {
+                    log("download \(d.identifier): failed (\(error)); the extension could not be told (\(e)), so the app will be")
+                    _ = try? manager.withExclusiveControl { try manager.postToApp(event) }
+                }
             }
         case .progress, .paused: break
         }
@@ -143,13 +173,14 @@ public final class Agent: Sendable {
                 waited += 0.05
             }
         }
-        launcher?.stopAll()
+        launcher?.stopAll(scheduler: scheduler)
         log("agent: stopped")
     }
 
     /// Stops: downloads in flight are cancelled after their verified chunks are recorded; queued
     /// events stay queued for the next start.
     public func stop() {
+        stopFlag.set()
         let refs = state.withLock { s -> [ProgressRef] in
             s.stopping = true
             return Array(s.progresses.values)
@@ -217,25 +248,37 @@ public final class Agent: Sendable {
             var candidates = offered.filter { $0.downloadPolicy.installationEventTypes.contains(installEvent) }
             if configuration.scheduler.isAppClip { candidates.removeAll { if case .essential = $0.downloadPolicy { true } else { false } } }
             if let runner = extensionRunner, !candidates.isEmpty {
-                do {
-                    let accepted = Set(try runner.call(.shouldDownload(candidates), bypassBudget: event.bypassBudget).accepted)
+                // Asked once per event: a retry (network, stop) keeps the extension's answer.
+                var accepted = try store.accepted(event.seq).map(Set.init)
+                if accepted == nil {
+                    do {
+                        let answer = try runner.call(.shouldDownload(candidates), bypassBudget: event.bypassBudget).accepted
+                        try store.setAccepted(event.seq, answer)
+                        accepted = Set(answer)
+                    } catch {
+                        report.extensionFailures.append("shouldDownload: \(error)")   // the default: every candidate
+                        try store.setAccepted(event.seq, candidates.map(\.id))
+                    }
+                }
+                if let accepted {
                     report.declined = candidates.map(\.id).filter { !accepted.contains($0) }
                     candidates.removeAll { !accepted.contains($0.id) }
-                } catch {
-                    report.extensionFailures.append("shouldDownload: \(error)")   // the default: every candidate
                 }
             }
             for pack in candidates where pack.downloadPolicy.name == "essential" {
                 try await fetch(pack, unmeteredOnly: false)
                 report.packs.append(pack.id)
             }
-            try runExtensionDownloads(event, into: &report)
+            let extensionWaits = try runExtensionDownloads(event, into: &report)
             for pack in candidates where pack.downloadPolicy.name == "prefetch" {
                 try await fetch(pack, unmeteredOnly: configuration.prefetchRequiresUnmetered)
                 report.packs.append(pack.id)
             }
+            if extensionWaits { throw Deferral(reason: "the extension's daily budget is used up; its downloads(for:) runs when the budget renews") }
         } else {
-            try runExtensionDownloads(event, into: &report)
+            if try runExtensionDownloads(event, into: &report) {
+                throw Deferral(reason: "the extension's daily budget is used up; the periodic check runs when it renews")
+            }
             try waitForNetwork(metered: !configuration.prefetchRequiresUnmetered)
             let (updating, removed) = try await manager.checkForUpdates()
             report.packs = updating.sorted()
@@ -245,8 +288,10 @@ public final class Agent: Sendable {
     }
 
     /// The extension's `downloads(for:)`, once per event, with scheduling blocked while it runs.
-    func runExtensionDownloads(_ event: AgentStore.Event, into report: inout EventReport) throws {
-        guard let runner = extensionRunner, !event.extensionDone else { return }
+    /// - Returns: true when it could not run because the daily budget is used up (the event waits).
+    func runExtensionDownloads(_ event: AgentStore.Event, into report: inout EventReport) throws -> Bool {
+        guard let runner = extensionRunner, !event.extensionDone else { return false }
+        if !event.bypassBudget && runner.remainingBudget() < 1 { return true }
         let manifest = try writeManifestCopy()
         defer { unlink(manifest) }
         let info = AppExtensionInfo(restrictedDownloadSizeRemaining: downloads.remainingAllowance(essential: false),
@@ -256,10 +301,12 @@ public final class Agent: Sendable {
             returned = try downloads.blockingScheduling {
                 try runner.call(.downloads(event.request, manifestPath: manifest, info), bypassBudget: event.bypassBudget).downloads
             }
+        } catch let e as BacklotError where e.code == .budgetExhausted {
+            return true
         } catch {
             report.extensionFailures.append("downloads(for:): \(error)")
             try store.markExtensionDone(event.seq)
-            return
+            return false
         }
         for d in returned {
             if event.request == .periodic && d.isEssential {
@@ -278,6 +325,7 @@ public final class Agent: Sendable {
             }
         }
         try store.markExtensionDone(event.seq)
+        return false
     }
 
     /// A read-only copy of the verified catalog for the extension (deleted after the call).
@@ -358,6 +406,31 @@ final class DownloadManagerHolder: @unchecked Sendable {
     var manager: DownloadManager? {
         get { lock.lock(); defer { lock.unlock() }; return stored }
         set { lock.lock(); stored = newValue; lock.unlock() }
+    }
+}
+
+/// Set once, when the agent stops (read by the extension runner to end a call early).
+final class StopFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .relaxed) }
+    var isSet: Bool { value.load(ordering: .relaxed) }
+}
+
+/// Reads the conditions at most once a second (reading them may run `nmcli`).
+final class CachedConditions: DeviceConditionSource {
+    let source: any DeviceConditionSource
+    private let cache = Mutex<(at: Date, value: DeviceConditions)?>(nil)
+
+    init(_ source: any DeviceConditionSource) {
+        self.source = source
+    }
+
+    func current() -> DeviceConditions {
+        if source is ManualConditions { return source.current() }   // tests change them at will
+        if let c = cache.withLock({ $0 }), Date().timeIntervalSince(c.at) < 1 { return c.value }
+        let value = source.current()
+        cache.withLock { $0 = (Date(), value) }
+        return value
     }
 }
 

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotClient
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -18,12 +19,7 @@ public final class AgentLock: Sendable {
 
     /// Whether an agent runs for the container now.
     public static func isHeld(containerPath: String) -> Bool {
-        let fd = open(containerPath + "/.agent.lock", O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return true }
-        flock(fd, LOCK_UN)
-        return false
+        (try? ClientContainer(path: containerPath))?.isAgentRunning ?? false
     }
 
     /// Takes the lock, or returns nil when another process holds it.

@@ -26,7 +26,8 @@ public struct AgentStore: Sendable {
         try db.transaction { tx in
             try tx.execute("""
             CREATE TABLE IF NOT EXISTS agent_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, request TEXT NOT NULL, bypass INTEGER NOT NULL,
-                created REAL NOT NULL, state TEXT NOT NULL DEFAULT 'queued', extension_done INTEGER NOT NULL DEFAULT 0, detail TEXT NOT NULL DEFAULT '');
+                created REAL NOT NULL, state TEXT NOT NULL DEFAULT 'queued', extension_done INTEGER NOT NULL DEFAULT 0, detail TEXT NOT NULL DEFAULT '',
+                accepted TEXT);
             CREATE TABLE IF NOT EXISTS extension_runtime (day TEXT PRIMARY KEY, seconds REAL NOT NULL);
             CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
             """)
@@ -68,6 +69,24 @@ public struct AgentStore: Sendable {
 
     func markExtensionDone(_ seq: Int64) throws {
         try db.transaction { tx in _ = try tx.run("UPDATE agent_events SET extension_done = 1 WHERE seq = ?", [.integer(seq)]) }
+    }
+
+    /// The packs the extension's `shouldDownload` kept for an event, once it was asked.
+    func accepted(_ seq: Int64) throws -> [String]? {
+        guard let text = try db.read({ try $0.query("SELECT accepted FROM agent_events WHERE seq = ?", [.integer(seq)]) }).first?["accepted"]?.string else { return nil }
+        return text.isEmpty ? [] : text.split(separator: "\n").map(String.init)
+    }
+
+    func setAccepted(_ seq: Int64, _ ids: [String]) throws {
+        try db.transaction { tx in _ = try tx.run("UPDATE agent_events SET accepted = ? WHERE seq = ?", [.text(ids.joined(separator: "\n")), .integer(seq)]) }
+    }
+
+    /// Keeps the last 200 finished events and 60 days of runtime.
+    func prune() {
+        _ = try? db.transaction { tx in
+            _ = try tx.run("DELETE FROM agent_events WHERE state != 'queued' AND seq <= (SELECT MAX(seq) FROM agent_events) - 200")
+            _ = try tx.run("DELETE FROM extension_runtime WHERE day < ?", [.text(Self.day(Date().addingTimeInterval(-60 * 86_400)))])
+        }
     }
 
     static func day(_ date: Date) -> String {

@@ -20,7 +20,13 @@ final class AppLauncher: Sendable {
     let containerPath: String
     let configPath: String
     let log: @Sendable (String) -> Void
-    private let running = Mutex<[String: Int32]>([:])
+    private let running = Mutex<[String: Launched]>([:])
+
+    struct Launched {
+        let pid: Int32
+        let kind: TaskKind
+        let started: Date
+    }
 
     init(executable: String, arguments: [String], containerPath: String, configPath: String, log: @escaping @Sendable (String) -> Void) {
         self.executable = executable
@@ -58,7 +64,7 @@ final class AppLauncher: Sendable {
         }
         let kind: TaskKind = request is ProcessingTaskRequest ? .processing : .refresh
         let id = request.identifier
-        running.withLock { $0[id] = p.processIdentifier }
+        running.withLock { $0[id] = Launched(pid: p.processIdentifier, kind: kind, started: started) }
         log("task \(id): launched the app in the background (pid \(p.processIdentifier))")
         let budget = (kind == .refresh ? scheduler.configuration.refreshBudget : scheduler.configuration.processingBudget)
             + scheduler.configuration.expirationGrace + 5
@@ -87,8 +93,15 @@ final class AppLauncher: Sendable {
         }
     }
 
-    /// Kills apps still running for tasks (the agent is stopping; their tasks count as failed by the scheduler's rules).
-    func stopAll() {
-        for pid in running.withLock({ Array($0.values) }) { kill(pid, SIGTERM) }
+    /// Stops apps still running for tasks (the agent is stopping): SIGTERM, and each run is
+    /// recorded as killed unless the app recorded its outcome first.
+    func stopAll(scheduler: TaskScheduler) {
+        let launched = running.withLock { $0 }
+        for (id, l) in launched {
+            kill(l.pid, SIGTERM)
+            if !scheduler.history(forTaskWithIdentifier: id).contains(where: { $0.ended >= l.started }) {
+                scheduler.recordOutcome(forTaskWithIdentifier: id, kind: l.kind, started: l.started, outcome: .killed)
+            }
+        }
     }
 }

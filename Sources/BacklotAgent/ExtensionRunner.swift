@@ -22,6 +22,8 @@ struct ExtensionRunner: Sendable {
     let timeLimit: TimeInterval
     let dailyBudget: TimeInterval
     let log: @Sendable (String) -> Void
+    /// The agent is stopping: a running call is ended (SIGKILL) at once.
+    var isStopping: @Sendable () -> Bool = { false }
 
     /// What remains of today's budget.
     func remainingBudget(now: Date = Date()) -> TimeInterval {
@@ -62,11 +64,16 @@ struct ExtensionRunner: Sendable {
         do { try p.run() } catch {
             throw BacklotError(.extensionFailed, "the extension could not be started: \(error)", context: executable)
         }
-        var killed = false
+        var killed = false, stopped = false
         while p.isRunning {
             if Date().timeIntervalSince(started) >= limit {
                 kill(p.processIdentifier, SIGKILL)
                 killed = true
+                break
+            }
+            if isStopping() {
+                kill(p.processIdentifier, SIGKILL)
+                stopped = true
                 break
             }
             usleep(10_000)
@@ -74,8 +81,15 @@ struct ExtensionRunner: Sendable {
         p.waitUntilExit()
         let elapsed = Date().timeIntervalSince(started)
         try? store.addExtensionRuntime(elapsed, on: started)
-        let said = String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: logPath))) ?? Data(), as: UTF8.self)
+        // The first 64 KiB of what it printed, 50 lines at most, into the agent's log.
+        let said = (try? FileDescriptor.openForReading(logPath)).map { fd -> String in
+            defer { fd.close() }
+            return String(decoding: (try? fd.read(count: Int(min(64 << 10, (try? fd.size()) ?? 0)), at: 0)) ?? [], as: UTF8.self)
+        } ?? ""
         for line in said.split(separator: "\n").prefix(50) { log("extension: \(line)") }
+        if stopped {
+            throw BacklotError(.cancelled, "the extension's \(call.name) call was ended: the agent is stopping", context: executable)
+        }
         if killed {
             throw BacklotError(.extensionFailed, "the extension's \(call.name) call ran past its limit of \(Int(limit)) s and was killed", context: executable,
                                hint: bypassBudget || limit >= timeLimit ? "return sooner; raise BacklotExtensionTimeLimit if the work needs it" : "today's runtime budget ran out")
@@ -84,12 +98,12 @@ struct ExtensionRunner: Sendable {
             let how = p.terminationReason == .uncaughtSignal ? "was killed by signal \(p.terminationStatus)" : "exited with status \(p.terminationStatus)"
             throw BacklotError(.extensionFailed, "the extension's \(call.name) call \(how)", context: executable)
         }
-        guard let bytes = try? Data(contentsOf: URL(fileURLWithPath: replyPath)) else {
-            throw BacklotError(.extensionFailed, "the extension's \(call.name) call wrote no answer", context: executable,
+        guard let bytes = try? FileDescriptor.readWholeFile(replyPath, atMost: 16 << 20, what: "the extension's answer") else {
+            throw BacklotError(.extensionFailed, "the extension's \(call.name) call wrote no answer (or one over 16 MiB)", context: executable,
                                hint: "an extension's main must be DownloaderExtension.main() (use @main on the struct)")
         }
         do {
-            return try ExtensionReply(json: try JSONReader(source: replyPath).read(Array(bytes)).root, source: "the extension's answer")
+            return try ExtensionReply(json: try JSONReader(source: replyPath).read(bytes).root, source: "the extension's answer")
         } catch {
             throw BacklotError(.extensionFailed, "the extension's answer is not valid: \(error)", context: executable)
         }

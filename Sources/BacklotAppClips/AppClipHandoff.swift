@@ -27,8 +27,8 @@ public enum AppClipHandoff {
     /// - Parameters:
     ///   - keepClipCopy: leave the clip's copy in place (by default it is removed once the app has it).
     /// - Throws: ``BacklotError/Code/invalidInput`` when the app's container has never verified a
-    ///   catalog; ``BacklotError/Code/untrusted`` when its stored catalog no longer verifies;
-    ///   ``BacklotError/Code/corruptArchive`` when a clip file is damaged.
+    ///   catalog; ``BacklotError/Code/untrusted`` when its stored catalog no longer verifies. A
+    ///   pack with a damaged file in the clip's container is left behind, with the reason.
     public static func handoff(fromClipContainer clipPath: String, toAppContainer appPath: String, keepClipCopy: Bool = false,
                                now: Date = Date()) throws -> Report {
         let clip = try ClientContainer(path: clipPath)
@@ -51,8 +51,12 @@ public enum AppClipHandoff {
                 report.left.append(Left(id: installed.id, reason: "the app's catalog lists another release (version \(release.version)); the app downloads it"))
                 continue
             }
-            try app.adopt(installed, from: clip, moving: !keepClipCopy)
-            report.moved.append(installed.id)
+            do {
+                try app.adopt(installed, from: clip, moving: !keepClipCopy)
+                report.moved.append(installed.id)
+            } catch let e as BacklotError where e.code == .corruptArchive {
+                report.left.append(Left(id: installed.id, reason: "damaged in the clip's container (\(e.message)); the app downloads it"))
+            }
         }
         return report
     }

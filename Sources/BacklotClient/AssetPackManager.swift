@@ -87,6 +87,7 @@ public actor AssetPackManager {
     public init(configuration: Configuration) throws {
         self.configuration = configuration
         container = try ClientContainer(path: configuration.containerPath)
+        if configuration.isAppClip { try container.markAppClip() }
         http = HTTPClient(caFile: configuration.caFile, stallTimeout: configuration.stallTimeout, bandwidthLimit: configuration.bandwidthLimit)
         catalogClient = CatalogClient(catalogURL: configuration.catalogURL, app: configuration.app, channel: configuration.channel,
                                       pinned: configuration.trustedKeys, http: http, container: container)
@@ -287,7 +288,7 @@ public actor AssetPackManager {
     public func handle(event: InstallationEventType) async throws -> [String] {
         var done: [String] = []
         for (id, (pack, release)) in try await offered().sorted(by: { $0.key < $1.key }) where release.downloadPolicy.installationEventTypes.contains(event) {
-            if configuration.isAppClip, case .essential = release.downloadPolicy { continue }
+            if configuration.isAppClip || container.isMarkedAppClip, case .essential = release.downloadPolicy { continue }
             try await ensureLocalAvailability(of: pack)
             done.append(id)
         }

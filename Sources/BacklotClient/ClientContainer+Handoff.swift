@@ -8,6 +8,30 @@ import Glibc
 #endif
 
 extension ClientContainer {
+    /// Whether the container was marked as an App Clip's (by a manager configured so): essential
+    /// downloads are refused and installation events skip essential packs, in every process.
+    public var isMarkedAppClip: Bool { (try? meta("isAppClip")) == "1" }
+
+    func markAppClip() throws {
+        if !isMarkedAppClip { try setMeta("isAppClip", "1") }
+    }
+
+    /// How many chunks of the release with this index digest are verified and written so far
+    /// (for an install in progress, or one interrupted; 0 once it is installed).
+    public func verifiedChunkCount(forDigest digest: String) -> Int {
+        (try? doneChunks(digest).count) ?? 0
+    }
+
+    /// Whether a background agent runs for the container (it holds `DIR/.agent.lock`).
+    public var isAgentRunning: Bool {
+        let fd = open(path + "/.agent.lock", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return true }
+        flock(fd, LOCK_UN)
+        return false
+    }
+
     /// The last catalog this container verified, verified again (signature by the keys that were
     /// trusted then, app and channel, expiry).
     /// - Returns: nil when the container never verified a catalog.
@@ -30,10 +54,12 @@ extension ClientContainer {
     }
 
     /// Installs a release that `source` has installed into this container: its files are
-    /// hard-linked (copied across file systems), each checked against the SHA-256 its index lists
-    /// first, and the release becomes visible with one rename, as a download's would.
+    /// hard-linked (copied across file systems), and each must be a regular file with the SHA-256
+    /// its index lists once linked, before the release becomes visible with one rename, as a
+    /// download's would.
     /// - Parameter moving: remove it from `source` once it is installed here.
-    /// - Throws: ``BacklotError/Code/corruptArchive`` when a file of the source is damaged (nothing is installed).
+    /// - Throws: ``BacklotError/Code/corruptArchive`` when a file of the source is damaged, missing
+    ///   or not a regular file (nothing is installed).
     public func adopt(_ release: Installed, from source: ClientContainer, moving: Bool) throws {
         guard let (_, index) = PackInstaller.decodeStored(release.indexBytes),
               SHA256.hash(Array(release.indexBytes.dropFirst(PackHeader.size))).hex == release.digest else {
@@ -42,37 +68,43 @@ extension ClientContainer {
         let from = source.releaseFolder(release.id, digest: release.digest)
         let folder = releaseFolder(release.id, digest: release.digest)
         let partial = folder + ".partial"
-        try ExecutorLock.holding(container: path, pack: release.id) {
-            if try installed(release.id)?.digest == release.digest { return }
-            if FileSystem.exists(partial) { PackInstaller.removeRelease(partial) }
-            try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
-            do {
-                for file in index.files {
-                    let src = from + "/" + file.path, dst = partial + "/" + file.path
-                    guard (try? SHA256.hash(fileAt: src)) == file.digest else {
-                        throw BacklotError(.corruptArchive, "\(file.path) is damaged or missing in the source container", context: source.path,
-                                           hint: "run backlot verify --container \(source.path) --repair, or let the app download the pack")
+        try ExecutorLock.holding(container: source.path, pack: release.id) {
+            try ExecutorLock.holding(container: path, pack: release.id) {
+                if try installed(release.id)?.digest == release.digest { return }
+                if FileSystem.exists(partial) { PackInstaller.removeRelease(partial) }
+                try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+                do {
+                    for file in index.files {
+                        let src = from + "/" + file.path, dst = partial + "/" + file.path
+                        func damaged() -> BacklotError {
+                            BacklotError(.corruptArchive, "\(file.path) is damaged or missing in the source container", context: source.path,
+                                         hint: "run backlot verify --container \(source.path) --repair, or let the app download the pack")
+                        }
+                        // Never a link out of the source's tree: only a regular file is linked.
+                        guard (try? FileSystem.linkStatus(src))??.kind == .regular else { throw damaged() }
+                        try FileManager.default.createDirectory(atPath: (dst as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                        if link(src, dst) != 0 {
+                            guard errno == EXDEV else { throw SystemCall.error("link", path: dst) }
+                            try FileManager.default.copyItem(atPath: src, toPath: dst)
+                            let fd = open(dst, O_RDONLY | O_CLOEXEC)
+                            if fd >= 0 { fsync(fd); close(fd) }
+                            chmod(dst, file.mode == 0o755 ? 0o555 : 0o444)
+                        }
+                        // Checked where it now is, so a change to the source after the check cannot slip in.
+                        guard (try? FileSystem.linkStatus(dst))??.kind == .regular, (try? SHA256.hash(fileAt: dst)) == file.digest else { throw damaged() }
                     }
-                    try FileManager.default.createDirectory(atPath: (dst as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-                    if link(src, dst) != 0 {
-                        guard errno == EXDEV else { throw SystemCall.error("link", path: dst) }
-                        try FileManager.default.copyItem(atPath: src, toPath: dst)
-                        let fd = open(dst, O_RDONLY | O_CLOEXEC)
-                        if fd >= 0 { fsync(fd); close(fd) }
-                        chmod(dst, file.mode == 0o755 ? 0o555 : 0o444)
-                    }
+                    FileSystem.syncDirectory(partial)
+                    let previous = try installed(release.id)
+                    if FileSystem.exists(folder) { PackInstaller.removeRelease(folder) }
+                    try SystemCall.retrying("rename", path: folder) { rename(partial, folder) }
+                    FileSystem.syncDirectory(packFolder(release.id))
+                    try markInstalled(id: release.id, version: release.version, digest: release.digest, downloadSize: release.downloadSize,
+                                      metadata: release.metadata, indexBytes: release.indexBytes)
+                    if let previous, previous.digest != release.digest { PackInstaller.removeRelease(releaseFolder(release.id, digest: previous.digest)) }
+                } catch {
+                    PackInstaller.removeRelease(partial)
+                    throw error
                 }
-                FileSystem.syncDirectory(partial)
-                let previous = try installed(release.id)
-                if FileSystem.exists(folder) { PackInstaller.removeRelease(folder) }
-                try SystemCall.retrying("rename", path: folder) { rename(partial, folder) }
-                FileSystem.syncDirectory(packFolder(release.id))
-                try markInstalled(id: release.id, version: release.version, digest: release.digest, downloadSize: release.downloadSize,
-                                  metadata: release.metadata, indexBytes: release.indexBytes)
-                if let previous, previous.digest != release.digest { PackInstaller.removeRelease(releaseFolder(release.id, digest: previous.digest)) }
-            } catch {
-                PackInstaller.removeRelease(partial)
-                throw error
             }
         }
         if moving { try source.remove(release.id) }

@@ -93,11 +93,7 @@ extension DownloadManager {
         case .finished(let download, let url):
             d = download
             kind = "finished"
-            let dir = container.path + "/downloads/handover"
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            let target = dir + "/" + UUID().uuidString.lowercased() + ".file"
-            try SystemCall.retrying("rename", path: target) { rename(url.path, target) }
-            path = target
+            path = try setAside(url).path
         case .failed(let download, let error):
             d = download
             kind = "failed"
@@ -114,10 +110,22 @@ extension DownloadManager {
         }
     }
 
+    /// Moves a finished file out of the download manager's way (it deletes what its handler left),
+    /// for a handler that hands it to another process after returning.
+    public func setAside(_ url: URL) throws -> URL {
+        let dir = container.path + "/downloads/handover"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let target = dir + "/" + UUID().uuidString.lowercased() + ".file"
+        try SystemCall.retrying("rename", path: target) { rename(url.path, target) }
+        return URL(fileURLWithPath: target)
+    }
+
     /// Delivers every posted event not yet delivered, each exactly once.
     func claimPostedEvents() {
         guard (try? Self.ensureEventTable(container)) != nil else { return }
         _ = try? withExclusiveControl {
+            // Stopped listening while this round waited for the lock: the events stay for the next time.
+            guard listening.withLock({ $0 != nil }) else { return }
             while let row = try container.db.transaction({ tx -> Database.Row? in
                 guard let r = try tx.query("SELECT * FROM url_events WHERE delivered = 0 ORDER BY seq LIMIT 1").first, let seq = r["seq"]?.int else { return nil }
                 guard try tx.run("UPDATE url_events SET delivered = 1 WHERE seq = ? AND delivered = 0", [.integer(seq)]) == 1 else { return nil }

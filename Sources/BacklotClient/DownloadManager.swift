@@ -104,6 +104,16 @@ public final class DownloadManager: Sendable {
     let restrictions: DownloadRestrictions?
     /// An App Clip's container: essential downloads are refused.
     public let isAppClip: Bool
+    public let role: Role
+
+    /// Which process runs scheduled downloads.
+    public enum Role: Sendable {
+        /// The app (or a tool): it runs scheduled downloads itself unless a background agent runs
+        /// for the container, which then runs them; foreground downloads always run here.
+        case app
+        /// The background agent: scheduled downloads run when it calls ``resumeScheduled()``.
+        case agent
+    }
     let handler: @Sendable (Event) -> Void
     private let queue = DispatchQueue(label: "backlot.url-downloads")
     private let cancelled = Mutex<Set<String>>([])
@@ -112,12 +122,16 @@ public final class DownloadManager: Sendable {
 
     /// - Parameter isAppClip: the container is an App Clip's: essential downloads are refused
     ///   (``BackgroundDownloadError/essentialDownloadNotPermitted(_:)``).
+    ///   The mark is kept in the container, so that every process using it refuses them.
+    ///   - role: whether this process runs scheduled downloads (``Role``).
     public init(containerPath: String, restrictions: DownloadRestrictions? = nil, caFile: String? = nil, isAppClip: Bool = false,
-                handler: @escaping @Sendable (Event) -> Void) throws {
+                role: Role = .app, handler: @escaping @Sendable (Event) -> Void) throws {
         container = try ClientContainer(path: containerPath)
         http = HTTPClient(caFile: caFile)
         self.restrictions = restrictions
-        self.isAppClip = isAppClip
+        if isAppClip { try container.markAppClip() }
+        self.isAppClip = isAppClip || container.isMarkedAppClip
+        self.role = role
         self.handler = handler
         try FileManager.default.createDirectory(atPath: containerPath + "/downloads", withIntermediateDirectories: true)
         try container.db.transaction { tx in
@@ -127,8 +141,11 @@ public final class DownloadManager: Sendable {
             """)
         }
         // Downloads scheduled before a restart go on.
-        if !(try fetchCurrentDownloads()).isEmpty { queue.async { self.runScheduled() } }
+        if runsScheduledHere, !(try fetchCurrentDownloads()).isEmpty { queue.async { self.runScheduled() } }
     }
+
+    /// Whether this process runs scheduled downloads now (see ``Role``).
+    var runsScheduledHere: Bool { role == .app && !container.isAgentRunning }
 
     func partialPath(_ id: String) -> String { container.path + "/downloads/" + SHA256.hash(Array(id.utf8)).hex.prefix(32) + ".part" }
 
@@ -148,7 +165,7 @@ public final class DownloadManager: Sendable {
         } catch let e as BacklotError where e.code == .conflict {
             throw BackgroundDownloadError.duplicateIdentifier(download.identifier)
         }
-        queue.async { self.runScheduled() }
+        if runsScheduledHere { queue.async { self.runScheduled() } }
     }
 
     /// Runs a download now, in the foreground, whether it was scheduled or not; what already arrived is not fetched again.
@@ -175,14 +192,9 @@ public final class DownloadManager: Sendable {
 
     /// Runs `body` holding the container's exclusive lock: no other process (an app, the agent)
     /// holds it at the same time, and finished downloads are handed over under it.
+    /// It is re-entrant within a process: a handler may call it again.
     public func withExclusiveControl<T>(_ body: () throws -> T) throws -> T {
-        let path = container.path + "/.exclusive.lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SystemCall.error("open", path: path) }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 { if errno != EINTR { throw SystemCall.error("flock", path: path) } }
-        defer { flock(fd, LOCK_UN) }
-        return try body()
+        try ExclusiveControl.of(container: container.path).run(body)
     }
 
     /// Records the app's first launch: the restrictions no longer apply.
@@ -214,7 +226,7 @@ public final class DownloadManager: Sendable {
     func check(_ d: URLDownload) throws {
         let local = ["127.0.0.1", "localhost", "::1"].contains(d.url.host ?? "")
         guard d.url.scheme == "https" || (d.url.scheme == "http" && local) else { throw BackgroundDownloadError.insecureURL(d.url) }
-        if isAppClip, d.isEssential { throw BackgroundDownloadError.essentialDownloadNotPermitted(d.identifier) }
+        if isAppClip || container.isMarkedAppClip, d.isEssential { throw BackgroundDownloadError.essentialDownloadNotPermitted(d.identifier) }
         if d.isEssential, d.fileSize == nil { throw BackgroundDownloadError.essentialDownloadNeedsFileSize(d.identifier) }
         if let r = restrictions, !launched {
             guard r.allows(host: d.url.host ?? "") else { throw BackgroundDownloadError.domainNotAllowed(d.url.host ?? "") }

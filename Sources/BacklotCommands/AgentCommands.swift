@@ -26,15 +26,11 @@ struct AgentCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let container = try required("container", in: arguments)
         let configuration = try AgentConfiguration(path: try required("config", in: arguments), containerPath: container)
-        guard let lock = try AgentLock.acquire(containerPath: container) else {
-            throw BacklotError(.alreadyExists, "another agent runs for this container", context: container, hint: "stop it first, or use backlot notify to queue events for it")
-        }
         let agent = try Agent(containerPath: container, configuration: configuration, log: agentLog(io))
         BacklotCLI.onInterrupt { _ in agent.stop() }
         try blocking {
             if arguments.flag("once") { await agent.round() } else { await agent.run() }
         }
-        withExtendedLifetime(lock) {}
     }
 }
 
@@ -53,21 +49,27 @@ enum EventCommand {
     static func fire(_ request: ContentRequest, bypassBudget: Bool, container: String, arguments: ParsedArguments, io: any CommandIO) throws {
         let store = try AgentStore(containerPath: container)
         let seq = try store.enqueue(request, bypassBudget: bypassBudget)
-        guard let lock = try AgentLock.acquire(containerPath: container) else {
+        func forTheRunningAgent() throws {
             io.out("queued the \(request.name) event for the running agent\n")
             guard arguments.flag("wait") || bypassBudget else { return }
             while (try store.event(seq))?.state == "queued" { usleep(100_000) }
-            return try report(store.event(seq), io: io)
+            try report(store.event(seq), io: io)
         }
+        if AgentLock.isHeld(containerPath: container) { return try forTheRunningAgent() }
         guard let configPath = try arguments.values["config"] ?? store.value("configPath") else {
             io.out("queued the \(request.name) event; no agent runs and no configuration is known, so it runs when `backlot agent` starts\n")
             return
         }
         let configuration = try AgentConfiguration(path: configPath, containerPath: container)
-        let agent = try Agent(containerPath: container, configuration: configuration, log: agentLog(io))
+        let agent: Agent
+        do {
+            agent = try Agent(containerPath: container, configuration: configuration, log: agentLog(io))
+        } catch let e as BacklotError where e.code == .alreadyExists {
+            return try forTheRunningAgent()   // an agent started meanwhile
+        }
         BacklotCLI.onInterrupt { _ in agent.stop() }
-        try blocking { await agent.runQueuedEvents() }
-        withExtendedLifetime(lock) {}
+        // The event, then the URL downloads it scheduled (this process is the agent for now).
+        try blocking { await agent.round() }
         try report(store.event(seq), io: io)
     }
 

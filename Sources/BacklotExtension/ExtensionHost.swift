@@ -11,7 +11,7 @@ enum ExtensionHost {
             return 2
         }
         do {
-            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: arguments[2])))
+            let bytes = try FileDescriptor.readWholeFile(arguments[2], atMost: 64 << 20, what: "the agent's call")
             let call = try ExtensionCall(json: try JSONReader(source: arguments[2]).read(bytes).root, source: arguments[2])
             var reply = ExtensionReply()
             switch call {

@@ -107,7 +107,8 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
         return (external, !external && lowest < lowBatteryPercent)
     }
 
-    /// Runs a command and returns its standard output, or nil when it fails.
+    /// Runs a command and returns its standard output (4 KiB at most), or nil when it fails or
+    /// takes more than 2 seconds (it is then killed).
     static func run(_ path: String, _ arguments: [String]) -> String? {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: path)
@@ -115,9 +116,16 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
+        p.standardInput = FileHandle.nullDevice
         do { try p.run() } catch { return nil }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
+        let deadline = Date().addingTimeInterval(2)
+        while p.isRunning && Date() < deadline { usleep(5_000) }
+        if p.isRunning {
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            return nil
+        }
+        let data = out.fileHandleForReading.availableData.prefix(4096)
         return p.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
     }
 }

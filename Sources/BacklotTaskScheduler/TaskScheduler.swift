@@ -78,14 +78,28 @@ public final class TaskScheduler: Sendable {
         sharedInstance.withLock { current in
             if let current { return current }
             let env = ProcessInfo.processInfo.environment
+            func warn(_ text: String) { FileHandle.standardError.write(Data("TaskScheduler: \(text)\n".utf8)) }
             var settings: [String: PlistValue] = [:]
-            if let path = env["BACKLOT_CONFIG"], let root = try? ConfigurationFile.read(path: path), let d = root.dictionary { settings = d }
+            if let path = env["BACKLOT_CONFIG"] {
+                do { settings = try ConfigurationFile.read(path: path).dictionary ?? [:] }
+                catch { warn("BACKLOT_CONFIG cannot be read, so no task identifier is permitted: \(error)") }
+            }
             let db = env["BACKLOT_CONTAINER"].map { $0 + "/tasks.sqlite" }
-            let config = (try? TaskSchedulerConfiguration(settings: settings, source: env["BACKLOT_CONFIG"] ?? "environment", databasePath: db))
-                ?? TaskSchedulerConfiguration(permittedIdentifiers: [], databasePath: db)
-            let made = (try? TaskScheduler(configuration: config)) ?? (try! TaskScheduler(configuration: .init(permittedIdentifiers: [])))
-            current = made
-            return made
+            var config = TaskSchedulerConfiguration(permittedIdentifiers: [], databasePath: db)
+            do { config = try TaskSchedulerConfiguration(settings: settings, source: env["BACKLOT_CONFIG"] ?? "environment", databasePath: db) }
+            catch { warn("\(error); no task identifier is permitted") }
+            if db == nil { warn("BACKLOT_CONTAINER is not set: task requests are kept in memory and lost at exit") }
+            do {
+                let made = try TaskScheduler(configuration: config)
+                current = made
+                return made
+            } catch {
+                warn("the task database cannot be opened (\(error)); task requests are kept in memory and lost at exit")
+                config.databasePath = nil
+                let made = try! TaskScheduler(configuration: config)   // an in-memory SQLite database opens
+                current = made
+                return made
+            }
         }
     }
 
@@ -116,7 +130,7 @@ public final class TaskScheduler: Sendable {
             return false
         }
         if twice {
-            preconditionFailure("TaskScheduler: a launch handler for \(identifier) is already registered; register each task identifier once, when the app starts")
+            fatalError("TaskScheduler: a launch handler for \(identifier) is already registered; register each task identifier once, when the app starts")
         }
         return true
     }
@@ -161,7 +175,7 @@ public final class TaskScheduler: Sendable {
     /// When a request may begin, given its earliest begin date and the back-off after failures.
     public func earliestStart(of request: TaskRequest) -> Date? {
         var start = request.earliestBeginDate
-        let runs = (try? store.runs(request.identifier)) ?? []
+        let runs = (try? store.runs(request.identifier, last: 20)) ?? []
         let failures = runs.reversed().prefix { $0.outcome.isFailure }
         if let last = failures.first {
             let hold = min(configuration.failureBackoff * pow(2, Double(failures.count - 1)), 86_400)
@@ -339,7 +353,7 @@ public final class TaskScheduler: Sendable {
     /// never took the request (it is removed, so that the launch is not repeated at once), or
     /// overran and was killed.
     public func recordOutcome(forTaskWithIdentifier identifier: String, kind: TaskKind, started: Date, outcome: TaskOutcome) {
-        _ = try? store.claim(identifier)
+        _ = try? store.claim(identifier, submittedBefore: started)   // not one the app resubmitted while it ran
         try? store.record(TaskRun(identifier: identifier, kind: kind, started: started, ended: clock.now, outcome: outcome))
     }
 

@@ -63,10 +63,12 @@ struct TaskStore: Sendable {
         return r
     }
 
-    /// Takes a pending request, so that exactly one process runs it.
-    func claim(_ identifier: String) throws -> TaskRequest? {
+    /// Takes a pending request, so that exactly one process runs it (only one submitted before
+    /// `submittedBefore`, when given).
+    func claim(_ identifier: String, submittedBefore: Date? = nil) throws -> TaskRequest? {
         try db.transaction { tx in
             guard let row = try tx.query("SELECT * FROM task_requests WHERE identifier = ?", [.text(identifier)]).first else { return nil }
+            if let limit = submittedBefore, case .real(let t)? = row["submitted"], t >= limit.timeIntervalSince1970 { return nil }
             guard try tx.run("DELETE FROM task_requests WHERE identifier = ?", [.text(identifier)]) == 1 else { return nil }
             return Self.request(row)
         }
@@ -80,18 +82,24 @@ struct TaskStore: Sendable {
         try db.transaction { tx in _ = try tx.run("DELETE FROM task_requests") }
     }
 
+    /// Records a run, keeping the last 100 of each identifier.
     func record(_ run: TaskRun) throws {
         try db.transaction { tx in
             _ = try tx.run("INSERT INTO task_runs(identifier, kind, started, ended, outcome) VALUES (?, ?, ?, ?, ?)",
                            [.text(run.identifier), .text(run.kind.rawValue), .real(run.started.timeIntervalSince1970),
                             .real(run.ended.timeIntervalSince1970), .text(run.outcome.rawValue)])
+            _ = try tx.run("""
+                DELETE FROM task_runs WHERE identifier = ? AND seq NOT IN (SELECT seq FROM task_runs WHERE identifier = ? ORDER BY seq DESC LIMIT 100)
+                """, [.text(run.identifier), .text(run.identifier)])
         }
     }
 
-    func runs(_ identifier: String?) throws -> [TaskRun] {
+    /// Runs, oldest first: of one identifier or all, the last `last` of them.
+    func runs(_ identifier: String?, last: Int = 1000) throws -> [TaskRun] {
         let rows = try db.read { tx in
-            identifier == nil ? try tx.query("SELECT * FROM task_runs ORDER BY seq")
-                : try tx.query("SELECT * FROM task_runs WHERE identifier = ? ORDER BY seq", [.text(identifier!)])
+            identifier == nil ? try tx.query("SELECT * FROM (SELECT * FROM task_runs ORDER BY seq DESC LIMIT ?) ORDER BY seq", [.integer(Int64(last))])
+                : try tx.query("SELECT * FROM (SELECT * FROM task_runs WHERE identifier = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+                               [.text(identifier!), .integer(Int64(last))])
         }
         return rows.map { r in
             func date(_ k: String) -> Date { if case .real(let t)? = r[k] { Date(timeIntervalSince1970: t) } else { Date(timeIntervalSince1970: 0) } }
@@ -100,8 +108,12 @@ struct TaskStore: Sendable {
         }
     }
 
+    /// Records a launch, keeping 60 days of them.
     func recordLaunch(at date: Date) throws {
-        try db.transaction { tx in _ = try tx.run("INSERT INTO app_launches(at) VALUES (?)", [.real(date.timeIntervalSince1970)]) }
+        try db.transaction { tx in
+            _ = try tx.run("INSERT INTO app_launches(at) VALUES (?)", [.real(date.timeIntervalSince1970)])
+            _ = try tx.run("DELETE FROM app_launches WHERE at < ?", [.real(date.timeIntervalSince1970 - 60 * 86_400)])
+        }
     }
 
     func launches(since date: Date) throws -> [Date] {

@@ -18,7 +18,11 @@ func log(_ container: String, _ line: String) {
 let arguments = CommandLine.arguments
 if arguments.count == 4, arguments[1] == "listen" {
     let container = arguments[2]
+    final class Box: @unchecked Sendable { var manager: DownloadManager? }
+    let box = Box()
     let manager = try DownloadManager(containerPath: container) { event in
+        // As an app would: take the exclusive lock again inside the handler (it is re-entrant).
+        _ = try? box.manager?.withExclusiveControl { () }
         if case .finished(let d, let url) = event {
             let target = container + "/app-received/" + d.identifier
             try? FileManager.default.createDirectory(atPath: container + "/app-received", withIntermediateDirectories: true)
@@ -26,6 +30,7 @@ if arguments.count == 4, arguments[1] == "listen" {
             log(container, "app finished \(d.identifier) moved=\(moved)")
         }
     }
+    box.manager = manager
     try manager.startListening(pollInterval: 0.02)
     Thread.sleep(forTimeInterval: Double(arguments[3]) ?? 1)
     try manager.stopListening()

@@ -1,6 +1,7 @@
 import BacklotAgent
 import BacklotBasics
 import BacklotClient
+import BacklotFormat
 import BacklotTaskScheduler
 import BacklotTestSupport
 import Foundation
@@ -44,17 +45,6 @@ import Glibc
         return p
     }
 
-    func partialBytes(_ container: String) -> UInt64 {
-        var total: UInt64 = 0
-        let e = FileManager.default.enumerator(atPath: container + "/packs")
-        while let p = e?.nextObject() as? String {
-            if p.contains(".partial/"), let size = try? FileManager.default.attributesOfItem(atPath: container + "/packs/" + p)[.size] as? UInt64 {
-                total += size
-            }
-        }
-        return total
-    }
-
     @Test func sigtermDuringADownloadThenARestartCompletesIt() throws {
         let seed = testSeed()
         print("sigtermDuringADownloadThenARestartCompletesIt: seed \(seed)")
@@ -62,6 +52,10 @@ import Glibc
         let f = try AgentFixture()
         try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential, chunkSize: 4 << 10)
         let archive = try #require(try FileManager.default.attributesOfItem(atPath: try f.server.archivePath("Essential"))[.size] as? UInt64)
+        let pack = try PackReader(path: try f.server.archivePath("Essential"))
+        let chunks = pack.index.chunks.count
+        let digest = pack.header.indexDigest.hex
+        let container = try ClientContainer(path: f.container)
         // A slow CDN in front: nginx serving the published tree at 30 kB/s per connection.
         chmod(f.server.dir.path, 0o755)
         let cdn = try Nginx(root: f.server.repository.directory.publicTreePath, workDirectory: f.server.dir.at("nginx"), limitRate: "30k")
@@ -73,14 +67,16 @@ import Glibc
         let agent = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", slow], log: f.server.dir.at("agent1.log"))
         let log1 = { (try? String(contentsOfFile: f.server.dir.at("agent1.log"), encoding: .utf8)) ?? "" }
         #expect(eventually { log1().contains("agent: watching") })
-        // Stop it at a point drawn from the seed: after 10 to 50 % of the install has arrived.
-        let stopAt = archive * UInt64(10 + rng.next() % 41) / 100
-        #expect(eventually { partialBytes(f.container) >= stopAt })
+        // Stop it at a point drawn from the seed: once 10 to 50 % of the chunks are verified and written.
+        let stopAt = max(1, chunks * Int(10 + rng.next() % 41) / 100)
+        #expect(eventually { container.verifiedChunkCount(forDigest: digest) >= stopAt })
+        let kept = container.verifiedChunkCount(forDigest: digest)
         kill(agent.processIdentifier, SIGTERM)
         agent.waitUntilExit()
         #expect(agent.terminationReason == .exit && agent.terminationStatus == 0)
         #expect(try f.installed().isEmpty)
         #expect(try AgentStore(containerPath: f.container).queued().map(\.request) == [.install])
+        #expect(container.verifiedChunkCount(forDigest: digest) >= kept)   // nothing verified was thrown away
 
         let fast = try f.writeConfig([:], withExtension: false, name: "fast.json")
         let again = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", fast], log: f.server.dir.at("agent2.log"))
@@ -181,13 +177,21 @@ import Glibc
         }
         #expect(eventually { app.history(forTaskWithIdentifier: "com.example.refresh").map(\.outcome) == [.success, .expired] }, "\(app.history(forTaskWithIdentifier: "com.example.refresh")) \(f.appLog) \(f.lines.all)")
 
-        // While the app runs, the agent leaves due tasks to it.
-        let presence = try AppPresence.markRunning(containerPath: f.container)
-        try app.submit(AppRefreshTaskRequest(identifier: "com.example.refresh"))
-        await agent.round()
-        try await Task.sleep(nanoseconds: 300_000_000)
-        #expect(app.isPending("com.example.refresh"))
+        // While the app runs, the agent leaves due tasks to it; once it has quit, the agent launches it.
+        try JSONSerialization.data(withJSONObject: ["task": "complete"]).write(to: URL(fileURLWithPath: f.container + "/test-app.json"))
+        var presence: AppPresence? = try AppPresence.markRunning(containerPath: f.container, countsAsLaunch: false)
+        try app.submit(ProcessingTaskRequest(identifier: "com.example.clean"))   // replaces the one not due for an hour
+        for _ in 0..<5 { await agent.round(); try await Task.sleep(nanoseconds: 100_000_000) }
+        #expect(app.isPending("com.example.clean"))
+        #expect(app.history(forTaskWithIdentifier: "com.example.clean").isEmpty)
         withExtendedLifetime(presence) {}
+        presence = nil
+        for _ in 0..<100 where app.history(forTaskWithIdentifier: "com.example.clean").isEmpty {
+            await agent.round()
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        #expect(app.history(forTaskWithIdentifier: "com.example.clean").map(\.outcome) == [.success])
+        #expect(f.appLog.contains("ran com.example.clean (processing)"))
     }
 
     @Test(arguments: [

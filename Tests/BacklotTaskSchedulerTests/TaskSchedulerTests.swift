@@ -242,8 +242,13 @@ func eventually(_ condition: () -> Bool) -> Bool {
             s.register(forTaskWithIdentifier: "refresh", using: nil) { t in count.withLock { $0 += 1 }; t.setTaskCompleted(success: true) }
         }
         try f.scheduler.submit(AppRefreshTaskRequest(identifier: "refresh"))
-        let launched = f.scheduler.runDueTasks() + other.runDueTasks()
-        #expect(launched == ["refresh"])
+        let launched = Mutex<[String]>([])
+        let both = [f.scheduler, other]
+        DispatchQueue.concurrentPerform(iterations: 2) { i in
+            let ids = both[i].runDueTasks()
+            launched.withLock { $0 += ids }
+        }
+        #expect(launched.withLock { $0 } == ["refresh"])
         #expect(eventually { count.withLock { $0 } == 1 })
     }
 
@@ -279,11 +284,13 @@ func eventually(_ condition: () -> Bool) -> Bool {
     }
 
     @Test func registeringTwiceStopsTheProcess() async {
-        await #expect(processExitsWith: .failure) {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let s = try! TaskScheduler(configuration: .init(permittedIdentifiers: ["x"]))
             s.register(forTaskWithIdentifier: "x", using: nil) { _ in }
             s.register(forTaskWithIdentifier: "x", using: nil) { _ in }
         }
+        let said = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(said.contains("a launch handler for x is already registered"), "\(said)")
     }
 
     @Test func appLaunchesAreCounted() throws {
