@@ -156,7 +156,8 @@ public final class Agent: Sendable {
                     _ = try? manager.withExclusiveControl { try manager.postToApp(event) }
                 }
             }
-        case .progress, .paused: break
+        case .paused(let d): log("download \(d.identifier): paused (the connection failed); it goes on when the network returns")
+        case .progress: break
         }
     }
 

@@ -91,8 +91,8 @@ public final class DownloadManager: Sendable {
     public enum Event: Sendable {
         case began(URLDownload)
         case progress(URLDownload, received: UInt64, expected: UInt64)
-        /// Never sent on Linux, where nothing pauses URL downloads; kept so that code written for
-        /// Apple's API compiles unchanged.
+        /// The connection failed in the agent's process (the network went away): the download
+        /// stays scheduled, keeps what arrived, and goes on when the agent resumes it.
         case paused(URLDownload)
         case failed(URLDownload, any Error)
         /// Move the file before the handler returns; it is deleted afterwards.
@@ -242,9 +242,9 @@ public final class DownloadManager: Sendable {
 
     /// Runs scheduled downloads, highest priority first, until none is left.
     func runScheduled() {
-        var elsewhere = Set<String>()   // run by another process (the app, or the agent)
-        while let next = (try? fetchCurrentDownloads())?.first(where: { d in !elsewhere.contains(d.identifier) && running.withLock { !$0.contains(d.identifier) } }) {
-            if !run(next) { elsewhere.insert(next.identifier) }
+        var skip = Set<String>()   // run by another process (the app, or the agent), or paused
+        while let next = (try? fetchCurrentDownloads())?.first(where: { d in !skip.contains(d.identifier) && running.withLock { !$0.contains(d.identifier) } }) {
+            if run(next) != .done { skip.insert(next.identifier) }
         }
     }
 
@@ -263,15 +263,18 @@ public final class DownloadManager: Sendable {
     }
 
     /// Downloads (resuming), checks the size, and hands the file over under the exclusive lock.
-    /// - Returns: false when another process runs this download.
+    /// What became of one attempt.
+    enum Attempt { case done, elsewhere, paused }
+
     @discardableResult
-    func run(_ d: URLDownload) -> Bool {
-        guard running.withLock({ $0.insert(d.identifier).inserted }) else { return true }
+    func run(_ d: URLDownload) -> Attempt {
+        guard running.withLock({ $0.insert(d.identifier).inserted }) else { return .done }
         defer { running.withLock { _ = $0.remove(d.identifier) } }
-        guard let lock = lockDownload(d.identifier) else { return false }
+        guard let lock = lockDownload(d.identifier) else { return .elsewhere }
         defer { flock(lock, LOCK_UN); close(lock) }
         // It may have finished in the other process while this one waited.
-        guard (try? fetchCurrentDownloads())?.contains(where: { $0.identifier == d.identifier }) == true else { return true }
+        guard (try? fetchCurrentDownloads())?.contains(where: { $0.identifier == d.identifier }) == true else { return .done }
+        var answered = false   // the server answered: a failure now is the download's, not the network's
         cancelled.withLock { _ = $0.remove(d.identifier) }
         let part = partialPath(d.identifier)
         let already = (try? FileSystem.status(part))??.size ?? 0
@@ -283,6 +286,7 @@ public final class DownloadManager: Sendable {
             let result = try http.download(d.url.absoluteString, to: part, from: already, limit: limit,
                                            progress: { [handler] received, _ in handler(.progress(d, received: received, expected: d.fileSize ?? 0)) },
                                            isCancelled: { [self] in self.cancelled.withLock { $0.contains(id) } })
+            answered = true
             if remaining != nil { try countTowardsAllowance(bytes: result.size - already, essential: d.isEssential) }
             guard result.status == 200 || result.status == 206 else {
                 throw BacklotError(.io, "\(d.url) answered \(result.status)", context: d.identifier)
@@ -316,11 +320,15 @@ public final class DownloadManager: Sendable {
                 }
             } else if let e = error as? BacklotError, e.code == .cancelled {
                 unlink(part)
+            } else if role == .agent, !answered, let e = error as? BacklotError, e.code == .io {
+                // The connection failed (no network): keep it scheduled with what arrived; the agent resumes it.
+                handler(.paused(d))
+                return .paused
             }
             _ = try? container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
             _ = try? withExclusiveControl { handler(.failed(d, reported)) }
         }
-        return true
+        return .done
     }
 
     /// Runs the downloads scheduled so far that no process runs (the agent calls it each round,

@@ -28,8 +28,9 @@ public final class Nginx: @unchecked Sendable {
 
     /// Starts nginx with `root` as its document root, its files in `workDirectory`.
     /// - Parameter limitRate: nginx's `limit_rate` per connection (such as "30k"), or nil.
-    public init(root: String, workDirectory dir: String, limitRate: String? = nil) throws {
-        port = Self.freePort()
+    /// - Parameter port: the port to listen on (a free one by default).
+    public init(root: String, workDirectory dir: String, limitRate: String? = nil, port: UInt16? = nil) throws {
+        self.port = port ?? Self.freePort()
         errorLog = dir + "/error.log"
         try FileManager.default.createDirectory(atPath: dir + "/tmp", withIntermediateDirectories: true)
         // As root, the workers run as root too, so that they read a tree under a private temporary folder.
@@ -49,7 +50,7 @@ public final class Nginx: @unchecked Sendable {
             scgi_temp_path \(dir)/tmp;
             uwsgi_temp_path \(dir)/tmp;
             server {
-                listen 127.0.0.1:\(port);
+                listen 127.0.0.1:\(self.port);
                 root \(root);
                 \(limitRate.map { "limit_rate \($0);" } ?? "")
             }

@@ -198,6 +198,31 @@ import Testing
         #expect(!f.extensionLog.contains { $0.hasPrefix("finished two") })
     }
 
+    @Test func aURLDownloadPausesWhileItsServerCannotBeReachedAndGoesOnAfter() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        let port = Nginx.freePort()   // nothing listens there yet
+        try f.extensionSettings(["downloads": [["identifier": "later-file", "url": "http://127.0.0.1:\(port)/file.bin"]]])
+        let agent = try f.agent()
+        try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.round()
+        #expect(eventually { f.lines.all.contains("download later-file: paused (the connection failed); it goes on when the network returns") })
+        let manager = try DownloadManager(containerPath: f.container) { _ in }
+        #expect(try manager.fetchCurrentDownloads().map(\.identifier) == ["later-file"])
+        #expect(!f.extensionLog.contains { $0.hasPrefix("failed later-file") })
+        // The server comes up; the next round resumes the download.
+        chmod(f.server.dir.path, 0o755)
+        try FileManager.default.createDirectory(atPath: f.server.dir.at("www"), withIntermediateDirectories: true)
+        try Data(repeating: 7, count: 5000).write(to: URL(fileURLWithPath: f.server.dir.at("www/file.bin")))
+        let nginx = try Nginx(root: f.server.dir.at("www"), workDirectory: f.server.dir.at("nginx"), port: port)
+        defer { nginx.stop() }
+        #expect(nginx.waitUntilServing("file.bin"), "\((try? String(contentsOfFile: nginx.errorLog, encoding: .utf8)) ?? "")")
+        await agent.round()
+        #expect(eventually { f.extensionLog.contains("finished later-file moved=true") })
+        #expect(try manager.fetchCurrentDownloads().isEmpty)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: f.container + "/extension-received/later-file")).count == 5000)
+    }
+
     @Test func theExtensionIsToldWhatItMayStillDownloadBeforeTheFirstLaunch() async throws {
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
