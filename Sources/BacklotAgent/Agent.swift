@@ -253,7 +253,8 @@ public final class Agent: Sendable {
                 var accepted = try store.accepted(event.seq).map(Set.init)
                 if accepted == nil {
                     do {
-                        let answer = try runner.call(.shouldDownload(candidates), bypassBudget: event.bypassBudget).accepted
+                        let call = ExtensionCall.shouldDownload(candidates), bypass = event.bypassBudget
+                        let answer = try await Self.offload { try runner.call(call, bypassBudget: bypass).accepted }
                         try store.setAccepted(event.seq, answer)
                         accepted = Set(answer)
                     } catch {
@@ -270,14 +271,14 @@ public final class Agent: Sendable {
                 try await fetch(pack, unmeteredOnly: false)
                 report.packs.append(pack.id)
             }
-            let extensionWaits = try runExtensionDownloads(event, into: &report)
+            let extensionWaits = try await runExtensionDownloads(event, into: &report)
             for pack in candidates where pack.downloadPolicy.name == "prefetch" {
                 try await fetch(pack, unmeteredOnly: configuration.prefetchRequiresUnmetered)
                 report.packs.append(pack.id)
             }
             if extensionWaits { throw Deferral(reason: "the extension's daily budget is used up; its downloads(for:) runs when the budget renews") }
         } else {
-            if try runExtensionDownloads(event, into: &report) {
+            if try await runExtensionDownloads(event, into: &report) {
                 throw Deferral(reason: "the extension's daily budget is used up; the periodic check runs when it renews")
             }
             try waitForNetwork(metered: !configuration.prefetchRequiresUnmetered)
@@ -290,7 +291,7 @@ public final class Agent: Sendable {
 
     /// The extension's `downloads(for:)`, once per event, with scheduling blocked while it runs.
     /// - Returns: true when it could not run because the daily budget is used up (the event waits).
-    func runExtensionDownloads(_ event: AgentStore.Event, into report: inout EventReport) throws -> Bool {
+    func runExtensionDownloads(_ event: AgentStore.Event, into report: inout EventReport) async throws -> Bool {
         guard let runner = extensionRunner, !event.extensionDone else { return false }
         if !event.bypassBudget && runner.remainingBudget() < 1 { return true }
         let manifest = try writeManifestCopy()
@@ -299,8 +300,10 @@ public final class Agent: Sendable {
                                     restrictedEssentialDownloadSizeRemaining: downloads.remainingAllowance(essential: true))
         let returned: [URLDownload]
         do {
-            returned = try downloads.blockingScheduling {
-                try runner.call(.downloads(event.request, manifestPath: manifest, info), bypassBudget: event.bypassBudget).downloads
+            let call = ExtensionCall.downloads(event.request, manifestPath: manifest, info), bypass = event.bypassBudget
+            let downloads = self.downloads
+            returned = try await Self.offload {
+                try downloads.blockingScheduling { try runner.call(call, bypassBudget: bypass).downloads }
             }
         } catch let e as BacklotError where e.code == .budgetExhausted {
             return true
@@ -340,6 +343,13 @@ public final class Agent: Sendable {
         try Data(catalog.json.prettyPrinted().utf8).write(to: URL(fileURLWithPath: path))
         chmod(path, 0o444)
         return path
+    }
+
+    /// Runs blocking work (an extension process) on a thread of its own, not on the cooperative pool.
+    static func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+        }
     }
 
     /// Throws a ``Deferral`` while the network is unavailable (or metered, when `metered` is false).

@@ -223,6 +223,23 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: f.container + "/extension-received/later-file")).count == 5000)
     }
 
+    @Test func whatTheAppScheduledBeforeItClosedTheAgentDownloads() async throws {
+        let f = try AgentFixture()
+        try f.extensionSettings([:])
+        let agent = try f.agent()
+        // The app schedules a download and quits; with an agent running, the app does not run it.
+        let received = ReceivedFiles()
+        let app = try DownloadManager(containerPath: f.container) { event in
+            if case .finished(let d, _) = event { received.add(d.identifier) }
+        }
+        try app.scheduleDownload(URLDownload(identifier: "from-the-app", url: URL(string: f.server.server.baseURL + "v1/keys/root-1.json")!))
+        app.waitUntilIdle()
+        #expect(try app.fetchCurrentDownloads().map(\.identifier) == ["from-the-app"])
+        await agent.round()
+        #expect(eventually { f.extensionLog.contains("finished from-the-app moved=true") })
+        #expect(received.all.isEmpty)
+    }
+
     @Test func theExtensionIsToldWhatItMayStillDownloadBeforeTheFirstLaunch() async throws {
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
