@@ -34,8 +34,9 @@ public enum BacklotCLI {
         Commands:
 
         """
+        let width = (commands.map { $0.spec.name.count }.max() ?? 12) + 2
         for c in commands {
-            text += "  " + c.spec.name.padding(toLength: 14, withPad: " ", startingAt: 0) + c.spec.summary + "\n"
+            text += "  " + c.spec.name.padding(toLength: width, withPad: " ", startingAt: 0) + c.spec.summary + "\n"
         }
         text += """
 
