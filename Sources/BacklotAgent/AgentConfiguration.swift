@@ -121,9 +121,11 @@ public struct AgentConfiguration: Sendable {
                 throw BacklotError(.invalidInput, "the key BAInitialDownloadRestrictions (or an install size key) is invalid: \(e.message)", context: source, hint: e.hint)
             }
         } else if settings["BAMaxInstallSize"] != nil || settings["BAEssentialMaxInstallSize"] != nil {
-            restrictions = DownloadRestrictions(downloadAllowance: .max, essentialDownloadAllowance: .max, domainAllowList: [],
+            var sizeCaps = DownloadRestrictions(downloadAllowance: .max, essentialDownloadAllowance: .max, domainAllowList: [],
                                                 maxInstallSize: try ConfigurationKey.bytes("BAMaxInstallSize", in: settings, source: source),
                                                 essentialMaxInstallSize: try ConfigurationKey.bytes("BAEssentialMaxInstallSize", in: settings, source: source))
+            sizeCaps.appliesBeforeFirstLaunch = false
+            restrictions = sizeCaps
         }
         appGroupID = try ConfigurationKey.string("BAAppGroupID", in: settings, source: source)
         extensionPath = try ConfigurationKey.string("BacklotExtensionPath", in: settings, source: source).map(path)

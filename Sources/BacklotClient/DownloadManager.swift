@@ -218,7 +218,7 @@ public final class DownloadManager: Sendable {
     public func remainingAllowance(essential: Bool) -> UInt64? { remainingAllowance(essential) }
 
     func remainingAllowance(_ essential: Bool) -> UInt64? {
-        guard let r = restrictions, !launched else { return nil }
+        guard let r = restrictions, r.appliesBeforeFirstLaunch, !launched else { return nil }
         let allowance = essential ? r.essentialDownloadAllowance : r.downloadAllowance
         return allowance > used(essential) ? allowance - used(essential) : 0
     }
@@ -228,7 +228,7 @@ public final class DownloadManager: Sendable {
         guard d.url.scheme == "https" || (d.url.scheme == "http" && local) else { throw BackgroundDownloadError.insecureURL(d.url) }
         if isAppClip || container.isMarkedAppClip, d.isEssential { throw BackgroundDownloadError.essentialDownloadNotPermitted(d.identifier) }
         if d.isEssential, d.fileSize == nil { throw BackgroundDownloadError.essentialDownloadNeedsFileSize(d.identifier) }
-        if let r = restrictions, !launched {
+        if let r = restrictions, r.appliesBeforeFirstLaunch, !launched {
             guard r.allows(host: d.url.host ?? "") else { throw BackgroundDownloadError.domainNotAllowed(d.url.host ?? "") }
             if let size = d.fileSize, let remaining = remainingAllowance(d.isEssential), size > remaining {
                 throw BackgroundDownloadError.allowanceExceeded(needed: size, remaining: remaining)

@@ -14,6 +14,9 @@ public struct DownloadRestrictions: Sendable, Hashable {
     public var maxInstallSize: UInt64?
     /// Largest total size of essential downloads (`BAEssentialMaxInstallSize`), if set.
     public var essentialMaxInstallSize: UInt64?
+    /// Whether the allowances and the domain allow list apply before the first launch (false:
+    /// only the install-size caps apply, for an app with no `BAInitialDownloadRestrictions`).
+    public var appliesBeforeFirstLaunch = true
 
     public init(downloadAllowance: UInt64, essentialDownloadAllowance: UInt64, domainAllowList: [String],
                 maxInstallSize: UInt64? = nil, essentialMaxInstallSize: UInt64? = nil) {

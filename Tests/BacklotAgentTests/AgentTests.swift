@@ -240,6 +240,21 @@ import Testing
         #expect(received.all.isEmpty)
     }
 
+    @Test func installSizeCapsApplyWithoutPreLaunchRestrictions() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        let url = f.server.server.baseURL + "v1/keys/root-1.json"
+        try f.extensionSettings(["downloads": [["identifier": "small", "url": url, "fileSize": 100],
+                                               ["identifier": "big", "url": url, "fileSize": 5000]]])
+        let agent = try f.agent(config: try f.writeConfig(["BAMaxInstallSize": 1000]))
+        let seq = try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        let detail = try #require(try agent.store.event(seq)).detail
+        #expect(detail.contains("scheduled: small"))
+        #expect(detail.contains("big: the download needs 5000 bytes but only 1000 remain under the maximum install size"), "\(detail)")
+        #expect(f.extensionLog.contains("downloads install manifest=read mode=444 remaining=nil"))
+    }
+
     @Test func theExtensionIsToldWhatItMayStillDownloadBeforeTheFirstLaunch() async throws {
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
