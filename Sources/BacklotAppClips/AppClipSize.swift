@@ -70,6 +70,31 @@ public struct AppClipSize: Sendable {
     ///   accepted forms, or when the archive is malformed (the message names the offset);
     ///   ``BacklotError/Code/io`` when a directory or file can't be read.
     public init(measuring path: String) throws {
+        do {
+            try self.init(reading: path)
+        } catch let e as BacklotError where e.code == .io || e.code == .corruptArchive {
+            // The input could not be read as what it claims to be: invalid input (exit status 2), not a failure of the check.
+            throw BacklotError(.invalidInput, e.message, context: e.context ?? path, hint: e.hint ?? Self.acceptedForms)
+        }
+    }
+
+    /// Archive entries as an unpacked bundle has them: one file per path (the last entry wins, as
+    /// when it is extracted), without macOS's `__MACOSX/` and `._*` AppleDouble companions, and in
+    /// an `.ipa` only what is inside `Payload/NAME.app/` (not `Symbols/`, `SwiftSupport/`, `META-INF/`, iTunes metadata).
+    static func asUnpacked(_ entries: [File], ipa: Bool) -> [File] {
+        var byPath: [String: UInt64] = [:]
+        var order: [String] = []
+        for f in entries {
+            let parts = f.path.split(separator: "/")
+            if parts.first == "__MACOSX" || parts.last?.hasPrefix("._") == true { continue }
+            if ipa, !(parts.count >= 3 && parts[0] == "Payload" && parts[1].hasSuffix(".app")) { continue }
+            if byPath[f.path] == nil { order.append(f.path) }
+            byPath[f.path] = f.bytes
+        }
+        return order.map { File(path: $0, bytes: byPath[$0]!) }
+    }
+
+    private init(reading path: String) throws {
         guard let status = try FileSystem.status(path) else {
             throw BacklotError(.invalidInput, "there is nothing at this path", context: path, hint: Self.acceptedForms)
         }
@@ -83,10 +108,10 @@ public struct AppClipSize: Sendable {
         }
         let lower = path.lowercased()
         if lower.hasSuffix(".zip") || lower.hasSuffix(".ipa") {
-            let files = try Self.zipFiles(path)
+            let files = Self.asUnpacked(try Self.zipFiles(path), ipa: lower.hasSuffix(".ipa"))
             self.init(path: path, form: .zip, files: files)
         } else if lower.hasSuffix(".tar") {
-            let files = try Self.tarFiles(path)
+            let files = Self.asUnpacked(try Self.tarFiles(path), ipa: false)
             self.init(path: path, form: .tar, files: files)
         } else if [".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar.zst", ".gz", ".xz", ".zst"].contains(where: { lower.hasSuffix($0) }) {
             throw BacklotError(.invalidInput, "compressed archives are not read", context: path,
@@ -284,7 +309,11 @@ extension AppClipSize {
         var files: [File] = []
         var total: UInt64 = 0
         var p = 0
-        for n in 0..<entryCount {
+        var n: UInt64 = 0
+        // Every entry of the central directory is read, whatever the end record counts: some
+        // writers store counts over 65,535 modulo 65,536 without ZIP64.
+        while p < directory.count {
+            defer { n += 1 }
             let at = directoryOffset + UInt64(p)
             guard p + 46 <= directory.count else {
                 throw bad("central directory entry \(n) is cut off by the end of the central directory", at: at)
@@ -320,6 +349,9 @@ extension AppClipSize {
             guard !overflow else { throw bad("the entries' sizes add up to more than 2^64 bytes", at: at) }
             total = sum
             files.append(File(path: name, bytes: uncompressed))
+        }
+        guard n == entryCount || (n > entryCount && n % 65_536 == entryCount) else {
+            throw bad("the end record counts \(entryCount) entries, but the central directory holds \(n)", at: directoryOffset)
         }
         return files
     }
@@ -360,6 +392,9 @@ extension AppClipSize {
         var longName: String? = nil      // from a GNU 'L' entry, for the next entry
         var paxPath: String? = nil       // from a pax 'x' entry, for the next entry
         var paxSize: UInt64? = nil
+        var longLink: String? = nil      // from a GNU 'K' entry, for the next entry
+        var paxLink: String? = nil
+        var sizes: [String: UInt64] = [:]   // what each regular file holds, for hard links to it
         while fileSize - offset >= 512 {
             let header = try fd.read(count: 512, at: offset)
             if header.allSatisfy({ $0 == 0 }) { return files }   // the end-of-archive blocks
@@ -398,24 +433,35 @@ extension AppClipSize {
                     throw bad("the pax header's records are not \"LENGTH key=value\\n\"", at: dataOffset)
                 }
                 if let p = records["path"] { paxPath = p }
+                if let l = records["linkpath"] { paxLink = l }
                 if let s = records["size"] {
                     guard let value = UInt64(s) else { throw bad("the pax size \"\(s)\" is not a whole number", at: dataOffset) }
                     paxSize = value
                 }
-            case UInt8(ascii: "K"), UInt8(ascii: "g"):
-                break   // a GNU long link target, pax global records: nothing that changes sizes
+            case UInt8(ascii: "K"):
+                guard size <= 65_536 else { throw bad("a GNU long link name of \(size) bytes is longer than any path", at: offset) }
+                longLink = cString(try fd.read(count: Int(size), at: dataOffset)[...])
+            case UInt8(ascii: "g"):
+                break   // pax global records: nothing that changes sizes
             default:
                 let name = paxPath ?? longName ?? ustarName(header)
+                let linkTarget = stripDotSlash(paxLink ?? longLink ?? cString(header[157..<257]))
                 longName = nil
                 paxPath = nil
                 paxSize = nil
+                longLink = nil
+                paxLink = nil
                 let isRegular = type == UInt8(ascii: "0") || type == 0 || type == UInt8(ascii: "7")
+                let isHardLink = type == UInt8(ascii: "1")
                 let entryPath = stripDotSlash(name)
-                if isRegular, !entryPath.isEmpty, !entryPath.hasSuffix("/") {
-                    let (sum, overflow) = total.addingReportingOverflow(size)
+                if isRegular || isHardLink, !entryPath.isEmpty, !entryPath.hasSuffix("/") {
+                    // A hard link is a file of its target's size once extracted, as in a directory.
+                    let bytes = isHardLink ? (sizes[linkTarget] ?? 0) : size
+                    let (sum, overflow) = total.addingReportingOverflow(bytes)
                     guard !overflow else { throw bad("the entries' sizes add up to more than 2^64 bytes", at: offset) }
                     total = sum
-                    files.append(File(path: entryPath, bytes: size))
+                    sizes[entryPath] = bytes
+                    files.append(File(path: entryPath, bytes: bytes))
                 }
             }
             offset = next

@@ -2,6 +2,9 @@ import BacklotBasics
 import BacklotJSON
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import BacklotAppClips
 
 struct AppClipSizeRuleTests {
@@ -130,13 +133,50 @@ struct AppClipMeasurementTests {
                 ZipEntry(name: "Clip.app/Info.plist", data: [UInt8](repeating: 0x42, count: 700)),
                 ZipEntry(name: "Clip.app/link", data: Array("Clip".utf8), mode: 0o120777),
             ], comment: "made by hand")
-            for name in ["Clip.zip", "Clip.ipa"] {
+            for name in ["Clip.zip"] {
                 try Data(bytes).write(to: URL(fileURLWithPath: "\(dir)/\(name)"))
                 let size = try AppClipSize(measuring: "\(dir)/\(name)")
                 #expect(size.form == .zip)
                 #expect(size.totalBytes == 3_700)
                 #expect(size.files == [AppClipSize.File(path: "Clip.app/Clip", bytes: 3_000), AppClipSize.File(path: "Clip.app/Info.plist", bytes: 700)])
             }
+        }
+    }
+
+    @Test func anArchiveCountsWhatUnpackingItGives() throws {
+        try withTemporaryDirectory { dir in
+            // An .ipa: only Payload/NAME.app counts; a later entry of one path replaces an earlier one;
+            // macOS's AppleDouble companions are not part of the bundle.
+            let ipa = zipArchive([
+                ZipEntry(name: "Payload/Clip.app/Clip", data: [UInt8](repeating: 1, count: 900)),
+                ZipEntry(name: "Payload/Clip.app/Clip", data: [UInt8](repeating: 1, count: 1_000)),
+                ZipEntry(name: "Payload/Clip.app/._Clip", data: [UInt8](repeating: 1, count: 4_096)),
+                ZipEntry(name: "__MACOSX/Payload/Clip.app/._Clip", data: [UInt8](repeating: 1, count: 4_096)),
+                ZipEntry(name: "Symbols/ABCD.symbols", data: [UInt8](repeating: 1, count: 50_000)),
+                ZipEntry(name: "SwiftSupport/iphoneos/libswiftCore.dylib", data: [UInt8](repeating: 1, count: 70_000)),
+                ZipEntry(name: "iTunesMetadata.plist", data: [UInt8](repeating: 1, count: 300)),
+            ])
+            try Data(ipa).write(to: URL(fileURLWithPath: "\(dir)/Clip.ipa"))
+            let size = try AppClipSize(measuring: "\(dir)/Clip.ipa")
+            #expect(size.files == [AppClipSize.File(path: "Payload/Clip.app/Clip", bytes: 1_000)])
+            // A tar with a hard link measures as the unpacked directory does: each path its file's size.
+            try writeFile("\(dir)/src/Clip.app/Clip", bytes: 2_000)
+            #expect(link("\(dir)/src/Clip.app/Clip", "\(dir)/src/Clip.app/Clip-again") == 0)
+            #expect(try runTool("/usr/bin/tar", ["-cf", "\(dir)/Clip.tar", "-C", "\(dir)/src", "Clip.app"]) == 0)
+            let tar = try AppClipSize(measuring: "\(dir)/Clip.tar")
+            let folder = try AppClipSize(measuring: "\(dir)/src/Clip.app")
+            #expect(tar.totalBytes == 4_000 && folder.totalBytes == 4_000)
+            // An end record that counts fewer entries than the central directory holds is refused.
+            var wrong = zipArchive([ZipEntry(name: "a", data: [1]), ZipEntry(name: "b", data: [2])])
+            let end = wrong.count - 22
+            wrong[end + 8] = 1
+            wrong[end + 10] = 1
+            try Data(wrong).write(to: URL(fileURLWithPath: "\(dir)/wrong.zip"))
+            #expect { try AppClipSize(measuring: "\(dir)/wrong.zip") } throws: { e in
+                (e as? BacklotError)?.code == .invalidInput && "\(e)".contains("counts 1 entries, but the central directory holds 2")
+            }
+            // A path that is not there is invalid input (exit status 2), not a failure.
+            #expect { try AppClipSize(measuring: "\(dir)/missing.zip") } throws: { e in (e as? BacklotError)?.code == .invalidInput }
         }
     }
 

@@ -215,4 +215,34 @@ struct ClipCommandTests {
         #expect(match.standardOutput.hasPrefix("paris\t"))
         #expect(BacklotCLI.main(["clip", "match", "https://example.com/shopping", "--experiences", dir.at("x.json")], io: CapturedIO()) == 1)
     }
+
+    @Test func sizeFromTheCommandLine() throws {
+        let dir = try TemporaryDirectory("clip-size")
+        defer { dir.remove() }
+        try dir.write("Clip.app/Clip", [UInt8](repeating: 1, count: 12_000_000))
+        try dir.write("Clip.app/Info.plist", [UInt8](repeating: 2, count: 1_000))
+        let clip = dir.at("Clip.app")
+        // 12,001,000 bytes: over iOS 15's 10 MB, within iOS 16's 15 MB.
+        let over = CapturedIO()
+        #expect(BacklotCLI.main(["clip", "size", clip, "--min-os", "15"], io: over) == 1)
+        #expect(over.standardOutput.contains("12.00 MB (12001000 bytes)") && over.standardOutput.contains("10.00 MB (10000000 bytes)"))
+        #expect(over.standardError.contains("2001000 bytes over the 10.00 MB limit"))
+        let within = CapturedIO()
+        #expect(BacklotCLI.main(["clip", "size", clip, "--min-os", "16.4", "--json"], io: within) == 0)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(within.standardOutput.utf8)) as? [String: Any])
+        #expect(json["limitBytes"] as? Int == 15_000_000 && json["headroomBytes"] as? Int == 2_999_000 && json["isOver"] as? Bool == false)
+        #expect((json["rule"] as? [String: Any])?["id"] as? String == "ios16")
+        #expect((json["largestFiles"] as? [[String: Any]])?.first?["path"] as? String == "Clip")
+        // The demo link does not lift an iOS 16 deployment target's limit.
+        let demo = CapturedIO()
+        #expect(BacklotCLI.main(["clip", "size", clip, "--min-os", "16", "--demo-link", "--json"], io: demo) == 0)
+        #expect(demo.standardOutput.contains("\"limitBytes\" : 15000000") || demo.standardOutput.contains("\"limitBytes\": 15000000"))
+        // Bad values name the option: exit status 2.
+        for bad in [["--min-os", "seventeen"], ["--invocations", "sideways"], ["--min-os", "1000"]] {
+            let io = CapturedIO()
+            #expect(BacklotCLI.main(["clip", "size", clip] + bad, io: io) == 2, "\(bad)")
+            #expect(io.standardError.contains(bad[0]), "\(io.standardError)")
+        }
+        #expect(BacklotCLI.main(["clip", "size", dir.at("missing.app")], io: CapturedIO()) == 2)
+    }
 }
