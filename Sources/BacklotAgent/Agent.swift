@@ -48,6 +48,8 @@ public final class Agent: Sendable {
     let stopFlag: StopFlag
     /// One agent per container, for as long as this one lives.
     let lock: AgentLock
+    /// Outcomes being handed to the extension.
+    let handoffs: DispatchGroup
 
     struct State {
         var stopping = false
@@ -104,11 +106,14 @@ public final class Agent: Sendable {
             AppLauncher(executable: executable, arguments: configuration.appArguments, containerPath: path, configPath: configuration.sourcePath, log: log)
         }
         let holder = DownloadManagerHolder()
+        let handoffs = DispatchGroup()
+        self.handoffs = handoffs
         downloads = try DownloadManager(containerPath: path, restrictions: configuration.restrictions, caFile: configuration.caFile,
                                         isAppClip: configuration.scheduler.isAppClip, role: .agent) { event in
-            Agent.route(event, manager: holder.manager, runner: runner, log: log)
+            Agent.route(event, manager: holder.manager, runner: runner, handoffs: handoffs, log: log)
         }
         holder.manager = downloads
+        try downloads.releaseUnfinishedReservations()
         try store.setValue("configPath", configuration.sourcePath)
         store.prune()
     }
@@ -116,49 +121,71 @@ public final class Agent: Sendable {
     // MARK: URL download outcomes
 
     /// Decided under the exclusive lock: to the app if it listens (or there is no extension),
-    /// else to the extension. The extension runs after the lock is released (the file is moved
-    /// aside first, so that the download manager does not delete it); when it cannot run (its
-    /// budget is used up, it fails), the outcome is posted for the app instead, so nothing is lost.
-    static func route(_ event: DownloadManager.Event, manager: DownloadManager?, runner: ExtensionRunner?, log: @escaping @Sendable (String) -> Void) {
+    /// else to the extension. For the extension, the outcome is posted *reserved* (its file moved
+    /// aside) and the extension runs after the lock is released, one call at a time; when it has
+    /// taken it, the reservation is closed, and when it cannot (its budget is used up, it fails, the
+    /// agent stops or crashes first), the outcome goes to the app instead. Nothing is lost and
+    /// nothing is delivered twice.
+    static func route(_ event: DownloadManager.Event, manager: DownloadManager?, runner: ExtensionRunner?, handoffs: DispatchGroup,
+                      log: @escaping @Sendable (String) -> Void) {
         guard let manager else { return }
+        let d: URLDownload, call: (String) -> ExtensionCall, what: String
         switch event {
-        case .began(let d): log("download \(d.identifier): started")
-        case .finished(let d, let url):
-            if manager.appIsListening || runner == nil {
-                do { try manager.postToApp(event); log("download \(d.identifier): finished, handed to the app") }
-                catch { log("download \(d.identifier): finished, but could not be handed to the app: \(error)") }
-                return
-            }
-            guard let runner, let aside = try? manager.setAside(url) else { return }
-            DispatchQueue.global().async {
-                do {
-                    _ = try runner.call(.finished(d, filePath: aside.path), bypassBudget: false)
-                    log("download \(d.identifier): finished, handed to the extension")
-                    unlink(aside.path)   // not moved by the extension: deleted, as on Apple's platforms
-                } catch {
-                    log("download \(d.identifier): finished; the extension could not take it (\(error)), so it waits for the app")
-                    _ = try? manager.withExclusiveControl { try manager.postToApp(.finished(d, aside)) }
-                }
-            }
-        case .failed(let d, let error):
-            if manager.appIsListening || runner == nil {
-                try? manager.postToApp(event)
-                log("download \(d.identifier): failed (\(error)), told the app")
-                return
-            }
-            guard let runner else { return }
-            DispatchQueue.global().async {
-                do {
-                    _ = try runner.call(.failed(d, message: "\(error)", code: (error as? BackgroundDownloadError)?.code), bypassBudget: false)
-                    log("download \(d.identifier): failed (\(error)), told the extension")
-                } catch let e {
-                    log("download \(d.identifier): failed (\(error)); the extension could not be told (\(e)), so the app will be")
-                    _ = try? manager.withExclusiveControl { try manager.postToApp(event) }
-                }
-            }
-        case .paused(let d): log("download \(d.identifier): paused (the connection failed); it goes on when the network returns")
-        case .progress: break
+        case .began(let download):
+            log("download \(download.identifier): started")
+            return
+        case .paused(let download):
+            log("download \(download.identifier): paused (the connection failed); it goes on later")
+            return
+        case .progress:
+            return
+        case .finished(let download, _):
+            d = download
+            call = { path in .finished(download, filePath: path) }
+            what = "finished"
+        case .failed(let download, let error):
+            d = download
+            let code = (error as? BackgroundDownloadError)?.code
+            call = { _ in .failed(download, message: "\(error)", code: code) }
+            what = "failed (\(error))"
         }
+        if manager.appIsListening || runner == nil {
+            do {
+                try manager.postToApp(event)
+                log("download \(d.identifier): \(what), handed to the app")
+            } catch {
+                log("download \(d.identifier): \(what), but it could not be handed to the app: \(error)")
+            }
+            return
+        }
+        guard let runner else { return }
+        let seq: Int64
+        do {
+            seq = try manager.postToApp(event, reservedForExtension: true)
+        } catch {
+            log("download \(d.identifier): \(what), but it could not be kept for the extension: \(error)")
+            return
+        }
+        let extensionCall = call(manager.postedFile(seq)?.path ?? "")
+        handoffs.enter()
+        DispatchQueue.global().async {
+            defer { handoffs.leave() }
+            do {
+                _ = try runner.call(extensionCall, bypassBudget: false)
+                try manager.completeReservation(seq, deliveredToExtension: true)
+                log("download \(d.identifier): \(what), handed to the extension")
+            } catch {
+                try? manager.completeReservation(seq, deliveredToExtension: false)
+                log("download \(d.identifier): \(what); the extension could not take it (\(error)), so it waits for the app")
+            }
+        }
+    }
+
+    /// Waits until the URL downloads scheduled so far have run and their outcomes are handed over
+    /// (what `backlot notify` and `agent --once` do before they exit).
+    public func drain() {
+        downloads.waitUntilIdle()
+        handoffs.wait()
     }
 
     // MARK: The loop
@@ -175,6 +202,7 @@ public final class Agent: Sendable {
             }
         }
         launcher?.stopAll(scheduler: scheduler)
+        handoffs.wait()   // the stop flag ends extension calls at once; their outcomes go to the app
         log("agent: stopped")
     }
 
@@ -193,7 +221,7 @@ public final class Agent: Sendable {
 
     /// One round: queued events, the periodic check when it is due, due tasks.
     public func round() async {
-        for event in (try? store.queued()) ?? [] where !isStopping {
+        for event in (try? store.queued(dueAt: clock.now)) ?? [] where !isStopping {
             await runQueued(event)
         }
         if !isStopping && conditions.current().networkAvailable { downloads.resumeScheduled() }
@@ -203,7 +231,7 @@ public final class Agent: Sendable {
 
     /// Runs every queued event once (what `backlot notify` does when no agent runs).
     public func runQueuedEvents() async {
-        for event in (try? store.queued()) ?? [] where !isStopping {
+        for event in (try? store.queued(dueAt: clock.now)) ?? [] where !isStopping {
             await runQueued(event)
         }
     }
@@ -257,6 +285,11 @@ public final class Agent: Sendable {
                         let answer = try await Self.offload { try runner.call(call, bypassBudget: bypass).accepted }
                         try store.setAccepted(event.seq, answer)
                         accepted = Set(answer)
+                    } catch let e as BacklotError where e.code == .budgetExhausted {
+                        try store.holdUntilTomorrow(event.seq, now: clock.now)
+                        throw Deferral(reason: "the extension's daily budget is used up; the event waits for it to renew")
+                    } catch let e as BacklotError where e.code == .cancelled {
+                        throw Deferral(reason: "stopping")
                     } catch {
                         report.extensionFailures.append("shouldDownload: \(error)")   // the default: every candidate
                         try store.setAccepted(event.seq, candidates.map(\.id))
@@ -276,9 +309,13 @@ public final class Agent: Sendable {
                 try await fetch(pack, unmeteredOnly: configuration.prefetchRequiresUnmetered)
                 report.packs.append(pack.id)
             }
-            if extensionWaits { throw Deferral(reason: "the extension's daily budget is used up; its downloads(for:) runs when the budget renews") }
+            if extensionWaits {
+                try store.holdUntilTomorrow(event.seq, now: clock.now)
+                throw Deferral(reason: "the extension's daily budget is used up; its downloads(for:) runs when the budget renews")
+            }
         } else {
             if try await runExtensionDownloads(event, into: &report) {
+                try store.holdUntilTomorrow(event.seq, now: clock.now)
                 throw Deferral(reason: "the extension's daily budget is used up; the periodic check runs when it renews")
             }
             try waitForNetwork(metered: !configuration.prefetchRequiresUnmetered)
@@ -307,6 +344,8 @@ public final class Agent: Sendable {
             }
         } catch let e as BacklotError where e.code == .budgetExhausted {
             return true
+        } catch let e as BacklotError where e.code == .cancelled {
+            throw Deferral(reason: "stopping")
         } catch {
             report.extensionFailures.append("downloads(for:): \(error)")
             try store.markExtensionDone(event.seq)

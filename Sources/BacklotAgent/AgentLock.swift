@@ -28,10 +28,12 @@ public final class AgentLock: Sendable {
         let path = containerPath + "/.agent.lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SystemCall.error("open", path: path) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            close(fd)
-            return nil
+        // A few tries: another process may be holding it for an instant to ask whether an agent runs.
+        for attempt in 0..<25 {
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { return AgentLock(fd: fd) }
+            if attempt < 24 { usleep(20_000) }
         }
-        return AgentLock(fd: fd)
+        close(fd)
+        return nil
     }
 }

@@ -27,7 +27,7 @@ public struct AgentStore: Sendable {
             try tx.execute("""
             CREATE TABLE IF NOT EXISTS agent_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, request TEXT NOT NULL, bypass INTEGER NOT NULL,
                 created REAL NOT NULL, state TEXT NOT NULL DEFAULT 'queued', extension_done INTEGER NOT NULL DEFAULT 0, detail TEXT NOT NULL DEFAULT '',
-                accepted TEXT);
+                accepted TEXT, not_before REAL);
             CREATE TABLE IF NOT EXISTS extension_runtime (day TEXT PRIMARY KEY, seconds REAL NOT NULL);
             CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
             """)
@@ -46,6 +46,18 @@ public struct AgentStore: Sendable {
 
     public func queued() throws -> [Event] {
         try db.read { try $0.query("SELECT * FROM agent_events WHERE state = 'queued' ORDER BY seq") }.compactMap(Self.event)
+    }
+
+    /// The queued events that may run at `now` (not held until the extension's budget renews).
+    public func queued(dueAt now: Date) throws -> [Event] {
+        try db.read { try $0.query("SELECT * FROM agent_events WHERE state = 'queued' AND (not_before IS NULL OR not_before <= ?) ORDER BY seq",
+                                   [.real(now.timeIntervalSince1970)]) }.compactMap(Self.event)
+    }
+
+    /// Holds an event until the next UTC day, when the extension's budget renews.
+    func holdUntilTomorrow(_ seq: Int64, now: Date) throws {
+        let tomorrow = (floor(now.timeIntervalSince1970 / 86_400) + 1) * 86_400
+        try db.transaction { tx in _ = try tx.run("UPDATE agent_events SET not_before = ? WHERE seq = ?", [.real(tomorrow), .integer(seq)]) }
     }
 
     /// The last `limit` events, newest first, whatever their state.

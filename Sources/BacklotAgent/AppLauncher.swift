@@ -26,6 +26,7 @@ final class AppLauncher: Sendable {
         let pid: Int32
         let kind: TaskKind
         let started: Date
+        var stopping = false
     }
 
     init(executable: String, arguments: [String], containerPath: String, configPath: String, log: @escaping @Sendable (String) -> Void) {
@@ -80,8 +81,10 @@ final class AppLauncher: Sendable {
                 usleep(20_000)
             }
             p.waitUntilExit()
-            self.running.withLock { _ = $0.removeValue(forKey: id) }
-            if killed {
+            let stopping = self.running.withLock { $0.removeValue(forKey: id)?.stopping ?? false }
+            if stopping {
+                return   // stopAll records how it ended
+            } else if killed {
                 scheduler.recordOutcome(forTaskWithIdentifier: id, kind: kind, started: started, outcome: .killed)
                 log("task \(id): the app ran past the task's budget and was killed")
             } else if !scheduler.history(forTaskWithIdentifier: id).contains(where: { $0.ended >= started }) {
@@ -96,9 +99,16 @@ final class AppLauncher: Sendable {
     /// Stops apps still running for tasks (the agent is stopping): SIGTERM, and each run is
     /// recorded as killed unless the app recorded its outcome first.
     func stopAll(scheduler: TaskScheduler) {
-        let launched = running.withLock { $0 }
+        let launched = running.withLock { r -> [String: Launched] in
+            for id in r.keys { r[id]?.stopping = true }
+            return r
+        }
+        for (_, l) in launched { kill(l.pid, SIGTERM) }
+        // A grace period to record their own outcome, then SIGKILL for those still running.
+        let deadline = Date().addingTimeInterval(3)
+        while Date() < deadline && !running.withLock({ $0.isEmpty }) { usleep(20_000) }   // each watcher removes its app when it exits
         for (id, l) in launched {
-            kill(l.pid, SIGTERM)
+            if running.withLock({ $0[id] != nil }) { kill(l.pid, SIGKILL) }
             if !scheduler.history(forTaskWithIdentifier: id).contains(where: { $0.ended >= l.started }) {
                 scheduler.recordOutcome(forTaskWithIdentifier: id, kind: l.kind, started: l.started, outcome: .killed)
             }

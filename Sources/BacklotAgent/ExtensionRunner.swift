@@ -24,6 +24,9 @@ struct ExtensionRunner: Sendable {
     let log: @Sendable (String) -> Void
     /// The agent is stopping: a running call is ended (SIGKILL) at once.
     var isStopping: @Sendable () -> Bool = { false }
+    /// One call at a time (shared by the copies of this runner), so that calls never overlap and
+    /// the daily budget is counted exactly.
+    let gate = ExtensionGate()
 
     /// What remains of today's budget.
     func remainingBudget(now: Date = Date()) -> TimeInterval {
@@ -33,6 +36,11 @@ struct ExtensionRunner: Sendable {
     /// - Throws: ``BacklotError/Code/budgetExhausted`` before starting when the budget is used up
     ///   (unless `bypassBudget`); ``BacklotError/Code/extensionFailed`` when it crashes, overruns or answers badly.
     func call(_ call: ExtensionCall, bypassBudget: Bool) throws -> ExtensionReply {
+        gate.lock.lock()
+        defer { gate.lock.unlock() }
+        if isStopping() {
+            throw BacklotError(.cancelled, "the extension's \(call.name) call was not started: the agent is stopping", context: executable)
+        }
         let started = Date()
         var limit = timeLimit
         if !bypassBudget {
@@ -108,4 +116,9 @@ struct ExtensionRunner: Sendable {
             throw BacklotError(.extensionFailed, "the extension's answer is not valid: \(error)", context: executable)
         }
     }
+}
+
+/// The lock that keeps extension calls one at a time.
+final class ExtensionGate: @unchecked Sendable {
+    let lock = NSLock()
 }

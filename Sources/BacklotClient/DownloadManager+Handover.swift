@@ -85,7 +85,13 @@ extension DownloadManager {
     /// Posts an outcome for the listening app (call it from the handler, which runs under the
     /// exclusive lock); a finished file is moved aside for the app, which deletes it after its
     /// handler returns.
-    public func postToApp(_ event: Event) throws {
+    ///
+    /// With `reservedForExtension`, the outcome is kept but the app does not take it until
+    /// ``completeReservation(_:deliveredToExtension:)`` says the extension could not (or a restart
+    /// finds the reservation unfinished): an outcome is never lost, and never delivered twice.
+    /// - Returns: the outcome's number.
+    @discardableResult
+    public func postToApp(_ event: Event, reservedForExtension: Bool = false) throws -> Int64 {
         try Self.ensureEventTable(container)
         let d: URLDownload, kind: String
         var path: String? = nil, message: String? = nil, code: Int? = nil
@@ -100,13 +106,40 @@ extension DownloadManager {
             message = "\(error)"
             code = (error as? BackgroundDownloadError)?.code
         default:
-            return
+            return 0
         }
-        try container.db.transaction { tx in
-            _ = try tx.run("INSERT INTO url_events(identifier, url, file_size, essential, priority, kind, path, message, code) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        return try container.db.transaction { tx in
+            _ = try tx.run("INSERT INTO url_events(identifier, url, file_size, essential, priority, kind, path, message, code, delivered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            [.text(d.identifier), .text(d.url.absoluteString), d.fileSize.map { .integer(Int64($0)) } ?? .null, .integer(d.isEssential ? 1 : 0),
                             .integer(Int64(d.priority)), .text(kind), path.map { .text($0) } ?? .null, message.map { .text($0) } ?? .null,
-                            code.map { .integer(Int64($0)) } ?? .null])
+                            code.map { .integer(Int64($0)) } ?? .null, .integer(reservedForExtension ? 2 : 0)])
+            return tx.lastInsertRowID
+        }
+    }
+
+    /// The file of a posted outcome, if it has one.
+    public func postedFile(_ seq: Int64) -> URL? {
+        guard let row = try? container.db.read({ try $0.query("SELECT path FROM url_events WHERE seq = ?", [.integer(seq)]) }).first,
+              let path = row["path"]?.string else { return nil }
+        return URL(fileURLWithPath: path)
+    }
+
+    /// Ends a reservation: delivered to the extension (the outcome is done; a file it did not move
+    /// is deleted), or not (the app takes it the next time it listens).
+    public func completeReservation(_ seq: Int64, deliveredToExtension: Bool) throws {
+        try withExclusiveControl {
+            try container.db.transaction { tx in
+                _ = try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = 2", [.integer(deliveredToExtension ? 1 : 0), .integer(seq)])
+            }
+            if deliveredToExtension, let file = postedFile(seq) { unlink(file.path) }
+        }
+    }
+
+    /// Reservations a stopped or crashed agent did not finish go to the app.
+    public func releaseUnfinishedReservations() throws {
+        try Self.ensureEventTable(container)
+        try withExclusiveControl {
+            try container.db.transaction { tx in _ = try tx.run("UPDATE url_events SET delivered = 0 WHERE delivered = 2") }
         }
     }
 
@@ -124,9 +157,8 @@ extension DownloadManager {
     func claimPostedEvents() {
         guard (try? Self.ensureEventTable(container)) != nil else { return }
         _ = try? withExclusiveControl {
-            // Stopped listening while this round waited for the lock: the events stay for the next time.
-            guard listening.withLock({ $0 != nil }) else { return }
-            while let row = try container.db.transaction({ tx -> Database.Row? in
+            // Stopped listening while this round waited for the lock (or in a handler): the events stay for the next time.
+            while listening.withLock({ $0 != nil }), let row = try container.db.transaction({ tx -> Database.Row? in
                 guard let r = try tx.query("SELECT * FROM url_events WHERE delivered = 0 ORDER BY seq LIMIT 1").first, let seq = r["seq"]?.int else { return nil }
                 guard try tx.run("UPDATE url_events SET delivered = 1 WHERE seq = ? AND delivered = 0", [.integer(seq)]) == 1 else { return nil }
                 return r
@@ -135,6 +167,8 @@ extension DownloadManager {
                 let d = URLDownload(identifier: id, url: url, fileSize: row["file_size"]?.int.map { UInt64($0) }, isEssential: row["essential"]?.int == 1,
                                     priority: Int(row["priority"]?.int ?? 0))
                 if row["kind"]?.string == "finished", let path = row["path"]?.string {
+                    // The extension took it before a crash left its reservation open: it is not delivered twice.
+                    guard FileSystem.exists(path) else { continue }
                     handler(.finished(d, URL(fileURLWithPath: path)))
                     unlink(path)   // not moved by the handler: deleted, as on Apple's platforms
                 } else {

@@ -91,8 +91,9 @@ public final class DownloadManager: Sendable {
     public enum Event: Sendable {
         case began(URLDownload)
         case progress(URLDownload, received: UInt64, expected: UInt64)
-        /// The connection failed in the agent's process (the network went away): the download
-        /// stays scheduled, keeps what arrived, and goes on when the agent resumes it.
+        /// The connection failed in the agent's process (the network or the server went away): the
+        /// download stays scheduled, keeps what arrived, and goes on after a back-off (it fails
+        /// after about two hours of failed connections).
         case paused(URLDownload)
         case failed(URLDownload, any Error)
         /// Move the file before the handler returns; it is deleted afterwards.
@@ -119,6 +120,8 @@ public final class DownloadManager: Sendable {
     private let cancelled = Mutex<Set<String>>([])
     private let running = Mutex<Set<String>>([])
     let listening = Mutex<ListeningState?>(nil)
+    private let resumePending = Atomic<Bool>(false)
+    private let agentWatch = Mutex<TimerHolder?>(nil)
 
     /// - Parameter isAppClip: the container is an App Clip's: essential downloads are refused
     ///   (``BackgroundDownloadError/essentialDownloadNotPermitted(_:)``).
@@ -138,14 +141,40 @@ public final class DownloadManager: Sendable {
             try tx.execute("""
             CREATE TABLE IF NOT EXISTS url_downloads (identifier TEXT PRIMARY KEY, url TEXT NOT NULL, file_size INTEGER, essential INTEGER NOT NULL,
                 priority INTEGER NOT NULL, created INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS url_retries (identifier TEXT PRIMARY KEY, attempts INTEGER NOT NULL, retry_after REAL NOT NULL);
             """)
         }
         // Downloads scheduled before a restart go on.
-        if runsScheduledHere, !(try fetchCurrentDownloads()).isEmpty { queue.async { self.runScheduled() } }
+        if !(try fetchCurrentDownloads()).isEmpty { runOrDeferToAgent() }
+    }
+
+    /// In the app: runs scheduled downloads now, or, while an agent runs them, checks every 2 s
+    /// that it still runs and takes them back when it has stopped.
+    func runOrDeferToAgent() {
+        guard role == .app else { return }
+        if !container.isAgentRunning {
+            resumeScheduled()
+            return
+        }
+        agentWatch.withLock { watch in
+            guard watch == nil else { return }
+            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "backlot.agent-watch"))
+            timer.schedule(deadline: .now() + 2, repeating: 2)
+            timer.setEventHandler { [weak self] in
+                guard let self else { return }
+                let pending = !((try? self.fetchCurrentDownloads()) ?? []).isEmpty
+                if !pending || !self.container.isAgentRunning {
+                    self.agentWatch.withLock { $0?.timer.cancel(); $0 = nil }
+                    if pending { self.resumeScheduled() }
+                }
+            }
+            timer.resume()
+            watch = TimerHolder(timer)
+        }
     }
 
     /// Whether this process runs scheduled downloads now (see ``Role``).
-    var runsScheduledHere: Bool { role == .app && !container.isAgentRunning }
+
 
     func partialPath(_ id: String) -> String { container.path + "/downloads/" + SHA256.hash(Array(id.utf8)).hex.prefix(32) + ".part" }
 
@@ -165,7 +194,7 @@ public final class DownloadManager: Sendable {
         } catch let e as BacklotError where e.code == .conflict {
             throw BackgroundDownloadError.duplicateIdentifier(download.identifier)
         }
-        if runsScheduledHere { queue.async { self.runScheduled() } }
+        runOrDeferToAgent()
     }
 
     /// Runs a download now, in the foreground, whether it was scheduled or not; what already arrived is not fetched again.
@@ -242,10 +271,38 @@ public final class DownloadManager: Sendable {
 
     /// Runs scheduled downloads, highest priority first, until none is left.
     func runScheduled() {
-        var skip = Set<String>()   // run by another process (the app, or the agent), or paused
+        resumePending.store(false, ordering: .relaxed)
+        var skip = pausedUntilLater()   // run by another process (the app, or the agent), or paused
         while let next = (try? fetchCurrentDownloads())?.first(where: { d in !skip.contains(d.identifier) && running.withLock { !$0.contains(d.identifier) } }) {
             if run(next) != .done { skip.insert(next.identifier) }
         }
+    }
+
+    /// Paused downloads whose next attempt is not due yet.
+    func pausedUntilLater() -> Set<String> {
+        let now = Date().timeIntervalSince1970
+        return Set(((try? container.db.read { try $0.query("SELECT identifier FROM url_retries WHERE retry_after > ?", [.real(now)]) }) ?? [])
+            .compactMap { $0["identifier"]?.string })
+    }
+
+    /// After a failed connection: pauses the download (true) with a back-off of 2^n seconds (at
+    /// most an hour), or gives up after ``maximumPauses`` in a row (false: it fails).
+    func pauseAgain(_ id: String) -> Bool {
+        let attempts = ((try? container.db.read { try $0.query("SELECT attempts FROM url_retries WHERE identifier = ?", [.text(id)]) })?.first?["attempts"]?.int ?? 0) + 1
+        guard attempts <= Self.maximumPauses else { return false }
+        let after = Date().timeIntervalSince1970 + min(3600, pow(2, Double(attempts)))
+        _ = try? container.db.transaction { tx in
+            try tx.run("INSERT INTO url_retries(identifier, attempts, retry_after) VALUES (?, ?, ?) ON CONFLICT(identifier) DO UPDATE SET attempts = excluded.attempts, retry_after = excluded.retry_after",
+                       [.text(id), .integer(attempts), .real(after)])
+        }
+        return true
+    }
+
+    /// Connection failures in a row after which a paused download fails (about two hours of back-off).
+    static let maximumPauses: Int64 = 12
+
+    func clearPauses(_ id: String) {
+        _ = try? container.db.transaction { tx in try tx.run("DELETE FROM url_retries WHERE identifier = ?", [.text(id)]) }
     }
 
     /// Takes the cross-process lock of one download, so that the app and the agent never write
@@ -298,6 +355,7 @@ public final class DownloadManager: Sendable {
             let delivered = container.path + "/downloads/" + SHA256.hash(Array(d.identifier.utf8)).hex.prefix(32) + ".file"
             try SystemCall.retrying("rename", path: delivered) { rename(part, delivered) }
             try container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
+            clearPauses(d.identifier)
             try container.setMeta(d.isEssential ? "installedEssential" : "installed", String(installed(d.isEssential) + result.size))
             try withExclusiveControl {
                 handler(.finished(d, URL(fileURLWithPath: delivered)))
@@ -320,11 +378,13 @@ public final class DownloadManager: Sendable {
                 }
             } else if let e = error as? BacklotError, e.code == .cancelled {
                 unlink(part)
-            } else if role == .agent, !answered, let e = error as? BacklotError, e.code == .io {
-                // The connection failed (no network): keep it scheduled with what arrived; the agent resumes it.
+            } else if role == .agent, !answered, let e = error as? BacklotError, e.code == .io, pauseAgain(d.identifier) {
+                // The connection failed (the network, the server): keep it scheduled with what
+                // arrived; the agent tries again after a back-off, and reports it failed after many tries.
                 handler(.paused(d))
                 return .paused
             }
+            clearPauses(d.identifier)
             _ = try? container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
             _ = try? withExclusiveControl { handler(.failed(d, reported)) }
         }
@@ -333,9 +393,19 @@ public final class DownloadManager: Sendable {
 
     /// Runs the downloads scheduled so far that no process runs (the agent calls it each round,
     /// for what an app scheduled before it closed).
-    public func resumeScheduled() { queue.async { self.runScheduled() } }
+    public func resumeScheduled() {
+        // One pending run at a time: calls while one waits add nothing to the queue.
+        guard resumePending.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        queue.async { self.runScheduled() }
+    }
 
     /// Waits until the background queue has run everything scheduled so far (for tools and tests).
     public func waitUntilIdle() { queue.sync {} }
 }
 
+
+/// A Dispatch timer, which Dispatch does not mark Sendable; only touched under a mutex.
+final class TimerHolder: @unchecked Sendable {
+    let timer: any DispatchSourceTimer
+    init(_ timer: any DispatchSourceTimer) { self.timer = timer }
+}

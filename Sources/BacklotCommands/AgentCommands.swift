@@ -31,6 +31,7 @@ struct AgentCommand: Command {
         try blocking {
             if arguments.flag("once") { await agent.round() } else { await agent.run() }
         }
+        if arguments.flag("once") { agent.drain() }
     }
 }
 
@@ -52,7 +53,13 @@ enum EventCommand {
         func forTheRunningAgent() throws {
             io.out("queued the \(request.name) event for the running agent\n")
             guard arguments.flag("wait") || bypassBudget else { return }
-            while (try store.event(seq))?.state == "queued" { usleep(100_000) }
+            while (try store.event(seq))?.state == "queued" {
+                guard AgentLock.isHeld(containerPath: container) else {
+                    io.out("the agent stopped before it handled the event; it stays queued for its next start\n")
+                    return
+                }
+                usleep(100_000)
+            }
             try report(store.event(seq), io: io)
         }
         if AgentLock.isHeld(containerPath: container) { return try forTheRunningAgent() }
@@ -70,6 +77,7 @@ enum EventCommand {
         BacklotCLI.onInterrupt { _ in agent.stop() }
         // The event, then the URL downloads it scheduled (this process is the agent for now).
         try blocking { await agent.round() }
+        agent.drain()
         try report(store.event(seq), io: io)
     }
 

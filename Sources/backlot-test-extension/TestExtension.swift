@@ -1,7 +1,8 @@
 // A downloader extension for the agent's tests: it logs every call to CONTAINER/test-extension.log
 // and behaves as CONTAINER/test-extension.json says:
 //   {"mode": "normal" | "hang" | "crash", "decline": [pack IDs], "downloads": [{identifier, url, fileSize, essential}],
-//    "moveTo": folder for finished files, "trySchedule": true (schedule a download during downloads(for:) and log the answer)}
+//    "moveTo": folder for finished files, "trySchedule": true (schedule a download during downloads(for:) and log the answer),
+//    "crashOnFinished": true}
 import BacklotClient
 import BacklotExtension
 import Foundation
@@ -58,6 +59,10 @@ import Foundation
     }
 
     func backgroundDownload(_ download: URLDownload, finishedWithFileURL fileURL: URL) {
+        if settings["crashOnFinished"] as? Bool == true {
+            log("finished \(download.identifier): crashing")
+            abort()
+        }
         let target = (settings["moveTo"] as? String ?? container + "/extension-received") + "/" + download.identifier
         try? FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let moved = (try? FileManager.default.moveItem(atPath: fileURL.path, toPath: target)) != nil

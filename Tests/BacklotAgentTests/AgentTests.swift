@@ -206,7 +206,7 @@ import Testing
         let agent = try f.agent()
         try agent.store.enqueue(.install, bypassBudget: false)
         await agent.round()
-        #expect(eventually { f.lines.all.contains("download later-file: paused (the connection failed); it goes on when the network returns") })
+        #expect(eventually { f.lines.all.contains("download later-file: paused (the connection failed); it goes on later") })
         let manager = try DownloadManager(containerPath: f.container) { _ in }
         #expect(try manager.fetchCurrentDownloads().map(\.identifier) == ["later-file"])
         #expect(!f.extensionLog.contains { $0.hasPrefix("failed later-file") })
@@ -217,8 +217,12 @@ import Testing
         let nginx = try Nginx(root: f.server.dir.at("www"), workDirectory: f.server.dir.at("nginx"), port: port)
         defer { nginx.stop() }
         #expect(nginx.waitUntilServing("file.bin"), "\((try? String(contentsOfFile: nginx.errorLog, encoding: .utf8)) ?? "")")
-        await agent.round()
-        #expect(eventually { f.extensionLog.contains("finished later-file moved=true") })
+        // The next attempt comes after a back-off (2 s after the first failure).
+        for _ in 0..<100 where !f.extensionLog.contains("finished later-file moved=true") {
+            await agent.round()
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        #expect(f.extensionLog.contains("finished later-file moved=true"))
         #expect(try manager.fetchCurrentDownloads().isEmpty)
         #expect(try Data(contentsOf: URL(fileURLWithPath: f.container + "/extension-received/later-file")).count == 5000)
     }
@@ -253,6 +257,51 @@ import Testing
         #expect(detail.contains("scheduled: small"))
         #expect(detail.contains("big: the download needs 5000 bytes but only 1000 remain under the maximum install size"), "\(detail)")
         #expect(f.extensionLog.contains("downloads install manifest=read mode=444 remaining=nil"))
+    }
+
+    @Test func aFinishedDownloadTheExtensionCannotTakeWaitsForTheApp() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        try f.extensionSettings(["downloads": [["identifier": "orphan", "url": f.server.server.baseURL + "v1/keys/root-1.json"]], "crashOnFinished": true])
+        let agent = try f.agent()
+        try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.round()
+        agent.drain()
+        #expect(f.extensionLog.contains("finished orphan: crashing"))
+        #expect(f.lines.all.contains { $0.hasPrefix("download orphan: finished; the extension could not take it") })
+        let received = ReceivedFiles()
+        let app = try DownloadManager(containerPath: f.container) { event in
+            if case .finished(let d, let url) = event, FileManager.default.fileExists(atPath: url.path) { received.add(d.identifier) }
+        }
+        try app.startListening(pollInterval: 0.02)
+        #expect(eventually { received.all == ["orphan"] })
+        try app.stopListening()
+    }
+
+    @Test func aHandOffInterruptedByACrashGoesToTheAppAtTheNextStart() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        let url = URL(string: f.server.server.baseURL + "v1/keys/root-1.json")!
+        // What a crashed agent leaves: an outcome kept for the extension, never completed.
+        do {
+            let crashed = try DownloadManager(containerPath: f.container, role: .agent) { _ in }
+            try FileManager.default.createDirectory(atPath: f.container + "/downloads", withIntermediateDirectories: true)
+            try Data([1, 2, 3]).write(to: URL(fileURLWithPath: f.container + "/downloads/x.file"))
+            try crashed.withExclusiveControl {
+                _ = try crashed.postToApp(.finished(URLDownload(identifier: "interrupted", url: url), URL(fileURLWithPath: f.container + "/downloads/x.file")),
+                                          reservedForExtension: true)
+            }
+        }
+        let received = ReceivedFiles()
+        let app = try DownloadManager(containerPath: f.container) { event in
+            if case .finished(let d, _) = event { received.add(d.identifier) }
+        }
+        try app.startListening(pollInterval: 0.02)
+        usleep(200_000)
+        #expect(received.all.isEmpty)        // reserved for the extension: not the app's
+        _ = try f.agent()                     // the next start releases it
+        #expect(eventually { received.all == ["interrupted"] })
+        try app.stopListening()
     }
 
     @Test func theExtensionIsToldWhatItMayStillDownloadBeforeTheFirstLaunch() async throws {
