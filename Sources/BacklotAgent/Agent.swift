@@ -52,7 +52,6 @@ public final class Agent: Sendable {
     let handoffs: DispatchGroup
 
     struct State {
-        var stopping = false
         var progresses: [String: ProgressRef] = [:]
     }
 
@@ -210,20 +209,15 @@ public final class Agent: Sendable {
     /// events stay queued for the next start.
     public func stop() {
         stopFlag.set()
-        let refs = state.withLock { s -> [ProgressRef] in
-            s.stopping = true
-            return Array(s.progresses.values)
-        }
+        let refs = state.withLock { Array($0.progresses.values) }
         for r in refs { r.progress.cancel() }
     }
 
-    public var isStopping: Bool { state.withLock { $0.stopping } }
+    public var isStopping: Bool { stopFlag.isSet }
 
     /// One round: queued events, the periodic check when it is due, due tasks.
     public func round() async {
-        for event in (try? store.queued(dueAt: clock.now)) ?? [] where !isStopping {
-            await runQueued(event)
-        }
+        await runQueuedEvents()
         if !isStopping && conditions.current().networkAvailable { downloads.resumeScheduled() }
         if !isStopping { enqueuePeriodicIfDue() }
         if !isStopping, let launcher { launcher.launchDue(scheduler: scheduler) }

@@ -1,5 +1,4 @@
 import BacklotBasics
-import BacklotClient
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -19,7 +18,7 @@ public final class AgentLock: Sendable {
 
     /// Whether an agent runs for the container now.
     public static func isHeld(containerPath: String) -> Bool {
-        (try? ClientContainer(path: containerPath))?.isAgentRunning ?? false
+        FileLock.isHeld(containerPath + "/.agent.lock")
     }
 
     /// Takes the lock, or returns nil when another process holds it.

@@ -242,9 +242,7 @@ public actor AssetPackManager {
         let progress = Progress(totalUnitCount: Int64(max(1, release.installSize)))
         broadcaster.send(.began(pack))
         broadcaster.send(.downloading(pack, progress))
-        var installer = PackInstaller(container: container, http: http)
-        installer.retries = configuration.retries
-        installer.maximumRangeBytes = max(64 << 10, configuration.maximumRangeBytes)
+        let installer = makeInstaller()
         let box = ProgressBox(progress)
         let broadcaster = self.broadcaster
         do {
@@ -265,6 +263,14 @@ public actor AssetPackManager {
             broadcaster.send(.failed(pack, error))
             throw error
         }
+    }
+
+    /// An installer with this manager's retry and range settings.
+    nonisolated func makeInstaller() -> PackInstaller {
+        var installer = PackInstaller(container: container, http: http)
+        installer.retries = configuration.retries
+        installer.maximumRangeBytes = max(64 << 10, configuration.maximumRangeBytes)
+        return installer
     }
 
     /// Runs blocking work off the actor.
@@ -288,7 +294,7 @@ public actor AssetPackManager {
     public func handle(event: InstallationEventType) async throws -> [String] {
         var done: [String] = []
         for (id, (pack, release)) in try await offered().sorted(by: { $0.key < $1.key }) where release.downloadPolicy.installationEventTypes.contains(event) {
-            if configuration.isAppClip || container.isMarkedAppClip, case .essential = release.downloadPolicy { continue }
+            if container.isMarkedAppClip, case .essential = release.downloadPolicy { continue }
             try await ensureLocalAvailability(of: pack)
             done.append(id)
         }
@@ -310,9 +316,7 @@ public actor AssetPackManager {
         for id in damagedPacks.sorted() {
             guard let installed = try container.installed(id), let (_, release) = offered[id] else { continue }
             let url = try catalogClient.archiveURL(release)
-            var installer = PackInstaller(container: container, http: http)
-            installer.retries = configuration.retries
-        installer.maximumRangeBytes = max(64 << 10, configuration.maximumRangeBytes)
+            let installer = makeInstaller()
             _ = try await Self.offload { [installer] in
                 try ExecutorLock.holding(container: self.container.path, pack: id) {
                     try installer.install(id: id, release: release, archiveURL: url, repairing: release.indexSHA256.hex == installed.digest)

@@ -23,14 +23,7 @@ extension ClientContainer {
     }
 
     /// Whether a background agent runs for the container (it holds `DIR/.agent.lock`).
-    public var isAgentRunning: Bool {
-        let fd = open(path + "/.agent.lock", O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return true }
-        flock(fd, LOCK_UN)
-        return false
-    }
+    public var isAgentRunning: Bool { FileLock.isHeld(path + "/.agent.lock") }
 
     /// The last catalog this container verified, verified again (signature by the keys that were
     /// trusted then, app and channel, expiry).

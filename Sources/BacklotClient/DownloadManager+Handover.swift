@@ -48,10 +48,7 @@ extension DownloadManager {
                 let fd = open(listeningLockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
                 guard fd >= 0 else { throw SystemCall.error("open", path: listeningLockPath) }
                 while flock(fd, LOCK_SH) != 0 { if errno != EINTR { close(fd); throw SystemCall.error("flock", path: listeningLockPath) } }
-                let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "backlot.url-events"))
-                timer.schedule(deadline: .now(), repeating: pollInterval)
-                timer.setEventHandler { [weak self] in self?.claimPostedEvents() }
-                timer.resume()
+                let timer = RepeatingTimer(label: "backlot.url-events", every: pollInterval, after: 0) { [weak self] in self?.claimPostedEvents() }
                 state = ListeningState(fd: fd, timer: timer)
             }
         }
@@ -71,16 +68,7 @@ extension DownloadManager {
     }
 
     /// Whether an app process listens now (call it under ``withExclusiveControl(_:)``).
-    public var appIsListening: Bool {
-        let fd = open(listeningLockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        if flock(fd, LOCK_EX | LOCK_NB) == 0 {
-            flock(fd, LOCK_UN)
-            return false
-        }
-        return true
-    }
+    public var appIsListening: Bool { FileLock.isHeld(listeningLockPath) }
 
     /// Posts an outcome for the listening app (call it from the handler, which runs under the
     /// exclusive lock); a finished file is moved aside for the app, which deletes it after its
@@ -188,10 +176,10 @@ extension DownloadManager {
 }
 
 /// The app's listening state: the shared lock it holds and the timer that claims events.
-final class ListeningState: @unchecked Sendable {
+final class ListeningState: Sendable {
     let fd: Int32
-    let timer: any DispatchSourceTimer
-    init(fd: Int32, timer: any DispatchSourceTimer) {
+    let timer: RepeatingTimer
+    init(fd: Int32, timer: RepeatingTimer) {
         self.fd = fd
         self.timer = timer
     }

@@ -121,7 +121,7 @@ public final class DownloadManager: Sendable {
     private let running = Mutex<Set<String>>([])
     let listening = Mutex<ListeningState?>(nil)
     private let resumePending = Atomic<Bool>(false)
-    private let agentWatch = Mutex<TimerHolder?>(nil)
+    private let agentWatch = Mutex<RepeatingTimer?>(nil)
 
     /// - Parameter isAppClip: the container is an App Clip's: essential downloads are refused
     ///   (``BackgroundDownloadError/essentialDownloadNotPermitted(_:)``).
@@ -133,7 +133,7 @@ public final class DownloadManager: Sendable {
         http = HTTPClient(caFile: caFile)
         self.restrictions = restrictions
         if isAppClip { try container.markAppClip() }
-        self.isAppClip = isAppClip || container.isMarkedAppClip
+        self.isAppClip = container.isMarkedAppClip
         self.role = role
         self.handler = handler
         try FileManager.default.createDirectory(atPath: containerPath + "/downloads", withIntermediateDirectories: true)
@@ -158,23 +158,16 @@ public final class DownloadManager: Sendable {
         }
         agentWatch.withLock { watch in
             guard watch == nil else { return }
-            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "backlot.agent-watch"))
-            timer.schedule(deadline: .now() + 2, repeating: 2)
-            timer.setEventHandler { [weak self] in
+            watch = RepeatingTimer(label: "backlot.agent-watch", every: 2) { [weak self] in
                 guard let self else { return }
                 let pending = !((try? self.fetchCurrentDownloads()) ?? []).isEmpty
                 if !pending || !self.container.isAgentRunning {
-                    self.agentWatch.withLock { $0?.timer.cancel(); $0 = nil }
+                    self.agentWatch.withLock { $0?.cancel(); $0 = nil }
                     if pending { self.resumeScheduled() }
                 }
             }
-            timer.resume()
-            watch = TimerHolder(timer)
         }
     }
-
-    /// Whether this process runs scheduled downloads now (see ``Role``).
-
 
     func partialPath(_ id: String) -> String { container.path + "/downloads/" + SHA256.hash(Array(id.utf8)).hex.prefix(32) + ".part" }
 
@@ -236,7 +229,7 @@ public final class DownloadManager: Sendable {
     /// Counts bytes fetched outside this manager (such as a manifest the agent fetched) against
     /// the allowance before the first launch.
     public func countTowardsAllowance(bytes: UInt64, essential: Bool) throws {
-        guard restrictions != nil, !launched else { return }
+        guard restrictions?.appliesBeforeFirstLaunch == true, !launched else { return }
         try container.setMeta(essential ? "usedEssential" : "used", String(used(essential) + bytes))
     }
 
@@ -244,9 +237,7 @@ public final class DownloadManager: Sendable {
 
     /// What remains of the allowance before the first launch (nil when downloads are not
     /// restricted): Apple's `BAAppExtensionInfo.restrictedDownloadSizeRemaining` and its essential twin.
-    public func remainingAllowance(essential: Bool) -> UInt64? { remainingAllowance(essential) }
-
-    func remainingAllowance(_ essential: Bool) -> UInt64? {
+    public func remainingAllowance(essential: Bool) -> UInt64? {
         guard let r = restrictions, r.appliesBeforeFirstLaunch, !launched else { return nil }
         let allowance = essential ? r.essentialDownloadAllowance : r.downloadAllowance
         return allowance > used(essential) ? allowance - used(essential) : 0
@@ -255,11 +246,11 @@ public final class DownloadManager: Sendable {
     func check(_ d: URLDownload) throws {
         let local = ["127.0.0.1", "localhost", "::1"].contains(d.url.host ?? "")
         guard d.url.scheme == "https" || (d.url.scheme == "http" && local) else { throw BackgroundDownloadError.insecureURL(d.url) }
-        if isAppClip || container.isMarkedAppClip, d.isEssential { throw BackgroundDownloadError.essentialDownloadNotPermitted(d.identifier) }
+        if container.isMarkedAppClip, d.isEssential { throw BackgroundDownloadError.essentialDownloadNotPermitted(d.identifier) }
         if d.isEssential, d.fileSize == nil { throw BackgroundDownloadError.essentialDownloadNeedsFileSize(d.identifier) }
         if let r = restrictions, r.appliesBeforeFirstLaunch, !launched {
             guard r.allows(host: d.url.host ?? "") else { throw BackgroundDownloadError.domainNotAllowed(d.url.host ?? "") }
-            if let size = d.fileSize, let remaining = remainingAllowance(d.isEssential), size > remaining {
+            if let size = d.fileSize, let remaining = remainingAllowance(essential: d.isEssential), size > remaining {
                 throw BackgroundDownloadError.allowanceExceeded(needed: size, remaining: remaining)
             }
         }
@@ -319,10 +310,10 @@ public final class DownloadManager: Sendable {
         return fd
     }
 
-    /// Downloads (resuming), checks the size, and hands the file over under the exclusive lock.
     /// What became of one attempt.
     enum Attempt { case done, elsewhere, paused }
 
+    /// Downloads (resuming), checks the size, and hands the file over under the exclusive lock.
     @discardableResult
     func run(_ d: URLDownload) -> Attempt {
         guard running.withLock({ $0.insert(d.identifier).inserted }) else { return .done }
@@ -337,7 +328,7 @@ public final class DownloadManager: Sendable {
         let already = (try? FileSystem.status(part))??.size ?? 0
         handler(.began(d))
         do {
-            let remaining = remainingAllowance(d.isEssential)
+            let remaining = remainingAllowance(essential: d.isEssential)
             let limit = [d.fileSize, remaining.map { already + $0 }].compactMap { $0 }.min()
             let id = d.identifier
             let result = try http.download(d.url.absoluteString, to: part, from: already, limit: limit,
@@ -373,7 +364,7 @@ public final class DownloadManager: Sendable {
                 if let size = d.fileSize {
                     reported = BackgroundDownloadError.sizeMismatch(expected: size, received: size + 1)
                 } else {
-                    let left = remainingAllowance(d.isEssential) ?? 0
+                    let left = remainingAllowance(essential: d.isEssential) ?? 0
                     reported = BackgroundDownloadError.allowanceExceeded(needed: left + 1, remaining: left)
                 }
             } else if let e = error as? BacklotError, e.code == .cancelled {
@@ -403,9 +394,3 @@ public final class DownloadManager: Sendable {
     public func waitUntilIdle() { queue.sync {} }
 }
 
-
-/// A Dispatch timer, which Dispatch does not mark Sendable; only touched under a mutex.
-final class TimerHolder: @unchecked Sendable {
-    let timer: any DispatchSourceTimer
-    init(_ timer: any DispatchSourceTimer) { self.timer = timer }
-}

@@ -35,12 +35,5 @@ public final class AppPresence: Sendable {
     }
 
     /// Whether a process of the app holds the lock now.
-    public static func isRunning(containerPath: String) -> Bool {
-        let fd = open(lockPath(containerPath), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return true }
-        flock(fd, LOCK_UN)
-        return false
-    }
+    public static func isRunning(containerPath: String) -> Bool { FileLock.isHeld(lockPath(containerPath)) }
 }

@@ -306,26 +306,16 @@ public final class TaskScheduler: Sendable {
 
     // MARK: Loops
 
-    /// A timer source, which Dispatch does not mark Sendable; only touched under the mutex.
-    final class TimerBox: @unchecked Sendable {
-        let source: any DispatchSourceTimer
-        init(_ source: any DispatchSourceTimer) { self.source = source }
-    }
-
-    private let timer = Mutex<TimerBox?>(nil)
+    private let timer = Mutex<RepeatingTimer?>(nil)
 
     /// Calls ``runDueTasks()`` every `interval` seconds until ``stop()``.
     public func start(every interval: TimeInterval = 1) {
-        let t = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "backlot.task-scheduler"))
-        t.schedule(deadline: .now(), repeating: interval)
-        t.setEventHandler { [weak self] in self?.runDueTasks() }
-        t.resume()
-        let box = TimerBox(t)
-        timer.withLock { $0?.source.cancel(); $0 = box }
+        let t = RepeatingTimer(label: "backlot.task-scheduler", every: interval, after: 0) { [weak self] in self?.runDueTasks() }
+        timer.withLock { $0?.cancel(); $0 = t }
     }
 
     public func stop() {
-        timer.withLock { $0?.source.cancel(); $0 = nil }
+        timer.withLock { $0?.cancel(); $0 = nil }
     }
 
     /// Blocks until no task runs in this process, expiring tasks as their time runs out.
