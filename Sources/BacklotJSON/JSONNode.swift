@@ -1,3 +1,5 @@
+import BacklotBasics
+
 /// A line and column in a JSON text, both counted from 1 (columns in Unicode scalars).
 public struct JSONPosition: Sendable, Hashable, CustomStringConvertible {
     public let line: Int
@@ -47,6 +49,13 @@ public struct JSONNode: Sendable, Hashable {
     public var objectMembers: [JSONMember]? { if case .object(let m) = kind { m } else { nil } }
     /// The elements, or nil when this is not an array.
     public var arrayElements: [JSONNode]? { if case .array(let a) = kind { a } else { nil } }
+
+    /// The whole number this value holds, when it is a number written as a decimal integer that
+    /// fits `T`; nil otherwise (never a trap: see ``CheckedInteger``).
+    public func integer<T: FixedWidthInteger>(as type: T.Type = T.self) -> T? {
+        guard case .number(let text) = kind else { return nil }
+        return CheckedInteger.parse(text, as: T.self)
+    }
 
     /// The member named `key` of an object.
     public subscript(key: String) -> JSONNode? {
