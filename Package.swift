@@ -27,7 +27,7 @@ let package = Package(
         .systemLibrary(name: "CLinuxSupport"),
 
         // Shared vocabulary: structured errors, atomic files, directory walking.
-        .target(name: "BacklotBasics"),
+        .target(name: "BacklotBasics", dependencies: ["CLinuxSupport"]),
         // One small Swift wrapper per C library.
         .target(name: "BacklotCrypto", dependencies: ["CCrypto", "BacklotBasics"]),
         .target(name: "BacklotZstd", dependencies: ["CZstd", "BacklotBasics"]),

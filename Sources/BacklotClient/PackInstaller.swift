@@ -72,12 +72,13 @@ struct PackInstaller: Sendable {
         let folder = container.releaseFolder(id, digest: digest)
         let partial = folder + ".partial"
         try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
-        var oldFiles: [String: PackIndex.File] = [:]
+        // Paths are byte strings (BytePath): an NFC and an NFD name are two files, never one.
+        var oldFiles: [BytePath.Key: PackIndex.File] = [:]
         var localChunks: [SHA256Digest: (path: String, offset: UInt64, size: Int)] = [:]
         if let previous, let old = Self.decodeStored(previous.indexBytes) {
             let oldFolder = container.releaseFolder(id, digest: previous.digest)
             for file in old.index.files {
-                oldFiles[file.path] = file
+                oldFiles[BytePath.Key(file.path)] = file
                 var offset: UInt64 = 0
                 for c in file.chunks {
                     let chunk = old.index.chunks[c]
@@ -86,21 +87,26 @@ struct PackInstaller: Sendable {
                 }
             }
         }
-        var linked = Set<String>()
+        var linked = Set<BytePath.Key>()
         var needed: UInt64 = 0
+        var madeFolders = Set<BytePath.Key>()
         for file in index.files {
             let target = partial + "/" + file.path
-            try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: target).deletingLastPathComponent().path, withIntermediateDirectories: true)
-            if let old = oldFiles[file.path], old.digest == file.digest, let previous {
+            for dir in BytePath.ancestors(of: file.path) where madeFolders.insert(BytePath.Key(dir)).inserted {
+                try FileSystem.makeDirectory(partial + "/" + dir)
+            }
+            if let old = oldFiles[BytePath.Key(file.path)], old.digest == file.digest, let previous {
                 let source = container.releaseFolder(id, digest: previous.digest) + "/" + file.path
                 // An unchanged file is linked only if it is still intact (installed files may have been altered).
                 if (try? SHA256.hash(fileAt: source)) == file.digest, FileSystem.exists(target) || link(source, target) == 0 {
-                    linked.insert(file.path)
+                    linked.insert(BytePath.Key(file.path))
                     continue
                 }
             }
             needed += file.size
             let fd = open(target, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+            // An empty file has no chunk to verify: its digest must be that of no bytes.
+            if file.chunks.isEmpty { try file.check(SHA256.hash([]), source: url) }
             guard fd >= 0 else { throw SystemCall.error("create", path: target) }
             ftruncate(fd, off_t(file.size))
             close(fd)
@@ -113,9 +119,11 @@ struct PackInstaller: Sendable {
         // Where each chunk goes: (file number, offset), indexed by chunk; compact for packs of many chunks.
         var targets = [[Placement]](repeating: [], count: index.chunks.count)
         var paths: [String] = []
-        for file in index.files where !linked.contains(file.path) {
+        var assembled: [PackIndex.File] = []
+        for file in index.files where !linked.contains(BytePath.Key(file.path)) {
             let number = Int32(paths.count)
             paths.append(partial + "/" + file.path)
+            assembled.append(file)
             var offset: UInt64 = 0
             for c in file.chunks {
                 targets[c].append(Placement(file: number, offset: offset))
@@ -128,7 +136,7 @@ struct PackInstaller: Sendable {
         // Each file is flushed by the thread that writes its last chunk, so the disk works while the network does.
         var placementsPerFile = [Int](repeating: 0, count: paths.count)
         for places in targets { for p in places { placementsPerFile[Int(p.file)] += 1 } }
-        let files = OpenFiles(paths: paths, placements: placementsPerFile)
+        let files = OpenFiles(paths: paths, files: assembled, placements: placementsPerFile, source: url)
         defer { files.closeAll() }
 
         // 3a. Chunks finished before a crash, and chunks the installed release has: checked, then used.
@@ -196,7 +204,8 @@ struct PackInstaller: Sendable {
         if let error = failure.withLock({ $0 }) { throw error }
 
         // 4. Every byte written came from a chunk that had its SHA-256 (and the index that lists the
-        //    chunks of each file had the catalog's): flush the files, make them read-only, switch.
+        //    chunks of each file had the catalog's), and every file was hashed when its last chunk
+        //    was written (OpenFiles): flush the files, make them read-only, switch.
         try files.syncAll()
         for file in index.files {
             chmod(partial + "/" + file.path, file.mode == 0o755 ? 0o555 : 0o444)
@@ -300,16 +309,22 @@ struct Placement: Sendable, Equatable {
 }
 
 /// The files being assembled, opened once each and shared by the download threads; each file is
-/// flushed as soon as its last chunk is written.
+/// read back and checked against its SHA-256, then flushed, as soon as its last chunk is written.
 final class OpenFiles: Sendable {
     let paths: [String]
+    let files: [PackIndex.File]
+    let source: String
     private let open = Mutex<[Int32: FileDescriptor]>([:])
     private let remaining: Mutex<[Int]>
     private let synced = Mutex<Set<Int32>>([])
 
-    /// - Parameter placements: how many chunk writes each file will receive.
-    init(paths: [String], placements: [Int]) {
+    /// - Parameters:
+    ///   - files: the index's record of each file (for its SHA-256), in the order of `paths`.
+    ///   - placements: how many chunk writes each file will receive.
+    init(paths: [String], files: [PackIndex.File], placements: [Int], source: String) {
         self.paths = paths
+        self.files = files
+        self.source = source
         remaining = Mutex(placements)
     }
 
@@ -317,7 +332,7 @@ final class OpenFiles: Sendable {
         try open.withLock { files in
             if let fd = files[file] { return fd }
             let path = paths[Int(file)]
-            let raw = Glibc.open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+            let raw = Glibc.open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
             guard raw >= 0 else { throw SystemCall.error("open", path: path) }
             let fd = FileDescriptor(rawValue: raw, path: path)
             files[file] = fd
@@ -334,6 +349,7 @@ final class OpenFiles: Sendable {
             return r[Int(place.file)] == 0
         }
         if complete {
+            try files[Int(place.file)].check(try SHA256.hash(descriptor: fd), source: source)
             try fd.sync()
             synced.withLock { _ = $0.insert(place.file) }
         }

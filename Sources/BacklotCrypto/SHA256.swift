@@ -63,6 +63,13 @@ extension SHA256 {
     public static func hash(fileAt path: String) throws -> SHA256Digest {
         let fd = try FileDescriptor.openForReading(path)
         defer { fd.close() }
+        return try hash(descriptor: fd)
+    }
+
+    /// The digest of everything an open file holds, read from offset 0 in 1 MiB pieces (the
+    /// descriptor's own position is not used or moved).
+    /// - Throws: ``BacklotError/Code/io`` when it cannot be read.
+    public static func hash(descriptor fd: FileDescriptor) throws -> SHA256Digest {
         var hasher = SHA256()
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset: UInt64 = 0

@@ -1,3 +1,5 @@
+import BacklotBasics
+
 /// UNIX glob patterns on `/`-separated relative paths, as `filePattern` and `fileExclusion` use them.
 ///
 /// - `*` matches any run of characters **within one path component** (it never crosses `/`);
@@ -7,16 +9,20 @@
 /// - `\` escapes the next character.
 ///
 /// A leading `.` in a name is matched by `*` like any character (dotfiles are not special).
+///
+/// Patterns and paths are split on the byte `/` and matched by Unicode scalar, never by grapheme
+/// cluster or canonical equivalence (``BytePath``): `?` is one scalar, and an NFC name does not
+/// match an NFD pattern.
 public struct Glob: Sendable, Hashable {
     /// The pattern text.
     public let pattern: String
     private let components: [[Token]]
 
     private enum Token: Sendable, Hashable {
-        case literal(Character)
+        case literal(Unicode.Scalar)
         case any            // ?
         case star           // *
-        case set([ClosedRange<Character>], negated: Bool)
+        case set([ClosedRange<Unicode.Scalar>], negated: Bool)
         case globstar       // ** as a whole component
     }
 
@@ -25,10 +31,10 @@ public struct Glob: Sendable, Hashable {
     public init(_ pattern: String) throws {
         self.pattern = pattern
         var parsed: [[Token]] = []
-        for component in pattern.split(separator: "/", omittingEmptySubsequences: false) {
-            if component == "**" { parsed.append([.globstar]); continue }
+        for component in BytePath.components(pattern) {
+            if BytePath.same(component, "**") { parsed.append([.globstar]); continue }
             var tokens: [Token] = []
-            var chars = Array(component)[...]
+            var chars = Array(component.unicodeScalars)[...]
             while let c = chars.popFirst() {
                 switch c {
                 case "*": if tokens.last != .star { tokens.append(.star) }
@@ -41,7 +47,7 @@ public struct Glob: Sendable, Hashable {
                 case "[":
                     var negated = false
                     if chars.first == "!" || chars.first == "^" { negated = true; chars.removeFirst() }
-                    var ranges: [ClosedRange<Character>] = []
+                    var ranges: [ClosedRange<Unicode.Scalar>] = []
                     var closed = false
                     var first = true
                     while let d = chars.popFirst() {
@@ -77,7 +83,7 @@ public struct Glob: Sendable, Hashable {
             var s = ""
             for t in tokens {
                 guard case .literal(let c) = t else { return out.joined(separator: "/") }
-                s.append(c)
+                s.unicodeScalars.append(c)
             }
             out.append(s)
         }
@@ -86,11 +92,11 @@ public struct Glob: Sendable, Hashable {
 
     /// Whether `path` (relative, `/`-separated) matches the whole pattern.
     public func matches(_ path: String) -> Bool {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false).map { Array($0) }
+        let parts = BytePath.components(path).map { Array($0.unicodeScalars) }
         return match(components[...], parts[...])
     }
 
-    private func match(_ pattern: ArraySlice<[Token]>, _ parts: ArraySlice<[Character]>) -> Bool {
+    private func match(_ pattern: ArraySlice<[Token]>, _ parts: ArraySlice<[Unicode.Scalar]>) -> Bool {
         guard let first = pattern.first else { return parts.isEmpty }
         if first == [.globstar] {
             var rest = parts
@@ -104,7 +110,7 @@ public struct Glob: Sendable, Hashable {
         return match(pattern.dropFirst(), parts.dropFirst())
     }
 
-    private static func matchComponent(_ tokens: ArraySlice<Token>, _ chars: ArraySlice<Character>) -> Bool {
+    private static func matchComponent(_ tokens: ArraySlice<Token>, _ chars: ArraySlice<Unicode.Scalar>) -> Bool {
         guard let t = tokens.first else { return chars.isEmpty }
         switch t {
         case .star:

@@ -66,16 +66,13 @@ public struct PackExtractor: Sendable {
         }
     }
 
-    /// Creates every folder and every (empty) file.
+    /// Creates every folder and every (empty) file. Folders are named by their bytes
+    /// (``BytePath``): two names that differ only by Unicode normalisation are two folders.
     private func createTree(in root: String) throws {
-        var made = Set<String>()
+        var made = Set<BytePath.Key>()
         for file in pack.index.files {
-            var components = file.path.split(separator: "/").map(String.init)
-            components.removeLast()
-            var path = ""
-            for c in components {
-                path = path.isEmpty ? c : path + "/" + c
-                if made.insert(path).inserted { try FileSystem.makeDirectory(root + "/" + path) }
+            for dir in BytePath.ancestors(of: file.path) where made.insert(BytePath.Key(dir)).inserted {
+                try FileSystem.makeDirectory(root + "/" + dir)
             }
             let full = root + "/" + file.path
             let fd = open(full, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(file.mode))
@@ -131,10 +128,14 @@ public struct PackExtractor: Sendable {
                 let file = pack.index.files[unit.file]
                 let full = root + "/" + file.path
                 do {
-                    let fd = open(full, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+                    let fd = open(full, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
                     guard fd >= 0 else { throw SystemCall.error("open", path: full) }
                     let out = FileDescriptor(rawValue: fd, path: full)
                     defer { out.close() }
+                    // A unit that is the whole file hashes it as it writes; a file written in
+                    // several units is read back and hashed by the thread that finishes it.
+                    let whole = unit.chunks.count == file.chunks.count
+                    var hasher = SHA256()
                     var offset = unit.fileOffset
                     for ref in unit.chunks {
                         let plain: [UInt8]
@@ -143,6 +144,7 @@ public struct PackExtractor: Sendable {
                         } catch let e as BacklotError {
                             throw BacklotError(e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? pack.path)", hint: e.hint)
                         }
+                        if whole { hasher.update(plain) }
                         try plain.withUnsafeBytes { try out.write($0, at: offset) }
                         offset += UInt64(plain.count)
                         progress?(UInt64(done.add(plain.count)), total)
@@ -151,23 +153,28 @@ public struct PackExtractor: Sendable {
                         r[unit.file] -= 1
                         return r[unit.file] == 0
                     }
-                    if last { try out.sync() }
+                    if last {
+                        let digest = whole ? hasher.finalize() : try SHA256.hash(descriptor: out)
+                        try file.check(digest, source: pack.path)
+                        try out.sync()
+                    }
                 } catch {
                     failures.record(u, error)
                 }
             }
         }
         if let error = failures.first { throw error }
+        // Empty files have no chunks, hence no unit: their digest is checked here.
+        for file in pack.index.files where file.chunks.isEmpty {
+            try file.check(SHA256.hash([]), source: pack.path)
+        }
     }
 
     /// Flushes every folder (files were flushed as they were finished) before the rename makes them visible.
     private func syncDirectories(in root: String) {
-        let files = pack.index.files
-        var dirs = Set<String>([root])
-        for f in files {
-            var p = URL(fileURLWithPath: root + "/" + f.path).deletingLastPathComponent().path
-            while p.count > root.count, dirs.insert(p).inserted { p = URL(fileURLWithPath: p).deletingLastPathComponent().path }
-        }
-        for d in dirs { FileSystem.syncDirectory(d) }
+        var dirs = Set<BytePath.Key>()
+        for f in pack.index.files { for d in BytePath.ancestors(of: f.path) { dirs.insert(BytePath.Key(d)) } }
+        for d in dirs { FileSystem.syncDirectory(root + "/" + d.path) }
+        FileSystem.syncDirectory(root)
     }
 }

@@ -83,7 +83,7 @@ extension PackIndex {
             if case .failure(let problem) = SelectorPath.normalize(path, allowRoot: false) {
                 throw bad("unsafe path \"\(path)\": \(problem.message)")
             }
-            guard case .success(path) = SelectorPath.normalize(path, allowRoot: false) else {
+            guard SelectorPath.isNormal(path) else {
                 throw bad("the path \"\(path)\" is not in normal form")
             }
             if let previousPath {

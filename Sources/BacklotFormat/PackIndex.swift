@@ -79,6 +79,19 @@ public struct PackIndex: Sendable, Hashable {
     public var chunkBytes: UInt64 { chunks.reduce(0) { $0 + UInt64($1.compressedSize) } }
 }
 
+extension PackIndex.File {
+    /// Refuses the file when the SHA-256 of the bytes assembled for it (each from a verified
+    /// chunk) is not the index's: every path that makes files visible (extract, install, repair)
+    /// checks every file hash first.
+    /// - Throws: ``BacklotError/Code/corruptArchive`` naming the file.
+    public func check(_ assembled: SHA256Digest, source: String) throws {
+        guard assembled == digest else {
+            throw BacklotError(.corruptArchive, "the file's SHA-256 is \(assembled.short)…, but the index says \(digest.short)…",
+                               context: "\(source): file \"\(path)\"", hint: "the pack is damaged or crafted: package it again")
+        }
+    }
+}
+
 /// The normalised manifest a pack carries (what a catalog lists about it).
 public struct PackMetadata: Sendable, Hashable {
     public let assetPackID: PackID

@@ -106,11 +106,7 @@ public final class PackReader: Sendable {
                             throw BacklotError(e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? self.path)", hint: e.hint)
                         }
                     }
-                    let digest = hasher.finalize()
-                    guard digest == file.digest else {
-                        throw BacklotError(.corruptArchive, "the file's SHA-256 is \(digest.short)…, but the index says \(file.digest.short)…",
-                                           context: "\(self.path): file \"\(file.path)\"", hint: "the pack is damaged or crafted: package it again")
-                    }
+                    try file.check(hasher.finalize(), source: self.path)
                 } catch {
                     failures.record(i, error)
                 }

@@ -73,7 +73,7 @@ public struct PackWriter: Sendable {
         TemporaryFiles.shared.register(output.temporaryPath)
         defer { TemporaryFiles.shared.unregister(output.temporaryPath) }
         do {
-            var state = BuildState(output: output, jobs: options.jobs, level: options.level)
+            var state = BuildState(output: output, jobs: options.jobs, level: options.level, root: try DirectoryHandle(path: selection.sourceRoot))
             try state.output.descriptor.write([UInt8](repeating: 0, count: PackHeader.size))
             state.offset = UInt64(PackHeader.size)
             let chunker = Chunker(averageSize: options.averageChunkSize)
@@ -133,7 +133,11 @@ private struct BuildState {
     var writeBuffer: [UInt8] = []
     static let batchLimit = 32 << 20
 
-    init(output: AtomicFile, jobs: Int, level: Int32) {
+    /// The source root; every file is opened beneath it, through no link (``DirectoryHandle``).
+    let root: DirectoryHandle
+
+    init(output: AtomicFile, jobs: Int, level: Int32, root: DirectoryHandle) {
+        self.root = root
         self.output = output
         self.jobs = jobs
         self.level = level
@@ -142,8 +146,14 @@ private struct BuildState {
 
     /// Reads one file, cutting it into chunks queued for compression; returns the file's SHA-256.
     mutating func read(file: SourceSelection.File, index: Int, chunker: Chunker, progress: (UInt64) -> Void) throws -> SHA256Digest {
-        let fd = try FileDescriptor.openForReading(file.absolutePath)
+        // Opened once, beneath the root and through no link, and checked to be the regular file
+        // of the size listed: a link or a special file swapped in since selection is refused.
+        let (fd, openedSize) = try root.openRegularFile(file.readPath)
         defer { fd.close() }
+        guard openedSize == file.size else {
+            throw BacklotError(.invalidSource, "the file changed while it was being packaged (\(file.size) bytes when selected, \(openedSize) now)",
+                               context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
+        }
         var hasher = SHA256()
         let capacity = max(8 << 20, chunker.maximumSize * 2)
         var buffer = [UInt8](repeating: 0, count: capacity)

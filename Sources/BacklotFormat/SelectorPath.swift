@@ -1,3 +1,5 @@
+import BacklotBasics
+
 /// The rules for paths in file selectors (and pack paths in general).
 ///
 /// Selector paths are relative to the source root and use `/`. A leading `./` and a trailing `/`
@@ -16,36 +18,39 @@ public enum SelectorPath {
         if text.isEmpty {
             return .failure(Problem(rule: "path.empty", message: "the path is empty", fix: allowRoot ? "write \".\" for the whole source root" : "name a file"))
         }
-        if text.hasPrefix("[") && text.hasSuffix("]") && text.contains(" ") {
+        let bytes = text.utf8
+        if bytes.first == UInt8(ascii: "[") && bytes.last == UInt8(ascii: "]") && bytes.contains(UInt8(ascii: " ")) {
             return .failure(Problem(rule: "path.placeholder", message: "\"\(text)\" is still the template's placeholder",
                                     fix: "replace it with a path relative to the source root"))
         }
-        if text.contains("\\") && !isPattern {
+        if bytes.contains(UInt8(ascii: "\\")) && !isPattern {
             return .failure(Problem(rule: "path.backslash", message: "\"\(text)\" contains '\\'",
                                     fix: "separate folders with '/' (\"\(text.replacingOccurrences(of: "\\", with: "/"))\")"))
         }
-        if text.hasPrefix("/") {
+        if bytes.first == BytePath.separator {
             return .failure(Problem(rule: "path.absolute", message: "\"\(text)\" is an absolute path; selector paths are relative to the source root",
                                     fix: "set \"sourceRoot\" (or --source-root) to the folder and make the path relative to it"))
         }
-        if text.unicodeScalars.contains(where: { $0.value == 0 }) {
+        if bytes.contains(0) {
             return .failure(Problem(rule: "path.nul", message: "the path contains a NUL character", fix: nil))
         }
-        var components = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        while components.first == "." && components.count > 1 { components.removeFirst() }
-        while components.last == "" && components.count > 1 { components.removeLast() }
-        if components == ["."] {
+        // Components are split on the byte '/' and compared as bytes (BytePath): a '/' or '..'
+        // followed by a combining mark is still a separator or a parent reference to the kernel.
+        var components = BytePath.components(text)
+        while components.count > 1, let first = components.first, BytePath.isDot(first) { components.removeFirst() }
+        while components.count > 1, components.last?.isEmpty == true { components.removeLast() }
+        if components.count == 1, BytePath.isDot(components[0]) {
             guard allowRoot else {
                 return .failure(Problem(rule: "path.root", message: "\".\" names the source root, not a file", fix: "use {\"directory\": \".\"} to take everything"))
             }
             return .success("")
         }
         for c in components {
-            if c == ".." {
+            if BytePath.isDotDot(c) {
                 return .failure(Problem(rule: "path.parent", message: "\"\(text)\" contains '..'; selectors may not leave the source root",
                                         fix: "point \"sourceRoot\" (or --source-root) at a folder that contains everything instead"))
             }
-            if c.isEmpty || c == "." {
+            if c.isEmpty || BytePath.isDot(c) {
                 return .failure(Problem(rule: "path.component", message: "\"\(text)\" has an empty or '.' component", fix: "remove the extra '/' or '.'"))
             }
             if c.utf8.count > 255 {
@@ -57,5 +62,11 @@ public enum SelectorPath {
             return .failure(Problem(rule: "path.long", message: "the path is longer than 4096 bytes", fix: nil))
         }
         return .success(joined)
+    }
+
+    /// Whether `path` is a file path already in normal form, byte for byte (pack paths are byte strings).
+    public static func isNormal(_ path: String) -> Bool {
+        guard case .success(let normal) = normalize(path, allowRoot: false) else { return false }
+        return BytePath.same(normal, path)
     }
 }

@@ -18,6 +18,10 @@ public struct SourceSelection: Sendable {
         public let packPath: String
         /// The absolute path to read (a link inside the root is read through).
         public let absolutePath: String
+        /// What to open beneath ``SourceSelection/sourceRoot``: the path with every link inside the
+        /// root resolved when it was selected, so that reading it passes through no link at all
+        /// (a link swapped in later is refused, never followed).
+        public let readPath: String
         /// The size when selected.
         public let size: UInt64
         /// `0o755` if any execute bit is set, else `0o644`.
@@ -104,10 +108,12 @@ public struct SourceSelection: Sendable {
         }
         if let bad = candidates.first(where: { $0.problem != nil }) { throw bad.problem! }
 
-        var byPackPath: [String: Candidate] = [:]
+        // Pack paths are byte strings (docs/format.md §7): "caf\u{E9}" and "cafe\u{301}" are two
+        // files, as they are on Linux, so every key here is the path's bytes.
+        var byPackPath: [BytePath.Key: Candidate] = [:]
         for c in candidates {
-            if let previous = byPackPath[c.packPath] {
-                if previous.sourcePath == c.sourcePath {
+            if let previous = byPackPath[BytePath.Key(c.packPath)] {
+                if BytePath.same(previous.sourcePath, c.sourcePath) {
                     warnings.append("\(c.label): \"\(c.sourcePath)\" is also selected by \(previous.label); packaged once")
                     continue
                 }
@@ -115,15 +121,14 @@ public struct SourceSelection: Sendable {
                                    "two sources map to the pack path \"\(c.packPath)\": \"\(previous.sourcePath)\" (\(previous.label)) and \"\(c.sourcePath)\" (\(c.label))",
                                    context: c.label, hint: "give one of them another destination, or exclude one with fileExclusion")
             }
-            byPackPath[c.packPath] = c
+            byPackPath[BytePath.Key(c.packPath)] = c
         }
-        let sorted = byPackPath.values.sorted { Array($0.packPath.utf8).lexicographicallyPrecedes(Array($1.packPath.utf8)) }
+        let sorted = byPackPath.sorted { $0.key < $1.key }.map(\.value)
         // A file "a" and a file "a/b" cannot both exist when extracted (whatever lies between them in order).
         for c in sorted {
-            var ancestor = Substring(c.packPath)
-            while let slash = ancestor.lastIndex(of: "/") {
-                ancestor = ancestor[..<slash]
-                if let a = byPackPath[String(ancestor)] {
+            let bytes = Array(c.packPath.utf8)
+            for (i, byte) in bytes.enumerated() where byte == BytePath.separator {
+                if let a = byPackPath[BytePath.Key(String(decoding: bytes[..<i], as: UTF8.self))] {
                     throw BacklotError(.invalidSource, "the pack path \"\(a.packPath)\" is a file, but \"\(c.packPath)\" needs it to be a folder",
                                        context: c.label, hint: "give one of them another destination")
                 }
@@ -133,7 +138,8 @@ public struct SourceSelection: Sendable {
             throw BacklotError(.invalidSource, "the selectors match no file, so the pack would be empty", context: root,
                                hint: "check the paths against the source root (\(root)); `backlot evaluate` lists what each selector matches")
         }
-        files = sorted.map { File(sourcePath: $0.sourcePath, packPath: $0.packPath, absolutePath: $0.absolutePath, size: $0.size, mode: $0.mode) }
+        files = sorted.map { File(sourcePath: $0.sourcePath, packPath: $0.packPath, absolutePath: $0.absolutePath, readPath: $0.readPath,
+                                  size: $0.size, mode: $0.mode) }
         self.warnings = warnings
     }
 
@@ -150,6 +156,7 @@ struct Candidate {
     let sourcePath: String
     let packPath: String
     let absolutePath: String
+    var readPath: String = ""
     let size: UInt64
     let mode: UInt32
     let label: String
@@ -162,7 +169,18 @@ struct Walker {
 
     func absolute(_ relative: String) -> String { relative.isEmpty ? root : root + "/" + relative }
 
+    /// A resolved path inside the root, relative to it ("" for the root itself).
+    func relativeToRoot(_ real: String) -> String {
+        BytePath.same(real, root) ? "" : String(decoding: real.utf8.dropFirst(root.utf8.count + 1), as: UTF8.self)
+    }
+
     func join(_ a: String, _ b: String) -> String { a.isEmpty ? b : b.isEmpty ? a : a + "/" + b }
+
+    /// Where a directory entry's file goes: a name that is empty, `.`, `..` or holds a `/` or NUL
+    /// (impossible from the kernel, but checked as bytes all the same) never reaches a path.
+    static func isPlainName(_ name: String) -> Bool {
+        !name.isEmpty && !BytePath.isDot(name) && !BytePath.isDotDot(name) && !name.utf8.contains(BytePath.separator) && !name.utf8.contains(0)
+    }
 
     /// A single named file (`file`, `fileSource`): it must exist and be a regular file inside the root.
     mutating func single(_ path: String, packPath: String, label: String) throws -> Candidate {
@@ -193,11 +211,12 @@ struct Walker {
                                hint: "copy the files into the source root, or choose a source root that contains them")
         }
         var out: [Candidate] = []
-        try walk(relative: path, packPath: packPrefix, label: label, into: &out)
+        let readPrefix = FileSystem.realPath(abs).map(relativeToRoot) ?? path
+        try walk(relative: path, readPrefix: readPrefix, packPath: packPrefix, label: label, into: &out)
         return out
     }
 
-    private mutating func walk(relative: String, packPath: String, label: String, into out: inout [Candidate]) throws {
+    private mutating func walk(relative: String, readPrefix: String, packPath: String, label: String, into out: inout [Candidate]) throws {
         for nameBytes in try FileSystem.entryNames(absolute(relative)) {
             guard let name = String(validating: nameBytes, as: UTF8.self) else {
                 let shown = String(decoding: nameBytes, as: UTF8.self)
@@ -208,9 +227,10 @@ struct Walker {
                                                            hint: "rename the file with a UTF-8 name (for example with convmv)")))
                 continue
             }
+            guard Walker.isPlainName(name) else { continue }
             let source = join(relative, name)
             let target = join(packPath, name)
-            if name.contains("\\") {
+            if name.utf8.contains(UInt8(ascii: "\\")) {
                 out.append(Candidate(sourcePath: source, packPath: target, absolutePath: "", size: 0, mode: 0, label: label,
                                      problem: BacklotError(.invalidSource, "the name contains '\\', which packs do not allow", context: "\(label): \(source)",
                                                            hint: "rename it, or exclude it with fileExclusion")))
@@ -218,9 +238,11 @@ struct Walker {
             }
             guard let st = try FileSystem.linkStatus(absolute(source)) else { continue }   // removed while walking
             if st.kind == .directory {
-                try walk(relative: source, packPath: target, label: label, into: &out)
+                try walk(relative: source, readPrefix: join(readPrefix, name), packPath: target, label: label, into: &out)
             } else {
-                out.append(try candidate(sourcePath: source, packPath: target, status: st, label: label, inWalk: true))
+                var c = try candidate(sourcePath: source, packPath: target, status: st, label: label, inWalk: true)
+                if st.kind == .regular { c.readPath = join(readPrefix, name) }
+                out.append(c)
             }
         }
     }
@@ -233,10 +255,14 @@ struct Walker {
         }
         switch st.kind {
         case .regular:
-            if !inWalk, let real = FileSystem.realPath(abs), !Walker.isInside(real, root) {
-                return refuse("the path leads outside the source root (to \(real))", "copy the file into the source root")
+            var readPath = sourcePath
+            if !inWalk, let real = FileSystem.realPath(abs) {
+                guard Walker.isInside(real, root) else {
+                    return refuse("the path leads outside the source root (to \(real))", "copy the file into the source root")
+                }
+                readPath = relativeToRoot(real)
             }
-            return Candidate(sourcePath: sourcePath, packPath: packPath, absolutePath: abs, size: st.size,
+            return Candidate(sourcePath: sourcePath, packPath: packPath, absolutePath: abs, readPath: readPath, size: st.size,
                              mode: st.mode & 0o111 != 0 ? 0o755 : 0o644, label: label, problem: nil)
         case .symlink:
             guard let real = FileSystem.realPath(abs), let target = try FileSystem.status(abs) else {
@@ -250,14 +276,12 @@ struct Walker {
                 return refuse("is a symbolic link to \(target.kind.phrase)",
                               "select the target directory itself, or exclude the link with fileExclusion")
             }
-            return Candidate(sourcePath: sourcePath, packPath: packPath, absolutePath: abs, size: target.size,
+            return Candidate(sourcePath: sourcePath, packPath: packPath, absolutePath: abs, readPath: relativeToRoot(real), size: target.size,
                              mode: target.mode & 0o111 != 0 ? 0o755 : 0o644, label: label, problem: nil)
         default:
             return refuse("is \(st.kind.phrase); packs hold regular files only", "exclude it with {\"fileExclusion\": \"\(sourcePath)\"}")
         }
     }
 
-    static func isInside(_ path: String, _ root: String) -> Bool {
-        path == root || path.hasPrefix(root.hasSuffix("/") ? root : root + "/")
-    }
+    static func isInside(_ path: String, _ root: String) -> Bool { BytePath.isInside(path, root) }
 }
