@@ -89,5 +89,9 @@ extension BacklotError {
         public static let quotaExceeded = Code("quotaExceeded", isInvalidInput: true)
         /// The operation was cancelled.
         public static let cancelled = Code("cancelled", isInvalidInput: false)
+        /// The server's signed catalog is older than one this client already trusted (a CDN edge
+        /// serving an old copy, or a replay): the installed release is kept and the check is tried
+        /// again later; nothing is installed from it.
+        public static let staleCatalog = Code("staleCatalog", isInvalidInput: false)
     }
 }

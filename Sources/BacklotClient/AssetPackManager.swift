@@ -43,6 +43,10 @@ public actor AssetPackManager {
         public var bandwidthLimit: Int
         /// Seconds without progress after which a request fails (and is retried).
         public var stallTimeout: Int = 60
+        /// The slowest rate, in bytes per second, a transfer may keep: every request (catalog, key
+        /// list, header, index, range) has a deadline of its bounded size at this rate plus 30 s
+        /// (``HTTPClient/minimumRate``), so a server that drips bytes cannot hold the client.
+        public var minimumRate: Int = 4096
         /// Attempts after the first for a failed Range request (exponential backoff with jitter, or `Retry-After`).
         public var retries: Int = 4
         /// The largest Range request; progress is recorded after each one, so smaller ranges lose
@@ -56,9 +60,10 @@ public actor AssetPackManager {
         /// The app and channel a catalog URL names (`…/v1/apps/APP/CHANNEL/catalog.json`).
         /// - Throws: ``BacklotError/Code/usage`` when the URL is not of that shape.
         public static func target(ofCatalogURL url: URL) throws -> (app: String, channel: Channel) {
-            let parts = url.path.split(separator: "/").map(String.init)
-            guard url.scheme == "https" || url.scheme == "http", parts.count >= 5, parts[parts.count - 1] == "catalog.json",
-                  parts[parts.count - 5] == "v1", parts[parts.count - 4] == "apps", let channel = Channel(rawValue: parts[parts.count - 2]) else {
+            let parts = BytePath.components(url.path, omittingEmpty: true)
+            guard url.scheme == "https" || url.scheme == "http", parts.count >= 5, BytePath.same(parts[parts.count - 1], "catalog.json"),
+                  BytePath.same(parts[parts.count - 5], "v1"), BytePath.same(parts[parts.count - 4], "apps"),
+                  let channel = Channel(rawValue: parts[parts.count - 2]), (try? PackID(parts[parts.count - 3])) != nil else {
                 throw BacklotError(.usage, "a catalog URL is http(s) and ends in /v1/apps/APP/CHANNEL/catalog.json", context: url.absoluteString)
             }
             return (parts[parts.count - 3], channel)
@@ -88,7 +93,8 @@ public actor AssetPackManager {
         self.configuration = configuration
         container = try ClientContainer(path: configuration.containerPath)
         if configuration.isAppClip { try container.markAppClip() }
-        http = HTTPClient(caFile: configuration.caFile, stallTimeout: configuration.stallTimeout, bandwidthLimit: configuration.bandwidthLimit)
+        http = HTTPClient(caFile: configuration.caFile, stallTimeout: configuration.stallTimeout, bandwidthLimit: configuration.bandwidthLimit,
+                          minimumRate: configuration.minimumRate)
         catalogClient = CatalogClient(catalogURL: configuration.catalogURL, app: configuration.app, channel: configuration.channel,
                                       pinned: configuration.trustedKeys, http: http, container: container)
     }
@@ -206,15 +212,16 @@ public actor AssetPackManager {
 
     private func finish(_ pack: AssetPack, _ event: (kind: String, detail: String)) throws -> FetchReport {
         let detail = (try? JSONReader(source: "event").read(event.detail).root) ?? .null
-        func number(_ key: String) -> UInt64 { if case .number(let n)? = detail[key]?.kind { UInt64(n) ?? 0 } else { 0 } }
+        func number(_ key: String) -> UInt64 { detail[key]?.integer(as: UInt64.self) ?? 0 }
         guard event.kind == "finished" else {
             let error = BacklotError(.io, detail["message"]?.stringValue ?? "the download failed in another process", context: pack.id)
             broadcaster.send(.failed(pack, error))
             throw error
         }
         broadcaster.send(.finished(pack))
-        return FetchReport(id: pack.id, version: Int(number("version")), downloadedBytes: number("downloadedBytes"),
-                           downloadedChunks: Int(number("downloadedChunks")), reusedChunks: Int(number("reusedChunks")), linkedFiles: Int(number("linkedFiles")))
+        func count(_ key: String) -> Int { Int(exactly: number(key)) ?? 0 }
+        return FetchReport(id: pack.id, version: count("version"), downloadedBytes: number("downloadedBytes"),
+                           downloadedChunks: count("downloadedChunks"), reusedChunks: count("reusedChunks"), linkedFiles: count("linkedFiles"))
     }
 
     /// The executor's second duty: the requests other processes queued.

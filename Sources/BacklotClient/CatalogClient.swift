@@ -15,40 +15,59 @@ struct CatalogClient: Sendable {
     let http: HTTPClient
     let container: ClientContainer
 
-    /// The trusted keys: the pinned ones, or those of a later key list this container accepted.
-    func trustedKeys() throws -> KeyList {
-        if let text = try container.meta("keyList"), let bytes = Data(base64Encoded: text),
-           let list = try? KeyList.decode(Array(bytes), source: "container key list") {
-            return list
-        }
-        return KeyList(version: 1, keys: pinned)
+    /// The most a catalog envelope may be (a catalog of thousands of packs is well under it);
+    /// with the client's minimum rate it bounds how long a catalog request may take.
+    static let maximumCatalogBytes = 16 << 20
+    /// The most a key list may be.
+    static let maximumKeyListBytes = 1 << 20
+
+    /// The key list this container accepted after a rotation, if any.
+    func storedKeys() throws -> KeyList? {
+        guard let text = try container.meta("keyList"), let bytes = Data(base64Encoded: text) else { return nil }
+        return try? KeyList.decode(Array(bytes), source: "container key list")
     }
 
     func fetch(now: Date = Date()) throws -> Catalog {
-        let response = try http.send("GET", catalogURL.absoluteString)
+        let response = try http.send("GET", catalogURL.absoluteString, bodyLimit: Self.maximumCatalogBytes)
         guard response.status == 200 else {
             throw BacklotError(.io, "the catalog answered \(response.status)", context: catalogURL.absoluteString,
                                hint: response.status == 404 ? "nothing is released on this channel yet, or the URL is wrong" : nil)
         }
-        let lastSeen = try container.meta("catalogVersion").flatMap(UInt64.init)
-        var keys = try trustedKeys()
+        let lastSeen = try container.meta("catalogVersion").flatMap { CheckedInteger.parse($0, as: UInt64.self) }
+        let stored = try storedKeys()
+        let keys = stored?.keys ?? pinned
         do {
-            return try remember(Catalog.verify(response.body, trusting: keys.keys, app: app, channel: channel, now: now, newerThan: lastSeen,
-                                               source: catalogURL.absoluteString), envelope: response.body, keys: keys.keys)
+            return try remember(verify(response.body, keys: keys, lastSeen: lastSeen, now: now), envelope: response.body, keys: keys)
         } catch let e as BacklotError where e.code == .untrusted && e.message.contains("no valid signature") {
-            // Perhaps the repository rotated its key: follow the signed chain of key lists.
-            let before = keys.version
-            keys = try KeyList.follow(from: keys) { n in
+            // Perhaps the repository rotated its key. The chain starts at the list this container
+            // accepted last, or where the pinned key entered it (an app may pin the key of any
+            // rotation: the one current when it was built), and is followed to the newest list.
+            let fetchList: (Int) throws -> [UInt8]? = { n in
                 let url = URL(string: "../../../keys/root-\(n).json", relativeTo: catalogURL)!.absoluteURL
-                let r = try http.send("GET", url.absoluteString)
+                let r = try http.send("GET", url.absoluteString, bodyLimit: Self.maximumKeyListBytes)
                 return r.status == 200 ? r.body : nil
             }
-            guard keys.version > before else { throw e }
-            let catalog = try Catalog.verify(response.body, trusting: keys.keys, app: app, channel: channel, now: now, newerThan: lastSeen,
-                                             source: catalogURL.absoluteString)
-            try container.setMeta("keyList", Data(keys.payload).base64EncodedString())
-            return try remember(catalog, envelope: response.body, keys: keys.keys)
+            guard let start = try stored ?? KeyList.anchor(pinned: pinned, fetch: fetchList) else { throw e }
+            let newest = try KeyList.follow(from: start, fetch: fetchList)
+            guard newest != stored else { throw e }
+            let catalog = try verify(response.body, keys: newest.keys, lastSeen: lastSeen, now: now)
+            try container.setMeta("keyList", Data(newest.payload).base64EncodedString())
+            return try remember(catalog, envelope: response.body, keys: newest.keys)
         }
+    }
+
+    /// ``Catalog/verify(_:trusting:app:channel:now:newerThan:source:)``, with an older catalog than
+    /// one already seen told apart from an attack: a CDN edge may still serve its old copy, so it
+    /// is reported as stale (the installed release is kept, the check is tried again later), and
+    /// nothing is installed from it.
+    private func verify(_ envelope: [UInt8], keys: [Ed25519.PublicKey], lastSeen: UInt64?, now: Date) throws -> Catalog {
+        let catalog = try Catalog.verify(envelope, trusting: keys, app: app, channel: channel, now: now, source: catalogURL.absoluteString)
+        if let lastSeen, catalog.version < lastSeen {
+            throw BacklotError(.staleCatalog, "the server's catalog is older than one already seen (version \(catalog.version) < \(lastSeen)); keeping version \(lastSeen)",
+                               context: catalogURL.absoluteString,
+                               hint: "a CDN edge may still serve an old copy; the installed release stays, and the check is tried again later")
+        }
+        return catalog
     }
 
     /// Keeps the version (against rollbacks) and the verified envelope with the keys that verified
@@ -61,11 +80,29 @@ struct CatalogClient: Sendable {
         return catalog
     }
 
-    /// An archive URL from the catalog, resolved against it; refused if it leaves the catalog's host.
+    /// The repository's base URL: the catalog URL without `v1/apps/APP/CHANNEL/catalog.json`
+    /// (the folder four levels above the catalog's), always ending in `/`.
+    var baseURL: URL { URL(string: "../../../../", relativeTo: catalogURL)!.absoluteURL }
+
+    /// An archive URL from the catalog, resolved against it (RFC 3986); refused unless it stays
+    /// on the catalog's scheme, host and port and inside the repository's base path (compared as
+    /// bytes, whole components), with no user name, no fragment and no percent-encoded `.`, `/`
+    /// or `\` that a server could decode into another path.
     func archiveURL(_ release: Catalog.Release) throws -> URL {
-        guard let url = URL(string: release.archiveURL, relativeTo: catalogURL)?.absoluteURL,
-              url.scheme == catalogURL.scheme, url.host == catalogURL.host, url.port == catalogURL.port else {
-            throw BacklotError(.untrusted, "the archive URL \(release.archiveURL) leaves the catalog's server", context: catalogURL.absoluteString)
+        let refuse = { (why: String) in
+            BacklotError(.untrusted, "the archive URL \(release.archiveURL) \(why)", context: catalogURL.absoluteString,
+                         hint: "the catalog is signed but names an archive outside its repository: the publisher must fix it")
+        }
+        let lowered = release.archiveURL.lowercased()
+        guard !["%2e", "%2f", "%5c", "\\"].contains(where: { lowered.contains($0) }) else { throw refuse("hides a path separator or dot in an escape") }
+        guard let url = URL(string: release.archiveURL, relativeTo: catalogURL)?.absoluteURL else { throw refuse("is not a URL") }
+        guard url.scheme == catalogURL.scheme, url.host == catalogURL.host, url.port == catalogURL.port, url.user == nil, url.password == nil,
+              url.fragment == nil else {
+            throw refuse("leaves the catalog's server")
+        }
+        let base = baseURL.path.hasSuffix("/") ? baseURL.path : baseURL.path + "/"
+        guard url.path.utf8.starts(with: base.utf8), BytePath.isSafeRelative(String(decoding: url.path.utf8.dropFirst(base.utf8.count), as: UTF8.self)) else {
+            throw refuse("resolves outside the repository's base path \(base)")
         }
         return url
     }

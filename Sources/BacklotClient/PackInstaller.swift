@@ -214,7 +214,7 @@ struct PackInstaller: Sendable {
         if FileSystem.exists(folder) { Self.removeRelease(folder) }
         try SystemCall.retrying("rename", path: folder) { rename(partial, folder) }
         FileSystem.syncDirectory(container.packFolder(id))
-        try container.markInstalled(id: id, version: release.version, digest: digest, downloadSize: Int(release.archiveSize),
+        try container.markInstalled(id: id, version: release.version, digest: digest, downloadSize: try CheckedInteger.convert(release.archiveSize, to: Int.self, "the archive size", context: url),
                                     metadata: index.metadata.json.serialized(), indexBytes: headBytes + indexBytes)
         if let previous, previous.digest != digest { Self.removeRelease(container.releaseFolder(id, digest: previous.digest)) }
         return Outcome(downloadedBytes: downloaded + fetched.value, reusedChunks: reused, downloadedChunks: missing.count, linkedFiles: linked.count)
@@ -245,7 +245,7 @@ struct PackInstaller: Sendable {
     func range(_ url: String, _ first: UInt64, _ last: UInt64) throws -> [UInt8] {
         let r = try http.send("GET", url, headers: ["Range": "bytes=\(first)-\(last)"], expectedBodySize: Int(last - first + 1))
         guard r.status == 206 else {
-            if r.status == 503 || r.status == 429, let after = r.headers["retry-after"].flatMap(Int.init) {
+            if r.status == 503 || r.status == 429, let after = r.headers["retry-after"].flatMap({ CheckedInteger.parse($0, as: Int.self) }), after >= 0 {
                 throw RetryLater(seconds: min(after, 60), status: r.status, url: url)
             }
             throw BacklotError(.io, r.status == 200 ? "the server ignored the Range request (200 instead of 206)" : "the archive answered \(r.status)",

@@ -21,6 +21,7 @@ struct FetchCommand: Command {
             .init("event", value: "EVENT", help: "firstInstallation or subsequentUpdate: the packs that event fetches."),
             .init("platform", value: "PLATFORM", help: "iOS, macOS, tvOS, visionOS or linux (default linux)."),
             .init("limit-rate", value: "BYTES", help: "Receive at most this many bytes per second per connection."),
+            .init("minimum-rate", value: "BYTES", help: "Fail a transfer slower than this many bytes per second (default 4096): every request's deadline is its size at this rate plus 30 s."),
             .init("json", help: "Print JSON: per pack the version and the bytes downloaded."),
         ])
 
@@ -36,9 +37,11 @@ struct FetchCommand: Command {
         }
         let key = try RepositoryDirectory.readPublicKey(path: try required("trust", in: arguments))
         let limit = try arguments.integer("limit-rate", in: 0...Int.max, default: 0, command: "fetch")
-        return try AssetPackManager(configuration: .init(containerPath: try required("container", in: arguments), catalogURL: url,
-                                                         app: app, channel: channel, trustedKeys: [key],
-                                                         platform: platform, caFile: arguments.values["ca"], bandwidthLimit: limit))
+        var configuration = AssetPackManager.Configuration(containerPath: try required("container", in: arguments), catalogURL: url,
+                                                           app: app, channel: channel, trustedKeys: [key],
+                                                           platform: platform, caFile: arguments.values["ca"], bandwidthLimit: limit)
+        configuration.minimumRate = try arguments.integer("minimum-rate", in: 1...Int.max, default: 4096, command: "fetch")
+        return try AssetPackManager(configuration: configuration)
     }
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {

@@ -12,7 +12,11 @@ public struct PackHeader: Sendable, Hashable {
     /// The only format version this build reads and writes.
     public static let currentFormatVersion: UInt16 = 1
     /// The largest index a reader accepts.
-    public static let maximumIndexLength: UInt64 = 256 << 20
+    /// The largest index, in bytes: one limit, enforced identically when packaging (``PackWriter``
+    /// refuses to write a larger one), when the server processes an upload (``PackReader``), and by
+    /// clients (which read the index with one request of at most this size). About a million
+    /// files of ordinary path lengths.
+    public static let maximumIndexLength: UInt64 = 64 << 20
 
     public let formatVersion: UInt16
     public let indexOffset: UInt64
@@ -64,6 +68,10 @@ public struct PackHeader: Sendable, Hashable {
         let offset = try r.u64("the index offset"), length = try r.u64("the index length")
         let digest = try r.digest("the index SHA-256")
         guard offset >= UInt64(size) else { throw BacklotError(.corruptArchive, "the index offset \(offset) points into the header", context: source) }
+        guard length >= UInt64(PackIndex.magic.count) + 12 else {
+            throw BacklotError(.corruptArchive, "the header declares a \(length)-byte index, too short to hold one", context: source,
+                               hint: "the pack is damaged or crafted")
+        }
         guard length <= maximumIndexLength else {
             throw BacklotError(.corruptArchive, "the header declares a \(length)-byte index; at most \(maximumIndexLength) is allowed", context: source,
                                hint: "the pack is damaged or crafted")

@@ -99,6 +99,10 @@ public struct PackWriter: Sendable {
                                   chunking: (chunker.minimumSize, chunker.averageSize, chunker.maximumSize),
                                   chunks: state.chunks, files: fileEntries)
             let indexBytes = index.encoded
+            guard UInt64(indexBytes.count) <= PackHeader.maximumIndexLength else {
+                throw BacklotError(.invalidSource, "the pack's index would be \(indexBytes.count) bytes; at most \(PackHeader.maximumIndexLength) are allowed (docs/format.md §10)",
+                                   context: path, hint: "split the content into several packs (fewer files, or shorter paths, per pack)")
+            }
             let digest = SHA256.hash(indexBytes)
             let indexOffset = state.offset
             try state.writeBuffered(indexBytes)

@@ -37,17 +37,37 @@ public struct HTTPClient: Sendable {
     public var caFile: String?
     /// Seconds without progress after which a request fails.
     public var stallTimeout: Int
-    /// The largest response body kept in memory.
+    /// The largest response body kept in memory (by default 64 MiB: as large as a pack's largest
+    /// index, which a client reads in one request).
     public var maximumBodySize: Int
     /// Bytes per second to receive at most (0: no limit).
     public var bandwidthLimit: Int
+    /// The slowest rate a transfer may keep, in bytes per second: every transfer has an overall
+    /// deadline of ``baseDeadline`` plus its bounded size (the declared size, or the limit on what
+    /// is read) at this rate, and one that averages under a quarter of it for ``stallTimeout``
+    /// seconds is stopped. A server that drips bytes cannot hold a client forever.
+    public var minimumRate: Int
+    /// Seconds every transfer is given beyond what its size needs (connection, TLS, first byte).
+    public var baseDeadline: Int
 
-    public init(caFile: String? = nil, stallTimeout: Int = 60, maximumBodySize: Int = 64 << 20, bandwidthLimit: Int = 0) {
+    public init(caFile: String? = nil, stallTimeout: Int = 60, maximumBodySize: Int = 64 << 20, bandwidthLimit: Int = 0,
+                minimumRate: Int = 4096, baseDeadline: Int = 30) {
         self.caFile = caFile
         self.stallTimeout = stallTimeout
         self.maximumBodySize = maximumBodySize
         self.bandwidthLimit = bandwidthLimit
+        self.minimumRate = max(1, minimumRate)
+        self.baseDeadline = max(1, baseDeadline)
         _ = HTTPClient.globalInit
+    }
+
+    /// The rate the deadlines assume: ``minimumRate``, or less when a bandwidth limit is lower.
+    var effectiveMinimumRate: Int { bandwidthLimit > 0 ? max(1, min(minimumRate, bandwidthLimit / 2)) : minimumRate }
+
+    /// The overall deadline, in seconds, of a transfer of at most `bytes` bytes (capped at a week).
+    public func deadline(forBytes bytes: UInt64) -> Int {
+        let seconds = UInt64(baseDeadline) + bytes / UInt64(effectiveMinimumRate)
+        return Int(min(seconds, 7 * 86_400))
     }
 
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
@@ -57,11 +77,14 @@ public struct HTTPClient: Sendable {
     /// - Throws: ``BacklotError/Code/io`` when the server cannot be reached, TLS fails, or the body is too large.
     /// - Parameter expectedBodySize: when known, the transfer stops as soon as the server sends more
     ///   (a client never reads more than what was declared).
+    /// - Parameter bodyLimit: the most a response of unknown size may be (at most ``maximumBodySize``);
+    ///   with the upload's size it sets the transfer's deadline (``deadline(forBytes:)``).
     public func send(_ method: String, _ url: String, headers: [String: String] = [:], body: Body? = nil, expectedBodySize: Int? = nil,
-                     progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws -> Response {
+                     bodyLimit: Int? = nil, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws -> Response {
         guard let handle = curl_easy_init() else { throw BacklotError(.library, "libcurl could not start a transfer") }
         defer { curl_easy_cleanup(handle) }
-        let transfer = Transfer(limit: expectedBodySize.map { min($0, maximumBodySize) } ?? maximumBodySize, progress: progress)
+        let limit = max(0, min(expectedBodySize ?? bodyLimit ?? maximumBodySize, maximumBodySize))
+        let transfer = Transfer(limit: limit, progress: progress)
         transfer.stopsAtExpectedSize = expectedBodySize != nil
         if let expectedBodySize { transfer.body.reserveCapacity(min(expectedBodySize, maximumBodySize)) }
         let context = Unmanaged.passUnretained(transfer).toOpaque()
@@ -93,6 +116,8 @@ public struct HTTPClient: Sendable {
         case nil:
             break
         }
+        let deadline = self.deadline(forBytes: UInt64(limit) + transfer.remaining)
+        _ = ccurl_setopt_long(handle, CURLOPT_TIMEOUT, deadline)
         if body != nil {
             _ = ccurl_setopt_long(handle, CURLOPT_UPLOAD, 1)
             _ = ccurl_setopt_str(handle, CURLOPT_CUSTOMREQUEST, method)
@@ -109,6 +134,7 @@ public struct HTTPClient: Sendable {
         }
         if let failure = transfer.failure { throw failure }
         guard code == CURLE_OK else {
+            if code == CURLE_OPERATION_TIMEDOUT { throw timedOut(method, url, deadline: deadline, bytes: UInt64(limit) + transfer.total) }
             let text = String(cString: curl_easy_strerror(code))
             let tls = [CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE].contains(code)
             throw BacklotError(.io, "\(method) \(url) failed: \(text)", context: url,
@@ -141,11 +167,17 @@ extension HTTPClient {
         _ = ccurl_setopt_ptr(handle, CURLOPT_WRITEDATA, context)
         _ = ccurl_setopt_header(handle, FileCallbacks.header)
         _ = ccurl_setopt_ptr(handle, CURLOPT_HEADERDATA, context)
+        var deadline: Int? = nil
+        if let limit, limit >= offset {
+            deadline = self.deadline(forBytes: limit - offset)
+            _ = ccurl_setopt_long(handle, CURLOPT_TIMEOUT, deadline!)
+        }
         let code = withExtendedLifetime(sink) { curl_easy_perform(handle) }
         var status = 0
         _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         if let failure = sink.failure { throw failure }
         guard code == CURLE_OK else {
+            if code == CURLE_OPERATION_TIMEDOUT, let deadline, let limit { throw timedOut("GET", url, deadline: deadline, bytes: limit - offset) }
             throw BacklotError(.io, "GET \(url) failed: \(String(cString: curl_easy_strerror(code)))", context: url)
         }
         fsync(fd)
@@ -162,11 +194,19 @@ extension HTTPClient {
         _ = ccurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
         _ = ccurl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)
         _ = ccurl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, 15)
-        _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
+        _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, max(1, effectiveMinimumRate / 4))
         _ = ccurl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, stallTimeout)
         _ = ccurl_setopt_str(handle, CURLOPT_USERAGENT, "backlot/0.1")
         if let caFile { _ = ccurl_setopt_str(handle, CURLOPT_CAINFO, caFile) }
         if bandwidthLimit > 0 { _ = ccurl_setopt_off(handle, CURLOPT_MAX_RECV_SPEED_LARGE, curl_off_t(bandwidthLimit)) }
+    }
+}
+
+extension HTTPClient {
+    /// The error of a transfer stopped by its deadline or by the minimum rate.
+    func timedOut(_ method: String, _ url: String, deadline: Int, bytes: UInt64) -> BacklotError {
+        BacklotError(.io, "\(method) \(url) took longer than its deadline (\(deadline) s for at most \(bytes) bytes at \(effectiveMinimumRate) bytes/s) or stalled",
+                     context: url, hint: "the server or the network is too slow; it is tried again later (the minimum rate is configurable)")
     }
 }
 

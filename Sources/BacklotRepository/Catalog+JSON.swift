@@ -56,12 +56,12 @@ extension Catalog {
         let root = try JSONReader(source: source, allowsComments: false, allowsTrailingCommas: false, maximumDepth: 64).read(payload).root
         let r = Fields(node: root, path: "catalog", source: source)
         guard try r.string("type") == "backlot.catalog" else { throw r.bad("type", "is not backlot.catalog") }
-        guard try r.integer("specVersion") == 1 else { throw r.bad("specVersion", "is not 1 (a newer Backlot published it: upgrade)") }
+        guard try r.integer("specVersion", as: UInt64.self) == 1 else { throw r.bad("specVersion", "is not 1 (a newer Backlot published it: upgrade)") }
         let app = try r.string("app")
         guard let channel = Channel(rawValue: try r.string("channel")) else { throw r.bad("channel", "is not internal, external or production") }
         guard let issued = RFC3339.date(try r.string("issued")) else { throw r.bad("issued", "is not an RFC 3339 time") }
         guard let expires = RFC3339.date(try r.string("expires")) else { throw r.bad("expires", "is not an RFC 3339 time") }
-        let version = try r.integer("version")
+        let version = try r.integer("version", as: UInt64.self)
         var packs: [Entry] = []
         for (i, node) in try r.array("packs").enumerated() {
             let p = Fields(node: node, path: "catalog.packs[\(i)]", source: source)
@@ -72,8 +72,7 @@ extension Catalog {
             if let c = node["candidate"] {
                 let cf = Fields(node: c, path: "catalog.packs[\(i)].candidate", source: source)
                 candidate = try decodeRelease(cf)
-                basisPoints = Int(try cf.integer("rolloutBasisPoints"))
-                guard (0...10_000).contains(basisPoints) else { throw cf.bad("rolloutBasisPoints", "is outside 0…10000") }
+                basisPoints = try cf.integer("rolloutBasisPoints", in: 0...10_000)
             }
             packs.append(Entry(id: id, release: release, candidate: candidate, rolloutBasisPoints: basisPoints))
         }
@@ -86,12 +85,19 @@ extension Catalog {
         guard let platformsNode = f.node["platforms"], let platforms = Platform.list(json: platformsNode) else { throw f.bad("platforms", "is missing or invalid") }
         let archive = Fields(node: try f.object("archive"), path: f.path + ".archive", source: f.source)
         let index = Fields(node: try f.object("index"), path: f.path + ".index", source: f.source)
-        return Release(version: Int(try f.integer("version")), downloadPolicy: policy, platforms: platforms,
+        return Release(version: try f.integer("version", in: 1...Int(Int32.max)), downloadPolicy: policy, platforms: platforms,
                        userInfo: f.node["userInfo"], language: f.node["language"]?.stringValue,
-                       installSize: try f.integer("installSize"),
-                       archiveURL: try archive.string("url"), archiveSize: try archive.integer("size"), archiveSHA256: try archive.digest("sha256"),
-                       indexOffset: try index.integer("offset"), indexLength: try index.integer("length"), indexSHA256: try index.digest("sha256"))
+                       installSize: try f.integer("installSize", in: 0...maximumSize),
+                       archiveURL: try archive.string("url"), archiveSize: try archive.integer("size", in: UInt64(PackHeader.size)...maximumSize),
+                       archiveSHA256: try archive.digest("sha256"),
+                       indexOffset: try index.integer("offset", in: UInt64(PackHeader.size)...maximumSize),
+                       indexLength: try index.integer("length", in: 1...PackHeader.maximumIndexLength),
+                       indexSHA256: try index.digest("sha256"))
     }
+
+    /// The largest size or offset a catalog may state (2^62 bytes): every size a client later
+    /// converts or adds is far from overflowing.
+    static let maximumSize: UInt64 = 1 << 62
 }
 
 /// Typed access to an object's members with errors that name the JSON path.
@@ -114,8 +120,15 @@ struct Fields {
         return s
     }
 
-    func integer(_ key: String) throws -> UInt64 {
-        guard case .number(let text) = try value(key).kind, let n = UInt64(text) else { throw bad(key, "is not a whole number") }
+    /// A whole number that fits `T` (and `range`), through the one checked rule (``CheckedInteger``):
+    /// a value out of range is an error naming the field, never a trap.
+    func integer<T: FixedWidthInteger>(_ key: String, as type: T.Type = T.self, in range: ClosedRange<T>? = nil) throws -> T {
+        let node = try value(key)
+        guard case .number(let text) = node.kind else { throw bad(key, "is not a whole number") }
+        let bounds = range ?? (T.isSigned ? 0...T.max : T.min...T.max)
+        guard let n: T = node.integer(as: T.self), bounds.contains(n) else {
+            throw bad(key, "is \(text.prefix(40)), not a whole number in \(bounds.lowerBound)…\(bounds.upperBound)")
+        }
         return n
     }
 

@@ -44,7 +44,7 @@ public struct KeyList: Sendable, Hashable {
             return key
         }
         guard !keys.isEmpty else { throw f.bad("keys", "is empty") }
-        return KeyList(version: Int(try f.integer("version")), keys: keys)
+        return KeyList(version: try f.integer("version", in: 1...maximumVersion), keys: keys)
     }
 
     /// Accepts the next key list if it is signed by a key of `self` and by every key it lists,
@@ -60,12 +60,41 @@ public struct KeyList: Sendable, Hashable {
         return next
     }
 
+    /// The highest key-list version a reader accepts (a bound on every walk along the chain).
+    public static let maximumVersion = 100_000
+
     /// Follows rotations from `start` until `fetch` returns nil (no newer version).
     public static func follow(from start: KeyList, fetch: (Int) throws -> [UInt8]?) throws -> KeyList {
         var current = start
-        while let bytes = try fetch(current.version + 1) {
+        while current.version < maximumVersion, let bytes = try fetch(current.version + 1) {
             current = try current.accept(next: bytes, source: "root-\(current.version + 1).json")
         }
         return current
+    }
+
+    /// Finds where a pinned key enters the chain: the first key list (from version 1 on, until
+    /// `fetch` returns nil) that lists one of `pinned` and carries a valid signature by that key.
+    ///
+    /// An app pins whatever `root.pub` is current when it is built, which may be the key of a
+    /// later rotation (version N): the chain is trusted from the list the pinned key signed about
+    /// itself, and followed from there (``follow(from:fetch:)``). A list that does not list a
+    /// pinned key, or that the pinned key did not sign, is passed over, never trusted.
+    /// - Returns: the list, or nil when no published list names a pinned key.
+    public static func anchor(pinned: [Ed25519.PublicKey], fetch: (Int) throws -> [UInt8]?) throws -> KeyList? {
+        let pinnedIDs = Set(pinned.map(\.keyID))
+        var version = 1
+        while version <= maximumVersion, let bytes = try fetch(version) {
+            let source = "root-\(version).json"
+            if let payload = try? SignedEnvelope.open(bytes, expecting: payloadType, trusting: pinned, source: source),
+               let list = try? decode(payload, source: source), list.version == version {
+                let listed = list.keys.filter { pinnedIDs.contains($0.keyID) }
+                // Signed by a pinned key that the list itself names.
+                if !listed.isEmpty, (try? SignedEnvelope.open(bytes, expecting: payloadType, trusting: listed, source: source)) != nil {
+                    return list
+                }
+            }
+            version += 1
+        }
+        return nil
     }
 }

@@ -58,10 +58,10 @@ public struct SignedEnvelope: Sendable, Hashable {
               let payload = Data(base64Encoded: payloadText), let list = root["signatures"]?.arrayElements else {
             throw BacklotError(.untrusted, "not a signed envelope (payloadType, payload and signatures are required)", context: source)
         }
-        let signatures = try list.map { s -> Signature in
-            guard let id = s["keyid"]?.stringValue, let text = s["sig"]?.stringValue, let sig = Data(base64Encoded: text) else {
-                throw BacklotError(.untrusted, "a signature entry lacks keyid or sig", context: source)
-            }
+        // A malformed entry (no keyid, a keyid that is not a string, no sig, bad base64) is skipped
+        // like a bad signature (§2): the envelope stands if another signature is valid.
+        let signatures = list.compactMap { s -> Signature? in
+            guard let id = s["keyid"]?.stringValue, let text = s["sig"]?.stringValue, let sig = Data(base64Encoded: text) else { return nil }
             return Signature(keyID: id, signature: Array(sig))
         }
         return SignedEnvelope(payloadType: type, payload: Array(payload), signatures: signatures)
