@@ -45,7 +45,7 @@ public final class DirectoryHandle: Sendable {
                 throw BacklotError(.invalidSource, "the path leads outside \(path)", context: full,
                                    hint: "something changed the tree while it was read; try again once nothing writes to it")
             }
-            repeat { fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) } while fd < 0 && errno == EINTR
+            repeat { fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) } while fd < 0 && errno == EINTR
         }
         guard fd >= 0 else {
             let err = errno

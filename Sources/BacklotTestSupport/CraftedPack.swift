@@ -1,0 +1,104 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotFormat
+import BacklotRepository
+import BacklotZstd
+import Foundation
+
+/// Writes packs the way an attacker would: any path, any digest, chunks shared or not, with
+/// none of the writer's checks, so that tests can prove each reader refuses what it must.
+///
+/// ```swift
+/// let pack = try CraftedPack(files: [.init(path: "../\u{301}evil", bytes: [1, 2, 3])]).bytes
+/// ```
+public struct CraftedPack: Sendable {
+    /// One file: its path (used verbatim), contents, mode, and optionally a false digest.
+    public struct File: Sendable {
+        public var path: String
+        public var bytes: [UInt8]
+        public var mode: UInt32
+        /// The digest written in the index; the true SHA-256 of `bytes` when nil.
+        public var digest: SHA256Digest?
+
+        public init(path: String, bytes: [UInt8], mode: UInt32 = 0o644, digest: SHA256Digest? = nil) {
+            self.path = path
+            self.bytes = bytes
+            self.mode = mode
+            self.digest = digest
+        }
+    }
+
+    public let index: PackIndex
+    public let header: PackHeader
+    /// The whole archive.
+    public let bytes: [UInt8]
+
+    /// Builds the pack: one chunk per distinct file content (empty files have none), files in the
+    /// order given unless `sorted` (by bytes, as a valid pack has them).
+    public init(id: String = "Crafted", files: [File], sorted: Bool = true, chunkSize: Int = 64 << 10) throws {
+        let ordered = sorted ? files.sorted { BytePath.precedes($0.path, $1.path) } : files
+        var chunks: [PackIndex.Chunk] = []
+        var frames: [UInt8] = []
+        var byDigest: [SHA256Digest: Int] = [:]
+        var entries: [PackIndex.File] = []
+        let compressor = ZstdCompressor(level: 3)
+        for file in ordered {
+            var refs: [Int] = []
+            var start = 0
+            while start < file.bytes.count {
+                let piece = Array(file.bytes[start..<min(file.bytes.count, start + chunkSize)])
+                start += piece.count
+                let id = SHA256.hash(piece)
+                if let existing = byDigest[id] { refs.append(existing); continue }
+                let frame = try piece.withUnsafeBytes { try compressor.compress($0) }
+                byDigest[id] = chunks.count
+                refs.append(chunks.count)
+                chunks.append(PackIndex.Chunk(id: id, offset: UInt64(PackHeader.size + frames.count),
+                                              compressedSize: UInt32(frame.count), uncompressedSize: UInt32(piece.count)))
+                frames += frame
+            }
+            entries.append(PackIndex.File(path: file.path, mode: file.mode, size: UInt64(file.bytes.count),
+                                          digest: file.digest ?? SHA256.hash(file.bytes), chunks: refs))
+        }
+        let metadata = PackMetadata(assetPackID: try PackID(id), downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil)
+        index = PackIndex(metadata: metadata, chunking: nil, chunks: chunks, files: entries)
+        let indexBytes = index.encoded
+        header = PackHeader(indexOffset: UInt64(PackHeader.size + frames.count), indexLength: UInt64(indexBytes.count),
+                            indexDigest: SHA256.hash(indexBytes))
+        bytes = header.encoded + frames + indexBytes
+    }
+
+    /// Writes the archive to `path`.
+    public func write(to path: String) throws {
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+}
+
+extension ClientFixture {
+    /// Publishes `pack` on `channel` as a hostile or broken server would: the archive is put in
+    /// the tree as is (no processing, no verification) and a catalog naming it is signed with the
+    /// repository's key, with a version above the current one.
+    public func publishCrafted(_ pack: CraftedPack, id: String = "Crafted", version: Int = 1, channel: Channel = .internal,
+                               catalogVersion: UInt64? = nil, archiveURL: String? = nil) throws {
+        let sha = SHA256.hash(pack.bytes)
+        let packs = repository.directory.publicTreePath + "/v1/packs"
+        try FileManager.default.createDirectory(atPath: packs, withIntermediateDirectories: true)
+        try Data(pack.bytes).write(to: URL(fileURLWithPath: packs + "/\(sha.hex).pack"))
+        let release = Catalog.Release(version: version, downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil,
+                                      installSize: pack.index.installSize, archiveURL: archiveURL ?? "../../../packs/\(sha.hex).pack",
+                                      archiveSize: UInt64(pack.bytes.count), archiveSHA256: sha,
+                                      indexOffset: pack.header.indexOffset, indexLength: pack.header.indexLength, indexSHA256: pack.header.indexDigest)
+        try publishCatalog(Catalog(app: app, channel: channel, version: catalogVersion ?? UInt64(Date().timeIntervalSince1970) + 1000,
+                                   issued: Date(), expires: Date().addingTimeInterval(86_400),
+                                   packs: [Catalog.Entry(id: try PackID(id), release: release)]), channel: channel)
+    }
+
+    /// Signs `catalog` with the repository's key and writes it where the tree serves the channel's catalog.
+    public func publishCatalog(_ catalog: Catalog, channel: Channel = .internal, payload: [UInt8]? = nil) throws {
+        let envelope = try SignedEnvelope.sign(payload: payload ?? catalog.payload, type: Catalog.payloadType,
+                                               with: [try repository.directory.signingKey()])
+        let path = repository.catalogPath(app: app, channel: channel)
+        try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path, withIntermediateDirectories: true)
+        try Data(envelope.encoded).write(to: URL(fileURLWithPath: path))
+    }
+}
