@@ -100,9 +100,9 @@ struct CatalogClient: Sendable {
               url.fragment == nil else {
             throw refuse("leaves the catalog's server")
         }
-        let base = baseURL.path.hasSuffix("/") ? baseURL.path : baseURL.path + "/"
+        let base = (baseURL.path.hasSuffix("/") ? baseURL.path : baseURL.path + "/") + "v1/packs/"
         guard url.path.utf8.starts(with: base.utf8), BytePath.isSafeRelative(String(decoding: url.path.utf8.dropFirst(base.utf8.count), as: UTF8.self)) else {
-            throw refuse("resolves outside the repository's base path \(base)")
+            throw refuse("resolves outside the repository's archives (\(base))")
         }
         return url
     }

@@ -49,7 +49,7 @@ import Testing
         try f.repository.publish(app: f.app, channel: .internal, now: Date(timeIntervalSinceNow: 10))
         _ = try await manager.assetPack(withID: "Levels")
         try older.write(to: URL(fileURLWithPath: internalPath))
-        await untrusted({ _ = try await manager.assetPack(withID: "Levels") }, "is lower than")
+        await untrusted({ _ = try await manager.assetPack(withID: "Levels") }, "older than one already seen")
     }
 
     @Test func aRotatedKeyIsFollowedFromThePinnedOne() async throws {

@@ -1,0 +1,65 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A hostile HTTP server on loopback that answers every request with a valid status line and
+/// headers, then drips the body a few bytes at a time, slower than any sane client accepts.
+///
+/// ```swift
+/// let drip = try DripServer(bytesPerSecond: 2)
+/// defer { drip.stop() }
+/// // GET http://127.0.0.1:\(drip.port)/anything never completes in reasonable time
+/// ```
+public final class DripServer: Sendable {
+    public let port: Int
+    private let listener: Int32
+    private let stopped = Atomic<Bool>(false)
+
+    /// - Parameters:
+    ///   - bytesPerSecond: how fast the body trickles out (at least one byte per tick).
+    ///   - declaredLength: the Content-Length announced.
+    public init(bytesPerSecond: Int = 2, declaredLength: Int = 1 << 20) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        guard bound == 0, listen(fd, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        listener = fd
+        Thread.detachNewThread { [self] in
+            while !stopped.load(ordering: .relaxed) {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { return }
+                Thread.detachNewThread { [self] in
+                    defer { close(client) }
+                    var buffer = [UInt8](repeating: 0, count: 4096)
+                    _ = read(client, &buffer, buffer.count)
+                    let head = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(declaredLength)\r\n\r\n".utf8)
+                    guard write(client, head, head.count) == head.count else { return }
+                    let step = max(1, bytesPerSecond / 10)
+                    var sent = 0
+                    while sent < declaredLength && !stopped.load(ordering: .relaxed) {
+                        let piece = [UInt8](repeating: UInt8(ascii: " "), count: step)
+                        guard write(client, piece, piece.count) == piece.count else { return }
+                        sent += step
+                        usleep(100_000)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops accepting and ends every drip.
+    public func stop() {
+        stopped.store(true, ordering: .relaxed)
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+}
