@@ -75,7 +75,7 @@ extension ClientContainer {
                         }
                         // Never a link out of the source's tree: only a regular file is linked.
                         guard (try? FileSystem.linkStatus(src))??.kind == .regular else { throw damaged() }
-                        try FileManager.default.createDirectory(atPath: (dst as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                        for dir in BytePath.ancestors(of: file.path) { try FileSystem.makeDirectory(partial + "/" + dir) }
                         if link(src, dst) != 0 {
                             guard errno == EXDEV else { throw SystemCall.error("link", path: dst) }
                             try FileManager.default.copyItem(atPath: src, toPath: dst)
