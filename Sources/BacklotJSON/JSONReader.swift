@@ -31,6 +31,14 @@ public struct JSONReader: Sendable {
     public struct Result: Sendable {
         public let root: JSONNode
         public let warnings: [Warning]
+        /// Bytes examined to compute line and column positions (what keeps reading linear).
+        let positionBytesScanned: Int
+
+        init(root: JSONNode, warnings: [Warning], positionBytesScanned: Int = 0) {
+            self.root = root
+            self.warnings = warnings
+            self.positionBytesScanned = positionBytesScanned
+        }
     }
 
     /// Something accepted that a strict JSON reader would refuse.
@@ -61,7 +69,7 @@ public struct JSONReader: Sendable {
             throw parser.error("unexpected text after the end of the JSON value",
                                hint: "a JSON file holds one value; remove what follows it")
         }
-        return Result(root: root, warnings: parser.warnings)
+        return Result(root: root, warnings: parser.warnings, positionBytesScanned: parser.positionBytesScanned)
     }
 
     /// Parses a string.
@@ -75,6 +83,11 @@ private struct Parser {
     var line = 1
     var lineStart = 0
     var warnings: [JSONReader.Warning] = []
+    /// The column of `columnIndex` on the current line: positions are computed from the last one
+    /// asked for, so a long line is scanned once in all, not once per value (linear time).
+    var columnIndex = 0
+    var column = 1
+    var positionBytesScanned = 0
 
     init(bytes: [UInt8], reader: JSONReader) {
         self.bytes = bytes
@@ -82,17 +95,26 @@ private struct Parser {
     }
 
     var position: JSONPosition {
-        // Columns count Unicode scalars: skip UTF-8 continuation bytes.
-        var column = 1
-        var i = lineStart
-        while i < index && i < bytes.count {
-            if bytes[i] & 0xC0 != 0x80 { column += 1 }
-            i += 1
+        mutating get {
+            // Columns count Unicode scalars: skip UTF-8 continuation bytes. Resume from the last
+            // position computed on this line (rescan only when asked for an earlier byte).
+            if columnIndex < lineStart || columnIndex > index {
+                columnIndex = lineStart
+                column = 1
+            }
+            var i = columnIndex
+            let end = min(index, bytes.count)
+            while i < end {
+                if bytes[i] & 0xC0 != 0x80 { column += 1 }
+                i += 1
+            }
+            positionBytesScanned += max(0, end - columnIndex)
+            columnIndex = max(columnIndex, end)
+            return JSONPosition(line: line, column: column)
         }
-        return JSONPosition(line: line, column: column)
     }
 
-    func error(_ message: String, hint: String? = nil, at position: JSONPosition? = nil) -> BacklotError {
+    mutating func error(_ message: String, hint: String? = nil, at position: JSONPosition? = nil) -> BacklotError {
         let p = position ?? self.position
         return BacklotError(.invalidJSON, message, context: "\(reader.source):\(p.line):\(p.column)", hint: hint)
     }
