@@ -34,24 +34,23 @@ public struct InfoPlistChecker: Sendable {
             return out
         }
 
-        // Placeholders first: expand what is defined, report the rest.
+        // Placeholders first: expand what is defined (once, left to right; a value that names
+        // another placeholder is expanded in turn, a cycle is reported), report the rest.
         func expanded(_ key: String, _ value: PlistValue) -> PlistValue {
             guard case .string(let s) = value, s.contains("$(") else { return value }
-            var result = s
-            var missing: [String] = []
-            while let open = result.range(of: "$("), let close = result.range(of: ")", range: open.upperBound..<result.endIndex) {
-                let name = String(result[open.upperBound..<close.lowerBound])
-                guard let v = defines[name] else {
-                    missing.append(name)
-                    result.replaceSubrange(open.lowerBound..<close.upperBound, with: "\u{0}\(name)\u{0}")
-                    continue
-                }
-                result.replaceSubrange(open.lowerBound..<close.upperBound, with: v)
+            var missing: [String] = [], cycles: [String] = []
+            var truncated = false
+            let result = expand(s, active: [], missing: &missing, cycles: &cycles, truncated: &truncated)
+            if !cycles.isEmpty {
+                error("placeholder.cycle", key, "expands $(\(cycles[0])) inside itself, which Xcode cannot resolve",
+                      fix: "give \(cycles[0]) a value that does not name $(\(cycles[0])), directly or through other placeholders")
+            }
+            if truncated {
+                error("placeholder.size", key, "expands to more than \(Self.maximumExpansion) bytes", fix: "check the --define values: they expand each other too many times")
             }
             if !missing.isEmpty {
                 warning("placeholder.undefined", key, "holds the build-setting placeholder \(missing.map { "$(\($0))" }.joined(separator: ", ")), which Xcode expands at build time",
                         fix: "pass --define \(missing[0])=VALUE to check the expanded value")
-                return .string(result.replacingOccurrences(of: "\u{0}", with: ""))
             }
             return .string(result)
         }
@@ -62,6 +61,21 @@ public struct InfoPlistChecker: Sendable {
             for (k, v) in r { inner[k] = expanded("BAInitialDownloadRestrictions.\(k)", v) }
             values["BAInitialDownloadRestrictions"] = .dictionary(inner)
         }
+
+        // Near-misses of the keys iOS reads (a wrong case or a typo is a key iOS never sees).
+        for key in plist.keys.sorted() where !Self.knownKeys.contains(key) {
+            if let suggestion = Suggestion.closest(to: key, in: Self.knownKeys) {
+                warning("key.unknown", key, "is not a key iOS reads, so it is ignored", fix: "did you mean \(suggestion)?")
+            }
+        }
+        if let r = values["BAInitialDownloadRestrictions"]?.dictionary {
+            for key in r.keys.sorted() where !Self.restrictionKeys.contains(key) {
+                let suggestion = Suggestion.closest(to: key, in: Self.restrictionKeys)
+                warning("restrictions.unknownKey", "BAInitialDownloadRestrictions.\(key)", "is not a key of BAInitialDownloadRestrictions, so it is ignored",
+                        fix: suggestion.map { "did you mean \($0)?" } ?? "the keys are \(Self.restrictionKeys.joined(separator: ", "))")
+            }
+        }
+        checkPermittedIdentifiers(plist, error, warning)
 
         let baKeys = values.keys.sorted()
         guard !baKeys.isEmpty else {
@@ -143,6 +157,72 @@ public struct InfoPlistChecker: Sendable {
                     fix: "list the manifest's and the packs' hosts")
         }
         return out
+    }
+
+    /// The top-level keys iOS reads for Background Assets and background tasks.
+    static let knownKeys = ["BAAppGroupID", "BAHasManagedAssetPacks", "BAUsesAppleHosting", "BAManifestURL", "BAInitialDownloadRestrictions",
+                            "BAMaxInstallSize", "BAEssentialMaxInstallSize", "BGTaskSchedulerPermittedIdentifiers", "UIBackgroundModes"]
+    /// The keys of `BAInitialDownloadRestrictions`.
+    static let restrictionKeys = ["BADownloadAllowance", "BAEssentialDownloadAllowance", "BADownloadDomainAllowList"]
+
+    /// `BGTaskSchedulerPermittedIdentifiers`: an array of distinct, non-empty identifiers without
+    /// spaces (reverse-DNS by convention); tasks also need the matching `UIBackgroundModes`.
+    private func checkPermittedIdentifiers(_ plist: [String: PlistValue], _ error: (String, String, String, String?) -> Void,
+                                           _ warning: (String, String, String, String?) -> Void) {
+        let key = "BGTaskSchedulerPermittedIdentifiers"
+        guard let value = plist[key] else { return }
+        guard let entries = value.array else {
+            error("taskIdentifiers.type", key, "must be an array of task identifiers, not \(value.typeName)", "write <array><string>com.example.app.refresh</string></array>")
+            return
+        }
+        var seen = Set<String>()
+        for (i, entry) in entries.enumerated() {
+            let path = "\(key)[\(i)]"
+            guard let id = entry.string else { error("taskIdentifiers.type", path, "must be a string, not \(entry.typeName)", nil); continue }
+            if id.isEmpty || id.contains(where: { $0.isWhitespace }) {
+                error("taskIdentifiers.identifier", path, "\"\(id)\" is not a task identifier (empty, or with spaces)", "use a reverse-DNS name such as com.example.app.refresh")
+            } else if !seen.insert(id).inserted {
+                warning("taskIdentifiers.duplicate", path, "\"\(id)\" is listed twice", "list each identifier once")
+            } else if !id.contains(".") {
+                warning("taskIdentifiers.reverseDNS", path, "\"\(id)\" is not a reverse-DNS name", "Apple recommends names such as com.example.app.\(id)")
+            }
+        }
+        let modes = plist["UIBackgroundModes"]?.array?.compactMap(\.string) ?? []
+        if !entries.isEmpty && !modes.contains("fetch") && !modes.contains("processing") {
+            warning("taskIdentifiers.backgroundModes", key, "lists task identifiers, but UIBackgroundModes has neither fetch nor processing",
+                    "add fetch (for app refresh tasks) and/or processing (for processing tasks) to UIBackgroundModes")
+        }
+    }
+
+    /// The most text one placeholder expansion may produce (a bound on values that expand each other).
+    static let maximumExpansion = 64 << 10
+
+    /// Expands `$(NAME)` placeholders in one pass: replaced text is never scanned again, a
+    /// definition that names another placeholder is expanded recursively with the names being
+    /// expanded in `active` (a cycle is left as written and reported), and the output is bounded.
+    func expand(_ text: String, active: [String], missing: inout [String], cycles: inout [String], truncated: inout Bool) -> String {
+        var out = ""
+        var rest = Substring(text)
+        while let open = rest.range(of: "$("), let close = rest[open.upperBound...].firstIndex(of: ")") {
+            out += rest[..<open.lowerBound]
+            let name = String(rest[open.upperBound..<close])
+            rest = rest[rest.index(after: close)...]
+            if active.contains(name) {
+                if !cycles.contains(name) { cycles.append(name) }
+                out += "$(\(name))"
+            } else if let definition = defines[name] {
+                out += expand(definition, active: active + [name], missing: &missing, cycles: &cycles, truncated: &truncated)
+            } else {
+                // Checked as its name, which keeps a required value non-empty (a warning says it is undefined).
+                if !missing.contains(name) { missing.append(name) }
+                out += name
+            }
+            if truncated || out.utf8.count > Self.maximumExpansion {
+                truncated = true
+                return String(decoding: out.utf8.prefix(Self.maximumExpansion), as: UTF8.self)
+            }
+        }
+        return out + rest
     }
 
     private func checkSize(_ path: String, _ value: PlistValue?, required: Bool,
