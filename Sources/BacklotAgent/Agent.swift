@@ -50,6 +50,9 @@ public final class Agent: Sendable {
     let lock: AgentLock
     /// Outcomes being handed to the extension.
     let handoffs: DispatchGroup
+    /// What the loop sleeps on between rounds: poked by `notify`, an app that schedules a download
+    /// or submits a task, and ``stop()``.
+    let wake: WakeChannel
 
     struct State {
         var progresses: [String: ProgressRef] = [:]
@@ -84,6 +87,7 @@ public final class Agent: Sendable {
         }
         self.lock = lock
         self.containerPath = path
+        wake = try WakeChannel(path: path + "/" + WakeChannel.agentFileName)
         self.configuration = configuration
         self.log = log
         self.clock = clock
@@ -189,15 +193,25 @@ public final class Agent: Sendable {
 
     // MARK: The loop
 
-    /// Runs rounds (queued events, the periodic check, due tasks) every `pollInterval` until ``stop()``.
+    /// The longest the agent sleeps when nothing is due (it wakes at once when poked).
+    static let maximumSleep: TimeInterval = 60
+
+    /// Runs rounds (queued events, the periodic check, due tasks) until ``stop()``, sleeping in
+    /// between until the next thing is due (``nextWakeDelay()``) or until it is poked: no polling
+    /// loop while idle.
     public func run() async {
         log("agent: watching \(containerPath) (\(configuration.app), \(configuration.channel.rawValue))")
         while !isStopping {
             await round()
-            var waited = 0.0
-            while waited < configuration.pollInterval && !isStopping {
-                try? await Task.sleep(nanoseconds: 50_000_000)
-                waited += 0.05
+            if isStopping { break }
+            let delay = nextWakeDelay()
+            let wake = self.wake
+            // A blocking wait on a thread of its own, never on the cooperative pool.
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread.detachNewThread {
+                    wake.wait(seconds: delay)
+                    done.resume()
+                }
             }
         }
         launcher?.stopAll(scheduler: scheduler)
@@ -209,11 +223,36 @@ public final class Agent: Sendable {
     /// events stay queued for the next start.
     public func stop() {
         stopFlag.set()
+        wake.poke()
         let refs = state.withLock { Array($0.progresses.values) }
         for r in refs { r.progress.cancel() }
     }
 
     public var isStopping: Bool { stopFlag.isSet }
+
+    /// How long to sleep before the next round: until the next due time (a held event, the
+    /// periodic check, a task's earliest start), at most ``maximumSleep``; and only `pollInterval`
+    /// while something waits for conditions (a queued event or task that is due, a URL download
+    /// scheduled or paused), since a network or power change pokes no one.
+    func nextWakeDelay() -> TimeInterval {
+        let now = clock.now
+        var next = now.addingTimeInterval(Self.maximumSleep)
+        if let held = try? store.nextHeldEvent() { next = min(next, held) }
+        if let last = (try? store.value("lastPeriodic")).flatMap({ $0.flatMap(Double.init) }), last.isFinite {
+            let interval = PeriodicCheckPolicy(baseInterval: configuration.periodicCheckInterval).interval(launches: scheduler.appLaunches(inLast: 30), now: now)
+            next = min(next, Date(timeIntervalSince1970: last + interval))
+        }
+        var waitingForConditions = (try? store.queued(dueAt: now).isEmpty) == false || (try? downloads.fetchCurrentDownloads().isEmpty) == false
+        if launcher != nil {
+            for request in scheduler.pendingTaskRequests() {
+                let start = scheduler.earliestStart(of: request) ?? now
+                if start <= now { waitingForConditions = true } else { next = min(next, start) }
+            }
+        }
+        var delay = next.timeIntervalSince(now)
+        if waitingForConditions { delay = min(delay, configuration.pollInterval) }
+        return max(0, min(delay, Self.maximumSleep))
+    }
 
     /// One round: queued events, the periodic check when it is due, due tasks.
     public func round() async {

@@ -20,7 +20,11 @@ public struct AgentStore: Sendable {
         public let detail: String
     }
 
+    /// The container folder (the running agent's wake-up channel is in it).
+    public let containerPath: String
+
     public init(containerPath: String) throws {
+        self.containerPath = containerPath
         try FileManager.default.createDirectory(atPath: containerPath, withIntermediateDirectories: true)
         db = try Database(path: containerPath + "/agent.sqlite")
         try db.transaction { tx in
@@ -37,11 +41,20 @@ public struct AgentStore: Sendable {
     /// Queues an event; returns its number.
     @discardableResult
     public func enqueue(_ request: ContentRequest, bypassBudget: Bool) throws -> Int64 {
-        try db.transaction { tx in
+        let seq = try db.transaction { tx in
             _ = try tx.run("INSERT INTO agent_events(request, bypass, created) VALUES (?, ?, ?)",
                            [.text(request.name), .integer(bypassBudget ? 1 : 0), .real(Date().timeIntervalSince1970)])
             return tx.lastInsertRowID
         }
+        WakeChannel.poke(path: containerPath + "/" + WakeChannel.agentFileName)   // a running agent runs it now
+        return seq
+    }
+
+    /// When the first queued event held for later (the extension's budget) may run, if any.
+    func nextHeldEvent() throws -> Date? {
+        let row = try db.read { try $0.query("SELECT MIN(not_before) AS due FROM agent_events WHERE state = 'queued' AND not_before IS NOT NULL") }.first
+        guard case .real(let due)? = row?["due"], due.isFinite else { return nil }
+        return Date(timeIntervalSince1970: due)
     }
 
     public func queued() throws -> [Event] {

@@ -43,6 +43,22 @@ public enum FileSystem {
         public let kind: Kind
         public let size: UInt64
         public let mode: UInt32
+        /// The file's identity (device and inode) and how many names it has (hard links).
+        public var device: UInt64 = 0
+        public var inode: UInt64 = 0
+        public var linkCount: UInt64 = 0
+
+        init(_ st: stat) {
+            kind = Kind(mode: st.st_mode)
+            size = UInt64(st.st_size)
+            mode = UInt32(st.st_mode & 0o7777)
+            device = UInt64(st.st_dev)
+            inode = UInt64(st.st_ino)
+            linkCount = UInt64(st.st_nlink)
+        }
+
+        /// Whether both name the same file (device and inode).
+        public func isSameFile(as other: Status) -> Bool { device == other.device && inode == other.inode }
     }
 
     /// `lstat(path)`, or nil when the path does not exist.
@@ -52,7 +68,7 @@ public enum FileSystem {
             if errno == ENOENT || errno == ENOTDIR { return nil }
             throw SystemCall.error("lstat", path: path)
         }
-        return Status(kind: Kind(mode: st.st_mode), size: UInt64(st.st_size), mode: UInt32(st.st_mode & 0o7777))
+        return Status(st)
     }
 
     /// `stat(path)` (links followed), or nil when the path does not exist.
@@ -62,7 +78,27 @@ public enum FileSystem {
             if errno == ENOENT || errno == ENOTDIR || errno == ELOOP { return nil }
             throw SystemCall.error("stat", path: path)
         }
-        return Status(kind: Kind(mode: st.st_mode), size: UInt64(st.st_size), mode: UInt32(st.st_mode & 0o7777))
+        return Status(st)
+    }
+
+    /// `fstat` of an open file.
+    public static func status(of descriptor: FileDescriptor) throws -> Status {
+        var st = stat()
+        try SystemCall.retrying("fstat", path: descriptor.path) { fstat(descriptor.rawValue, &st) }
+        return Status(st)
+    }
+
+    /// Sets the mode of the regular file at `path`, never through a link (opened with
+    /// `O_NOFOLLOW`, changed with `fchmod`).
+    /// - Throws: ``BacklotError/Code/io`` when it cannot be opened or is not a regular file.
+    public static func setMode(_ path: String, _ mode: mode_t) throws {
+        let fd = try SystemCall.retrying("open", path: path) { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            throw BacklotError(.io, "is not a regular file", context: path, hint: "something replaced it while it was installed; try again")
+        }
+        try SystemCall.retrying("chmod", path: path) { fchmod(fd, mode) }
     }
 
     /// Whether anything (even a dangling link) exists at `path`.

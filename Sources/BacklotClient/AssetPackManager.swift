@@ -109,7 +109,10 @@ public actor AssetPackManager {
         let catalog = try await Self.offload { try self.catalogClient.fetch() }
         var out: [String: (AssetPack, Catalog.Release)] = [:]
         for entry in catalog.packs {
-            let release = entry.release(forDevice: deviceID)
+            // A candidate not built for this platform is no candidate here: the device stays on the
+            // live release (it never loses a pack to a staged rollout).
+            var release = entry.release(forDevice: deviceID)
+            if !release.platforms.contains(configuration.platform) { release = entry.release }
             guard release.platforms.contains(configuration.platform) else { continue }
             out[entry.id.rawValue] = (Self.pack(entry.id.rawValue, release), release)
         }

@@ -34,26 +34,29 @@ struct CatalogClient: Sendable {
                                hint: response.status == 404 ? "nothing is released on this channel yet, or the URL is wrong" : nil)
         }
         let lastSeen = try container.meta("catalogVersion").flatMap { CheckedInteger.parse($0, as: UInt64.self) }
-        let stored = try storedKeys()
-        let keys = stored?.keys ?? pinned
-        do {
-            return try remember(verify(response.body, keys: keys, lastSeen: lastSeen, now: now), envelope: response.body, keys: keys)
-        } catch let e as BacklotError where e.code == .untrusted && e.message.contains("no valid signature") {
-            // Perhaps the repository rotated its key. The chain starts at the list this container
-            // accepted last, or where the pinned key entered it (an app may pin the key of any
-            // rotation: the one current when it was built), and is followed to the newest list.
-            let fetchList: (Int) throws -> [UInt8]? = { n in
-                let url = URL(string: "../../../keys/root-\(n).json", relativeTo: catalogURL)!.absoluteURL
-                let r = try http.send("GET", url.absoluteString, bodyLimit: Self.maximumKeyListBytes)
-                return r.status == 200 ? r.body : nil
-            }
-            guard let start = try stored ?? KeyList.anchor(pinned: pinned, fetch: fetchList) else { throw e }
-            let newest = try KeyList.follow(from: start, fetch: fetchList)
-            guard newest != stored else { throw e }
-            let catalog = try verify(response.body, keys: newest.keys, lastSeen: lastSeen, now: now)
-            try container.setMeta("keyList", Data(newest.payload).base64EncodedString())
-            return try remember(catalog, envelope: response.body, keys: newest.keys)
+        let keys = try currentKeys()
+        return try remember(verify(response.body, keys: keys, lastSeen: lastSeen, now: now), envelope: response.body, keys: keys)
+    }
+
+    /// The keys to trust now, after looking for a rotation, as a TUF client updates its root
+    /// first: from the key list this container accepted last, or else from where the pinned key
+    /// entered the chain (an app may pin the key of any rotation: the one current when it was
+    /// built), the chain is followed to the newest list (one request, a 404, when nothing
+    /// changed), which is kept. So a key rotated away stops being trusted at the next check.
+    /// Without any published list that names the pinned key, the pinned keys are trusted as they are.
+    func currentKeys() throws -> [Ed25519.PublicKey] {
+        let list: (String) throws -> [UInt8]? = { name in
+            let url = URL(string: "../../../keys/\(name)", relativeTo: catalogURL)!.absoluteURL
+            let r = try http.send("GET", url.absoluteString, bodyLimit: Self.maximumKeyListBytes)
+            return r.status == 200 ? r.body : nil
         }
+        let stored = try storedKeys()
+        guard let start = try stored ?? KeyList.anchor(pinned: pinned, current: { try list("root.json") }, fetch: { try list("root-\($0).json") }) else {
+            return pinned
+        }
+        let newest = try KeyList.follow(from: start, fetch: { try list("root-\($0).json") })
+        if newest != stored { try container.setMeta("keyList", Data(newest.payload).base64EncodedString()) }
+        return newest.keys
     }
 
     /// ``Catalog/verify(_:trusting:app:channel:now:newerThan:source:)``, with an older catalog than
@@ -94,10 +97,12 @@ struct CatalogClient: Sendable {
                          hint: "the catalog is signed but names an archive outside its repository: the publisher must fix it")
         }
         let lowered = release.archiveURL.lowercased()
-        guard !["%2e", "%2f", "%5c", "\\"].contains(where: { lowered.contains($0) }) else { throw refuse("hides a path separator or dot in an escape") }
+        guard !["%2e", "%2f", "%5c", "%25", "\\", ";"].contains(where: { lowered.contains($0) }) else {
+            throw refuse("hides a path separator, a dot, a parameter or an escape in an escape")
+        }
         guard let url = URL(string: release.archiveURL, relativeTo: catalogURL)?.absoluteURL else { throw refuse("is not a URL") }
         guard url.scheme == catalogURL.scheme, url.host == catalogURL.host, url.port == catalogURL.port, url.user == nil, url.password == nil,
-              url.fragment == nil else {
+              url.fragment == nil, url.query == nil else {
             throw refuse("leaves the catalog's server")
         }
         let base = (baseURL.path.hasSuffix("/") ? baseURL.path : baseURL.path + "/") + "v1/packs/"

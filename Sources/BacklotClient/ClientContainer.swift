@@ -106,7 +106,9 @@ public struct ClientContainer: Sendable {
                 continue
             }
             let folder = container.releaseFolder(installed.id, digest: installed.digest)
-            for file in index.files where (try? SHA256.hash(fileAt: folder + "/" + file.path)) != file.digest {
+            // A file replaced by a link (or anything but a regular file) is damaged, whatever it points at.
+            for file in index.files where (try? FileSystem.linkStatus(folder + "/" + file.path))??.kind != .regular
+                || (try? SHA256.hash(fileAt: folder + "/" + file.path)) != file.digest {
                 damaged.append("\(installed.id): \(file.path)")
             }
         }

@@ -187,6 +187,7 @@ public final class DownloadManager: Sendable {
         } catch let e as BacklotError where e.code == .conflict {
             throw BackgroundDownloadError.duplicateIdentifier(download.identifier)
         }
+        WakeChannel.poke(path: container.path + "/" + WakeChannel.agentFileName)   // a running agent takes it at once
         runOrDeferToAgent()
     }
 

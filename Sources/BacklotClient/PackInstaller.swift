@@ -67,11 +67,19 @@ struct PackInstaller: Sendable {
         guard index.metadata.assetPackID.rawValue == id else {
             throw BacklotError(.untrusted, "the archive is the pack \(index.metadata.assetPackID), not \(id)", context: url)
         }
+        guard index.installSize == release.installSize else {
+            throw BacklotError(.untrusted, "the catalog says \(id) installs \(release.installSize) bytes, but its index holds \(index.installSize)", context: url,
+                               hint: "the catalog and the archive disagree: the publisher must fix the release")
+        }
 
         // 2. What the installed release offers.
         let folder = container.releaseFolder(id, digest: digest)
         let partial = folder + ".partial"
         try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+        // What an earlier attempt left is kept only where it cannot mislead this one: chunks found
+        // there are re-hashed before use, but links, special files and hard links (a file shared
+        // with a release, which writing would damage) are removed, and linked files are linked again.
+        try Self.sanitize(partial)
         // Paths are byte strings (BytePath): an NFC and an NFD name are two files, never one.
         var oldFiles: [BytePath.Key: PackIndex.File] = [:]
         var localChunks: [SHA256Digest: (path: String, offset: UInt64, size: Int)] = [:]
@@ -97,8 +105,9 @@ struct PackInstaller: Sendable {
             }
             if let old = oldFiles[BytePath.Key(file.path)], old.digest == file.digest, let previous {
                 let source = container.releaseFolder(id, digest: previous.digest) + "/" + file.path
-                // An unchanged file is linked only if it is still intact (installed files may have been altered).
-                if (try? SHA256.hash(fileAt: source)) == file.digest, FileSystem.exists(target) || link(source, target) == 0 {
+                // An unchanged file is linked only if it is still intact (installed files may have
+                // been altered, or replaced by a link), and what is linked is that very file.
+                if Self.linkVerified(source, to: target, digest: file.digest) {
                     linked.insert(BytePath.Key(file.path))
                     continue
                 }
@@ -208,7 +217,7 @@ struct PackInstaller: Sendable {
         //    was written (OpenFiles): flush the files, make them read-only, switch.
         try files.syncAll()
         for file in index.files {
-            chmod(partial + "/" + file.path, file.mode == 0o755 ? 0o555 : 0o444)
+            try FileSystem.setMode(partial + "/" + file.path, file.mode == 0o755 ? 0o555 : 0o444)
         }
         FileSystem.syncDirectory(partial)
         if FileSystem.exists(folder) { Self.removeRelease(folder) }
@@ -217,6 +226,11 @@ struct PackInstaller: Sendable {
         try container.markInstalled(id: id, version: release.version, digest: digest, downloadSize: try CheckedInteger.convert(release.archiveSize, to: Int.self, "the archive size", context: url),
                                     metadata: index.metadata.json.serialized(), indexBytes: headBytes + indexBytes)
         if let previous, previous.digest != digest { Self.removeRelease(container.releaseFolder(id, digest: previous.digest)) }
+        // Attempts at other releases that never finished are of no further use.
+        for name in (try? FileSystem.entryNames(container.packFolder(id))) ?? [] {
+            let entry = String(decoding: name, as: UTF8.self)
+            if entry.hasSuffix(".partial") { Self.removeRelease(container.packFolder(id) + "/" + entry) }
+        }
         return Outcome(downloadedBytes: downloaded + fetched.value, reusedChunks: reused, downloadedChunks: missing.count, linkedFiles: linked.count)
     }
 
@@ -275,6 +289,44 @@ struct PackInstaller: Sendable {
                 usleep(useconds_t(Double(100_000 << attempt) * Double.random(in: 0.5...1.5)))
             }
         }
+    }
+
+    /// Removes from an earlier attempt's folder everything but folders and regular files with a
+    /// single name (no links, no special files, no hard links shared with another release).
+    static func sanitize(_ folder: String) throws {
+        for name in try FileSystem.entryNames(folder) {
+            let path = folder + "/" + String(decoding: name, as: UTF8.self)
+            guard let st = try FileSystem.linkStatus(path) else { continue }
+            switch st.kind {
+            case .directory:
+                chmodIfNeeded(path, st)
+                try sanitize(path)
+            case .regular where st.linkCount == 1:
+                continue
+            default:
+                if unlink(path) != 0 && errno != ENOENT { throw SystemCall.error("remove", path: path) }
+            }
+        }
+    }
+
+    private static func chmodIfNeeded(_ path: String, _ st: FileSystem.Status) {
+        if st.mode & 0o700 != 0o700 { chmod(path, 0o755) }
+    }
+
+    /// Hard-links `source` (a regular file, never through a link) to `target` when its SHA-256 is
+    /// `digest`, replacing whatever `target` was; true when `target` is then that same file.
+    static func linkVerified(_ source: String, to target: String, digest: SHA256Digest) -> Bool {
+        let fd = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return false }
+        let descriptor = FileDescriptor(rawValue: fd, path: source)
+        defer { descriptor.close() }
+        guard let st = try? FileSystem.status(of: descriptor), st.kind == .regular, (try? SHA256.hash(descriptor: descriptor)) == digest else { return false }
+        if let existing = try? FileSystem.linkStatus(target) {
+            if existing.kind == .regular, existing.isSameFile(as: st) { return true }
+            guard unlink(target) == 0 else { return false }
+        }
+        guard link(source, target) == 0, let made = try? FileSystem.linkStatus(target) else { return false }
+        return made.kind == .regular && made.isSameFile(as: st)
     }
 
     static func read(_ path: String, _ offset: UInt64, _ count: Int) throws -> [UInt8] {

@@ -79,22 +79,34 @@ public struct KeyList: Sendable, Hashable {
     /// later rotation (version N): the chain is trusted from the list the pinned key signed about
     /// itself, and followed from there (``follow(from:fetch:)``). A list that does not list a
     /// pinned key, or that the pinned key did not sign, is passed over, never trusted.
-    /// - Returns: the list, or nil when no published list names a pinned key.
-    public static func anchor(pinned: [Ed25519.PublicKey], fetch: (Int) throws -> [UInt8]?) throws -> KeyList? {
-        let pinnedIDs = Set(pinned.map(\.keyID))
+    ///
+    /// The current list (`root.json`, from `current`) is tried first, which finds a key pinned
+    /// since the last rotation in one request; otherwise versions 1, 2, … are read, at most
+    /// `limit` of them and for at most `budget` (measured on a monotonic clock), so a hostile
+    /// mirror that serves endless unsigned lists costs a bounded number of requests.
+    /// - Returns: the list, or nil when no list read names a pinned key.
+    public static func anchor(pinned: [Ed25519.PublicKey], current: () throws -> [UInt8]? = { nil }, fetch: (Int) throws -> [UInt8]?,
+                              limit: Int = 1000, budget: Duration = .seconds(120)) throws -> KeyList? {
+        if let bytes = try current(), let list = selfSigned(bytes, pinned: pinned, version: nil) { return list }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: budget)
         var version = 1
-        while version <= maximumVersion, let bytes = try fetch(version) {
-            let source = "root-\(version).json"
-            if let payload = try? SignedEnvelope.open(bytes, expecting: payloadType, trusting: pinned, source: source),
-               let list = try? decode(payload, source: source), list.version == version {
-                let listed = list.keys.filter { pinnedIDs.contains($0.keyID) }
-                // Signed by a pinned key that the list itself names.
-                if !listed.isEmpty, (try? SignedEnvelope.open(bytes, expecting: payloadType, trusting: listed, source: source)) != nil {
-                    return list
-                }
-            }
+        while version <= min(limit, maximumVersion), clock.now < deadline, let bytes = try fetch(version) {
+            if let list = selfSigned(bytes, pinned: pinned, version: version) { return list }
             version += 1
         }
         return nil
+    }
+
+    /// The list in `bytes` when it names one of `pinned` and carries a valid signature by that key
+    /// (and has the `version` expected, when one is).
+    static func selfSigned(_ bytes: [UInt8], pinned: [Ed25519.PublicKey], version: Int?) -> KeyList? {
+        let source = version.map { "root-\($0).json" } ?? "root.json"
+        let pinnedIDs = Set(pinned.map(\.keyID))
+        guard let payload = try? SignedEnvelope.open(bytes, expecting: payloadType, trusting: pinned, source: source),
+              let list = try? decode(payload, source: source), version == nil || list.version == version else { return nil }
+        let listed = list.keys.filter { pinnedIDs.contains($0.keyID) }
+        guard !listed.isEmpty, (try? SignedEnvelope.open(bytes, expecting: payloadType, trusting: listed, source: source)) != nil else { return nil }
+        return list
     }
 }

@@ -53,7 +53,9 @@ public struct SignedEnvelope: Sendable, Hashable {
         guard bytes.count <= maximumSize else {
             throw BacklotError(.untrusted, "the signed document is \(bytes.count) bytes; at most \(maximumSize) are read", context: source)
         }
-        let root = try JSONReader(source: source, allowsComments: false, allowsTrailingCommas: false, maximumDepth: 8).read(bytes).root
+        // Deep enough that a malformed signature entry nested inside is skipped, not fatal; the
+        // envelope must still be JSON (no duplicate names), or nothing in it can be trusted.
+        let root = try JSONReader(source: source, allowsComments: false, allowsTrailingCommas: false, maximumDepth: 64).read(bytes).root
         guard let type = root["payloadType"]?.stringValue, let payloadText = root["payload"]?.stringValue,
               let payload = Data(base64Encoded: payloadText), let list = root["signatures"]?.arrayElements else {
             throw BacklotError(.untrusted, "not a signed envelope (payloadType, payload and signatures are required)", context: source)

@@ -147,6 +147,11 @@ public final class TaskScheduler: Sendable {
                         identifier: taskRequest.identifier)
         }
         try store.submit(taskRequest, now: clock.now)
+        // The agent that launches the app for due tasks sleeps until its next due time: wake it.
+        if let database = configuration.databasePath {
+            let folder = String(decoding: database.utf8.reversed().drop { $0 != BytePath.separator }.reversed(), as: UTF8.self)
+            WakeChannel.poke(path: folder + WakeChannel.agentFileName)
+        }
     }
 
     /// Cancels the pending request with this identifier, if there is one.
