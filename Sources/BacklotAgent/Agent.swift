@@ -439,7 +439,7 @@ public final class Agent: Sendable {
         try? store.setValue("lastPeriodic", String(now.timeIntervalSince1970))
         if (try? store.queued().contains { $0.request == .periodic }) == true { return }
         _ = try? store.enqueue(.periodic, bypassBudget: false)
-        log("periodic: a check is due (every \(Int(interval)) s for this app's use)")
+        log("periodic: a check is due (every \(CheckedInteger.secondsText(interval)) s for this app's use)")
     }
 }
 

@@ -31,8 +31,8 @@ public enum AppClipHandoff {
     ///   pack with a damaged file in the clip's container is left behind, with the reason.
     public static func handoff(fromClipContainer clipPath: String, toAppContainer appPath: String, keepClipCopy: Bool = false,
                                now: Date = Date()) throws -> Report {
-        let clip = try ClientContainer(path: clipPath)
-        let app = try ClientContainer(path: appPath)
+        let clip = try ClientContainer(existingAt: clipPath)
+        let app = try ClientContainer(existingAt: appPath)
         guard clip.path != app.path else {
             throw BacklotError(.usage, "the clip's and the app's containers are the same folder", context: clip.path)
         }

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotClient
 import Dispatch
 import Foundation
 import Synchronization
@@ -48,7 +49,10 @@ public enum BacklotCLI {
     }
 
     /// Runs one command line (without the program name) and returns the exit status.
-    public static func main(_ arguments: [String], io: any CommandIO) -> Int32 {
+    public static func main(_ arguments: [String], io given: any CommandIO) -> Int32 {
+        // Every write goes through one tracker of stderr's open line, so that nothing (an error,
+        // a warning, a summary) is printed over a progress bar's line.
+        let io = LineTrackingIO(given)
         guard let first = arguments.first else {
             io.err(overview)
             return 2
@@ -87,15 +91,25 @@ public enum BacklotCLI {
                 io.out(command.spec.help)
                 return 0
             }
+            for name in command.existingContainerOptions {
+                if let directory = parsed.values[name] { try ClientContainer.requireExisting(directory) }
+            }
             try command.run(parsed, io: io)
             return 0
         } catch let error as BacklotError {
-            io.err("error: \(error.description)\n")
+            report(error.description, io: io)
             return error.exitStatus
         } catch {
-            io.err("error: \(error)\n")
+            report("\(error)", io: io)
             return 1
         }
+    }
+
+    /// The one place errors are printed: a progress bar still drawn (its command failed before
+    /// it finished) has its line ended first, so that the message starts on a line of its own.
+    static func report(_ message: String, io: LineTrackingIO) {
+        io.endOpenLine()
+        io.err("error: \(message)\n")
     }
 
     /// Removes registered temporary files when the process is interrupted, then exits 130 (SIGINT) or 143 (SIGTERM).

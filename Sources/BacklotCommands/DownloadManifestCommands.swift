@@ -61,7 +61,7 @@ struct DownloadManifestCreateCommand: Command {
         let platform = try platform(try required("platform", in: arguments))
         let output = try required("output", in: arguments)
         let versions = try (arguments.values["asset-pack-versions"] ?? "").split(separator: ",").map { v -> Int in
-            guard let n = Int(v.trimmingCharacters(in: .whitespaces)), n >= 0 else {
+            guard let n = CheckedInteger.parse(v.trimmingCharacters(in: .whitespaces), as: Int.self), n >= 0 else {
                 throw BacklotError(.usage, "--asset-pack-versions takes whole numbers separated by commas, not '\(v)'", context: "backlot download-manifest create")
             }
             return n
