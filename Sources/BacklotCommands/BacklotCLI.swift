@@ -85,8 +85,9 @@ public enum BacklotCLI {
             io.err("error: '\(first)' is not a backlot command\(guess.map { "; did you mean '\($0)'?" } ?? "")\n  hint: run `backlot --help` for the list\n")
             return 2
         }
+        var parsed = ParsedArguments()
         do {
-            let parsed = try command.spec.parse(Array(arguments.dropFirst(consumed)))
+            parsed = try command.spec.parse(Array(arguments.dropFirst(consumed)))
             if parsed.flag("help") {
                 io.out(command.spec.help)
                 return 0
@@ -97,12 +98,42 @@ public enum BacklotCLI {
             try command.run(parsed, io: io)
             return 0
         } catch let error as BacklotError {
+            let error = inputProblem(error, arguments: parsed, command: command.spec.name) ?? error
             report(error.description, io: io)
             return error.exitStatus
         } catch {
             report("\(error)", io: io)
             return 1
         }
+    }
+
+    /// A path named on the command line that does not exist, or that cannot be read, is the
+    /// caller's input being wrong (exit status 2), whichever command tried to open it; the same
+    /// failure on a path the command found by itself stays a failure (1).
+    static func inputProblem(_ error: BacklotError, arguments: ParsedArguments, command: String) -> BacklotError? {
+        guard error.code == .io, let failed = error.context else { return nil }
+        func absolute(_ p: String) -> String { URL(fileURLWithPath: p).standardizedFileURL.path }
+        func doesNotExist(_ p: String) -> Bool {
+            do { return try FileSystem.status(p) == nil } catch { return false }
+        }
+        let given = (arguments.positionals + arguments.values.keys.sorted().compactMap { arguments.values[$0] }).filter { !$0.isEmpty }
+        for path in given {
+            let parent = URL(fileURLWithPath: absolute(path)).deletingLastPathComponent().path
+            if failed == path || failed == absolute(path) {
+                if doesNotExist(path) {
+                    return BacklotError(.invalidInput, "there is no such file (it is named on the command line of backlot \(command))", context: path,
+                                        hint: "check the path\(path.hasPrefix("/") ? "" : " (relative to \(FileManager.default.currentDirectoryPath))")")
+                }
+                if access(path, R_OK) != 0 || error.message.contains("Is a directory") {
+                    return BacklotError(.invalidInput, "this input of backlot \(command) cannot be read (\(error.message))", context: path,
+                                        hint: "check that it is the file you meant and that its permissions let you read it")
+                }
+            } else if failed == parent || absolute(failed) == parent, doesNotExist(parent) {
+                return BacklotError(.invalidInput, "its folder \(parent) does not exist (it is named on the command line of backlot \(command))", context: path,
+                                    hint: "create \(parent) first, or check the path")
+            }
+        }
+        return nil
     }
 
     /// The one place errors are printed: a progress bar still drawn (its command failed before
