@@ -430,7 +430,9 @@ public final class Agent: Sendable {
         let now = clock.now
         let policy = PeriodicCheckPolicy(baseInterval: configuration.periodicCheckInterval)
         let interval = policy.interval(launches: scheduler.appLaunches(inLast: 30), now: now)
-        let last = (try? store.value("lastPeriodic")).flatMap { $0.flatMap(Double.init) }
+        // Stored text another process may have written: "nan", "inf" or a time in the future would
+        // hold the checks back forever, so they count as no check yet.
+        let last = (try? store.value("lastPeriodic")).flatMap { $0.flatMap(Double.init) }.flatMap { $0.isFinite && $0 <= now.timeIntervalSince1970 ? $0 : nil }
         guard let last else {
             try? store.setValue("lastPeriodic", String(now.timeIntervalSince1970))   // the first start sets the clock going
             return

@@ -1,7 +1,9 @@
+import BacklotAgent
 import BacklotBasics
 import BacklotCommands
 import BacklotCrypto
 import BacklotFormat
+import BacklotStore
 import BacklotTestSupport
 import Foundation
 import Testing
@@ -157,5 +159,25 @@ import Testing
         let ok = run(["verify", good], terminal: true)
         #expect(ok.status == 0)
         #expect(ok.err.hasSuffix("\u{1B}[K\n") && !ok.err.hasSuffix("\n\n"), "\(ok.err.debugDescription)")
+    }
+
+    /// The extension's runtime is a REAL another process writes: shown without an integer conversion.
+    @Test func agentStatusShowsAStoredRuntimeThatNoIntegerHolds() throws {
+        let dir = try TemporaryDirectory("cli-runtime")
+        defer { dir.remove() }
+        _ = try AgentStore(containerPath: dir.path)
+        let db = try Database(path: dir.at("agent.sqlite"))
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyy-MM-dd"
+        for seconds in [1e300, -1e300, Double.infinity, 9.3e18] {
+            try db.transaction { tx in
+                _ = try tx.run("INSERT OR REPLACE INTO extension_runtime(day, seconds) VALUES (?, ?)", [.text(f.string(from: Date())), .real(seconds)])
+            }
+            let r = run(["agent", "status", "--container", dir.path])
+            #expect(r.status == 0, "\(seconds): \(r.err)")
+            #expect(r.out.contains("extension runtime today: "), "\(seconds)")
+        }
     }
 }
