@@ -99,6 +99,7 @@ import Testing
             ["plist", "check", missing],
             ["download-manifest", "create", missing + ".aar", "--download-base-url", "https://cdn.example.com/", "--platform", "ios", "-o", dir.at("m.json")],
             ["clip", "size", missing],
+            ["clip", "match", "https://example.com/a", "--experiences", missing],
             ["agent", "--once", "--container", dir.at("c"), "--config", missing],
             ["notify", "--app-install", "--container", dir.at("c"), "--config", missing],
             ["simulate", "--periodic", "--container", dir.at("c"), "--config", missing],
