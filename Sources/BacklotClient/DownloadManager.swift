@@ -175,7 +175,7 @@ public final class DownloadManager: Sendable {
     /// - Throws: ``BackgroundDownloadError`` when the restrictions or the declaration refuse it.
     public func scheduleDownload(_ download: URLDownload) throws {
         try check(download)
-        if let holder = try container.meta("contentRequest").flatMap({ Int32($0) }), holder != getpid(), kill(holder, 0) == 0 || errno == EPERM {
+        if let holder = try container.meta("contentRequest").flatMap({ CheckedInteger.parse($0, as: Int32.self) }), holder > 0, holder != getpid(), kill(holder, 0) == 0 || errno == EPERM {
             throw BackgroundDownloadError.schedulingBlockedDuringContentRequest(download.identifier)
         }
         // The size may come from an extension's answer: checked, never `Int64(someUInt64)`.

@@ -181,4 +181,23 @@ import Testing
             #expect(r.out.contains("extension runtime today: "), "\(seconds)")
         }
     }
+
+    /// A download manifest's version is read from the file: the next one after Int.max is an error.
+    @Test func updatingAManifestAtTheLargestVersionExitsTwo() throws {
+        let dir = try TemporaryDirectory("cli-dm")
+        defer { dir.remove() }
+        try SamplePack.writeTree(in: dir)
+        let pack = try SamplePack.build(in: dir, manifestJSON: SamplePack.manifest(id: "Levels", platforms: #"["iOS","linux"]"#))
+        let out = dir.at("manifest.json")
+        #expect(run(["download-manifest", "create", pack, "--platform", "ios", "--download-base-url", "https://cdn.example.com/packs/",
+                     "--asset-pack-versions", String(Int.max), "-o", out]).status == 0)
+        let r = run(["download-manifest", "update", out, pack, "--download-base-url", "https://cdn.example.com/packs"])
+        #expect(r.status == 2, "\(r.err)")
+        #expect(r.err.contains("the next version of Levels after \(Int.max) overflows"), "\(r.err)")
+        // A version that does not fit an Int at all is refused when the manifest is read.
+        let text = String(decoding: try dir.read("manifest.json"), as: UTF8.self).replacingOccurrences(of: String(Int.max), with: "18446744073709551616")
+        _ = try dir.write("manifest.json", text)
+        let huge = run(["download-manifest", "update", out, pack, "--download-base-url", "https://cdn.example.com/packs"])
+        #expect(huge.status == 2 && huge.err.contains("version"), "\(huge.err)")
+    }
 }
