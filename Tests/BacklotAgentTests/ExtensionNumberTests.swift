@@ -1,6 +1,8 @@
+import BacklotAgent
 import BacklotBasics
 import BacklotExtension
 import BacklotJSON
+import BacklotTaskScheduler
 import Foundation
 import Testing
 
@@ -63,5 +65,32 @@ import Testing
             // 2^63 fits the UInt64 a remaining allowance is; nothing else here does.
             if value != "9223372036854775808" { #expect(throws: BacklotError.self, "remaining \(value)") { try call(info) } }
         }
+    }
+}
+
+/// Times the agent reads back from its store or from the task history: never converted to an
+/// integer unchecked, never able to hold the periodic check back forever.
+@Suite(.serialized) struct StoredAgentTimeTests {
+    @Test func launchDatesThatNoIntegerHoldsDoNotTrapThePolicy() {
+        let policy = PeriodicCheckPolicy(baseInterval: 3600)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let odd = [Double.infinity, -.infinity, .nan, 1e300, -1e300, 9.3e18 * 86_400].map { Date(timeIntervalSince1970: $0) }
+        #expect(policy.interval(launches: odd, now: now) == 28_800)
+        #expect(policy.interval(launches: odd + (0..<7).map { now.addingTimeInterval(-Double($0) * 86_400) }, now: now) == 3600)
+    }
+
+    @Test(arguments: ["nan", "inf", "-inf", "1e300", "not a time"])
+    func aStoredPeriodicClockThatMakesNoSenseStartsAgain(_ stored: String) async throws {
+        let f = try AgentFixture()
+        let clock = ManualClock()
+        let config = try AgentConfiguration(path: try f.writeConfig(["BacklotPeriodicCheckInterval": 100], withExtension: false), containerPath: f.container)
+        let agent = try Agent(containerPath: f.container, configuration: config, conditions: f.conditions, clock: clock)
+        func periodicEvents() throws -> Int { try agent.store.recent(100).filter { $0.request == .periodic }.count }
+        try agent.store.setValue("lastPeriodic", stored)
+        await agent.round()                 // counts as the first round: the clock starts now
+        #expect(try agent.store.value("lastPeriodic").flatMap(Double.init)?.isFinite == true)
+        clock.advance(by: 800)              // never launched: every 8 × 100 s
+        await agent.round()
+        #expect(try periodicEvents() == 1, "\(stored)")
     }
 }
