@@ -26,7 +26,8 @@ public enum AppClipHandoff {
 
     /// - Parameters:
     ///   - keepClipCopy: leave the clip's copy in place (by default it is removed once the app has it).
-    /// - Throws: ``BacklotError/Code/invalidInput`` when the app's container has never verified a
+    /// - Throws: ``BacklotError/Code/invalidInput`` when either path is not a container (it holds
+    ///   no `state.sqlite`: nothing is created), or when the app's container has never verified a
     ///   catalog; ``BacklotError/Code/untrusted`` when its stored catalog no longer verifies. A
     ///   pack with a damaged file in the clip's container is left behind, with the reason.
     public static func handoff(fromClipContainer clipPath: String, toAppContainer appPath: String, keepClipCopy: Bool = false,

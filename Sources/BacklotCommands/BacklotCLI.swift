@@ -124,7 +124,7 @@ public enum BacklotCLI {
                     return BacklotError(.invalidInput, "there is no such file (it is named on the command line of backlot \(command))", context: path,
                                         hint: "check the path\(path.hasPrefix("/") ? "" : " (relative to \(FileManager.default.currentDirectoryPath))")")
                 }
-                if access(path, R_OK) != 0 || error.message.contains("Is a directory") {
+                if access(path, R_OK) != 0 || (try? FileSystem.status(path))?.kind == .directory {   // unreadable, or a folder where a file goes
                     return BacklotError(.invalidInput, "this input of backlot \(command) cannot be read (\(error.message))", context: path,
                                         hint: "check that it is the file you meant and that its permissions let you read it")
                 }

@@ -48,8 +48,7 @@ final class LineTrackingIO: CommandIO {
     private let lineOpen = Mutex<Bool>(false)
 
     init(_ base: any CommandIO) {
-        // One tracker, however often commands nest main().
-        self.base = (base as? LineTrackingIO)?.base ?? base
+        self.base = base
     }
 
     var isTerminal: Bool { base.isTerminal }
