@@ -469,7 +469,9 @@ public final class Agent: Sendable {
         let now = clock.now
         let policy = PeriodicCheckPolicy(baseInterval: configuration.periodicCheckInterval)
         let interval = policy.interval(launches: scheduler.appLaunches(inLast: 30), now: now)
-        let last = (try? store.value("lastPeriodic")).flatMap { $0.flatMap(Double.init) }
+        // Stored text another process may have written: "nan", "inf" or a time in the future would
+        // hold the checks back forever, so they count as no check yet.
+        let last = (try? store.value("lastPeriodic")).flatMap { $0.flatMap(Double.init) }.flatMap { $0.isFinite && $0 <= now.timeIntervalSince1970 ? $0 : nil }
         guard let last else {
             try? store.setValue("lastPeriodic", String(now.timeIntervalSince1970))   // the first start sets the clock going
             return
@@ -478,7 +480,7 @@ public final class Agent: Sendable {
         try? store.setValue("lastPeriodic", String(now.timeIntervalSince1970))
         if (try? store.queued().contains { $0.request == .periodic }) == true { return }
         _ = try? store.enqueue(.periodic, bypassBudget: false)
-        log("periodic: a check is due (every \(Int(interval)) s for this app's use)")
+        log("periodic: a check is due (every \(CheckedInteger.secondsText(interval)) s for this app's use)")
     }
 }
 

@@ -159,7 +159,7 @@ public struct AgentConfiguration: Sendable {
     /// The client library's configuration for the container.
     func managerConfiguration(containerPath: String) -> AssetPackManager.Configuration {
         var c = AssetPackManager.Configuration(containerPath: containerPath, catalogURL: catalogURL, app: app, channel: channel,
-                                               trustedKeys: trustedKeys, platform: platform, caFile: caFile, bandwidthLimit: Int(min(bandwidthLimit, UInt64(Int.max))))
+                                               trustedKeys: trustedKeys, platform: platform, caFile: caFile, bandwidthLimit: Int(clamping: bandwidthLimit))
         c.isAppClip = scheduler.isAppClip
         c.maximumRangeBytes = maximumRangeBytes
         return c

@@ -46,7 +46,7 @@ struct ExtensionRunner: Sendable {
         if !bypassBudget {
             let left = remainingBudget(now: started)
             guard left >= 1 else {
-                throw BacklotError(.budgetExhausted, "the extension has used its \(Int(dailyBudget)) s of runtime for today", context: executable,
+                throw BacklotError(.budgetExhausted, "the extension has used its \(CheckedInteger.secondsText(dailyBudget)) s of runtime for today", context: executable,
                                    hint: "it runs again tomorrow; backlot simulate bypasses the budget")
             }
             limit = min(limit, left)
@@ -99,7 +99,7 @@ struct ExtensionRunner: Sendable {
             throw BacklotError(.cancelled, "the extension's \(call.name) call was ended: the agent is stopping", context: executable)
         }
         if killed {
-            throw BacklotError(.extensionFailed, "the extension's \(call.name) call ran past its limit of \(Int(limit)) s and was killed", context: executable,
+            throw BacklotError(.extensionFailed, "the extension's \(call.name) call ran past its limit of \(CheckedInteger.secondsText(limit)) s and was killed", context: executable,
                                hint: bypassBudget || limit >= timeLimit ? "return sooner; raise BacklotExtensionTimeLimit if the work needs it" : "today's runtime budget ran out")
         }
         guard p.terminationReason == .exit, p.terminationStatus == 0 else {

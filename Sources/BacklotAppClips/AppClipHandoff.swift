@@ -26,13 +26,14 @@ public enum AppClipHandoff {
 
     /// - Parameters:
     ///   - keepClipCopy: leave the clip's copy in place (by default it is removed once the app has it).
-    /// - Throws: ``BacklotError/Code/invalidInput`` when the app's container has never verified a
+    /// - Throws: ``BacklotError/Code/invalidInput`` when either path is not a container (it holds
+    ///   no `state.sqlite`: nothing is created), or when the app's container has never verified a
     ///   catalog; ``BacklotError/Code/untrusted`` when its stored catalog no longer verifies. A
     ///   pack with a damaged file in the clip's container is left behind, with the reason.
     public static func handoff(fromClipContainer clipPath: String, toAppContainer appPath: String, keepClipCopy: Bool = false,
                                now: Date = Date()) throws -> Report {
-        let clip = try ClientContainer(path: clipPath)
-        let app = try ClientContainer(path: appPath)
+        let clip = try ClientContainer(existingAt: clipPath)
+        let app = try ClientContainer(existingAt: appPath)
         guard clip.path != app.path else {
             throw BacklotError(.usage, "the clip's and the app's containers are the same folder", context: clip.path)
         }

@@ -247,7 +247,7 @@ extension AppClipSize {
         }
         let tailLength = min(fileSize, 65_557)
         let tailStart = fileSize - tailLength
-        let tail = try fd.read(count: Int(tailLength), at: tailStart)
+        let tail = try fd.read(count: try CheckedInteger.convert(tailLength, to: Int.self, "the ZIP tail's length", context: path), at: tailStart)
         var found: Int? = nil
         var i = tail.count - 22
         while i >= 0 {
@@ -305,7 +305,8 @@ extension AppClipSize {
             throw bad("\(entryCount) entries can't fit in a central directory of \(directorySize) bytes", at: endOffset)
         }
 
-        let directory = try fd.read(count: Int(directorySize), at: directoryOffset)
+        let directory = try fd.read(count: try CheckedInteger.convert(directorySize, to: Int.self, "the central directory's size", context: "\(path) at offset \(endOffset)"),
+                                    at: directoryOffset)
         var files: [File] = []
         var total: UInt64 = 0
         var p = 0
@@ -415,7 +416,7 @@ extension AppClipSize {
                 guard size <= fileSize - dataOffset else {
                     throw bad("the entry declares \(size) bytes, but the file ends \(fileSize - dataOffset) bytes after its header", at: offset)
                 }
-                let padded = (size + 511) / 512 * 512
+                let padded = try CheckedInteger.add(size, 511, "the entry's padded size", context: "\(path) at offset \(offset)") / 512 * 512
                 guard padded <= fileSize - dataOffset else {
                     throw bad("the entry's data ends inside its last 512-byte block: the archive is truncated", at: offset)
                 }
@@ -424,23 +425,26 @@ extension AppClipSize {
             switch type {
             case UInt8(ascii: "L"):
                 guard size <= 65_536 else { throw bad("a GNU long name of \(size) bytes is longer than any path", at: offset) }
-                let bytes = try fd.read(count: Int(size), at: dataOffset)
+                let bytes = try fd.read(count: try CheckedInteger.convert(size, to: Int.self, "a GNU long name's size", context: path), at: dataOffset)
                 longName = cString(bytes[...])
             case UInt8(ascii: "x"):
                 guard size <= 1 << 20 else { throw bad("a pax header of \(size) bytes is larger than 1 MiB", at: offset) }
-                let paxData = try fd.read(count: Int(size), at: dataOffset)
+                let paxData = try fd.read(count: try CheckedInteger.convert(size, to: Int.self, "a pax header's size", context: path), at: dataOffset)
                 guard let records = paxRecords(paxData) else {
                     throw bad("the pax header's records are not \"LENGTH key=value\\n\"", at: dataOffset)
                 }
                 if let p = records["path"] { paxPath = p }
                 if let l = records["linkpath"] { paxLink = l }
                 if let s = records["size"] {
-                    guard let value = UInt64(s) else { throw bad("the pax size \"\(s)\" is not a whole number", at: dataOffset) }
+                    // Decimal digits only, within UInt64: "-1", "1e3", "+5", "2^64" and "10^30" are refused, never trapped on.
+                    guard let value = CheckedInteger.parse(s, as: UInt64.self) else {
+                        throw bad("the pax size \"\(s.prefix(64))\" is not a whole number of bytes from 0 to \(UInt64.max)", at: dataOffset)
+                    }
                     paxSize = value
                 }
             case UInt8(ascii: "K"):
                 guard size <= 65_536 else { throw bad("a GNU long link name of \(size) bytes is longer than any path", at: offset) }
-                longLink = cString(try fd.read(count: Int(size), at: dataOffset)[...])
+                longLink = cString(try fd.read(count: try CheckedInteger.convert(size, to: Int.self, "a GNU long link's size", context: path), at: dataOffset)[...])
             case UInt8(ascii: "g"):
                 break   // pax global records: nothing that changes sizes
             default:
@@ -484,7 +488,8 @@ extension AppClipSize {
             unsigned += Int64(v)
             signed += Int64(Int8(bitPattern: v))
         }
-        return Int64(stored) == unsigned || Int64(stored) == signed
+        guard let stored = Int64(exactly: stored) else { return false }   // 8 octal digits always fit; a wider value matches nothing
+        return stored == unsigned || stored == signed
     }
 
     /// A size field: octal digits (NUL- or space-terminated), or GNU base-256 when the first byte has its high bit set.

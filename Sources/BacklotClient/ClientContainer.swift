@@ -25,6 +25,7 @@ public struct ClientContainer: Sendable {
         public let indexBytes: [UInt8]
     }
 
+    /// Opens the container at `path`, creating it (its folder and `state.sqlite`) when it does not exist yet.
     public init(path: String) throws {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         self.path = absolute
@@ -43,6 +44,24 @@ public struct ClientContainer: Sendable {
             if try tx.query("SELECT 1 FROM meta WHERE key = 'deviceID'").isEmpty {
                 try tx.run("INSERT INTO meta(key, value) VALUES ('deviceID', ?)", [.text(UUID().uuidString.lowercased())])
             }
+        }
+    }
+
+    /// Opens a container that exists already, for commands that read or change one (`status`,
+    /// `remove`, `verify --container`, `clip handoff`), instead of creating an empty one.
+    /// - Throws: ``BacklotError/Code/invalidInput`` when `path` holds no `state.sqlite`.
+    public init(existingAt path: String) throws {
+        try Self.requireExisting(path)
+        try self.init(path: path)
+    }
+
+    /// Checks that `path` is a container (it holds `state.sqlite`) without creating anything.
+    /// - Throws: ``BacklotError/Code/invalidInput`` saying so, with what to do.
+    public static func requireExisting(_ path: String) throws {
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        guard (try? FileSystem.status(absolute + "/state.sqlite"))??.kind == .regular else {
+            throw BacklotError(.invalidInput, "\(path) is not a Backlot container (no state.sqlite): run fetch first or check the path",
+                               hint: "a container is the folder given to `backlot fetch --container DIR` (or to an app's AssetPackManager)")
         }
     }
 
@@ -97,8 +116,9 @@ public struct ClientContainer: Sendable {
 
     /// Checks every installed file of the container at `path` against its SHA-256.
     /// - Returns: the damaged or missing files, as "PACK: path".
+    /// - Throws: ``BacklotError/Code/invalidInput`` when `path` is not a container.
     public static func verify(path: String) throws -> [String] {
-        let container = try ClientContainer(path: path)
+        let container = try ClientContainer(existingAt: path)
         var damaged: [String] = []
         for installed in try container.installed() {
             guard let (_, index) = PackInstaller.decodeStored(installed.indexBytes) else {

@@ -96,11 +96,14 @@ extension DownloadManager {
         default:
             return 0
         }
+        let fileSize = try d.fileSize.map { try CheckedInteger.convert($0, to: Int64.self, "the download's fileSize", in: 0...Int64.max, context: d.identifier) }
+        let priority = try CheckedInteger.convert(d.priority, to: Int64.self, "the download's priority", context: d.identifier)
+        let storedCode = try code.map { try CheckedInteger.convert($0, to: Int64.self, "the error code", context: d.identifier) }
         return try container.db.transaction { tx in
             _ = try tx.run("INSERT INTO url_events(identifier, url, file_size, essential, priority, kind, path, message, code, delivered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           [.text(d.identifier), .text(d.url.absoluteString), d.fileSize.map { .integer(Int64($0)) } ?? .null, .integer(d.isEssential ? 1 : 0),
-                            .integer(Int64(d.priority)), .text(kind), path.map { .text($0) } ?? .null, message.map { .text($0) } ?? .null,
-                            code.map { .integer(Int64($0)) } ?? .null, .integer(reservedForExtension ? 2 : 0)])
+                           [.text(d.identifier), .text(d.url.absoluteString), fileSize.map { .integer($0) } ?? .null, .integer(d.isEssential ? 1 : 0),
+                            .integer(priority), .text(kind), path.map { .text($0) } ?? .null, message.map { .text($0) } ?? .null,
+                            storedCode.map { .integer($0) } ?? .null, .integer(reservedForExtension ? 2 : 0)])
             return tx.lastInsertRowID
         }
     }
@@ -152,15 +155,15 @@ extension DownloadManager {
                 return r
             }) {
                 guard let id = row["identifier"]?.string, let url = row["url"]?.string.flatMap(URL.init(string:)) else { continue }
-                let d = URLDownload(identifier: id, url: url, fileSize: row["file_size"]?.int.map { UInt64($0) }, isEssential: row["essential"]?.int == 1,
-                                    priority: Int(row["priority"]?.int ?? 0))
+                // A row with a number out of range (written by another process) is skipped, never a trap.
+                guard let d = try? Self.storedDownload(row, identifier: id, url: url, table: "url_events", container: container) else { continue }
                 if row["kind"]?.string == "finished", let path = row["path"]?.string {
                     // The extension took it before a crash left its reservation open: it is not delivered twice.
                     guard FileSystem.exists(path) else { continue }
                     handler(.finished(d, URL(fileURLWithPath: path)))
                     unlink(path)   // not moved by the handler: deleted, as on Apple's platforms
                 } else {
-                    handler(.failed(d, DeliveredError(code: row["code"]?.int.map(Int.init), message: row["message"]?.string ?? "the download failed")))
+                    handler(.failed(d, DeliveredError(code: row["code"]?.int.flatMap { Int(exactly: $0) }, message: row["message"]?.string ?? "the download failed")))
                 }
             }
         }

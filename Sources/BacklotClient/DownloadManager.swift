@@ -175,14 +175,19 @@ public final class DownloadManager: Sendable {
     /// - Throws: ``BackgroundDownloadError`` when the restrictions or the declaration refuse it.
     public func scheduleDownload(_ download: URLDownload) throws {
         try check(download)
-        if let holder = try container.meta("contentRequest").flatMap({ Int32($0) }), holder != getpid(), kill(holder, 0) == 0 || errno == EPERM {
+        if let holder = try container.meta("contentRequest").flatMap({ CheckedInteger.parse($0, as: Int32.self) }), holder > 0, holder != getpid(), kill(holder, 0) == 0 || errno == EPERM {
             throw BackgroundDownloadError.schedulingBlockedDuringContentRequest(download.identifier)
         }
+        // The size may come from an extension's answer: checked, never `Int64(someUInt64)`.
+        let fileSize = try download.fileSize.map {
+            try CheckedInteger.convert($0, to: Int64.self, "the download's fileSize", in: 0...Int64.max, context: download.identifier)
+        }
+        let priority = try CheckedInteger.convert(download.priority, to: Int64.self, "the download's priority", context: download.identifier)
         do {
             try container.db.transaction { tx in
                 try tx.run("INSERT INTO url_downloads(identifier, url, file_size, essential, priority, created) VALUES (?, ?, ?, ?, ?, ?)",
-                           [.text(download.identifier), .text(download.url.absoluteString), download.fileSize.map { .integer(Int64($0)) } ?? .null,
-                            .integer(download.isEssential ? 1 : 0), .integer(Int64(download.priority)), .integer(Int64(Date().timeIntervalSince1970))])
+                           [.text(download.identifier), .text(download.url.absoluteString), fileSize.map { .integer($0) } ?? .null,
+                            .integer(download.isEssential ? 1 : 0), .integer(priority), .integer(Int64(Date().timeIntervalSince1970))])
             }
         } catch let e as BacklotError where e.code == .conflict {
             throw BackgroundDownloadError.duplicateIdentifier(download.identifier)
@@ -201,9 +206,18 @@ public final class DownloadManager: Sendable {
     public func fetchCurrentDownloads() throws -> [URLDownload] {
         try container.db.read { try $0.query("SELECT * FROM url_downloads ORDER BY priority DESC, created") }.compactMap { r in
             guard let id = r["identifier"]?.string, let url = r["url"]?.string.flatMap(URL.init(string:)) else { return nil }
-            return URLDownload(identifier: id, url: url, fileSize: r["file_size"]?.int.map { UInt64($0) }, isEssential: r["essential"]?.int == 1,
-                               priority: Int(r["priority"]?.int ?? 0))
+            return try Self.storedDownload(r, identifier: id, url: url, table: "url_downloads", container: container)
         }
+    }
+
+    /// A download read back from the container (which another process may have written): its
+    /// size and priority go through ``CheckedInteger``.
+    /// - Throws: ``BacklotError/Code/invalidInput`` naming the column when a stored number is out of range.
+    static func storedDownload(_ r: Database.Row, identifier id: String, url: URL, table: String, container: ClientContainer) throws -> URLDownload {
+        let context = "\(container.path)/state.sqlite, \(table) \(id)"
+        let size = try r["file_size"]?.int.map { try CheckedInteger.convert($0, to: UInt64.self, "the stored file_size", context: context) }
+        let priority = try CheckedInteger.convert(r["priority"]?.int ?? 0, to: Int.self, "the stored priority", context: context)
+        return URLDownload(identifier: id, url: url, fileSize: size, isEssential: r["essential"]?.int == 1, priority: priority)
     }
 
     /// Cancels a download and removes what arrived.
@@ -231,7 +245,7 @@ public final class DownloadManager: Sendable {
     /// the allowance before the first launch.
     public func countTowardsAllowance(bytes: UInt64, essential: Bool) throws {
         guard restrictions?.appliesBeforeFirstLaunch == true, !launched else { return }
-        try container.setMeta(essential ? "usedEssential" : "used", String(used(essential) + bytes))
+        try container.setMeta(essential ? "usedEssential" : "used", String(CheckedInteger.saturatingAdd(used(essential), bytes)))
     }
 
     func installed(_ essential: Bool) -> UInt64 { (try? container.meta(essential ? "installedEssential" : "installed")).flatMap { $0.flatMap(UInt64.init) } ?? 0 }
@@ -280,8 +294,10 @@ public final class DownloadManager: Sendable {
     /// After a failed connection: pauses the download (true) with a back-off of 2^n seconds (at
     /// most an hour), or gives up after ``maximumPauses`` in a row (false: it fails).
     func pauseAgain(_ id: String) -> Bool {
-        let attempts = ((try? container.db.read { try $0.query("SELECT attempts FROM url_retries WHERE identifier = ?", [.text(id)]) })?.first?["attempts"]?.int ?? 0) + 1
-        guard attempts <= Self.maximumPauses else { return false }
+        // The stored count is compared before it is incremented: a crafted Int64.max never overflows.
+        let stored = (try? container.db.read { try $0.query("SELECT attempts FROM url_retries WHERE identifier = ?", [.text(id)]) })?.first?["attempts"]?.int ?? 0
+        guard stored < Self.maximumPauses else { return false }
+        let attempts = max(0, stored) + 1
         let after = Date().timeIntervalSince1970 + min(3600, pow(2, Double(attempts)))
         _ = try? container.db.transaction { tx in
             try tx.run("INSERT INTO url_retries(identifier, attempts, retry_after) VALUES (?, ?, ?) ON CONFLICT(identifier) DO UPDATE SET attempts = excluded.attempts, retry_after = excluded.retry_after",
@@ -330,13 +346,14 @@ public final class DownloadManager: Sendable {
         handler(.began(d))
         do {
             let remaining = remainingAllowance(essential: d.isEssential)
-            let limit = [d.fileSize, remaining.map { already + $0 }].compactMap { $0 }.min()
+            let limit = [d.fileSize, remaining.map { CheckedInteger.saturatingAdd(already, $0) }].compactMap { $0 }.min()
             let id = d.identifier
             let result = try http.download(d.url.absoluteString, to: part, from: already, limit: limit,
                                            progress: { [handler] received, _ in handler(.progress(d, received: received, expected: d.fileSize ?? 0)) },
                                            isCancelled: { [self] in self.cancelled.withLock { $0.contains(id) } })
             answered = true
-            if remaining != nil { try countTowardsAllowance(bytes: result.size - already, essential: d.isEssential) }
+            // A server that ignored the Range sent the whole file again (the part restarted at 0).
+            if remaining != nil { try countTowardsAllowance(bytes: result.size >= already ? result.size - already : result.size, essential: d.isEssential) }
             guard result.status == 200 || result.status == 206 else {
                 throw BacklotError(.io, "\(d.url) answered \(result.status)", context: d.identifier)
             }
@@ -348,7 +365,7 @@ public final class DownloadManager: Sendable {
             try SystemCall.retrying("rename", path: delivered) { rename(part, delivered) }
             try container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
             clearPauses(d.identifier)
-            try container.setMeta(d.isEssential ? "installedEssential" : "installed", String(installed(d.isEssential) + result.size))
+            try container.setMeta(d.isEssential ? "installedEssential" : "installed", String(CheckedInteger.saturatingAdd(installed(d.isEssential), result.size)))
             try withExclusiveControl {
                 handler(.finished(d, URL(fileURLWithPath: delivered)))
                 unlink(delivered)   // not moved by the handler: deleted, as on Apple's platforms
@@ -363,10 +380,10 @@ public final class DownloadManager: Sendable {
             if let e = error as? BacklotError, e.code == .quotaExceeded {
                 unlink(part)
                 if let size = d.fileSize {
-                    reported = BackgroundDownloadError.sizeMismatch(expected: size, received: size + 1)
+                    reported = BackgroundDownloadError.sizeMismatch(expected: size, received: CheckedInteger.saturatingAdd(size, 1))
                 } else {
                     let left = remainingAllowance(essential: d.isEssential) ?? 0
-                    reported = BackgroundDownloadError.allowanceExceeded(needed: left + 1, remaining: left)
+                    reported = BackgroundDownloadError.allowanceExceeded(needed: CheckedInteger.saturatingAdd(left, 1), remaining: left)
                 }
             } else if let e = error as? BacklotError, e.code == .cancelled {
                 unlink(part)

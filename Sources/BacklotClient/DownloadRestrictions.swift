@@ -39,7 +39,7 @@ public struct DownloadRestrictions: Sendable, Hashable {
         }
         func size(_ v: PlistValue?) -> UInt64? {
             switch v {
-            case .integer(let n)?: n >= 0 ? UInt64(n) : nil
+            case .integer(let n)?: UInt64(exactly: n)   // negative: nil (the checker reported it)
             case .unsignedInteger(let n)?: n
             default: nil
             }

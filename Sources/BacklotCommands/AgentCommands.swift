@@ -177,7 +177,7 @@ struct AgentStatusCommand: Command {
             return
         }
         io.out("agent: \(running ? "running" : "not running")\(try store.value("configPath").map { " (configuration \($0))" } ?? "")\n")
-        io.out("extension runtime today: \(Int(runtime)) s\n")
+        io.out("extension runtime today: \(CheckedInteger.secondsText(runtime)) s\n")
         io.out("events (newest first):\(events.isEmpty ? " none" : "")\n")
         for e in events { io.out("  #\(e.seq) \(e.request.name)\t\(e.state)\(e.detail.isEmpty ? "" : "\t" + e.detail)\n") }
         io.out("pending task requests:\(pending.isEmpty ? " none" : "")\n")

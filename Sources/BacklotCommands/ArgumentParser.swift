@@ -142,10 +142,12 @@ public struct ParsedArguments: Sendable {
 
     public func flag(_ name: String) -> Bool { flags.contains(name) }
 
-    /// An integer option within `range`, or `defaultValue` when absent.
+    /// An integer option within `range`, or `defaultValue` when absent; read with
+    /// ``CheckedInteger/parse(_:as:)`` (decimal digits only: no `+`, no spaces, no `1e3`, nothing past `Int`).
+    /// - Throws: ``BacklotError/Code/usage`` (exit status 2) naming the option and the range.
     public func integer(_ name: String, in range: ClosedRange<Int>, default defaultValue: Int, command: String) throws -> Int {
         guard let text = values[name] else { return defaultValue }
-        guard let n = Int(text), range.contains(n) else {
+        guard let n = CheckedInteger.parse(text, as: Int.self), range.contains(n) else {
             throw BacklotError(.usage, "--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'",
                                context: "backlot \(command)")
         }

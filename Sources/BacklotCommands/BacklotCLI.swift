@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotClient
 import Dispatch
 import Foundation
 import Synchronization
@@ -48,7 +49,10 @@ public enum BacklotCLI {
     }
 
     /// Runs one command line (without the program name) and returns the exit status.
-    public static func main(_ arguments: [String], io: any CommandIO) -> Int32 {
+    public static func main(_ arguments: [String], io given: any CommandIO) -> Int32 {
+        // Every write goes through one tracker of stderr's open line, so that nothing (an error,
+        // a warning, a summary) is printed over a progress bar's line.
+        let io = LineTrackingIO(given)
         guard let first = arguments.first else {
             io.err(overview)
             return 2
@@ -81,21 +85,62 @@ public enum BacklotCLI {
             io.err("error: '\(first)' is not a backlot command\(guess.map { "; did you mean '\($0)'?" } ?? "")\n  hint: run `backlot --help` for the list\n")
             return 2
         }
+        var parsed = ParsedArguments()
         do {
-            let parsed = try command.spec.parse(Array(arguments.dropFirst(consumed)))
+            parsed = try command.spec.parse(Array(arguments.dropFirst(consumed)))
             if parsed.flag("help") {
                 io.out(command.spec.help)
                 return 0
             }
+            for name in command.existingContainerOptions {
+                if let directory = parsed.values[name] { try ClientContainer.requireExisting(directory) }
+            }
             try command.run(parsed, io: io)
             return 0
         } catch let error as BacklotError {
-            io.err("error: \(error.description)\n")
+            let error = inputProblem(error, arguments: parsed, command: command.spec.name) ?? error
+            report(error.description, io: io)
             return error.exitStatus
         } catch {
-            io.err("error: \(error)\n")
+            report("\(error)", io: io)
             return 1
         }
+    }
+
+    /// A path named on the command line that does not exist, or that cannot be read, is the
+    /// caller's input being wrong (exit status 2), whichever command tried to open it; the same
+    /// failure on a path the command found by itself stays a failure (1).
+    static func inputProblem(_ error: BacklotError, arguments: ParsedArguments, command: String) -> BacklotError? {
+        guard error.code == .io, let failed = error.context else { return nil }
+        func absolute(_ p: String) -> String { URL(fileURLWithPath: p).standardizedFileURL.path }
+        func doesNotExist(_ p: String) -> Bool {
+            do { return try FileSystem.status(p) == nil } catch { return false }
+        }
+        let given = (arguments.positionals + arguments.values.keys.sorted().compactMap { arguments.values[$0] }).filter { !$0.isEmpty }
+        for path in given {
+            let parent = URL(fileURLWithPath: absolute(path)).deletingLastPathComponent().path
+            if failed == path || failed == absolute(path) {
+                if doesNotExist(path) {
+                    return BacklotError(.invalidInput, "there is no such file (it is named on the command line of backlot \(command))", context: path,
+                                        hint: "check the path\(path.hasPrefix("/") ? "" : " (relative to \(FileManager.default.currentDirectoryPath))")")
+                }
+                if access(path, R_OK) != 0 || (try? FileSystem.status(path))?.kind == .directory {   // unreadable, or a folder where a file goes
+                    return BacklotError(.invalidInput, "this input of backlot \(command) cannot be read (\(error.message))", context: path,
+                                        hint: "check that it is the file you meant and that its permissions let you read it")
+                }
+            } else if failed == parent || absolute(failed) == parent, doesNotExist(parent) {
+                return BacklotError(.invalidInput, "its folder \(parent) does not exist (it is named on the command line of backlot \(command))", context: path,
+                                    hint: "create \(parent) first, or check the path")
+            }
+        }
+        return nil
+    }
+
+    /// The one place errors are printed: a progress bar still drawn (its command failed before
+    /// it finished) has its line ended first, so that the message starts on a line of its own.
+    static func report(_ message: String, io: LineTrackingIO) {
+        io.endOpenLine()
+        io.err("error: \(message)\n")
     }
 
     /// Removes registered temporary files when the process is interrupted, then exits 130 (SIGINT) or 143 (SIGTERM).

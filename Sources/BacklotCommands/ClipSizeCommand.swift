@@ -78,7 +78,7 @@ struct ClipSizeCommand: Command {
         if report.isOver {
             text += "  overflow   \(AppClipSizeRule.megabytes(report.overflowBytes)) (\(report.overflowBytes) bytes) over the limit\n"
         } else {
-            let headroom = UInt64(report.headroomBytes)
+            let headroom = report.limitBytes - report.totalBytes   // within the limit: no underflow, no conversion
             text += "  headroom   \(AppClipSizeRule.megabytes(headroom)) (\(headroom) bytes)\n"
         }
         if !report.largestFiles.isEmpty {

@@ -61,7 +61,7 @@ struct DownloadManifestCreateCommand: Command {
         let platform = try platform(try required("platform", in: arguments))
         let output = try required("output", in: arguments)
         let versions = try (arguments.values["asset-pack-versions"] ?? "").split(separator: ",").map { v -> Int in
-            guard let n = Int(v.trimmingCharacters(in: .whitespaces)), n >= 0 else {
+            guard let n = CheckedInteger.parse(v.trimmingCharacters(in: .whitespaces), as: Int.self), n >= 0 else {
                 throw BacklotError(.usage, "--asset-pack-versions takes whole numbers separated by commas, not '\(v)'", context: "backlot download-manifest create")
             }
             return n
@@ -108,9 +108,13 @@ struct DownloadManifestUpdateCommand: Command {
         for pack in arguments.positionals.dropFirst() {
             let input = try ManifestInput.read(pack)
             let previous = manifest.assetPacks.first { $0.id == input.id }?.version
-            manifest.set(AppleDownloadManifest.Entry(id: input.id, baseURL: base, version: previous.map { $0 + 1 } ?? 0,
+            // The version read from the file may be Int.max: the next one is an error naming it, not a trap.
+            let next = try previous.map {
+                try CheckedInteger.add($0, 1, "the next version of \(input.id) after \($0)", context: path)
+            } ?? 0
+            manifest.set(AppleDownloadManifest.Entry(id: input.id, baseURL: base, version: next,
                                                      downloadSize: input.size, downloadPolicy: input.policy, userInfo: input.userInfo))
-            io.out("\(input.id): version \(previous.map { "\($0) -> \($0 + 1)" } ?? "0 (new)")\n")
+            io.out("\(input.id): version \(previous.map { "\($0) -> \(next)" } ?? "0 (new)")\n")
         }
         let file = try AtomicFile(path: path, overwrite: true)
         try file.descriptor.write(Array(manifest.encoded.utf8))

@@ -47,7 +47,11 @@ final class ProgressReporter: Sendable {
             defer { s.finished = true }
             return !s.finished && s.lastDraw > 0
         }
-        if io.isTerminal && wasDrawing { io.err("\n") }
+        if let tracked = io as? LineTrackingIO {
+            tracked.endOpenLine()   // ended once, even when a warning or an error ended it already
+        } else if io.isTerminal && wasDrawing {
+            io.err("\n")
+        }
     }
 }
 

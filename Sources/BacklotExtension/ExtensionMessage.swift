@@ -56,20 +56,39 @@ public enum ExtensionCall: Sendable, Hashable {
                 throw bad("has no valid request or manifestPath")
             }
             let info = node["extensionInfo"]
-            self = .downloads(r, manifestPath: path, AppExtensionInfo(restrictedDownloadSizeRemaining: info?["restrictedDownloadSizeRemaining"].flatMap(Self.uint),
-                                                                      restrictedEssentialDownloadSizeRemaining: info?["restrictedEssentialDownloadSizeRemaining"].flatMap(Self.uint)))
+            self = .downloads(r, manifestPath: path, AppExtensionInfo(
+                restrictedDownloadSizeRemaining: try Self.number(info?["restrictedDownloadSizeRemaining"], as: UInt64.self,
+                                                                 "extensionInfo.restrictedDownloadSizeRemaining", source: source),
+                restrictedEssentialDownloadSizeRemaining: try Self.number(info?["restrictedEssentialDownloadSizeRemaining"], as: UInt64.self,
+                                                                          "extensionInfo.restrictedEssentialDownloadSizeRemaining", source: source)))
         case "finished":
             guard let d = node["download"], let path = node["filePath"]?.stringValue else { throw bad("has no download or filePath") }
             self = .finished(try Self.download(d, source: source), filePath: path)
         case "failed":
             guard let d = node["download"] else { throw bad("has no download") }
-            self = .failed(try Self.download(d, source: source), message: node["message"]?.stringValue ?? "", code: node["code"].flatMap(Self.uint).map { Int($0) })
+            self = .failed(try Self.download(d, source: source), message: node["message"]?.stringValue ?? "", code: try Self.number(node["code"], as: Int.self, "code", source: source))
         default:
             throw bad("names no known call (shouldDownload, downloads, finished, failed)")
         }
     }
 
-    static func uint(_ n: JSONNode) -> UInt64? { if case .number(let t) = n.kind { UInt64(t) } else { nil } }
+    /// A whole number of a call or an answer, through ``CheckedInteger`` (never a trap): nil when
+    /// the key is absent or null.
+    /// - Throws: ``BacklotError/Code/invalidInput`` naming the key when it holds anything but a
+    ///   decimal whole number in `range` (a string, `-1` for a size, `1.5`, `1e3`, `2^64`, `1e400`).
+    static func number<T: FixedWidthInteger>(_ n: JSONNode?, as type: T.Type, _ key: String, in range: ClosedRange<T>? = nil,
+                                             source: String) throws -> T? {
+        guard let n, n.kind != .null else { return nil }
+        let bounds = range ?? T.min...T.max
+        guard case .number(let text) = n.kind else {
+            throw BacklotError(.invalidInput, "the key \(key) is \(n.typeName), not a whole number in \(bounds.lowerBound)…\(bounds.upperBound)",
+                               context: n.position.line > 0 ? "\(source):\(n.position)" : source)
+        }
+        return try CheckedInteger.parse(text, as: T.self, "the key \(key)", in: bounds, context: n.position.line > 0 ? "\(source):\(n.position)" : source)
+    }
+
+    /// The sizes a download may declare: what SQLite and `off_t` hold.
+    static let fileSizeRange: ClosedRange<UInt64> = 0...UInt64(Int64.max)
 
     public static func packJSON(_ p: AssetPack) -> JSONNode {
         .object(["id": .string(p.id), "downloadSize": .number(p.downloadSize), "version": .number(p.version), "digest": .string(p.digest),
@@ -77,12 +96,14 @@ public enum ExtensionCall: Sendable, Hashable {
     }
 
     static func pack(_ n: JSONNode, source: String) throws -> AssetPack {
-        guard let id = n["id"]?.stringValue, let size = n["downloadSize"].flatMap(uint), let version = n["version"].flatMap(uint),
+        let size = try number(n["downloadSize"], as: Int.self, "packs[].downloadSize", in: 0...Int.max, source: source)
+        let version = try number(n["version"], as: Int.self, "packs[].version", in: 0...Int.max, source: source)
+        guard let id = n["id"]?.stringValue, let size, let version,
               let digest = n["digest"]?.stringValue, let policy = n["downloadPolicy"].flatMap(DownloadPolicy.init(json:)) else {
             throw BacklotError(.invalidInput, "a pack in the extension call is incomplete", context: source)
         }
         let userInfo = n["userInfo"].flatMap { $0.kind == .null ? nil : $0 }
-        return AssetPack(id: id, downloadSize: Int(size), version: Int(version), userInfo: userInfo, language: n["language"]?.stringValue,
+        return AssetPack(id: id, downloadSize: size, version: version, userInfo: userInfo, language: n["language"]?.stringValue,
                          downloadPolicy: policy, digest: digest)
     }
 
@@ -97,9 +118,9 @@ public enum ExtensionCall: Sendable, Hashable {
         }
         var essential = false
         if case .bool(let b)? = n["essential"]?.kind { essential = b }
-        var priority = 0
-        if case .number(let t)? = n["priority"]?.kind { priority = Int(t) ?? 0 }
-        return URLDownload(identifier: id, url: url, fileSize: n["fileSize"].flatMap(uint), isEssential: essential, priority: priority)
+        let priority = try number(n["priority"], as: Int.self, "downloads[\"\(id)\"].priority", source: source) ?? 0
+        let fileSize = try number(n["fileSize"], as: UInt64.self, "downloads[\"\(id)\"].fileSize", in: fileSizeRange, source: source)
+        return URLDownload(identifier: id, url: url, fileSize: fileSize, isEssential: essential, priority: priority)
     }
 }
 

@@ -50,6 +50,12 @@ public struct PackHeader: Sendable, Hashable {
     ///   format version; ``BacklotError/Code/corruptArchive`` for a damaged header.
     public static func decode(_ bytes: [UInt8], fileSize: UInt64?, source: String) throws -> PackHeader {
         guard bytes.count >= size else {
+            // What is there starts like a pack: a truncated one. Anything else (an empty file, a
+            // 6-byte text) is not a pack at all: invalid input, like a long file with another magic.
+            guard !bytes.isEmpty, magic.starts(with: bytes.prefix(magic.count)) else {
+                throw BacklotError(.invalidInput, "not a Backlot pack: the file is \(bytes.count) bytes, shorter than a pack header (\(size) bytes), and does not start with BKLTPACK", context: source,
+                                   hint: "give a .pack file made by `backlot package`")
+            }
             throw BacklotError(.corruptArchive, "the file is \(bytes.count) bytes, shorter than a pack header (\(size) bytes)",
                                context: source, hint: "the pack is truncated: package or download it again")
         }

@@ -66,6 +66,13 @@ public enum ConfigurationKey {
         BacklotError(.invalidInput, "the key \(key) \(message)", context: source, hint: "fix \(key) in \(source)")
     }
 
+    /// The most seconds a duration key may hold: one year. Larger values (`1e30`, `2^64`, an
+    /// overflowed `1e400`) are refused, so that every later use (a log line, a deadline, a
+    /// back-off that doubles) stays in range.
+    public static let maximumSeconds: TimeInterval = 366 * 86_400
+
+    /// A duration: a positive number of seconds, at most ``maximumSeconds`` (an integer or a real).
+    /// - Throws: ``BacklotError/Code/invalidInput`` naming the key and the value.
     public static func seconds(_ key: String, in settings: [String: PlistValue], source: String) throws -> TimeInterval? {
         guard let v = settings[key] else { return nil }
         let n: Double? = switch v {
@@ -74,16 +81,34 @@ public enum ConfigurationKey {
         case .real(let r): r
         default: nil
         }
-        guard let n, n > 0, n.isFinite else { throw error(key, source: source, "must be a positive number of seconds, not \(v.typeName == "a string" ? "the string \"\(v.string ?? "")\"" : v.typeName)") }
+        let limit = CheckedInteger.secondsText(maximumSeconds)
+        guard let n else {
+            throw error(key, source: source, "must be a positive number of seconds (at most \(limit)), not \(v.typeName == "a string" ? "the string \"\(v.string ?? "")\"" : v.typeName)")
+        }
+        guard n.isFinite, n > 0, n <= maximumSeconds else {
+            let shown: String = switch v {
+            case .integer(let i): "\(i)"
+            case .unsignedInteger(let u): "\(u)"
+            default: n.isFinite ? "\(n)" : "a number too large to hold"
+            }
+            throw error(key, source: source, "must be a positive number of seconds, at most \(limit) (a year), not \(shown)")
+        }
         return n
     }
 
+    /// A size: a whole number of bytes in `0…Int64.max` (what SQLite and `off_t` hold).
+    /// - Throws: ``BacklotError/Code/invalidInput`` naming the key and the value: negative,
+    ///   fractional, too large (`2^64`, `1e30`, an overflowed `1e400`) or not a number.
     public static func bytes(_ key: String, in settings: [String: PlistValue], source: String) throws -> UInt64? {
         guard let v = settings[key] else { return nil }
+        let range: ClosedRange<UInt64> = 0...UInt64(Int64.max)
         switch v {
-        case .integer(let i) where i >= 0: return UInt64(i)
-        case .unsignedInteger(let u): return u
-        default: throw error(key, source: source, "must be a non-negative integer number of bytes, not \(v.typeName)")
+        case .integer(let i): return try CheckedInteger.convert(i, to: UInt64.self, "the key \(key)", in: range, context: source)
+        case .unsignedInteger(let u): return try CheckedInteger.convert(u, to: UInt64.self, "the key \(key)", in: range, context: source)
+        case .real(let r):
+            throw error(key, source: source, "must be a whole number of bytes from 0 to \(Int64.max), not \(r.isFinite ? "the real number \(r)" : "a number too large to hold")")
+        default:
+            throw error(key, source: source, "must be a whole number of bytes from 0 to \(Int64.max), not \(v.typeName)")
         }
     }
 

@@ -98,7 +98,7 @@ import Testing
         #expect(r.err.contains("chunk") && r.err.contains("offset"))
         let notPack = run(["verify", dir.at("src/readme.txt")])
         #expect(notPack.status == 2 && notPack.err.contains("not a Backlot pack"))
-        #expect(run(["verify", dir.at("missing.pack")]).status == 1)
+        #expect(run(["verify", dir.at("missing.pack")]).status == 2)   // a missing input is invalid input
     }
 
     @Test func anInvalidManifestExitsTwoNamingLineColumnAndPath() throws {

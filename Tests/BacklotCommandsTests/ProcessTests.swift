@@ -34,8 +34,9 @@ import Glibc
         #expect(help.terminationStatus == 0)
         let usage = try launch(["package"]); usage.waitUntilExit()
         #expect(usage.terminationStatus == 2)
+        // A missing input is invalid input (2), like a usage error; a failure of the operation is 1.
         let missing = try launch(["verify", "/nonexistent/x.pack"]); missing.waitUntilExit()
-        #expect(missing.terminationStatus == 1)
+        #expect(missing.terminationStatus == 2)
     }
 
     /// SIGINT during packaging removes the temporary file: nothing half-written is left.
