@@ -178,6 +178,13 @@ private enum Callbacks {
             // body that may never come; otherwise answer on a later call, which keeps the connection alive.
             let hasBody = (request.header("Content-Length").map { $0 != "0" } ?? false) || request.header("Transfer-Encoding") != nil
             if hasBody, case .respond(let response) = state.route { return queue(response, on: connection, state: state) }
+            // A body declared larger than the route buffers is refused before any of it is read (and
+            // before "100 Continue"), so the client sees the 413 instead of a closed connection.
+            if case .buffer(let limit, _) = state.route, let declared = request.header("Content-Length").flatMap({ CheckedInteger.parse($0, as: UInt64.self) }),
+               declared > UInt64(limit) {
+                state.failure = Self.tooLarge(limit: limit)
+                return queue(state.failure!, on: connection, state: state)
+            }
             return MHD_Result.YES
         }
         let state = Unmanaged<RequestState>.fromOpaque(conCls.pointee!).takeUnretainedValue()
@@ -194,8 +201,8 @@ private enum Callbacks {
                     state.failure = .error(500, code: "internal", "\(error)")
                 }
             case .buffer(let limit, _):
-                if state.buffer.count + chunk.count > limit {
-                    state.failure = .error(413, code: "tooLarge", "the request body is larger than \(limit) bytes")
+                if chunk.count > limit - state.buffer.count {
+                    state.failure = Self.tooLarge(limit: limit)
                 } else {
                     state.buffer.append(contentsOf: chunk)
                 }
@@ -218,6 +225,8 @@ private enum Callbacks {
         return queue(response, on: connection, state: state)
     }
 
+    static let noContent: MHD_ContentReaderCallback = { _, _, _, _ in -2 }   // MHD_CONTENT_READER_END_WITH_ERROR
+
     static let completed: MHD_RequestCompletedCallback = { cls, _, conCls, termination in
         guard let cls, let conCls, let raw = conCls.pointee else { return }
         let server = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
@@ -229,6 +238,13 @@ private enum Callbacks {
         server.inFlight.wrappingAdd(-1, ordering: .relaxed)
         let status = termination == MHD_RequestTerminationCode.REQUEST_TERMINATED_COMPLETED_OK ? state.status : (state.answered ? state.status : 499)
         server.observer?(state.request, state.routeLabel, status, state.bytes, Date().timeIntervalSince(state.started))
+    }
+
+    /// The 413 for a body over a buffering route's limit.
+    static func tooLarge(limit: Int) -> HTTPResponse {
+        var r = HTTPResponse.error(413, code: "tooLarge", "the request body is larger than \(limit) bytes, the most this route accepts", route: "api")
+        r.headers.append(("Connection", "close"))
+        return r
     }
 
     static func queue(_ response: HTTPResponse, on connection: OpaquePointer, state: RequestState) -> MHD_Result {
@@ -251,6 +267,10 @@ private enum Callbacks {
         case .descriptor(let fd, let offset, let length):
             mhd = MHD_create_response_from_fd_at_offset64(length, fd, offset)   // takes the descriptor
             if mhd == nil { close(fd) }
+        case .representation(let length):
+            // libmicrohttpd sends no body with a 304 and writes Content-Length from the response's
+            // size: the representation's. Should it ever ask for content, the reader ends with an error.
+            mhd = MHD_create_response_from_callback(length, 4096, Callbacks.noContent, nil, nil)
         }
         guard let mhd else { return MHD_Result.NO }
         defer { MHD_destroy_response(mhd) }

@@ -28,6 +28,8 @@ public final class Database: Sendable {
 
         public var int: Int64? { if case .integer(let v) = self { v } else { nil } }
         public var string: String? { if case .text(let v) = self { v } else { nil } }
+        /// The integer converted to `T` when it fits (nil otherwise: never a trap).
+        public func integer<T: FixedWidthInteger>(as type: T.Type) -> T? { int.flatMap { T(exactly: $0) } }
     }
 
     /// One result row, by column name.
