@@ -154,6 +154,10 @@ final class RequestState: @unchecked Sendable {
     var status = 0
     var routeLabel = "other"
     var bytes: UInt64 = 0
+    /// Body bytes read and dropped after the request was refused.
+    var discarded = 0
+    /// How much of a refused body is read and dropped so that the client still gets the answer.
+    static let discardLimit = 8 << 20
 
     init(request: HTTPRequest, route: HTTPRoute) {
         self.request = request
@@ -191,7 +195,13 @@ private enum Callbacks {
         if uploadSize.pointee > 0 {
             let chunk = UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee)
             uploadSize.pointee = 0
-            guard state.failure == nil else { return MHD_Result.YES }
+            guard state.failure == nil else {
+                // libmicrohttpd queues an answer only before the body or after all of it: the rest of a
+                // refused body is discarded (up to a bound, beyond which the connection is closed) and the
+                // error goes out when it ends.
+                state.discarded += chunk.count
+                return state.discarded <= RequestState.discardLimit ? MHD_Result.YES : MHD_Result.NO
+            }
             switch state.route {
             case .respond: break
             case .receive(let receiver):
@@ -207,8 +217,6 @@ private enum Callbacks {
                     state.buffer.append(contentsOf: chunk)
                 }
             }
-            // Refuse the rest at once rather than reading a body we will not use.
-            if let failure = state.failure { return queue(failure, on: connection, state: state) }
             return MHD_Result.YES
         }
         if state.answered { return MHD_Result.YES }
