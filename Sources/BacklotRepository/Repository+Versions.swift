@@ -217,7 +217,7 @@ extension Repository {
         var previous: Character = " "
         for c in text {
             if inPath {
-                if c == " " || c == "\"" || c == "'" || c == "," || c == ")" || c == "\n" { inPath = false; out.append(c) }
+                if c == " " || c == "\"" || c == "'" || c == "," || c == ")" || c == ":" || c == "\n" { inPath = false; out.append(c) }
             } else if c == "/" && (previous == " " || previous == "(" || previous == "\"" || previous == "'" || previous == "\n") {
                 inPath = true
                 out += "[path]"
@@ -313,7 +313,13 @@ extension Repository {
             }
             let id = try tx.query("SELECT id FROM versions WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
                                   [.text(app), .text(pack), .integer(Int64(number))]).first?["id"]?.int
-            guard try tx.run("UPDATE versions SET deleted = 1 WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
+            // A version being processed is FAILED at once; its processing is stopped below.
+            guard try tx.run("""
+                UPDATE versions SET deleted = 1,
+                    reason = CASE WHEN state = 'PROCESSING' THEN 'deleted while it was being processed' ELSE reason END,
+                    state = CASE WHEN state = 'PROCESSING' THEN 'FAILED' ELSE state END
+                WHERE app = ? AND pack = ? AND number = ? AND deleted = 0
+                """,
                              [.text(app), .text(pack), .integer(Int64(number))]) == 1 else {
                 throw BacklotError(.notFound, "no version \(number) of \(app)/\(pack)", context: "\(app)/\(pack)/\(number)")
             }
