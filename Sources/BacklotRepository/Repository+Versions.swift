@@ -259,12 +259,14 @@ extension Repository {
         let sha = try SHA256.hash(fileAt: path)
         try storeBlob(versionID: versionID, from: path, sha: sha)
         let metadata = checked.index.metadata.json.serialized()
+        let installSize = try CheckedInteger.convert(checked.installSize, to: Int64.self, "the install size", context: UploadedPackCheck.source)
+        let indexOffset = try CheckedInteger.convert(checked.header.indexOffset, to: Int64.self, "the index offset", context: UploadedPackCheck.source)
         try db.transaction { tx in
             try tx.run("""
                 UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, index_offset = ?, index_length = ?, index_sha256 = ?,
                 install_size = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING'
-                """, [.text(sha.hex), .integer(Int64(checked.header.indexOffset)), .integer(Int64(checked.header.indexLength)),
-                      .text(checked.header.indexDigest.hex), .integer(Int64(checked.installSize)), .text(metadata), .integer(versionID)])
+                """, [.text(sha.hex), .integer(indexOffset), .integer(Int64(checked.header.indexLength)),
+                      .text(checked.header.indexDigest.hex), .integer(installSize), .text(metadata), .integer(versionID)])
         }
     }
 

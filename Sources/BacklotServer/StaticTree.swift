@@ -193,7 +193,8 @@ public struct StaticTree: Sendable {
     /// other files by inode, size and time.
     static func etag(relative: String, stat st: stat) -> String {
         if let sha = contentAddress(relative) { return "\"\(sha)\"" }
-        let nanos = UInt64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ UInt64(st.st_mtim.tv_nsec)
+        // Bit patterns, not conversions: a file dated before 1970 has a negative time.
+        let nanos = UInt64(bitPattern: Int64(st.st_mtim.tv_sec)) &* 1_000_000_000 &+ UInt64(bitPattern: Int64(st.st_mtim.tv_nsec))
         return "\"\(String(UInt64(st.st_ino), radix: 16))-\(String(UInt64(st.st_size), radix: 16))-\(String(nanos, radix: 16))\""
     }
 

@@ -146,6 +146,17 @@ import Glibc
         }
     }
 
+    /// A file's time comes from outside too: one dated before 1970 is served, not a trap.
+    @Test func aFileDatedBefore1970IsServed() throws {
+        let f = try Fixture()
+        let path = f.repository.directory.publicTreePath + "/v1/keys/root-1.json"
+        var times = [timespec(tv_sec: -86_400 * 365, tv_nsec: 5), timespec(tv_sec: -86_400 * 365, tv_nsec: 5)]
+        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        let r = try f.get("v1/keys/root-1.json")
+        #expect(r.status == 200 && r.headers["last-modified"] == "Wed, 01 Jan 1969 00:00:00 GMT", "\(r.headers)")
+        #expect(try f.get("v1/keys/root-1.json", ["If-Modified-Since": "Wed, 01 Jan 1969 00:00:00 GMT"]).status == 304)
+    }
+
     @Test func httpDatesInTheThreeForms() {
         #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777)
