@@ -211,6 +211,25 @@ import Glibc
         #expect(after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec)
     }
 
+    /// Numbers in the configuration go through the checked conversion: a usage error (exit 2), before anything is touched.
+    @Test func anInstallSizeLimitThatDoesNotFitIsAUsageError() throws {
+        let dir = try TemporaryDirectory("config")
+        defer { dir.remove() }
+        for value in ["18446744073709551616", "-1", "0", "1.5", "1e9", "64GiB", "9223372036854775808"] {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: ProcessTests.binary)
+            p.arguments = ["serve", "--data", dir.at("data"), "--port", "0", "--tls", "off", "--max-install-size", value]
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            p.waitUntilExit()
+            let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(p.terminationStatus == 2 && text.contains("--max-install-size") && text.contains("1…9223372036854775807"), "\(value): \(text)")
+        }
+        #expect(!FileSystem.exists(dir.at("data")))
+    }
+
     @Test func staleTemporariesAreRemovedAndNeverServed() throws {
         let dir = try TemporaryDirectory("stale")
         defer { dir.remove() }
