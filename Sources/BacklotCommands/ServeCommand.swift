@@ -14,7 +14,8 @@ struct ServeCommand: Command {
         DIR/root.pub for clients to pin, and DIR/public, the tree any static host can serve too.
         --tls auto (the default) creates a local CA and a server certificate that Apple devices also
         accept, reuses them on later starts, and prints how to trust the CA. SIGINT or SIGTERM stops
-        the server gracefully.
+        the server gracefully. One server per data folder: it holds DIR/.lock while it runs, and it
+        binds its port before it touches DIR.
         """,
         options: [
             .init("data", value: "DIR", help: "The repository's data folder (required)."),
@@ -23,6 +24,7 @@ struct ServeCommand: Command {
             .init("tls", value: "MODE", help: "auto (default), off, or CERT.pem,KEY.pem."),
             .init("hostname", value: "NAME", help: "Extra names or addresses for the auto certificate (comma-separated)."),
             .init("public-url", value: "URL", help: "Where clients reach the tree, for Apple download manifests (default: this server's URL)."),
+            .init("max-install-size", value: "BYTES", help: "Refuse packs whose files add up to more (default 68719476736, 64 GiB)."),
             .init("quiet", help: "No access log."),
         ])
 
@@ -30,8 +32,19 @@ struct ServeCommand: Command {
         let data = try required("data", in: arguments)
         let port = try arguments.integer("port", in: 0...65535, default: 8443, command: spec.name)
         let host = arguments.values["host"] ?? "127.0.0.1"
-        let directory = try RepositoryDirectory(path: data)
+        let maximumInstallSize = try arguments.values["max-install-size"].map {
+            try CheckedInteger.parse($0, as: UInt64.self, "--max-install-size", in: 1...UInt64(Int64.max), context: "backlot serve", code: .usage)
+        } ?? Repository.defaultMaximumInstallSize
         let mode = arguments.values["tls"] ?? "auto"
+        guard mode == "off" || mode == "auto" || mode.split(separator: ",").count == 2 else {
+            throw BacklotError(.usage, "--tls takes auto, off, or CERT.pem,KEY.pem (got '\(mode)')", context: "backlot serve")
+        }
+        // The port first: a server that cannot listen stops before it touches the data folder.
+        let listener = try ListeningSocket(host: host, port: UInt16(port))
+        // Then the folder's lock: one server per data folder.
+        let lock = try RepositoryLock.acquire(dataFolder: data, for: "backlot serve")
+        defer { lock.release() }
+        let directory = try RepositoryDirectory(path: data)
         var tls: (certificate: String, key: String)? = nil
         var trustNote: String? = nil
         switch mode {
@@ -48,9 +61,6 @@ struct ServeCommand: Command {
             """
         default:
             let parts = mode.split(separator: ",").map(String.init)
-            guard parts.count == 2 else {
-                throw BacklotError(.usage, "--tls takes auto, off, or CERT.pem,KEY.pem (got '\(mode)')", context: "backlot serve")
-            }
             do {
                 tls = (try String(contentsOfFile: parts[0], encoding: .utf8), try String(contentsOfFile: parts[1], encoding: .utf8))
             } catch {
@@ -60,11 +70,13 @@ struct ServeCommand: Command {
         let quiet = arguments.flag("quiet")
         var log: (@Sendable (String) -> Void)? = nil
         if !quiet { log = { @Sendable line in io.err(line + "\n") } }
-        let configuration = HTTPServer.Configuration(host: host, port: UInt16(port), tls: tls)
-        let repository = try Repository(directory: directory)
-        if let publicURL = arguments.values["public-url"] { repository.setPublicURL(publicURL) }
-        try repository.resign(margin: .infinity)   // republish every catalog: a crash may have left one behind its database state
-        let server = try HostingServer(repository: repository, configuration: configuration, accessLog: log)
+        let configuration = HTTPServer.Configuration(host: host, port: listener.port, tls: tls)
+        let repository = try Repository(directory: directory, maximumInstallSize: maximumInstallSize)
+        repository.onEvent { line in io.err(line + "\n") }
+        repository.setPublicURL(arguments.values["public-url"] ?? HostingServer.baseURL(host: host, port: listener.port, tls: tls != nil))
+        // Republish every channel that has a catalog or a release: a crash may have left one behind its database state.
+        try repository.resign(margin: .infinity)
+        let server = try HostingServer(repository: repository, listening: listener, configuration: configuration, accessLog: log)
         // Re-sign catalogs well before they expire.
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + 3600, repeating: 3600)

@@ -44,10 +44,10 @@ extension Repository {
                         candidate = try self.release(&tx, app: app, pack: pack, number: c)
                         archives.append(candidate!.archiveSHA256.hex)
                     }
-                    entries.append(Catalog.Entry(id: try PackID(pack), release: release, candidate: candidate, rolloutBasisPoints: Int(row["rollout_bp"]?.int ?? 0)))
+                    entries.append(Catalog.Entry(id: try PackID(pack), release: release, candidate: candidate, rolloutBasisPoints: row["rollout_bp"]?.integer(as: Int.self) ?? 0))
                 }
                 let previous = try tx.query("SELECT version FROM catalogs WHERE app = ? AND channel = ?", [.text(app), .text(channel.rawValue)]).first?["version"]?.int ?? 0
-                let version = Catalog.nextVersion(after: UInt64(previous), now: now)
+                let version = Catalog.nextVersion(after: UInt64(exactly: previous) ?? 0, now: now)
                 let catalog = Catalog(app: app, channel: channel, version: version, issued: now, expires: now.addingTimeInterval(Catalog.defaultLifetime), packs: entries)
                 try tx.run("""
                     INSERT INTO catalogs(app, channel, version, expires) VALUES (?, ?, ?, ?)
@@ -60,8 +60,10 @@ extension Repository {
             for sha in archives { try linkIntoTree(sha) }
             let signed = try SignedEnvelope.sign(payload: catalog.payload, type: Catalog.payloadType, with: [key]).encoded
             let path = catalogPath(app: app, channel: channel)
-            try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path, withIntermediateDirectories: true)
-            try RepositoryDirectory.writePublic(bytes: signed, to: path)
+            try directory.makeTreeDirectory(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+            FaultPoint.reach("publish.beforeCatalog")
+            try directory.writeIntoTree(signed, to: path)
+            FaultPoint.reach("publish.afterCatalog")
         }
     }
 
@@ -77,9 +79,9 @@ extension Repository {
             throw BacklotError(.io, "stored metadata of \(app)/\(pack)/\(number) is invalid")
         }
         return Catalog.Release(version: Int(number), downloadPolicy: policy, platforms: platforms, userInfo: meta["userInfo"],
-                               language: meta["language"]?.stringValue, installSize: UInt64(v["install_size"]?.int ?? 0),
-                               archiveURL: "../../../packs/\(sha.hex).pack", archiveSize: UInt64(v["declared_size"]?.int ?? 0), archiveSHA256: sha,
-                               indexOffset: UInt64(v["index_offset"]?.int ?? 0), indexLength: UInt64(v["index_length"]?.int ?? 0), indexSHA256: indexSHA)
+                               language: meta["language"]?.stringValue, installSize: v["install_size"]?.integer(as: UInt64.self) ?? 0,
+                               archiveURL: "../../../packs/\(sha.hex).pack", archiveSize: v["declared_size"]?.integer(as: UInt64.self) ?? 0, archiveSHA256: sha,
+                               indexOffset: v["index_offset"]?.integer(as: UInt64.self) ?? 0, indexLength: v["index_length"]?.integer(as: UInt64.self) ?? 0, indexSHA256: indexSHA)
     }
 
     /// An `.aar` release, as Apple's download manifest lists it.
@@ -102,7 +104,7 @@ extension Repository {
         guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)), let platforms = meta["platforms"].flatMap(Platform.list(json:)) else {
             throw BacklotError(.io, "stored manifest of \(app)/\(pack)/\(number) is invalid")
         }
-        return AppleEntry(pack: pack, version: Int(number), size: UInt64(v["declared_size"]?.int ?? 0), sha256: sha, policy: policy,
+        return AppleEntry(pack: pack, version: Int(number), size: v["declared_size"]?.integer(as: UInt64.self) ?? 0, sha256: sha, policy: policy,
                           platforms: platforms, userInfo: meta["userInfo"])
     }
 
@@ -119,7 +121,7 @@ extension Repository {
         guard !entries.isEmpty || FileSystem.exists(channelFolder) else { return }
         for platform in [Platform.iOS, .macOS, .tvOS, .visionOS] {
             let folder = appleManifestFolder(app: app, channel: channel, platform: platform)
-            try FileManager.default.createDirectory(atPath: folder + "/packs", withIntermediateDirectories: true)
+            try directory.makeTreeDirectory(folder + "/packs")
             let relative = String(folder.dropFirst(directory.publicTreePath.count + 1))
             var manifest = AppleDownloadManifest()
             var keep = Set<String>()
@@ -129,7 +131,7 @@ extension Repository {
                 manifest.set(AppleDownloadManifest.Entry(id: e.pack, baseURL: base + relative + "/packs", version: e.version,
                                                          downloadSize: e.size, downloadPolicy: e.policy, userInfo: e.userInfo))
             }
-            try RepositoryDirectory.writePublic(manifest.encoded, to: folder + "/manifest.json")
+            try directory.writeIntoTree(Array(manifest.encoded.utf8), to: folder + "/manifest.json")
             for name in (try? FileManager.default.contentsOfDirectory(atPath: folder + "/packs")) ?? [] where !keep.contains(name) && !name.hasPrefix(".") {
                 unlink(folder + "/packs/" + name)
             }
@@ -138,38 +140,31 @@ extension Repository {
 
     /// Points `path` at `source`'s bytes, replacing what was there in one rename.
     func replaceLink(from source: String, to path: String) throws {
-        let url = URL(fileURLWithPath: path)
-        let hidden = url.deletingLastPathComponent().path + "/." + url.lastPathComponent + ".tmp-link"
-        unlink(hidden)
-        if link(source, hidden) != 0 {
-            guard errno == EXDEV else { throw SystemCall.error("link", path: hidden) }
-            try RepositoryDirectory.writePublic(bytes: Array(try Data(contentsOf: URL(fileURLWithPath: source))), to: path)
-            return
-        }
-        try SystemCall.retrying("rename", path: path) { rename(hidden, path) }
+        try directory.linkIntoTree(from: source, to: path, replacing: true)
     }
 
     /// Makes a blob visible at its content-addressed URL (a hard link; a copy across file systems).
     func linkIntoTree(_ sha: String) throws {
-        let target = directory.publicTreePath + "/v1/packs/\(sha).pack"
-        guard !FileSystem.exists(target) else { return }
-        let blob = blobsPath + "/\(sha).pack"
-        if link(blob, target) != 0 {
-            guard errno == EXDEV else { throw SystemCall.error("link", path: target) }
-            let data = try Data(contentsOf: URL(fileURLWithPath: blob))
-            try RepositoryDirectory.writePublic(bytes: Array(data), to: target)
-        }
+        try directory.linkIntoTree(from: blobsPath + "/\(sha).pack", to: directory.publicTreePath + "/v1/packs/\(sha).pack", replacing: false)
     }
 
-    /// Every (app, channel) that has a catalog.
+    /// Every (app, channel) that has a catalog or a release: a channel whose first release was
+    /// committed but never published (a crash in between) is listed too, as expired, so that it is
+    /// published at the next start or re-signing.
     public func publishedChannels() throws -> [(app: String, channel: Channel, expires: Date)] {
-        try db.read { try $0.query("SELECT * FROM catalogs ORDER BY app, channel") }.compactMap { r in
+        try db.read { try $0.query("""
+            SELECT c.app AS app, c.channel AS channel, COALESCE(k.expires, 0) AS expires FROM (
+                SELECT app, channel FROM catalogs UNION SELECT app, channel FROM channel_packs WHERE live IS NOT NULL) c
+            LEFT JOIN catalogs k ON k.app = c.app AND k.channel = c.channel
+            ORDER BY c.app, c.channel
+            """) }.compactMap { r in
             guard let app = r["app"]?.string, let channel = r["channel"]?.string.flatMap(Channel.init(rawValue:)) else { return nil }
             return (app, channel, Date(timeIntervalSince1970: Double(r["expires"]?.int ?? 0)))
         }
     }
 
-    /// Re-signs every catalog that expires within `margin` (all of them with margin = .infinity).
+    /// Re-signs every catalog that expires within `margin` (all of them with margin = .infinity),
+    /// and publishes every channel that has a release but no catalog yet.
     @discardableResult
     public func resign(margin: TimeInterval = Catalog.resignMargin, now: Date = Date()) throws -> Int {
         var count = 0
@@ -188,16 +183,16 @@ extension Repository {
         let treeKeys = directory.publicTreePath + "/v1/keys"
         let versions = ((try? FileManager.default.contentsOfDirectory(atPath: treeKeys)) ?? []).compactMap { name -> Int? in
             guard name.hasPrefix("root-"), name.hasSuffix(".json") else { return nil }
-            return Int(name.dropFirst(5).dropLast(5))
+            return CheckedInteger.parse(name.dropFirst(5).dropLast(5), as: Int.self)
         }
-        let next = (versions.max() ?? 1) + 1
+        let next = try CheckedInteger.add(versions.max() ?? 1, 1, "the next key list version", context: treeKeys)
         let new = try Ed25519.PrivateKey()
         let signed = try SignedEnvelope.sign(payload: KeyList(version: next, keys: [new.publicKey]).payload, type: KeyList.payloadType, with: [old, new]).encoded
-        try RepositoryDirectory.writePublic(bytes: signed, to: treeKeys + "/root-\(next).json")
+        try directory.writeIntoTree(signed, to: treeKeys + "/root-\(next).json")
         try RepositoryDirectory.writeSecret(Data(old.rawRepresentation).base64EncodedString() + "\n", to: directory.keysPath + "/signing-\(next - 1).key")
         try RepositoryDirectory.writeSecret(Data(new.rawRepresentation).base64EncodedString() + "\n", to: directory.signingKeyPath)
         try RepositoryDirectory.writePublic(Data(new.publicKey.rawRepresentation).base64EncodedString() + "\n", to: directory.publicKeyPath)
-        try RepositoryDirectory.writePublic(bytes: signed, to: treeKeys + "/root.json")
+        try directory.writeIntoTree(signed, to: treeKeys + "/root.json")
         try resign(margin: .infinity)
         return next
     }

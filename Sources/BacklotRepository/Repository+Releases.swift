@@ -53,6 +53,7 @@ extension Repository {
             return tx.lastInsertRowID
         }
         guard let requestID else {
+            FaultPoint.reach("release.committed")
             try publish(app: app, channel: channel)
             return nil
         }
@@ -85,22 +86,32 @@ extension Repository {
         }
     }
 
-    public func releaseRequest(_ id: Int) throws -> ReleaseRequest {
+    /// One release request.
+    /// - Parameter app: when given, the request must belong to this app (a request of another app is not found).
+    /// - Throws: `notFound`.
+    public func releaseRequest(_ id: Int, app: String? = nil) throws -> ReleaseRequest {
         let rows = try db.read { try $0.query("SELECT * FROM release_requests WHERE id = ?", [.integer(Int64(id))]) }
-        guard let r = rows.first else { throw BacklotError(.notFound, "no release request \(id)", context: "request \(id)") }
-        return ReleaseRequest(id: Int(r["id"]?.int ?? 0), app: r["app"]?.string ?? "", channel: Channel(rawValue: r["channel"]?.string ?? "") ?? .production,
-                              pack: r["pack"]?.string ?? "", version: Int(r["version"]?.int ?? 0),
+        guard let r = rows.first, app == nil || r["app"]?.string == app else {
+            throw BacklotError(.notFound, "no release request \(id)\(app.map { " in \($0)" } ?? "")", context: "request \(id)")
+        }
+        return ReleaseRequest(id: r["id"]?.integer(as: Int.self) ?? 0, app: r["app"]?.string ?? "",
+                              channel: Channel(rawValue: r["channel"]?.string ?? "") ?? .production,
+                              pack: r["pack"]?.string ?? "", version: r["version"]?.integer(as: Int.self) ?? 0,
                               rolloutPercent: r["rollout_bp"]?.int.map { Double($0) / 100 }, status: r["status"]?.string ?? "")
     }
 
+    /// The release requests of an app, oldest first. - Throws: `notFound` for an unknown app.
     public func releaseRequests(app: String) throws -> [ReleaseRequest] {
-        try db.read { try $0.query("SELECT id FROM release_requests WHERE app = ? ORDER BY id", [.text(app)]) }
-            .compactMap { $0["id"]?.int }.map { try releaseRequest(Int($0)) }
+        try db.transaction { tx in
+            try requireApp(&tx, app)
+            return try tx.query("SELECT id FROM release_requests WHERE app = ? ORDER BY id", [.text(app)])
+        }.compactMap { $0["id"]?.integer(as: Int.self) }.map { try releaseRequest($0) }
     }
 
     /// Approves a pending request: the version goes live (or becomes the rollout candidate).
-    public func approve(requestID: Int) throws {
-        let request = try releaseRequest(requestID)
+    /// - Parameter app: when given, the request must belong to this app (else `notFound`).
+    public func approve(requestID: Int, app: String? = nil) throws {
+        let request = try releaseRequest(requestID, app: app)
         try db.transaction { tx in
             guard try tx.run("UPDATE release_requests SET status = 'approved', decided = ? WHERE id = ? AND status = 'pending'",
                              [.integer(Self.now()), .integer(Int64(requestID))]) == 1 else {
@@ -110,11 +121,14 @@ extension Repository {
             try apply(&tx, app: request.app, channel: request.channel, pack: request.pack, version: request.version,
                       basisPoints: request.rolloutPercent.map { Int(($0 * 100).rounded()) })
         }
+        FaultPoint.reach("release.committed")
         try publish(app: request.app, channel: request.channel)
     }
 
     /// Rejects a pending request.
-    public func reject(requestID: Int, reason: String) throws {
+    /// - Parameter app: when given, the request must belong to this app (else `notFound`).
+    public func reject(requestID: Int, app: String? = nil, reason: String) throws {
+        _ = try releaseRequest(requestID, app: app)
         try db.transaction { tx in
             guard try tx.run("UPDATE release_requests SET status = 'rejected', decided = ?, reason = ? WHERE id = ? AND status = 'pending'",
                              [.integer(Self.now()), .text(reason), .integer(Int64(requestID))]) == 1 else {
@@ -137,10 +151,10 @@ extension Repository {
         guard percent > 0, percent <= 100 else { throw BacklotError(.invalidInput, "the rollout percentage must be above 0 and at most 100") }
         try db.transaction { tx in
             let rows = try tx.query("SELECT candidate FROM channel_packs WHERE app = ? AND channel = 'production' AND pack = ?", [.text(app), .text(pack)])
-            guard let candidate = rows.first?["candidate"]?.int else {
+            guard let candidate = rows.first?["candidate"]?.integer(as: Int.self) else {
                 throw BacklotError(.conflict, "\(app)/\(pack) has no staged rollout on production", context: "\(app)/\(pack)")
             }
-            try apply(&tx, app: app, channel: .production, pack: pack, version: Int(candidate), basisPoints: Int((percent * 100).rounded()))
+            try apply(&tx, app: app, channel: .production, pack: pack, version: candidate, basisPoints: Int((percent * 100).rounded()))
         }
         try publish(app: app, channel: .production)
     }

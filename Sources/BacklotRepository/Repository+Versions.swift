@@ -80,11 +80,11 @@ extension Repository {
         var total: UInt64 = 0
         var sawPack = false
         for r in rows {
-            var m = UInt64(r["m"]?.int ?? 0)
+            var m = r["m"]?.integer(as: UInt64.self) ?? 0
             if r["pack"]?.string == replacing.pack { m = max(m, replacing.size); sawPack = true }
-            total += m
+            total = try CheckedInteger.add(total, m, "the app's quota use", context: app)
         }
-        return sawPack ? total : total + replacing.size
+        return sawPack ? total : try CheckedInteger.add(total, replacing.size, "the app's quota use", context: app)
     }
 
     /// One version. - Throws: `notFound`.
@@ -112,11 +112,11 @@ extension Repository {
         if state == .awaitingUpload {
             received = (try? FileSystem.status(uploadPath(id)))??.size ?? 0
         } else {
-            received = state == .failed ? 0 : UInt64(row["declared_size"]?.int ?? 0)
+            received = state == .failed ? 0 : (row["declared_size"]?.integer(as: UInt64.self) ?? 0)
         }
-        return VersionInfo(app: row["app"]?.string ?? "", pack: row["pack"]?.string ?? "", number: Int(row["number"]?.int ?? 0), state: state,
-                           reason: row["reason"]?.string, declaredSize: UInt64(row["declared_size"]?.int ?? 0), received: received,
-                           archiveSHA256: row["archive_sha256"]?.string, installSize: row["install_size"]?.int.map { UInt64($0) },
+        return VersionInfo(app: row["app"]?.string ?? "", pack: row["pack"]?.string ?? "", number: (row["number"]?.integer(as: Int.self) ?? 0), state: state,
+                           reason: row["reason"]?.string, declaredSize: (row["declared_size"]?.integer(as: UInt64.self) ?? 0), received: received,
+                           archiveSHA256: row["archive_sha256"]?.string, installSize: row["install_size"]?.integer(as: UInt64.self),
                            format: ArchiveFormat(rawValue: row["format"]?.string ?? "pack") ?? .pack)
     }
 
@@ -153,50 +153,88 @@ extension Repository {
             throw BacklotError(.conflict, "the upload is at byte \(received), not \(offset)", context: "\(app)/\(pack)/\(number)",
                                hint: "ask for the upload's status and continue from the byte it gives")
         }
-        return Upload(repository: self, versionID: id, declared: UInt64(row["declared_size"]?.int ?? 0), received: received,
+        return Upload(repository: self, versionID: id, declared: (row["declared_size"]?.integer(as: UInt64.self) ?? 0), received: received,
                       descriptor: FileDescriptor(rawValue: fd, path: path), label: "\(app)/\(pack)/\(number)")
     }
 
     /// Marks a fully received upload for processing.
     func uploadFinished(versionID: Int64) throws {
-        let changed = try db.transaction { tx in
-            try tx.run("UPDATE versions SET state = 'PROCESSING' WHERE id = ? AND state = 'AWAITING_UPLOAD'", [.integer(versionID)])
+        let (changed, app) = try db.transaction { tx in
+            let changed = try tx.run("UPDATE versions SET state = 'PROCESSING' WHERE id = ? AND state = 'AWAITING_UPLOAD'", [.integer(versionID)])
+            let app = try tx.query("SELECT app FROM versions WHERE id = ?", [.integer(versionID)]).first?["app"]?.string ?? ""
+            return (changed, app)
         }
         // Only the request that moved it to PROCESSING schedules the processing.
-        if changed == 1 { scheduleProcessing(versionID: versionID) }
+        if changed == 1 { scheduleProcessing(versionID: versionID, app: app) }
     }
 
     /// Waits until queued processing is done (for tests and the CLI's synchronous paths).
-    public func waitForProcessing() { processingQueue.sync {} }
+    public func waitForProcessing() { scheduler.waitUntilIdle() }
 
     /// Observes processing outcomes (for metrics).
     public func onProcessed(_ observer: @escaping @Sendable (String) -> Void) {
         processingObserver.withLock { $0 = observer }
     }
 
-    func scheduleProcessing(versionID: Int64) {
-        processingQueue.async { [self] in
+    /// Queues a version's processing behind its app's other uploads; apps take turns.
+    func scheduleProcessing(versionID: Int64, app: String) {
+        scheduler.schedule(versionID: versionID, app: app) { [self] flag in
             let outcome: String
             do {
-                try process(versionID: versionID)
+                try process(versionID: versionID, isCancelled: { flag.isSet })
                 outcome = "complete"
             } catch {
-                let reason = (error as? BacklotError).map { e in e.context.map { "\($0): \(e.message)" } ?? e.message } ?? "\(error)"
+                let cancelled = (error as? BacklotError)?.code == .cancelled
+                let reason = Self.clientReason(for: error)
                 _ = try? db.transaction { tx in
                     try tx.run("UPDATE versions SET state = 'FAILED', reason = ? WHERE id = ? AND state = 'PROCESSING'", [.text(reason), .integer(versionID)])
                 }
                 unlink(uploadPath(versionID))
-                outcome = "failed"
+                outcome = cancelled ? "cancelled" : "failed"
+                // The full error, with any server path, goes to the server's log only.
+                log("processing of \(app) version row \(versionID) \(outcome): \(error)")
             }
             let observer = processingObserver.withLock { $0 }
             observer?(outcome)
         }
     }
 
+    /// What API clients are shown of a processing failure: what is wrong with the archive (named
+    /// "the archive", never by a server path), or that the server failed (its log has the details).
+    static func clientReason(for error: any Error) -> String {
+        guard let e = error as? BacklotError, e.code == .corruptArchive || e.code == .cancelled || e.code.isInvalidInput else {
+            return "the server could not process the archive (an internal error; the server's log has the details)"
+        }
+        var text = e.context.map { "\($0): \(e.message)" } ?? e.message
+        if let hint = e.hint { text += " (\(hint))" }
+        return withoutPaths(text)
+    }
+
+    /// Replaces every absolute path (a word starting with "/") with "[path]"; paths inside a pack are relative.
+    static func withoutPaths(_ text: String) -> String {
+        var out = ""
+        var inPath = false
+        var previous: Character = " "
+        for c in text {
+            if inPath {
+                if c == " " || c == "\"" || c == "'" || c == "," || c == ")" || c == ":" || c == "\n" { inPath = false; out.append(c) }
+            } else if c == "/" && (previous == " " || previous == "(" || previous == "\"" || previous == "'" || previous == "\n") {
+                inPath = true
+                out += "[path]"
+            } else {
+                out.append(c)
+            }
+            previous = c
+        }
+        return out
+    }
+
     /// Verifies the archive fully, checks its pack ID, records sizes and moves it to the blob store.
-    func process(versionID: Int64) throws {
+    func process(versionID: Int64, isCancelled: @escaping () -> Bool = { false }) throws {
         let rows = try db.read { try $0.query("SELECT * FROM versions WHERE id = ?", [.integer(versionID)]) }
         guard let row = rows.first, let pack = row["pack"]?.string, row["state"]?.string == VersionState.processing.rawValue else { return }
+        guard row["deleted"]?.int == 0 else { throw BacklotError(.cancelled, "processing was cancelled: the version was deleted") }
+        let declared = row["declared_size"]?.integer(as: UInt64.self) ?? 0
         // The upload, or — when a crash came between moving it to the blob store and recording that — the blob.
         var path = uploadPath(versionID)
         if !FileSystem.exists(path), let sha = row["archive_sha256"]?.string, FileSystem.exists(blobsPath + "/\(sha).pack") {
@@ -204,27 +242,31 @@ extension Repository {
         }
         guard FileSystem.exists(path) else { throw BacklotError(.invalidInput, "the uploaded archive is missing") }
         if row["format"]?.string == ArchiveFormat.appleArchive.rawValue {
-            try processAppleArchive(versionID: versionID, path: path, declared: UInt64(row["declared_size"]?.int ?? -1), manifest: row["manifest"]?.string ?? "")
+            try processAppleArchive(versionID: versionID, path: path, declared: declared, manifest: row["manifest"]?.string ?? "")
             return
         }
-        let reader = try PackReader(path: path)
-        guard reader.fileSize == UInt64(row["declared_size"]?.int ?? -1) else {
-            throw BacklotError(.invalidInput, "the archive has \(reader.fileSize) bytes, not the \(row["declared_size"]?.int ?? 0) declared")
+        let size = try FileSystem.status(path)?.size ?? 0
+        guard size == declared else {
+            throw BacklotError(.invalidInput, "the archive has \(size) bytes, not the \(declared) declared")
         }
-        try reader.verify(jobs: 1)
-        guard reader.index.metadata.assetPackID.rawValue == pack else {
-            throw BacklotError(.invalidInput, "the archive is the pack \(reader.index.metadata.assetPackID), not \(pack)",
+        let checked = try UploadedPackCheck.run(path: path, maximumInstallSize: maximumInstallSize, isCancelled: isCancelled)
+        log("processed \(row["app"]?.string ?? "")/\(pack) version \(row["number"]?.int ?? 0): \(checked.index.chunks.count) distinct chunks, "
+            + "\(checked.decompressions) decompressions, \(checked.hashedFileBytes) file bytes hashed, install size \(checked.installSize)")
+        guard checked.index.metadata.assetPackID.rawValue == pack else {
+            throw BacklotError(.invalidInput, "the archive is the pack \(checked.index.metadata.assetPackID), not \(pack)",
                                hint: "upload it to the pack named in its manifest")
         }
         let sha = try SHA256.hash(fileAt: path)
         try storeBlob(versionID: versionID, from: path, sha: sha)
-        let metadata = reader.index.metadata.json.serialized()
+        let metadata = checked.index.metadata.json.serialized()
+        let installSize = try CheckedInteger.convert(checked.installSize, to: Int64.self, "the install size", context: UploadedPackCheck.source)
+        let indexOffset = try CheckedInteger.convert(checked.header.indexOffset, to: Int64.self, "the index offset", context: UploadedPackCheck.source)
         try db.transaction { tx in
             try tx.run("""
                 UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, index_offset = ?, index_length = ?, index_sha256 = ?,
-                install_size = ?, metadata = ? WHERE id = ?
-                """, [.text(sha.hex), .integer(Int64(reader.header.indexOffset)), .integer(Int64(reader.header.indexLength)),
-                      .text(reader.packDigest.hex), .integer(Int64(reader.index.installSize)), .text(metadata), .integer(versionID)])
+                install_size = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING'
+                """, [.text(sha.hex), .integer(indexOffset), .integer(Int64(checked.header.indexLength)),
+                      .text(checked.header.indexDigest.hex), .integer(installSize), .text(metadata), .integer(versionID)])
         }
     }
 
@@ -243,42 +285,56 @@ extension Repository {
 
     /// Moves a verified upload into the blob store under its SHA-256, recording the SHA-256 first,
     /// so that a crash in between leaves a version that processing can finish from the blob.
-    /// Runs on the processing queue, like garbage collection, so a new blob is never collected.
+    /// Runs under the blob lock, like garbage collection, so a new blob is never collected.
+    /// Blobs are 0644: they are hard-linked into the published tree, which must be world-readable.
     func storeBlob(versionID: Int64, from path: String, sha: SHA256Digest) throws {
-        try db.transaction { tx in try tx.run("UPDATE versions SET archive_sha256 = ? WHERE id = ?", [.text(sha.hex), .integer(versionID)]) }
-        let blob = blobsPath + "/\(sha.hex).pack"
-        guard path != blob else { return }
-        if !FileSystem.exists(blob) {
-            let fd = open(path, O_RDONLY)
-            if fd >= 0 { fsync(fd); close(fd) }
-            try SystemCall.retrying("rename", path: blob) { rename(path, blob) }
-            FileSystem.syncDirectory(blobsPath)
-        } else {
-            unlink(path)
+        try blobLock.withLock { _ in
+            try db.transaction { tx in try tx.run("UPDATE versions SET archive_sha256 = ? WHERE id = ?", [.text(sha.hex), .integer(versionID)]) }
+            let blob = blobsPath + "/\(sha.hex).pack"
+            guard path != blob else { chmod(blob, 0o644); return }
+            if !FileSystem.exists(blob) {
+                let fd = open(path, O_RDONLY | O_CLOEXEC)
+                if fd >= 0 { fchmod(fd, 0o644); fsync(fd); close(fd) }
+                try SystemCall.retrying("rename", path: blob) { rename(path, blob) }
+                FileSystem.syncDirectory(blobsPath)
+            } else {
+                unlink(path)
+            }
         }
     }
 
-    /// Deletes a version that no channel uses; its blob goes at the next garbage collection.
+    /// Deletes a version that no channel uses; its blob goes at the next garbage collection. A
+    /// version being processed stops processing (the deletion does not wait for it).
     public func deleteVersion(app: String, pack: String, number: Int) throws {
-        try db.transaction { tx in
+        let id: Int64? = try db.transaction { tx in
             let used = try tx.query("SELECT channel FROM channel_packs WHERE app = ? AND pack = ? AND (live = ? OR candidate = ?)",
                                     [.text(app), .text(pack), .integer(Int64(number)), .integer(Int64(number))])
             if let channel = used.first?["channel"]?.string {
                 throw BacklotError(.conflict, "version \(number) of \(app)/\(pack) is released on \(channel)", context: "\(app)/\(pack)/\(number)",
                                    hint: "roll the channel back to another version or withdraw the pack first")
             }
-            guard try tx.run("UPDATE versions SET deleted = 1 WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
+            let id = try tx.query("SELECT id FROM versions WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
+                                  [.text(app), .text(pack), .integer(Int64(number))]).first?["id"]?.int
+            // A version being processed is FAILED at once; its processing is stopped below.
+            guard try tx.run("""
+                UPDATE versions SET deleted = 1,
+                    reason = CASE WHEN state = 'PROCESSING' THEN 'deleted while it was being processed' ELSE reason END,
+                    state = CASE WHEN state = 'PROCESSING' THEN 'FAILED' ELSE state END
+                WHERE app = ? AND pack = ? AND number = ? AND deleted = 0
+                """,
                              [.text(app), .text(pack), .integer(Int64(number))]) == 1 else {
                 throw BacklotError(.notFound, "no version \(number) of \(app)/\(pack)", context: "\(app)/\(pack)/\(number)")
             }
+            return id
         }
+        if let id { scheduler.cancel(versionID: id) }
         try collectGarbage()
     }
 
-    /// Removes blobs and published archives that no retained version references. Runs on the
-    /// processing queue, so that a blob being stored is never taken for garbage.
+    /// Removes blobs and published archives that no retained version references. Runs under the
+    /// blob lock, so that a blob being stored is never taken for garbage (and never waits for processing).
     public func collectGarbage() throws {
-        try processingQueue.sync { try collectGarbageNow() }
+        try blobLock.withLock { _ in try collectGarbageNow() }
     }
 
     private func collectGarbageNow() throws {
@@ -289,7 +345,7 @@ extension Repository {
                 if !live.contains(String(name.dropLast(5))) { unlink(dir + "/" + name) }
             }
         }
-        for row in try db.read({ try $0.query("SELECT id FROM versions WHERE deleted = 1 OR state = 'FAILED'") }) {
+        for row in try db.read({ try $0.query("SELECT id FROM versions WHERE (deleted = 1 AND state != 'PROCESSING') OR state = 'FAILED'") }) {
             if let id = row["id"]?.int { unlink(uploadPath(id)) }
         }
     }

@@ -23,9 +23,18 @@ public final class Repository: Sendable {
     public let quotaBytes: UInt64
     /// Packs per app.
     public let maximumPacksPerApp: Int
-    let processingQueue = DispatchQueue(label: "backlot.processing")
-    /// Called with "complete" or "failed" after each processing.
+    /// The largest install size (sum of file sizes) of a pack this server processes.
+    public let maximumInstallSize: UInt64
+    /// The default install-size limit: 64 GiB.
+    public static let defaultMaximumInstallSize: UInt64 = 64 << 30
+    /// Processing of uploaded archives: fair between apps, cancellable.
+    let scheduler: ProcessingScheduler
+    /// Storing a blob and collecting garbage exclude each other (a new blob is never taken for garbage).
+    let blobLock = Mutex(())
+    /// Called with "complete", "failed" or "cancelled" after each processing.
     let processingObserver = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// Receives the server's log lines (processing outcomes with their full errors).
+    let eventLog = Mutex<(@Sendable (String) -> Void)?>(nil)
     /// The absolute URL the published tree is reachable at (Apple's download manifests need absolute pack URLs).
     let publicURLStorage = Mutex<String?>(nil)
 
@@ -36,20 +45,41 @@ public final class Repository: Sendable {
 
     public var publicURL: String? { publicURLStorage.withLock { $0 } }
 
+    /// Sends the server's log lines (processing outcomes, with the full error and paths that API
+    /// clients are not shown) to `log`.
+    public func onEvent(_ log: @escaping @Sendable (String) -> Void) {
+        eventLog.withLock { $0 = log }
+    }
+
+    func log(_ line: String) {
+        let sink = eventLog.withLock { $0 }
+        sink?(line)
+    }
+
     public var uploadsPath: String { directory.path + "/uploads" }
     public var blobsPath: String { directory.path + "/blobs" }
     public var adminTokenPath: String { directory.path + "/admin-token" }
 
     /// Opens the repository, creating its database and an admin token on first use.
-    public init(directory: RepositoryDirectory, quotaBytes: UInt64 = 200_000_000_000, maximumPacksPerApp: Int = 100) throws {
+    ///
+    /// Opening also makes the folder's modes right whatever the umask (the published tree
+    /// world-readable, the database and secrets private) and removes temporaries an earlier crash left.
+    /// - Parameters:
+    ///   - maximumInstallSize: processing refuses a pack whose files add up to more (``defaultMaximumInstallSize``).
+    ///   - processingWorkers: archives processed at once (each app has at most one at a time).
+    public init(directory: RepositoryDirectory, quotaBytes: UInt64 = 200_000_000_000, maximumPacksPerApp: Int = 100,
+                maximumInstallSize: UInt64 = Repository.defaultMaximumInstallSize, processingWorkers: Int = 2) throws {
         self.directory = directory
         self.quotaBytes = quotaBytes
         self.maximumPacksPerApp = maximumPacksPerApp
+        self.maximumInstallSize = maximumInstallSize
+        scheduler = ProcessingScheduler(workers: processingWorkers)
         try FileSystem.makeDirectory(directory.path + "/uploads", mode: 0o700)
         try FileSystem.makeDirectory(directory.path + "/blobs", mode: 0o755)
-        try FileSystem.makeDirectory(directory.publicTreePath + "/v1/packs")
-        try FileSystem.makeDirectory(directory.publicTreePath + "/v1/apps")
-        db = try Database(path: directory.path + "/meta.sqlite")
+        try directory.makeTreeDirectory(directory.publicTreePath + "/v1/packs")
+        try directory.makeTreeDirectory(directory.publicTreePath + "/v1/apps")
+        try directory.repairModes()
+        db = try Database(path: directory.path + "/meta.sqlite", mode: 0o600)
         try db.transaction { tx in try tx.execute(Self.schema) }
         let hasAdmin = try db.read { try $0.query("SELECT 1 FROM tokens WHERE role = 'admin' LIMIT 1") }
         if hasAdmin.isEmpty {
@@ -57,8 +87,8 @@ public final class Repository: Sendable {
             try RepositoryDirectory.writeSecret(token + "\n", to: adminTokenPath)
         }
         // Uploads that were processing when the server died are processed again.
-        for row in try db.read({ try $0.query("SELECT id FROM versions WHERE state = 'PROCESSING'") }) {
-            if let id = row["id"]?.int { scheduleProcessing(versionID: id) }
+        for row in try db.read({ try $0.query("SELECT id, app FROM versions WHERE state = 'PROCESSING' AND deleted = 0 ORDER BY id") }) {
+            if let id = row["id"]?.int, let app = row["app"]?.string { scheduleProcessing(versionID: id, app: app) }
         }
     }
 

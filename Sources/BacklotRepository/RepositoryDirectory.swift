@@ -8,14 +8,18 @@ import Glibc
 /// A repository's data folder (`backlot serve --data DIR`):
 ///
 /// ```
-/// DIR/keys/signing.key      the Ed25519 signing key (0600, base64 of the 32-byte seed)
+/// DIR                       0711: reachable (for DIR/public), not listable
+/// DIR/.lock                 held by the one process that writes the folder (RepositoryLock)
+/// DIR/keys/signing.key      the Ed25519 signing key (0600 in a 0700 folder, base64 of the 32-byte seed)
 /// DIR/root.pub              its public key, base64, for clients to pin
-/// DIR/tls/                  the local CA and server certificate (--tls auto)
-/// DIR/public/               the published tree, served as static files
+/// DIR/tls/                  the local CA and server certificate (--tls auto), 0700
+/// DIR/staging/              temporaries of the published tree, renamed into it when complete (0700)
+/// DIR/public/               the published tree, served as static files: dirs 0755, files 0644
 ///   v1/keys/root.json, root-1.json …
 /// ```
 ///
-/// Opening a folder for the first time initialises it; later opens reuse what is there.
+/// Opening a folder for the first time initialises it; later opens reuse what is there. Modes are
+/// set explicitly, whatever the umask.
 public struct RepositoryDirectory: Sendable {
     public let path: String
 
@@ -24,6 +28,8 @@ public struct RepositoryDirectory: Sendable {
     public var publicKeyPath: String { path + "/root.pub" }
     public var tlsPath: String { path + "/tls" }
     public var publicTreePath: String { path + "/public" }
+    /// Where files of the published tree are written before they are renamed into it (never served).
+    public var stagingPath: String { path + "/staging" }
 
     /// Opens (and on first use initialises) a data folder.
     /// - Throws: ``BacklotError/Code/io`` when it cannot be created or read.
@@ -31,18 +37,109 @@ public struct RepositoryDirectory: Sendable {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         self.path = absolute
         try FileManager.default.createDirectory(atPath: absolute, withIntermediateDirectories: true)
-        for (dir, mode) in [(keysPath, mode_t(0o700)), (tlsPath, mode_t(0o700)), (publicTreePath, mode_t(0o755)),
-                            (publicTreePath + "/v1", mode_t(0o755)), (publicTreePath + "/v1/keys", mode_t(0o755))] {
+        chmod(absolute, 0o711)
+        for (dir, mode) in [(keysPath, mode_t(0o700)), (tlsPath, mode_t(0o700)), (stagingPath, mode_t(0o700))] {
             try FileSystem.makeDirectory(dir, mode: mode)
+            chmod(dir, mode)
         }
+        for dir in [publicTreePath, publicTreePath + "/v1", publicTreePath + "/v1/keys"] { try makeTreeDirectory(dir) }
         if !FileSystem.exists(signingKeyPath) {
             let key = try Ed25519.PrivateKey()
             try Self.writeSecret(Data(key.rawRepresentation).base64EncodedString() + "\n", to: signingKeyPath)
             try Self.writePublic(Data(key.publicKey.rawRepresentation).base64EncodedString() + "\n", to: publicKeyPath)
             let list = KeyList(version: 1, keys: [key.publicKey])
             let signed = try SignedEnvelope.sign(payload: list.payload, type: KeyList.payloadType, with: [key]).encoded
-            try Self.writePublic(bytes: signed, to: publicTreePath + "/v1/keys/root-1.json")
-            try Self.writePublic(bytes: signed, to: publicTreePath + "/v1/keys/root.json")
+            try writeIntoTree(signed, to: publicTreePath + "/v1/keys/root-1.json")
+            try writeIntoTree(signed, to: publicTreePath + "/v1/keys/root.json")
+        }
+    }
+
+    // MARK: The published tree
+
+    /// Creates a folder of the published tree and any missing parents, each 0755 whatever the umask.
+    public func makeTreeDirectory(_ folder: String) throws {
+        var missing: [String] = []
+        var current = folder
+        while !FileSystem.exists(current), current.count > path.count {
+            missing.append(current)
+            current = URL(fileURLWithPath: current).deletingLastPathComponent().path
+        }
+        for dir in missing.reversed() {
+            try FileSystem.makeDirectory(dir, mode: 0o755)
+            chmod(dir, 0o755)
+        }
+    }
+
+    /// Writes a file of the published tree (0644 whatever the umask): the bytes go to a temporary
+    /// in ``stagingPath`` — outside the served tree, so a crash never leaves a half-written file
+    /// where it is served — are flushed, then renamed into place.
+    public func writeIntoTree(_ bytes: [UInt8], to destination: String) throws {
+        var template = Array("\(stagingPath)/tree-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { throw SystemCall.error("create a temporary file", path: stagingPath) }
+        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        let file = FileDescriptor(rawValue: fd, path: temporary)
+        do {
+            fchmod(fd, 0o644)
+            try file.write(bytes)
+            try file.sync()
+            file.close()
+            try SystemCall.retrying("rename", path: destination) { rename(temporary, destination) }
+            FileSystem.syncDirectory(containing: destination)
+        } catch {
+            file.close()
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// Makes `source`'s bytes visible at `destination` in the published tree: a hard link made in
+    /// ``stagingPath`` and renamed into place (a copy when they are on different file systems).
+    /// - Parameter replacing: whether an existing destination is replaced (else it is kept).
+    public func linkIntoTree(from source: String, to destination: String, replacing: Bool) throws {
+        if !replacing, FileSystem.exists(destination) { return }
+        chmod(source, 0o644)   // a hard link shares the mode: the tree must be world-readable
+        let staged = stagingPath + "/link-" + UUID().uuidString
+        guard link(source, staged) == 0 else {
+            guard errno == EXDEV else { throw SystemCall.error("link", path: staged) }
+            try writeIntoTree(Array(try Data(contentsOf: URL(fileURLWithPath: source))), to: destination)
+            return
+        }
+        do {
+            try SystemCall.retrying("rename", path: destination) { rename(staged, destination) }
+        } catch {
+            unlink(staged)
+            throw error
+        }
+    }
+
+    /// Puts the modes right (the published tree world-readable: dirs 0755, files 0644; secrets and
+    /// their folders private) and removes temporaries a crash left, in ``stagingPath`` and — from
+    /// earlier versions, which wrote them beside their destination — hidden `.NAME.tmp-*` files in
+    /// the tree. Links are never followed.
+    public func repairModes() throws {
+        for name in (try? FileSystem.entryNames(stagingPath)) ?? [] {
+            unlink(stagingPath + "/" + String(decoding: name, as: UTF8.self))
+        }
+        for (dir, mode) in [(keysPath, mode_t(0o700)), (tlsPath, mode_t(0o700)), (stagingPath, mode_t(0o700))] where FileSystem.exists(dir) {
+            chmod(dir, mode)
+        }
+        for name in (try? FileSystem.entryNames(keysPath)) ?? [] {
+            chmod(keysPath + "/" + String(decoding: name, as: UTF8.self), 0o600)
+        }
+        var folders = [publicTreePath]
+        while let folder = folders.popLast() {
+            chmod(folder, 0o755)
+            for raw in (try? FileSystem.entryNames(folder)) ?? [] {
+                let name = String(decoding: raw, as: UTF8.self)
+                let full = folder + "/" + name
+                switch (try? FileSystem.linkStatus(full))??.kind {
+                case .directory?: folders.append(full)
+                case .regular?:
+                    if name.hasPrefix("."), name.contains(".tmp-") { unlink(full) } else { chmod(full, 0o644) }
+                default: break
+                }
+            }
         }
     }
 

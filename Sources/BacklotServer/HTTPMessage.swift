@@ -34,10 +34,13 @@ public struct HTTPResponse: Sendable {
         case file(path: String, offset: UInt64, length: UInt64)
         /// `length` bytes of an open file from `offset`; the server takes (and closes) the descriptor.
         case descriptor(Int32, offset: UInt64, length: UInt64)
+        /// No content, for a 304: the headers describe a representation of `length` bytes, so the
+        /// `Content-Length` sent is that length (RFC 9110 §8.6), never 0.
+        case representation(length: UInt64)
 
         var count: UInt64 {
             switch self {
-            case .empty: 0
+            case .empty, .representation: 0
             case .bytes(let b): UInt64(b.count)
             case .file(_, _, let length), .descriptor(_, _, let length): length
             }

@@ -48,62 +48,80 @@ public final class HTTPServer: Sendable {
     public let usesTLS: Bool
     private let daemon: DaemonBox
     private let context: Unmanaged<ServerContext>
+    private let gate: TLSGate?
     private let stopped = Mutex(false)
 
-    /// Starts listening.
+    /// Binds and starts listening.
     /// - Throws: ``BacklotError/Code/io`` when the address cannot be bound, ``BacklotError/Code/invalidInput`` for a bad host.
-    public init(configuration: Configuration, observer: Observer? = nil, handler: @escaping Handler) throws {
+    public convenience init(configuration: Configuration, observer: Observer? = nil, handler: @escaping Handler) throws {
+        try self.init(listening: ListeningSocket(host: configuration.host, port: configuration.port), configuration: configuration,
+                      observer: observer, handler: handler)
+    }
+
+    /// Starts serving on a socket bound beforehand (`configuration.host` and `port` are then not used).
+    ///
+    /// Plain HTTP: libmicrohttpd accepts on the socket itself. HTTPS: a ``TLSGate`` accepts, answers
+    /// plain HTTP sent to the port with a 400, and hands TLS connections to libmicrohttpd.
+    /// - Throws: ``BacklotError/Code/io`` when the daemon cannot start (a TLS certificate and key that do not match).
+    public init(listening: ListeningSocket, configuration: Configuration, observer: Observer? = nil, handler: @escaping Handler) throws {
         let ctx = ServerContext(handler: handler, observer: observer)
         let retained = Unmanaged.passRetained(ctx)
         var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_POLL.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ITC.rawValue
-        if configuration.tls != nil { flags |= MHD_USE_TLS.rawValue }
+        if configuration.tls != nil { flags |= MHD_USE_TLS.rawValue | MHD_USE_NO_LISTEN_SOCKET.rawValue }
+        if listening.host.contains(":") { flags |= MHD_USE_IPv6.rawValue }
 
-        // Keep every C string and address alive while the daemon starts.
+        // Keep every C string alive while the daemon starts.
         let cert = configuration.tls.map { strdup($0.certificate) }, key = configuration.tls.map { strdup($0.key) }
         defer { free(cert ?? nil); free(key ?? nil) }
-        // The address lives in allocated memory until the daemon has started (and bound).
-        let v4 = UnsafeMutablePointer<sockaddr_in>.allocate(capacity: 1), v6 = UnsafeMutablePointer<sockaddr_in6>.allocate(capacity: 1)
-        v4.initialize(to: sockaddr_in())
-        v6.initialize(to: sockaddr_in6())
-        defer { v4.deallocate(); v6.deallocate() }
-        let addressPointer: UnsafeMutableRawPointer
-        if inet_pton(AF_INET, configuration.host, &v4.pointee.sin_addr) == 1 {
-            v4.pointee.sin_family = sa_family_t(AF_INET)
-            v4.pointee.sin_port = configuration.port.bigEndian
-            addressPointer = UnsafeMutableRawPointer(v4)
-        } else if inet_pton(AF_INET6, configuration.host, &v6.pointee.sin6_addr) == 1 {
-            v6.pointee.sin6_family = sa_family_t(AF_INET6)
-            v6.pointee.sin6_port = configuration.port.bigEndian
-            flags |= MHD_USE_IPv6.rawValue
-            addressPointer = UnsafeMutableRawPointer(v6)
-        } else {
+        let socket = listening.take()
+        guard socket >= 0 else {
             retained.release()
-            throw BacklotError(.invalidInput, "'\(configuration.host)' is not an IPv4 or IPv6 address", context: "--host",
-                               hint: "give an address such as 127.0.0.1 or ::1 (host names are not resolved)")
+            throw BacklotError(.io, "the listening socket was already taken by another server", context: "backlot serve")
         }
         var options: [MHD_OptionItem] = [
             MHD_OptionItem(option: MHD_OPTION.CONNECTION_TIMEOUT, value: configuration.connectionTimeout, ptr_value: nil),
             MHD_OptionItem(option: MHD_OPTION.NOTIFY_COMPLETED, value: unsafeBitCast(Callbacks.completed, to: Int.self), ptr_value: retained.toOpaque()),
-            MHD_OptionItem(option: MHD_OPTION.SOCK_ADDR, value: 0, ptr_value: addressPointer),
         ]
+        if configuration.tls == nil {
+            options.append(MHD_OptionItem(option: MHD_OPTION.LISTEN_SOCKET, value: Int(socket), ptr_value: nil))   // the daemon closes it
+        }
         if let cert, let key {
             options.append(MHD_OptionItem(option: MHD_OPTION.HTTPS_MEM_CERT, value: 0, ptr_value: UnsafeMutableRawPointer(cert)))
             options.append(MHD_OptionItem(option: MHD_OPTION.HTTPS_MEM_KEY, value: 0, ptr_value: UnsafeMutableRawPointer(key)))
         }
         options.append(MHD_OptionItem(option: MHD_OPTION.END, value: 0, ptr_value: nil))
         let started = options.withUnsafeBufferPointer { opts in
-            cmhd_start(flags, configuration.port, Callbacks.access, retained.toOpaque(), opts.baseAddress)
+            cmhd_start(flags, 0, Callbacks.access, retained.toOpaque(), opts.baseAddress)
         }
         guard let started else {
+            close(socket)
             retained.release()
-            throw BacklotError(.io, "could not listen on \(configuration.host) port \(configuration.port)", context: "backlot serve",
-                               hint: "the port may be in use (try --port 0 for a free one), or the TLS certificate and key may not match")
+            throw BacklotError(.io, "could not start serving on \(listening.host) port \(listening.port)", context: "backlot serve",
+                               hint: "the TLS certificate and key may not match")
         }
-        daemon = DaemonBox(started)
+        let daemon = DaemonBox(started)
+        self.daemon = daemon
         context = retained
-        port = cmhd_bound_port(started)
+        port = listening.port
         usesTLS = configuration.tls != nil
+        if configuration.tls != nil {
+            let observer = ctx.observer
+            do {
+                gate = try TLSGate(listener: socket, timeoutSeconds: configuration.connectionTimeout, hand: { fd, address in
+                    daemon.add(fd, address: address)
+                }, refused: { request, status, bytes in
+                    observer?(request, "other", status, bytes, 0)
+                })
+            } catch {
+                close(socket)
+                MHD_stop_daemon(started)
+                retained.release()
+                throw error
+            }
+        } else {
+            gate = nil
+        }
     }
 
     /// Number of requests being answered right now.
@@ -113,7 +131,13 @@ public final class HTTPServer: Sendable {
     public func stop(grace: Double = 5) {
         let already = stopped.withLock { s -> Bool in defer { s = true }; return s }
         guard !already else { return }
-        _ = MHD_quiesce_daemon(daemon.pointer)
+        if let gate {
+            gate.stop()
+        } else {
+            let listener = MHD_quiesce_daemon(daemon.pointer)
+            if listener >= 0 { close(listener) }
+        }
+        daemon.closing()
         let deadline = Date().addingTimeInterval(grace)
         while requestsInFlight > 0 && Date() < deadline { usleep(10_000) }
         MHD_stop_daemon(daemon.pointer)
@@ -128,7 +152,21 @@ public final class HTTPServer: Sendable {
 /// The daemon pointer, owned by the server.
 private final class DaemonBox: @unchecked Sendable {
     let pointer: OpaquePointer
+    private let open = Mutex(true)
     init(_ pointer: OpaquePointer) { self.pointer = pointer }
+
+    /// Hands an accepted connection to the daemon (which closes it in any case); closes it when the daemon is stopping.
+    func add(_ fd: Int32, address: [UInt8]) {
+        open.withLock { isOpen in
+            guard isOpen else { close(fd); return }
+            _ = address.withUnsafeBytes { raw in
+                MHD_add_connection(pointer, fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(address.count))
+            }
+        }
+    }
+
+    /// No connection is added from now on.
+    func closing() { open.withLock { $0 = false } }
 }
 
 /// What the C callbacks reach through their `cls` pointer.
@@ -154,6 +192,10 @@ final class RequestState: @unchecked Sendable {
     var status = 0
     var routeLabel = "other"
     var bytes: UInt64 = 0
+    /// Body bytes read and dropped after the request was refused.
+    var discarded = 0
+    /// How much of a refused body is read and dropped so that the client still gets the answer.
+    static let discardLimit = 8 << 20
 
     init(request: HTTPRequest, route: HTTPRoute) {
         self.request = request
@@ -178,13 +220,26 @@ private enum Callbacks {
             // body that may never come; otherwise answer on a later call, which keeps the connection alive.
             let hasBody = (request.header("Content-Length").map { $0 != "0" } ?? false) || request.header("Transfer-Encoding") != nil
             if hasBody, case .respond(let response) = state.route { return queue(response, on: connection, state: state) }
+            // A body declared larger than the route buffers is refused before any of it is read (and
+            // before "100 Continue"), so the client sees the 413 instead of a closed connection.
+            if case .buffer(let limit, _) = state.route, let declared = request.header("Content-Length").flatMap({ CheckedInteger.parse($0, as: UInt64.self) }),
+               declared > UInt64(limit) {
+                state.failure = Self.tooLarge(limit: limit)
+                return queue(state.failure!, on: connection, state: state)
+            }
             return MHD_Result.YES
         }
         let state = Unmanaged<RequestState>.fromOpaque(conCls.pointee!).takeUnretainedValue()
         if uploadSize.pointee > 0 {
             let chunk = UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee)
             uploadSize.pointee = 0
-            guard state.failure == nil else { return MHD_Result.YES }
+            guard state.failure == nil else {
+                // libmicrohttpd queues an answer only before the body or after all of it: the rest of a
+                // refused body is discarded (up to a bound, beyond which the connection is closed) and the
+                // error goes out when it ends.
+                state.discarded += chunk.count
+                return state.discarded <= RequestState.discardLimit ? MHD_Result.YES : MHD_Result.NO
+            }
             switch state.route {
             case .respond: break
             case .receive(let receiver):
@@ -194,14 +249,12 @@ private enum Callbacks {
                     state.failure = .error(500, code: "internal", "\(error)")
                 }
             case .buffer(let limit, _):
-                if state.buffer.count + chunk.count > limit {
-                    state.failure = .error(413, code: "tooLarge", "the request body is larger than \(limit) bytes")
+                if chunk.count > limit - state.buffer.count {
+                    state.failure = Self.tooLarge(limit: limit)
                 } else {
                     state.buffer.append(contentsOf: chunk)
                 }
             }
-            // Refuse the rest at once rather than reading a body we will not use.
-            if let failure = state.failure { return queue(failure, on: connection, state: state) }
             return MHD_Result.YES
         }
         if state.answered { return MHD_Result.YES }
@@ -218,6 +271,8 @@ private enum Callbacks {
         return queue(response, on: connection, state: state)
     }
 
+    static let noContent: MHD_ContentReaderCallback = { _, _, _, _ in -2 }   // MHD_CONTENT_READER_END_WITH_ERROR
+
     static let completed: MHD_RequestCompletedCallback = { cls, _, conCls, termination in
         guard let cls, let conCls, let raw = conCls.pointee else { return }
         let server = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
@@ -229,6 +284,13 @@ private enum Callbacks {
         server.inFlight.wrappingAdd(-1, ordering: .relaxed)
         let status = termination == MHD_RequestTerminationCode.REQUEST_TERMINATED_COMPLETED_OK ? state.status : (state.answered ? state.status : 499)
         server.observer?(state.request, state.routeLabel, status, state.bytes, Date().timeIntervalSince(state.started))
+    }
+
+    /// The 413 for a body over a buffering route's limit.
+    static func tooLarge(limit: Int) -> HTTPResponse {
+        var r = HTTPResponse.error(413, code: "tooLarge", "the request body is larger than \(limit) bytes, the most this route accepts", route: "api")
+        r.headers.append(("Connection", "close"))
+        return r
     }
 
     static func queue(_ response: HTTPResponse, on connection: OpaquePointer, state: RequestState) -> MHD_Result {
@@ -251,6 +313,10 @@ private enum Callbacks {
         case .descriptor(let fd, let offset, let length):
             mhd = MHD_create_response_from_fd_at_offset64(length, fd, offset)   // takes the descriptor
             if mhd == nil { close(fd) }
+        case .representation(let length):
+            // libmicrohttpd sends no body with a 304 and writes Content-Length from the response's
+            // size: the representation's. Should it ever ask for content, the reader ends with an error.
+            mhd = MHD_create_response_from_callback(length, 4096, Callbacks.noContent, nil, nil)
         }
         guard let mhd else { return MHD_Result.NO }
         defer { MHD_destroy_response(mhd) }

@@ -17,9 +17,17 @@ public final class HostingServer: Sendable {
     public let baseURL: String
     private let http: HTTPServer
 
-    /// Starts serving.
+    /// Binds and starts serving.
     /// - Parameter accessLog: receives one JSON line per request.
-    public init(repository: Repository, configuration: HTTPServer.Configuration,
+    public convenience init(repository: Repository, configuration: HTTPServer.Configuration,
+                            accessLog: (@Sendable (String) -> Void)? = nil) throws {
+        try self.init(repository: repository, listening: ListeningSocket(host: configuration.host, port: configuration.port),
+                      configuration: configuration, accessLog: accessLog)
+    }
+
+    /// Starts serving on a socket bound beforehand.
+    /// - Parameter accessLog: receives one JSON line per request.
+    public init(repository: Repository, listening: ListeningSocket, configuration: HTTPServer.Configuration,
                 accessLog: (@Sendable (String) -> Void)? = nil) throws {
         let directory = repository.directory
         self.directory = directory
@@ -28,7 +36,7 @@ public final class HostingServer: Sendable {
         repository.onProcessed { metrics.recordProcessing($0) }
         let api = ManagementAPI(repository: repository, metrics: metrics)
         let tree = try StaticTree(root: directory.publicTreePath)
-        http = try HTTPServer(configuration: configuration, observer: { request, route, status, bytes, seconds in
+        http = try HTTPServer(listening: listening, configuration: configuration, observer: { request, route, status, bytes, seconds in
             metrics.recordRequest(route: route, status: status, bytes: bytes)
             accessLog?(HostingServer.logLine(request, route: route, status: status, bytes: bytes, seconds: seconds))
         }) { request in
@@ -42,9 +50,13 @@ public final class HostingServer: Sendable {
             if let answer = api.route(request) { return answer }
             return .respond(tree.respond(to: request))
         }
-        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        baseURL = "\(configuration.tls == nil ? "http" : "https")://\(host):\(http.port)/"
+        baseURL = Self.baseURL(host: listening.host, port: http.port, tls: configuration.tls != nil)
         if repository.publicURL == nil { repository.setPublicURL(baseURL) }
+    }
+
+    /// `http(s)://HOST:PORT/`, with an IPv6 address in brackets.
+    public static func baseURL(host: String, port: UInt16, tls: Bool) -> String {
+        "\(tls ? "https" : "http")://\(host.contains(":") ? "[\(host)]" : host):\(port)/"
     }
 
     /// The bound port.

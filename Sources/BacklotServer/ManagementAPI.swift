@@ -30,9 +30,9 @@ public struct ManagementAPI: Sendable {
         let request: HTTPRequest
         let parameters: [String: String]
         func parameter(_ name: String) -> String { parameters[name] ?? "" }
+        /// A whole-number path parameter (a version number, a request ID): 400 naming it and the range otherwise.
         func number(_ name: String) throws -> Int {
-            guard let n = Int(parameter(name)), n > 0 else { throw HTTPError(400, code: "badRequest", "\(name) must be a positive whole number") }
-            return n
+            try CheckedInteger.parse(parameter(name), as: Int.self, "the path parameter \(name)", in: 1...Int.max, context: request.path)
         }
     }
 
@@ -71,7 +71,7 @@ public struct ManagementAPI: Sendable {
                 guard let format = ArchiveFormat(rawValue: formatText) else {
                     throw HTTPError(400, code: "badRequest", "format must be pack or aar")
                 }
-                let v = try api.repository.createVersion(app: call.parameter("app"), pack: call.parameter("pack"), size: try b.unsigned("size"),
+                let v = try api.repository.createVersion(app: call.parameter("app"), pack: call.parameter("pack"), size: try b.integer("size", as: UInt64.self, in: 1...ManagementAPI.largestByteCount),
                                                          format: format, manifest: b.root["manifest"])
                 return .json(201, v.json.serialized())
             }
@@ -84,12 +84,12 @@ public struct ManagementAPI: Sendable {
             return .respond(.json(200, "{\"deleted\":true}"))
         },
         Route(method: "PUT", template: "/api/apps/{app}/packs/{pack}/versions/{version}/archive", role: .uploader) { api, call in
-            let offsetText = call.request.header("Upload-Offset") ?? "0"
-            guard let offset = UInt64(offsetText) else { throw HTTPError(400, code: "badRequest", "Upload-Offset must be a byte count") }
+            let offset = try CheckedInteger.parse(call.request.header("Upload-Offset") ?? "0", as: UInt64.self, "the Upload-Offset header",
+                                                  in: 0...ManagementAPI.largestByteCount, context: call.request.path)
             let app = call.parameter("app"), pack = call.parameter("pack"), number = try call.number("version")
             let upload = try api.repository.beginUpload(app: app, pack: pack, number: number, offset: offset)
             // offset equals the bytes received, so it is at most the declared size: no overflow here.
-            if let length = call.request.header("Content-Length").flatMap(UInt64.init), length > upload.declared - offset {
+            if let length = call.request.header("Content-Length").flatMap({ CheckedInteger.parse($0, as: UInt64.self) }), length > upload.declared - offset {
                 try upload.close()
                 api.metrics?.recordUpload("refused")
                 throw HTTPError(413, code: "quotaExceeded", "the upload of \(length) bytes from byte \(offset) would go past the \(upload.declared) bytes declared")
@@ -104,32 +104,35 @@ public struct ManagementAPI: Sendable {
                 guard let channel = Channel(rawValue: try b.string("channel")) else {
                     throw HTTPError(400, code: "badRequest", "channel must be internal, external or production")
                 }
-                let request = try api.repository.release(app: call.parameter("app"), pack: try b.string("pack"), version: Int(try b.unsigned("version")),
-                                                         channel: channel, rolloutPercent: try b.optionalNumber("rollout"))
+                let request = try api.repository.release(app: call.parameter("app"), pack: try b.string("pack"), version: try b.integer("version", as: Int.self, in: 1...Int.max),
+                                                         channel: channel, rolloutPercent: try b.percent("rollout"))
                 if let request { return .json(202, JSONNode.object(["released": .bool(false), "request": request.json]).serialized()) }
                 return .json(200, JSONNode.object(["released": .bool(true)]).serialized())
             }
         },
         Route(method: "POST", template: "/api/apps/{app}/releases/{id}/approve", role: .reviewer) { api, call in
-            try api.repository.approve(requestID: call.number("id"))
-            return .respond(.json(200, try api.repository.releaseRequest(call.number("id")).json.serialized()))
+            let app = call.parameter("app"), id = try call.number("id")
+            try api.repository.approve(requestID: id, app: app)
+            return .respond(.json(200, try api.repository.releaseRequest(id, app: app).json.serialized()))
         },
         Route(method: "POST", template: "/api/apps/{app}/releases/{id}/reject", role: .reviewer) { api, call in
             body(fields: ["reason"]) { b in
-                try api.repository.reject(requestID: try call.number("id"), reason: try b.string("reason"))
-                return .json(200, try api.repository.releaseRequest(try call.number("id")).json.serialized())
+                let app = call.parameter("app"), id = try call.number("id")
+                try api.repository.reject(requestID: id, app: app, reason: try b.string("reason"))
+                return .json(200, try api.repository.releaseRequest(id, app: app).json.serialized())
             }
         },
         Route(method: "POST", template: "/api/apps/{app}/packs/{pack}/rollback", role: .reviewer) { api, call in
             body(fields: ["channel", "version"]) { b in
                 guard let channel = Channel(rawValue: try b.string("channel")) else { throw HTTPError(400, code: "badRequest", "unknown channel") }
-                try api.repository.rollback(app: call.parameter("app"), pack: call.parameter("pack"), channel: channel, to: Int(try b.unsigned("version")))
+                try api.repository.rollback(app: call.parameter("app"), pack: call.parameter("pack"), channel: channel,
+                                            to: try b.integer("version", as: Int.self, in: 1...Int.max))
                 return .json(200, "{\"rolledBack\":true}")
             }
         },
         Route(method: "POST", template: "/api/apps/{app}/packs/{pack}/rollout", role: .reviewer) { api, call in
             body(fields: ["percent"]) { b in
-                guard let p = try b.optionalNumber("percent") else { throw HTTPError(400, code: "badRequest", "percent is required") }
+                guard let p = try b.percent("percent") else { throw HTTPError(400, code: "badRequest", "\"percent\" is required: a number above 0 and at most 100") }
                 try api.repository.setRollout(app: call.parameter("app"), pack: call.parameter("pack"), percent: p)
                 return .json(200, "{\"rollout\":\(p)}")
             }
@@ -151,6 +154,12 @@ public struct ManagementAPI: Sendable {
             }
         },
     ]
+
+    /// The largest byte count or offset the API accepts (what SQLite's 64-bit signed integers hold).
+    static let largestByteCount = UInt64(Int64.max)
+
+    /// The largest JSON body a route buffers; a larger one gets 413 before it is read.
+    public static let bodyLimit = 64 << 10
 
     /// Answers `/api/…` requests; nil for other paths.
     public func route(_ request: HTTPRequest) -> HTTPRoute? {
@@ -227,9 +236,9 @@ public struct ManagementAPI: Sendable {
         return .error(500, code: "internal", "\(error)", route: "api")
     }
 
-    /// A JSON body of at most 64 KiB holding only `fields`.
+    /// A JSON body of at most ``bodyLimit`` bytes holding only `fields`.
     static func body(fields: Set<String>, _ then: @escaping @Sendable (JSONBody) throws -> HTTPResponse) -> HTTPRoute {
-        .buffer(limit: 64 << 10) { bytes in
+        .buffer(limit: bodyLimit) { bytes in
             do {
                 let root = try JSONReader(source: "request body", allowsComments: false, allowsTrailingCommas: false, maximumDepth: 16).read(bytes).root
                 guard let members = root.objectMembers else { throw HTTPError(400, code: "badRequest", "the body must be a JSON object") }
@@ -253,17 +262,25 @@ struct JSONBody {
         return s
     }
 
-    func unsigned(_ key: String) throws -> UInt64 {
-        guard case .number(let text)? = root[key]?.kind, let n = UInt64(text) else {
-            throw HTTPError(400, code: "badRequest", "\"\(key)\" must be a non-negative whole number")
+    /// A whole number within `range`, through ``CheckedInteger`` (never a trap): a 400 naming the
+    /// field and the range for a missing value, a string, a fraction, an exponent or a value outside it.
+    func integer<T: FixedWidthInteger>(_ key: String, as type: T.Type, in range: ClosedRange<T>) throws -> T {
+        guard case .number(let text)? = root[key]?.kind else {
+            throw BacklotError(.invalidInput, "\"\(key)\" must be a whole number in \(range.lowerBound)…\(range.upperBound)", context: "request body",
+                               hint: "give \"\(key)\" as a JSON number without a fraction or exponent")
         }
-        return n
+        return try CheckedInteger.parse(text, as: T.self, "\"\(key)\"", in: range, context: "request body")
     }
 
-    func optionalNumber(_ key: String) throws -> Double? {
+    /// An optional percentage: above 0 and at most 100, with at most two decimals that count (one
+    /// basis point is 0.01 %); nil when absent or null.
+    func percent(_ key: String) throws -> Double? {
         guard let node = root[key] else { return nil }
         if case .null = node.kind { return nil }
-        guard case .number(let text) = node.kind, let d = Double(text) else { throw HTTPError(400, code: "badRequest", "\"\(key)\" must be a number") }
+        guard case .number(let text) = node.kind, let d = Double(text), d.isFinite, d > 0, d <= 100, (d * 100).rounded() >= 1 else {
+            throw BacklotError(.invalidInput, "\"\(key)\" must be a number above 0 and at most 100 (at least 0.01)", context: "request body",
+                               hint: "give a percentage such as 25 or 12.5")
+        }
         return d
     }
 }

@@ -51,10 +51,15 @@ public struct StaticTree: Sendable {
         return (fd, st)
     }
 
-    /// Seconds clients and caches may keep a catalog or key list.
+    /// Seconds clients and caches may keep a catalog or an Apple download manifest.
     public static let catalogMaxAge = 60
+    /// Seconds clients and caches may keep the current key list (`v1/keys/root.json`).
+    public static let keyListMaxAge = 300
 
-    /// Answers a GET or HEAD for a path of the tree.
+    /// Answers a GET or HEAD for a path of the tree, with the conditional requests of RFC 9110 §13
+    /// evaluated in its order: `If-Match` (412), `If-Unmodified-Since` (412, only without
+    /// `If-Match`), `If-None-Match` (304), `If-Modified-Since` (304, only without `If-None-Match`),
+    /// then `Range` guarded by `If-Range` (a stale validator gets the whole file, 200).
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
             var r = HTTPResponse.error(405, code: "methodNotAllowed", "the published tree is read-only: use GET or HEAD", route: "static")
@@ -64,35 +69,79 @@ public struct StaticTree: Sendable {
         guard let relative = Self.safeRelativePath(request.path) else {
             return .error(400, code: "badPath", "the path is not a valid path of the tree", route: "static")
         }
-        guard !relative.isEmpty, let (fd, st) = openBeneath(relative) else {
+        // Hidden files (any component starting with ".") are never served: temporaries, locks.
+        guard !relative.isEmpty, !relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }),
+              let (fd, st) = openBeneath(relative) else {
             return .error(404, code: "notFound", "no such file: /\(relative)", route: "static")
         }
         let size = UInt64(st.st_size)
-        let name = relative.split(separator: "/").last.map(String.init) ?? relative
-        let etag = Self.etag(name: name, stat: st)
+        let etag = Self.etag(relative: relative, stat: st)
+        let modified = Int64(st.st_mtim.tv_sec)
+        let lastModified = HTTPDate.format(modified)
         var headers: [(name: String, value: String)] = [
             ("ETag", etag),
+            ("Last-Modified", lastModified),
             ("Accept-Ranges", "bytes"),
-            ("Cache-Control", Self.cacheControl(name)),
-            ("Content-Type", Self.contentType(name)),
+            ("Cache-Control", Self.cacheControl(relative)),
+            ("Content-Type", Self.contentType(relative)),
         ]
-        if let match = request.header("If-None-Match"),
-           match == "*" || match.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).contains(where: { $0 == etag || $0 == "W/" + etag }) {
+        func refuse(_ response: HTTPResponse) -> HTTPResponse {
             close(fd)
-            return HTTPResponse(status: 304, headers: headers, route: "static")
+            var r = response
+            r.headers = headers.filter { $0.name != "Content-Type" } + r.headers
+            return r
         }
-        switch Self.range(request.header("Range"), size: size) {
+        if let match = request.header("If-Match") {
+            if !(match.trimmingCharacters(in: .whitespaces) == "*" || Self.entityTags(match).contains(etag)) {
+                return refuse(.error(412, code: "preconditionFailed", "If-Match does not match the current ETag \(etag)", route: "static"))
+            }
+        } else if let text = request.header("If-Unmodified-Since"), let date = HTTPDate.parse(text), modified > date {
+            return refuse(.error(412, code: "preconditionFailed", "the file was modified after \(text)", route: "static"))
+        }
+        let notModified: Bool
+        if let match = request.header("If-None-Match") {
+            notModified = match.trimmingCharacters(in: .whitespaces) == "*"
+                || Self.entityTags(match).contains { $0 == etag || $0 == "W/" + etag }   // weak comparison (RFC 9110 §13.1.2)
+        } else if let text = request.header("If-Modified-Since"), let date = HTTPDate.parse(text) {
+            notModified = modified <= date
+        } else {
+            notModified = false
+        }
+        if notModified {
+            close(fd)
+            // No body; the Content-Length libmicrohttpd writes is the representation's own (RFC 9110 §8.6), never 0.
+            return HTTPResponse(status: 304, headers: headers, body: .representation(length: size), route: "static")
+        }
+        var rangeHeader = request.header("Range")
+        if rangeHeader != nil, let condition = request.header("If-Range"), !Self.ifRangeHolds(condition, etag: etag, lastModified: lastModified) {
+            rangeHeader = nil   // a stale validator: the whole representation, never a part of a changed one
+        }
+        switch Self.range(rangeHeader, size: size) {
         case .full:
             return HTTPResponse(status: 200, headers: headers, body: .descriptor(fd, offset: 0, length: size), route: "static")
         case .partial(let start, let end):
             headers.append(("Content-Range", "bytes \(start)-\(end)/\(size)"))
             return HTTPResponse(status: 206, headers: headers, body: .descriptor(fd, offset: start, length: end - start + 1), route: "static")
         case .unsatisfiable:
-            close(fd)
             var r = HTTPResponse.error(416, code: "rangeNotSatisfiable", "the file has \(size) bytes", route: "static")
             r.headers.append(("Content-Range", "bytes */\(size)"))
-            return r
+            return refuse(r)
         }
+    }
+
+    /// The entity tags of an `If-Match` / `If-None-Match` list (`"a", W/"b"`), as written.
+    static func entityTags(_ list: String) -> [String] {
+        list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// Whether `If-Range` lets a Range apply: only a strong ETag that is the current one, or a date
+    /// that is exactly the current `Last-Modified` (RFC 9110 §13.1.5). A weak tag never does.
+    static func ifRangeHolds(_ condition: String, etag: String, lastModified: String) -> Bool {
+        let value = condition.trimmingCharacters(in: .whitespaces)
+        if value.hasPrefix("W/") { return false }
+        if value.hasPrefix("\"") { return value == etag }
+        guard let date = HTTPDate.parse(value), let current = HTTPDate.parse(lastModified) else { return false }
+        return date == current
     }
 
     /// The path without its leading `/`, or nil when a component is empty, `.`, `..`, or holds NUL or `\`.
@@ -126,36 +175,60 @@ public struct StaticTree: Sendable {
         guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return .full }
         let first = spec[..<dash], last = spec[spec.index(after: dash)...]
         if first.isEmpty {
-            guard let n = UInt64(last) else { return .full }
+            guard let n = CheckedInteger.parse(last, as: UInt64.self) else { return .full }
             guard n > 0, size > 0 else { return .unsatisfiable }
             return .partial(size - min(n, size), size - 1)
         }
-        guard let start = UInt64(first) else { return .full }
+        guard let start = CheckedInteger.parse(first, as: UInt64.self) else { return .full }
         let end: UInt64
         if last.isEmpty { end = size == 0 ? 0 : size - 1 } else {
-            guard let e = UInt64(last), e >= start else { return .full }
+            guard let e = CheckedInteger.parse(last, as: UInt64.self), e >= start else { return .full }
             end = min(e, size == 0 ? 0 : size - 1)
         }
         guard start < size else { return .unsatisfiable }
         return .partial(start, end)
     }
 
-    /// Content-addressed packs are tagged by their SHA-256 (their name); other files by inode, size and time.
-    static func etag(name: String, stat st: stat) -> String {
-        if name.hasSuffix(".pack"), name.count == 69, name.dropLast(5).allSatisfy({ $0.isHexDigit }) {
-            return "\"\(name.dropLast(5))\""
-        }
-        let nanos = UInt64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ UInt64(st.st_mtim.tv_nsec)
+    /// Content-addressed packs (`v1/packs/SHA256.pack`) are tagged by their SHA-256 (their name);
+    /// other files by inode, size and time.
+    static func etag(relative: String, stat st: stat) -> String {
+        if let sha = contentAddress(relative) { return "\"\(sha)\"" }
+        // Bit patterns, not conversions: a file dated before 1970 has a negative time.
+        let nanos = UInt64(bitPattern: Int64(st.st_mtim.tv_sec)) &* 1_000_000_000 &+ UInt64(bitPattern: Int64(st.st_mtim.tv_nsec))
         return "\"\(String(UInt64(st.st_ino), radix: 16))-\(String(UInt64(st.st_size), radix: 16))-\(String(nanos, radix: 16))\""
     }
 
-    static func cacheControl(_ name: String) -> String {
-        if name.hasSuffix(".pack") || (name.hasPrefix("root-") && name.hasSuffix(".json")) { return "public, max-age=31536000, immutable" }
-        if name.hasSuffix(".json") || name.hasSuffix(".pub") { return "public, max-age=\(catalogMaxAge)" }
+    /// The SHA-256 of `v1/packs/SHA256.pack`, or nil for any other path.
+    static func contentAddress(_ relative: String) -> Substring? {
+        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "v1", parts[1] == "packs", parts[2].hasSuffix(".pack"), parts[2].utf8.count == 69 else { return nil }
+        let sha = parts[2].dropLast(5)
+        return sha.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) ? sha : nil
+    }
+
+    /// docs/protocol.md §1, row by row.
+    static func cacheControl(_ relative: String) -> String {
+        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
+        let name = parts.last.map(String.init) ?? relative
+        if contentAddress(relative) != nil { return "public, max-age=31536000, immutable" }
+        if parts.count == 3, parts[0] == "v1", parts[1] == "keys" {
+            if name == "root.json" { return "public, max-age=\(keyListMaxAge)" }
+            if name.hasPrefix("root-"), name.hasSuffix(".json") { return "public, max-age=31536000, immutable" }
+        }
+        if isApplePack(parts) { return "no-cache" }
+        if name.hasSuffix(".json") { return "public, max-age=\(catalogMaxAge)" }
         return "no-cache"
     }
 
-    static func contentType(_ name: String) -> String {
+    /// `v1/apple/APP/CHANNEL/PLATFORM/packs/ID`: an `.aar` under its pack ID, whatever the ID ends with.
+    static func isApplePack(_ parts: [Substring]) -> Bool {
+        parts.count == 7 && parts[0] == "v1" && parts[1] == "apple" && parts[5] == "packs"
+    }
+
+    static func contentType(_ relative: String) -> String {
+        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
+        let name = parts.last.map(String.init) ?? relative
+        if isApplePack(parts) { return "application/octet-stream" }
         if name.hasSuffix(".json") { return "application/json" }
         if name.hasSuffix(".pub") || name.hasSuffix(".pem") { return "text/plain; charset=utf-8" }
         return "application/octet-stream"

@@ -28,6 +28,8 @@ public final class Database: Sendable {
 
         public var int: Int64? { if case .integer(let v) = self { v } else { nil } }
         public var string: String? { if case .text(let v) = self { v } else { nil } }
+        /// The integer converted to `T` when it fits (nil otherwise: never a trap).
+        public func integer<T: FixedWidthInteger>(as type: T.Type) -> T? { int.flatMap { T(exactly: $0) } }
     }
 
     /// One result row, by column name.
@@ -37,7 +39,17 @@ public final class Database: Sendable {
     public let path: String
 
     /// Opens (creating if needed) a database in WAL mode with a 5 s busy timeout.
-    public init(path: String) throws {
+    /// - Parameter mode: when given, the database file is created with this mode and an existing one
+    ///   (and its `-wal` and `-shm` files, which SQLite creates with the database's mode) is set to
+    ///   it, whatever the umask — 0600 for a database that holds secrets.
+    public init(path: String, mode: mode_t? = nil) throws {
+        if let mode {
+            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode)
+            guard fd >= 0 else { throw SystemCall.error("open the database", path: path) }
+            fchmod(fd, mode)
+            close(fd)
+            for suffix in ["-wal", "-shm", "-journal"] where FileSystem.exists(path + suffix) { chmod(path + suffix, mode) }
+        }
         var handle: OpaquePointer? = nil
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         guard sqlite3_open_v2(path, &handle, flags, nil) == SQLITE_OK, let handle else {

@@ -29,12 +29,13 @@ import Testing
         }
 
         func call(_ method: String, _ path: String, token: String? = nil, json: String? = nil, file: String? = nil,
-                  headers: [String: String] = [:]) throws -> Curl.Result {
+                  headers: [String: String] = [:], body: String? = nil) throws -> Curl.Result {
             var h = headers
             if let token { h["Authorization"] = "Bearer \(token)" }
             var extra: [String] = []
             if let json { extra += ["--data-binary", json]; h["Content-Type"] = "application/json" }
             if let file { extra += ["--upload-file", file] }
+            if let body { extra += ["--data-binary", "@" + body] }
             return try Curl.run(server.baseURL + path.dropFirst(), method: method, headers: h, extra: extra)
         }
 

@@ -1,0 +1,117 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotFormat
+import BacklotZstd
+import Synchronization
+
+/// The complete check of an uploaded pack, bounded for a server that shares its processing
+/// between apps:
+///
+/// - the header and index are checked as ``PackReader`` checks them, and errors name "the
+///   archive", never a server path;
+/// - the install size (the sum of the file sizes, which is what hashing the files costs) must be
+///   at most the server's limit, checked before any chunk is read;
+/// - each distinct chunk is read, decompressed and checked against its SHA-256 once, however many
+///   times files refer to it; a chunk used more than once is kept in memory while the cache has
+///   room (else decompressed again, without hashing it again);
+/// - every file's SHA-256 is computed by streaming its verified chunks (files with the same chunk
+///   list are hashed once);
+/// - a cancellation flag is looked at between chunks, so deleting a version stops its processing.
+struct UploadedPackCheck {
+    /// What the check found.
+    struct Outcome {
+        let header: PackHeader
+        let index: PackIndex
+        let installSize: UInt64
+        /// Chunk decompressions done (each distinct chunk once, plus re-decompressions of evicted ones).
+        let decompressions: Int
+        /// Bytes fed to SHA-256 for the files.
+        let hashedFileBytes: UInt64
+    }
+
+    /// Memory for decompressed chunks used more than once.
+    static let cacheBytes = 256 << 20
+
+    /// A name for the archive in errors (what API clients see).
+    static let source = "the archive"
+
+    static func run(path: String, maximumInstallSize: UInt64, isCancelled: () -> Bool) throws -> Outcome {
+        let fd = try FileDescriptor.openForReading(path)
+        defer { fd.close() }
+        let size = try fd.size()
+        let header = try PackHeader.decode(try fd.read(count: Int(min(UInt64(PackHeader.size), size)), at: 0), fileSize: size, source: source)
+        let indexBytes = try fd.read(count: Int(header.indexLength), at: header.indexOffset)
+        let digest = SHA256.hash(indexBytes)
+        guard digest == header.indexDigest else {
+            throw BacklotError(.corruptArchive, "the index's SHA-256 is \(digest.short)…, but the header says \(header.indexDigest.short)…",
+                               context: "\(source) at offset \(header.indexOffset)", hint: "the pack is damaged: package it again")
+        }
+        let index = try PackIndex.decode(indexBytes, header: header, source: source)
+        let installSize = try CheckedInteger.sum(index.files.map(\.size), "the install size", context: source)
+        guard installSize <= maximumInstallSize else {
+            throw BacklotError(.invalidInput, "the pack's files add up to \(installSize) bytes, more than this server's install-size limit of \(maximumInstallSize) bytes",
+                               context: source, hint: "the server's operator can raise the limit: backlot serve --max-install-size BYTES")
+        }
+
+        var uses = [Int](repeating: 0, count: index.chunks.count)
+        for file in index.files { for ref in file.chunks { uses[ref] += 1 } }
+        var verified = [Bool](repeating: false, count: index.chunks.count)
+        var cache: [Int: [UInt8]] = [:]
+        var cached = 0
+        var decompressions = 0
+        var hashed: UInt64 = 0
+        var digests: [[Int]: SHA256Digest] = [:]
+        let decompressor = ZstdDecompressor()
+
+        func cancelled() throws {
+            if isCancelled() { throw BacklotError(.cancelled, "processing was cancelled: the version was deleted", context: source) }
+        }
+        func bytes(of ref: Int) throws -> [UInt8] {
+            if let plain = cache[ref] { return plain }
+            let chunk = index.chunks[ref]
+            let compressed = try fd.read(count: Int(chunk.compressedSize), at: chunk.offset)
+            decompressions += 1
+            let plain: [UInt8]
+            if verified[ref] {
+                // Checked once already: the same bytes decompress to the same content.
+                plain = try compressed.withUnsafeBytes { try decompressor.decompress($0, expectedSize: Int(chunk.uncompressedSize)) }
+            } else {
+                plain = try PackReader.decode(compressed, chunk: chunk, chunkIndex: ref, using: decompressor, source: source)
+                verified[ref] = true
+            }
+            if uses[ref] > 1, cached + plain.count <= cacheBytes {
+                cache[ref] = plain
+                cached += plain.count
+            }
+            return plain
+        }
+
+        for file in index.files {
+            try cancelled()
+            if let known = digests[file.chunks] {
+                guard known == file.digest else { throw fileMismatch(file, known) }
+                continue
+            }
+            var hasher = SHA256()
+            do {
+                for ref in file.chunks {
+                    try cancelled()
+                    let plain = try bytes(of: ref)
+                    hasher.update(plain)
+                    hashed += UInt64(plain.count)
+                }
+            } catch let e as BacklotError where e.code != .cancelled {
+                throw BacklotError(e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? source)", hint: e.hint)
+            }
+            let computed = hasher.finalize()
+            guard computed == file.digest else { throw fileMismatch(file, computed) }
+            digests[file.chunks] = computed
+        }
+        return Outcome(header: header, index: index, installSize: installSize, decompressions: decompressions, hashedFileBytes: hashed)
+    }
+
+    static func fileMismatch(_ file: PackIndex.File, _ computed: SHA256Digest) -> BacklotError {
+        BacklotError(.corruptArchive, "the file's SHA-256 is \(computed.short)…, but the index says \(file.digest.short)…",
+                     context: "\(source): file \"\(file.path)\"", hint: "the pack is damaged or crafted: package it again")
+    }
+}
