@@ -108,6 +108,14 @@ public struct PackWriter: Sendable {
             try state.writeBuffered(indexBytes)
             try state.flushWrites()
             let header = PackHeader(indexOffset: indexOffset, indexLength: UInt64(indexBytes.count), indexDigest: digest)
+            // Verify before anything is visible: the index must pass every rule a reader applies
+            // (paths, metadata size, limits), so package never writes a pack that verify refuses.
+            do {
+                _ = try PackIndex.decode(indexBytes, header: header, source: path)
+            } catch let e as BacklotError {
+                throw BacklotError(.invalidSource, "the pack would break a rule of the format: \(e.message)", context: path,
+                                   hint: "change the manifest (paths, destinations, userInfo) so that the pack follows docs/format.md")
+            }
             try header.encoded.withUnsafeBytes { try output.descriptor.write($0, at: 0) }
             try output.commit()
             return Summary(packDigest: digest, files: selection.files.count, bytesIn: done,

@@ -107,6 +107,11 @@ public struct SourceSelection: Sendable {
             warnings.append("fileSelectors[\(e.index)] (fileExclusion): the pattern \"\(e.glob.pattern)\" excludes no file")
         }
         if let bad = candidates.first(where: { $0.problem != nil }) { throw bad.problem! }
+        // Every pack path must be one a reader accepts (a pattern's escapes can spell "..").
+        if let bad = candidates.first(where: { !SelectorPath.isNormal($0.packPath) }) {
+            throw BacklotError(.invalidSource, "the pack path \"\(bad.packPath)\" is not a valid pack path (docs/format.md §3)", context: bad.label,
+                               hint: "selectors may not leave the source root or name '.', '..' or empty components, even through escapes")
+        }
 
         // Pack paths are byte strings (docs/format.md §7): "caf\u{E9}" and "cafe\u{301}" are two
         // files, as they are on Linux, so every key here is the path's bytes.

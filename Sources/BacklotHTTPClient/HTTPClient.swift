@@ -167,17 +167,16 @@ extension HTTPClient {
         _ = ccurl_setopt_ptr(handle, CURLOPT_WRITEDATA, context)
         _ = ccurl_setopt_header(handle, FileCallbacks.header)
         _ = ccurl_setopt_ptr(handle, CURLOPT_HEADERDATA, context)
-        var deadline: Int? = nil
-        if let limit, limit >= offset {
-            deadline = self.deadline(forBytes: limit - offset)
-            _ = ccurl_setopt_long(handle, CURLOPT_TIMEOUT, deadline!)
-        }
+        // A declared size bounds the deadline; without one, the longest deadline (a week) and the
+        // minimum-rate rule still apply, so no download is waited for forever.
+        let deadline = self.deadline(forBytes: limit.map { $0 >= offset ? $0 - offset : 0 } ?? UInt64.max)
+        _ = ccurl_setopt_long(handle, CURLOPT_TIMEOUT, deadline)
         let code = withExtendedLifetime(sink) { curl_easy_perform(handle) }
         var status = 0
         _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         if let failure = sink.failure { throw failure }
         guard code == CURLE_OK else {
-            if code == CURLE_OPERATION_TIMEDOUT, let deadline, let limit { throw timedOut("GET", url, deadline: deadline, bytes: limit - offset) }
+            if code == CURLE_OPERATION_TIMEDOUT { throw timedOut("GET", url, deadline: deadline, bytes: limit.map { $0 >= offset ? $0 - offset : 0 } ?? UInt64.max) }
             throw BacklotError(.io, "GET \(url) failed: \(String(cString: curl_easy_strerror(code)))", context: url)
         }
         fsync(fd)
@@ -210,6 +209,13 @@ extension HTTPClient {
     }
 }
 
+/// The first byte of a `Content-Range: bytes FIRST-LAST/SIZE` value, or nil when it is not one.
+func contentRangeStart(_ value: String) -> UInt64? {
+    let v = value.trimmingCharacters(in: .whitespaces)
+    guard v.lowercased().hasPrefix("bytes "), let dash = v.firstIndex(of: "-") else { return nil }
+    return CheckedInteger.parse(v[v.index(v.startIndex, offsetBy: 6)..<dash].trimmingCharacters(in: .whitespaces), as: UInt64.self)
+}
+
 /// Reads one header line into `headers` (a status line starts a new response: redirects, 100-continue);
 /// returns the status code of a status line.
 func parseHeaderLine(_ data: UnsafeMutablePointer<CChar>?, _ count: Int, into headers: inout [String: String]) -> Int? {
@@ -235,6 +241,7 @@ private final class FileSink: @unchecked Sendable {
     var status = 0
     var failure: BacklotError?
     var restarted = false
+    var rangeChecked = false
     let progress: (@Sendable (UInt64, UInt64) -> Void)?
     let isCancelled: (@Sendable () -> Bool)?
 
@@ -269,6 +276,16 @@ private enum FileCallbacks {
             s.restarted = true
         } else if s.status != 200 && s.status != 206 {
             return n   // an error body: not written
+        }
+        if s.status == 206 && !s.rangeChecked {
+            // A resumed download appends only the bytes asked for: a 206 for another range (or of
+            // another representation's length) would splice foreign bytes into the file.
+            s.rangeChecked = true
+            guard let range = s.headers["content-range"], let start = contentRangeStart(range), start == s.start else {
+                s.failure = BacklotError(.io, "the server answered the resumed download with another range (\(s.headers["content-range"] ?? "no Content-Range")) than bytes \(s.start)-",
+                                         hint: "the server's file may have changed; the download starts over later")
+                return 0
+            }
         }
         if let limit = s.limit, s.offset + UInt64(n) > limit {
             s.failure = BacklotError(.quotaExceeded, "the server sent more than the \(limit) bytes expected; the transfer was stopped")
