@@ -200,6 +200,73 @@ import Testing
         await expectRefused(.io, "deadline") { _ = try await manager.allAssetPacks }
     }
 
+    /// What a failed attempt left in its folder (a link planted there, a hard link shared with the
+    /// installed release) never misleads the next attempt.
+    @Test func anEarlierAttemptsFolderCannotMisleadTheNextOne() async throws {
+        let f = try ClientFixture()
+        let manager = try f.manager()
+        let x1 = (0..<150_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        try f.publishCrafted(CraftedPack(files: [.init(path: "X", bytes: x1), .init(path: "Y", bytes: [1])]), version: 1)
+        _ = try await manager.fetch(packWithID: "Crafted")
+        let next = try CraftedPack(files: [.init(path: "X", bytes: x1), .init(path: "Y", bytes: [2])])
+        try f.publishCrafted(next, version: 2)
+        let partial = manager.container.releaseFolder("Crafted", digest: next.header.indexDigest.hex) + ".partial"
+        try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+        // A planted link where X goes, and a file outside the container it points at.
+        let outside = f.dir.at("outside-secret")
+        try Data("secret".utf8).write(to: URL(fileURLWithPath: outside))
+        chmod(outside, 0o600)
+        try FileManager.default.createSymbolicLink(atPath: partial + "/X", withDestinationPath: outside)
+        // Y as a hard link to the installed release's Y (mode 0444): writing it would damage the release.
+        let installedY = manager.url(for: "Y").path
+        #expect(link(installedY, partial + "/Y") == 0)
+        _ = try await manager.fetch(packWithID: "Crafted")
+        #expect(try manager.contents(at: "X") == Data(x1))
+        #expect(try manager.contents(at: "Y") == Data([2]))
+        #expect(try manager.verifyInstalled().isEmpty)
+        #expect((try FileSystem.linkStatus(manager.url(for: "X").path))?.kind == .regular)
+        #expect((try FileSystem.linkStatus(outside))?.mode == 0o600, "a mode was set through the planted link")
+        #expect(!FileSystem.exists(partial))
+    }
+
+    @Test func aCatalogWhoseInstallSizeIsNotTheIndexsIsRefused() async throws {
+        let f = try ClientFixture()
+        let pack = try CraftedPack(files: [.init(path: "a", bytes: [1, 2, 3])])
+        try f.publishCrafted(pack)
+        let good = try Catalog.decode(SignedEnvelope.open(Array(Data(contentsOf: URL(fileURLWithPath: f.repository.catalogPath(app: f.app, channel: .internal)))),
+                                                          expecting: Catalog.payloadType, trusting: [f.pinned], source: "c"), source: "c")
+        var lying = good
+        lying.packs[0].release.installSize = 1 << 40
+        lying.version += 1
+        try f.publishCatalog(lying)
+        await expectRefused(.untrusted, "installs 1099511627776 bytes") { _ = try await f.manager().fetch(packWithID: "Crafted") }
+    }
+
+    /// A mirror with no keys that serves endless unsigned key lists costs a bounded number of requests.
+    @Test func theSearchForAPinnedKeyIsBounded() throws {
+        var asked = 0
+        let pinned = try Ed25519.PrivateKey().publicKey
+        let found = try KeyList.anchor(pinned: [pinned], current: { Array("{}".utf8) }, fetch: { _ in asked += 1; return Array("{}".utf8) })
+        #expect(found == nil)
+        #expect(asked == 1000)
+        // The current list names the pinned key: found in one request.
+        let key = try Ed25519.PrivateKey()
+        let root = try SignedEnvelope.sign(payload: KeyList(version: 7, keys: [key.publicKey]).payload, type: KeyList.payloadType, with: [key]).encoded
+        asked = 0
+        #expect(try KeyList.anchor(pinned: [key.publicKey], current: { root }, fetch: { _ in asked += 1; return nil })?.version == 7)
+        #expect(asked == 0)
+    }
+
+    @Test func archiveURLsWithParametersOrDoubleEscapesAreRefused() async throws {
+        let f = try ClientFixture()
+        let pack = try CraftedPack(files: [.init(path: "a", bytes: [1, 2, 3])])
+        let sha = SHA256.hash(pack.bytes).hex
+        for url in ["../../../packs/..;/\(sha).pack", "../../../packs/%252e%252e/\(sha).pack", "../../../packs/\(sha).pack?x=1"] {
+            try f.publishCrafted(pack, archiveURL: url)
+            await expectRefused(.untrusted, "archive URL") { _ = try await f.manager(container: "c-\(UUID().uuidString)").fetch(packWithID: "Crafted") }
+        }
+    }
+
     @Test func transferDeadlinesFollowTheBoundedSize() {
         let client = HTTPClient(minimumRate: 1000, baseDeadline: 30)
         #expect(client.deadline(forBytes: 0) == 30)

@@ -170,6 +170,24 @@ import Testing
         }
     }
 
+    /// package never writes a pack that verify refuses: an escaped pattern that spells "..", or
+    /// metadata over its limit, is refused before anything is written.
+    @Test func packageRefusesWhatAReaderWouldRefuse() throws {
+        let dir = try TemporaryDirectory("self-check")
+        defer { dir.remove() }
+        try dir.write("src/afile", [1, 2, 3])
+        let escaped = SamplePack.manifest(id: "Esc", selectors: #"[{"filePattern": "\\.\\./src/a*"}]"#)
+        #expect(throws: BacklotError.self) { try SamplePack.build(in: dir, manifestJSON: escaped, sourceRoot: dir.at("src")) }
+        let huge = #"{"assetPackID": "Big", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "."}], "platforms": ["linux"], "userInfo": {"blob": ""# + String(repeating: "x", count: 1 << 20) + #""}}"#
+        do {
+            try SamplePack.build(in: dir, manifestJSON: huge, name: "big.pack")
+            Issue.record("packaged metadata over the limit")
+        } catch let e as BacklotError {
+            #expect(e.code == .invalidSource || e.code == .invalidManifest, "\(e)")
+        }
+        #expect(!FileSystem.exists(dir.at("big.pack")) && !FileSystem.exists(dir.at("out.pack")))
+    }
+
     @Test func oneIndexLimitFromTheHeaderOn() throws {
         // The header refuses an index over the limit, and one too short to be an index.
         for length in [PackHeader.maximumIndexLength + 1, 0, 3] {
