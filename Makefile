@@ -27,6 +27,7 @@ bench:
 	@scripts/bench $(BUILD_DIR)/release/backlot
 	@scripts/bench-server $(BUILD_DIR)/release/backlot
 	@scripts/bench-client $(BUILD_DIR)/release/backlot
+	@scripts/bench-idle $(BUILD_DIR)/release/backlot
 
 clean:
 	rm -rf $(BUILD_DIR)
