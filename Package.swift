@@ -41,7 +41,7 @@ let package = Package(
         // The repository: apps, versions, releases, tokens, signed catalogs, key lists, the published tree.
         .target(name: "BacklotRepository", dependencies: ["BacklotFormat", "BacklotStore"]),
         // The hosting server: libmicrohttpd, the published tree over HTTP(S) with Range and ETag.
-        .target(name: "BacklotServer", dependencies: ["CMicroHTTPD", "CLinuxSupport", "BacklotRepository"]),
+        .target(name: "BacklotServer", dependencies: ["CMicroHTTPD", "BacklotRepository"]),
         // An HTTP(S) client on libcurl, for the CLI and the client library.
         .target(name: "BacklotHTTPClient", dependencies: ["CCurl", "BacklotBasics"]),
         // The client: AssetPackManager, the delta downloader, the container store.

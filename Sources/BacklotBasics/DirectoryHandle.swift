@@ -37,6 +37,13 @@ public final class DirectoryHandle: Sendable {
     ///   through a link, or is not a regular file (it was swapped since it was listed);
     ///   ``BacklotError/Code/io`` for other failures.
     public func openRegularFile(_ relative: String) throws -> (FileDescriptor, UInt64) {
+        let (fd, st) = try openRegularFileWithStatus(relative)
+        return (fd, UInt64(st.st_size))
+    }
+
+    /// ``openRegularFile(_:)``, with the opened file's whole `fstat` (times, inode), for callers
+    /// that derive validators from it (the static tree's ETag and Last-Modified).
+    public func openRegularFileWithStatus(_ relative: String) throws -> (FileDescriptor, stat) {
         let full = path + "/" + relative
         var fd: Int32
         repeat { fd = clinux_open_beneath(descriptor, relative) } while fd < 0 && errno == EINTR
@@ -66,6 +73,6 @@ public final class DirectoryHandle: Sendable {
             throw BacklotError(.invalidSource, "is no longer a regular file", context: full,
                                hint: "something replaced it while it was read; try again once nothing writes to the tree")
         }
-        return (FileDescriptor(rawValue: fd, path: full), UInt64(st.st_size))
+        return (FileDescriptor(rawValue: fd, path: full), st)
     }
 }

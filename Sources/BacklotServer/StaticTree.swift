@@ -1,5 +1,4 @@
 import BacklotBasics
-import CLinuxSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -14,41 +13,22 @@ import Glibc
 public struct StaticTree: Sendable {
     /// The resolved root folder.
     public let root: String
-    private let rootDescriptor: Descriptor
-
-    /// The root's open descriptor, for `openat2` beneath it; closed with the last copy of the tree.
-    final class Descriptor: Sendable {
-        let fd: Int32
-        init(_ fd: Int32) { self.fd = fd }
-        deinit { close(fd) }
-    }
+    /// The root, opened once; every file is opened beneath it through no link (``DirectoryHandle``).
+    private let rootHandle: DirectoryHandle
 
     public init(root: String) throws {
         guard let real = FileSystem.realPath(root), try FileSystem.status(real)?.kind == .directory else {
             throw BacklotError(.io, "the published tree does not exist", context: root)
         }
         self.root = real
-        let fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw SystemCall.error("open", path: real) }
-        rootDescriptor = Descriptor(fd)
+        rootHandle = try DirectoryHandle(path: real)
     }
 
-    /// Opens a relative path beneath the root without following any link (kernel-checked with
-    /// openat2; checked with realpath on kernels without it). Returns the descriptor and its status.
+    /// Opens a relative path beneath the root without following any link; nil when it is not a
+    /// regular file there. Returns the raw descriptor (the response owns it) and its status.
     func openBeneath(_ relative: String) -> (Int32, stat)? {
-        var fd = clinux_open_beneath(rootDescriptor.fd, relative)
-        if fd < 0 && (errno == ENOSYS || errno == EPERM) {   // no openat2 (old kernel, or a seccomp filter that refuses it)
-            let full = root + "/" + relative
-            guard let real = FileSystem.realPath(full), real.hasPrefix(root + "/") else { return nil }
-            fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        }
-        guard fd >= 0 else { return nil }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
-            close(fd)
-            return nil
-        }
-        return (fd, st)
+        guard let (fd, st) = try? rootHandle.openRegularFileWithStatus(relative) else { return nil }
+        return (fd.rawValue, st)
     }
 
     /// Seconds clients and caches may keep a catalog or an Apple download manifest.
@@ -70,7 +50,7 @@ public struct StaticTree: Sendable {
             return .error(400, code: "badPath", "the path is not a valid path of the tree", route: "static")
         }
         // Hidden files (any component starting with ".") are never served: temporaries, locks.
-        guard !relative.isEmpty, !relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }),
+        guard !relative.isEmpty, !BytePath.components(relative).contains(where: { $0.utf8.first == UInt8(ascii: ".") }),
               let (fd, st) = openBeneath(relative) else {
             return .error(404, code: "notFound", "no such file: /\(relative)", route: "static")
         }
@@ -146,20 +126,11 @@ public struct StaticTree: Sendable {
 
     /// The path without its leading `/`, or nil when a component is empty, `.`, `..`, or holds NUL or `\`.
     public static func safeRelativePath(_ path: String) -> String? {
-        let bytes = Array(path.utf8)
-        guard bytes.first == UInt8(ascii: "/") else { return nil }
-        if bytes.count == 1 { return "" }
-        var componentStart = 1
-        for i in 1...bytes.count {
-            if i == bytes.count || bytes[i] == UInt8(ascii: "/") {
-                let c = bytes[componentStart..<i]
-                if c.isEmpty || c.elementsEqual([UInt8(ascii: ".")]) || c.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]) { return nil }
-                componentStart = i + 1
-            } else if bytes[i] == 0 || bytes[i] == UInt8(ascii: "\\") {
-                return nil
-            }
-        }
-        return String(decoding: bytes.dropFirst(), as: UTF8.self)
+        guard path.utf8.first == BytePath.separator else { return nil }
+        let relative = String(decoding: path.utf8.dropFirst(), as: UTF8.self)
+        if relative.isEmpty { return "" }
+        guard BytePath.isSafeRelative(relative), !relative.utf8.contains(UInt8(ascii: "\\")) else { return nil }
+        return relative
     }
 
     enum RangeAnswer: Equatable {
