@@ -92,5 +92,11 @@ if Context.environment["BACKLOT_FUZZ"] == "1" {
         .systemLibrary(name: "CFuzzerDriver", path: "Fuzz/CFuzzerDriver"),
         .target(name: "FuzzSupport", dependencies: ["CFuzzerDriver"], path: "Fuzz/FuzzSupport"),
         harness("FuzzJSONReader", ["BacklotJSON"]),
+        harness("FuzzManifestParser", ["BacklotFormat"]),
+        harness("FuzzPropertyList", ["BacklotInfoPlist"]),
+        harness("FuzzPackIndex", ["BacklotFormat"]),
+        harness("FuzzCatalog", ["BacklotRepository"]),
+        harness("FuzzHTTPHeaders", ["BacklotServer", "BacklotHTTPClient"]),
+        harness("FuzzManagementAPI", ["BacklotServer"]),
     ]
 }
