@@ -14,6 +14,12 @@ import FoundationXML
 /// let url = root.dictionary?["BAManifestURL"]?.string
 /// ```
 public enum PropertyListReader {
+    /// How deeply arrays and dictionaries may nest, in either form.
+    public static let maximumDepth = 64
+    /// How many values a binary property list may expand to when its shared references are
+    /// followed (a few hundred bytes of references to references can otherwise stand for billions).
+    public static let maximumExpandedObjects = 1 << 18
+
     /// Reads a property-list file of either kind.
     /// - Throws: ``BacklotError/Code/invalidInput`` naming the problem; ``BacklotError/Code/io``.
     public static func read(path: String) throws -> PlistValue {
@@ -31,12 +37,17 @@ public enum PropertyListReader {
 }
 
 /// The binary format (`bplist00`): objects addressed through an offset table described by a
-/// 32-byte trailer. Every offset and count is checked against the file before use.
+/// 32-byte trailer. Every offset and count is checked against the file before use, every number
+/// read from the file is converted through ``CheckedInteger``, and the values an object expands
+/// to (references are shared, so the tree can be far larger than the file) are counted against
+/// ``PropertyListReader/maximumExpandedObjects``.
 struct BinaryPlistParser {
     let bytes: [UInt8]
     let source: String
     var offsets: [Int] = []
     var refSize = 0
+    /// Values built so far, shared references counted each time they are followed.
+    var expanded = 0
 
     init(bytes: [UInt8], source: String) {
         self.bytes = bytes
@@ -62,14 +73,34 @@ struct BinaryPlistParser {
         refSize = Int(bytes[t + 7])
         let count = try uint(at: t + 8, size: 8), top = try uint(at: t + 16, size: 8), table = try uint(at: t + 24, size: 8)
         guard (1...8).contains(offsetSize), (1...8).contains(refSize) else { throw fail("bad integer sizes in the trailer") }
-        guard count >= 1, count <= UInt64(bytes.count), top < count,
-              table >= 8, table + count * UInt64(offsetSize) <= UInt64(t) else { throw fail("the offset table does not fit in the file") }
-        offsets = try (0..<Int(count)).map { i in
-            let o = try uint(at: Int(table) + i * offsetSize, size: offsetSize)
+        guard count >= 1, count <= UInt64(bytes.count), top < count, table >= 8,
+              let tableEnd = try? CheckedInteger.add(table, try CheckedInteger.multiply(count, UInt64(offsetSize), "the offset table's size"),
+                                                      "the offset table's end"),
+              tableEnd <= UInt64(t) else { throw fail("the offset table does not fit in the file") }
+        // count ≤ the file's size and table < its trailer: both fit Int.
+        let objectCount = try convert(count, "the object count"), tableStart = try convert(table, "the offset table's offset")
+        offsets = try (0..<objectCount).map { i in
+            let o = try uint(at: tableStart + i * offsetSize, size: offsetSize)
             guard o >= 8, o < table else { throw fail("object \(i) lies outside the object area") }
             return Int(o)
         }
-        return try object(Int(top), depth: 0)
+        return try object(try convert(top, "the top object's reference"), depth: 0)
+    }
+
+    /// A number read from the file as an `Int`, or the error naming it.
+    func convert(_ value: UInt64, _ what: String) throws -> Int {
+        do {
+            return try CheckedInteger.convert(value, to: Int.self, what, context: source)
+        } catch {
+            throw fail("\(what) is \(value), too large")
+        }
+    }
+
+    /// Reads the object reference at `offset` (refSize bytes) and the object it names.
+    mutating func object(referencedAt offset: Int, depth: Int) throws -> PlistValue {
+        let ref = try uint(at: offset, size: refSize)
+        guard ref < UInt64(offsets.count) else { throw fail("a reference to object \(ref) is out of range") }
+        return try object(Int(ref), depth: depth)
     }
 
     func length(_ marker: UInt8, at offset: Int) throws -> (count: Int, start: Int) {
@@ -79,12 +110,18 @@ struct BinaryPlistParser {
         let size = 1 << Int(bytes[offset + 1] & 0x0F)
         let n = try uint(at: offset + 2, size: size)
         guard n <= UInt64(bytes.count) else { throw fail("a length at \(offset) is larger than the file") }
-        return (Int(n), offset + 2 + size)
+        return (try convert(n, "a length at \(offset)"), offset + 2 + size)
     }
 
-    func object(_ ref: Int, depth: Int) throws -> PlistValue {
-        guard depth < 64 else { throw fail("objects nest more than 64 deep (or refer to themselves)") }
+    mutating func object(_ ref: Int, depth: Int) throws -> PlistValue {
+        guard depth < PropertyListReader.maximumDepth else {
+            throw fail("objects nest more than \(PropertyListReader.maximumDepth) deep (or refer to themselves)")
+        }
         guard ref >= 0, ref < offsets.count else { throw fail("a reference to object \(ref) is out of range") }
+        expanded += 1
+        guard expanded <= PropertyListReader.maximumExpandedObjects else {
+            throw fail("the objects expand to more than \(PropertyListReader.maximumExpandedObjects) values (shared references followed)")
+        }
         let at = offsets[ref]
         let marker = bytes[at]
         switch marker >> 4 {
@@ -129,15 +166,17 @@ struct BinaryPlistParser {
         case 0xA:
             let (n, start) = try length(marker, at: at)
             guard start + n * refSize <= bytes.count else { throw fail("an array at \(at) runs past the end") }
-            return .array(try (0..<n).map { try object(Int(uint(at: start + $0 * refSize, size: refSize)), depth: depth + 1) })
+            var elements: [PlistValue] = []
+            for i in 0..<n { elements.append(try object(referencedAt: start + i * refSize, depth: depth + 1)) }
+            return .array(elements)
         case 0xD:
             let (n, start) = try length(marker, at: at)
             guard start + 2 * n * refSize <= bytes.count else { throw fail("a dictionary at \(at) runs past the end") }
             var dict: [String: PlistValue] = [:]
             for i in 0..<n {
-                let key = try object(Int(uint(at: start + i * refSize, size: refSize)), depth: depth + 1)
+                let key = try object(referencedAt: start + i * refSize, depth: depth + 1)
                 guard let k = key.string else { throw fail("a dictionary key at \(at) is \(key.typeName), not a string") }
-                dict[k] = try object(Int(uint(at: start + (n + i) * refSize, size: refSize)), depth: depth + 1)
+                dict[k] = try object(referencedAt: start + (n + i) * refSize, depth: depth + 1)
             }
             return .dictionary(dict)
         default:
@@ -162,6 +201,12 @@ final class XMLPlistParser: NSObject, XMLParserDelegate {
     private init(source: String) { self.source = source }
 
     static func parse(_ bytes: [UInt8], source: String) throws -> PlistValue {
+        // Foundation's XMLParser traps on names and text that are not valid UTF-8 (libxml2 hands
+        // them on); property lists are UTF-8, so anything else is refused before parsing.
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            throw BacklotError(.invalidInput, "not a valid XML or binary property list: the text is not valid UTF-8",
+                               context: source, hint: "save it as UTF-8, or convert it with `plutil -convert xml1`")
+        }
         let reader = XMLPlistParser(source: source)
         let parser = XMLParser(data: Data(bytes))
         parser.shouldResolveExternalEntities = false
@@ -207,6 +252,9 @@ final class XMLPlistParser: NSObject, XMLParserDelegate {
 
     func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
         text = ""
+        if name == "array" || name == "dict", stack.count > PropertyListReader.maximumDepth {
+            return fail("arrays and dictionaries nest more than \(PropertyListReader.maximumDepth) deep")
+        }
         switch name {
         case "plist": stack.append(.plist(nil))
         case "array": stack.append(.array([]))
