@@ -16,8 +16,8 @@ struct PropertyListFuzzRegressionTests {
             bytes += o
         }
         let table = UInt64(bytes.count)
-        for o in offsets { bytes += withUnsafeBytes(of: o.bigEndian, Array.init) }
-        bytes += [0, 0, 0, 0, 0, 0, 8, refSize]
+        for o in offsets { bytes += withUnsafeBytes(of: UInt16(o).bigEndian, Array.init) }
+        bytes += [0, 0, 0, 0, 0, 0, 2, refSize]
         for v in [count ?? UInt64(objects.count), top, tableOffset ?? table] { bytes += withUnsafeBytes(of: v.bigEndian, Array.init) }
         return bytes
     }
@@ -43,7 +43,7 @@ struct PropertyListFuzzRegressionTests {
 
     /// An 8-byte object reference of 2^63 or more trapped converting it to Int.
     @Test func objectReferenceBeyondIntIsRefused() {
-        let array: [UInt8] = [0xA1] + withUnsafeBytes(of: UInt64(1 << 63).bigEndian, Array.init)
+        let array: [UInt8] = [0xA1] + withUnsafeBytes(of: (UInt64(1) << 63).bigEndian, Array.init)
         let error = Self.refusal(Self.binaryPlist([array], refSize: 8))
         #expect(error?.code == .invalidInput)
         #expect(error?.message.contains("out of range") == true)
@@ -78,5 +78,35 @@ struct PropertyListFuzzRegressionTests {
         let text = "<plist>" + String(repeating: "<array>", count: depth) + String(repeating: "</array>", count: depth) + "</plist>"
         let error = Self.refusal(Array(text.utf8))
         #expect(error?.message.contains("nest more than") == true)
+    }
+
+    /// Fuzz/Findings/FuzzPropertyList/crash-7a40b58b…: a processing instruction without data made
+    /// Foundation's XMLParser call strlen on a null pointer. The scanner refuses processing
+    /// instructions other than the leading XML declaration.
+    @Test func processingInstructionsAreRefused() {
+        for text in ["<?xmunic?>di\n<!", "<plist><?pi data?><true/></plist>", "<?xml version=\"1.0\"?><?php x?><plist><true/></plist>"] {
+            let error = Self.refusal(Array(text.utf8))
+            #expect(error?.code == .invalidInput, "\(text)")
+            #expect(error?.message.contains("processing instruction") == true, "\(text)")
+        }
+    }
+
+    /// Entity declarations (the way to billion-laughs expansion) are refused; the predefined
+    /// entities, character references and CDATA are read.
+    @Test func entitiesAreLimitedToThePredefinedOnes() throws {
+        let bomb = "<!DOCTYPE plist [<!ENTITY a \"aaaa\"><!ENTITY b \"&a;&a;&a;&a;\">]><plist><string>&b;</string></plist>"
+        #expect(Self.refusal(Array(bomb.utf8))?.message.contains("internal subset") == true)
+        #expect(Self.refusal(Array("<plist><string>&b;</string></plist>".utf8))?.message.contains("not defined") == true)
+        let text = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n"
+            + "<plist version=\"1.0\"><!-- c --><string>&lt;&amp;&gt;&quot;&apos;&#65;&#x1F600;&#0066;<![CDATA[<x>&amp;]]></string></plist>"
+        #expect(try PropertyListReader.read(Array(text.utf8), source: "ok.plist") == .string("<&>\"'A😀B<x>&amp;"))
+    }
+
+    /// Tags must nest and match, and nothing may follow the root.
+    @Test func malformedXMLIsRefused() {
+        for text in ["<plist><array></plist>", "<plist><true/></plist><plist/>", "<plist><string>x</string>", "<plist a=1><true/></plist>",
+                     "<plist><string>&#0;</string></plist>", "<plist><string>&#xD800;</string></plist>", "<plist><string>&lt</string></plist>"] {
+            #expect(Self.refusal(Array(text.utf8))?.code == .invalidInput, "\(text)")
+        }
     }
 }
