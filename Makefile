@@ -17,8 +17,16 @@ build: bootstrap
 demo: build
 	@scripts/demo $(BACKLOT)
 
+# The tests, then a short seeded pass of every fuzz harness (scripts/fuzz --smoke).
 test: bootstrap
 	$(SWIFT) test
+	@scripts/fuzz --smoke
+
+# Builds the libFuzzer harnesses and runs each for FUZZ_SECONDS; crash inputs go to Fuzz/Findings/.
+FUZZ_SECONDS ?= 600
+.PHONY: fuzz
+fuzz:
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz
 
 # Release build, a generated ~1 GiB corpus, and side-by-side runs against the peers.
 bench:

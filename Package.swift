@@ -80,3 +80,23 @@ let package = Package(
                                                                  "BacklotRepository", "BacklotClient", "BacklotServer", "BacklotStore"]),
     ]
 )
+
+// Fuzz harnesses (libFuzzer): built only with BACKLOT_FUZZ=1, by `scripts/fuzz` (`make fuzz`).
+// Each defines LLVMFuzzerTestOneInput and has no main, so it is never part of the normal build.
+if Context.environment["BACKLOT_FUZZ"] == "1" {
+    func harness(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+        .executableTarget(name: name, dependencies: ["FuzzSupport"] + dependencies, path: "Fuzz/\(name)",
+                          swiftSettings: [.unsafeFlags(["-parse-as-library"])])
+    }
+    package.targets += [
+        .systemLibrary(name: "CFuzzerDriver", path: "Fuzz/CFuzzerDriver"),
+        .target(name: "FuzzSupport", dependencies: ["CFuzzerDriver"], path: "Fuzz/FuzzSupport"),
+        harness("FuzzJSONReader", ["BacklotJSON"]),
+        harness("FuzzManifestParser", ["BacklotFormat"]),
+        harness("FuzzPropertyList", ["BacklotInfoPlist"]),
+        harness("FuzzPackIndex", ["BacklotFormat"]),
+        harness("FuzzCatalog", ["BacklotRepository"]),
+        harness("FuzzHTTPHeaders", ["BacklotServer", "BacklotHTTPClient"]),
+        harness("FuzzManagementAPI", ["BacklotServer"]),
+    ]
+}

@@ -1,8 +1,5 @@
 import BacklotBasics
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
 /// Reads XML (`<?xml … <plist>`) and binary (`bplist00`) property lists into ``PlistValue``.
 ///
@@ -14,6 +11,12 @@ import FoundationXML
 /// let url = root.dictionary?["BAManifestURL"]?.string
 /// ```
 public enum PropertyListReader {
+    /// How deeply arrays and dictionaries may nest, in either form.
+    public static let maximumDepth = 64
+    /// How many values a binary property list may expand to when its shared references are
+    /// followed (a few hundred bytes of references to references can otherwise stand for billions).
+    public static let maximumExpandedObjects = 1 << 18
+
     /// Reads a property-list file of either kind.
     /// - Throws: ``BacklotError/Code/invalidInput`` naming the problem; ``BacklotError/Code/io``.
     public static func read(path: String) throws -> PlistValue {
@@ -31,12 +34,17 @@ public enum PropertyListReader {
 }
 
 /// The binary format (`bplist00`): objects addressed through an offset table described by a
-/// 32-byte trailer. Every offset and count is checked against the file before use.
+/// 32-byte trailer. Every offset and count is checked against the file before use, every number
+/// read from the file is converted through ``CheckedInteger``, and the values an object expands
+/// to (references are shared, so the tree can be far larger than the file) are counted against
+/// ``PropertyListReader/maximumExpandedObjects``.
 struct BinaryPlistParser {
     let bytes: [UInt8]
     let source: String
     var offsets: [Int] = []
     var refSize = 0
+    /// Values built so far, shared references counted each time they are followed.
+    var expanded = 0
 
     init(bytes: [UInt8], source: String) {
         self.bytes = bytes
@@ -62,14 +70,34 @@ struct BinaryPlistParser {
         refSize = Int(bytes[t + 7])
         let count = try uint(at: t + 8, size: 8), top = try uint(at: t + 16, size: 8), table = try uint(at: t + 24, size: 8)
         guard (1...8).contains(offsetSize), (1...8).contains(refSize) else { throw fail("bad integer sizes in the trailer") }
-        guard count >= 1, count <= UInt64(bytes.count), top < count,
-              table >= 8, table + count * UInt64(offsetSize) <= UInt64(t) else { throw fail("the offset table does not fit in the file") }
-        offsets = try (0..<Int(count)).map { i in
-            let o = try uint(at: Int(table) + i * offsetSize, size: offsetSize)
+        guard count >= 1, count <= UInt64(bytes.count), top < count, table >= 8,
+              let tableEnd = try? CheckedInteger.add(table, try CheckedInteger.multiply(count, UInt64(offsetSize), "the offset table's size"),
+                                                      "the offset table's end"),
+              tableEnd <= UInt64(t) else { throw fail("the offset table does not fit in the file") }
+        // count ≤ the file's size and table < its trailer: both fit Int.
+        let objectCount = try convert(count, "the object count"), tableStart = try convert(table, "the offset table's offset")
+        offsets = try (0..<objectCount).map { i in
+            let o = try uint(at: tableStart + i * offsetSize, size: offsetSize)
             guard o >= 8, o < table else { throw fail("object \(i) lies outside the object area") }
             return Int(o)
         }
-        return try object(Int(top), depth: 0)
+        return try object(try convert(top, "the top object's reference"), depth: 0)
+    }
+
+    /// A number read from the file as an `Int`, or the error naming it.
+    func convert(_ value: UInt64, _ what: String) throws -> Int {
+        do {
+            return try CheckedInteger.convert(value, to: Int.self, what, context: source)
+        } catch {
+            throw fail("\(what) is \(value), too large")
+        }
+    }
+
+    /// Reads the object reference at `offset` (refSize bytes) and the object it names.
+    mutating func object(referencedAt offset: Int, depth: Int) throws -> PlistValue {
+        let ref = try uint(at: offset, size: refSize)
+        guard ref < UInt64(offsets.count) else { throw fail("a reference to object \(ref) is out of range") }
+        return try object(Int(ref), depth: depth)
     }
 
     func length(_ marker: UInt8, at offset: Int) throws -> (count: Int, start: Int) {
@@ -79,12 +107,18 @@ struct BinaryPlistParser {
         let size = 1 << Int(bytes[offset + 1] & 0x0F)
         let n = try uint(at: offset + 2, size: size)
         guard n <= UInt64(bytes.count) else { throw fail("a length at \(offset) is larger than the file") }
-        return (Int(n), offset + 2 + size)
+        return (try convert(n, "a length at \(offset)"), offset + 2 + size)
     }
 
-    func object(_ ref: Int, depth: Int) throws -> PlistValue {
-        guard depth < 64 else { throw fail("objects nest more than 64 deep (or refer to themselves)") }
+    mutating func object(_ ref: Int, depth: Int) throws -> PlistValue {
+        guard depth < PropertyListReader.maximumDepth else {
+            throw fail("objects nest more than \(PropertyListReader.maximumDepth) deep (or refer to themselves)")
+        }
         guard ref >= 0, ref < offsets.count else { throw fail("a reference to object \(ref) is out of range") }
+        expanded += 1
+        guard expanded <= PropertyListReader.maximumExpandedObjects else {
+            throw fail("the objects expand to more than \(PropertyListReader.maximumExpandedObjects) values (shared references followed)")
+        }
         let at = offsets[ref]
         let marker = bytes[at]
         switch marker >> 4 {
@@ -129,15 +163,17 @@ struct BinaryPlistParser {
         case 0xA:
             let (n, start) = try length(marker, at: at)
             guard start + n * refSize <= bytes.count else { throw fail("an array at \(at) runs past the end") }
-            return .array(try (0..<n).map { try object(Int(uint(at: start + $0 * refSize, size: refSize)), depth: depth + 1) })
+            var elements: [PlistValue] = []
+            for i in 0..<n { elements.append(try object(referencedAt: start + i * refSize, depth: depth + 1)) }
+            return .array(elements)
         case 0xD:
             let (n, start) = try length(marker, at: at)
             guard start + 2 * n * refSize <= bytes.count else { throw fail("a dictionary at \(at) runs past the end") }
             var dict: [String: PlistValue] = [:]
             for i in 0..<n {
-                let key = try object(Int(uint(at: start + i * refSize, size: refSize)), depth: depth + 1)
+                let key = try object(referencedAt: start + i * refSize, depth: depth + 1)
                 guard let k = key.string else { throw fail("a dictionary key at \(at) is \(key.typeName), not a string") }
-                dict[k] = try object(Int(uint(at: start + (n + i) * refSize, size: refSize)), depth: depth + 1)
+                dict[k] = try object(referencedAt: start + (n + i) * refSize, depth: depth + 1)
             }
             return .dictionary(dict)
         default:
@@ -146,8 +182,11 @@ struct BinaryPlistParser {
     }
 }
 
-/// The XML format, read with Foundation's XMLParser (libxml2) into a typed tree.
-final class XMLPlistParser: NSObject, XMLParserDelegate {
+/// The XML format: the subset property lists use, scanned by ``PlistXMLScanner`` into a typed tree.
+///
+/// Foundation's XMLParser is not used: on crafted input it trapped (names that are not UTF-8) and
+/// read through a null pointer (a processing instruction without data), both found by fuzzing.
+final class XMLPlistParser {
     private enum Frame {
         case array([PlistValue])
         case dict([String: PlistValue], pendingKey: String?)
@@ -155,25 +194,27 @@ final class XMLPlistParser: NSObject, XMLParserDelegate {
     }
     private var stack: [Frame] = []
     private var text = ""
-    private var failure: String?
+    /// The first rule broken, which stops the scan.
+    private(set) var failure: String?
     private let source: String
-    private weak var parser: XMLParser?
 
     private init(source: String) { self.source = source }
 
     static func parse(_ bytes: [UInt8], source: String) throws -> PlistValue {
+        // Property lists are UTF-8; anything else is refused before scanning.
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            throw BacklotError(.invalidInput, "not a valid XML or binary property list: the text is not valid UTF-8",
+                               context: source, hint: "save it as UTF-8, or convert it with `plutil -convert xml1`")
+        }
         let reader = XMLPlistParser(source: source)
-        let parser = XMLParser(data: Data(bytes))
-        parser.shouldResolveExternalEntities = false
-        parser.delegate = reader
-        reader.parser = parser
-        let ok = parser.parse()
-        let position = "line \(parser.lineNumber), column \(parser.columnNumber)"
+        var scanner = PlistXMLScanner(bytes: bytes)
+        let syntaxError = scanner.scan(into: reader)
+        let position = "line \(scanner.line), column \(scanner.column)"
         if let failure = reader.failure {
             throw BacklotError(.invalidInput, "malformed property list: \(failure)", context: "\(source) (\(position))")
         }
-        guard ok else {
-            throw BacklotError(.invalidInput, "not a valid XML or binary property list: \(parser.parserError.map { "\($0.localizedDescription)" } ?? "parse error")",
+        if let syntaxError {
+            throw BacklotError(.invalidInput, "not a valid XML or binary property list: \(syntaxError)",
                                context: "\(source) (\(position))", hint: "check it with `plutil -lint` or an XML validator")
         }
         guard case .plist(let root?)? = reader.stack.first else {
@@ -184,7 +225,6 @@ final class XMLPlistParser: NSObject, XMLParserDelegate {
 
     private func fail(_ message: String) {
         if failure == nil { failure = message }
-        parser?.abortParsing()
     }
 
     private func add(_ value: PlistValue) {
@@ -205,8 +245,11 @@ final class XMLPlistParser: NSObject, XMLParserDelegate {
         }
     }
 
-    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+    func didStartElement(_ name: String) {
         text = ""
+        if name == "array" || name == "dict", stack.count > PropertyListReader.maximumDepth {
+            return fail("arrays and dictionaries nest more than \(PropertyListReader.maximumDepth) deep")
+        }
         switch name {
         case "plist": stack.append(.plist(nil))
         case "array": stack.append(.array([]))
@@ -216,9 +259,9 @@ final class XMLPlistParser: NSObject, XMLParserDelegate {
         }
     }
 
-    func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
+    func foundCharacters(_ string: String) { text += string }
 
-    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+    func didEndElement(_ name: String) {
         let t = text
         text = ""
         switch name {
@@ -236,19 +279,276 @@ final class XMLPlistParser: NSObject, XMLParserDelegate {
         case "string": add(.string(t))
         case "integer":
             let s = t.trimmingCharacters(in: .whitespacesAndNewlines)
-            if let v = Int64(s) { add(.integer(v)) } else if let u = UInt64(s) { add(.unsignedInteger(u)) } else { fail("\"\(s)\" is not an integer") }
+            if let v = Int64(s) { add(.integer(v)) } else if let u = UInt64(s) { add(.unsignedInteger(u)) } else { fail("\"\(s.prefix(64))\" is not an integer") }
         case "real":
-            guard let v = Double(t.trimmingCharacters(in: .whitespacesAndNewlines)) else { return fail("\"\(t)\" is not a real number") }
+            guard let v = Double(t.trimmingCharacters(in: .whitespacesAndNewlines)) else { return fail("\"\(t.prefix(64))\" is not a real number") }
             add(.real(v))
         case "true": add(.bool(true))
         case "false": add(.bool(false))
         case "date":
-            guard let d = ISO8601DateFormatter().date(from: t.trimmingCharacters(in: .whitespacesAndNewlines)) else { return fail("\"\(t)\" is not an ISO 8601 date") }
+            guard let d = ISO8601DateFormatter().date(from: t.trimmingCharacters(in: .whitespacesAndNewlines)) else { return fail("\"\(t.prefix(64))\" is not an ISO 8601 date") }
             add(.date(d))
         case "data":
             guard let d = Data(base64Encoded: t.filter { !$0.isWhitespace }) else { return fail("<data> is not base64") }
             add(.data(Array(d)))
         default: break
         }
+    }
+}
+
+/// A scanner for the XML that property lists are written in: an optional `<?xml …?>`
+/// declaration, a `<!DOCTYPE …>` without an internal subset, comments, elements with attributes,
+/// text with the five predefined entities and character references, and CDATA sections.
+///
+/// Everything else XML allows (other processing instructions, entity declarations, external
+/// entities) is refused, so there is nothing to expand or fetch. It checks that tags nest and
+/// match, and stops at the first error or at the first rule the receiver reports broken.
+struct PlistXMLScanner {
+    let bytes: [UInt8]
+    var index = 0
+    private(set) var line = 1
+    private var lineStart = 0
+    /// Open elements, innermost last.
+    private var open: [String] = []
+    /// How deeply elements may nest (containers are bounded again by the receiver).
+    static let maximumDepth = 2 * PropertyListReader.maximumDepth + 8
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    /// The column of the scan position, in bytes from 1.
+    var column: Int { index - lineStart + 1 }
+
+    /// Scans everything; returns the syntax error, or nil.
+    mutating func scan(into receiver: XMLPlistParser) -> String? {
+        do {
+            try scanDocument(receiver)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
+    struct SyntaxError: Error {
+        let message: String
+    }
+
+    private func error(_ message: String) -> SyntaxError { SyntaxError(message: message) }
+
+    private func at(_ literal: String) -> Bool {
+        let l = Array(literal.utf8)
+        return bytes.count - index >= l.count && bytes[index..<index + l.count].elementsEqual(l)
+    }
+
+    private mutating func advance(_ n: Int = 1) {
+        for _ in 0..<n where index < bytes.count {
+            if bytes[index] == 0x0A {
+                line += 1
+                lineStart = index + 1
+            }
+            index += 1
+        }
+    }
+
+    /// Moves past the next `terminator`, or fails naming `what`.
+    private mutating func skip(past terminator: String, _ what: String) throws(SyntaxError) {
+        while index < bytes.count {
+            if at(terminator) {
+                advance(terminator.utf8.count)
+                return
+            }
+            advance()
+        }
+        throw error("\(what) is never closed")
+    }
+
+    private static func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0A || b == 0x0D }
+
+    private mutating func skipSpace() {
+        while index < bytes.count, Self.isSpace(bytes[index]) { advance() }
+    }
+
+    private static func isNameStart(_ b: UInt8) -> Bool {
+        (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z")) || b == UInt8(ascii: "_") || b == UInt8(ascii: ":")
+    }
+
+    private static func isName(_ b: UInt8) -> Bool {
+        isNameStart(b) || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: "-") || b == UInt8(ascii: ".")
+    }
+
+    private mutating func name() throws(SyntaxError) -> String {
+        guard index < bytes.count, Self.isNameStart(bytes[index]) else { throw error("expected an element or attribute name") }
+        let start = index
+        while index < bytes.count, Self.isName(bytes[index]) { advance() }
+        return String(decoding: bytes[start..<index], as: UTF8.self)
+    }
+
+    /// Comments, white space and (before the root) a DOCTYPE.
+    private mutating func skipMisc(allowDoctype: Bool) throws(SyntaxError) {
+        while true {
+            skipSpace()
+            if at("<!--") {
+                advance(4)
+                try skip(past: "-->", "a comment")
+            } else if at("<!DOCTYPE") {
+                guard allowDoctype else { throw error("a DOCTYPE after the root element") }
+                advance(9)
+                while index < bytes.count, bytes[index] != UInt8(ascii: ">") {
+                    if bytes[index] == UInt8(ascii: "[") { throw error("a DOCTYPE with an internal subset (entity declarations are not allowed)") }
+                    if bytes[index] == UInt8(ascii: "\"") || bytes[index] == UInt8(ascii: "'") {
+                        let quote = String(UnicodeScalar(bytes[index]))
+                        advance()
+                        try skip(past: quote, "a quoted DOCTYPE identifier")
+                        continue
+                    }
+                    advance()
+                }
+                guard index < bytes.count else { throw error("the DOCTYPE is never closed") }
+                advance()
+            } else if at("<?") {
+                throw error("a processing instruction (only the <?xml …?> declaration, at the very start, is allowed)")
+            } else {
+                return
+            }
+        }
+    }
+
+    private mutating func scanDocument(_ receiver: XMLPlistParser) throws(SyntaxError) {
+        if at("\u{FEFF}") { advance(3) }
+        if at("<?xml") && bytes.count - index > 5 && (Self.isSpace(bytes[index + 5]) || bytes[index + 5] == UInt8(ascii: "?")) {
+            advance(5)
+            try skip(past: "?>", "the XML declaration")
+        }
+        try skipMisc(allowDoctype: true)
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "<") else {
+            throw error(index < bytes.count ? "text before the root element" : "no root element")
+        }
+        try element(receiver)
+        try skipMisc(allowDoctype: false)
+        guard index == bytes.count else { throw error("content after the root element") }
+    }
+
+    /// The root element and everything in it (a loop over tags, not recursion).
+    private mutating func element(_ receiver: XMLPlistParser) throws(SyntaxError) {
+        var text: [UInt8] = []
+        func flush(_ receiver: XMLPlistParser) {
+            if !text.isEmpty {
+                receiver.foundCharacters(String(decoding: text, as: UTF8.self))
+                text.removeAll(keepingCapacity: true)
+            }
+        }
+        repeat {
+            guard receiver.failure == nil else { return }
+            guard index < bytes.count else { throw error("the element <\(open.last ?? "")> is never closed") }
+            let b = bytes[index]
+            if b == UInt8(ascii: "<") {
+                if at("<!--") {
+                    advance(4)
+                    try skip(past: "-->", "a comment")
+                } else if at("<![CDATA[") {
+                    advance(9)
+                    let start = index
+                    try skip(past: "]]>", "a CDATA section")
+                    text += bytes[start..<index - 3]
+                } else if at("<?") || at("<!") {
+                    throw error("a processing instruction or declaration inside an element")
+                } else if at("</") {
+                    advance(2)
+                    let n = try name()
+                    skipSpace()
+                    guard index < bytes.count, bytes[index] == UInt8(ascii: ">") else { throw error("expected '>' to end </\(n)") }
+                    advance()
+                    guard n == open.last else { throw error("</\(n)> does not close <\(open.last ?? "")>") }
+                    flush(receiver)
+                    open.removeLast()
+                    receiver.didEndElement(n)
+                } else {
+                    advance()
+                    let n = try name()
+                    let empty = try attributes()
+                    guard open.count < Self.maximumDepth else { throw error("elements nest more than \(Self.maximumDepth) deep") }
+                    flush(receiver)
+                    receiver.didStartElement(n)
+                    if empty {
+                        receiver.didEndElement(n)
+                    } else {
+                        open.append(n)
+                    }
+                }
+            } else if b == UInt8(ascii: "&") {
+                text += Array(try reference().utf8)
+            } else if b == UInt8(ascii: ">") && at("]]>") {
+                throw error("']]>' outside a CDATA section")
+            } else {
+                text.append(b)
+                advance()
+            }
+        } while !open.isEmpty
+        flush(receiver)
+    }
+
+    /// Attributes up to `>` or `/>`; returns whether the element is empty (`/>`).
+    private mutating func attributes() throws(SyntaxError) -> Bool {
+        var seen = Set<String>()
+        while true {
+            let hadSpace = index < bytes.count && Self.isSpace(bytes[index])
+            skipSpace()
+            guard index < bytes.count else { throw error("a tag is never closed") }
+            if bytes[index] == UInt8(ascii: ">") {
+                advance()
+                return false
+            }
+            if at("/>") {
+                advance(2)
+                return true
+            }
+            guard hadSpace else { throw error("expected white space before an attribute") }
+            let n = try name()
+            guard seen.insert(n).inserted else { throw error("the attribute \(n) appears twice") }
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "=") else { throw error("expected '=' after the attribute \(n)") }
+            advance()
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") || bytes[index] == UInt8(ascii: "'") else {
+                throw error("the value of the attribute \(n) is not quoted")
+            }
+            let quote = bytes[index]
+            advance()
+            while index < bytes.count, bytes[index] != quote {
+                if bytes[index] == UInt8(ascii: "<") { throw error("'<' in the value of the attribute \(n)") }
+                advance()
+            }
+            guard index < bytes.count else { throw error("the value of the attribute \(n) is never closed") }
+            advance()
+        }
+    }
+
+    /// `&lt;` `&gt;` `&amp;` `&quot;` `&apos;`, `&#N;` and `&#xH;` (Unicode scalars only).
+    private mutating func reference() throws(SyntaxError) -> String {
+        advance()
+        let start = index
+        while index < bytes.count, bytes[index] != UInt8(ascii: ";"), index - start < 12 { advance() }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: ";") else { throw error("an entity reference is not closed with ';'") }
+        let body = String(decoding: bytes[start..<index], as: UTF8.self)
+        advance()
+        switch body {
+        case "lt": return "<"
+        case "gt": return ">"
+        case "amp": return "&"
+        case "quot": return "\""
+        case "apos": return "'"
+        default: break
+        }
+        var code: UInt32?
+        if body.hasPrefix("#x") {
+            let hex = body.dropFirst(2)
+            if !hex.isEmpty, hex.count <= 8, hex.allSatisfy(\.isHexDigit) { code = UInt32(hex, radix: 16) }
+        } else if body.hasPrefix("#") {
+            let digits = body.dropFirst().drop { $0 == "0" }   // XML allows leading zeros
+            code = body.count > 1 ? (digits.isEmpty ? 0 : CheckedInteger.parse(digits, as: UInt32.self)) : nil
+        } else {
+            throw error("the entity &\(body); is not defined (only &lt; &gt; &amp; &quot; &apos; and character references)")
+        }
+        guard let code, code != 0, let scalar = Unicode.Scalar(code) else { throw error("&\(body); is not a valid character reference") }
+        return String(Character(scalar))
     }
 }

@@ -1,0 +1,78 @@
+import BacklotRepository
+@testable import BacklotServer
+import Foundation
+import FuzzSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A repository in a temporary folder, made once per process, and its admin token.
+let api: (ManagementAPI, token: String) = {
+    let base = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
+    let path = base + "/backlot-fuzz-api-\(getpid())"
+    do {
+        let repository = try Repository(directory: try RepositoryDirectory(path: path))
+        repositoryPath = path
+        atexit { if let repositoryPath { try? FileManager.default.removeItem(atPath: repositoryPath) } }
+        let token = try String(contentsOfFile: repository.adminTokenPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        return (ManagementAPI(repository: repository), token)
+    } catch {
+        fatalError("FuzzManagementAPI: cannot make the repository: \(error)")
+    }
+}()
+nonisolated(unsafe) var repositoryPath: String?
+
+/// Every body field any route accepts.
+let allFields: Set<String> = ["id", "size", "format", "manifest", "pack", "version", "channel", "rollout", "reason", "percent", "role", "label"]
+
+/// libFuzzer harness for the management API's request handling without a socket: path routing,
+/// authorisation and the JSON body decoding, through `ManagementAPI.route` on a real repository.
+///
+/// The input is an HTTP request head and body: `METHOD PATH`, header lines, an empty line, the
+/// body. `$ADMIN` in a header stands for the repository's admin token. The body is also decoded
+/// directly (`ManagementAPI.body` and every `JSONBody` accessor), which needs no repository.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let bytes = FuzzDriver.bytes(data, size)
+    let (api, token) = api
+    var head: [UInt8] = bytes, body: [UInt8] = []
+    if let split = bytes.firstRange(of: [UInt8(ascii: "\n"), UInt8(ascii: "\n")]) {
+        head = Array(bytes[..<split.lowerBound])
+        body = Array(bytes[split.upperBound...])
+    }
+    let lines = head.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
+    let requestLine = (lines.first ?? "").split(separator: " ", maxSplits: 1).map(String.init)
+    let method = requestLine.first ?? "GET", target = requestLine.count > 1 ? requestLine[1] : "/api"
+    var headers: [String: String] = [:]
+    for line in lines.dropFirst() {
+        guard let colon = line.firstIndex(of: ":") else { continue }
+        headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            .replacingOccurrences(of: "$ADMIN", with: token)
+    }
+    let request = HTTPRequest(method: method, path: target, headers: headers)
+    switch api.route(request) {
+    case .buffer(let limit, let then)?:
+        if body.count <= limit { _ = then(body) }
+    case .receive(let receiver)?:
+        receiver.abort()
+    case .respond?, nil:
+        break
+    }
+
+    if case .buffer(let limit, let then) = ManagementAPI.body(fields: allFields, { b in
+        for field in allFields {
+            _ = try? b.string(field)
+            _ = try? b.unsigned(field)
+            _ = try? b.optionalNumber(field)
+        }
+        return .json(200, "{}")
+    }), body.count <= limit {
+        _ = then(body)
+    }
+    return 0
+}
+
+@_cdecl("FuzzManagementAPI_main")
+public func entry(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> CInt {
+    FuzzDriver.run(argc, argv, fuzz)
+}
