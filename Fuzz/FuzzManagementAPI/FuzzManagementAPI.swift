@@ -62,8 +62,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if case .buffer(let limit, let then) = ManagementAPI.body(fields: allFields, { b in
         for field in allFields {
             _ = try? b.string(field)
-            _ = try? b.unsigned(field)
-            _ = try? b.optionalNumber(field)
+            _ = try? b.integer(field, as: Int.self, in: 1...Int.max)
+            _ = try? b.integer(field, as: UInt64.self, in: 0...UInt64.max)
+            _ = try? b.percent(field)
         }
         return .json(200, "{}")
     }), body.count <= limit {
