@@ -82,8 +82,8 @@ public struct AppleDownloadManifest: Sendable, Hashable {
             }
             guard let id = e["id"]?.stringValue else { throw bad("id") }
             guard let url = e["url"]?.stringValue else { throw bad("url") }
-            guard case .number(let v)? = e["version"]?.kind, let version = Int(v) else { throw bad("version") }
-            guard case .number(let s)? = e["downloadSize"]?.kind, let size = UInt64(s) else { throw bad("downloadSize") }
+            guard let version = e["version"]?.integer(as: Int.self), version >= 0 else { throw bad("version") }
+            guard let size = e["downloadSize"]?.integer(as: UInt64.self) else { throw bad("downloadSize") }
             guard let policy = e["downloadPolicy"].flatMap(DownloadPolicy.init(json:)) else { throw bad("downloadPolicy") }
             return Entry(id: id, url: url, version: version, downloadSize: size, downloadPolicy: policy, userInfo: e["userInfo"])
         })
