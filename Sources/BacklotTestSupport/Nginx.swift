@@ -9,6 +9,11 @@ public final class Nginx: @unchecked Sendable {
     public let port: UInt16
     public let process: Process
     public let errorLog: String
+    /// Who the workers run as: `root` (by default, when the test runs as root, so that they read a
+    /// tree under a private temporary folder), `nobody`, or the current user.
+    public let workerUser: String
+    /// What nginx logged (why it would not start, why it refused a file).
+    public var errorLogText: String { (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? "" }
 
     /// `http://127.0.0.1:PORT/`.
     public var baseURL: String { "http://127.0.0.1:\(port)/" }
@@ -29,12 +34,17 @@ public final class Nginx: @unchecked Sendable {
     /// Starts nginx with `root` as its document root, its files in `workDirectory`.
     /// - Parameter limitRate: nginx's `limit_rate` per connection (such as "30k"), or nil.
     /// - Parameter port: the port to listen on (a free one by default).
-    public init(root: String, workDirectory dir: String, limitRate: String? = nil, port: UInt16? = nil) throws {
+    /// - Parameter unprivilegedWorkers: run the workers as `nobody` when the test runs as root, as
+    ///   a production nginx or a CDN origin would (the tree must then be world-readable).
+    public init(root: String, workDirectory dir: String, limitRate: String? = nil, port: UInt16? = nil, unprivilegedWorkers: Bool = false) throws {
         self.port = port ?? Self.freePort()
         errorLog = dir + "/error.log"
         try FileManager.default.createDirectory(atPath: dir + "/tmp", withIntermediateDirectories: true)
-        // As root, the workers run as root too, so that they read a tree under a private temporary folder.
-        let user = getuid() == 0 ? "user root;" : ""
+        // As root, the workers run as root too (so that they read a tree under a private temporary
+        // folder), unless asked to run them as nobody.
+        let asRoot = getuid() == 0
+        workerUser = asRoot ? (unprivilegedWorkers ? "nobody" : "root") : String(cString: getpwuid(getuid())!.pointee.pw_name)
+        let user = asRoot ? (unprivilegedWorkers ? "user nobody nogroup;" : "user root;") : ""
         try """
         daemon off;
         \(user)

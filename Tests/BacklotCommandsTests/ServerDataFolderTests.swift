@@ -283,9 +283,9 @@ import Glibc
         }
 
         // nginx with its workers as an unprivileged user serves every published file.
-        let nginx = try UnprivilegedNginx(root: tree, workDirectory: dir.at("nginx"))
+        let nginx = try Nginx(root: tree, workDirectory: dir.at("nginx"), unprivilegedWorkers: true)
         defer { nginx.stop() }
-        #expect(nginx.waitUntilAnswering("v1/keys/root.json"), "nginx did not start: \(nginx.errorLogText)")
+        #expect(nginx.waitUntilServing("v1/keys/root.json"), "nginx did not start: \(nginx.errorLogText)")
         for entry in entries where !entry.hasSuffix("/") {
             var st = stat()
             lstat(tree + "/" + entry, &st)
@@ -298,61 +298,4 @@ import Glibc
 
 extension ServerDataFolderTests.Serve {
     static func stop(_ server: ServerDataFolderTests.Serve) { server.terminate() }
-}
-
-/// Debian's nginx with its workers as `nobody` (when the test runs as root) or as the current
-/// user, serving a folder — as a production nginx or a CDN origin would, never as root.
-final class UnprivilegedNginx {
-    let port: UInt16
-    let process = Process()
-    let errorLog: String
-    let workerUser: String
-    var baseURL: String { "http://127.0.0.1:\(port)/" }
-    var errorLogText: String { (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? "" }
-
-    init(root: String, workDirectory dir: String) throws {
-        port = Nginx.freePort()
-        errorLog = dir + "/error.log"
-        try FileManager.default.createDirectory(atPath: dir + "/tmp", withIntermediateDirectories: true)
-        chmod(dir, 0o755)
-        workerUser = getuid() == 0 ? "nobody" : String(cString: getpwuid(getuid())!.pointee.pw_name)
-        try """
-        daemon off;
-        \(getuid() == 0 ? "user nobody nogroup;" : "")
-        worker_processes 1;
-        pid \(dir)/nginx.pid;
-        error_log \(errorLog);
-        events { worker_connections 64; }
-        http {
-            access_log off;
-            client_body_temp_path \(dir)/tmp;
-            proxy_temp_path \(dir)/tmp;
-            fastcgi_temp_path \(dir)/tmp;
-            scgi_temp_path \(dir)/tmp;
-            uwsgi_temp_path \(dir)/tmp;
-            server {
-                listen 127.0.0.1:\(port);
-                root \(root);
-            }
-        }
-        """.write(toFile: dir + "/nginx.conf", atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-c", dir + "/nginx.conf", "-p", dir, "-e", errorLog]
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-    }
-
-    /// Waits until nginx answers at all (any status), bounded by a count of tries.
-    func waitUntilAnswering(_ path: String) -> Bool {
-        for _ in 0..<200 {
-            if (try? HTTPClient(stallTimeout: 2).send("GET", baseURL + path)) != nil { return true }
-            usleep(20_000)
-        }
-        return false
-    }
-
-    func stop() {
-        process.terminate()
-        process.waitUntilExit()
-    }
 }
