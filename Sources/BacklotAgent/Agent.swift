@@ -116,7 +116,10 @@ public final class Agent: Sendable {
             Agent.route(event, manager: holder.manager, runner: runner, handoffs: handoffs, log: log)
         }
         holder.manager = downloads
+        // What a stopped or crashed agent left: reservations the extension did not take go to the
+        // app; outcomes recorded and never handed over are routed now.
         try downloads.releaseUnfinishedReservations()
+        try downloads.deliverRecordedOutcomes()
         try store.setValue("configPath", configuration.sourcePath)
         store.prune()
     }
@@ -132,7 +135,7 @@ public final class Agent: Sendable {
     static func route(_ event: DownloadManager.Event, manager: DownloadManager?, runner: ExtensionRunner?, handoffs: DispatchGroup,
                       log: @escaping @Sendable (String) -> Void) {
         guard let manager else { return }
-        let d: URLDownload, call: (String) -> ExtensionCall, what: String
+        let d: URLDownload, call: (String, Int64) -> ExtensionCall, what: String
         switch event {
         case .began(let download):
             log("download \(download.identifier): started")
@@ -144,17 +147,18 @@ public final class Agent: Sendable {
             return
         case .finished(let download, _):
             d = download
-            call = { path in .finished(download, filePath: path) }
+            call = { path, seq in .finished(download, filePath: path, outcome: seq) }
             what = "finished"
         case .failed(let download, let error):
             d = download
-            let code = (error as? BackgroundDownloadError)?.code
-            call = { _ in .failed(download, message: "\(error)", code: code) }
+            let code = (error as? BackgroundDownloadError)?.code ?? (error as? DownloadManager.DeliveredError)?.code
+            call = { _, seq in .failed(download, message: "\(error)", code: code, outcome: seq) }
             what = "failed (\(error))"
         }
         if manager.appIsListening || runner == nil {
             do {
                 try manager.postToApp(event)
+                TestStopPoint.reach("handover.afterPost")
                 log("download \(d.identifier): \(what), handed to the app")
             } catch {
                 log("download \(d.identifier): \(what), but it could not be handed to the app: \(error)")
@@ -169,12 +173,15 @@ public final class Agent: Sendable {
             log("download \(d.identifier): \(what), but it could not be kept for the extension: \(error)")
             return
         }
-        let extensionCall = call(manager.postedFile(seq)?.path ?? "")
+        TestStopPoint.reach("handover.afterPost")
+        let extensionCall = call(manager.postedFile(seq)?.path ?? "", seq)
         handoffs.enter()
         DispatchQueue.global().async {
             defer { handoffs.leave() }
             do {
+                TestStopPoint.reach("handover.beforeExtension")
                 _ = try runner.call(extensionCall, bypassBudget: false)
+                TestStopPoint.reach("handover.afterExtension")
                 try manager.completeReservation(seq, deliveredToExtension: true)
                 log("download \(d.identifier): \(what), handed to the extension")
             } catch {
