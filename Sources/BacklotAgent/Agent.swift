@@ -76,12 +76,15 @@ public final class Agent: Sendable {
     /// - Parameters:
     ///   - conditions: network and power (``LinuxDeviceConditions`` by default).
     ///   - log: one line per thing done.
+    ///   - lock: the container's agent lock, already taken (``AgentLock/tryAcquire(containerPath:)``);
+    ///     without it, the agent takes it.
     /// - Throws: ``BacklotError/Code/alreadyExists`` when another agent runs for the container
     ///   (it holds `DIR/.agent.lock` for as long as it lives).
     public init(containerPath: String, configuration: AgentConfiguration, conditions: (any DeviceConditionSource)? = nil,
-                clock: any TaskSchedulerClock = SystemClock(), log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+                clock: any TaskSchedulerClock = SystemClock(), lock heldLock: AgentLock? = nil,
+                log: @escaping @Sendable (String) -> Void = { _ in }) throws {
         let path = URL(fileURLWithPath: containerPath).standardizedFileURL.path
-        guard let lock = try AgentLock.acquire(containerPath: path) else {
+        guard let lock = try heldLock ?? AgentLock.acquire(containerPath: path) else {
             throw BacklotError(.alreadyExists, "another agent runs for this container", context: path,
                                hint: "stop it first, or use backlot notify to queue events for it")
         }
@@ -189,6 +192,33 @@ public final class Agent: Sendable {
                 log("download \(d.identifier): \(what); the extension could not take it (\(error)), so it waits for the app")
             }
         }
+    }
+
+    /// What `backlot notify` does while it acts as the agent: rounds until every queued event that
+    /// is due has been tried once (events queued meanwhile by a `notify` that found the lock held
+    /// included), then the downloads they scheduled, then it lets go of the lock and looks once
+    /// more: an event queued before another process failed to take the lock is never stranded.
+    /// Events that could not finish (no network, say) stay queued for the next agent start.
+    /// - Returns: the events tried.
+    @discardableResult
+    public func runUntilQueueSettles() async -> Set<Int64> {
+        var tried = Set<Int64>()
+        var first = true
+        while !isStopping {
+            let due = ((try? store.queued(dueAt: clock.now)) ?? []).filter { !tried.contains($0.seq) }
+            if !first && due.isEmpty { break }
+            first = false
+            tried.formUnion(due.map(\.seq))
+            await round()
+        }
+        drain()
+        lock.release()
+        return tried
+    }
+
+    /// Whether queued events that are due were not among `tried` (look after letting go of the lock).
+    public func untriedEvents(besides tried: Set<Int64>) -> Bool {
+        ((try? store.queued(dueAt: clock.now)) ?? []).contains { !tried.contains($0.seq) }
     }
 
     /// Waits until the URL downloads scheduled so far have run and their outcomes are handed over
