@@ -182,9 +182,9 @@ public final class Agent: Sendable {
         DispatchQueue.global().async {
             defer { handoffs.leave() }
             do {
-                TestStopPoint.reach("handover.beforeExtension")
+                TestStopPoint.reach("handover.beforeExtension", parksOnTerm: false)
                 _ = try runner.call(extensionCall, bypassBudget: false)
-                TestStopPoint.reach("handover.afterExtension")
+                TestStopPoint.reach("handover.afterExtension", parksOnTerm: false)
                 try manager.completeReservation(seq, deliveredToExtension: true)
                 log("download \(d.identifier): \(what), handed to the extension")
             } catch {

@@ -23,11 +23,15 @@ public enum TestStopPoint {
     }()
 
     /// Stops the process here when this point is armed.
-    public static func reach(_ name: String) {
+    /// - Parameter parksOnTerm: with `TERM`, park this thread (false where the process's own stop
+    ///   waits for this thread to finish, as it waits for an extension call: the step goes on, as
+    ///   it would after a real SIGTERM at that moment).
+    public static func reach(_ name: String, parksOnTerm: Bool = true) {
         guard let armed, armed.name == name else { return }
         FileHandle.standardError.write(Data("stop point \(name) reached\n".utf8))
         if armed.signal == SIGKILL { raise(SIGKILL) }
         kill(getpid(), SIGTERM)
+        guard parksOnTerm else { return }
         while true { pause() }   // this step never finishes; the process exits through its SIGTERM handler
     }
 }

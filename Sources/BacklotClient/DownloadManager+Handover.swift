@@ -277,35 +277,47 @@ extension DownloadManager {
     }
 
     /// Ends a reservation: delivered to the extension (the outcome is done; a file it did not move
-    /// is deleted), or not (the app takes it the next time it listens). An outcome the extension's
-    /// process claimed (``claimReservation(_:containerPath:)``) was delivered to it, whatever
-    /// became of the call afterwards.
+    /// is deleted), or not (the app takes it the next time it listens).
+    ///
+    /// An outcome the extension's process claimed (``claimReservation(_:containerPath:)``) before
+    /// its handler ran was delivered to it whatever became of the call afterwards, except a
+    /// finished file still in place (the extension crashed before it moved it): that goes to the
+    /// app, so that no file is lost. A file is in one place only, so it is never delivered twice.
     public func completeReservation(_ seq: Int64, deliveredToExtension: Bool) throws {
         try withExclusiveControl {
-            let done = try container.db.transaction { tx -> Bool in
-                if !deliveredToExtension {
-                    _ = try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
-                                   [.integer(OutcomeState.forApp), .integer(seq), .integer(OutcomeState.reserved)])
+            if deliveredToExtension {
+                let done = try container.db.transaction { tx in
+                    try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered IN (?, ?)",
+                               [.integer(OutcomeState.done), .integer(seq), .integer(OutcomeState.reserved), .integer(OutcomeState.takenByExtension)]) == 1
                 }
-                return try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered IN (?, ?)",
-                                  [.integer(OutcomeState.done), .integer(seq), .integer(OutcomeState.reserved), .integer(OutcomeState.takenByExtension)]) == 1
+                if done, let file = postedFile(seq) { unlink(file.path) }
+            } else {
+                try settleUnfinished(where: "seq = ?", [.integer(seq)])
             }
-            if done, let file = postedFile(seq) { unlink(file.path) }
         }
     }
 
     /// Reservations a stopped or crashed agent did not finish: those the extension's process did
-    /// not claim go to the app; those it claimed were delivered to it.
+    /// not claim go to the app; those it claimed were delivered to it (but a file it did not move
+    /// goes to the app).
     public func releaseUnfinishedReservations() throws {
         try Self.ensureEventTable(container)
-        try withExclusiveControl {
-            let taken = try container.db.transaction { tx -> [Database.Row] in
-                _ = try tx.run("UPDATE url_events SET delivered = ? WHERE delivered = ?", [.integer(OutcomeState.forApp), .integer(OutcomeState.reserved)])
-                let rows = try tx.query("SELECT seq, path FROM url_events WHERE delivered = ?", [.integer(OutcomeState.takenByExtension)])
-                _ = try tx.run("UPDATE url_events SET delivered = ? WHERE delivered = ?", [.integer(OutcomeState.done), .integer(OutcomeState.takenByExtension)])
-                return rows
+        try withExclusiveControl { try settleUnfinished(where: "1", []) }
+    }
+
+    /// The reservations the extension could not finish (call under the exclusive lock).
+    private func settleUnfinished(where condition: String, _ bindings: [Database.Value]) throws {
+        let taken = try container.db.transaction { tx -> [Database.Row] in
+            _ = try tx.run("UPDATE url_events SET delivered = ? WHERE delivered = ? AND \(condition)", [.integer(OutcomeState.forApp), .integer(OutcomeState.reserved)] + bindings)
+            return try tx.query("SELECT seq, kind, path FROM url_events WHERE delivered = ? AND \(condition)", [.integer(OutcomeState.takenByExtension)] + bindings)
+        }
+        for row in taken {
+            guard let seq = row["seq"]?.int else { continue }
+            let fileLeft = row["kind"]?.string == "finished" && row["path"]?.string.map(FileSystem.exists) == true
+            try container.db.transaction { tx in
+                _ = try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
+                               [.integer(fileLeft ? OutcomeState.forApp : OutcomeState.done), .integer(seq), .integer(OutcomeState.takenByExtension)])
             }
-            for row in taken { if let path = row["path"]?.string { unlink(path) } }
         }
     }
 

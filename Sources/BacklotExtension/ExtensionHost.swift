@@ -9,9 +9,7 @@ enum ExtensionHost {
     /// true when there is nothing to claim (a call without a record).
     static func claim(_ outcome: Int64?) throws -> Bool {
         guard let outcome, let container = ProcessInfo.processInfo.environment["BACKLOT_CONTAINER"] else { return true }
-        let claimed = try DownloadManager.claimReservation(outcome, containerPath: container)
-        if claimed { TestStopPoint.reach("handover.extensionClaimed") }
-        return claimed
+        return try DownloadManager.claimReservation(outcome, containerPath: container)
     }
 
     static func serve(_ ext: some DownloaderExtension, arguments: [String]) -> Int32 {
