@@ -26,10 +26,19 @@ public enum TestStopPoint {
     /// - Parameter parksOnTerm: with `TERM`, park this thread (false where the process's own stop
     ///   waits for this thread to finish, as it waits for an extension call: the step goes on, as
     ///   it would after a real SIGTERM at that moment).
-    public static func reach(_ name: String, parksOnTerm: Bool = true) {
+    ///   - defaultTerm: with `TERM`, let SIGTERM end the process (a child of the agent may inherit
+    ///     SIGTERM blocked by the thread that started it).
+    public static func reach(_ name: String, parksOnTerm: Bool = true, defaultTerm: Bool = false) {
         guard let armed, armed.name == name else { return }
         FileHandle.standardError.write(Data("stop point \(name) reached\n".utf8))
         if armed.signal == SIGKILL { raise(SIGKILL) }
+        if defaultTerm {
+            signal(SIGTERM, SIG_DFL)
+            var set = sigset_t()
+            sigemptyset(&set)
+            sigaddset(&set, SIGTERM)
+            sigprocmask(SIG_UNBLOCK, &set, nil)   // a child may inherit it blocked, too
+        }
         kill(getpid(), SIGTERM)
         guard parksOnTerm else { return }
         while true { pause() }   // this step never finishes; the process exits through its SIGTERM handler

@@ -34,7 +34,7 @@ enum ExtensionHost {
             case .failed(let d, let message, let code, let outcome):
                 if try claim(outcome) { ext.backgroundDownload(d, failedWithError: DownloadManager.DeliveredError(code: code, message: message)) }
             }
-            TestStopPoint.reach("handover.extensionAnswered")
+            TestStopPoint.reach("handover.extensionAnswered", defaultTerm: true)
             let out = arguments[3]
             try Data(reply.json.serialized().utf8).write(to: URL(fileURLWithPath: out + ".tmp"))
             guard rename(out + ".tmp", out) == 0 else { throw SystemCall.error("rename", path: out) }

@@ -133,7 +133,8 @@ import Glibc
         let f = try AgentFixture()
         let config = try f.writeConfig()
         try f.extensionSettings([:])
-        try schedule(f, "held", url: f.server.server.baseURL + "v1/keys/root-1.json")
+        let agent = try start(["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent1.log"))
+        #expect(eventually { text(f.server.dir.at("agent1.log")).contains("agent: watching") })
         let app = try DownloadManager(containerPath: f.container, role: .agent) { _ in }
         let holding = DispatchSemaphore(value: 0), letGo = DispatchSemaphore(value: 0)
         let holder = Thread {
@@ -144,7 +145,7 @@ import Glibc
         }
         holder.start()
         holding.wait()
-        let agent = try start(["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent1.log"))
+        try schedule(f, "held", url: f.server.server.baseURL + "v1/keys/root-1.json")
         // The download has finished and left the queue: its outcome is recorded, waiting for the lock.
         #expect(eventually { (try? app.fetchCurrentDownloads().isEmpty) == true })
         usleep(useconds_t(rng.next() % 200_000))   // a moment more or less for the agent to wait on the lock
