@@ -76,12 +76,15 @@ public final class Agent: Sendable {
     /// - Parameters:
     ///   - conditions: network and power (``LinuxDeviceConditions`` by default).
     ///   - log: one line per thing done.
+    ///   - lock: the container's agent lock, already taken (``AgentLock/tryAcquire(containerPath:)``);
+    ///     without it, the agent takes it.
     /// - Throws: ``BacklotError/Code/alreadyExists`` when another agent runs for the container
     ///   (it holds `DIR/.agent.lock` for as long as it lives).
     public init(containerPath: String, configuration: AgentConfiguration, conditions: (any DeviceConditionSource)? = nil,
-                clock: any TaskSchedulerClock = SystemClock(), log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+                clock: any TaskSchedulerClock = SystemClock(), lock heldLock: AgentLock? = nil,
+                log: @escaping @Sendable (String) -> Void = { _ in }) throws {
         let path = URL(fileURLWithPath: containerPath).standardizedFileURL.path
-        guard let lock = try AgentLock.acquire(containerPath: path) else {
+        guard let lock = try heldLock ?? AgentLock.acquire(containerPath: path) else {
             throw BacklotError(.alreadyExists, "another agent runs for this container", context: path,
                                hint: "stop it first, or use backlot notify to queue events for it")
         }
@@ -116,7 +119,10 @@ public final class Agent: Sendable {
             Agent.route(event, manager: holder.manager, runner: runner, handoffs: handoffs, log: log)
         }
         holder.manager = downloads
+        // What a stopped or crashed agent left: reservations the extension did not take go to the
+        // app; outcomes recorded and never handed over are routed now.
         try downloads.releaseUnfinishedReservations()
+        try downloads.deliverRecordedOutcomes()
         try store.setValue("configPath", configuration.sourcePath)
         store.prune()
     }
@@ -132,7 +138,7 @@ public final class Agent: Sendable {
     static func route(_ event: DownloadManager.Event, manager: DownloadManager?, runner: ExtensionRunner?, handoffs: DispatchGroup,
                       log: @escaping @Sendable (String) -> Void) {
         guard let manager else { return }
-        let d: URLDownload, call: (String) -> ExtensionCall, what: String
+        let d: URLDownload, call: (String, Int64) -> ExtensionCall, what: String
         switch event {
         case .began(let download):
             log("download \(download.identifier): started")
@@ -144,17 +150,18 @@ public final class Agent: Sendable {
             return
         case .finished(let download, _):
             d = download
-            call = { path in .finished(download, filePath: path) }
+            call = { path, seq in .finished(download, filePath: path, outcome: seq) }
             what = "finished"
         case .failed(let download, let error):
             d = download
-            let code = (error as? BackgroundDownloadError)?.code
-            call = { _ in .failed(download, message: "\(error)", code: code) }
+            let code = (error as? BackgroundDownloadError)?.code ?? (error as? DownloadManager.DeliveredError)?.code
+            call = { _, seq in .failed(download, message: "\(error)", code: code, outcome: seq) }
             what = "failed (\(error))"
         }
         if manager.appIsListening || runner == nil {
             do {
                 try manager.postToApp(event)
+                TestStopPoint.reach("handover.afterPost")
                 log("download \(d.identifier): \(what), handed to the app")
             } catch {
                 log("download \(d.identifier): \(what), but it could not be handed to the app: \(error)")
@@ -169,12 +176,15 @@ public final class Agent: Sendable {
             log("download \(d.identifier): \(what), but it could not be kept for the extension: \(error)")
             return
         }
-        let extensionCall = call(manager.postedFile(seq)?.path ?? "")
+        TestStopPoint.reach("handover.afterPost")
+        let extensionCall = call(manager.postedFile(seq)?.path ?? "", seq)
         handoffs.enter()
         DispatchQueue.global().async {
             defer { handoffs.leave() }
             do {
+                TestStopPoint.reach("handover.beforeExtension", parksOnTerm: false)
                 _ = try runner.call(extensionCall, bypassBudget: false)
+                TestStopPoint.reach("handover.afterExtension", parksOnTerm: false)
                 try manager.completeReservation(seq, deliveredToExtension: true)
                 log("download \(d.identifier): \(what), handed to the extension")
             } catch {
@@ -182,6 +192,33 @@ public final class Agent: Sendable {
                 log("download \(d.identifier): \(what); the extension could not take it (\(error)), so it waits for the app")
             }
         }
+    }
+
+    /// What `backlot notify` does while it acts as the agent: rounds until every queued event that
+    /// is due has been tried once (events queued meanwhile by a `notify` that found the lock held
+    /// included), then the downloads they scheduled, then it lets go of the lock and looks once
+    /// more: an event queued before another process failed to take the lock is never stranded.
+    /// Events that could not finish (no network, say) stay queued for the next agent start.
+    /// - Returns: the events tried.
+    @discardableResult
+    public func runUntilQueueSettles() async -> Set<Int64> {
+        var tried = Set<Int64>()
+        var first = true
+        while !isStopping {
+            let due = ((try? store.queued(dueAt: clock.now)) ?? []).filter { !tried.contains($0.seq) }
+            if !first && due.isEmpty { break }
+            first = false
+            tried.formUnion(due.map(\.seq))
+            await round()
+        }
+        drain()
+        lock.release()
+        return tried
+    }
+
+    /// Whether queued events that are due were not among `tried` (look after letting go of the lock).
+    public func untriedEvents(besides tried: Set<Int64>) -> Bool {
+        ((try? store.queued(dueAt: clock.now)) ?? []).contains { !tried.contains($0.seq) }
     }
 
     /// Waits until the URL downloads scheduled so far have run and their outcomes are handed over

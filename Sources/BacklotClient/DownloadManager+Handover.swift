@@ -30,14 +30,173 @@ extension DownloadManager {
 
     var listeningLockPath: String { container.path + "/.app-listening.lock" }
 
+    /// The states of a recorded outcome (`url_events.delivered`).
+    enum OutcomeState {
+        /// Posted for the app, which claims it the next time it listens.
+        static let forApp: Int64 = 0
+        /// Delivered; nothing more to do.
+        static let done: Int64 = 1
+        /// Reserved for the extension, whose call has not claimed it yet.
+        static let reserved: Int64 = 2
+        /// Recorded in the transaction that retired the download, not handed to anyone yet.
+        static let recorded: Int64 = 3
+        /// Claimed by the extension's process; the agent has not closed the reservation yet.
+        static let takenByExtension: Int64 = 4
+    }
+
+    /// Containers whose event table this process has brought up to date.
+    private static let migrated = Mutex<Set<String>>([])
+
     static func ensureEventTable(_ container: ClientContainer) throws {
+        if migrated.withLock({ $0.contains(container.path) }) { return }
         try container.db.transaction { tx in
             try tx.execute("""
             CREATE TABLE IF NOT EXISTS url_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, identifier TEXT NOT NULL, url TEXT NOT NULL, file_size INTEGER,
                 essential INTEGER NOT NULL, priority INTEGER NOT NULL, kind TEXT NOT NULL, path TEXT, message TEXT, code INTEGER,
                 delivered INTEGER NOT NULL DEFAULT 0);
             """)
+            // Added later: the file still to be renamed into `path`, and which role recorded the outcome.
+            let columns = Set(try tx.query("PRAGMA table_info(url_events)").compactMap { $0["name"]?.string })
+            if !columns.contains("staged") { try tx.execute("ALTER TABLE url_events ADD COLUMN staged TEXT") }
+            if !columns.contains("owner") { try tx.execute("ALTER TABLE url_events ADD COLUMN owner TEXT NOT NULL DEFAULT 'agent'") }
         }
+        migrated.withLock { _ = $0.insert(container.path) }
+    }
+
+    var roleName: String { role == .agent ? "agent" : "app" }
+
+    /// Inserts an outcome record (in the caller's transaction, the one that retires the download).
+    static func insertOutcome(_ tx: inout Database.Connection, _ d: URLDownload, kind: String, path: String?, staged: String?,
+                              message: String?, code: Int?, state: Int64, owner: String) throws -> Int64 {
+        let fileSize = try d.fileSize.map { try CheckedInteger.convert($0, to: Int64.self, "the download's fileSize", in: 0...Int64.max, context: d.identifier) }
+        let priority = try CheckedInteger.convert(d.priority, to: Int64.self, "the download's priority", context: d.identifier)
+        let storedCode = try code.map { try CheckedInteger.convert($0, to: Int64.self, "the error code", context: d.identifier) }
+        _ = try tx.run("""
+            INSERT INTO url_events(identifier, url, file_size, essential, priority, kind, path, message, code, delivered, staged, owner)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [.text(d.identifier), .text(d.url.absoluteString), fileSize.map { .integer($0) } ?? .null, .integer(d.isEssential ? 1 : 0),
+             .integer(priority), .text(kind), path.map { .text($0) } ?? .null, message.map { .text($0) } ?? .null,
+             storedCode.map { .integer($0) } ?? .null, .integer(state), staged.map { .text($0) } ?? .null, .text(owner)])
+        return tx.lastInsertRowID
+    }
+
+    /// Retires a download and records its outcome in one transaction: after it commits, the
+    /// outcome is delivered even if the process dies at once (``deliverRecordedOutcomes()``).
+    /// A finished download's file stays at `staged` (its partial file) until
+    /// ``completeStagings(for:)`` renames it to its hand-over path.
+    /// - Returns: the record's number, or nil when the download was no longer scheduled (cancelled).
+    func retire(_ d: URLDownload, kind: String, staged: String?, message: String?, code: Int?) throws -> Int64? {
+        try Self.ensureEventTable(container)
+        let path: String?
+        if staged != nil {
+            let dir = container.path + "/downloads/handover"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            path = dir + "/" + UUID().uuidString.lowercased() + ".file"
+        } else {
+            path = nil
+        }
+        return try container.db.transaction { tx -> Int64? in
+            guard try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) == 1 else { return nil }
+            _ = try tx.run("DELETE FROM url_retries WHERE identifier = ?", [.text(d.identifier)])
+            return try Self.insertOutcome(&tx, d, kind: kind, path: path, staged: staged, message: message, code: code,
+                                          state: OutcomeState.recorded, owner: roleName)
+        }
+    }
+
+    /// Renames the finished files of recorded outcomes of one download from its partial file to
+    /// their hand-over path (call it holding the download's lock, before its partial file is
+    /// used again). A file found at neither place turns the outcome into a failure.
+    func completeStagings(for identifier: String) throws {
+        let rows = try container.db.read { try $0.query("SELECT seq, path, staged FROM url_events WHERE identifier = ? AND staged IS NOT NULL", [.text(identifier)]) }
+        for row in rows {
+            guard let seq = row["seq"]?.int, let path = row["path"]?.string, let staged = row["staged"]?.string else { continue }
+            if !FileSystem.exists(path) {
+                if FileSystem.exists(staged) {
+                    try SystemCall.retrying("rename", path: path) { rename(staged, path) }
+                } else {
+                    try container.db.transaction { tx in
+                        _ = try tx.run("UPDATE url_events SET kind = 'failed', path = NULL, message = ? WHERE seq = ?",
+                                       [.text("the downloaded file was lost before it was handed over"), .integer(seq)])
+                    }
+                }
+            }
+            try container.db.transaction { tx in _ = try tx.run("UPDATE url_events SET staged = NULL WHERE seq = ?", [.integer(seq)]) }
+        }
+    }
+
+    /// The outcome the handler is being given on this thread, if it has a record: ``postToApp(_:reservedForExtension:)``
+    /// from the handler then posts that record instead of a new one.
+    struct CurrentHandover: @unchecked Sendable {
+        let seq: Int64
+        let thread: pthread_t
+    }
+
+    /// Hands a recorded outcome to the handler, under the exclusive lock, once: an outcome another
+    /// process delivered meanwhile is skipped. When the handler does not post it (to the app or
+    /// the extension), it was delivered to this process; a file it did not move is deleted.
+    /// - Parameter live: the event as this process saw it (the original error); without it, the
+    ///   event is rebuilt from the record.
+    func handOver(_ seq: Int64, live: Event? = nil) {
+        _ = try? withExclusiveControl {
+            guard let row = try container.db.read({ try $0.query("SELECT * FROM url_events WHERE seq = ? AND delivered = ? AND staged IS NULL",
+                                                                 [.integer(seq), .integer(OutcomeState.recorded)]) }).first,
+                  let id = row["identifier"]?.string, let url = row["url"]?.string.flatMap(URL.init(string:)) else { return }
+            TestStopPoint.reach("handover.underLock")
+            let event: Event
+            if let d = try? Self.storedDownload(row, identifier: id, url: url, table: "url_events", container: container) {
+                if row["kind"]?.string == "finished", let path = row["path"]?.string {
+                    event = .finished(d, URL(fileURLWithPath: path))
+                } else if let live, case .failed = live {
+                    event = live
+                } else {
+                    event = .failed(d, DeliveredError(code: row["code"]?.int.flatMap { Int(exactly: $0) }, message: row["message"]?.string ?? "the download failed"))
+                }
+                handover.withLock { $0 = CurrentHandover(seq: seq, thread: pthread_self()) }
+                handler(event)
+                handover.withLock { $0 = nil }
+            }
+            let closed = try container.db.transaction { tx in
+                try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
+                           [.integer(OutcomeState.done), .integer(seq), .integer(OutcomeState.recorded)])
+            }
+            if closed == 1, let path = row["path"]?.string { unlink(path) }   // not moved by the handler: deleted, as on Apple's platforms
+        }
+    }
+
+    /// Hands over the outcomes this role recorded and no process handed over: the process that
+    /// recorded them stopped or crashed first (the agent calls it when it starts; an app's manager
+    /// when it is created). Each is delivered once.
+    public func deliverRecordedOutcomes() throws {
+        try Self.ensureEventTable(container)
+        let rows = try container.db.read {
+            try $0.query("SELECT seq, identifier, staged FROM url_events WHERE delivered = ? AND owner = ? ORDER BY seq",
+                         [.integer(OutcomeState.recorded), .text(roleName)])
+        }
+        for row in rows {
+            guard let seq = row["seq"]?.int, let id = row["identifier"]?.string else { continue }
+            if row["staged"]?.string != nil {
+                // Its partial file is renamed under the download's lock; a process holding it does that itself.
+                guard let lock = lockDownload(id) else { continue }
+                defer { flock(lock, LOCK_UN); close(lock) }
+                try completeStagings(for: id)
+            }
+            handOver(seq)
+        }
+    }
+
+    /// Takes a reserved outcome for the extension's process (``ExtensionCall/finished(_:filePath:outcome:)``),
+    /// before its handler runs: false when it is no longer reserved (a restarted agent released it
+    /// to the app), and the extension must not receive it.
+    public static func claimReservation(_ seq: Int64, containerPath: String) throws -> Bool {
+        let container = try ClientContainer(path: containerPath)
+        try ensureEventTable(container)
+        return try ExclusiveControl.of(container: container.path).run {
+            try container.db.transaction { tx in
+                try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
+                           [.integer(OutcomeState.takenByExtension), .integer(seq), .integer(OutcomeState.reserved)])
+            }
+        } == 1
     }
 
     /// Starts receiving, through this manager's handler, the outcomes of downloads the agent ran.
@@ -81,6 +240,15 @@ extension DownloadManager {
     @discardableResult
     public func postToApp(_ event: Event, reservedForExtension: Bool = false) throws -> Int64 {
         try Self.ensureEventTable(container)
+        let state = reservedForExtension ? OutcomeState.reserved : OutcomeState.forApp
+        // From the handler, for an outcome already recorded: that record is posted, in place.
+        if let current = handover.withLock({ $0 }), pthread_equal(current.thread, pthread_self()) != 0 {
+            let posted = try container.db.transaction { tx in
+                try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
+                           [.integer(state), .integer(current.seq), .integer(OutcomeState.recorded)])
+            }
+            if posted == 1 { return current.seq }
+        }
         let d: URLDownload, kind: String
         var path: String? = nil, message: String? = nil, code: Int? = nil
         switch event {
@@ -92,19 +260,12 @@ extension DownloadManager {
             d = download
             kind = "failed"
             message = "\(error)"
-            code = (error as? BackgroundDownloadError)?.code
+            code = (error as? BackgroundDownloadError)?.code ?? (error as? DeliveredError)?.code
         default:
             return 0
         }
-        let fileSize = try d.fileSize.map { try CheckedInteger.convert($0, to: Int64.self, "the download's fileSize", in: 0...Int64.max, context: d.identifier) }
-        let priority = try CheckedInteger.convert(d.priority, to: Int64.self, "the download's priority", context: d.identifier)
-        let storedCode = try code.map { try CheckedInteger.convert($0, to: Int64.self, "the error code", context: d.identifier) }
         return try container.db.transaction { tx in
-            _ = try tx.run("INSERT INTO url_events(identifier, url, file_size, essential, priority, kind, path, message, code, delivered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           [.text(d.identifier), .text(d.url.absoluteString), fileSize.map { .integer($0) } ?? .null, .integer(d.isEssential ? 1 : 0),
-                            .integer(priority), .text(kind), path.map { .text($0) } ?? .null, message.map { .text($0) } ?? .null,
-                            storedCode.map { .integer($0) } ?? .null, .integer(reservedForExtension ? 2 : 0)])
-            return tx.lastInsertRowID
+            try Self.insertOutcome(&tx, d, kind: kind, path: path, staged: nil, message: message, code: code, state: state, owner: roleName)
         }
     }
 
@@ -117,20 +278,46 @@ extension DownloadManager {
 
     /// Ends a reservation: delivered to the extension (the outcome is done; a file it did not move
     /// is deleted), or not (the app takes it the next time it listens).
+    ///
+    /// An outcome the extension's process claimed (``claimReservation(_:containerPath:)``) before
+    /// its handler ran was delivered to it whatever became of the call afterwards, except a
+    /// finished file still in place (the extension crashed before it moved it): that goes to the
+    /// app, so that no file is lost. A file is in one place only, so it is never delivered twice.
     public func completeReservation(_ seq: Int64, deliveredToExtension: Bool) throws {
         try withExclusiveControl {
-            try container.db.transaction { tx in
-                _ = try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = 2", [.integer(deliveredToExtension ? 1 : 0), .integer(seq)])
+            if deliveredToExtension {
+                let done = try container.db.transaction { tx in
+                    try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered IN (?, ?)",
+                               [.integer(OutcomeState.done), .integer(seq), .integer(OutcomeState.reserved), .integer(OutcomeState.takenByExtension)]) == 1
+                }
+                if done, let file = postedFile(seq) { unlink(file.path) }
+            } else {
+                try settleUnfinished(where: "seq = ?", [.integer(seq)])
             }
-            if deliveredToExtension, let file = postedFile(seq) { unlink(file.path) }
         }
     }
 
-    /// Reservations a stopped or crashed agent did not finish go to the app.
+    /// Reservations a stopped or crashed agent did not finish: those the extension's process did
+    /// not claim go to the app; those it claimed were delivered to it (but a file it did not move
+    /// goes to the app).
     public func releaseUnfinishedReservations() throws {
         try Self.ensureEventTable(container)
-        try withExclusiveControl {
-            try container.db.transaction { tx in _ = try tx.run("UPDATE url_events SET delivered = 0 WHERE delivered = 2") }
+        try withExclusiveControl { try settleUnfinished(where: "1", []) }
+    }
+
+    /// The reservations the extension could not finish (call under the exclusive lock).
+    private func settleUnfinished(where condition: String, _ bindings: [Database.Value]) throws {
+        let taken = try container.db.transaction { tx -> [Database.Row] in
+            _ = try tx.run("UPDATE url_events SET delivered = ? WHERE delivered = ? AND \(condition)", [.integer(OutcomeState.forApp), .integer(OutcomeState.reserved)] + bindings)
+            return try tx.query("SELECT seq, kind, path FROM url_events WHERE delivered = ? AND \(condition)", [.integer(OutcomeState.takenByExtension)] + bindings)
+        }
+        for row in taken {
+            guard let seq = row["seq"]?.int else { continue }
+            let fileLeft = row["kind"]?.string == "finished" && row["path"]?.string.map(FileSystem.exists) == true
+            try container.db.transaction { tx in
+                _ = try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
+                               [.integer(fileLeft ? OutcomeState.forApp : OutcomeState.done), .integer(seq), .integer(OutcomeState.takenByExtension)])
+            }
         }
     }
 

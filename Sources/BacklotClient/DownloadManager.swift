@@ -120,6 +120,8 @@ public final class DownloadManager: Sendable {
     private let cancelled = Mutex<Set<String>>([])
     private let running = Mutex<Set<String>>([])
     let listening = Mutex<ListeningState?>(nil)
+    /// The recorded outcome the handler is being given, and on which thread.
+    let handover = Mutex<CurrentHandover?>(nil)
     private let resumePending = Atomic<Bool>(false)
     private let agentWatch = Mutex<RepeatingTimer?>(nil)
 
@@ -144,6 +146,10 @@ public final class DownloadManager: Sendable {
             CREATE TABLE IF NOT EXISTS url_retries (identifier TEXT PRIMARY KEY, attempts INTEGER NOT NULL, retry_after REAL NOT NULL);
             """)
         }
+        try Self.ensureEventTable(container)
+        // Outcomes an app process recorded and did not hand over before it stopped (the agent hands
+        // over its own when it starts, once its handler can route them).
+        if role == .app { queue.async { try? self.deliverRecordedOutcomes() } }
         // Downloads scheduled before a restart go on.
         if !(try fetchCurrentDownloads()).isEmpty { runOrDeferToAgent() }
     }
@@ -337,6 +343,9 @@ public final class DownloadManager: Sendable {
         defer { running.withLock { _ = $0.remove(d.identifier) } }
         guard let lock = lockDownload(d.identifier) else { return .elsewhere }
         defer { flock(lock, LOCK_UN); close(lock) }
+        // A file a stopped attempt had finished and recorded is renamed away before the partial
+        // file is used again.
+        try? completeStagings(for: d.identifier)
         // It may have finished in the other process while this one waited.
         guard (try? fetchCurrentDownloads())?.contains(where: { $0.identifier == d.identifier }) == true else { return .done }
         var answered = false   // the server answered: a failure now is the download's, not the network's
@@ -361,15 +370,15 @@ public final class DownloadManager: Sendable {
                 unlink(part)
                 throw BackgroundDownloadError.sizeMismatch(expected: size, received: result.size)
             }
-            let delivered = container.path + "/downloads/" + SHA256.hash(Array(d.identifier.utf8)).hex.prefix(32) + ".file"
-            try SystemCall.retrying("rename", path: delivered) { rename(part, delivered) }
-            try container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
-            clearPauses(d.identifier)
+            // One transaction retires the download and records its outcome; then the file is
+            // renamed to its hand-over path, and the outcome handed over under the exclusive lock.
+            // A stop or a crash at any step leaves a record that the next start delivers.
+            guard let seq = try retire(d, kind: "finished", staged: part, message: nil, code: nil) else { return .done }
+            TestStopPoint.reach("handover.afterRecord")
+            try completeStagings(for: d.identifier)
+            TestStopPoint.reach("handover.afterRename")
             try container.setMeta(d.isEssential ? "installedEssential" : "installed", String(CheckedInteger.saturatingAdd(installed(d.isEssential), result.size)))
-            try withExclusiveControl {
-                handler(.finished(d, URL(fileURLWithPath: delivered)))
-                unlink(delivered)   // not moved by the handler: deleted, as on Apple's platforms
-            }
+            handOver(seq)
         } catch {
             // A failed download leaves the queue (the app schedules it again if it wants; what
             // arrived is kept and resumed then, unless the bytes are known to be wrong).
@@ -394,8 +403,16 @@ public final class DownloadManager: Sendable {
                 return .paused
             }
             clearPauses(d.identifier)
-            _ = try? container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
-            _ = try? withExclusiveControl { handler(.failed(d, reported)) }
+            // Recorded as it leaves the queue, in the same transaction; a download cancelled by
+            // this process (no longer scheduled) is reported to its handler only.
+            let code = (reported as? BackgroundDownloadError)?.code
+            if let seq = try? retire(d, kind: "failed", staged: nil, message: "\(reported)", code: code) {
+                TestStopPoint.reach("handover.afterRecord")
+                handOver(seq, live: .failed(d, reported))
+            } else {
+                _ = try? container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
+                _ = try? withExclusiveControl { handler(.failed(d, reported)) }
+            }
         }
         return .done
     }

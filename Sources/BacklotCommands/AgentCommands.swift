@@ -47,38 +47,43 @@ func agentLog(_ io: any CommandIO) -> @Sendable (String) -> Void {
 
 /// What `notify` and `simulate` share: queue the event, then run it here when no agent runs.
 enum EventCommand {
+    /// Queues the event, then decides by trying the agent lock, never by a probe: when this
+    /// process takes it, no agent runs, and it runs the queue itself (every due event, its own and
+    /// those queued meanwhile by a `notify` that found the lock held), lets go, and looks again;
+    /// when another process holds it, that process runs the event before it lets go (or leaves it
+    /// queued for the next agent start when it cannot finish it). With `--wait` it keeps trying
+    /// the lock until the event is no longer queued, taking over when the holder has gone.
     static func fire(_ request: ContentRequest, bypassBudget: Bool, container: String, arguments: ParsedArguments, io: any CommandIO) throws {
         let store = try AgentStore(containerPath: container)
         let seq = try store.enqueue(request, bypassBudget: bypassBudget)
-        func forTheRunningAgent() throws {
-            io.out("queued the \(request.name) event for the running agent\n")
-            guard arguments.flag("wait") || bypassBudget else { return }
-            while (try store.event(seq))?.state == "queued" {
-                guard AgentLock.isHeld(containerPath: container) else {
-                    io.out("the agent stopped before it handled the event; it stays queued for its next start\n")
+        let configPath = try arguments.values["config"] ?? store.value("configPath")
+        let wait = arguments.flag("wait") || bypassBudget
+        var tried = Set<Int64>(), announced = false
+        while true {
+            if let lock = try AgentLock.tryAcquire(containerPath: container) {
+                guard let configPath else {
+                    lock.release()
+                    io.out("queued the \(request.name) event; no agent runs and no configuration is known, so it runs when `backlot agent` starts\n")
                     return
                 }
-                usleep(100_000)
+                let configuration = try AgentConfiguration(path: configPath, containerPath: container)
+                let agent = try Agent(containerPath: container, configuration: configuration, lock: lock, log: agentLog(io))
+                BacklotCLI.onInterrupt { _ in agent.stop() }
+                // The events, then the URL downloads they scheduled (this process is the agent for now).
+                tried.formUnion(try blocking { await agent.runUntilQueueSettles() })
+                if !agent.isStopping && agent.untriedEvents(besides: tried) { continue }
+                return try report(store.event(seq), io: io)
             }
-            try report(store.event(seq), io: io)
+            // Another process holds the lock: it runs every queued event before it lets go.
+            if tried.contains(seq) { return try report(store.event(seq), io: io) }
+            if !announced {
+                io.out("queued the \(request.name) event for the running agent\n")
+                announced = true
+            }
+            guard wait else { return }
+            if let event = try store.event(seq), event.state != "queued" { return try report(event, io: io) }
+            usleep(100_000)
         }
-        if AgentLock.isHeld(containerPath: container) { return try forTheRunningAgent() }
-        guard let configPath = try arguments.values["config"] ?? store.value("configPath") else {
-            io.out("queued the \(request.name) event; no agent runs and no configuration is known, so it runs when `backlot agent` starts\n")
-            return
-        }
-        let configuration = try AgentConfiguration(path: configPath, containerPath: container)
-        let agent: Agent
-        do {
-            agent = try Agent(containerPath: container, configuration: configuration, log: agentLog(io))
-        } catch let e as BacklotError where e.code == .alreadyExists {
-            return try forTheRunningAgent()   // an agent started meanwhile
-        }
-        BacklotCLI.onInterrupt { _ in agent.stop() }
-        // The event, then the URL downloads it scheduled (this process is the agent for now).
-        try blocking { await agent.round() }
-        agent.drain()
-        try report(store.event(seq), io: io)
     }
 
     static func report(_ event: AgentStore.Event?, io: any CommandIO) throws {

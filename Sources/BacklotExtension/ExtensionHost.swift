@@ -5,6 +5,13 @@ import Foundation
 
 /// The extension's side of a call: read it, call the extension, write the answer.
 enum ExtensionHost {
+    /// Takes a reserved outcome for this process (``DownloadManager/claimReservation(_:containerPath:)``);
+    /// true when there is nothing to claim (a call without a record).
+    static func claim(_ outcome: Int64?) throws -> Bool {
+        guard let outcome, let container = ProcessInfo.processInfo.environment["BACKLOT_CONTAINER"] else { return true }
+        return try DownloadManager.claimReservation(outcome, containerPath: container)
+    }
+
     static func serve(_ ext: some DownloaderExtension, arguments: [String]) -> Int32 {
         guard arguments.count == 4, arguments[1] == "--backlot-extension-call" else {
             FileHandle.standardError.write(Data("this is a Backlot downloader extension; the agent runs it (backlot agent, or backlot simulate)\n".utf8))
@@ -21,11 +28,13 @@ enum ExtensionHost {
             case .downloads(let request, let path, let info):
                 reply.downloads = ext.downloads(for: request, manifestURL: URL(fileURLWithPath: path), extensionInfo: info)
                     .sorted { $0.identifier < $1.identifier }
-            case .finished(let d, let path):
-                ext.backgroundDownload(d, finishedWithFileURL: URL(fileURLWithPath: path))
-            case .failed(let d, let message, let code):
-                ext.backgroundDownload(d, failedWithError: DownloadManager.DeliveredError(code: code, message: message))
+            case .finished(let d, let path, let outcome):
+                // Claimed first: an outcome the agent released to the app meanwhile is not delivered here too.
+                if try claim(outcome) { ext.backgroundDownload(d, finishedWithFileURL: URL(fileURLWithPath: path)) }
+            case .failed(let d, let message, let code, let outcome):
+                if try claim(outcome) { ext.backgroundDownload(d, failedWithError: DownloadManager.DeliveredError(code: code, message: message)) }
             }
+            TestStopPoint.reach("handover.extensionAnswered", defaultTerm: true)
             let out = arguments[3]
             try Data(reply.json.serialized().utf8).write(to: URL(fileURLWithPath: out + ".tmp"))
             guard rename(out + ".tmp", out) == 0 else { throw SystemCall.error("rename", path: out) }

@@ -11,8 +11,12 @@ import Foundation
 public enum ExtensionCall: Sendable, Hashable {
     case shouldDownload([AssetPack])
     case downloads(ContentRequest, manifestPath: String, AppExtensionInfo)
-    case finished(URLDownload, filePath: String)
-    case failed(URLDownload, message: String, code: Int?)
+    /// A URL download's file; `outcome` is the number of its record in the container, which the
+    /// extension's process claims before its handler runs (so that a crash of the agent afterwards
+    /// never hands it to the app as well).
+    case finished(URLDownload, filePath: String, outcome: Int64? = nil)
+    /// A URL download's failure; `outcome` as for ``finished(_:filePath:outcome:)``.
+    case failed(URLDownload, message: String, code: Int?, outcome: Int64? = nil)
 
     public var name: String {
         switch self {
@@ -34,13 +38,15 @@ public enum ExtensionCall: Sendable, Hashable {
                 "restrictedDownloadSizeRemaining": info.restrictedDownloadSizeRemaining.map { .number($0) } ?? .null,
                 "restrictedEssentialDownloadSizeRemaining": info.restrictedEssentialDownloadSizeRemaining.map { .number($0) } ?? .null,
             ])))
-        case .finished(let d, let path):
+        case .finished(let d, let path, let outcome):
             m.append(("download", Self.downloadJSON(d)))
             m.append(("filePath", .string(path)))
-        case .failed(let d, let message, let code):
+            if let outcome { m.append(("outcome", .number(outcome))) }
+        case .failed(let d, let message, let code, let outcome):
             m.append(("download", Self.downloadJSON(d)))
             m.append(("message", .string(message)))
             m.append(("code", code.map { .number($0) } ?? .null))
+            if let outcome { m.append(("outcome", .number(outcome))) }
         }
         return JSONNode(.object(m.map { JSONMember(key: $0.0, value: $0.1) }))
     }
@@ -63,10 +69,12 @@ public enum ExtensionCall: Sendable, Hashable {
                                                                           "extensionInfo.restrictedEssentialDownloadSizeRemaining", source: source)))
         case "finished":
             guard let d = node["download"], let path = node["filePath"]?.stringValue else { throw bad("has no download or filePath") }
-            self = .finished(try Self.download(d, source: source), filePath: path)
+            self = .finished(try Self.download(d, source: source), filePath: path,
+                             outcome: try Self.number(node["outcome"], as: Int64.self, "outcome", in: 1...Int64.max, source: source))
         case "failed":
             guard let d = node["download"] else { throw bad("has no download") }
-            self = .failed(try Self.download(d, source: source), message: node["message"]?.stringValue ?? "", code: try Self.number(node["code"], as: Int.self, "code", source: source))
+            self = .failed(try Self.download(d, source: source), message: node["message"]?.stringValue ?? "", code: try Self.number(node["code"], as: Int.self, "code", source: source),
+                           outcome: try Self.number(node["outcome"], as: Int64.self, "outcome", in: 1...Int64.max, source: source))
         default:
             throw bad("names no known call (shouldDownload, downloads, finished, failed)")
         }

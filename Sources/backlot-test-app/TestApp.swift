@@ -2,6 +2,7 @@
 //   backlot-test-app --background-task ID        launched by the agent: runs the task (CONTAINER/test-app.json
 //                                                {"task": "complete" | "fail" | "hang"}), logs to CONTAINER/test-app.log
 //   backlot-test-app listen CONTAINER SECONDS    listens for URL download outcomes for SECONDS, logging each one
+//                                                ("app finished ID moved=…", "app failed ID: …")
 import BacklotClient
 import BacklotTaskScheduler
 import Foundation
@@ -29,6 +30,7 @@ if arguments.count == 4, arguments[1] == "listen" {
             let moved = (try? FileManager.default.moveItem(atPath: url.path, toPath: target)) != nil
             log(container, "app finished \(d.identifier) moved=\(moved)")
         }
+        if case .failed(let d, let error) = event { log(container, "app failed \(d.identifier): \(error)") }
     }
     box.manager = manager
     try manager.startListening(pollInterval: 0.02)

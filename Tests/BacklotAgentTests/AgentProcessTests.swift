@@ -82,6 +82,8 @@ import Glibc
         let again = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", fast], log: f.server.dir.at("agent2.log"))
         defer { kill(again.processIdentifier, SIGKILL); again.waitUntilExit() }
         #expect(eventually { (try? f.installed()) == ["Essential"] })
+        // The line is written once the install has returned, a moment after it is visible.
+        #expect(eventually { ((try? String(contentsOfFile: f.server.dir.at("agent2.log"), encoding: .utf8)) ?? "").contains("pack Essential: version") })
         let log = try String(contentsOfFile: f.server.dir.at("agent2.log"), encoding: .utf8)
         let line = try #require(log.split(separator: "\n").first { $0.contains("pack Essential: version") })
         let downloaded = try #require(UInt64(line.split(separator: " ").reversed().dropFirst(2).first ?? ""))

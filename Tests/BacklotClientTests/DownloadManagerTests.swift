@@ -68,10 +68,15 @@ import Testing
         ignorer.done.wait()
         #expect(ignorer.delivered.withLock { $0["again"] == bytes })
         // The file is deleted once the handler has returned (the handler signalled before that).
-        var left = try FileManager.default.contentsOfDirectory(atPath: f.dir.at("c2/downloads"))
+        // (The hand-over folder stays, empty: another process may be renaming a file into it.)
+        func files() throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: f.dir.at("c2/downloads")).filter { $0 != "handover" }
+                + FileManager.default.contentsOfDirectory(atPath: f.dir.at("c2/downloads/handover"))
+        }
+        var left = try files()
         for _ in 0..<200 where !left.isEmpty {
             usleep(50_000)
-            left = try FileManager.default.contentsOfDirectory(atPath: f.dir.at("c2/downloads"))
+            left = try files()
         }
         #expect(left.isEmpty, "not moved, so deleted")
     }
