@@ -10,6 +10,11 @@ import Glibc
 /// (as when `systemctl stop` ends a process whose thread waits on a lock). Without the variable
 /// (every real run) ``reach(_:)`` does nothing.
 ///
+/// Points: the agent's hand-over of URL download outcomes (`handover.afterRecord`, `afterRename`,
+/// `underLock`, `afterPost`, `beforeExtension`, `afterExtension`, `extensionAnswered`) and the
+/// server's releases and publication (`release.committed`, `publish.beforeCatalog`,
+/// `publish.afterCatalog`).
+///
 /// ```swift
 /// TestStopPoint.reach("handover.afterRename")
 /// ```

@@ -61,9 +61,9 @@ extension Repository {
             let signed = try SignedEnvelope.sign(payload: catalog.payload, type: Catalog.payloadType, with: [key]).encoded
             let path = catalogPath(app: app, channel: channel)
             try directory.makeTreeDirectory(URL(fileURLWithPath: path).deletingLastPathComponent().path)
-            FaultPoint.reach("publish.beforeCatalog")
+            TestStopPoint.reach("publish.beforeCatalog")
             try directory.writeIntoTree(signed, to: path)
-            FaultPoint.reach("publish.afterCatalog")
+            TestStopPoint.reach("publish.afterCatalog")
         }
     }
 

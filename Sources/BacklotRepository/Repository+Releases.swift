@@ -53,7 +53,7 @@ extension Repository {
             return tx.lastInsertRowID
         }
         guard let requestID else {
-            FaultPoint.reach("release.committed")
+            TestStopPoint.reach("release.committed")
             try publish(app: app, channel: channel)
             return nil
         }
@@ -121,7 +121,7 @@ extension Repository {
             try apply(&tx, app: request.app, channel: request.channel, pack: request.pack, version: request.version,
                       basisPoints: request.rolloutPercent.map { Int(($0 * 100).rounded()) })
         }
-        FaultPoint.reach("release.committed")
+        TestStopPoint.reach("release.committed")
         try publish(app: request.app, channel: request.channel)
     }
 

@@ -27,7 +27,7 @@ import Glibc
             process.arguments = ["-c", "umask \(mask) && exec \"$0\" \"$@\"", ProcessTests.binary,
                                  "serve", "--data", data, "--port", String(port), "--tls", "off", "--quiet"]
             var env = ProcessInfo.processInfo.environment
-            env.removeValue(forKey: "BACKLOT_TEST_KILL_AT")
+            env.removeValue(forKey: "BACKLOT_TEST_STOP_AT")
             for (k, v) in environment { env[k] = v }
             process.environment = env
             process.standardOutput = output
@@ -119,7 +119,7 @@ import Glibc
             let dir = try TemporaryDirectory("first-release")
             defer { dir.remove() }
             let data = dir.at("data")
-            let environment = point == "delay" ? [:] : ["BACKLOT_TEST_KILL_AT": point]
+            let environment = point == "delay" ? [:] : ["BACKLOT_TEST_STOP_AT": point]
             let server = try Serve(data: data, environment: environment)
             try prepare(server, data: data, dir: dir)
             let pinned = try RepositoryDirectory.readPublicKey(path: data + "/root.pub")
