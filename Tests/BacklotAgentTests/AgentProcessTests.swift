@@ -12,6 +12,40 @@ import Glibc
 
 /// The agent, the app and installers as real processes.
 @Suite(.serialized) struct AgentProcessTests {
+    /// Runs the test app to the end with `environment` (and BACKLOT_CONTAINER).
+    func runTestApp(_ container: String, environment: [String: String]) throws -> Int32 {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: AgentFixture.binaries + "/backlot-test-app")
+        var env = ProcessInfo.processInfo.environment
+        env["BACKLOT_BACKGROUND_TASK"] = nil
+        env["BACKLOT_CONFIG"] = nil
+        env["BACKLOT_CONTAINER"] = container
+        for (k, v) in environment { env[k] = v }
+        p.environment = env
+        try p.run()
+        p.waitUntilExit()
+        return p.terminationStatus
+    }
+
+    @Test func theLaunchTheAppRecordsLiftsTheRestrictionsInEveryProcess() throws {
+        let f = try AgentFixture()
+        let restrictions = DownloadRestrictions(downloadAllowance: 1_000, essentialDownloadAllowance: 500, domainAllowList: ["cdn.example.com"])
+        let manager = try DownloadManager(containerPath: f.container, restrictions: restrictions, role: .agent) { _ in }
+        let elsewhere = URLDownload(identifier: "elsewhere", url: URL(string: "https://downloads.example.org/file")!)
+        #expect(throws: BackgroundDownloadError.domainNotAllowed("downloads.example.org")) { try manager.scheduleDownload(elsewhere) }
+        // A launch by the agent for a background task is not the app's launch.
+        #expect(try runTestApp(f.container, environment: ["BACKLOT_BACKGROUND_TASK": "com.example.none"]) == 0)
+        #expect(manager.remainingAllowance(essential: false) == 1_000)
+        #expect(throws: BackgroundDownloadError.domainNotAllowed("downloads.example.org")) { try manager.scheduleDownload(elsewhere) }
+        // The app's own launch (AppPresence.markRunning, as the documented template does, no
+        // markAppLaunched call): the agent's manager, in this other process, sees it at once.
+        #expect(try runTestApp(f.container, environment: [:]) == 0)
+        #expect(manager.remainingAllowance(essential: false) == nil && manager.remainingAllowance(essential: true) == nil)
+        try manager.scheduleDownload(elsewhere)
+        #expect(try manager.fetchCurrentDownloads().map(\.identifier) == ["elsewhere"])
+        try manager.cancel(elsewhere)
+    }
+
     struct Run {
         let status: Int32
         let out: String

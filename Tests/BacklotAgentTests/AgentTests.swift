@@ -172,6 +172,24 @@ import Testing
         manager.waitUntilIdle()
     }
 
+    @Test func foregroundDownloadsAreRefusedInTheExtensionAndTheAgent() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        try f.extensionSettings(["tryForeground": true])
+        let agent = try f.agent()
+        try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        // The extension's process: Apple's callFromExtensionNotAllowed (50).
+        #expect(f.extensionLog.contains { $0.hasPrefix("foreground from the extension: refused 50:") })
+        // The agent's own manager is a background process: callFromInactiveProcessNotAllowed (51).
+        let url = URL(string: f.server.server.baseURL + "v1/keys/root-1.json")!
+        let agentSide = try DownloadManager(containerPath: f.container, role: .agent) { _ in }
+        #expect { try agentSide.startForegroundDownload(URLDownload(identifier: "fg", url: url)) } throws: { e in
+            guard let e = e as? BackgroundDownloadError, case .callFromInactiveProcessNotAllowed("fg") = e else { return false }
+            return e.code == 51
+        }
+    }
+
     @Test func finishedDownloadsGoToTheExtensionWhenTheAppIsNotListeningAndToTheAppWhenItIs() async throws {
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
