@@ -309,6 +309,32 @@ public final class DownloadManager: Sendable {
         try container.setMeta(essential ? "usedEssential" : "used", String(CheckedInteger.saturatingAdd(used(essential), bytes)))
     }
 
+    /// Before the app's first launch, whether `url`'s host may be contacted: Apple's
+    /// `BADownloadDomainAllowList` applies to every host, the catalog's and the packs' as well as
+    /// URL downloads'.
+    /// - Throws: ``BackgroundDownloadError/domainNotAllowed(_:)`` (Apple's 202).
+    public func checkHostBeforeFirstLaunch(_ url: URL) throws {
+        guard let r = restrictions, r.appliesBeforeFirstLaunch, !launched else { return }
+        let host = url.host ?? ""
+        guard r.allows(host: host) else { throw BackgroundDownloadError.domainNotAllowed(host) }
+    }
+
+    /// Before the app's first launch, whether `bytes` more fit in the allowance (Apple's 203 when not).
+    /// - Throws: ``BackgroundDownloadError/allowanceExceeded(needed:remaining:)``.
+    public func checkAllowance(bytes: UInt64, essential: Bool) throws {
+        if let remaining = remainingAllowance(essential: essential), bytes > remaining {
+            throw BackgroundDownloadError.allowanceExceeded(needed: bytes, remaining: remaining)
+        }
+    }
+
+    /// Counts the catalog this container verified last (the size of its signed envelope, the
+    /// bytes its fetch transferred) against `BADownloadAllowance` before the first launch, as
+    /// Apple counts the manifest download.
+    public func countCatalogFetch() throws {
+        guard restrictions?.appliesBeforeFirstLaunch == true, !launched, let text = try container.meta("catalogEnvelope"), let envelope = Data(base64Encoded: text) else { return }
+        try countTowardsAllowance(bytes: UInt64(envelope.count), essential: false)
+    }
+
     func installed(_ essential: Bool) -> UInt64 { (try? container.meta(essential ? "installedEssential" : "installed")).flatMap { $0.flatMap(UInt64.init) } ?? 0 }
 
     /// What remains of the allowance before the first launch (nil when downloads are not
