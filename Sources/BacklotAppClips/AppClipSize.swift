@@ -17,6 +17,12 @@ import BacklotJSON
 ///   which count 0 like on disk. The archive must be in one piece (no split archives).
 /// - **tar** (`.tar`, uncompressed): every regular file entry (type `0`, `7` or NUL) counts its
 ///   size; GNU long names (`L`) and pax `path`/`size` records are read; links and directories count 0.
+///   A sparse file (GNU type `S`, or pax `GNU.sparse.*` 0.0, 0.1 and 1.0) counts its real,
+///   expanded size, as extraction writes it.
+///
+/// Archive paths are resolved on bytes as extraction resolves them (`./x`, `//x` and `sub/../x`
+/// are one path); an entry that climbs out of the root, and in an `.ipa` an absolute one or one
+/// that climbs out of `Payload/NAME.app`, is refused.
 ///
 /// Every declared size and offset is checked against the file's size before it is used; a
 /// malformed archive is refused with ``BacklotError/Code/invalidInput`` naming the offset.
