@@ -43,14 +43,16 @@ public enum AppLaunchRecord {
         try record(in: Database(path: databasePath(containerPath: containerPath)), at: date)
     }
 
-    /// When the app was first launched, from `db`; nil when it never was.
+    /// When the app was first launched, from `db`; nil when it never was. Only reads (no write
+    /// lock is taken), so the processes that ask before every download don't contend.
     public static func firstLaunch(in db: Database) throws -> Date? {
-        try db.transaction { tx in
-            try createTables(&tx)
+        try db.read { tx in
             // A container from before the first launch was kept for good: its oldest recent launch counts.
-            let rows = try tx.query("SELECT MIN(at) AS at FROM (SELECT at FROM app_first_launch UNION ALL SELECT at FROM app_launches)")
-            if case .real(let t)? = rows.first?["at"] { return Date(timeIntervalSince1970: t) }
-            return nil
+            var dates: [Double] = []
+            for sql in ["SELECT at FROM app_first_launch", "SELECT MIN(at) AS at FROM app_launches"] {
+                if let rows = try? tx.query(sql), case .real(let t)? = rows.first?["at"] { dates.append(t) }   // no such table: no launch
+            }
+            return dates.min().map { Date(timeIntervalSince1970: $0) }
         }
     }
 
