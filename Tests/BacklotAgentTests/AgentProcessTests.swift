@@ -47,6 +47,14 @@ import Glibc
         try manager.cancel(elsewhere)
     }
 
+    @Test func anAppLaunchedInTheBackgroundCannotStartForegroundDownloads() throws {
+        let f = try AgentFixture()
+        let url = f.server.server.baseURL + "v1/keys/root.json"
+        #expect(try runTestApp(f.container, environment: ["BACKLOT_BACKGROUND_TASK": "com.example.none", "BACKLOT_TEST_FOREGROUND_URL": url]) == 0)
+        #expect(f.appLog.contains("foreground: refused 51"), "\(f.appLog)")
+        #expect(try DownloadManager(containerPath: f.container, role: .agent) { _ in }.fetchCurrentDownloads().isEmpty)
+    }
+
     @Test func promotingADownloadTheAgentIsTransferringTakesItOver() throws {
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
