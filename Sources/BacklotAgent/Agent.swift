@@ -341,7 +341,10 @@ public final class Agent: Sendable {
     public func process(_ event: AgentStore.Event) async throws -> EventReport {
         var report = EventReport(request: event.request)
         try waitForNetwork(metered: true)
+        // Before the app's first launch, the catalog's host must be allowed, and its bytes count.
+        try downloads.checkHostBeforeFirstLaunch(manager.configuration.catalogURL)
         let offered = try await manager.allAssetPacks.sorted { $0.id < $1.id }
+        try downloads.countCatalogFetch()
         if event.request != .periodic {
             let installEvent: InstallationEventType = event.request == .install ? .firstInstallation : .subsequentUpdate
             var candidates = offered.filter { $0.downloadPolicy.installationEventTypes.contains(installEvent) }
@@ -371,12 +374,14 @@ public final class Agent: Sendable {
                 }
             }
             for pack in candidates where pack.downloadPolicy.name == "essential" {
-                try await fetch(pack, unmeteredOnly: false)
+                if let refusal = try refusalBeforeFirstLaunch(pack, essential: true) { report.refused.append(refusal); continue }
+                try await fetch(pack, unmeteredOnly: false, essential: true)
                 report.packs.append(pack.id)
             }
             let extensionWaits = try await runExtensionDownloads(event, into: &report)
             for pack in candidates where pack.downloadPolicy.name == "prefetch" {
-                try await fetch(pack, unmeteredOnly: configuration.prefetchRequiresUnmetered)
+                if let refusal = try refusalBeforeFirstLaunch(pack, essential: false) { report.refused.append(refusal); continue }
+                try await fetch(pack, unmeteredOnly: configuration.prefetchRequiresUnmetered, essential: false)
                 report.packs.append(pack.id)
             }
             if extensionWaits {
@@ -468,8 +473,29 @@ public final class Agent: Sendable {
         if !metered && c.networkMetered { throw Deferral(reason: "the network is metered; prefetch downloads wait for an unmetered one") }
     }
 
-    /// Installs a pack, cancelling (chunks kept) when the network goes away or the agent stops.
-    func fetch(_ pack: AssetPack, unmeteredOnly: Bool) async throws {
+    /// Before the app's first launch, why a pack may not be fetched now, or nil: its archive's
+    /// host must be on the allow list, and its download size (the most an install transfers; a
+    /// delta transfers less) must fit in what is left of the allowance of its kind (essential packs:
+    /// `BAEssentialDownloadAllowance`, prefetch packs: `BADownloadAllowance`).
+    func refusalBeforeFirstLaunch(_ pack: AssetPack, essential: Bool) throws -> String? {
+        guard downloads.remainingAllowance(essential: essential) != nil else { return nil }   // launched, or unrestricted
+        do {
+            let catalogURL = manager.configuration.catalogURL
+            if let catalog = try ClientContainer(path: containerPath).lastVerifiedCatalog(),
+               let entry = catalog.packs.first(where: { $0.id.rawValue == pack.id }),
+               let archive = URL(string: entry.release(forDevice: manager.deviceID).archiveURL, relativeTo: catalogURL)?.absoluteURL {
+                try downloads.checkHostBeforeFirstLaunch(archive)
+            }
+            try downloads.checkAllowance(bytes: UInt64(max(0, pack.downloadSize)), essential: essential)
+            return nil
+        } catch let e as BackgroundDownloadError {
+            return "\(pack.id): \(e) (Apple's \(e.code == 202 ? 202 : 203) before the first launch)"
+        }
+    }
+
+    /// Installs a pack, cancelling (chunks kept) when the network goes away or the agent stops;
+    /// the bytes it downloaded (and the catalog it fetched) count against the allowance before the first launch.
+    func fetch(_ pack: AssetPack, unmeteredOnly: Bool, essential: Bool = false) async throws {
         try waitForNetwork(metered: !unmeteredOnly)
         if isStopping { throw Deferral(reason: "stopping") }
         let updates = manager.statusUpdates(forAssetPackWithID: pack.id)
@@ -493,6 +519,8 @@ public final class Agent: Sendable {
         do {
             let r = try await manager.fetch(packWithID: pack.id)
             log("pack \(pack.id): version \(r.version), \(r.downloadedBytes) bytes downloaded")
+            try downloads.countTowardsAllowance(bytes: r.downloadedBytes, essential: essential)
+            try downloads.countCatalogFetch()
         } catch let e as BacklotError where e.code == .cancelled {
             if isStopping { throw Deferral(reason: "stopping; verified chunks are kept") }
             try waitForNetwork(metered: !unmeteredOnly)

@@ -25,7 +25,9 @@ public enum AppClipHandoff {
     }
 
     /// - Parameters:
-    ///   - keepClipCopy: leave the clip's copy in place (by default it is removed once the app has it).
+    ///   - keepClipCopy: leave the clip's copy in place (by default it is removed once the app has
+    ///     it); the files are then copied, never hard-linked, so the two containers share no inode.
+    ///   A file whose size is not the one the pack's index lists is refused before it is read.
     /// - Throws: ``BacklotError/Code/invalidInput`` when either path is not a container (it holds
     ///   no `state.sqlite`: nothing is created), or when the app's container has never verified a
     ///   catalog; ``BacklotError/Code/untrusted`` when its stored catalog no longer verifies. A

@@ -17,6 +17,12 @@ import BacklotJSON
 ///   which count 0 like on disk. The archive must be in one piece (no split archives).
 /// - **tar** (`.tar`, uncompressed): every regular file entry (type `0`, `7` or NUL) counts its
 ///   size; GNU long names (`L`) and pax `path`/`size` records are read; links and directories count 0.
+///   A sparse file (GNU type `S`, or pax `GNU.sparse.*` 0.0, 0.1 and 1.0) counts its real,
+///   expanded size, as extraction writes it.
+///
+/// Archive paths are resolved on bytes as extraction resolves them (`./x`, `//x` and `sub/../x`
+/// are one path); an entry that climbs out of the root, and in an `.ipa` an absolute one or one
+/// that climbs out of `Payload/NAME.app`, is refused.
 ///
 /// Every declared size and offset is checked against the file's size before it is used; a
 /// malformed archive is refused with ``BacklotError/Code/invalidInput`` naming the offset.
@@ -81,17 +87,72 @@ public struct AppClipSize: Sendable {
     /// Archive entries as an unpacked bundle has them: one file per path (the last entry wins, as
     /// when it is extracted), without macOS's `__MACOSX/` and `._*` AppleDouble companions, and in
     /// an `.ipa` only what is inside `Payload/NAME.app/` (not `Symbols/`, `SwiftSupport/`, `META-INF/`, iTunes metadata).
-    static func asUnpacked(_ entries: [File], ipa: Bool) -> [File] {
-        var byPath: [String: UInt64] = [:]
-        var order: [String] = []
+    ///
+    /// Paths are resolved as extraction resolves them, on bytes and split on `/` only
+    /// (``BytePath``): `./x`, `//x` and `sub/../x` are the one path `x`.
+    /// - Throws: ``BacklotError/Code/invalidInput`` for an entry that climbs out of the archive's
+    ///   root (`../x`), and in an `.ipa` for an absolute entry or one that climbs out of
+    ///   `Payload/NAME.app` (`Payload/Clip.app/../../x`): such an entry is not part of the clip, and
+    ///   an archive that holds one is not an App Clip an extraction would produce.
+    static func asUnpacked(_ entries: [File], ipa: Bool, source: String = "") throws -> [File] {
+        var byPath: [BytePath.Key: UInt64] = [:]
+        var order: [BytePath.Key] = []
         for f in entries {
-            let parts = f.path.split(separator: "/")
-            if parts.first == "__MACOSX" || parts.last?.hasPrefix("._") == true { continue }
-            if ipa, !(parts.count >= 3 && parts[0] == "Payload" && parts[1].hasSuffix(".app")) { continue }
-            if byPath[f.path] == nil { order.append(f.path) }
-            byPath[f.path] = f.bytes
+            let r = resolve(f.path)
+            func refuse(_ why: String) -> BacklotError {
+                BacklotError(.invalidInput, "the entry \"\(f.path)\" \(why), so it is not part of the App Clip", context: source,
+                             hint: "rebuild the archive from the .app directory (for an .ipa, everything under Payload/NAME.app/)")
+            }
+            if r.escapes { throw refuse("climbs out of the archive's root") }
+            if ipa, r.absolute { throw refuse("is an absolute path") }
+            if ipa, r.leftApp { throw refuse("climbs out of the Payload/NAME.app folder") }
+            let parts = r.components
+            guard let last = parts.last else { continue }   // the root itself
+            if BytePath.same(parts[0], "__MACOSX") || last.utf8.starts(with: "._".utf8) { continue }
+            if ipa, !(parts.count >= 3 && isAppFolder(parts[0], parts[1])) { continue }
+            let key = BytePath.Key(parts.joined(separator: "/"))
+            if byPath[key] == nil { order.append(key) }
+            byPath[key] = f.bytes
         }
-        return order.map { File(path: $0, bytes: byPath[$0]!) }
+        return order.map { File(path: $0.path, bytes: byPath[$0]!) }
+    }
+
+    /// Whether `first/second` is an `.ipa`'s `Payload/NAME.app` (byte comparisons).
+    static func isAppFolder(_ first: String, _ second: String) -> Bool {
+        BytePath.same(first, "Payload") && second.utf8.count > 4 && second.utf8.reversed().starts(with: ".app".utf8.reversed())
+    }
+
+    /// An archive entry's path resolved as extraction resolves it: split on the byte `/` only,
+    /// empty and `.` components dropped, `..` removing the one before.
+    struct ResolvedPath {
+        /// The components left, outermost first.
+        var components: [String] = []
+        /// It started with `/`.
+        var absolute = false
+        /// A `..` went above the root.
+        var escapes = false
+        /// It went into `Payload/NAME.app` and ended outside that folder.
+        var leftApp = false
+        var path: String { components.joined(separator: "/") }
+    }
+
+    static func resolve(_ raw: String) -> ResolvedPath {
+        var r = ResolvedPath()
+        r.absolute = raw.utf8.first == BytePath.separator
+        var app: String? = nil   // the Payload/NAME.app folder the path went into
+        for c in BytePath.components(raw, omittingEmpty: true) {
+            if BytePath.isDot(c) { continue }
+            if BytePath.isDotDot(c) {
+                if r.components.isEmpty { r.escapes = true } else { r.components.removeLast() }
+                continue
+            }
+            r.components.append(c)
+            if app == nil, r.components.count == 2, isAppFolder(r.components[0], r.components[1]) { app = r.components[1] }
+        }
+        if let app {
+            r.leftApp = !(r.components.count >= 2 && BytePath.same(r.components[0], "Payload") && BytePath.same(r.components[1], app))
+        }
+        return r
     }
 
     private init(reading path: String) throws {
@@ -108,10 +169,10 @@ public struct AppClipSize: Sendable {
         }
         let lower = path.lowercased()
         if lower.hasSuffix(".zip") || lower.hasSuffix(".ipa") {
-            let files = Self.asUnpacked(try Self.zipFiles(path), ipa: lower.hasSuffix(".ipa"))
+            let files = try Self.asUnpacked(try Self.zipFiles(path), ipa: lower.hasSuffix(".ipa"), source: path)
             self.init(path: path, form: .zip, files: files)
         } else if lower.hasSuffix(".tar") {
-            let files = Self.asUnpacked(try Self.tarFiles(path), ipa: false)
+            let files = try Self.asUnpacked(try Self.tarFiles(path), ipa: false, source: path)
             self.init(path: path, form: .tar, files: files)
         } else if [".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar.zst", ".gz", ".xz", ".zst"].contains(where: { lower.hasSuffix($0) }) {
             throw BacklotError(.invalidInput, "compressed archives are not read", context: path,
@@ -248,19 +309,46 @@ extension AppClipSize {
         let tailLength = min(fileSize, 65_557)
         let tailStart = fileSize - tailLength
         let tail = try fd.read(count: try CheckedInteger.convert(tailLength, to: Int.self, "the ZIP tail's length", context: path), at: tailStart)
-        var found: Int? = nil
+        // Scanning back from the end, the record is one whose comment length is exactly the bytes
+        // after it: a comment may itself hold the signature PK\5\6 (even a whole fake record),
+        // which is then no record. Candidates are tried in that order, and the first whose central
+        // directory ends right where the end record (or the ZIP64 one) begins is taken; then the
+        // first that reads at all. An archive with bytes appended after its comment falls back on
+        // signatures whose comment fits.
+        var exact: [Int] = []
+        var fitting: [Int] = []
         var i = tail.count - 22
         while i >= 0 {
-            if tail[i] == 0x50, tail[i + 1] == 0x4B, tail[i + 2] == 0x05, tail[i + 3] == 0x06,
-               i + 22 + Int(readLE16(tail, i + 20)) <= tail.count {
-                found = i
-                break
+            if tail[i] == 0x50, tail[i + 1] == 0x4B, tail[i + 2] == 0x05, tail[i + 3] == 0x06 {
+                let end = i + 22 + Int(readLE16(tail, i + 20))
+                if end == tail.count { exact.append(i) } else if end < tail.count { fitting.append(i) }
             }
             i -= 1
         }
-        guard let e = found else {
+        let candidates = exact + fitting
+        guard !candidates.isEmpty else {
             throw bad("no end of central directory record (PK\\5\\6) in the last \(tailLength) bytes: not a ZIP archive, or a truncated one", at: tailStart)
         }
+        var loose: [File]? = nil
+        var firstError: Error? = nil
+        for e in candidates {
+            do {
+                let (files, tight) = try zipDirectory(fd, path: path, tail: tail, tailStart: tailStart, endAt: e, fail: bad)
+                if tight { return files }
+                if loose == nil { loose = files }
+            } catch {
+                if firstError == nil { firstError = error }
+            }
+        }
+        if let loose { return loose }
+        throw firstError!
+    }
+
+    /// The central directory that the end record at `e` (an offset in `tail`) describes, and
+    /// whether it ends exactly where the end record (or the ZIP64 end record) begins.
+    private static func zipDirectory(_ fd: FileDescriptor, path: String, tail: [UInt8], tailStart: UInt64, endAt e: Int,
+                                     fail: (String, UInt64) -> BacklotError) throws -> ([File], Bool) {
+        func bad(_ message: String, at offset: UInt64) -> BacklotError { fail(message, offset) }
         let endOffset = tailStart + UInt64(e)
         var disk = UInt64(readLE16(tail, e + 4))
         var directoryDisk = UInt64(readLE16(tail, e + 6))
@@ -354,7 +442,7 @@ extension AppClipSize {
         guard n == entryCount || (n > entryCount && n % 65_536 == entryCount) else {
             throw bad("the end record counts \(entryCount) entries, but the central directory holds \(n)", at: directoryOffset)
         }
-        return files
+        return (files, directoryOffset + directorySize == directoryLimit)
     }
 
     /// The original (uncompressed) size in a ZIP64 extended information extra field (0x0001),
@@ -395,7 +483,9 @@ extension AppClipSize {
         var paxSize: UInt64? = nil
         var longLink: String? = nil      // from a GNU 'K' entry, for the next entry
         var paxLink: String? = nil
-        var sizes: [String: UInt64] = [:]   // what each regular file holds, for hard links to it
+        var paxRealSize: UInt64? = nil   // a pax GNU.sparse.realsize (1.0) or GNU.sparse.size (0.x): a sparse file's expanded size
+        var paxSparseName: String? = nil // GNU.sparse.name (1.0: the header's name is a GNUSparseFile.N/ placeholder)
+        var sizes: [BytePath.Key: UInt64] = [:]   // what each regular file holds, for hard links to it
         while fileSize - offset >= 512 {
             let header = try fd.read(count: 512, at: offset)
             if header.allSatisfy({ $0 == 0 }) { return files }   // the end-of-archive blocks
@@ -410,7 +500,19 @@ extension AppClipSize {
             let size = isMetadata ? declared : (paxSize ?? declared)
             // POSIX: links, devices, directories and FIFOs (types 1 to 6) have no data, whatever the size says.
             let hasData = !(type >= UInt8(ascii: "1") && type <= UInt8(ascii: "6"))
-            let dataOffset = offset + 512
+            // A GNU sparse file (type 'S') may continue its map in extension headers (isextended
+            // at byte 482, then at byte 504 of each 512-byte extension) before its data.
+            var dataOffset = offset + 512
+            if type == UInt8(ascii: "S") {
+                var extended = header[482] != 0
+                while extended {
+                    guard fileSize - dataOffset >= 512 else {
+                        throw bad("the GNU sparse entry's map continues past the end of the file", at: dataOffset)
+                    }
+                    extended = try fd.read(count: 512, at: dataOffset)[504] != 0
+                    dataOffset += 512
+                }
+            }
             var next = dataOffset
             if hasData {
                 guard size <= fileSize - dataOffset else {
@@ -435,6 +537,15 @@ extension AppClipSize {
                 }
                 if let p = records["path"] { paxPath = p }
                 if let l = records["linkpath"] { paxLink = l }
+                for key in ["GNU.sparse.realsize", "GNU.sparse.size"] {
+                    guard let s = records[key] else { continue }
+                    guard let value = CheckedInteger.parse(s, as: UInt64.self) else {
+                        throw bad("the pax \(key) \"\(s.prefix(64))\" is not a whole number of bytes from 0 to \(UInt64.max)", at: dataOffset)
+                    }
+                    paxRealSize = value
+                    break
+                }
+                if let n = records["GNU.sparse.name"] { paxSparseName = n }
                 if let s = records["size"] {
                     // Decimal digits only, within UInt64: "-1", "1e3", "+5", "2^64" and "10^30" are refused, never trapped on.
                     guard let value = CheckedInteger.parse(s, as: UInt64.self) else {
@@ -448,24 +559,39 @@ extension AppClipSize {
             case UInt8(ascii: "g"):
                 break   // pax global records: nothing that changes sizes
             default:
-                let name = paxPath ?? longName ?? ustarName(header)
-                let linkTarget = stripDotSlash(paxLink ?? longLink ?? cString(header[157..<257]))
+                let name = paxSparseName ?? paxPath ?? longName ?? ustarName(header)
+                let linkTarget = BytePath.Key(resolve(paxLink ?? longLink ?? cString(header[157..<257])).path)
+                let realSize = paxRealSize
                 longName = nil
                 paxPath = nil
                 paxSize = nil
                 longLink = nil
                 paxLink = nil
-                let isRegular = type == UInt8(ascii: "0") || type == 0 || type == UInt8(ascii: "7")
+                paxRealSize = nil
+                paxSparseName = nil
+                let isSparse = type == UInt8(ascii: "S")
+                let isRegular = type == UInt8(ascii: "0") || type == 0 || type == UInt8(ascii: "7") || isSparse
                 let isHardLink = type == UInt8(ascii: "1")
-                let entryPath = stripDotSlash(name)
-                if isRegular || isHardLink, !entryPath.isEmpty, !entryPath.hasSuffix("/") {
+                let entryKey = BytePath.Key(resolve(name).path)
+                if isRegular || isHardLink, !entryKey.bytes.isEmpty, !name.hasSuffix("/") {
+                    // A sparse file holds its expanded size once extracted (the archive stores only
+                    // its data blocks): GNU's realsize at byte 483, or pax's GNU.sparse records.
+                    var fileBytes = size
+                    if isSparse {
+                        guard let real = tarSize(header[483..<495]) else {
+                            throw bad("the GNU sparse entry's real size (byte 483) is not an octal or base-256 number", at: offset)
+                        }
+                        fileBytes = real
+                    } else if let realSize {
+                        fileBytes = realSize
+                    }
                     // A hard link is a file of its target's size once extracted, as in a directory.
-                    let bytes = isHardLink ? (sizes[linkTarget] ?? 0) : size
+                    let bytes = isHardLink ? (sizes[linkTarget] ?? 0) : fileBytes
                     let (sum, overflow) = total.addingReportingOverflow(bytes)
                     guard !overflow else { throw bad("the entries' sizes add up to more than 2^64 bytes", at: offset) }
                     total = sum
-                    sizes[entryPath] = bytes
-                    files.append(File(path: entryPath, bytes: bytes))
+                    sizes[entryKey] = bytes
+                    files.append(File(path: name, bytes: bytes))
                 }
             }
             offset = next
@@ -560,14 +686,6 @@ extension AppClipSize {
     static func cString(_ bytes: ArraySlice<UInt8>) -> String {
         let end = bytes.firstIndex(of: 0) ?? bytes.endIndex
         return String(decoding: bytes[bytes.startIndex..<end], as: UTF8.self)
-    }
-
-    /// `./a/b` → `a/b`; `./` and `.` → the empty string.
-    static func stripDotSlash(_ name: String) -> String {
-        var s = Substring(name)
-        while s.hasPrefix("./") { s = s.dropFirst(2) }
-        while s.hasPrefix("/") { s = s.dropFirst() }
-        return s == "." ? "" : String(s)
     }
 }
 

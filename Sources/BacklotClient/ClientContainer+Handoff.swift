@@ -46,11 +46,16 @@ extension ClientContainer {
         return try Catalog.verify(Array(envelope), trusting: keys, app: parts[0], channel: channel, now: now, source: path + " (stored catalog)")
     }
 
-    /// Installs a release that `source` has installed into this container: its files are
-    /// hard-linked (copied across file systems), and each must be a regular file with the SHA-256
-    /// its index lists once linked, before the release becomes visible with one rename, as a
-    /// download's would.
-    /// - Parameter moving: remove it from `source` once it is installed here.
+    /// Installs a release that `source` has installed into this container. When `moving`, its files
+    /// are hard-linked (copied across file systems) and the source's copy is removed afterwards;
+    /// otherwise they are copied, so that the two containers never share an inode (writing
+    /// through one copy can't damage the other). Each must be a regular file of the size its index
+    /// lists (compared first, so a file of the wrong size is refused without reading it) and with
+    /// the SHA-256 it lists once in place, before the release becomes visible with one rename, as a
+    /// download's would. The installed files are read-only (0444, or 0555 for executables), as
+    /// installed packs are.
+    /// - Parameter moving: remove it from `source` once it is installed here (and hard-link);
+    ///   false: copy, and leave the source's copy in place.
     /// - Throws: ``BacklotError/Code/corruptArchive`` when a file of the source is damaged, missing
     ///   or not a regular file (nothing is installed).
     public func adopt(_ release: Installed, from source: ClientContainer, moving: Bool) throws {
@@ -69,22 +74,23 @@ extension ClientContainer {
                 do {
                     for file in index.files {
                         let src = from + "/" + file.path, dst = partial + "/" + file.path
-                        func damaged() -> BacklotError {
-                            BacklotError(.corruptArchive, "\(file.path) is damaged or missing in the source container", context: source.path,
+                        func damaged(_ what: String = "is damaged or missing") -> BacklotError {
+                            BacklotError(.corruptArchive, "\(file.path) \(what) in the source container", context: source.path,
                                          hint: "run backlot verify --container \(source.path) --repair, or let the app download the pack")
                         }
                         // Never a link out of the source's tree: only a regular file is linked.
-                        guard (try? FileSystem.linkStatus(src))??.kind == .regular else { throw damaged() }
+                        // Sizes first: a file of another size (a 20 GB sparse file, say) is refused without reading it.
+                        guard let status = try? FileSystem.linkStatus(src), status.kind == .regular else { throw damaged() }
+                        guard status.size == file.size else { throw damaged("has \(status.size) bytes, not the \(file.size) its index lists,") }
                         for dir in BytePath.ancestors(of: file.path) { try FileSystem.makeDirectory(partial + "/" + dir) }
-                        if link(src, dst) != 0 {
-                            guard errno == EXDEV else { throw SystemCall.error("link", path: dst) }
-                            try FileManager.default.copyItem(atPath: src, toPath: dst)
-                            let fd = open(dst, O_RDONLY | O_CLOEXEC)
-                            if fd >= 0 { fsync(fd); close(fd) }
-                            chmod(dst, file.mode == 0o755 ? 0o555 : 0o444)
+                        if !moving || link(src, dst) != 0 {
+                            guard !moving || errno == EXDEV else { throw SystemCall.error("link", path: dst) }
+                            try Self.copyFile(src, to: dst)
                         }
+                        chmod(dst, file.mode == 0o755 ? 0o555 : 0o444)
                         // Checked where it now is, so a change to the source after the check cannot slip in.
-                        guard (try? FileSystem.linkStatus(dst))??.kind == .regular, (try? SHA256.hash(fileAt: dst)) == file.digest else { throw damaged() }
+                        guard let placed = try? FileSystem.linkStatus(dst), placed.kind == .regular, placed.size == file.size,
+                              (try? SHA256.hash(fileAt: dst)) == file.digest else { throw damaged() }
                     }
                     FileSystem.syncDirectory(partial)
                     let previous = try installed(release.id)
@@ -101,5 +107,28 @@ extension ClientContainer {
             }
         }
         if moving { try source.remove(release.id) }
+    }
+
+    /// Copies a regular file (a new inode, never a link), synced to disk.
+    static func copyFile(_ src: String, to dst: String) throws {
+        let input = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard input >= 0 else { throw SystemCall.error("open", path: src) }
+        defer { close(input) }
+        let output = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard output >= 0 else { throw SystemCall.error("open", path: dst) }
+        defer { close(output) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if n < 0 { if errno == EINTR { continue }; throw SystemCall.error("read", path: src) }
+            if n == 0 { break }
+            var written = 0
+            while written < n {
+                let w = buffer.withUnsafeBytes { write(output, $0.baseAddress! + written, n - written) }
+                if w < 0 { if errno == EINTR { continue }; throw SystemCall.error("write", path: dst) }
+                written += w
+            }
+        }
+        guard fsync(output) == 0 else { throw SystemCall.error("fsync", path: dst) }
     }
 }

@@ -86,7 +86,11 @@ extension DownloadManager {
     /// A finished download's file stays at `staged` (its partial file) until
     /// ``completeStagings(for:)`` renames it to its hand-over path.
     /// - Returns: the record's number, or nil when the download was no longer scheduled (cancelled).
-    func retire(_ d: URLDownload, kind: String, staged: String?, message: String?, code: Int?) throws -> Int64? {
+    /// - Parameter within: more work for the same transaction, once the download's row is found
+    ///   (the install-size cap and the installed bytes of a finished download); what it throws
+    ///   leaves everything as it was.
+    func retire(_ d: URLDownload, kind: String, staged: String?, message: String?, code: Int?,
+                within: ((inout Database.Connection) throws -> Void)? = nil) throws -> Int64? {
         try Self.ensureEventTable(container)
         let path: String?
         if staged != nil {
@@ -98,6 +102,7 @@ extension DownloadManager {
         }
         return try container.db.transaction { tx -> Int64? in
             guard try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) == 1 else { return nil }
+            try within?(&tx)   // a throw rolls the whole transaction back, the delete included
             _ = try tx.run("DELETE FROM url_retries WHERE identifier = ?", [.text(d.identifier)])
             return try Self.insertOutcome(&tx, d, kind: kind, path: path, staged: staged, message: message, code: code,
                                           state: OutcomeState.recorded, owner: roleName)

@@ -49,6 +49,12 @@ public enum BackgroundDownloadError: Error, Sendable, Hashable, CustomStringConv
     case essentialDownloadNotPermitted(String)
     /// Scheduling is refused while the downloader extension's `downloads(for:)` runs: return the downloads from it instead.
     case schedulingBlockedDuringContentRequest(String)
+    /// Not allowed from the downloader extension (Apple's `callFromExtensionNotAllowed`): a
+    /// foreground download is started by the app only.
+    case callFromExtensionNotAllowed(String)
+    /// Not allowed from a process that is not the active app (Apple's
+    /// `callFromInactiveProcessNotAllowed`): the agent, or the app launched in the background for a task.
+    case callFromInactiveProcessNotAllowed(String)
 
     /// Apple's `BAErrorCode` raw value with the same meaning.
     public var code: Int {
@@ -62,6 +68,8 @@ public enum BackgroundDownloadError: Error, Sendable, Hashable, CustomStringConv
         case .maxInstallSizeExceeded: 112
         case .essentialDownloadNotPermitted: 109
         case .schedulingBlockedDuringContentRequest: 50
+        case .callFromExtensionNotAllowed: 50
+        case .callFromInactiveProcessNotAllowed: 51
         }
     }
 
@@ -76,6 +84,8 @@ public enum BackgroundDownloadError: Error, Sendable, Hashable, CustomStringConv
         case .maxInstallSizeExceeded(let n, let r): "the download needs \(n) bytes but only \(r) remain under the maximum install size"
         case .essentialDownloadNotPermitted(let id): "the download \(id) is essential, which is not permitted here (an App Clip can't mark downloads essential); schedule it as non-essential"
         case .schedulingBlockedDuringContentRequest(let id): "\(id) can't be scheduled while the downloader extension answers a content request; return it from downloads(for:) instead"
+        case .callFromExtensionNotAllowed(let id): "\(id) can't be started in the foreground from the downloader extension; schedule it, or let the app start it"
+        case .callFromInactiveProcessNotAllowed(let id): "\(id) can't be started in the foreground from a background process (the agent, or a background launch); schedule it instead"
         }
     }
 }
@@ -124,6 +134,7 @@ public final class DownloadManager: Sendable {
     let handover = Mutex<CurrentHandover?>(nil)
     private let resumePending = Atomic<Bool>(false)
     private let agentWatch = Mutex<RepeatingTimer?>(nil)
+    private let launchSeen = Atomic<Bool>(false)
 
     /// - Parameter isAppClip: the container is an App Clip's: essential downloads are refused
     ///   (``BackgroundDownloadError/essentialDownloadNotPermitted(_:)``).
@@ -179,7 +190,17 @@ public final class DownloadManager: Sendable {
 
     /// Queues a download to run in the background.
     /// - Throws: ``BackgroundDownloadError`` when the restrictions or the declaration refuse it.
+    /// Essential downloads are not scheduled by the app (Apple: "they may only be scheduled from
+    /// the extension with a content request of type install or update"): the agent schedules the
+    /// ones the extension returns for an install or update event; the app's are refused with
+    /// ``BackgroundDownloadError/essentialDownloadNotPermitted(_:)`` (schedule
+    /// `removingEssential`'s twin: the same download with `isEssential: false`).
     public func scheduleDownload(_ download: URLDownload) throws {
+        if role == .app, download.isEssential { throw BackgroundDownloadError.essentialDownloadNotPermitted(download.identifier) }
+        try schedule(download)
+    }
+
+    func schedule(_ download: URLDownload) throws {
         try check(download)
         if let holder = try container.meta("contentRequest").flatMap({ CheckedInteger.parse($0, as: Int32.self) }), holder > 0, holder != getpid(), kill(holder, 0) == 0 || errno == EPERM {
             throw BackgroundDownloadError.schedulingBlockedDuringContentRequest(download.identifier)
@@ -191,6 +212,13 @@ public final class DownloadManager: Sendable {
         let priority = try CheckedInteger.convert(download.priority, to: Int64.self, "the download's priority", context: download.identifier)
         do {
             try container.db.transaction { tx in
+                // The install-size cap counts what is installed and what is scheduled or in flight
+                // (each declared size is reserved by its row), checked and reserved in one transaction.
+                if let size = fileSize, let max = installCap(essential: download.isEssential) {
+                    let committed = try Self.committedInstallSize(&tx, essential: download.isEssential)
+                    let left = max > committed ? max - committed : 0
+                    if UInt64(size) > left { throw BackgroundDownloadError.maxInstallSizeExceeded(needed: UInt64(size), remaining: left) }
+                }
                 try tx.run("INSERT INTO url_downloads(identifier, url, file_size, essential, priority, created) VALUES (?, ?, ?, ?, ?, ?)",
                            [.text(download.identifier), .text(download.url.absoluteString), fileSize.map { .integer($0) } ?? .null,
                             .integer(download.isEssential ? 1 : 0), .integer(priority), .integer(Int64(Date().timeIntervalSince1970))])
@@ -202,11 +230,31 @@ public final class DownloadManager: Sendable {
         runOrDeferToAgent()
     }
 
-    /// Runs a download now, in the foreground, whether it was scheduled or not; what already arrived is not fetched again.
+    /// Runs a download now, in the foreground, whether it was scheduled or not; what already
+    /// arrived is not fetched again. A scheduled download the agent (or another process) is
+    /// transferring is taken over: that process stops it, keeping what arrived, and this one goes on from there.
+    /// - Throws: ``BackgroundDownloadError/callFromExtensionNotAllowed(_:)`` in the downloader
+    ///   extension, ``BackgroundDownloadError/callFromInactiveProcessNotAllowed(_:)`` in the agent
+    ///   or in an app launched in the background for a task (Apple's codes 50 and 51), or what
+    ///   ``scheduleDownload(_:)`` throws for a download not scheduled yet.
     public func startForegroundDownload(_ download: URLDownload) throws {
-        if try !fetchCurrentDownloads().contains(where: { $0.identifier == download.identifier }) { try scheduleDownload(download) }
-        DispatchQueue.global().async { self.run(download) }
+        if Self.isExtensionProcess.load(ordering: .relaxed) { throw BackgroundDownloadError.callFromExtensionNotAllowed(download.identifier) }
+        if role == .agent || ProcessInfo.processInfo.environment["BACKLOT_BACKGROUND_TASK"] != nil {
+            throw BackgroundDownloadError.callFromInactiveProcessNotAllowed(download.identifier)
+        }
+        let scheduled = try fetchCurrentDownloads().first(where: { $0.identifier == download.identifier })
+        if scheduled == nil { try scheduleDownload(download) }
+        let d = scheduled ?? download
+        DispatchQueue.global().async { self.run(d, foreground: true) }
     }
+
+    /// Set in a downloader extension's process (by `BacklotExtension`'s host): the calls Apple
+    /// refuses from an extension are refused.
+    package static let isExtensionProcess = Atomic<Bool>(false)
+
+    /// The file whose presence asks the process transferring a download to stop and leave it to
+    /// the one that promoted it to the foreground.
+    func takeoverPath(_ id: String) -> String { container.path + "/downloads/" + SHA256.hash(Array(id.utf8)).hex.prefix(32) + ".takeover" }
 
     /// The downloads scheduled and not finished.
     public func fetchCurrentDownloads() throws -> [URLDownload] {
@@ -240,10 +288,23 @@ public final class DownloadManager: Sendable {
         try ExclusiveControl.of(container: container.path).run(body)
     }
 
-    /// Records the app's first launch: the restrictions no longer apply.
-    public func markAppLaunched() throws { try container.setMeta("launched", "1") }
+    /// Records a launch of the app in the container's one launch record (``AppLaunchRecord``,
+    /// which `AppPresence.markRunning` writes when the app starts): the restrictions before the
+    /// first launch no longer apply, in any process. An app that marks itself running as the
+    /// documented template does needs not call it.
+    public func markAppLaunched() throws {
+        try AppLaunchRecord.record(containerPath: container.path)
+        launchSeen.store(true, ordering: .relaxed)
+    }
 
-    var launched: Bool { (try? container.meta("launched")) == "1" }
+    /// Whether the app has been launched: the container's launch record holds a launch (or the
+    /// container was marked launched by an earlier version). Once true it stays true.
+    var launched: Bool {
+        if launchSeen.load(ordering: .relaxed) { return true }
+        guard AppLaunchRecord.firstLaunch(containerPath: container.path) != nil || (try? container.meta("launched")) == "1" else { return false }
+        launchSeen.store(true, ordering: .relaxed)
+        return true
+    }
 
     func used(_ essential: Bool) -> UInt64 { (try? container.meta(essential ? "usedEssential" : "used")).flatMap { $0.flatMap(UInt64.init) } ?? 0 }
 
@@ -252,6 +313,32 @@ public final class DownloadManager: Sendable {
     public func countTowardsAllowance(bytes: UInt64, essential: Bool) throws {
         guard restrictions?.appliesBeforeFirstLaunch == true, !launched else { return }
         try container.setMeta(essential ? "usedEssential" : "used", String(CheckedInteger.saturatingAdd(used(essential), bytes)))
+    }
+
+    /// Before the app's first launch, whether `url`'s host may be contacted: Apple's
+    /// `BADownloadDomainAllowList` applies to every host, the catalog's and the packs' as well as
+    /// URL downloads'.
+    /// - Throws: ``BackgroundDownloadError/domainNotAllowed(_:)`` (Apple's 202).
+    public func checkHostBeforeFirstLaunch(_ url: URL) throws {
+        guard let r = restrictions, r.appliesBeforeFirstLaunch, !launched else { return }
+        let host = url.host ?? ""
+        guard r.allows(host: host) else { throw BackgroundDownloadError.domainNotAllowed(host) }
+    }
+
+    /// Before the app's first launch, whether `bytes` more fit in the allowance (Apple's 203 when not).
+    /// - Throws: ``BackgroundDownloadError/allowanceExceeded(needed:remaining:)``.
+    public func checkAllowance(bytes: UInt64, essential: Bool) throws {
+        if let remaining = remainingAllowance(essential: essential), bytes > remaining {
+            throw BackgroundDownloadError.allowanceExceeded(needed: bytes, remaining: remaining)
+        }
+    }
+
+    /// Counts the catalog this container verified last (the size of its signed envelope, the
+    /// bytes its fetch transferred) against `BADownloadAllowance` before the first launch, as
+    /// Apple counts the manifest download.
+    public func countCatalogFetch() throws {
+        guard restrictions?.appliesBeforeFirstLaunch == true, !launched, let text = try container.meta("catalogEnvelope"), let envelope = Data(base64Encoded: text) else { return }
+        try countTowardsAllowance(bytes: UInt64(envelope.count), essential: false)
     }
 
     func installed(_ essential: Bool) -> UInt64 { (try? container.meta(essential ? "installedEssential" : "installed")).flatMap { $0.flatMap(UInt64.init) } ?? 0 }
@@ -275,10 +362,31 @@ public final class DownloadManager: Sendable {
                 throw BackgroundDownloadError.allowanceExceeded(needed: size, remaining: remaining)
             }
         }
-        if let r = restrictions, let max = d.isEssential ? r.essentialMaxInstallSize : r.maxInstallSize, let size = d.fileSize {
-            let left = max > installed(d.isEssential) ? max - installed(d.isEssential) : 0
-            if size > left { throw BackgroundDownloadError.maxInstallSizeExceeded(needed: size, remaining: left) }
-        }
+    }
+
+    /// `BAMaxInstallSize` (or `BAEssentialMaxInstallSize` for essential downloads), if set.
+    func installCap(essential: Bool) -> UInt64? {
+        essential ? restrictions?.essentialMaxInstallSize : restrictions?.maxInstallSize
+    }
+
+    /// What counts against an install-size cap, read inside a transaction: the bytes of finished
+    /// downloads of that kind, plus the declared sizes of those scheduled or in flight (their
+    /// reservations), except `excluding`'s.
+    static func committedInstallSize(_ tx: inout Database.Connection, essential: Bool, excluding: String? = nil) throws -> UInt64 {
+        let key = essential ? "installedEssential" : "installed"
+        let done = try tx.query("SELECT value FROM meta WHERE key = ?", [.text(key)]).first?["value"]?.string.flatMap(UInt64.init) ?? 0
+        let rows = try tx.query("SELECT file_size FROM url_downloads WHERE essential = ? AND file_size IS NOT NULL AND identifier != ?",
+                                [.integer(essential ? 1 : 0), .text(excluding ?? "")])
+        var total = done
+        for r in rows { total = CheckedInteger.saturatingAdd(total, UInt64(max(0, r["file_size"]?.int ?? 0))) }
+        return total
+    }
+
+    /// What is left under the install-size cap for `d` (its own reservation not counted); nil without a cap.
+    func installHeadroom(for d: URLDownload) -> UInt64? {
+        guard let max = installCap(essential: d.isEssential) else { return nil }
+        let committed = (try? container.db.read { tx in try Self.committedInstallSize(&tx, essential: d.isEssential, excluding: d.identifier) }) ?? 0
+        return max > committed ? max - committed : 0
     }
 
     /// Runs scheduled downloads, highest priority first, until none is left.
@@ -321,12 +429,13 @@ public final class DownloadManager: Sendable {
 
     /// Takes the cross-process lock of one download, so that the app and the agent never write
     /// one partial file at once; nil when another process holds it.
-    func lockDownload(_ id: String) -> Int32? {
+    func lockDownload(_ id: String, wait: Bool = false) -> Int32? {
         let path = container.path + "/.download-locks/" + SHA256.hash(Array(id.utf8)).hex.prefix(32) + ".lock"
         try? FileManager.default.createDirectory(atPath: container.path + "/.download-locks", withIntermediateDirectories: true)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return nil }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        while flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
+            if wait && errno == EINTR { continue }
             close(fd)
             return nil
         }
@@ -337,11 +446,21 @@ public final class DownloadManager: Sendable {
     enum Attempt { case done, elsewhere, paused }
 
     /// Downloads (resuming), checks the size, and hands the file over under the exclusive lock.
+    /// - Parameter foreground: promoted by the app: a download another process transfers is taken
+    ///   over (it is asked to stop, and this one waits for it and goes on from what arrived).
     @discardableResult
-    func run(_ d: URLDownload) -> Attempt {
+    func run(_ d: URLDownload, foreground: Bool = false) -> Attempt {
         guard running.withLock({ $0.insert(d.identifier).inserted }) else { return .done }
         defer { running.withLock { _ = $0.remove(d.identifier) } }
-        guard let lock = lockDownload(d.identifier) else { return .elsewhere }
+        let takeover = takeoverPath(d.identifier)
+        var held = lockDownload(d.identifier)
+        if held == nil, foreground {
+            let fd = open(takeover, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            if fd >= 0 { close(fd) }
+            held = lockDownload(d.identifier, wait: true)
+        }
+        if foreground { unlink(takeover) }
+        guard let lock = held else { return .elsewhere }
         defer { flock(lock, LOCK_UN); close(lock) }
         // A file a stopped attempt had finished and recorded is renamed away before the partial
         // file is used again.
@@ -349,17 +468,22 @@ public final class DownloadManager: Sendable {
         // It may have finished in the other process while this one waited.
         guard (try? fetchCurrentDownloads())?.contains(where: { $0.identifier == d.identifier }) == true else { return .done }
         var answered = false   // the server answered: a failure now is the download's, not the network's
+        var headroom: UInt64? = nil   // the install-size cap's room for a download of no declared size
         cancelled.withLock { _ = $0.remove(d.identifier) }
         let part = partialPath(d.identifier)
         let already = (try? FileSystem.status(part))??.size ?? 0
         handler(.began(d))
         do {
             let remaining = remainingAllowance(essential: d.isEssential)
-            let limit = [d.fileSize, remaining.map { CheckedInteger.saturatingAdd(already, $0) }].compactMap { $0 }.min()
+            // A download without a declared size reserved nothing: it may take at most what is left under the cap.
+            headroom = d.fileSize == nil ? installHeadroom(for: d) : nil
+            let limit = [d.fileSize, remaining.map { CheckedInteger.saturatingAdd(already, $0) }, headroom].compactMap { $0 }.min()
             let id = d.identifier
             let result = try http.download(d.url.absoluteString, to: part, from: already, limit: limit,
                                            progress: { [handler] received, _ in handler(.progress(d, received: received, expected: d.fileSize ?? 0)) },
-                                           isCancelled: { [self] in self.cancelled.withLock { $0.contains(id) } })
+                                           isCancelled: { [self] in
+                                               self.cancelled.withLock { $0.contains(id) } || (!foreground && access(takeover, F_OK) == 0)
+                                           })
             answered = true
             // A server that ignored the Range sent the whole file again (the part restarted at 0).
             if remaining != nil { try countTowardsAllowance(bytes: result.size >= already ? result.size - already : result.size, essential: d.isEssential) }
@@ -370,14 +494,33 @@ public final class DownloadManager: Sendable {
                 unlink(part)
                 throw BackgroundDownloadError.sizeMismatch(expected: size, received: result.size)
             }
-            // One transaction retires the download and records its outcome; then the file is
-            // renamed to its hand-over path, and the outcome handed over under the exclusive lock.
-            // A stop or a crash at any step leaves a record that the next start delivers.
-            guard let seq = try retire(d, kind: "finished", staged: part, message: nil, code: nil) else { return .done }
+            // One transaction checks the install-size cap (a download of no declared size is checked
+            // here, with every other reservation counted), turns the reservation into installed
+            // bytes, retires the download and records its outcome; then the file is renamed to its
+            // hand-over path, and the outcome handed over under the exclusive lock. A stop or a
+            // crash at any step leaves a record that the next start delivers.
+            let cap = installCap(essential: d.isEssential)
+            let seq: Int64?
+            do {
+                seq = try retire(d, kind: "finished", staged: part, message: nil, code: nil) { tx in
+                    let committed = try Self.committedInstallSize(&tx, essential: d.isEssential, excluding: d.identifier)
+                    if let cap, CheckedInteger.saturatingAdd(committed, result.size) > cap {
+                        throw BackgroundDownloadError.maxInstallSizeExceeded(needed: result.size, remaining: cap > committed ? cap - committed : 0)
+                    }
+                    let key = d.isEssential ? "installedEssential" : "installed"
+                    let done = try tx.query("SELECT value FROM meta WHERE key = ?", [.text(key)]).first?["value"]?.string.flatMap(UInt64.init) ?? 0
+                    try tx.run("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                               [.text(key), .text(String(CheckedInteger.saturatingAdd(done, result.size)))])
+                }
+            } catch let e as BackgroundDownloadError {
+                unlink(part)
+                throw e
+            }
+            guard let seq else { return .done }
             TestStopPoint.reach("handover.afterRecord")
             try completeStagings(for: d.identifier)
             TestStopPoint.reach("handover.afterRename")
-            try container.setMeta(d.isEssential ? "installedEssential" : "installed", String(CheckedInteger.saturatingAdd(installed(d.isEssential), result.size)))
+            clearPauses(d.identifier)
             handOver(seq)
         } catch {
             // A failed download leaves the queue (the app schedules it again if it wants; what
@@ -390,10 +533,16 @@ public final class DownloadManager: Sendable {
                 unlink(part)
                 if let size = d.fileSize {
                     reported = BackgroundDownloadError.sizeMismatch(expected: size, received: CheckedInteger.saturatingAdd(size, 1))
+                } else if let headroom, headroom < (remainingAllowance(essential: d.isEssential).map { CheckedInteger.saturatingAdd(already, $0) } ?? UInt64.max) {
+                    reported = BackgroundDownloadError.maxInstallSizeExceeded(needed: CheckedInteger.saturatingAdd(headroom, 1), remaining: headroom)
                 } else {
                     let left = remainingAllowance(essential: d.isEssential) ?? 0
                     reported = BackgroundDownloadError.allowanceExceeded(needed: CheckedInteger.saturatingAdd(left, 1), remaining: left)
                 }
+            } else if let e = error as? BacklotError, e.code == .cancelled, !foreground, access(takeover, F_OK) == 0,
+                      cancelled.withLock({ !$0.contains(d.identifier) }) {
+                // The app promoted it to the foreground: it goes on there, from what arrived.
+                return .elsewhere
             } else if let e = error as? BacklotError, e.code == .cancelled {
                 unlink(part)
             } else if role == .agent, !answered, let e = error as? BacklotError, e.code == .io, pauseAgain(d.identifier) {

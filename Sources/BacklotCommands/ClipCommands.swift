@@ -78,7 +78,7 @@ struct ClipHandoffCommand: Command {
         options: [
             .init("from", value: "CLIP_CONTAINER", help: "The App Clip's container (required)."),
             .init("to", value: "APP_CONTAINER", help: "The full app's container (required)."),
-            .init("keep", help: "Leave the clip's copy in place."),
+            .init("keep", help: "Leave the clip's copy in place (the app gets copies, not hard links)."),
             .init("json", help: "Print JSON."),
         ])
 

@@ -2,6 +2,7 @@ import BacklotBasics
 import BacklotClient
 import BacklotJSON
 import Foundation
+import Synchronization
 
 /// The extension's side of a call: read it, call the extension, write the answer.
 enum ExtensionHost {
@@ -13,6 +14,7 @@ enum ExtensionHost {
     }
 
     static func serve(_ ext: some DownloaderExtension, arguments: [String]) -> Int32 {
+        DownloadManager.isExtensionProcess.store(true, ordering: .relaxed)   // Apple's calls refused in an extension are refused
         guard arguments.count == 4, arguments[1] == "--backlot-extension-call" else {
             FileHandle.standardError.write(Data("this is a Backlot downloader extension; the agent runs it (backlot agent, or backlot simulate)\n".utf8))
             return 2

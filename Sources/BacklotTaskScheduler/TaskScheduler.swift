@@ -51,6 +51,8 @@ public final class TaskScheduler: Sendable {
     struct State {
         var handlers: [String: Registration] = [:]
         var running: [String: Running] = [:]
+        /// The app has finished launching (``finishLaunching()``): registrations are refused.
+        var launchFinished = false
     }
 
     /// - Parameters:
@@ -118,18 +120,29 @@ public final class TaskScheduler: Sendable {
     /// Registers the handler that runs the task with this identifier.
     /// - Parameters:
     ///   - queue: where the handler runs (nil: a background queue).
-    /// - Returns: false when the identifier is not permitted (or in an App Clip).
+    /// Handlers are registered while the app launches, as Apple requires ("all launch handlers
+    /// must be registered before the application finishes launching"): once the launch has
+    /// finished (``finishLaunching()``, which ``start(every:)`` and ``runBackgroundLaunch()`` call),
+    /// a registration is refused — it returns false and is reported on standard error — since a
+    /// handler registered later would miss the background launch it was meant for.
+    /// - Returns: false when the identifier is not permitted (or in an App Clip), or the launch has finished.
     /// - Precondition: the identifier is registered once; a second registration stops the process.
     @discardableResult
     public func register(forTaskWithIdentifier identifier: String, using queue: DispatchQueue?,
                          launchHandler: @escaping @Sendable (BackgroundTask) -> Void) -> Bool {
         guard !configuration.isAppClip, configuration.permittedIdentifiers.contains(identifier) else { return false }
-        let twice = state.withLock { s -> Bool in
-            if s.handlers[identifier] != nil { return true }
+        enum Outcome { case registered, twice, late }
+        let outcome = state.withLock { s -> Outcome in
+            if s.handlers[identifier] != nil { return .twice }
+            if s.launchFinished { return .late }
             s.handlers[identifier] = Registration(queue: queue, handler: launchHandler)
+            return .registered
+        }
+        if outcome == .late {
+            FileHandle.standardError.write(Data("TaskScheduler: \(identifier) was registered after the app finished launching; register every launch handler before calling start() or runBackgroundLaunch()\n".utf8))
             return false
         }
-        if twice {
+        if outcome == .twice {
             fatalError("TaskScheduler: a launch handler for \(identifier) is already registered; register each task identifier once, when the app starts")
         }
         return true
@@ -315,8 +328,15 @@ public final class TaskScheduler: Sendable {
 
     /// Calls ``runDueTasks()`` every `interval` seconds until ``stop()``.
     public func start(every interval: TimeInterval = 1) {
+        finishLaunching()
         let t = RepeatingTimer(label: "backlot.task-scheduler", every: interval, after: 0) { [weak self] in self?.runDueTasks() }
         timer.withLock { $0?.cancel(); $0 = t }
+    }
+
+    /// Marks the app's launch as finished (Apple: the end of `application(_:didFinishLaunchingWithOptions:)`):
+    /// later ``register(forTaskWithIdentifier:using:launchHandler:)`` calls are refused.
+    public func finishLaunching() {
+        state.withLock { $0.launchFinished = true }
     }
 
     public func stop() {
@@ -337,6 +357,7 @@ public final class TaskScheduler: Sendable {
     /// - Returns: nil when this is not a background launch, or the request was no longer pending.
     @discardableResult
     public func runBackgroundLaunch() -> TaskOutcome? {
+        finishLaunching()
         guard let identifier = Self.backgroundLaunchIdentifier, launch(identifier) else { return nil }
         waitUntilIdle()
         return history(forTaskWithIdentifier: identifier).last?.outcome

@@ -14,8 +14,8 @@ struct TaskStore: Sendable {
                 requires_network INTEGER NOT NULL, requires_power INTEGER NOT NULL, submitted REAL NOT NULL);
             CREATE TABLE IF NOT EXISTS task_runs (seq INTEGER PRIMARY KEY AUTOINCREMENT, identifier TEXT NOT NULL, kind TEXT NOT NULL,
                 started REAL NOT NULL, ended REAL NOT NULL, outcome TEXT NOT NULL);
-            CREATE TABLE IF NOT EXISTS app_launches (seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL);
             """)
+            try AppLaunchRecord.createTables(&tx)
         }
     }
 
@@ -108,12 +108,10 @@ struct TaskStore: Sendable {
         }
     }
 
-    /// Records a launch, keeping 60 days of them.
+    /// Records a launch in the container's one launch record (``AppLaunchRecord``), keeping 60
+    /// days of them and the first one for good.
     func recordLaunch(at date: Date) throws {
-        try db.transaction { tx in
-            _ = try tx.run("INSERT INTO app_launches(at) VALUES (?)", [.real(date.timeIntervalSince1970)])
-            _ = try tx.run("DELETE FROM app_launches WHERE at < ?", [.real(date.timeIntervalSince1970 - 60 * 86_400)])
-        }
+        try AppLaunchRecord.record(in: db, at: date)
     }
 
     func launches(since date: Date) throws -> [Date] {

@@ -44,6 +44,17 @@ guard let container = ProcessInfo.processInfo.environment["BACKLOT_CONTAINER"] e
     exit(2)
 }
 let presence = try AppPresence.markRunning(containerPath: container)
+if let url = ProcessInfo.processInfo.environment["BACKLOT_TEST_FOREGROUND_URL"].flatMap(URL.init(string:)) {
+    // What an app would try: promote a download to the foreground (refused in a background launch).
+    let manager = try DownloadManager(containerPath: container) { _ in }
+    do {
+        try manager.startForegroundDownload(URLDownload(identifier: "foreground", url: url))
+        log(container, "foreground: accepted")
+        manager.waitUntilIdle()
+    } catch let e as BackgroundDownloadError {
+        log(container, "foreground: refused \(e.code)")
+    }
+}
 let mode: String = {
     guard let data = FileManager.default.contents(atPath: container + "/test-app.json"),
           let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return "complete" }

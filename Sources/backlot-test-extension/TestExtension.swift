@@ -50,6 +50,16 @@ import Foundation
                 log("schedule during downloads(for:): refused: \(error)")
             }
         }
+        if settings["tryForeground"] as? Bool == true, let manager = try? DownloadManager(containerPath: container, handler: { _ in }) {
+            do {
+                try manager.startForegroundDownload(URLDownload(identifier: "foreground", url: URL(string: "https://127.0.0.1/x")!))
+                log("foreground from the extension: accepted")
+            } catch let e as BackgroundDownloadError {
+                log("foreground from the extension: refused \(e.code): \(e)")
+            } catch {
+                log("foreground from the extension: refused: \(error)")
+            }
+        }
         behave()
         let list = (settings["downloads"] as? [[String: Any]]) ?? []
         return Set(list.compactMap { d in

@@ -5,6 +5,7 @@ import BacklotFormat
 import BacklotTaskScheduler
 import BacklotTestSupport
 import Foundation
+import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -12,6 +13,97 @@ import Glibc
 
 /// The agent, the app and installers as real processes.
 @Suite(.serialized) struct AgentProcessTests {
+    /// Runs the test app to the end with `environment` (and BACKLOT_CONTAINER).
+    func runTestApp(_ container: String, environment: [String: String]) throws -> Int32 {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: AgentFixture.binaries + "/backlot-test-app")
+        var env = ProcessInfo.processInfo.environment
+        env["BACKLOT_BACKGROUND_TASK"] = nil
+        env["BACKLOT_CONFIG"] = nil
+        env["BACKLOT_CONTAINER"] = container
+        for (k, v) in environment { env[k] = v }
+        p.environment = env
+        try p.run()
+        p.waitUntilExit()
+        return p.terminationStatus
+    }
+
+    @Test func theLaunchTheAppRecordsLiftsTheRestrictionsInEveryProcess() throws {
+        let f = try AgentFixture()
+        let restrictions = DownloadRestrictions(downloadAllowance: 1_000, essentialDownloadAllowance: 500, domainAllowList: ["cdn.example.com"])
+        let manager = try DownloadManager(containerPath: f.container, restrictions: restrictions, role: .agent) { _ in }
+        let elsewhere = URLDownload(identifier: "elsewhere", url: URL(string: "https://downloads.example.org/file")!)
+        #expect(throws: BackgroundDownloadError.domainNotAllowed("downloads.example.org")) { try manager.scheduleDownload(elsewhere) }
+        // A launch by the agent for a background task is not the app's launch.
+        #expect(try runTestApp(f.container, environment: ["BACKLOT_BACKGROUND_TASK": "com.example.none"]) == 0)
+        #expect(manager.remainingAllowance(essential: false) == 1_000)
+        #expect(throws: BackgroundDownloadError.domainNotAllowed("downloads.example.org")) { try manager.scheduleDownload(elsewhere) }
+        // The app's own launch (AppPresence.markRunning, as the documented template does, no
+        // markAppLaunched call): the agent's manager, in this other process, sees it at once.
+        #expect(try runTestApp(f.container, environment: [:]) == 0)
+        #expect(manager.remainingAllowance(essential: false) == nil && manager.remainingAllowance(essential: true) == nil)
+        try manager.scheduleDownload(elsewhere)
+        #expect(try manager.fetchCurrentDownloads().map(\.identifier) == ["elsewhere"])
+        try manager.cancel(elsewhere)
+    }
+
+    @Test func anAppLaunchedInTheBackgroundCannotStartForegroundDownloads() throws {
+        let f = try AgentFixture()
+        let url = f.server.server.baseURL + "v1/keys/root.json"
+        #expect(try runTestApp(f.container, environment: ["BACKLOT_BACKGROUND_TASK": "com.example.none", "BACKLOT_TEST_FOREGROUND_URL": url]) == 0)
+        #expect(f.appLog.contains("foreground: refused 51"), "\(f.appLog)")
+        #expect(try DownloadManager(containerPath: f.container, role: .agent) { _ in }.fetchCurrentDownloads().isEmpty)
+    }
+
+    @Test func promotingADownloadTheAgentIsTransferringTakesItOver() throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        var g = SeededGenerator(seed: 19)
+        let bytes = g.bytes(240_000)
+        let tree = f.server.repository.directory.publicTreePath
+        try FileSystem.makeDirectory(tree + "/files")
+        try Data(bytes).write(to: URL(fileURLWithPath: tree + "/files/slow.bin"))
+        // A slow server (30 kB/s): the agent's transfer takes 8 s, so it is under way when the app promotes it.
+        chmod(f.server.dir.path, 0o755)
+        let cdn = try Nginx(root: tree, workDirectory: f.server.dir.at("nginx"), limitRate: "30k")
+        defer { cdn.stop() }
+        #expect(cdn.waitUntilServing("files/slow.bin"), "\((try? String(contentsOfFile: cdn.errorLog, encoding: .utf8)) ?? "")")
+        let config = try f.writeConfig([:], withExtension: false)
+        let agent = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent.log"))
+        defer { kill(agent.processIdentifier, SIGTERM); agent.waitUntilExit() }
+        let agentLog = { (try? String(contentsOfFile: f.server.dir.at("agent.log"), encoding: .utf8)) ?? "" }
+        #expect(eventually { agentLog().contains("agent: watching") })
+
+        let outcome = Mutex<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let app = try DownloadManager(containerPath: f.container) { event in
+            switch event {
+            case .finished(_, let url):
+                let received = Array((try? Data(contentsOf: url)) ?? Data())
+                outcome.withLock { $0 = received == bytes ? "finished with the right bytes" : "finished with \(received.count) other bytes" }
+                done.signal()
+            case .failed(_, let error):
+                outcome.withLock { $0 = "failed: \(error)" }
+                done.signal()
+            default: break
+            }
+        }
+        let download = URLDownload(identifier: "slow", url: URL(string: cdn.baseURL + "files/slow.bin")!, fileSize: UInt64(bytes.count))
+        try app.scheduleDownload(download)   // the running agent runs it
+        let partSize = { () -> UInt64 in
+            let dir = f.container + "/downloads"
+            let parts = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasSuffix(".part") }
+            return parts.compactMap { try? FileSystem.status(dir + "/" + $0)?.size }.max() ?? 0
+        }
+        #expect(eventually { agentLog().contains("download slow: started") && partSize() >= 30_000 }, "\(agentLog())")
+        try app.startForegroundDownload(download)
+        #expect(done.wait(timeout: .now() + 60) == .success)
+        #expect(outcome.withLock { $0 } == "finished with the right bytes")
+        // The agent stopped its transfer without failing it or posting an outcome.
+        #expect(!agentLog().contains("download slow: failed") && !agentLog().contains("download slow: finished"), "\(agentLog())")
+        #expect(try app.fetchCurrentDownloads().isEmpty)
+    }
+
     struct Run {
         let status: Int32
         let out: String

@@ -172,6 +172,24 @@ import Testing
         manager.waitUntilIdle()
     }
 
+    @Test func foregroundDownloadsAreRefusedInTheExtensionAndTheAgent() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        try f.extensionSettings(["tryForeground": true])
+        let agent = try f.agent()
+        try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        // The extension's process: Apple's callFromExtensionNotAllowed (50).
+        #expect(f.extensionLog.contains { $0.hasPrefix("foreground from the extension: refused 50:") })
+        // The agent's own manager is a background process: callFromInactiveProcessNotAllowed (51).
+        let url = URL(string: f.server.server.baseURL + "v1/keys/root-1.json")!
+        let agentSide = try DownloadManager(containerPath: f.container, role: .agent) { _ in }
+        #expect { try agentSide.startForegroundDownload(URLDownload(identifier: "fg", url: url)) } throws: { e in
+            guard let e = e as? BackgroundDownloadError, case .callFromInactiveProcessNotAllowed("fg") = e else { return false }
+            return e.code == 51
+        }
+    }
+
     @Test func finishedDownloadsGoToTheExtensionWhenTheAppIsNotListeningAndToTheAppWhenItIs() async throws {
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
@@ -312,7 +330,45 @@ import Testing
             "BADownloadAllowance": 1_000_000, "BAEssentialDownloadAllowance": 500_000, "BADownloadDomainAllowList": ["127.0.0.1"]]]))
         try agent.store.enqueue(.install, bypassBudget: false)
         await agent.runQueuedEvents()
-        #expect(f.extensionLog.contains("downloads install manifest=read mode=444 remaining=1000000"))
+        // The catalog the agent fetched counts against the allowance (as Apple counts the manifest).
+        let catalogBytes = try #require(try FileManager.default.attributesOfItem(atPath: catalogFile(f))[.size] as? Int)
+        #expect(f.extensionLog.contains("downloads install manifest=read mode=444 remaining=\(1_000_000 - catalogBytes)"), "\(f.extensionLog)")
+    }
+
+    /// The published catalog of the fixture's channel, as the server sends it.
+    func catalogFile(_ f: AgentFixture) -> String {
+        let url = f.server.catalogURL().absoluteString
+        return f.server.repository.directory.publicTreePath + "/" + url.dropFirst(f.server.server.baseURL.count)
+    }
+
+    @Test func everythingBeforeTheFirstLaunchCountsAndEveryHostMustBeAllowed() async throws {
+        let f = try AgentFixture()
+        try publishAll(f)
+        let restrictions: [String: Any] = ["BADownloadAllowance": 1_000_000, "BAEssentialDownloadAllowance": 500, "BADownloadDomainAllowList": ["127.0.0.1"]]
+        let agent = try f.agent(config: try f.writeConfig(["BAInitialDownloadRestrictions": restrictions], withExtension: false))
+        let seq = try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        let detail = try #require(try agent.store.event(seq)).detail
+        // The essential pack is larger than its allowance: refused with Apple's 203, not fetched.
+        #expect(detail.contains("Essential: ") && detail.contains("203"), "\(detail)")
+        #expect(try f.installed() == ["Extras"])
+        // The prefetch pack's bytes and each catalog fetch counted.
+        let probe = try DownloadManager(containerPath: f.container, restrictions: agent.configuration.restrictions, role: .agent) { _ in }
+        let left = try #require(probe.remainingAllowance(essential: false))
+        let catalogBytes = try #require(try FileManager.default.attributesOfItem(atPath: catalogFile(f))[.size] as? Int)
+        #expect(left <= 1_000_000 - 2 * UInt64(catalogBytes) - 1, "\(left)")
+        #expect(probe.remainingAllowance(essential: true) == 500)
+
+        // A catalog host off the allow list is not contacted before the first launch (202).
+        let g = try AgentFixture()
+        try publishAll(g)
+        let other = try g.agent(config: try g.writeConfig(["BAInitialDownloadRestrictions": [
+            "BADownloadAllowance": 1_000_000, "BAEssentialDownloadAllowance": 1_000_000, "BADownloadDomainAllowList": ["cdn.example.com"]]], withExtension: false))
+        let s2 = try other.store.enqueue(.install, bypassBudget: false)
+        await other.runQueuedEvents()
+        let failed = try #require(try other.store.event(s2))
+        #expect(failed.detail.contains("127.0.0.1 is not on the download domain allow list"), "\(failed.detail)")
+        #expect(try g.installed().isEmpty)
     }
 
     @Test func anAppClipContainerHasNoEssentialPhase() async throws {

@@ -114,4 +114,50 @@ import Testing
         #expect(clipContainer.isMarkedAppClip && !appContainer.isMarkedAppClip)
         #expect(try FileManager.default.contentsOfDirectory(atPath: ClientContainer(path: f.dir.at("app")).packFolder("Extras")).isEmpty)
     }
+
+    @Test func aFileOfAnotherSizeIsRefusedBeforeItIsRead() async throws {
+        let f = try ClientFixture()
+        try f.publish(id: "Extras", seed: 2)
+        let clip = try clipManager(f)
+        try await clip.ensureLocalAvailability(of: try await clip.assetPack(withID: "Extras"))
+        let app = try f.manager(container: "app")
+        _ = try await app.allAssetPacks
+        let clipContainer = try ClientContainer(path: f.dir.at("clip"))
+        let installed = try #require(try clipContainer.installed("Extras"))
+        let file = clipContainer.releaseFolder("Extras", digest: installed.digest) + "/Levels/level1.dat"
+        // A 20 GB sparse file where the pack's file was: refused on its size, with nothing read or linked.
+        chmod(file, 0o644)
+        #expect(truncate(file, 20_000_000_000) == 0)
+        let report = try AppClipHandoff.handoff(fromClipContainer: f.dir.at("clip"), toAppContainer: f.dir.at("app"))
+        #expect(report.moved.isEmpty)
+        #expect(report.left.count == 1 && report.left[0].reason.contains("level1.dat has 20000000000 bytes, not the"), "\(report.left)")
+        #expect(try #require(try FileSystem.linkStatus(file)).linkCount == 1)
+        #expect(!app.assetPackIsAvailableLocally(withID: "Extras"))
+    }
+
+    @Test func keepCopiesSoTheClipAndTheAppShareNoInode() async throws {
+        let f = try ClientFixture()
+        try f.publish(id: "Extras", seed: 2)
+        let clip = try clipManager(f)
+        try await clip.ensureLocalAvailability(of: try await clip.assetPack(withID: "Extras"))
+        let app = try f.manager(container: "app")
+        _ = try await app.allAssetPacks
+        let report = try AppClipHandoff.handoff(fromClipContainer: f.dir.at("clip"), toAppContainer: f.dir.at("app"), keepClipCopy: true)
+        #expect(report.moved == ["Extras"])
+        let clipContainer = try ClientContainer(path: f.dir.at("clip")), appContainer = try ClientContainer(path: f.dir.at("app"))
+        let digest = try #require(try appContainer.installed("Extras")).digest
+        let clipFile = clipContainer.releaseFolder("Extras", digest: digest) + "/Levels/level1.dat"
+        let appFile = appContainer.releaseFolder("Extras", digest: digest) + "/Levels/level1.dat"
+        let attributes = { (p: String) in try FileManager.default.attributesOfItem(atPath: p) }
+        #expect(try attributes(clipFile)[.systemFileNumber] as? Int != attributes(appFile)[.systemFileNumber] as? Int)
+        #expect(try attributes(appFile)[.posixPermissions] as? Int == 0o444)
+        // Writing through the clip's copy leaves the app's pack as it was.
+        chmod(clipFile, 0o644)
+        let handle = try #require(FileHandle(forWritingAtPath: clipFile))
+        try handle.seek(toOffset: 0)
+        handle.write(Data([0xde, 0xad, 0xbe, 0xef]))
+        try handle.close()
+        #expect(try app.verifyInstalled().isEmpty)
+        #expect(try clip.verifyInstalled().isEmpty == false)
+    }
 }

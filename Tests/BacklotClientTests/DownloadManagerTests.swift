@@ -53,7 +53,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: f.dir.at("moved"), withIntermediateDirectories: true)
         let keeper = Recorder(moveTo: f.dir.at("moved"))
         let manager = try DownloadManager(containerPath: f.dir.at("c1")) { keeper.handle($0) }
-        try manager.scheduleDownload(URLDownload(identifier: "data", url: url, fileSize: UInt64(bytes.count), isEssential: true))
+        try manager.scheduleDownload(URLDownload(identifier: "data", url: url, fileSize: UInt64(bytes.count)))
         #expect(throws: BackgroundDownloadError.duplicateIdentifier("data")) {
             try manager.scheduleDownload(URLDownload(identifier: "data", url: url))
         }
@@ -89,7 +89,7 @@ import Testing
         // past that point for anyone asking from 0 by serving a different first half.
         let part = f.dir.at("c/downloads")
         try FileManager.default.createDirectory(atPath: part, withIntermediateDirectories: true)
-        let download = URLDownload(identifier: "resume", url: url, fileSize: UInt64(bytes.count), isEssential: true)
+        let download = URLDownload(identifier: "resume", url: url, fileSize: UInt64(bytes.count))
         try Data(bytes.prefix(150_000)).write(to: URL(fileURLWithPath: manager.partialPath(download.identifier)))
         try manager.startForegroundDownload(download)
         recorder.done.wait()
@@ -104,8 +104,13 @@ import Testing
         #expect(throws: BackgroundDownloadError.domainNotAllowed("127.0.0.1")) { try manager.scheduleDownload(URLDownload(identifier: "a", url: url)) }
         let local = DownloadRestrictions(downloadAllowance: 100_000, essentialDownloadAllowance: 1_000_000, domainAllowList: ["127.0.0.1"])
         let m2 = try DownloadManager(containerPath: f.dir.at("c2"), restrictions: local) { recorder.handle($0) }
+        // Essential downloads are scheduled by the agent (from an install or update content request), never by the app.
+        #expect(throws: BackgroundDownloadError.essentialDownloadNotPermitted("e")) {
+            try m2.scheduleDownload(URLDownload(identifier: "e", url: url, fileSize: 10, isEssential: true))
+        }
+        let agentSide = try DownloadManager(containerPath: f.dir.at("c2"), restrictions: local, role: .agent) { recorder.handle($0) }
         #expect(throws: BackgroundDownloadError.essentialDownloadNeedsFileSize("e")) {
-            try m2.scheduleDownload(URLDownload(identifier: "e", url: url, isEssential: true))
+            try agentSide.scheduleDownload(URLDownload(identifier: "e", url: url, isEssential: true))
         }
         #expect(throws: BackgroundDownloadError.allowanceExceeded(needed: 300_000, remaining: 100_000)) {
             try m2.scheduleDownload(URLDownload(identifier: "big", url: url, fileSize: 300_000))
@@ -115,7 +120,8 @@ import Testing
         recorder.done.wait()
         #expect(recorder.events.withLock { $0.last?.contains("failed unsized") == true && $0.last?.contains("allowance") == true }, "\(recorder.events.withLock { $0 })")
         // A declared size that is wrong fails.
-        try m2.scheduleDownload(URLDownload(identifier: "wrong", url: url, fileSize: UInt64(bytes.count - 1), isEssential: true))
+        try agentSide.scheduleDownload(URLDownload(identifier: "wrong", url: url, fileSize: UInt64(bytes.count - 1), isEssential: true))
+        agentSide.resumeScheduled()
         recorder.done.wait()
         #expect(recorder.events.withLock { $0.last?.contains("failed wrong") == true })
         // After the first launch the restrictions are lifted.

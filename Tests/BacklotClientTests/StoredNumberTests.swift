@@ -64,7 +64,7 @@ import Testing
                                                                          maxInstallSize: .max))
         try capped.markAppLaunched()
         #expect(throws: BackgroundDownloadError.maxInstallSizeExceeded(needed: 1, remaining: 0)) {
-            try capped.check(URLDownload(identifier: "x", url: URL(string: "https://example.com/f")!, fileSize: 1))
+            try capped.scheduleDownload(URLDownload(identifier: "x", url: URL(string: "https://example.com/f")!, fileSize: 1))
         }
     }
 }

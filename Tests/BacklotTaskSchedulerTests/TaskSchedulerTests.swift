@@ -2,6 +2,7 @@ import BacklotBasics
 import BacklotInfoPlist
 import BacklotTestSupport
 import Dispatch
+import BacklotStore
 import Foundation
 import Synchronization
 import Testing
@@ -291,6 +292,37 @@ func eventually(_ condition: () -> Bool) -> Bool {
         }
         let said = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(said.contains("a launch handler for x is already registered"), "\(said)")
+    }
+
+    @Test func registeringAfterTheLaunchFinishedIsRefused() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        #expect(f.scheduler.register(forTaskWithIdentifier: "refresh", using: nil) { $0.setTaskCompleted(success: true) })
+        f.scheduler.start(every: 3600)   // the app has finished launching
+        defer { f.scheduler.stop() }
+        #expect(f.scheduler.register(forTaskWithIdentifier: "p1", using: nil) { $0.setTaskCompleted(success: true) } == false)
+        // The refused handler is not there: a request for it is never launched.
+        try f.scheduler.submit(ProcessingTaskRequest(identifier: "p1"))
+        #expect(f.scheduler.simulateLaunch(forTaskWithIdentifier: "p1") == false)
+        #expect(f.scheduler.isPending("p1"))
+        // A background launch finishes the launch as well.
+        let g = try Fixture()
+        defer { g.dir.remove() }
+        _ = g.scheduler.runBackgroundLaunch()
+        #expect(g.scheduler.register(forTaskWithIdentifier: "refresh", using: nil) { _ in } == false)
+    }
+
+    @Test func theFirstLaunchIsKeptForGood() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        let container = f.dir.path
+        #expect(AppLaunchRecord.firstLaunch(containerPath: container) == nil)
+        let first = f.clock.now
+        f.scheduler.recordAppLaunch()
+        f.clock.advance(by: 90 * 86_400)
+        f.scheduler.recordAppLaunch()   // the 60-day history drops the first launch
+        #expect(f.scheduler.appLaunches(inLast: 365).count == 1)
+        #expect(AppLaunchRecord.firstLaunch(containerPath: container) == first)
     }
 
     @Test func appLaunchesAreCounted() throws {

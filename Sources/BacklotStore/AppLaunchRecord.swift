@@ -1,0 +1,66 @@
+import BacklotBasics
+import Foundation
+
+/// The one record of the app's launches, in `CONTAINER/tasks.sqlite`, shared by every part of
+/// Backlot: the app records a launch when it starts (`AppPresence.markRunning`, as the documented
+/// app template does, or `DownloadManager.markAppLaunched()`), the agent's periodic-check policy
+/// reads the recent ones, and `DownloadManager` reads the first one: the restrictions before the
+/// first launch (Apple's `BAInitialDownloadRestrictions`) are lifted by it, in every process.
+///
+/// Recent launches are kept 60 days (`app_launches`); the first one is kept for good
+/// (`app_first_launch`), so that the restrictions never come back.
+///
+/// ```swift
+/// try AppLaunchRecord.record(containerPath: container)          // the app starts
+/// AppLaunchRecord.firstLaunch(containerPath: container)         // the date, or nil before the first launch
+/// ```
+public enum AppLaunchRecord {
+    /// The database file that holds the record.
+    public static func databasePath(containerPath: String) -> String { containerPath + "/tasks.sqlite" }
+
+    /// Creates the record's tables if needed (inside `tx`).
+    public static func createTables(_ tx: inout Database.Connection) throws {
+        try tx.execute("""
+        CREATE TABLE IF NOT EXISTS app_launches (seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL);
+        CREATE TABLE IF NOT EXISTS app_first_launch (one INTEGER PRIMARY KEY CHECK (one = 1), at REAL NOT NULL);
+        """)
+    }
+
+    /// Records a launch at `date` in `db` (a container's `tasks.sqlite`), keeping 60 days of
+    /// launches and the first one for good.
+    public static func record(in db: Database, at date: Date) throws {
+        try db.transaction { tx in
+            try createTables(&tx)
+            _ = try tx.run("INSERT INTO app_launches(at) VALUES (?)", [.real(date.timeIntervalSince1970)])
+            _ = try tx.run("DELETE FROM app_launches WHERE at < ?", [.real(date.timeIntervalSince1970 - 60 * 86_400)])
+            _ = try tx.run("INSERT INTO app_first_launch(one, at) VALUES (1, ?) ON CONFLICT(one) DO NOTHING", [.real(date.timeIntervalSince1970)])
+        }
+    }
+
+    /// Records a launch of the app of the container at `containerPath`.
+    /// - Throws: ``BacklotError/Code/io`` when the container's `tasks.sqlite` can't be written.
+    public static func record(containerPath: String, at date: Date = Date()) throws {
+        try record(in: Database(path: databasePath(containerPath: containerPath)), at: date)
+    }
+
+    /// When the app was first launched, from `db`; nil when it never was. Only reads (no write
+    /// lock is taken), so the processes that ask before every download don't contend.
+    public static func firstLaunch(in db: Database) throws -> Date? {
+        try db.read { tx in
+            // A container from before the first launch was kept for good: its oldest recent launch counts.
+            var dates: [Double] = []
+            for sql in ["SELECT at FROM app_first_launch", "SELECT MIN(at) AS at FROM app_launches"] {
+                if let rows = try? tx.query(sql), case .real(let t)? = rows.first?["at"] { dates.append(t) }   // no such table: no launch
+            }
+            return dates.min().map { Date(timeIntervalSince1970: $0) }
+        }
+    }
+
+    /// When the app of the container at `containerPath` was first launched; nil when it never was
+    /// (or the container has no `tasks.sqlite` yet, which is then not created).
+    public static func firstLaunch(containerPath: String) -> Date? {
+        let path = databasePath(containerPath: containerPath)
+        guard FileSystem.exists(path), let db = try? Database(path: path) else { return nil }
+        return try? firstLaunch(in: db)
+    }
+}
