@@ -106,7 +106,16 @@ public final class Agent: Sendable {
         }
         extensionRunner = runner
         launcher = configuration.appExecutable.map { executable in
-            AppLauncher(executable: executable, arguments: configuration.appArguments, containerPath: path, configPath: configuration.sourcePath, log: log)
+            AppLauncher(executable: executable, arguments: configuration.appArguments, containerPath: path, configPath: configuration.sourcePath,
+                        store: store, log: log)
+        }
+        // What a crashed agent left running: its extension call or background launch is ended
+        // (before anything here starts a child), the extension calls' files removed, and an app
+        // it launched is recorded as killed, so that its task is not launched a second time at once.
+        for child in Supervisor.endLeftovers(store: store, containerPath: path, log: log) where child.what.hasPrefix("app:") {
+            let parts = child.what.split(separator: ":", maxSplits: 2).map(String.init)
+            guard parts.count == 3, let kind = TaskKind(rawValue: parts[1]) else { continue }
+            scheduler.recordOutcome(forTaskWithIdentifier: parts[2], kind: kind, started: child.started, outcome: .killed)
         }
         let holder = DownloadManagerHolder()
         let handoffs = DispatchGroup()
@@ -309,18 +318,22 @@ public final class Agent: Sendable {
             let installEvent: InstallationEventType = event.request == .install ? .firstInstallation : .subsequentUpdate
             var candidates = offered.filter { $0.downloadPolicy.installationEventTypes.contains(installEvent) }
             if configuration.scheduler.isAppClip { candidates.removeAll { if case .essential = $0.downloadPolicy { true } else { false } } }
+            // When the extension's budget is used up, the essential phase still runs (the budget
+            // limits the extension's runtime, not the essential packs): every essential candidate is
+            // kept, as when the call fails, and the rest of the event waits for the budget.
+            var budgetWaits = false
             if let runner = extensionRunner, !candidates.isEmpty {
                 // Asked once per event: a retry (network, stop) keeps the extension's answer.
                 var accepted = try store.accepted(event.seq).map(Set.init)
                 if accepted == nil {
                     do {
-                        let call = ExtensionCall.shouldDownload(candidates), bypass = event.bypassBudget
-                        let answer = try await Self.offload { try runner.call(call, bypassBudget: bypass).accepted }
-                        try store.setAccepted(event.seq, answer)
-                        accepted = Set(answer)
+                        let call = ExtensionCall.shouldDownload(candidates), bypass = event.bypassBudget, seq = event.seq
+                        let reply = try await Self.offload { try runner.call(call, bypassBudget: bypass, event: seq) }
+                        let kept = candidates.filter { !reply.declines($0) }.map(\.id)
+                        try store.setAccepted(event.seq, kept)
+                        accepted = Set(kept)
                     } catch let e as BacklotError where e.code == .budgetExhausted {
-                        try store.holdUntilTomorrow(event.seq, now: clock.now)
-                        throw Deferral(reason: "the extension's daily budget is used up; the event waits for it to renew")
+                        budgetWaits = true
                     } catch let e as BacklotError where e.code == .cancelled {
                         throw Deferral(reason: "stopping")
                     } catch {
@@ -337,7 +350,14 @@ public final class Agent: Sendable {
                 try await fetch(pack, unmeteredOnly: false)
                 report.packs.append(pack.id)
             }
+            if budgetWaits {
+                try store.markEssentialDone(event.seq)   // downloads(for:) cannot run today
+                try store.holdUntilTomorrow(event.seq, now: clock.now)
+                throw Deferral(reason: "the extension's daily budget is used up; the essential packs are installed, the rest waits for the budget to renew")
+            }
             let extensionWaits = try await runExtensionDownloads(event, into: &report)
+            try await waitForEssentialDownloads(event)
+            try store.markEssentialDone(event.seq)
             for pack in candidates where pack.downloadPolicy.name == "prefetch" {
                 try await fetch(pack, unmeteredOnly: configuration.prefetchRequiresUnmetered)
                 report.packs.append(pack.id)
@@ -370,10 +390,10 @@ public final class Agent: Sendable {
                                     restrictedEssentialDownloadSizeRemaining: downloads.remainingAllowance(essential: true))
         let returned: [URLDownload]
         do {
-            let call = ExtensionCall.downloads(event.request, manifestPath: manifest, info), bypass = event.bypassBudget
+            let call = ExtensionCall.downloads(event.request, manifestPath: manifest, info), bypass = event.bypassBudget, seq = event.seq
             let downloads = self.downloads
             returned = try await Self.offload {
-                try downloads.blockingScheduling { try runner.call(call, bypassBudget: bypass).downloads }
+                try downloads.blockingScheduling { try runner.call(call, bypassBudget: bypass, event: seq).downloads }
             }
         } catch let e as BacklotError where e.code == .budgetExhausted {
             return true
@@ -384,6 +404,7 @@ public final class Agent: Sendable {
             try store.markExtensionDone(event.seq)
             return false
         }
+        var essential: [String] = []
         for d in returned {
             if event.request == .periodic && d.isEssential {
                 report.refused.append("\(d.identifier): a periodic request may only return non-essential downloads")
@@ -396,12 +417,28 @@ public final class Agent: Sendable {
             do {
                 try downloads.scheduleDownload(d)
                 report.scheduled.append(d.identifier)
+                if d.isEssential { essential.append(d.identifier) }
             } catch {
                 report.refused.append("\(d.identifier): \(error)")
             }
         }
+        try store.setEssentialDownloads(event.seq, essential)
         try store.markExtensionDone(event.seq)
         return false
+    }
+
+    /// The end of the essential phase: waits until the essential URL downloads the extension
+    /// returned for the event have ended (finished or failed), running them meanwhile.
+    /// - Throws: a ``Deferral`` when the network goes away or the agent stops (the event goes on later).
+    func waitForEssentialDownloads(_ event: AgentStore.Event) async throws {
+        let ids = Set(try store.essentialDownloads(event.seq))
+        guard !ids.isEmpty else { return }
+        while try downloads.fetchCurrentDownloads().contains(where: { ids.contains($0.identifier) }) {
+            if isStopping { throw Deferral(reason: "stopping") }
+            try waitForNetwork(metered: true)
+            downloads.resumeScheduled()
+            try? await Task.sleep(nanoseconds: 50_000_000)
+        }
     }
 
     /// A read-only copy of the verified catalog for the extension (deleted after the call).

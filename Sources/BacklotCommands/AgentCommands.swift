@@ -53,7 +53,9 @@ enum EventCommand {
         func forTheRunningAgent() throws {
             io.out("queued the \(request.name) event for the running agent\n")
             guard arguments.flag("wait") || bypassBudget else { return }
-            while (try store.event(seq))?.state == "queued" {
+            // Until the event is over, or its essential phase is (an event held for the
+            // extension's budget goes on tomorrow, its essential packs installed).
+            while let e = try store.event(seq), e.state == "queued", !e.essentialDone {
                 guard AgentLock.isHeld(containerPath: container) else {
                     io.out("the agent stopped before it handled the event; it stays queued for its next start\n")
                     return
