@@ -109,8 +109,8 @@ final class AppLauncher: Sendable {
         }
         for (_, l) in launched { l.child.signalGroup(SIGTERM) }
         // A grace period to record their own outcome, then SIGKILL for those still running.
-        let deadline = ContinuousClock.now + .seconds(3)
-        while ContinuousClock.now < deadline && !running.withLock({ $0.isEmpty }) { usleep(20_000) }   // each watcher removes its app when it exits
+        let deadline = SuspendingClock.now + .seconds(3)
+        while SuspendingClock.now < deadline && !running.withLock({ $0.isEmpty }) { usleep(20_000) }   // each watcher removes its app when it exits
         for (id, l) in launched {
             if running.withLock({ $0[id] != nil }) { l.child.signalGroup(SIGKILL) }
             if !scheduler.history(forTaskWithIdentifier: id).contains(where: { $0.ended >= l.started }) {

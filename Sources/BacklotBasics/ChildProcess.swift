@@ -15,7 +15,8 @@ import Glibc
 ///   deadline passes), never until end-of-file;
 /// - the child is *held* before it runs anything until ``release()``, so that the caller can
 ///   record its process group first (the agent stores it, to end it after a crash);
-/// - durations are measured on `ContinuousClock`, which a change of the wall clock does not move.
+/// - durations are measured on `SuspendingClock` (CLOCK_MONOTONIC), which a step of the wall clock
+///   does not move (nor does the time the machine sleeps count).
 ///
 /// ```swift
 /// let child = try ChildProcess.start(executable: "/usr/bin/env", arguments: ["true"], environment: [:], captureOutput: true)
@@ -31,7 +32,7 @@ public final class ChildProcess: @unchecked Sendable {
     private var outputFD: Int32
     private let pidFD: Int32
     /// When the child was released (it runs from then on).
-    public private(set) var started: ContinuousClock.Instant = .now
+    public private(set) var started: SuspendingClock.Instant = .now
     private var reaped = false
 
     /// How a child ended.
@@ -141,14 +142,14 @@ public final class ChildProcess: @unchecked Sendable {
     /// Waits until the direct child exits, `deadline` passes or `isCancelled` turns true (checked
     /// at least every 100 ms), then kills the child's process group (descendants end with it) and
     /// reaps the child. Output is read meanwhile, and only its last `limit` bytes are kept.
-    public func wait(until deadline: ContinuousClock.Instant?, keepingLast limit: Int = 1 << 20,
+    public func wait(until deadline: SuspendingClock.Instant?, keepingLast limit: Int = 1 << 20,
                      isCancelled: () -> Bool = { false }) -> Outcome {
         var outcome = Outcome()
         var kept = OutputTail(limit: max(0, limit))
         var exited = false
         while true {
             if clinux_has_exited(pid) != 0 { exited = true; break }
-            let now = ContinuousClock.now
+            let now = SuspendingClock.now
             if let deadline, now >= deadline { outcome.timedOut = true; break }
             if isCancelled() { outcome.cancelled = true; break }
             var timeout = Duration.milliseconds(pidFD >= 0 ? 100 : 20)
@@ -169,7 +170,7 @@ public final class ChildProcess: @unchecked Sendable {
             outcome.signal = sig != 0 ? sig : nil
         }
         reaped = true
-        outcome.elapsed = ContinuousClock.now - started
+        outcome.elapsed = SuspendingClock.now - started
         outcome.output = kept.bytes
         outcome.outputBytes = kept.total
         if outputFD >= 0 { close(outputFD); outputFD = -1 }
@@ -229,7 +230,7 @@ extension ChildProcess {
             // "pid (comm) state ppid pgrp …": comm may hold spaces and parentheses, so from the last ')'.
             guard let close = stat.lastIndex(of: UInt8(ascii: ")")) else { continue }
             let fields = stat[(close + 1)...].split(separator: UInt8(ascii: " "))
-            guard fields.count > 3, Int32(String(decoding: fields[3], as: UTF8.self)) == group else { continue }
+            guard fields.count > 2, Int32(String(decoding: fields[2], as: UTF8.self)) == group else { continue }
             let environ = readProcFile("/proc/\(pid)/environ", atMost: 1 << 20)
             if environ.split(separator: 0).contains(where: { $0.elementsEqual(wanted) }) { found.append(pid) }
         }
