@@ -239,14 +239,16 @@ func chargedRuntime(_ store: AgentStore) throws -> TimeInterval {
         try f.extensionSettings(["mode": "hang"])
         let config = try f.writeConfig(["BacklotExtensionTimeLimit": 3])
         let offset = f.server.dir.at("faketime")
-        try "+0".write(toFile: offset, atomically: true, encoding: .utf8)
-        let notify = try start(AgentFixture.binaries + "/backlot", ["notify", "--container", f.container, "--config", config, "--app-install"],
+        try "+0\n".write(toFile: offset, atomically: true, encoding: .utf8)
+        // The real binary under libfaketime: its wall clock follows the file, CLOCK_MONOTONIC does not (as
+        // when an administrator or NTP steps the clock). Started through env(1), itself under libfaketime:
+        // a Swift executable exec'd with LD_PRELOAD=libfaketime by a process without it loses its arguments.
+        let notify = try start("/usr/bin/env", [AgentFixture.binaries + "/backlot", "notify", "--container", f.container, "--config", config, "--app-install"],
                                log: f.server.dir.at("notify.log"),
-                               environment: ["LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": offset, "FAKETIME_NO_CACHE": "1",
-                                             "FAKETIME_DONT_FAKE_MONOTONIC": "1"])
+                               environment: ["LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": offset, "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"])
         #expect(eventually { f.extensionLog.contains { $0.hasPrefix(call) } },
                 "\((try? String(contentsOfFile: f.server.dir.at("notify.log"), encoding: .utf8)) ?? "")")
-        try step.write(toFile: offset, atomically: true, encoding: .utf8)
+        try (step + "\n").write(toFile: offset, atomically: true, encoding: .utf8)
         // A watchdog only: the call must end on its own, long before this.
         for _ in 0..<600 where notify.isRunning { usleep(100_000) }
         let finished = !notify.isRunning
