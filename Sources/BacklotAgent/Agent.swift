@@ -247,9 +247,9 @@ public final class Agent: Sendable {
         let now = clock.now
         var next = now.addingTimeInterval(Self.maximumSleep)
         if let held = try? store.nextHeldEvent() { next = min(next, held) }
-        if let last = (try? store.value("lastPeriodic")).flatMap({ $0.flatMap(Double.init) }), last.isFinite {
+        if let elapsed = periodicElapsed() {   // measured as enqueuePeriodicIfDue measures it (monotonic)
             let interval = PeriodicCheckPolicy(baseInterval: configuration.periodicCheckInterval).interval(launches: scheduler.appLaunches(inLast: 30), now: now)
-            next = min(next, Date(timeIntervalSince1970: last + interval))
+            next = min(next, now.addingTimeInterval(interval - elapsed))
         }
         var waitingForConditions = (try? store.queued(dueAt: now).isEmpty) == false || (try? downloads.fetchCurrentDownloads().isEmpty) == false
         if launcher != nil {
@@ -506,18 +506,40 @@ public final class Agent: Sendable {
         let now = clock.now
         let policy = PeriodicCheckPolicy(baseInterval: configuration.periodicCheckInterval)
         let interval = policy.interval(launches: scheduler.appLaunches(inLast: 30), now: now)
-        // Stored text another process may have written: "nan", "inf" or a time in the future would
-        // hold the checks back forever, so they count as no check yet.
-        let last = (try? store.value("lastPeriodic")).flatMap { $0.flatMap(Double.init) }.flatMap { $0.isFinite && $0 <= now.timeIntervalSince1970 ? $0 : nil }
-        guard let last else {
-            try? store.setValue("lastPeriodic", String(now.timeIntervalSince1970))   // the first start sets the clock going
+        guard let elapsed = periodicElapsed() else {
+            markPeriodicCheck()   // the first start sets the clock going
             return
         }
-        guard now.timeIntervalSince1970 - last >= interval else { return }
-        try? store.setValue("lastPeriodic", String(now.timeIntervalSince1970))
+        guard elapsed >= interval else { return }
+        markPeriodicCheck()
         if (try? store.queued().contains { $0.request == .periodic }) == true { return }
         _ = try? store.enqueue(.periodic, bypassBudget: false)
         log("periodic: a check is due (every \(CheckedInteger.secondsText(interval)) s for this app's use)")
+    }
+
+    /// Seconds since the last periodic check, on the monotonic clock within this boot (a step of
+    /// the wall clock neither delays nor hastens the checks), on the wall clock across a reboot;
+    /// nil when there was none yet. `lastPeriodic` is the check's wall-clock time;
+    /// `lastPeriodicReading` ("WALL UPTIME BOOT") adds the monotonic reading, used only while it
+    /// belongs to the same `lastPeriodic`.
+    func periodicElapsed() -> TimeInterval? {
+        let now = clock.now
+        guard let text = (try? store.value("lastPeriodic")) ?? nil else { return nil }
+        let parts = ((try? store.value("lastPeriodicReading")) ?? nil)?.split(separator: " ").map(String.init) ?? []
+        if parts.count == 3, parts[0] == text, let wall = Double(text), wall.isFinite, let uptime = Double(parts[1]), uptime.isFinite,
+           parts[2] == clock.bootID, uptime <= clock.uptime {
+            return clock.uptime - uptime
+        }
+        // Stored text another process may have written: "nan", "inf" or a time in the future would
+        // hold the checks back forever, so they count as no check yet.
+        guard let last = Double(text), last.isFinite, last <= now.timeIntervalSince1970 else { return nil }
+        return now.timeIntervalSince1970 - last
+    }
+
+    func markPeriodicCheck() {
+        let wall = String(clock.now.timeIntervalSince1970)
+        try? store.setValue("lastPeriodic", wall)
+        try? store.setValue("lastPeriodicReading", "\(wall) \(clock.uptime) \(clock.bootID)")
     }
 }
 

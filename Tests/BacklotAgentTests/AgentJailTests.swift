@@ -268,3 +268,26 @@ func chargedRuntime(_ store: AgentStore) throws -> TimeInterval {
         #expect(charged > 0 && charged <= 8, "charged \(charged) s")
     }
 }
+
+/// The agent's periodic interval on the monotonic clock.
+@Suite(.serialized) struct AgentClockStepTests {
+    @Test(arguments: [-3600.0, 7200.0])
+    func periodicChecksComeAtTheirIntervalWhateverTheWallClockDoes(step: Double) async throws {
+        let f = try AgentFixture()
+        let clock = ManualClock(Date())
+        let path = try f.writeConfig(["BacklotPeriodicCheckInterval": 600], withExtension: false)
+        let agent = try Agent(containerPath: f.container, configuration: AgentConfiguration(path: path, containerPath: f.container),
+                              conditions: f.conditions, clock: clock, log: { [lines = f.lines] l in lines.add(l) })
+        await agent.round()   // the first start sets the clock going
+        // Unused app: 8 × 600 s between checks.
+        clock.step(by: step)
+        await agent.round()
+        #expect(try agent.store.queued().isEmpty)   // two hours forward are not a due check
+        clock.advance(by: 4799)
+        await agent.round()
+        #expect(try agent.store.queued().isEmpty)
+        clock.advance(by: 1)
+        await agent.round()
+        #expect(try agent.store.queued().map(\.request) == [.periodic])   // an hour back does not delay it
+    }
+}
