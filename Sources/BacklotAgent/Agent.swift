@@ -563,7 +563,7 @@ final class StopFlag: Sendable {
 /// Reads the conditions at most once a second (reading them may run `nmcli`).
 final class CachedConditions: DeviceConditionSource {
     let source: any DeviceConditionSource
-    private let cache = Mutex<(at: Date, value: DeviceConditions)?>(nil)
+    private let cache = Mutex<(at: SuspendingClock.Instant, value: DeviceConditions)?>(nil)   // a duration: monotonic
 
     init(_ source: any DeviceConditionSource) {
         self.source = source
@@ -571,9 +571,9 @@ final class CachedConditions: DeviceConditionSource {
 
     func current() -> DeviceConditions {
         if source is ManualConditions { return source.current() }   // tests change them at will
-        if let c = cache.withLock({ $0 }), Date().timeIntervalSince(c.at) < 1 { return c.value }
+        if let c = cache.withLock({ $0 }), SuspendingClock.now - c.at < .seconds(1) { return c.value }
         let value = source.current()
-        cache.withLock { $0 = (Date(), value) }
+        cache.withLock { $0 = (SuspendingClock.now, value) }
         return value
     }
 }

@@ -88,7 +88,12 @@ enum EventCommand {
         switch event.state {
         case "done": io.out("\(event.request.name) event done: \(event.detail)\n")
         case "failed": throw BacklotError(.checkFailed, "the \(event.request.name) event failed: \(event.detail)")
-        default: io.out("the \(event.request.name) event is still queued (waiting for the network, or stopped); the agent finishes it\n")
+        default:
+            if event.essentialDone {
+                io.out("the \(event.request.name) event's essential phase is done; the rest of it is still queued (waiting for the extension's budget, the network, or stopped); the agent finishes it\n")
+            } else {
+                io.out("the \(event.request.name) event is still queued (waiting for the network, or stopped); the agent finishes it\n")
+            }
         }
     }
 

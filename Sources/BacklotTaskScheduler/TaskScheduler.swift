@@ -32,6 +32,7 @@ import Synchronization
 /// request is held back `failureBackoff × 2^(n-1)` seconds (at most a day) after the last one.
 public final class TaskScheduler: Sendable {
     public let configuration: TaskSchedulerConfiguration
+    /// Where it reads the time: the wall clock for calendar facts, the monotonic clock for durations.
     public let clock: any TaskSchedulerClock
     let conditions: any DeviceConditionSource
     let store: TaskStore

@@ -226,6 +226,31 @@ func chargedRuntime(_ store: AgentStore) throws -> TimeInterval {
         #expect(f.appLog.filter { $0.hasPrefix("ran ") }.count == 1)
     }
 
+    @Test func notifyWaitReturnsWhenTheEssentialPhaseIsDoneWhateverTheBudget() throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Later", seed: 3)
+        try f.extensionSettings(["mode": "hang"])
+        let config = try f.writeConfig(["BacklotExtensionTimeLimit": 5, "BacklotExtensionDailyBudget": 1])
+        let store = try AgentStore(containerPath: f.container)
+        let used = try store.enqueue(.periodic, bypassBudget: false)
+        let agent = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent.log"))
+        defer { kill(agent.processIdentifier, SIGTERM); agent.waitUntilExit() }
+        #expect(eventually { (try? store.event(used))?.state == "done" })   // the hanging call used the day's budget
+        try f.extensionSettings([:])
+        try f.server.publish(id: "NewEssential", seed: 5, policy: AgentFixture.essential)
+        let notify = Process()
+        notify.executableURL = URL(fileURLWithPath: AgentFixture.binaries + "/backlot")
+        notify.arguments = ["notify", "--container", f.container, "--app-update", "--wait"]
+        let out = Pipe()
+        notify.standardOutput = out
+        try notify.run()
+        let said = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        notify.waitUntilExit()
+        #expect(notify.terminationStatus == 0)
+        #expect(said.contains("essential phase is done"), "\(said)")
+        #expect(try f.installed().contains("NewEssential"))   // today, not at the next UTC day
+    }
+
     /// libfaketime, when installed (scripts/bootstrap installs Debian's `faketime` for the tests).
     static let libfaketime = ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
                               "/usr/lib/faketime/libfaketime.so.1"].first { FileManager.default.fileExists(atPath: $0) }
