@@ -197,6 +197,27 @@ func chargedRuntime(_ store: AgentStore) throws -> TimeInterval {
         #expect(f.extensionLog.filter { $0.hasPrefix("downloads install") }.count == 1)
     }
 
+    @Test func sigtermEndsACallWhoseGrandchildHoldsItsOutput() throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
+        try f.extensionSettings(["mode": "grandchild-hang"])
+        let config = try f.writeConfig(["BacklotExtensionTimeLimit": 600])
+        try AgentStore(containerPath: f.container).enqueue(.install, bypassBudget: false)
+        let agent = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent.log"))
+        #expect(eventually { f.extensionLog.contains { $0.hasPrefix("grandchild ") } })
+        let grandchild = try #require(f.extensionLog.last { $0.hasPrefix("grandchild ") }.flatMap { Int32($0.dropFirst("grandchild ".count)) })
+        kill(agent.processIdentifier, SIGTERM)
+        // A watchdog only: the agent must stop on its own, not wait for the grandchild's 600 s.
+        for _ in 0..<300 where agent.isRunning { usleep(100_000) }
+        let stopped = !agent.isRunning
+        if !stopped { kill(agent.processIdentifier, SIGKILL) }
+        agent.waitUntilExit()
+        #expect(stopped && agent.terminationStatus == 0)
+        #expect(eventually { !isAlive(grandchild) })
+        #expect(try AgentStore(containerPath: f.container).children().isEmpty)
+        #expect(try AgentStore(containerPath: f.container).queued().map(\.request) == [.install])   // it goes on at the next start
+    }
+
     @Test func theNextAgentEndsAnAppACrashedOneLaunchedAndLaunchesItOnce() async throws {
         let f = try AgentFixture()
         let config = try f.writeConfig(["BacklotAppExecutable": AgentFixture.binaries + "/backlot-test-app",
