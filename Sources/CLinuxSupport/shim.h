@@ -42,6 +42,8 @@ static inline pid_t clinux_spawn_held(const char *path, char *const argv[], char
     pid_t pid = fork();
     if (pid < 0) { int e = errno; close(go[0]); close(go[1]); close(ex[0]); close(ex[1]); errno = e; return -1; }
     if (pid == 0) {
+        close(go[1]);   // so that the caller's death closes the go pipe's only writer
+        close(ex[0]);
         setpgid(0, 0);
         struct sigaction dfl;
         memset(&dfl, 0, sizeof dfl);

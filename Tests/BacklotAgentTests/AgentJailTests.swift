@@ -63,18 +63,18 @@ func chargedRuntime(_ store: AgentStore) throws -> TimeInterval {
     @Test func whatTheExtensionPrintsIsCapped() async throws {
         let f = try AgentFixture()
         try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
-        try f.extensionSettings(["mode": "flood", "floodBytes": 24 << 20])
+        try f.extensionSettings(["mode": "flood", "floodBytes": 6 << 20])
         let agent = try f.agent()
         let seq = try agent.store.enqueue(.install, bypassBudget: false)
         await agent.runQueuedEvents()
         #expect(try agent.store.event(seq)?.state == "done")
         #expect(f.extensionLog.contains { $0.hasPrefix("flooded ") })
-        #expect(f.lines.all.contains { $0.contains("printed \(24 << 20) bytes; only the last 1 MiB were kept") }, "\(f.lines.all.suffix(3))")
+        #expect(f.lines.all.contains { $0.contains("printed \(6 << 20) bytes; only the last 1 MiB were kept") }, "\(f.lines.all.suffix(3))")
         #expect(f.lines.all.filter { $0.hasPrefix("extension: x") }.count <= 100)   // 50 lines a call
         // Nothing of it in the container: no file there is near the size printed.
         let files = FileManager.default.enumerator(atPath: f.container)?.compactMap { $0 as? String } ?? []
         let largest = files.compactMap { try? FileManager.default.attributesOfItem(atPath: f.container + "/" + $0)[.size] as? Int }.max() ?? 0
-        #expect(largest < 8 << 20)
+        #expect(largest < 4 << 20)
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: f.container + "/.extension-calls")) ?? []).isEmpty)
     }
 
