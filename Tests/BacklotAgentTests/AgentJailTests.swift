@@ -25,7 +25,9 @@ func chargedRuntime(_ store: AgentStore) throws -> TimeInterval {
 
 /// The extension and background launches jailed: process groups, bounded output, crash recovery,
 /// the answer's defaults, the essential phase and the budget, time measured on the monotonic clock.
-@Suite(.serialized) struct AgentJailTests {
+/// In the serialized suites of the agent's tests: their processes would otherwise compete for the
+/// CPU with the timed downloads of the others.
+extension AgentEventTests {
     func grandchildPID(_ f: AgentFixture) -> Int32? {
         f.extensionLog.last { $0.hasPrefix("grandchild ") }.flatMap { Int32($0.dropFirst("grandchild ".count)) }
     }
@@ -153,8 +155,8 @@ func chargedRuntime(_ store: AgentStore) throws -> TimeInterval {
 }
 
 /// The agent, its extension and the app as real processes: crashes and clock steps.
-@Suite(.serialized) struct AgentJailProcessTests {
-    func start(_ executable: String, _ args: [String], log: String, environment: [String: String] = [:]) throws -> Process {
+extension AgentProcessTests {
+    func launch(_ executable: String, _ args: [String], log: String, environment: [String: String] = [:]) throws -> Process {
         FileManager.default.createFile(atPath: log, contents: nil)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)
@@ -175,7 +177,7 @@ func chargedRuntime(_ store: AgentStore) throws -> TimeInterval {
         try f.extensionSettings(["mode": "grandchild-hang"])
         let config = try f.writeConfig(["BacklotExtensionTimeLimit": 600])
         try AgentStore(containerPath: f.container).enqueue(.install, bypassBudget: false)
-        let crashed = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent1.log"))
+        let crashed = try launch(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent1.log"))
         #expect(eventually { f.extensionLog.contains { $0.hasPrefix("grandchild ") } })
         let recorded = try AgentStore(containerPath: f.container).children()
         #expect(recorded.count == 1 && recorded.first?.what == "extension:shouldDownload")
@@ -203,7 +205,7 @@ func chargedRuntime(_ store: AgentStore) throws -> TimeInterval {
         try f.extensionSettings(["mode": "grandchild-hang"])
         let config = try f.writeConfig(["BacklotExtensionTimeLimit": 600])
         try AgentStore(containerPath: f.container).enqueue(.install, bypassBudget: false)
-        let agent = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent.log"))
+        let agent = try launch(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent.log"))
         #expect(eventually { f.extensionLog.contains { $0.hasPrefix("grandchild ") } })
         let grandchild = try #require(f.extensionLog.last { $0.hasPrefix("grandchild ") }.flatMap { Int32($0.dropFirst("grandchild ".count)) })
         kill(agent.processIdentifier, SIGTERM)
@@ -228,7 +230,7 @@ func chargedRuntime(_ store: AgentStore) throws -> TimeInterval {
         try app.submit(AppRefreshTaskRequest(identifier: "com.example.refresh"))
         let clean = ProcessingTaskRequest(identifier: "com.example.clean")
         try app.submit(clean)
-        let crashed = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent1.log"))
+        let crashed = try launch(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent1.log"))
         #expect(eventually { f.appLog.contains { $0.hasPrefix("ran ") } })
         usleep(300_000)   // several of the agent's rounds while the app runs
         let recorded = try AgentStore(containerPath: f.container).children()
@@ -254,7 +256,7 @@ func chargedRuntime(_ store: AgentStore) throws -> TimeInterval {
         let config = try f.writeConfig(["BacklotExtensionTimeLimit": 5, "BacklotExtensionDailyBudget": 1])
         let store = try AgentStore(containerPath: f.container)
         let used = try store.enqueue(.periodic, bypassBudget: false)
-        let agent = try start(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent.log"))
+        let agent = try launch(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent.log"))
         defer { kill(agent.processIdentifier, SIGTERM); agent.waitUntilExit() }
         #expect(eventually { (try? store.event(used))?.state == "done" })   // the hanging call used the day's budget
         try f.extensionSettings([:])
@@ -289,7 +291,7 @@ func chargedRuntime(_ store: AgentStore) throws -> TimeInterval {
         // The real binary under libfaketime: its wall clock follows the file, CLOCK_MONOTONIC does not (as
         // when an administrator or NTP steps the clock). Started through env(1), itself under libfaketime:
         // a Swift executable exec'd with LD_PRELOAD=libfaketime by a process without it loses its arguments.
-        let notify = try start("/usr/bin/env", [AgentFixture.binaries + "/backlot", "notify", "--container", f.container, "--config", config, "--app-install"],
+        let notify = try launch("/usr/bin/env", [AgentFixture.binaries + "/backlot", "notify", "--container", f.container, "--config", config, "--app-install"],
                                log: f.server.dir.at("notify.log"),
                                environment: ["LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": offset, "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"])
         #expect(eventually { f.extensionLog.contains { $0.hasPrefix(call) } },
@@ -316,7 +318,7 @@ func chargedRuntime(_ store: AgentStore) throws -> TimeInterval {
 }
 
 /// The agent's periodic interval on the monotonic clock.
-@Suite(.serialized) struct AgentClockStepTests {
+extension AgentEventTests {
     @Test(arguments: [-3600.0, 7200.0])
     func periodicChecksComeAtTheirIntervalWhateverTheWallClockDoes(step: Double) async throws {
         let f = try AgentFixture()
