@@ -109,7 +109,16 @@ public final class Agent: Sendable {
         }
         extensionRunner = runner
         launcher = configuration.appExecutable.map { executable in
-            AppLauncher(executable: executable, arguments: configuration.appArguments, containerPath: path, configPath: configuration.sourcePath, log: log)
+            AppLauncher(executable: executable, arguments: configuration.appArguments, containerPath: path, configPath: configuration.sourcePath,
+                        store: store, log: log)
+        }
+        // What a crashed agent left running: its extension call or background launch is ended
+        // (before anything here starts a child), the extension calls' files removed, and an app
+        // it launched is recorded as killed, so that its task is not launched a second time at once.
+        for child in Supervisor.endLeftovers(store: store, containerPath: path, log: log) where child.what.hasPrefix("app:") {
+            let parts = child.what.split(separator: ":", maxSplits: 2).map(String.init)
+            guard parts.count == 3, let kind = TaskKind(rawValue: parts[1]) else { continue }
+            scheduler.recordOutcome(forTaskWithIdentifier: parts[2], kind: kind, started: child.started, outcome: .killed)
         }
         let holder = DownloadManagerHolder()
         let handoffs = DispatchGroup()
@@ -275,9 +284,9 @@ public final class Agent: Sendable {
         let now = clock.now
         var next = now.addingTimeInterval(Self.maximumSleep)
         if let held = try? store.nextHeldEvent() { next = min(next, held) }
-        if let last = (try? store.value("lastPeriodic")).flatMap({ $0.flatMap(Double.init) }), last.isFinite {
+        if let elapsed = periodicElapsed() {   // measured as enqueuePeriodicIfDue measures it (monotonic)
             let interval = PeriodicCheckPolicy(baseInterval: configuration.periodicCheckInterval).interval(launches: scheduler.appLaunches(inLast: 30), now: now)
-            next = min(next, Date(timeIntervalSince1970: last + interval))
+            next = min(next, now.addingTimeInterval(interval - elapsed))
         }
         var waitingForConditions = (try? store.queued(dueAt: now).isEmpty) == false || (try? downloads.fetchCurrentDownloads().isEmpty) == false
         if launcher != nil {
@@ -349,18 +358,22 @@ public final class Agent: Sendable {
             let installEvent: InstallationEventType = event.request == .install ? .firstInstallation : .subsequentUpdate
             var candidates = offered.filter { $0.downloadPolicy.installationEventTypes.contains(installEvent) }
             if configuration.scheduler.isAppClip { candidates.removeAll { if case .essential = $0.downloadPolicy { true } else { false } } }
+            // When the extension's budget is used up, the essential phase still runs (the budget
+            // limits the extension's runtime, not the essential packs): every essential candidate is
+            // kept, as when the call fails, and the rest of the event waits for the budget.
+            var budgetWaits = false
             if let runner = extensionRunner, !candidates.isEmpty {
                 // Asked once per event: a retry (network, stop) keeps the extension's answer.
                 var accepted = try store.accepted(event.seq).map(Set.init)
                 if accepted == nil {
                     do {
-                        let call = ExtensionCall.shouldDownload(candidates), bypass = event.bypassBudget
-                        let answer = try await Self.offload { try runner.call(call, bypassBudget: bypass).accepted }
-                        try store.setAccepted(event.seq, answer)
-                        accepted = Set(answer)
+                        let call = ExtensionCall.shouldDownload(candidates), bypass = event.bypassBudget, seq = event.seq
+                        let reply = try await Self.offload { try runner.call(call, bypassBudget: bypass, event: seq) }
+                        let kept = candidates.filter { !reply.declines($0) }.map(\.id)
+                        try store.setAccepted(event.seq, kept)
+                        accepted = Set(kept)
                     } catch let e as BacklotError where e.code == .budgetExhausted {
-                        try store.holdUntilTomorrow(event.seq, now: clock.now)
-                        throw Deferral(reason: "the extension's daily budget is used up; the event waits for it to renew")
+                        budgetWaits = true
                     } catch let e as BacklotError where e.code == .cancelled {
                         throw Deferral(reason: "stopping")
                     } catch {
@@ -378,7 +391,14 @@ public final class Agent: Sendable {
                 try await fetch(pack, unmeteredOnly: false, essential: true)
                 report.packs.append(pack.id)
             }
+            if budgetWaits {
+                try store.markEssentialDone(event.seq)   // downloads(for:) cannot run today
+                try store.holdUntilTomorrow(event.seq, now: clock.now)
+                throw Deferral(reason: "the extension's daily budget is used up; the essential packs are installed, the rest waits for the budget to renew")
+            }
             let extensionWaits = try await runExtensionDownloads(event, into: &report)
+            try await waitForEssentialDownloads(event)
+            try store.markEssentialDone(event.seq)
             for pack in candidates where pack.downloadPolicy.name == "prefetch" {
                 if let refusal = try refusalBeforeFirstLaunch(pack, essential: false) { report.refused.append(refusal); continue }
                 try await fetch(pack, unmeteredOnly: configuration.prefetchRequiresUnmetered, essential: false)
@@ -412,10 +432,10 @@ public final class Agent: Sendable {
                                     restrictedEssentialDownloadSizeRemaining: downloads.remainingAllowance(essential: true))
         let returned: [URLDownload]
         do {
-            let call = ExtensionCall.downloads(event.request, manifestPath: manifest, info), bypass = event.bypassBudget
+            let call = ExtensionCall.downloads(event.request, manifestPath: manifest, info), bypass = event.bypassBudget, seq = event.seq
             let downloads = self.downloads
             returned = try await Self.offload {
-                try downloads.blockingScheduling { try runner.call(call, bypassBudget: bypass).downloads }
+                try downloads.blockingScheduling { try runner.call(call, bypassBudget: bypass, event: seq).downloads }
             }
         } catch let e as BacklotError where e.code == .budgetExhausted {
             return true
@@ -426,6 +446,7 @@ public final class Agent: Sendable {
             try store.markExtensionDone(event.seq)
             return false
         }
+        var essential: [String] = []
         for d in returned {
             if event.request == .periodic && d.isEssential {
                 report.refused.append("\(d.identifier): a periodic request may only return non-essential downloads")
@@ -438,12 +459,28 @@ public final class Agent: Sendable {
             do {
                 try downloads.scheduleDownload(d)
                 report.scheduled.append(d.identifier)
+                if d.isEssential { essential.append(d.identifier) }
             } catch {
                 report.refused.append("\(d.identifier): \(error)")
             }
         }
+        try store.setEssentialDownloads(event.seq, essential)
         try store.markExtensionDone(event.seq)
         return false
+    }
+
+    /// The end of the essential phase: waits until the essential URL downloads the extension
+    /// returned for the event have ended (finished or failed), running them meanwhile.
+    /// - Throws: a ``Deferral`` when the network goes away or the agent stops (the event goes on later).
+    func waitForEssentialDownloads(_ event: AgentStore.Event) async throws {
+        let ids = Set(try store.essentialDownloads(event.seq))
+        guard !ids.isEmpty else { return }
+        while try downloads.fetchCurrentDownloads().contains(where: { ids.contains($0.identifier) }) {
+            if isStopping { throw Deferral(reason: "stopping") }
+            try waitForNetwork(metered: true)
+            downloads.resumeScheduled()
+            try? await Task.sleep(nanoseconds: 50_000_000)
+        }
     }
 
     /// A read-only copy of the verified catalog for the extension (deleted after the call).
@@ -534,18 +571,40 @@ public final class Agent: Sendable {
         let now = clock.now
         let policy = PeriodicCheckPolicy(baseInterval: configuration.periodicCheckInterval)
         let interval = policy.interval(launches: scheduler.appLaunches(inLast: 30), now: now)
-        // Stored text another process may have written: "nan", "inf" or a time in the future would
-        // hold the checks back forever, so they count as no check yet.
-        let last = (try? store.value("lastPeriodic")).flatMap { $0.flatMap(Double.init) }.flatMap { $0.isFinite && $0 <= now.timeIntervalSince1970 ? $0 : nil }
-        guard let last else {
-            try? store.setValue("lastPeriodic", String(now.timeIntervalSince1970))   // the first start sets the clock going
+        guard let elapsed = periodicElapsed() else {
+            markPeriodicCheck()   // the first start sets the clock going
             return
         }
-        guard now.timeIntervalSince1970 - last >= interval else { return }
-        try? store.setValue("lastPeriodic", String(now.timeIntervalSince1970))
+        guard elapsed >= interval else { return }
+        markPeriodicCheck()
         if (try? store.queued().contains { $0.request == .periodic }) == true { return }
         _ = try? store.enqueue(.periodic, bypassBudget: false)
         log("periodic: a check is due (every \(CheckedInteger.secondsText(interval)) s for this app's use)")
+    }
+
+    /// Seconds since the last periodic check, on the monotonic clock within this boot (a step of
+    /// the wall clock neither delays nor hastens the checks), on the wall clock across a reboot;
+    /// nil when there was none yet. `lastPeriodic` is the check's wall-clock time;
+    /// `lastPeriodicReading` ("WALL UPTIME BOOT") adds the monotonic reading, used only while it
+    /// belongs to the same `lastPeriodic`.
+    func periodicElapsed() -> TimeInterval? {
+        let now = clock.now
+        guard let text = (try? store.value("lastPeriodic")) ?? nil else { return nil }
+        let parts = ((try? store.value("lastPeriodicReading")) ?? nil)?.split(separator: " ").map(String.init) ?? []
+        if parts.count == 3, parts[0] == text, let wall = Double(text), wall.isFinite, let uptime = Double(parts[1]), uptime.isFinite,
+           parts[2] == clock.bootID, uptime <= clock.uptime {
+            return clock.uptime - uptime
+        }
+        // Stored text another process may have written: "nan", "inf" or a time in the future would
+        // hold the checks back forever, so they count as no check yet.
+        guard let last = Double(text), last.isFinite, last <= now.timeIntervalSince1970 else { return nil }
+        return now.timeIntervalSince1970 - last
+    }
+
+    func markPeriodicCheck() {
+        let wall = String(clock.now.timeIntervalSince1970)
+        try? store.setValue("lastPeriodic", wall)
+        try? store.setValue("lastPeriodicReading", "\(wall) \(clock.uptime) \(clock.bootID)")
     }
 }
 
@@ -569,7 +628,7 @@ final class StopFlag: Sendable {
 /// Reads the conditions at most once a second (reading them may run `nmcli`).
 final class CachedConditions: DeviceConditionSource {
     let source: any DeviceConditionSource
-    private let cache = Mutex<(at: Date, value: DeviceConditions)?>(nil)
+    private let cache = Mutex<(at: SuspendingClock.Instant, value: DeviceConditions)?>(nil)   // a duration: monotonic
 
     init(_ source: any DeviceConditionSource) {
         self.source = source
@@ -577,9 +636,9 @@ final class CachedConditions: DeviceConditionSource {
 
     func current() -> DeviceConditions {
         if source is ManualConditions { return source.current() }   // tests change them at will
-        if let c = cache.withLock({ $0 }), Date().timeIntervalSince(c.at) < 1 { return c.value }
+        if let c = cache.withLock({ $0 }), SuspendingClock.now - c.at < .seconds(1) { return c.value }
         let value = source.current()
-        cache.withLock { $0 = (Date(), value) }
+        cache.withLock { $0 = (SuspendingClock.now, value) }
         return value
     }
 }

@@ -95,6 +95,10 @@ public struct AgentConfiguration: Sendable {
         guard let url = URL(string: text), let target = try? AssetPackManager.Configuration.target(ofCatalogURL: url) else {
             throw ConfigurationKey.error(catalogKey, source: source, "must be a Backlot catalog URL (http(s)://HOST/…/v1/apps/APP/CHANNEL/catalog.json), not \(text)")
         }
+        // HTTPS, as the docs (and Apple, for BAManifestURL) require; plain HTTP only to this machine.
+        if url.scheme?.lowercased() == "http", !Self.isLoopback(url.host ?? "") {
+            throw ConfigurationKey.error(catalogKey, source: source, "is http:// to \(url.host ?? "a host") that is not this machine; catalogs are fetched over https:// (plain http only to 127.0.0.1, ::1 or localhost, for development)")
+        }
         catalogURL = url
         app = target.app
         channel = target.channel
@@ -154,6 +158,12 @@ public struct AgentConfiguration: Sendable {
             throw ConfigurationKey.error("BacklotMaximumRangeBytes", source: source, "must be at least 65536 bytes")
         }
         scheduler = try TaskSchedulerConfiguration(settings: settings, source: source, databasePath: databasePath)
+    }
+
+    /// Whether `host` names this machine (127.0.0.0/8, ::1, localhost).
+    static func isLoopback(_ host: String) -> Bool {
+        let h = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        return h == "localhost" || h == "::1" || h.hasPrefix("127.") && h.split(separator: ".").count == 4
     }
 
     /// The client library's configuration for the container.

@@ -18,6 +18,9 @@ public struct AgentStore: Sendable {
         public let state: String
         public let extensionDone: Bool
         public let detail: String
+        /// The essential phase is over: the essential packs are installed and the essential URL
+        /// downloads the extension returned have ended (what `notify --wait` waits for).
+        public var essentialDone: Bool = false
     }
 
     /// The container folder (the running agent's wake-up channel is in it).
@@ -34,7 +37,13 @@ public struct AgentStore: Sendable {
                 accepted TEXT, not_before REAL);
             CREATE TABLE IF NOT EXISTS extension_runtime (day TEXT PRIMARY KEY, seconds REAL NOT NULL);
             CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS agent_children (pgid INTEGER PRIMARY KEY, token TEXT NOT NULL, what TEXT NOT NULL,
+                event INTEGER, started REAL NOT NULL);
             """)
+        }
+        // Columns added since the first release (an error means the column is there).
+        for column in ["essential_done INTEGER NOT NULL DEFAULT 0", "essential_downloads TEXT"] {
+            try? db.transaction { tx in try tx.execute("ALTER TABLE agent_events ADD COLUMN \(column)") }
         }
     }
 
@@ -85,7 +94,21 @@ public struct AgentStore: Sendable {
     static func event(_ r: Database.Row) -> Event? {
         guard let seq = r["seq"]?.int, let request = r["request"]?.string.flatMap(ContentRequest.init(name:)) else { return nil }
         return Event(seq: seq, request: request, bypassBudget: r["bypass"]?.int == 1, state: r["state"]?.string ?? "queued",
-                     extensionDone: r["extension_done"]?.int == 1, detail: r["detail"]?.string ?? "")
+                     extensionDone: r["extension_done"]?.int == 1, detail: r["detail"]?.string ?? "", essentialDone: r["essential_done"]?.int == 1)
+    }
+
+    func markEssentialDone(_ seq: Int64) throws {
+        try db.transaction { tx in _ = try tx.run("UPDATE agent_events SET essential_done = 1 WHERE seq = ?", [.integer(seq)]) }
+    }
+
+    /// The essential URL downloads the extension returned for an event (the essential phase waits for them).
+    func essentialDownloads(_ seq: Int64) throws -> [String] {
+        guard let text = try db.read({ try $0.query("SELECT essential_downloads FROM agent_events WHERE seq = ?", [.integer(seq)]) }).first?["essential_downloads"]?.string else { return [] }
+        return text.isEmpty ? [] : text.split(separator: "\n").map(String.init)
+    }
+
+    func setEssentialDownloads(_ seq: Int64, _ ids: [String]) throws {
+        try db.transaction { tx in _ = try tx.run("UPDATE agent_events SET essential_downloads = ? WHERE seq = ?", [.text(ids.joined(separator: "\n")), .integer(seq)]) }
     }
 
     func finish(_ seq: Int64, state: String, detail: String) throws {
@@ -133,6 +156,45 @@ public struct AgentStore: Sendable {
         try db.transaction { tx in
             _ = try tx.run("INSERT INTO extension_runtime(day, seconds) VALUES (?, ?) ON CONFLICT(day) DO UPDATE SET seconds = seconds + excluded.seconds",
                            [.text(Self.day(date)), .real(seconds)])
+        }
+    }
+
+    // MARK: Children (the extension's calls, background launches)
+
+    /// A process group the agent started and has not seen end: recorded before the child runs,
+    /// removed when it has been reaped, so that the next agent ends what a crashed one left.
+    public struct Child: Sendable, Hashable {
+        /// The process group (the child's pid).
+        public let pgid: Int32
+        /// The value of `BACKLOT_AGENT_CHILD` in the child's environment (and its descendants'),
+        /// so that a process group ID reused by an unrelated program is never signalled.
+        public let token: String
+        /// `extension:CALL` or `app:TASK-ID`.
+        public let what: String
+        /// The event an extension call was made for.
+        public let event: Int64?
+        /// When it started (wall clock, for the record only).
+        public let started: Date
+    }
+
+    func recordChild(_ c: Child) throws {
+        try db.transaction { tx in
+            _ = try tx.run("INSERT OR REPLACE INTO agent_children(pgid, token, what, event, started) VALUES (?, ?, ?, ?, ?)",
+                           [.integer(Int64(c.pgid)), .text(c.token), .text(c.what), c.event.map { .integer($0) } ?? .null, .real(c.started.timeIntervalSince1970)])
+        }
+    }
+
+    func removeChild(_ pgid: Int32) throws {
+        try db.transaction { tx in _ = try tx.run("DELETE FROM agent_children WHERE pgid = ?", [.integer(Int64(pgid))]) }
+    }
+
+    /// The children recorded and not known to have ended.
+    public func children() throws -> [Child] {
+        try db.read { try $0.query("SELECT * FROM agent_children ORDER BY started") }.compactMap { r in
+            guard let pgid = r["pgid"]?.int, let token = r["token"]?.string, let what = r["what"]?.string else { return nil }
+            var started = Date(timeIntervalSince1970: 0)
+            if case .real(let t)? = r["started"] { started = Date(timeIntervalSince1970: t) }
+            return Child(pgid: Int32(truncatingIfNeeded: pgid), token: token, what: what, event: r["event"]?.int, started: started)
         }
     }
 

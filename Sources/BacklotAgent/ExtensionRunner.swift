@@ -13,8 +13,11 @@ extension BacklotError.Code {
     public static let budgetExhausted = BacklotError.Code("budgetExhausted", isInvalidInput: false)
 }
 
-/// Runs one call of the downloader extension as a process: under a wall-clock limit (killed with
-/// SIGKILL when it overruns) and a daily runtime budget kept in the agent's store.
+/// Runs one call of the downloader extension as a process: under a time limit (its whole process
+/// group is killed with SIGKILL when it overruns) and a daily runtime budget kept in the agent's
+/// store. Both are measured on the monotonic clock (``ChildProcess``): a step of the wall clock
+/// neither stretches a limit nor charges or credits the budget; the wall clock only names the
+/// UTC day a call is charged to.
 struct ExtensionRunner: Sendable {
     let executable: String
     let containerPath: String
@@ -27,24 +30,27 @@ struct ExtensionRunner: Sendable {
     /// One call at a time (shared by the copies of this runner), so that calls never overlap and
     /// the daily budget is counted exactly.
     let gate = ExtensionGate()
+    /// What is kept of the extension's standard output and error: the last 1 MiB.
+    static let outputLimit = 1 << 20
 
     /// What remains of today's budget.
     func remainingBudget(now: Date = Date()) -> TimeInterval {
         max(0, dailyBudget - ((try? store.extensionRuntime(on: now)) ?? 0))
     }
 
+    /// - Parameter event: the event the call is made for (recorded with its process group).
     /// - Throws: ``BacklotError/Code/budgetExhausted`` before starting when the budget is used up
     ///   (unless `bypassBudget`); ``BacklotError/Code/extensionFailed`` when it crashes, overruns or answers badly.
-    func call(_ call: ExtensionCall, bypassBudget: Bool) throws -> ExtensionReply {
+    func call(_ call: ExtensionCall, bypassBudget: Bool, event: Int64? = nil) throws -> ExtensionReply {
         gate.lock.lock()
         defer { gate.lock.unlock() }
         if isStopping() {
             throw BacklotError(.cancelled, "the extension's \(call.name) call was not started: the agent is stopping", context: executable)
         }
-        let started = Date()
+        let day = Date()   // the calendar day the call is charged to
         var limit = timeLimit
         if !bypassBudget {
-            let left = remainingBudget(now: started)
+            let left = remainingBudget(now: day)
             guard left >= 1 else {
                 throw BacklotError(.budgetExhausted, "the extension has used its \(CheckedInteger.secondsText(dailyBudget)) s of runtime for today", context: executable,
                                    hint: "it runs again tomorrow; backlot simulate bypasses the budget")
@@ -54,56 +60,39 @@ struct ExtensionRunner: Sendable {
         let dir = containerPath + "/.extension-calls/" + UUID().uuidString.lowercased()
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { FileSystem.removeTree(dir) }
-        let callPath = dir + "/call.json", replyPath = dir + "/reply.json", logPath = dir + "/output.txt"
+        let callPath = dir + "/call.json", replyPath = dir + "/reply.json"
         try Data(call.json.serialized().utf8).write(to: URL(fileURLWithPath: callPath))
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        defer { try? output.close() }
 
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable)
-        p.arguments = ["--backlot-extension-call", callPath, replyPath]
         var env = ProcessInfo.processInfo.environment
         env["BACKLOT_CONTAINER"] = containerPath
-        p.environment = env
-        p.standardInput = FileHandle.nullDevice
-        p.standardOutput = output
-        p.standardError = output
-        do { try p.run() } catch {
+        let child: ChildProcess
+        do {
+            child = try Supervisor.start(executable: executable, arguments: ["--backlot-extension-call", callPath, replyPath], environment: env,
+                                         captureOutput: true, what: "extension:\(call.name)", event: event, store: store)
+        } catch {
             throw BacklotError(.extensionFailed, "the extension could not be started: \(error)", context: executable)
         }
-        var killed = false, stopped = false
-        while p.isRunning {
-            if Date().timeIntervalSince(started) >= limit {
-                kill(p.processIdentifier, SIGKILL)
-                killed = true
-                break
-            }
-            if isStopping() {
-                kill(p.processIdentifier, SIGKILL)
-                stopped = true
-                break
-            }
-            usleep(10_000)
+        let outcome = child.wait(until: child.started + .milliseconds(Int64((limit * 1000).rounded(.up))), keepingLast: Self.outputLimit,
+                                 isCancelled: isStopping)
+        Supervisor.finished(child, store: store)
+        let c = outcome.elapsed.components
+        let elapsed = max(0, Double(c.seconds) + Double(c.attoseconds) / 1e18)
+        try? store.addExtensionRuntime(elapsed, on: day)
+        // What it printed (the last 1 MiB), 50 lines at most, into the agent's log.
+        if outcome.outputTruncated {
+            log("extension: printed \(outcome.outputBytes) bytes; only the last \(Self.outputLimit >> 20) MiB were kept")
         }
-        p.waitUntilExit()
-        let elapsed = Date().timeIntervalSince(started)
-        try? store.addExtensionRuntime(elapsed, on: started)
-        // The first 64 KiB of what it printed, 50 lines at most, into the agent's log.
-        let said = (try? FileDescriptor.openForReading(logPath)).map { fd -> String in
-            defer { fd.close() }
-            return String(decoding: (try? fd.read(count: Int(min(64 << 10, (try? fd.size()) ?? 0)), at: 0)) ?? [], as: UTF8.self)
-        } ?? ""
-        for line in said.split(separator: "\n").prefix(50) { log("extension: \(line)") }
-        if stopped {
+        let said = String(decoding: outcome.output, as: UTF8.self)
+        for line in said.split(separator: "\n").prefix(50) { log("extension: \(line.prefix(1000))") }
+        if outcome.cancelled {
             throw BacklotError(.cancelled, "the extension's \(call.name) call was ended: the agent is stopping", context: executable)
         }
-        if killed {
+        if outcome.timedOut {
             throw BacklotError(.extensionFailed, "the extension's \(call.name) call ran past its limit of \(CheckedInteger.secondsText(limit)) s and was killed", context: executable,
                                hint: bypassBudget || limit >= timeLimit ? "return sooner; raise BacklotExtensionTimeLimit if the work needs it" : "today's runtime budget ran out")
         }
-        guard p.terminationReason == .exit, p.terminationStatus == 0 else {
-            let how = p.terminationReason == .uncaughtSignal ? "was killed by signal \(p.terminationStatus)" : "exited with status \(p.terminationStatus)"
+        guard outcome.succeeded else {
+            let how = outcome.signal.map { "was killed by signal \($0)" } ?? "exited with status \(outcome.exitStatus.map(String.init) ?? "unknown")"
             throw BacklotError(.extensionFailed, "the extension's \(call.name) call \(how)", context: executable)
         }
         guard let bytes = try? FileDescriptor.readWholeFile(replyPath, atMost: 16 << 20, what: "the extension's answer") else {

@@ -32,7 +32,11 @@ public struct DownloadRestrictions: Sendable, Hashable {
     /// - Parameter manifestURLElsewhere: the catalog's URL is given by other means (the agent's
     ///   `BacklotCatalogURL`), so `BAManifestURL` is not checked.
     public init(infoPlist root: PlistValue, manifestURLElsewhere: Bool = false) throws {
-        let errors = InfoPlistChecker().check(root).filter { $0.severity == .error && !(manifestURLElsewhere && $0.keyPath == "BAManifestURL") }
+        // Errors, and a key inside the restrictions that iOS would ignore (a typo here silently
+        // lifts a limit): each is named.
+        let errors = InfoPlistChecker().check(root).filter {
+            ($0.severity == .error || $0.rule == "restrictions.unknownKey") && !(manifestURLElsewhere && $0.keyPath == "BAManifestURL")
+        }
         guard errors.isEmpty, let plist = root.dictionary, let r = plist["BAInitialDownloadRestrictions"]?.dictionary else {
             throw BacklotError(.invalidInput, "the Info.plist's download restrictions are invalid: \(errors.map(\.description).joined(separator: "; "))",
                                hint: "run backlot plist check on it")

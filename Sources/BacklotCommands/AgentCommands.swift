@@ -81,7 +81,9 @@ enum EventCommand {
                 announced = true
             }
             guard wait else { return }
-            if let event = try store.event(seq), event.state != "queued" { return try report(event, io: io) }
+            // Until the event is over, or its essential phase is (an event held for the extension's
+            // budget goes on tomorrow, its essential packs installed).
+            if let event = try store.event(seq), event.state != "queued" || event.essentialDone { return try report(event, io: io) }
             usleep(100_000)
         }
     }
@@ -91,7 +93,12 @@ enum EventCommand {
         switch event.state {
         case "done": io.out("\(event.request.name) event done: \(event.detail)\n")
         case "failed": throw BacklotError(.checkFailed, "the \(event.request.name) event failed: \(event.detail)")
-        default: io.out("the \(event.request.name) event is still queued (waiting for the network, or stopped); the agent finishes it\n")
+        default:
+            if event.essentialDone {
+                io.out("the \(event.request.name) event's essential phase is done; the rest of it is still queued (waiting for the extension's budget, the network, or stopped); the agent finishes it\n")
+            } else {
+                io.out("the \(event.request.name) event is still queued (waiting for the network, or stopped); the agent finishes it\n")
+            }
         }
     }
 

@@ -26,7 +26,9 @@ enum ExtensionHost {
             switch call {
             case .shouldDownload(let packs):
                 let managed = ext as? any ManagedDownloaderExtension
-                reply.accepted = packs.filter { managed?.shouldDownload($0) ?? true }.map(\.id)
+                let keep = packs.map { managed?.shouldDownload($0) ?? true }
+                reply.accepted = zip(packs, keep).filter { $0.1 }.map(\.0.id)
+                reply.declined = zip(packs, keep).filter { !$0.1 }.map(\.0.id)
             case .downloads(let request, let path, let info):
                 reply.downloads = ext.downloads(for: request, manifestURL: URL(fileURLWithPath: path), extensionInfo: info)
                     .sorted { $0.identifier < $1.identifier }

@@ -133,23 +133,56 @@ public enum ExtensionCall: Sendable, Hashable {
 }
 
 /// An extension's answer.
+///
+/// The protocol's defaults, defined here once and applied by ``declines(_:)``:
+/// - `decline` lists the packs the extension turned down; a pack named there is declined,
+///   essential or not (the extension's `shouldDownload` returned false for it);
+/// - without `decline`, `download` (the packs to keep) is the decision for the packs it does not
+///   name, except essential packs, which are never declined by omission;
+/// - an answer with neither (`{}`) decides nothing: every pack is kept, as when the call fails.
 public struct ExtensionReply: Sendable, Hashable {
-    /// For `shouldDownload`: the IDs to download.
-    public var accepted: [String] = []
+    /// For `shouldDownload`: the IDs to download (`download`), nil when the answer has none.
+    public var accepted: [String]?
+    /// For `shouldDownload`: the IDs turned down (`decline`), nil when the answer has none.
+    public var declined: [String]?
     /// For `downloads`: what to schedule.
     public var downloads: [URLDownload] = []
 
-    public init(accepted: [String] = [], downloads: [URLDownload] = []) {
+    public init(accepted: [String]? = nil, declined: [String]? = nil, downloads: [URLDownload] = []) {
         self.accepted = accepted
+        self.declined = declined
         self.downloads = downloads
     }
 
+    /// Whether this answer turns `pack` down (see the type's summary for the defaults).
+    public func declines(_ pack: AssetPack) -> Bool {
+        if let declined { return declined.contains(pack.id) }
+        guard let accepted else { return false }
+        if case .essential = pack.downloadPolicy { return false }
+        return !accepted.contains(pack.id)
+    }
+
     public var json: JSONNode {
-        .object(["download": .array(accepted.map { .string($0) }), "downloads": .array(downloads.map(ExtensionCall.downloadJSON))])
+        var m: [(String, JSONNode)] = []
+        if let accepted { m.append(("download", .array(accepted.map { .string($0) }))) }
+        if let declined { m.append(("decline", .array(declined.map { .string($0) }))) }
+        m.append(("downloads", .array(downloads.map(ExtensionCall.downloadJSON))))
+        return JSONNode(.object(m.map { JSONMember(key: $0.0, value: $0.1) }))
     }
 
     public init(json node: JSONNode, source: String) throws {
-        accepted = node["download"]?.arrayElements?.compactMap(\.stringValue) ?? []
+        func ids(_ key: String) throws -> [String]? {
+            guard let n = node[key], n.kind != .null else { return nil }
+            guard let elements = n.arrayElements else {
+                throw BacklotError(.invalidInput, "the key \(key) is \(n.typeName), not an array of pack IDs", context: source)
+            }
+            return try elements.map { e in
+                guard let id = e.stringValue else { throw BacklotError(.invalidInput, "the key \(key) holds \(e.typeName), not a pack ID", context: source) }
+                return id
+            }
+        }
+        accepted = try ids("download")
+        declined = try ids("decline")
         downloads = try (node["downloads"]?.arrayElements ?? []).map { try ExtensionCall.download($0, source: source) }
     }
 }

@@ -118,8 +118,8 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
         p.standardError = FileHandle.nullDevice
         p.standardInput = FileHandle.nullDevice
         do { try p.run() } catch { return nil }
-        let deadline = Date().addingTimeInterval(2)
-        while p.isRunning && Date() < deadline { usleep(5_000) }
+        let deadline = SuspendingClock.now + .seconds(2)   // a duration: monotonic
+        while p.isRunning && SuspendingClock.now < deadline { usleep(5_000) }
         if p.isRunning {
             kill(p.processIdentifier, SIGKILL)
             p.waitUntilExit()

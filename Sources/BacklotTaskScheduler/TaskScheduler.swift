@@ -32,7 +32,8 @@ import Synchronization
 /// request is held back `failureBackoff × 2^(n-1)` seconds (at most a day) after the last one.
 public final class TaskScheduler: Sendable {
     public let configuration: TaskSchedulerConfiguration
-    let clock: any TaskSchedulerClock
+    /// Where it reads the time: the wall clock for calendar facts, the monotonic clock for durations.
+    public let clock: any TaskSchedulerClock
     let conditions: any DeviceConditionSource
     let store: TaskStore
     private let state = Mutex<State>(State())
@@ -45,7 +46,9 @@ public final class TaskScheduler: Sendable {
     struct Running {
         let task: BackgroundTask
         let queue: DispatchQueue
-        var expiredAt: Date?
+        /// When it was started and expired, on the monotonic clock (``TaskSchedulerClock/uptime``).
+        let startedUptime: TimeInterval
+        var expiredAt: TimeInterval?
     }
 
     struct State {
@@ -190,14 +193,17 @@ public final class TaskScheduler: Sendable {
 
     // MARK: Deciding
 
-    /// When a request may begin, given its earliest begin date and the back-off after failures.
+    /// When a request may begin, given its earliest begin date (a calendar fact, on the wall
+    /// clock) and the back-off after failures (a duration, measured on the monotonic clock from
+    /// the last failure's end, so that a step of the wall clock neither stretches nor skips it).
     public func earliestStart(of request: TaskRequest) -> Date? {
         var start = request.earliestBeginDate
         let runs = (try? store.runs(request.identifier, last: 20)) ?? []
         let failures = runs.reversed().prefix { $0.outcome.isFailure }
         if let last = failures.first {
             let hold = min(configuration.failureBackoff * pow(2, Double(failures.count - 1)), 86_400)
-            let after = last.ended.addingTimeInterval(hold)
+            let elapsed = (last.endedReading ?? ClockReading(wall: last.ended, uptime: -1, bootID: "")).elapsed(until: clock)
+            let after = clock.now.addingTimeInterval(hold - elapsed)
             start = max(start ?? after, after)
         }
         return start
@@ -255,7 +261,8 @@ public final class TaskScheduler: Sendable {
         let now = clock.now
         let onComplete: @Sendable (BackgroundTask, TaskOutcome) -> Void = { [weak self] task, outcome in
             guard let self else { return }
-            try? self.store.record(TaskRun(identifier: task.identifier, kind: task.kind, started: task.started, ended: self.clock.now, outcome: outcome))
+            try? self.store.record(TaskRun(identifier: task.identifier, kind: task.kind, started: task.started, ended: self.clock.now, outcome: outcome,
+                                           endedReading: ClockReading(self.clock)))
             self.state.withLock { s in
                 if s.running[task.identifier]?.task === task { s.running[task.identifier] = nil }
             }
@@ -265,7 +272,7 @@ public final class TaskScheduler: Sendable {
             : ProcessingTask(identifier: identifier, kind: kind, started: now, onComplete: onComplete)
         let registration: Registration? = state.withLock { s in
             guard let r = s.handlers[identifier] else { return nil }
-            s.running[identifier] = Running(task: task, queue: r.queue ?? DispatchQueue.global(), expiredAt: nil)
+            s.running[identifier] = Running(task: task, queue: r.queue ?? DispatchQueue.global(), startedUptime: clock.uptime, expiredAt: nil)
             return r
         }
         guard let registration else { return }
@@ -273,12 +280,12 @@ public final class TaskScheduler: Sendable {
     }
 
     private func expireOverdue() {
-        let now = clock.now
+        let now = clock.uptime   // budgets and grace periods are durations: on the monotonic clock
         let running = state.withLock { Array($0.running.values) }
         for r in running {
             if let at = r.expiredAt {
-                if now >= at.addingTimeInterval(configuration.expirationGrace) { r.task.finish(.killed) }
-            } else if now >= r.task.started.addingTimeInterval(configuration.budget(r.task.kind)) {
+                if now >= at + configuration.expirationGrace { r.task.finish(.killed) }
+            } else if now >= r.startedUptime + configuration.budget(r.task.kind) {
                 expire(r.task.identifier)
             }
         }
@@ -292,7 +299,7 @@ public final class TaskScheduler: Sendable {
         case .markFailed:
             r.task.finish(.expired)
         case .call(let handler):
-            let now = clock.now
+            let now = clock.uptime
             state.withLock { s in s.running[identifier]?.expiredAt = now }
             r.queue.async { handler() }
         }
@@ -370,7 +377,7 @@ public final class TaskScheduler: Sendable {
     /// overran and was killed.
     public func recordOutcome(forTaskWithIdentifier identifier: String, kind: TaskKind, started: Date, outcome: TaskOutcome) {
         _ = try? store.claim(identifier, submittedBefore: started)   // not one the app resubmitted while it ran
-        try? store.record(TaskRun(identifier: identifier, kind: kind, started: started, ended: clock.now, outcome: outcome))
+        try? store.record(TaskRun(identifier: identifier, kind: kind, started: started, ended: clock.now, outcome: outcome, endedReading: ClockReading(clock)))
     }
 
     /// Whether a request with this identifier is pending.

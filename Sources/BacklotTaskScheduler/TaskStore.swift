@@ -17,6 +17,11 @@ struct TaskStore: Sendable {
             """)
             try AppLaunchRecord.createTables(&tx)
         }
+        // The run's end on the monotonic clock, for the back-off (added since the first release;
+        // an error means the column is there).
+        for column in ["ended_uptime REAL", "boot TEXT"] {
+            try? db.transaction { tx in try tx.execute("ALTER TABLE task_runs ADD COLUMN \(column)") }
+        }
     }
 
     /// Stores a request, replacing one with the same identifier; refuses one over its kind's limit.
@@ -85,9 +90,10 @@ struct TaskStore: Sendable {
     /// Records a run, keeping the last 100 of each identifier.
     func record(_ run: TaskRun) throws {
         try db.transaction { tx in
-            _ = try tx.run("INSERT INTO task_runs(identifier, kind, started, ended, outcome) VALUES (?, ?, ?, ?, ?)",
+            _ = try tx.run("INSERT INTO task_runs(identifier, kind, started, ended, outcome, ended_uptime, boot) VALUES (?, ?, ?, ?, ?, ?, ?)",
                            [.text(run.identifier), .text(run.kind.rawValue), .real(run.started.timeIntervalSince1970),
-                            .real(run.ended.timeIntervalSince1970), .text(run.outcome.rawValue)])
+                            .real(run.ended.timeIntervalSince1970), .text(run.outcome.rawValue),
+                            run.endedReading.map { .real($0.uptime) } ?? .null, run.endedReading.map { .text($0.bootID) } ?? .null])
             _ = try tx.run("""
                 DELETE FROM task_runs WHERE identifier = ? AND seq NOT IN (SELECT seq FROM task_runs WHERE identifier = ? ORDER BY seq DESC LIMIT 100)
                 """, [.text(run.identifier), .text(run.identifier)])
@@ -103,8 +109,13 @@ struct TaskStore: Sendable {
         }
         return rows.map { r in
             func date(_ k: String) -> Date { if case .real(let t)? = r[k] { Date(timeIntervalSince1970: t) } else { Date(timeIntervalSince1970: 0) } }
+            var reading: ClockReading?
+            if case .real(let uptime)? = r["ended_uptime"], uptime.isFinite, let boot = r["boot"]?.string {
+                reading = ClockReading(wall: date("ended"), uptime: uptime, bootID: boot)
+            }
             return TaskRun(identifier: r["identifier"]?.string ?? "", kind: TaskKind(rawValue: r["kind"]?.string ?? "") ?? .refresh,
-                           started: date("started"), ended: date("ended"), outcome: TaskOutcome(rawValue: r["outcome"]?.string ?? "") ?? .failure)
+                           started: date("started"), ended: date("ended"), outcome: TaskOutcome(rawValue: r["outcome"]?.string ?? "") ?? .failure,
+                           endedReading: reading)
         }
     }
 
@@ -128,4 +139,16 @@ public struct TaskRun: Sendable, Hashable {
     public let started: Date
     public let ended: Date
     public let outcome: TaskOutcome
+    /// The end on both clocks (nil for runs recorded before this was kept): the back-off is
+    /// measured from it on the monotonic clock.
+    public let endedReading: ClockReading?
+
+    public init(identifier: String, kind: TaskKind, started: Date, ended: Date, outcome: TaskOutcome, endedReading: ClockReading? = nil) {
+        self.identifier = identifier
+        self.kind = kind
+        self.started = started
+        self.ended = ended
+        self.outcome = outcome
+        self.endedReading = endedReading
+    }
 }

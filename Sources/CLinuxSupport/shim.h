@@ -1,9 +1,13 @@
 // Linux system calls that Swift's Glibc module does not expose (header only, no library).
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   // pipe2
+#endif
 #include <fcntl.h>
 #include <unistd.h>
 #include <errno.h>
 #include <sys/syscall.h>
 #include <linux/openat2.h>
+#include <string.h>
 
 /// Opens `path` for reading strictly beneath the directory `dirfd`: no "..", no absolute path,
 /// no symbolic link anywhere on the way (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS),
@@ -15,4 +19,91 @@ static inline int clinux_open_beneath(int dirfd, const char *path) {
     how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
     return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+// MARK: Child processes in their own process group (BacklotBasics.ChildProcess)
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+/// Starts `path` with `argv` and `envp` as the leader of a new process group, its standard input,
+/// output and error on `in_fd`, `out_fd` and `err_fd`; no other descriptor of the caller is
+/// inherited. The child is *held* before it executes anything: it waits for one byte on the pipe
+/// whose write end is returned in `*go_fd`, so that the caller can record the process group
+/// first; when that end is closed without a byte (the caller died), the child exits with 127.
+/// `*exec_error_fd` is a pipe read end that receives the child's errno when execve fails and
+/// reaches end-of-file when it succeeded. Signal dispositions and the signal mask are reset.
+/// Only async-signal-safe calls run between fork and execve. Returns the pid, or -1 with errno.
+static inline pid_t clinux_spawn_held(const char *path, char *const argv[], char *const envp[],
+                                      int in_fd, int out_fd, int err_fd, int *go_fd, int *exec_error_fd) {
+    int go[2], ex[2];
+    if (pipe2(go, O_CLOEXEC) != 0) return -1;
+    if (pipe2(ex, O_CLOEXEC) != 0) { int e = errno; close(go[0]); close(go[1]); errno = e; return -1; }
+    pid_t pid = fork();
+    if (pid < 0) { int e = errno; close(go[0]); close(go[1]); close(ex[0]); close(ex[1]); errno = e; return -1; }
+    if (pid == 0) {
+        close(go[1]);   // so that the caller's death closes the go pipe's only writer
+        close(ex[0]);
+        setpgid(0, 0);
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        for (int s = 1; s < NSIG; s++) sigaction(s, &dfl, NULL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        // Standard descriptors, moved out of the way first if they collide.
+        int fds[3] = {in_fd, out_fd, err_fd};
+        for (int i = 0; i < 3; i++) if (fds[i] >= 0 && fds[i] < 3) { int d = fcntl(fds[i], F_DUPFD_CLOEXEC, 3); if (d < 0) _exit(127); fds[i] = d; }
+        for (int i = 0; i < 3; i++) if (fds[i] >= 0 && dup2(fds[i], i) < 0) _exit(127);
+        // Everything else closes at execve (the go pipe is still readable until then).
+        if (syscall(SYS_close_range, 3, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */) != 0) {
+            for (int fd = 3; fd < 65536; fd++) fcntl(fd, F_SETFD, FD_CLOEXEC);
+        }
+        char c;
+        ssize_t n;
+        do { n = read(go[0], &c, 1); } while (n < 0 && errno == EINTR);
+        if (n != 1) _exit(127);
+        execve(path, argv, envp);
+        int e = errno;
+        ssize_t w;
+        do { w = write(ex[1], &e, sizeof e); } while (w < 0 && errno == EINTR);
+        _exit(127);
+    }
+    setpgid(pid, pid);   // also in the parent, so that the group exists when fork returns
+    close(go[0]);
+    close(ex[1]);
+    *go_fd = go[1];
+    *exec_error_fd = ex[0];
+    return pid;
+}
+
+/// pipe2(fds, O_CLOEXEC), which Swift's Glibc module does not expose.
+static inline int clinux_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
+}
+
+/// A descriptor that becomes readable when the process exits (pidfd_open, Linux 5.3), or -1.
+static inline int clinux_pidfd_open(pid_t pid) {
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/// Whether the child `pid` has ended, without reaping it (waitid with WNOWAIT): 1 yes, 0 no, -1 error.
+static inline int clinux_has_exited(pid_t pid) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return -1;
+    return info.si_pid == pid ? 1 : 0;
+}
+
+/// Reaps the child `pid` (blocking): `*exit_status` is its exit status or -1, `*signal_number`
+/// the signal that ended it or 0. Returns 0, or -1 with errno.
+static inline int clinux_reap(pid_t pid, int *exit_status, int *signal_number) {
+    int status = 0;
+    pid_t r;
+    do { r = waitpid(pid, &status, 0); } while (r < 0 && errno == EINTR);
+    if (r < 0) return -1;
+    *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    *signal_number = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    return 0;
 }

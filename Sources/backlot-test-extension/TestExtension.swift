@@ -3,9 +3,15 @@
 //   {"mode": "normal" | "hang" | "crash", "decline": [pack IDs], "downloads": [{identifier, url, fileSize, essential}],
 //    "moveTo": folder for finished files, "trySchedule": true (schedule a download during downloads(for:) and log the answer),
 //    "crashOnFinished": true}
+//   further modes: "grandchild" (starts `sleep 600` in its process group with its standard output, logs "grandchild PID", then
+//   answers), "grandchild-hang" (the same, then hangs), "flood" (prints "floodBytes" bytes, 64 MiB by default, then answers),
+//   "empty-answer" (answers `{}` to shouldDownload), "sleep" (sleeps "seconds" seconds, then answers)
 import BacklotClient
 import BacklotExtension
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @main struct TestExtension: ManagedDownloaderExtension {
     let container = ProcessInfo.processInfo.environment["BACKLOT_CONTAINER"] ?? "."
@@ -28,6 +34,28 @@ import Foundation
         switch settings["mode"] as? String {
         case "hang": while true { sleep(1) }
         case "crash": abort()
+        case "grandchild", "grandchild-hang":
+            var pid: pid_t = 0
+            let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("600"), nil]
+            if posix_spawn(&pid, "/bin/sleep", nil, nil, argv, environ) == 0 { log("grandchild \(pid)") }
+            if settings["mode"] as? String == "grandchild-hang" { while true { sleep(1) } }
+        case "flood":
+            let total = settings["floodBytes"] as? Int ?? 64 << 20
+            let line = [UInt8](repeating: UInt8(ascii: "x"), count: 1023) + [UInt8(ascii: "\n")]
+            var written = 0
+            while written < total {
+                let n = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+                if n <= 0 { break }
+                written += n
+            }
+            log("flooded \(written)")
+        case "empty-answer":
+            let reply = CommandLine.arguments[3]
+            _ = FileManager.default.createFile(atPath: reply, contents: Data("{}".utf8))
+            log("answered {}")
+            exit(0)
+        case "sleep":
+            Thread.sleep(forTimeInterval: settings["seconds"] as? Double ?? 1)
         default: break
         }
     }

@@ -435,3 +435,85 @@ func eventually(_ condition: () -> Bool) -> Bool {
         #expect(source.current().networkMetered)
     }
 }
+
+/// Durations on the monotonic clock, calendar facts on the wall clock: a clock the test controls
+/// (``ManualClock/step(by:)`` moves the wall clock only, as an administrator or NTP does).
+@Suite struct TaskSchedulerClockStepTests {
+    @Test(arguments: [-3600.0, 7200.0])
+    func aStepNeitherStretchesNorCutsATasksBudgetAndGrace(step: Double) throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        let log = Log()
+        f.scheduler.register(forTaskWithIdentifier: "refresh", using: nil) { task in
+            task.expirationHandler = { log.add("expired") }
+            log.add("started")
+        }
+        try f.scheduler.submit(AppRefreshTaskRequest(identifier: "refresh"))
+        #expect(f.scheduler.runDueTasks() == ["refresh"])
+        #expect(eventually { log.all == ["started"] })
+        f.clock.step(by: step)
+        f.clock.advance(by: 29)
+        f.scheduler.runDueTasks()
+        #expect(log.all == ["started"])          // two hours forward are not 30 s of budget
+        f.clock.advance(by: 1)                    // an hour back does not stretch the 30 s
+        f.scheduler.runDueTasks()
+        #expect(eventually { log.all == ["started", "expired"] })
+        f.clock.step(by: -step)
+        f.clock.advance(by: 5)                    // the grace period, whatever the wall clock did
+        f.scheduler.runDueTasks()
+        #expect(f.scheduler.runningTaskIdentifiers.isEmpty)
+        #expect(f.scheduler.history(forTaskWithIdentifier: "refresh").map(\.outcome) == [.killed])
+    }
+
+    @Test(arguments: [-3600.0, 7200.0])
+    func aStepNeitherStretchesNorSkipsTheBackOff(step: Double) throws {
+        let f = try Fixture { $0.failureBackoff = 100 }
+        defer { f.dir.remove() }
+        f.scheduler.register(forTaskWithIdentifier: "refresh", using: nil) { task in task.setTaskCompleted(success: false) }
+        func runOnce() -> Bool {
+            let ran = f.scheduler.runDueTasks() == ["refresh"]
+            if ran { _ = eventually { f.scheduler.runningTaskIdentifiers.isEmpty } }
+            return ran
+        }
+        try f.scheduler.submit(AppRefreshTaskRequest(identifier: "refresh"))
+        #expect(runOnce())
+        try f.scheduler.submit(AppRefreshTaskRequest(identifier: "refresh"))
+        f.clock.step(by: step)
+        #expect(!runOnce())          // two hours forward do not end the 100 s back-off
+        f.clock.advance(by: 99)
+        #expect(!runOnce())
+        f.clock.advance(by: 1)
+        #expect(runOnce())           // an hour back does not make it an hour longer
+        // Another scheduler on the same database (the agent, the app) measures it the same way.
+        try f.scheduler.submit(AppRefreshTaskRequest(identifier: "refresh"))
+        f.clock.step(by: -step)
+        f.clock.advance(by: 199)
+        #expect(!(try f.restarted().isDue(f.scheduler.pendingTaskRequests()[0])))
+        f.clock.advance(by: 1)
+        #expect(try f.restarted().isDue(f.scheduler.pendingTaskRequests()[0]))
+    }
+
+    @Test func earliestBeginDateIsACalendarFact() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        let r = AppRefreshTaskRequest(identifier: "refresh")
+        r.earliestBeginDate = f.clock.now.addingTimeInterval(900)
+        try f.scheduler.submit(r)
+        #expect(f.scheduler.dueTaskRequests().isEmpty)
+        f.clock.step(by: 900)   // the wall clock reached the date
+        #expect(f.scheduler.dueTaskRequests().map(\.identifier) == ["refresh"])
+    }
+
+    @Test func aReadingMeasuresOnTheMonotonicClockWithinABoot() {
+        let clock = ManualClock()
+        let reading = ClockReading(clock)
+        clock.step(by: -3600)
+        clock.advance(by: 10)
+        #expect(reading.elapsed(until: clock) == 10)
+        // From another boot only the wall clock can say, and never less than nothing.
+        let before = ClockReading(wall: clock.now.addingTimeInterval(60), uptime: 5, bootID: "another")
+        #expect(before.elapsed(until: clock) == 0)
+        let real = ClockReading(SystemClock())
+        #expect(real.elapsed(until: SystemClock()) >= 0)
+    }
+}
