@@ -109,7 +109,7 @@ public struct AgentConfiguration: Sendable {
         do {
             trustedKeys = [try RepositoryDirectory.readPublicKey(path: path(keyFile))]
         } catch let e as BacklotError {
-            throw ConfigurationKey.error("BacklotTrustedKey", source: source, "names a key that cannot be read: \(e.message)")
+            throw ConfigurationKey.error("BacklotTrustedKey", source: source, "names \(e.context ?? path(keyFile)), which \(e.message.hasPrefix("is ") || e.message.hasPrefix("holds ") ? e.message : "cannot be read: " + e.message)")
         }
         caFile = try ConfigurationKey.string("BacklotCAFile", in: settings, source: source).map(path)
         if let p = try ConfigurationKey.string("BacklotPlatform", in: settings, source: source) {

@@ -228,12 +228,14 @@ final class XMLPlistParser {
     }
 
     private func add(_ value: PlistValue) {
-        guard let top = stack.popLast() else { return fail("a value outside <plist>") }
+        guard var top = stack.popLast() else { return fail("a value outside <plist>") }
         switch top {
         case .array(var a):
+            top = .plist(nil)   // drop the frame's reference, so that the append is in place (linear, not a copy per element)
             a.append(value)
             stack.append(.array(a))
         case .dict(var d, let key?):
+            top = .plist(nil)   // the same for the dictionary
             d[key] = value
             stack.append(.dict(d, pendingKey: nil))
         case .dict:
