@@ -194,6 +194,8 @@ final class XMLPlistParser {
     }
     private var stack: [Frame] = []
     private var text = ""
+    /// Elements copied to a new buffer by appends (see ``Statistics``).
+    private(set) var copiedElements = 0
     /// The first rule broken, which stops the scan.
     private(set) var failure: String?
     private let source: String
@@ -201,6 +203,18 @@ final class XMLPlistParser {
     private init(source: String) { self.source = source }
 
     static func parse(_ bytes: [UInt8], source: String) throws -> PlistValue {
+        try parseCounting(bytes, source: source).root
+    }
+
+    /// What reading cost, for the test that keeps it linear: the elements copied when arrays grew
+    /// (a copy of the whole array on every append would make this quadratic) and the bytes scanned.
+    struct Statistics {
+        let root: PlistValue
+        let copiedElements: Int
+        let scannedBytes: Int
+    }
+
+    static func parseCounting(_ bytes: [UInt8], source: String) throws -> Statistics {
         // Property lists are UTF-8; anything else is refused before scanning.
         guard String(validating: bytes, as: UTF8.self) != nil else {
             throw BacklotError(.invalidInput, "not a valid XML or binary property list: the text is not valid UTF-8",
@@ -220,7 +234,7 @@ final class XMLPlistParser {
         guard case .plist(let root?)? = reader.stack.first else {
             throw BacklotError(.invalidInput, "the file has no <plist> element with a value", context: source)
         }
-        return root
+        return Statistics(root: root, copiedElements: reader.copiedElements, scannedBytes: scanner.index)
     }
 
     private func fail(_ message: String) {
@@ -232,7 +246,9 @@ final class XMLPlistParser {
         switch top {
         case .array(var a):
             top = .plist(nil)   // drop the frame's reference, so that the append is in place (linear, not a copy per element)
+            let before = a.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
             a.append(value)
+            if a.withUnsafeBufferPointer({ UInt(bitPattern: $0.baseAddress) }) != before { copiedElements += a.count - 1 }
             stack.append(.array(a))
         case .dict(var d, let key?):
             top = .plist(nil)   // the same for the dictionary
