@@ -19,7 +19,7 @@ demo: build
 
 # The tests, then a short seeded pass of every fuzz harness (scripts/fuzz --smoke).
 test: bootstrap
-	$(SWIFT) test
+	@SWIFT=$(SWIFT) scripts/test
 	@scripts/fuzz --smoke
 
 # Builds the libFuzzer harnesses and runs each for FUZZ_SECONDS; crash inputs go to Fuzz/Findings/.

@@ -66,6 +66,7 @@ let package = Package(
 
         // Helpers shared by the test targets: temporary folders, seeded data, sample packs.
         .target(name: "BacklotTestSupport", dependencies: ["BacklotFormat", "BacklotRepository", "BacklotServer", "BacklotClient"]),
+        .testTarget(name: "BacklotBasicsTests", dependencies: ["BacklotBasics"]),
         .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotJSON"]),
         .testTarget(name: "BacklotFormatTests", dependencies: ["BacklotFormat", "BacklotTestSupport"],
                     exclude: ["Fixtures"]),

@@ -110,7 +110,7 @@ public final class ChildProcess: @unchecked Sendable {
     public func release() throws {
         guard goFD >= 0 else { return }
         var one: UInt8 = 1
-        _ = write(goFD, &one, 1)
+        _ = SystemCall.writeWithoutBrokenPipeSignal(goFD, &one, 1)   // a child killed before it read the byte
         close(goFD)
         goFD = -1
         started = .now

@@ -35,3 +35,39 @@ public enum SystemCall {
         }
     }
 }
+
+extension SystemCall {
+    /// `write(2)` to a pipe, FIFO or socket whose reader may be gone, without the `SIGPIPE` that
+    /// would end the whole process (an app, the agent, a test run): the signal is blocked on the
+    /// calling thread for the call, a `SIGPIPE` the call raised is taken back, and the failure is
+    /// `EPIPE` like any other. The process's signal dispositions are left alone, so a library
+    /// may call it. Retries on `EINTR`. Returns what `write` returned (-1 with `errno` set).
+    ///
+    /// ```swift
+    /// var byte: UInt8 = 1
+    /// if SystemCall.writeWithoutBrokenPipeSignal(fd, &byte, 1) < 0 && errno == EPIPE { /* nobody reads */ }
+    /// ```
+    public static func writeWithoutBrokenPipeSignal(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+        var pipeSignal = sigset_t()
+        sigemptyset(&pipeSignal)
+        sigaddset(&pipeSignal, SIGPIPE)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &pipeSignal, &previous)
+        let wasPending: Bool = {
+            var pending = sigset_t()
+            sigpending(&pending)
+            return sigismember(&pending, SIGPIPE) == 1
+        }()
+        var n: Int
+        repeat { n = write(fd, buffer, count) } while n < 0 && errno == EINTR
+        let saved = errno
+        if n < 0 && saved == EPIPE && !wasPending {
+            // The SIGPIPE this write raised is pending on this thread: take it back.
+            var none = timespec(tv_sec: 0, tv_nsec: 0)
+            while sigtimedwait(&pipeSignal, nil, &none) < 0 && errno == EINTR {}
+        }
+        pthread_sigmask(SIG_SETMASK, &previous, nil)
+        errno = saved
+        return n
+    }
+}

@@ -56,7 +56,7 @@ public final class WakeChannel: Sendable {
     /// Wakes this channel's sleeper (from its own process, for example when it stops).
     public func poke() {
         var byte: UInt8 = 1
-        _ = write(fd, &byte, 1)
+        _ = SystemCall.writeWithoutBrokenPipeSignal(fd, &byte, 1)
     }
 
     /// Wakes whoever sleeps on the FIFO at `path`; nothing happens when there is none.
@@ -66,7 +66,7 @@ public final class WakeChannel: Sendable {
         var st = stat()
         if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFIFO {
             var byte: UInt8 = 1
-            _ = write(fd, &byte, 1)
+            _ = SystemCall.writeWithoutBrokenPipeSignal(fd, &byte, 1)   // the agent may stop between the open and the write
         }
         close(fd)
     }

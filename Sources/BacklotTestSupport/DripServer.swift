@@ -33,6 +33,9 @@ public final class DripServer: Sendable {
         port = Int(UInt16(bigEndian: address.sin_port))
         listener = fd
         Thread.detachNewThread { [self] in
+            // The listener is closed here, when accept has returned for good: closed in stop(), its
+            // number could be reused by another test's socket before this thread calls accept again.
+            defer { close(fd) }
             while !stopped.load(ordering: .relaxed) {
                 let client = accept(fd, nil, nil)
                 guard client >= 0 else { return }
@@ -41,12 +44,13 @@ public final class DripServer: Sendable {
                     var buffer = [UInt8](repeating: 0, count: 4096)
                     _ = read(client, &buffer, buffer.count)
                     let head = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(declaredLength)\r\n\r\n".utf8)
-                    guard write(client, head, head.count) == head.count else { return }
+                    // MSG_NOSIGNAL: a client that gave up must not end the test process with SIGPIPE.
+                    guard send(client, head, head.count, Int32(MSG_NOSIGNAL)) == head.count else { return }
                     let step = max(1, bytesPerSecond / 10)
                     var sent = 0
                     while sent < declaredLength && !stopped.load(ordering: .relaxed) {
                         let piece = [UInt8](repeating: UInt8(ascii: " "), count: step)
-                        guard write(client, piece, piece.count) == piece.count else { return }
+                        guard send(client, piece, piece.count, Int32(MSG_NOSIGNAL)) == piece.count else { return }
                         sent += step
                         usleep(100_000)
                     }
@@ -58,8 +62,7 @@ public final class DripServer: Sendable {
     /// Stops accepting and ends every drip.
     public func stop() {
         stopped.store(true, ordering: .relaxed)
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
+        shutdown(listener, Int32(SHUT_RDWR))   // wakes accept, which then returns and closes it
     }
 
 }

@@ -69,6 +69,11 @@ public final class Nginx: @unchecked Sendable {
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
         process.arguments = ["-c", dir + "/nginx.conf", "-p", dir, "-e", errorLog]
+        // Never the test's own output: a master left behind by a crashed test would hold it open
+        // and keep `swift test` waiting for its end forever. What nginx says goes to its error log.
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
         try process.run()
     }
 

@@ -124,7 +124,7 @@ import Glibc
         address.sin_port = f.server.port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        _ = head.withCString { send(fd, $0, strlen($0), 0) }
+        _ = head.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
         if !body.isEmpty { _ = body.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)

@@ -190,7 +190,7 @@ import Testing
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         let head = "PUT /api/apps/a/packs/Levels/versions/1/archive HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(f.admin)\r\nUpload-Offset: 2\r\nContent-Length: 18446744073709551614\r\n\r\n"
-        _ = head.withCString { send(fd, $0, strlen($0), 0) }
+        _ = head.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
         var buffer = [UInt8](repeating: 0, count: 4096)
         let n = recv(fd, &buffer, buffer.count, 0)
         let answer = String(decoding: buffer.prefix(max(0, n)), as: UTF8.self)

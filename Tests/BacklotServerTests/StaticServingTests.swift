@@ -131,7 +131,7 @@ import Glibc
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         #expect(connected == 0)
-        _ = "GET /v1/keys/ro".withCString { send(fd, $0, 15, 0) }
+        _ = "GET /v1/keys/ro".withCString { send(fd, $0, 15, Int32(MSG_NOSIGNAL)) }
         // Others are served meanwhile.
         for _ in 0..<3 {
             let r = try Curl.run(server.baseURL + "v1/packs/" + name)
