@@ -1,0 +1,91 @@
+import BacklotBasics
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Debian's nginx running the project's own `contrib/nginx/edge.conf` (the configuration operators
+/// install) in front of an origin: `backlot serve` or an S3 bucket holding the published tree.
+///
+/// ```swift
+/// let edge = try EdgeCache(origin: "127.0.0.1:\(server.port)", originPath: "", workDirectory: dir.at("edge"))
+/// defer { edge.stop() }
+/// // clients use edge.baseURL + "v1/apps/APP/CHANNEL/catalog.json"
+/// ```
+public final class EdgeCache: @unchecked Sendable {
+    public let port: UInt16
+    public let process: Process
+    public let directory: String
+    public var errorLog: String { directory + "/error.log" }
+
+    /// `http://127.0.0.1:PORT/`.
+    public var baseURL: String { "http://127.0.0.1:\(port)/" }
+
+    /// The configuration shipped in the repository.
+    public static let configurationTemplate = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("contrib/nginx/edge.conf").path
+
+    /// Renders `contrib/nginx/edge.conf` for `origin` (`host:port`) and the tree's path there
+    /// (`/bucket/prefix`, or "" for `backlot serve`), and starts nginx with it.
+    public init(origin: String, originPath: String, workDirectory: String) throws {
+        port = Nginx.freePort()
+        directory = workDirectory
+        for sub in ["", "/cache", "/tmp", "/logs"] {
+            try FileManager.default.createDirectory(atPath: workDirectory + sub, withIntermediateDirectories: true)
+        }
+        // As root, nginx's workers run as nobody: they must reach and write the cache.
+        if getuid() == 0, let nobody = getpwnam("nobody") {
+            var folder = workDirectory
+            while folder != "/" && !folder.isEmpty {   // reachable from /
+                var st = stat()
+                if stat(folder, &st) == 0 { chmod(folder, st.st_mode & 0o7777 | 0o111) }
+                folder = (folder as NSString).deletingLastPathComponent
+            }
+            for sub in ["/cache", "/tmp"] { chown(workDirectory + sub, nobody.pointee.pw_uid, nobody.pointee.pw_gid) }
+        }
+        let template = try String(contentsOfFile: Self.configurationTemplate, encoding: .utf8)
+        let rendered = template
+            .replacingOccurrences(of: "@LISTEN@", with: "127.0.0.1:\(port)")
+            .replacingOccurrences(of: "@ORIGIN_PATH@", with: originPath)
+            .replacingOccurrences(of: "@ORIGIN@", with: origin)
+            .replacingOccurrences(of: "@CACHE_DIR@", with: workDirectory)
+        let configuration = workDirectory + "/edge.conf"
+        let log = workDirectory + "/error.log"
+        try ("daemon off;\npid \(workDirectory)/nginx.pid;\nerror_log \(log);\n" + rendered)
+            .write(toFile: configuration, atomically: true, encoding: .utf8)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        process.arguments = ["-c", configuration, "-p", workDirectory, "-e", log]
+        // Never the test's own output (a leftover nginx would hold it open): it logs to its error log.
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// Waits until the edge answers `path` (any HTTP status), or about 4 s; false if it never did.
+    public func waitUntilListening(_ path: String = "v1/keys/root.json") -> Bool {
+        for _ in 0..<200 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_addr.s_addr = inet_addr("127.0.0.1")
+            a.sin_port = port.bigEndian
+            let ok = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+            close(fd)
+            if ok { return true }
+            if !process.isRunning { return false }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// What nginx logged (why it would not start).
+    public var errorLogText: String { (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? "" }
+
+    public func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+}
