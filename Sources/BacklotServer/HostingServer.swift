@@ -18,24 +18,28 @@ public final class HostingServer: Sendable {
     private let http: HTTPServer
 
     /// Binds and starts serving.
-    /// - Parameter accessLog: receives one JSON line per request.
-    public convenience init(repository: Repository, configuration: HTTPServer.Configuration,
+    /// - Parameters:
+    ///   - treeHeaders: the published tree's cache rule (its catalog and key-list max-ages).
+    ///   - accessLog: receives one JSON line per request.
+    public convenience init(repository: Repository, configuration: HTTPServer.Configuration, treeHeaders: PublishedTreeHeaders = PublishedTreeHeaders(),
                             accessLog: (@Sendable (String) -> Void)? = nil) throws {
         try self.init(repository: repository, listening: ListeningSocket(host: configuration.host, port: configuration.port),
-                      configuration: configuration, accessLog: accessLog)
+                      configuration: configuration, treeHeaders: treeHeaders, accessLog: accessLog)
     }
 
     /// Starts serving on a socket bound beforehand.
-    /// - Parameter accessLog: receives one JSON line per request.
+    /// - Parameters:
+    ///   - treeHeaders: the published tree's cache rule (its catalog and key-list max-ages).
+    ///   - accessLog: receives one JSON line per request.
     public init(repository: Repository, listening: ListeningSocket, configuration: HTTPServer.Configuration,
-                accessLog: (@Sendable (String) -> Void)? = nil) throws {
+                treeHeaders: PublishedTreeHeaders = PublishedTreeHeaders(), accessLog: (@Sendable (String) -> Void)? = nil) throws {
         let directory = repository.directory
         self.directory = directory
         let metrics = ServerMetrics()
         self.metrics = metrics
         repository.onProcessed { metrics.recordProcessing($0) }
         let api = ManagementAPI(repository: repository, metrics: metrics)
-        let tree = try StaticTree(root: directory.publicTreePath)
+        let tree = try StaticTree(root: directory.publicTreePath, headers: treeHeaders)
         http = try HTTPServer(listening: listening, configuration: configuration, observer: { request, route, status, bytes, seconds in
             metrics.recordRequest(route: route, status: status, bytes: bytes)
             accessLog?(HostingServer.logLine(request, route: route, status: status, bytes: bytes, seconds: seconds))

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotRepository
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +17,10 @@ public struct StaticTree: Sendable {
     /// The root, opened once; every file is opened beneath it through no link (``DirectoryHandle``).
     private let rootHandle: DirectoryHandle
 
-    public init(root: String) throws {
+    /// - Parameter headers: the cache rule; catalogs may be given another max-age than the
+    ///   protocol's 60 s (`backlot serve --catalog-max-age`), for a CDN in front.
+    public init(root: String, headers: PublishedTreeHeaders = PublishedTreeHeaders()) throws {
+        self.headers = headers
         guard let real = FileSystem.realPath(root), try FileSystem.status(real)?.kind == .directory else {
             throw BacklotError(.io, "the published tree does not exist", context: root)
         }
@@ -31,10 +35,8 @@ public struct StaticTree: Sendable {
         return (fd.rawValue, st)
     }
 
-    /// Seconds clients and caches may keep a catalog or an Apple download manifest.
-    public static let catalogMaxAge = 60
-    /// Seconds clients and caches may keep the current key list (`v1/keys/root.json`).
-    public static let keyListMaxAge = 300
+    /// The `Cache-Control` and `Content-Type` rule (docs/protocol.md §1), with its max-ages.
+    public let headers: PublishedTreeHeaders
 
     /// Answers a GET or HEAD for a path of the tree, with the conditional requests of RFC 9110 §13
     /// evaluated in its order: `If-Match` (412), `If-Unmodified-Since` (412, only without
@@ -62,8 +64,8 @@ public struct StaticTree: Sendable {
             ("ETag", etag),
             ("Last-Modified", lastModified),
             ("Accept-Ranges", "bytes"),
-            ("Cache-Control", Self.cacheControl(relative)),
-            ("Content-Type", Self.contentType(relative)),
+            ("Cache-Control", headers.cacheControl(relative)),
+            ("Content-Type", PublishedTreeHeaders.contentType(relative)),
         ]
         func refuse(_ response: HTTPResponse) -> HTTPResponse {
             close(fd)
@@ -170,38 +172,5 @@ public struct StaticTree: Sendable {
     }
 
     /// The SHA-256 of `v1/packs/SHA256.pack`, or nil for any other path.
-    static func contentAddress(_ relative: String) -> Substring? {
-        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "v1", parts[1] == "packs", parts[2].hasSuffix(".pack"), parts[2].utf8.count == 69 else { return nil }
-        let sha = parts[2].dropLast(5)
-        return sha.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) ? sha : nil
-    }
-
-    /// docs/protocol.md §1, row by row.
-    static func cacheControl(_ relative: String) -> String {
-        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
-        let name = parts.last.map(String.init) ?? relative
-        if contentAddress(relative) != nil { return "public, max-age=31536000, immutable" }
-        if parts.count == 3, parts[0] == "v1", parts[1] == "keys" {
-            if name == "root.json" { return "public, max-age=\(keyListMaxAge)" }
-            if name.hasPrefix("root-"), name.hasSuffix(".json") { return "public, max-age=31536000, immutable" }
-        }
-        if isApplePack(parts) { return "no-cache" }
-        if name.hasSuffix(".json") { return "public, max-age=\(catalogMaxAge)" }
-        return "no-cache"
-    }
-
-    /// `v1/apple/APP/CHANNEL/PLATFORM/packs/ID`: an `.aar` under its pack ID, whatever the ID ends with.
-    static func isApplePack(_ parts: [Substring]) -> Bool {
-        parts.count == 7 && parts[0] == "v1" && parts[1] == "apple" && parts[5] == "packs"
-    }
-
-    static func contentType(_ relative: String) -> String {
-        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
-        let name = parts.last.map(String.init) ?? relative
-        if isApplePack(parts) { return "application/octet-stream" }
-        if name.hasSuffix(".json") { return "application/json" }
-        if name.hasSuffix(".pub") || name.hasSuffix(".pem") { return "text/plain; charset=utf-8" }
-        return "application/octet-stream"
-    }
+    static func contentAddress(_ relative: String) -> Substring? { PublishedTreeHeaders.contentAddress(relative) }
 }

@@ -13,10 +13,12 @@ public final class ClientFixture: @unchecked Sendable {
     public let server: HostingServer
     public let app = "com.example.game"
 
-    public init() throws {
+    /// - Parameter catalogMaxAge: the catalogs' max-age the server sends (the protocol's 60 s by default).
+    public init(catalogMaxAge: Int = PublishedTreeHeaders.standardCatalogMaxAge) throws {
         dir = try TemporaryDirectory("client")
         repository = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
-        server = try HostingServer(repository: repository, configuration: .init(port: 0))
+        server = try HostingServer(repository: repository, configuration: .init(port: 0),
+                                   treeHeaders: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge))
         try repository.createApp(app)
     }
 

@@ -31,7 +31,8 @@ import Testing
     }
 
     @Test func aSecondInstallIsServedFromTheEdgesCacheAndUpdatesComeThroughIt() async throws {
-        let f = try ClientFixture()
+        // Catalogs kept 1 s (not 60): the update below is seen after a second, not a minute.
+        let f = try ClientFixture(catalogMaxAge: 1)
         let origin = URL(string: f.server.baseURL)!
         let edge = try EdgeCache(origin: "127.0.0.1:\(origin.port!)", originPath: "", workDirectory: f.dir.at("edge"))
         defer { edge.stop() }
@@ -51,5 +52,26 @@ import Testing
         let afterSecond = originLoad(f)
         #expect(afterSecond.requests == afterFirst.requests, "the origin answered \(afterSecond.requests - afterFirst.requests) requests of the second install")
         #expect(afterSecond.bytes == afterFirst.bytes)
+
+        // An update: once the edge's copy of the catalog is older than its max-age, the edge
+        // revalidates it and the first device updates through the edge, fetching only what changed.
+        let full = UInt64(try FileDescriptor.openForReading(try f.archivePath()).size())
+        let (edited, _) = try f.publish(edit: true)
+        var update = try await first.fetch(packWithID: "Levels")
+        for _ in 0..<40 where update.version != 2 {   // the edge's copy expires within a second
+            try await Task.sleep(nanoseconds: 100_000_000)
+            update = try await first.fetch(packWithID: "Levels")
+        }
+        #expect(update.version == 2)
+        #expect(update.downloadedBytes > 0 && update.downloadedBytes < full / 4, "\(update.downloadedBytes) of \(full)")
+        #expect(try sameFiles(edited, first.url(for: "readme.txt").deletingLastPathComponent().path))
+        // The second device's update: the changed chunks come from the edge's slices.
+        let beforeSecondUpdate = originLoad(f)
+        let secondUpdate = try await second.fetch(packWithID: "Levels")
+        #expect(secondUpdate.version == 2)
+        #expect(try sameFiles(edited, second.url(for: "readme.txt").deletingLastPathComponent().path))
+        let afterSecondUpdate = originLoad(f)
+        #expect(afterSecondUpdate.bytes - beforeSecondUpdate.bytes < secondUpdate.downloadedBytes,
+                "the origin sent \(afterSecondUpdate.bytes - beforeSecondUpdate.bytes) bytes for an update of \(secondUpdate.downloadedBytes)")
     }
 }

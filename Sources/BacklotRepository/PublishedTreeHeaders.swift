@@ -1,0 +1,63 @@
+/// The `Cache-Control` and `Content-Type` of every file of the published tree, decided by its path
+/// (docs/protocol.md §1, row by row): the one rule for `backlot serve`, for the objects written to
+/// a bucket, and so for any CDN in front of either.
+///
+/// ```swift
+/// let headers = PublishedTreeHeaders()                     // catalogs 60 s, the key list 300 s
+/// headers.cacheControl("v1/apps/com.example.game/production/catalog.json")   // "public, max-age=60"
+/// PublishedTreeHeaders.contentType("v1/packs/\(sha).pack")                // "application/octet-stream"
+/// ```
+public struct PublishedTreeHeaders: Sendable, Hashable {
+    /// Seconds clients and caches may keep a catalog or an Apple download manifest.
+    public var catalogMaxAge: Int
+    /// Seconds clients and caches may keep the current key list (`v1/keys/root.json`).
+    public var keyListMaxAge: Int
+
+    /// The protocol's defaults: catalogs and Apple manifests 60 s, the current key list 300 s.
+    public static let standardCatalogMaxAge = 60
+    public static let standardKeyListMaxAge = 300
+
+    /// - Parameters: the max-ages, at least 0 (0 makes every check reach the origin).
+    public init(catalogMaxAge: Int = PublishedTreeHeaders.standardCatalogMaxAge,
+                keyListMaxAge: Int = PublishedTreeHeaders.standardKeyListMaxAge) {
+        self.catalogMaxAge = max(0, catalogMaxAge)
+        self.keyListMaxAge = max(0, keyListMaxAge)
+    }
+
+    /// `Cache-Control` for a path relative to the tree's root (`v1/…`).
+    public func cacheControl(_ relative: String) -> String {
+        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
+        let name = parts.last.map(String.init) ?? relative
+        if Self.contentAddress(relative) != nil { return "public, max-age=31536000, immutable" }
+        if parts.count == 3, parts[0] == "v1", parts[1] == "keys" {
+            if name == "root.json" { return "public, max-age=\(keyListMaxAge)" }
+            if name.hasPrefix("root-"), name.hasSuffix(".json") { return "public, max-age=31536000, immutable" }
+        }
+        if Self.isApplePack(parts) { return "no-cache" }
+        if name.hasSuffix(".json") { return "public, max-age=\(catalogMaxAge)" }
+        return "no-cache"
+    }
+
+    /// `Content-Type` for a path relative to the tree's root.
+    public static func contentType(_ relative: String) -> String {
+        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
+        let name = parts.last.map(String.init) ?? relative
+        if isApplePack(parts) { return "application/octet-stream" }
+        if name.hasSuffix(".json") { return "application/json" }
+        if name.hasSuffix(".pub") || name.hasSuffix(".pem") { return "text/plain; charset=utf-8" }
+        return "application/octet-stream"
+    }
+
+    /// The SHA-256 (hex) of `v1/packs/SHA256.pack`, or nil for any other path.
+    public static func contentAddress(_ relative: String) -> Substring? {
+        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "v1", parts[1] == "packs", parts[2].hasSuffix(".pack"), parts[2].utf8.count == 69 else { return nil }
+        let sha = parts[2].dropLast(5)
+        return sha.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) ? sha : nil
+    }
+
+    /// `v1/apple/APP/CHANNEL/PLATFORM/packs/ID`: an `.aar` under its pack ID, whatever the ID ends with.
+    static func isApplePack(_ parts: [Substring]) -> Bool {
+        parts.count == 7 && parts[0] == "v1" && parts[1] == "apple" && parts[5] == "packs"
+    }
+}
