@@ -65,7 +65,7 @@ public final class PostgresDatabase: MetadataDatabase {
         displayName = name
         connection = Mutex(Connection(handle: handle, name: name))
         try connection.withLock { c in
-            // Quiet notices ("relation exists, skipping") and UTC timestamps; text is UTF-8.
+            // Quiet notices ("relation exists, skipping"); text is UTF-8.
             try c.execute("SET client_min_messages = warning; SET client_encoding = 'UTF8'")
         }
     }
@@ -75,7 +75,6 @@ public final class PostgresDatabase: MetadataDatabase {
     }
 
     @discardableResult
-
     public func transaction<T>(_ body: (inout any MetadataConnection) throws -> T) throws -> T {
         try connection.withLock { c in
             var attempt = 0
@@ -111,7 +110,6 @@ public final class PostgresDatabase: MetadataDatabase {
     }
 
     @discardableResult
-
     public func read<T>(_ body: (inout any MetadataConnection) throws -> T) throws -> T {
         try connection.withLock { c in
             var attempt = 0
@@ -131,7 +129,6 @@ public final class PostgresDatabase: MetadataDatabase {
     }
 
     @discardableResult
-
     public func withExclusiveLock<T>(_ name: String, _ body: () throws -> T) throws -> T {
         try read { try $0.run("SELECT pg_advisory_lock(hashtextextended(?, 0))", [.text(name)]) }
         defer { _ = try? read { try $0.run("SELECT pg_advisory_unlock(hashtextextended(?, 0))", [.text(name)]) } }
@@ -161,7 +158,8 @@ public final class PostgresDatabase: MetadataDatabase {
     }
 
     static func connectionFailure(_ message: String, name: String, user: String) -> BacklotError {
-        let at = name.replacingOccurrences(of: "postgresql://", with: "")
+        // host:port/db (the user is named separately where it matters).
+        let at = name.split(separator: "@", maxSplits: 1).last.map(String.init) ?? name
         if message.contains("authentication failed") || message.contains("no password supplied") {
             return BacklotError(.forbidden, "PostgreSQL authentication failed for user \"\(user)\" at \(at): \(message)", context: name,
                                 hint: "check the password: in the URI, in PGPASSWORD or in ~/.pgpass (mode 0600)")

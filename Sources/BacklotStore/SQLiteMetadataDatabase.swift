@@ -26,7 +26,6 @@ public struct SQLiteMetadataDatabase: MetadataDatabase {
     public var displayName: String { database.path }
 
     @discardableResult
-
     public func transaction<T>(_ body: (inout any MetadataConnection) throws -> T) throws -> T {
         try database.transaction { c in
             var connection: any MetadataConnection = c
@@ -35,7 +34,6 @@ public struct SQLiteMetadataDatabase: MetadataDatabase {
     }
 
     @discardableResult
-
     public func read<T>(_ body: (inout any MetadataConnection) throws -> T) throws -> T {
         try database.read { c in
             var connection: any MetadataConnection = c
@@ -44,7 +42,6 @@ public struct SQLiteMetadataDatabase: MetadataDatabase {
     }
 
     @discardableResult
-
     public func withExclusiveLock<T>(_ name: String, _ body: () throws -> T) throws -> T { try body() }
 }
 

@@ -69,17 +69,18 @@ public final class PostgresCluster: @unchecked Sendable {
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
         password = bytes.map { String(format: "%02x", $0) }.joined()
         do {
+            try startWatchdog()
             chmod(folder, 0o755)
             if getuid() == 0 { try Self.run("/bin/chown", ["postgres:postgres", folder], asPostgres: false) }
             let passwordFile = folder + "/password"
             try password.write(toFile: passwordFile, atomically: false, encoding: .utf8)
+            chmod(passwordFile, 0o600)
             if getuid() == 0 { try Self.run("/bin/chown", ["postgres:postgres", passwordFile], asPostgres: false) }
             try Self.run(Self.binaries + "/initdb", ["-D", dataDirectory, "-U", superuser, "--pwfile", passwordFile,
                                                      "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync", "--no-instructions",
                                                      "-E", "UTF8", "--locale=C"])
             unlink(passwordFile)
             try start()
-            try startWatchdog()
         } catch {
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             FileSystem.removeTree(folder)
