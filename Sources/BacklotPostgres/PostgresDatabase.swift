@@ -138,9 +138,10 @@ public final class PostgresDatabase: MetadataDatabase {
     // MARK: Connecting
 
     static func connect(_ url: String, timeout: Int) -> OpaquePointer? {
-        // expand_dbname: the URI's own settings override the ones before it.
-        let keywords = ["connect_timeout", "application_name", "dbname"]
-        let values = ["\(max(1, timeout))", "backlot", url]
+        // expand_dbname: the URI's own settings override the ones before it. TCP keepalives find a
+        // server that vanished without closing the connection in about a minute.
+        let keywords = ["connect_timeout", "application_name", "keepalives_idle", "keepalives_interval", "keepalives_count", "dbname"]
+        let values = ["\(max(1, timeout))", "backlot", "30", "10", "3", url]
         let k = keywords.map { strdup($0) } + [nil]
         let v = values.map { strdup($0) } + [nil]
         defer { for p in k + v { free(p) } }
