@@ -154,6 +154,30 @@ import Testing
         #expect(rows.compactMap { $0["version"]?.int } == Array(1...Repository.schemaVersion))
     }
 
+    @Test(arguments: Backend.allCases) func adminInitMakesOneFirstAdminTokenEvenWhenRacedAndRefusesASecond(_ backend: Backend) throws {
+        let dir = try TemporaryDirectory("admin-init")
+        defer { dir.remove() }
+        let url = backend == .postgresql ? try PostgresCluster.shared().createDatabase("admininit") : nil
+        let path = dir.at("meta.sqlite")
+        @Sendable func open() throws -> any MetadataDatabase {
+            try url.map { try PostgresDatabase(url: $0) } ?? SQLiteMetadataDatabase(path: path)
+        }
+        let outcomes = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 3) { _ in
+            do {
+                _ = try Repository.createInitialAdminToken(in: open())
+                outcomes.withLock { $0.append("made") }
+            } catch let e as BacklotError where e.code == .conflict {
+                outcomes.withLock { $0.append("refused") }
+            } catch {
+                outcomes.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(outcomes.withLock { $0.sorted() } == ["made", "refused", "refused"])
+        let admins = try open().read { try $0.query("SELECT COUNT(*) AS n FROM tokens WHERE role = 'admin'", []) }
+        #expect(admins.first?["n"] == .integer(1))
+    }
+
     @Test func concurrentReadThenWriteTransactionsLoseNoUpdate() throws {
         let url = try PostgresCluster.shared().createDatabase("counter")
         let setup = try PostgresDatabase(url: url)
