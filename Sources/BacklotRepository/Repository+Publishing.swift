@@ -54,8 +54,8 @@ extension Repository {
                 try tx.run("""
                     INSERT INTO catalogs(app, channel, version, expires) VALUES (?, ?, ?, ?)
                     ON CONFLICT(app, channel) DO UPDATE SET version = excluded.version, expires = excluded.expires
-                    """, [.text(app), .text(channel.rawValue), .integer(try CheckedInteger.convert(version, to: Int64.self, "the catalog version", context: "\(app)/\(channel.rawValue)")),
-                          .integer(try CheckedInteger.convert(catalog.expires.timeIntervalSince1970.rounded(.down), to: Int64.self, "the catalog's expiry"))])
+                    """, [.text(app), .text(channel.rawValue), .integer(try CheckedInteger.convert(version, to: Int64.self, "the catalog version", context: "\(app)/\(channel.rawValue)", code: .io)),
+                          .integer(try CheckedInteger.convert(catalog.expires.timeIntervalSince1970.rounded(.down), to: Int64.self, "the catalog's expiry", code: .io))])
                 return (catalog, archives, apple)
             }
             try publishAppleManifests(app: app, channel: channel, entries: apple)
@@ -81,7 +81,7 @@ extension Repository {
         guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)), let platforms = meta["platforms"].flatMap(Platform.list(json:)) else {
             throw BacklotError(.io, "stored metadata of \(app)/\(pack)/\(number) is invalid")
         }
-        return Catalog.Release(version: try CheckedInteger.convert(number, to: Int.self, "the version number"), downloadPolicy: policy, platforms: platforms, userInfo: meta["userInfo"],
+        return Catalog.Release(version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io), downloadPolicy: policy, platforms: platforms, userInfo: meta["userInfo"],
                                language: meta["language"]?.stringValue, installSize: v["install_size"]?.integer(as: UInt64.self) ?? 0,
                                archiveURL: "../../../packs/\(sha.hex).pack", archiveSize: v["declared_size"]?.integer(as: UInt64.self) ?? 0, archiveSHA256: sha,
                                indexOffset: v["index_offset"]?.integer(as: UInt64.self) ?? 0, indexLength: v["index_length"]?.integer(as: UInt64.self) ?? 0, indexSHA256: indexSHA)
@@ -107,7 +107,7 @@ extension Repository {
         guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)), let platforms = meta["platforms"].flatMap(Platform.list(json:)) else {
             throw BacklotError(.io, "stored manifest of \(app)/\(pack)/\(number) is invalid")
         }
-        return AppleEntry(pack: pack, version: try CheckedInteger.convert(number, to: Int.self, "the version number"), size: v["declared_size"]?.integer(as: UInt64.self) ?? 0, sha256: sha, policy: policy,
+        return AppleEntry(pack: pack, version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io), size: v["declared_size"]?.integer(as: UInt64.self) ?? 0, sha256: sha, policy: policy,
                           platforms: platforms, userInfo: meta["userInfo"])
     }
 

@@ -63,7 +63,7 @@ extension Repository {
             try publish(app: app, channel: channel)
             return nil
         }
-        return try releaseRequest(try CheckedInteger.convert(requestID, to: Int.self, "the release request id"))
+        return try releaseRequest(try CheckedInteger.convert(requestID, to: Int.self, "the new release request id", code: .io))
     }
 
     func requireComplete(_ tx: inout any MetadataConnection, _ app: String, _ pack: String, _ version: Int) throws {

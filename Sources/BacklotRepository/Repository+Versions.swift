@@ -63,12 +63,12 @@ extension Repository {
                                    context: "\(app)/\(pack)", hint: "delete versions you no longer need (backlot versions delete)")
             }
             let last = try tx.query("SELECT MAX(number) AS n FROM versions WHERE app = ? AND pack = ?", [.text(app), .text(pack)]).first?["n"]?.int ?? 0
-            let next = try CheckedInteger.add(last, 1, "the next version number", context: "\(app)/\(pack)")
+            let next = try CheckedInteger.add(last, 1, "the next version number", context: "\(app)/\(pack)", code: .io)
             try tx.run("INSERT INTO versions(app, pack, number, state, declared_size, created, format, manifest) VALUES (?, ?, ?, 'AWAITING_UPLOAD', ?, ?, ?, ?)",
                        [.text(app), .text(pack), .integer(next), .integer(try CheckedInteger.convert(size, to: Int64.self, "the declared size")),
                         .integer(Self.now()), .text(format.rawValue),
                         manifestText.map { .text($0) } ?? .null])
-            return try CheckedInteger.convert(next, to: Int.self, "the version number", context: "\(app)/\(pack)")
+            return try CheckedInteger.convert(next, to: Int.self, "the version number", context: "\(app)/\(pack)", code: .io)
         }
         return try version(app: app, pack: pack, number: number)
     }
