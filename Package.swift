@@ -23,6 +23,7 @@ let package = Package(
         systemLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
         systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
+        systemLibrary("CPostgreSQL", pkgConfig: "libpq", apt: "libpq-dev"),
         // Linux calls missing from Swift's Glibc module (openat2), header only.
         .systemLibrary(name: "CLinuxSupport"),
 
@@ -38,6 +39,8 @@ let package = Package(
                 dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotZstd", "BacklotJSON"]),
         // SQLite behind a Mutex-owned connection.
         .target(name: "BacklotStore", dependencies: ["CSQLite", "BacklotBasics"]),
+        // PostgreSQL (libpq) behind the same store interface as SQLite (MetadataDatabase), for the repository's metadata.
+        .target(name: "BacklotPostgres", dependencies: ["CPostgreSQL", "BacklotStore"]),
         // The repository: apps, versions, releases, tokens, signed catalogs, key lists, the published tree.
         .target(name: "BacklotRepository", dependencies: ["BacklotFormat", "BacklotStore"]),
         // The hosting server: libmicrohttpd, the published tree over HTTP(S) with Range and ETag.
@@ -57,7 +60,7 @@ let package = Package(
         // The task scheduler: Apple's BGTaskScheduler rules, pending requests in SQLite, Linux network and power conditions.
         .target(name: "BacklotTaskScheduler", dependencies: ["BacklotStore", "BacklotInfoPlist"]),
         // The command-line interface, as a library so tests can drive it.
-        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer", "BacklotHTTPClient", "BacklotClient", "BacklotAppClips", "BacklotAgent", "BacklotTaskScheduler"]),
+        .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer", "BacklotHTTPClient", "BacklotClient", "BacklotAppClips", "BacklotAgent", "BacklotTaskScheduler", "BacklotPostgres"]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
 
         // Helper executables for the agent's tests (built with the package, never inside a test).
@@ -65,12 +68,12 @@ let package = Package(
         .executableTarget(name: "backlot-test-app", dependencies: ["BacklotClient", "BacklotTaskScheduler"]),
 
         // Helpers shared by the test targets: temporary folders, seeded data, sample packs.
-        .target(name: "BacklotTestSupport", dependencies: ["BacklotFormat", "BacklotRepository", "BacklotServer", "BacklotClient"]),
+        .target(name: "BacklotTestSupport", dependencies: ["BacklotFormat", "BacklotRepository", "BacklotServer", "BacklotClient", "BacklotPostgres"]),
         .testTarget(name: "BacklotBasicsTests", dependencies: ["BacklotBasics"]),
         .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotJSON"]),
         .testTarget(name: "BacklotFormatTests", dependencies: ["BacklotFormat", "BacklotTestSupport"],
                     exclude: ["Fixtures"]),
-        .testTarget(name: "BacklotRepositoryTests", dependencies: ["BacklotRepository", "BacklotTestSupport"]),
+        .testTarget(name: "BacklotRepositoryTests", dependencies: ["BacklotRepository", "BacklotTestSupport", "BacklotStore", "BacklotPostgres"]),
         .testTarget(name: "BacklotServerTests", dependencies: ["BacklotServer", "BacklotTestSupport"]),
         .testTarget(name: "BacklotClientTests", dependencies: ["BacklotClient", "BacklotServer", "BacklotTestSupport", "BacklotInfoPlist"]),
         .testTarget(name: "BacklotAgentTests", dependencies: ["BacklotAgent", "BacklotTestSupport", "backlot-test-extension", "backlot-test-app"]),

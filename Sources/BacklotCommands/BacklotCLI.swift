@@ -18,7 +18,7 @@ public enum BacklotCLI {
 
     static let commands: [any Command.Type] = [
         TemplateCommand.self, EvaluateCommand.self, PackageCommand.self, InspectCommand.self,
-        VerifyCommand.self, ExtractCommand.self, DiffCommand.self, PlistCheckCommand.self, ServeCommand.self,
+        VerifyCommand.self, ExtractCommand.self, DiffCommand.self, PlistCheckCommand.self, ServeCommand.self, AdminInitCommand.self,
         AppsCreateCommand.self, TokensCreateCommand.self, UploadCommand.self, ReleaseCommand.self, ApproveCommand.self,
         VersionsCommand.self, VersionsDeleteCommand.self, CatalogResignCommand.self, KeysRotateCommand.self,
         DownloadManifestCreateCommand.self, DownloadManifestUpdateCommand.self, FetchCommand.self, StatusCommand.self, RemoveCommand.self,

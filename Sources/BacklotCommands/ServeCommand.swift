@@ -1,10 +1,12 @@
 import BacklotBasics
 import BacklotRepository
 import BacklotServer
+import BacklotStore
 import Dispatch
 import Foundation
 
-/// `backlot serve --data DIR`: serves a repository over HTTPS with a local CA by default.
+/// `backlot serve --data DIR [--database URL]`: serves a repository over HTTPS with a local CA by
+/// default, its metadata in DIR/meta.sqlite or in PostgreSQL.
 struct ServeCommand: Command {
     static let spec = CommandSpec(
         name: "serve",
@@ -16,9 +18,16 @@ struct ServeCommand: Command {
         accept, reuses them on later starts, and prints how to trust the CA. SIGINT or SIGTERM stops
         the server gracefully. One server per data folder: it holds DIR/.lock while it runs, and it
         binds its port before it touches DIR.
+        --database postgresql://USER@HOST:PORT/DB keeps the metadata (apps, versions, releases,
+        tokens) in PostgreSQL instead of DIR/meta.sqlite; DIR still holds the blobs, uploads and the
+        published tree. The password comes from the URI, PGPASSWORD or ~/.pgpass. No admin-token
+        file is written then: make the first admin token with `backlot admin init --database URL`.
+        The schema is created or upgraded at start; a database that cannot be reached stops the
+        start with an error naming host:port/db.
         """,
         options: [
             .init("data", value: "DIR", help: "The repository's data folder (required)."),
+            .init("database", value: "URL", help: "Metadata in PostgreSQL: postgresql://USER@HOST:PORT/DB (default: SQLite in DIR/meta.sqlite)."),
             .init("host", value: "ADDRESS", help: "Address to listen on (default 127.0.0.1)."),
             .init("port", value: "N", help: "Port (default 8443; 0 picks a free one)."),
             .init("tls", value: "MODE", help: "auto (default), off, or CERT.pem,KEY.pem."),
@@ -45,6 +54,7 @@ struct ServeCommand: Command {
         let lock = try RepositoryLock.acquire(dataFolder: data, for: "backlot serve")
         defer { lock.release() }
         let directory = try RepositoryDirectory(path: data)
+        let database = try arguments.values["database"].map(AdminInitCommand.openDatabase)
         var tls: (certificate: String, key: String)? = nil
         var trustNote: String? = nil
         switch mode {
@@ -71,7 +81,7 @@ struct ServeCommand: Command {
         var log: (@Sendable (String) -> Void)? = nil
         if !quiet { log = { @Sendable line in io.err(line + "\n") } }
         let configuration = HTTPServer.Configuration(host: host, port: listener.port, tls: tls)
-        let repository = try Repository(directory: directory, maximumInstallSize: maximumInstallSize)
+        let repository = try Repository(directory: directory, maximumInstallSize: maximumInstallSize, database: database)
         repository.onEvent { line in io.err(line + "\n") }
         repository.setPublicURL(arguments.values["public-url"] ?? HostingServer.baseURL(host: host, port: listener.port, tls: tls != nil))
         // Republish every channel that has a catalog or a release: a crash may have left one behind its database state.
@@ -84,7 +94,13 @@ struct ServeCommand: Command {
         timer.resume()
         io.out("Serving \(directory.publicTreePath) at \(server.baseURL)\n")
         io.out("Signing key: pin \(directory.publicKeyPath)\n")
-        io.out("Management API: \(server.baseURL)api (admin token in \(repository.adminTokenPath))\n")
+        if let database {
+            io.out("Metadata: \(database.displayName)\n")
+            let how = try repository.hasAdminToken() ? "the token backlot admin init printed" : "no admin token yet: run backlot admin init --database URL"
+            io.out("Management API: \(server.baseURL)api (\(how))\n")
+        } else {
+            io.out("Management API: \(server.baseURL)api (admin token in \(repository.adminTokenPath))\n")
+        }
         if let trustNote { io.out(trustNote + "\n") }
         io.out("Metrics: \(server.baseURL)metrics. Stop with Ctrl-C.\n")
 

@@ -23,6 +23,8 @@ extension Repository {
         try publicationLock.withLock { _ in
             let key = try directory.signingKey()
             let (catalog, archives, apple): (Catalog, [String], [AppleEntry]) = try db.transaction { tx in
+                // Catalog versions of one app and channel grow one writer at a time, across processes too.
+                try tx.lockUntilCommit("backlot catalog \(app) \(channel.rawValue)")
                 let rows = try tx.query("""
                     SELECT c.pack, c.live, c.candidate, c.rollout_bp, v.format FROM channel_packs c
                     JOIN versions v ON v.app = c.app AND v.pack = c.pack AND v.number = c.live
@@ -52,7 +54,8 @@ extension Repository {
                 try tx.run("""
                     INSERT INTO catalogs(app, channel, version, expires) VALUES (?, ?, ?, ?)
                     ON CONFLICT(app, channel) DO UPDATE SET version = excluded.version, expires = excluded.expires
-                    """, [.text(app), .text(channel.rawValue), .integer(Int64(version)), .integer(Int64(catalog.expires.timeIntervalSince1970))])
+                    """, [.text(app), .text(channel.rawValue), .integer(try CheckedInteger.convert(version, to: Int64.self, "the catalog version", context: "\(app)/\(channel.rawValue)", code: .io)),
+                          .integer(try CheckedInteger.convert(catalog.expires.timeIntervalSince1970.rounded(.down), to: Int64.self, "the catalog's expiry", code: .io))])
                 return (catalog, archives, apple)
             }
             try publishAppleManifests(app: app, channel: channel, entries: apple)
@@ -67,7 +70,7 @@ extension Repository {
         }
     }
 
-    func release(_ tx: inout Database.Connection, app: String, pack: String, number: Int64) throws -> Catalog.Release {
+    func release(_ tx: inout any MetadataConnection, app: String, pack: String, number: Int64) throws -> Catalog.Release {
         let rows = try tx.query("SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ?", [.text(app), .text(pack), .integer(number)])
         guard let v = rows.first, let sha = v["archive_sha256"]?.string.flatMap(SHA256Digest.init(hex:)),
               let indexSHA = v["index_sha256"]?.string.flatMap(SHA256Digest.init(hex:)),
@@ -78,7 +81,7 @@ extension Repository {
         guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)), let platforms = meta["platforms"].flatMap(Platform.list(json:)) else {
             throw BacklotError(.io, "stored metadata of \(app)/\(pack)/\(number) is invalid")
         }
-        return Catalog.Release(version: Int(number), downloadPolicy: policy, platforms: platforms, userInfo: meta["userInfo"],
+        return Catalog.Release(version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io), downloadPolicy: policy, platforms: platforms, userInfo: meta["userInfo"],
                                language: meta["language"]?.stringValue, installSize: v["install_size"]?.integer(as: UInt64.self) ?? 0,
                                archiveURL: "../../../packs/\(sha.hex).pack", archiveSize: v["declared_size"]?.integer(as: UInt64.self) ?? 0, archiveSHA256: sha,
                                indexOffset: v["index_offset"]?.integer(as: UInt64.self) ?? 0, indexLength: v["index_length"]?.integer(as: UInt64.self) ?? 0, indexSHA256: indexSHA)
@@ -95,7 +98,7 @@ extension Repository {
         let userInfo: JSONNode?
     }
 
-    func appleEntry(_ tx: inout Database.Connection, app: String, pack: String, number: Int64) throws -> AppleEntry {
+    func appleEntry(_ tx: inout any MetadataConnection, app: String, pack: String, number: Int64) throws -> AppleEntry {
         let rows = try tx.query("SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ?", [.text(app), .text(pack), .integer(number)])
         guard let v = rows.first, let sha = v["archive_sha256"]?.string, let metaText = v["metadata"]?.string else {
             throw BacklotError(.conflict, "version \(number) of \(app)/\(pack) is not processed", context: "\(app)/\(pack)/\(number)")
@@ -104,7 +107,7 @@ extension Repository {
         guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)), let platforms = meta["platforms"].flatMap(Platform.list(json:)) else {
             throw BacklotError(.io, "stored manifest of \(app)/\(pack)/\(number) is invalid")
         }
-        return AppleEntry(pack: pack, version: Int(number), size: v["declared_size"]?.integer(as: UInt64.self) ?? 0, sha256: sha, policy: policy,
+        return AppleEntry(pack: pack, version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io), size: v["declared_size"]?.integer(as: UInt64.self) ?? 0, sha256: sha, policy: policy,
                           platforms: platforms, userInfo: meta["userInfo"])
     }
 

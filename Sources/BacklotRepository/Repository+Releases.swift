@@ -48,19 +48,25 @@ extension Repository {
             }
             try tx.run("UPDATE release_requests SET status = 'superseded', decided = ? WHERE app = ? AND channel = ? AND pack = ? AND status = 'pending'",
                        [.integer(Self.now()), .text(app), .text(channel.rawValue), .text(pack)])
-            try tx.run("INSERT INTO release_requests(app, channel, pack, version, rollout_bp, status, requested) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
-                       [.text(app), .text(channel.rawValue), .text(pack), .integer(Int64(version)), bp.map { .integer(Int64($0)) } ?? .null, .integer(Self.now())])
-            return tx.lastInsertRowID
+            let inserted = try tx.query("""
+                INSERT INTO release_requests(app, channel, pack, version, rollout_bp, status, requested) VALUES (?, ?, ?, ?, ?, 'pending', ?)
+                RETURNING id
+                """, [.text(app), .text(channel.rawValue), .text(pack), .integer(Int64(version)), bp.map { .integer(Int64($0)) } ?? .null,
+                      .integer(Self.now())])
+            guard let id = inserted.first?["id"]?.int else {
+                throw BacklotError(.io, "the database returned no id for the new release request", context: db.displayName)
+            }
+            return id
         }
         guard let requestID else {
             TestStopPoint.reach("release.committed")
             try publish(app: app, channel: channel)
             return nil
         }
-        return try releaseRequest(Int(requestID))
+        return try releaseRequest(try CheckedInteger.convert(requestID, to: Int.self, "the new release request id", code: .io))
     }
 
-    func requireComplete(_ tx: inout Database.Connection, _ app: String, _ pack: String, _ version: Int) throws {
+    func requireComplete(_ tx: inout any MetadataConnection, _ app: String, _ pack: String, _ version: Int) throws {
         let rows = try tx.query("SELECT state FROM versions WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
                                 [.text(app), .text(pack), .integer(Int64(version))])
         guard let state = rows.first?["state"]?.string else {
@@ -72,7 +78,7 @@ extension Repository {
         }
     }
 
-    func apply(_ tx: inout Database.Connection, app: String, channel: Channel, pack: String, version: Int, basisPoints: Int?) throws {
+    func apply(_ tx: inout any MetadataConnection, app: String, channel: Channel, pack: String, version: Int, basisPoints: Int?) throws {
         let current = try tx.query("SELECT live FROM channel_packs WHERE app = ? AND channel = ? AND pack = ?", [.text(app), .text(channel.rawValue), .text(pack)])
         let live = current.first?["live"]?.int
         if let bp = basisPoints, bp < 10_000, let live, live != Int64(version) {

@@ -62,17 +62,19 @@ extension Repository {
                 throw BacklotError(.quotaExceeded, "this version would bring \(app) to \(used) bytes, \(used - quotaBytes) over its quota of \(quotaBytes)",
                                    context: "\(app)/\(pack)", hint: "delete versions you no longer need (backlot versions delete)")
             }
-            let next = (try tx.query("SELECT MAX(number) AS n FROM versions WHERE app = ? AND pack = ?", [.text(app), .text(pack)]).first?["n"]?.int ?? 0) + 1
+            let last = try tx.query("SELECT MAX(number) AS n FROM versions WHERE app = ? AND pack = ?", [.text(app), .text(pack)]).first?["n"]?.int ?? 0
+            let next = try CheckedInteger.add(last, 1, "the next version number", context: "\(app)/\(pack)", code: .io)
             try tx.run("INSERT INTO versions(app, pack, number, state, declared_size, created, format, manifest) VALUES (?, ?, ?, 'AWAITING_UPLOAD', ?, ?, ?, ?)",
-                       [.text(app), .text(pack), .integer(next), .integer(Int64(size)), .integer(Self.now()), .text(format.rawValue),
+                       [.text(app), .text(pack), .integer(next), .integer(try CheckedInteger.convert(size, to: Int64.self, "the declared size")),
+                        .integer(Self.now()), .text(format.rawValue),
                         manifestText.map { .text($0) } ?? .null])
-            return Int(next)
+            return try CheckedInteger.convert(next, to: Int.self, "the version number", context: "\(app)/\(pack)", code: .io)
         }
         return try version(app: app, pack: pack, number: number)
     }
 
     /// Apple's quota rule: per pack, the largest retained version; summed over the app's packs.
-    func quotaUse(_ tx: inout Database.Connection, app: String, replacing: (pack: String, size: UInt64)) throws -> UInt64 {
+    func quotaUse(_ tx: inout any MetadataConnection, app: String, replacing: (pack: String, size: UInt64)) throws -> UInt64 {
         let rows = try tx.query("""
             SELECT pack, MAX(declared_size) AS m FROM versions
             WHERE app = ? AND deleted = 0 AND state != 'FAILED' GROUP BY pack
@@ -260,12 +262,13 @@ extension Repository {
         try storeBlob(versionID: versionID, from: path, sha: sha)
         let metadata = checked.index.metadata.json.serialized()
         let installSize = try CheckedInteger.convert(checked.installSize, to: Int64.self, "the install size", context: UploadedPackCheck.source)
+        let indexLength = try CheckedInteger.convert(checked.header.indexLength, to: Int64.self, "the index length", context: UploadedPackCheck.source)
         let indexOffset = try CheckedInteger.convert(checked.header.indexOffset, to: Int64.self, "the index offset", context: UploadedPackCheck.source)
         try db.transaction { tx in
             try tx.run("""
                 UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, index_offset = ?, index_length = ?, index_sha256 = ?,
                 install_size = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING'
-                """, [.text(sha.hex), .integer(indexOffset), .integer(Int64(checked.header.indexLength)),
+                """, [.text(sha.hex), .integer(indexOffset), .integer(indexLength),
                       .text(checked.header.indexDigest.hex), .integer(installSize), .text(metadata), .integer(versionID)])
         }
     }

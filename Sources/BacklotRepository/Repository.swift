@@ -8,17 +8,21 @@ import Synchronization
 /// A pack repository: apps, packs, versions (upload → processing → COMPLETE/FAILED), releases per
 /// channel with approvals and staged rollouts, tokens, and the signed published tree.
 ///
-/// Metadata lives in SQLite (`DIR/meta.sqlite`, WAL); archives in `DIR/blobs` by SHA-256; uploads
-/// in progress in `DIR/uploads`. Every change that affects clients republishes the channel's
+/// Metadata lives in a ``MetadataDatabase``: SQLite (`DIR/meta.sqlite`, WAL) by default, or
+/// PostgreSQL (`PostgresDatabase`); archives in `DIR/blobs` by SHA-256; uploads in progress in
+/// `DIR/uploads`. The schema is migrated on open (``schemaSteps``). Every change that affects clients republishes the channel's
 /// catalog atomically (signed, written beside, renamed).
 ///
 /// ```swift
 /// let repo = try Repository(directory: RepositoryDirectory(path: "data"))
 /// try repo.createApp("com.example.game")
+/// // Metadata in PostgreSQL, the folder for blobs and the published tree:
+/// let shared = try Repository(directory: RepositoryDirectory(path: "data"),
+///                             database: PostgresDatabase(url: "postgresql://backlot@db:5432/backlot"))
 /// ```
 public final class Repository: Sendable {
     public let directory: RepositoryDirectory
-    let db: Database
+    let db: any MetadataDatabase
     /// Per-app quota: the sum over packs of each pack's largest retained version (Apple's rule).
     public let quotaBytes: UInt64
     /// Packs per app.
@@ -62,13 +66,21 @@ public final class Repository: Sendable {
 
     /// Opens the repository, creating its database and an admin token on first use.
     ///
-    /// Opening also makes the folder's modes right whatever the umask (the published tree
+    /// The schema is brought to ``schemaVersion`` (steps missing from an older database are
+    /// applied, each once); a database newer than this build is refused. Opening also makes the folder's modes right whatever the umask (the published tree
     /// world-readable, the database and secrets private) and removes temporaries an earlier crash left.
     /// - Parameters:
     ///   - maximumInstallSize: processing refuses a pack whose files add up to more (``defaultMaximumInstallSize``).
     ///   - processingWorkers: archives processed at once (each app has at most one at a time).
+    ///   - database: where the metadata lives; nil (the default) is SQLite at `DIR/meta.sqlite`, and
+    ///     then the first admin token is made and written to ``adminTokenPath`` on first use. With a
+    ///     database given (PostgreSQL, shared by several servers), no token file is written: the
+    ///     first admin token comes from ``createInitialAdminToken(label:)`` (`backlot admin init`).
+    /// - Throws: ``BacklotError/Code/unavailable`` when the database cannot be reached;
+    ///   ``BacklotError/Code/invalidInput`` when its schema is newer than this build knows.
     public init(directory: RepositoryDirectory, quotaBytes: UInt64 = 200_000_000_000, maximumPacksPerApp: Int = 100,
-                maximumInstallSize: UInt64 = Repository.defaultMaximumInstallSize, processingWorkers: Int = 2) throws {
+                maximumInstallSize: UInt64 = Repository.defaultMaximumInstallSize, processingWorkers: Int = 2,
+                database: (any MetadataDatabase)? = nil) throws {
         self.directory = directory
         self.quotaBytes = quotaBytes
         self.maximumPacksPerApp = maximumPacksPerApp
@@ -79,37 +91,17 @@ public final class Repository: Sendable {
         try directory.makeTreeDirectory(directory.publicTreePath + "/v1/packs")
         try directory.makeTreeDirectory(directory.publicTreePath + "/v1/apps")
         try directory.repairModes()
-        db = try Database(path: directory.path + "/meta.sqlite", mode: 0o600)
-        try db.transaction { tx in try tx.execute(Self.schema) }
-        let hasAdmin = try db.read { try $0.query("SELECT 1 FROM tokens WHERE role = 'admin' LIMIT 1") }
-        if hasAdmin.isEmpty {
+        db = try database ?? SQLiteMetadataDatabase(path: directory.path + "/meta.sqlite", mode: 0o600)
+        try SchemaMigration.apply(Self.schemaSteps, to: db)
+        if database == nil, !(try hasAdminToken()) {
             let token = try createToken(role: .admin, label: "initial admin")
             try RepositoryDirectory.writeSecret(token + "\n", to: adminTokenPath)
         }
         // Uploads that were processing when the server died are processed again.
-        for row in try db.read({ try $0.query("SELECT id, app FROM versions WHERE state = 'PROCESSING' AND deleted = 0 ORDER BY id") }) {
+        for row in try db.read({ try $0.query("SELECT id, app FROM versions WHERE state = 'PROCESSING' AND deleted = 0 ORDER BY id", []) }) {
             if let id = row["id"]?.int, let app = row["app"]?.string { scheduleProcessing(versionID: id, app: app) }
         }
     }
-
-    static let schema = """
-    CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, role TEXT NOT NULL, label TEXT NOT NULL, created INTEGER NOT NULL);
-    CREATE TABLE IF NOT EXISTS apps (id TEXT PRIMARY KEY, created INTEGER NOT NULL);
-    CREATE TABLE IF NOT EXISTS packs (app TEXT NOT NULL REFERENCES apps(id), id TEXT NOT NULL, created INTEGER NOT NULL, PRIMARY KEY (app, id));
-    CREATE TABLE IF NOT EXISTS versions (
-        id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, pack TEXT NOT NULL, number INTEGER NOT NULL,
-        state TEXT NOT NULL, reason TEXT, declared_size INTEGER NOT NULL, archive_sha256 TEXT, index_offset INTEGER,
-        index_length INTEGER, index_sha256 TEXT, install_size INTEGER, metadata TEXT, created INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
-        format TEXT NOT NULL DEFAULT 'pack', manifest TEXT,
-        UNIQUE (app, pack, number), FOREIGN KEY (app, pack) REFERENCES packs(app, id));
-    CREATE TABLE IF NOT EXISTS channel_packs (
-        app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, live INTEGER, candidate INTEGER, rollout_bp INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (app, channel, pack));
-    CREATE TABLE IF NOT EXISTS release_requests (
-        id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, version INTEGER NOT NULL,
-        rollout_bp INTEGER, status TEXT NOT NULL, requested INTEGER NOT NULL, decided INTEGER, reason TEXT);
-    CREATE TABLE IF NOT EXISTS catalogs (app TEXT NOT NULL, channel TEXT NOT NULL, version INTEGER NOT NULL, expires INTEGER NOT NULL, PRIMARY KEY (app, channel));
-    """
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
@@ -117,15 +109,54 @@ public final class Repository: Sendable {
 
     /// Creates a token; only its SHA-256 is stored. Returns the token text (shown once).
     public func createToken(role: Role, label: String = "") throws -> String {
-        var random = [UInt8](repeating: 0, count: 32)
-        var generator = SystemRandomNumberGenerator()
-        for i in random.indices { random[i] = UInt8.random(in: 0...255, using: &generator) }
-        let token = "blt_" + random.map { String(format: "%02x", $0) }.joined()
+        let token = Self.newTokenText()
         try db.transaction { tx in
             try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES (?, ?, ?, ?)",
                        [.text(SHA256.hash(Array(token.utf8)).hex), .text(role.rawValue), .text(label), .integer(Self.now())])
         }
         return token
+    }
+
+    /// Whether an admin token exists.
+    public func hasAdminToken() throws -> Bool {
+        try !db.read { try $0.query("SELECT 1 FROM tokens WHERE role = 'admin' LIMIT 1", []) }.isEmpty
+    }
+
+    /// Creates the first admin token, for a repository whose database was given (`backlot admin
+    /// init`); returns its text, which is shown once (only its SHA-256 is stored).
+    /// - Throws: ``BacklotError/Code/conflict`` when an admin token exists already (checked and
+    ///   created in one transaction, so two callers at once make one token).
+    public func createInitialAdminToken(label: String = "initial admin") throws -> String {
+        try Self.createInitialAdminToken(in: db, label: label)
+    }
+
+    /// The same on a database alone (no data folder): migrates its schema first.
+    ///
+    /// ```swift
+    /// let token = try Repository.createInitialAdminToken(in: PostgresDatabase(url: url))
+    /// ```
+    /// - Throws: ``BacklotError/Code/conflict`` when an admin token exists; what migrating throws.
+    public static func createInitialAdminToken(in db: any MetadataDatabase, label: String = "initial admin") throws -> String {
+        try SchemaMigration.apply(schemaSteps, to: db)
+        let token = newTokenText()
+        try db.transaction { tx in
+            // One writer at a time decides whether the first admin token exists.
+            try tx.lockUntilCommit("backlot initial admin token")
+            guard try tx.query("SELECT 1 FROM tokens WHERE role = 'admin' LIMIT 1", []).isEmpty else {
+                throw BacklotError(.conflict, "an admin token exists already", context: db.displayName,
+                                   hint: "use it to make more tokens (backlot tokens create); admin init only makes the first")
+            }
+            try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES (?, ?, ?, ?)",
+                       [.text(SHA256.hash(Array(token.utf8)).hex), .text(Role.admin.rawValue), .text(label), .integer(now())])
+        }
+        return token
+    }
+
+    static func newTokenText() -> String {
+        var random = [UInt8](repeating: 0, count: 32)
+        var generator = SystemRandomNumberGenerator()
+        for i in random.indices { random[i] = UInt8.random(in: 0...255, using: &generator) }
+        return "blt_" + random.map { String(format: "%02x", $0) }.joined()
     }
 
     /// The role of a token, or nil when it is unknown.
@@ -147,16 +178,16 @@ public final class Repository: Sendable {
     }
 
     public func apps() throws -> [String] {
-        try db.read { try $0.query("SELECT id FROM apps ORDER BY id") }.compactMap { $0["id"]?.string }
+        try db.read { try $0.query("SELECT id FROM apps ORDER BY id", []) }.compactMap { $0["id"]?.string }
     }
 
-    func requireApp(_ tx: inout Database.Connection, _ app: String) throws {
+    func requireApp(_ tx: inout any MetadataConnection, _ app: String) throws {
         guard try !tx.query("SELECT 1 FROM apps WHERE id = ?", [.text(app)]).isEmpty else {
             throw BacklotError(.notFound, "no app \(app)", context: app, hint: "create it first: backlot apps create \(app)")
         }
     }
 
-    func requirePack(_ tx: inout Database.Connection, _ app: String, _ pack: String) throws {
+    func requirePack(_ tx: inout any MetadataConnection, _ app: String, _ pack: String) throws {
         try requireApp(&tx, app)
         guard try !tx.query("SELECT 1 FROM packs WHERE app = ? AND id = ?", [.text(app), .text(pack)]).isEmpty else {
             throw BacklotError(.notFound, "no pack \(pack) in \(app)", context: "\(app)/\(pack)")

@@ -6,16 +6,17 @@ import Foundation
 import Testing
 @testable import BacklotRepository
 
-/// The repository's pipeline on real files: upload → processing → release → signed catalog.
+/// The repository's pipeline on real files: upload → processing → release → signed catalog,
+/// each test on both metadata backends (SQLite and PostgreSQL).
 @Suite(.serialized) struct RepositoryTests {
     struct Fixture {
         let dir: TemporaryDirectory
         let repo: Repository
         var key: Ed25519.PublicKey { try! RepositoryDirectory.readPublicKey(path: repo.directory.publicKeyPath) }
 
-        init() throws {
+        init(_ backend: Backend) throws {
             dir = try TemporaryDirectory("repo")
-            repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
+            repo = try backend.repository(at: dir.at("data"))
             try repo.createApp("com.example.game")
             try repo.createPack(app: "com.example.game", id: "Levels")
         }
@@ -48,8 +49,8 @@ import Testing
         }
     }
 
-    @Test func uploadedInPartsProcessedReleasedAndPublished() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func uploadedInPartsProcessedReleasedAndPublished(_ backend: Backend) throws {
+        let f = try Fixture(backend)
         defer { f.dir.remove() }
         let v1 = try f.upload(parts: 3)
         #expect(v1.state == .complete, "\(v1)")
@@ -67,8 +68,8 @@ import Testing
         try reader.verify()
     }
 
-    @Test func corruptWrongPackAndOversizedUploadsFailWithAReasonAndPublishNothing() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func corruptWrongPackAndOversizedUploadsFailWithAReasonAndPublishNothing(_ backend: Backend) throws {
+        let f = try Fixture(backend)
         defer { f.dir.remove() }
         let corrupt = try f.upload(corrupt: true)
         #expect(corrupt.state == .failed && corrupt.reason?.isEmpty == false, "\(corrupt)")
@@ -85,8 +86,8 @@ import Testing
         #expect(try f.repo.version(app: "com.example.game", pack: "Levels", number: v.number).received == 0)
     }
 
-    @Test func resumingAtTheWrongOffsetOrTwiceAtOnceIsAConflict() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func resumingAtTheWrongOffsetOrTwiceAtOnceIsAConflict(_ backend: Backend) throws {
+        let f = try Fixture(backend)
         defer { f.dir.remove() }
         let v = try f.repo.createVersion(app: "com.example.game", pack: "Levels", size: 1000)
         let first = try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
@@ -99,8 +100,8 @@ import Testing
         try resumed.close()
     }
 
-    @Test func approvalsRolloutsRollbacksAndWithdrawals() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func approvalsRolloutsRollbacksAndWithdrawals(_ backend: Backend) throws {
+        let f = try Fixture(backend)
         defer { f.dir.remove() }
         _ = try f.upload(seed: 1)
         _ = try f.upload(seed: 2)
@@ -135,10 +136,10 @@ import Testing
         #expect(throws: BacklotError.self) { try f.repo.version(app: "com.example.game", pack: "Levels", number: 2) }
     }
 
-    @Test func quotaCountsEachPacksLargestVersionAndSaysByHowMuch() throws {
+    @Test(arguments: Backend.allCases) func quotaCountsEachPacksLargestVersionAndSaysByHowMuch(_ backend: Backend) throws {
         let dir = try TemporaryDirectory("quota")
         defer { dir.remove() }
-        let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")), quotaBytes: 10_000, maximumPacksPerApp: 2)
+        let repo = try backend.repository(at: dir.at("data"), label: "quota", quotaBytes: 10_000, maximumPacksPerApp: 2)
         try repo.createApp("a")
         try repo.createPack(app: "a", id: "p1")
         try repo.createPack(app: "a", id: "p2")
@@ -152,23 +153,44 @@ import Testing
         _ = try repo.createVersion(app: "a", pack: "p2", size: 4000)
     }
 
-    @Test func tokensAreStoredHashedAndTheAdminTokenIsWrittenOnce() throws {
+    @Test(arguments: Backend.allCases) func tokensAreStoredHashedAndTheAdminTokenIsWrittenOnce(_ backend: Backend) throws {
         let dir = try TemporaryDirectory("tokens")
         defer { dir.remove() }
-        let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
-        let admin = try String(contentsOfFile: repo.adminTokenPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let database = try backend.database("tokens")
+        let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")), database: database)
+        let admin: String
+        switch backend {
+        case .sqlite:
+            admin = try String(contentsOfFile: repo.adminTokenPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        case .postgresql:
+            // No token file with a shared database: the first admin token is made once, on request.
+            #expect(!FileSystem.exists(repo.adminTokenPath))
+            #expect(try !repo.hasAdminToken())
+            admin = try repo.createInitialAdminToken()
+            #expect { try repo.createInitialAdminToken() } throws: { ($0 as? BacklotError)?.code == .conflict }
+        }
         #expect(try repo.role(ofToken: admin) == .admin)
         let uploader = try repo.createToken(role: .uploader)
         #expect(try repo.role(ofToken: uploader) == .uploader)
         #expect(try repo.role(ofToken: "blt_nope") == nil)
-        let dump = try String(decoding: Data(contentsOf: URL(fileURLWithPath: dir.at("data/meta.sqlite"))), as: UTF8.self)
-        #expect(!dump.contains(admin) && !dump.contains(uploader))
-        _ = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
-        #expect(try String(contentsOfFile: repo.adminTokenPath, encoding: .utf8).contains(admin))
+        switch backend {
+        case .sqlite:
+            let dump = try String(decoding: Data(contentsOf: URL(fileURLWithPath: dir.at("data/meta.sqlite"))), as: UTF8.self)
+            #expect(!dump.contains(admin) && !dump.contains(uploader))
+            _ = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
+            #expect(try String(contentsOfFile: repo.adminTokenPath, encoding: .utf8).contains(admin))
+        case .postgresql:
+            let stored = try #require(database).read { try $0.query("SELECT * FROM tokens", []) }
+            #expect(stored.count == 2)
+            #expect(!"\(stored)".contains(admin) && !"\(stored)".contains(uploader))
+            // Reopening on the same database keeps the one admin token and makes no file.
+            let again = try Repository(directory: RepositoryDirectory(path: dir.at("data")), database: database)
+            #expect(try again.role(ofToken: admin) == .admin && !FileSystem.exists(repo.adminTokenPath))
+        }
     }
 
-    @Test func resigningAndKeyRotationKeepPinnedClientsWorking() throws {
-        let f = try Fixture()
+    @Test(arguments: Backend.allCases) func resigningAndKeyRotationKeepPinnedClientsWorking(_ backend: Backend) throws {
+        let f = try Fixture(backend)
         defer { f.dir.remove() }
         _ = try f.upload()
         try f.repo.release(app: "com.example.game", pack: "Levels", version: 1, channel: .internal)

@@ -1,0 +1,179 @@
+import BacklotBasics
+import BacklotStore
+import CPostgreSQL
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A PostgreSQL database reached through libpq, as a ``MetadataDatabase``: one connection owned by
+/// this object behind a `Mutex` (statements run serialised, like ``Database`` for SQLite). This
+/// module is the only one that touches libpq.
+///
+/// - Transactions are `SERIALIZABLE`; a serialization failure (SQLSTATE 40001) or a deadlock
+///   (40P01) runs the transaction again, at most ``maximumAttempts`` times.
+/// - Unique and foreign-key violations (23505, 23503) are ``BacklotError/Code/conflict``.
+/// - A lost connection is ``BacklotError/Code/unavailable``; the next call connects again by
+///   itself (`PQreset`). A call whose first statement finds the connection dead (the server was
+///   restarted since the last call) reconnects and runs once more: nothing of it had run.
+/// - Statements use `?` placeholders, numbered `$1…` here outside quoted text; parameters go in
+///   text format (bytes in binary format), results come back in text format and are converted
+///   with checked conversions (a value that does not fit is an error, never a trap).
+///
+/// ```swift
+/// let db = try PostgresDatabase(url: "postgresql://backlot@db.internal:5432/backlot")
+/// try db.transaction { tx in
+///     try tx.run("INSERT INTO apps(id, created) VALUES (?, ?)", [.text("com.example.game"), .integer(0)])
+/// }
+/// ```
+public final class PostgresDatabase: MetadataDatabase {
+    /// How many times a transaction runs at most when it keeps meeting serialization failures.
+    public static let maximumAttempts = 10
+
+    public var dialect: SQLDialect { .postgresql }
+    /// `postgresql://USER@HOST:PORT/DB`, never with a password.
+    public let displayName: String
+    private let connection: Mutex<Connection>
+
+    /// Connects with a libpq connection URI or `key=value` string (`postgresql://USER@HOST:PORT/DB`).
+    /// The password comes from the URI, `PGPASSWORD` or `~/.pgpass`, which libpq reads itself.
+    /// - Parameter connectTimeout: seconds to wait for the server at each connection attempt (a
+    ///   `connect_timeout` in the URI wins).
+    /// - Throws: ``BacklotError/Code/unavailable`` naming `host:port/db` when the server cannot be
+    ///   reached; ``BacklotError/Code/forbidden`` when authentication failed (naming the user);
+    ///   ``BacklotError/Code/notFound`` when the database does not exist;
+    ///   ``BacklotError/Code/invalidInput`` for a URI libpq cannot read.
+    public init(url: String, connectTimeout: Int = 10) throws {
+        var parseError: UnsafeMutablePointer<CChar>? = nil
+        if let options = PQconninfoParse(url, &parseError) {
+            PQconninfoFree(options)
+        } else {
+            let detail = parseError.map { String(cString: $0) } ?? "out of memory"
+            PQfreemem(parseError)
+            throw BacklotError(.invalidInput, "not a PostgreSQL connection URI: \(Self.trimmed(detail))", context: "--database",
+                               hint: "use postgresql://USER@HOST:PORT/DATABASE (the password from PGPASSWORD or ~/.pgpass)")
+        }
+        let handle = Self.connect(url, timeout: connectTimeout)
+        let name = Self.name(of: handle)
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let message = Self.trimmed(String(cString: PQerrorMessage(handle)))
+            let user = PQuser(handle).map { String(cString: $0) } ?? "?"
+            PQfinish(handle)
+            throw Self.connectionFailure(message, name: name, user: user)
+        }
+        displayName = name
+        connection = Mutex(Connection(handle: handle, name: name))
+        try connection.withLock { c in
+            // Quiet notices ("relation exists, skipping"); text is UTF-8.
+            try c.execute("SET client_min_messages = warning; SET client_encoding = 'UTF8'")
+        }
+    }
+
+    deinit {
+        connection.withLock { PQfinish($0.handle) }
+    }
+
+    @discardableResult
+    public func transaction<T>(_ body: (inout any MetadataConnection) throws -> T) throws -> T {
+        try connection.withLock { c in
+            var attempt = 0
+            while true {
+                attempt += 1
+                try c.reconnectIfNeeded()
+                c.state.clear()
+                var committing = false
+                do {
+                    try c.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+                    var erased: any MetadataConnection = c
+                    let result = try body(&erased)
+                    committing = true
+                    try c.execute("COMMIT")
+                    return result
+                } catch {
+                    let lost = c.state.connectionLost
+                    let sqlState = c.state.sqlState
+                    if !lost { try? c.execute("ROLLBACK") }
+                    if lost && !committing && attempt == 1 && c.state.statements == 0 { continue }   // died before BEGIN ran
+                    if sqlState == "40001" || sqlState == "40P01" {
+                        guard attempt < Self.maximumAttempts else {
+                            throw BacklotError(.conflict, "the change met \(attempt) concurrent changes in a row and was not made",
+                                               context: displayName, hint: "try again")
+                        }
+                        usleep(UInt32.random(in: 1_000...5_000) * UInt32(attempt))
+                        continue
+                    }
+                    throw error
+                }
+            }
+        }
+    }
+
+    @discardableResult
+    public func read<T>(_ body: (inout any MetadataConnection) throws -> T) throws -> T {
+        try connection.withLock { c in
+            var attempt = 0
+            while true {
+                attempt += 1
+                try c.reconnectIfNeeded()
+                c.state.clear()
+                do {
+                    var erased: any MetadataConnection = c
+                    return try body(&erased)
+                } catch {
+                    if c.state.connectionLost && c.state.statements == 0 && attempt == 1 { continue }
+                    throw error
+                }
+            }
+        }
+    }
+
+    @discardableResult
+    public func withExclusiveLock<T>(_ name: String, _ body: () throws -> T) throws -> T {
+        try read { try $0.run("SELECT pg_advisory_lock(hashtextextended(?, 0))", [.text(name)]) }
+        defer { _ = try? read { try $0.run("SELECT pg_advisory_unlock(hashtextextended(?, 0))", [.text(name)]) } }
+        return try body()
+    }
+
+    // MARK: Connecting
+
+    static func connect(_ url: String, timeout: Int) -> OpaquePointer? {
+        // expand_dbname: the URI's own settings override the ones before it. TCP keepalives find a
+        // server that vanished without closing the connection in about a minute.
+        let keywords = ["connect_timeout", "application_name", "keepalives_idle", "keepalives_interval", "keepalives_count", "dbname"]
+        let values = ["\(max(1, timeout))", "backlot", "30", "10", "3", url]
+        let k = keywords.map { strdup($0) } + [nil]
+        let v = values.map { strdup($0) } + [nil]
+        defer { for p in k + v { free(p) } }
+        return k.map { UnsafePointer($0) }.withUnsafeBufferPointer { kp in
+            v.map { UnsafePointer($0) }.withUnsafeBufferPointer { vp in PQconnectdbParams(kp.baseAddress, vp.baseAddress, 1) }
+        }
+    }
+
+    /// `postgresql://USER@HOST:PORT/DB` from what libpq resolved (defaults included).
+    static func name(of handle: OpaquePointer?) -> String {
+        func text(_ p: UnsafeMutablePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
+        let host = text(PQhost(handle))
+        let shownHost = host.isEmpty ? "localhost" : (host.hasPrefix("/") ? "[\(host)]" : host)
+        return "postgresql://\(text(PQuser(handle)))@\(shownHost):\(text(PQport(handle)))/\(text(PQdb(handle)))"
+    }
+
+    static func connectionFailure(_ message: String, name: String, user: String) -> BacklotError {
+        // host:port/db (the user is named separately where it matters).
+        let at = name.split(separator: "@", maxSplits: 1).last.map(String.init) ?? name
+        if message.contains("authentication failed") || message.contains("no password supplied") {
+            return BacklotError(.forbidden, "PostgreSQL authentication failed for user \"\(user)\" at \(at): \(message)", context: name,
+                                hint: "check the password: in the URI, in PGPASSWORD or in ~/.pgpass (mode 0600)")
+        }
+        if message.contains("does not exist") && message.contains("database") {
+            return BacklotError(.notFound, "the PostgreSQL database of \(at) does not exist: \(message)", context: name,
+                                hint: "create it first (createdb), or check the name in the URI")
+        }
+        return BacklotError(.unavailable, "cannot connect to PostgreSQL at \(at): \(message)", context: name,
+                            hint: "check that the server runs and accepts connections on that host and port")
+    }
+
+    static func trimmed(_ text: String) -> String {
+        text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
+    }
+}

@@ -1,0 +1,60 @@
+import BacklotStore
+
+extension Repository {
+    /// The metadata schema, step by step (``SchemaMigration``): each step runs once per database,
+    /// in a transaction, recorded in `schema_version`. Never edit a step that shipped; add one.
+    ///
+    /// Step 1 is the schema of the first releases, written `CREATE TABLE IF NOT EXISTS` so that a
+    /// SQLite database made before `schema_version` existed upgrades in place. PostgreSQL has the
+    /// same tables with its own types: `BIGINT` for every number, identity columns for
+    /// `AUTOINCREMENT`, and the C collation on names so that `ORDER BY` sorts as SQLite does.
+    static let schemaSteps: [SchemaMigration] = [
+        SchemaMigration(1, "apps, packs, versions, channels, release requests, catalogs, tokens", sqlite: """
+            CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, role TEXT NOT NULL, label TEXT NOT NULL, created INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS apps (id TEXT PRIMARY KEY, created INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS packs (app TEXT NOT NULL REFERENCES apps(id), id TEXT NOT NULL, created INTEGER NOT NULL, PRIMARY KEY (app, id));
+            CREATE TABLE IF NOT EXISTS versions (
+                id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, pack TEXT NOT NULL, number INTEGER NOT NULL,
+                state TEXT NOT NULL, reason TEXT, declared_size INTEGER NOT NULL, archive_sha256 TEXT, index_offset INTEGER,
+                index_length INTEGER, index_sha256 TEXT, install_size INTEGER, metadata TEXT, created INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
+                format TEXT NOT NULL DEFAULT 'pack', manifest TEXT,
+                UNIQUE (app, pack, number), FOREIGN KEY (app, pack) REFERENCES packs(app, id));
+            CREATE TABLE IF NOT EXISTS channel_packs (
+                app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, live INTEGER, candidate INTEGER, rollout_bp INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (app, channel, pack));
+            CREATE TABLE IF NOT EXISTS release_requests (
+                id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, version INTEGER NOT NULL,
+                rollout_bp INTEGER, status TEXT NOT NULL, requested INTEGER NOT NULL, decided INTEGER, reason TEXT);
+            CREATE TABLE IF NOT EXISTS catalogs (app TEXT NOT NULL, channel TEXT NOT NULL, version INTEGER NOT NULL, expires INTEGER NOT NULL, PRIMARY KEY (app, channel));
+            """, postgresql: """
+            CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, role TEXT NOT NULL, label TEXT NOT NULL, created BIGINT NOT NULL);
+            CREATE TABLE IF NOT EXISTS apps (id TEXT COLLATE "C" PRIMARY KEY, created BIGINT NOT NULL);
+            CREATE TABLE IF NOT EXISTS packs (app TEXT COLLATE "C" NOT NULL REFERENCES apps(id), id TEXT COLLATE "C" NOT NULL, created BIGINT NOT NULL,
+                PRIMARY KEY (app, id));
+            CREATE TABLE IF NOT EXISTS versions (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, app TEXT COLLATE "C" NOT NULL, pack TEXT COLLATE "C" NOT NULL, number BIGINT NOT NULL,
+                state TEXT NOT NULL, reason TEXT, declared_size BIGINT NOT NULL, archive_sha256 TEXT, index_offset BIGINT,
+                index_length BIGINT, index_sha256 TEXT, install_size BIGINT, metadata TEXT, created BIGINT NOT NULL, deleted BIGINT NOT NULL DEFAULT 0,
+                format TEXT NOT NULL DEFAULT 'pack', manifest TEXT,
+                UNIQUE (app, pack, number), FOREIGN KEY (app, pack) REFERENCES packs(app, id));
+            CREATE TABLE IF NOT EXISTS channel_packs (
+                app TEXT COLLATE "C" NOT NULL, channel TEXT COLLATE "C" NOT NULL, pack TEXT COLLATE "C" NOT NULL, live BIGINT, candidate BIGINT,
+                rollout_bp BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (app, channel, pack));
+            CREATE TABLE IF NOT EXISTS release_requests (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, app TEXT COLLATE "C" NOT NULL, channel TEXT COLLATE "C" NOT NULL,
+                pack TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL, rollout_bp BIGINT, status TEXT NOT NULL, requested BIGINT NOT NULL,
+                decided BIGINT, reason TEXT);
+            CREATE TABLE IF NOT EXISTS catalogs (app TEXT COLLATE "C" NOT NULL, channel TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL,
+                expires BIGINT NOT NULL, PRIMARY KEY (app, channel));
+            """),
+        SchemaMigration(2, "indexes for the processing restart and for release requests", sqlite: indexes, postgresql: indexes),
+    ]
+
+    private static let indexes = """
+        CREATE INDEX IF NOT EXISTS versions_by_state ON versions(state);
+        CREATE INDEX IF NOT EXISTS release_requests_by_pack ON release_requests(app, channel, pack, status);
+        """
+
+    /// The schema version this build knows (the last step).
+    public static var schemaVersion: Int64 { schemaSteps.last?.number ?? 0 }
+}
