@@ -93,5 +93,8 @@ extension BacklotError {
         /// serving an old copy, or a replay): the installed release is kept and the check is tried
         /// again later; nothing is installed from it.
         public static let staleCatalog = Code("staleCatalog", isInvalidInput: false)
+        /// A service Backlot depends on (the metadata database, the object store) cannot be
+        /// reached now; trying again later can work (HTTP 503 with `Retry-After`).
+        public static let unavailable = Code("unavailable", isInvalidInput: false)
     }
 }

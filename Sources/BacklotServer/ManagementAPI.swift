@@ -214,6 +214,9 @@ public struct ManagementAPI: Sendable {
     }
 
     /// Maps errors to HTTP statuses with JSON bodies.
+    /// Seconds a client is told to wait (`Retry-After`) while a backend cannot be reached.
+    static let unavailableRetryAfter = 5
+
     static func response(for error: any Error) -> HTTPResponse {
         if let e = error as? HTTPError {
             var r = e.response
@@ -227,11 +230,15 @@ public struct ManagementAPI: Sendable {
             case .conflict, .alreadyExists: 409
             case .forbidden: 403
             case .quotaExceeded: 413
+            case .unavailable: 503
             case _ where e.code.isInvalidInput: 400
             default: 500
             }
             let message = e.context.map { "\($0): \(e.message)" } ?? e.message
-            return .error(status, code: e.code.name, message + (e.hint.map { " (\($0))" } ?? ""), route: "api")
+            var r = HTTPResponse.error(status, code: e.code.name, message + (e.hint.map { " (\($0))" } ?? ""), route: "api")
+            // The database or the object store is unreachable: the instance recovers by itself.
+            if status == 503 { r.headers.append(("Retry-After", String(ManagementAPI.unavailableRetryAfter))) }
+            return r
         }
         return .error(500, code: "internal", "\(error)", route: "api")
     }

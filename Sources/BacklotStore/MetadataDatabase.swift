@@ -67,9 +67,3 @@ extension MetadataConnection {
     public func run(_ sql: String) throws -> Int { try run(sql, []) }
     public func query(_ sql: String) throws -> [Database.Row] { try query(sql, []) }
 }
-
-extension BacklotError.Code {
-    /// A service Backlot depends on (the metadata database) cannot be reached now; trying again
-    /// later can work (HTTP 503 with `Retry-After`).
-    public static let unavailable = BacklotError.Code("unavailable", isInvalidInput: false)
-}
