@@ -34,6 +34,7 @@ struct ServeCommand: Command {
             .init("hostname", value: "NAME", help: "Extra names or addresses for the auto certificate (comma-separated)."),
             .init("public-url", value: "URL", help: "Where clients reach the tree, for Apple download manifests (default: this server's URL)."),
             .init("max-install-size", value: "BYTES", help: "Refuse packs whose files add up to more (default 68719476736, 64 GiB)."),
+            .init("catalog-max-age", value: "SECONDS", help: "How long clients and caches may keep a catalog (Cache-Control max-age; default 60)."),
             .init("quiet", help: "No access log."),
         ])
 
@@ -44,6 +45,7 @@ struct ServeCommand: Command {
         let maximumInstallSize = try arguments.values["max-install-size"].map {
             try CheckedInteger.parse($0, as: UInt64.self, "--max-install-size", in: 1...UInt64(Int64.max), context: "backlot serve", code: .usage)
         } ?? Repository.defaultMaximumInstallSize
+        let catalogMaxAge = try arguments.integer("catalog-max-age", in: 0...86_400, default: PublishedTreeHeaders.standardCatalogMaxAge, command: spec.name)
         let mode = arguments.values["tls"] ?? "auto"
         guard mode == "off" || mode == "auto" || mode.split(separator: ",").count == 2 else {
             throw BacklotError(.usage, "--tls takes auto, off, or CERT.pem,KEY.pem (got '\(mode)')", context: "backlot serve")
@@ -86,7 +88,8 @@ struct ServeCommand: Command {
         repository.setPublicURL(arguments.values["public-url"] ?? HostingServer.baseURL(host: host, port: listener.port, tls: tls != nil))
         // Republish every channel that has a catalog or a release: a crash may have left one behind its database state.
         try repository.resign(margin: .infinity)
-        let server = try HostingServer(repository: repository, listening: listener, configuration: configuration, accessLog: log)
+        let server = try HostingServer(repository: repository, listening: listener, configuration: configuration,
+                                       treeHeaders: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge), accessLog: log)
         // Re-sign catalogs well before they expire.
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + 3600, repeating: 3600)
