@@ -98,11 +98,15 @@ public final class PostgresCluster: @unchecked Sendable {
             + "\(asPostgres)\(Self.binaries)/pg_ctl -D '\(dataDirectory)' -m immediate -s stop >/dev/null 2>&1; rm -rf '\(folder)'"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-        process.arguments = ["/bin/sh", "-c", script]
+        process.arguments = ["--fork", "/bin/sh", "-c", script]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
+        // `setsid --fork` exits at once, leaving the shell to init. Reap it now: an unreaped child
+        // of the test process makes Swift Testing's exit-test waiter (waitid(P_ALL, WNOWAIT))
+        // see that zombie for ever and never the exit test's own child.
+        process.waitUntilExit()
     }
 
     /// Starts the server (after ``stopServer()``), waiting until it accepts connections.
