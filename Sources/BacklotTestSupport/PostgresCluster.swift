@@ -103,10 +103,12 @@ public final class PostgresCluster: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        // `setsid --fork` exits at once, leaving the shell to init. Reap it now: an unreaped child
-        // of the test process makes Swift Testing's exit-test waiter (waitid(P_ALL, WNOWAIT))
-        // see that zombie for ever and never the exit test's own child.
-        process.waitUntilExit()
+        // `setsid --fork` exits at once, leaving the shell to init. Reap it here, with waitpid
+        // (Foundation left it a zombie): an unreaped child of the test process makes Swift
+        // Testing's exit-test waiter (waitid(P_ALL, WNOWAIT)) see that zombie for ever and never
+        // the exit test's own child, so the exit test hangs.
+        var status: Int32 = 0
+        while waitpid(process.processIdentifier, &status, 0) < 0 && errno == EINTR {}
     }
 
     /// Starts the server (after ``stopServer()``), waiting until it accepts connections.
