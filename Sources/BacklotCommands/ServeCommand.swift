@@ -25,7 +25,7 @@ struct ServeCommand: Command {
             .init("hostname", value: "NAME", help: "Extra names or addresses for the auto certificate (comma-separated)."),
             .init("public-url", value: "URL", help: "Where clients reach the tree, for Apple download manifests (default: this server's URL)."),
             .init("max-install-size", value: "BYTES", help: "Refuse packs whose files add up to more (default 68719476736, 64 GiB)."),
-            .init("threads", value: "N", help: "Event-loop threads for plain HTTP (default two per core, at least 2)."),
+            .init("threads", value: "N", help: "Event-loop threads for plain HTTP (default two per core, at least 2; 0: one thread per connection)."),
             .init("connections-per-address", value: "N", help: "Most connections from one client address (default 64; 0: no limit, e.g. behind a load balancer)."),
             .init("max-connections", value: "N", help: "Most connections in all (default 16384, less if the descriptor limit is lower)."),
             .init("quiet", help: "No access log."),
@@ -74,7 +74,7 @@ struct ServeCommand: Command {
         var log: (@Sendable (String) -> Void)? = nil
         if !quiet { log = { @Sendable line in io.err(line + "\n") } }
         var configuration = HTTPServer.Configuration(host: host, port: listener.port, tls: tls)
-        configuration.threads = try arguments.integer("threads", in: 1...1024, default: configuration.threads, command: spec.name)
+        configuration.threads = try arguments.integer("threads", in: 0...1024, default: configuration.threads, command: spec.name)
         configuration.connectionsPerAddress = try arguments.integer("connections-per-address", in: 0...1_000_000, default: configuration.connectionsPerAddress, command: spec.name)
         configuration.connectionLimit = try arguments.integer("max-connections", in: 1...1_000_000, default: configuration.connectionLimit, command: spec.name)
         let repository = try Repository(directory: directory, maximumInstallSize: maximumInstallSize)

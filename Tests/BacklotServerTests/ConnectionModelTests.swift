@@ -25,6 +25,15 @@ import Glibc
         return fewest
     }
 
+    /// Threads of this process with this name (libmicrohttpd names a thread-per-connection
+    /// thread "MHD-connection" and a pool thread "MHD-worker").
+    static func threads(named name: String) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.filter { task in
+            ((try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines) == name
+        }.count
+    }
+
     /// A loopback TCP connection to `port` (blocking), or -1.
     static func connectLoopback(_ port: UInt16) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -167,6 +176,8 @@ import Glibc
         #expect(clients.isRunning && open() >= 10_000, "\(open()) connections open after the GET")
         print("threads while 10,000 connections are open: \(threads) (before the server: \(before))")
         #expect(threads - before <= configuration.threads + configuration.workerThreads + 16)
+        // None of them has a thread (other suites' HTTPS connections, running meanwhile, may).
+        #expect(Self.threads(named: "MHD-connection") < 100)
     }
 
     @Test func thePerAddressLimitRefusesConnectionsPastIt() throws {
@@ -259,6 +270,31 @@ import Glibc
         #expect(deleted.hasPrefix("HTTP/1.1 403"), "\(deleted.prefix(200))")   // an uploader may not delete
         _ = Self.sendAll(fd, Array("GET /v1/keys/root.json HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
         #expect(Self.readResponse(fd).hasPrefix("HTTP/1.1 200"))
+        repository.waitForProcessing()
+    }
+
+    @Test func threadsZeroRunsOneThreadPerConnectionAndStillServesAndUploads() throws {
+        let dir = try TemporaryDirectory("thread-per-connection")
+        defer { dir.remove() }
+        let repository = try repository(dir)
+        let server = try HostingServer(repository: repository, configuration: .init(port: 0, threads: 0, connectionsPerAddress: 0))
+        defer { server.stop(grace: 0) }
+        let token = try repository.createToken(role: .uploader)
+        try repository.createApp("a")
+        try repository.createPack(app: "a", id: "Levels")
+        let number = try repository.createVersion(app: "a", pack: "Levels", size: 2000).number
+        let idle = (0..<20).map { _ in Self.connectLoopback(server.port) }
+        defer { for fd in idle where fd >= 0 { close(fd) } }
+        #expect(Self.eventually { server.http.openConnections == 20 })
+        // The model it names: a thread for each connection.
+        #expect(Self.threads(named: "MHD-connection") >= 20)
+        let fd = Self.connectLoopback(server.port)
+        defer { close(fd) }
+        let head = "PUT /api/apps/a/packs/Levels/versions/\(number)/archive HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: 2000\r\n\r\n"
+        _ = Self.sendAll(fd, Array(head.utf8) + [UInt8](repeating: 3, count: 2000))
+        #expect(Self.readResponse(fd).hasPrefix("HTTP/1.1 202"))
+        let served = try Curl.run("http://127.0.0.1:\(server.port)/v1/keys/root.json")
+        #expect(served.status == 200)
         repository.waitForProcessing()
     }
 }
