@@ -37,9 +37,9 @@ public final class HTTPServer: Sendable {
         /// Seconds of inactivity after which a connection is closed (slow clients).
         public var connectionTimeout: Int
         /// Threads running libmicrohttpd's event loop on plain HTTP (each with its own epoll set);
-        /// not used with TLS. Default ``defaultThreads``. 0 runs one thread per connection instead
-        /// (the former model: a single large download is faster, as libmicrohttpd then sends files
-        /// in 2 MiB sendfile calls rather than 128 KiB ones, but every idle client costs a thread).
+        /// not used with TLS. Default ``defaultThreads``. 0 runs one thread per connection instead,
+        /// the former model, kept for comparison: every idle client then costs a thread (and
+        /// libmicrohttpd sends files in 2 MiB sendfile calls rather than 128 KiB ones).
         public var threads: Int
         /// The most connections open at once from one client address; 0 for no limit. Past it a
         /// new connection is closed as soon as it is accepted. Behind a load balancer or a CDN
