@@ -88,6 +88,10 @@ struct ServeCommand: Command {
         timer.schedule(deadline: .now() + 3600, repeating: 3600)
         timer.setEventHandler { _ = try? repository.resign() }
         timer.resume()
+        // SIGINT and SIGTERM stop gracefully from before the address is announced: a client that
+        // reads it and signals at once must not meet the default exit (143).
+        let done = DispatchSemaphore(value: 0)
+        BacklotCLI.onInterrupt { _ in done.signal() }
         io.out("Serving \(directory.publicTreePath) at \(server.baseURL)\n")
         io.out("Signing key: pin \(directory.publicKeyPath)\n")
         io.out("Management API: \(server.baseURL)api (admin token in \(repository.adminTokenPath))\n")
@@ -95,8 +99,6 @@ struct ServeCommand: Command {
         if let note = server.limitNote { io.err("warning: \(note)\n") }
         io.out("Metrics: \(server.baseURL)metrics. Stop with Ctrl-C.\n")
 
-        let done = DispatchSemaphore(value: 0)
-        BacklotCLI.onInterrupt { _ in done.signal() }
         done.wait()
         io.out("Stopping: letting requests in flight finish…\n")
         timer.cancel()
