@@ -35,6 +35,9 @@ struct ServeCommand: Command {
             .init("public-url", value: "URL", help: "Where clients reach the tree, for Apple download manifests (default: this server's URL)."),
             .init("max-install-size", value: "BYTES", help: "Refuse packs whose files add up to more (default 68719476736, 64 GiB)."),
             .init("catalog-max-age", value: "SECONDS", help: "How long clients and caches may keep a catalog (Cache-Control max-age; default 60)."),
+            .init("threads", value: "N", help: "Event-loop threads for plain HTTP (default two per core, at least 2; 0: one thread per connection)."),
+            .init("connections-per-address", value: "N", help: "Most connections from one client address (default 64; 0: no limit, e.g. behind a load balancer)."),
+            .init("max-connections", value: "N", help: "Most connections in all (default 16384, less if the descriptor limit is lower)."),
             .init("quiet", help: "No access log."),
         ])
 
@@ -82,7 +85,10 @@ struct ServeCommand: Command {
         let quiet = arguments.flag("quiet")
         var log: (@Sendable (String) -> Void)? = nil
         if !quiet { log = { @Sendable line in io.err(line + "\n") } }
-        let configuration = HTTPServer.Configuration(host: host, port: listener.port, tls: tls)
+        var configuration = HTTPServer.Configuration(host: host, port: listener.port, tls: tls)
+        configuration.threads = try arguments.integer("threads", in: 0...1024, default: configuration.threads, command: spec.name)
+        configuration.connectionsPerAddress = try arguments.integer("connections-per-address", in: 0...1_000_000, default: configuration.connectionsPerAddress, command: spec.name)
+        configuration.connectionLimit = try arguments.integer("max-connections", in: 1...1_000_000, default: configuration.connectionLimit, command: spec.name)
         let repository = try Repository(directory: directory, maximumInstallSize: maximumInstallSize, database: database)
         repository.onEvent { line in io.err(line + "\n") }
         repository.setPublicURL(arguments.values["public-url"] ?? HostingServer.baseURL(host: host, port: listener.port, tls: tls != nil))
@@ -95,6 +101,10 @@ struct ServeCommand: Command {
         timer.schedule(deadline: .now() + 3600, repeating: 3600)
         timer.setEventHandler { _ = try? repository.resign() }
         timer.resume()
+        // SIGINT and SIGTERM stop gracefully from before the address is announced: a client that
+        // reads it and signals at once must not meet the default exit (143).
+        let done = DispatchSemaphore(value: 0)
+        BacklotCLI.onInterrupt { _ in done.signal() }
         io.out("Serving \(directory.publicTreePath) at \(server.baseURL)\n")
         io.out("Signing key: pin \(directory.publicKeyPath)\n")
         if let database {
@@ -105,10 +115,9 @@ struct ServeCommand: Command {
             io.out("Management API: \(server.baseURL)api (admin token in \(repository.adminTokenPath))\n")
         }
         if let trustNote { io.out(trustNote + "\n") }
+        if let note = server.limitNote { io.err("warning: \(note)\n") }
         io.out("Metrics: \(server.baseURL)metrics. Stop with Ctrl-C.\n")
 
-        let done = DispatchSemaphore(value: 0)
-        BacklotCLI.onInterrupt { _ in done.signal() }
         done.wait()
         io.out("Stopping: letting requests in flight finish…\n")
         timer.cancel()

@@ -6,9 +6,17 @@ import Synchronization
 import Glibc
 #endif
 
-/// An HTTP/1.1 server on libmicrohttpd: one thread per connection (so a slow client never blocks
-/// the others, and TLS stays fast), keep-alive, optional TLS, a per-connection time-out, and
-/// graceful shutdown. This file is the only one that touches libmicrohttpd.
+/// An HTTP/1.1 server on libmicrohttpd, with keep-alive, optional TLS, per-connection time-outs,
+/// connection limits (in all, per client address) and graceful shutdown. This file is the only
+/// one that touches libmicrohttpd.
+///
+/// Plain HTTP runs libmicrohttpd's epoll event loop on a small pool of threads
+/// (``Configuration/threads``): a connection costs a descriptor and at most
+/// ``Configuration/connectionMemory`` bytes, not a thread, so 10,000 idle or slow clients are held
+/// while others are served. No pool thread waits for long: what a request may have to wait for
+/// (the end of an upload, a management call that publishes) runs on ``BlockingWorkers`` while its
+/// connection is suspended. HTTPS keeps one thread per connection, as libmicrohttpd has no thread
+/// pool for connections handed over by ``TLSGate`` (`MHD_USE_NO_LISTEN_SOCKET`).
 ///
 /// ```swift
 /// let server = try HTTPServer(configuration: .init(host: "127.0.0.1", port: 0)) { request in
@@ -28,16 +36,49 @@ public final class HTTPServer: Sendable {
         public var tls: (certificate: String, key: String)?
         /// Seconds of inactivity after which a connection is closed (slow clients).
         public var connectionTimeout: Int
+        /// Threads running libmicrohttpd's event loop on plain HTTP (each with its own epoll set);
+        /// not used with TLS. Default ``defaultThreads``. 0 runs one thread per connection instead,
+        /// the former model, kept for comparison: every idle client then costs a thread (and
+        /// libmicrohttpd sends files in 2 MiB sendfile calls rather than 128 KiB ones).
+        public var threads: Int
+        /// The most connections open at once from one client address; 0 for no limit. Past it a
+        /// new connection is closed as soon as it is accepted. Behind a load balancer or a CDN
+        /// every connection comes from its few addresses: raise it, or set 0.
+        public var connectionsPerAddress: Int
+        /// The most connections open at once, in all (lowered to what the descriptor limit allows;
+        /// see ``HTTPServer/connectionLimit``).
+        public var connectionLimit: Int
+        /// Bytes libmicrohttpd may use per connection for the request head and its buffers.
+        public var connectionMemory: Int
+        /// Threads for the work a request waits for (uploads ending, publication); plain HTTP only.
+        public var workerThreads: Int
 
-        public init(host: String = "127.0.0.1", port: UInt16 = 0, tls: (certificate: String, key: String)? = nil, connectionTimeout: Int = 30) {
+        /// Two event-loop threads per core, at least two.
+        public static var defaultThreads: Int { max(2, ProcessInfo.processInfo.activeProcessorCount * 2) }
+        /// The default limit per client address.
+        public static let defaultConnectionsPerAddress = 64
+        /// Room for 10,000 idle connections and more.
+        public static let defaultConnectionLimit = 16_384
+
+        public init(host: String = "127.0.0.1", port: UInt16 = 0, tls: (certificate: String, key: String)? = nil, connectionTimeout: Int = 30,
+                    threads: Int = Configuration.defaultThreads, connectionsPerAddress: Int = Configuration.defaultConnectionsPerAddress,
+                    connectionLimit: Int = Configuration.defaultConnectionLimit, connectionMemory: Int = 32 << 10, workerThreads: Int = 4) {
             self.host = host
             self.port = port
             self.tls = tls
             self.connectionTimeout = connectionTimeout
+            self.threads = threads
+            self.connectionsPerAddress = connectionsPerAddress
+            self.connectionLimit = connectionLimit
+            self.connectionMemory = connectionMemory
+            self.workerThreads = workerThreads
         }
     }
 
-    /// Answers one request (called on the connection's thread).
+    /// Answers one request. It runs on one of the event-loop threads for GET, HEAD and requests
+    /// with a body (it must not wait: routing, a quick read, opening a file, starting an upload);
+    /// other requests, and the `then` of ``HTTPRoute/buffer(limit:then:)`` and
+    /// ``HTTPBodyReceiver/finish()``, run on a worker thread, where waiting is allowed.
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPRoute
     /// Told about every finished request: the request, the route that answered, status, body bytes sent, seconds.
     public typealias Observer = @Sendable (HTTPRequest, String, Int, UInt64, Double) -> Void
@@ -46,10 +87,18 @@ public final class HTTPServer: Sendable {
     public let port: UInt16
     /// Whether the server speaks TLS.
     public let usesTLS: Bool
+    /// The connection limit in force: the configured one, or less when the descriptor limit
+    /// (raised to its hard limit at start) does not allow it.
+    public let connectionLimit: Int
+    /// Set when fewer than 10,000 connections can be held, saying why and what to raise.
+    public let limitNote: String?
     private let daemon: DaemonBox
     private let context: Unmanaged<ServerContext>
     private let gate: TLSGate?
     private let stopped = Mutex(false)
+
+    /// Descriptors kept for everything but connections: files being sent, the database, logs.
+    static let reservedDescriptors = 1024
 
     /// Binds and starts listening.
     /// - Throws: ``BacklotError/Code/io`` when the address cannot be bound, ``BacklotError/Code/invalidInput`` for a bad host.
@@ -62,12 +111,27 @@ public final class HTTPServer: Sendable {
     ///
     /// Plain HTTP: libmicrohttpd accepts on the socket itself. HTTPS: a ``TLSGate`` accepts, answers
     /// plain HTTP sent to the port with a 400, and hands TLS connections to libmicrohttpd.
-    /// - Throws: ``BacklotError/Code/io`` when the daemon cannot start (a TLS certificate and key that do not match).
+    /// The soft descriptor limit is raised to the hard one first (``DescriptorLimit``).
+    /// - Throws: ``BacklotError/Code/io`` when the daemon cannot start (a TLS certificate and key
+    ///   that do not match), ``BacklotError/Code/invalidInput`` for a limit or thread count out of range.
     public init(listening: ListeningSocket, configuration: Configuration, observer: Observer? = nil, handler: @escaping Handler) throws {
-        let ctx = ServerContext(handler: handler, observer: observer)
+        for (name, value, range) in [("threads", configuration.threads, 0...1024), ("connectionsPerAddress", configuration.connectionsPerAddress, 0...1_000_000),
+                                     ("connectionLimit", configuration.connectionLimit, 1...1_000_000), ("connectionMemory", configuration.connectionMemory, 4096...(64 << 20)),
+                                     ("workerThreads", configuration.workerThreads, 1...256), ("connectionTimeout", configuration.connectionTimeout, 0...86_400)]
+            where !range.contains(value) {
+            throw BacklotError(.invalidInput, "\(name) must be in \(range.lowerBound)…\(range.upperBound) (got \(value))", context: "backlot serve")
+        }
+        let (limit, note) = Self.connectionBudget(configuration.connectionLimit)
+        let pooled = configuration.tls == nil && configuration.threads > 0
+        let workers = pooled ? BlockingWorkers(threads: configuration.workerThreads) : nil
+        let ctx = ServerContext(handler: handler, observer: observer, workers: workers)
         let retained = Unmanaged.passRetained(ctx)
-        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_POLL.rawValue
-            | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ITC.rawValue
+        var flags = MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ITC.rawValue
+        if pooled {
+            flags |= MHD_USE_EPOLL_INTERNAL_THREAD.rawValue
+        } else {
+            flags |= MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_POLL.rawValue
+        }
         if configuration.tls != nil { flags |= MHD_USE_TLS.rawValue | MHD_USE_NO_LISTEN_SOCKET.rawValue }
         if listening.host.contains(":") { flags |= MHD_USE_IPv6.rawValue }
 
@@ -76,15 +140,26 @@ public final class HTTPServer: Sendable {
         defer { free(cert ?? nil); free(key ?? nil) }
         let socket = listening.take()
         guard socket >= 0 else {
+            workers?.stop()
             retained.release()
             throw BacklotError(.io, "the listening socket was already taken by another server", context: "backlot serve")
         }
         var options: [MHD_OptionItem] = [
             MHD_OptionItem(option: MHD_OPTION.CONNECTION_TIMEOUT, value: configuration.connectionTimeout, ptr_value: nil),
             MHD_OptionItem(option: MHD_OPTION.NOTIFY_COMPLETED, value: unsafeBitCast(Callbacks.completed, to: Int.self), ptr_value: retained.toOpaque()),
+            MHD_OptionItem(option: MHD_OPTION.CONNECTION_LIMIT, value: limit, ptr_value: nil),
+            MHD_OptionItem(option: MHD_OPTION.CONNECTION_MEMORY_LIMIT, value: configuration.connectionMemory, ptr_value: nil),
         ]
+        if configuration.connectionsPerAddress > 0 {
+            options.append(MHD_OptionItem(option: MHD_OPTION.PER_IP_CONNECTION_LIMIT, value: configuration.connectionsPerAddress, ptr_value: nil))
+        }
         if configuration.tls == nil {
             options.append(MHD_OptionItem(option: MHD_OPTION.LISTEN_SOCKET, value: Int(socket), ptr_value: nil))   // the daemon closes it
+        }
+        if pooled {
+            if configuration.threads > 1 {
+                options.append(MHD_OptionItem(option: MHD_OPTION.THREAD_POOL_SIZE, value: configuration.threads, ptr_value: nil))
+            }
         }
         if let cert, let key {
             options.append(MHD_OptionItem(option: MHD_OPTION.HTTPS_MEM_CERT, value: 0, ptr_value: UnsafeMutableRawPointer(cert)))
@@ -96,15 +171,19 @@ public final class HTTPServer: Sendable {
         }
         guard let started else {
             close(socket)
+            workers?.stop()
             retained.release()
             throw BacklotError(.io, "could not start serving on \(listening.host) port \(listening.port)", context: "backlot serve",
-                               hint: "the TLS certificate and key may not match")
+                               hint: pooled ? "libmicrohttpd refused the configuration (threads \(configuration.threads), \(limit) connections)"
+                                            : "the TLS certificate and key may not match")
         }
         let daemon = DaemonBox(started)
         self.daemon = daemon
         context = retained
         port = listening.port
         usesTLS = configuration.tls != nil
+        connectionLimit = limit
+        limitNote = note
         if configuration.tls != nil {
             let observer = ctx.observer
             do {
@@ -124,8 +203,23 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// The connection limit the descriptor limit allows (raising the soft limit to the hard one
+    /// first), and a note when that is fewer than 10,000 connections.
+    static func connectionBudget(_ wanted: Int) -> (Int, String?) {
+        guard let descriptors = try? DescriptorLimit.raiseToHardLimit() else { return (wanted, nil) }
+        let allowed = max(16, Int(clamping: descriptors.soft) - reservedDescriptors)
+        let limit = min(wanted, allowed)
+        guard limit < 10_000 else { return (limit, nil) }
+        let note = "only \(limit) connections can be held at once: the descriptor limit is \(descriptors.soft) (hard limit \(descriptors.hard)); "
+            + "raise the hard limit (ulimit -Hn, or LimitNOFILE= for a systemd service) to at least \(10_000 + reservedDescriptors)"
+        return (limit, wanted <= allowed ? nil : note)
+    }
+
     /// Number of requests being answered right now.
     public var requestsInFlight: Int { context.takeUnretainedValue().inFlight.load(ordering: .relaxed) }
+
+    /// Number of connections open right now (idle ones included).
+    public var openConnections: Int { Int(cmhd_current_connections(daemon.pointer)) }
 
     /// Stops accepting connections, lets requests in flight finish for up to `grace` seconds, then stops.
     public func stop(grace: Double = 5) {
@@ -140,6 +234,11 @@ public final class HTTPServer: Sendable {
         daemon.closing()
         let deadline = Date().addingTimeInterval(grace)
         while requestsInFlight > 0 && Date() < deadline { usleep(10_000) }
+        // libmicrohttpd must not be stopped with a connection suspended: every job queued runs
+        // and resumes its connection first (a request arriving from now on is answered inline).
+        let ctx = context.takeUnretainedValue()
+        ctx.workers?.stop()
+        while ctx.suspended.load(ordering: .acquiring) > 0 { usleep(1000) }
         MHD_stop_daemon(daemon.pointer)
     }
 
@@ -174,17 +273,27 @@ final class ServerContext: Sendable {
     let handler: HTTPServer.Handler
     let observer: HTTPServer.Observer?
     let inFlight = Atomic<Int>(0)
+    /// Where waiting work runs; nil with one thread per connection (TLS), where it runs inline.
+    let workers: BlockingWorkers?
+    /// Connections suspended while a worker prepares their answer.
+    let suspended = Atomic<Int>(0)
 
-    init(handler: @escaping HTTPServer.Handler, observer: HTTPServer.Observer?) {
+    init(handler: @escaping HTTPServer.Handler, observer: HTTPServer.Observer?, workers: BlockingWorkers?) {
         self.handler = handler
         self.observer = observer
+        self.workers = workers
     }
 }
 
 /// Per-request state kept in MHD's `con_cls` between calls of the access handler.
+///
+/// Only one thread touches it at a time: the connection's event-loop thread, or the worker that
+/// prepares its answer while the connection is suspended (libmicrohttpd calls nothing for a
+/// suspended connection; suspending and resuming order the accesses).
 final class RequestState: @unchecked Sendable {
     let request: HTTPRequest
-    let route: HTTPRoute
+    /// nil until a worker has asked the handler (a request without a body that may wait).
+    var route: HTTPRoute?
     let started = Date()
     var buffer: [UInt8] = []
     var failure: HTTPResponse?
@@ -194,13 +303,34 @@ final class RequestState: @unchecked Sendable {
     var bytes: UInt64 = 0
     /// Body bytes read and dropped after the request was refused.
     var discarded = 0
+    /// A worker is preparing the answer (the connection is suspended).
+    var preparing = false
+    /// The answer a worker prepared, queued when the connection is resumed.
+    var prepared: HTTPResponse?
     /// How much of a refused body is read and dropped so that the client still gets the answer.
     static let discardLimit = 8 << 20
 
-    init(request: HTTPRequest, route: HTTPRoute) {
+    init(request: HTTPRequest, route: HTTPRoute?) {
         self.request = request
         self.route = route
     }
+
+    /// The answer once the whole request arrived (asking the handler first if it was not asked yet).
+    func answer(_ handler: HTTPServer.Handler) -> HTTPResponse {
+        if let failure { return failure }
+        let route = route ?? handler(request)
+        self.route = route
+        switch route {
+        case .respond(let r): return r
+        case .receive(let receiver): return receiver.finish()
+        case .buffer(_, let then): return then(buffer)
+        }
+    }
+}
+
+/// A connection pointer carried to the worker that resumes it.
+private struct ConnectionHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
 }
 
 private enum Callbacks {
@@ -214,15 +344,19 @@ private enum Callbacks {
                                       query: values(connection, MHD_ValueKind.GET_ARGUMENT_KIND, lowercased: false),
                                       remoteAddress: clientAddress(connection))
             server.inFlight.wrappingAdd(1, ordering: .relaxed)
-            let state = RequestState(request: request, route: server.handler(request))
+            let hasBody = (request.header("Content-Length").map { $0 != "0" } ?? false) || request.header("Transfer-Encoding") != nil
+            // GET and HEAD (files, quick reads) and requests with a body (whose route must be known
+            // before the body is read) are routed here, on the event-loop thread; any other request
+            // (a DELETE, a POST without a body) may change things and wait, and is routed by a worker.
+            let routeNow = server.workers == nil || hasBody || request.method == "GET" || request.method == "HEAD"
+            let state = RequestState(request: request, route: routeNow ? server.handler(request) : nil)
             conCls.pointee = Unmanaged.passRetained(state).toOpaque()
             // An answer that ignores a request body (an error, say) goes out now rather than after a
             // body that may never come; otherwise answer on a later call, which keeps the connection alive.
-            let hasBody = (request.header("Content-Length").map { $0 != "0" } ?? false) || request.header("Transfer-Encoding") != nil
-            if hasBody, case .respond(let response) = state.route { return queue(response, on: connection, state: state) }
+            if hasBody, case .respond(let response)? = state.route { return queue(response, on: connection, state: state) }
             // A body declared larger than the route buffers is refused before any of it is read (and
             // before "100 Continue"), so the client sees the 413 instead of a closed connection.
-            if case .buffer(let limit, _) = state.route, let declared = request.header("Content-Length").flatMap({ CheckedInteger.parse($0, as: UInt64.self) }),
+            if case .buffer(let limit, _)? = state.route, let declared = request.header("Content-Length").flatMap({ CheckedInteger.parse($0, as: UInt64.self) }),
                declared > UInt64(limit) {
                 state.failure = Self.tooLarge(limit: limit)
                 return queue(state.failure!, on: connection, state: state)
@@ -241,8 +375,10 @@ private enum Callbacks {
                 return state.discarded <= RequestState.discardLimit ? MHD_Result.YES : MHD_Result.NO
             }
             switch state.route {
-            case .respond: break
+            case .respond, nil: break
             case .receive(let receiver):
+                // Writing a chunk (at most the connection's buffer) into the page cache is short; the
+                // fsync at the end runs on a worker.
                 do { try receiver.receive(chunk) } catch let e as HTTPError {
                     state.failure = e.response
                 } catch {
@@ -258,17 +394,30 @@ private enum Callbacks {
             return MHD_Result.YES
         }
         if state.answered { return MHD_Result.YES }
-        let response: HTTPResponse
-        if let failure = state.failure {
-            response = failure
-        } else {
-            switch state.route {
-            case .respond(let r): response = r
-            case .receive(let receiver): response = receiver.finish()
-            case .buffer(_, let then): response = then(state.buffer)
-            }
+        if let prepared = state.prepared {
+            state.prepared = nil
+            return queue(prepared, on: connection, state: state)
         }
-        return queue(response, on: connection, state: state)
+        if state.preparing { return MHD_Result.YES }
+        // The whole request arrived. An answer at hand goes out from this thread; one that may wait
+        // (an upload's end, a buffered call's work, a request routed late) is prepared by a worker
+        // while the connection is suspended, so this thread goes on serving the others.
+        if state.failure != nil || state.route.map({ if case .respond = $0 { true } else { false } }) == true {
+            return queue(state.answer(server.handler), on: connection, state: state)
+        }
+        guard let workers = server.workers else { return queue(state.answer(server.handler), on: connection, state: state) }
+        state.preparing = true
+        server.suspended.wrappingAdd(1, ordering: .acquiringAndReleasing)
+        MHD_suspend_connection(connection)
+        let handle = ConnectionHandle(pointer: connection), handler = server.handler
+        let job: @Sendable () -> Void = {
+            state.prepared = state.answer(handler)
+            state.preparing = false
+            MHD_resume_connection(handle.pointer)
+            server.suspended.wrappingAdd(-1, ordering: .acquiringAndReleasing)
+        }
+        if !workers.submit(job) { job() }   // stopping: prepared here, the connection resumed at once
+        return MHD_Result.YES
     }
 
     static let noContent: MHD_ContentReaderCallback = { _, _, _, _ in -2 }   // MHD_CONTENT_READER_END_WITH_ERROR
@@ -278,9 +427,16 @@ private enum Callbacks {
         let server = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
         conCls.pointee = nil
-        if case .receive(let receiver) = state.route, !state.answered || state.failure != nil { receiver.abort() }
+        if case .receive(let receiver)? = state.route, !state.answered || state.failure != nil {
+            // Ending an interrupted upload syncs what arrived: on a worker, not on this thread.
+            if server.workers?.submit({ receiver.abort() }) != true { receiver.abort() }
+        }
         // A file opened for an answer that was never queued (the client left first) is closed here.
-        if !state.answered, case .respond(let response) = state.route, case .descriptor(let fd, _, _) = response.body { close(fd) }
+        if !state.answered {
+            // A worker's answer for a request routed late is the route's own answer: closed once.
+            let unsent = state.prepared ?? state.route.flatMap { if case .respond(let r) = $0 { r } else { nil } }
+            if case .descriptor(let fd, _, _)? = unsent?.body { close(fd) }
+        }
         server.inFlight.wrappingAdd(-1, ordering: .relaxed)
         let status = termination == MHD_RequestTerminationCode.REQUEST_TERMINATED_COMPLETED_OK ? state.status : (state.answered ? state.status : 499)
         server.observer?(state.request, state.routeLabel, status, state.bytes, Date().timeIntervalSince(state.started))
@@ -308,11 +464,9 @@ private enum Callbacks {
             if fd < 0 {
                 return queue(.error(404, code: "notFound", "no such file"), on: connection, state: state)
             }
-            mhd = MHD_create_response_from_fd_at_offset64(length, fd, offset)   // takes the descriptor
-            if mhd == nil { close(fd) }
+            mhd = fileResponse(fd, offset: offset, length: length, head: state.request.method == "HEAD")
         case .descriptor(let fd, let offset, let length):
-            mhd = MHD_create_response_from_fd_at_offset64(length, fd, offset)   // takes the descriptor
-            if mhd == nil { close(fd) }
+            mhd = fileResponse(fd, offset: offset, length: length, head: state.request.method == "HEAD")
         case .representation(let length):
             // libmicrohttpd sends no body with a 304 and writes Content-Length from the response's
             // size: the representation's. Should it ever ask for content, the reader ends with an error.
@@ -323,6 +477,35 @@ private enum Callbacks {
         for (name, value) in response.headers { MHD_add_response_header(mhd, name, value) }
         if state.request.method != "HEAD" { state.bytes = response.body.count }
         return MHD_queue_response(connection, UInt32(response.status), mhd)
+    }
+
+    /// Bodies up to this size are read from their file and sent with the head in one write; larger
+    /// ones go with sendfile(2) (plain HTTP).
+    static let smallFileLimit: UInt64 = 64 << 10
+
+    /// A response for `length` bytes of `fd` from `offset`; it takes the descriptor. A small body
+    /// (a catalog, a key list) is read at once, which saves the sendfile call and a TCP segment.
+    static func fileResponse(_ fd: Int32, offset: UInt64, length: UInt64, head: Bool) -> OpaquePointer? {
+        if !head, length > 0, length <= smallFileLimit, let start = off_t(exactly: offset), let buffer = malloc(Int(length)) {
+            let count = Int(length)
+            var got = 0
+            while got < count {
+                let n = pread(fd, buffer + got, count - got, start + off_t(got))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                got += n
+            }
+            if got == count, let mhd = MHD_create_response_from_buffer(count, buffer, MHD_ResponseMemoryMode.RESPMEM_MUST_FREE) {
+                close(fd)
+                return mhd   // owns the buffer
+            }
+            free(buffer)
+            // Shorter than announced (changed meanwhile): sent from the descriptor, libmicrohttpd
+            // ends the connection where the file ends.
+        }
+        let mhd = MHD_create_response_from_fd_at_offset64(length, fd, offset)   // takes the descriptor
+        if mhd == nil { close(fd) }
+        return mhd
     }
 
     static func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowercased: Bool) -> [String: String] {

@@ -15,7 +15,7 @@ public final class HostingServer: Sendable {
     public let directory: RepositoryDirectory
     public let metrics: ServerMetrics
     public let baseURL: String
-    private let http: HTTPServer
+    let http: HTTPServer   // internal: tests read its connection counts
 
     /// Binds and starts serving.
     /// - Parameters:
@@ -65,6 +65,9 @@ public final class HostingServer: Sendable {
 
     /// The bound port.
     public var port: UInt16 { http.port }
+
+    /// Why fewer than 10,000 connections can be held, if so (see ``HTTPServer/limitNote``).
+    public var limitNote: String? { http.limitNote }
 
     /// Stops accepting, lets requests in flight finish (up to `grace` seconds), and stops.
     public func stop(grace: Double = 5) { http.stop(grace: grace) }

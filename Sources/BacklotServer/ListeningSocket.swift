@@ -42,7 +42,8 @@ public final class ListeningSocket: Sendable {
         let bound: Int32 = family == AF_INET
             ? withUnsafePointer(to: &v4) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
             : withUnsafePointer(to: &v6) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
-        guard bound == 0, listen(fd, 128) == 0 else {
+        // A deep accept queue: thousands of clients may connect at once (the kernel caps it at somaxconn).
+        guard bound == 0, listen(fd, Self.backlog) == 0 else {
             let err = errno
             close(fd)
             throw BacklotError(.io, "could not listen on \(host) port \(port): \(SystemCall.describe(err))", context: "backlot serve",
@@ -56,6 +57,9 @@ public final class ListeningSocket: Sendable {
         self.host = host
         descriptor = Atomic(fd)
     }
+
+    /// Connections the kernel queues before they are accepted.
+    static let backlog: Int32 = 4096
 
     /// Hands the descriptor over (to the server, which closes it); later calls return -1.
     func take() -> Int32 { descriptor.exchange(-1, ordering: .acquiringAndReleasing) }

@@ -23,3 +23,9 @@ static inline const struct sockaddr *cmhd_client_address(struct MHD_Connection *
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info ? info->client_addr : NULL;
 }
+
+// Connections open right now (summed over a thread pool's workers), 0 if unknown.
+static inline unsigned int cmhd_current_connections(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info ? info->num_connections : 0;
+}
