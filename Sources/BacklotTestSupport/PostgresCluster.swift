@@ -164,17 +164,7 @@ public final class PostgresCluster: @unchecked Sendable {
     }
 
     /// A port nobody listens on now.
-    static func freePort() -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var a = sockaddr_in()
-        a.sin_family = sa_family_t(AF_INET)
-        a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        return UInt16(bigEndian: a.sin_port)
-    }
+    static func freePort() -> UInt16 { Nginx.freePort() }
 
     /// Runs a PostgreSQL program (as the `postgres` user when this is root), its output captured,
     /// for at most a minute.
