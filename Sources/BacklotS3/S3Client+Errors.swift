@@ -31,7 +31,9 @@ extension S3Client {
         case 503: fallback = "ServiceUnavailable"
         default: fallback = response.status >= 500 ? "InternalError" : "HTTP\(response.status)"
         }
-        let code = xml?.name == "Error" ? (xml?.value("Code") ?? fallback) : fallback
+        var code = xml?.name == "Error" ? (xml?.value("Code") ?? fallback) : fallback
+        // radosgw 16.2 answers NoSuchKey for a multipart upload that is gone.
+        if code == "NoSuchKey" && request.query.contains(where: { $0.0 == "uploadId" }) { code = "NoSuchUpload" }
         return error(code: code, message: xml?.value("Message") ?? "", status: response.status, headers: response.headers, request: request, signedAt: signedAt)
     }
 
@@ -99,14 +101,19 @@ extension S3Client {
 
     /// Seconds since 1970 of an IMF-fixdate (`Tue, 01 Dec 2026 14:13:41 GMT`), or nil.
     static func parseHTTPDate(_ text: String) -> Double? {
+        /// A field of exactly `width` digits (the date's fields are zero-padded).
+        func field(_ s: Substring, width: Int) -> Int32? {
+            guard s.utf8.count == width, s.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+            return s.utf8.reduce(Int32(0)) { $0 * 10 + Int32($1 - UInt8(ascii: "0")) }
+        }
         let parts = text.split(separator: " ")
         guard parts.count == 6, parts[5] == "GMT" else { return nil }
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         let clock = parts[4].split(separator: ":")
-        guard let day = CheckedInteger.parse(parts[1], as: Int32.self), let month = months.firstIndex(of: String(parts[2])),
-              let year = CheckedInteger.parse(parts[3], as: Int32.self), (1970...9999).contains(year), (1...31).contains(day), clock.count == 3,
-              let h = CheckedInteger.parse(clock[0], as: Int32.self), let m = CheckedInteger.parse(clock[1], as: Int32.self),
-              let s = CheckedInteger.parse(clock[2], as: Int32.self), h < 24, m < 60, s < 61 else { return nil }
+        guard let day = field(parts[1], width: 2), let month = months.firstIndex(of: String(parts[2])),
+              let year = field(parts[3], width: 4), year >= 1970, (1...31).contains(day), clock.count == 3,
+              let h = field(clock[0], width: 2), let m = field(clock[1], width: 2), let s = field(clock[2], width: 2),
+              h < 24, m < 60, s < 61 else { return nil }
         var t = tm()
         t.tm_year = year - 1900
         t.tm_mon = Int32(month)

@@ -68,7 +68,9 @@ extension S3Client {
         let request = S3Request(operation: "COMPLETE multipart upload", method: "POST", bucket: bucket, key: key,
                                 query: [("uploadId", uploadID)], headers: [("Content-Type", "application/xml")], body: .bytes(Array(xml.utf8)))
         let root = try xmlAnswer(request, root: "CompleteMultipartUploadResult")
-        return root.value("ETag") ?? ""
+        if let etag = root.value("ETag"), !etag.isEmpty { return etag }
+        // radosgw 16.2 answers with an empty <ETag/>: ask for it.
+        return try headObject(bucket: bucket, key: key)?.etag ?? ""
     }
 
     /// Abandons a multipart upload (AbortMultipartUpload) and frees its parts.

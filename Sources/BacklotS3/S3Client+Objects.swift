@@ -28,10 +28,22 @@ extension S3Client {
         switch condition {
         case .none: break
         case .ifAbsent: request.headers.append(("If-None-Match", "*")); request.repeats = .onlyAfterRefusal
-        case .ifMatches(let etag): request.headers.append(("If-Match", etag)); request.repeats = .onlyAfterRefusal
+        case .ifMatches(let etag):
+            // The ETag without its quotes: radosgw (16.2) compares a PUT's If-Match with the bare
+            // value and refuses the quoted form with 412; S3 takes either.
+            request.headers.append(("If-Match", Self.unquoted(etag)))
+            request.repeats = .onlyAfterRefusal
         }
         let response = try perform(request, bodyLimit: 1 << 20)
         return response.headers["etag"] ?? ""
+    }
+
+    /// An ETag without surrounding double quotes (and without a weak `W/` prefix).
+    static func unquoted(_ etag: String) -> String {
+        var e = Substring(etag.trimmingWhitespace)
+        if e.hasPrefix("W/") { e = e.dropFirst(2) }
+        if e.count >= 2, e.hasPrefix("\""), e.hasSuffix("\"") { e = e.dropFirst().dropLast() }
+        return String(e)
     }
 
     /// Reads an object (or a range of it) into memory.

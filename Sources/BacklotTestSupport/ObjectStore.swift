@@ -39,7 +39,7 @@ public final class ObjectStore: Sendable {
     private init(directory: String) throws {
         self.directory = directory
         let started = ContinuousClock.now
-        try Self.run(["start", "radosgw", directory, "--owner", String(getpid())], directory: directory)
+        try Self.run(["start", "radosgw", directory, "--owner", String(getpid()), "--remove"], directory: directory)
         startDuration = ContinuousClock.now - started
         let env = try Self.run(["env", directory], directory: directory)
         var values: [String: String] = [:]
@@ -103,7 +103,7 @@ public final class ObjectStore: Sendable {
     public func stopGateway() throws { try Self.run(["stop", directory, "radosgw"], directory: directory) }
 
     /// Starts the gateway again on the same port (`scripts/services start radosgw DIR`).
-    public func startGateway() throws { try Self.run(["start", "radosgw", directory, "--owner", String(getpid())], directory: directory) }
+    public func startGateway() throws { try Self.run(["start", "radosgw", directory, "--owner", String(getpid()), "--remove"], directory: directory) }
 
     /// Stops everything and removes the folder.
     public func stop() {
@@ -111,26 +111,17 @@ public final class ObjectStore: Sendable {
         FileSystem.removeTree(directory)
     }
 
-    /// Runs `scripts/services ARGS`, its output in DIR/services.out (never a pipe a daemon could hold).
+    /// Runs `scripts/services ARGS` (in a process group of its own, output captured; the daemons
+    /// it starts write to the cluster's logs, never to this pipe) and returns what it printed.
     @discardableResult
     static func run(_ arguments: [String], directory: String) throws -> String {
-        let out = directory + "/services.out"
-        let err = directory + "/services.err"
-        _ = FileManager.default.createFile(atPath: out, contents: nil)
-        _ = FileManager.default.createFile(atPath: err, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: script)
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle(forWritingAtPath: out)
-        process.standardError = FileHandle(forWritingAtPath: err)
-        try process.run()
-        process.waitUntilExit()
-        let printed = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
-        let said = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
-        guard process.terminationStatus == 0 else {
-            throw BacklotError(.io, "scripts/services \(arguments.joined(separator: " ")) failed (\(process.terminationStatus)): \(said)", context: directory,
-                               hint: "the Ceph logs are in \(directory)/log; missing packages: run scripts/bootstrap")
+        let child = try ChildProcess.start(executable: script, arguments: arguments, environment: ProcessInfo.processInfo.environment, captureOutput: true)
+        try child.release()
+        let outcome = child.wait(until: .now + .seconds(300), keepingLast: 1 << 20)
+        let printed = String(decoding: outcome.output, as: UTF8.self)
+        guard outcome.succeeded else {
+            throw BacklotError(.io, "scripts/services \(arguments.joined(separator: " ")) failed (\(outcome.exitStatus.map { "exit \($0)" } ?? "killed")): \(printed)",
+                               context: directory, hint: "the Ceph logs are in \(directory)/log; missing packages: run scripts/bootstrap")
         }
         return printed
     }
