@@ -58,6 +58,7 @@ extension HTTPClient {
             configure(handle, url: url, headers: list)
             _ = ccurl_setopt_long(handle, CURLOPT_PATH_AS_IS, 1)
             _ = ccurl_setopt_long(handle, CURLOPT_BUFFERSIZE, 256 << 10)
+            _ = ccurl_setopt_long(handle, CURLOPT_UPLOAD_BUFFERSIZE, 512 << 10)
             _ = ccurl_setopt_str(handle, CURLOPT_CUSTOMREQUEST, method)
             if method == "HEAD" { _ = ccurl_setopt_long(handle, CURLOPT_NOBODY, 1) }
             _ = ccurl_setopt_write(handle, StreamCallbacks.write)

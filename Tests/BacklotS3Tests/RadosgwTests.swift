@@ -167,6 +167,32 @@ import Testing
         #expect(try second.listMultipartUploads(bucket: bucket).isEmpty)
     }
 
+    @Test func aFileIsUploadedInPartsAndAnInterruptedUploadResumes() throws {
+        let (s3, bucket) = try store.newBucket("file")
+        let dir = try TemporaryDirectory("s3-file")
+        defer { dir.remove() }
+        print("seed 5")
+        let data = Self.bytes((12 << 20) + 7, seed: 5)
+        let file = try dir.write("f.aar", data)
+        var began: String?
+        let etag = try s3.uploadFile(bucket: bucket, key: "whole", path: file, partSize: 5 << 20, contentType: "application/octet-stream") { began = $0 }
+        #expect(etag.hasSuffix("-3\""))
+        #expect(began != nil)
+        #expect(try s3.getObject(bucket: bucket, key: "whole").bytes == data)
+
+        // Interrupted after its first part; another client finishes it.
+        let id = try s3.createMultipartUpload(bucket: bucket, key: "resumed")
+        let first = try s3.uploadPart(bucket: bucket, key: "resumed", uploadID: id, partNumber: 1, body: .file(path: file, offset: 0, length: 5 << 20))
+        let other = try store.client()
+        try other.uploadFile(bucket: bucket, key: "resumed", path: file, partSize: 5 << 20, resuming: id)
+        #expect(try other.getObject(bucket: bucket, key: "resumed").bytes == data)
+        #expect(first.size == 5 << 20)
+
+        // A small file is one PUT.
+        let small = try dir.write("small", [1, 2, 3])
+        #expect(try !s3.uploadFile(bucket: bucket, key: "small", path: small).contains("-"))
+    }
+
     @Test func anAbortedUploadIsGone() throws {
         let (s3, bucket) = try store.newBucket("abort")
         let id = try s3.createMultipartUpload(bucket: bucket, key: "x")
