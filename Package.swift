@@ -47,6 +47,8 @@ let package = Package(
         .target(name: "BacklotServer", dependencies: ["CMicroHTTPD", "BacklotRepository"]),
         // An HTTP(S) client on libcurl, for the CLI and the client library.
         .target(name: "BacklotHTTPClient", dependencies: ["CCurl", "BacklotBasics"]),
+        // An S3 client: SigV4 signing, objects, listings, multipart uploads, retries, structured errors.
+        .target(name: "BacklotS3", dependencies: ["BacklotHTTPClient", "BacklotCrypto", "BacklotBasics"]),
         // The client: AssetPackManager, the delta downloader, the container store.
         .target(name: "BacklotClient", dependencies: ["BacklotRepository", "BacklotHTTPClient", "BacklotInfoPlist"]),
         // Downloader extensions: Apple's protocols, built into an executable the agent runs.
@@ -68,7 +70,7 @@ let package = Package(
         .executableTarget(name: "backlot-test-app", dependencies: ["BacklotClient", "BacklotTaskScheduler"]),
 
         // Helpers shared by the test targets: temporary folders, seeded data, sample packs.
-        .target(name: "BacklotTestSupport", dependencies: ["BacklotFormat", "BacklotRepository", "BacklotServer", "BacklotClient", "BacklotPostgres"]),
+        .target(name: "BacklotTestSupport", dependencies: ["BacklotFormat", "BacklotRepository", "BacklotServer", "BacklotClient", "BacklotPostgres", "BacklotS3"]),
         .testTarget(name: "BacklotBasicsTests", dependencies: ["BacklotBasics"]),
         .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotJSON"]),
         .testTarget(name: "BacklotFormatTests", dependencies: ["BacklotFormat", "BacklotTestSupport"],
@@ -80,6 +82,7 @@ let package = Package(
         .testTarget(name: "BacklotAppClipsTests", dependencies: ["BacklotAppClips", "BacklotClient", "BacklotServer", "BacklotTestSupport"]),
         .testTarget(name: "BacklotTaskSchedulerTests", dependencies: ["BacklotTaskScheduler", "BacklotTestSupport"]),
         .testTarget(name: "BacklotInfoPlistTests", dependencies: ["BacklotInfoPlist"], exclude: ["Fixtures"]),
+        .testTarget(name: "BacklotS3Tests", dependencies: ["BacklotS3", "BacklotCrypto", "BacklotTestSupport"]),
         .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat", "BacklotTestSupport", "BacklotHTTPClient",
                                                                  "BacklotRepository", "BacklotClient", "BacklotServer", "BacklotStore"]),
     ]

@@ -6,8 +6,9 @@ import Glibc
 #endif
 
 /// A small synchronous HTTP(S) client on libcurl: custom CA files, uploads streamed from files
-/// (with an offset, for resuming), progress, bounded response bodies. This file is the only one
-/// that touches libcurl.
+/// (with an offset, for resuming), progress, bounded response bodies; bodies streamed both ways in
+/// `HTTPClient+Streaming.swift`. These two files are the only ones
+/// that touch libcurl.
 ///
 /// ```swift
 /// let client = HTTPClient(caFile: "data/tls/ca.pem")
