@@ -41,7 +41,13 @@ extension S3PublishedTree {
         let client = S3Client(configuration: configuration, credentials: credentials)
         let exists: Bool
         do {
-            exists = try client.bucketExists(bucket)
+            do {
+                exists = try client.bucketExists(bucket)
+            } catch let denied as BacklotError where denied.code == .forbidden {
+                // A HEAD answer has no body to say why: a listing of one key does (wrong secret, unknown key, or denied).
+                _ = try client.listObjects(bucket: bucket, maximumKeys: 1)
+                throw denied
+            }
         } catch let error as BacklotError {
             throw BacklotError(error.code, "the published tree's bucket \(bucket) at \(configuration.endpoint) cannot be used: \(error.message)",
                                context: storage, hint: error.hint)

@@ -64,13 +64,18 @@ import Glibc
         let (_, bucket) = try store.newBucket("creds")
         let dir = try TemporaryDirectory("serve-creds")
         defer { dir.remove() }
-        let wrong = S3Credentials(accessKeyID: store.credentials.accessKeyID, secretAccessKey: "not-the-secret")
-        let r = try serve(["--data", dir.at("data"), "--storage", "s3://\(bucket)", "--s3-endpoint", store.endpoint, "--s3-path-style"],
-                          environment: keys(wrong))
-        #expect(r.status != 0)
-        #expect(r.err.contains(store.endpoint) && r.err.contains(bucket), "\(r.err)")
-        #expect(!r.out.contains("Serving"), "\(r.out)")
-        #expect(!FileSystem.exists(dir.at("data")), "the bucket is checked before the data folder is made")
+        for wrong in [S3Credentials(accessKeyID: store.credentials.accessKeyID, secretAccessKey: "not-the-secret"),
+                      S3Credentials(accessKeyID: "NOSUCHKEY0000000000", secretAccessKey: store.credentials.secretAccessKey)] {
+            let r = try serve(["--data", dir.at("data"), "--storage", "s3://\(bucket)", "--s3-endpoint", store.endpoint, "--s3-path-style"],
+                              environment: keys(wrong))
+            #expect(r.status != 0)
+            #expect(r.err.contains("the published tree's bucket \(bucket) at \(store.endpoint) cannot be used"), "\(r.err)")
+            #expect(r.err.contains("the credentials are wrong for this endpoint"), "\(r.err)")
+            #expect(r.err.contains(wrong.accessKeyID), "the hint names the key ID: \(r.err)")
+            #expect(!r.err.contains(wrong.secretAccessKey), "never the secret: \(r.err)")
+            #expect(!r.out.contains("Serving"), "\(r.out)")
+            #expect(!FileSystem.exists(dir.at("data")), "the bucket is checked before the data folder is made")
+        }
     }
 
     @Test func aMissingBucketStopsTheStartNamingEndpointAndBucket() throws {
