@@ -1,6 +1,7 @@
 import BacklotBasics
 import BacklotCrypto
 import BacklotFormat
+import BacklotJSON
 import BacklotS3
 import BacklotTestSupport
 import Foundation
@@ -90,12 +91,26 @@ import Testing
         #expect(v1.state == .complete && v2.state == .complete, "\(v1) \(v2)")
         try repo.release(app: Self.app, pack: "Levels", version: 1, channel: .internal)
         try repo.release(app: Self.app, pack: "Levels", version: 2, channel: .internal)
+        // An .aar for iOS: Apple's download manifests (one per Apple platform) and the archive under its pack ID.
+        repo.setPublicURL("https://cdn.example.com/")
+        try repo.createPack(app: Self.app, id: "Intro")
+        let aar = AppleArchiveBuilder.archive(files: [("intro.txt", Array("hello from the bucket".utf8))])
+        let manifest = try JSONReader(source: "manifest", allowsComments: false, allowsTrailingCommas: false)
+            .read(Array(SamplePack.manifest(id: "Intro", platforms: #"["iOS"]"#).utf8)).root
+        let apple = try repo.createVersion(app: Self.app, pack: "Intro", size: UInt64(aar.count), format: .appleArchive, manifest: manifest)
+        let upload = try repo.beginUpload(app: Self.app, pack: "Intro", number: apple.number, offset: 0)
+        try aar.withUnsafeBytes { try upload.append($0) }
+        try upload.close()
+        repo.waitForProcessing()
+        #expect(try repo.version(app: Self.app, pack: "Intro", number: apple.number).state == .complete)
+        try repo.release(app: Self.app, pack: "Intro", version: apple.number, channel: .internal)
         try repo.rotateKey()
 
         let files = try Self.localFiles(directory.publicTreePath)
         #expect(files.contains("v1/keys/root-1.json") && files.contains("v1/keys/root-2.json") && files.contains("v1/keys/root.json"))
         #expect(files.contains("v1/apps/\(Self.app)/internal/catalog.json"))
         #expect(files.contains("v1/packs/\(v2.archiveSHA256!).pack"))
+        #expect(files.contains("v1/apple/\(Self.app)/internal/ios/packs/Intro") && files.contains("v1/apple/\(Self.app)/internal/macos/manifest.json"))
         let objects = try s3.listAllObjects(bucket: bucket)
         #expect(objects.map(\.key).sorted() == files.map { "cdn/public/" + $0 }, "the bucket has exactly the folder's files, under the prefix")
         for relative in files {
@@ -112,6 +127,14 @@ import Testing
         #expect(try s3.headObject(bucket: bucket, key: "cdn/public/v1/keys/root.json")?.cacheControl == "public, max-age=200")
         #expect(try s3.headObject(bucket: bucket, key: "cdn/public/v1/packs/\(v1.archiveSHA256!).pack")?.cacheControl == "public, max-age=31536000, immutable")
         #expect(try s3.headObject(bucket: bucket, key: "cdn/public/v1/packs/\(v1.archiveSHA256!).pack")?.contentType == "application/octet-stream")
+        let aarHead = try s3.headObject(bucket: bucket, key: "cdn/public/v1/apple/\(Self.app)/internal/ios/packs/Intro")
+        #expect(aarHead?.cacheControl == "no-cache" && aarHead?.contentType == "application/octet-stream")
+        #expect(try s3.headObject(bucket: bucket, key: "cdn/public/v1/apple/\(Self.app)/internal/ios/manifest.json")?.cacheControl == "public, max-age=45")
+
+        // A withdrawn .aar leaves both trees alike (its archive removed from the platform's packs).
+        try repo.withdraw(app: Self.app, pack: "Intro", channel: .internal)
+        #expect(try s3.headObject(bucket: bucket, key: "cdn/public/v1/apple/\(Self.app)/internal/ios/packs/Intro") == nil)
+        #expect(try s3.listAllObjects(bucket: bucket).map(\.key).sorted() == Self.localFiles(directory.publicTreePath).map { "cdn/public/" + $0 })
     }
 
     @Test func aRepositoryPublishesToTheBucketAloneAndCollectsItsGarbage() throws {
