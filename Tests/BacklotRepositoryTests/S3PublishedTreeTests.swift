@@ -179,6 +179,38 @@ import Testing
         #expect(try s3.listAllObjects(bucket: bucket) == before)
     }
 
+    @Test func aFolderMovedToABucketIsRepublishedThereAtStart() throws {
+        let store = try ObjectStore.shared()
+        let (s3, bucket) = try store.newBucket("move")
+        let dir = try TemporaryDirectory("s3move")
+        defer { dir.remove() }
+        let directory = try RepositoryDirectory(path: dir.at("data"))
+        // A year of the folder: releases and a key rotation, all in DIR/public.
+        let local = try Repository(directory: directory)
+        try local.createApp(Self.app)
+        try local.createPack(app: Self.app, id: "Levels")
+        _ = try Self.upload(local, seed: 21)
+        try local.release(app: Self.app, pack: "Levels", version: 1, channel: .internal)
+        try local.rotateKey()
+        let before = try Self.localFiles(directory.publicTreePath)
+        let key = try RepositoryDirectory.readPublicKey(path: directory.publicKeyPath)
+        let folderCatalog = try Catalog.verify(Array(Data(contentsOf: URL(fileURLWithPath: local.catalogPath(app: Self.app, channel: .internal)))),
+                                               trusting: [key], app: Self.app, channel: .internal, now: Date(), source: "the folder's catalog")
+
+        // Then the same folder with the bucket as its tree, as `backlot serve --storage` starts: every channel is republished.
+        let moved = try Repository(directory: directory, tree: S3PublishedTree(client: s3, bucket: bucket, prefix: "tree"))
+        try moved.resign(margin: .infinity)
+        #expect(try s3.listAllObjects(bucket: bucket).map(\.key).sorted() == before.map { "tree/" + $0 }, "every file of the folder's tree is in the bucket")
+        for relative in before where !relative.hasSuffix("catalog.json") {
+            let bytes = try s3.getObject(bucket: bucket, key: "tree/" + relative).bytes
+            #expect(bytes == (try FileDescriptor.readWholeFile(directory.publicTreePath + "/" + relative, atMost: 64 << 20, what: "a tree file")), "\(relative)")
+        }
+        let signed = try s3.getObject(bucket: bucket, key: "tree/v1/apps/\(Self.app)/internal/catalog.json").bytes
+        let bucketCatalog = try Catalog.verify(signed, trusting: [key], app: Self.app, channel: .internal, now: Date(), source: "the bucket's catalog")
+        #expect(bucketCatalog.version > folderCatalog.version, "re-signed: a newer catalog than the folder's")
+        #expect(bucketCatalog.packs.map(\.release.archiveSHA256) == folderCatalog.packs.map(\.release.archiveSHA256))
+    }
+
     @Test func pathsOutsideTheTreeAreRefusedByBothStores() throws {
         let dir = try TemporaryDirectory("treepaths")
         defer { dir.remove() }
