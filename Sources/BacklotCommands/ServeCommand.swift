@@ -5,6 +5,9 @@ import BacklotServer
 import BacklotStore
 import Dispatch
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `backlot serve --data DIR [--database URL]`: serves a repository over HTTPS with a local CA by
 /// default, its metadata in DIR/meta.sqlite or in PostgreSQL.
@@ -37,7 +40,9 @@ struct ServeCommand: Command {
             .init("database", value: "URL", help: "Metadata in PostgreSQL: postgresql://USER@HOST:PORT/DB (default: SQLite in DIR/meta.sqlite)."),
             .init("host", value: "ADDRESS", help: "Address to listen on (default 127.0.0.1)."),
             .init("port", value: "N", help: "Port (default 8443; 0 picks a free one)."),
-            .init("tls", value: "MODE", help: "auto (default), off, or CERT.pem,KEY.pem."),
+            .init("tls", value: "MODE", help: "auto (default), off (behind a TLS-terminating load balancer), or CERT.pem,KEY.pem."),
+            .init("tls-cert", value: "FILE", help: "The PEM certificate chain to serve (with --tls-key; the same as --tls CERT.pem,KEY.pem)."),
+            .init("tls-key", value: "FILE", help: "The PEM private key of --tls-cert (refused if anyone may read it: chmod 600)."),
             .init("hostname", value: "NAME", help: "Extra names or addresses for the auto certificate (comma-separated)."),
             .init("public-url", value: "URL", help: "Where clients reach the tree, for Apple download manifests (default: this server's URL)."),
             .init("max-install-size", value: "BYTES", help: "Refuse packs whose files add up to more (default 68719476736, 64 GiB)."),
@@ -52,6 +57,34 @@ struct ServeCommand: Command {
             .init("quiet", help: "No access log."),
         ])
 
+    /// `--tls`, or `--tls-cert FILE --tls-key FILE` (both, and not with `--tls`), as one mode. A
+    /// key file anyone may read or write is refused, whichever way it is given: it is the server's
+    /// identity (group-readable is allowed, as Debian's `ssl-cert` group uses it).
+    static func tlsMode(_ arguments: ParsedArguments) throws -> String {
+        let cert = arguments.values["tls-cert"], key = arguments.values["tls-key"]
+        var mode = arguments.values["tls"] ?? "auto"
+        if cert != nil || key != nil {
+            guard let cert, let key else {
+                throw BacklotError(.usage, "--tls-cert and --tls-key go together", context: "backlot serve",
+                                   hint: "give both: --tls-cert CERT.pem --tls-key KEY.pem")
+            }
+            guard arguments.values["tls"] == nil else {
+                throw BacklotError(.usage, "--tls and --tls-cert/--tls-key both say where TLS comes from", context: "backlot serve",
+                                   hint: "keep one of them")
+            }
+            mode = cert + "," + key
+        }
+        let parts = mode.split(separator: ",").map(String.init)
+        if parts.count == 2 {
+            var st = stat()
+            if stat(parts[1], &st) == 0, st.st_mode & 0o006 != 0 {
+                throw BacklotError(.invalidInput, "the TLS key is open to everyone (mode \(String(st.st_mode & 0o777, radix: 8)))", context: parts[1],
+                                   hint: "chmod 600 \(parts[1]) (or 640 with a group such as ssl-cert)")
+            }
+        }
+        return mode
+    }
+
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let data = try required("data", in: arguments)
         let port = try arguments.integer("port", in: 0...65535, default: 8443, command: spec.name)
@@ -60,7 +93,7 @@ struct ServeCommand: Command {
             try CheckedInteger.parse($0, as: UInt64.self, "--max-install-size", in: 1...UInt64(Int64.max), context: "backlot serve", code: .usage)
         } ?? Repository.defaultMaximumInstallSize
         let catalogMaxAge = try arguments.integer("catalog-max-age", in: 0...86_400, default: PublishedTreeHeaders.standardCatalogMaxAge, command: spec.name)
-        let mode = arguments.values["tls"] ?? "auto"
+        let mode = try tlsMode(arguments)
         guard mode == "off" || mode == "auto" || mode.split(separator: ",").count == 2 else {
             throw BacklotError(.usage, "--tls takes auto, off, or CERT.pem,KEY.pem (got '\(mode)')", context: "backlot serve")
         }

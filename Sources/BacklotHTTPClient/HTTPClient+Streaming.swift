@@ -66,35 +66,14 @@ extension HTTPClient {
             _ = ccurl_setopt_header(handle, StreamCallbacks.header)
             _ = ccurl_setopt_ptr(handle, CURLOPT_HEADERDATA, context)
 
-            var uploadFD: Int32 = -1
-            defer { if uploadFD >= 0 { close(uploadFD) } }
-            switch body {
-            case .bytes(let bytes):
-                transfer.source = .memory(bytes)
-                transfer.remaining = UInt64(bytes.count)
-            case .file(let path, let offset, let length):
-                uploadFD = open(path, O_RDONLY | O_CLOEXEC)
-                guard uploadFD >= 0 else { throw SystemCall.error("open", path: path) }
-                transfer.source = .file(uploadFD)
-                transfer.offset = offset
-                transfer.remaining = length
-            case nil:
-                break
-            }
-            let total = transfer.remaining
+            let upload = try body.map { try UploadBody($0) }
+            let total = upload?.total ?? 0
             let deadline = self.deadline(forBytes: bodyLimit &+ total)
             _ = ccurl_setopt_long(handle, CURLOPT_TIMEOUT, deadline)
-            if body != nil {
-                _ = ccurl_setopt_long(handle, CURLOPT_UPLOAD, 1)
-                _ = ccurl_setopt_str(handle, CURLOPT_CUSTOMREQUEST, method)
-                _ = ccurl_setopt_off(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(total))
-                transfer.total = total
-                _ = ccurl_setopt_read(handle, StreamCallbacks.read)
-                _ = ccurl_setopt_ptr(handle, CURLOPT_READDATA, context)
-            }
-            let code = withExtendedLifetime(transfer) { curl_easy_perform(handle) }
+            upload?.attach(to: handle, method: method)
+            let code = withExtendedLifetime((transfer, upload)) { curl_easy_perform(handle) }
             if let thrown = transfer.thrown { throw thrown }
-            if let failure = transfer.failure { throw failure }
+            if let failure = transfer.failure ?? upload?.failure { throw failure }
             // A server may answer a refusal before it has read the whole body and close the
             // connection: the refusal is the answer, not a broken transfer.
             let answeredEarly = transfer.status >= 400 && (code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR)
@@ -116,7 +95,6 @@ extension HTTPClient {
 
 /// One streamed transfer's state, reached from libcurl's callbacks.
 private final class StreamTransfer {
-    enum Source { case none, memory([UInt8]), file(Int32) }
     let limit: UInt64
     let errorLimit: Int
     let receive: (UnsafeRawBufferPointer) throws -> Void
@@ -124,10 +102,6 @@ private final class StreamTransfer {
     var headers: [String: String] = [:]
     var errorBody: [UInt8] = []
     var received: UInt64 = 0
-    var source: Source = .none
-    var offset: UInt64 = 0
-    var remaining: UInt64 = 0
-    var total: UInt64 = 0
     var failure: BacklotError?
     var thrown: (any Error)?
 
@@ -169,30 +143,4 @@ private enum StreamCallbacks {
         return n
     }
 
-    static let read: curl_read_callback = { buffer, size, count, context in
-        let t = Unmanaged<StreamTransfer>.fromOpaque(context!).takeUnretainedValue()
-        let want = Int(min(UInt64(size * count), t.remaining))
-        guard want > 0, let buffer else { return 0 }
-        var got = 0
-        switch t.source {
-        case .memory(let bytes):
-            let start = Int(t.total - t.remaining)
-            bytes.withUnsafeBytes { src in
-                UnsafeMutableRawPointer(buffer).copyMemory(from: src.baseAddress! + start, byteCount: want)
-            }
-            got = want
-        case .file(let fd):
-            let n = pread(fd, buffer, want, off_t(t.offset))
-            guard n > 0 else {
-                t.failure = BacklotError(.io, "the file to upload ended early (or could not be read) at offset \(t.offset)")
-                return Int(CURL_READFUNC_ABORT)
-            }
-            got = n
-            t.offset += UInt64(n)
-        case .none:
-            return 0
-        }
-        t.remaining -= UInt64(got)
-        return got
-    }
 }

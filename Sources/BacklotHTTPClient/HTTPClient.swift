@@ -85,7 +85,7 @@ public struct HTTPClient: Sendable {
         guard let handle = curl_easy_init() else { throw BacklotError(.library, "libcurl could not start a transfer") }
         defer { curl_easy_cleanup(handle) }
         let limit = max(0, min(expectedBodySize ?? bodyLimit ?? maximumBodySize, maximumBodySize))
-        let transfer = Transfer(limit: limit, progress: progress)
+        let transfer = Transfer(limit: limit)
         transfer.stopsAtExpectedSize = expectedBodySize != nil
         if let expectedBodySize { transfer.body.reserveCapacity(min(expectedBodySize, maximumBodySize)) }
         let context = Unmanaged.passUnretained(transfer).toOpaque()
@@ -102,40 +102,19 @@ public struct HTTPClient: Sendable {
         _ = ccurl_setopt_header(handle, Callbacks.header)
         _ = ccurl_setopt_ptr(handle, CURLOPT_HEADERDATA, context)
 
-        var uploadFD: Int32 = -1
-        defer { if uploadFD >= 0 { close(uploadFD) } }
-        switch body {
-        case .bytes(let bytes):
-            transfer.source = .memory(bytes)
-            transfer.remaining = UInt64(bytes.count)
-        case .file(let path, let offset, let length):
-            uploadFD = open(path, O_RDONLY | O_CLOEXEC)
-            guard uploadFD >= 0 else { throw SystemCall.error("open", path: path) }
-            transfer.source = .file(uploadFD)
-            transfer.offset = offset
-            transfer.remaining = length
-        case nil:
-            break
-        }
-        let deadline = self.deadline(forBytes: UInt64(limit) + transfer.remaining)
+        let upload = try body.map { try UploadBody($0, progress: progress) }
+        let deadline = self.deadline(forBytes: UInt64(limit) + (upload?.total ?? 0))
         _ = ccurl_setopt_long(handle, CURLOPT_TIMEOUT, deadline)
-        if body != nil {
-            _ = ccurl_setopt_long(handle, CURLOPT_UPLOAD, 1)
-            _ = ccurl_setopt_str(handle, CURLOPT_CUSTOMREQUEST, method)
-            _ = ccurl_setopt_off(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(transfer.remaining))
-            transfer.total = transfer.remaining
-            _ = ccurl_setopt_read(handle, Callbacks.read)
-            _ = ccurl_setopt_ptr(handle, CURLOPT_READDATA, context)
-        }
-        let code = withExtendedLifetime(transfer) { curl_easy_perform(handle) }
+        upload?.attach(to: handle, method: method)
+        let code = withExtendedLifetime((transfer, upload)) { curl_easy_perform(handle) }
         var status = 0
         _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         if transfer.exceeded && transfer.stopsAtExpectedSize {
             return Response(status: status, headers: transfer.headers, body: transfer.body, exceededExpectedSize: true)
         }
-        if let failure = transfer.failure { throw failure }
+        if let failure = transfer.failure ?? upload?.failure { throw failure }
         guard code == CURLE_OK else {
-            if code == CURLE_OPERATION_TIMEDOUT { throw timedOut(method, url, deadline: deadline, bytes: UInt64(limit) + transfer.total) }
+            if code == CURLE_OPERATION_TIMEDOUT { throw timedOut(method, url, deadline: deadline, bytes: UInt64(limit) + (upload?.total ?? 0)) }
             let text = String(cString: curl_easy_strerror(code))
             let tls = [CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE].contains(code)
             throw BacklotError(.io, "\(method) \(url) failed: \(text)", context: url,
@@ -305,23 +284,15 @@ private enum FileCallbacks {
 
 /// One transfer's state, reached from libcurl's callbacks.
 private final class Transfer: @unchecked Sendable {
-    enum Source { case none, memory([UInt8]), file(Int32) }
     var body: [UInt8] = []
     var headers: [String: String] = [:]
-    var source: Source = .none
-    var offset: UInt64 = 0
-    var remaining: UInt64 = 0
-    var total: UInt64 = 0
-    var sent: UInt64 = 0
     var failure: BacklotError?
     var exceeded = false
     var stopsAtExpectedSize = false
     let limit: Int
-    let progress: (@Sendable (UInt64, UInt64) -> Void)?
 
-    init(limit: Int, progress: (@Sendable (UInt64, UInt64) -> Void)?) {
+    init(limit: Int) {
         self.limit = limit
-        self.progress = progress
     }
 }
 
@@ -344,32 +315,4 @@ private enum Callbacks {
         return size * count
     }
 
-    static let read: curl_read_callback = { buffer, size, count, context in
-        let t = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-        let want = min(size * count, Int(min(t.remaining, UInt64(Int.max))))
-        guard want > 0, let buffer else { return 0 }
-        var got = 0
-        switch t.source {
-        case .memory(let bytes):
-            let start = Int(t.total - t.remaining)
-            bytes.withUnsafeBytes { src in
-                UnsafeMutableRawPointer(buffer).copyMemory(from: src.baseAddress! + start, byteCount: want)
-            }
-            got = want
-        case .file(let fd):
-            let n = pread(fd, buffer, want, off_t(t.offset))
-            guard n > 0 else {
-                t.failure = BacklotError(.io, "the file to upload ended early")
-                return Int(CURL_READFUNC_ABORT)
-            }
-            got = n
-            t.offset += UInt64(n)
-        case .none:
-            return 0
-        }
-        t.remaining -= UInt64(got)
-        t.sent += UInt64(got)
-        t.progress?(t.sent, t.total)
-        return got
-    }
 }

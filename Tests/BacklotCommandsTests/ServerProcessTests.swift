@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCommands
 import BacklotCrypto
 import BacklotFormat
 import BacklotHTTPClient
@@ -20,9 +21,9 @@ import Glibc
         let baseURL: String
         private let output = Pipe()
 
-        init(data: String, tls: String = "off") throws {
+        init(data: String, tls: String = "off", arguments: [String]? = nil) throws {
             process.executableURL = URL(fileURLWithPath: ProcessTests.binary)
-            process.arguments = ["serve", "--data", data, "--port", "0", "--tls", tls, "--quiet"]
+            process.arguments = ["serve", "--data", data, "--port", "0", "--quiet"] + (arguments ?? ["--tls", tls])
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -80,11 +81,38 @@ import Glibc
         let issued = try ca.issueServerCertificate(dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"])
         try dir.write("ca.pem", ca.certificatePEM)
         try dir.write("cert.pem", issued.certificatePEM)
-        try dir.write("key.pem", issued.privateKeyPEM)
+        try dir.write("key.pem", issued.privateKeyPEM, mode: 0o600)
         let server = try Server(data: dir.at("data"), tls: dir.at("cert.pem") + "," + dir.at("key.pem"))
         #expect(server.baseURL.hasPrefix("https://"))
         #expect(try HTTPClient(caFile: dir.at("ca.pem")).send("GET", server.baseURL + "v1/keys/root.json").status == 200)
         #expect(server.terminate() == 0)
+        // The same with --tls-cert and --tls-key.
+        let again = try Server(data: dir.at("data"), arguments: ["--tls-cert", dir.at("cert.pem"), "--tls-key", dir.at("key.pem")])
+        #expect(again.baseURL.hasPrefix("https://"))
+        #expect(try HTTPClient(caFile: dir.at("ca.pem")).send("GET", again.baseURL + "v1/keys/root.json").status == 200)
+        #expect(again.terminate() == 0)
+    }
+
+    @Test func aTLSKeyOpenToEveryoneAndHalfAPairAreRefused() throws {
+        let dir = try TemporaryDirectory("open-key")
+        defer { dir.remove() }
+        let ca = try LocalCertificateAuthority.create(commonName: "Test CA")
+        let issued = try ca.issueServerCertificate(dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"])
+        try dir.write("cert.pem", issued.certificatePEM)
+        try dir.write("key.pem", issued.privateKeyPEM, mode: 0o644)
+        func serve(_ extra: [String]) -> (status: Int32, err: String) {
+            let io = CapturedIO()
+            let status = BacklotCLI.main(["serve", "--data", dir.at("data"), "--port", "0", "--quiet"] + extra, io: io)
+            return (status, io.standardError)
+        }
+        for extra in [["--tls-cert", dir.at("cert.pem"), "--tls-key", dir.at("key.pem")], ["--tls", dir.at("cert.pem") + "," + dir.at("key.pem")]] {
+            let r = serve(extra)
+            #expect(r.status == 2 && r.err.contains("open to everyone (mode 644)") && r.err.contains("chmod 600"), "\(r.err)")
+        }
+        let half = serve(["--tls-cert", dir.at("cert.pem")])
+        #expect(half.status == 2 && half.err.contains("go together"), "\(half.err)")
+        let both = serve(["--tls", "off", "--tls-cert", dir.at("cert.pem"), "--tls-key", dir.at("key.pem")])
+        #expect(both.status == 2 && both.err.contains("keep one"), "\(both.err)")
     }
 
     @Test func sigtermStopsGracefully() throws {
