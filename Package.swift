@@ -42,7 +42,7 @@ let package = Package(
         // PostgreSQL (libpq) behind the same store interface as SQLite (MetadataDatabase), for the repository's metadata.
         .target(name: "BacklotPostgres", dependencies: ["CPostgreSQL", "BacklotStore"]),
         // The repository: apps, versions, releases, tokens, signed catalogs, key lists, the published tree.
-        .target(name: "BacklotRepository", dependencies: ["BacklotFormat", "BacklotStore"]),
+        .target(name: "BacklotRepository", dependencies: ["BacklotFormat", "BacklotStore", "BacklotS3"]),
         // The hosting server: libmicrohttpd, the published tree over HTTP(S) with Range and ETag.
         .target(name: "BacklotServer", dependencies: ["CMicroHTTPD", "BacklotRepository"]),
         // An HTTP(S) client on libcurl, for the CLI and the client library.

@@ -1,5 +1,6 @@
 import BacklotBasics
 import BacklotRepository
+import BacklotS3
 import BacklotServer
 import BacklotStore
 import Dispatch
@@ -27,6 +28,12 @@ struct ServeCommand: Command {
         file is written then: make the first admin token with `backlot admin init --database URL`.
         The schema is created or upgraded at start; a database that cannot be reached stops the
         start with an error naming host:port/db.
+        --storage s3://BUCKET[/PREFIX] --s3-endpoint URL writes the published tree (key lists,
+        catalogs, packs, Apple manifests) to that bucket, each object with the Content-Type and
+        Cache-Control this server sends, for nginx or a CDN in front of the bucket to serve;
+        credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN. A
+        missing bucket or wrong credentials stop the start with an error naming the endpoint and
+        the bucket. Blobs and uploads stay in DIR.
         """,
         options: [
             .init("data", value: "DIR", help: "The repository's data folder (required)."),
@@ -43,6 +50,10 @@ struct ServeCommand: Command {
             .init("threads", value: "N", help: "Event-loop threads for plain HTTP (default two per core, at least 2; 0: one thread per connection)."),
             .init("connections-per-address", value: "N", help: "Most connections from one client address (default 64; 0: no limit, e.g. behind a load balancer)."),
             .init("max-connections", value: "N", help: "Most connections in all (default 16384, less if the descriptor limit is lower)."),
+            .init("storage", value: "s3://BUCKET[/PREFIX]", help: "Write the published tree to this bucket (default: DIR/public)."),
+            .init("s3-endpoint", value: "URL", help: "The object store's URL, with --storage (https://s3.example.net)."),
+            .init("s3-region", value: "REGION", help: "The region requests are signed for (default us-east-1)."),
+            .init("s3-path-style", help: "Address the bucket as ENDPOINT/BUCKET instead of BUCKET.HOST."),
             .init("quiet", help: "No access log."),
         ])
 
@@ -86,8 +97,14 @@ struct ServeCommand: Command {
         guard mode == "off" || mode == "auto" || mode.split(separator: ",").count == 2 else {
             throw BacklotError(.usage, "--tls takes auto, off, or CERT.pem,KEY.pem (got '\(mode)')", context: "backlot serve")
         }
+        let storage = try storageOption(arguments)
         // The port first: a server that cannot listen stops before it touches the data folder.
         let listener = try ListeningSocket(host: host, port: UInt16(port))
+        // Then the bucket, before the folder too: a missing bucket or wrong credentials stop the start here.
+        let tree = try storage.map { s in
+            try S3PublishedTree.connect(storage: s.url, endpoint: s.endpoint, region: s.region, pathStyle: s.pathStyle,
+                                        credentials: S3Credentials.fromEnvironment(), headers: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge))
+        }
         // Then the folder's lock: one server per data folder.
         let lock = try RepositoryLock.acquire(dataFolder: data, for: "backlot serve")
         defer { lock.release() }
@@ -122,7 +139,7 @@ struct ServeCommand: Command {
         configuration.threads = try arguments.integer("threads", in: 0...1024, default: configuration.threads, command: spec.name)
         configuration.connectionsPerAddress = try arguments.integer("connections-per-address", in: 0...1_000_000, default: configuration.connectionsPerAddress, command: spec.name)
         configuration.connectionLimit = try arguments.integer("max-connections", in: 1...1_000_000, default: configuration.connectionLimit, command: spec.name)
-        let repository = try Repository(directory: directory, maximumInstallSize: maximumInstallSize, database: database)
+        let repository = try Repository(directory: directory, maximumInstallSize: maximumInstallSize, database: database, tree: tree)
         repository.onEvent { line in io.err(line + "\n") }
         repository.setPublicURL(arguments.values["public-url"] ?? HostingServer.baseURL(host: host, port: listener.port, tls: tls != nil))
         // Republish every channel that has a catalog or a release: a crash may have left one behind its database state.
@@ -140,6 +157,7 @@ struct ServeCommand: Command {
         BacklotCLI.onInterrupt { _ in done.signal() }
         io.out("Serving \(directory.publicTreePath) at \(server.baseURL)\n")
         io.out("Signing key: pin \(directory.publicKeyPath)\n")
+        if let tree { io.out("Published tree: \(tree.location) (this server's /v1 serves only DIR/public's key lists then)\n") }
         if let database {
             io.out("Metadata: \(database.displayName)\n")
             let how = try repository.hasAdminToken() ? "the token backlot admin init printed" : "no admin token yet: run backlot admin init --database URL"
@@ -156,5 +174,21 @@ struct ServeCommand: Command {
         timer.cancel()
         server.stop(grace: 5)
         io.out("Stopped.\n")
+    }
+
+    /// `--storage` with its `--s3-*` options, checked before anything starts.
+    static func storageOption(_ arguments: ParsedArguments) throws -> (url: String, endpoint: String, region: String, pathStyle: Bool)? {
+        guard let url = arguments.values["storage"] else {
+            for option in ["s3-endpoint", "s3-region"] where arguments.values[option] != nil {
+                throw BacklotError(.usage, "--\(option) needs --storage s3://BUCKET[/PREFIX]", context: "backlot serve")
+            }
+            return nil
+        }
+        _ = try S3PublishedTree.parseStorage(url)
+        guard let endpoint = arguments.values["s3-endpoint"] else {
+            throw BacklotError(.usage, "--storage \(url) needs --s3-endpoint URL", context: "backlot serve",
+                               hint: "give the object store's URL, for example --s3-endpoint https://s3.eu-west-1.amazonaws.com")
+        }
+        return (url, endpoint, arguments.values["s3-region"] ?? "us-east-1", arguments.flag("s3-path-style"))
     }
 }

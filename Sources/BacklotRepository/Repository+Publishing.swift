@@ -62,10 +62,10 @@ extension Repository {
             // Archives first, then the catalog that names them: a client never sees a catalog whose archives are missing.
             for sha in archives { try linkIntoTree(sha) }
             let signed = try SignedEnvelope.sign(payload: catalog.payload, type: Catalog.payloadType, with: [key]).encoded
-            let path = catalogPath(app: app, channel: channel)
-            try directory.makeTreeDirectory(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+            let relative = "v1/apps/\(app)/\(channel.rawValue)/catalog.json"
+            try tree.makeFolder("v1/apps/\(app)/\(channel.rawValue)")
             TestStopPoint.reach("publish.beforeCatalog")
-            try directory.writeIntoTree(signed, to: path)
+            try tree.write(signed, at: relative)
             TestStopPoint.reach("publish.afterCatalog")
         }
     }
@@ -120,35 +120,29 @@ extension Repository {
     /// pack's archive at `…/PLATFORM/packs/ID` (the manifest's base URL + "/" + ID, as Apple requires).
     func publishAppleManifests(app: String, channel: Channel, entries: [AppleEntry]) throws {
         guard let base = publicURL else { return }
-        let channelFolder = directory.publicTreePath + "/v1/apple/\(app)/\(channel.rawValue)"
-        guard !entries.isEmpty || FileSystem.exists(channelFolder) else { return }
+        guard try !entries.isEmpty || tree.exists("v1/apple/\(app)/\(channel.rawValue)") else { return }
         for platform in [Platform.iOS, .macOS, .tvOS, .visionOS] {
-            let folder = appleManifestFolder(app: app, channel: channel, platform: platform)
-            try directory.makeTreeDirectory(folder + "/packs")
-            let relative = String(folder.dropFirst(directory.publicTreePath.count + 1))
+            let relative = "v1/apple/\(app)/\(channel.rawValue)/\(platform.rawValue.lowercased())"
+            try tree.makeFolder(relative + "/packs")
             var manifest = AppleDownloadManifest()
             var keep = Set<String>()
             for e in entries where e.platforms.contains(platform) {
-                try replaceLink(from: blobsPath + "/\(e.sha256).pack", to: folder + "/packs/" + e.pack)
+                try tree.copyFile(from: blobsPath + "/\(e.sha256).pack", to: relative + "/packs/" + e.pack, replacing: true)
                 keep.insert(e.pack)
                 manifest.set(AppleDownloadManifest.Entry(id: e.pack, baseURL: base + relative + "/packs", version: e.version,
                                                          downloadSize: e.size, downloadPolicy: e.policy, userInfo: e.userInfo))
             }
-            try directory.writeIntoTree(Array(manifest.encoded.utf8), to: folder + "/manifest.json")
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder + "/packs")) ?? [] where !keep.contains(name) && !name.hasPrefix(".") {
-                unlink(folder + "/packs/" + name)
+            try tree.write(Array(manifest.encoded.utf8), at: relative + "/manifest.json")
+            for name in try tree.fileNames(in: relative + "/packs") where !keep.contains(name) {
+                try tree.remove(relative + "/packs/" + name)
             }
         }
     }
 
-    /// Points `path` at `source`'s bytes, replacing what was there in one rename.
-    func replaceLink(from source: String, to path: String) throws {
-        try directory.linkIntoTree(from: source, to: path, replacing: true)
-    }
-
-    /// Makes a blob visible at its content-addressed URL (a hard link; a copy across file systems).
+    /// Makes a blob visible at its content-addressed URL (in the folder a hard link, a copy across
+    /// file systems; in a bucket an upload unless the object is there already).
     func linkIntoTree(_ sha: String) throws {
-        try directory.linkIntoTree(from: blobsPath + "/\(sha).pack", to: directory.publicTreePath + "/v1/packs/\(sha).pack", replacing: false)
+        try tree.copyFile(from: blobsPath + "/\(sha).pack", to: "v1/packs/\(sha).pack", replacing: false)
     }
 
     /// Every (app, channel) that has a catalog or a release: a channel whose first release was
@@ -183,19 +177,19 @@ extension Repository {
     @discardableResult
     public func rotateKey() throws -> Int {
         let old = try directory.signingKey()
-        let treeKeys = directory.publicTreePath + "/v1/keys"
-        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: treeKeys)) ?? []).compactMap { name -> Int? in
+        let treeKeys = "v1/keys"
+        let versions = try tree.fileNames(in: treeKeys).compactMap { name -> Int? in
             guard name.hasPrefix("root-"), name.hasSuffix(".json") else { return nil }
             return CheckedInteger.parse(name.dropFirst(5).dropLast(5), as: Int.self)
         }
         let next = try CheckedInteger.add(versions.max() ?? 1, 1, "the next key list version", context: treeKeys)
         let new = try Ed25519.PrivateKey()
         let signed = try SignedEnvelope.sign(payload: KeyList(version: next, keys: [new.publicKey]).payload, type: KeyList.payloadType, with: [old, new]).encoded
-        try directory.writeIntoTree(signed, to: treeKeys + "/root-\(next).json")
+        try tree.write(signed, at: treeKeys + "/root-\(next).json")
         try RepositoryDirectory.writeSecret(Data(old.rawRepresentation).base64EncodedString() + "\n", to: directory.keysPath + "/signing-\(next - 1).key")
         try RepositoryDirectory.writeSecret(Data(new.rawRepresentation).base64EncodedString() + "\n", to: directory.signingKeyPath)
         try RepositoryDirectory.writePublic(Data(new.publicKey.rawRepresentation).base64EncodedString() + "\n", to: directory.publicKeyPath)
-        try directory.writeIntoTree(signed, to: treeKeys + "/root.json")
+        try tree.write(signed, at: treeKeys + "/root.json")
         try resign(margin: .infinity)
         return next
     }

@@ -343,10 +343,11 @@ extension Repository {
     private func collectGarbageNow() throws {
         let live = Set(try db.read { try $0.query("SELECT archive_sha256 FROM versions WHERE deleted = 0 AND archive_sha256 IS NOT NULL") }
             .compactMap { $0["archive_sha256"]?.string })
-        for dir in [blobsPath, directory.publicTreePath + "/v1/packs"] {
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where name.hasSuffix(".pack") {
-                if !live.contains(String(name.dropLast(5))) { unlink(dir + "/" + name) }
-            }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: blobsPath)) ?? [] where name.hasSuffix(".pack") {
+            if !live.contains(String(name.dropLast(5))) { unlink(blobsPath + "/" + name) }
+        }
+        for name in try tree.fileNames(in: "v1/packs") where name.hasSuffix(".pack") {
+            if !live.contains(String(name.dropLast(5))) { try tree.remove("v1/packs/" + name) }
         }
         for row in try db.read({ try $0.query("SELECT id FROM versions WHERE (deleted = 1 AND state != 'PROCESSING') OR state = 'FAILED'") }) {
             if let id = row["id"]?.int { unlink(uploadPath(id)) }

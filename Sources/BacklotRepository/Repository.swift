@@ -22,6 +22,8 @@ import Synchronization
 /// ```
 public final class Repository: Sendable {
     public let directory: RepositoryDirectory
+    /// Where the published tree is written: the data folder's `public/` (the default) or a bucket.
+    public let tree: any PublishedTreeStore
     let db: any MetadataDatabase
     /// Per-app quota: the sum over packs of each pack's largest retained version (Apple's rule).
     public let quotaBytes: UInt64
@@ -76,12 +78,16 @@ public final class Repository: Sendable {
     ///     then the first admin token is made and written to ``adminTokenPath`` on first use. With a
     ///     database given (PostgreSQL, shared by several servers), no token file is written: the
     ///     first admin token comes from ``createInitialAdminToken(label:)`` (`backlot admin init`).
+    ///   - tree: where the published tree is written; nil (the default) is the folder's `public/`
+    ///     (``LocalPublishedTree``). Another store (``S3PublishedTree``) is given the key lists the
+    ///     folder holds that it lacks, when the repository opens.
     /// - Throws: ``BacklotError/Code/unavailable`` when the database cannot be reached;
     ///   ``BacklotError/Code/invalidInput`` when its schema is newer than this build knows.
     public init(directory: RepositoryDirectory, quotaBytes: UInt64 = 200_000_000_000, maximumPacksPerApp: Int = 100,
                 maximumInstallSize: UInt64 = Repository.defaultMaximumInstallSize, processingWorkers: Int = 2,
-                database: (any MetadataDatabase)? = nil) throws {
+                database: (any MetadataDatabase)? = nil, tree: (any PublishedTreeStore)? = nil) throws {
         self.directory = directory
+        self.tree = tree ?? LocalPublishedTree(directory: directory)
         self.quotaBytes = quotaBytes
         self.maximumPacksPerApp = maximumPacksPerApp
         self.maximumInstallSize = maximumInstallSize
@@ -91,6 +97,13 @@ public final class Repository: Sendable {
         try directory.makeTreeDirectory(directory.publicTreePath + "/v1/packs")
         try directory.makeTreeDirectory(directory.publicTreePath + "/v1/apps")
         try directory.repairModes()
+        if tree != nil {
+            // The folder made the first key list (RepositoryDirectory.init): the tree must serve it too.
+            let local = LocalPublishedTree(directory: directory)
+            for name in try local.fileNames(in: "v1/keys") where !(try self.tree.exists("v1/keys/" + name)) {
+                try self.tree.copyFile(from: try local.path("v1/keys/" + name), to: "v1/keys/" + name, replacing: false)
+            }
+        }
         db = try database ?? SQLiteMetadataDatabase(path: directory.path + "/meta.sqlite", mode: 0o600)
         try SchemaMigration.apply(Self.schemaSteps, to: db)
         if database == nil, !(try hasAdminToken()) {
