@@ -78,9 +78,10 @@ import Glibc
         #expect(BacklotCLI.main(["remove", "--container", dir.at("device"), "--pack", "Levels"], io: CapturedIO()) == 0)
 
         let io = CapturedIO()
-        #expect(BacklotCLI.main(["catalog", "resign", "--data", dir.at("data")], io: io) == 0)
+        #expect(BacklotCLI.main(["catalog", "resign", "--data", dir.at("data")], io: io) == 0, "\(io.standardError)")
         #expect(io.standardOutput.contains("Re-signed 1 catalog"))
-        #expect(BacklotCLI.main(["keys", "rotate", "--data", dir.at("data")], io: io) == 0)
-        #expect(io.standardOutput.contains("Published key list 2"))
+        let rotated = CapturedIO()
+        #expect(BacklotCLI.main(["keys", "rotate", "--data", dir.at("data")], io: rotated) == 0, "\(rotated.standardError)")
+        #expect(rotated.standardOutput.contains("Published key list 2"), "\(rotated.standardOutput)")
     }
 }
