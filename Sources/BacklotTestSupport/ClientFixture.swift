@@ -53,11 +53,7 @@ public final class ClientFixture: @unchecked Sendable {
         let path = try SamplePack.build(in: src.asTemporary, manifestJSON: SamplePack.manifest(id: id, policy: policy), averageChunkSize: chunkSize)
         if (try? repository.packs(app: app).contains(id)) != true { try repository.createPack(app: app, id: id) }
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        let v = try repository.createVersion(app: app, pack: id, size: UInt64(bytes.count))
-        let upload = try repository.beginUpload(app: app, pack: id, number: v.number, offset: 0)
-        try bytes.withUnsafeBytes { try upload.append($0) }
-        try upload.close()
-        repository.waitForProcessing()
+        let v = try repository.uploadAndProcess(app: app, pack: id, bytes: bytes)
         try repository.release(app: app, pack: id, version: v.number, channel: channel)
         if channel != .internal, let request = try repository.releaseRequests(app: app).last, request.status == "pending" {
             try repository.approve(requestID: request.id)

@@ -58,11 +58,7 @@ import Testing
         try repo.createApp(app)
         try repo.createPack(app: app, id: "Levels")
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        let v = try repo.createVersion(app: app, pack: "Levels", size: UInt64(bytes.count))
-        let upload = try repo.beginUpload(app: app, pack: "Levels", number: v.number, offset: 0)
-        try bytes.withUnsafeBytes { try upload.append($0) }
-        try upload.close()
-        repo.waitForProcessing()
+        let v = try repo.uploadAndProcess(app: app, pack: "Levels", bytes: bytes)
         try repo.release(app: app, pack: "Levels", version: v.number, channel: .internal)
         #expect(!FileSystem.exists(repo.catalogPath(app: app, channel: .internal)), "the catalog is in the bucket, not the folder")
 

@@ -48,12 +48,7 @@ import Testing
         try SamplePack.writeTree(in: src, seed: seed)
         let path = try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: "Levels"))
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        let v = try repo.createVersion(app: app, pack: "Levels", size: UInt64(bytes.count))
-        let upload = try repo.beginUpload(app: app, pack: "Levels", number: v.number, offset: 0)
-        try bytes.withUnsafeBytes { try upload.append($0) }
-        try upload.close()
-        repo.waitForProcessing()
-        return try repo.version(app: app, pack: "Levels", number: v.number)
+        return try repo.uploadAndProcess(app: app, pack: "Levels", bytes: bytes)
     }
 
     /// Every file of the local tree, relative (`v1/…`), sorted.
