@@ -6,15 +6,12 @@ struct CatalogResignCommand: Command {
     static let spec = CommandSpec(
         name: "catalog resign",
         summary: "Re-sign every published catalog now (for trees copied to another host or CDN); run it at least weekly. Not while backlot serve runs on DIR (it re-signs itself).",
-        options: [.init("data", value: "DIR", help: "The repository's data folder (required)."),
-                  .init("database", value: "URL", help: "The PostgreSQL metadata backlot serve uses (postgresql://USER@HOST:PORT/DB), if it does.")])
+        discussion: "Give the same --database, --storage and --signing-key as backlot serve, when it uses them.",
+        options: RepositoryOptions.options)
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let data = try required("data", in: arguments)
-        let lock = try RepositoryLock.acquire(dataFolder: data, for: "backlot catalog resign")
+        let (repository, lock) = try RepositoryOptions.open(arguments, command: spec.name)
         defer { lock.release() }
-        let repository = try Repository(directory: RepositoryDirectory(path: data),
-                                        database: try arguments.values["database"].map(AdminInitCommand.openDatabase))
         let n = try repository.resign(margin: .infinity)
         io.out("Re-signed \(n) catalog\(n == 1 ? "" : "s"); each is valid for \(Int(Catalog.defaultLifetime / 86_400)) days.\n")
     }
@@ -25,15 +22,16 @@ struct KeysRotateCommand: Command {
     static let spec = CommandSpec(
         name: "keys rotate",
         summary: "Make a new signing key, publish it signed by the old one (clients pinned to the old key follow), and re-sign every catalog. Stop backlot serve on DIR first.",
-        options: [.init("data", value: "DIR", help: "The repository's data folder (required)."),
-                  .init("database", value: "URL", help: "The PostgreSQL metadata backlot serve uses (postgresql://USER@HOST:PORT/DB), if it does.")])
+        discussion: """
+        Give the same --database and --storage as backlot serve, when it uses them. With --signing-key
+        FILE, the new key replaces FILE (the old one is kept in DIR/keys): stop every server of the
+        repository first, and give them the new FILE before they start again.
+        """,
+        options: RepositoryOptions.options)
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let data = try required("data", in: arguments)
-        let lock = try RepositoryLock.acquire(dataFolder: data, for: "backlot keys rotate")
+        let (repository, lock) = try RepositoryOptions.open(arguments, command: spec.name)
         defer { lock.release() }
-        let repository = try Repository(directory: RepositoryDirectory(path: data),
-                                        database: try arguments.values["database"].map(AdminInitCommand.openDatabase))
         let version = try repository.rotateKey()
         io.out("Published key list \(version) (v1/keys/root-\(version).json); new public key in \(repository.directory.publicKeyPath).\n")
     }

@@ -5,6 +5,7 @@ import BacklotServer
 import BacklotStore
 import Dispatch
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,15 +30,19 @@ struct ServeCommand: Command {
         The schema is created or upgraded at start; a database that cannot be reached stops the
         start with an error naming host:port/db.
         --storage s3://BUCKET[/PREFIX] --s3-endpoint URL writes the published tree (key lists,
-        catalogs, packs, Apple manifests) to that bucket, each object with the Content-Type and
-        Cache-Control this server sends, for nginx or a CDN in front of the bucket to serve;
-        credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN. A
-        missing bucket or wrong credentials stop the start with an error naming the endpoint and
-        the bucket. Blobs and uploads stay in DIR.
+        catalogs, packs, Apple manifests) to PREFIX/v1/ in that bucket, each object with the
+        Content-Type and Cache-Control this server sends, for nginx or a CDN in front of the bucket
+        to serve (make only PREFIX/v1/ public), and keeps uploads (streamed into multipart
+        uploads) and verified archives in PREFIX/uploads/ and PREFIX/blobs/. Credentials come from
+        AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN. A missing bucket or wrong
+        credentials stop the start with an error naming the endpoint and the bucket.
+        Several servers: give each the same --database, --storage and --signing-key (and its own
+        DIR). They share the work through leases in the database: an upload begun on one is
+        resumed on another, processing is claimed by one server and taken over when its server
+        dies (after --lease seconds), publications of a channel take turns, and one server at a
+        time re-signs catalogs before they expire.
         """,
-        options: [
-            .init("data", value: "DIR", help: "The repository's data folder (required)."),
-            .init("database", value: "URL", help: "Metadata in PostgreSQL: postgresql://USER@HOST:PORT/DB (default: SQLite in DIR/meta.sqlite)."),
+        options: RepositoryOptions.options + [
             .init("host", value: "ADDRESS", help: "Address to listen on (default 127.0.0.1)."),
             .init("port", value: "N", help: "Port (default 8443; 0 picks a free one)."),
             .init("tls", value: "MODE", help: "auto (default), off (behind a TLS-terminating load balancer), or CERT.pem,KEY.pem."),
@@ -50,10 +55,7 @@ struct ServeCommand: Command {
             .init("threads", value: "N", help: "Event-loop threads for plain HTTP (default two per core, at least 2; 0: one thread per connection)."),
             .init("connections-per-address", value: "N", help: "Most connections from one client address (default 64; 0: no limit, e.g. behind a load balancer)."),
             .init("max-connections", value: "N", help: "Most connections in all (default 16384, less if the descriptor limit is lower)."),
-            .init("storage", value: "s3://BUCKET[/PREFIX]", help: "Write the published tree to this bucket (default: DIR/public)."),
-            .init("s3-endpoint", value: "URL", help: "The object store's URL, with --storage (https://s3.example.net)."),
-            .init("s3-region", value: "REGION", help: "The region requests are signed for (default us-east-1)."),
-            .init("s3-path-style", help: "Address the bucket as ENDPOINT/BUCKET instead of BUCKET.HOST."),
+            .init("lease", value: "SECONDS", help: "How long a server's claim on an upload, a processing or the re-signing lasts unrenewed: how soon another server takes over from one that died (default 30)."),
             .init("quiet", help: "No access log."),
         ])
 
@@ -97,18 +99,19 @@ struct ServeCommand: Command {
         guard mode == "off" || mode == "auto" || mode.split(separator: ",").count == 2 else {
             throw BacklotError(.usage, "--tls takes auto, off, or CERT.pem,KEY.pem (got '\(mode)')", context: "backlot serve")
         }
-        let storage = try storageOption(arguments)
+        let lease = try arguments.values["lease"].map {
+            try CheckedInteger.parse($0, as: Int.self, "--lease", in: 1...3600, context: "backlot serve", code: .usage)
+        } ?? Int(Repository.defaultLeaseDuration)
+        _ = try RepositoryOptions.storage(arguments, command: spec.name)
         // The port first: a server that cannot listen stops before it touches the data folder.
         let listener = try ListeningSocket(host: host, port: UInt16(port))
         // Then the bucket, before the folder too: a missing bucket or wrong credentials stop the start here.
-        let tree = try storage.map { s in
-            try S3PublishedTree.connect(storage: s.url, endpoint: s.endpoint, region: s.region, pathStyle: s.pathStyle,
-                                        credentials: S3Credentials.fromEnvironment(), headers: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge))
-        }
+        let bucket = try RepositoryOptions.bucket(arguments, command: spec.name, headers: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge))
+        let tree = bucket?.tree
         // Then the folder's lock: one server per data folder.
         let lock = try RepositoryLock.acquire(dataFolder: data, for: "backlot serve")
         defer { lock.release() }
-        let directory = try RepositoryDirectory(path: data)
+        let directory = try RepositoryOptions.directory(arguments)
         let database = try arguments.values["database"].map(AdminInitCommand.openDatabase)
         var tls: (certificate: String, key: String)? = nil
         var trustNote: String? = nil
@@ -139,17 +142,27 @@ struct ServeCommand: Command {
         configuration.threads = try arguments.integer("threads", in: 0...1024, default: configuration.threads, command: spec.name)
         configuration.connectionsPerAddress = try arguments.integer("connections-per-address", in: 0...1_000_000, default: configuration.connectionsPerAddress, command: spec.name)
         configuration.connectionLimit = try arguments.integer("max-connections", in: 1...1_000_000, default: configuration.connectionLimit, command: spec.name)
-        let repository = try Repository(directory: directory, maximumInstallSize: maximumInstallSize, database: database, tree: tree)
+        let repository = try Repository(directory: directory, maximumInstallSize: maximumInstallSize, database: database, tree: tree,
+                                        archives: bucket?.archives, leaseDuration: Double(lease))
         repository.onEvent { line in io.err(line + "\n") }
         repository.setPublicURL(arguments.values["public-url"] ?? HostingServer.baseURL(host: host, port: listener.port, tls: tls != nil))
         // Republish every channel that has a catalog or a release: a crash may have left one behind its database state.
         try repository.resign(margin: .infinity)
         let server = try HostingServer(repository: repository, listening: listener, configuration: configuration,
                                        treeHeaders: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge), accessLog: log)
-        // Re-sign catalogs well before they expire.
+        // The work servers share: processing a server that died left, and (one server at a time) re-signing catalogs before they expire.
+        let tick = max(1, min(60, Double(lease) / 2))
         let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + 3600, repeating: 3600)
-        timer.setEventHandler { _ = try? repository.resign() }
+        timer.schedule(deadline: .now() + tick, repeating: tick)
+        let lastResign = Mutex(ContinuousClock.now)
+        timer.setEventHandler {
+            let due = lastResign.withLock { last in
+                guard ContinuousClock.now - last >= .seconds(60) else { return false }
+                last = .now
+                return true
+            }
+            do { try repository.shareWork(resigning: due) } catch { io.err("background work: \(error)\n") }
+        }
         timer.resume()
         // SIGINT and SIGTERM stop gracefully from before the address is announced: a client that
         // reads it and signals at once must not meet the default exit (143).
@@ -173,22 +186,7 @@ struct ServeCommand: Command {
         io.out("Stopping: letting requests in flight finish…\n")
         timer.cancel()
         server.stop(grace: 5)
+        repository.releaseLease(Repository.resigningLease)
         io.out("Stopped.\n")
-    }
-
-    /// `--storage` with its `--s3-*` options, checked before anything starts.
-    static func storageOption(_ arguments: ParsedArguments) throws -> (url: String, endpoint: String, region: String, pathStyle: Bool)? {
-        guard let url = arguments.values["storage"] else {
-            for option in ["s3-endpoint", "s3-region"] where arguments.values[option] != nil {
-                throw BacklotError(.usage, "--\(option) needs --storage s3://BUCKET[/PREFIX]", context: "backlot serve")
-            }
-            return nil
-        }
-        _ = try S3PublishedTree.parseStorage(url)
-        guard let endpoint = arguments.values["s3-endpoint"] else {
-            throw BacklotError(.usage, "--storage \(url) needs --s3-endpoint URL", context: "backlot serve",
-                               hint: "give the object store's URL, for example --s3-endpoint https://s3.eu-west-1.amazonaws.com")
-        }
-        return (url, endpoint, arguments.values["s3-region"] ?? "us-east-1", arguments.flag("s3-path-style"))
     }
 }

@@ -41,6 +41,12 @@ public struct LocalPublishedTree: PublishedTreeStore {
         try directory.linkIntoTree(from: source, to: destination, replacing: replacing)
     }
 
+    public func read(_ relative: String, atMost limit: UInt64) throws -> [UInt8]? {
+        let file = try path(relative)
+        guard FileSystem.exists(file) else { return nil }
+        return try FileDescriptor.readWholeFile(file, atMost: limit, what: "the file \(relative) of the published tree", code: .quotaExceeded)
+    }
+
     public func remove(_ relative: String) throws {
         let target = try path(relative)
         guard unlink(target) == 0 || errno == ENOENT else { throw SystemCall.error("remove", path: target) }

@@ -28,6 +28,10 @@ public protocol PublishedTreeStore: Sendable {
     ///   content-addressed packs, whose bytes never change).
     func copyFile(from source: String, to relative: String, replacing: Bool) throws
 
+    /// The bytes of the file at `relative`, or nil when it is missing.
+    /// - Throws: ``BacklotError/Code/quotaExceeded`` when it is larger than `limit`; the storage's errors.
+    func read(_ relative: String, atMost limit: UInt64) throws -> [UInt8]?
+
     /// Removes the file at `relative`; nothing happens when it is missing.
     func remove(_ relative: String) throws
 

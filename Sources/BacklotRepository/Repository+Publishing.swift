@@ -19,10 +19,21 @@ extension Repository {
     }
 
     /// Builds, signs and atomically publishes the catalog of one app and channel.
+    ///
+    /// Publications of one app and channel are serialised across every server on the database:
+    /// the catalog (and Apple's manifests) are written to the tree while the transaction holds
+    /// the channel's lock, and the new version is above both the one recorded and the one the
+    /// tree holds, so the published version only grows, even when a server died between writing
+    /// a catalog and committing it. Archives are copied into the tree first, outside the lock
+    /// (they are content-addressed: copying one that a concurrent change no longer needs is
+    /// harmless), and checked again under it. If PostgreSQL runs the transaction again after a
+    /// serialization failure, the catalog is simply written again with a higher version.
     public func publish(app: String, channel: Channel, now: Date = Date()) throws {
         try publicationLock.withLock { _ in
             let key = try directory.signingKey()
-            let (catalog, archives, apple): (Catalog, [String], [AppleEntry]) = try db.transaction { tx in
+            let relative = "v1/apps/\(app)/\(channel.rawValue)/catalog.json"
+            for sha in try channelArchives(app: app, channel: channel) { try linkIntoTree(sha) }
+            try db.transaction { tx in
                 // Catalog versions of one app and channel grow one writer at a time, across processes too.
                 try tx.lockUntilCommit("backlot catalog \(app) \(channel.rawValue)")
                 let rows = try tx.query("""
@@ -48,26 +59,46 @@ extension Repository {
                     }
                     entries.append(Catalog.Entry(id: try PackID(pack), release: release, candidate: candidate, rolloutBasisPoints: row["rollout_bp"]?.integer(as: Int.self) ?? 0))
                 }
-                let previous = try tx.query("SELECT version FROM catalogs WHERE app = ? AND channel = ?", [.text(app), .text(channel.rawValue)]).first?["version"]?.int ?? 0
-                let version = Catalog.nextVersion(after: UInt64(exactly: previous) ?? 0, now: now)
+                let recorded = try tx.query("SELECT version FROM catalogs WHERE app = ? AND channel = ?", [.text(app), .text(channel.rawValue)]).first?["version"]?.integer(as: UInt64.self) ?? 0
+                let previous = max(recorded, try publishedCatalogVersion(at: relative, app: app, channel: channel, key: key))
+                guard previous < UInt64(Int64.max) else {
+                    throw BacklotError(.io, "the catalog version \(previous) cannot grow any more", context: "\(app)/\(channel.rawValue)")
+                }
+                let version = Catalog.nextVersion(after: previous, now: now)
                 let catalog = Catalog(app: app, channel: channel, version: version, issued: now, expires: now.addingTimeInterval(Catalog.defaultLifetime), packs: entries)
                 try tx.run("""
                     INSERT INTO catalogs(app, channel, version, expires) VALUES (?, ?, ?, ?)
                     ON CONFLICT(app, channel) DO UPDATE SET version = excluded.version, expires = excluded.expires
                     """, [.text(app), .text(channel.rawValue), .integer(try CheckedInteger.convert(version, to: Int64.self, "the catalog version", context: "\(app)/\(channel.rawValue)", code: .io)),
                           .integer(try CheckedInteger.convert(catalog.expires.timeIntervalSince1970.rounded(.down), to: Int64.self, "the catalog's expiry", code: .io))])
-                return (catalog, archives, apple)
+                try publishAppleManifests(app: app, channel: channel, entries: apple)
+                // Archives first, then the catalog that names them: a client never sees a catalog whose archives are missing.
+                for sha in archives { try linkIntoTree(sha) }
+                let signed = try SignedEnvelope.sign(payload: catalog.payload, type: Catalog.payloadType, with: [key]).encoded
+                try tree.makeFolder("v1/apps/\(app)/\(channel.rawValue)")
+                TestStopPoint.reach("publish.beforeCatalog")
+                try tree.write(signed, at: relative)
+                TestStopPoint.reach("publish.afterCatalog")
             }
-            try publishAppleManifests(app: app, channel: channel, entries: apple)
-            // Archives first, then the catalog that names them: a client never sees a catalog whose archives are missing.
-            for sha in archives { try linkIntoTree(sha) }
-            let signed = try SignedEnvelope.sign(payload: catalog.payload, type: Catalog.payloadType, with: [key]).encoded
-            let relative = "v1/apps/\(app)/\(channel.rawValue)/catalog.json"
-            try tree.makeFolder("v1/apps/\(app)/\(channel.rawValue)")
-            TestStopPoint.reach("publish.beforeCatalog")
-            try tree.write(signed, at: relative)
-            TestStopPoint.reach("publish.afterCatalog")
         }
+    }
+
+    /// The archives (SHA-256 hex) a channel's catalog names: each pack's live version and candidate.
+    func channelArchives(app: String, channel: Channel) throws -> [String] {
+        try db.read { try $0.query("""
+            SELECT DISTINCT v.archive_sha256 AS sha FROM channel_packs c
+            JOIN versions v ON v.app = c.app AND v.pack = c.pack AND (v.number = c.live OR v.number = c.candidate)
+            WHERE c.app = ? AND c.channel = ? AND v.format = 'pack' AND v.archive_sha256 IS NOT NULL ORDER BY sha
+            """, [.text(app), .text(channel.rawValue)]) }.compactMap { $0["sha"]?.string }
+    }
+
+    /// The version of the catalog the tree holds now, when it is one this key signed (0 else):
+    /// what the next version must exceed.
+    func publishedCatalogVersion(at relative: String, app: String, channel: Channel, key: Ed25519.PrivateKey) throws -> UInt64 {
+        guard let bytes = try tree.read(relative, atMost: 64 << 20),
+              let payload = try? SignedEnvelope.open(bytes, expecting: Catalog.payloadType, trusting: [key.publicKey], source: relative),
+              let catalog = try? Catalog.decode(payload, source: relative), catalog.app == app, catalog.channel == channel else { return 0 }
+        return catalog.version
     }
 
     func release(_ tx: inout any MetadataConnection, app: String, pack: String, number: Int64) throws -> Catalog.Release {
@@ -127,7 +158,7 @@ extension Repository {
             var manifest = AppleDownloadManifest()
             var keep = Set<String>()
             for e in entries where e.platforms.contains(platform) {
-                try tree.copyFile(from: blobsPath + "/\(e.sha256).pack", to: relative + "/packs/" + e.pack, replacing: true)
+                try archives.publishBlob(e.sha256, to: tree, at: relative + "/packs/" + e.pack, replacing: true)
                 keep.insert(e.pack)
                 manifest.set(AppleDownloadManifest.Entry(id: e.pack, baseURL: base + relative + "/packs", version: e.version,
                                                          downloadSize: e.size, downloadPolicy: e.policy, userInfo: e.userInfo))
@@ -142,7 +173,7 @@ extension Repository {
     /// Makes a blob visible at its content-addressed URL (in the folder a hard link, a copy across
     /// file systems; in a bucket an upload unless the object is there already).
     func linkIntoTree(_ sha: String) throws {
-        try tree.copyFile(from: blobsPath + "/\(sha).pack", to: "v1/packs/\(sha).pack", replacing: false)
+        try archives.publishBlob(sha, to: tree, at: "v1/packs/\(sha).pack", replacing: false)
     }
 
     /// Every (app, channel) that has a catalog or a release: a channel whose first release was

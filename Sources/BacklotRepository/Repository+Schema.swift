@@ -48,6 +48,19 @@ extension Repository {
                 expires BIGINT NOT NULL, PRIMARY KEY (app, channel));
             """),
         SchemaMigration(2, "indexes for the processing restart and for release requests", sqlite: indexes, postgresql: indexes),
+        SchemaMigration(3, "uploads into shared storage; leases of uploads, processing and re-signing", sqlite: """
+            ALTER TABLE versions ADD COLUMN upload_id TEXT;
+            ALTER TABLE versions ADD COLUMN received INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE versions ADD COLUMN lease_owner TEXT;
+            ALTER TABLE versions ADD COLUMN lease_until INTEGER;
+            CREATE TABLE leases (name TEXT PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL);
+            """, postgresql: """
+            ALTER TABLE versions ADD COLUMN upload_id TEXT;
+            ALTER TABLE versions ADD COLUMN received BIGINT NOT NULL DEFAULT 0;
+            ALTER TABLE versions ADD COLUMN lease_owner TEXT;
+            ALTER TABLE versions ADD COLUMN lease_until BIGINT;
+            CREATE TABLE leases (name TEXT COLLATE "C" PRIMARY KEY, owner TEXT NOT NULL, until BIGINT NOT NULL);
+            """),
     ]
 
     private static let indexes = """

@@ -108,11 +108,10 @@ extension Repository {
     }
 
     func info(_ row: Database.Row) -> VersionInfo {
-        let id = row["id"]?.int ?? 0
         let state = VersionState(rawValue: row["state"]?.string ?? "") ?? .failed
         let received: UInt64
         if state == .awaitingUpload {
-            received = (try? FileSystem.status(uploadPath(id)))??.size ?? 0
+            received = archives.receivedBytes(uploadRecord(row))
         } else {
             received = state == .failed ? 0 : (row["declared_size"]?.integer(as: UInt64.self) ?? 0)
         }
@@ -122,7 +121,12 @@ extension Repository {
                            format: ArchiveFormat(rawValue: row["format"]?.string ?? "pack") ?? .pack)
     }
 
-    func uploadPath(_ versionID: Int64) -> String { uploadsPath + "/\(versionID).part" }
+    /// What the archive store needs to know of a version's upload.
+    func uploadRecord(_ row: Database.Row) -> UploadRecord {
+        UploadRecord(versionID: row["id"]?.int ?? 0, declared: row["declared_size"]?.integer(as: UInt64.self) ?? 0,
+                     recorded: row["received"]?.integer(as: UInt64.self) ?? 0, multipartID: row["upload_id"]?.string,
+                     label: "\(row["app"]?.string ?? "")/\(row["pack"]?.string ?? "")/\(row["number"]?.int ?? 0)")
+    }
 
     func versionRow(app: String, pack: String, number: Int) throws -> Database.Row {
         let rows = try db.read { try $0.query("SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
@@ -132,37 +136,64 @@ extension Repository {
     }
 
     /// Starts or resumes an upload at `offset` (which must equal the bytes already received).
+    ///
+    /// With a shared archive store (a bucket), the upload is leased to this server in the
+    /// metadata while the request runs, so that two servers never append to one upload at once;
+    /// a server that dies leaves a lease that runs out after ``leaseDuration``.
     /// - Throws: `conflict` when the version is not awaiting an upload, the offset is wrong, or
-    ///   another upload to it is running.
+    ///   another upload to it is running (here or on another server).
     public func beginUpload(app: String, pack: String, number: Int, offset: UInt64) throws -> Upload {
         let row = try versionRow(app: app, pack: pack, number: number)
         guard row["state"]?.string == VersionState.awaitingUpload.rawValue, let id = row["id"]?.int else {
             throw BacklotError(.conflict, "version \(number) of \(app)/\(pack) is not awaiting an upload (\(row["state"]?.string ?? "?"))",
                                context: "\(app)/\(pack)/\(number)", hint: "create a new version to upload another archive")
         }
-        let path = uploadPath(id)
-        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SystemCall.error("open", path: path) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            close(fd)
-            throw BacklotError(.conflict, "another upload to this version is in progress", context: "\(app)/\(pack)/\(number)")
+        let record = uploadRecord(row)
+        let leased = archives.isShared
+        let owner = uploadLeaseOwner()
+        if leased, !(try claimVersion(id, state: .awaitingUpload, owner: owner)) {
+            throw BacklotError(.conflict, "another upload to this version is in progress (on this server or another)", context: record.label,
+                               hint: "wait for it to end, or retry in \(Int(leaseDuration)) seconds if the server it went to stopped")
         }
-        var st = stat()
-        fstat(fd, &st)
-        let received = UInt64(st.st_size)
-        guard offset == received else {
-            close(fd)
-            throw BacklotError(.conflict, "the upload is at byte \(received), not \(offset)", context: "\(app)/\(pack)/\(number)",
+        let sink: any UploadSink
+        do {
+            sink = try archives.openUpload(record) { [self] received, multipartID in
+                try recordUpload(versionID: id, received: received, multipartID: multipartID, owner: owner, label: record.label)
+            }
+        } catch {
+            if leased { releaseVersionLease(id, state: .awaitingUpload, owner: owner) }
+            throw error
+        }
+        guard offset == sink.received else {
+            if leased { releaseVersionLease(id, state: .awaitingUpload, owner: owner) }
+            let received = sink.received
+            if !leased { sink.abandon() }
+            throw BacklotError(.conflict, "the upload is at byte \(received), not \(offset)", context: record.label,
                                hint: "ask for the upload's status and continue from the byte it gives")
         }
-        return Upload(repository: self, versionID: id, declared: (row["declared_size"]?.integer(as: UInt64.self) ?? 0), received: received,
-                      descriptor: FileDescriptor(rawValue: fd, path: path), label: "\(app)/\(pack)/\(number)")
+        return Upload(repository: self, versionID: id, declared: record.declared, sink: sink, label: record.label, leaseOwner: leased ? owner : nil)
+    }
+
+    /// Records an upload's progress in a shared store, renewing its lease.
+    /// - Throws: `conflict` when this server no longer holds the upload (its lease ran out and another took it).
+    func recordUpload(versionID: Int64, received: UInt64, multipartID: String?, owner: String, label: String) throws {
+        let changed = try db.transaction { tx in
+            try tx.run("UPDATE versions SET received = ?, upload_id = ?, lease_until = ? WHERE id = ? AND lease_owner = ? AND state = 'AWAITING_UPLOAD'",
+                       [.integer(try CheckedInteger.convert(received, to: Int64.self, "the bytes received")), multipartID.map { .text($0) } ?? .null,
+                        .integer(leaseExpiry()), .integer(versionID), .text(owner)])
+        }
+        guard changed == 1 else {
+            throw BacklotError(.conflict, "this server no longer holds the upload: its lease ran out and another request took it over", context: label,
+                               hint: "ask for the upload's status and continue from the byte it gives")
+        }
     }
 
     /// Marks a fully received upload for processing.
     func uploadFinished(versionID: Int64) throws {
         let (changed, app) = try db.transaction { tx in
-            let changed = try tx.run("UPDATE versions SET state = 'PROCESSING' WHERE id = ? AND state = 'AWAITING_UPLOAD'", [.integer(versionID)])
+            // The upload's lease ends with it: processing claims its own.
+            let changed = try tx.run("UPDATE versions SET state = 'PROCESSING', lease_owner = NULL, lease_until = NULL WHERE id = ? AND state = 'AWAITING_UPLOAD'",
+                                     [.integer(versionID)])
             let app = try tx.query("SELECT app FROM versions WHERE id = ?", [.integer(versionID)]).first?["app"]?.string ?? ""
             return (changed, app)
         }
@@ -178,9 +209,20 @@ extension Repository {
         processingObserver.withLock { $0 = observer }
     }
 
-    /// Queues a version's processing behind its app's other uploads; apps take turns.
+    /// Queues a version's processing behind its app's other uploads; apps take turns. The job
+    /// first claims the version's lease: when another server holds it, this one leaves it alone;
+    /// while processing, the lease is renewed, and a lease lost (this server was too slow to
+    /// renew it and another took over) stops the processing without touching the version.
     func scheduleProcessing(versionID: Int64, app: String) {
         scheduler.schedule(versionID: versionID, app: app) { [self] flag in
+            guard (try? claimVersion(versionID, state: .processing)) == true else { return }
+            let renewal = LeaseRenewal(every: leaseDuration / 3) { [self] in
+                if (try? renewVersionLease(versionID)) == false { flag.set() }
+            }
+            defer {
+                renewal.stop()
+                releaseVersionLease(versionID, state: nil)
+            }
             let outcome: String
             do {
                 try process(versionID: versionID, isCancelled: { flag.isSet })
@@ -188,10 +230,12 @@ extension Repository {
             } catch {
                 let cancelled = (error as? BacklotError)?.code == .cancelled
                 let reason = Self.clientReason(for: error)
-                _ = try? db.transaction { tx in
-                    try tx.run("UPDATE versions SET state = 'FAILED', reason = ? WHERE id = ? AND state = 'PROCESSING'", [.text(reason), .integer(versionID)])
+                let row = try? db.transaction { tx -> Database.Row? in
+                    guard try tx.run("UPDATE versions SET state = 'FAILED', reason = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
+                                     [.text(reason), .integer(versionID), .text(instanceID)]) == 1 else { return nil }
+                    return try tx.query("SELECT * FROM versions WHERE id = ?", [.integer(versionID)]).first
                 }
-                unlink(uploadPath(versionID))
+                if let row = row ?? nil { try? archives.removeUpload(uploadRecord(row)) }
                 outcome = cancelled ? "cancelled" : "failed"
                 // The full error, with any server path, goes to the server's log only.
                 log("processing of \(app) version row \(versionID) \(outcome): \(error)")
@@ -231,35 +275,40 @@ extension Repository {
         return out
     }
 
-    /// Verifies the archive fully, checks its pack ID, records sizes and moves it to the blob store.
+    /// Verifies the archive fully (read back from the archive store: a bucket's object by
+    /// ranges), checks its pack ID, records sizes and stores it as a blob.
     func process(versionID: Int64, isCancelled: @escaping () -> Bool = { false }) throws {
         let rows = try db.read { try $0.query("SELECT * FROM versions WHERE id = ?", [.integer(versionID)]) }
         guard let row = rows.first, let pack = row["pack"]?.string, row["state"]?.string == VersionState.processing.rawValue else { return }
         guard row["deleted"]?.int == 0 else { throw BacklotError(.cancelled, "processing was cancelled: the version was deleted") }
         let declared = row["declared_size"]?.integer(as: UInt64.self) ?? 0
-        // The upload, or — when a crash came between moving it to the blob store and recording that — the blob.
-        var path = uploadPath(versionID)
-        if !FileSystem.exists(path), let sha = row["archive_sha256"]?.string, FileSystem.exists(blobsPath + "/\(sha).pack") {
-            path = blobsPath + "/\(sha).pack"
+        let upload = uploadRecord(row)
+        // The upload, or — when a crash came between storing it as a blob and recording that — the blob.
+        var stored = false
+        var reader = try archives.readUpload(upload)
+        if reader == nil, let sha = row["archive_sha256"]?.string {
+            reader = try archives.readBlob(sha)
+            stored = reader != nil
         }
-        guard FileSystem.exists(path) else { throw BacklotError(.invalidInput, "the uploaded archive is missing") }
+        guard let reader else { throw BacklotError(.invalidInput, "the uploaded archive is missing") }
+        defer { reader.close() }
+        guard reader.size == declared else {
+            throw BacklotError(.invalidInput, "the archive has \(reader.size) bytes, not the \(declared) declared")
+        }
         if row["format"]?.string == ArchiveFormat.appleArchive.rawValue {
-            try processAppleArchive(versionID: versionID, path: path, declared: declared, manifest: row["manifest"]?.string ?? "")
+            try processAppleArchive(versionID: versionID, upload: upload, reader: reader, stored: stored, manifest: row["manifest"]?.string ?? "")
             return
         }
-        let size = try FileSystem.status(path)?.size ?? 0
-        guard size == declared else {
-            throw BacklotError(.invalidInput, "the archive has \(size) bytes, not the \(declared) declared")
-        }
-        let checked = try UploadedPackCheck.run(path: path, maximumInstallSize: maximumInstallSize, isCancelled: isCancelled)
+        let checked = try UploadedPackCheck.run(reader: reader, maximumInstallSize: maximumInstallSize, isCancelled: isCancelled)
         log("processed \(row["app"]?.string ?? "")/\(pack) version \(row["number"]?.int ?? 0): \(checked.index.chunks.count) distinct chunks, "
             + "\(checked.decompressions) decompressions, \(checked.hashedFileBytes) file bytes hashed, install size \(checked.installSize)")
         guard checked.index.metadata.assetPackID.rawValue == pack else {
             throw BacklotError(.invalidInput, "the archive is the pack \(checked.index.metadata.assetPackID), not \(pack)",
                                hint: "upload it to the pack named in its manifest")
         }
-        let sha = try SHA256.hash(fileAt: path)
-        try storeBlob(versionID: versionID, from: path, sha: sha)
+        let sha = try reader.sha256()
+        TestStopPoint.reach("processing.beforeStore")
+        if !stored { try storeBlob(versionID: versionID, upload: upload, sha: sha) }
         let metadata = checked.index.metadata.json.serialized()
         let installSize = try CheckedInteger.convert(checked.installSize, to: Int64.self, "the install size", context: UploadedPackCheck.source)
         let indexLength = try CheckedInteger.convert(checked.header.indexLength, to: Int64.self, "the index length", context: UploadedPackCheck.source)
@@ -267,42 +316,33 @@ extension Repository {
         try db.transaction { tx in
             try tx.run("""
                 UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, index_offset = ?, index_length = ?, index_sha256 = ?,
-                install_size = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING'
+                install_size = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?
                 """, [.text(sha.hex), .integer(indexOffset), .integer(indexLength),
-                      .text(checked.header.indexDigest.hex), .integer(installSize), .text(metadata), .integer(versionID)])
+                      .text(checked.header.indexDigest.hex), .integer(installSize), .text(metadata), .integer(versionID), .text(instanceID)])
         }
     }
 
     /// An `.aar` is stored as is: its header is checked (it cannot be decompressed here: LZFSE has
     /// no Debian library), its size must be the declared one, and its manifest was checked at creation.
-    func processAppleArchive(versionID: Int64, path: String, declared: UInt64, manifest: String) throws {
-        let size = try AppleArchiveHeader.check(fileAt: path, source: "the uploaded archive").size
-        guard size == declared else { throw BacklotError(.invalidInput, "the archive has \(size) bytes, not the \(declared) declared") }
-        let sha = try SHA256.hash(fileAt: path)
-        try storeBlob(versionID: versionID, from: path, sha: sha)
+    func processAppleArchive(versionID: Int64, upload: UploadRecord, reader: any ArchiveReader, stored: Bool, manifest: String) throws {
+        let head = try reader.read(count: Int(min(UInt64(AppleArchiveHeader.prefixLength), reader.size)), at: 0)
+        _ = try AppleArchiveHeader.check(head, fileSize: reader.size, source: "the uploaded archive")
+        let sha = try reader.sha256()
+        if !stored { try storeBlob(versionID: versionID, upload: upload, sha: sha) }
         try db.transaction { tx in
-            try tx.run("UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, metadata = ? WHERE id = ?",
-                       [.text(sha.hex), .text(manifest), .integer(versionID)])
+            try tx.run("UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
+                       [.text(sha.hex), .text(manifest), .integer(versionID), .text(instanceID)])
         }
     }
 
-    /// Moves a verified upload into the blob store under its SHA-256, recording the SHA-256 first,
-    /// so that a crash in between leaves a version that processing can finish from the blob.
-    /// Runs under the blob lock, like garbage collection, so a new blob is never collected.
-    /// Blobs are 0644: they are hard-linked into the published tree, which must be world-readable.
-    func storeBlob(versionID: Int64, from path: String, sha: SHA256Digest) throws {
+    /// Stores a verified upload as the blob `sha`, recording the SHA-256 first, so that a crash in
+    /// between leaves a version that processing can finish from the blob. Runs under the blob
+    /// lock, like garbage collection (which also lists blobs before it reads which are live), so a
+    /// new blob is never collected.
+    func storeBlob(versionID: Int64, upload: UploadRecord, sha: SHA256Digest) throws {
         try blobLock.withLock { _ in
             try db.transaction { tx in try tx.run("UPDATE versions SET archive_sha256 = ? WHERE id = ?", [.text(sha.hex), .integer(versionID)]) }
-            let blob = blobsPath + "/\(sha.hex).pack"
-            guard path != blob else { chmod(blob, 0o644); return }
-            if !FileSystem.exists(blob) {
-                let fd = open(path, O_RDONLY | O_CLOEXEC)
-                if fd >= 0 { fchmod(fd, 0o644); fsync(fd); close(fd) }
-                try SystemCall.retrying("rename", path: blob) { rename(path, blob) }
-                FileSystem.syncDirectory(blobsPath)
-            } else {
-                unlink(path)
-            }
+            try archives.storeBlob(from: upload, sha: sha)
         }
     }
 
@@ -341,16 +381,23 @@ extension Repository {
     }
 
     private func collectGarbageNow() throws {
+        // Listed before the live set is read: a blob stored meanwhile (by any server) had its
+        // SHA-256 recorded before it was stored, so it is either not listed here or live below.
+        let blobs = try archives.blobNames()
+        let packs = try tree.fileNames(in: "v1/packs").filter { $0.hasSuffix(".pack") }
         let live = Set(try db.read { try $0.query("SELECT archive_sha256 FROM versions WHERE deleted = 0 AND archive_sha256 IS NOT NULL") }
             .compactMap { $0["archive_sha256"]?.string })
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: blobsPath)) ?? [] where name.hasSuffix(".pack") {
-            if !live.contains(String(name.dropLast(5))) { unlink(blobsPath + "/" + name) }
-        }
-        for name in try tree.fileNames(in: "v1/packs") where name.hasSuffix(".pack") {
-            if !live.contains(String(name.dropLast(5))) { try tree.remove("v1/packs/" + name) }
-        }
-        for row in try db.read({ try $0.query("SELECT id FROM versions WHERE (deleted = 1 AND state != 'PROCESSING') OR state = 'FAILED'") }) {
-            if let id = row["id"]?.int { unlink(uploadPath(id)) }
+        for sha in blobs where !live.contains(sha) { try archives.removeBlob(sha) }
+        for name in packs where !live.contains(String(name.dropLast(5))) { try tree.remove("v1/packs/" + name) }
+        // Uploads of deleted and failed versions. In a bucket, each is cleaned once (its row then says nothing is left).
+        let dead = "((deleted = 1 AND state != 'PROCESSING') OR state = 'FAILED')"
+        let rows = try db.read { try $0.query("SELECT * FROM versions WHERE \(dead)" + (archives.isShared ? " AND (upload_id IS NOT NULL OR received > 0)" : "")) }
+        for row in rows {
+            let upload = uploadRecord(row)
+            try archives.removeUpload(upload)
+            if archives.isShared {
+                try db.transaction { tx in try tx.run("UPDATE versions SET upload_id = NULL, received = 0 WHERE id = ? AND \(dead)", [.integer(upload.versionID)]) }
+            }
         }
     }
 }
@@ -360,45 +407,57 @@ public final class Upload: @unchecked Sendable {
     let repository: Repository
     let versionID: Int64
     public let declared: UInt64
-    public private(set) var received: UInt64
-    let descriptor: FileDescriptor
+    public var received: UInt64 { sink.received }
+    let sink: any UploadSink
     let label: String
+    /// Who holds the upload's lease in the metadata (a shared store), nil when it is not leased;
+    /// and when the lease was last renewed.
+    let leaseOwner: String?
+    private var renewed = ContinuousClock.now
     private var closed = false
 
-    init(repository: Repository, versionID: Int64, declared: UInt64, received: UInt64, descriptor: FileDescriptor, label: String) {
+    init(repository: Repository, versionID: Int64, declared: UInt64, sink: any UploadSink, label: String, leaseOwner: String?) {
         self.repository = repository
         self.versionID = versionID
         self.declared = declared
-        self.received = received
-        self.descriptor = descriptor
+        self.sink = sink
         self.label = label
+        self.leaseOwner = leaseOwner
     }
 
-    /// Appends bytes. - Throws: `quotaExceeded` past the declared size (nothing past it is written).
+    /// Appends bytes. - Throws: `quotaExceeded` past the declared size (nothing past it is written);
+    ///   `conflict` when the upload's lease was lost to another request.
     public func append(_ bytes: UnsafeRawBufferPointer) throws {
         guard received + UInt64(bytes.count) <= declared else {
             throw BacklotError(.quotaExceeded, "the upload is larger than the \(declared) bytes declared", context: label,
                                hint: "create a version with the archive's exact size")
         }
-        try descriptor.write(bytes, at: received)
-        received += UInt64(bytes.count)
+        if let leaseOwner, ContinuousClock.now - renewed > .seconds(repository.leaseDuration / 3) {
+            guard try repository.renewVersionLease(versionID, owner: leaseOwner) else {
+                throw BacklotError(.conflict, "this server no longer holds the upload: its lease ran out and another request took it over", context: label)
+            }
+            renewed = .now
+        }
+        try sink.append(bytes)
     }
 
-    /// Ends this request's part of the upload; when everything arrived, processing starts.
+    /// Ends this request's part of the upload, making what arrived durable; when everything
+    /// arrived, processing starts.
     /// - Returns: whether the upload is complete.
     @discardableResult
     public func close() throws -> Bool {
         guard !closed else { return received == declared }
         closed = true
-        do { try descriptor.sync() } catch {
-            descriptor.close()   // releases the flock, whatever happens
-            throw error
-        }
-        descriptor.close()
-        guard received == declared else { return false }
+        defer { if let leaseOwner { repository.releaseVersionLease(versionID, state: .awaitingUpload, owner: leaseOwner) } }
+        guard try sink.finish() == declared else { return false }
         try repository.uploadFinished(versionID: versionID)
         return true
     }
 
-    deinit { if !closed { descriptor.close() } }
+    deinit {
+        if !closed {
+            sink.abandon()
+            if let leaseOwner { repository.releaseVersionLease(versionID, state: .awaitingUpload, owner: leaseOwner) }
+        }
+    }
 }

@@ -9,8 +9,9 @@ import Synchronization
 /// channel with approvals and staged rollouts, tokens, and the signed published tree.
 ///
 /// Metadata lives in a ``MetadataDatabase``: SQLite (`DIR/meta.sqlite`, WAL) by default, or
-/// PostgreSQL (`PostgresDatabase`); archives in `DIR/blobs` by SHA-256; uploads in progress in
-/// `DIR/uploads`. The schema is migrated on open (``schemaSteps``). Every change that affects clients republishes the channel's
+/// PostgreSQL (`PostgresDatabase`); archives (uploads in progress, and verified archives by
+/// SHA-256) in an ``ArchiveStore``: `DIR/uploads` and `DIR/blobs` by default, or a bucket shared
+/// by several servers, which then divide the work through leases (``acquireLease(_:for:)``). The schema is migrated on open (``schemaSteps``). Every change that affects clients republishes the channel's
 /// catalog atomically (signed, written beside, renamed).
 ///
 /// ```swift
@@ -24,6 +25,15 @@ public final class Repository: Sendable {
     public let directory: RepositoryDirectory
     /// Where the published tree is written: the data folder's `public/` (the default) or a bucket.
     public let tree: any PublishedTreeStore
+    /// Where uploads and verified archives are kept: the data folder (the default) or a bucket.
+    public let archives: any ArchiveStore
+    /// This process's name in leases (unique per process: host, process ID and a random part).
+    public let instanceID: String
+    /// How long a lease (an upload to a shared store, a processing, the re-signing) lasts without
+    /// renewal: how soon another server takes over the work of one that died. Seconds.
+    public let leaseDuration: Double
+    /// The default lease: 30 seconds.
+    public static let defaultLeaseDuration: Double = 30
     let db: any MetadataDatabase
     /// Per-app quota: the sum over packs of each pack's largest retained version (Apple's rule).
     public let quotaBytes: UInt64
@@ -62,8 +72,6 @@ public final class Repository: Sendable {
         sink?(line)
     }
 
-    public var uploadsPath: String { directory.path + "/uploads" }
-    public var blobsPath: String { directory.path + "/blobs" }
     public var adminTokenPath: String { directory.path + "/admin-token" }
 
     /// Opens the repository, creating its database and an admin token on first use.
@@ -81,19 +89,25 @@ public final class Repository: Sendable {
     ///   - tree: where the published tree is written; nil (the default) is the folder's `public/`
     ///     (``LocalPublishedTree``). Another store (``S3PublishedTree``) is given the key lists the
     ///     folder holds that it lacks, when the repository opens.
+    ///   - archives: where uploads and verified archives go; nil (the default) is the data folder
+    ///     (``LocalArchiveStore``). A shared store (``S3ArchiveStore``) lets several servers on one
+    ///     database take each other's uploads and processing over.
+    ///   - leaseDuration: seconds a lease lasts unrenewed (``defaultLeaseDuration``).
     /// - Throws: ``BacklotError/Code/unavailable`` when the database cannot be reached;
     ///   ``BacklotError/Code/invalidInput`` when its schema is newer than this build knows.
     public init(directory: RepositoryDirectory, quotaBytes: UInt64 = 200_000_000_000, maximumPacksPerApp: Int = 100,
                 maximumInstallSize: UInt64 = Repository.defaultMaximumInstallSize, processingWorkers: Int = 2,
-                database: (any MetadataDatabase)? = nil, tree: (any PublishedTreeStore)? = nil) throws {
+                database: (any MetadataDatabase)? = nil, tree: (any PublishedTreeStore)? = nil,
+                archives: (any ArchiveStore)? = nil, leaseDuration: Double = Repository.defaultLeaseDuration) throws {
         self.directory = directory
         self.tree = tree ?? LocalPublishedTree(directory: directory)
+        self.archives = try archives ?? LocalArchiveStore(directory: directory)
+        self.leaseDuration = max(0.5, leaseDuration)
+        instanceID = Self.newInstanceID()
         self.quotaBytes = quotaBytes
         self.maximumPacksPerApp = maximumPacksPerApp
         self.maximumInstallSize = maximumInstallSize
         scheduler = ProcessingScheduler(workers: processingWorkers)
-        try FileSystem.makeDirectory(directory.path + "/uploads", mode: 0o700)
-        try FileSystem.makeDirectory(directory.path + "/blobs", mode: 0o755)
         try directory.makeTreeDirectory(directory.publicTreePath + "/v1/packs")
         try directory.makeTreeDirectory(directory.publicTreePath + "/v1/apps")
         try directory.repairModes()
@@ -110,10 +124,22 @@ public final class Repository: Sendable {
             let token = try createToken(role: .admin, label: "initial admin")
             try RepositoryDirectory.writeSecret(token + "\n", to: adminTokenPath)
         }
-        // Uploads that were processing when the server died are processed again.
-        for row in try db.read({ try $0.query("SELECT id, app FROM versions WHERE state = 'PROCESSING' AND deleted = 0 ORDER BY id", []) }) {
-            if let id = row["id"]?.int, let app = row["app"]?.string { scheduleProcessing(versionID: id, app: app) }
+        if database == nil {
+            // DIR/meta.sqlite is this server's alone: leases an earlier process left are void.
+            try db.transaction { tx in
+                try tx.run("UPDATE versions SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL")
+                try tx.run("DELETE FROM leases")
+            }
         }
+        // Uploads that were processing when a server died are processed again (once their lease ran out).
+        try takeOverAbandonedProcessing()
+    }
+
+    /// A name for this process in leases: `HOST:PID:RANDOM`.
+    static func newInstanceID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let random = String(UInt64.random(in: 0...UInt64.max, using: &generator), radix: 36)
+        return "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(random)"
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }

@@ -24,7 +24,8 @@ public struct RepositoryDirectory: Sendable {
     public let path: String
 
     public var keysPath: String { path + "/keys" }
-    public var signingKeyPath: String { keysPath + "/signing.key" }
+    /// The signing key: `DIR/keys/signing.key`, or the file given (shared by several servers).
+    public let signingKeyPath: String
     public var publicKeyPath: String { path + "/root.pub" }
     public var tlsPath: String { path + "/tls" }
     public var publicTreePath: String { path + "/public" }
@@ -32,10 +33,21 @@ public struct RepositoryDirectory: Sendable {
     public var stagingPath: String { path + "/staging" }
 
     /// Opens (and on first use initialises) a data folder.
-    /// - Throws: ``BacklotError/Code/io`` when it cannot be created or read.
-    public init(path: String) throws {
+    ///
+    /// With `signingKeyFile` (`backlot serve --signing-key FILE`, the one key every server of a
+    /// repository signs with), that key is used instead of `DIR/keys/signing.key`: the first key
+    /// list and `DIR/root.pub` are made from it, and it is refused unless only its owner may read it.
+    ///
+    /// ```swift
+    /// let dir = try RepositoryDirectory(path: "/var/lib/backlot", signingKeyFile: "/etc/backlot/signing.key")
+    /// ```
+    /// - Throws: ``BacklotError/Code/io`` when it cannot be created or read; ``BacklotError/Code/invalidInput``
+    ///   for a signing key file that others may read, that is not a key, or that is not the key the folder was made with.
+    public init(path: String, signingKeyFile: String? = nil) throws {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         self.path = absolute
+        signingKeyPath = signingKeyFile.map { URL(fileURLWithPath: $0).standardizedFileURL.path } ?? absolute + "/keys/signing.key"
+        if let signingKeyFile { try Self.checkPrivate(signingKeyFile) }
         try FileManager.default.createDirectory(atPath: absolute, withIntermediateDirectories: true)
         chmod(absolute, 0o711)
         for (dir, mode) in [(keysPath, mode_t(0o700)), (tlsPath, mode_t(0o700)), (stagingPath, mode_t(0o700))] {
@@ -43,7 +55,21 @@ public struct RepositoryDirectory: Sendable {
             chmod(dir, mode)
         }
         for dir in [publicTreePath, publicTreePath + "/v1", publicTreePath + "/v1/keys"] { try makeTreeDirectory(dir) }
-        if !FileSystem.exists(signingKeyPath) {
+        if signingKeyFile != nil {
+            let key = try signingKey()
+            let pub = Data(key.publicKey.rawRepresentation).base64EncodedString() + "\n"
+            if let pinned = try? String(contentsOfFile: publicKeyPath, encoding: .utf8), pinned != pub {
+                throw BacklotError(.invalidInput, "is not the signing key of the data folder \(absolute) (its root.pub is another key)", context: signingKeyPath,
+                                   hint: "give the key this folder was made with, or a new data folder (the bucket and database keep the repository)")
+            }
+            if !FileSystem.exists(publicTreePath + "/v1/keys/root.json") {
+                try Self.writePublic(pub, to: publicKeyPath)
+                let list = KeyList(version: 1, keys: [key.publicKey])
+                let signed = try SignedEnvelope.sign(payload: list.payload, type: KeyList.payloadType, with: [key]).encoded
+                try writeIntoTree(signed, to: publicTreePath + "/v1/keys/root-1.json")
+                try writeIntoTree(signed, to: publicTreePath + "/v1/keys/root.json")
+            }
+        } else if !FileSystem.exists(signingKeyPath) {
             let key = try Ed25519.PrivateKey()
             try Self.writeSecret(Data(key.rawRepresentation).base64EncodedString() + "\n", to: signingKeyPath)
             try Self.writePublic(Data(key.publicKey.rawRepresentation).base64EncodedString() + "\n", to: publicKeyPath)
@@ -140,6 +166,18 @@ public struct RepositoryDirectory: Sendable {
                 default: break
                 }
             }
+        }
+    }
+
+    /// Refuses a key file that anyone but its owner may read or write (it signs every catalog).
+    static func checkPrivate(_ file: String) throws {
+        guard let status = try FileSystem.status(file) else {
+            throw BacklotError(.invalidInput, "there is no signing key file", context: file,
+                               hint: "copy the repository's signing key there (mode 0600), or leave --signing-key out for DIR/keys/signing.key")
+        }
+        guard status.mode & 0o077 == 0 else {
+            throw BacklotError(.invalidInput, "the signing key is open to others (mode \(String(status.mode & 0o777, radix: 8)))", context: file,
+                               hint: "chmod 600 \(file)")
         }
     }
 

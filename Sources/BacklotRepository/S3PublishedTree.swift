@@ -62,6 +62,14 @@ public struct S3PublishedTree: PublishedTreeStore {
                               contentType: PublishedTreeHeaders.contentType(relative), cacheControl: headers.cacheControl(relative))
     }
 
+    public func read(_ relative: String, atMost limit: UInt64) throws -> [UInt8]? {
+        do {
+            return try client.getObject(bucket: bucket, key: try key(relative), limit: limit).bytes
+        } catch let e as BacklotError where e.code == .notFound {
+            return nil
+        }
+    }
+
     public func remove(_ relative: String) throws {
         try client.deleteObject(bucket: bucket, key: try key(relative))   // S3 answers 204 for a missing key too
     }

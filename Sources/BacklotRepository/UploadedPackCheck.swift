@@ -35,10 +35,9 @@ struct UploadedPackCheck {
     /// A name for the archive in errors (what API clients see).
     static let source = "the archive"
 
-    static func run(path: String, maximumInstallSize: UInt64, isCancelled: () -> Bool) throws -> Outcome {
-        let fd = try FileDescriptor.openForReading(path)
-        defer { fd.close() }
-        let size = try fd.size()
+    /// Checks the archive `fd` reads (a file, or an object read by ranges).
+    static func run(reader fd: any ArchiveReader, maximumInstallSize: UInt64, isCancelled: () -> Bool) throws -> Outcome {
+        let size = fd.size
         let header = try PackHeader.decode(try fd.read(count: Int(min(UInt64(PackHeader.size), size)), at: 0), fileSize: size, source: source)
         let indexBytes = try fd.read(count: Int(header.indexLength), at: header.indexOffset)
         let digest = SHA256.hash(indexBytes)

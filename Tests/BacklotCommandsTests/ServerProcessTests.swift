@@ -16,14 +16,20 @@ import Glibc
 /// releases, each followed by a restart on the same data folder.
 @Suite(.serialized) struct ServerProcessTests {
     /// A running `backlot serve` and the base URL it printed.
-    final class Server {
+    final class Server: @unchecked Sendable {   // its state is set once, in init
         let process = Process()
         let baseURL: String
         private let output = Pipe()
 
-        init(data: String, tls: String = "off", arguments: [String]? = nil) throws {
+        /// - Parameter environment: added to (or, with an empty value, removed from) this process's environment.
+        init(data: String, tls: String = "off", arguments: [String]? = nil, environment: [String: String] = [:]) throws {
             process.executableURL = URL(fileURLWithPath: ProcessTests.binary)
             process.arguments = ["serve", "--data", data, "--port", "0", "--quiet"] + (arguments ?? ["--tls", tls])
+            if !environment.isEmpty {
+                var env = ProcessInfo.processInfo.environment
+                for (k, v) in environment { env[k] = v.isEmpty ? nil : v }
+                process.environment = env
+            }
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             try process.run()

@@ -35,11 +35,11 @@ import Testing
     func bare(_ backend: Backend, in dir: TemporaryDirectory, _ label: String) throws -> any MetadataDatabase {
         switch backend {
         case .sqlite: try SQLiteMetadataDatabase(path: dir.at("\(label).sqlite"))
-        case .postgresql: try PostgresDatabase(url: PostgresCluster.shared().createDatabase(label))
+        case .postgresql, .bucket: try PostgresDatabase(url: PostgresCluster.shared().createDatabase(label))
         }
     }
 
-    @Test(arguments: Backend.allCases) func uniqueAndForeignKeyViolationsAreConflicts(_ backend: Backend) throws {
+    @Test(arguments: Backend.databases) func uniqueAndForeignKeyViolationsAreConflicts(_ backend: Backend) throws {
         let dir = try TemporaryDirectory("conflict")
         defer { dir.remove() }
         let repo = try backend.repository(at: dir.at("data"), label: "conflict")
@@ -64,7 +64,7 @@ import Testing
         #expect(try repo.apps() == ["com.example.game", "com.example.other"])
     }
 
-    @Test(arguments: Backend.allCases) func numbersTextAndBytesRoundTripWithoutLoss(_ backend: Backend) throws {
+    @Test(arguments: Backend.databases) func numbersTextAndBytesRoundTripWithoutLoss(_ backend: Backend) throws {
         let dir = try TemporaryDirectory("values")
         defer { dir.remove() }
         let db = try bare(backend, in: dir, "values")
@@ -120,7 +120,7 @@ import Testing
         #expect(try repo.db.read { try $0.query("SELECT COUNT(*) AS n FROM schema_version", []) }.first?["n"]?.int == Repository.schemaVersion)
     }
 
-    @Test(arguments: Backend.allCases) func aDatabaseNewerThanThisBuildIsRefusedNamingBothVersions(_ backend: Backend) throws {
+    @Test(arguments: Backend.databases) func aDatabaseNewerThanThisBuildIsRefusedNamingBothVersions(_ backend: Backend) throws {
         let dir = try TemporaryDirectory("newer")
         defer { dir.remove() }
         let database = try backend.database("newer")
@@ -133,7 +133,7 @@ import Testing
         }
     }
 
-    @Test(arguments: Backend.allCases) func openersStartingAtOnceOnANewDatabaseMigrateItOnce(_ backend: Backend) throws {
+    @Test(arguments: Backend.databases) func openersStartingAtOnceOnANewDatabaseMigrateItOnce(_ backend: Backend) throws {
         let dir = try TemporaryDirectory("openers")
         defer { dir.remove() }
         let url = backend == .postgresql ? try PostgresCluster.shared().createDatabase("openers") : nil
@@ -154,7 +154,7 @@ import Testing
         #expect(rows.compactMap { $0["version"]?.int } == Array(1...Repository.schemaVersion))
     }
 
-    @Test(arguments: Backend.allCases) func adminInitMakesOneFirstAdminTokenEvenWhenRacedAndRefusesASecond(_ backend: Backend) throws {
+    @Test(arguments: Backend.databases) func adminInitMakesOneFirstAdminTokenEvenWhenRacedAndRefusesASecond(_ backend: Backend) throws {
         let dir = try TemporaryDirectory("admin-init")
         defer { dir.remove() }
         let url = backend == .postgresql ? try PostgresCluster.shared().createDatabase("admininit") : nil

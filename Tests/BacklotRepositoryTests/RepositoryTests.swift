@@ -7,7 +7,8 @@ import Testing
 @testable import BacklotRepository
 
 /// The repository's pipeline on real files: upload → processing → release → signed catalog,
-/// each test on both metadata backends (SQLite and PostgreSQL).
+/// each test on every backend (SQLite and the folder, PostgreSQL and the folder, PostgreSQL and
+/// a bucket). The published tree is read through the repository's tree store, wherever it is.
 @Suite(.serialized) struct RepositoryTests {
     struct Fixture {
         let dir: TemporaryDirectory
@@ -43,8 +44,13 @@ import Testing
             return try repo.version(app: "com.example.game", pack: "Levels", number: v.number)
         }
 
+        /// A file of the published tree, or nil.
+        func published(_ relative: String) throws -> [UInt8]? { try repo.tree.read(relative, atMost: 1 << 30) }
+
+        func catalogBytes(_ channel: Channel) throws -> [UInt8]? { try published("v1/apps/com.example.game/\(channel.rawValue)/catalog.json") }
+
         func catalog(_ channel: Channel) throws -> Catalog {
-            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: repo.catalogPath(app: "com.example.game", channel: channel))))
+            let bytes = try #require(try catalogBytes(channel))
             return try Catalog.verify(bytes, trusting: [key], app: "com.example.game", channel: channel, now: Date(), source: "catalog")
         }
     }
@@ -61,9 +67,11 @@ import Testing
         let release = catalog.packs[0].release
         #expect(release.version == 1 && release.archiveSHA256.hex == v1.archiveSHA256)
         // The archive is published at its content address, byte-identical and verifiable.
-        let published = f.repo.directory.publicTreePath + "/v1/packs/\(release.archiveSHA256.hex).pack"
-        #expect(try SHA256.hash(fileAt: published) == release.archiveSHA256)
-        let reader = try PackReader(path: published)
+        let bytes = try #require(try f.published("v1/packs/\(release.archiveSHA256.hex).pack"))
+        #expect(SHA256.hash(bytes) == release.archiveSHA256)
+        let copy = f.dir.at("published.pack")
+        try Data(bytes).write(to: URL(fileURLWithPath: copy))
+        let reader = try PackReader(path: copy)
         #expect(reader.packDigest == release.indexSHA256 && reader.header.indexOffset == release.indexOffset)
         try reader.verify()
     }
@@ -76,7 +84,7 @@ import Testing
         let wrong = try f.upload(id: "Other")
         #expect(wrong.state == .failed && wrong.reason?.contains("not Levels") == true, "\(wrong)")
         #expect(throws: BacklotError.self) { try f.repo.release(app: "com.example.game", pack: "Levels", version: 1, channel: .internal) }
-        #expect(!FileSystem.exists(f.repo.catalogPath(app: "com.example.game", channel: .internal)))
+        #expect(try f.catalogBytes(.internal) == nil)
 
         let v = try f.repo.createVersion(app: "com.example.game", pack: "Levels", size: 100)
         let upload = try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
@@ -107,7 +115,7 @@ import Testing
         _ = try f.upload(seed: 2)
         let request = try f.repo.release(app: "com.example.game", pack: "Levels", version: 1, channel: .production)
         #expect(request?.status == "pending")
-        #expect(!FileSystem.exists(f.repo.catalogPath(app: "com.example.game", channel: .production)))
+        #expect(try f.catalogBytes(.production) == nil)
         try f.repo.approve(requestID: request!.id)
         let first = try f.catalog(.production)
         #expect(first.packs[0].release.version == 1 && first.packs[0].candidate == nil)
@@ -162,7 +170,7 @@ import Testing
         switch backend {
         case .sqlite:
             admin = try String(contentsOfFile: repo.adminTokenPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        case .postgresql:
+        case .postgresql, .bucket:
             // No token file with a shared database: the first admin token is made once, on request.
             #expect(!FileSystem.exists(repo.adminTokenPath))
             #expect(try !repo.hasAdminToken())
@@ -179,7 +187,7 @@ import Testing
             #expect(!dump.contains(admin) && !dump.contains(uploader))
             _ = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
             #expect(try String(contentsOfFile: repo.adminTokenPath, encoding: .utf8).contains(admin))
-        case .postgresql:
+        case .postgresql, .bucket:
             let stored = try #require(database).read { try $0.query("SELECT * FROM tokens", []) }
             #expect(stored.count == 2)
             #expect(!"\(stored)".contains(admin) && !"\(stored)".contains(uploader))
@@ -201,13 +209,12 @@ import Testing
         #expect(try f.catalog(.internal).version > before.version)
 
         #expect(try f.repo.rotateKey() == 2)
-        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: f.repo.catalogPath(app: "com.example.game", channel: .internal))))
+        let bytes = try #require(try f.catalogBytes(.internal))
         #expect(throws: BacklotError.self) {
             try Catalog.verify(bytes, trusting: [pinned], app: "com.example.game", channel: .internal, now: Date(), source: "c")
         }
-        let tree = f.repo.directory.publicTreePath + "/v1/keys"
         let trusted = try KeyList.follow(from: KeyList(version: 1, keys: [pinned])) { n in
-            (try? Data(contentsOf: URL(fileURLWithPath: tree + "/root-\(n).json"))).map(Array.init)
+            try? f.published("v1/keys/root-\(n).json")
         }
         #expect(trusted.version == 2)
         _ = try Catalog.verify(bytes, trusting: trusted.keys, app: "com.example.game", channel: .internal, now: Date(), source: "c")

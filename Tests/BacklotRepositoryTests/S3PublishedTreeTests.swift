@@ -25,6 +25,11 @@ import Testing
             try folder.copyFile(from: source, to: relative, replacing: replacing)
             try bucket.copyFile(from: source, to: relative, replacing: replacing)
         }
+        func read(_ relative: String, atMost limit: UInt64) throws -> [UInt8]? {
+            let bytes = try folder.read(relative, atMost: limit)
+            guard try bucket.read(relative, atMost: limit) == bytes else { throw BacklotError(.io, "the trees differ at \(relative)") }
+            return bytes
+        }
         func remove(_ relative: String) throws {
             try folder.remove(relative)
             try bucket.remove(relative)

@@ -139,7 +139,7 @@ import Testing
         let outcomes = f.outcomes.withLock { $0 }
         #expect(outcomes.filter { $0 == "complete" }.count == 1 && outcomes.filter { $0 == "cancelled" }.count == 1, "\(outcomes)")
         #expect(try f.call("GET", "/api/apps/heavy/packs/Bomb/versions/1").status == 404)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: f.repository.uploadsPath).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: try #require(f.repository.archives as? LocalArchiveStore).uploadsPath).isEmpty)
         let metrics = try Curl.run(f.server.baseURL + "metrics").text
         #expect(metrics.contains("outcome=\"cancelled\"} 1"), "\(metrics)")
     }

@@ -1,0 +1,220 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotFormat
+import BacklotPostgres
+import BacklotS3
+import BacklotStore
+import BacklotTestSupport
+import Foundation
+import Synchronization
+import Testing
+@testable import BacklotRepository
+
+/// Two repositories on one PostgreSQL database and one bucket of a real radosgw, as two servers
+/// share them: uploads stream into multipart uploads and tails that either resumes, processing is
+/// leased and taken over, publications take turns and their versions only grow, a release
+/// request is decided once, and an upload survives the object store's gateway restarting.
+@Suite(.serialized) struct SharedStorageTests {
+    static let app = "com.example.game"
+
+    /// Two "servers": separate data folders, one database, one bucket, one signing key.
+    struct Pair {
+        let dir: TemporaryDirectory
+        let a: Repository
+        let b: Repository
+        let s3: S3Client
+        let bucket: String
+        let store: S3ArchiveStore
+        var key: Ed25519.PublicKey { try! RepositoryDirectory.readPublicKey(path: a.directory.publicKeyPath) }
+
+        init(_ label: String, lease: Double = Repository.defaultLeaseDuration) throws {
+            dir = try TemporaryDirectory(label)
+            let url = try PostgresCluster.shared().createDatabase(label)
+            (s3, bucket) = try ObjectStore.shared().newBucket(label)
+            let tree = try S3PublishedTree(client: s3, bucket: bucket, prefix: "content")
+            store = try S3ArchiveStore(beside: tree, partSize: 5 << 20)
+            let first = try RepositoryDirectory(path: dir.at("a"))
+            a = try Repository(directory: first, database: PostgresDatabase(url: url), tree: tree, archives: store, leaseDuration: lease)
+            b = try Repository(directory: RepositoryDirectory(path: dir.at("b"), signingKeyFile: first.signingKeyPath),
+                               database: PostgresDatabase(url: url), tree: tree, archives: store, leaseDuration: lease)
+            _ = try a.createInitialAdminToken()
+            try a.createApp(SharedStorageTests.app)
+            try b.createPack(app: SharedStorageTests.app, id: "Levels")
+        }
+
+        /// The object keys under `prefix` in the bucket.
+        func keys(_ prefix: String) throws -> [String] { try s3.listAllObjects(bucket: bucket, prefix: prefix).map(\.key).sorted() }
+
+        func catalog(_ channel: Channel) throws -> Catalog {
+            let bytes = try #require(try a.tree.read("v1/apps/\(SharedStorageTests.app)/\(channel.rawValue)/catalog.json", atMost: 1 << 20))
+            return try Catalog.verify(bytes, trusting: [key], app: SharedStorageTests.app, channel: channel, now: Date(), source: "catalog")
+        }
+
+        /// Sends `bytes[range]` to `repo` as one request.
+        func send(_ repo: Repository, _ number: Int, _ bytes: [UInt8], _ range: Range<Int>) throws -> UInt64 {
+            let upload = try repo.beginUpload(app: SharedStorageTests.app, pack: "Levels", number: number, offset: UInt64(range.lowerBound))
+            try bytes[range].withUnsafeBytes { try upload.append($0) }
+            try upload.close()
+            return try repo.version(app: SharedStorageTests.app, pack: "Levels", number: number).received
+        }
+
+        func remove() { dir.remove() }
+    }
+
+    /// A pack of about `size` bytes that zstd cannot shrink (random content).
+    static func pack(_ dir: TemporaryDirectory, seed: UInt64, size: Int) throws -> [UInt8] {
+        let src = try TemporaryDirectory("src")
+        defer { src.remove() }
+        var g = SeededGenerator(seed: seed)
+        try src.write("src/big.bin", g.bytes(size))
+        try src.write("src/readme.txt", g.text(2000))
+        let path = try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: "Levels"), averageChunkSize: 256 << 10)
+        return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    @Test(.enabled(if: PostgresCluster.isInstalled)) func anUploadInUnevenRequestsMovesBetweenServersAsPartsAndTails() throws {
+        let p = try Pair("shared-upload")
+        defer { p.remove() }
+        let bytes = try Self.pack(p.dir, seed: 11, size: 11 << 20)
+        let v = try p.a.createVersion(app: Self.app, pack: "Levels", size: UInt64(bytes.count))
+        let id = try #require(try p.a.db.read { try $0.query("SELECT id FROM versions WHERE number = ?", [.integer(Int64(v.number))]) }.first?["id"]?.int)
+
+        // 3 MiB on A: less than a part, kept as a tail object.
+        #expect(try p.send(p.a, v.number, bytes, 0..<(3 << 20)) == 3 << 20)
+        #expect(try p.keys("content/uploads/") == ["content/uploads/\(id).tail-0"])
+        // 4 MiB more on B: B starts from A's tail; one 5 MiB part goes up, 2 MiB stay as a tail.
+        #expect(try p.send(p.b, v.number, bytes, (3 << 20)..<(7 << 20)) == 7 << 20)
+        #expect(try p.keys("content/uploads/") == ["content/uploads/\(id).tail-\(5 << 20)"])
+        let uploadID = try #require(try p.a.db.read { try $0.query("SELECT upload_id FROM versions WHERE id = ?", [.integer(id)]) }.first?["upload_id"]?.string)
+        #expect(try p.s3.listParts(bucket: p.bucket, key: "content/uploads/\(id)", uploadID: uploadID).map(\.size) == [5 << 20])
+        // A wrong offset is refused, naming where the upload is.
+        #expect { try p.b.beginUpload(app: Self.app, pack: "Levels", number: v.number, offset: 3 << 20) } throws: {
+            ($0 as? BacklotError)?.message.contains("at byte \(7 << 20)") == true
+        }
+        // The rest on A: the upload completes, is processed by one of them, and stored as a blob.
+        #expect(try p.send(p.a, v.number, bytes, (7 << 20)..<bytes.count) == UInt64(bytes.count))
+        p.a.waitForProcessing()
+        p.b.waitForProcessing()
+        let done = try p.b.version(app: Self.app, pack: "Levels", number: v.number)
+        #expect(done.state == .complete, "\(done)")
+        #expect(done.archiveSHA256 == SHA256.hash(bytes).hex)
+        #expect(try p.keys("content/uploads/").isEmpty, "the upload, its parts and tails are gone")
+        #expect(try p.keys("content/blobs/") == ["content/blobs/\(SHA256.hash(bytes).hex).pack"])
+        // Nothing of it is on either server's disk: their folders hold no uploads or archives at all.
+        for folder in ["a/uploads", "a/blobs", "b/uploads", "b/blobs"] {
+            #expect(!FileSystem.exists(p.dir.at(folder)), "\(folder)")
+        }
+        // Released through B, the pack is published by a copy inside the bucket, byte for byte.
+        try p.b.release(app: Self.app, pack: "Levels", version: v.number, channel: .internal)
+        let release = try p.catalog(.internal).packs[0].release
+        #expect(release.archiveSHA256.hex == done.archiveSHA256)
+        let published = try #require(try p.a.tree.read("v1/packs/\(release.archiveSHA256.hex).pack", atMost: 64 << 20))
+        #expect(published == bytes)
+        let head = try #require(try p.s3.headObject(bucket: p.bucket, key: "content/v1/packs/\(release.archiveSHA256.hex).pack"))
+        #expect(head.cacheControl == "public, max-age=31536000, immutable" && head.contentType == "application/octet-stream")
+    }
+
+    @Test(.enabled(if: PostgresCluster.isInstalled)) func processingAServerAbandonedIsTakenOverOnceItsLeaseRunsOut() throws {
+        let p = try Pair("shared-lease", lease: 1.5)
+        defer { p.remove() }
+        let bytes = try Self.pack(p.dir, seed: 12, size: 200_000)
+        let v = try p.a.createVersion(app: Self.app, pack: "Levels", size: UInt64(bytes.count))
+        // As if a server had received the whole upload, taken its processing and died at once:
+        // the archive is complete in the bucket, the version PROCESSING, leased to a server that
+        // will never renew the lease.
+        let row = try p.a.versionRow(app: Self.app, pack: "Levels", number: v.number)
+        let sink = try p.store.openUpload(p.a.uploadRecord(row)) { _, _ in }
+        try bytes.withUnsafeBytes { try sink.append($0) }
+        #expect(try sink.finish() == UInt64(bytes.count))
+        try p.a.db.transaction { tx in
+            try tx.run("UPDATE versions SET state = 'PROCESSING', lease_owner = 'dead-server', lease_until = ? WHERE number = ?",
+                       [.integer(Repository.nowMilliseconds() + 1500), .integer(Int64(v.number))])
+        }
+        #expect(try p.b.takeOverAbandonedProcessing() == 0, "the dead server's lease is still running")
+        var scheduled = 0
+        while scheduled == 0 {
+            usleep(200_000)
+            scheduled = try p.b.takeOverAbandonedProcessing()
+        }
+        p.b.waitForProcessing()
+        let done = try p.a.version(app: Self.app, pack: "Levels", number: v.number)
+        #expect(done.state == .complete && done.archiveSHA256 == SHA256.hash(bytes).hex, "\(done)")
+    }
+
+    @Test(.enabled(if: PostgresCluster.isInstalled)) func publicationsThroughBothServersTakeTurnsAndTheVersionOnlyGrows() throws {
+        let p = try Pair("shared-publish")
+        defer { p.remove() }
+        for seed in [21, 22] as [UInt64] {
+            _ = try p.a.uploadAndProcess(app: Self.app, pack: "Levels", bytes: try Self.pack(p.dir, seed: seed, size: 50_000))
+        }
+        let seen = Mutex<[UInt64]>([])
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 3) { worker in
+            for round in 0..<6 {
+                do {
+                    if worker == 2 {
+                        seen.withLock { $0.append((try? p.catalog(.internal).version) ?? 0) }
+                    } else {
+                        try (worker == 0 ? p.a : p.b).release(app: Self.app, pack: "Levels", version: 1 + (round + worker) % 2, channel: .internal)
+                    }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        let observed = seen.withLock { $0 }.filter { $0 > 0 }
+        #expect(observed == observed.sorted(), "catalog versions read while both published: \(observed)")
+        let final = try p.catalog(.internal)
+        let recorded = try #require(try p.a.db.read { try $0.query("SELECT version FROM catalogs", []) }.first?["version"]?.integer(as: UInt64.self))
+        #expect(final.version == recorded && final.version >= observed.max() ?? 0)
+        // What the catalog says is what the database says was released last.
+        let live = try #require(try p.a.db.read { try $0.query("SELECT live FROM channel_packs WHERE channel = 'internal'", []) }.first?["live"]?.int)
+        #expect(final.packs.map(\.release.version) == [Int(live)])
+    }
+
+    @Test(.enabled(if: PostgresCluster.isInstalled)) func aReleaseRequestDecidedThroughBothServersAtOnceIsDecidedOnce() throws {
+        let p = try Pair("shared-approve")
+        defer { p.remove() }
+        _ = try p.a.uploadAndProcess(app: Self.app, pack: "Levels", bytes: try Self.pack(p.dir, seed: 31, size: 50_000))
+        let request = try #require(try p.a.release(app: Self.app, pack: "Levels", version: 1, channel: .production))
+        let outcomes = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 2) { i in
+            do {
+                try (i == 0 ? p.a : p.b).approve(requestID: request.id)
+                outcomes.withLock { $0.append("approved") }
+            } catch let e as BacklotError {
+                outcomes.withLock { $0.append(e.code == .conflict ? "conflict" : "\(e)") }
+            } catch {
+                outcomes.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(outcomes.withLock { $0 }.sorted() == ["approved", "conflict"])
+        #expect(try p.catalog(.production).packs.map(\.release.version) == [1])
+    }
+
+    @Test(.enabled(if: PostgresCluster.isInstalled)) func anUploadSurvivesTheGatewayStoppingAndStartingAgain() throws {
+        let p = try Pair("shared-gateway")
+        defer { p.remove() }
+        let bytes = try Self.pack(p.dir, seed: 41, size: 7 << 20)
+        let v = try p.a.createVersion(app: Self.app, pack: "Levels", size: UInt64(bytes.count))
+        #expect(try p.send(p.a, v.number, bytes, 0..<(6 << 20)) == 6 << 20)
+        let objects = try ObjectStore.shared()
+        try objects.stopGateway()
+        var restarted = false
+        defer { if !restarted { try? objects.startGateway() } }
+        // While the gateway is down, the upload cannot go on, and says why.
+        #expect { _ = try p.send(p.b, v.number, bytes, (6 << 20)..<bytes.count) } throws: { error in
+            guard let e = error as? BacklotError else { return false }
+            return e.code == .transport || e.code == .unavailable || e.code == .objectStore
+        }
+        try objects.startGateway()
+        restarted = true
+        // Back up, it resumes from the bytes the object store holds.
+        let at = try p.b.version(app: Self.app, pack: "Levels", number: v.number).received
+        #expect(at == 6 << 20)
+        #expect(try p.send(p.b, v.number, bytes, Int(at)..<bytes.count) == UInt64(bytes.count))
+        p.b.waitForProcessing()
+        #expect(try p.a.version(app: Self.app, pack: "Levels", number: v.number).state == .complete)
+    }
+}
