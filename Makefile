@@ -3,7 +3,7 @@ SWIFT ?= swift
 BUILD_DIR := .build
 BACKLOT := $(BUILD_DIR)/debug/backlot
 
-.PHONY: all bootstrap build demo test bench clean
+.PHONY: all bootstrap build demo demo-cluster test bench clean
 
 all: build
 
@@ -16,6 +16,11 @@ build: bootstrap
 # Runs the pipeline end to end on generated sample data, in a temporary folder it removes.
 demo: build
 	@scripts/demo $(BACKLOT)
+
+# Hosting at scale on this machine: PostgreSQL + radosgw + two instances + the nginx edge + a client
+# that installs and updates through the edge, all stopped and removed at the end.
+demo-cluster: build
+	@scripts/demo-cluster $(BACKLOT)
 
 # The tests, then a short seeded pass of every fuzz harness (scripts/fuzz --smoke).
 test: bootstrap
