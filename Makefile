@@ -41,6 +41,7 @@ bench:
 	@scripts/bench-server $(BUILD_DIR)/release/backlot
 	@scripts/bench-client $(BUILD_DIR)/release/backlot
 	@scripts/bench-idle $(BUILD_DIR)/release/backlot
+	@scripts/bench-cluster $(BUILD_DIR)/release/backlot
 
 clean:
 	rm -rf $(BUILD_DIR)

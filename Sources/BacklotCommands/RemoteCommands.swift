@@ -58,13 +58,19 @@ struct UploadCommand: Command {
                              headers: ["Upload-Offset": String(offset), "Content-Type": "application/octet-stream"],
                              progress: { [offset] sent, _ in progress.update(offset + sent, size) })
                 break
-            } catch let e as BacklotError where e.code == .io && attempts < 5 {
+            } catch let e as BacklotError where (e.code == .io || e.code == .conflict) && attempts < 40 {
+                // A broken connection or a server out of reach (503), or — with several servers —
+                // the upload still held by a server that stopped (409 until its lease runs out):
+                // ask where the upload is and go on from there, backing off up to 3 s a try.
                 attempts += 1
                 let status = try api.call("GET", "\(versions)/\(number)")
-                guard case .number(let r)? = status.json["received"]?.kind, let received = UInt64(r) else { throw e }
+                // The whole archive arrived, only the answer was lost: processing has it.
+                if ["PROCESSING", "COMPLETE", "FAILED"].contains(status.json["state"]?.stringValue ?? "") { break }
+                guard status.json["state"]?.stringValue == "AWAITING_UPLOAD",
+                      case .number(let r)? = status.json["received"]?.kind, let received = UInt64(r) else { throw e }
                 io.err("upload interrupted (\(e.message)); resuming at byte \(received)\n")
                 offset = received
-                usleep(useconds_t(200_000 * attempts))
+                usleep(useconds_t(min(200_000 * attempts, 3_000_000)))
             }
         }
         progress.finish()

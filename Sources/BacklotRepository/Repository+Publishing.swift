@@ -32,7 +32,8 @@ extension Repository {
         try publicationLock.withLock { _ in
             let key = try directory.signingKey()
             let relative = "v1/apps/\(app)/\(channel.rawValue)/catalog.json"
-            for sha in try channelArchives(app: app, channel: channel) { try linkIntoTree(sha) }
+            let copied = Set(try channelArchives(app: app, channel: channel))
+            for sha in copied.sorted() { try linkIntoTree(sha) }
             try db.transaction { tx in
                 // Catalog versions of one app and channel grow one writer at a time, across processes too.
                 try tx.lockUntilCommit("backlot catalog \(app) \(channel.rawValue)")
@@ -72,8 +73,9 @@ extension Repository {
                     """, [.text(app), .text(channel.rawValue), .integer(try CheckedInteger.convert(version, to: Int64.self, "the catalog version", context: "\(app)/\(channel.rawValue)", code: .io)),
                           .integer(try CheckedInteger.convert(catalog.expires.timeIntervalSince1970.rounded(.down), to: Int64.self, "the catalog's expiry", code: .io))])
                 try publishAppleManifests(app: app, channel: channel, entries: apple)
-                // Archives first, then the catalog that names them: a client never sees a catalog whose archives are missing.
-                for sha in archives { try linkIntoTree(sha) }
+                // Archives first, then the catalog that names them: a client never sees a catalog whose
+                // archives are missing (those copied above are there: packs are never removed while live).
+                for sha in archives where !copied.contains(sha) { try linkIntoTree(sha) }
                 let signed = try SignedEnvelope.sign(payload: catalog.payload, type: Catalog.payloadType, with: [key]).encoded
                 try tree.makeFolder("v1/apps/\(app)/\(channel.rawValue)")
                 TestStopPoint.reach("publish.beforeCatalog")

@@ -12,13 +12,21 @@ extension S3Client {
     /// try s3.copyObject(bucket: "backlot", key: "blobs/\(sha).pack", toBucket: "backlot", key: "public/v1/packs/\(sha).pack",
     ///                   contentType: "application/octet-stream", cacheControl: "public, max-age=31536000, immutable")
     /// ```
-    /// - Parameter size: the source's size when known (else it is asked for with a HEAD).
+    /// - Parameters:
+    ///   - size: the source's size when known (else it is asked for with a HEAD).
+    ///   - singleCopyLimit: the largest object copied with one request (at most 5 GiB).
+    ///   - partSize: bytes per part of a larger copy (5 MiB…5 GiB; raised so 10,000 parts hold the object).
     /// - Returns: the copy's ETag.
     /// - Throws: ``BacklotError/Code/notFound`` when the source does not exist; the errors of ``perform``,
     ///   including a failure reported inside a 200 answer.
     @discardableResult
     public func copyObject(bucket: String, key: String, toBucket: String, key destination: String, size: UInt64? = nil,
-                           contentType: String? = nil, cacheControl: String? = nil) throws -> String {
+                           contentType: String? = nil, cacheControl: String? = nil,
+                           singleCopyLimit: UInt64 = S3Client.maximumSingleCopySize, partSize: UInt64 = 1 << 30) throws -> String {
+        guard singleCopyLimit <= Self.maximumSingleCopySize, (Self.minimumPartSize...Self.maximumPartSize).contains(partSize) else {
+            throw BacklotError(.invalidInput, "a copy limit of \(singleCopyLimit) or a part size of \(partSize) bytes is outside what S3 takes",
+                               context: Self.describe(toBucket, destination))
+        }
         let source = "/" + bucket + "/" + SigV4Signer.encodePath(key).drop(while: { $0 == "/" })
         let length: UInt64
         if let size { length = size } else {
@@ -28,7 +36,7 @@ extension S3Client {
             }
             length = info.size
         }
-        guard length > Self.maximumSingleCopySize else {
+        guard length > singleCopyLimit else {
             var request = S3Request(operation: "COPY object from \(Self.describe(bucket, key))", method: "PUT", bucket: toBucket, key: destination,
                                     headers: [("x-amz-copy-source", source), ("x-amz-metadata-directive", "REPLACE")], body: .bytes([]))
             if let contentType { request.headers.append(("Content-Type", contentType)) }
@@ -39,7 +47,7 @@ extension S3Client {
         let id = try createMultipartUpload(bucket: toBucket, key: destination, contentType: contentType, cacheControl: cacheControl)
         do {
             var parts: [S3Part] = []
-            var part: UInt64 = 1 << 30
+            var part = partSize
             while (length + part - 1) / part > UInt64(Self.maximumPartCount) { part *= 2 }
             var offset: UInt64 = 0
             while offset < length {

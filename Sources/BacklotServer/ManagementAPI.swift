@@ -225,15 +225,7 @@ public struct ManagementAPI: Sendable {
             return r
         }
         if let e = error as? BacklotError {
-            let status: Int = switch e.code {
-            case .notFound: 404
-            case .conflict, .alreadyExists: 409
-            case .forbidden: 403
-            case .quotaExceeded: 413
-            case .unavailable: 503
-            case _ where e.code.isInvalidInput: 400
-            default: 500
-            }
+            let status = Self.status(for: e.code)
             let message = e.context.map { "\($0): \(e.message)" } ?? e.message
             var r = HTTPResponse.error(status, code: e.code.name, message + (e.hint.map { " (\($0))" } ?? ""), route: "api")
             // The database or the object store is unreachable: the instance recovers by itself.
@@ -241,6 +233,20 @@ public struct ManagementAPI: Sendable {
             return r
         }
         return .error(500, code: "internal", "\(error)", route: "api")
+    }
+
+    /// The HTTP status of an error code. The database or the object store out of reach
+    /// (`unavailable`, `transport`) is 503: the instance recovers by itself when they return.
+    static func status(for code: BacklotError.Code) -> Int {
+        switch code {
+        case .notFound: 404
+        case .conflict, .alreadyExists: 409
+        case .forbidden: 403
+        case .quotaExceeded: 413
+        case .unavailable, .transport: 503
+        case _ where code.isInvalidInput: 400
+        default: 500
+        }
     }
 
     /// A JSON body of at most ``bodyLimit`` bytes holding only `fields`.
@@ -310,7 +316,7 @@ final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
         do { try upload.append(bytes) } catch let e as BacklotError {
             _ = try? upload.close()
             api.metrics?.recordUpload("refused")
-            throw HTTPError(e.code == .quotaExceeded ? 413 : 500, code: e.code.name, e.message)
+            throw HTTPError(ManagementAPI.status(for: e.code), code: e.code.name, e.message)
         }
     }
 

@@ -30,6 +30,8 @@ public final class ObjectStore: Sendable {
     public let startDuration: Duration
 
     private static let sharedStore = Mutex<Result<ObjectStore, BacklotError>?>(nil)
+    /// The second radosgw, for tests that stop its gateway; held by one such test at a time.
+    private static let privateStore = Mutex<Result<ObjectStore, BacklotError>?>(nil)
     private static let counter = Mutex(0)
 
     /// The repository's `scripts/services`.
@@ -58,27 +60,55 @@ public final class ObjectStore: Sendable {
     public static func shared() throws -> ObjectStore {
         let outcome: Result<ObjectStore, BacklotError> = sharedStore.withLock { slot in
             if let slot { return slot }
-            let result: Result<ObjectStore, BacklotError>
-            do {
-                let dir = try FileSystem.makeTemporaryDirectory(in: FileManager.default.temporaryDirectory.path, prefix: "backlot-radosgw-")
-                let store = try ObjectStore(directory: dir)
-                print("ObjectStore: radosgw at \(store.endpoint) started in \(store.startDuration) (\(dir))")
-                atexit { ObjectStore.stopShared() }
-                result = .success(store)
-            } catch let e as BacklotError {
-                result = .failure(e)
-            } catch {
-                result = .failure(BacklotError(.io, "radosgw could not be started: \(error)"))
-            }
+            let result = start(label: "shared")
+            if case .success = result { atexit { ObjectStore.stopShared() } }
             slot = result
             return result
         }
         return try outcome.get()
     }
 
-    /// Stops the shared cluster and removes its folder (registered with `atexit`).
+    /// Lends `body` a radosgw of its own, which it may stop and start (``stopGateway()``): a
+    /// second cluster, started on first use, that no other test uses, and that tests stopping a
+    /// gateway take in turns (suites run in parallel: stopping the shared gateway would fail
+    /// every other test that uses it meanwhile).
+    ///
+    /// ```swift
+    /// try ObjectStore.withPrivateGateway { store in
+    ///     try store.stopGateway()
+    ///     defer { try? store.startGateway() }
+    ///     …
+    /// }
+    /// ```
+    public static func withPrivateGateway<T: Sendable>(_ body: (ObjectStore) throws -> T) throws -> T {
+        try privateStore.withLock { slot in
+            if slot == nil {
+                let started = start(label: "private")
+                if case .success = started { atexit { ObjectStore.stopShared() } }
+                slot = started
+            }
+            return try body(try slot!.get())
+        }
+    }
+
+    /// Starts a cluster in a new temporary folder.
+    private static func start(label: String) -> Result<ObjectStore, BacklotError> {
+        do {
+            let dir = try FileSystem.makeTemporaryDirectory(in: FileManager.default.temporaryDirectory.path, prefix: "backlot-radosgw-")
+            let store = try ObjectStore(directory: dir)
+            print("ObjectStore (\(label)): radosgw at \(store.endpoint) started in \(store.startDuration) (\(dir))")
+            return .success(store)
+        } catch let e as BacklotError {
+            return .failure(e)
+        } catch {
+            return .failure(BacklotError(.io, "radosgw could not be started: \(error)"))
+        }
+    }
+
+    /// Stops the clusters and removes their folders (registered with `atexit`).
     static func stopShared() {
         if case .success(let store)? = sharedStore.withLock({ $0 }) { store.stop() }
+        if case .success(let store)? = privateStore.withLock({ $0 }) { store.stop() }
     }
 
     /// A client for this radosgw (path-style unless asked otherwise; a clock to sign with, for skew tests).

@@ -31,10 +31,10 @@ import Glibc
         let environment: [String: String]
         let arguments: [String]
 
-        init(_ label: String) throws {
+        init(_ label: String, objects: ObjectStore? = nil) throws {
             dir = try TemporaryDirectory(label)
             database = try PostgresCluster.shared().createDatabase(label)
-            let objects = try ObjectStore.shared()
+            let objects = try objects ?? ObjectStore.shared()
             (s3, bucket) = try objects.newBucket(label)
             // One signing key for every server, made by a first data folder and kept apart (0600).
             let seed = try RepositoryDirectory(path: dir.at("seed"))
@@ -181,6 +181,34 @@ import Glibc
         #expect(try c.s3.headObject(bucket: c.bucket, key: "c/blobs/\(sha).pack") != nil)
         #expect(try c.s3.listAllObjects(bucket: c.bucket, prefix: "c/uploads/").isEmpty)
         #expect(a.terminate() == 0 && b.terminate() == 0)
+    }
+
+    @Test(.enabled(if: PostgresCluster.isInstalled)) func theBucketOutOfReachIsA503WithRetryAfterAndTheServerGoesOnWhenItIsBack() throws {
+        try ObjectStore.withPrivateGateway { objects in
+            let c = try Cluster("cluster-gateway", objects: objects)
+            defer { c.dir.remove() }
+            let a = try c.start("a")
+            defer { _ = a.terminate() }
+            _ = try c.api(a, "POST", "/api/apps", json: #"{"id":"a"}"#)
+            _ = try c.api(a, "POST", "/api/apps/a/packs", json: #"{"id":"Levels"}"#)
+            let file = try c.archive("Levels", seed: 9, size: 200_000)
+            let size = try c.size(file)
+            _ = try c.api(a, "POST", "/api/apps/a/packs/Levels/versions", json: "{\"size\":\(size)}")
+            try objects.stopGateway()
+            var restarted = false
+            defer { if !restarted { try? objects.startGateway() } }
+            let refused = try c.put(a, pack: "Levels", version: 1, file: file, from: 0, length: size)
+            #expect(refused.status == 503, "\(refused.status) \(refused.text)")
+            #expect(refused.headers["retry-after"] != nil, "\(refused.headers)")
+            // What needs only the database still answers.
+            #expect(try c.api(a, "GET", "/api/apps/a/packs/Levels/versions").status == 200)
+            try objects.startGateway()
+            restarted = true
+            let at = try c.received(a, pack: "Levels", version: 1)
+            let accepted = try c.put(a, pack: "Levels", version: 1, file: file, from: at, length: size - at)
+            #expect(accepted.status == 202, "\(accepted.text)")
+            #expect(try c.state(a, pack: "Levels", version: 1) == "COMPLETE")
+        }
     }
 
     @Test(.enabled(if: PostgresCluster.isInstalled)) func aServerKilledMidProcessingOrMidPublicationLeavesTheWorkToTheOther() throws {

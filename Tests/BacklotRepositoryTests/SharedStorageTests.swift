@@ -27,10 +27,10 @@ import Testing
         let store: S3ArchiveStore
         var key: Ed25519.PublicKey { try! RepositoryDirectory.readPublicKey(path: a.directory.publicKeyPath) }
 
-        init(_ label: String, lease: Double = Repository.defaultLeaseDuration) throws {
+        init(_ label: String, lease: Double = Repository.defaultLeaseDuration, objects: ObjectStore? = nil) throws {
             dir = try TemporaryDirectory(label)
             let url = try PostgresCluster.shared().createDatabase(label)
-            (s3, bucket) = try ObjectStore.shared().newBucket(label)
+            (s3, bucket) = try (objects ?? ObjectStore.shared()).newBucket(label)
             let tree = try S3PublishedTree(client: s3, bucket: bucket, prefix: "content")
             store = try S3ArchiveStore(beside: tree, partSize: 5 << 20)
             let first = try RepositoryDirectory(path: dir.at("a"))
@@ -194,27 +194,28 @@ import Testing
     }
 
     @Test(.enabled(if: PostgresCluster.isInstalled)) func anUploadSurvivesTheGatewayStoppingAndStartingAgain() throws {
-        let p = try Pair("shared-gateway")
-        defer { p.remove() }
-        let bytes = try Self.pack(p.dir, seed: 41, size: 7 << 20)
-        let v = try p.a.createVersion(app: Self.app, pack: "Levels", size: UInt64(bytes.count))
-        #expect(try p.send(p.a, v.number, bytes, 0..<(6 << 20)) == 6 << 20)
-        let objects = try ObjectStore.shared()
-        try objects.stopGateway()
-        var restarted = false
-        defer { if !restarted { try? objects.startGateway() } }
-        // While the gateway is down, the upload cannot go on, and says why.
-        #expect { _ = try p.send(p.b, v.number, bytes, (6 << 20)..<bytes.count) } throws: { error in
-            guard let e = error as? BacklotError else { return false }
-            return e.code == .transport || e.code == .unavailable || e.code == .objectStore
+        try ObjectStore.withPrivateGateway { objects in
+            let p = try Pair("shared-gateway", objects: objects)
+            defer { p.remove() }
+            let bytes = try Self.pack(p.dir, seed: 41, size: 7 << 20)
+            let v = try p.a.createVersion(app: Self.app, pack: "Levels", size: UInt64(bytes.count))
+            #expect(try p.send(p.a, v.number, bytes, 0..<(6 << 20)) == 6 << 20)
+            try objects.stopGateway()
+            var restarted = false
+            defer { if !restarted { try? objects.startGateway() } }
+            // While the gateway is down, the upload cannot go on, and says why.
+            #expect { _ = try p.send(p.b, v.number, bytes, (6 << 20)..<bytes.count) } throws: { error in
+                guard let e = error as? BacklotError else { return false }
+                return e.code == .transport || e.code == .unavailable || e.code == .objectStore
+            }
+            try objects.startGateway()
+            restarted = true
+            // Back up, it resumes from the bytes the object store holds.
+            let at = try p.b.version(app: Self.app, pack: "Levels", number: v.number).received
+            #expect(at == 6 << 20)
+            #expect(try p.send(p.b, v.number, bytes, Int(at)..<bytes.count) == UInt64(bytes.count))
+            p.b.waitForProcessing()
+            #expect(try p.a.version(app: Self.app, pack: "Levels", number: v.number).state == .complete)
         }
-        try objects.startGateway()
-        restarted = true
-        // Back up, it resumes from the bytes the object store holds.
-        let at = try p.b.version(app: Self.app, pack: "Levels", number: v.number).received
-        #expect(at == 6 << 20)
-        #expect(try p.send(p.b, v.number, bytes, Int(at)..<bytes.count) == UInt64(bytes.count))
-        p.b.waitForProcessing()
-        #expect(try p.a.version(app: Self.app, pack: "Levels", number: v.number).state == .complete)
     }
 }
