@@ -72,7 +72,10 @@ extension Repository {
                     ON CONFLICT(app, channel) DO UPDATE SET version = excluded.version, expires = excluded.expires
                     """, [.text(app), .text(channel.rawValue), .integer(try CheckedInteger.convert(version, to: Int64.self, "the catalog version", context: "\(app)/\(channel.rawValue)", code: .io)),
                           .integer(try CheckedInteger.convert(catalog.expires.timeIntervalSince1970.rounded(.down), to: Int64.self, "the catalog's expiry", code: .io))])
-                try publishAppleManifests(app: app, channel: channel, entries: apple)
+                // Apple's manifests exist only for an app that ever had an .aar (then, also to empty them once its last is withdrawn).
+                if try !apple.isEmpty || !tx.query("SELECT 1 FROM versions WHERE app = ? AND format = 'aar' LIMIT 1", [.text(app)]).isEmpty {
+                    try publishAppleManifests(app: app, channel: channel, entries: apple)
+                }
                 // Archives first, then the catalog that names them: a client never sees a catalog whose
                 // archives are missing (those copied above are there: packs are never removed while live).
                 for sha in archives where !copied.contains(sha) { try linkIntoTree(sha) }
