@@ -7,9 +7,11 @@ import Synchronization
 import Glibc
 #endif
 
-/// A PostgreSQL database reached through libpq, as a ``MetadataDatabase``: one connection owned by
-/// this object behind a `Mutex` (statements run serialised, like ``Database`` for SQLite). This
-/// module is the only one that touches libpq.
+/// A PostgreSQL database reached through libpq, as a ``MetadataDatabase``: a small pool of
+/// connections owned by this object (``maximumConnections``, opened as they are needed), each
+/// call taking one for itself, so that a transaction that waits — on a lock, or on the object
+/// store while a publication holds the channel's lock — does not hold up the others. This module
+/// is the only one that touches libpq.
 ///
 /// - Transactions are `SERIALIZABLE`; a serialization failure (SQLSTATE 40001) or a deadlock
 ///   (40P01) runs the transaction again, at most ``maximumAttempts`` times.
@@ -34,17 +36,27 @@ public final class PostgresDatabase: MetadataDatabase {
     public var dialect: SQLDialect { .postgresql }
     /// `postgresql://USER@HOST:PORT/DB`, never with a password.
     public let displayName: String
-    private let connection: Mutex<Connection>
+    /// The most connections open at once; a call waits while all are in use.
+    public let maximumConnections: Int
+    private let url: String
+    private let connectTimeout: Int
+    /// Open connections nobody uses now.
+    private let idle: Mutex<[Connection]>
+    /// Counts the calls that may take a connection (open or still to open).
+    private let slots: DispatchSemaphore
 
     /// Connects with a libpq connection URI or `key=value` string (`postgresql://USER@HOST:PORT/DB`).
     /// The password comes from the URI, `PGPASSWORD` or `~/.pgpass`, which libpq reads itself.
-    /// - Parameter connectTimeout: seconds to wait for the server at each connection attempt (a
-    ///   `connect_timeout` in the URI wins).
+    /// - Parameters:
+    ///   - connectTimeout: seconds to wait for the server at each connection attempt (a
+    ///     `connect_timeout` in the URI wins).
+    ///   - maximumConnections: the pool's size (at least 1). One connection is opened here, to
+    ///     check the URI; the others when calls at once need them.
     /// - Throws: ``BacklotError/Code/unavailable`` naming `host:port/db` when the server cannot be
     ///   reached; ``BacklotError/Code/forbidden`` when authentication failed (naming the user);
     ///   ``BacklotError/Code/notFound`` when the database does not exist;
     ///   ``BacklotError/Code/invalidInput`` for a URI libpq cannot read.
-    public init(url: String, connectTimeout: Int = 10) throws {
+    public init(url: String, connectTimeout: Int = 10, maximumConnections: Int = 4) throws {
         var parseError: UnsafeMutablePointer<CChar>? = nil
         if let options = PQconninfoParse(url, &parseError) {
             PQconninfoFree(options)
@@ -54,7 +66,23 @@ public final class PostgresDatabase: MetadataDatabase {
             throw BacklotError(.invalidInput, "not a PostgreSQL connection URI: \(Self.trimmed(detail))", context: "--database",
                                hint: "use postgresql://USER@HOST:PORT/DATABASE (the password from PGPASSWORD or ~/.pgpass)")
         }
-        let handle = Self.connect(url, timeout: connectTimeout)
+        let first = try Self.open(url, timeout: connectTimeout)
+        displayName = first.name
+        self.url = url
+        self.connectTimeout = connectTimeout
+        self.maximumConnections = max(1, maximumConnections)
+        idle = Mutex([first])
+        slots = DispatchSemaphore(value: self.maximumConnections)
+    }
+
+    deinit {
+        idle.withLock { for c in $0 { PQfinish(c.handle) } }
+    }
+
+    /// Opens a connection and sets it up.
+    /// - Throws: what ``connectionFailure(_:name:user:)`` makes of libpq's refusal.
+    static func open(_ url: String, timeout: Int) throws -> Connection {
+        let handle = Self.connect(url, timeout: timeout)
         let name = Self.name(of: handle)
         guard PQstatus(handle) == CONNECTION_OK else {
             let message = Self.trimmed(String(cString: PQerrorMessage(handle)))
@@ -62,21 +90,30 @@ public final class PostgresDatabase: MetadataDatabase {
             PQfinish(handle)
             throw Self.connectionFailure(message, name: name, user: user)
         }
-        displayName = name
-        connection = Mutex(Connection(handle: handle, name: name))
-        try connection.withLock { c in
-            // Quiet notices ("relation exists, skipping"); text is UTF-8.
-            try c.execute("SET client_min_messages = warning; SET client_encoding = 'UTF8'")
+        let connection = Connection(handle: handle, name: name)
+        // Quiet notices ("relation exists, skipping"); text is UTF-8.
+        do {
+            try connection.execute("SET client_min_messages = warning; SET client_encoding = 'UTF8'")
+        } catch {
+            PQfinish(handle)
+            throw error
         }
+        return connection
     }
 
-    deinit {
-        connection.withLock { PQfinish($0.handle) }
+    /// Runs `body` with a connection of the pool to itself (an idle one, or a new one while fewer
+    /// than ``maximumConnections`` are open), and gives it back.
+    private func withConnection<T>(_ body: (inout Connection) throws -> T) throws -> T {
+        slots.wait()
+        defer { slots.signal() }
+        var c = try idle.withLock { $0.popLast() } ?? Self.open(url, timeout: connectTimeout)
+        defer { idle.withLock { [c] in $0.append(c) } }
+        return try body(&c)
     }
 
     @discardableResult
     public func transaction<T>(_ body: (inout any MetadataConnection) throws -> T) throws -> T {
-        try connection.withLock { c in
+        try withConnection { c in
             var attempt = 0
             while true {
                 attempt += 1
@@ -111,7 +148,7 @@ public final class PostgresDatabase: MetadataDatabase {
 
     @discardableResult
     public func read<T>(_ body: (inout any MetadataConnection) throws -> T) throws -> T {
-        try connection.withLock { c in
+        try withConnection { c in
             var attempt = 0
             while true {
                 attempt += 1
@@ -128,10 +165,14 @@ public final class PostgresDatabase: MetadataDatabase {
         }
     }
 
+    /// A session advisory lock, taken and released on a connection of its own (outside the pool,
+    /// so that `body`'s calls take pool connections as usual and the lock is released on the
+    /// session that holds it).
     @discardableResult
     public func withExclusiveLock<T>(_ name: String, _ body: () throws -> T) throws -> T {
-        try read { try $0.run("SELECT pg_advisory_lock(hashtextextended(?, 0))", [.text(name)]) }
-        defer { _ = try? read { try $0.run("SELECT pg_advisory_unlock(hashtextextended(?, 0))", [.text(name)]) } }
+        let lock = try Self.open(url, timeout: connectTimeout)
+        defer { PQfinish(lock.handle) }   // ending the session releases the lock, whatever happened
+        try lock.run("SELECT pg_advisory_lock(hashtextextended(?, 0))", [.text(name)])
         return try body()
     }
 
