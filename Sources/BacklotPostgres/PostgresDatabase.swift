@@ -31,7 +31,7 @@ import Glibc
 /// ```
 public final class PostgresDatabase: MetadataDatabase {
     /// How many times a transaction runs at most when it keeps meeting serialization failures.
-    public static let maximumAttempts = 10
+    public static let maximumAttempts = 30
 
     public var dialect: SQLDialect { .postgresql }
     /// `postgresql://USER@HOST:PORT/DB`, never with a password.
@@ -137,7 +137,8 @@ public final class PostgresDatabase: MetadataDatabase {
                             throw BacklotError(.conflict, "the change met \(attempt) concurrent changes in a row and was not made",
                                                context: displayName, hint: "try again")
                         }
-                        usleep(UInt32.random(in: 1_000...5_000) * UInt32(attempt))
+                        // Random, growing pauses (up to 50 ms) so that the writers that keep meeting spread out.
+                        usleep(UInt32.random(in: 1_000...5_000) * UInt32(min(attempt, 10)))
                         continue
                     }
                     throw error

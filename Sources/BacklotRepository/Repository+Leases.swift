@@ -12,6 +12,9 @@ import Foundation
 ///   appends to a shared store (held by that request: ``uploadLeaseOwner()``), then its
 ///   processing (held by the server).
 /// - Named leases (table `leases`): the re-signing of catalogs.
+///
+/// Each lease change is one conditional statement on its own (``MetadataDatabase/runAlone(_:_:)``):
+/// atomic by itself, it needs no serialisable transaction and meets no serialization failure.
 extension Repository {
     /// Milliseconds since 1970, the unit of lease expiries.
     static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
@@ -31,30 +34,24 @@ extension Repository {
     /// - Returns: whether `owner` holds it now.
     func claimVersion(_ id: Int64, state: VersionState, owner: String? = nil) throws -> Bool {
         let owner = owner ?? instanceID
-        return try db.transaction { tx in
-            try tx.run("""
-                UPDATE versions SET lease_owner = ?, lease_until = ?
-                WHERE id = ? AND state = ? AND deleted = 0 AND (lease_owner IS NULL OR lease_owner = ? OR lease_until < ?)
-                """, [.text(owner), .integer(leaseExpiry()), .integer(id), .text(state.rawValue), .text(owner), .integer(Self.nowMilliseconds())])
-        } == 1
+        return try db.runAlone("""
+            UPDATE versions SET lease_owner = ?, lease_until = ?
+            WHERE id = ? AND state = ? AND deleted = 0 AND (lease_owner IS NULL OR lease_owner = ? OR lease_until < ?)
+            """, [.text(owner), .integer(leaseExpiry()), .integer(id), .text(state.rawValue), .text(owner), .integer(Self.nowMilliseconds())]) == 1
     }
 
     /// Renews `owner`'s (by default this server's) lease on a version.
     /// - Returns: false when it no longer holds it.
     func renewVersionLease(_ id: Int64, owner: String? = nil) throws -> Bool {
-        try db.transaction { tx in
-            try tx.run("UPDATE versions SET lease_until = ? WHERE id = ? AND lease_owner = ?", [.integer(leaseExpiry()), .integer(id), .text(owner ?? instanceID)])
-        } == 1
+        try db.runAlone("UPDATE versions SET lease_until = ? WHERE id = ? AND lease_owner = ?", [.integer(leaseExpiry()), .integer(id), .text(owner ?? instanceID)]) == 1
     }
 
     /// Gives up `owner`'s (by default this server's) lease on a version (in `state`, or in any
     /// state when nil); errors are ignored: an unreleased lease runs out by itself.
     func releaseVersionLease(_ id: Int64, state: VersionState?, owner: String? = nil) {
-        _ = try? db.transaction { tx in
-            try tx.run("UPDATE versions SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?"
-                       + (state == nil ? "" : " AND state = ?"),
-                       [.integer(id), .text(owner ?? instanceID)] + (state.map { [.text($0.rawValue)] } ?? []))
-        }
+        _ = try? db.runAlone("UPDATE versions SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?"
+                             + (state == nil ? "" : " AND state = ?"),
+                             [.integer(id), .text(owner ?? instanceID)] + (state.map { [.text($0.rawValue)] } ?? []))
     }
 
     /// Takes or renews the named lease for `duration` seconds.
@@ -67,18 +64,16 @@ extension Repository {
     public func acquireLease(_ name: String, for duration: TimeInterval) throws -> Bool {
         let now = Self.nowMilliseconds()
         let until = now + Int64((duration * 1000).rounded())
-        return try db.transaction { tx in
-            try tx.run("""
-                INSERT INTO leases(name, owner, until) VALUES (?, ?, ?)
-                ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, until = excluded.until
-                WHERE leases.owner = excluded.owner OR leases.until < ?
-                """, [.text(name), .text(instanceID), .integer(until), .integer(now)])
-        } == 1
+        return try db.runAlone("""
+            INSERT INTO leases(name, owner, until) VALUES (?, ?, ?)
+            ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, until = excluded.until
+            WHERE leases.owner = excluded.owner OR leases.until < ?
+            """, [.text(name), .text(instanceID), .integer(until), .integer(now)]) == 1
     }
 
     /// Gives up a named lease this server holds (at a graceful stop, so another takes over at once).
     public func releaseLease(_ name: String) {
-        _ = try? db.transaction { tx in try tx.run("DELETE FROM leases WHERE name = ? AND owner = ?", [.text(name), .text(instanceID)]) }
+        _ = try? db.runAlone("DELETE FROM leases WHERE name = ? AND owner = ?", [.text(name), .text(instanceID)])
     }
 
     /// Schedules the processing of every uploaded version that nobody processes: no lease, or a

@@ -177,11 +177,9 @@ extension Repository {
     /// Records an upload's progress in a shared store, renewing its lease.
     /// - Throws: `conflict` when this server no longer holds the upload (its lease ran out and another took it).
     func recordUpload(versionID: Int64, received: UInt64, multipartID: String?, owner: String, label: String) throws {
-        let changed = try db.transaction { tx in
-            try tx.run("UPDATE versions SET received = ?, upload_id = ?, lease_until = ? WHERE id = ? AND lease_owner = ? AND state = 'AWAITING_UPLOAD'",
-                       [.integer(try CheckedInteger.convert(received, to: Int64.self, "the bytes received")), multipartID.map { .text($0) } ?? .null,
-                        .integer(leaseExpiry()), .integer(versionID), .text(owner)])
-        }
+        let changed = try db.runAlone("UPDATE versions SET received = ?, upload_id = ?, lease_until = ? WHERE id = ? AND lease_owner = ? AND state = 'AWAITING_UPLOAD'",
+                                      [.integer(try CheckedInteger.convert(received, to: Int64.self, "the bytes received")), multipartID.map { .text($0) } ?? .null,
+                                       .integer(leaseExpiry()), .integer(versionID), .text(owner)])
         guard changed == 1 else {
             throw BacklotError(.conflict, "this server no longer holds the upload: its lease ran out and another request took it over", context: label,
                                hint: "ask for the upload's status and continue from the byte it gives")

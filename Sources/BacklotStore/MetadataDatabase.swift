@@ -45,6 +45,21 @@ public protocol MetadataDatabase: Sendable {
     func withExclusiveLock<T>(_ name: String, _ body: () throws -> T) throws -> T
 }
 
+extension MetadataDatabase {
+    /// Runs one statement on its own, atomic by itself with no transaction around it, and returns
+    /// the number of rows changed: for a conditional single-row change (a lease taken if free, a
+    /// progress recorded if still held) that needs no serialisable transaction, and so meets no
+    /// serialization failure however many run at once.
+    ///
+    /// ```swift
+    /// let claimed = try db.runAlone("UPDATE versions SET lease_owner = ? WHERE id = ? AND lease_owner IS NULL", [.text(me), .integer(7)]) == 1
+    /// ```
+    @discardableResult
+    public func runAlone(_ sql: String, _ bindings: [Database.Value]) throws -> Int {
+        try read { try $0.run(sql, bindings) }
+    }
+}
+
 /// A connection inside ``MetadataDatabase/transaction(_:)`` or ``MetadataDatabase/read(_:)``.
 /// Statements use `?` placeholders (PostgreSQL's `$1…` are made from them, outside quoted text).
 public protocol MetadataConnection {

@@ -1,5 +1,6 @@
 import BacklotBasics
 import BacklotCommands
+import BacklotRepository
 import BacklotS3
 import BacklotTestSupport
 import Foundation
@@ -89,6 +90,27 @@ import Glibc
         #expect(r.err.contains("the bucket \(bucket) does not exist at \(store.endpoint)"), "\(r.err)")
         #expect(!r.out.contains("Serving"), "\(r.out)")
         #expect(!FileSystem.exists(dir.at("data")), "the bucket is checked before the data folder is made")
+    }
+
+    @Test func aSigningKeyOthersMayReadOrThatIsNotTheFoldersKeyIsRefused() throws {
+        let dir = try TemporaryDirectory("serve-key")
+        defer { dir.remove() }
+        _ = try RepositoryDirectory(path: dir.at("seed"))
+        let open = try dir.write("open.key", try dir.read("seed/keys/signing.key"), mode: 0o644)
+        func serve(_ key: String, data: String) -> (status: Int32, err: String) {
+            let io = CapturedIO()
+            let status = BacklotCLI.main(["serve", "--data", data, "--port", "0", "--tls", "off", "--signing-key", key], io: io)
+            return (status, io.standardError)
+        }
+        let refused = serve(open, data: dir.at("a"))
+        #expect(refused.status == 2 && refused.err.contains("the signing key is open to others (mode 644)") && refused.err.contains("chmod 600"), "\(refused)")
+        let missing = serve(dir.at("nope.key"), data: dir.at("a"))
+        #expect(missing.status == 2 && missing.err.contains("there is no signing key file"), "\(missing)")
+        // A folder made with its own key refuses another one.
+        _ = try RepositoryDirectory(path: dir.at("other"))
+        let key = try dir.write("shared.key", try dir.read("seed/keys/signing.key"), mode: 0o600)
+        let foreign = serve(key, data: dir.at("other"))
+        #expect(foreign.status == 2 && foreign.err.contains("is not the signing key of the data folder"), "\(foreign)")
     }
 
     @Test func badStorageOptionsAreUsageErrorsBeforeAnythingStarts() throws {

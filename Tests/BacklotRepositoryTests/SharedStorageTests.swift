@@ -193,6 +193,30 @@ import Testing
         #expect(try p.catalog(.production).packs.map(\.release.version) == [1])
     }
 
+    @Test(.enabled(if: PostgresCluster.isInstalled)) func oneServerAtATimeResignsAndAnotherTakesOverWhenItStops() throws {
+        let p = try Pair("shared-resign")
+        defer { p.remove() }
+        _ = try p.a.uploadAndProcess(app: Self.app, pack: "Levels", bytes: try Self.pack(p.dir, seed: 51, size: 50_000))
+        try p.a.release(app: Self.app, pack: "Levels", version: 1, channel: .internal)
+        // A catalog signed ten days ago: it expires in four, inside the re-signing margin.
+        try p.a.publish(app: Self.app, channel: .internal, now: Date().addingTimeInterval(-10 * 86_400))
+        let old = try p.catalog(.internal)
+        // A holds the re-signing lease and re-signs; B, meanwhile, does not.
+        try p.a.shareWork(resigning: true)
+        let renewed = try p.catalog(.internal)
+        #expect(renewed.version > old.version && renewed.expires.timeIntervalSinceNow > 13 * 86_400)
+        try p.a.publish(app: Self.app, channel: .internal, now: Date().addingTimeInterval(-10 * 86_400))
+        let again = try p.catalog(.internal)
+        try p.b.shareWork(resigning: true)
+        #expect(try p.catalog(.internal).version == again.version, "B does not re-sign while A holds the lease")
+        // A stops (a graceful stop gives the lease up): B takes it at its next round.
+        p.a.releaseLease(Repository.resigningLease)
+        try p.b.shareWork(resigning: true)
+        let byB = try p.catalog(.internal)
+        #expect(byB.version > again.version && byB.expires.timeIntervalSinceNow > 13 * 86_400)
+        #expect(try !p.a.acquireLease(Repository.resigningLease, for: 180), "B holds it now")
+    }
+
     @Test(.enabled(if: PostgresCluster.isInstalled)) func anUploadSurvivesTheGatewayStoppingAndStartingAgain() throws {
         try ObjectStore.withPrivateGateway { objects in
             let p = try Pair("shared-gateway", objects: objects)
