@@ -161,10 +161,39 @@ public struct PackExtractor: Sendable {
 
     /// Reads, checks and joins a file's chunks; the file's SHA-256 is checked before it is returned
     /// (for a file of one chunk it is that chunk's, already checked: no second pass).
-    private func contents(of file: PackIndex.File, using decompressor: ZstdDecompressor) throws -> [UInt8] {
+    /// The frames of a group of whole files read with one read, when they lie close together
+    /// (as a group's chunks do, stored in the order of first use): at most 16 MiB, and at most
+    /// twice the bytes the group needs, else nil (each chunk is read on its own).
+    private struct Frames {
+        let start: UInt64
+        let bytes: [UInt8]
+
+        init?(_ files: ArraySlice<PackIndex.File>, pack: PackReader) throws {
+            var low = UInt64.max, high: UInt64 = 0, needed: UInt64 = 0
+            for file in files {
+                for ref in file.chunks {
+                    let chunk = pack.index.chunks[ref]
+                    low = min(low, chunk.offset)
+                    high = max(high, chunk.offset + UInt64(chunk.compressedSize))
+                    needed += UInt64(chunk.compressedSize)
+                }
+            }
+            guard low < high, high - low <= 16 << 20, high - low <= 2 * needed else { return nil }
+            start = low
+            bytes = try pack.readFrames(low..<high)
+        }
+    }
+
+    private func contents(of file: PackIndex.File, from frames: Frames?, using decompressor: ZstdDecompressor) throws -> [UInt8] {
         func chunk(_ ref: Int) throws -> [UInt8] {
             do {
-                return try pack.readChunk(ref, using: decompressor)
+                guard let frames else { return try pack.readChunk(ref, using: decompressor) }
+                let c = pack.index.chunks[ref]
+                let at = Int(c.offset - frames.start)
+                return try frames.bytes.withUnsafeBytes { b in
+                    try PackReader.decode(UnsafeRawBufferPointer(rebasing: b[at..<at + Int(c.compressedSize)]), chunk: c, chunkIndex: ref,
+                                          using: decompressor, source: pack.path)
+                }
             } catch let e as BacklotError {
                 throw BacklotError(e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? pack.path)", hint: e.hint)
             }
@@ -203,9 +232,11 @@ public struct PackExtractor: Sendable {
                 let unit = work[u]
                 do {
                     if unit.isWhole {
-                        for f in unit.file..<(unit.file + unit.wholeFiles) {
+                        let group = unit.file..<(unit.file + unit.wholeFiles)
+                        let frames = try Frames(pack.index.files[group], pack: pack)
+                        for f in group {
                             let file = pack.index.files[f]
-                            let plain = try self.contents(of: file, using: decompressor)
+                            let plain = try self.contents(of: file, from: frames, using: decompressor)
                             let full = root + "/" + file.path
                             let out = FileDescriptor(rawValue: try self.create(full, mode: file.mode), path: full)
                             defer { out.close() }
