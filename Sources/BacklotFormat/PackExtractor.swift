@@ -109,8 +109,8 @@ public struct PackExtractor: Sendable {
         return fd
     }
 
-    /// One piece of work: whole small files (consecutive, at most ~8 MiB together), or a run of
-    /// one large file's chunks (at most ~8 MiB), written at `fileOffset`.
+    /// One piece of work: whole small files (consecutive, each at most 1 MiB, at most 8 MiB
+    /// together), or a run of one larger file's chunks (at most ~8 MiB), written at `fileOffset`.
     private struct Unit: Sendable {
         /// The first file.
         let file: Int
@@ -125,7 +125,7 @@ public struct PackExtractor: Sendable {
 
     private func units() -> [Unit] {
         var out: [Unit] = []
-        let limit = 8 << 20, filesPerUnit = 256
+        let limit = 8 << 20, wholeFileLimit = 1 << 20, filesPerUnit = 256
         var groupStart = 0, groupFiles = 0, groupBytes = 0
         func closeGroup() {
             if groupFiles > 0 { out.append(Unit(file: groupStart, wholeFiles: groupFiles, chunks: [], fileOffset: 0)) }
@@ -133,7 +133,7 @@ public struct PackExtractor: Sendable {
             groupBytes = 0
         }
         for (f, file) in pack.index.files.enumerated() where !file.chunks.isEmpty {
-            if file.size <= UInt64(limit) {
+            if file.size <= UInt64(wholeFileLimit) {
                 if groupFiles > 0 && (groupStart + groupFiles != f || groupBytes + Int(file.size) > limit || groupFiles == filesPerUnit) { closeGroup() }
                 if groupFiles == 0 { groupStart = f }
                 groupFiles += 1
@@ -162,7 +162,7 @@ public struct PackExtractor: Sendable {
     /// Reads, checks and joins a file's chunks; the file's SHA-256 is checked before it is returned
     /// (for a file of one chunk it is that chunk's, already checked: no second pass).
     /// The frames of a group of whole files read with one read, when they lie close together
-    /// (as a group's chunks do, stored in the order of first use): at most 16 MiB, and at most
+    /// (as a group's chunks do, stored in the order of first use): at most 8 MiB, and at most
     /// twice the bytes the group needs, else nil (each chunk is read on its own).
     private struct Frames {
         let start: UInt64
@@ -178,7 +178,7 @@ public struct PackExtractor: Sendable {
                     needed += UInt64(chunk.compressedSize)
                 }
             }
-            guard low < high, high - low <= 16 << 20, high - low <= 2 * needed else { return nil }
+            guard low < high, high - low <= 8 << 20, high - low <= 2 * needed else { return nil }
             start = low
             bytes = try pack.readFrames(low..<high)
         }

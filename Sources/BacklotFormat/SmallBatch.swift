@@ -38,24 +38,8 @@ struct SmallBatch {
         let pieces: [Piece]
     }
 
-    /// Per-file results written by the worker threads; each index is written by exactly one
-    /// thread and read only after all of them have finished.
-    final class Results: @unchecked Sendable {
-        private let storage: UnsafeMutableBufferPointer<Packed?>
-
-        init(count: Int) {
-            storage = .allocate(capacity: count)
-            storage.initialize(repeating: nil)
-        }
-
-        deinit {
-            storage.deinitialize()
-            storage.deallocate()
-        }
-
-        func set(_ i: Int, _ packed: Packed) { storage[i] = packed }
-        func get(_ i: Int) -> Packed { storage[i]! }
-    }
+    /// Per-file results written by the worker threads.
+    typealias Results = IndexedResults<Packed>
 
     /// Reads `file` (opened once, beneath the root and through no link, and checked to be the
     /// regular file of the size selected) into `buffer`, which holds ``fileLimit`` + 1 bytes,
