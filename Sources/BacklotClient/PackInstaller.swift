@@ -183,6 +183,10 @@ struct PackInstaller: Sendable {
         let fetched = AtomicBytes()
         let container = self.container
         let placements = targets
+        // Progress is recorded every 8 MiB of chunks rather than every run: each record is a
+        // flushed transaction that the other download threads wait behind. After a crash only
+        // the chunks not yet recorded are fetched again (and recorded ones are re-hashed anyway).
+        let unrecorded = Mutex<(chunks: [Int], bytes: UInt64)>(([], 0))
         DispatchQueue.concurrentPerform(iterations: max(1, min(connections, runs.count))) { _ in
             let decompressor = ZstdDecompressor()
             while true {
@@ -206,13 +210,28 @@ struct PackInstaller: Sendable {
                         for p in placements[c] { try files.account(p, writing: plain) }
                         progress?(done.add(UInt64(plain.count)), total)
                     }
-                    try container.recordChunks(digest, run)
+                    let due = unrecorded.withLock { u -> [Int]? in
+                        u.chunks += run
+                        u.bytes += UInt64(body.count)
+                        guard u.bytes >= 8 << 20 else { return nil }
+                        defer { u = ([], 0) }
+                        return u.chunks
+                    }
+                    if let due { try container.recordChunks(digest, due) }
                 } catch {
                     failure.withLock { $0 = $0 ?? error }
                 }
             }
         }
-        if let error = failure.withLock({ $0 }) { throw error }
+        let rest = unrecorded.withLock { u -> [Int] in
+            defer { u = ([], 0) }
+            return u.chunks
+        }
+        if let error = failure.withLock({ $0 }) {
+            try? container.recordChunks(digest, rest)   // what was written is kept for the next attempt
+            throw error
+        }
+        try container.recordChunks(digest, rest)
 
         // 4. Every byte written came from a chunk that had its SHA-256 (and the index that lists the
         //    chunks of each file had the catalog's), and every file was checked and made
