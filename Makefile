@@ -40,6 +40,7 @@ bench:
 	@scripts/bench $(BUILD_DIR)/release/backlot
 	@scripts/bench-server $(BUILD_DIR)/release/backlot
 	@scripts/bench-client $(BUILD_DIR)/release/backlot
+	@scripts/bench-small $(BUILD_DIR)/release/backlot
 	@scripts/bench-idle $(BUILD_DIR)/release/backlot
 	@scripts/bench-cluster $(BUILD_DIR)/release/backlot
 

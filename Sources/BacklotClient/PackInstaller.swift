@@ -113,11 +113,13 @@ struct PackInstaller: Sendable {
                 }
             }
             needed += file.size
-            let fd = open(target, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
-            // An empty file has no chunk to verify: its digest must be that of no bytes.
-            if file.chunks.isEmpty { try file.check(SHA256.hash([]), source: url) }
+            // Files with content are created by the first write of one of their chunks
+            // (OpenFiles), so a file costs one open, not two; an empty file has no chunk, and
+            // its digest must be that of no bytes.
+            guard file.chunks.isEmpty else { continue }
+            try file.check(SHA256.hash([]), source: url)
+            let fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
             guard fd >= 0 else { throw SystemCall.error("create", path: target) }
-            ftruncate(fd, off_t(file.size))
             close(fd)
         }
         if let free = FileSystem.availableBytes(at: partial), free < needed {
@@ -145,7 +147,7 @@ struct PackInstaller: Sendable {
         // Each file is flushed by the thread that writes its last chunk, so the disk works while the network does.
         var placementsPerFile = [Int](repeating: 0, count: paths.count)
         for places in targets { for p in places { placementsPerFile[Int(p.file)] += 1 } }
-        let files = OpenFiles(paths: paths, files: assembled, placements: placementsPerFile, source: url)
+        let files = OpenFiles(paths: paths, files: assembled, placements: placementsPerFile, chunkIDs: index.chunks.map(\.id), source: url)
         defer { files.closeAll() }
 
         // 3a. Chunks finished before a crash, and chunks the installed release has: checked, then used.
@@ -181,6 +183,10 @@ struct PackInstaller: Sendable {
         let fetched = AtomicBytes()
         let container = self.container
         let placements = targets
+        // Progress is recorded every 8 MiB of chunks rather than every run: each record is a
+        // flushed transaction that the other download threads wait behind. After a crash only
+        // the chunks not yet recorded are fetched again (and recorded ones are re-hashed anyway).
+        let unrecorded = Mutex<(chunks: [Int], bytes: UInt64)>(([], 0))
         DispatchQueue.concurrentPerform(iterations: max(1, min(connections, runs.count))) { _ in
             let decompressor = ZstdDecompressor()
             while true {
@@ -204,22 +210,37 @@ struct PackInstaller: Sendable {
                         for p in placements[c] { try files.account(p, writing: plain) }
                         progress?(done.add(UInt64(plain.count)), total)
                     }
-                    try container.recordChunks(digest, run)
+                    let due = unrecorded.withLock { u -> [Int]? in
+                        u.chunks += run
+                        u.bytes += UInt64(body.count)
+                        guard u.bytes >= 8 << 20 else { return nil }
+                        defer { u = ([], 0) }
+                        return u.chunks
+                    }
+                    if let due { try container.recordChunks(digest, due) }
                 } catch {
                     failure.withLock { $0 = $0 ?? error }
                 }
             }
         }
-        if let error = failure.withLock({ $0 }) { throw error }
+        let rest = unrecorded.withLock { u -> [Int] in
+            defer { u = ([], 0) }
+            return u.chunks
+        }
+        if let error = failure.withLock({ $0 }) {
+            try? container.recordChunks(digest, rest)   // what was written is kept for the next attempt
+            throw error
+        }
+        try container.recordChunks(digest, rest)
 
         // 4. Every byte written came from a chunk that had its SHA-256 (and the index that lists the
-        //    chunks of each file had the catalog's), and every file was hashed when its last chunk
-        //    was written (OpenFiles): flush the files, make them read-only, switch.
-        try files.syncAll()
-        for file in index.files {
-            try FileSystem.setMode(partial + "/" + file.path, file.mode == 0o755 ? 0o555 : 0o444)
+        //    chunks of each file had the catalog's), and every file was checked and made
+        //    read-only when its last chunk was written (OpenFiles): make the linked and empty
+        //    files read-only too, flush the file system once, switch.
+        for file in index.files where file.chunks.isEmpty || linked.contains(BytePath.Key(file.path)) {
+            try FileSystem.setMode(partial + "/" + file.path, OpenFiles.installedMode(file.mode))
         }
-        FileSystem.syncDirectory(partial)
+        try files.syncAll(holding: partial)
         if FileSystem.exists(folder) { Self.removeRelease(folder) }
         try SystemCall.retrying("rename", path: folder) { rename(partial, folder) }
         FileSystem.syncDirectory(container.packFolder(id))
@@ -302,7 +323,9 @@ struct PackInstaller: Sendable {
                 chmodIfNeeded(path, st)
                 try sanitize(path)
             case .regular where st.linkCount == 1:
-                continue
+                // A file finished (and made read-only) before the crash is written again only if
+                // its chunks were not all recorded: it must be writable for that.
+                if st.mode & 0o200 == 0 { chmod(path, 0o644) }
             default:
                 if unlink(path) != 0 && errno != ENOENT { throw SystemCall.error("remove", path: path) }
             }
@@ -360,31 +383,49 @@ struct Placement: Sendable, Equatable {
     let offset: UInt64
 }
 
-/// The files being assembled, opened once each and shared by the download threads; each file is
-/// read back and checked against its SHA-256, then flushed, as soon as its last chunk is written.
+/// The files being assembled, shared by the download threads: each is created (or, after a
+/// crash, reopened) by the first write of one of its chunks, and as soon as its last chunk is
+/// written it is checked against its SHA-256, made read-only and closed, so no more files are
+/// open than are being written. Nothing is flushed per file: ``syncAll(holding:)`` flushes the
+/// file system once, before the release is switched.
 final class OpenFiles: Sendable {
     let paths: [String]
     let files: [PackIndex.File]
+    /// The index's chunk IDs: a file of one chunk has that chunk's SHA-256, and every chunk
+    /// written was checked against its ID first, so such a file is not read back.
+    let chunkIDs: [SHA256Digest]
     let source: String
     private let open = Mutex<[Int32: FileDescriptor]>([:])
     private let remaining: Mutex<[Int]>
-    private let synced = Mutex<Set<Int32>>([])
 
     /// - Parameters:
     ///   - files: the index's record of each file (for its SHA-256), in the order of `paths`.
     ///   - placements: how many chunk writes each file will receive.
-    init(paths: [String], files: [PackIndex.File], placements: [Int], source: String) {
+    init(paths: [String], files: [PackIndex.File], placements: [Int], chunkIDs: [SHA256Digest], source: String) {
         self.paths = paths
         self.files = files
+        self.chunkIDs = chunkIDs
         self.source = source
         remaining = Mutex(placements)
     }
+
+    /// The mode of an installed file: read-only, executable if it was.
+    static func installedMode(_ mode: UInt32) -> mode_t { mode == 0o755 ? 0o555 : 0o444 }
 
     func descriptor(_ file: Int32) throws -> FileDescriptor {
         try open.withLock { files in
             if let fd = files[file] { return fd }
             let path = paths[Int(file)]
-            let raw = Glibc.open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+            var raw = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+            if raw < 0 && errno == EEXIST {
+                // Left by an earlier attempt (already sanitized): kept, at the size the index says.
+                raw = Glibc.open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+                if raw >= 0 && ftruncate(raw, off_t(self.files[Int(file)].size)) != 0 {
+                    let err = errno
+                    Glibc.close(raw)
+                    throw SystemCall.error("truncate", path: path, errno: err)
+                }
+            }
             guard raw >= 0 else { throw SystemCall.error("open", path: path) }
             let fd = FileDescriptor(rawValue: raw, path: path)
             files[file] = fd
@@ -400,22 +441,22 @@ final class OpenFiles: Sendable {
             r[Int(place.file)] -= 1
             return r[Int(place.file)] == 0
         }
-        if complete {
-            try files[Int(place.file)].check(try SHA256.hash(descriptor: fd), source: source)
-            try fd.sync()
-            synced.withLock { _ = $0.insert(place.file) }
+        guard complete else { return }
+        let file = files[Int(place.file)]
+        if file.chunks.count == 1 {
+            try file.check(chunkIDs[file.chunks[0]], source: source)
+        } else {
+            try file.check(try SHA256.hash(descriptor: fd), source: source)
         }
+        guard fchmod(fd.rawValue, Self.installedMode(file.mode)) == 0 else { throw SystemCall.error("chmod", path: fd.path) }
+        open.withLock { _ = $0.removeValue(forKey: place.file) }
+        fd.close()
     }
 
-    /// Flushes every file not flushed yet, two at a time.
-    func syncAll() throws {
-        let done = synced.withLock { $0 }
-        let all = Array(open.withLock { $0.filter { !done.contains($0.key) }.values })
-        let failure = Mutex<(any Error)?>(nil)
-        DispatchQueue.concurrentPerform(iterations: all.count) { i in
-            do { try all[i].sync() } catch { failure.withLock { $0 = error } }
-        }
-        if let error = failure.withLock({ $0 }) { throw error }
+    /// Makes every file written durable with one flush of the file system that holds `folder`
+    /// (the release being assembled), instead of one blocking flush per file.
+    func syncAll(holding folder: String) throws {
+        try TreeFlush.syncFileSystem(holding: folder)
     }
 
     func closeAll() {

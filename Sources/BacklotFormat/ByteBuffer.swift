@@ -35,22 +35,25 @@ struct ByteReader {
                      hint: "the pack is damaged or was not made by Backlot: package or download it again")
     }
 
-    mutating func take(_ n: Int, _ what: String) throws -> ArraySlice<UInt8> {
-        guard n >= 0, remaining >= n else { throw fail("the index ends while reading \(what) (\(n) bytes needed, \(remaining) left)") }
+    // `what` is an autoclosure: it names the field only in a message, so an index of many records
+    // builds no string per field read.
+    mutating func take(_ n: Int, _ what: @autoclosure () -> String) throws -> ArraySlice<UInt8> {
+        guard n >= 0, remaining >= n else { throw fail("the index ends while reading \(what()) (\(n) bytes needed, \(remaining) left)") }
         defer { offset += n }
         return bytes[offset..<offset + n]
     }
 
-    mutating func u16(_ what: String) throws -> UInt16 { try integer(what) }
-    mutating func u32(_ what: String) throws -> UInt32 { try integer(what) }
-    mutating func u64(_ what: String) throws -> UInt64 { try integer(what) }
+    mutating func u16(_ what: @autoclosure () -> String) throws -> UInt16 { try integer(what()) }
+    mutating func u32(_ what: @autoclosure () -> String) throws -> UInt32 { try integer(what()) }
+    mutating func u64(_ what: @autoclosure () -> String) throws -> UInt64 { try integer(what()) }
 
-    private mutating func integer<T: FixedWidthInteger>(_ what: String) throws -> T {
-        let slice = try take(MemoryLayout<T>.size, what)
-        var v: T = 0
-        for (i, b) in slice.enumerated() { v |= T(b) << (8 * i) }
-        return v
+    private mutating func integer<T: FixedWidthInteger>(_ what: @autoclosure () -> String) throws -> T {
+        let size = MemoryLayout<T>.size
+        guard remaining >= size else { throw fail("the index ends while reading \(what()) (\(size) bytes needed, \(remaining) left)") }
+        let at = offset
+        offset += size
+        return bytes.withUnsafeBytes { T(littleEndian: $0.loadUnaligned(fromByteOffset: at, as: T.self)) }
     }
 
-    mutating func digest(_ what: String) throws -> SHA256Digest { SHA256Digest(bytes: try take(32, what)) }
+    mutating func digest(_ what: @autoclosure () -> String) throws -> SHA256Digest { SHA256Digest(bytes: try take(32, what())) }
 }

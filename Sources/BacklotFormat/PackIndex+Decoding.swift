@@ -68,38 +68,44 @@ extension PackIndex {
         var files: [File] = []
         files.reserveCapacity(fileCount)
         var referenced = [Bool](repeating: false, count: chunkCount)
-        var previousPath: [UInt8]? = nil
-        var seenPaths = Set<[UInt8]>(minimumCapacity: fileCount)
+        // Paths come in byte order, so a file that is an ancestor folder of a later path ("a"
+        // before "a.txt" before "a/b") is always a prefix of every path between them: the stack
+        // holds the earlier paths that are prefixes of the current one, and is checked and
+        // trimmed in time proportional to the path, with no set of every path.
+        var prefixes: [Range<Int>] = []
+        var previous: Range<Int>? = nil
         for i in 0..<fileCount {
             let recordStart = r.offset
             let pathLength = Int(try r.u16("file \(i)'s path length"))
-            let pathBytes = Array(try r.take(pathLength, "file \(i)'s path"))
+            let pathRange = r.offset..<(r.offset + pathLength)
+            let pathBytes = try r.take(pathLength, "file \(i)'s path")
             func bad(_ m: String) -> BacklotError {
                 r.offset = recordStart
                 return r.fail("file \(i): \(m)")
             }
             guard pathLength >= 1, pathLength <= 4096 else { throw bad("path length \(pathLength) is outside 1…4096") }
             guard let path = String(validating: pathBytes, as: UTF8.self) else { throw bad("the path is not valid UTF-8") }
-            if case .failure(let problem) = SelectorPath.normalize(path, allowRoot: false) {
-                throw bad("unsafe path \"\(path)\": \(problem.message)")
-            }
-            guard SelectorPath.isNormal(path) else {
+            if !SelectorPath.isNormalFilePath(pathBytes) {
+                if case .failure(let problem) = SelectorPath.normalize(path, allowRoot: false) {
+                    throw bad("unsafe path \"\(path)\": \(problem.message)")
+                }
                 throw bad("the path \"\(path)\" is not in normal form")
             }
-            if let previousPath {
-                guard previousPath.lexicographicallyPrecedes(pathBytes) else {
-                    throw bad(previousPath == pathBytes ? "the path \"\(path)\" appears twice" : "the path \"\(path)\" is out of order")
+            try bytes.withUnsafeBufferPointer { all in
+                let current = UnsafeBufferPointer(rebasing: all[pathRange])
+                if let previous {
+                    let before = UnsafeBufferPointer(rebasing: all[previous])
+                    guard before.lexicographicallyPrecedes(current) else {
+                        throw bad(before.elementsEqual(current) ? "the path \"\(path)\" appears twice" : "the path \"\(path)\" is out of order")
+                    }
+                }
+                while let top = prefixes.last, !current.starts(with: UnsafeBufferPointer(rebasing: all[top])) { prefixes.removeLast() }
+                for p in prefixes where current[p.count] == UInt8(ascii: "/") {
+                    throw bad("\"\(path)\" lies under \"\(String(decoding: UnsafeBufferPointer(rebasing: all[p]), as: UTF8.self))\", which is a file")
                 }
             }
-            // No ancestor folder of this path may be a file ("a" then "a.txt" then "a/b": not adjacent).
-            for (i, byte) in pathBytes.enumerated() where byte == UInt8(ascii: "/") {
-                let ancestor = Array(pathBytes[..<i])
-                if seenPaths.contains(ancestor) {
-                    throw bad("\"\(path)\" lies under \"\(String(decoding: ancestor, as: UTF8.self))\", which is a file")
-                }
-            }
-            seenPaths.insert(pathBytes)
-            previousPath = pathBytes
+            prefixes.append(pathRange)
+            previous = pathRange
             let mode = try r.u32("file \(i)'s mode")
             guard mode == 0o644 || mode == 0o755 else { throw bad("mode \(String(mode, radix: 8)) is not 644 or 755") }
             let size = try r.u64("file \(i)'s size")

@@ -61,8 +61,22 @@ public final class PackReader: Sendable {
         return try Self.decode(compressed, chunk: chunk, chunkIndex: chunkIndex, using: decompressor, source: path)
     }
 
+    /// Reads the frames of the chunks that lie in `range` of the pack with one read, for
+    /// ``decode(_:chunk:chunkIndex:using:source:)`` of each (a run of small chunks costs one
+    /// system call, not one each). `range` must lie before the index.
+    func readFrames(_ range: Range<UInt64>) throws -> [UInt8] {
+        precondition(range.upperBound <= header.indexOffset, "frames lie before the index")
+        return try descriptor.read(count: Int(range.upperBound - range.lowerBound), at: range.lowerBound)
+    }
+
     /// Decompresses and checks the frame of `chunk` (shared by readers of local and downloaded packs).
     public static func decode(_ compressed: [UInt8], chunk: PackIndex.Chunk, chunkIndex: Int,
+                              using decompressor: ZstdDecompressor, source: String) throws -> [UInt8] {
+        try compressed.withUnsafeBytes { try decode($0, chunk: chunk, chunkIndex: chunkIndex, using: decompressor, source: source) }
+    }
+
+    /// ``decode(_:chunk:chunkIndex:using:source:)`` of a frame that is part of a larger buffer.
+    public static func decode(_ compressed: UnsafeRawBufferPointer, chunk: PackIndex.Chunk, chunkIndex: Int,
                               using decompressor: ZstdDecompressor, source: String) throws -> [UInt8] {
         let where_ = "\(source): chunk \(chunkIndex) at offset \(chunk.offset)"
         let plain: [UInt8]
@@ -95,18 +109,20 @@ public final class PackReader: Sendable {
                 guard i < files.count else { return }
                 let file = files[i]
                 var hasher = SHA256()
+                // A file of one chunk has that chunk's SHA-256 (checked as it is read): no second pass.
+                let single = file.chunks.count == 1
                 do {
                     for ref in file.chunks {
                         do {
                             let plain = try self.readChunk(ref, using: decompressor)
-                            hasher.update(plain)
+                            if !single { hasher.update(plain) }
                             let sum = done.add(plain.count)
                             progress?(UInt64(sum), total)
                         } catch let e as BacklotError {
                             throw BacklotError(e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? self.path)", hint: e.hint)
                         }
                     }
-                    try file.check(hasher.finalize(), source: self.path)
+                    try file.check(single ? self.index.chunks[file.chunks[0]].id : hasher.finalize(), source: self.path)
                 } catch {
                     failures.record(i, error)
                 }

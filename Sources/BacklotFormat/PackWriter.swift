@@ -79,21 +79,35 @@ public struct PackWriter: Sendable {
             let chunker = Chunker(averageSize: options.averageChunkSize)
             let total = selection.files.reduce(0) { $0 + $1.size }
             var done: UInt64 = 0
-            var fileEntries: [PackIndex.File] = []
-            var pendingDigests: [Int: SHA256Digest] = [:]
-
-            for (fileIndex, file) in selection.files.enumerated() {
-                let digest = try state.read(file: file, index: fileIndex, chunker: chunker) { bytes in
-                    done += bytes
-                    progress?(done, total)
-                }
-                pendingDigests[fileIndex] = digest
+            let report: (UInt64) -> Void = { bytes in
+                done += bytes
+                progress?(done, total)
             }
-            try state.flush()
+            state.fileChunks = [[Int]](repeating: [], count: selection.files.count)
+            var digests = [SHA256Digest?](repeating: nil, count: selection.files.count)
+
+            // Small files are read, hashed, cut and compressed whole by the worker threads, a
+            // batch at a time; a large file is read here and its chunks are spread over the
+            // threads. Either way chunks are stored in the order of the files, so the pack is
+            // the same bytes whatever the thread count or the mix.
+            var small = SmallBatch()
             for (fileIndex, file) in selection.files.enumerated() {
-                let refs = state.fileChunks[fileIndex, default: []]
+                if file.size <= SmallBatch.fileLimit {
+                    small.add(fileIndex, size: file.size)
+                    if small.isFull { try state.process(&small, files: selection.files, chunker: chunker, digests: &digests, progress: report) }
+                    continue
+                }
+                try state.process(&small, files: selection.files, chunker: chunker, digests: &digests, progress: report)
+                digests[fileIndex] = try state.read(file: file, index: fileIndex, chunker: chunker, progress: report)
+            }
+            try state.process(&small, files: selection.files, chunker: chunker, digests: &digests, progress: report)
+            try state.flush()
+            var fileEntries: [PackIndex.File] = []
+            fileEntries.reserveCapacity(selection.files.count)
+            for (fileIndex, file) in selection.files.enumerated() {
+                let refs = state.fileChunks[fileIndex]
                 let size = refs.reduce(UInt64(0)) { $0 + UInt64(state.chunks[$1].uncompressedSize) }
-                fileEntries.append(PackIndex.File(path: file.packPath, mode: file.mode, size: size, digest: pendingDigests[fileIndex]!, chunks: refs))
+                fileEntries.append(PackIndex.File(path: file.packPath, mode: file.mode, size: size, digest: digests[fileIndex]!, chunks: refs))
             }
             let index = PackIndex(metadata: PackMetadata(manifest),
                                   chunking: (chunker.minimumSize, chunker.averageSize, chunker.maximumSize),
@@ -136,7 +150,8 @@ private struct BuildState {
     let level: Int32
     var chunks: [PackIndex.Chunk] = []
     var known: [SHA256Digest: Int] = [:]
-    var fileChunks: [Int: [Int]] = [:]
+    /// The chunks of each file, by file number.
+    var fileChunks: [[Int]] = []
     var offset: UInt64 = 0
     var references = 0
     var deduplicatedBytes: UInt64 = 0
@@ -144,6 +159,9 @@ private struct BuildState {
     var batchBytes = 0
     var writeBuffer: [UInt8] = []
     static let batchLimit = 32 << 20
+    /// The large-file read buffer, made once (not per file: zeroing 8 MiB per file was most of
+    /// the time packaging small files took).
+    var readBuffer: [UInt8] = []
 
     /// The source root; every file is opened beneath it, through no link (``DirectoryHandle``).
     let root: DirectoryHandle
@@ -168,7 +186,10 @@ private struct BuildState {
         }
         var hasher = SHA256()
         let capacity = max(8 << 20, chunker.maximumSize * 2)
-        var buffer = [UInt8](repeating: 0, count: capacity)
+        if readBuffer.count < capacity { readBuffer = [UInt8](repeating: 0, count: capacity) }
+        var buffer = readBuffer
+        readBuffer = []
+        defer { readBuffer = buffer }
         var filled = 0, position = 0, eof = false, total: UInt64 = 0
         while true {
             if !eof && filled - position < chunker.maximumSize {
@@ -234,20 +255,65 @@ private struct BuildState {
         for (i, item) in work.enumerated() {
             let r = results.get(i)
             if let error = r.error { throw error }
-            references += 1
-            if let existing = known[r.id] {
-                fileChunks[item.file, default: []].append(existing)
-                deduplicatedBytes += UInt64(item.bytes.count)
-                continue
-            }
-            guard let compressed = r.compressed else { preconditionFailure("a new chunk was not compressed") }
-            let chunkIndex = chunks.count
-            chunks.append(PackIndex.Chunk(id: r.id, offset: offset, compressedSize: UInt32(compressed.count),
-                                          uncompressedSize: UInt32(item.bytes.count)))
-            known[r.id] = chunkIndex
-            fileChunks[item.file, default: []].append(chunkIndex)
-            try writeBuffered(compressed)
+            try append(file: item.file, id: r.id, length: item.bytes.count, compressed: r.compressed)
         }
+    }
+
+    /// Appends a chunk cut from file `file`: stored (and written) if new, else referenced again.
+    /// `compressed` is nil only for a chunk that was already stored when it was cut.
+    mutating func append(file: Int, id: SHA256Digest, length: Int, compressed: [UInt8]?) throws {
+        references += 1
+        if let existing = known[id] {
+            fileChunks[file].append(existing)
+            deduplicatedBytes += UInt64(length)
+            return
+        }
+        guard let compressed else { preconditionFailure("a new chunk was not compressed") }
+        let chunkIndex = chunks.count
+        chunks.append(PackIndex.Chunk(id: id, offset: offset, compressedSize: UInt32(compressed.count), uncompressedSize: UInt32(length)))
+        known[id] = chunkIndex
+        fileChunks[file].append(chunkIndex)
+        try writeBuffered(compressed)
+    }
+
+    /// Reads, hashes, cuts and compresses the batch's files on the worker threads (each file
+    /// whole, by one thread), then appends their chunks in file order. Empties the batch.
+    mutating func process(_ small: inout SmallBatch, files: [SourceSelection.File], chunker: Chunker, digests: inout [SHA256Digest?],
+                          progress: (UInt64) -> Void) throws {
+        guard !small.files.isEmpty else { return }
+        // Chunks of large files gathered before these files go first.
+        try flush()
+        let work = small.files
+        small = SmallBatch()
+        let results = SmallBatch.Results(count: work.count)
+        let next = AtomicCounter()
+        let failures = FirstFailure()
+        let alreadyStored = known
+        let level = self.level, root = self.root
+        DispatchQueueRunner.run(jobs: min(jobs, work.count)) {
+            let compressor = ZstdCompressor(level: level)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: SmallBatch.fileLimit + 1, alignment: 16)
+            defer { buffer.deallocate() }
+            while !failures.hasFailure {
+                let i = next.increment()
+                guard i < work.count else { return }
+                do {
+                    results.set(i, try SmallBatch.pack(files[work[i]], root: root, buffer: buffer, chunker: chunker,
+                                                      compressor: compressor, alreadyStored: alreadyStored))
+                } catch {
+                    failures.record(i, error)
+                }
+            }
+        }
+        if let error = failures.first { throw error }
+        var bytes: UInt64 = 0
+        for (i, fileIndex) in work.enumerated() {
+            let packed = results.get(i)
+            for piece in packed.pieces { try append(file: fileIndex, id: piece.id, length: piece.length, compressed: piece.compressed) }
+            digests[fileIndex] = packed.digest
+            bytes += files[fileIndex].size
+        }
+        progress(bytes)
     }
 
     mutating func writeBuffered(_ bytes: [UInt8]) throws {

@@ -13,13 +13,8 @@ final class AtomicCounter: Sendable {
 
 /// Per-index results written by worker threads; each index is written by exactly one thread and
 /// read only after all workers have finished.
-final class ParallelResults: @unchecked Sendable {
-    struct Item {
-        let id: SHA256Digest
-        let compressed: [UInt8]?
-        let error: (any Error)?
-    }
-    private let storage: UnsafeMutableBufferPointer<Item?>
+final class IndexedResults<Element>: @unchecked Sendable {
+    private let storage: UnsafeMutableBufferPointer<Element?>
 
     init(count: Int) {
         storage = .allocate(capacity: count)
@@ -31,10 +26,19 @@ final class ParallelResults: @unchecked Sendable {
         storage.deallocate()
     }
 
-    func set(_ i: Int, _ item: Item) { storage[i] = item }
-    func get(_ i: Int) -> Item { storage[i]! }
+    func set(_ i: Int, _ item: Element) { storage[i] = item }
+    func get(_ i: Int) -> Element { storage[i]! }
 }
 
+/// One chunk hashed (and compressed, unless already stored) by a worker thread.
+struct ChunkResult {
+    let id: SHA256Digest
+    let compressed: [UInt8]?
+    let error: (any Error)?
+}
+
+/// The chunk results of one batch of ``PackWriter``.
+typealias ParallelResults = IndexedResults<ChunkResult>
 
 extension AtomicCounter {
     /// Adds `n` and returns the new value.

@@ -64,6 +64,36 @@ public enum SelectorPath {
         return .success(joined)
     }
 
+    /// Whether the bytes are a file path that ``isNormal(_:)`` accepts, checked in one pass
+    /// without building a string: 1…4096 bytes, no NUL or `\\`, not a template placeholder, and
+    /// components split on `/` that are 1…255 bytes and neither `.` nor `..`. A false answer
+    /// says nothing about why: ask ``normalize(_:allowRoot:isPattern:)`` for the rule.
+    ///
+    /// ```swift
+    /// SelectorPath.isNormalFilePath(Array("Levels/1.json".utf8))   // true
+    /// SelectorPath.isNormalFilePath(Array("./Levels/1.json".utf8)) // false
+    /// ```
+    public static func isNormalFilePath(_ bytes: some Collection<UInt8>) -> Bool {
+        bytes.withContiguousStorageIfAvailable { isNormalFilePath(UnsafeRawBufferPointer($0)) } ?? isNormalFilePath(Array(bytes))
+    }
+
+    static func isNormalFilePath(_ b: UnsafeRawBufferPointer) -> Bool {
+        let n = b.count
+        guard n >= 1, n <= 4096 else { return false }
+        if b[0] == UInt8(ascii: "["), b[n - 1] == UInt8(ascii: "]"), b.contains(UInt8(ascii: " ")) { return false }
+        var start = 0
+        for i in 0...n {
+            let c: UInt8 = i == n ? BytePath.separator : b[i]
+            if c == 0 || c == UInt8(ascii: "\\") { return false }
+            guard c == BytePath.separator else { continue }
+            let length = i - start
+            if length == 0 || length > 255 { return false }
+            if b[start] == UInt8(ascii: "."), length == 1 || (length == 2 && b[start + 1] == UInt8(ascii: ".")) { return false }
+            start = i + 1
+        }
+        return true
+    }
+
     /// Whether `path` is a file path already in normal form, byte for byte (pack paths are byte strings).
     public static func isNormal(_ path: String) -> Bool {
         guard case .success(let normal) = normalize(path, allowRoot: false) else { return false }

@@ -108,37 +108,55 @@ public struct SourceSelection: Sendable {
         }
         if let bad = candidates.first(where: { $0.problem != nil }) { throw bad.problem! }
         // Every pack path must be one a reader accepts (a pattern's escapes can spell "..").
-        if let bad = candidates.first(where: { !SelectorPath.isNormal($0.packPath) }) {
+        if let bad = candidates.first(where: { !SelectorPath.isNormalFilePath($0.packPath.utf8) && !SelectorPath.isNormal($0.packPath) }) {
             throw BacklotError(.invalidSource, "the pack path \"\(bad.packPath)\" is not a valid pack path (docs/format.md §3)", context: bad.label,
                                hint: "selectors may not leave the source root or name '.', '..' or empty components, even through escapes")
         }
 
         // Pack paths are byte strings (docs/format.md §7): "caf\u{E9}" and "cafe\u{301}" are two
-        // files, as they are on Linux, so every key here is the path's bytes.
-        var byPackPath: [BytePath.Key: Candidate] = [:]
-        for c in candidates {
-            if let previous = byPackPath[BytePath.Key(c.packPath)] {
-                if BytePath.same(previous.sourcePath, c.sourcePath) {
-                    warnings.append("\(c.label): \"\(c.sourcePath)\" is also selected by \(previous.label); packaged once")
-                    continue
-                }
-                throw BacklotError(.invalidSource,
-                                   "two sources map to the pack path \"\(c.packPath)\": \"\(previous.sourcePath)\" (\(previous.label)) and \"\(c.sourcePath)\" (\(c.label))",
-                                   context: c.label, hint: "give one of them another destination, or exclude one with fileExclusion")
-            }
-            byPackPath[BytePath.Key(c.packPath)] = c
+        // files, as they are on Linux, so candidates are sorted by their paths' bytes (ties in
+        // selector order), and a path chosen twice is then a run of equal neighbours: the first
+        // of the run is kept, as a dictionary of every path would, without one.
+        let keys = candidates.map { Array($0.packPath.utf8) }
+        let order = candidates.indices.sorted { a, b in
+            keys[a] == keys[b] ? a < b : keys[a].lexicographicallyPrecedes(keys[b])
         }
-        let sorted = byPackPath.sorted { $0.key < $1.key }.map(\.value)
-        // A file "a" and a file "a/b" cannot both exist when extracted (whatever lies between them in order).
-        for c in sorted {
-            let bytes = Array(c.packPath.utf8)
-            for (i, byte) in bytes.enumerated() where byte == BytePath.separator {
-                if let a = byPackPath[BytePath.Key(String(decoding: bytes[..<i], as: UTF8.self))] {
-                    throw BacklotError(.invalidSource, "the pack path \"\(a.packPath)\" is a file, but \"\(c.packPath)\" needs it to be a folder",
-                                       context: c.label, hint: "give one of them another destination")
-                }
+        var kept: [Int] = []
+        kept.reserveCapacity(order.count)
+        var repeats: [(index: Int, warning: String)] = []
+        var clash: (index: Int, error: BacklotError)? = nil
+        for i in order {
+            guard let first = kept.last, keys[first] == keys[i] else {
+                kept.append(i)
+                continue
+            }
+            let previous = candidates[first], c = candidates[i]
+            if BytePath.same(previous.sourcePath, c.sourcePath) {
+                repeats.append((i, "\(c.label): \"\(c.sourcePath)\" is also selected by \(previous.label); packaged once"))
+            } else if clash == nil || i < clash!.index {
+                clash = (i, BacklotError(.invalidSource,
+                                         "two sources map to the pack path \"\(c.packPath)\": \"\(previous.sourcePath)\" (\(previous.label)) and \"\(c.sourcePath)\" (\(c.label))",
+                                         context: c.label, hint: "give one of them another destination, or exclude one with fileExclusion"))
             }
         }
+        // Reported as a walk in selector order would have: the first clash, the warnings in order.
+        if let clash { throw clash.error }
+        warnings += repeats.sorted { $0.index < $1.index }.map(\.warning)
+        // A file "a" and a file "a/b" cannot both exist when extracted (whatever lies between them
+        // in order). In byte order a file that is a folder of a later path is a prefix of every
+        // path between them, so a stack of the earlier paths that are prefixes of the current one
+        // finds it in time proportional to the path.
+        var prefixes: [Int] = []
+        for i in kept {
+            let bytes = keys[i]
+            while let top = prefixes.last, !bytes.starts(with: keys[top]) { prefixes.removeLast() }
+            if let a = prefixes.first(where: { bytes[keys[$0].count] == BytePath.separator }) {
+                throw BacklotError(.invalidSource, "the pack path \"\(candidates[a].packPath)\" is a file, but \"\(candidates[i].packPath)\" needs it to be a folder",
+                                   context: candidates[i].label, hint: "give one of them another destination")
+            }
+            prefixes.append(i)
+        }
+        let sorted = kept.map { candidates[$0] }
         guard !sorted.isEmpty else {
             throw BacklotError(.invalidSource, "the selectors match no file, so the pack would be empty", context: root,
                                hint: "check the paths against the source root (\(root)); `backlot evaluate` lists what each selector matches")

@@ -83,6 +83,12 @@ static inline int clinux_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }
 
+/// syncfs(fd): flushes every written file and folder of the file system that holds `fd`, in one
+/// call (how a tree of many new files is made durable), which Swift's Glibc module does not expose.
+static inline int clinux_syncfs(int fd) {
+    return syncfs(fd);
+}
+
 /// A descriptor that becomes readable when the process exits (pidfd_open, Linux 5.3), or -1.
 static inline int clinux_pidfd_open(pid_t pid) {
     return (int)syscall(SYS_pidfd_open, pid, 0);

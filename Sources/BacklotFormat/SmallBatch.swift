@@ -1,0 +1,86 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotZstd
+
+/// Small files gathered for ``PackWriter`` to read, hash, cut and compress on its worker threads,
+/// one whole file per thread at a time: the per-file work (opening beneath the root, reading,
+/// the file's SHA-256, chunking, compressing) runs on every core instead of one.
+///
+/// A batch holds consecutive files of the selection (so chunks keep the files' order) up to
+/// ``byteLimit`` bytes or ``countLimit`` files, which bounds the memory a batch's results take.
+struct SmallBatch {
+    /// Files up to this size are packed whole by one thread; larger ones are read by the main
+    /// thread and their chunks spread over the threads.
+    static let fileLimit = 1 << 20
+    static let byteLimit: UInt64 = 8 << 20
+    static let countLimit = 4_096
+
+    /// File numbers (in the selection), in order.
+    private(set) var files: [Int] = []
+    private var bytes: UInt64 = 0
+
+    mutating func add(_ file: Int, size: UInt64) {
+        files.append(file)
+        bytes += size
+    }
+
+    var isFull: Bool { bytes >= Self.byteLimit || files.count >= Self.countLimit }
+
+    /// One file, packed: its SHA-256 and its chunks in order (`compressed` is nil for a chunk
+    /// that was already stored when the batch started).
+    struct Packed: Sendable {
+        struct Piece: Sendable {
+            let id: SHA256Digest
+            let length: Int
+            let compressed: [UInt8]?
+        }
+        let digest: SHA256Digest
+        let pieces: [Piece]
+    }
+
+    /// Per-file results written by the worker threads.
+    typealias Results = IndexedResults<Packed>
+
+    /// Reads `file` (opened once, beneath the root and through no link, and checked to be the
+    /// regular file of the size selected) into `buffer`, which holds ``fileLimit`` + 1 bytes,
+    /// and cuts, hashes and compresses it.
+    /// - Throws: ``BacklotError/Code/invalidSource`` if the file changed since it was selected,
+    ///   ``BacklotError/Code/io``.
+    static func pack(_ file: SourceSelection.File, root: DirectoryHandle, buffer: UnsafeMutableRawBufferPointer, chunker: Chunker,
+                     compressor: ZstdCompressor, alreadyStored: [SHA256Digest: Int]) throws -> Packed {
+        let (fd, openedSize) = try root.openRegularFile(file.readPath)
+        defer { fd.close() }
+        guard openedSize == file.size else {
+            throw BacklotError(.invalidSource, "the file changed while it was being packaged (\(file.size) bytes when selected, \(openedSize) now)",
+                               context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
+        }
+        // One byte more than selected is asked for, so a file that grew is seen, not cut short;
+        // a short read of a regular file is its end, so a file costs one read, not two.
+        let wanted = Int(file.size) + 1
+        var filled = 0
+        while filled < wanted {
+            let asked = wanted - filled
+            let n = try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled..<wanted]))
+            filled += n
+            if n == 0 || n < asked { break }
+        }
+        guard filled == Int(file.size) else {
+            throw BacklotError(.invalidSource, "the file changed while it was being packaged (\(file.size) bytes when selected, \(filled)\(filled == wanted ? " or more" : "") read)",
+                               context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
+        }
+        let content = UnsafeRawBufferPointer(rebasing: buffer[0..<filled])
+        var pieces: [Packed.Piece] = []
+        var position = 0
+        while position < filled {
+            let rest = UnsafeRawBufferPointer(rebasing: content[position...])
+            let length = chunker.cutPoint(in: rest)
+            let bytes = UnsafeRawBufferPointer(rebasing: rest[0..<length])
+            let id = SHA256.hash(bytes)
+            pieces.append(Packed.Piece(id: id, length: length, compressed: alreadyStored[id] == nil ? try compressor.compress(bytes) : nil))
+            position += length
+        }
+        // A file of one chunk has that chunk's SHA-256: no second pass over its bytes.
+        let digest = pieces.count == 1 ? pieces[0].id : SHA256.hash(content)
+        return Packed(digest: digest, pieces: pieces)
+    }
+}
