@@ -183,10 +183,12 @@ struct PackInstaller: Sendable {
         let fetched = AtomicBytes()
         let container = self.container
         let placements = targets
-        // Progress is recorded every 8 MiB of chunks rather than every run: each record is a
-        // flushed transaction that the other download threads wait behind. After a crash only
-        // the chunks not yet recorded are fetched again (and recorded ones are re-hashed anyway).
-        let unrecorded = Mutex<(chunks: [Int], bytes: UInt64)>(([], 0))
+        // Progress is recorded every 8 MiB of chunks, or a quarter of a second after the last
+        // record, rather than every run: each record is a flushed transaction that the other
+        // download threads wait behind, and a slow download still shows (and keeps) its progress
+        // as it goes. After a crash only the chunks not yet recorded are fetched again (and
+        // recorded ones are re-hashed anyway).
+        let unrecorded = Mutex<(chunks: [Int], bytes: UInt64, since: ContinuousClock.Instant)>(([], 0, .now))
         DispatchQueue.concurrentPerform(iterations: max(1, min(connections, runs.count))) { _ in
             let decompressor = ZstdDecompressor()
             while true {
@@ -213,8 +215,8 @@ struct PackInstaller: Sendable {
                     let due = unrecorded.withLock { u -> [Int]? in
                         u.chunks += run
                         u.bytes += UInt64(body.count)
-                        guard u.bytes >= 8 << 20 else { return nil }
-                        defer { u = ([], 0) }
+                        guard u.bytes >= 8 << 20 || ContinuousClock.now - u.since >= .milliseconds(250) else { return nil }
+                        defer { u = ([], 0, .now) }
                         return u.chunks
                     }
                     if let due { try container.recordChunks(digest, due) }
@@ -224,7 +226,7 @@ struct PackInstaller: Sendable {
             }
         }
         let rest = unrecorded.withLock { u -> [Int] in
-            defer { u = ([], 0) }
+            defer { u = ([], 0, .now) }
             return u.chunks
         }
         if let error = failure.withLock({ $0 }) {
