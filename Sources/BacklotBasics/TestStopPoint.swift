@@ -12,8 +12,8 @@ import Glibc
 ///
 /// Points: the agent's hand-over of URL download outcomes (`handover.afterRecord`, `afterRename`,
 /// `underLock`, `afterPost`, `beforeExtension`, `afterExtension`, `extensionAnswered`) and the
-/// server's releases and publication (`release.committed`, `publish.beforeCatalog`,
-/// `publish.afterCatalog`).
+/// server's releases, publication and processing (`release.committed`, `publish.beforeCatalog`,
+/// `publish.afterCatalog`, `processing.beforeStore`).
 ///
 /// ```swift
 /// TestStopPoint.reach("handover.afterRename")

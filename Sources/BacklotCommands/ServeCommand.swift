@@ -151,11 +151,8 @@ struct ServeCommand: Command {
         let server = try HostingServer(repository: repository, listening: listener, configuration: configuration,
                                        treeHeaders: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge), accessLog: log)
         // The work servers share: processing a server that died left, and (one server at a time) re-signing catalogs before they expire.
-        let tick = max(1, min(60, Double(lease) / 2))
-        let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + tick, repeating: tick)
         let lastResign = Mutex(ContinuousClock.now)
-        timer.setEventHandler {
+        let timer = RepeatingTimer(label: "backlot.shared-work", every: max(1, min(60, Double(lease) / 2))) {
             let due = lastResign.withLock { last in
                 guard ContinuousClock.now - last >= .seconds(60) else { return false }
                 last = .now
@@ -163,7 +160,6 @@ struct ServeCommand: Command {
             }
             do { try repository.shareWork(resigning: due) } catch { io.err("background work: \(error)\n") }
         }
-        timer.resume()
         // SIGINT and SIGTERM stop gracefully from before the address is announced: a client that
         // reads it and signals at once must not meet the default exit (143).
         let done = DispatchSemaphore(value: 0)

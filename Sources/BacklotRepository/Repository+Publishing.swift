@@ -4,13 +4,9 @@ import BacklotFormat
 import BacklotJSON
 import BacklotStore
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// Serialises publications so that catalog versions are written in order.
-let publicationLock = Mutex(())
 
 extension Repository {
     /// The catalog's path in the published tree.
@@ -29,62 +25,60 @@ extension Repository {
     /// harmless), and checked again under it. If PostgreSQL runs the transaction again after a
     /// serialization failure, the catalog is simply written again with a higher version.
     public func publish(app: String, channel: Channel, now: Date = Date()) throws {
-        try publicationLock.withLock { _ in
-            let key = try directory.signingKey()
-            let relative = "v1/apps/\(app)/\(channel.rawValue)/catalog.json"
-            let copied = Set(try channelArchives(app: app, channel: channel))
-            for sha in copied.sorted() { try linkIntoTree(sha) }
-            try db.transaction { tx in
-                // Catalog versions of one app and channel grow one writer at a time, across processes too.
-                try tx.lockUntilCommit("backlot catalog \(app) \(channel.rawValue)")
-                let rows = try tx.query("""
-                    SELECT c.pack, c.live, c.candidate, c.rollout_bp, v.format FROM channel_packs c
-                    JOIN versions v ON v.app = c.app AND v.pack = c.pack AND v.number = c.live
-                    WHERE c.app = ? AND c.channel = ? ORDER BY c.pack
-                    """, [.text(app), .text(channel.rawValue)])
-                var entries: [Catalog.Entry] = []
-                var archives: [String] = []
-                var apple: [AppleEntry] = []
-                for row in rows {
-                    guard let pack = row["pack"]?.string, let live = row["live"]?.int else { continue }
-                    if row["format"]?.string == ArchiveFormat.appleArchive.rawValue {
-                        apple.append(try self.appleEntry(&tx, app: app, pack: pack, number: live))
-                        continue
-                    }
-                    let release = try self.release(&tx, app: app, pack: pack, number: live)
-                    archives.append(release.archiveSHA256.hex)
-                    var candidate: Catalog.Release? = nil
-                    if let c = row["candidate"]?.int {
-                        candidate = try self.release(&tx, app: app, pack: pack, number: c)
-                        archives.append(candidate!.archiveSHA256.hex)
-                    }
-                    entries.append(Catalog.Entry(id: try PackID(pack), release: release, candidate: candidate, rolloutBasisPoints: row["rollout_bp"]?.integer(as: Int.self) ?? 0))
+        let key = try directory.signingKey()
+        let relative = "v1/apps/\(app)/\(channel.rawValue)/catalog.json"
+        let copied = Set(try channelArchives(app: app, channel: channel))
+        for sha in copied.sorted() { try linkIntoTree(sha) }
+        try db.transaction { tx in
+            // Catalog versions of one app and channel grow one writer at a time, across processes too.
+            try tx.lockUntilCommit("backlot catalog \(app) \(channel.rawValue)")
+            let rows = try tx.query("""
+                SELECT c.pack, c.live, c.candidate, c.rollout_bp, v.format FROM channel_packs c
+                JOIN versions v ON v.app = c.app AND v.pack = c.pack AND v.number = c.live
+                WHERE c.app = ? AND c.channel = ? ORDER BY c.pack
+                """, [.text(app), .text(channel.rawValue)])
+            var entries: [Catalog.Entry] = []
+            var archives: [String] = []
+            var apple: [AppleEntry] = []
+            for row in rows {
+                guard let pack = row["pack"]?.string, let live = row["live"]?.int else { continue }
+                if row["format"]?.string == ArchiveFormat.appleArchive.rawValue {
+                    apple.append(try self.appleEntry(&tx, app: app, pack: pack, number: live))
+                    continue
                 }
-                let recorded = try tx.query("SELECT version FROM catalogs WHERE app = ? AND channel = ?", [.text(app), .text(channel.rawValue)]).first?["version"]?.integer(as: UInt64.self) ?? 0
-                let previous = max(recorded, try publishedCatalogVersion(at: relative, app: app, channel: channel, key: key))
-                guard previous < UInt64(Int64.max) else {
-                    throw BacklotError(.io, "the catalog version \(previous) cannot grow any more", context: "\(app)/\(channel.rawValue)")
+                let release = try self.release(&tx, app: app, pack: pack, number: live)
+                archives.append(release.archiveSHA256.hex)
+                var candidate: Catalog.Release? = nil
+                if let c = row["candidate"]?.int {
+                    candidate = try self.release(&tx, app: app, pack: pack, number: c)
+                    archives.append(candidate!.archiveSHA256.hex)
                 }
-                let version = Catalog.nextVersion(after: previous, now: now)
-                let catalog = Catalog(app: app, channel: channel, version: version, issued: now, expires: now.addingTimeInterval(Catalog.defaultLifetime), packs: entries)
-                try tx.run("""
-                    INSERT INTO catalogs(app, channel, version, expires) VALUES (?, ?, ?, ?)
-                    ON CONFLICT(app, channel) DO UPDATE SET version = excluded.version, expires = excluded.expires
-                    """, [.text(app), .text(channel.rawValue), .integer(try CheckedInteger.convert(version, to: Int64.self, "the catalog version", context: "\(app)/\(channel.rawValue)", code: .io)),
-                          .integer(try CheckedInteger.convert(catalog.expires.timeIntervalSince1970.rounded(.down), to: Int64.self, "the catalog's expiry", code: .io))])
-                // Apple's manifests exist only for an app that ever had an .aar (then, also to empty them once its last is withdrawn).
-                if try !apple.isEmpty || !tx.query("SELECT 1 FROM versions WHERE app = ? AND format = 'aar' LIMIT 1", [.text(app)]).isEmpty {
-                    try publishAppleManifests(app: app, channel: channel, entries: apple)
-                }
-                // Archives first, then the catalog that names them: a client never sees a catalog whose
-                // archives are missing (those copied above are there: packs are never removed while live).
-                for sha in archives where !copied.contains(sha) { try linkIntoTree(sha) }
-                let signed = try SignedEnvelope.sign(payload: catalog.payload, type: Catalog.payloadType, with: [key]).encoded
-                try tree.makeFolder("v1/apps/\(app)/\(channel.rawValue)")
-                TestStopPoint.reach("publish.beforeCatalog")
-                try tree.write(signed, at: relative)
-                TestStopPoint.reach("publish.afterCatalog")
+                entries.append(Catalog.Entry(id: try PackID(pack), release: release, candidate: candidate, rolloutBasisPoints: row["rollout_bp"]?.integer(as: Int.self) ?? 0))
             }
+            let recorded = try tx.query("SELECT version FROM catalogs WHERE app = ? AND channel = ?", [.text(app), .text(channel.rawValue)]).first?["version"]?.integer(as: UInt64.self) ?? 0
+            let previous = max(recorded, try publishedCatalogVersion(at: relative, app: app, channel: channel, key: key))
+            guard previous < UInt64(Int64.max) else {
+                throw BacklotError(.io, "the catalog version \(previous) cannot grow any more", context: "\(app)/\(channel.rawValue)")
+            }
+            let version = Catalog.nextVersion(after: previous, now: now)
+            let catalog = Catalog(app: app, channel: channel, version: version, issued: now, expires: now.addingTimeInterval(Catalog.defaultLifetime), packs: entries)
+            try tx.run("""
+                INSERT INTO catalogs(app, channel, version, expires) VALUES (?, ?, ?, ?)
+                ON CONFLICT(app, channel) DO UPDATE SET version = excluded.version, expires = excluded.expires
+                """, [.text(app), .text(channel.rawValue), .integer(try CheckedInteger.convert(version, to: Int64.self, "the catalog version", context: "\(app)/\(channel.rawValue)", code: .io)),
+                      .integer(try CheckedInteger.convert(catalog.expires.timeIntervalSince1970.rounded(.down), to: Int64.self, "the catalog's expiry", code: .io))])
+            // Apple's manifests exist only for an app that ever had an .aar (then, also to empty them once its last is withdrawn).
+            if try !apple.isEmpty || !tx.query("SELECT 1 FROM versions WHERE app = ? AND format = 'aar' LIMIT 1", [.text(app)]).isEmpty {
+                try publishAppleManifests(app: app, channel: channel, entries: apple)
+            }
+            // Archives first, then the catalog that names them: a client never sees a catalog whose
+            // archives are missing (those copied above are there: packs are never removed while live).
+            for sha in archives where !copied.contains(sha) { try linkIntoTree(sha) }
+            let signed = try SignedEnvelope.sign(payload: catalog.payload, type: Catalog.payloadType, with: [key]).encoded
+            try tree.makeFolder("v1/apps/\(app)/\(channel.rawValue)")
+            TestStopPoint.reach("publish.beforeCatalog")
+            try tree.write(signed, at: relative)
+            TestStopPoint.reach("publish.afterCatalog")
         }
     }
 

@@ -165,9 +165,9 @@ extension Repository {
             throw error
         }
         guard offset == sink.received else {
-            if leased { releaseVersionLease(id, state: .awaitingUpload, owner: owner) }
             let received = sink.received
-            if !leased { sink.abandon() }
+            sink.abandon()   // nothing was appended: nothing is written
+            if leased { releaseVersionLease(id, state: .awaitingUpload, owner: owner) }
             throw BacklotError(.conflict, "the upload is at byte \(received), not \(offset)", context: record.label,
                                hint: "ask for the upload's status and continue from the byte it gives")
         }
@@ -214,11 +214,11 @@ extension Repository {
     func scheduleProcessing(versionID: Int64, app: String) {
         scheduler.schedule(versionID: versionID, app: app) { [self] flag in
             guard (try? claimVersion(versionID, state: .processing)) == true else { return }
-            let renewal = LeaseRenewal(every: leaseDuration / 3) { [self] in
+            let renewal = RepeatingTimer(label: "backlot.processing-lease", every: max(0.2, leaseDuration / 3)) { [self] in
                 if (try? renewVersionLease(versionID)) == false { flag.set() }
             }
             defer {
-                renewal.stop()
+                renewal.cancel()
                 releaseVersionLease(versionID, state: nil)
             }
             let outcome: String

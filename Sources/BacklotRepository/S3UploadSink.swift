@@ -26,6 +26,8 @@ final class S3UploadSink: UploadSink {
     private var tailStart: UInt64?
     private var complete = false
     private var finished = false
+    /// Whether this request appended anything (a request that appended nothing writes nothing).
+    private var appended = false
 
     var received: UInt64 { stored + UInt64(buffer.count) }
 
@@ -77,6 +79,7 @@ final class S3UploadSink: UploadSink {
             throw BacklotError(.conflict, "the upload is complete already", context: upload.label)
         }
         buffer.append(contentsOf: bytes)
+        appended = appended || bytes.count > 0
         while UInt64(buffer.count) >= part {
             try send(Array(buffer[0..<Int(part)]))
             buffer.removeFirst(Int(part))
@@ -121,7 +124,7 @@ final class S3UploadSink: UploadSink {
             try dropTail()
             return upload.declared
         }
-        if !buffer.isEmpty {
+        if appended, !buffer.isEmpty {
             try client.putObject(bucket: bucket, key: store.tailPrefix(upload.versionID) + String(stored), body: .bytes(buffer),
                                  contentType: "application/octet-stream")
             tailStart = stored

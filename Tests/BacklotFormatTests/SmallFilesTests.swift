@@ -35,7 +35,7 @@ import Testing
         var g = SeededGenerator.fromEnvironment()
         print("aFolderOfManySmallFilesRoundTripsAndPacksTheSameWhateverTheThreads seed: \(g.seed)")
         try writeSmallTree(in: dir, count: 2_500, seed: g.next())
-        let one = try SamplePack.build(in: dir, name: "one.pack", jobs: 1, averageChunkSize: 64 << 10)
+        _ = try SamplePack.build(in: dir, name: "one.pack", jobs: 1, averageChunkSize: 64 << 10)
         let two = try SamplePack.build(in: dir, name: "two.pack", jobs: 2, averageChunkSize: 64 << 10)
         #expect(try dir.read("one.pack") == dir.read("two.pack"), "the pack depends on the thread count")
 
