@@ -102,7 +102,7 @@ struct ServeCommand: Command {
         let lease = try arguments.values["lease"].map {
             try CheckedInteger.parse($0, as: Int.self, "--lease", in: 1...3600, context: "backlot serve", code: .usage)
         } ?? Int(Repository.defaultLeaseDuration)
-        _ = try RepositoryOptions.storage(arguments, command: spec.name)
+        _ = try RepositoryOptions.storage(arguments, command: spec.name)   // bad --storage options are usage errors before anything starts
         // The port first: a server that cannot listen stops before it touches the data folder.
         let listener = try ListeningSocket(host: host, port: UInt16(port))
         // Then the bucket, before the folder too: a missing bucket or wrong credentials stop the start here.
