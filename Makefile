@@ -3,7 +3,7 @@ SWIFT ?= swift
 BUILD_DIR := .build
 BACKLOT := $(BUILD_DIR)/debug/backlot
 
-.PHONY: all bootstrap build demo demo-cluster test bench clean
+.PHONY: all bootstrap build demo demo-cluster test bench clean install
 
 all: build
 
@@ -32,6 +32,13 @@ FUZZ_SECONDS ?= 600
 .PHONY: fuzz
 fuzz:
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz
+
+# A release build, installed with its systemd units and docs under PREFIX (scripts/install --help).
+PREFIX ?= /usr/local
+INSTALL_FLAGS ?=
+install: bootstrap
+	$(SWIFT) build -c release
+	@scripts/install --prefix $(PREFIX) --binary $(BUILD_DIR)/release/backlot $(INSTALL_FLAGS)
 
 # Release build, a generated ~1 GiB corpus, and side-by-side runs against the peers.
 bench:

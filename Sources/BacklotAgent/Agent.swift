@@ -322,9 +322,17 @@ public final class Agent: Sendable {
             try? store.finish(event.seq, state: "done", detail: Self.describe(report))
             log("event \(event.request.name): done — \(Self.describe(report))")
         } catch let e as Deferral {
+            try? store.noteProblem(event.seq, code: "waiting", detail: e.reason)
             log("event \(event.request.name): waiting (\(e.reason))")
         } catch let e as BacklotError where e.code == .io || e.code == .cancelled {
+            try? store.noteProblem(event.seq, code: e.code.name, detail: e.message)
             log("event \(event.request.name): will retry (\(e.message))")
+        } catch let e as BacklotError where e.code == .tls {
+            // Not the network: the server's certificate is not trusted. The event stays queued
+            // (trust can be fixed without touching it) and says so, with what to trust.
+            let text = e.message + (e.hint.map { "; \($0)" } ?? "")
+            try? store.noteProblem(event.seq, code: e.code.name, detail: text)
+            log("event \(event.request.name): TLS error, tried again later: \(text)")
         } catch {
             try? store.finish(event.seq, state: "failed", detail: "\(error)")
             log("event \(event.request.name): failed — \(error)")

@@ -21,6 +21,9 @@ public struct AgentStore: Sendable {
         /// The essential phase is over: the essential packs are installed and the essential URL
         /// downloads the extension returned have ended (what `notify --wait` waits for).
         public var essentialDone: Bool = false
+        /// For a queued event that was tried: the error code of its last attempt (`tls`, `io`,
+        /// or `waiting` for a deferral), with ``detail`` saying what it met; nil when not tried yet.
+        public var lastProblem: String? = nil
     }
 
     /// The container folder (the running agent's wake-up channel is in it).
@@ -42,7 +45,7 @@ public struct AgentStore: Sendable {
             """)
         }
         // Columns added since the first release (an error means the column is there).
-        for column in ["essential_done INTEGER NOT NULL DEFAULT 0", "essential_downloads TEXT"] {
+        for column in ["essential_done INTEGER NOT NULL DEFAULT 0", "essential_downloads TEXT", "last_problem TEXT"] {
             try? db.transaction { tx in try tx.execute("ALTER TABLE agent_events ADD COLUMN \(column)") }
         }
     }
@@ -94,7 +97,15 @@ public struct AgentStore: Sendable {
     static func event(_ r: Database.Row) -> Event? {
         guard let seq = r["seq"]?.int, let request = r["request"]?.string.flatMap(ContentRequest.init(name:)) else { return nil }
         return Event(seq: seq, request: request, bypassBudget: r["bypass"]?.int == 1, state: r["state"]?.string ?? "queued",
-                     extensionDone: r["extension_done"]?.int == 1, detail: r["detail"]?.string ?? "", essentialDone: r["essential_done"]?.int == 1)
+                     extensionDone: r["extension_done"]?.int == 1, detail: r["detail"]?.string ?? "", essentialDone: r["essential_done"]?.int == 1,
+                     lastProblem: r["last_problem"]?.string)
+    }
+
+    /// Records why a queued event's last attempt did not finish (it stays queued).
+    func noteProblem(_ seq: Int64, code: String, detail: String) throws {
+        try db.transaction { tx in
+            _ = try tx.run("UPDATE agent_events SET last_problem = ?, detail = ? WHERE seq = ? AND state = 'queued'", [.text(code), .text(detail), .integer(seq)])
+        }
     }
 
     func markEssentialDone(_ seq: Int64) throws {

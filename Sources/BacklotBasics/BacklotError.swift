@@ -96,5 +96,8 @@ extension BacklotError {
         /// A service Backlot depends on (the metadata database, the object store) cannot be
         /// reached now; trying again later can work (HTTP 503 with `Retry-After`).
         public static let unavailable = Code("unavailable", isInvalidInput: false)
+        /// A TLS connection could not be verified (the server's certificate is not trusted, has
+        /// expired or names another host): a problem of trust to fix, not of the network.
+        public static let tls = Code("tls", isInvalidInput: false)
     }
 }

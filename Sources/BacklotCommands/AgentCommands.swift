@@ -94,10 +94,15 @@ enum EventCommand {
         case "done": io.out("\(event.request.name) event done: \(event.detail)\n")
         case "failed": throw BacklotError(.checkFailed, "the \(event.request.name) event failed: \(event.detail)")
         default:
+            if event.lastProblem == BacklotError.Code.tls.name {
+                throw BacklotError(.tls, "the \(event.request.name) event is still queued: \(event.detail)", context: "event \(event.seq)",
+                                   hint: "the agent tries it again; fix the trust (BacklotCAFile) first")
+            }
             if event.essentialDone {
                 io.out("the \(event.request.name) event's essential phase is done; the rest of it is still queued (waiting for the extension's budget, the network, or stopped); the agent finishes it\n")
             } else {
-                io.out("the \(event.request.name) event is still queued (waiting for the network, or stopped); the agent finishes it\n")
+                let why = event.lastProblem == nil ? "not tried yet" : event.detail
+                io.out("the \(event.request.name) event is still queued (\(why)); the agent finishes it\n")
             }
         }
     }

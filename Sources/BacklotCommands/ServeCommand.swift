@@ -115,6 +115,7 @@ struct ServeCommand: Command {
         let database = try arguments.values["database"].map(AdminInitCommand.openDatabase)
         var tls: (certificate: String, key: String)? = nil
         var trustNote: String? = nil
+        var probeCA: String? = nil
         switch mode {
         case "off":
             break
@@ -122,6 +123,7 @@ struct ServeCommand: Command {
             let hostnames = (arguments.values["hostname"] ?? "").split(separator: ",").map(String.init) + (host == "127.0.0.1" || host == "::1" ? [] : [host])
             let local = try LocalTLS.prepare(in: directory, hostnames: hostnames)
             tls = (local.certificatePEM, local.privateKeyPEM)
+            probeCA = local.caCertificatePath
             trustNote = """
             TLS: local CA \(local.caCertificatePath)
                  SHA-256 fingerprint \(local.caFingerprint)
@@ -131,6 +133,7 @@ struct ServeCommand: Command {
             let parts = mode.split(separator: ",").map(String.init)
             do {
                 tls = (try String(contentsOfFile: parts[0], encoding: .utf8), try String(contentsOfFile: parts[1], encoding: .utf8))
+                probeCA = parts[0]
             } catch {
                 throw BacklotError(.invalidInput, "cannot read the certificate or key", context: mode, hint: "give readable PEM files: --tls CERT.pem,KEY.pem")
             }
@@ -177,8 +180,12 @@ struct ServeCommand: Command {
         if let trustNote { io.out(trustNote + "\n") }
         if let note = server.limitNote { io.err("warning: \(note)\n") }
         io.out("Metrics: \(server.baseURL)metrics. Stop with Ctrl-C.\n")
+        // Under a Type=notify unit: ready now, and a watchdog fed while the server answers itself.
+        let notifier = ServeNotifier(environment: ProcessInfo.processInfo.environment, baseURL: server.baseURL, caFile: probeCA) { line in io.err(line + "\n") }
+        notifier?.ready(status: "serving \(server.baseURL)")
 
         done.wait()
+        notifier?.stopping()
         io.out("Stopping: letting requests in flight finish…\n")
         timer.cancel()
         server.stop(grace: 5)

@@ -71,7 +71,7 @@ extension HTTPClient {
             let deadline = self.deadline(forBytes: bodyLimit &+ total)
             _ = ccurl_setopt_long(handle, CURLOPT_TIMEOUT, deadline)
             upload?.attach(to: handle, method: method)
-            let code = withExtendedLifetime((transfer, upload)) { curl_easy_perform(handle) }
+            let (code, detail) = withExtendedLifetime((transfer, upload)) { perform(handle) }
             if let thrown = transfer.thrown { throw thrown }
             if let failure = transfer.failure ?? upload?.failure { throw failure }
             // A server may answer a refusal before it has read the whole body and close the
@@ -82,8 +82,8 @@ extension HTTPClient {
                     let e = timedOut(method, url, deadline: deadline, bytes: bodyLimit &+ total)
                     throw BacklotError(.transport, e.message, context: e.context, hint: e.hint)
                 }
-                throw BacklotError(.transport, "\(method) \(url) got no complete answer: \(String(cString: curl_easy_strerror(code)))", context: url,
-                                   hint: "check that the server is running and the URL is right; the request is tried again where that is safe")
+                throw failure(code, detail, method, url, as: .transport,
+                              hint: "check that the server is running and the URL is right; the request is tried again where that is safe")
             }
             var status = 0
             _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)

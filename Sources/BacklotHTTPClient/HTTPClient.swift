@@ -106,7 +106,7 @@ public struct HTTPClient: Sendable {
         let deadline = self.deadline(forBytes: UInt64(limit) + (upload?.total ?? 0))
         _ = ccurl_setopt_long(handle, CURLOPT_TIMEOUT, deadline)
         upload?.attach(to: handle, method: method)
-        let code = withExtendedLifetime((transfer, upload)) { curl_easy_perform(handle) }
+        let (code, detail) = withExtendedLifetime((transfer, upload)) { perform(handle) }
         var status = 0
         _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         if transfer.exceeded && transfer.stopsAtExpectedSize {
@@ -115,10 +115,7 @@ public struct HTTPClient: Sendable {
         if let failure = transfer.failure ?? upload?.failure { throw failure }
         guard code == CURLE_OK else {
             if code == CURLE_OPERATION_TIMEDOUT { throw timedOut(method, url, deadline: deadline, bytes: UInt64(limit) + (upload?.total ?? 0)) }
-            let text = String(cString: curl_easy_strerror(code))
-            let tls = [CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE].contains(code)
-            throw BacklotError(.io, "\(method) \(url) failed: \(text)", context: url,
-                               hint: tls ? "trust the server's CA with --ca FILE (backlot serve prints its path)" : "check that the server is running and the URL is right")
+            throw failure(code, detail, method, url, as: .io, hint: "check that the server is running and the URL is right")
         }
         return Response(status: status, headers: transfer.headers, body: transfer.body, exceededExpectedSize: false)
     }
@@ -151,13 +148,13 @@ extension HTTPClient {
         // minimum-rate rule still apply, so no download is waited for forever.
         let deadline = self.deadline(forBytes: limit.map { $0 >= offset ? $0 - offset : 0 } ?? UInt64.max)
         _ = ccurl_setopt_long(handle, CURLOPT_TIMEOUT, deadline)
-        let code = withExtendedLifetime(sink) { curl_easy_perform(handle) }
+        let (code, detail) = withExtendedLifetime(sink) { perform(handle) }
         var status = 0
         _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         if let failure = sink.failure { throw failure }
         guard code == CURLE_OK else {
             if code == CURLE_OPERATION_TIMEDOUT { throw timedOut("GET", url, deadline: deadline, bytes: limit.map { $0 >= offset ? $0 - offset : 0 } ?? UInt64.max) }
-            throw BacklotError(.io, "GET \(url) failed: \(String(cString: curl_easy_strerror(code)))", context: url)
+            throw failure(code, detail, "GET", url, as: .io, hint: nil)
         }
         fsync(fd)
         return (status, sink.headers, sink.offset)
@@ -182,6 +179,37 @@ extension HTTPClient {
 }
 
 extension HTTPClient {
+    /// Runs a configured transfer; returns libcurl's result and its detailed message of a failure
+    /// (for a TLS failure, the certificate's problem: "SSL certificate problem: …").
+    func perform(_ handle: UnsafeMutableRawPointer) -> (code: CURLcode, detail: String) {
+        var buffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        let code = buffer.withUnsafeMutableBufferPointer { b -> CURLcode in
+            _ = ccurl_setopt_ptr(handle, CURLOPT_ERRORBUFFER, b.baseAddress)
+            defer { _ = ccurl_setopt_ptr(handle, CURLOPT_ERRORBUFFER, nil) }
+            return curl_easy_perform(handle)
+        }
+        let detail = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return (code, detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)
+    }
+
+    /// The results of libcurl that mean the TLS connection could not be verified or set up.
+    static let tlsFailures: [CURLcode] = [CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE,
+                                          CURLE_SSL_CERTPROBLEM, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+                                          CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE]
+
+    /// The error of a transfer that ended without an answer. A TLS failure is
+    /// ``BacklotError/Code/tls`` with the certificate's problem and what to trust, never a network
+    /// error: waiting for the network would not mend it.
+    func failure(_ code: CURLcode, _ detail: String, _ method: String, _ url: String, as network: BacklotError.Code, hint: String?) -> BacklotError {
+        guard Self.tlsFailures.contains(code) else {
+            return BacklotError(network, "\(method) \(url) failed: \(detail)", context: url, hint: hint)
+        }
+        let host = URL(string: url)?.host ?? url
+        let trust = caFile.map { "the server's certificate must be signed by the CA in \($0) and name \(host); check that this file is that server's CA" }
+            ?? "trust the server's CA: give its certificate file (--ca FILE, or BacklotCAFile in an agent's configuration; backlot serve prints its path), or install it in the system's store"
+        return BacklotError(.tls, "the TLS connection to \(host) could not be verified: \(detail)", context: url, hint: trust)
+    }
+
     /// The error of a transfer stopped by its deadline or by the minimum rate.
     func timedOut(_ method: String, _ url: String, deadline: Int, bytes: UInt64) -> BacklotError {
         BacklotError(.io, "\(method) \(url) took longer than its deadline (\(deadline) s for at most \(bytes) bytes at \(effectiveMinimumRate) bytes/s) or stalled",
