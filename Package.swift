@@ -72,6 +72,9 @@ let package = Package(
         // Helpers shared by the test targets: temporary folders, seeded data, sample packs.
         .target(name: "BacklotTestSupport", dependencies: ["BacklotFormat", "BacklotRepository", "BacklotServer", "BacklotClient", "BacklotPostgres", "BacklotS3"]),
         .testTarget(name: "BacklotBasicsTests", dependencies: ["BacklotBasics"]),
+        .testTarget(name: "BacklotCryptoTests", dependencies: ["BacklotCrypto", "BacklotBasics", "BacklotTestSupport"]),
+        .testTarget(name: "BacklotZstdTests", dependencies: ["BacklotZstd", "BacklotBasics", "BacklotTestSupport"]),
+        .testTarget(name: "BacklotStoreTests", dependencies: ["BacklotStore", "BacklotBasics", "BacklotTestSupport"]),
         .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotJSON"]),
         .testTarget(name: "BacklotFormatTests", dependencies: ["BacklotFormat", "BacklotTestSupport"],
                     exclude: ["Fixtures"]),

@@ -134,6 +134,10 @@ public final class Database: Sendable {
         public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
         /// Runs one statement with bindings and returns its rows.
+        func tooLarge(_ sql: String, _ count: Int) -> BacklotError {
+            BacklotError(.invalidInput, "a value of \(count) bytes is larger than SQLite binds (2 GiB)", context: path)
+        }
+
         public func query(_ sql: String, _ bindings: [Value] = []) throws -> [Row] {
             var statement: OpaquePointer? = nil
             guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else { throw failure(sql) }
@@ -146,8 +150,17 @@ public final class Database: Sendable {
                 case .null: rc = sqlite3_bind_null(statement, index)
                 case .integer(let v): rc = sqlite3_bind_int64(statement, index, v)
                 case .real(let v): rc = sqlite3_bind_double(statement, index, v)
-                case .text(let v): rc = sqlite3_bind_text(statement, index, v, -1, transient)
-                case .blob(let v): rc = v.withUnsafeBytes { sqlite3_bind_blob(statement, index, $0.baseAddress, Int32(v.count), transient) }
+                // Text by its byte count (a NUL inside stays), blobs up to SQLite's 32-bit limit.
+                case .text(let v):
+                    var bytes = Array(v.utf8)
+                    guard let count = Int32(exactly: bytes.count) else { throw tooLarge(sql, bytes.count) }
+                    bytes.append(0)
+                    rc = bytes.withUnsafeBufferPointer { b in
+                        b.withMemoryRebound(to: CChar.self) { sqlite3_bind_text(statement, index, $0.baseAddress, count, transient) }
+                    }
+                case .blob(let v):
+                    guard let count = Int32(exactly: v.count) else { throw tooLarge(sql, v.count) }
+                    rc = v.withUnsafeBytes { sqlite3_bind_blob(statement, index, $0.baseAddress, count, transient) }
                 }
                 guard rc == SQLITE_OK else { throw failure(sql) }
             }
@@ -162,7 +175,9 @@ public final class Database: Sendable {
                     switch sqlite3_column_type(statement, c) {
                     case SQLITE_INTEGER: row[name] = .integer(sqlite3_column_int64(statement, c))
                     case SQLITE_FLOAT: row[name] = .real(sqlite3_column_double(statement, c))
-                    case SQLITE_TEXT: row[name] = .text(String(cString: sqlite3_column_text(statement, c)))
+                    case SQLITE_TEXT:
+                        let n = Int(sqlite3_column_bytes(statement, c))
+                        row[name] = .text(n == 0 ? "" : String(decoding: UnsafeRawBufferPointer(start: sqlite3_column_text(statement, c), count: n), as: UTF8.self))
                     case SQLITE_BLOB:
                         let n = Int(sqlite3_column_bytes(statement, c))
                         row[name] = .blob(n == 0 ? [] : Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, c), count: n)))

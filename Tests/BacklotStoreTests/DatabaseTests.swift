@@ -1,0 +1,65 @@
+import BacklotBasics
+import BacklotStore
+import BacklotTestSupport
+import Foundation
+import Testing
+
+/// The SQLite wrapper every container, agent and server database goes through.
+@Suite struct DatabaseTests {
+    @Test func aThrowingTransactionLeavesNothing() throws {
+        let dir = try TemporaryDirectory("db-rollback")
+        defer { dir.remove() }
+        let db = try Database(path: dir.at("t.sqlite"))
+        try db.transaction { try $0.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER NOT NULL)") }
+        try db.transaction { _ = try $0.run("INSERT INTO t VALUES (?, ?)", [.text("a"), .integer(1)]) }
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            try db.transaction { tx in
+                _ = try tx.run("INSERT INTO t VALUES (?, ?)", [.text("b"), .integer(2)])
+                _ = try tx.run("UPDATE t SET v = 10 WHERE k = 'a'")
+                throw Stop()
+            }
+        }
+        let rows = try db.read { try $0.query("SELECT k, v FROM t ORDER BY k") }
+        #expect(rows.count == 1 && rows[0]["v"]?.int == 1)
+        // A constraint violation is an error naming the database, and rolls back too.
+        #expect(throws: BacklotError.self) { try db.transaction { _ = try $0.run("INSERT INTO t VALUES ('a', 3)") } }
+    }
+
+    @Test func twoHandlesOnOneFileSeeEachOthersCommits() throws {
+        let dir = try TemporaryDirectory("db-two")
+        defer { dir.remove() }
+        let a = try Database(path: dir.at("t.sqlite")), b = try Database(path: dir.at("t.sqlite"))
+        try a.transaction { try $0.execute("CREATE TABLE t (n INTEGER)") }
+        let writers = 2, each = 200
+        DispatchQueue.concurrentPerform(iterations: writers) { i in
+            let db = i == 0 ? a : b
+            for n in 0..<each { try? db.transaction { _ = try $0.run("INSERT INTO t VALUES (?)", [.integer(Int64(n))]) } }
+        }
+        #expect(try b.read { try $0.query("SELECT COUNT(*) AS c FROM t") }.first?["c"]?.int == Int64(writers * each))
+        #expect(try a.read { try $0.query("PRAGMA journal_mode") }.first?["journal_mode"]?.string == "wal")
+    }
+
+    @Test func aModeIsKeptWhateverTheUmask() throws {
+        let dir = try TemporaryDirectory("db-mode")
+        defer { dir.remove() }
+        let db = try Database(path: dir.at("secret.sqlite"), mode: 0o600)
+        try db.transaction { try $0.execute("CREATE TABLE t (n INTEGER)") }
+        let mode = try FileManager.default.attributesOfItem(atPath: dir.at("secret.sqlite"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+
+    @Test func valuesKeepTheirTypeAndRange() throws {
+        let dir = try TemporaryDirectory("db-values")
+        defer { dir.remove() }
+        let db = try Database(path: dir.at("t.sqlite"))
+        try db.transaction { try $0.execute("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB)") }
+        try db.transaction {
+            _ = try $0.run("INSERT INTO t VALUES (?, ?, ?, ?)", [.integer(Int64.max), .real(0.5), .text("é\u{0}x"), .null])
+        }
+        let row = try #require(try db.read { try $0.query("SELECT * FROM t") }.first)
+        #expect(row["i"]?.int == Int64.max)
+        #expect(row["i"]?.integer(as: Int32.self) == nil, "a value out of range is nil, never a trap")
+        #expect(row["s"]?.string == "é\u{0}x")
+    }
+}
