@@ -75,6 +75,7 @@ let package = Package(
         .testTarget(name: "BacklotCryptoTests", dependencies: ["BacklotCrypto", "BacklotBasics", "BacklotTestSupport"]),
         .testTarget(name: "BacklotZstdTests", dependencies: ["BacklotZstd", "BacklotBasics", "BacklotTestSupport"]),
         .testTarget(name: "BacklotStoreTests", dependencies: ["BacklotStore", "BacklotBasics", "BacklotTestSupport"]),
+        .testTarget(name: "BacklotExtensionTests", dependencies: ["BacklotExtension", "BacklotClient", "BacklotFormat", "BacklotJSON", "BacklotBasics"]),
         .testTarget(name: "BacklotHTTPClientTests", dependencies: ["BacklotHTTPClient", "BacklotServer", "BacklotCrypto", "BacklotBasics", "BacklotTestSupport"]),
         .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotJSON"]),
         .testTarget(name: "BacklotFormatTests", dependencies: ["BacklotFormat", "BacklotTestSupport"],
