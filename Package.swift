@@ -39,6 +39,8 @@ let package = Package(
                 dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotZstd", "BacklotJSON"]),
         // SQLite behind a Mutex-owned connection.
         .target(name: "BacklotStore", dependencies: ["CSQLite", "BacklotBasics"]),
+        // The device container: every path and lock the app, the agent and the extension share, and the launch record.
+        .target(name: "BacklotContainer", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotStore"]),
         // PostgreSQL (libpq) behind the same store interface as SQLite (MetadataDatabase), for the repository's metadata.
         .target(name: "BacklotPostgres", dependencies: ["CPostgreSQL", "BacklotStore"]),
         // The repository: apps, versions, releases, tokens, signed catalogs, key lists, the published tree.
@@ -50,17 +52,17 @@ let package = Package(
         // An S3 client: SigV4 signing, objects, listings, multipart uploads, retries, structured errors.
         .target(name: "BacklotS3", dependencies: ["BacklotHTTPClient", "BacklotCrypto", "BacklotBasics"]),
         // The client: AssetPackManager, the delta downloader, the container store.
-        .target(name: "BacklotClient", dependencies: ["BacklotRepository", "BacklotHTTPClient", "BacklotInfoPlist"]),
+        .target(name: "BacklotClient", dependencies: ["BacklotRepository", "BacklotHTTPClient", "BacklotInfoPlist", "BacklotContainer"]),
         // Downloader extensions: Apple's protocols, built into an executable the agent runs.
         .target(name: "BacklotExtension", dependencies: ["BacklotClient"]),
         // The background agent: events, periodic checks, the extension under limits, background launches.
-        .target(name: "BacklotAgent", dependencies: ["BacklotClient", "BacklotExtension", "BacklotTaskScheduler"]),
+        .target(name: "BacklotAgent", dependencies: ["BacklotClient", "BacklotExtension", "BacklotTaskScheduler", "BacklotContainer"]),
         // App Clips: size budgets, default links, advanced-experience matching, handing packs to the full app.
         .target(name: "BacklotAppClips", dependencies: ["BacklotJSON", "BacklotClient"]),
         // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.
         .target(name: "BacklotInfoPlist", dependencies: ["BacklotBasics", "BacklotJSON"]),
         // The task scheduler: Apple's BGTaskScheduler rules, pending requests in SQLite, Linux network and power conditions.
-        .target(name: "BacklotTaskScheduler", dependencies: ["BacklotStore", "BacklotInfoPlist"]),
+        .target(name: "BacklotTaskScheduler", dependencies: ["BacklotStore", "BacklotInfoPlist", "BacklotContainer"]),
         // The command-line interface, as a library so tests can drive it.
         .target(name: "BacklotCommands", dependencies: ["BacklotFormat", "BacklotInfoPlist", "BacklotServer", "BacklotHTTPClient", "BacklotClient", "BacklotAppClips", "BacklotAgent", "BacklotTaskScheduler", "BacklotPostgres"]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
@@ -82,10 +84,10 @@ let package = Package(
                     exclude: ["Fixtures"]),
         .testTarget(name: "BacklotRepositoryTests", dependencies: ["BacklotRepository", "BacklotTestSupport", "BacklotStore", "BacklotPostgres"]),
         .testTarget(name: "BacklotServerTests", dependencies: ["BacklotServer", "BacklotTestSupport"]),
-        .testTarget(name: "BacklotClientTests", dependencies: ["BacklotClient", "BacklotServer", "BacklotTestSupport", "BacklotInfoPlist"]),
+        .testTarget(name: "BacklotClientTests", dependencies: ["BacklotClient", "BacklotServer", "BacklotTestSupport", "BacklotInfoPlist", "BacklotContainer"]),
         .testTarget(name: "BacklotAgentTests", dependencies: ["BacklotAgent", "BacklotTestSupport", "backlot-test-extension", "backlot-test-app"]),
         .testTarget(name: "BacklotAppClipsTests", dependencies: ["BacklotAppClips", "BacklotClient", "BacklotServer", "BacklotTestSupport"]),
-        .testTarget(name: "BacklotTaskSchedulerTests", dependencies: ["BacklotTaskScheduler", "BacklotTestSupport"]),
+        .testTarget(name: "BacklotTaskSchedulerTests", dependencies: ["BacklotTaskScheduler", "BacklotTestSupport", "BacklotContainer"]),
         .testTarget(name: "BacklotInfoPlistTests", dependencies: ["BacklotInfoPlist"], exclude: ["Fixtures"]),
         .testTarget(name: "BacklotS3Tests", dependencies: ["BacklotS3", "BacklotCrypto", "BacklotTestSupport"]),
         .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotCommands", "BacklotFormat", "BacklotTestSupport", "BacklotHTTPClient",

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import BacklotClient
 import BacklotExtension
 import BacklotFormat
@@ -84,13 +85,13 @@ public final class Agent: Sendable {
                 clock: any TaskSchedulerClock = SystemClock(), lock heldLock: AgentLock? = nil,
                 log: @escaping @Sendable (String) -> Void = { _ in }) throws {
         let path = URL(fileURLWithPath: containerPath).standardizedFileURL.path
-        guard let lock = try heldLock ?? AgentLock.acquire(containerPath: path) else {
+        guard let lock = try heldLock ?? AgentLock.tryAcquire(containerPath: path) else {
             throw BacklotError(.alreadyExists, "another agent runs for this container", context: path,
                                hint: "stop it first, or use backlot notify to queue events for it")
         }
         self.lock = lock
         self.containerPath = path
-        wake = try WakeChannel(path: path + "/" + WakeChannel.agentFileName)
+        wake = try WakeChannel(path: ContainerLayout(root: path).agentWakeChannel)
         self.configuration = configuration
         self.log = log
         self.clock = clock
@@ -98,7 +99,7 @@ public final class Agent: Sendable {
         let store = try AgentStore(containerPath: path)
         self.store = store
         var schedulerConfig = configuration.scheduler
-        schedulerConfig.databasePath = path + "/tasks.sqlite"
+        schedulerConfig.databasePath = ContainerLayout(root: path).tasksDatabase
         scheduler = try TaskScheduler(configuration: schedulerConfig, clock: clock, conditions: self.conditions)
         manager = try AssetPackManager(configuration: configuration.managerConfiguration(containerPath: path))
         let stopFlag = StopFlag()
@@ -497,8 +498,9 @@ public final class Agent: Sendable {
         guard let catalog = try container.lastVerifiedCatalog() else {
             throw BacklotError(.untrusted, "no verified catalog to give the extension", context: containerPath)
         }
-        let path = containerPath + "/.extension-calls/manifest-\(UUID().uuidString.lowercased()).json"
-        try FileManager.default.createDirectory(atPath: containerPath + "/.extension-calls", withIntermediateDirectories: true)
+        let folder = ContainerLayout(root: containerPath).extensionCallsFolder
+        let path = folder + "/manifest-\(UUID().uuidString.lowercased()).json"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try Data(catalog.json.prettyPrinted().utf8).write(to: URL(fileURLWithPath: path))
         chmod(path, 0o444)
         return path

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import BacklotClient
 import BacklotCrypto
 import BacklotFormat
@@ -72,7 +73,7 @@ public struct AgentConfiguration: Sendable {
         guard let settings = root.dictionary else {
             throw BacklotError(.invalidInput, "the configuration must be a dictionary of keys", context: absolute)
         }
-        try self.init(settings: settings, source: absolute, strictKeys: !isPlist, databasePath: containerPath + "/tasks.sqlite")
+        try self.init(settings: settings, source: absolute, strictKeys: !isPlist, databasePath: ContainerLayout(root: containerPath).tasksDatabase)
     }
 
     public init(settings: [String: PlistValue], source: String, strictKeys: Bool, databasePath: String?) throws {

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import BacklotExtension
 import BacklotStore
 import Foundation
@@ -32,7 +33,7 @@ public struct AgentStore: Sendable {
     public init(containerPath: String) throws {
         self.containerPath = containerPath
         try FileManager.default.createDirectory(atPath: containerPath, withIntermediateDirectories: true)
-        db = try Database(path: containerPath + "/agent.sqlite")
+        db = try Database(path: ContainerLayout(root: containerPath).agentDatabase)
         try db.transaction { tx in
             try tx.execute("""
             CREATE TABLE IF NOT EXISTS agent_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, request TEXT NOT NULL, bypass INTEGER NOT NULL,
@@ -58,7 +59,7 @@ public struct AgentStore: Sendable {
                            [.text(request.name), .integer(bypassBudget ? 1 : 0), .real(Date().timeIntervalSince1970)])
             return tx.lastInsertRowID
         }
-        WakeChannel.poke(path: containerPath + "/" + WakeChannel.agentFileName)   // a running agent runs it now
+        WakeChannel.poke(path: ContainerLayout(root: containerPath).agentWakeChannel)   // a running agent runs it now
         return seq
     }
 

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import BacklotExtension
 import BacklotJSON
 import Foundation
@@ -57,7 +58,7 @@ struct ExtensionRunner: Sendable {
             }
             limit = min(limit, left)
         }
-        let dir = containerPath + "/.extension-calls/" + UUID().uuidString.lowercased()
+        let dir = ContainerLayout(root: containerPath).extensionCallsFolder + "/" + UUID().uuidString.lowercased()
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { FileSystem.removeTree(dir) }
         let callPath = dir + "/call.json", replyPath = dir + "/reply.json"

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -60,7 +61,7 @@ enum Supervisor {
             }
             try? store.removeChild(child.pgid)
         }
-        FileSystem.removeTree(containerPath + "/.extension-calls")
+        FileSystem.removeTree(ContainerLayout(root: containerPath).extensionCallsFolder)
         return ended
     }
 }

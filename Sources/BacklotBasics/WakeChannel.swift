@@ -11,14 +11,11 @@ import Glibc
 /// sleeps on it (or the FIFO is full: one pending byte is enough to wake the sleeper).
 ///
 /// ```swift
-/// let channel = try WakeChannel(path: container + "/" + WakeChannel.agentFileName)
+/// let channel = try WakeChannel(path: layout.agentWakeChannel)   // the agent (ContainerLayout names the path)
 /// _ = channel.wait(seconds: 30)                           // in the agent
-/// WakeChannel.poke(path: container + "/" + WakeChannel.agentFileName)   // in notify, or the app
+/// WakeChannel.poke(path: layout.agentWakeChannel)                  // in notify, or the app
 /// ```
 public final class WakeChannel: Sendable {
-    /// The agent's channel in a container folder (the one place its name is written).
-    public static let agentFileName = ".agent-wake"
-
     public let path: String
     private let fd: Int32
 

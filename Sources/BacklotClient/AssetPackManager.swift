@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import BacklotCrypto
 import BacklotFormat
 import BacklotHTTPClient
@@ -427,7 +428,7 @@ public actor AssetPackManager {
     /// resolves under the container's `missing` folder, which never exists).
     public nonisolated func url(for path: String) -> URL {
         if let full = try? resolve(path, in: nil) { return URL(fileURLWithPath: full) }
-        return URL(fileURLWithPath: container.path + "/missing/" + path)
+        return URL(fileURLWithPath: container.layout.missingFolder + "/" + path)
     }
 }
 
@@ -462,40 +463,16 @@ final class Broadcaster: Sendable {
     }
 }
 
-/// One process at a time installs a given pack into a container (flock on a lock file), so two
-/// processes asking for the same pack download it once; and one process at a time is the
-/// container's executor (``tryAcquire(container:)``).
+/// One process at a time installs a given pack into a container, so two processes asking for the
+/// same pack download it once; and one process at a time is the container's executor
+/// (``tryAcquire(container:)``). Both are ``ContainerLock``s.
 enum ExecutorLock {
-    /// A held executor lock.
-    final class Held: Sendable {
-        let fd: Int32
-        init(_ fd: Int32) { self.fd = fd }
-        func release() {
-            flock(fd, LOCK_UN)
-            close(fd)
-        }
-    }
-
     /// Takes the container's executor lock if no other process (or task) holds it.
-    static func tryAcquire(container: String) -> Held? {
-        let fd = open(container + "/.executor.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return nil }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            close(fd)
-            return nil
-        }
-        return Held(fd)
+    static func tryAcquire(container: String) -> FileLock? {
+        try? ContainerLayout(root: container).acquire(.executor, waiting: false)
     }
 
     static func holding<T>(container: String, pack: String, _ body: () throws -> T) throws -> T {
-        let path = container + "/.executor-" + String(SHA256.hash(Array(pack.utf8)).hex.prefix(16)) + ".lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SystemCall.error("open", path: path) }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno != EINTR { throw SystemCall.error("flock", path: path) }
-        }
-        defer { flock(fd, LOCK_UN) }
-        return try body()
+        try ContainerLayout(root: container).holding(.install(pack: pack), body)
     }
 }

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import BacklotCrypto
 import BacklotFormat
 import BacklotRepository
@@ -23,7 +24,7 @@ extension ClientContainer {
     }
 
     /// Whether a background agent runs for the container (it holds `DIR/.agent.lock`).
-    public var isAgentRunning: Bool { FileLock.isHeld(path + "/.agent.lock") }
+    public var isAgentRunning: Bool { layout.isHeld(.agent) }
 
     /// The last catalog this container verified, verified again (signature by the keys that were
     /// trusted then, app and channel, expiry).
@@ -35,13 +36,13 @@ extension ClientContainer {
               let keyText = try meta("catalogKeys"), let target = try meta("catalogFor") else { return nil }
         let keys = try keyText.split(separator: ",").map { part -> Ed25519.PublicKey in
             guard let raw = Data(base64Encoded: String(part)) else {
-                throw BacklotError(.untrusted, "the container's stored catalog keys are damaged", context: path + "/state.sqlite")
+                throw BacklotError(.untrusted, "the container's stored catalog keys are damaged", context: layout.stateDatabase)
             }
             return try Ed25519.PublicKey(rawRepresentation: Array(raw))
         }
         let parts = target.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 2, let channel = Channel(rawValue: parts[1]) else {
-            throw BacklotError(.untrusted, "the container's stored catalog target is damaged", context: path + "/state.sqlite")
+            throw BacklotError(.untrusted, "the container's stored catalog target is damaged", context: layout.stateDatabase)
         }
         return try Catalog.verify(Array(envelope), trusting: keys, app: parts[0], channel: channel, now: now, source: path + " (stored catalog)")
     }

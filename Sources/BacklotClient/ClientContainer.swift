@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import BacklotCrypto
 import BacklotStore
 import Foundation
@@ -14,6 +15,8 @@ import Foundation
 public struct ClientContainer: Sendable {
     public let path: String
     let db: Database
+    /// Where every shared file of the container is.
+    public var layout: ContainerLayout { ContainerLayout(root: path) }
 
     /// An installed release.
     public struct Installed: Sendable, Hashable {
@@ -29,8 +32,9 @@ public struct ClientContainer: Sendable {
     public init(path: String) throws {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         self.path = absolute
-        try FileManager.default.createDirectory(atPath: absolute + "/packs", withIntermediateDirectories: true)
-        db = try Database(path: absolute + "/state.sqlite")
+        let layout = ContainerLayout(root: absolute)
+        try FileManager.default.createDirectory(atPath: layout.packsFolder, withIntermediateDirectories: true)
+        db = try Database(path: layout.stateDatabase)
         try db.transaction { tx in
             try tx.execute("""
             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,7 +63,7 @@ public struct ClientContainer: Sendable {
     /// - Throws: ``BacklotError/Code/invalidInput`` saying so, with what to do.
     public static func requireExisting(_ path: String) throws {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-        guard (try? FileSystem.status(absolute + "/state.sqlite"))??.kind == .regular else {
+        guard (try? FileSystem.status(ContainerLayout(root: absolute).stateDatabase))??.kind == .regular else {
             throw BacklotError(.invalidInput, "\(path) is not a Backlot container (no state.sqlite): run fetch first or check the path",
                                hint: "a container is the folder given to `backlot fetch --container DIR` (or to an app's AssetPackManager)")
         }
@@ -81,9 +85,7 @@ public struct ClientContainer: Sendable {
     }
 
     /// The folder of a pack's releases.
-    public func packFolder(_ id: String) -> String {
-        path + "/packs/" + String(SHA256.hash(Array(id.utf8)).hex.prefix(32))
-    }
+    public func packFolder(_ id: String) -> String { layout.packFolder(id) }
 
     /// Where an installed release's files are.
     public func releaseFolder(_ id: String, digest: String) -> String { packFolder(id) + "/" + digest }

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import BacklotCrypto
 import BacklotStore
 import Dispatch
@@ -27,8 +28,6 @@ extension DownloadManager {
             self.message = message
         }
     }
-
-    var listeningLockPath: String { container.path + "/.app-listening.lock" }
 
     /// The states of a recorded outcome (`url_events.delivered`).
     enum OutcomeState {
@@ -94,7 +93,7 @@ extension DownloadManager {
         try Self.ensureEventTable(container)
         let path: String?
         if staged != nil {
-            let dir = container.path + "/downloads/handover"
+            let dir = container.layout.handoverFolder
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             path = dir + "/" + UUID().uuidString.lowercased() + ".file"
         } else {
@@ -183,7 +182,7 @@ extension DownloadManager {
             if row["staged"]?.string != nil {
                 // Its partial file is renamed under the download's lock; a process holding it does that itself.
                 guard let lock = lockDownload(id) else { continue }
-                defer { flock(lock, LOCK_UN); close(lock) }
+                defer { lock.release() }
                 try completeStagings(for: id)
             }
             handOver(seq)
@@ -209,11 +208,9 @@ extension DownloadManager {
         try withExclusiveControl {
             try listening.withLock { state in
                 guard state == nil else { return }
-                let fd = open(listeningLockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-                guard fd >= 0 else { throw SystemCall.error("open", path: listeningLockPath) }
-                while flock(fd, LOCK_SH) != 0 { if errno != EINTR { close(fd); throw SystemCall.error("flock", path: listeningLockPath) } }
+                guard let lock = try container.layout.acquire(.appListening, waiting: true) else { return }
                 let timer = RepeatingTimer(label: "backlot.url-events", every: pollInterval, after: 0) { [weak self] in self?.claimPostedEvents() }
-                state = ListeningState(fd: fd, timer: timer)
+                state = ListeningState(lock: lock, timer: timer)
             }
         }
     }
@@ -224,15 +221,14 @@ extension DownloadManager {
             listening.withLock { state in
                 guard let s = state else { return }
                 s.timer.cancel()
-                flock(s.fd, LOCK_UN)
-                close(s.fd)
+                s.lock.release()
                 state = nil
             }
         }
     }
 
     /// Whether an app process listens now (call it under ``withExclusiveControl(_:)``).
-    public var appIsListening: Bool { FileLock.isHeld(listeningLockPath) }
+    public var appIsListening: Bool { container.layout.isHeld(.appListening) }
 
     /// Posts an outcome for the listening app (call it from the handler, which runs under the
     /// exclusive lock); a finished file is moved aside for the app, which deletes it after its
@@ -329,7 +325,7 @@ extension DownloadManager {
     /// Moves a finished file out of the download manager's way (it deletes what its handler left),
     /// for a handler that hands it to another process after returning.
     public func setAside(_ url: URL) throws -> URL {
-        let dir = container.path + "/downloads/handover"
+        let dir = container.layout.handoverFolder
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let target = dir + "/" + UUID().uuidString.lowercased() + ".file"
         try SystemCall.retrying("rename", path: target) { rename(url.path, target) }
@@ -372,10 +368,10 @@ extension DownloadManager {
 
 /// The app's listening state: the shared lock it holds and the timer that claims events.
 final class ListeningState: Sendable {
-    let fd: Int32
+    let lock: FileLock
     let timer: RepeatingTimer
-    init(fd: Int32, timer: RepeatingTimer) {
-        self.fd = fd
+    init(lock: FileLock, timer: RepeatingTimer) {
+        self.lock = lock
         self.timer = timer
     }
 }

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import BacklotCrypto
 import BacklotHTTPClient
 import BacklotStore
@@ -149,7 +150,7 @@ public final class DownloadManager: Sendable {
         self.isAppClip = container.isMarkedAppClip
         self.role = role
         self.handler = handler
-        try FileManager.default.createDirectory(atPath: containerPath + "/downloads", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: container.layout.downloadsFolder, withIntermediateDirectories: true)
         try container.db.transaction { tx in
             try tx.execute("""
             CREATE TABLE IF NOT EXISTS url_downloads (identifier TEXT PRIMARY KEY, url TEXT NOT NULL, file_size INTEGER, essential INTEGER NOT NULL,
@@ -186,7 +187,7 @@ public final class DownloadManager: Sendable {
         }
     }
 
-    func partialPath(_ id: String) -> String { container.path + "/downloads/" + SHA256.hash(Array(id.utf8)).hex.prefix(32) + ".part" }
+    func partialPath(_ id: String) -> String { container.layout.partialDownload(id) }
 
     /// Queues a download to run in the background.
     /// - Throws: ``BackgroundDownloadError`` when the restrictions or the declaration refuse it.
@@ -226,7 +227,7 @@ public final class DownloadManager: Sendable {
         } catch let e as BacklotError where e.code == .conflict {
             throw BackgroundDownloadError.duplicateIdentifier(download.identifier)
         }
-        WakeChannel.poke(path: container.path + "/" + WakeChannel.agentFileName)   // a running agent takes it at once
+        WakeChannel.poke(path: container.layout.agentWakeChannel)   // a running agent takes it at once
         runOrDeferToAgent()
     }
 
@@ -254,7 +255,7 @@ public final class DownloadManager: Sendable {
 
     /// The file whose presence asks the process transferring a download to stop and leave it to
     /// the one that promoted it to the foreground.
-    func takeoverPath(_ id: String) -> String { container.path + "/downloads/" + SHA256.hash(Array(id.utf8)).hex.prefix(32) + ".takeover" }
+    func takeoverPath(_ id: String) -> String { container.layout.downloadTakeover(id) }
 
     /// The downloads scheduled and not finished.
     public func fetchCurrentDownloads() throws -> [URLDownload] {
@@ -429,17 +430,8 @@ public final class DownloadManager: Sendable {
 
     /// Takes the cross-process lock of one download, so that the app and the agent never write
     /// one partial file at once; nil when another process holds it.
-    func lockDownload(_ id: String, wait: Bool = false) -> Int32? {
-        let path = container.path + "/.download-locks/" + SHA256.hash(Array(id.utf8)).hex.prefix(32) + ".lock"
-        try? FileManager.default.createDirectory(atPath: container.path + "/.download-locks", withIntermediateDirectories: true)
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return nil }
-        while flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
-            if wait && errno == EINTR { continue }
-            close(fd)
-            return nil
-        }
-        return fd
+    func lockDownload(_ id: String, wait: Bool = false) -> FileLock? {
+        try? container.layout.acquire(.download(id), waiting: wait)
     }
 
     /// What became of one attempt.
@@ -461,7 +453,7 @@ public final class DownloadManager: Sendable {
         }
         if foreground { unlink(takeover) }
         guard let lock = held else { return .elsewhere }
-        defer { flock(lock, LOCK_UN); close(lock) }
+        defer { lock.release() }
         // A file a stopped attempt had finished and recorded is renamed away before the partial
         // file is used again.
         try? completeStagings(for: d.identifier)

@@ -50,7 +50,7 @@ enum RepositoryOptions {
     }
 
     /// Opens the repository for a command that runs beside no server (`catalog resign`, `keys rotate`).
-    static func open(_ arguments: ParsedArguments, command: String) throws -> (Repository, HeldFileLock) {
+    static func open(_ arguments: ParsedArguments, command: String) throws -> (Repository, FileLock) {
         let bucket = try bucket(arguments, command: command)
         let lock = try RepositoryLock.acquire(dataFolder: try ServeCommand.required("data", in: arguments), for: "backlot \(command)")
         do {

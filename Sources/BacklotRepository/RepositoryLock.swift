@@ -21,14 +21,14 @@ public enum RepositoryLock {
     /// Creates the data folder if needed (mode 0711: reachable for the published tree, not
     /// listable) and takes its lock.
     /// - Throws: ``BacklotError/Code/locked`` when another process holds it (exit status 1).
-    public static func acquire(dataFolder: String, for purpose: String) throws -> HeldFileLock {
+    public static func acquire(dataFolder: String, for purpose: String) throws -> FileLock {
         let folder = URL(fileURLWithPath: dataFolder).standardizedFileURL.path
         if !FileSystem.exists(folder) {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             chmod(folder, 0o711)
         }
         let lockPath = path(dataFolder: folder)
-        guard let lock = try HeldFileLock.acquire(lockPath) else {
+        guard let lock = try FileLock.acquire(lockPath, .exclusive, waiting: false) else {
             throw BacklotError(.locked, "the data folder \(folder) is in use by another process (it holds \(lockPath))",
                                context: purpose, hint: "one backlot serve per data folder: stop the other one first (or give this one another --data)")
         }

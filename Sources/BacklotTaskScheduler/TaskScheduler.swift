@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import BacklotInfoPlist
 import Dispatch
 import Foundation
@@ -89,7 +90,7 @@ public final class TaskScheduler: Sendable {
                 do { settings = try ConfigurationFile.read(path: path).dictionary ?? [:] }
                 catch { warn("BACKLOT_CONFIG cannot be read, so no task identifier is permitted: \(error)") }
             }
-            let db = env["BACKLOT_CONTAINER"].map { $0 + "/tasks.sqlite" }
+            let db = env["BACKLOT_CONTAINER"].map { ContainerLayout(root: $0).tasksDatabase }
             var config = TaskSchedulerConfiguration(permittedIdentifiers: [], databasePath: db)
             do { config = try TaskSchedulerConfiguration(settings: settings, source: env["BACKLOT_CONFIG"] ?? "environment", databasePath: db) }
             catch { warn("\(error); no task identifier is permitted") }
@@ -165,8 +166,8 @@ public final class TaskScheduler: Sendable {
         try store.submit(taskRequest, now: clock.now)
         // The agent that launches the app for due tasks sleeps until its next due time: wake it.
         if let database = configuration.databasePath {
-            let folder = String(decoding: database.utf8.reversed().drop { $0 != BytePath.separator }.reversed(), as: UTF8.self)
-            WakeChannel.poke(path: folder + WakeChannel.agentFileName)
+            let folder = String(decoding: database.utf8.reversed().drop { $0 != BytePath.separator }.reversed().dropLast(), as: UTF8.self)
+            WakeChannel.poke(path: ContainerLayout(root: folder).agentWakeChannel)
         }
     }
 

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import BacklotStore
 import Foundation
 

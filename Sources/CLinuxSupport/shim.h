@@ -113,3 +113,36 @@ static inline int clinux_reap(pid_t pid, int *exit_status, int *signal_number) {
     *signal_number = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     return 0;
 }
+
+/// Open file description locks (fcntl F_OFD_*) on a whole file: like flock(2) — held by the open
+/// file, released when it is closed, shared or exclusive — but a lock can be *tested* without
+/// being taken (F_OFD_GETLK), so asking whether another process holds one never makes a
+/// concurrent taker fail. `exclusive`: 1 for a write lock, 0 for a read (shared) lock; `wait`: 1
+/// to block until it is granted. Returns 0, or -1 with errno (EAGAIN when it is held and `wait` is 0).
+static inline int clinux_ofd_lock(int fd, int exclusive, int wait) {
+    struct flock l;
+    memset(&l, 0, sizeof l);
+    l.l_type = exclusive ? F_WRLCK : F_RDLCK;
+    l.l_whence = SEEK_SET;
+    return fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &l);
+}
+
+/// Releases an open file description lock taken with clinux_ofd_lock. Returns 0, or -1 with errno.
+static inline int clinux_ofd_unlock(int fd) {
+    struct flock l;
+    memset(&l, 0, sizeof l);
+    l.l_type = F_UNLCK;
+    l.l_whence = SEEK_SET;
+    return fcntl(fd, F_OFD_SETLK, &l);
+}
+
+/// Whether another open file description holds a lock on the file that conflicts with a lock of
+/// the kind `exclusive` (1: any lock; 0: an exclusive one), without taking any: 1 yes, 0 no, -1 error.
+static inline int clinux_ofd_conflicts(int fd, int exclusive) {
+    struct flock l;
+    memset(&l, 0, sizeof l);
+    l.l_type = exclusive ? F_WRLCK : F_RDLCK;
+    l.l_whence = SEEK_SET;
+    if (fcntl(fd, F_OFD_GETLK, &l) != 0) return -1;
+    return l.l_type != F_UNLCK ? 1 : 0;
+}

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 @testable import BacklotClient
 import BacklotRepository
 import BacklotStore
@@ -103,8 +104,7 @@ extension DownloadManagerTests {
         // The app asks the transferring process to stop (what its transfer checks as it goes) …
         #expect(eventually { FileManager.default.fileExists(atPath: app.takeoverPath(download.identifier)) })
         // … which stops, keeping what arrived, and releases the lock: the app goes on and finishes it.
-        flock(held, LOCK_UN)
-        close(held)
+        held.release()
         recorder.done.wait()
         #expect(recorder.delivered.withLock { $0["big"] == bytes }, "\(recorder.events.withLock { $0 })")
         #expect(!FileManager.default.fileExists(atPath: app.takeoverPath(download.identifier)))

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import BacklotInfoPlist
 import BacklotTestSupport
 import Dispatch

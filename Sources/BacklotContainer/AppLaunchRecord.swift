@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotStore
 import Foundation
 
 /// The one record of the app's launches, in `CONTAINER/tasks.sqlite`, shared by every part of
@@ -15,8 +16,6 @@ import Foundation
 /// AppLaunchRecord.firstLaunch(containerPath: container)         // the date, or nil before the first launch
 /// ```
 public enum AppLaunchRecord {
-    /// The database file that holds the record.
-    public static func databasePath(containerPath: String) -> String { containerPath + "/tasks.sqlite" }
 
     /// Creates the record's tables if needed (inside `tx`).
     public static func createTables(_ tx: inout Database.Connection) throws {
@@ -40,7 +39,7 @@ public enum AppLaunchRecord {
     /// Records a launch of the app of the container at `containerPath`.
     /// - Throws: ``BacklotError/Code/io`` when the container's `tasks.sqlite` can't be written.
     public static func record(containerPath: String, at date: Date = Date()) throws {
-        try record(in: Database(path: databasePath(containerPath: containerPath)), at: date)
+        try record(in: Database(path: ContainerLayout(root: containerPath).tasksDatabase), at: date)
     }
 
     /// When the app was first launched, from `db`; nil when it never was. Only reads (no write
@@ -59,7 +58,7 @@ public enum AppLaunchRecord {
     /// When the app of the container at `containerPath` was first launched; nil when it never was
     /// (or the container has no `tasks.sqlite` yet, which is then not created).
     public static func firstLaunch(containerPath: String) -> Date? {
-        let path = databasePath(containerPath: containerPath)
+        let path = ContainerLayout(root: containerPath).tasksDatabase
         guard FileSystem.exists(path), let db = try? Database(path: path) else { return nil }
         return try? firstLaunch(in: db)
     }

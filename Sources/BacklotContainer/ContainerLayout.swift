@@ -1,0 +1,61 @@
+import BacklotCrypto
+
+/// Every path of a device container, named once: the files and folders that the app, the agent,
+/// the downloader extension and the command line share. Nothing else in Backlot spells a
+/// container path.
+///
+/// ```text
+/// CONTAINER/
+///   state.sqlite            the client's state: verified catalog, installed releases, requests, URL downloads
+///   agent.sqlite            the agent's queue of events, its budgets and its children
+///   tasks.sqlite            the task scheduler's requests, runs and the app's launches
+///   packs/ID-HASH/          installed packs (one folder per pack ID)
+///   downloads/              partial URL downloads (HASH.part, HASH.takeover), downloads/handover/
+///   .extension-calls/       call and answer files of the downloader extension, the manifest copy
+///   .agent-wake             the agent's wake-up FIFO
+///   .*.lock, .download-locks/   the locks of ContainerLock
+/// ```
+///
+/// ```swift
+/// let layout = ContainerLayout(root: "/home/me/.local/share/backlot/game")
+/// let db = try Database(path: layout.stateDatabase)
+/// ```
+public struct ContainerLayout: Sendable, Hashable {
+    /// The container folder (absolute, or as given).
+    public let root: String
+
+    public init(root: String) { self.root = root }
+
+    /// The client's state (catalog, installed releases, requests, URL downloads).
+    public var stateDatabase: String { root + "/state.sqlite" }
+    /// The agent's queue of events, budgets and children.
+    public var agentDatabase: String { root + "/agent.sqlite" }
+    /// The task scheduler's requests and runs, and the app's launches.
+    public var tasksDatabase: String { root + "/tasks.sqlite" }
+
+    /// Where installed packs live.
+    public var packsFolder: String { root + "/packs" }
+    /// The folder of one installed pack: its ID's digest keeps any ID a single safe name.
+    public func packFolder(_ id: String) -> String { packsFolder + "/" + Self.digestName(id, 32) }
+    /// Where the files of a pack that is not installed are reported (never created).
+    public var missingFolder: String { root + "/missing" }
+
+    /// Partial URL downloads and their take-over requests.
+    public var downloadsFolder: String { root + "/downloads" }
+    /// The partial file of a URL download.
+    public func partialDownload(_ identifier: String) -> String { downloadsFolder + "/" + Self.digestName(identifier, 32) + ".part" }
+    /// The file whose presence asks the process transferring a URL download to give it up.
+    public func downloadTakeover(_ identifier: String) -> String { downloadsFolder + "/" + Self.digestName(identifier, 32) + ".takeover" }
+    /// Finished URL downloads waiting to be handed to the app.
+    public var handoverFolder: String { downloadsFolder + "/handover" }
+
+    /// The downloader extension's call and answer files.
+    public var extensionCallsFolder: String { root + "/.extension-calls" }
+    /// The agent's wake-up FIFO.
+    public var agentWakeChannel: String { root + "/.agent-wake" }
+    /// The folder of the per-download locks.
+    public var downloadLocksFolder: String { root + "/.download-locks" }
+
+    /// A name for `text` made of the first `length` hex digits of its SHA-256.
+    static func digestName(_ text: String, _ length: Int) -> String { String(SHA256.hash(Array(text.utf8)).hex.prefix(length)) }
+}
