@@ -77,6 +77,8 @@ let package = Package(
         .testTarget(name: "BacklotCryptoTests", dependencies: ["BacklotCrypto", "BacklotBasics", "BacklotTestSupport"]),
         .testTarget(name: "BacklotZstdTests", dependencies: ["BacklotZstd", "BacklotBasics", "BacklotTestSupport"]),
         .testTarget(name: "BacklotStoreTests", dependencies: ["BacklotStore", "BacklotBasics", "BacklotTestSupport"]),
+        .testTarget(name: "BacklotContainerTests", dependencies: ["BacklotContainer", "BacklotClient", "BacklotAgent", "BacklotTaskScheduler", "BacklotStore", "BacklotBasics", "BacklotTestSupport"],
+                    exclude: ["Fixtures"]),
         .testTarget(name: "BacklotExtensionTests", dependencies: ["BacklotExtension", "BacklotClient", "BacklotFormat", "BacklotJSON", "BacklotBasics"]),
         .testTarget(name: "BacklotHTTPClientTests", dependencies: ["BacklotHTTPClient", "BacklotServer", "BacklotCrypto", "BacklotBasics", "BacklotTestSupport"]),
         .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotJSON"]),

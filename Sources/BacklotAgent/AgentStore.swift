@@ -33,22 +33,7 @@ public struct AgentStore: Sendable {
     public init(containerPath: String) throws {
         self.containerPath = containerPath
         try FileManager.default.createDirectory(atPath: containerPath, withIntermediateDirectories: true)
-        db = try Database(path: ContainerLayout(root: containerPath).agentDatabase)
-        try db.transaction { tx in
-            try tx.execute("""
-            CREATE TABLE IF NOT EXISTS agent_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, request TEXT NOT NULL, bypass INTEGER NOT NULL,
-                created REAL NOT NULL, state TEXT NOT NULL DEFAULT 'queued', extension_done INTEGER NOT NULL DEFAULT 0, detail TEXT NOT NULL DEFAULT '',
-                accepted TEXT, not_before REAL);
-            CREATE TABLE IF NOT EXISTS extension_runtime (day TEXT PRIMARY KEY, seconds REAL NOT NULL);
-            CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-            CREATE TABLE IF NOT EXISTS agent_children (pgid INTEGER PRIMARY KEY, token TEXT NOT NULL, what TEXT NOT NULL,
-                event INTEGER, started REAL NOT NULL);
-            """)
-        }
-        // Columns added since the first release (an error means the column is there).
-        for column in ["essential_done INTEGER NOT NULL DEFAULT 0", "essential_downloads TEXT", "last_problem TEXT"] {
-            try? db.transaction { tx in try tx.execute("ALTER TABLE agent_events ADD COLUMN \(column)") }
-        }
+        db = try ContainerSchema.agent.open(ContainerLayout(root: containerPath).agentDatabase)
     }
 
     /// Queues an event; returns its number.

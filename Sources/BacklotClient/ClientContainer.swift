@@ -34,19 +34,10 @@ public struct ClientContainer: Sendable {
         self.path = absolute
         let layout = ContainerLayout(root: absolute)
         try FileManager.default.createDirectory(atPath: layout.packsFolder, withIntermediateDirectories: true)
-        db = try Database(path: layout.stateDatabase)
-        try db.transaction { tx in
-            try tx.execute("""
-            CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-            CREATE TABLE IF NOT EXISTS installed (id TEXT PRIMARY KEY, version INTEGER NOT NULL, digest TEXT NOT NULL, download_size INTEGER NOT NULL,
-                metadata TEXT NOT NULL, index_bytes BLOB NOT NULL, installed INTEGER NOT NULL);
-            CREATE TABLE IF NOT EXISTS chunks_done (digest TEXT NOT NULL, chunk INTEGER NOT NULL, PRIMARY KEY (digest, chunk));
-            CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY AUTOINCREMENT, client TEXT NOT NULL, pack TEXT NOT NULL, created INTEGER NOT NULL);
-            CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, client TEXT NOT NULL, pack TEXT NOT NULL, kind TEXT NOT NULL,
-                detail TEXT NOT NULL, delivered INTEGER NOT NULL DEFAULT 0);
-            """)
-            if try tx.query("SELECT 1 FROM meta WHERE key = 'deviceID'").isEmpty {
-                try tx.run("INSERT INTO meta(key, value) VALUES ('deviceID', ?)", [.text(UUID().uuidString.lowercased())])
+        db = try ContainerSchema.state.open(layout.stateDatabase)
+        if try db.read({ try $0.query("SELECT 1 FROM meta WHERE key = 'deviceID'") }).isEmpty {
+            try db.transaction { tx in
+                try tx.run("INSERT INTO meta(key, value) VALUES ('deviceID', ?) ON CONFLICT(key) DO NOTHING", [.text(UUID().uuidString.lowercased())])
             }
         }
     }

@@ -43,25 +43,6 @@ extension DownloadManager {
         static let takenByExtension: Int64 = 4
     }
 
-    /// Containers whose event table this process has brought up to date.
-    private static let migrated = Mutex<Set<String>>([])
-
-    static func ensureEventTable(_ container: ClientContainer) throws {
-        if migrated.withLock({ $0.contains(container.path) }) { return }
-        try container.db.transaction { tx in
-            try tx.execute("""
-            CREATE TABLE IF NOT EXISTS url_events (seq INTEGER PRIMARY KEY AUTOINCREMENT, identifier TEXT NOT NULL, url TEXT NOT NULL, file_size INTEGER,
-                essential INTEGER NOT NULL, priority INTEGER NOT NULL, kind TEXT NOT NULL, path TEXT, message TEXT, code INTEGER,
-                delivered INTEGER NOT NULL DEFAULT 0);
-            """)
-            // Added later: the file still to be renamed into `path`, and which role recorded the outcome.
-            let columns = Set(try tx.query("PRAGMA table_info(url_events)").compactMap { $0["name"]?.string })
-            if !columns.contains("staged") { try tx.execute("ALTER TABLE url_events ADD COLUMN staged TEXT") }
-            if !columns.contains("owner") { try tx.execute("ALTER TABLE url_events ADD COLUMN owner TEXT NOT NULL DEFAULT 'agent'") }
-        }
-        migrated.withLock { _ = $0.insert(container.path) }
-    }
-
     var roleName: String { role == .agent ? "agent" : "app" }
 
     /// Inserts an outcome record (in the caller's transaction, the one that retires the download).
@@ -90,7 +71,6 @@ extension DownloadManager {
     ///   leaves everything as it was.
     func retire(_ d: URLDownload, kind: String, staged: String?, message: String?, code: Int?,
                 within: ((inout Database.Connection) throws -> Void)? = nil) throws -> Int64? {
-        try Self.ensureEventTable(container)
         let path: String?
         if staged != nil {
             let dir = container.layout.handoverFolder
@@ -172,7 +152,6 @@ extension DownloadManager {
     /// recorded them stopped or crashed first (the agent calls it when it starts; an app's manager
     /// when it is created). Each is delivered once.
     public func deliverRecordedOutcomes() throws {
-        try Self.ensureEventTable(container)
         let rows = try container.db.read {
             try $0.query("SELECT seq, identifier, staged FROM url_events WHERE delivered = ? AND owner = ? ORDER BY seq",
                          [.integer(OutcomeState.recorded), .text(roleName)])
@@ -194,7 +173,6 @@ extension DownloadManager {
     /// to the app), and the extension must not receive it.
     public static func claimReservation(_ seq: Int64, containerPath: String) throws -> Bool {
         let container = try ClientContainer(path: containerPath)
-        try ensureEventTable(container)
         return try ExclusiveControl.of(container: container.path).run {
             try container.db.transaction { tx in
                 try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
@@ -240,7 +218,6 @@ extension DownloadManager {
     /// - Returns: the outcome's number.
     @discardableResult
     public func postToApp(_ event: Event, reservedForExtension: Bool = false) throws -> Int64 {
-        try Self.ensureEventTable(container)
         let state = reservedForExtension ? OutcomeState.reserved : OutcomeState.forApp
         // From the handler, for an outcome already recorded: that record is posted, in place.
         if let current = handover.withLock({ $0 }), pthread_equal(current.thread, pthread_self()) != 0 {
@@ -302,7 +279,6 @@ extension DownloadManager {
     /// not claim go to the app; those it claimed were delivered to it (but a file it did not move
     /// goes to the app).
     public func releaseUnfinishedReservations() throws {
-        try Self.ensureEventTable(container)
         try withExclusiveControl { try settleUnfinished(where: "1", []) }
     }
 
@@ -334,7 +310,6 @@ extension DownloadManager {
 
     /// Delivers every posted event not yet delivered, each exactly once.
     func claimPostedEvents() {
-        guard (try? Self.ensureEventTable(container)) != nil else { return }
         _ = try? withExclusiveControl {
             // Stopped listening while this round waited for the lock (or in a handler): the events stay for the next time.
             while listening.withLock({ $0 != nil }), let row = try container.db.transaction({ tx -> Database.Row? in

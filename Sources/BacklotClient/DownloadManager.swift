@@ -151,14 +151,6 @@ public final class DownloadManager: Sendable {
         self.role = role
         self.handler = handler
         try FileManager.default.createDirectory(atPath: container.layout.downloadsFolder, withIntermediateDirectories: true)
-        try container.db.transaction { tx in
-            try tx.execute("""
-            CREATE TABLE IF NOT EXISTS url_downloads (identifier TEXT PRIMARY KEY, url TEXT NOT NULL, file_size INTEGER, essential INTEGER NOT NULL,
-                priority INTEGER NOT NULL, created INTEGER NOT NULL);
-            CREATE TABLE IF NOT EXISTS url_retries (identifier TEXT PRIMARY KEY, attempts INTEGER NOT NULL, retry_after REAL NOT NULL);
-            """)
-        }
-        try Self.ensureEventTable(container)
         // Outcomes an app process recorded and did not hand over before it stopped (the agent hands
         // over its own when it starts, once its handler can route them).
         if role == .app { queue.async { try? self.deliverRecordedOutcomes() } }

@@ -17,19 +17,10 @@ import Foundation
 /// ```
 public enum AppLaunchRecord {
 
-    /// Creates the record's tables if needed (inside `tx`).
-    public static func createTables(_ tx: inout Database.Connection) throws {
-        try tx.execute("""
-        CREATE TABLE IF NOT EXISTS app_launches (seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL);
-        CREATE TABLE IF NOT EXISTS app_first_launch (one INTEGER PRIMARY KEY CHECK (one = 1), at REAL NOT NULL);
-        """)
-    }
-
-    /// Records a launch at `date` in `db` (a container's `tasks.sqlite`), keeping 60 days of
+    /// Records a launch at `date` in `db` (a container's `tasks.sqlite`, opened through ``ContainerSchema/tasks``), keeping 60 days of
     /// launches and the first one for good.
     public static func record(in db: Database, at date: Date) throws {
         try db.transaction { tx in
-            try createTables(&tx)
             _ = try tx.run("INSERT INTO app_launches(at) VALUES (?)", [.real(date.timeIntervalSince1970)])
             _ = try tx.run("DELETE FROM app_launches WHERE at < ?", [.real(date.timeIntervalSince1970 - 60 * 86_400)])
             _ = try tx.run("INSERT INTO app_first_launch(one, at) VALUES (1, ?) ON CONFLICT(one) DO NOTHING", [.real(date.timeIntervalSince1970)])
@@ -39,7 +30,7 @@ public enum AppLaunchRecord {
     /// Records a launch of the app of the container at `containerPath`.
     /// - Throws: ``BacklotError/Code/io`` when the container's `tasks.sqlite` can't be written.
     public static func record(containerPath: String, at date: Date = Date()) throws {
-        try record(in: Database(path: ContainerLayout(root: containerPath).tasksDatabase), at: date)
+        try record(in: ContainerSchema.tasks.open(ContainerLayout(root: containerPath).tasksDatabase), at: date)
     }
 
     /// When the app was first launched, from `db`; nil when it never was. Only reads (no write

@@ -8,21 +8,7 @@ struct TaskStore: Sendable {
     let db: Database
 
     init(path: String) throws {
-        db = try Database(path: path)
-        try db.transaction { tx in
-            try tx.execute("""
-            CREATE TABLE IF NOT EXISTS task_requests (identifier TEXT PRIMARY KEY, kind TEXT NOT NULL, earliest REAL,
-                requires_network INTEGER NOT NULL, requires_power INTEGER NOT NULL, submitted REAL NOT NULL);
-            CREATE TABLE IF NOT EXISTS task_runs (seq INTEGER PRIMARY KEY AUTOINCREMENT, identifier TEXT NOT NULL, kind TEXT NOT NULL,
-                started REAL NOT NULL, ended REAL NOT NULL, outcome TEXT NOT NULL);
-            """)
-            try AppLaunchRecord.createTables(&tx)
-        }
-        // The run's end on the monotonic clock, for the back-off (added since the first release;
-        // an error means the column is there).
-        for column in ["ended_uptime REAL", "boot TEXT"] {
-            try? db.transaction { tx in try tx.execute("ALTER TABLE task_runs ADD COLUMN \(column)") }
-        }
+        db = try ContainerSchema.tasks.open(path)
     }
 
     /// Stores a request, replacing one with the same identifier; refuses one over its kind's limit.
