@@ -15,6 +15,11 @@ let package = Package(
     products: [
         .executable(name: "backlot", targets: ["backlot"]),
         .library(name: "BacklotFormat", targets: ["BacklotFormat"]),
+        // What an app links (Examples/GameApp shows all three): AssetPackManager and DownloadManager,
+        // the downloader extension's protocols, and the task scheduler.
+        .library(name: "BacklotClient", targets: ["BacklotClient"]),
+        .library(name: "BacklotExtension", targets: ["BacklotExtension"]),
+        .library(name: "BacklotTaskScheduler", targets: ["BacklotTaskScheduler"]),
     ],
     targets: [
         // C shims: the only place C headers are imported.

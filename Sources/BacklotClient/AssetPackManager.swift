@@ -70,6 +70,22 @@ public actor AssetPackManager {
             return (parts[parts.count - 3], channel)
         }
 
+        /// A configuration from what an app ships: the catalog URL (its app and channel are read
+        /// from it) and the repository's public key file (the server's `root.pub`).
+        ///
+        /// ```swift
+        /// let manager = try AssetPackManager(configuration: .init(
+        ///     containerPath: container, catalogURL: URL(string: "https://cdn.example.com/v1/apps/com.example.game/production/catalog.json")!,
+        ///     trustedKeyFile: "root.pub"))
+        /// ```
+        /// - Throws: ``BacklotError/Code/usage`` for a URL that is not a catalog's,
+        ///   ``BacklotError/Code/invalidInput`` for a key file that is not a public key.
+        public init(containerPath: String, catalogURL: URL, trustedKeyFile: String, platform: Platform = .linux, caFile: String? = nil) throws {
+            let target = try Self.target(ofCatalogURL: catalogURL)
+            self.init(containerPath: containerPath, catalogURL: catalogURL, app: target.app, channel: target.channel,
+                      trustedKeys: [try RepositoryDirectory.readPublicKey(path: trustedKeyFile)], platform: platform, caFile: caFile)
+        }
+
         public init(containerPath: String, catalogURL: URL, app: String, channel: Channel, trustedKeys: [Ed25519.PublicKey],
                     platform: Platform = .linux, caFile: String? = nil, bandwidthLimit: Int = 0) {
             self.containerPath = containerPath
