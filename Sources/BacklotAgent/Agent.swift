@@ -377,7 +377,7 @@ public final class Agent: Sendable {
                 if accepted == nil {
                     do {
                         let call = ExtensionCall.shouldDownload(candidates), bypass = event.bypassBudget, seq = event.seq
-                        let reply = try await Self.offload { try runner.call(call, bypassBudget: bypass, event: seq) }
+                        let reply = try await BlockingWork.run { try runner.call(call, bypassBudget: bypass, event: seq) }
                         let kept = candidates.filter { !reply.declines($0) }.map(\.id)
                         try store.setAccepted(event.seq, kept)
                         accepted = Set(kept)
@@ -443,7 +443,7 @@ public final class Agent: Sendable {
         do {
             let call = ExtensionCall.downloads(event.request, manifestPath: manifest, info), bypass = event.bypassBudget, seq = event.seq
             let downloads = self.downloads
-            returned = try await Self.offload {
+            returned = try await BlockingWork.run {
                 try downloads.blockingScheduling { try runner.call(call, bypassBudget: bypass, event: seq).downloads }
             }
         } catch let e as BacklotError where e.code == .budgetExhausted {
@@ -504,13 +504,6 @@ public final class Agent: Sendable {
         try Data(catalog.json.prettyPrinted().utf8).write(to: URL(fileURLWithPath: path))
         chmod(path, 0o444)
         return path
-    }
-
-    /// Runs blocking work (an extension process) on a thread of its own, not on the cooperative pool.
-    static func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
-        }
     }
 
     /// Throws a ``Deferral`` while the network is unavailable (or metered, when `metered` is false).

@@ -105,6 +105,8 @@ public actor AssetPackManager {
     nonisolated let http: HTTPClient
     private var inFlight: [String: Task<Void, any Error>] = [:]
     nonisolated let broadcaster = Broadcaster()
+    /// This manager's identity in the container's request queue.
+    nonisolated let clientID = UUID().uuidString.lowercased()
 
     public init(configuration: Configuration) throws {
         self.configuration = configuration
@@ -123,7 +125,7 @@ public actor AssetPackManager {
 
     /// The catalog's packs for this device and platform, by ID.
     func offered() async throws -> [String: (AssetPack, Catalog.Release)] {
-        let catalog = try await Self.offload { try self.catalogClient.fetch() }
+        let catalog = try await BlockingWork.run { try self.catalogClient.fetch() }
         var out: [String: (AssetPack, Catalog.Release)] = [:]
         for entry in catalog.packs {
             // A candidate not built for this platform is no candidate here: the device stays on the
@@ -163,7 +165,7 @@ public actor AssetPackManager {
     }
 
     /// What one fetch did (a Backlot addition to Apple's API, for tools and tests).
-    public struct FetchReport: Sendable {
+    public struct FetchReport: Sendable, Hashable, Codable {
         public let id: String
         public let version: Int
         /// Bytes that came over the network for this pack (0 when it was up to date).
@@ -187,124 +189,12 @@ public actor AssetPackManager {
         return report.withLock { $0 }!
     }
 
-    /// This manager's identity in the container's request queue.
-    nonisolated let clientID = UUID().uuidString.lowercased()
-
-    /// One process per container runs downloads: the holder of the container's executor lock. It
-    /// does its own request, then every request other processes queued, posting each one's outcome
-    /// as an event in the container's database. A process that finds the lock held queues its
-    /// request and waits for its event (claimed exactly once); if the executor goes away, it takes
-    /// the lock and does the work itself.
-    private func runOrQueue(_ id: String) async throws -> FetchReport {
-        if let executor = ExecutorLock.tryAcquire(container: container.path) {
-            defer { executor.release() }
-            let report = try await download(id)
-            await drainQueue()
-            return report
-        }
-        let request = try container.enqueue(client: clientID, pack: id)
-        guard let (pack, _) = try await offered()[id] else {
-            _ = try container.withdraw(request: request)
-            throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
-        }
-        broadcaster.send(.began(pack))
-        broadcaster.send(.paused(pack))   // queued behind the process that runs this container's downloads
-        while true {
-            if let event = try container.claim(client: clientID, pack: id) {
-                return try finish(pack, event)
-            }
-            if let executor = ExecutorLock.tryAcquire(container: container.path) {
-                defer { executor.release() }
-                if try container.withdraw(request: request) {
-                    let report = try await download(id)
-                    await drainQueue()
-                    return report
-                }
-                // The executor took the request before leaving: its event is there, or it died mid-way.
-                if let event = try container.claim(client: clientID, pack: id) { return try finish(pack, event) }
-                let report = try await download(id)
-                await drainQueue()
-                return report
-            }
-            try await Task.sleep(nanoseconds: 50_000_000)
-        }
-    }
-
-    private func finish(_ pack: AssetPack, _ event: (kind: String, detail: String)) throws -> FetchReport {
-        let detail = (try? JSONReader(source: "event").read(event.detail).root) ?? .null
-        func number(_ key: String) -> UInt64 { detail[key]?.integer(as: UInt64.self) ?? 0 }
-        guard event.kind == "finished" else {
-            let error = BacklotError(.io, detail["message"]?.stringValue ?? "the download failed in another process", context: pack.id)
-            broadcaster.send(.failed(pack, error))
-            throw error
-        }
-        broadcaster.send(.finished(pack))
-        func count(_ key: String) -> Int { Int(exactly: number(key)) ?? 0 }
-        return FetchReport(id: pack.id, version: count("version"), downloadedBytes: number("downloadedBytes"),
-                           downloadedChunks: count("downloadedChunks"), reusedChunks: count("reusedChunks"), linkedFiles: count("linkedFiles"))
-    }
-
-    /// The executor's second duty: the requests other processes queued.
-    private func drainQueue() async {
-        while let request = try? container.takeRequest() {
-            do {
-                let r = try await download(request.pack)
-                let detail = JSONNode.object(["version": .number(r.version), "downloadedBytes": .number(r.downloadedBytes),
-                                              "downloadedChunks": .number(r.downloadedChunks), "reusedChunks": .number(r.reusedChunks),
-                                              "linkedFiles": .number(r.linkedFiles)]).serialized()
-                try? container.post(client: request.client, pack: request.pack, kind: "finished", detail: detail)
-            } catch {
-                try? container.post(client: request.client, pack: request.pack, kind: "failed",
-                                    detail: JSONNode.object(["message": .string("\(error)")]).serialized())
-            }
-        }
-    }
-
-    private func download(_ id: String) async throws -> FetchReport {
-        guard let (pack, release) = try await offered()[id] else { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
-        if (try? container.installed(id))?.digest == release.indexSHA256.hex {
-            return FetchReport(id: id, version: release.version, downloadedBytes: 0, downloadedChunks: 0, reusedChunks: 0, linkedFiles: 0)
-        }
-        let url = try catalogClient.archiveURL(release)
-        let progress = Progress(totalUnitCount: Int64(max(1, release.installSize)))
-        broadcaster.send(.began(pack))
-        broadcaster.send(.downloading(pack, progress))
-        let installer = makeInstaller()
-        let box = ProgressBox(progress)
-        let broadcaster = self.broadcaster
-        do {
-            let outcome = try await Self.offload { [installer] () -> PackInstaller.Outcome? in
-                try ExecutorLock.holding(container: self.container.path, pack: id) {
-                    // Another process may have installed it while this one waited for the lock.
-                    if (try? self.container.installed(id))?.digest == release.indexSHA256.hex { return nil }
-                    return try installer.install(id: id, release: release, archiveURL: url, progress: { done, total in
-                        box.progress.totalUnitCount = Int64(max(1, total))
-                        box.progress.completedUnitCount = Int64(done)
-                    }, isCancelled: { box.progress.isCancelled })
-                }
-            }
-            broadcaster.send(.finished(pack))
-            return FetchReport(id: id, version: release.version, downloadedBytes: outcome?.downloadedBytes ?? 0, downloadedChunks: outcome?.downloadedChunks ?? 0,
-                               reusedChunks: outcome?.reusedChunks ?? 0, linkedFiles: outcome?.linkedFiles ?? 0)
-        } catch {
-            broadcaster.send(.failed(pack, error))
-            throw error
-        }
-    }
-
     /// An installer with this manager's retry and range settings.
     nonisolated func makeInstaller() -> PackInstaller {
         var installer = PackInstaller(container: container, http: http)
         installer.retries = configuration.retries
         installer.maximumRangeBytes = max(64 << 10, configuration.maximumRangeBytes)
         return installer
-    }
-
-    /// Runs blocking work off the actor.
-    static func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
-        }
     }
 
     /// Every update of every download; never finishes.
@@ -344,7 +234,7 @@ public actor AssetPackManager {
             guard let installed = try container.installed(id), let (_, release) = offered[id] else { continue }
             let url = try catalogClient.archiveURL(release)
             let installer = makeInstaller()
-            _ = try await Self.offload { [installer] in
+            _ = try await BlockingWork.run { [installer] in
                 try ExecutorLock.holding(container: self.container.path, pack: id) {
                     try installer.install(id: id, release: release, archiveURL: url, repairing: release.indexSHA256.hex == installed.digest)
                 }
@@ -445,50 +335,5 @@ public actor AssetPackManager {
     public nonisolated func url(for path: String) -> URL {
         if let full = try? resolve(path, in: nil) { return URL(fileURLWithPath: full) }
         return URL(fileURLWithPath: container.layout.missingFolder + "/" + path)
-    }
-}
-
-/// Holds the `Progress` a download reports into (its `cancel()` cancels the download).
-final class ProgressBox: @unchecked Sendable {
-    let progress: Progress
-    init(_ progress: Progress) { self.progress = progress }
-}
-
-/// Fans status updates out to every stream that listens.
-final class Broadcaster: Sendable {
-    private let listeners = Mutex<[(id: String?, continuation: AsyncStream<AssetPackManager.DownloadStatusUpdate>.Continuation)]>([])
-
-    func stream(for id: String?) -> AsyncStream<AssetPackManager.DownloadStatusUpdate> {
-        AsyncStream { continuation in listeners.withLock { $0.append((id, continuation)) } }
-    }
-
-    func send(_ update: AssetPackManager.DownloadStatusUpdate) {
-        listeners.withLock { list in
-            for l in list where l.id == nil || l.id == update.assetPack.id {
-                l.continuation.yield(update)
-                if l.id != nil, case .finished = update { l.continuation.finish() }
-                if l.id != nil, case .failed = update { l.continuation.finish() }
-            }
-            list.removeAll { l in
-                guard l.id != nil, l.id == update.assetPack.id else { return false }
-                if case .finished = update { return true }
-                if case .failed = update { return true }
-                return false
-            }
-        }
-    }
-}
-
-/// One process at a time installs a given pack into a container, so two processes asking for the
-/// same pack download it once; and one process at a time is the container's executor
-/// (``tryAcquire(container:)``). Both are ``ContainerLock``s.
-enum ExecutorLock {
-    /// Takes the container's executor lock if no other process (or task) holds it.
-    static func tryAcquire(container: String) -> FileLock? {
-        try? ContainerLayout(root: container).acquire(.executor, waiting: false)
-    }
-
-    static func holding<T>(container: String, pack: String, _ body: () throws -> T) throws -> T {
-        try ContainerLayout(root: container).holding(.install(pack: pack), body)
     }
 }

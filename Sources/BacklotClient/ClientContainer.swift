@@ -152,20 +152,21 @@ public struct ClientContainer: Sendable {
         try db.transaction { tx in try tx.run("DELETE FROM requests WHERE id = ?", [.integer(id)]) == 1 }
     }
 
-    /// Records an event for a client (`finished` or `failed`, with a JSON detail).
-    func post(client: String, pack: String, kind: String, detail: String) throws {
+    /// Records the outcome of a client's queued fetch.
+    func post(client: String, pack: String, outcome: FetchOutcome) throws {
+        let detail = try outcome.encoded()
         try db.transaction { tx in
-            try tx.run("INSERT INTO events(client, pack, kind, detail) VALUES (?, ?, ?, ?)", [.text(client), .text(pack), .text(kind), .text(detail)])
+            try tx.run("INSERT INTO events(client, pack, kind, detail) VALUES (?, ?, ?, ?)", [.text(client), .text(pack), .text(outcome.kind), .text(detail)])
         }
     }
 
     /// Claims the next undelivered event for a client and pack: each event is delivered exactly once.
-    func claim(client: String, pack: String) throws -> (kind: String, detail: String)? {
+    func claim(client: String, pack: String) throws -> FetchOutcome? {
         try db.transaction { tx in
             guard let r = try tx.query("SELECT * FROM events WHERE client = ? AND pack = ? AND delivered = 0 ORDER BY seq LIMIT 1",
                                        [.text(client), .text(pack)]).first, let seq = r["seq"]?.int else { return nil }
             guard try tx.run("UPDATE events SET delivered = 1 WHERE seq = ? AND delivered = 0", [.integer(seq)]) == 1 else { return nil }
-            return (r["kind"]?.string ?? "", r["detail"]?.string ?? "")
+            return FetchOutcome.decoded(r["detail"]?.string ?? "")
         }
     }
 

@@ -1,0 +1,105 @@
+import BacklotBasics
+import BacklotContainer
+import BacklotFormat
+import Foundation
+import Synchronization
+
+/// The cross-process executor protocol behind ``AssetPackManager/fetch(packWithID:)``: one process
+/// per container runs downloads, the others queue requests and claim the outcomes it posts.
+extension AssetPackManager {
+    /// One process per container runs downloads: the holder of the container's executor lock. It
+    /// does its own request, then every request other processes queued, posting each one's outcome
+    /// as an event in the container's database. A process that finds the lock held queues its
+    /// request and waits for its event (claimed exactly once); if the executor goes away, it takes
+    /// the lock and does the work itself.
+    func runOrQueue(_ id: String) async throws -> FetchReport {
+        if let executor = ExecutorLock.tryAcquire(container: container.path) {
+            defer { executor.release() }
+            let report = try await download(id)
+            await drainQueue()
+            return report
+        }
+        let request = try container.enqueue(client: clientID, pack: id)
+        guard let (pack, _) = try await offered()[id] else {
+            _ = try container.withdraw(request: request)
+            throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
+        }
+        broadcaster.send(.began(pack))
+        broadcaster.send(.paused(pack))   // queued behind the process that runs this container's downloads
+        while true {
+            if let event = try container.claim(client: clientID, pack: id) {
+                return try finish(pack, event)
+            }
+            if let executor = ExecutorLock.tryAcquire(container: container.path) {
+                defer { executor.release() }
+                if try container.withdraw(request: request) {
+                    let report = try await download(id)
+                    await drainQueue()
+                    return report
+                }
+                // The executor took the request before leaving: its event is there, or it died mid-way.
+                if let event = try container.claim(client: clientID, pack: id) { return try finish(pack, event) }
+                let report = try await download(id)
+                await drainQueue()
+                return report
+            }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+    }
+
+    func finish(_ pack: AssetPack, _ outcome: FetchOutcome) throws -> FetchReport {
+        switch outcome {
+        case .finished(let report):
+            broadcaster.send(.finished(pack))
+            return report
+        case .failed(let message):
+            let error = BacklotError(.io, message, context: pack.id)
+            broadcaster.send(.failed(pack, error))
+            throw error
+        }
+    }
+
+    /// The executor's second duty: the requests other processes queued.
+    func drainQueue() async {
+        while let request = try? container.takeRequest() {
+            do {
+                let report = try await download(request.pack)
+                try? container.post(client: request.client, pack: request.pack, outcome: .finished(report))
+            } catch {
+                try? container.post(client: request.client, pack: request.pack, outcome: .failed(message: "\(error)"))
+            }
+        }
+    }
+
+    func download(_ id: String) async throws -> FetchReport {
+        guard let (pack, release) = try await offered()[id] else { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
+        if (try? container.installed(id))?.digest == release.indexSHA256.hex {
+            return FetchReport(id: id, version: release.version, downloadedBytes: 0, downloadedChunks: 0, reusedChunks: 0, linkedFiles: 0)
+        }
+        let url = try catalogClient.archiveURL(release)
+        let progress = Progress(totalUnitCount: Int64(max(1, release.installSize)))
+        broadcaster.send(.began(pack))
+        broadcaster.send(.downloading(pack, progress))
+        let installer = makeInstaller()
+        let box = ProgressBox(progress)
+        let broadcaster = self.broadcaster
+        do {
+            let outcome = try await BlockingWork.run { [installer] () -> PackInstaller.Outcome? in
+                try ExecutorLock.holding(container: self.container.path, pack: id) {
+                    // Another process may have installed it while this one waited for the lock.
+                    if (try? self.container.installed(id))?.digest == release.indexSHA256.hex { return nil }
+                    return try installer.install(id: id, release: release, archiveURL: url, progress: { done, total in
+                        box.progress.totalUnitCount = Int64(max(1, total))
+                        box.progress.completedUnitCount = Int64(done)
+                    }, isCancelled: { box.progress.isCancelled })
+                }
+            }
+            broadcaster.send(.finished(pack))
+            return FetchReport(id: id, version: release.version, downloadedBytes: outcome?.downloadedBytes ?? 0, downloadedChunks: outcome?.downloadedChunks ?? 0,
+                               reusedChunks: outcome?.reusedChunks ?? 0, linkedFiles: outcome?.linkedFiles ?? 0)
+        } catch {
+            broadcaster.send(.failed(pack, error))
+            throw error
+        }
+    }
+}
