@@ -137,7 +137,7 @@ extension DownloadManager {
                     event = .failed(d, DeliveredError(code: row["code"]?.int.flatMap { Int(exactly: $0) }, message: row["message"]?.string ?? "the download failed"))
                 }
                 handover.withLock { $0 = CurrentHandover(seq: seq, thread: pthread_self()) }
-                handler(event)
+                handler(event, self)
                 handover.withLock { $0 = nil }
             }
             let closed = try container.db.transaction { tx in
@@ -323,10 +323,10 @@ extension DownloadManager {
                 if row["kind"]?.string == "finished", let path = row["path"]?.string {
                     // The extension took it before a crash left its reservation open: it is not delivered twice.
                     guard FileSystem.exists(path) else { continue }
-                    handler(.finished(d, URL(fileURLWithPath: path)))
+                    handler(.finished(d, URL(fileURLWithPath: path)), self)
                     unlink(path)   // not moved by the handler: deleted, as on Apple's platforms
                 } else {
-                    handler(.failed(d, DeliveredError(code: row["code"]?.int.flatMap { Int(exactly: $0) }, message: row["message"]?.string ?? "the download failed")))
+                    handler(.failed(d, DeliveredError(code: row["code"]?.int.flatMap { Int(exactly: $0) }, message: row["message"]?.string ?? "the download failed")), self)
                 }
             }
         }

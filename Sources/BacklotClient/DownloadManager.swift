@@ -126,7 +126,7 @@ public final class DownloadManager: Sendable {
         /// The background agent: scheduled downloads run when it calls ``resumeScheduled()``.
         case agent
     }
-    let handler: @Sendable (Event) -> Void
+    let handler: @Sendable (Event, DownloadManager) -> Void
     private let queue = DispatchQueue(label: "backlot.url-downloads")
     private let cancelled = Mutex<Set<String>>([])
     private let running = Mutex<Set<String>>([])
@@ -141,8 +141,17 @@ public final class DownloadManager: Sendable {
     ///   (``BackgroundDownloadError/essentialDownloadNotPermitted(_:)``).
     ///   The mark is kept in the container, so that every process using it refuses them.
     ///   - role: whether this process runs scheduled downloads (``Role``).
+    public convenience init(containerPath: String, restrictions: DownloadRestrictions? = nil, caFile: String? = nil, isAppClip: Bool = false,
+                            role: Role = .app, handler: @escaping @Sendable (Event) -> Void) throws {
+        try self.init(containerPath: containerPath, restrictions: restrictions, caFile: caFile, isAppClip: isAppClip, role: role,
+                      routing: { event, _ in handler(event) })
+    }
+
+    /// The same, with a handler that is also given the manager (to post the outcome to the app, or
+    /// to keep it for the extension, as the agent does), so that nothing has to hold the manager
+    /// for the handler.
     public init(containerPath: String, restrictions: DownloadRestrictions? = nil, caFile: String? = nil, isAppClip: Bool = false,
-                role: Role = .app, handler: @escaping @Sendable (Event) -> Void) throws {
+                role: Role = .app, routing handler: @escaping @Sendable (Event, DownloadManager) -> Void) throws {
         container = try ClientContainer(path: containerPath)
         http = HTTPClient(caFile: caFile)
         self.restrictions = restrictions
@@ -456,7 +465,7 @@ public final class DownloadManager: Sendable {
         cancelled.withLock { _ = $0.remove(d.identifier) }
         let part = partialPath(d.identifier)
         let already = (try? FileSystem.status(part))??.size ?? 0
-        handler(.began(d))
+        handler(.began(d), self)
         do {
             let remaining = remainingAllowance(essential: d.isEssential)
             // A download without a declared size reserved nothing: it may take at most what is left under the cap.
@@ -464,7 +473,7 @@ public final class DownloadManager: Sendable {
             let limit = [d.fileSize, remaining.map { CheckedInteger.saturatingAdd(already, $0) }, headroom].compactMap { $0 }.min()
             let id = d.identifier
             let result = try http.download(d.url.absoluteString, to: part, from: already, limit: limit,
-                                           progress: { [handler] received, _ in handler(.progress(d, received: received, expected: d.fileSize ?? 0)) },
+                                           progress: { [handler, self] received, _ in handler(.progress(d, received: received, expected: d.fileSize ?? 0), self) },
                                            isCancelled: { [self] in
                                                self.cancelled.withLock { $0.contains(id) } || (!foreground && access(takeover, F_OK) == 0)
                                            })
@@ -532,7 +541,7 @@ public final class DownloadManager: Sendable {
             } else if role == .agent, !answered, let e = error as? BacklotError, e.code == .io, pauseAgain(d.identifier) {
                 // The connection failed (the network, the server): keep it scheduled with what
                 // arrived; the agent tries again after a back-off, and reports it failed after many tries.
-                handler(.paused(d))
+                handler(.paused(d), self)
                 return .paused
             }
             clearPauses(d.identifier)
@@ -544,7 +553,7 @@ public final class DownloadManager: Sendable {
                 handOver(seq, live: .failed(d, reported))
             } else {
                 _ = try? container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
-                _ = try? withExclusiveControl { handler(.failed(d, reported)) }
+                _ = try? withExclusiveControl { handler(.failed(d, reported), self) }
             }
         }
         return .done

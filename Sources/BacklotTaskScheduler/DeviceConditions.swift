@@ -29,6 +29,13 @@ public struct DeviceConditions: Sendable, Hashable, CustomStringConvertible {
 /// real, ``ManualConditions`` in tests.
 public protocol DeviceConditionSource: Sendable {
     func current() -> DeviceConditions
+    /// How long a reading may be reused before the source is read again (zero by default: every
+    /// read is fresh, as conditions set by hand must be).
+    var readingLifetime: Duration { get }
+}
+
+extension DeviceConditionSource {
+    public var readingLifetime: Duration { .zero }
 }
 
 /// Conditions set by hand (tests, or a machine whose state is known).

@@ -41,6 +41,9 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
         ["/usr/bin/nmcli", "/bin/nmcli", "/usr/local/bin/nmcli"].first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
+    /// Reading the conditions may run `nmcli`: a reading is reused for a second.
+    public var readingLifetime: Duration { .seconds(1) }
+
     public func current() -> DeviceConditions {
         let route = defaultRouteInterface()
         let up = interfacesUp()
