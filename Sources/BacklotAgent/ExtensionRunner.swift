@@ -3,6 +3,7 @@ import BacklotContainer
 import BacklotExtension
 import BacklotJSON
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,8 +44,11 @@ struct ExtensionRunner: Sendable {
     /// - Throws: ``BacklotError/Code/budgetExhausted`` before starting when the budget is used up
     ///   (unless `bypassBudget`); ``BacklotError/Code/extensionFailed`` when it crashes, overruns or answers badly.
     func call(_ call: ExtensionCall, bypassBudget: Bool, event: Int64? = nil) throws -> ExtensionReply {
-        gate.lock.lock()
-        defer { gate.lock.unlock() }
+        try gate.oneAtATime { try callAlone(call, bypassBudget: bypassBudget, event: event) }
+    }
+
+    /// One call, while no other runs.
+    private func callAlone(_ call: ExtensionCall, bypassBudget: Bool, event: Int64?) throws -> ExtensionReply {
         if isStopping() {
             throw BacklotError(.cancelled, "the extension's \(call.name) call was not started: the agent is stopping", context: executable)
         }
@@ -108,7 +112,13 @@ struct ExtensionRunner: Sendable {
     }
 }
 
-/// The lock that keeps extension calls one at a time.
-final class ExtensionGate: @unchecked Sendable {
-    let lock = NSLock()
+/// Keeps extension calls one at a time.
+final class ExtensionGate: Sendable {
+    private let lock = Mutex<Void>(())
+
+    func oneAtATime<T>(_ body: () throws -> T) throws -> T {
+        var result: Result<T, any Error>?
+        lock.withLock { _ in result = Result { try body() } }
+        return try result!.get()
+    }
 }

@@ -9,7 +9,7 @@ import Glibc
 /// The container's cross-process exclusive lock (``ContainerLock/exclusiveControl``), re-entrant
 /// within a process: a handler that runs under it may take it again (to move a file, to stop
 /// listening) without deadlocking, and threads of one process take turns.
-final class ExclusiveControl: @unchecked Sendable {
+final class ExclusiveControl: Sendable {
     private static let registry = Mutex<[String: ExclusiveControl]>([:])
 
     /// The one instance for a container in this process.
@@ -23,24 +23,35 @@ final class ExclusiveControl: @unchecked Sendable {
     }
 
     private let layout: ContainerLayout
-    private let lock = NSRecursiveLock()
-    private var held: FileLock?
-    private var depth = 0
+    /// Held by the thread that holds the file lock, for as long as it does: other threads wait here.
+    private let turn = Mutex<FileLock?>(nil)
+    /// Which thread holds the turn, and how deep it went in: the same thread may enter again.
+    private let owner = Mutex<(thread: pthread_t, depth: Int)?>(nil)
 
     private init(layout: ContainerLayout) { self.layout = layout }
 
     func run<T>(_ body: () throws -> T) throws -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        if depth == 0 { held = try layout.acquire(.exclusiveControl, waiting: true) }
-        depth += 1
-        defer {
-            depth -= 1
-            if depth == 0 {
+        let me = pthread_self()
+        let reentered = owner.withLock { o -> Bool in
+            guard let current = o, pthread_equal(current.thread, me) != 0 else { return false }
+            o = (me, current.depth + 1)
+            return true
+        }
+        if reentered {
+            defer { owner.withLock { o in o = o.map { ($0.thread, $0.depth - 1) } } }
+            return try body()
+        }
+        var result: Result<T, any Error>?
+        try turn.withLock { held in
+            held = try layout.acquire(.exclusiveControl, waiting: true)
+            owner.withLock { $0 = (me, 1) }
+            defer {
+                owner.withLock { $0 = nil }
                 held?.release()
                 held = nil
             }
+            result = Result { try body() }
         }
-        return try body()
+        return try result!.get()
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A request to launch the app in the background to run a task (Apple's `BGTaskRequest`).
 ///
@@ -11,11 +12,19 @@ import Foundation
 /// request.earliestBeginDate = Date(timeIntervalSinceNow: 15 * 60)
 /// try TaskScheduler.shared.submit(request)
 /// ```
+///
+/// Its mutable properties (as Apple declares them) are kept behind a `Mutex`, so a request may be
+/// shared between threads: the class is `@unchecked Sendable` only because Swift does not let a
+/// class that can be subclassed check it.
 public class TaskRequest: @unchecked Sendable, CustomStringConvertible {
     /// The identifier the launch handler was registered for; one of the permitted identifiers.
     public let identifier: String
+    private let begin = Mutex<Date?>(nil)
     /// The task never begins before this date; it is a hint, not a promise that it begins then.
-    public var earliestBeginDate: Date?
+    public var earliestBeginDate: Date? {
+        get { begin.withLock { $0 } }
+        set { begin.withLock { $0 = newValue } }
+    }
 
     init(identifier: String) {
         self.identifier = identifier
@@ -50,10 +59,17 @@ public final class AppRefreshTaskRequest: TaskRequest, @unchecked Sendable {
 /// A request for deferrable maintenance or processing (Apple's `BGProcessingTaskRequest`): minutes
 /// of run time, under conditions; at most ten are pending at a time.
 public final class ProcessingTaskRequest: TaskRequest, @unchecked Sendable {
+    private let requirements = Mutex<(network: Bool, power: Bool)>((false, false))
     /// The task waits for a network connection (default false: it may run without one).
-    public var requiresNetworkConnectivity = false
+    public var requiresNetworkConnectivity: Bool {
+        get { requirements.withLock { $0.network } }
+        set { requirements.withLock { $0.network = newValue } }
+    }
     /// The task waits until the machine is on external power (default false).
-    public var requiresExternalPower = false
+    public var requiresExternalPower: Bool {
+        get { requirements.withLock { $0.power } }
+        set { requirements.withLock { $0.power = newValue } }
+    }
 
     public override init(identifier: String) {
         super.init(identifier: identifier)
