@@ -73,8 +73,8 @@ let package = Package(
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
 
         // Helper executables for the agent's tests (built with the package, never inside a test).
-        .executableTarget(name: "backlot-test-extension", dependencies: ["BacklotExtension"]),
-        .executableTarget(name: "backlot-test-app", dependencies: ["BacklotClient", "BacklotTaskScheduler"]),
+        .executableTarget(name: "backlot-test-extension", dependencies: ["BacklotExtension", "BacklotClient", "BacklotContainer"]),
+        .executableTarget(name: "backlot-test-app", dependencies: ["BacklotClient", "BacklotTaskScheduler", "BacklotContainer"]),
 
         // Helpers shared by the test targets: temporary folders, seeded data, sample packs.
         .target(name: "BacklotTestSupport", dependencies: ["BacklotFormat", "BacklotRepository", "BacklotServer", "BacklotClient", "BacklotPostgres", "BacklotS3"]),

@@ -56,6 +56,14 @@ public struct ContainerLayout: Sendable, Hashable {
     /// The folder of the per-download locks.
     public var downloadLocksFolder: String { root + "/.download-locks" }
 
+    /// A file or folder of the app's own in its container (a log, settings, files it received):
+    /// Backlot never reads or removes it. `name` is relative and must not start with a dot (the
+    /// dot-names are Backlot's).
+    public func appFile(_ name: String) -> String {
+        precondition(!name.hasPrefix(".") && !name.hasPrefix("/"), "an app's own file has a relative name that does not start with a dot")
+        return root + "/" + name
+    }
+
     /// A name for `text` made of the first `length` hex digits of its SHA-256.
     static func digestName(_ text: String, _ length: Int) -> String { String(SHA256.hash(Array(text.utf8)).hex.prefix(length)) }
 }

@@ -4,11 +4,12 @@
 //   backlot-test-app listen CONTAINER SECONDS    listens for URL download outcomes for SECONDS, logging each one
 //                                                ("app finished ID moved=…", "app failed ID: …")
 import BacklotClient
+import BacklotContainer
 import BacklotTaskScheduler
 import Foundation
 
 func log(_ container: String, _ line: String) {
-    let path = container + "/test-app.log"
+    let path = ContainerLayout(root: container).appFile("test-app.log")
     if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
     guard let h = FileHandle(forWritingAtPath: path) else { return }
     h.seekToEndOfFile()
@@ -25,8 +26,8 @@ if arguments.count == 4, arguments[1] == "listen" {
         // As an app would: take the exclusive lock again inside the handler (it is re-entrant).
         _ = try? box.manager?.withExclusiveControl { () }
         if case .finished(let d, let url) = event {
-            let target = container + "/app-received/" + d.identifier
-            try? FileManager.default.createDirectory(atPath: container + "/app-received", withIntermediateDirectories: true)
+            let target = ContainerLayout(root: container).appFile("app-received/" + d.identifier)
+            try? FileManager.default.createDirectory(atPath: ContainerLayout(root: container).appFile("app-received"), withIntermediateDirectories: true)
             let moved = (try? FileManager.default.moveItem(atPath: url.path, toPath: target)) != nil
             log(container, "app finished \(d.identifier) moved=\(moved)")
         }
@@ -56,7 +57,7 @@ if let url = ProcessInfo.processInfo.environment["BACKLOT_TEST_FOREGROUND_URL"].
     }
 }
 let mode: String = {
-    guard let data = FileManager.default.contents(atPath: container + "/test-app.json"),
+    guard let data = FileManager.default.contents(atPath: ContainerLayout(root: container).appFile("test-app.json")),
           let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return "complete" }
     return object["task"] as? String ?? "complete"
 }()

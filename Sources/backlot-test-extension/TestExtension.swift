@@ -7,6 +7,7 @@
 //   answers), "grandchild-hang" (the same, then hangs), "flood" (prints "floodBytes" bytes, 64 MiB by default, then answers),
 //   "empty-answer" (answers `{}` to shouldDownload), "sleep" (sleeps "seconds" seconds, then answers)
 import BacklotClient
+import BacklotContainer
 import BacklotExtension
 import Foundation
 #if canImport(Glibc)
@@ -16,13 +17,13 @@ import Glibc
 @main struct TestExtension: ManagedDownloaderExtension {
     let container = ProcessInfo.processInfo.environment["BACKLOT_CONTAINER"] ?? "."
     var settings: [String: Any] {
-        guard let data = FileManager.default.contents(atPath: container + "/test-extension.json"),
+        guard let data = FileManager.default.contents(atPath: ContainerLayout(root: container).appFile("test-extension.json")),
               let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
         return object
     }
 
     func log(_ line: String) {
-        let path = container + "/test-extension.log"
+        let path = ContainerLayout(root: container).appFile("test-extension.log")
         if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
         guard let h = FileHandle(forWritingAtPath: path) else { return }
         h.seekToEndOfFile()
@@ -101,7 +102,7 @@ import Glibc
             log("finished \(download.identifier): crashing")
             abort()
         }
-        let target = (settings["moveTo"] as? String ?? container + "/extension-received") + "/" + download.identifier
+        let target = (settings["moveTo"] as? String ?? ContainerLayout(root: container).appFile("extension-received")) + "/" + download.identifier
         try? FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let moved = (try? FileManager.default.moveItem(atPath: fileURL.path, toPath: target)) != nil
         log("finished \(download.identifier) moved=\(moved)")
