@@ -1,3 +1,4 @@
+import BacklotBasics
 import Foundation
 
 /// Reads ``DeviceConditions`` from Linux:
@@ -110,25 +111,14 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
         return (external, !external && lowest < lowBatteryPercent)
     }
 
-    /// Runs a command and returns its standard output (4 KiB at most), or nil when it fails or
-    /// takes more than 2 seconds (it is then killed).
+    /// Runs a command and returns its output (the last 4 KiB at most), or nil when it fails or
+    /// takes more than 2 seconds (its process group is then killed), through ``ChildProcess``.
     static func run(_ path: String, _ arguments: [String]) -> String? {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = arguments
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        p.standardInput = FileHandle.nullDevice
-        do { try p.run() } catch { return nil }
-        let deadline = SuspendingClock.now + .seconds(2)   // a duration: monotonic
-        while p.isRunning && SuspendingClock.now < deadline { usleep(5_000) }
-        if p.isRunning {
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
-            return nil
-        }
-        let data = out.fileHandleForReading.availableData.prefix(4096)
-        return p.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+        // Its standard error is dropped (the shell sends it to /dev/null): only its answer is read.
+        guard let child = try? ChildProcess.start(executable: "/bin/sh", arguments: ["-c", "exec \"$0\" \"$@\" 2>/dev/null", path] + arguments,
+                                                  environment: ProcessInfo.processInfo.environment, captureOutput: true),
+              (try? child.release()) != nil else { return nil }
+        let outcome = child.wait(until: .now + .seconds(2), keepingLast: 4096)
+        return outcome.succeeded ? String(decoding: outcome.output, as: UTF8.self) : nil
     }
 }
