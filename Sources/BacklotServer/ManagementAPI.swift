@@ -307,6 +307,7 @@ public struct ManagementAPI: Sendable {
                 for (name, value) in parameters where name == "app" || name == "pack" {
                     if let problem = PackID.problem(with: value) { throw HTTPError(400, code: "badRequest", problem.message, context: name) }
                 }
+                try Self.checkContentType(request, for: route.doc)
                 return try route.handle(self, Call(request: request, parameters: parameters, caller: caller))
             }
             if pathMatched {
@@ -318,6 +319,16 @@ public struct ManagementAPI: Sendable {
             throw HTTPError(404, code: "notFound", "no such API route", context: "\(request.method) \(request.path)", hint: "GET /api/openapi.json lists the routes")
         } catch {
             return .respond(Self.response(for: error))
+        }
+    }
+
+    /// A body of another type than the route reads is 415; a body without `Content-Type` is read as the route's type.
+    static func checkContentType(_ request: HTTPRequest, for doc: RouteDoc) throws {
+        guard let expected = doc.body != nil ? "application/json" : doc.rawBody, let given = request.header("Content-Type") else { return }
+        let media = given.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        guard media == expected else {
+            throw HTTPError(415, code: "unsupportedMediaType", "this route reads \(expected), not \(media.isEmpty ? "an empty type" : media)",
+                            context: "Content-Type", hint: "send Content-Type: \(expected)")
         }
     }
 

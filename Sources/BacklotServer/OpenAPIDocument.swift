@@ -136,8 +136,10 @@ public enum OpenAPIDocument {
         if let body = doc.body {
             requestBody = RequestBody(content: ["application/json": MediaType(schema: body)])
             add(413, "The body is larger than \(ManagementAPI.bodyLimit) bytes.")
+            add(415, "A Content-Type other than application/json.")
         } else if let raw = doc.rawBody {
             requestBody = RequestBody(content: [raw: MediaType(schema: .binary)])
+            add(415, "A Content-Type other than \(raw).")
         }
         return Operation(operationId: doc.operationID, tags: [doc.tag], summary: doc.summary, parameters: parameters.isEmpty ? nil : parameters,
                          requestBody: requestBody, responses: responses, security: route.role == nil ? [] : [["bearer": []]])
