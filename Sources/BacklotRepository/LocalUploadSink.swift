@@ -3,23 +3,25 @@ import BacklotBasics
 import Glibc
 #endif
 
-/// An upload into a file of the data folder, held with `flock` so that one request at a time
+/// An upload into a file of the data folder, locked (``FileLock``) so that one request at a time
 /// appends to it; ``finish()`` flushes it to disk.
 final class LocalUploadSink: UploadSink {
     let descriptor: FileDescriptor
+    private let lock: FileLock
     private(set) var received: UInt64
     private var open = true
 
     /// - Throws: ``BacklotError/Code/conflict`` when another request holds the file.
     init(path: String, label: String) throws {
-        let fd = try SystemCall.retrying("open", path: path) { Glibc.open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            Glibc.close(fd)
+        guard let lock = try FileLock.acquire(path, .exclusive, waiting: false) else {
             throw BacklotError(.conflict, "another upload to this version is in progress", context: label,
                                hint: "wait for it to end, or ask for the version's status and resume from the byte it gives")
         }
+        self.lock = lock
+        let fd: Int32
+        do { fd = try SystemCall.retrying("open", path: path) { Glibc.open(path, O_WRONLY | O_CLOEXEC, 0o600) } } catch { lock.release(); throw error }
         descriptor = FileDescriptor(rawValue: fd, path: path)
-        do { received = try descriptor.size() } catch { descriptor.close(); throw error }
+        do { received = try descriptor.size() } catch { descriptor.close(); lock.release(); throw error }
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) throws {
@@ -30,7 +32,10 @@ final class LocalUploadSink: UploadSink {
     func finish() throws -> UInt64 {
         guard open else { return received }
         open = false
-        defer { descriptor.close() }   // releases the flock, whatever happens
+        defer {
+            descriptor.close()
+            lock.release()   // whatever happens
+        }
         try descriptor.sync()
         return received
     }
@@ -39,6 +44,7 @@ final class LocalUploadSink: UploadSink {
         guard open else { return }
         open = false
         descriptor.close()
+        lock.release()
     }
 
     deinit { abandon() }
