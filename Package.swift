@@ -48,16 +48,20 @@ let package = Package(
         .target(name: "BacklotContainer", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotStore"]),
         // PostgreSQL (libpq) behind the same store interface as SQLite (MetadataDatabase), for the repository's metadata.
         .target(name: "BacklotPostgres", dependencies: ["CPostgreSQL", "BacklotStore"]),
+        // What server and client share: the signed catalog, its envelope, the key list, channels, the rollout rule.
+        .target(name: "BacklotCatalog", dependencies: ["BacklotFormat", "BacklotCrypto", "BacklotJSON", "BacklotBasics"]),
         // The repository: apps, versions, releases, tokens, signed catalogs, key lists, the published tree.
-        .target(name: "BacklotRepository", dependencies: ["BacklotFormat", "BacklotStore", "BacklotS3"]),
-        // The hosting server: libmicrohttpd, the published tree over HTTP(S) with Range and ETag.
-        .target(name: "BacklotServer", dependencies: ["CMicroHTTPD", "BacklotRepository"]),
+        .target(name: "BacklotRepository", dependencies: ["BacklotFormat", "BacklotStore", "BacklotS3", "BacklotCatalog"]),
+        // An HTTP(S) server on libmicrohttpd: an epoll pool, a TLS gate, suspended connections for blocking work.
+        .target(name: "BacklotHTTPServer", dependencies: ["CMicroHTTPD", "BacklotBasics"]),
+        // The hosting server: the published tree over HTTP(S) with Range and ETag, the management API, metrics.
+        .target(name: "BacklotServer", dependencies: ["BacklotHTTPServer", "BacklotRepository", "BacklotCatalog"]),
         // An HTTP(S) client on libcurl, for the CLI and the client library.
         .target(name: "BacklotHTTPClient", dependencies: ["CCurl", "BacklotBasics"]),
         // An S3 client: SigV4 signing, objects, listings, multipart uploads, retries, structured errors.
         .target(name: "BacklotS3", dependencies: ["BacklotHTTPClient", "BacklotCrypto", "BacklotBasics"]),
         // The client: AssetPackManager, the delta downloader, the container store.
-        .target(name: "BacklotClient", dependencies: ["BacklotRepository", "BacklotHTTPClient", "BacklotInfoPlist", "BacklotContainer"]),
+        .target(name: "BacklotClient", dependencies: ["BacklotCatalog", "BacklotHTTPClient", "BacklotInfoPlist", "BacklotContainer"]),
         // Downloader extensions: Apple's protocols, built into an executable the agent runs.
         .target(name: "BacklotExtension", dependencies: ["BacklotClient"]),
         // The background agent: events, periodic checks, the extension under limits, background launches.

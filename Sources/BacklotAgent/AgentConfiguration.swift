@@ -4,7 +4,7 @@ import BacklotClient
 import BacklotCrypto
 import BacklotFormat
 import BacklotInfoPlist
-import BacklotRepository
+import BacklotCatalog
 import BacklotTaskScheduler
 import Foundation
 
@@ -108,7 +108,7 @@ public struct AgentConfiguration: Sendable {
             throw ConfigurationKey.error("BacklotTrustedKey", source: source, "is missing: name the repository's public key file (its root.pub)")
         }
         do {
-            trustedKeys = [try RepositoryDirectory.readPublicKey(path: path(keyFile))]
+            trustedKeys = [try PublicKeyFile.read(path: path(keyFile))]
         } catch let e as BacklotError {
             throw ConfigurationKey.error("BacklotTrustedKey", source: source, "names \(e.context ?? path(keyFile)), which \(e.message.hasPrefix("is ") || e.message.hasPrefix("holds ") ? e.message : "cannot be read: " + e.message)")
         }

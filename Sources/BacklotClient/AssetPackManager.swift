@@ -4,7 +4,7 @@ import BacklotCrypto
 import BacklotFormat
 import BacklotHTTPClient
 import BacklotJSON
-import BacklotRepository
+import BacklotCatalog
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -83,7 +83,7 @@ public actor AssetPackManager {
         public init(containerPath: String, catalogURL: URL, trustedKeyFile: String, platform: Platform = .linux, caFile: String? = nil) throws {
             let target = try Self.target(ofCatalogURL: catalogURL)
             self.init(containerPath: containerPath, catalogURL: catalogURL, app: target.app, channel: target.channel,
-                      trustedKeys: [try RepositoryDirectory.readPublicKey(path: trustedKeyFile)], platform: platform, caFile: caFile)
+                      trustedKeys: [try PublicKeyFile.read(path: trustedKeyFile)], platform: platform, caFile: caFile)
         }
 
         public init(containerPath: String, catalogURL: URL, app: String, channel: Channel, trustedKeys: [Ed25519.PublicKey],

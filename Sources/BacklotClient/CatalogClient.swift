@@ -1,7 +1,7 @@
 import BacklotBasics
 import BacklotCrypto
 import BacklotHTTPClient
-import BacklotRepository
+import BacklotCatalog
 import Foundation
 
 /// Fetches and trusts a catalog: signature by a pinned key (following key rotations published

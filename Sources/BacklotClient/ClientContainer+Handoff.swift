@@ -2,7 +2,7 @@ import BacklotBasics
 import BacklotContainer
 import BacklotCrypto
 import BacklotFormat
-import BacklotRepository
+import BacklotCatalog
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -2,7 +2,7 @@ import BacklotBasics
 import BacklotCrypto
 import BacklotFormat
 import BacklotHTTPClient
-import BacklotRepository
+import BacklotCatalog
 import BacklotZstd
 import Dispatch
 import Foundation

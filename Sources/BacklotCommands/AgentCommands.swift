@@ -1,3 +1,4 @@
+import BacklotCatalog
 import BacklotAgent
 import BacklotBasics
 import BacklotExtension

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotClient
 import BacklotFormat
 import BacklotJSON
@@ -35,7 +36,7 @@ struct FetchCommand: Command {
         guard let platform = Platform(rawValue: platformText) else {
             throw BacklotError(.usage, "--platform takes iOS, macOS, tvOS, visionOS or linux", context: platformText)
         }
-        let key = try RepositoryDirectory.readPublicKey(path: try required("trust", in: arguments))
+        let key = try PublicKeyFile.read(path: try required("trust", in: arguments))
         let limit = try arguments.integer("limit-rate", in: 0...Int.max, default: 0, command: "fetch")
         var configuration = AssetPackManager.Configuration(containerPath: try required("container", in: arguments), catalogURL: url,
                                                            app: app, channel: channel, trustedKeys: [key],

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotRepository
 
 /// `backlot catalog resign --data DIR`: re-signs every catalog (for trees served by other hosts).

@@ -1,3 +1,4 @@
+import BacklotCatalog
 import BacklotJSON
 import Foundation
 

@@ -1,3 +1,4 @@
+import BacklotCatalog
 import BacklotJSON
 
 /// What a release would change, without changing it (`"dryRun": true`).

@@ -1,3 +1,4 @@
+import BacklotCatalog
 import BacklotBasics
 import BacklotCrypto
 import BacklotStore

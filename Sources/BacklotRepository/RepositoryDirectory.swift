@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotCrypto
 import Foundation
 #if canImport(Glibc)
@@ -188,20 +189,6 @@ public struct RepositoryDirectory: Sendable {
             throw BacklotError(.invalidInput, "the signing key is not base64", context: signingKeyPath, hint: "restore it from a backup")
         }
         return try Ed25519.PrivateKey(rawRepresentation: Array(raw))
-    }
-
-    /// Reads a public key file (base64 of the 32 raw bytes), as clients pin it.
-    public static func readPublicKey(path: String) throws -> Ed25519.PublicKey {
-        let bytes = try FileDescriptor.readWholeFile(path, atMost: 4096, what: "a public key file")
-        let hint = "use the server's DIR/root.pub: one line, the base64 of the 32-byte Ed25519 public key"
-        guard let text = String(validating: bytes, as: UTF8.self)?.trimmingCharacters(in: .whitespacesAndNewlines),
-              let raw = Data(base64Encoded: text) else {
-            throw BacklotError(.invalidInput, "is not a public key (not one line of base64)", context: path, hint: hint)
-        }
-        guard raw.count == 32 else {
-            throw BacklotError(.invalidInput, "holds \(raw.count) bytes, not the 32 bytes of an Ed25519 public key", context: path, hint: hint)
-        }
-        return try Ed25519.PublicKey(rawRepresentation: Array(raw))
     }
 
     /// Writes a file readable by the owner only (0600), atomically.

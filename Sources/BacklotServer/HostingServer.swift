@@ -1,4 +1,6 @@
+import BacklotCatalog
 import BacklotBasics
+import BacklotHTTPServer
 import BacklotRepository
 import Foundation
 

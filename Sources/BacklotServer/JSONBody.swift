@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotJSON
 import BacklotRepository
 

@@ -1,5 +1,7 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotFormat
+import BacklotHTTPServer
 import BacklotJSON
 import BacklotRepository
 import Foundation

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotHTTPServer
 import BacklotRepository
 import Foundation
 #if canImport(Glibc)

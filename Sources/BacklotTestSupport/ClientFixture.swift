@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotClient
 import BacklotCrypto
 import BacklotFormat
@@ -27,7 +28,7 @@ public final class ClientFixture: @unchecked Sendable {
         dir.remove()
     }
 
-    public var pinned: Ed25519.PublicKey { try! RepositoryDirectory.readPublicKey(path: repository.directory.publicKeyPath) }
+    public var pinned: Ed25519.PublicKey { try! PublicKeyFile.read(path: repository.directory.publicKeyPath) }
 
     public func catalogURL(_ channel: Channel = .internal) -> URL {
         URL(string: server.baseURL + "v1/apps/\(app)/\(channel.rawValue)/catalog.json")!

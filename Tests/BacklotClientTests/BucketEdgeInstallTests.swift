@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotClient
 import BacklotHTTPClient
 import BacklotRepository
@@ -81,7 +82,7 @@ import Testing
             let throughEdge = try anonymous.send("GET", edge.baseURL + "v1/packs/\(sha).pack", headers: ["Range": "bytes=0-99"])
             #expect(throughEdge.status == 206, "\(throughEdge.status) \(throughEdge.headers) \(throughEdge.text) \(edge.errorLogText)")
 
-            let pinned = try RepositoryDirectory.readPublicKey(path: repo.directory.publicKeyPath)
+            let pinned = try PublicKeyFile.read(path: repo.directory.publicKeyPath)
             let manager = try AssetPackManager(configuration: .init(containerPath: dir.at("container"),
                                                                     catalogURL: URL(string: edge.baseURL + "v1/apps/\(app)/internal/catalog.json")!,
                                                                     app: app, channel: .internal, trustedKeys: [pinned], platform: .linux))

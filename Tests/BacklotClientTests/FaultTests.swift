@@ -1,6 +1,7 @@
 import BacklotBasics
 import BacklotClient
 import BacklotCrypto
+import BacklotHTTPServer
 import BacklotRepository
 import BacklotServer
 import BacklotTestSupport

@@ -2,6 +2,7 @@ import BacklotBasics
 import BacklotClient
 import BacklotCrypto
 import BacklotFormat
+import BacklotHTTPServer
 import BacklotRepository
 import BacklotServer
 import BacklotTestSupport

@@ -1,6 +1,7 @@
 import BacklotBasics
 import BacklotClient
 import BacklotFormat
+import BacklotHTTPServer
 import BacklotRepository
 import BacklotServer
 import BacklotStore

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotCommands
 import BacklotCrypto
 import BacklotHTTPClient
@@ -39,7 +40,7 @@ import Glibc
             // One signing key for every server, made by a first data folder and kept apart (0600).
             let seed = try RepositoryDirectory(path: dir.at("seed"))
             let keyFile = try dir.write("signing.key", try dir.read("seed/keys/signing.key"), mode: 0o600)
-            key = try RepositoryDirectory.readPublicKey(path: seed.publicKeyPath)
+            key = try PublicKeyFile.read(path: seed.publicKeyPath)
             let io = CapturedIO()
             guard BacklotCLI.main(["admin", "init", "--database", database], io: io) == 0 else {
                 throw BacklotError(.io, "admin init failed: \(io.standardError)")

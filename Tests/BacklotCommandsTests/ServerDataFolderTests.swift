@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotHTTPClient
 import BacklotJSON
 import BacklotRepository
@@ -122,7 +123,7 @@ import Glibc
             let environment = point == "delay" ? [:] : ["BACKLOT_TEST_STOP_AT": point]
             let server = try Serve(data: data, environment: environment)
             try prepare(server, data: data, dir: dir)
-            let pinned = try RepositoryDirectory.readPublicKey(path: data + "/root.pub")
+            let pinned = try PublicKeyFile.read(path: data + "/root.pub")
             let admin = try token(data)
             let catalogPath = data + "/public/v1/apps/a/internal/catalog.json"
             let base = server.baseURL

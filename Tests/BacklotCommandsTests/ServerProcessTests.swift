@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotCommands
 import BacklotCrypto
 import BacklotFormat
@@ -189,7 +190,7 @@ import Glibc
                                       headers: ["Authorization": "Bearer \(token)"], body: .file(path: path, offset: 0, length: size))
         }
         usleep(300_000)
-        let pinned = try RepositoryDirectory.readPublicKey(path: dir.at("data/root.pub"))
+        let pinned = try PublicKeyFile.read(path: dir.at("data/root.pub"))
         let catalogPath = dir.at("data/public/v1/apps/a/internal/catalog.json")
         var lastVersion: UInt64 = 0
         for round in 0..<3 {

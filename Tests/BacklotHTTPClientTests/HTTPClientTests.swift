@@ -1,6 +1,7 @@
 import BacklotBasics
 import BacklotCrypto
 import BacklotHTTPClient
+import BacklotHTTPServer
 import BacklotServer
 import BacklotTestSupport
 import Foundation

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotTestSupport
@@ -13,7 +14,7 @@ import Testing
     struct Fixture {
         let dir: TemporaryDirectory
         let repo: Repository
-        var key: Ed25519.PublicKey { try! RepositoryDirectory.readPublicKey(path: repo.directory.publicKeyPath) }
+        var key: Ed25519.PublicKey { try! PublicKeyFile.read(path: repo.directory.publicKeyPath) }
 
         init(_ backend: Backend) throws {
             dir = try TemporaryDirectory("repo")

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotJSON
@@ -155,7 +156,7 @@ import Testing
 
         // Nothing but the key lists went to the folder; the catalog in the bucket verifies and names an archive that is there.
         #expect(!FileSystem.exists(repo.catalogPath(app: Self.app, channel: .production)))
-        let key = try RepositoryDirectory.readPublicKey(path: directory.publicKeyPath)
+        let key = try PublicKeyFile.read(path: directory.publicKeyPath)
         let signed = try s3.getObject(bucket: bucket, key: "v1/apps/\(Self.app)/production/catalog.json").bytes
         let catalog = try Catalog.verify(signed, trusting: [key], app: Self.app, channel: .production, now: Date(), source: "the bucket's catalog")
         let sha = try #require(v1.archiveSHA256 as String?)
@@ -193,7 +194,7 @@ import Testing
         try local.release(app: Self.app, pack: "Levels", version: 1, channel: .internal)
         try local.rotateKey()
         let before = try Self.localFiles(directory.publicTreePath)
-        let key = try RepositoryDirectory.readPublicKey(path: directory.publicKeyPath)
+        let key = try PublicKeyFile.read(path: directory.publicKeyPath)
         let folderCatalog = try Catalog.verify(Array(Data(contentsOf: URL(fileURLWithPath: local.catalogPath(app: Self.app, channel: .internal)))),
                                                trusting: [key], app: Self.app, channel: .internal, now: Date(), source: "the folder's catalog")
 

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotPostgres
@@ -25,7 +26,7 @@ import Testing
         let s3: S3Client
         let bucket: String
         let store: S3ArchiveStore
-        var key: Ed25519.PublicKey { try! RepositoryDirectory.readPublicKey(path: a.directory.publicKeyPath) }
+        var key: Ed25519.PublicKey { try! PublicKeyFile.read(path: a.directory.publicKeyPath) }
 
         init(_ label: String, lease: Double = Repository.defaultLeaseDuration, objects: ObjectStore? = nil) throws {
             dir = try TemporaryDirectory(label)

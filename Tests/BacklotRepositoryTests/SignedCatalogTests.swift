@@ -1,4 +1,5 @@
 import BacklotBasics
+@testable import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotJSON

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotFormat
 import BacklotJSON
 import BacklotRepository
@@ -68,7 +69,7 @@ import Testing
         let tv = try JSONReader(source: "tv").read(try Curl.run(server.baseURL + "v1/apple/com.example.game/internal/tvos/manifest.json").body).root
         #expect(tv["assetPacks"]?.arrayElements?.isEmpty == true)
         let catalog = try Curl.run(server.baseURL + "v1/apps/com.example.game/internal/catalog.json")
-        let key = try RepositoryDirectory.readPublicKey(path: repository.directory.publicKeyPath)
+        let key = try PublicKeyFile.read(path: repository.directory.publicKeyPath)
         #expect(try Catalog.verify(catalog.body, trusting: [key], app: "com.example.game", channel: .internal, now: Date(), source: "c").packs.isEmpty)
     }
 }

@@ -1,5 +1,6 @@
 import BacklotBasics
 import BacklotCrypto
+import BacklotHTTPServer
 import BacklotRepository
 import BacklotTestSupport
 import Foundation

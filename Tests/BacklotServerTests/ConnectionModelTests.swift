@@ -1,4 +1,5 @@
 import BacklotBasics
+@testable import BacklotHTTPServer
 import BacklotRepository
 import BacklotTestSupport
 import Foundation

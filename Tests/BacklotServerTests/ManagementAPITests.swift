@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotCrypto
 import BacklotJSON
 import BacklotRepository
@@ -131,7 +132,7 @@ import Testing
         #expect(released.status == 200 && released.text.contains("\"released\":true"))
         let catalog = try Curl.run(f.server.baseURL + "v1/apps/com.example.game/internal/catalog.json")
         #expect(catalog.status == 200)
-        let key = try RepositoryDirectory.readPublicKey(path: f.repository.directory.publicKeyPath)
+        let key = try PublicKeyFile.read(path: f.repository.directory.publicKeyPath)
         let verified = try Catalog.verify(catalog.body, trusting: [key], app: "com.example.game", channel: .internal, now: Date(), source: "catalog")
         let release = try #require(verified.packs.first?.release)
         // The archive URL is relative to the catalog and serves the uploaded bytes, with ranges.

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotCrypto
 import BacklotJSON
 @testable import BacklotRepository
@@ -155,7 +156,7 @@ import Testing
     func expectPublishedMatchesRecord(_ f: Fixture, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let state = try json(try f.call("GET", "/api/apps/com.example.game/channels/production", token: f.admin))
         let published = try Curl.run(f.server.baseURL + "v1/apps/com.example.game/production/catalog.json")
-        let key = try RepositoryDirectory.readPublicKey(path: f.repository.directory.publicKeyPath)
+        let key = try PublicKeyFile.read(path: f.repository.directory.publicKeyPath)
         #expect(state["signingKey"]?.stringValue == key.keyID, sourceLocation: sourceLocation)
         let packs = state["packs"]?.arrayElements ?? []
         guard published.status == 200 else {

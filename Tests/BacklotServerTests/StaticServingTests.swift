@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotCrypto
 import BacklotJSON
 import Synchronization
@@ -202,7 +203,7 @@ import Glibc
         let repo = try RepositoryDirectory(path: dir.at("data"))
         var st = stat()
         #expect(stat(repo.signingKeyPath, &st) == 0 && st.st_mode & 0o777 == 0o600)
-        let pinned = try RepositoryDirectory.readPublicKey(path: repo.publicKeyPath)
+        let pinned = try PublicKeyFile.read(path: repo.publicKeyPath)
         #expect(pinned == (try repo.signingKey()).publicKey)
         let root = try Array(Data(contentsOf: URL(fileURLWithPath: repo.publicTreePath + "/v1/keys/root.json")))
         let payload = try SignedEnvelope.open(root, expecting: KeyList.payloadType, trusting: [pinned], source: "root.json")
