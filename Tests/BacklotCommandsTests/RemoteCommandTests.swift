@@ -60,10 +60,10 @@ import Glibc
         let device = ["--catalog", catalog, "--trust", directory.publicKeyPath, "--ca", tls.caCertificatePath, "--container", dir.at("device")]
         let fetched = CapturedIO()
         #expect(BacklotCLI.main(["fetch"] + device + ["--json"], io: fetched) == 0, "\(fetched.standardError)")
-        #expect(fetched.standardOutput.contains("\"id\": \"Levels\""))
+        #expect(fetched.standardOutput.contains("\"pack\": \"Levels\""))
         let status = CapturedIO()
         #expect(BacklotCLI.main(["status", "--container", dir.at("device"), "--json"], io: status) == 0)
-        #expect(status.standardOutput.contains("\"id\": \"Levels\""))
+        #expect(status.standardOutput.contains("\"pack\": \"Levels\""))
         let container = try ClientContainer(path: dir.at("device"))
         let installed = try #require(try container.installed().first)
         let installedFolder = container.releaseFolder(installed.id, digest: installed.digest)

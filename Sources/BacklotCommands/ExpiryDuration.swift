@@ -1,0 +1,22 @@
+import BacklotBasics
+
+/// A duration as `--expires` spells it: a whole number and a unit, `90m`, `12h`, `30d` (or `45s`),
+/// from a minute to ten years (what the API accepts).
+struct ExpiryDuration: ArgumentValue, CustomStringConvertible {
+    let seconds: Int
+    let text: String
+
+    static let range = 60...(10 * 366 * 86_400)
+
+    init?(argument text: String) {
+        guard let unit = text.last, let scale = ["s": 1, "m": 60, "h": 3600, "d": 86_400][String(unit)],
+              let n = CheckedInteger.parse(text.dropLast(), as: Int.self) else { return nil }
+        let (seconds, overflow) = n.multipliedReportingOverflow(by: scale)
+        guard !overflow, Self.range.contains(seconds) else { return nil }
+        self.seconds = seconds
+        self.text = text
+    }
+
+    static var expected: String { "a duration from 60s to 10 years such as 90m, 12h or 30d" }
+    var description: String { text }
+}
