@@ -94,6 +94,9 @@ extension Repository {
         return scheduled
     }
 
+    /// How long an upload may see no bytes before it is removed: seven days, in seconds.
+    public static let defaultAbandonedUploadsAfter: TimeInterval = 604_800
+
     /// The named lease of the server that re-signs catalogs.
     public static let resigningLease = "catalog re-signing"
 
@@ -101,13 +104,16 @@ extension Repository {
     /// seconds): processing that a server which died left is taken over, and — when `resigning`
     /// and this server holds (or takes) the re-signing lease — catalogs close to expiry are
     /// re-signed. The lease lasts three minutes: while any server runs, one of them re-signs.
+    /// Uploads that saw no bytes for longer than `abandonedUploadsAfter` seconds are removed
+    /// (``removeAbandonedUploads(olderThan:now:)``).
     ///
     /// ```swift
-    /// try repository.shareWork(resigning: true)
+    /// try repository.shareWork(resigning: true, abandonedUploadsAfter: 3 * 86_400)
     /// ```
     /// - Throws: ``BacklotError/Code/unavailable`` when the database cannot be reached; what publishing throws.
-    public func shareWork(resigning: Bool) throws {
+    public func shareWork(resigning: Bool, abandonedUploadsAfter: TimeInterval = Repository.defaultAbandonedUploadsAfter) throws {
         try takeOverAbandonedProcessing()
+        try removeAbandonedUploads(olderThan: abandonedUploadsAfter)
         if resigning, try acquireLease(Self.resigningLease, for: 180) {
             try resign()
         }

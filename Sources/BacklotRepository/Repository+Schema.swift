@@ -61,6 +61,39 @@ extension Repository {
             ALTER TABLE versions ADD COLUMN lease_until BIGINT;
             CREATE TABLE leases (name TEXT COLLATE "C" PRIMARY KEY, owner TEXT NOT NULL, until BIGINT NOT NULL);
             """),
+        // SQLite cannot add a key column: the tokens table is rebuilt, ids given in the order the tokens were made.
+        SchemaMigration(4, "token ids, expiry, last use and revocation; four-eyes apps; who asked and decided; live history; declared digests; upload activity", sqlite: """
+            CREATE TABLE tokens_new (id INTEGER PRIMARY KEY AUTOINCREMENT, hash TEXT NOT NULL UNIQUE, role TEXT NOT NULL, label TEXT NOT NULL,
+                created INTEGER NOT NULL, expires INTEGER, last_used INTEGER, revoked INTEGER);
+            INSERT INTO tokens_new(hash, role, label, created) SELECT hash, role, label, created FROM tokens ORDER BY created, rowid;
+            DROP TABLE tokens;
+            ALTER TABLE tokens_new RENAME TO tokens;
+            ALTER TABLE apps ADD COLUMN four_eyes INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE release_requests ADD COLUMN requested_by INTEGER;
+            ALTER TABLE release_requests ADD COLUMN requested_by_label TEXT;
+            ALTER TABLE release_requests ADD COLUMN decided_by INTEGER;
+            ALTER TABLE release_requests ADD COLUMN decided_by_label TEXT;
+            CREATE TABLE live_history (id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL,
+                version INTEGER NOT NULL, replaced INTEGER NOT NULL);
+            CREATE INDEX live_history_by_pack ON live_history(app, channel, pack, id);
+            ALTER TABLE versions ADD COLUMN declared_sha256 TEXT;
+            ALTER TABLE versions ADD COLUMN upload_activity INTEGER;
+            """, postgresql: """
+            ALTER TABLE tokens ADD COLUMN id BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE;
+            ALTER TABLE tokens ADD COLUMN expires BIGINT;
+            ALTER TABLE tokens ADD COLUMN last_used BIGINT;
+            ALTER TABLE tokens ADD COLUMN revoked BIGINT;
+            ALTER TABLE apps ADD COLUMN four_eyes BIGINT NOT NULL DEFAULT 0;
+            ALTER TABLE release_requests ADD COLUMN requested_by BIGINT;
+            ALTER TABLE release_requests ADD COLUMN requested_by_label TEXT;
+            ALTER TABLE release_requests ADD COLUMN decided_by BIGINT;
+            ALTER TABLE release_requests ADD COLUMN decided_by_label TEXT;
+            CREATE TABLE live_history (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, app TEXT COLLATE "C" NOT NULL,
+                channel TEXT COLLATE "C" NOT NULL, pack TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL, replaced BIGINT NOT NULL);
+            CREATE INDEX live_history_by_pack ON live_history(app, channel, pack, id);
+            ALTER TABLE versions ADD COLUMN declared_sha256 TEXT;
+            ALTER TABLE versions ADD COLUMN upload_activity BIGINT;
+            """),
     ]
 
     private static let indexes = """

@@ -39,6 +39,26 @@ extension Repository {
     ///   - format: `.pack` (a Backlot pack) or `.appleArchive` (an `.aar`, which needs `manifest`).
     ///   - manifest: the `.aar`'s pack manifest (the JSON given to ba-package); its ID must be `pack`.
     public func createVersion(app: String, pack: String, size: UInt64, format: ArchiveFormat = .pack, manifest: JSONNode? = nil) throws -> VersionInfo {
+        try openVersion(app: app, pack: pack, size: size, format: format, manifest: manifest).version
+    }
+
+    /// Creates the next version of a pack, or — when `archiveSHA256` is given and a version of the
+    /// pack with that digest and size exists and is not FAILED — finds that one and creates nothing
+    /// (an interrupted upload is resumed from its `received`; a finished one is that version already).
+    /// The declared digest is checked once the archive arrived: a mismatch FAILs the version.
+    ///
+    /// ```swift
+    /// let (version, created) = try repository.openVersion(app: "com.example.game", pack: "Levels", size: 5_000, archiveSHA256: digest)
+    /// if !created { print("already version \(version.number), \(version.received) bytes received") }
+    /// ```
+    /// - Parameter archiveSHA256: the archive's SHA-256, 64 lowercase hex digits.
+    /// - Throws: what ``createVersion(app:pack:size:format:manifest:)`` throws; `invalidInput` for a digest that is not 64 lowercase hex digits.
+    public func openVersion(app: String, pack: String, size: UInt64, format: ArchiveFormat = .pack, manifest: JSONNode? = nil,
+                            archiveSHA256: String? = nil) throws -> (version: VersionInfo, created: Bool) {
+        if let sha = archiveSHA256, sha.utf8.count != 64 || !sha.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) {
+            throw BacklotError(.invalidInput, "the archive's SHA-256 must be 64 lowercase hex digits", context: "archiveSHA256",
+                               hint: "give the digest as sha256sum prints it")
+        }
         var manifestText: String? = nil
         if format == .appleArchive {
             guard let manifest else {
@@ -55,22 +75,31 @@ extension Repository {
             throw BacklotError(.invalidInput, "a pack archive of \(size) bytes is impossible", context: "size",
                                hint: "declare the archive's exact size in bytes")
         }
-        let number: Int = try db.transaction { tx in
+        let (number, created): (Int, Bool) = try db.transaction { tx in
             try requirePack(&tx, app, pack)
+            if let sha = archiveSHA256, let same = try tx.query("""
+                SELECT number FROM versions WHERE app = ? AND pack = ? AND deleted = 0 AND state != 'FAILED' AND declared_size = ? AND format = ?
+                AND (declared_sha256 = ? OR archive_sha256 = ?) ORDER BY number DESC LIMIT 1
+                """, [.text(app), .text(pack), .integer(try CheckedInteger.convert(size, to: Int64.self, "the declared size")), .text(format.rawValue),
+                      .text(sha), .text(sha)]).first?["number"]?.integer(as: Int.self) {
+                return (same, false)
+            }
             let used = try quotaUse(&tx, app: app, replacing: (pack, size))
             guard used <= quotaBytes else {
-                throw BacklotError(.quotaExceeded, "this version would bring \(app) to \(used) bytes, \(used - quotaBytes) over its quota of \(quotaBytes)",
+                throw BacklotError(.quotaExceeded, "this version would bring the app to \(used) bytes, \(used - quotaBytes) over its quota of \(quotaBytes)",
                                    context: "\(app)/\(pack)", hint: "delete versions you no longer need (backlot versions delete)")
             }
             let last = try tx.query("SELECT MAX(number) AS n FROM versions WHERE app = ? AND pack = ?", [.text(app), .text(pack)]).first?["n"]?.int ?? 0
             let next = try CheckedInteger.add(last, 1, "the next version number", context: "\(app)/\(pack)", code: .io)
-            try tx.run("INSERT INTO versions(app, pack, number, state, declared_size, created, format, manifest) VALUES (?, ?, ?, 'AWAITING_UPLOAD', ?, ?, ?, ?)",
-                       [.text(app), .text(pack), .integer(next), .integer(try CheckedInteger.convert(size, to: Int64.self, "the declared size")),
-                        .integer(Self.now()), .text(format.rawValue),
-                        manifestText.map { .text($0) } ?? .null])
-            return try CheckedInteger.convert(next, to: Int.self, "the version number", context: "\(app)/\(pack)", code: .io)
+            try tx.run("""
+                INSERT INTO versions(app, pack, number, state, declared_size, created, format, manifest, declared_sha256, upload_activity)
+                VALUES (?, ?, ?, 'AWAITING_UPLOAD', ?, ?, ?, ?, ?, ?)
+                """, [.text(app), .text(pack), .integer(next), .integer(try CheckedInteger.convert(size, to: Int64.self, "the declared size")),
+                      .integer(Self.now()), .text(format.rawValue), manifestText.map { .text($0) } ?? .null,
+                      archiveSHA256.map { .text($0) } ?? .null, .integer(Self.now())])
+            return (try CheckedInteger.convert(next, to: Int.self, "the version number", context: "\(app)/\(pack)", code: .io), true)
         }
-        return try version(app: app, pack: pack, number: number)
+        return (try version(app: app, pack: pack, number: number), created)
     }
 
     /// Apple's quota rule: per pack, the largest retained version; summed over the app's packs.
@@ -94,7 +123,7 @@ extension Repository {
         let rows = try db.read { try $0.query("SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
                                               [.text(app), .text(pack), .integer(Int64(number))]) }
         guard let row = rows.first else {
-            throw BacklotError(.notFound, "no version \(number) of \(app)/\(pack)", context: "\(app)/\(pack)/\(number)")
+            throw BacklotError(.notFound, "no version \(number) of this pack", context: "\(app)/\(pack)")
         }
         return info(row)
     }
@@ -131,7 +160,7 @@ extension Repository {
     func versionRow(app: String, pack: String, number: Int) throws -> Database.Row {
         let rows = try db.read { try $0.query("SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
                                               [.text(app), .text(pack), .integer(Int64(number))]) }
-        guard let row = rows.first else { throw BacklotError(.notFound, "no version \(number) of \(app)/\(pack)", context: "\(app)/\(pack)/\(number)") }
+        guard let row = rows.first else { throw BacklotError(.notFound, "no version \(number) of this pack", context: "\(app)/\(pack)") }
         return row
     }
 
@@ -145,7 +174,7 @@ extension Repository {
     public func beginUpload(app: String, pack: String, number: Int, offset: UInt64) throws -> Upload {
         let row = try versionRow(app: app, pack: pack, number: number)
         guard row["state"]?.string == VersionState.awaitingUpload.rawValue, let id = row["id"]?.int else {
-            throw BacklotError(.conflict, "version \(number) of \(app)/\(pack) is not awaiting an upload (\(row["state"]?.string ?? "?"))",
+            throw BacklotError(.conflict, "the version is not awaiting an upload (it is \(row["state"]?.string ?? "?"))",
                                context: "\(app)/\(pack)/\(number)", hint: "create a new version to upload another archive")
         }
         let record = uploadRecord(row)
@@ -171,19 +200,62 @@ extension Repository {
             throw BacklotError(.conflict, "the upload is at byte \(received), not \(offset)", context: record.label,
                                hint: "ask for the upload's status and continue from the byte it gives")
         }
+        try touchUpload(versionID: id)
         return Upload(repository: self, versionID: id, declared: record.declared, sink: sink, label: record.label, leaseOwner: leased ? owner : nil)
     }
 
     /// Records an upload's progress in a shared store, renewing its lease.
     /// - Throws: `conflict` when this server no longer holds the upload (its lease ran out and another took it).
     func recordUpload(versionID: Int64, received: UInt64, multipartID: String?, owner: String, label: String) throws {
-        let changed = try db.runAlone("UPDATE versions SET received = ?, upload_id = ?, lease_until = ? WHERE id = ? AND lease_owner = ? AND state = 'AWAITING_UPLOAD'",
+        let changed = try db.runAlone("UPDATE versions SET received = ?, upload_id = ?, lease_until = ?, upload_activity = ? WHERE id = ? AND lease_owner = ? AND state = 'AWAITING_UPLOAD'",
                                       [.integer(try CheckedInteger.convert(received, to: Int64.self, "the bytes received")), multipartID.map { .text($0) } ?? .null,
-                                       .integer(leaseExpiry()), .integer(versionID), .text(owner)])
+                                       .integer(leaseExpiry()), .integer(Self.now()), .integer(versionID), .text(owner)])
         guard changed == 1 else {
             throw BacklotError(.conflict, "this server no longer holds the upload: its lease ran out and another request took it over", context: label,
                                hint: "ask for the upload's status and continue from the byte it gives")
         }
+    }
+
+    /// Records that an upload saw activity now (what ``removeAbandonedUploads(olderThan:now:)`` measures from).
+    func touchUpload(versionID: Int64) throws {
+        _ = try db.runAlone("UPDATE versions SET upload_activity = ? WHERE id = ? AND state = 'AWAITING_UPLOAD'", [.integer(Self.now()), .integer(versionID)])
+    }
+
+    /// Removes versions still AWAITING_UPLOAD whose upload saw no bytes for more than `seconds`,
+    /// with their upload data (`backlot serve --abandoned-uploads-after`). An upload another
+    /// server holds a lease on is left alone. The versions are gone from the API (their numbers are not reused).
+    ///
+    /// ```swift
+    /// let removed = try repository.removeAbandonedUploads(olderThan: 7 * 86_400)
+    /// ```
+    /// - Returns: how many versions were removed.
+    /// - Throws: `invalidInput` for a negative or non-finite time; what the database and the archive store throw.
+    @discardableResult
+    public func removeAbandonedUploads(olderThan seconds: TimeInterval, now: Date = Date()) throws -> Int {
+        guard seconds.isFinite, seconds >= 0 else {
+            throw BacklotError(.invalidInput, "an upload is abandoned after 0 seconds or more, not \(seconds)", context: "abandoned-uploads-after")
+        }
+        let nowSeconds = Int64(now.timeIntervalSince1970.rounded(.down))
+        let cutoff: Database.Value = .integer(nowSeconds - Int64(min(seconds, Double(Int64.max / 2)).rounded(.down)))
+        let idle = "state = 'AWAITING_UPLOAD' AND deleted = 0 AND COALESCE(upload_activity, created) < ? AND (lease_until IS NULL OR lease_until < ?)"
+        let leaseNow: Database.Value = .integer(Self.nowMilliseconds())
+        let rows = try db.read { try $0.query("SELECT * FROM versions WHERE \(idle) ORDER BY id", [cutoff, leaseNow]) }
+        var removed = 0
+        for row in rows {
+            guard let id = row["id"]?.int else { continue }
+            let reason = "the upload saw no bytes for more than \(Int(seconds)) seconds and was removed"
+            guard try db.transaction({ tx in
+                try tx.run("UPDATE versions SET deleted = 1, state = 'FAILED', reason = ? WHERE id = ? AND \(idle)", [.text(reason), .integer(id), cutoff, leaseNow])
+            }) == 1 else { continue }
+            let upload = uploadRecord(row)
+            try archives.removeUpload(upload)
+            if archives.isShared {
+                try db.transaction { tx in try tx.run("UPDATE versions SET upload_id = NULL, received = 0 WHERE id = ?", [.integer(id)]) }
+            }
+            log("removed the abandoned upload of \(upload.label)")
+            removed += 1
+        }
+        return removed
     }
 
     /// Marks a fully received upload for processing.
@@ -293,8 +365,13 @@ extension Repository {
         guard reader.size == declared else {
             throw BacklotError(.invalidInput, "the archive has \(reader.size) bytes, not the \(declared) declared")
         }
+        let sha = try reader.sha256()
+        if let declaredSHA = row["declared_sha256"]?.string, declaredSHA != sha.hex {
+            throw BacklotError(.invalidInput, "the archive's SHA-256 is \(sha.hex), not the \(declaredSHA) declared",
+                               hint: "upload the archive whose digest was declared, as a new version")
+        }
         if row["format"]?.string == ArchiveFormat.appleArchive.rawValue {
-            try processAppleArchive(versionID: versionID, upload: upload, reader: reader, stored: stored, manifest: row["manifest"]?.string ?? "")
+            try processAppleArchive(versionID: versionID, upload: upload, reader: reader, stored: stored, manifest: row["manifest"]?.string ?? "", sha: sha)
             return
         }
         let checked = try UploadedPackCheck.run(reader: reader, maximumInstallSize: maximumInstallSize, isCancelled: isCancelled)
@@ -304,7 +381,6 @@ extension Repository {
             throw BacklotError(.invalidInput, "the archive is the pack \(checked.index.metadata.assetPackID), not \(pack)",
                                hint: "upload it to the pack named in its manifest")
         }
-        let sha = try reader.sha256()
         TestStopPoint.reach("processing.beforeStore")
         if !stored { try storeBlob(versionID: versionID, upload: upload, sha: sha) }
         let metadata = checked.index.metadata.json.serialized()
@@ -322,10 +398,9 @@ extension Repository {
 
     /// An `.aar` is stored as is: its header is checked (it cannot be decompressed here: LZFSE has
     /// no Debian library), its size must be the declared one, and its manifest was checked at creation.
-    func processAppleArchive(versionID: Int64, upload: UploadRecord, reader: any ArchiveReader, stored: Bool, manifest: String) throws {
+    func processAppleArchive(versionID: Int64, upload: UploadRecord, reader: any ArchiveReader, stored: Bool, manifest: String, sha: SHA256Digest) throws {
         let head = try reader.read(count: Int(min(UInt64(AppleArchiveHeader.prefixLength), reader.size)), at: 0)
         _ = try AppleArchiveHeader.check(head, fileSize: reader.size, source: "the uploaded archive")
-        let sha = try reader.sha256()
         if !stored { try storeBlob(versionID: versionID, upload: upload, sha: sha) }
         try db.transaction { tx in
             try tx.run("UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
@@ -351,7 +426,7 @@ extension Repository {
             let used = try tx.query("SELECT channel FROM channel_packs WHERE app = ? AND pack = ? AND (live = ? OR candidate = ?)",
                                     [.text(app), .text(pack), .integer(Int64(number)), .integer(Int64(number))])
             if let channel = used.first?["channel"]?.string {
-                throw BacklotError(.conflict, "version \(number) of \(app)/\(pack) is released on \(channel)", context: "\(app)/\(pack)/\(number)",
+                throw BacklotError(.conflict, "the version is released on \(channel)", context: "\(app)/\(pack)/\(number)",
                                    hint: "roll the channel back to another version or withdraw the pack first")
             }
             let id = try tx.query("SELECT id FROM versions WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
@@ -364,7 +439,7 @@ extension Repository {
                 WHERE app = ? AND pack = ? AND number = ? AND deleted = 0
                 """,
                              [.text(app), .text(pack), .integer(Int64(number))]) == 1 else {
-                throw BacklotError(.notFound, "no version \(number) of \(app)/\(pack)", context: "\(app)/\(pack)/\(number)")
+                throw BacklotError(.notFound, "no version \(number) of this pack", context: "\(app)/\(pack)")
             }
             return id
         }
@@ -447,7 +522,9 @@ public final class Upload: @unchecked Sendable {
         guard !closed else { return received == declared }
         closed = true
         defer { if let leaseOwner { repository.releaseVersionLease(versionID, state: .awaitingUpload, owner: leaseOwner) } }
-        guard try sink.finish() == declared else { return false }
+        let received = try sink.finish()
+        try? repository.touchUpload(versionID: versionID)
+        guard received == declared else { return false }
         try repository.uploadFinished(versionID: versionID)
         return true
     }

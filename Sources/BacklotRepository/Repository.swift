@@ -120,7 +120,7 @@ public final class Repository: Sendable {
         }
         db = try database ?? SQLiteMetadataDatabase(path: directory.path + "/meta.sqlite", mode: 0o600)
         try SchemaMigration.apply(Self.schemaSteps, to: db)
-        if database == nil, !(try hasAdminToken()) {
+        if database == nil, !(try hadAdminToken()) {
             let token = try createToken(role: .admin, label: "initial admin")
             try RepositoryDirectory.writeSecret(token + "\n", to: adminTokenPath)
         }
@@ -144,53 +144,6 @@ public final class Repository: Sendable {
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
-    // MARK: Tokens
-
-    /// Creates a token; only its SHA-256 is stored. Returns the token text (shown once).
-    public func createToken(role: Role, label: String = "") throws -> String {
-        let token = Self.newTokenText()
-        try db.transaction { tx in
-            try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES (?, ?, ?, ?)",
-                       [.text(SHA256.hash(Array(token.utf8)).hex), .text(role.rawValue), .text(label), .integer(Self.now())])
-        }
-        return token
-    }
-
-    /// Whether an admin token exists.
-    public func hasAdminToken() throws -> Bool {
-        try !db.read { try $0.query("SELECT 1 FROM tokens WHERE role = 'admin' LIMIT 1", []) }.isEmpty
-    }
-
-    /// Creates the first admin token, for a repository whose database was given (`backlot admin
-    /// init`); returns its text, which is shown once (only its SHA-256 is stored).
-    /// - Throws: ``BacklotError/Code/conflict`` when an admin token exists already (checked and
-    ///   created in one transaction, so two callers at once make one token).
-    public func createInitialAdminToken(label: String = "initial admin") throws -> String {
-        try Self.createInitialAdminToken(in: db, label: label)
-    }
-
-    /// The same on a database alone (no data folder): migrates its schema first.
-    ///
-    /// ```swift
-    /// let token = try Repository.createInitialAdminToken(in: PostgresDatabase(url: url))
-    /// ```
-    /// - Throws: ``BacklotError/Code/conflict`` when an admin token exists; what migrating throws.
-    public static func createInitialAdminToken(in db: any MetadataDatabase, label: String = "initial admin") throws -> String {
-        try SchemaMigration.apply(schemaSteps, to: db)
-        let token = newTokenText()
-        try db.transaction { tx in
-            // One writer at a time decides whether the first admin token exists.
-            try tx.lockUntilCommit("backlot initial admin token")
-            guard try tx.query("SELECT 1 FROM tokens WHERE role = 'admin' LIMIT 1", []).isEmpty else {
-                throw BacklotError(.conflict, "an admin token exists already", context: db.displayName,
-                                   hint: "use it to make more tokens (backlot tokens create); admin init only makes the first")
-            }
-            try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES (?, ?, ?, ?)",
-                       [.text(SHA256.hash(Array(token.utf8)).hex), .text(Role.admin.rawValue), .text(label), .integer(now())])
-        }
-        return token
-    }
-
     static func newTokenText() -> String {
         var random = [UInt8](repeating: 0, count: 32)
         var generator = SystemRandomNumberGenerator()
@@ -198,38 +151,65 @@ public final class Repository: Sendable {
         return "blt_" + random.map { String(format: "%02x", $0) }.joined()
     }
 
-    /// The role of a token, or nil when it is unknown.
-    public func role(ofToken token: String) throws -> Role? {
-        let rows = try db.read { try $0.query("SELECT role FROM tokens WHERE hash = ?", [.text(SHA256.hash(Array(token.utf8)).hex)]) }
-        return rows.first?["role"]?.string.flatMap(Role.init(rawValue:))
-    }
-
     // MARK: Apps and packs
 
-    /// Creates an app. - Throws: `conflict` if it exists.
-    public func createApp(_ id: String) throws {
+    /// Creates an app.
+    /// - Parameter fourEyes: whether its release requests must be approved by another token than the one that asked.
+    /// - Throws: `conflict` if it exists; `invalidPackID` for a bad ID.
+    @discardableResult
+    public func createApp(_ id: String, fourEyes: Bool = false) throws -> AppInfo {
         _ = try PackID(id)
         do {
-            try db.transaction { tx in try tx.run("INSERT INTO apps(id, created) VALUES (?, ?)", [.text(id), .integer(Self.now())]) }
+            try db.transaction { tx in
+                try tx.run("INSERT INTO apps(id, created, four_eyes) VALUES (?, ?, ?)", [.text(id), .integer(Self.now()), .integer(fourEyes ? 1 : 0)])
+            }
         } catch let e as BacklotError where e.code == .conflict {
-            throw BacklotError(.conflict, "the app \(id) exists already", context: id)
+            throw BacklotError(.conflict, "the app exists already", context: id)
         }
+        return try app(id)
     }
 
-    public func apps() throws -> [String] {
-        try db.read { try $0.query("SELECT id FROM apps ORDER BY id", []) }.compactMap { $0["id"]?.string }
+    /// The IDs of every app, sorted.
+    public func apps() throws -> [String] { try appList().map(\.id) }
+
+    /// Every app, sorted by ID.
+    public func appList() throws -> [AppInfo] {
+        try db.read { try $0.query("SELECT * FROM apps ORDER BY id", []) }.compactMap(Self.appInfo)
+    }
+
+    /// One app. - Throws: `notFound`.
+    public func app(_ id: String) throws -> AppInfo {
+        guard let info = try db.read({ try $0.query("SELECT * FROM apps WHERE id = ?", [.text(id)]) }).first.flatMap(Self.appInfo) else {
+            throw BacklotError(.notFound, "no such app", context: id, hint: "create it first: backlot apps create \(id)")
+        }
+        return info
+    }
+
+    /// Turns an app's four-eyes rule on or off. - Throws: `notFound`.
+    @discardableResult
+    public func setFourEyes(app id: String, _ on: Bool) throws -> AppInfo {
+        try db.transaction { tx in
+            try requireApp(&tx, id)
+            try tx.run("UPDATE apps SET four_eyes = ? WHERE id = ?", [.integer(on ? 1 : 0), .text(id)])
+        }
+        return try app(id)
+    }
+
+    static func appInfo(_ row: Database.Row) -> AppInfo? {
+        guard let id = row["id"]?.string else { return nil }
+        return AppInfo(id: id, created: Date(timeIntervalSince1970: Double(row["created"]?.int ?? 0)), fourEyes: (row["four_eyes"]?.int ?? 0) != 0)
     }
 
     func requireApp(_ tx: inout any MetadataConnection, _ app: String) throws {
         guard try !tx.query("SELECT 1 FROM apps WHERE id = ?", [.text(app)]).isEmpty else {
-            throw BacklotError(.notFound, "no app \(app)", context: app, hint: "create it first: backlot apps create \(app)")
+            throw BacklotError(.notFound, "no such app", context: app, hint: "create it first: backlot apps create \(app)")
         }
     }
 
     func requirePack(_ tx: inout any MetadataConnection, _ app: String, _ pack: String) throws {
         try requireApp(&tx, app)
         guard try !tx.query("SELECT 1 FROM packs WHERE app = ? AND id = ?", [.text(app), .text(pack)]).isEmpty else {
-            throw BacklotError(.notFound, "no pack \(pack) in \(app)", context: "\(app)/\(pack)")
+            throw BacklotError(.notFound, "no such pack", context: "\(app)/\(pack)", hint: "create it first: backlot packs create --app \(app) \(pack)")
         }
     }
 
@@ -240,21 +220,33 @@ public final class Repository: Sendable {
             try requireApp(&tx, app)
             let count = try tx.query("SELECT COUNT(*) AS n FROM packs WHERE app = ?", [.text(app)]).first?["n"]?.int ?? 0
             guard count < maximumPacksPerApp else {
-                throw BacklotError(.quotaExceeded, "\(app) has \(count) packs, the most allowed", context: app,
+                throw BacklotError(.quotaExceeded, "the app has \(count) packs, the most allowed", context: app,
                                    hint: "remove a pack, or raise the limit")
             }
             do {
                 try tx.run("INSERT INTO packs(app, id, created) VALUES (?, ?, ?)", [.text(app), .text(id), .integer(Self.now())])
             } catch let e as BacklotError where e.code == .conflict {
-                throw BacklotError(.conflict, "the pack \(id) exists already in \(app)", context: "\(app)/\(id)")
+                throw BacklotError(.conflict, "the pack exists already", context: "\(app)/\(id)")
             }
         }
     }
 
-    public func packs(app: String) throws -> [String] {
+    /// The IDs of an app's packs, sorted. - Throws: `notFound` for an unknown app.
+    public func packs(app: String) throws -> [String] { try packList(app: app).map(\.id) }
+
+    /// An app's packs, sorted by ID, with their version counts and newest versions. - Throws: `notFound` for an unknown app.
+    public func packList(app: String) throws -> [PackInfo] {
         try db.transaction { tx in
             try requireApp(&tx, app)
-            return try tx.query("SELECT id FROM packs WHERE app = ? ORDER BY id", [.text(app)]).compactMap { $0["id"]?.string }
+            return try tx.query("""
+                SELECT p.id AS id, p.created AS created, COUNT(v.number) AS n, MAX(v.number) AS latest FROM packs p
+                LEFT JOIN versions v ON v.app = p.app AND v.pack = p.id AND v.deleted = 0
+                WHERE p.app = ? GROUP BY p.id, p.created ORDER BY p.id
+                """, [.text(app)]).compactMap { row in
+                guard let id = row["id"]?.string else { return nil }
+                return PackInfo(id: id, created: Date(timeIntervalSince1970: Double(row["created"]?.int ?? 0)),
+                                versions: row["n"]?.integer(as: Int.self) ?? 0, latest: row["latest"]?.integer(as: Int.self))
+            }
         }
     }
 }

@@ -60,9 +60,11 @@ public struct HTTPResponse: Sendable {
         self.route = route
     }
 
-    /// A JSON error body: `{"error": {"code": …, "message": …}}`.
-    public static func error(_ status: Int, code: String, _ message: String, route: String = "other") -> HTTPResponse {
-        let text = "{\"error\":{\"code\":\(jsonString(code)),\"message\":\(jsonString(message))}}\n"
+    /// A JSON error body: `{"error": {"code": …, "message": …, "context": … or null, "hint": … or null}}`.
+    /// The message says what is wrong without repeating `context`, the thing it is about.
+    public static func error(_ status: Int, code: String, _ message: String, context: String? = nil, hint: String? = nil, route: String = "other") -> HTTPResponse {
+        let text = "{\"error\":{\"code\":\(jsonString(code)),\"message\":\(jsonString(message)),"
+            + "\"context\":\(context.map(jsonString) ?? "null"),\"hint\":\(hint.map(jsonString) ?? "null")}}\n"
         return HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: .bytes(Array(text.utf8)), route: route)
     }
 
@@ -108,7 +110,7 @@ public enum HTTPRoute: Sendable {
 /// An error that carries the HTTP response to send.
 public struct HTTPError: Error, Sendable {
     public let response: HTTPResponse
-    public init(_ status: Int, code: String, _ message: String) {
-        response = .error(status, code: code, message)
+    public init(_ status: Int, code: String, _ message: String, context: String? = nil, hint: String? = nil) {
+        response = .error(status, code: code, message, context: context, hint: hint)
     }
 }

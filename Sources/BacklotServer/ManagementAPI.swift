@@ -25,14 +25,22 @@ public struct ManagementAPI: Sendable {
         let handle: @Sendable (ManagementAPI, Call) throws -> HTTPRoute
     }
 
-    /// A matched call: parameters from the path, the request, and the caller's role.
+    /// A matched call: parameters from the path, the request, and the caller (nil on a route that needs no token).
     struct Call: Sendable {
         let request: HTTPRequest
         let parameters: [String: String]
+        let caller: Caller?
         func parameter(_ name: String) -> String { parameters[name] ?? "" }
         /// A whole-number path parameter (a version number, a request ID): 400 naming it and the range otherwise.
         func number(_ name: String) throws -> Int {
             try CheckedInteger.parse(parameter(name), as: Int.self, "the path parameter \(name)", in: 1...Int.max, context: request.path)
+        }
+        /// A channel named in the path: 400 otherwise.
+        func channel(_ name: String) throws -> Channel {
+            guard let channel = Channel(rawValue: parameter(name)) else {
+                throw BacklotError(.invalidInput, "the channel must be internal, external or production", context: name)
+            }
+            return channel
         }
     }
 
@@ -42,17 +50,22 @@ public struct ManagementAPI: Sendable {
             .respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(OpenAPIDocument.text.utf8)), route: "api"))
         },
         Route(method: "GET", template: "/api/apps", role: .reader) { api, _ in
-            .respond(.json(200, JSONNode.object(["apps": .array(try api.repository.apps().map(JSONNode.string))]).serialized()))
+            .respond(.json(200, JSONNode.object(["apps": .array(try api.repository.appList().map(\.json))]).serialized()))
         },
         Route(method: "POST", template: "/api/apps", role: .admin) { api, _ in
-            body(fields: ["id"]) { b in
-                let id = try b.string("id")
-                try api.repository.createApp(id)
-                return .json(201, JSONNode.object(["id": .string(id)]).serialized())
+            body(fields: ["id", "fourEyes"]) { b in
+                let app = try api.repository.createApp(try b.string("id"), fourEyes: try b.bool("fourEyes") ?? false)
+                return .json(201, app.json.serialized())
+            }
+        },
+        Route(method: "PATCH", template: "/api/apps/{app}", role: .admin) { api, call in
+            body(fields: ["fourEyes"]) { b in
+                guard let on = try b.bool("fourEyes") else { throw BacklotError(.invalidInput, "\"fourEyes\" is required: true or false", context: "request body") }
+                return .json(200, try api.repository.setFourEyes(app: call.parameter("app"), on).json.serialized())
             }
         },
         Route(method: "GET", template: "/api/apps/{app}/packs", role: .reader) { api, call in
-            .respond(.json(200, JSONNode.object(["packs": .array(try api.repository.packs(app: call.parameter("app")).map(JSONNode.string))]).serialized()))
+            .respond(.json(200, JSONNode.object(["packs": .array(try api.repository.packList(app: call.parameter("app")).map(\.json))]).serialized()))
         },
         Route(method: "POST", template: "/api/apps/{app}/packs", role: .uploader) { api, call in
             body(fields: ["id"]) { b in
@@ -66,14 +79,17 @@ public struct ManagementAPI: Sendable {
             return .respond(.json(200, JSONNode.object(["versions": .array(list.map(\.json))]).serialized()))
         },
         Route(method: "POST", template: "/api/apps/{app}/packs/{pack}/versions", role: .uploader) { api, call in
-            body(fields: ["size", "format", "manifest"]) { b in
-                let formatText = b.root["format"]?.stringValue ?? "pack"
+            body(fields: ["size", "format", "manifest", "archiveSHA256"]) { b in
+                let formatText = try b.optionalString("format") ?? "pack"
                 guard let format = ArchiveFormat(rawValue: formatText) else {
-                    throw HTTPError(400, code: "badRequest", "format must be pack or aar")
+                    throw BacklotError(.invalidInput, "\"format\" must be pack or aar", context: "request body")
                 }
-                let v = try api.repository.createVersion(app: call.parameter("app"), pack: call.parameter("pack"), size: try b.integer("size", as: UInt64.self, in: 1...ManagementAPI.largestByteCount),
-                                                         format: format, manifest: b.root["manifest"])
-                return .json(201, v.json.serialized())
+                let app = call.parameter("app"), pack = call.parameter("pack")
+                let (v, created) = try api.repository.openVersion(app: app, pack: pack, size: try b.integer("size", as: UInt64.self, in: 1...ManagementAPI.largestByteCount),
+                                                                  format: format, manifest: b.root["manifest"], archiveSHA256: try b.optionalString("archiveSHA256"))
+                var r = HTTPResponse.json(created ? 201 : 200, v.json.serialized())
+                if created { r.headers.append(("Location", "/api/apps/\(app)/packs/\(pack)/versions/\(v.number)")) }
+                return r
             }
         },
         Route(method: "GET", template: "/api/apps/{app}/packs/{pack}/versions/{version}", role: .reader) { api, call in
@@ -92,66 +108,98 @@ public struct ManagementAPI: Sendable {
             if let length = call.request.header("Content-Length").flatMap({ CheckedInteger.parse($0, as: UInt64.self) }), length > upload.declared - offset {
                 try upload.close()
                 api.metrics?.recordUpload("refused")
-                throw HTTPError(413, code: "quotaExceeded", "the upload of \(length) bytes from byte \(offset) would go past the \(upload.declared) bytes declared")
+                throw HTTPError(413, code: "quotaExceeded", "the upload of \(length) bytes from byte \(offset) would go past the \(upload.declared) bytes declared",
+                                context: "\(app)/\(pack)/\(number)", hint: "send exactly the bytes the version still lacks")
             }
             return .receive(UploadReceiver(api: api, upload: upload, app: app, pack: pack, number: number))
         },
         Route(method: "GET", template: "/api/apps/{app}/releases", role: .reader) { api, call in
-            .respond(.json(200, JSONNode.object(["releases": .array(try api.repository.releaseRequests(app: call.parameter("app")).map(\.json))]).serialized()))
+            var channel: Channel? = nil
+            if let text = call.request.query["channel"] {
+                guard let c = Channel(rawValue: text) else {
+                    throw BacklotError(.invalidInput, "the channel must be internal, external or production", context: "channel")
+                }
+                channel = c
+            }
+            let list = try api.repository.releaseRequests(app: call.parameter("app"), channel: channel, status: call.request.query["status"])
+            return .respond(.json(200, JSONNode.object(["releases": .array(list.map(\.json))]).serialized()))
         },
         Route(method: "POST", template: "/api/apps/{app}/releases", role: .uploader) { api, call in
-            body(fields: ["pack", "version", "channel", "rollout"]) { b in
-                guard let channel = Channel(rawValue: try b.string("channel")) else {
-                    throw HTTPError(400, code: "badRequest", "channel must be internal, external or production")
+            body(fields: ["pack", "version", "channel", "rollout", "dryRun"]) { b in
+                let channel = try b.channel("channel")
+                let app = call.parameter("app"), pack = try b.string("pack"), version = try b.integer("version", as: Int.self, in: 1...Int.max)
+                let rollout = try b.percent("rollout")
+                if try b.bool("dryRun") == true {
+                    return .json(200, try api.repository.planRelease(app: app, pack: pack, version: version, channel: channel, rolloutPercent: rollout).json.serialized())
                 }
-                let request = try api.repository.release(app: call.parameter("app"), pack: try b.string("pack"), version: try b.integer("version", as: Int.self, in: 1...Int.max),
-                                                         channel: channel, rolloutPercent: try b.percent("rollout"))
+                let request = try api.repository.release(app: app, pack: pack, version: version, channel: channel, rolloutPercent: rollout, by: call.caller)
                 if let request { return .json(202, JSONNode.object(["released": .bool(false), "request": request.json]).serialized()) }
                 return .json(200, JSONNode.object(["released": .bool(true)]).serialized())
             }
         },
         Route(method: "POST", template: "/api/apps/{app}/releases/{id}/approve", role: .reviewer) { api, call in
             let app = call.parameter("app"), id = try call.number("id")
-            try api.repository.approve(requestID: id, app: app)
+            try api.repository.approve(requestID: id, app: app, by: call.caller)
             return .respond(.json(200, try api.repository.releaseRequest(id, app: app).json.serialized()))
         },
         Route(method: "POST", template: "/api/apps/{app}/releases/{id}/reject", role: .reviewer) { api, call in
             body(fields: ["reason"]) { b in
                 let app = call.parameter("app"), id = try call.number("id")
-                try api.repository.reject(requestID: id, app: app, reason: try b.string("reason"))
+                try api.repository.reject(requestID: id, app: app, reason: try b.string("reason"), by: call.caller)
                 return .json(200, try api.repository.releaseRequest(id, app: app).json.serialized())
             }
         },
+        Route(method: "GET", template: "/api/apps/{app}/channels/{channel}", role: .reader) { api, call in
+            .respond(.json(200, try api.repository.channelState(app: call.parameter("app"), channel: call.channel("channel")).json.serialized()))
+        },
         Route(method: "POST", template: "/api/apps/{app}/packs/{pack}/rollback", role: .reviewer) { api, call in
             body(fields: ["channel", "version"]) { b in
-                guard let channel = Channel(rawValue: try b.string("channel")) else { throw HTTPError(400, code: "badRequest", "unknown channel") }
-                try api.repository.rollback(app: call.parameter("app"), pack: call.parameter("pack"), channel: channel,
-                                            to: try b.integer("version", as: Int.self, in: 1...Int.max))
-                return .json(200, "{\"rolledBack\":true}")
+                let channel = try b.channel("channel")
+                let version = b.root["version"].map { node -> Bool in if case .null = node.kind { return false } else { return true } } == true
+                    ? try b.integer("version", as: Int.self, in: 1...Int.max) : nil
+                let app = call.parameter("app"), pack = call.parameter("pack")
+                let live = try api.repository.rollback(app: app, pack: pack, channel: channel, to: version)
+                return .json(200, JSONNode.object(["channel": .string(channel.rawValue), "pack": .string(pack), "version": .number(live)]).serialized())
             }
         },
         Route(method: "POST", template: "/api/apps/{app}/packs/{pack}/rollout", role: .reviewer) { api, call in
             body(fields: ["percent"]) { b in
-                guard let p = try b.percent("percent") else { throw HTTPError(400, code: "badRequest", "\"percent\" is required: a number above 0 and at most 100") }
-                try api.repository.setRollout(app: call.parameter("app"), pack: call.parameter("pack"), percent: p)
-                return .json(200, "{\"rollout\":\(p)}")
+                guard let p = try b.percent("percent", allowingZero: true) else {
+                    throw BacklotError(.invalidInput, "\"percent\" is required: a number from 0 to 100", context: "request body",
+                                       hint: "0 halts the rollout, 100 releases the candidate to every device")
+                }
+                let app = call.parameter("app"), pack = call.parameter("pack")
+                try api.repository.setRollout(app: app, pack: pack, percent: p)
+                let state = try api.repository.channelState(app: app, channel: .production).packs.first { $0.pack == pack }
+                return .json(200, ChannelState.packJSON(state, pack: pack, channel: .production).serialized())
             }
         },
         Route(method: "POST", template: "/api/apps/{app}/packs/{pack}/withdraw", role: .reviewer) { api, call in
             body(fields: ["channel"]) { b in
-                guard let channel = Channel(rawValue: try b.string("channel")) else { throw HTTPError(400, code: "badRequest", "unknown channel") }
-                try api.repository.withdraw(app: call.parameter("app"), pack: call.parameter("pack"), channel: channel)
+                try api.repository.withdraw(app: call.parameter("app"), pack: call.parameter("pack"), channel: try b.channel("channel"))
                 return .json(200, "{\"withdrawn\":true}")
             }
         },
+        Route(method: "GET", template: "/api/tokens", role: .admin) { api, _ in
+            .respond(.json(200, JSONNode.object(["tokens": .array(try api.repository.tokens().map(\.json))]).serialized()))
+        },
         Route(method: "POST", template: "/api/tokens", role: .admin) { api, _ in
-            body(fields: ["role", "label"]) { b in
+            body(fields: ["role", "label", "expiresInSeconds"]) { b in
                 guard let role = Role(rawValue: try b.string("role")) else {
-                    throw HTTPError(400, code: "badRequest", "role must be admin, uploader, reviewer or reader")
+                    throw BacklotError(.invalidInput, "\"role\" must be admin, uploader, reviewer or reader", context: "request body")
                 }
-                let token = try api.repository.createToken(role: role, label: (try? b.string("label")) ?? "")
-                return .json(201, JSONNode.object(["token": .string(token), "role": .string(role.rawValue)]).serialized())
+                let lifetime = b.root["expiresInSeconds"].map { node -> Bool in if case .null = node.kind { return false } else { return true } } == true
+                    ? try b.integer("expiresInSeconds", as: Int64.self, in: Repository.shortestTokenLifetime...Repository.longestTokenLifetime) : nil
+                let token = try api.repository.issueToken(role: role, label: try b.optionalString("label") ?? "", expiresIn: lifetime)
+                return .json(201, token.json.serialized())
             }
+        },
+        Route(method: "DELETE", template: "/api/tokens/{id}", role: .admin) { api, call in
+            let info = try api.repository.revokeToken(id: try call.number("id"))
+            return .respond(.json(200, JSONNode.object(["id": .number(info.id), "revoked": .bool(true)]).serialized()))
+        },
+        Route(method: "POST", template: "/api/tokens/{id}/rotate", role: .admin) { api, call in
+            .respond(.json(201, try api.repository.rotateToken(id: try call.number("id")).json.serialized()))
         },
     ]
 
@@ -173,19 +221,19 @@ public struct ManagementAPI: Sendable {
                 guard let parameters = Self.match(route.template, segments) else { continue }
                 pathMatched = true
                 guard route.method == request.method else { continue }
-                if let role = route.role { try authorize(request, needs: role) }
+                let caller = try route.role.map { try authorize(request, needs: $0) }
                 for (name, value) in parameters where name == "app" || name == "pack" {
-                    if let problem = PackID.problem(with: value) { throw HTTPError(400, code: "badRequest", "\(name): \(problem.message)") }
+                    if let problem = PackID.problem(with: value) { throw HTTPError(400, code: "badRequest", problem.message, context: name) }
                 }
-                return try route.handle(self, Call(request: request, parameters: parameters))
+                return try route.handle(self, Call(request: request, parameters: parameters, caller: caller))
             }
             if pathMatched {
                 let allowed = Self.routes.filter { Self.match($0.template, segments) != nil }.map(\.method).joined(separator: ", ")
-                var r = HTTPResponse.error(405, code: "methodNotAllowed", "use \(allowed)", route: "api")
+                var r = HTTPResponse.error(405, code: "methodNotAllowed", "use \(allowed)", context: request.path, route: "api")
                 r.headers.append(("Allow", allowed))
                 return .respond(r)
             }
-            throw HTTPError(404, code: "notFound", "no such API route: \(request.method) \(request.path)")
+            throw HTTPError(404, code: "notFound", "no such API route", context: "\(request.method) \(request.path)", hint: "GET /api/openapi.json lists the routes")
         } catch {
             return .respond(Self.response(for: error))
         }
@@ -201,16 +249,18 @@ public struct ManagementAPI: Sendable {
         return parameters
     }
 
-    func authorize(_ request: HTTPRequest, needs role: Role) throws {
+    /// The caller of a request that needs `role`: its bearer token must be known, unexpired,
+    /// unrevoked (read from the database on every request: a revocation takes effect at once on
+    /// every server) and of a role that includes `role`.
+    func authorize(_ request: HTTPRequest, needs role: Role) throws -> Caller {
         guard let header = request.header("Authorization"), header.hasPrefix("Bearer ") else {
-            throw HTTPError(401, code: "unauthorized", "this route needs a token: Authorization: Bearer TOKEN")
+            throw BacklotError(.unauthorized, "this route needs a token", context: "Authorization", hint: "send Authorization: Bearer TOKEN")
         }
-        guard let have = try repository.role(ofToken: String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)) else {
-            throw HTTPError(401, code: "unauthorized", "the token is not valid")
+        let caller = try repository.authenticate(String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces))
+        guard caller.role.includes(role) else {
+            throw BacklotError(.forbidden, "a \(caller.role.rawValue) token cannot do this; it needs the \(role.rawValue) role", context: "token \(caller.id)")
         }
-        guard have.includes(role) else {
-            throw HTTPError(403, code: "forbidden", "a \(have.rawValue) token cannot do this; it needs the \(role.rawValue) role")
-        }
+        return caller
     }
 
     /// Maps errors to HTTP statuses with JSON bodies.
@@ -226,8 +276,8 @@ public struct ManagementAPI: Sendable {
         }
         if let e = error as? BacklotError {
             let status = Self.status(for: e.code)
-            let message = e.context.map { "\($0): \(e.message)" } ?? e.message
-            var r = HTTPResponse.error(status, code: e.code.name, message + (e.hint.map { " (\($0))" } ?? ""), route: "api")
+            var r = HTTPResponse.error(status, code: e.code.name, e.message, context: e.context, hint: e.hint, route: "api")
+            if status == 401 { r.headers.append(("WWW-Authenticate", "Bearer")) }
             // The database or the object store is unreachable: the instance recovers by itself.
             if status == 503 { r.headers.append(("Retry-After", String(ManagementAPI.unavailableRetryAfter))) }
             return r
@@ -241,7 +291,8 @@ public struct ManagementAPI: Sendable {
         switch code {
         case .notFound: 404
         case .conflict, .alreadyExists: 409
-        case .forbidden: 403
+        case .unauthorized: 401
+        case .forbidden, .fourEyes: 403
         case .quotaExceeded: 413
         case .unavailable, .transport: 503
         case _ where code.isInvalidInput: 400
@@ -254,47 +305,16 @@ public struct ManagementAPI: Sendable {
         .buffer(limit: bodyLimit) { bytes in
             do {
                 let root = try JSONReader(source: "request body", allowsComments: false, allowsTrailingCommas: false, maximumDepth: 16).read(bytes).root
-                guard let members = root.objectMembers else { throw HTTPError(400, code: "badRequest", "the body must be a JSON object") }
+                guard let members = root.objectMembers else { throw HTTPError(400, code: "badRequest", "the body must be a JSON object", context: "request body") }
                 if let unknown = members.first(where: { !fields.contains($0.key) }) {
-                    throw HTTPError(400, code: "unknownField", "unknown field \"\(unknown.key)\"; allowed: \(fields.sorted().joined(separator: ", "))")
+                    throw HTTPError(400, code: "unknownField", "unknown field \"\(unknown.key)\"", context: "request body",
+                                    hint: "the fields allowed: \(fields.sorted().joined(separator: ", "))")
                 }
                 return try then(JSONBody(root: root))
             } catch {
                 return response(for: error)
             }
         }
-    }
-}
-
-/// Typed access to a request body's fields, with 400 errors naming them.
-struct JSONBody {
-    let root: JSONNode
-
-    func string(_ key: String) throws -> String {
-        guard let s = root[key]?.stringValue else { throw HTTPError(400, code: "badRequest", "\"\(key)\" must be a string") }
-        return s
-    }
-
-    /// A whole number within `range`, through ``CheckedInteger`` (never a trap): a 400 naming the
-    /// field and the range for a missing value, a string, a fraction, an exponent or a value outside it.
-    func integer<T: FixedWidthInteger>(_ key: String, as type: T.Type, in range: ClosedRange<T>) throws -> T {
-        guard case .number(let text)? = root[key]?.kind else {
-            throw BacklotError(.invalidInput, "\"\(key)\" must be a whole number in \(range.lowerBound)…\(range.upperBound)", context: "request body",
-                               hint: "give \"\(key)\" as a JSON number without a fraction or exponent")
-        }
-        return try CheckedInteger.parse(text, as: T.self, "\"\(key)\"", in: range, context: "request body")
-    }
-
-    /// An optional percentage: above 0 and at most 100, with at most two decimals that count (one
-    /// basis point is 0.01 %); nil when absent or null.
-    func percent(_ key: String) throws -> Double? {
-        guard let node = root[key] else { return nil }
-        if case .null = node.kind { return nil }
-        guard case .number(let text) = node.kind, let d = Double(text), d.isFinite, d > 0, d <= 100, (d * 100).rounded() >= 1 else {
-            throw BacklotError(.invalidInput, "\"\(key)\" must be a number above 0 and at most 100 (at least 0.01)", context: "request body",
-                               hint: "give a percentage such as 25 or 12.5")
-        }
-        return d
     }
 }
 
@@ -316,7 +336,7 @@ final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
         do { try upload.append(bytes) } catch let e as BacklotError {
             _ = try? upload.close()
             api.metrics?.recordUpload("refused")
-            throw HTTPError(ManagementAPI.status(for: e.code), code: e.code.name, e.message)
+            throw HTTPError(ManagementAPI.status(for: e.code), code: e.code.name, e.message, context: e.context, hint: e.hint)
         }
     }
 

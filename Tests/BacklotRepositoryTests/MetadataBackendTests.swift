@@ -105,10 +105,22 @@ import Testing
                 try tx.execute(Self.schemaWithoutVersions)
                 try tx.run("INSERT INTO apps(id, created) VALUES (?, ?)", [.text("com.example.old"), .integer(1)])
                 try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES ('h', 'admin', 'old admin', 1)")
+                try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES ('h2', 'reviewer', 'old reviewer', 2)")
+                try tx.run("INSERT INTO release_requests(app, channel, pack, version, status, requested) VALUES ('com.example.old', 'production', 'Levels', 1, 'pending', 3)")
             }
         }
         let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
         #expect(try repo.apps() == ["com.example.old"])
+        // Step 4: the old tokens got ids in the order they were made, no expiry, no revocation; apps no four-eyes rule.
+        let tokens = try repo.tokens()
+        #expect(tokens.map(\.id) == [1, 2] && tokens.map(\.label) == ["old admin", "old reviewer"])
+        #expect(tokens.allSatisfy { $0.expires == nil && $0.revoked == nil && $0.lastUsed == nil })
+        #expect(try repo.appList().map(\.fourEyes) == [false])
+        let request = try repo.releaseRequest(1)
+        #expect(request.status == "pending" && request.requestedBy == nil && request.decidedBy == nil)
+        #expect(try repo.db.read { try $0.query("SELECT COUNT(*) AS n FROM live_history", []) }.first?["n"]?.int == 0)
+        let columns = try repo.db.read { try $0.query("SELECT name FROM pragma_table_info('versions')", []) }.compactMap { $0["name"]?.string }
+        #expect(columns.contains("declared_sha256") && columns.contains("upload_activity"))
         let versions = try repo.db.read { try $0.query("SELECT version FROM schema_version ORDER BY version", []) }.compactMap { $0["version"]?.int }
         #expect(versions == Array(1...Repository.schemaVersion))
         let indexes = try repo.db.read { try $0.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'versions_by_state'", []) }
@@ -255,5 +267,32 @@ import Testing
             return e.code == .unavailable && e.message.contains("127.0.0.1:\(port)/meta") && e.exitStatus == 1
         }
         #expect { _ = try PostgresDatabase(url: "postgresql://[nonsense") } throws: { ($0 as? BacklotError)?.code == .invalidInput }
+    }
+}
+
+extension MetadataBackendTests {
+    /// A database at schema step 3 (the last release before token ids) with tokens, an app and a
+    /// request upgrades to step 4 in place, on SQLite and PostgreSQL: the tokens keep working and get ids.
+    @Test(arguments: Backend.databases) func aStepThreeDatabaseWithTokensUpgradesToTokenIDs(_ backend: Backend) throws {
+        let dir = try TemporaryDirectory("step3")
+        defer { dir.remove() }
+        try FileSystem.makeDirectory(dir.at("data"), mode: 0o700)
+        let database: any MetadataDatabase = try backend.database("step3") ?? SQLiteMetadataDatabase(path: dir.at("data/meta.sqlite"), mode: 0o600)
+        try SchemaMigration.apply(Array(Repository.schemaSteps.prefix(3)), to: database)
+        let secret = "blt_old_admin_secret"
+        try database.transaction { tx in
+            try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES (?, 'admin', 'first', 10)", [.text(Repository.tokenHash(secret))])
+            try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES ('other', 'reader', 'second', 20)")
+            try tx.run("INSERT INTO apps(id, created) VALUES ('a', 1)")
+        }
+        let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")), database: backend == .sqlite ? nil : database)
+        let caller = try repo.authenticate(secret)
+        #expect(caller.role == .admin && caller.label == "first")
+        #expect(try repo.tokens().map(\.label) == ["first", "second"])
+        #expect(Set(try repo.tokens().map(\.id)).count == 2)
+        #expect(try repo.app("a").fourEyes == false)
+        // New tokens get the next ids.
+        let issued = try repo.issueToken(role: .reader)
+        #expect(issued.id > (try repo.tokens().map(\.id).filter { $0 != issued.id }.max() ?? 0))
     }
 }

@@ -48,7 +48,9 @@ import Glibc
             if field == "rollout" || field == "percent" {   // fractions are fine there; out-of-range values are not
                 values = ["0", "-1", "100.5", "1e999", "-1e999", "0.001", "\"50\"", "true", "[1]", "18446744073709551615"]
                 if field == "rollout" { values.removeAll { $0 == "null" } }
+                if field == "percent" { values.removeAll { $0 == "0" } }   // 0 halts a rollout
             }
+            if field == "version", path.hasSuffix("/rollback") { values.removeAll { $0 == "null" } }   // no version: roll back one step
             for value in values {
                 let r = try f.call("POST", path, token: f.admin, json: template.replacingOccurrences(of: "NUMBER", with: value))
                 #expect(r.status == 400 && r.text.contains("\\\"\(field)\\\""), "\(path) \(field)=\(value) → \(r.status) \(r.text)")

@@ -1,0 +1,22 @@
+/// Who made an API call: the token's id and label, and its role (what ``Repository/authenticate(_:)`` found).
+///
+/// Release requests record the caller that asked and the one that decided, so that an app's
+/// four-eyes rule can refuse an approval by the token that asked.
+///
+/// ```swift
+/// let caller = try repository.authenticate(bearerText)
+/// try repository.approve(requestID: 3, app: "com.example.game", by: caller)
+/// ```
+public struct Caller: Sendable, Hashable {
+    /// The token's id (as `GET /api/tokens` lists it).
+    public let id: Int
+    /// The token's label (may be empty).
+    public let label: String
+    public let role: Role
+
+    public init(id: Int, label: String, role: Role) {
+        self.id = id
+        self.label = label
+        self.role = role
+    }
+}

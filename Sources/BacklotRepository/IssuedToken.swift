@@ -1,0 +1,24 @@
+import BacklotJSON
+import Foundation
+
+/// A token just made or rotated, with its secret: shown once (only its SHA-256 is stored).
+///
+/// ```swift
+/// let issued = try repository.issueToken(role: .reviewer, label: "release manager", expiresIn: 86_400)
+/// print(issued.token)   // blt_…
+/// ```
+public struct IssuedToken: Sendable, Hashable {
+    public let id: Int
+    /// The secret, `blt_` and 64 hex digits.
+    public let token: String
+    public let role: Role
+    public let label: String
+    public let created: Date
+    public let expires: Date?
+
+    /// `{"id","token","role","label","created","expires"}`.
+    public var json: JSONNode {
+        .object(["id": .number(id), "token": .string(token), "role": .string(role.rawValue), "label": .string(label),
+                 "created": .string(RFC3339.string(created)), "expires": expires.map { .string(RFC3339.string($0)) } ?? .null])
+    }
+}

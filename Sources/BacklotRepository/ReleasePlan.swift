@@ -1,0 +1,34 @@
+import BacklotJSON
+
+/// What a release would change, without changing it (`"dryRun": true`).
+///
+/// `from` is what the channel serves of the pack now: the version being rolled out and its
+/// share when there is one, else the live version (nil when the pack is not on the channel);
+/// `to` is what it would serve, a nil percentage meaning every device.
+///
+/// ```swift
+/// let plan = try repository.planRelease(app: "com.example.game", pack: "Levels", version: 3, channel: .production, rolloutPercent: 10)
+/// print(plan.json.serialized())
+/// ```
+public struct ReleasePlan: Sendable, Hashable {
+    public let channel: Channel
+    public let pack: String
+    public let fromVersion: Int?
+    public let fromPercent: Double?
+    public let toVersion: Int
+    public let toPercent: Double?
+    /// The catalog version the change would publish if it were published now.
+    public let catalogVersion: UInt64
+    /// Whether a reviewer must approve it (external and production).
+    public let needsApproval: Bool
+
+    /// `{"dryRun":true,"needsApproval","change":{"channel","pack","from":{"version","rolloutPercent"},"to":{…},"catalogVersion"}}`.
+    public var json: JSONNode {
+        .object(["dryRun": .bool(true), "needsApproval": .bool(needsApproval), "change": .object([
+            "channel": .string(channel.rawValue), "pack": .string(pack),
+            "from": .object(["version": fromVersion.map { .number($0) } ?? .null, "rolloutPercent": fromPercent.map { .number($0) } ?? .null]),
+            "to": .object(["version": .number(toVersion), "rolloutPercent": toPercent.map { .number($0) } ?? .null]),
+            "catalogVersion": .number(catalogVersion),
+        ])])
+    }
+}

@@ -1,0 +1,194 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotStore
+import Foundation
+
+extension Repository {
+    /// The longest lifetime a token may be given: ten years, in seconds.
+    public static let longestTokenLifetime: Int64 = 315_360_000
+    /// The shortest: one minute.
+    public static let shortestTokenLifetime: Int64 = 60
+    /// How often at most a token's last use is recorded (seconds): not a write per request.
+    public static let lastUseResolution: Int64 = 60
+
+    static func tokenHash(_ token: String) -> String { SHA256.hash(Array(token.utf8)).hex }
+
+    /// Creates a token; only its SHA-256 is stored. Returns the token text (shown once).
+    ///
+    /// ```swift
+    /// let uploader = try repository.createToken(role: .uploader, label: "CI")
+    /// ```
+    public func createToken(role: Role, label: String = "") throws -> String {
+        try issueToken(role: role, label: label).token
+    }
+
+    /// Creates a token with its id, optionally expiring.
+    /// - Parameter expiresIn: seconds it works for (``shortestTokenLifetime``…``longestTokenLifetime``); nil: until revoked.
+    /// - Throws: ``BacklotError/Code/invalidInput`` for a lifetime outside that range.
+    public func issueToken(role: Role, label: String = "", expiresIn: Int64? = nil) throws -> IssuedToken {
+        if let expiresIn, !(Self.shortestTokenLifetime...Self.longestTokenLifetime).contains(expiresIn) {
+            throw BacklotError(.invalidInput, "a token lasts \(Self.shortestTokenLifetime)…\(Self.longestTokenLifetime) seconds, not \(expiresIn)",
+                               context: "expiresInSeconds", hint: "give at least a minute and at most ten years, or no expiry")
+        }
+        let token = Self.newTokenText()
+        let now = Self.now()
+        let expires = expiresIn.map { now + $0 }
+        let id: Int64 = try db.transaction { tx in
+            let rows = try tx.query("INSERT INTO tokens(hash, role, label, created, expires) VALUES (?, ?, ?, ?, ?) RETURNING id",
+                                    [.text(Self.tokenHash(token)), .text(role.rawValue), .text(label), .integer(now), expires.map { .integer($0) } ?? .null])
+            guard let id = rows.first?["id"]?.int else { throw BacklotError(.io, "the database returned no id for the new token", context: db.displayName) }
+            return id
+        }
+        return IssuedToken(id: try CheckedInteger.convert(id, to: Int.self, "the token id", code: .io), token: token, role: role, label: label,
+                           created: Date(timeIntervalSince1970: Double(now)), expires: expires.map { Date(timeIntervalSince1970: Double($0)) })
+    }
+
+    /// Whether a usable (unrevoked, unexpired) admin token exists.
+    public func hasAdminToken() throws -> Bool {
+        try db.read { try Self.hasUsableAdminToken(&$0) }
+    }
+
+    static func hasUsableAdminToken(_ tx: inout any MetadataConnection) throws -> Bool {
+        try !tx.query("SELECT 1 FROM tokens WHERE role = 'admin' AND revoked IS NULL AND (expires IS NULL OR expires > ?) LIMIT 1", [.integer(now())]).isEmpty
+    }
+
+    /// Whether any admin token was ever made (the data folder's first one is made only once).
+    func hadAdminToken() throws -> Bool {
+        try !db.read { try $0.query("SELECT 1 FROM tokens WHERE role = 'admin' LIMIT 1", []) }.isEmpty
+    }
+
+    /// Creates the first admin token, for a repository whose database was given (`backlot admin
+    /// init`); returns its text, which is shown once (only its SHA-256 is stored).
+    /// - Throws: ``BacklotError/Code/conflict`` when a usable admin token exists already (checked and
+    ///   created in one transaction, so two callers at once make one token).
+    public func createInitialAdminToken(label: String = "initial admin") throws -> String {
+        try Self.createInitialAdminToken(in: db, label: label)
+    }
+
+    /// The same on a database alone (no data folder): migrates its schema first. When every admin
+    /// token expired or was revoked, this makes a new one (the way back in).
+    ///
+    /// ```swift
+    /// let token = try Repository.createInitialAdminToken(in: PostgresDatabase(url: url))
+    /// ```
+    /// - Throws: ``BacklotError/Code/conflict`` when a usable admin token exists; what migrating throws.
+    public static func createInitialAdminToken(in db: any MetadataDatabase, label: String = "initial admin") throws -> String {
+        try SchemaMigration.apply(schemaSteps, to: db)
+        let token = newTokenText()
+        try db.transaction { tx in
+            // One writer at a time decides whether the first admin token exists.
+            try tx.lockUntilCommit("backlot initial admin token")
+            guard try !hasUsableAdminToken(&tx) else {
+                throw BacklotError(.conflict, "an admin token exists already", context: db.displayName,
+                                   hint: "use it to make more tokens (backlot tokens create); admin init only makes the first")
+            }
+            try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES (?, ?, ?, ?)",
+                       [.text(tokenHash(token)), .text(Role.admin.rawValue), .text(label), .integer(now())])
+        }
+        return token
+    }
+
+    /// The role of a usable token, or nil when it is unknown, expired or revoked.
+    public func role(ofToken token: String) throws -> Role? {
+        do { return try authenticate(token).role } catch let e as BacklotError where e.code == .unauthorized { return nil }
+    }
+
+    /// Who a bearer token is. Reads the database every time, so a revocation or an expiry takes
+    /// effect at once on every server; records the last use at most once a minute.
+    /// - Throws: ``BacklotError/Code/unauthorized`` for an unknown token, an expired one (saying
+    ///   when it expired) and a revoked one; ``BacklotError/Code/unavailable`` without a database.
+    public func authenticate(_ token: String) throws -> Caller {
+        let hash = Self.tokenHash(token)
+        let rows = try db.read { try $0.query("SELECT * FROM tokens WHERE hash = ?", [.text(hash)]) }
+        guard let row = rows.first, let info = Self.tokenInfo(row) else {
+            throw BacklotError(.unauthorized, "the token is not valid", hint: "ask an admin for a token (backlot tokens create)")
+        }
+        let now = Self.now()
+        if let revoked = info.revoked {
+            throw BacklotError(.unauthorized, "the token was revoked at \(RFC3339.string(revoked))", context: "token \(info.id)",
+                               hint: "ask an admin for a new token")
+        }
+        if let expires = info.expires, expires <= Date(timeIntervalSince1970: Double(now)) {
+            throw BacklotError(.unauthorized, "the token expired at \(RFC3339.string(expires))", context: "token \(info.id)",
+                               hint: "ask an admin to rotate it (backlot tokens rotate) or for a new one")
+        }
+        let last = row["last_used"]?.int
+        if last.map({ now - $0 >= Self.lastUseResolution }) ?? true {
+            _ = try db.runAlone("UPDATE tokens SET last_used = ? WHERE id = ? AND (last_used IS NULL OR last_used <= ?)",
+                                [.integer(now), .integer(Int64(info.id)), .integer(now - Self.lastUseResolution)])
+        }
+        return Caller(id: info.id, label: info.label, role: info.role)
+    }
+
+    /// Every token, oldest first: never a secret nor a hash.
+    public func tokens() throws -> [TokenInfo] {
+        try db.read { try $0.query("SELECT * FROM tokens ORDER BY id", []) }.compactMap(Self.tokenInfo)
+    }
+
+    /// One token. - Throws: `notFound`.
+    public func token(id: Int) throws -> TokenInfo {
+        guard let row = try db.read({ try $0.query("SELECT * FROM tokens WHERE id = ?", [.integer(Int64(id))]) }).first, let info = Self.tokenInfo(row) else {
+            throw BacklotError(.notFound, "no such token", context: "token \(id)", hint: "list them: backlot tokens list")
+        }
+        return info
+    }
+
+    /// Revokes a token: every server refuses it from the next request on. Revoking a revoked token changes nothing.
+    /// - Throws: `notFound`; `conflict` when it is the last usable admin token.
+    @discardableResult
+    public func revokeToken(id: Int) throws -> TokenInfo {
+        try db.transaction { tx in
+            try tx.lockUntilCommit("backlot initial admin token")
+            guard let row = try tx.query("SELECT * FROM tokens WHERE id = ?", [.integer(Int64(id))]).first, let info = Self.tokenInfo(row) else {
+                throw BacklotError(.notFound, "no such token", context: "token \(id)", hint: "list them: backlot tokens list")
+            }
+            guard info.revoked == nil else { return }
+            if info.role == .admin, info.isUsable(at: Date(timeIntervalSince1970: Double(Self.now()))) {
+                let others = try tx.query("""
+                    SELECT COUNT(*) AS n FROM tokens WHERE role = 'admin' AND id != ? AND revoked IS NULL AND (expires IS NULL OR expires > ?)
+                    """, [.integer(Int64(id)), .integer(Self.now())]).first?["n"]?.int ?? 0
+                guard others > 0 else {
+                    throw BacklotError(.conflict, "this is the last admin token that works: revoking it would lock every admin out", context: "token \(id)",
+                                       hint: "create another admin token first (backlot tokens create --role admin)")
+                }
+            }
+            try tx.run("UPDATE tokens SET revoked = ? WHERE id = ?", [.integer(Self.now()), .integer(Int64(id))])
+        }
+        return try token(id: id)
+    }
+
+    /// Gives a token a new secret (same id, role and label; a lifetime it had starts again): the old secret stops working at once.
+    /// - Throws: `notFound`; `conflict` for a revoked token.
+    public func rotateToken(id: Int) throws -> IssuedToken {
+        let secret = Self.newTokenText()
+        let now = Self.now()
+        let info: TokenInfo = try db.transaction { tx in
+            guard let row = try tx.query("SELECT * FROM tokens WHERE id = ?", [.integer(Int64(id))]).first, let info = Self.tokenInfo(row) else {
+                throw BacklotError(.notFound, "no such token", context: "token \(id)", hint: "list them: backlot tokens list")
+            }
+            guard info.revoked == nil else {
+                throw BacklotError(.conflict, "a revoked token cannot be rotated", context: "token \(id)", hint: "create a new token instead")
+            }
+            let lifetime = info.expires.map { Int64($0.timeIntervalSince1970 - info.created.timeIntervalSince1970) }
+            try tx.run("UPDATE tokens SET hash = ?, created = ?, expires = ?, last_used = NULL WHERE id = ?",
+                       [.text(Self.tokenHash(secret)), .integer(now), lifetime.map { .integer(now + $0) } ?? .null, .integer(Int64(id))])
+            return info
+        }
+        let fresh = try token(id: id)
+        return IssuedToken(id: info.id, token: secret, role: info.role, label: info.label, created: fresh.created, expires: fresh.expires)
+    }
+
+    static func tokenInfo(_ row: Database.Row) -> TokenInfo? {
+        guard let id = row["id"]?.integer(as: Int.self), let role = row["role"]?.string.flatMap(Role.init(rawValue:)) else { return nil }
+        func date(_ column: String) -> Date? { row[column]?.int.map { Date(timeIntervalSince1970: Double($0)) } }
+        return TokenInfo(id: id, label: row["label"]?.string ?? "", role: role, created: date("created") ?? Date(timeIntervalSince1970: 0),
+                         lastUsed: date("last_used"), expires: date("expires"), revoked: date("revoked"))
+    }
+}
+
+extension BacklotError.Code {
+    /// The caller gave no token, or one that is unknown, expired or revoked (HTTP 401).
+    public static let unauthorized = BacklotError.Code("unauthorized", isInvalidInput: true)
+    /// An app's four-eyes rule: a release request cannot be approved by the token that made it (HTTP 403).
+    public static let fourEyes = BacklotError.Code("fourEyes", isInvalidInput: true)
+}

@@ -1,0 +1,31 @@
+import BacklotJSON
+import Foundation
+
+/// A token as `GET /api/tokens` lists it: never its secret nor the secret's hash.
+///
+/// ```swift
+/// for token in try repository.tokens() where token.revoked == nil { print(token.id, token.label) }
+/// ```
+public struct TokenInfo: Sendable, Hashable {
+    public let id: Int
+    public let label: String
+    public let role: Role
+    public let created: Date
+    /// When it was last used (updated at most once a minute), nil when never.
+    public let lastUsed: Date?
+    /// When it stops working, nil when never.
+    public let expires: Date?
+    /// When it was revoked, nil when it was not.
+    public let revoked: Date?
+
+    /// Whether it still opens the API at `now`.
+    public func isUsable(at now: Date = Date()) -> Bool { revoked == nil && (expires.map { $0 > now } ?? true) }
+
+    /// `{"id","label","role","created","lastUsed","expires","revoked"}`: times as RFC 3339 UTC strings or null.
+    public var json: JSONNode {
+        .object(["id": .number(id), "label": .string(label), "role": .string(role.rawValue), "created": .string(RFC3339.string(created)),
+                 "lastUsed": lastUsed.map { .string(RFC3339.string($0)) } ?? .null,
+                 "expires": expires.map { .string(RFC3339.string($0)) } ?? .null,
+                 "revoked": revoked.map { .string(RFC3339.string($0)) } ?? .null])
+    }
+}
