@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCrypto
 import BacklotFormat
 import BacklotHTTPClient
 import BacklotJSON
@@ -12,7 +13,12 @@ struct UploadCommand: Command {
     static let spec = CommandSpec(
         name: "upload",
         summary: "Upload a .pack (or an Apple .aar with --manifest) as the next version of its pack (created if needed), then wait for processing.",
-        discussion: "A dropped connection is resumed from the byte the server has. Prints the new version; exits 1 if processing fails.",
+        discussion: """
+        A dropped connection is resumed from the byte the server has. The archive's SHA-256 is sent with the
+        version: uploading the same file again continues the version whose upload is unfinished from the byte
+        the server has ("resuming version 2 at 72 %"), and a file identical to a version already uploaded
+        creates nothing ("… is already version 2"). Prints the version; exits 1 if processing fails.
+        """,
         arguments: [.init("PACK", help: "A .pack file (its manifest's ID names the pack), or an .aar from ba-package.")],
         options: APIClient.options + [PackOptions.app, manifest, noWait, jsonFlag],
         requirements: ServerOptions.requirements)
@@ -42,6 +48,8 @@ struct UploadCommand: Command {
             size = pack.fileSize
             versionBody = [JSONMember(key: "size", value: .number(size))]
         }
+        let digest = try SHA256.hash(fileAt: path).hex
+        versionBody.append(JSONMember(key: "archiveSHA256", value: .string(digest)))
         let base = "\(APIClient.app(app))/packs"
         try api.call("POST", base, json: .object(["id": .string(id)]), accept: [409])
         let versions = "\(base)/\(APIClient.segment(id))/versions"
@@ -49,8 +57,22 @@ struct UploadCommand: Command {
         guard let number = created.json["version"]?.integer(as: Int.self) else {
             throw BacklotError(.io, "the server did not say which version it created")
         }
-        let progress = ProgressReporter(io: io, label: "uploading")
         var offset: UInt64 = 0
+        if created.status == 200 {
+            // A version with this archive exists: continue its upload, or say which version it is.
+            let state = created.json["state"]?.stringValue ?? "?"
+            if state == "AWAITING_UPLOAD" {
+                offset = min(size, created.json["received"]?.integer(as: UInt64.self) ?? 0)
+                let percent = size == 0 ? 0 : Int(Double(offset) / Double(size) * 100)
+                io.err("resuming version \(number) at \(percent) % (\(ByteCount.format(offset)) of \(ByteCount.format(size)) are on the server)\n")
+            } else {
+                io.err("\(path) is already version \(number) of \(app)/\(id) (\(state)); nothing was created\n")
+                let info = try waitForProcessing(api: api, path: "\(versions)/\(number)", wait: !arguments[noWait], io: io)
+                try report(info, app: app, pack: id, number: number, json: json, io: io)
+                return
+            }
+        }
+        let progress = ProgressReporter(io: io, label: "uploading")
         var attempts = 0
         while true {
             do {
@@ -79,14 +101,11 @@ struct UploadCommand: Command {
 
     /// Polls the version until processing is over (saying so on standard error while it waits).
     static func waitForProcessing(api: APIClient, path: String, wait: Bool, io: any CommandIO) throws -> JSONNode {
+        guard wait else { return try api.call("GET", path).json }
+        // Said before the first look, so that it is said whether processing takes a second or an hour.
+        io.err("verifying on the server…\n")
         var info = try api.call("GET", path).json
-        guard wait else { return info }
-        var said = false
         while info["state"]?.stringValue == "PROCESSING" || info["state"]?.stringValue == "AWAITING_UPLOAD" {
-            if !said {
-                io.err("verifying on the server…\n")
-                said = true
-            }
             usleep(100_000)
             info = try api.call("GET", path).json
         }
@@ -110,10 +129,11 @@ struct ReleaseCommand: Command {
     static let rollout = Option<Double?>("rollout", "PERCENT", help: "On production: offer it to this share of devices first (raise it with backlot rollout).",
                                          expected: "a percentage above 0 and at most 100, such as 10 or 2.5", check: { $0.map { $0 > 0 && $0 <= 100 } ?? true })
 
+    static let dryRun = Flag("dry-run", help: "Print the catalog change it would make (and whether it needs a reviewer); change nothing.")
     static let spec = CommandSpec(
         name: "release",
         summary: "Release a processed version: at once on internal; as a request for a reviewer on external and production.",
-        options: APIClient.options + [PackOptions.app, PackOptions.pack, PackOptions.version, PackOptions.channel, rollout, jsonFlag],
+        options: APIClient.options + [PackOptions.app, PackOptions.pack, PackOptions.version, PackOptions.channel, rollout, dryRun, jsonFlag],
         requirements: ServerOptions.requirements)
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
@@ -123,6 +143,12 @@ struct ReleaseCommand: Command {
         var body: [JSONMember] = [JSONMember(key: "pack", value: .string(pack)), JSONMember(key: "version", value: .number(version)),
                                   JSONMember(key: "channel", value: .string(channel))]
         if let r = arguments[rollout] { body.append(JSONMember(key: "rollout", value: .number(r))) }
+        if arguments[dryRun] {
+            body.append(JSONMember(key: "dryRun", value: .bool(true)))
+            let plan = try api.call("POST", "\(APIClient.app(app))/releases", json: JSONNode(.object(body))).json
+            try printPlan(plan, app: app, json: arguments[jsonFlag], io: io)
+            return
+        }
         let r = try api.call("POST", "\(APIClient.app(app))/releases", json: JSONNode(.object(body)))
         let request = r.json["request"]
         if arguments[jsonFlag] {
@@ -133,6 +159,36 @@ struct ReleaseCommand: Command {
         } else {
             io.out("Released \(app)/\(pack) version \(version) on \(channel); the catalog is re-signed and published.\n")
         }
+    }
+}
+
+extension ReleaseCommand {
+    /// The dry run's catalog change: `{"dryRun","needsApproval","change":{"channel","pack","from","to","catalogVersion"}}`.
+    static func printPlan(_ plan: JSONNode, app: String, json: Bool, io: any CommandIO) throws {
+        let change = plan["change"]
+        let from = change?["from"], to = change?["to"]
+        func side(_ s: JSONNode?) -> JSONNode {
+            .object(["version": RemoteJSON.number(s?["version"]), "rolloutPercent": RemoteJSON.number(s?["rolloutPercent"])])
+        }
+        if json {
+            io.out(JSONNode.object(["dryRun": .bool(true), "app": .string(app), "needsApproval": RemoteJSON.value(plan["needsApproval"]),
+                                    "channel": RemoteJSON.string(change?["channel"]), "pack": RemoteJSON.string(change?["pack"]),
+                                    "from": side(from), "to": side(to), "catalogVersion": RemoteJSON.number(change?["catalogVersion"])]).prettyPrinted() + "\n")
+            return
+        }
+        func text(_ s: JSONNode?) -> String {
+            guard let v = s?["version"], v.kind != .null else { return "nothing" }
+            let p = s?["rolloutPercent"].flatMap { $0.kind == .null ? nil : RemoteJSON.text($0) }
+            return "version \(RemoteJSON.text(v))" + (p.map { " at \($0) %" } ?? " for every device")
+        }
+        io.out("""
+        Dry run, nothing changed: \(app)/\(change?["pack"]?.stringValue ?? "?") on \(change?["channel"]?.stringValue ?? "?")
+          from            \(text(from))
+          to              \(text(to))
+          catalog version \(RemoteJSON.text(change?["catalogVersion"]))
+          needs approval  \(RemoteJSON.text(plan["needsApproval"]))
+
+        """)
     }
 }
 

@@ -43,7 +43,7 @@ struct ServeCommand: Command {
         time re-signs catalogs before they expire.
         """,
         options: RepositoryOptions.options + [host, port, tls, tlsCert, tlsKey, hostnames, publicURL, maximumInstallSize, catalogMaxAge,
-                                              threads, connectionsPerAddress, maximumConnections, lease, quiet])
+                                              threads, connectionsPerAddress, maximumConnections, lease, abandonedUploadsAfter, quiet])
 
     static let host = Option<String>("host", "ADDRESS", default: "127.0.0.1", help: "Address to listen on.")
     static let port = Option<Int>("port", "N", default: 8443, in: 0...65535, help: "Port (0 picks a free one).")
@@ -63,6 +63,9 @@ struct ServeCommand: Command {
     static let lease = Option<Int>("lease", "SECONDS", default: Int(Repository.defaultLeaseDuration), in: 1...3600,
                                    help: "How long a server's claim on an upload, a processing or the re-signing lasts unrenewed: how soon another server takes over from one that died.")
     static let quiet = Flag("quiet", help: "No access log.")
+    static let abandonedUploadsAfter = Option<Int>("abandoned-uploads-after", "SECONDS", default: Int(Repository.defaultAbandonedUploadsAfter),
+                                                   showDefault: "604800, 7 days", in: 60...(10 * 366 * 86_400),
+                                                   help: "Remove versions still awaiting their upload when it has seen no bytes for this long, with what was uploaded.")
 
     /// `--tls`, or `--tls-cert FILE --tls-key FILE` (both, and not with `--tls`), as one mode. A
     /// key file anyone may read or write is refused, whichever way it is given: it is the server's
@@ -103,6 +106,7 @@ struct ServeCommand: Command {
             throw BacklotError(.usage, "--tls takes auto, off, or CERT.pem,KEY.pem (got '\(mode)')", context: "backlot serve")
         }
         let lease = arguments[Self.lease]
+        let abandonedAfter = TimeInterval(arguments[abandonedUploadsAfter])
         _ = try RepositoryOptions.storage(arguments, command: spec.name)   // bad --storage options are usage errors before anything starts
         // The port first: a server that cannot listen stops before it touches the data folder.
         let listener = try ListeningSocket(host: host, port: UInt16(port))
@@ -159,7 +163,7 @@ struct ServeCommand: Command {
                 last = .now
                 return true
             }
-            do { try repository.shareWork(resigning: due) } catch { io.err("background work: \(error)\n") }
+            do { try repository.shareWork(resigning: due, abandonedUploadsAfter: abandonedAfter) } catch { io.err("background work: \(error)\n") }
         }
         // SIGINT and SIGTERM stop gracefully from before the address is announced: a client that
         // reads it and signals at once must not meet the default exit (143).

@@ -128,32 +128,8 @@ import Testing
         for bad in ["30", "d", "-1d", "59s", "4000d", "99999999999999999999d", "1.5h"] { #expect(ExpiryDuration(argument: bad) == nil, "\(bad)") }
     }
 
-    /// A repository served over HTTPS with its local CA, and its admin token.
-    struct Served {
-        let dir: TemporaryDirectory
-        let repository: Repository
-        let server: HostingServer
-        let ca: String
-        let admin: String
-
-        init(_ label: String) throws {
-            dir = try TemporaryDirectory(label)
-            let directory = try RepositoryDirectory(path: dir.at("data"))
-            repository = try Repository(directory: directory)
-            let tls = try LocalTLS.prepare(in: directory, hostnames: [])
-            server = try HostingServer(repository: repository, configuration: .init(port: 0, tls: (tls.certificatePEM, tls.privateKeyPEM)))
-            ca = tls.caCertificatePath
-            admin = try String(contentsOfFile: repository.adminTokenPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-
-        func stop() {
-            server.stop()
-            dir.remove()
-        }
-    }
-
     @Test func serverOptionsComeFromFlagsThenTheEnvironmentThenTheProfile() throws {
-        let s = try Served("cli-profiles")
+        let s = try ServedRepository("cli-profiles")
         defer { s.stop() }
         #expect(run(["apps", "create", "com.example.game", "--server", s.server.baseURL, "--ca", s.ca, "--token", s.admin]).status == 0)
         let environment = ["BACKLOT_SERVER": s.server.baseURL, "BACKLOT_CA": s.ca, "BACKLOT_TOKEN": s.admin]
@@ -198,7 +174,7 @@ import Testing
     }
 
     @Test func aTokenFileMustBePrivateAndStandardInputWorks() throws {
-        let s = try Served("cli-token-file")
+        let s = try ServedRepository("cli-token-file")
         defer { s.stop() }
         let remote = ["--server", s.server.baseURL, "--ca", s.ca]
         let open = try s.dir.write("open.token", s.admin, mode: 0o644)
