@@ -64,7 +64,7 @@ struct ServeCommand: Command {
                                    help: "How long a server's claim on an upload, a processing or the re-signing lasts unrenewed: how soon another server takes over from one that died.")
     static let quiet = Flag("quiet", help: "No access log.")
     static let abandonedUploadsAfter = Option<Int>("abandoned-uploads-after", "SECONDS", default: Int(Repository.defaultAbandonedUploadsAfter),
-                                                   showDefault: "604800, 7 days", in: 60...(10 * 366 * 86_400),
+                                                   showDefault: "604800, 7 days", in: 1...(10 * 366 * 86_400),
                                                    help: "Remove versions still awaiting their upload when it has seen no bytes for this long, with what was uploaded.")
 
     /// `--tls`, or `--tls-cert FILE --tls-key FILE` (both, and not with `--tls`), as one mode. A
