@@ -9,7 +9,7 @@ struct ClipLinkCommand: Command {
         name: "clip link",
         summary: "Build a default App Clip link (https://appclip.apple.com/id?p=BUNDLE_ID&KEY=VALUE…), parameters in order.",
         arguments: [.init("BUNDLE_ID", help: "The App Clip's bundle identifier."), .init("KEY=VALUE", help: "Parameters, in order.", required: false, repeats: true)],
-        options: [demo])
+        options: [demo, jsonFlag])
     static let demo = Flag("demo", help: "A demo link (no parameters allowed).")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
@@ -19,7 +19,8 @@ struct ClipLinkCommand: Command {
             }
             return AppClipLink.Parameter(name: String(pair[..<eq]), value: String(pair[pair.index(after: eq)...]))
         }
-        io.out(try AppClipLink(bundleIdentifier: arguments.positionals[0], parameters: parameters, demo: arguments[demo]).string + "\n")
+        let link = try AppClipLink(bundleIdentifier: arguments.positionals[0], parameters: parameters, demo: arguments[demo]).string
+        io.out(arguments[jsonFlag] ? JSONNode.object(["url": .string(link)]).prettyPrinted() + "\n" : link + "\n")
     }
 }
 
