@@ -52,6 +52,10 @@ struct CompletionCommand: Command {
     }
 
     static func quoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+    /// fish escapes a quote inside single quotes with a backslash (and a backslash with another).
+    static func fishQuoted(_ s: String) -> String {
+        "'" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+    }
 
     static var bash: String {
         var text = """
@@ -125,7 +129,8 @@ struct CompletionCommand: Command {
             text += "      esac\n"
             text += "      if [[ \"$PREFIX\" == -* ]]; then compadd -- \(infos.map { "--\($0.name)" }.joined(separator: " ")); else _files; fi ;;\n"
         }
-        text += "  esac\n}\ncompdef _backlot backlot\n"
+        // Autoloaded from $fpath the file is _backlot's body; sourced, it registers the function.
+        text += "  esac\n}\nif [[ \"${funcstack[1]}\" == _backlot ]]; then _backlot \"$@\"; else compdef _backlot backlot; fi\n"
         return text
     }
 
@@ -137,11 +142,11 @@ struct CompletionCommand: Command {
             let words = c.spec.name.split(separator: " ").map(String.init)
             if done.insert(words[0]).inserted {
                 let summary = words.count == 1 ? c.spec.summary : "\(subcommands(of: words[0]).count) subcommands"
-                text += "complete -c backlot -n __fish_use_subcommand -a \(words[0]) -d \(quoted(String(summary.prefix(60))))\n"
+                text += "complete -c backlot -n __fish_use_subcommand -a \(words[0]) -d \(fishQuoted(String(summary.prefix(60))))\n"
             }
             let condition: String
             if words.count == 2 {
-                text += "complete -c backlot -n '__fish_seen_subcommand_from \(words[0])' -a \(words[1]) -d \(quoted(String(c.spec.summary.prefix(60))))\n"
+                text += "complete -c backlot -n '__fish_seen_subcommand_from \(words[0])' -a \(words[1]) -d \(fishQuoted(String(c.spec.summary.prefix(60))))\n"
                 condition = "'__fish_seen_subcommand_from \(words[0]); and __fish_seen_subcommand_from \(words[1])'"
             } else {
                 condition = "'__fish_seen_subcommand_from \(words[0])'"
@@ -150,8 +155,8 @@ struct CompletionCommand: Command {
                 var line = "complete -c backlot -n \(condition) -l \(o.name)"
                 if let s = o.short { line += " -s \(s)" }
                 if !o.isFlag { line += isPath(o) ? " -r -F" : " -r" }
-                if !o.allValues.isEmpty { line += " -a \(quoted(o.allValues.joined(separator: " ")))" }
-                text += line + " -d \(quoted(String(o.help.prefix(60))))\n"
+                if !o.allValues.isEmpty { line += " -a \(fishQuoted(o.allValues.joined(separator: " ")))" }
+                text += line + " -d \(fishQuoted(String(o.help.prefix(60))))\n"
             }
         }
         return text

@@ -94,16 +94,40 @@ import Testing
         #expect(options.contains("--channel"), "\(options)")
         let values = try bash(#"COMP_WORDS=(backlot release --channel p); COMP_CWORD=3; _backlot; echo "${COMPREPLY[@]}""#)
         #expect(values.trimmingCharacters(in: .whitespacesAndNewlines) == "production", "\(values)")
-        // zsh and fish: parse-checked where the shells are installed.
-        for (shell, check) in [("zsh", ["-n"]), ("fish", ["--no-execute"])] {
-            guard let binary = ["/usr/bin/\(shell)", "/bin/\(shell)"].first(where: FileSystem.exists) else {
-                print("\(shell) is not installed: its completion script is not parse-checked")
-                continue
-            }
-            let file = try dir.write("backlot.\(shell)", run(["completion", shell]).out)
-            let p = try Process.run(URL(fileURLWithPath: binary), arguments: check + [file])
+        // zsh and fish where they are installed: parse-checked, then asked for completions.
+        func shell(_ binary: String, _ arguments: [String]) throws -> (Int32, String) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: binary)
+            p.arguments = arguments
+            let pipe = Pipe()
+            p.standardOutput = pipe
+            try p.run()
+            let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             p.waitUntilExit()
-            #expect(p.terminationStatus == 0, "\(shell) -n")
+            return (p.terminationStatus, out)
+        }
+        if let zsh = ["/usr/bin/zsh", "/bin/zsh"].first(where: FileSystem.exists) {
+            let file = try dir.write("_backlot", run(["completion", "zsh"]).out)
+            #expect(try shell(zsh, ["-n", file]).0 == 0, "zsh -n")
+            // compadd and compdef stubbed to print what the function offers.
+            let probe = try dir.write("probe.zsh", """
+            compdef() { :; }; compadd() { [[ "$1" == "--" ]] && shift; print -r -- "$@"; }; _files() { print FILES; }
+            source \(file)
+            words=(backlot tokens ''); CURRENT=3; _backlot
+            words=(backlot release --channel ''); CURRENT=4; _backlot
+            """)
+            let (status, out) = try shell(zsh, ["-f", probe])
+            #expect(status == 0 && out.contains("list create revoke rotate") && out.contains("internal external production"), "\(out)")
+        } else {
+            print("zsh is not installed: its completion script is not checked")
+        }
+        if let fish = ["/usr/bin/fish", "/bin/fish"].first(where: FileSystem.exists) {
+            let file = try dir.write("backlot.fish", run(["completion", "fish"]).out)
+            #expect(try shell(fish, ["--no-execute", file]).0 == 0, "fish --no-execute")
+            let (status, out) = try shell(fish, ["-c", "source \(file); complete -C 'backlot tokens r'"])
+            #expect(status == 0 && out.contains("revoke") && out.contains("rotate"), "\(out)")
+        } else {
+            print("fish is not installed: its completion script is not checked")
         }
         #expect(run(["completion", "tcsh"]).status == 2)
     }
