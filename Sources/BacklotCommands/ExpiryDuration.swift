@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotRepository
 
 /// A duration as `--expires` spells it: a whole number and a unit, `90m`, `12h`, `30d` (or `45s`),
 /// from a minute to ten years (what the API accepts).
@@ -6,7 +7,8 @@ struct ExpiryDuration: ArgumentValue, CustomStringConvertible {
     let seconds: Int
     let text: String
 
-    static let range = 60...(10 * 366 * 86_400)
+    /// What the server accepts (``Repository/shortestTokenLifetime`` to ``Repository/longestTokenLifetime``).
+    static let range = Int(Repository.shortestTokenLifetime)...Int(Repository.longestTokenLifetime)
 
     init?(argument text: String) {
         guard let unit = text.last, let scale = ["s": 1, "m": 60, "h": 3600, "d": 86_400][String(unit)],

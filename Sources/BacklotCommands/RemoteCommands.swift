@@ -155,7 +155,7 @@ struct ReleaseCommand: Command {
             io.out(JSONNode.object(["app": .string(app), "pack": .string(pack), "version": .number(version), "channel": .string(channel),
                                     "released": .bool(request == nil), "request": request.map(RemoteJSON.request) ?? .null]).prettyPrinted() + "\n")
         } else if let id = request?["id"]?.integer(as: Int.self) {
-            io.out("Release request \(id): \(app)/\(pack) version \(version) to \(channel) awaits a reviewer (backlot approve --app \(app) --request \(id))\n")
+            io.out("Release request \(id): \(app)/\(pack) version \(version) to \(channel) awaits a reviewer (backlot approve --app \(app) --request \(id), or --pack \(pack) --channel \(channel))\n")
         } else {
             io.out("Released \(app)/\(pack) version \(version) on \(channel); the catalog is re-signed and published.\n")
         }
@@ -194,18 +194,41 @@ extension ReleaseCommand {
 
 /// `backlot approve --app APP --request N` (or `--reject REASON`).
 struct ApproveCommand: Command {
-    static let request = Option<Int>("request", "N", help: "The release request's number.", expected: "a whole number from 1", check: { $0 >= 1 })
+    static let request = Option<Int?>("request", "N", in: 1...Int.max, help: "The release request's number (releases list shows them).")
+    static let pack = Option<String?>("pack", "ID", help: "With --channel instead of --request: the pack whose pending request this is.")
+    static let channel = Option<Channel?>("channel", "CHANNEL", help: "With --pack: the channel of the pending request.")
     static let reject = Option<String?>("reject", "REASON", help: "Reject it instead, saying why (as backlot reject does).")
+    /// Either `--request N` or `--pack ID --channel C`.
+    static let which: @Sendable (ParsedArguments) -> String? = { a in
+        a.has(request) || (a.has(pack) && a.has(channel)) ? nil : "--request N (or --pack ID and --channel CHANNEL)"
+    }
 
     static let spec = CommandSpec(
         name: "approve",
         summary: "Approve (or with --reject, reject) a pending release request. Needs a reviewer token.",
-        options: APIClient.options + [PackOptions.app, request, reject, jsonFlag],
-        requirements: ServerOptions.requirements)
+        discussion: "Name the request by its number (--request N), or by its pack and channel (--pack ID --channel C: the one request pending there).",
+        options: APIClient.options + [PackOptions.app, request, pack, channel, reject, jsonFlag],
+        requirements: ServerOptions.requirements + [which])
+
+    /// The request `--request` names, or the one pending for `--pack` on `--channel`.
+    static func requestNumber(_ arguments: ParsedArguments, api: APIClient, app: String, command: String) throws -> Int {
+        if let n = arguments[request] { return n }
+        guard let pack = arguments[pack], let channel = arguments[channel]?.rawValue else {
+            throw BacklotError(.usage, "give --request N, or --pack ID and --channel CHANNEL", context: "backlot \(command)")
+        }
+        let list = try api.call("GET", "\(APIClient.app(app))/releases?channel=\(channel)&status=pending").json["releases"]?.arrayElements ?? []
+        let pending = list.filter { $0["pack"]?.stringValue == pack && $0["channel"]?.stringValue == channel && $0["status"]?.stringValue == "pending" }
+        guard let only = pending.first?["id"]?.integer(as: Int.self) else {
+            throw BacklotError(.notFound, "no release request of \(pack) is pending on \(channel)", context: "\(app)/\(pack)",
+                               hint: "backlot releases list --app \(app) --pending")
+        }
+        return only   // one pending request per pack and channel: a newer one supersedes the older
+    }
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
-        let app = arguments[PackOptions.app], number = arguments[request]
+        let app = arguments[PackOptions.app]
+        let number = try requestNumber(arguments, api: api, app: app, command: spec.name)
         if let reason = arguments[reject] {
             try RejectCommand.reject(api: api, app: app, request: number, reason: reason, json: arguments[jsonFlag], io: io)
             return
@@ -226,13 +249,14 @@ struct RejectCommand: Command {
     static let spec = CommandSpec(
         name: "reject",
         summary: "Reject a pending release request, saying why. Needs a reviewer token.",
-        options: APIClient.options + [PackOptions.app, ApproveCommand.request, reason, jsonFlag],
-        requirements: ServerOptions.requirements)
+        options: APIClient.options + [PackOptions.app, ApproveCommand.request, ApproveCommand.pack, ApproveCommand.channel, reason, jsonFlag],
+        requirements: ServerOptions.requirements + [ApproveCommand.which])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
-        try reject(api: api, app: arguments[PackOptions.app], request: arguments[ApproveCommand.request], reason: arguments[reason],
-                   json: arguments[jsonFlag], io: io)
+        let app = arguments[PackOptions.app]
+        let number = try ApproveCommand.requestNumber(arguments, api: api, app: app, command: spec.name)
+        try reject(api: api, app: app, request: number, reason: arguments[reason], json: arguments[jsonFlag], io: io)
     }
 
     static func reject(api: APIClient, app: String, request: Int, reason: String, json: Bool, io: any CommandIO) throws {
