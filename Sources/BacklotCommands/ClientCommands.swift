@@ -56,18 +56,34 @@ struct FetchCommand: Command {
             var out: [AssetPackManager.FetchReport] = []
             for id in ids {
                 let progress = ProgressReporter(io: io, label: "fetching \(id)")
+                // Subscribed before the fetch starts, so that its updates are all seen; the bar is
+                // drawn at least once per download (a fast one shows its end).
+                let updates = manager.statusUpdates(forAssetPackWithID: id)
                 let watcher = Task {
-                    for await update in manager.statusUpdates(forAssetPackWithID: id) {
+                    for await update in updates {
                         if case .downloading(_, let p) = update {
-                            while !p.isFinished && !Task.isCancelled {
+                            repeat {
                                 progress.update(UInt64(max(0, p.completedUnitCount)), UInt64(max(1, p.totalUnitCount)))
+                                if p.isFinished { break }
                                 try? await Task.sleep(nanoseconds: 100_000_000)
-                            }
+                            } while !Task.isCancelled
                         }
                     }
                 }
-                let report = try await manager.fetch(packWithID: id)
-                watcher.cancel()
+                let report: AssetPackManager.FetchReport
+                do {
+                    report = try await manager.fetch(packWithID: id)
+                } catch {
+                    watcher.cancel()
+                    throw error
+                }
+                // A pack already up to date sends no update (and its stream never ends); a download
+                // sent its last one (finished) before fetch returned: wait for the bar to show it.
+                if report.downloadedBytes == 0 && report.downloadedChunks == 0 && report.reusedChunks == 0 && report.linkedFiles == 0 {
+                    watcher.cancel()
+                } else {
+                    await watcher.value
+                }
                 progress.complete()
                 out.append(report)
             }

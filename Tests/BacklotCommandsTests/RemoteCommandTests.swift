@@ -58,8 +58,13 @@ import Glibc
         // A device installs it; a damaged file is found and repaired from the command line.
         let catalog = server.baseURL + "v1/apps/com.example.game/production/catalog.json"
         let device = ["--catalog", catalog, "--trust", directory.publicKeyPath, "--ca", tls.caCertificatePath, "--container", dir.at("device")]
-        let fetched = CapturedIO()
+        let fetched = CapturedIO(isTerminal: true)
         #expect(BacklotCLI.main(["fetch"] + device + ["--json"], io: fetched) == 0, "\(fetched.standardError)")
+        // The bar counts the bytes downloaded against the download's size, and ends at 100 %.
+        let bar = (fetched.standardError.split(separator: "\r").last.map(String.init) ?? "").replacingOccurrences(of: "\u{1B}[K", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(bar.contains("fetching Levels") && bar.contains("100%"), "\(fetched.standardError)")
+        let sizes = bar.components(separatedBy: "100%  ").last?.components(separatedBy: "  ").first?.components(separatedBy: " / ") ?? []
+        #expect(sizes.count == 2 && sizes[0] == sizes[1], "done equals the total: \(bar)")
         #expect(fetched.standardOutput.contains("\"pack\": \"Levels\""))
         let status = CapturedIO()
         #expect(BacklotCLI.main(["status", "--container", dir.at("device"), "--json"], io: status) == 0)
