@@ -213,3 +213,27 @@ import Testing
         #expect(spaced.status == 2 && !spaced.err.contains("blt_secret"), "\(spaced.err)")
     }
 }
+
+/// The command table itself: every command answers --help, its options are declared once, and
+/// every command that reports something takes --json.
+@Suite struct CommandTableTests {
+    @Test func everyCommandHasHelpAndUniqueOptions() {
+        for command in BacklotCLI.commands {
+            let spec = command.spec
+            let names = spec.infos.map(\.name), shorts = spec.infos.compactMap(\.short)
+            #expect(Set(names).count == names.count, "\(spec.name) declares an option twice: \(names)")
+            #expect(Set(shorts).count == shorts.count, "\(spec.name) declares a short option twice")
+            let io = CapturedIO()
+            #expect(BacklotCLI.main(spec.name.split(separator: " ").map(String.init) + ["--help"], io: io) == 0)
+            #expect(io.standardOutput.contains("Usage: backlot \(spec.name)"), "\(spec.name)")
+        }
+    }
+
+    @Test func everyCommandThatReportsSomethingTakesJSON() {
+        // What prints a manifest, a script, a log or a server's address has no JSON to give.
+        let without: Set<String> = ["template", "serve", "agent", "completion"]
+        for command in BacklotCLI.commands where !without.contains(command.spec.name) {
+            #expect(command.spec.infos.contains { $0.name == "json" }, "\(command.spec.name) has no --json")
+        }
+    }
+}
