@@ -25,6 +25,7 @@ demo-cluster: build
 # The tests, then a short seeded pass of every fuzz harness (scripts/fuzz --smoke).
 test: bootstrap
 	@SWIFT=$(SWIFT) scripts/test
+	@$(SWIFT) build --product backlot >/dev/null && scripts/api-conformance $(BACKLOT)
 	@scripts/fuzz --smoke
 
 # Builds the libFuzzer harnesses and runs each for FUZZ_SECONDS; crash inputs go to Fuzz/Findings/.

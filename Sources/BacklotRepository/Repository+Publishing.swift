@@ -105,7 +105,7 @@ extension Repository {
         guard let v = rows.first, let sha = v["archive_sha256"]?.string.flatMap(SHA256Digest.init(hex:)),
               let indexSHA = v["index_sha256"]?.string.flatMap(SHA256Digest.init(hex:)),
               let metaText = v["metadata"]?.string else {
-            throw BacklotError(.conflict, "version \(number) of \(app)/\(pack) is not processed", context: "\(app)/\(pack)/\(number)")
+            throw BacklotError(.conflict, "the version is not processed", context: "\(app)/\(pack)/\(number)")
         }
         let meta = try JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(Array(metaText.utf8)).root
         guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)), let platforms = meta["platforms"].flatMap(Platform.list(json:)) else {
@@ -131,7 +131,7 @@ extension Repository {
     func appleEntry(_ tx: inout any MetadataConnection, app: String, pack: String, number: Int64) throws -> AppleEntry {
         let rows = try tx.query("SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ?", [.text(app), .text(pack), .integer(number)])
         guard let v = rows.first, let sha = v["archive_sha256"]?.string, let metaText = v["metadata"]?.string else {
-            throw BacklotError(.conflict, "version \(number) of \(app)/\(pack) is not processed", context: "\(app)/\(pack)/\(number)")
+            throw BacklotError(.conflict, "the version is not processed", context: "\(app)/\(pack)/\(number)")
         }
         let meta = try JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(Array(metaText.utf8)).root
         guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)), let platforms = meta["platforms"].flatMap(Platform.list(json:)) else {

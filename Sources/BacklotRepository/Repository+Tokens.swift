@@ -8,6 +8,8 @@ extension Repository {
     public static let longestTokenLifetime: Int64 = 315_360_000
     /// The shortest: one minute.
     public static let shortestTokenLifetime: Int64 = 60
+    /// The longest token label, in characters.
+    public static let longestTokenLabel = 200
     /// How often at most a token's last use is recorded (seconds): not a write per request.
     public static let lastUseResolution: Int64 = 60
 
@@ -29,6 +31,9 @@ extension Repository {
         if let expiresIn, !(Self.shortestTokenLifetime...Self.longestTokenLifetime).contains(expiresIn) {
             throw BacklotError(.invalidInput, "a token lasts \(Self.shortestTokenLifetime)…\(Self.longestTokenLifetime) seconds, not \(expiresIn)",
                                context: "expiresInSeconds", hint: "give at least a minute and at most ten years, or no expiry")
+        }
+        guard label.count <= Self.longestTokenLabel else {
+            throw BacklotError(.invalidInput, "a token's label has at most \(Self.longestTokenLabel) characters (this one has \(label.count))", context: "label")
         }
         let token = Self.newTokenText()
         let now = Self.now()

@@ -241,8 +241,9 @@ extension Repository {
         let leaseNow: Database.Value = .integer(Self.nowMilliseconds())
         let rows = try db.read { try $0.query("SELECT * FROM versions WHERE \(idle) ORDER BY id", [cutoff, leaseNow]) }
         var removed = 0
+        let active = activeUploads.withLock { $0 }
         for row in rows {
-            guard let id = row["id"]?.int else { continue }
+            guard let id = row["id"]?.int, !active.contains(id) else { continue }
             let reason = "the upload saw no bytes for more than \(Int(seconds)) seconds and was removed"
             guard try db.transaction({ tx in
                 try tx.run("UPDATE versions SET deleted = 1, state = 'FAILED', reason = ? WHERE id = ? AND \(idle)", [.text(reason), .integer(id), cutoff, leaseNow])
@@ -487,6 +488,8 @@ public final class Upload: @unchecked Sendable {
     /// and when the lease was last renewed.
     let leaseOwner: String?
     private var renewed = ContinuousClock.now
+    /// When the upload's activity was last recorded (``Repository/removeAbandonedUploads(olderThan:now:)`` reads it).
+    private var touched = ContinuousClock.now
     private var closed = false
 
     init(repository: Repository, versionID: Int64, declared: UInt64, sink: any UploadSink, label: String, leaseOwner: String?) {
@@ -496,6 +499,7 @@ public final class Upload: @unchecked Sendable {
         self.sink = sink
         self.label = label
         self.leaseOwner = leaseOwner
+        _ = repository.activeUploads.withLock { $0.insert(versionID) }
     }
 
     /// Appends bytes. - Throws: `quotaExceeded` past the declared size (nothing past it is written);
@@ -512,6 +516,10 @@ public final class Upload: @unchecked Sendable {
             renewed = .now
         }
         try sink.append(bytes)
+        if ContinuousClock.now - touched > .seconds(30) {
+            try? repository.touchUpload(versionID: versionID)
+            touched = .now
+        }
     }
 
     /// Ends this request's part of the upload, making what arrived durable; when everything
@@ -521,6 +529,7 @@ public final class Upload: @unchecked Sendable {
     public func close() throws -> Bool {
         guard !closed else { return received == declared }
         closed = true
+        _ = repository.activeUploads.withLock { $0.remove(versionID) }
         defer { if let leaseOwner { repository.releaseVersionLease(versionID, state: .awaitingUpload, owner: leaseOwner) } }
         let received = try sink.finish()
         try? repository.touchUpload(versionID: versionID)
@@ -531,6 +540,7 @@ public final class Upload: @unchecked Sendable {
 
     deinit {
         if !closed {
+            _ = repository.activeUploads.withLock { $0.remove(versionID) }
             sink.abandon()
             if let leaseOwner { repository.releaseVersionLease(versionID, state: .awaitingUpload, owner: leaseOwner) }
         }

@@ -51,6 +51,8 @@ public final class Repository: Sendable {
     let processingObserver = Mutex<(@Sendable (String) -> Void)?>(nil)
     /// Receives the server's log lines (processing outcomes with their full errors).
     let eventLog = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// Versions whose upload a request of this process is receiving now: never taken for abandoned.
+    let activeUploads = Mutex<Set<Int64>>([])
     /// The absolute URL the published tree is reachable at (Apple's download manifests need absolute pack URLs).
     let publicURLStorage = Mutex<String?>(nil)
 

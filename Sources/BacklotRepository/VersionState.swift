@@ -7,7 +7,7 @@ public enum VersionState: String, Sendable, Hashable {
 }
 
 /// What kind of archive a version holds.
-public enum ArchiveFormat: String, Sendable, Hashable {
+public enum ArchiveFormat: String, Sendable, Hashable, CaseIterable {
     /// A Backlot `.pack` (docs/format.md), listed in Backlot catalogs.
     case pack
     /// An Apple Archive `.aar` from `ba-package`, stored as is and listed in Apple download manifests.

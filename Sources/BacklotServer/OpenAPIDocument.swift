@@ -1,1374 +1,160 @@
-/// The OpenAPI 3.1 document served at `GET /api/openapi.json` (the same text as docs/openapi.json).
-/// A test checks that it lists every route of ``ManagementAPI/routes``.
-enum OpenAPIDocument {
-    static let text = #"""
-{
-  "openapi": "3.1.0",
-  "info": {
-    "title": "Backlot management API",
-    "version": "1",
-    "description": "Apps, asset packs, versions (upload, processing), releases per channel with approvals and staged rollouts, and tokens. JSON over HTTPS with bearer tokens. Published catalogs and archives are static files outside /api (docs/protocol.md)."
-  },
-  "paths": {
-    "/api/openapi.json": {
-      "get": {
-        "summary": "This document.",
-        "responses": {
-          "200": {
-            "description": "OK"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        }
-      }
-    },
-    "/api/apps": {
-      "get": {
-        "summary": "List apps.",
-        "responses": {
-          "200": {
-            "description": "OK",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/AppList"
-                }
-              }
-            }
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the reader role (admin has every role)."
-      },
-      "post": {
-        "summary": "Create an app.",
-        "responses": {
-          "200": {
-            "description": "OK",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/App"
-                }
-              }
-            }
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the admin role (admin has every role).",
-        "requestBody": {
-          "required": true,
-          "content": {
-            "application/json": {
-              "schema": {
-                "$ref": "#/components/schemas/NewApp"
-              }
-            }
-          }
-        }
-      }
-    },
-    "/api/apps/{app}/packs": {
-      "get": {
-        "summary": "List an app's packs.",
-        "responses": {
-          "200": {
-            "description": "OK",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/PackList"
-                }
-              }
-            }
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "parameters": [
-          {
-            "name": "app",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          }
-        ],
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the reader role (admin has every role)."
-      },
-      "post": {
-        "summary": "Create a pack (ID rule as in manifests; at most 100 per app).",
-        "responses": {
-          "200": {
-            "description": "OK",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Pack"
-                }
-              }
-            }
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "parameters": [
-          {
-            "name": "app",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          }
-        ],
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the uploader role (admin has every role).",
-        "requestBody": {
-          "required": true,
-          "content": {
-            "application/json": {
-              "schema": {
-                "$ref": "#/components/schemas/NewPack"
-              }
-            }
-          }
-        }
-      }
-    },
-    "/api/apps/{app}/packs/{pack}/versions": {
-      "get": {
-        "summary": "List a pack's versions, newest first.",
-        "responses": {
-          "200": {
-            "description": "OK",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/VersionList"
-                }
-              }
-            }
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "parameters": [
-          {
-            "name": "app",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          },
-          {
-            "name": "pack",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          }
-        ],
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the reader role (admin has every role)."
-      },
-      "post": {
-        "summary": "Create the next version, awaiting an upload of exactly `size` bytes (quota checked).",
-        "responses": {
-          "200": {
-            "description": "OK",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Version"
-                }
-              }
-            }
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "parameters": [
-          {
-            "name": "app",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          },
-          {
-            "name": "pack",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          }
-        ],
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the uploader role (admin has every role).",
-        "requestBody": {
-          "required": true,
-          "content": {
-            "application/json": {
-              "schema": {
-                "$ref": "#/components/schemas/NewVersion"
-              }
-            }
-          }
-        }
-      }
-    },
-    "/api/apps/{app}/packs/{pack}/versions/{version}": {
-      "get": {
-        "summary": "One version, with `received` bytes for resuming an upload.",
-        "responses": {
-          "200": {
-            "description": "OK",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Version"
-                }
-              }
-            }
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "parameters": [
-          {
-            "name": "app",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          },
-          {
-            "name": "pack",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          },
-          {
-            "name": "version",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          }
-        ],
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the reader role (admin has every role)."
-      },
-      "delete": {
-        "summary": "Delete a version no channel uses; its archive is garbage-collected.",
-        "responses": {
-          "200": {
-            "description": "OK"
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "parameters": [
-          {
-            "name": "app",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          },
-          {
-            "name": "pack",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          },
-          {
-            "name": "version",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          }
-        ],
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the admin role (admin has every role)."
-      }
-    },
-    "/api/apps/{app}/packs/{pack}/versions/{version}/archive": {
-      "put": {
-        "summary": "Upload (or resume, with `Upload-Offset`) the archive's bytes; 202 once complete and processing.",
-        "responses": {
-          "200": {
-            "description": "OK",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Version"
-                }
-              }
-            }
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          },
-          "413": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "parameters": [
-          {
-            "name": "app",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          },
-          {
-            "name": "pack",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          },
-          {
-            "name": "version",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          },
-          {
-            "name": "Upload-Offset",
-            "in": "header",
-            "required": false,
-            "schema": {
-              "type": "integer",
-              "minimum": 0
-            }
-          }
-        ],
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the uploader role (admin has every role).",
-        "requestBody": {
-          "required": true,
-          "content": {
-            "application/octet-stream": {
-              "schema": {
-                "type": "string",
-                "format": "binary"
-              }
-            }
-          }
-        }
-      }
-    },
-    "/api/apps/{app}/releases": {
-      "get": {
-        "summary": "List release requests.",
-        "responses": {
-          "200": {
-            "description": "OK",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/ReleaseList"
-                }
-              }
-            }
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "parameters": [
-          {
-            "name": "app",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          }
-        ],
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the reader role (admin has every role)."
-      },
-      "post": {
-        "summary": "Release a COMPLETE version: at once on internal; as a request needing approval on external and production.",
-        "responses": {
-          "200": {
-            "description": "OK",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/ReleaseResult"
-                }
-              }
-            }
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "parameters": [
-          {
-            "name": "app",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          }
-        ],
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the uploader role (admin has every role).",
-        "requestBody": {
-          "required": true,
-          "content": {
-            "application/json": {
-              "schema": {
-                "$ref": "#/components/schemas/NewRelease"
-              }
-            }
-          }
-        }
-      }
-    },
-    "/api/apps/{app}/releases/{id}/approve": {
-      "post": {
-        "summary": "Approve a pending release request.",
-        "responses": {
-          "200": {
-            "description": "OK",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Release"
-                }
-              }
-            }
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "parameters": [
-          {
-            "name": "app",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          },
-          {
-            "name": "id",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          }
-        ],
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the reviewer role (admin has every role)."
-      }
-    },
-    "/api/apps/{app}/releases/{id}/reject": {
-      "post": {
-        "summary": "Reject a pending release request.",
-        "responses": {
-          "200": {
-            "description": "OK",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Release"
-                }
-              }
-            }
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "parameters": [
-          {
-            "name": "app",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          },
-          {
-            "name": "id",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          }
-        ],
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the reviewer role (admin has every role).",
-        "requestBody": {
-          "required": true,
-          "content": {
-            "application/json": {
-              "schema": {
-                "$ref": "#/components/schemas/Reason"
-              }
-            }
-          }
-        }
-      }
-    },
-    "/api/apps/{app}/packs/{pack}/rollback": {
-      "post": {
-        "summary": "Put an earlier version live on a channel.",
-        "responses": {
-          "200": {
-            "description": "OK"
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "parameters": [
-          {
-            "name": "app",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          },
-          {
-            "name": "pack",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          }
-        ],
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the reviewer role (admin has every role).",
-        "requestBody": {
-          "required": true,
-          "content": {
-            "application/json": {
-              "schema": {
-                "$ref": "#/components/schemas/Rollback"
-              }
-            }
-          }
-        }
-      }
-    },
-    "/api/apps/{app}/packs/{pack}/rollout": {
-      "post": {
-        "summary": "Change the production candidate's rollout percentage (100 promotes it).",
-        "responses": {
-          "200": {
-            "description": "OK"
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "parameters": [
-          {
-            "name": "app",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          },
-          {
-            "name": "pack",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          }
-        ],
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the reviewer role (admin has every role).",
-        "requestBody": {
-          "required": true,
-          "content": {
-            "application/json": {
-              "schema": {
-                "$ref": "#/components/schemas/Rollout"
-              }
-            }
-          }
-        }
-      }
-    },
-    "/api/apps/{app}/packs/{pack}/withdraw": {
-      "post": {
-        "summary": "Remove a pack from a channel (clients see it as obsolete).",
-        "responses": {
-          "200": {
-            "description": "OK"
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "parameters": [
-          {
-            "name": "app",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          },
-          {
-            "name": "pack",
-            "in": "path",
-            "required": true,
-            "schema": {
-              "type": "string"
-            }
-          }
-        ],
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the reviewer role (admin has every role).",
-        "requestBody": {
-          "required": true,
-          "content": {
-            "application/json": {
-              "schema": {
-                "$ref": "#/components/schemas/Withdraw"
-              }
-            }
-          }
-        }
-      }
-    },
-    "/api/tokens": {
-      "post": {
-        "summary": "Create a token for a role (shown once).",
-        "responses": {
-          "200": {
-            "description": "OK",
-            "content": {
-              "application/json": {
-                "schema": {
-                  "$ref": "#/components/schemas/Token"
-                }
-              }
-            }
-          },
-          "401": {
-            "$ref": "#/components/responses/Error"
-          },
-          "403": {
-            "$ref": "#/components/responses/Error"
-          },
-          "400": {
-            "$ref": "#/components/responses/Error"
-          },
-          "404": {
-            "$ref": "#/components/responses/Error"
-          },
-          "409": {
-            "$ref": "#/components/responses/Error"
-          }
-        },
-        "security": [
-          {
-            "bearer": []
-          }
-        ],
-        "description": "Needs the admin role (admin has every role).",
-        "requestBody": {
-          "required": true,
-          "content": {
-            "application/json": {
-              "schema": {
-                "$ref": "#/components/schemas/NewToken"
-              }
-            }
-          }
-        }
-      }
+import BacklotRepository
+import Foundation
+
+/// The OpenAPI 3.1 document served at `GET /api/openapi.json` and kept as docs/openapi.json,
+/// generated from ``ManagementAPI/routes`` (each route's ``RouteDoc``): the route table is its
+/// only source. Encoded once with `JSONEncoder` (sorted keys, pretty-printed).
+///
+/// ```swift
+/// let json = String(decoding: OpenAPIDocument.bytes, as: UTF8.self)
+/// ```
+public enum OpenAPIDocument {
+    /// The document's bytes (with a final newline).
+    public static let bytes: [UInt8] = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        // Every part is a value this module builds: encoding cannot fail.
+        return Array((try? encoder.encode(document(ManagementAPI.routes))) ?? Data("{}".utf8)) + [0x0A]
+    }()
+
+    /// The document as text.
+    public static var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    struct Document: Encodable {
+        let openapi = "3.1.0"
+        let info: [String: String]
+        let paths: [String: [String: Operation]]
+        let components: Components
     }
-  },
-  "components": {
-    "securitySchemes": {
-      "bearer": {
-        "type": "http",
-        "scheme": "bearer"
-      }
-    },
-    "schemas": {
-      "Error": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "error": {
-            "type": "object",
-            "additionalProperties": false,
-            "properties": {
-              "code": {
-                "type": "string"
-              },
-              "message": {
-                "type": "string"
-              }
-            },
-            "required": [
-              "code",
-              "message"
-            ]
-          }
-        },
-        "required": [
-          "error"
-        ]
-      },
-      "NewApp": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "id": {
-            "type": "string"
-          }
-        },
-        "required": [
-          "id"
-        ]
-      },
-      "App": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "id": {
-            "type": "string"
-          }
-        }
-      },
-      "AppList": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "apps": {
-            "type": "array",
-            "items": {
-              "type": "string"
-            }
-          }
-        }
-      },
-      "NewPack": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "id": {
-            "type": "string"
-          }
-        },
-        "required": [
-          "id"
-        ]
-      },
-      "Pack": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "app": {
-            "type": "string"
-          },
-          "id": {
-            "type": "string"
-          }
-        }
-      },
-      "PackList": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "packs": {
-            "type": "array",
-            "items": {
-              "type": "string"
-            }
-          }
-        }
-      },
-      "NewVersion": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "size": {
-            "type": "integer",
-            "minimum": 0
-          }
-        },
-        "required": [
-          "size"
-        ]
-      },
-      "Version": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "app": {
-            "type": "string"
-          },
-          "pack": {
-            "type": "string"
-          },
-          "version": {
-            "type": "integer",
-            "minimum": 0
-          },
-          "state": {
-            "type": "string",
-            "enum": [
-              "AWAITING_UPLOAD",
-              "PROCESSING",
-              "COMPLETE",
-              "FAILED"
-            ]
-          },
-          "reason": {
-            "type": [
-              "string",
-              "null"
-            ]
-          },
-          "size": {
-            "type": "integer",
-            "minimum": 0
-          },
-          "received": {
-            "type": "integer",
-            "minimum": 0
-          },
-          "archiveSHA256": {
-            "type": [
-              "string",
-              "null"
-            ]
-          },
-          "installSize": {
-            "type": [
-              "integer",
-              "null"
-            ]
-          }
-        }
-      },
-      "VersionList": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "versions": {
-            "type": "array",
-            "items": {
-              "$ref": "#/components/schemas/Version"
-            }
-          }
-        }
-      },
-      "NewRelease": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "pack": {
-            "type": "string"
-          },
-          "version": {
-            "type": "integer",
-            "minimum": 0
-          },
-          "channel": {
-            "type": "string",
-            "enum": [
-              "internal",
-              "external",
-              "production"
-            ]
-          },
-          "rollout": {
-            "type": [
-              "number",
-              "null"
-            ],
-            "exclusiveMinimum": 0,
-            "maximum": 100
-          }
-        },
-        "required": [
-          "pack",
-          "version",
-          "channel"
-        ]
-      },
-      "Release": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "id": {
-            "type": "integer",
-            "minimum": 0
-          },
-          "app": {
-            "type": "string"
-          },
-          "channel": {
-            "type": "string"
-          },
-          "pack": {
-            "type": "string"
-          },
-          "version": {
-            "type": "integer",
-            "minimum": 0
-          },
-          "rolloutPercent": {
-            "type": [
-              "number",
-              "null"
-            ]
-          },
-          "status": {
-            "type": "string",
-            "enum": [
-              "pending",
-              "approved",
-              "rejected",
-              "superseded"
-            ]
-          }
-        }
-      },
-      "ReleaseResult": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "released": {
-            "type": "boolean"
-          },
-          "request": {
-            "$ref": "#/components/schemas/Release"
-          }
-        }
-      },
-      "ReleaseList": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "releases": {
-            "type": "array",
-            "items": {
-              "$ref": "#/components/schemas/Release"
-            }
-          }
-        }
-      },
-      "Reason": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "reason": {
-            "type": "string"
-          }
-        },
-        "required": [
-          "reason"
-        ]
-      },
-      "Rollback": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "channel": {
-            "type": "string"
-          },
-          "version": {
-            "type": "integer",
-            "minimum": 0
-          }
-        },
-        "required": [
-          "channel",
-          "version"
-        ]
-      },
-      "Rollout": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "percent": {
-            "type": "number"
-          }
-        },
-        "required": [
-          "percent"
-        ]
-      },
-      "Withdraw": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "channel": {
-            "type": "string"
-          }
-        },
-        "required": [
-          "channel"
-        ]
-      },
-      "NewToken": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "role": {
-            "type": "string",
-            "enum": [
-              "admin",
-              "uploader",
-              "reviewer",
-              "reader"
-            ]
-          },
-          "label": {
-            "type": "string"
-          }
-        },
-        "required": [
-          "role"
-        ]
-      },
-      "Token": {
-        "type": "object",
-        "additionalProperties": false,
-        "properties": {
-          "token": {
-            "type": "string"
-          },
-          "role": {
-            "type": "string"
-          }
-        }
-      }
-    },
-    "responses": {
-      "Error": {
-        "description": "An error with a stable code and a message saying what to do.",
-        "content": {
-          "application/json": {
-            "schema": {
-              "$ref": "#/components/schemas/Error"
-            }
-          }
-        }
-      }
+
+    struct Components: Encodable {
+        let schemas: [String: JSONSchema]
+        let securitySchemes: [String: [String: String]]
     }
-  }
-}
-"""#
+
+    struct Operation: Encodable {
+        let operationId: String
+        let tags: [String]
+        let summary: String
+        let parameters: [Parameter]?
+        let requestBody: RequestBody?
+        let responses: [String: Response]
+        let security: [[String: [String]]]
+    }
+
+    struct Parameter: Encodable {
+        let name: String
+        let `in`: String
+        let required: Bool
+        let description: String
+        let schema: JSONSchema
+    }
+
+    struct RequestBody: Encodable {
+        let required = true
+        let content: [String: MediaType]
+    }
+
+    struct MediaType: Encodable {
+        let schema: JSONSchema
+    }
+
+    struct Header: Encodable {
+        let description: String
+        let required: Bool
+        let schema: JSONSchema
+    }
+
+    struct Link: Encodable {
+        let operationId: String
+        let parameters: [String: String]
+        let requestBody: [String: String]?
+    }
+
+    struct Response: Encodable {
+        let description: String
+        let headers: [String: Header]?
+        let content: [String: MediaType]?
+        let links: [String: Link]?
+    }
+
+    static let description = """
+        Apps, asset packs, versions (upload, processing), releases per channel with approvals, staged rollouts and rollbacks, \
+        and tokens. JSON over HTTPS with bearer tokens (roles admin, uploader, reviewer, reader). Every error is \
+        {"error":{"code","message","context","hint"}}. A method a path does not have gets 405 with Allow. Published catalogs \
+        and archives are static files outside /api (docs/protocol.md). Generated from the server's route table.
+        """
+
+    static func document(_ routes: [ManagementAPI.Route]) -> Document {
+        var paths: [String: [String: Operation]] = [:]
+        for route in routes {
+            paths[route.template, default: [:]][route.method.lowercased()] = operation(route, allowed: routes.filter { $0.template == route.template }.map(\.method))
+        }
+        return Document(info: ["title": "Backlot management API", "version": "2", "description": description], paths: paths,
+                        components: Components(schemas: APISchemas.all, securitySchemes: ["bearer": ["type": "http", "scheme": "bearer"]]))
+    }
+
+    static let error = JSONSchema.ref("Error")
+
+    static func operation(_ route: ManagementAPI.Route, allowed: [String]) -> Operation {
+        let doc = route.doc
+        var parameters = pathParameters(route.template)
+        parameters += doc.parameters.map { Parameter(name: $0.name, in: $0.location, required: $0.required, description: $0.description, schema: $0.schema) }
+        var responses: [String: Response] = [:]
+        func add(_ status: Int, _ description: String, _ schema: JSONSchema? = nil, headers: [String: Header] = [:], links: [RouteDoc.Link] = []) {
+            let key = String(status)
+            if let existing = responses[key] {
+                // Two causes of one status: one description naming both.
+                responses[key] = Response(description: existing.description + " Or: " + description, headers: existing.headers, content: existing.content, links: existing.links)
+                return
+            }
+            let content = (schema ?? (status >= 400 ? error : nil)).map { ["application/json": MediaType(schema: $0)] }
+            let linked = links.isEmpty ? nil : Dictionary(uniqueKeysWithValues: links.map {
+                ($0.name, Link(operationId: $0.operationID, parameters: $0.parameters, requestBody: $0.requestBody))
+            })
+            responses[key] = Response(description: description, headers: headers.isEmpty ? nil : headers, content: content, links: linked)
+        }
+        for r in doc.responses {
+            var headers: [String: Header] = [:]
+            for h in r.headers { headers[h.name] = Header(description: h.description, required: true, schema: h.schema) }
+            add(r.status, r.description, r.schema, headers: headers, links: r.links)
+        }
+        if doc.usesDatabase {
+            add(400, "A path parameter, query parameter, header or body that is not valid (the message names it).")
+            add(404, "No such app, pack, version, request or token; or no such API route.")
+            add(405, "The path exists with other methods (Allow lists them).",
+                headers: ["Allow": Header(description: "The methods of this path.", required: true, schema: .string())])
+            add(503, "The database or the object store is out of reach; retry after the given seconds.",
+                headers: ["Retry-After": Header(description: "Seconds to wait.", required: true, schema: .string(pattern: "^[0-9]+$"))])
+        }
+        if route.role != nil {
+            add(401, "No token, or one that is unknown, expired or revoked.",
+                headers: ["WWW-Authenticate": Header(description: "Bearer.", required: true, schema: .string())])
+            add(403, "The token's role does not include \(route.role?.rawValue ?? "") (the route needs it).")
+        }
+        var requestBody: RequestBody? = nil
+        if let body = doc.body {
+            requestBody = RequestBody(content: ["application/json": MediaType(schema: body)])
+            add(413, "The body is larger than \(ManagementAPI.bodyLimit) bytes.")
+            add(415, "A Content-Type other than application/json.")
+        } else if let raw = doc.rawBody {
+            requestBody = RequestBody(content: [raw: MediaType(schema: .binary)])
+            add(415, "A Content-Type other than \(raw).")
+        }
+        return Operation(operationId: doc.operationID, tags: [doc.tag], summary: doc.summary, parameters: parameters.isEmpty ? nil : parameters,
+                         requestBody: requestBody, responses: responses, security: route.role == nil ? [] : [["bearer": []]])
+    }
+
+    /// `{app}` and `{pack}` are IDs, `{version}` and `{id}` whole numbers from 1, `{channel}` a channel name.
+    static func pathParameters(_ template: String) -> [Parameter] {
+        template.split(separator: "/").filter { $0.hasPrefix("{") }.map { part in
+            let name = String(part.dropFirst().dropLast())
+            switch name {
+            case "app": return Parameter(name: name, in: "path", required: true, description: "The app's ID.", schema: APISchemas.id)
+            case "pack": return Parameter(name: name, in: "path", required: true, description: "The pack's ID.", schema: APISchemas.id)
+            case "channel": return Parameter(name: name, in: "path", required: true, description: "The channel.", schema: APISchemas.channel)
+            default: return Parameter(name: name, in: "path", required: true, description: "A whole number from 1.", schema: APISchemas.positive)
+            }
+        }
+    }
 }

@@ -234,13 +234,19 @@ import Testing
         let record = f.repo.uploadRecord(try f.repo.versionRow(app: app, pack: "Levels", number: idle.number))
         #expect(f.repo.archives.receivedBytes(record) == 300)
         #expect(try f.repo.removeAbandonedUploads(olderThan: 3600) == 0)
+        // An upload a request is receiving now is never abandoned, however old.
+        let busy = try f.repo.createVersion(app: app, pack: "Levels", size: 5000)
+        let receiving = try f.repo.beginUpload(app: app, pack: "Levels", number: busy.number, offset: 0)
         #expect(try f.repo.removeAbandonedUploads(olderThan: 3600, now: Date().addingTimeInterval(7200)) == 1)
+        #expect(try f.repo.version(app: app, pack: "Levels", number: busy.number).state == .awaitingUpload)
+        try receiving.close()
+        try f.repo.deleteVersion(app: app, pack: "Levels", number: busy.number)
         #expect { try f.repo.version(app: app, pack: "Levels", number: idle.number) } throws: { code($0) == "notFound" }
         #expect(f.repo.archives.receivedBytes(record) == 0)
         #expect(try f.repo.removeAbandonedUploads(olderThan: 3600, now: Date().addingTimeInterval(7200)) == 0)
         // The next version gets a new number; the shared-work round runs the clean-up too.
         let next = try f.repo.createVersion(app: app, pack: "Levels", size: 5000)
-        #expect(next.number == idle.number + 1)
+        #expect(next.number == busy.number + 1)
         try f.repo.shareWork(resigning: false)
         #expect(try f.repo.versions(app: app, pack: "Levels").map(\.number) == [next.number])
         #expect { try f.repo.removeAbandonedUploads(olderThan: -1) } throws: { code($0) == "invalidInput" }

@@ -68,6 +68,10 @@ import Testing
         #expect(error["context"]?.stringValue == "com.example.game/Levels" && error["hint"]?.stringValue?.contains("--rollout") == true)
         let missing = try json(try f.call("GET", "/api/apps/nope/packs", token: f.admin))["error"]
         #expect(missing?["message"]?.stringValue == "no such app" && missing?["context"]?.stringValue == "nope")
+        let form = try f.call("POST", "/api/apps", token: f.admin, headers: ["Content-Type": "application/x-www-form-urlencoded"], body: nil)
+        #expect(form.status == 415 && form.text.contains("application/json"), "\(form.text)")
+        let typed = try f.call("POST", "/api/apps", token: f.admin, headers: ["Content-Type": "application/json; charset=utf-8"])
+        #expect(typed.status == 400, "\(typed.text)")   // the type is right; the empty body is not
         let bare = try json(try f.call("GET", "/api/apps"))["error"]
         #expect(bare?["code"]?.stringValue == "unauthorized" && bare?["hint"]?.stringValue != nil)
     }
