@@ -3,6 +3,7 @@ import BacklotCrypto
 import BacklotFormat
 import BacklotHTTPClient
 import BacklotJSON
+import BacklotRepository
 import Foundation
 
 /// `backlot upload PACK --app APP`: creates the next version and uploads the archive.

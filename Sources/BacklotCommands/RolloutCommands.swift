@@ -1,5 +1,6 @@
 import BacklotBasics
 import BacklotJSON
+import BacklotRepository
 
 /// `backlot rollout --app A --pack P --percent N`: raise, lower, halt (0) or complete (100) a staged production rollout.
 struct RolloutCommand: Command {

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotRepository
 import Foundation
 
 /// The server connection, declared once for every command that calls the management API:
@@ -89,10 +90,9 @@ enum PackOptions {
     static let optionalVersion = Option<Int?>("version", "N", in: 1...Int.max, help: "The version.")
 }
 
-/// A release channel, as the command line and the API spell it.
-enum Channel: String, ArgumentValue, CaseIterable {
-    case `internal`, external, production
-}
+/// A release channel and an API role, as the command line and the API spell them.
+extension Channel: ArgumentValue {}
+extension Role: ArgumentValue {}
 
 /// The container a client command works on, declared once.
 enum ContainerOption {

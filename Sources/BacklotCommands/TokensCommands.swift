@@ -1,10 +1,7 @@
 import BacklotBasics
 import BacklotJSON
+import BacklotRepository
 
-/// An API role, as the command line and the API spell it.
-enum Role: String, ArgumentValue, CaseIterable {
-    case admin, uploader, reviewer, reader
-}
 
 /// A token object for `--json`: `{"id","label","role","created","lastUsed","expires","revoked"}`, with `"token"` once, when it is made.
 func tokenJSON(_ t: JSONNode) -> JSONNode {

@@ -1,5 +1,6 @@
 import BacklotBasics
 import BacklotJSON
+import BacklotRepository
 
 /// `backlot versions --app APP --pack ID`: a pack's versions with their state.
 struct VersionsCommand: Command {

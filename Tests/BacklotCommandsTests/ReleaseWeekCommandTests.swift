@@ -39,6 +39,8 @@ import Testing
         let apps = try cli.json(["apps", "list"], token: admin)
         #expect(apps["apps"]?.arrayElements?.first?["app"]?.stringValue == "com.example.game")
         #expect(apps["apps"]?.arrayElements?.first?["fourEyes"]?.kind == .bool(false))
+        let strict = try cli.json(["apps", "create", "com.example.strict", "--four-eyes"], token: admin)
+        #expect(strict["app"]?.stringValue == "com.example.strict" && strict["fourEyes"]?.kind == .bool(true), "\(strict)")
         let uploader = try #require(try cli.json(["tokens", "create", "--role", "uploader", "--label", "ci", "--expires", "30d"], token: admin)["token"]?.stringValue)
         let reviewerRun = cli(["tokens", "create", "--role", "reviewer", "--label", "release manager"], token: admin)
         let reviewer = reviewerRun.out.trimmingCharacters(in: .whitespacesAndNewlines)
