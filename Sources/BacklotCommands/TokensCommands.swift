@@ -20,12 +20,13 @@ struct TokensCreateCommand: Command {
     static let role = Option<Role>("role", "ROLE", help: "admin, uploader, reviewer or reader.")
     static let label = Option<String?>("label", "TEXT", help: "What the token is for (tokens list shows it).")
     static let expires = Option<ExpiryDuration?>("expires", "DURATION", help: "Make it expire after this long: 90m, 12h, 30d (default: never).")
+    static let output = Option<String?>("output", "FILE", short: "o", help: "Write the token to FILE (mode 0600, replaced if it exists) for --token-file, instead of standard output.")
 
     static let spec = CommandSpec(
         name: "tokens create",
         summary: "Create an API token for a role (admin, uploader, reviewer, reader). Needs an admin token. The token is printed once.",
         discussion: "Only the token goes to standard output (so that `backlot tokens create … > FILE` saves it); what it is goes to standard error.",
-        options: APIClient.options + [role, label, expires, jsonFlag],
+        options: APIClient.options + [role, label, expires, output, jsonFlag],
         requirements: ServerOptions.requirements)
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
@@ -34,18 +35,32 @@ struct TokensCreateCommand: Command {
                                   JSONMember(key: "label", value: .string(arguments[label] ?? ""))]
         if let e = arguments[expires] { body.append(JSONMember(key: "expiresInSeconds", value: .number(e.seconds))) }
         let r = try api.call("POST", "/api/tokens", json: JSONNode(.object(body)))
-        try printNewToken(r.json, json: arguments[jsonFlag], io: io)
+        try printNewToken(r.json, output: arguments[output], json: arguments[jsonFlag], io: io)
     }
 
-    static func printNewToken(_ t: JSONNode, json: Bool, io: any CommandIO) throws {
+    /// Prints the new token once (or writes it to `output`, mode 0600), and what it is on standard error.
+    static func printNewToken(_ t: JSONNode, output: String?, json: Bool, io: any CommandIO) throws {
         guard let token = t["token"]?.stringValue else { throw BacklotError(.io, "the server sent no token") }
-        if json {
-            io.out(tokenJSON(t).prettyPrinted() + "\n")
-            return
+        if let output {
+            let file = try AtomicFile(path: output, overwrite: true, mode: 0o600)
+            try file.descriptor.write(Array((token + "\n").utf8))
+            try file.commit()
         }
-        io.out(token + "\n")
         let id = t["id"].map { "#\(RemoteJSON.text($0)) " } ?? ""
-        io.err("token \(id)(\(t["role"]?.stringValue ?? "?"))\(t["expires"]?.stringValue.map { ", expires \($0)" } ?? ""): shown this once, keep it (chmod 600 a file and use --token-file)\n")
+        let what = "token \(id)(\(t["role"]?.stringValue ?? "?"))\(t["expires"]?.stringValue.map { ", expires \($0)" } ?? "")"
+        if json {
+            var shown = tokenJSON(t)
+            if let output, case .object(var members) = shown.kind {
+                members = members.filter { $0.key != "token" } + [JSONMember(key: "tokenFile", value: .string(output))]
+                shown = JSONNode(.object(members))
+            }
+            io.out(shown.prettyPrinted() + "\n")
+        } else if let output {
+            io.out("Wrote \(what) to \(output) (mode 0600): use it with --token-file \(output)\n")
+        } else {
+            io.out(token + "\n")
+            io.err("\(what): shown this once, keep it (backlot tokens create … -o FILE writes a file for --token-file)\n")
+        }
     }
 }
 
@@ -109,13 +124,13 @@ struct TokensRotateCommand: Command {
         summary: "Give a token a new secret (same ID, role and label) and print it once; the old secret is refused at once. Needs an admin token.",
         discussion: "This is how the first admin token (DIR/admin-token, or admin init's) is replaced: rotate it, then use the new one.",
         arguments: [.init("ID", help: "The token's ID (tokens list shows it).")],
-        options: APIClient.options + [jsonFlag],
+        options: APIClient.options + [TokensCreateCommand.output, jsonFlag],
         requirements: ServerOptions.requirements)
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let id = try TokensRevokeCommand.tokenID(arguments.positionals[0], command: spec.name)
         let api = try APIClient(arguments, io: io, command: spec.name)
         let r = try api.call("POST", "/api/tokens/\(id)/rotate")
-        try TokensCreateCommand.printNewToken(r.json, json: arguments[jsonFlag], io: io)
+        try TokensCreateCommand.printNewToken(r.json, output: arguments[TokensCreateCommand.output], json: arguments[jsonFlag], io: io)
     }
 }

@@ -10,8 +10,8 @@ import Testing
     static let script = #"""
     set -e
     app="$1"
-    (umask 077; backlot tokens create --role uploader --label ci --token-file admin.token > uploader.token)
-    (umask 077; backlot tokens create --role reviewer --label "release manager" --token-file admin.token > reviewer.token)
+    backlot tokens create --role uploader --label ci -o uploader.token --token-file admin.token
+    backlot tokens create --role reviewer --label "release manager" -o reviewer.token --token-file admin.token
     backlot apps create "$app" --token-file admin.token
     backlot upload v1.pack --app "$app" --token-file uploader.token
     backlot release --app "$app" --pack Levels --version 1 --channel internal --token-file uploader.token
@@ -33,6 +33,9 @@ import Testing
     backlot tokens revoke "$id" --token-file admin.token
     if backlot packs list --app "$app" --token-file uploader.token 2> refused.txt; then exit 9; fi
     grep -q 401 refused.txt
+    admin_id=$(backlot tokens list --token-file admin.token | awk -F '\t' '$2 == "admin" { print $1 }')
+    backlot tokens rotate "$admin_id" -o admin.token --token-file admin.token
+    backlot apps list --token-file admin.token
     echo WEEK DONE
     """#
 
