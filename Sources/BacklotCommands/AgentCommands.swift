@@ -56,7 +56,7 @@ enum EventCommand {
         let store = try AgentStore(containerPath: container)
         let seq = try store.enqueue(request, bypassBudget: bypassBudget)
         let configPath = try arguments[EventCommand.config] ?? store.value("configPath")
-        let wait = arguments.flags.contains("wait") || bypassBudget
+        let wait = arguments[NotifyCommand.wait] || bypassBudget
         let json = arguments[jsonFlag]
         var tried = Set<Int64>(), announced = false
         while true {

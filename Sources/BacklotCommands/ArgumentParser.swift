@@ -108,20 +108,21 @@ struct CommandSpec: Sendable {
                 parsed.flags.insert(option.name)
             }
         }
-        if parsed.flags.contains("help") { return parsed }
+        if parsed[Self.help] { return parsed }
         // Then the environment, then the profile, for what the command line left out.
+        let profileName = ServerOptions.profile.info.name
         for option in infos where parsed.raw[option.name] == nil {
             if let variable = option.environment, let value = environment[variable], !value.isEmpty {
                 try parsed.add(value, for: option, from: "$\(variable)", command: name)
             } else if let key = option.profileKey, let profiles {
-                let selected = try profiles.selected(parsed.raw["profile"]?.last ?? environment["BACKLOT_PROFILE"])
-                if let (profileName, profile) = selected, let value = profile[key] {
-                    try parsed.add(value, for: option, from: "profile \(profileName) in \(profiles.path)", command: name)
+                let selected = try profiles.selected(parsed.raw[profileName]?.last ?? environment[ServerOptions.profile.info.environment!])
+                if let (chosen, profile) = selected, let value = profile[key] {
+                    try parsed.add(value, for: option, from: "profile \(chosen) in \(profiles.path)", command: name)
                 }
             }
         }
-        if parsed.raw["profile"] != nil, profiles == nil, infos.contains(where: { $0.name == "profile" }) {
-            throw usageError("--profile \(parsed.raw["profile"]!.last!) names a profile, but there is no profile file",
+        if let named = parsed.raw[profileName]?.last, profiles == nil, infos.contains(where: { $0.name == profileName }) {
+            throw usageError("--profile \(named) names a profile, but there is no profile file",
                              hint: "create \(ProfileFile.location(environment: environment) ?? "~/.config/backlot/config.json") (see docs/cli.md)")
         }
         var missing: [String] = infos.filter { $0.required && parsed.raw[$0.name] == nil }.map {

@@ -97,13 +97,6 @@ extension Array: RepeatingArgumentValue {
     static func combining(_ parts: [any Sendable]) -> Self { parts.flatMap { $0 as? [Element] ?? [] } }
 }
 
-extension Array where Element == String {
-    /// "a", "a or b", "a, b or c" (with `or`), "a and b" otherwise.
-    func joinedAsList(or: Bool = false) -> String {
-        guard count > 1 else { return first ?? "" }
-        return dropLast().joined(separator: ", ") + (or ? " or " : " and ") + last!
-    }
-}
 
 extension Platform: ArgumentValue {}
 extension InstallationEventType: ArgumentValue {}

@@ -153,7 +153,7 @@ public enum BacklotCLI {
             let spec = command.spec
             let profiles = spec.infos.contains { $0.profileKey != nil } ? try ProfileFile.load(environment: io.environment) : nil
             parsed = try spec.parse(Array(arguments.dropFirst(consumed)), environment: io.environment, profiles: profiles)
-            if parsed.flags.contains("help") {
+            if parsed[CommandSpec.help] {
                 io.out(spec.help)
                 return 0
             }

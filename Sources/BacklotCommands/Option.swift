@@ -1,37 +1,5 @@
 import BacklotBasics
 
-/// What the parser and `--help` need to know of any option, whatever its value's type.
-struct OptionInfo: Sendable {
-    let name: String
-    let short: Character?
-    /// The value's placeholder (`FILE`); nil for a flag.
-    let valueName: String?
-    let help: String
-    let required: Bool
-    let repeats: Bool
-    /// An environment variable read when the option is not on the command line (`BACKLOT_SERVER`).
-    let environment: String?
-    /// A key of the selected profile read after the environment (`server`).
-    let profileKey: String?
-    /// The default shown in `--help`, when there is one worth showing.
-    let defaultDescription: String?
-    /// Every value there is, for shell completion (enumerations).
-    let allValues: [String]
-    /// The value of `text`, or nil when it is not valid.
-    let convert: @Sendable (String) -> (any Sendable)?
-    /// What a valid value looks like, for errors.
-    let expected: String
-
-    var isFlag: Bool { valueName == nil }
-    /// `--name VALUE` (or `--flag`), as help and errors spell it.
-    var spelled: String { "--\(name)" + (valueName.map { " \($0)" } ?? "") }
-}
-
-/// Anything a ``CommandSpec`` lists as an option.
-protocol OptionDeclaration: Sendable {
-    var info: OptionInfo { get }
-}
-
 /// One `--name VALUE` option, declared once with its type, default, whether it is required and
 /// whether it repeats, and read through the declaration: `arguments[Self.app]` is a `String`,
 /// `arguments[Self.jobs]` an `Int`, and a misspelt declaration name does not compile.
@@ -105,31 +73,5 @@ extension Option where Value == Int? {
 enum RepeatingArgumentValueEmpty {
     static func make<V>(_ type: V.Type) -> V? {
         (type as? any RepeatingArgumentValue.Type)?.combining([]) as? V
-    }
-}
-
-/// A `--flag` without a value; `arguments[Self.force]` is true when it is given.
-struct Flag: OptionDeclaration {
-    let info: OptionInfo
-
-    init(_ name: String, short: Character? = nil, help: String) {
-        info = OptionInfo(name: name, short: short, valueName: nil, help: help, required: false, repeats: false,
-                          environment: nil, profileKey: nil, defaultDescription: nil, allValues: [],
-                          convert: { _ in true }, expected: "nothing")
-    }
-}
-
-/// One positional argument.
-struct Argument: Sendable {
-    let name: String
-    let help: String
-    let required: Bool
-    let repeats: Bool
-
-    init(_ name: String, help: String, required: Bool = true, repeats: Bool = false) {
-        self.name = name
-        self.help = help
-        self.required = required
-        self.repeats = repeats
     }
 }
