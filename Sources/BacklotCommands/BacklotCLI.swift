@@ -127,8 +127,11 @@ public enum BacklotCLI {
         if let g = groupHelp(first) {
             // `backlot apps` and `backlot apps --help` list the group; a group that is also a command (`versions`) runs it.
             let rest = arguments.dropFirst()
+            // A group that is also a command (`versions`, `agent`) alone: it cannot run without its required options, so it shows the group.
+            let cannotRunBare = found.map { c in c.spec.infos.contains(where: \.required) || c.spec.arguments.contains(where: \.required) } ?? true
             if consumed == 1 && (found == nil && (rest.isEmpty || rest.allSatisfy { $0 == "--help" || $0 == "-h" })
-                                  || found != nil && rest.count == 1 && (rest.first == "--help" || rest.first == "-h")) {
+                                  || found != nil && rest.count == 1 && (rest.first == "--help" || rest.first == "-h")
+                                  || found != nil && rest.isEmpty && cannotRunBare) {
                 io.out(g)
                 return 0
             }

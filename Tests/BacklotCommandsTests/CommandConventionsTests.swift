@@ -21,7 +21,7 @@ import Testing
         let r = run(["release", "--server", "https://127.0.0.1:1", "--token", "blt_x"])
         #expect(r.status == 2)
         #expect(r.err.contains("missing --app APP, --pack ID, --version N and --channel CHANNEL"), "\(r.err)")
-        let noToken = run(["versions"])
+        let noToken = run(["versions", "--json"])
         #expect(noToken.status == 2 && noToken.err.contains("--server URL (or $BACKLOT_SERVER)") && noToken.err.contains("an API token"), "\(noToken.err)")
     }
 
@@ -46,8 +46,12 @@ import Testing
         }
         let tokens = run(["tokens"])
         for sub in ["list", "create", "revoke", "rotate"] { #expect(tokens.out.contains("tokens \(sub)")) }
-        let versions = run(["versions", "--help"])
-        #expect(versions.out.contains("Usage: backlot versions") && versions.out.contains("versions delete"))
+        for args in [["versions", "--help"], ["versions"], ["agent"]] {
+            let r = run(args)
+            #expect(r.status == 0 && r.out.contains("Usage: backlot \(args[0])") && r.out.contains("Subcommands:"), "\(args): \(r)")
+        }
+        #expect(run(["versions"]).out.contains("versions delete") && run(["agent"]).out.contains("agent status"))
+        #expect(run(["versions", "--app", "a"]).err.contains("missing"), "with options it is the command")
         let wrong = run(["apps", "lst"])
         #expect(wrong.status == 2 && wrong.err.contains("did you mean 'apps list'?"), "\(wrong.err)")
         let top = run(["--help"])
