@@ -94,8 +94,8 @@ public enum BacklotCLI {
     public static func main(_ arguments: [String], io given: any CommandIO) -> Int32 {
         // Every write goes through one tracker of stderr's open line, so that nothing (an error,
         // a warning, a summary) is printed over a progress bar's line.
-        let io = LineTrackingIO(given)
         let json = arguments.contains("--json")
+        let io = LineTrackingIO(given, json: json)
         guard let first = arguments.first else {
             io.err(overview)
             return 2

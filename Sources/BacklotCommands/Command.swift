@@ -16,6 +16,12 @@ extension Command {
 
     static func warn(_ text: String, io: any CommandIO) { io.err("warning: \(text)\n") }
 
+    /// A note on standard error (what is going on, what was found), left out under `--json`.
+    static func note(_ text: String, io: any CommandIO) {
+        if (io as? LineTrackingIO)?.json == true { return }
+        io.err(text + "\n")
+    }
+
     /// A usage error of this command.
     static func usage(_ message: String, hint: String? = nil) -> BacklotError {
         BacklotError(.usage, message, context: "backlot \(spec.name)", hint: hint)

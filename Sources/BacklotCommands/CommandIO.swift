@@ -94,12 +94,15 @@ final class LineTrackingIO: CommandIO {
     private let base: any CommandIO
     private let lineOpen = Mutex<Bool>(false)
     private let secrets = Mutex<[String]>([])
+    /// Under `--json` standard error carries only warnings and the error: no bars, no notes.
+    let json: Bool
 
-    init(_ base: any CommandIO) {
+    init(_ base: any CommandIO, json: Bool = false) {
         self.base = base
+        self.json = json
     }
 
-    var isTerminal: Bool { base.isTerminal }
+    var isTerminal: Bool { base.isTerminal && !json }
     var environment: [String: String] { base.environment }
     func readStandardInput(atMost limit: Int) throws -> [UInt8] { try base.readStandardInput(atMost: limit) }
 

@@ -59,17 +59,19 @@ struct UploadCommand: Command {
             throw BacklotError(.io, "the server did not say which version it created")
         }
         var offset: UInt64 = 0
+        var outcome = "created"
         if created.status == 200 {
             // A version with this archive exists: continue its upload, or say which version it is.
             let state = created.json["state"]?.stringValue ?? "?"
             if state == "AWAITING_UPLOAD" {
                 offset = min(size, created.json["received"]?.integer(as: UInt64.self) ?? 0)
                 let percent = size == 0 ? 0 : Int(Double(offset) / Double(size) * 100)
-                io.err("resuming version \(number) at \(percent) % (\(ByteCount.format(offset)) of \(ByteCount.format(size)) are on the server)\n")
+                note("resuming version \(number) at \(percent) % (\(ByteCount.format(offset)) of \(ByteCount.format(size)) are on the server)", io: io)
+                outcome = "resumed"
             } else {
-                io.err("\(path) is already version \(number) of \(app)/\(id) (\(state)); nothing was created\n")
+                note("\(path) is already version \(number) of \(app)/\(id) (\(state)); nothing was created", io: io)
                 let info = try waitForProcessing(api: api, path: "\(versions)/\(number)", wait: !arguments[noWait], io: io)
-                try report(info, app: app, pack: id, number: number, json: json, io: io)
+                try report(info, app: app, pack: id, number: number, outcome: "existing", json: json, io: io)
                 return
             }
         }
@@ -90,21 +92,21 @@ struct UploadCommand: Command {
                 // The whole archive arrived, only the answer was lost: processing has it.
                 if ["PROCESSING", "COMPLETE", "FAILED"].contains(status.json["state"]?.stringValue ?? "") { break }
                 guard status.json["state"]?.stringValue == "AWAITING_UPLOAD", let received = status.json["received"]?.integer(as: UInt64.self) else { throw e }
-                io.err("upload interrupted (\(e.message)); resuming at byte \(received)\n")
+                note("upload interrupted (\(e.message)); resuming at byte \(received)", io: io)
                 offset = received
                 usleep(useconds_t(min(200_000 * attempts, 3_000_000)))
             }
         }
         progress.complete()
         let info = try waitForProcessing(api: api, path: "\(versions)/\(number)", wait: !arguments[noWait], io: io)
-        try report(info, app: app, pack: id, number: number, json: json, io: io)
+        try report(info, app: app, pack: id, number: number, outcome: outcome, json: json, io: io)
     }
 
     /// Polls the version until processing is over (saying so on standard error while it waits).
     static func waitForProcessing(api: APIClient, path: String, wait: Bool, io: any CommandIO) throws -> JSONNode {
         guard wait else { return try api.call("GET", path).json }
         // Said before the first look, so that it is said whether processing takes a second or an hour.
-        io.err("verifying on the server…\n")
+        note("verifying on the server…", io: io)
         var info = try api.call("GET", path).json
         while info["state"]?.stringValue == "PROCESSING" || info["state"]?.stringValue == "AWAITING_UPLOAD" {
             usleep(100_000)
@@ -113,9 +115,12 @@ struct UploadCommand: Command {
         return info
     }
 
-    static func report(_ info: JSONNode, app: String, pack: String, number: Int, json: Bool, io: any CommandIO) throws {
+    /// - Parameter outcome: `created` (a new version), `resumed` (an unfinished upload continued) or `existing` (an identical archive's version).
+    static func report(_ info: JSONNode, app: String, pack: String, number: Int, outcome: String, json: Bool, io: any CommandIO) throws {
         if json {
-            io.out(RemoteJSON.version(info).prettyPrinted() + "\n")
+            var node = RemoteJSON.version(info)
+            if case .object(let members) = node.kind { node = JSONNode(.object(members + [JSONMember(key: "outcome", value: .string(outcome))])) }
+            io.out(node.prettyPrinted() + "\n")
         } else {
             io.out("\(app)/\(pack) version \(number): \(info["state"]?.stringValue ?? "?")\(info["reason"]?.stringValue.map { " (\($0))" } ?? "")\n")
         }

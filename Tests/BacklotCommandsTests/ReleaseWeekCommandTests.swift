@@ -57,6 +57,9 @@ import Testing
         #expect(first.err.contains("verifying on the server…"), "\(first.err)")
         let again = cli(["upload", v1] + Self.app, token: uploader)
         #expect(again.status == 0 && again.err.contains("is already version 1") && again.err.contains("nothing was created"), "\(again)")
+        let quiet = cli(["upload", v1, "--json"] + Self.app, token: uploader)
+        #expect(quiet.status == 0 && quiet.err.isEmpty, "under --json standard error holds no notes: \(quiet.err)")
+        #expect(quiet.out.contains("\"outcome\": \"existing\"") && quiet.out.contains("\"version\": 1"), "\(quiet.out)")
         let packs = try cli.json(["packs", "list"] + Self.app, token: uploader)
         #expect(packs["packs"]?.arrayElements?.first?["versionCount"]?.integer(as: Int.self) == 1, "\(packs)")
 
