@@ -10,6 +10,7 @@ import Foundation
 /// print(state.packs.first?.candidatePercent ?? 0)
 /// ```
 public struct ChannelState: Sendable, Hashable {
+    /// One pack on the channel: its live version (and that archive's SHA-256), and the candidate being rolled out with its share (0 while halted).
     public struct Pack: Sendable, Hashable {
         public let pack: String
         public let liveVersion: Int?

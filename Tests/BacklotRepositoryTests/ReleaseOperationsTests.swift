@@ -6,7 +6,7 @@ import Foundation
 import Testing
 @testable import BacklotRepository
 
-/// The operations a release week needs, on SQLite and PostgreSQL: revocable, expiring and
+/// The operations a release week needs, on SQLite and PostgreSQL (and a bucket where the tree or uploads matter): revocable, expiring and
 /// rotatable tokens read by every server at once; rollouts that never publish what the record does
 /// not say (raise, halt, promote, roll back through the channel's history); four-eyes approvals;
 /// dry runs; declared digests that find an existing version; abandoned uploads cleaned up.
@@ -90,7 +90,7 @@ import Testing
         }
     }
 
-    @Test(arguments: Backend.databases) func rolloutsNeedALiveVersionAndThePublishedCatalogAlwaysMatchesTheRecord(_ backend: Backend) throws {
+    @Test(arguments: Backend.allCases) func rolloutsNeedALiveVersionAndThePublishedCatalogAlwaysMatchesTheRecord(_ backend: Backend) throws {
         let f = try Fixture(backend)
         defer { f.dir.remove() }
         for seed in 1...3 { #expect(try f.upload(seed: UInt64(seed)).state == .complete) }
@@ -223,7 +223,7 @@ import Testing
         #expect(try f.repo.packList(app: app).first == PackInfo(id: "Levels", created: try f.repo.packList(app: app)[0].created, versions: 3, latest: 3))
     }
 
-    @Test(arguments: Backend.databases) func uploadsIdleLongerThanTheLimitAreRemovedWithTheirData(_ backend: Backend) throws {
+    @Test(arguments: Backend.allCases) func uploadsIdleLongerThanTheLimitAreRemovedWithTheirData(_ backend: Backend) throws {
         let f = try Fixture(backend)
         defer { f.dir.remove() }
         let app = "com.example.game"
@@ -231,7 +231,8 @@ import Testing
         let upload = try f.repo.beginUpload(app: app, pack: "Levels", number: idle.number, offset: 0)
         try [UInt8](repeating: 7, count: 300).withUnsafeBytes { try upload.append($0) }
         try upload.close()
-        let record = f.repo.uploadRecord(try f.repo.versionRow(app: app, pack: "Levels", number: idle.number))
+        let row = try f.repo.versionRow(app: app, pack: "Levels", number: idle.number)
+        let record = f.repo.uploadRecord(row)
         #expect(f.repo.archives.receivedBytes(record) == 300)
         #expect(try f.repo.removeAbandonedUploads(olderThan: 3600) == 0)
         // An upload a request is receiving now is never abandoned, however old.
@@ -242,7 +243,13 @@ import Testing
         try receiving.close()
         try f.repo.deleteVersion(app: app, pack: "Levels", number: busy.number)
         #expect { try f.repo.version(app: app, pack: "Levels", number: idle.number) } throws: { code($0) == "notFound" }
-        #expect(f.repo.archives.receivedBytes(record) == 0)
+        if f.repo.archives.isShared {
+            // In a bucket the multipart upload is aborted and the row says nothing is left.
+            let after = try #require(try f.repo.db.read { try $0.query("SELECT upload_id, received FROM versions WHERE id = ?", [.integer(record.versionID)]) }.first)
+            #expect(after["upload_id"]?.string == nil && after["received"]?.int == 0)
+        } else {
+            #expect(f.repo.archives.receivedBytes(record) == 0)
+        }
         #expect(try f.repo.removeAbandonedUploads(olderThan: 3600, now: Date().addingTimeInterval(7200)) == 0)
         // The next version gets a new number; the shared-work round runs the clean-up too.
         let next = try f.repo.createVersion(app: app, pack: "Levels", size: 5000)
