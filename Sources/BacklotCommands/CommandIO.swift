@@ -38,19 +38,16 @@ public struct StandardIO: CommandIO {
     public var environment: [String: String] { ProcessInfo.processInfo.environment }
 
     public func readStandardInput(atMost limit: Int) throws -> [UInt8] {
+        let input = FileDescriptor(rawValue: 0, path: "standard input")
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw BacklotError(.io, "cannot read standard input (\(String(cString: strerror(errno))))", context: "standard input")
-            }
-            if n == 0 { return bytes }
+            let n = try buffer.withUnsafeMutableBytes { try input.read(into: $0) }
             bytes += buffer[0..<n]
             if bytes.count > limit {
                 throw BacklotError(.invalidInput, "standard input holds more than \(limit) bytes", context: "standard input")
             }
+            if n < buffer.count { return bytes }   // the end (read fills the buffer unless it meets the end)
         }
     }
 }

@@ -28,7 +28,7 @@ import Testing
     backlot rollback --app "$app" --pack Levels --channel production --token-file reviewer.token
     backlot catalog show --app "$app" --channel production --token-file reviewer.token
     backlot releases list --app "$app" --token-file reviewer.token
-    backlot tokens list --token-file admin.token
+    cat admin.token | backlot tokens list --token-file -
     id=$(backlot tokens list --token-file admin.token | awk -F '\t' '$3 == "ci" && $7 == "active" { print $1 }')
     backlot tokens revoke "$id" --token-file admin.token
     if backlot packs list --app "$app" --token-file uploader.token 2> refused.txt; then exit 9; fi
