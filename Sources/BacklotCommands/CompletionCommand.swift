@@ -45,6 +45,11 @@ struct CompletionCommand: Command {
         }
     }
 
+    /// After a group's name: `--help`, and the options of the command of the group's own name (`versions`, `agent`).
+    static func ownOptions(_ group: String) -> [String] {
+        BacklotCLI.commands.first { $0.spec.name == group }.map { $0.spec.infos.map { "--\($0.name)" } } ?? ["--help"]
+    }
+
     /// The options of a value that names a path (completed with file names).
     static func isPath(_ o: OptionInfo) -> Bool {
         guard let v = o.valueName else { return false }
@@ -73,7 +78,7 @@ struct CompletionCommand: Command {
 
         """
         for group in BacklotCLI.groups.map(\.name) {
-            text += "        \(group)) if [ \"$COMP_CWORD\" -eq 2 ]; then COMPREPLY=($(compgen -W \(quoted((subcommands(of: group) + ["--help"]).joined(separator: " "))) -- \"$cur\")); return; fi; [[ \"${COMP_WORDS[2]}\" != -* ]] && cmd=\"$cmd ${COMP_WORDS[2]}\" ;;\n"
+            text += "        \(group)) if [ \"$COMP_CWORD\" -eq 2 ]; then COMPREPLY=($(compgen -W \(quoted((subcommands(of: group) + ownOptions(group)).joined(separator: " "))) -- \"$cur\")); return; fi; [[ \"${COMP_WORDS[2]}\" != -* ]] && cmd=\"$cmd ${COMP_WORDS[2]}\" ;;\n"
         }
         text += "    esac\n    case \"$cmd\" in\n"
         for c in BacklotCLI.commands {
@@ -111,7 +116,7 @@ struct CompletionCommand: Command {
 
         """
         for group in BacklotCLI.groups.map(\.name) {
-            text += "    \(group)) if (( CURRENT == 3 )); then compadd -- \(subcommands(of: group).joined(separator: " ")) --help; return; fi; [[ \"${words[3]}\" != -* ]] && cmd=\"$cmd ${words[3]}\" ;;\n"
+            text += "    \(group)) if (( CURRENT == 3 )); then compadd -- \((subcommands(of: group) + ownOptions(group)).joined(separator: " ")); return; fi; [[ \"${words[3]}\" != -* ]] && cmd=\"$cmd ${words[3]}\" ;;\n"
         }
         text += "  esac\n  case \"$cmd\" in\n"
         for c in BacklotCLI.commands {

@@ -96,6 +96,8 @@ import Testing
         #expect(subcommands.contains("revoke") && subcommands.contains("rotate"), "\(subcommands)")
         let options = try bash(#"COMP_WORDS=(backlot rollback --ch); COMP_CWORD=2; _backlot; echo "${COMPREPLY[@]}""#)
         #expect(options.contains("--channel"), "\(options)")
+        let own = try bash(#"COMP_WORDS=(backlot versions --ap); COMP_CWORD=2; _backlot; echo "${COMPREPLY[@]}""#)
+        #expect(own.contains("--app"), "a group that is also a command completes its options: \(own)")
         let values = try bash(#"COMP_WORDS=(backlot release --channel p); COMP_CWORD=3; _backlot; echo "${COMPREPLY[@]}""#)
         #expect(values.trimmingCharacters(in: .whitespacesAndNewlines) == "production", "\(values)")
         // zsh and fish where they are installed: parse-checked, then asked for completions.
