@@ -22,10 +22,16 @@ demo: build
 demo-cluster: build
 	@scripts/demo-cluster $(BACKLOT)
 
-# The tests, then a short seeded pass of every fuzz harness (scripts/fuzz --smoke).
+# The module graph against Package.swift and docs/architecture.md, swift format lint, the tests (with the
+# explicit import check), schemathesis against a live server, the README's release week in bash and zsh,
+# the example app against a server, then a short seeded pass of every fuzz harness (scripts/fuzz --smoke).
 test: bootstrap
+	@scripts/module-graph --check
+	@$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Examples
 	@SWIFT=$(SWIFT) scripts/test
 	@$(SWIFT) build --product backlot >/dev/null && scripts/api-conformance $(BACKLOT)
+	@scripts/release-week $(BACKLOT)
+	@SWIFT=$(SWIFT) scripts/example-app $(BACKLOT)
 	@scripts/fuzz --smoke
 
 # Builds the libFuzzer harnesses and runs each for FUZZ_SECONDS; crash inputs go to Fuzz/Findings/.

@@ -142,7 +142,6 @@ struct PackInstaller: Sendable {
             }
         }
         let wanted = targets.indices.filter { !targets[$0].isEmpty }
-        let total = wanted.reduce(UInt64(0)) { $0 + UInt64(index.chunks[$1].uncompressedSize) }
         let done = AtomicBytes()
         // Each file is flushed by the thread that writes its last chunk, so the disk works while the network does.
         var placementsPerFile = [Int](repeating: 0, count: paths.count)
@@ -174,10 +173,15 @@ struct PackInstaller: Sendable {
             missing.append(c)
         }
         try container.recordChunks(digest, recorded)
-        progress?(done.value, total)
 
-        // 3b. Runs of missing chunks, fetched in parallel.
+        // 3b. Runs of missing chunks, fetched in parallel. Progress counts the bytes downloaded
+        // against the bytes there are to download (not the installed size), and ends at 100 %.
         let runs = plan(missing, index: index)
+        let downloadTotal = runs.reduce(UInt64(0)) { sum, run in
+            let first = index.chunks[run.first!], last = index.chunks[run.last!]
+            return sum + (last.offset + UInt64(last.compressedSize) - first.offset)
+        }
+        progress?(0, downloadTotal)
         let next = Mutex(0)
         let failure = Mutex<(any Error)?>(nil)
         let fetched = AtomicBytes()
@@ -203,14 +207,14 @@ struct PackInstaller: Sendable {
                 do {
                     let first = index.chunks[run.first!], last = index.chunks[run.last!]
                     let body = try self.rangeWithRetries(url, first.offset, last.offset + UInt64(last.compressedSize) - 1)
-                    fetched.add(UInt64(body.count))
+                    progress?(fetched.add(UInt64(body.count)), downloadTotal)
                     for c in run {
                         let chunk = index.chunks[c]
                         let start = Int(chunk.offset - first.offset)
                         let plain = try PackReader.decode(Array(body[start..<start + Int(chunk.compressedSize)]), chunk: chunk, chunkIndex: c,
                                                           using: decompressor, source: url)
                         for p in placements[c] { try files.account(p, writing: plain) }
-                        progress?(done.add(UInt64(plain.count)), total)
+                        done.add(UInt64(plain.count))
                     }
                     let due = unrecorded.withLock { u -> [Int]? in
                         u.chunks += run
@@ -234,6 +238,7 @@ struct PackInstaller: Sendable {
             throw error
         }
         try container.recordChunks(digest, rest)
+        progress?(downloadTotal, downloadTotal)
 
         // 4. Every byte written came from a chunk that had its SHA-256 (and the index that lists the
         //    chunks of each file had the catalog's), and every file was checked and made

@@ -3,31 +3,24 @@ import BacklotHTTPClient
 import BacklotJSON
 import Foundation
 
-/// The CLI's side of the management API: `--server`, `--token` (or `BACKLOT_TOKEN`), `--ca`.
+/// The CLI's side of the management API, connected with the options of ``ServerOptions``.
 struct APIClient {
     let server: String
     let token: String
     let http: HTTPClient
 
-    static let options: [CommandSpec.Option] = [
-        .init("server", value: "URL", help: "The server's base URL, such as https://127.0.0.1:8443 (required)."),
-        .init("token", value: "TOKEN", help: "An API token (default: $BACKLOT_TOKEN)."),
-        .init("ca", value: "FILE", help: "A CA certificate to trust (the server's DIR/tls/ca.pem with --tls auto)."),
-    ]
+    /// The server group's options, to list in a command's spec.
+    static var options: [any OptionDeclaration] { ServerOptions.all }
 
-    init(_ arguments: ParsedArguments, command: String) throws {
-        guard let server = arguments.values["server"] else {
-            throw BacklotError(.usage, "the option --server URL is required", context: "backlot \(command)", hint: "give the URL `backlot serve` printed")
-        }
-        guard let token = arguments.values["token"] ?? ProcessInfo.processInfo.environment["BACKLOT_TOKEN"], !token.isEmpty else {
-            throw BacklotError(.usage, "no API token", context: "backlot \(command)", hint: "pass --token TOKEN or set BACKLOT_TOKEN (the admin token is in the server's DIR/admin-token)")
-        }
+    init(_ arguments: ParsedArguments, io: any CommandIO, command: String) throws {
+        let server = arguments[ServerOptions.server]
+        token = try ServerOptions.resolveToken(arguments, io: io, command: command)
         self.server = server.hasSuffix("/") ? String(server.dropLast()) : server
-        self.token = token
-        http = HTTPClient(caFile: arguments.values["ca"])
+        http = HTTPClient(caFile: arguments[ServerOptions.ca])
     }
 
-    /// Calls a route; returns the parsed JSON body of a 2xx answer, throws the server's error otherwise.
+    /// Calls a route; returns the parsed JSON body of a 2xx answer (or of a status in `accept`),
+    /// throws the server's error otherwise, with the server's context and hint.
     @discardableResult
     func call(_ method: String, _ path: String, json: JSONNode? = nil, accept: Set<Int> = [], body: HTTPClient.Body? = nil,
               headers: [String: String] = [:], progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws -> (status: Int, json: JSONNode) {
@@ -41,17 +34,20 @@ struct APIClient {
         let r = try http.send(method, server + path, headers: h, body: payload, progress: progress)
         let parsed = (try? JSONReader(source: "response", allowsComments: false, allowsTrailingCommas: false).read(r.body).root) ?? .null
         guard (200..<300).contains(r.status) || accept.contains(r.status) else {
-            let message = parsed["error"]?["message"]?.stringValue ?? r.text
+            let error = parsed["error"]
+            let message = error?["message"]?.stringValue ?? r.text
             let code: BacklotError.Code = switch r.status {
-            case 400: .invalidInput
+            case 400, 422: .invalidInput
             case 401, 403: .forbidden
             case 404: .notFound
             case 409: .conflict
             case 413: .quotaExceeded
+            case 503: .unavailable
             default: .io
             }
-            throw BacklotError(code, "the server answered \(r.status): \(message)", context: "\(method) \(path)",
-                               hint: r.status == 401 ? "check --token or BACKLOT_TOKEN" : nil)
+            let hint = error?["hint"]?.stringValue ?? (r.status == 401 ? "check the token (--token-file, $BACKLOT_TOKEN or the profile)" : nil)
+            throw BacklotError(code, "the server answered \(r.status): \(message)", context: error?["context"]?.stringValue ?? "\(method) \(path)",
+                               hint: hint)
         }
         return (r.status, parsed)
     }
@@ -59,4 +55,9 @@ struct APIClient {
     static func segment(_ s: String) -> String {
         s.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._"))) ?? s
     }
+
+    /// `/api/apps/APP`.
+    static func app(_ app: String) -> String { "/api/apps/\(segment(app))" }
+    /// `/api/apps/APP/packs/PACK`.
+    static func pack(_ app: String, _ pack: String) -> String { "/api/apps/\(segment(app))/packs/\(segment(pack))" }
 }

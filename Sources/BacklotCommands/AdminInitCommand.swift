@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotJSON
 import BacklotPostgres
 import BacklotRepository
 import BacklotStore
@@ -15,15 +16,17 @@ struct AdminInitCommand: Command {
         token it prints; only its SHA-256 is stored. The schema is created or upgraded first. The
         password comes from the URI, PGPASSWORD or ~/.pgpass (libpq reads them).
         """,
-        options: [
-            .init("database", value: "URL", help: "The metadata database: postgresql://USER@HOST:PORT/DB (required)."),
-            .init("label", value: "TEXT", help: "A label stored with the token (default \"initial admin\")."),
-        ])
+        options: [database, label, jsonFlag])
+    static let database = Option<String>("database", "URL", help: "The metadata database: postgresql://USER@HOST:PORT/DB.")
+    static let label = Option<String>("label", "TEXT", default: "initial admin", help: "A label stored with the token.")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let url = try required("database", in: arguments)
-        let database = try openDatabase(url)
-        let token = try Repository.createInitialAdminToken(in: database, label: arguments.values["label"] ?? "initial admin")
+        let database = try openDatabase(arguments[Self.database])
+        let token = try Repository.createInitialAdminToken(in: database, label: arguments[label])
+        if arguments[jsonFlag] {
+            io.out(JSONNode.object(["token": .string(token), "role": .string("admin"), "label": .string(arguments[label])]).prettyPrinted() + "\n")
+            return
+        }
         io.out(token + "\n")
         io.err("This is the only time the admin token is shown: keep it (export BACKLOT_TOKEN=…).\n")
     }

@@ -18,21 +18,20 @@ struct AgentCommand: Command {
         cleanly on SIGTERM or Ctrl-C: verified chunks are kept and queued events run at the next start. \
         Installers call `backlot notify` to queue install and update events.
         """,
-        options: [
-            .init("container", value: "DIR", help: "The app's container folder (required)."),
-            .init("config", value: "FILE", help: "The configuration: JSON or an Info.plist (required)."),
-            .init("once", help: "Run one round (queued events, the periodic check, due tasks) and exit."),
-        ])
+        options: [container, config, once])
+    static let container = Option<String>("container", "DIR", help: "The app's container folder.")
+    static let config = Option<String>("config", "FILE", help: "The configuration: JSON or an Info.plist.")
+    static let once = Flag("once", help: "Run one round (queued events, the periodic check, due tasks) and exit.")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let container = try required("container", in: arguments)
-        let configuration = try AgentConfiguration(path: try required("config", in: arguments), containerPath: container)
+        let container = arguments[Self.container]
+        let configuration = try AgentConfiguration(path: arguments[config], containerPath: container)
         let agent = try Agent(containerPath: container, configuration: configuration, log: agentLog(io))
         BacklotCLI.onInterrupt { _ in agent.stop() }
         try blocking {
-            if arguments.flag("once") { await agent.round() } else { await agent.run() }
+            if arguments[once] { await agent.round() } else { await agent.run() }
         }
-        if arguments.flag("once") { agent.drain() }
+        if arguments[once] { agent.drain() }
     }
 }
 
@@ -57,14 +56,19 @@ enum EventCommand {
     static func fire(_ request: ContentRequest, bypassBudget: Bool, container: String, arguments: ParsedArguments, io: any CommandIO) throws {
         let store = try AgentStore(containerPath: container)
         let seq = try store.enqueue(request, bypassBudget: bypassBudget)
-        let configPath = try arguments.values["config"] ?? store.value("configPath")
-        let wait = arguments.flag("wait") || bypassBudget
+        let configPath = try arguments[EventCommand.config] ?? store.value("configPath")
+        let wait = arguments[NotifyCommand.wait] || bypassBudget
+        let json = arguments[jsonFlag]
         var tried = Set<Int64>(), announced = false
         while true {
             if let lock = try AgentLock.tryAcquire(containerPath: container) {
                 guard let configPath else {
                     lock.release()
-                    io.out("queued the \(request.name) event; no agent runs and no configuration is known, so it runs when `backlot agent` starts\n")
+                    if json {
+                        io.out(eventJSON(request.name, state: "queued", detail: "no agent runs and no configuration is known: it runs when backlot agent starts"))
+                    } else {
+                        io.out("queued the \(request.name) event; no agent runs and no configuration is known, so it runs when `backlot agent` starts\n")
+                    }
                     return
                 }
                 let configuration = try AgentConfiguration(path: configPath, containerPath: container)
@@ -73,25 +77,34 @@ enum EventCommand {
                 // The events, then the URL downloads they scheduled (this process is the agent for now).
                 tried.formUnion(try blocking { await agent.runUntilQueueSettles() })
                 if !agent.isStopping && agent.untriedEvents(besides: tried) { continue }
-                return try report(store.event(seq), io: io)
+                return try report(store.event(seq), json: json, io: io)
             }
             // Another process holds the lock: it runs every queued event before it lets go.
-            if tried.contains(seq) { return try report(store.event(seq), io: io) }
-            if !announced {
+            if tried.contains(seq) { return try report(store.event(seq), json: json, io: io) }
+            if !announced && !json {
                 io.out("queued the \(request.name) event for the running agent\n")
                 announced = true
             }
-            guard wait else { return }
+            guard wait else {
+                if json { io.out(eventJSON(request.name, state: "queued", detail: "queued for the running agent")) }
+                return
+            }
             // Until the event is over, or its essential phase is (an event held for the extension's
             // budget goes on tomorrow, its essential packs installed).
-            if let event = try store.event(seq), event.state != "queued" || event.essentialDone { return try report(event, io: io) }
+            if let event = try store.event(seq), event.state != "queued" || event.essentialDone { return try report(event, json: json, io: io) }
             usleep(100_000)
         }
     }
 
-    static func report(_ event: AgentStore.Event?, io: any CommandIO) throws {
+    static func eventJSON(_ name: String, state: String, detail: String, essentialDone: Bool = false) -> String {
+        JSONNode.object(["event": .string(name), "state": .string(state), "detail": .string(detail), "essentialDone": .bool(essentialDone)]).prettyPrinted() + "\n"
+    }
+
+    static func report(_ event: AgentStore.Event?, json: Bool, io: any CommandIO) throws {
         guard let event else { return }
+        if json { io.out(eventJSON(event.request.name, state: event.state, detail: event.detail, essentialDone: event.essentialDone)) }
         switch event.state {
+        case _ where json && event.state != "failed": return
         case "done": io.out("\(event.request.name) event done: \(event.detail)\n")
         case "failed": throw BacklotError(.checkFailed, "the \(event.request.name) event failed: \(event.detail)")
         default:
@@ -108,13 +121,18 @@ enum EventCommand {
         }
     }
 
-    static func request(_ arguments: ParsedArguments, allowed: [(String, ContentRequest)], command: String) throws -> ContentRequest {
-        let given = allowed.filter { arguments.flag($0.0) }
+    static func request(_ arguments: ParsedArguments, allowed: [(Flag, ContentRequest)], command: String) throws -> ContentRequest {
+        let given = allowed.filter { arguments[$0.0] }
         guard given.count == 1 else {
-            throw BacklotError(.usage, "give exactly one of \(allowed.map { "--\($0.0)" }.joined(separator: ", "))", context: "backlot \(command)")
+            throw BacklotError(.usage, "give exactly one of \(allowed.map { "--\($0.0.info.name)" }.joined(separator: ", "))", context: "backlot \(command)")
         }
         return given[0].1
     }
+
+    static let container = Option<String>("container", "DIR", help: "The app's container folder.")
+    static let config = Option<String?>("config", "FILE", help: "The agent's configuration, to run the event here when no agent runs.")
+    static let install = Flag("app-install", help: "The app was installed.")
+    static let update = Flag("app-update", help: "The app was updated.")
 }
 
 /// `backlot notify --container DIR --app-install|--app-update`: what an installer calls.
@@ -123,17 +141,12 @@ struct NotifyCommand: Command {
         name: "notify",
         summary: "Tell the agent the app was installed or updated (what a post-install script calls); budgets and restrictions apply.",
         discussion: "With an agent running for the container, the event is queued for it. Otherwise it runs now, with --config or the configuration the agent last used; without either it waits for the agent.",
-        options: [
-            .init("container", value: "DIR", help: "The app's container folder (required)."),
-            .init("app-install", help: "The app was installed."),
-            .init("app-update", help: "The app was updated."),
-            .init("config", value: "FILE", help: "The agent's configuration, to run the event here when no agent runs."),
-            .init("wait", help: "With an agent running, wait until it has handled the event."),
-        ])
+        options: [EventCommand.container, EventCommand.install, EventCommand.update, EventCommand.config, wait, jsonFlag])
+    static let wait = Flag("wait", help: "With an agent running, wait until it has handled the event.")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let r = try EventCommand.request(arguments, allowed: [("app-install", .install), ("app-update", .update)], command: "notify")
-        try EventCommand.fire(r, bypassBudget: false, container: try required("container", in: arguments), arguments: arguments, io: io)
+        let r = try EventCommand.request(arguments, allowed: [(EventCommand.install, .install), (EventCommand.update, .update)], command: "notify")
+        try EventCommand.fire(r, bypassBudget: false, container: arguments[EventCommand.container], arguments: arguments, io: io)
     }
 }
 
@@ -142,17 +155,14 @@ struct SimulateCommand: Command {
     static let spec = CommandSpec(
         name: "simulate",
         summary: "Fire an install, update or periodic event now, bypassing the extension's daily budget (as backgroundassets-debug --simulate).",
-        options: [
-            .init("container", value: "DIR", help: "The app's container folder (required)."),
-            .init("app-install", help: "An install event."),
-            .init("app-update", help: "An update event."),
-            .init("periodic", help: "A periodic check."),
-            .init("config", value: "FILE", help: "The agent's configuration, to run the event here when no agent runs."),
-        ])
+        options: [EventCommand.container, install, update, periodic, EventCommand.config, jsonFlag])
+    static let install = Flag("app-install", help: "An install event.")
+    static let update = Flag("app-update", help: "An update event.")
+    static let periodic = Flag("periodic", help: "A periodic check.")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let r = try EventCommand.request(arguments, allowed: [("app-install", .install), ("app-update", .update), ("periodic", .periodic)], command: "simulate")
-        try EventCommand.fire(r, bypassBudget: true, container: try required("container", in: arguments), arguments: arguments, io: io)
+        let r = try EventCommand.request(arguments, allowed: [(install, .install), (update, .update), (periodic, .periodic)], command: "simulate")
+        try EventCommand.fire(r, bypassBudget: true, container: arguments[EventCommand.container], arguments: arguments, io: io)
     }
 }
 
@@ -161,13 +171,10 @@ struct AgentStatusCommand: Command {
     static let spec = CommandSpec(
         name: "agent status",
         summary: "Show a container's background state: whether an agent runs, events, extension runtime today, task requests and runs.",
-        options: [
-            .init("container", value: "DIR", help: "The app's container folder (required)."),
-            .init("json", help: "Print JSON."),
-        ])
+        options: [EventCommand.container, jsonFlag])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let container = URL(fileURLWithPath: try required("container", in: arguments)).standardizedFileURL.path
+        let container = URL(fileURLWithPath: arguments[EventCommand.container]).standardizedFileURL.path
         guard FileManager.default.fileExists(atPath: container + "/agent.sqlite") || FileManager.default.fileExists(atPath: container + "/tasks.sqlite") else {
             throw BacklotError(.invalidInput, "no agent has used this container yet", context: container,
                                hint: "start one with backlot agent --container \(container) --config FILE")
@@ -180,7 +187,7 @@ struct AgentStatusCommand: Command {
         let pending = tasks.pendingTaskRequests()
         let runs = Array(tasks.history().suffix(10).reversed())
         func date(_ d: Date?) -> String { d.map { RFC3339.string($0) } ?? "" }
-        if arguments.flag("json") {
+        if arguments[jsonFlag] {
             io.out(JSONNode.object([
                 "agentRunning": .bool(running),
                 "configuration": (try store.value("configPath")).map { .string($0) } ?? .null,

@@ -1,58 +1,36 @@
 import BacklotBasics
 
 /// The options and arguments a command takes, used both to parse and to print `--help`.
-public struct CommandSpec: Sendable {
-    /// One `--name VALUE` option or `--flag`.
-    public struct Option: Sendable {
-        public let name: String
-        public let short: Character?
-        /// The value's placeholder (`FILE`); nil for a flag.
-        public let value: String?
-        public let help: String
+struct CommandSpec: Sendable {
+    static let help = Flag("help", short: "h", help: "Show this help.")
 
-        public init(_ name: String, short: Character? = nil, value: String? = nil, help: String) {
-            self.name = name
-            self.short = short
-            self.value = value
-            self.help = help
-        }
-    }
+    let name: String
+    let summary: String
+    let discussion: String?
+    let arguments: [Argument]
+    let options: [any OptionDeclaration]
+    /// Conditions beyond single options (the server group needs a token from one of four places):
+    /// each returns what is missing, reported with the missing required options in one error.
+    let requirements: [@Sendable (ParsedArguments) -> String?]
 
-    /// One positional argument.
-    public struct Argument: Sendable {
-        public let name: String
-        public let help: String
-        public let required: Bool
-        public let repeats: Bool
-
-        public init(_ name: String, help: String, required: Bool = true, repeats: Bool = false) {
-            self.name = name
-            self.help = help
-            self.required = required
-            self.repeats = repeats
-        }
-    }
-
-    public let name: String
-    public let summary: String
-    public let discussion: String?
-    public let arguments: [Argument]
-    public let options: [Option]
-
-    public init(name: String, summary: String, discussion: String? = nil, arguments: [Argument] = [], options: [Option] = []) {
+    init(name: String, summary: String, discussion: String? = nil, arguments: [Argument] = [], options: [any OptionDeclaration] = [],
+         requirements: [@Sendable (ParsedArguments) -> String?] = []) {
         self.name = name
         self.summary = summary
         self.discussion = discussion
         self.arguments = arguments
-        self.options = options + [Option("help", short: "h", help: "Show this help.")]
+        self.options = options + [Self.help]
+        self.requirements = requirements
     }
 
+    var infos: [OptionInfo] { options.map(\.info) }
+
     /// The `--help` text.
-    public var help: String {
+    var help: String {
         var usage = "backlot \(name)"
         for a in arguments { usage += " " + (a.required ? a.name : "[\(a.name)]") + (a.repeats ? "…" : "") }
-        for o in options where o.name != "help" {
-            usage += " [--\(o.name)\(o.value.map { " \($0)" } ?? "")]"
+        for o in infos where o.name != "help" {
+            usage += " " + (o.required ? o.spelled : "[\(o.spelled)]") + (o.repeats ? "…" : "")
         }
         var text = "\(summary)\n\nUsage: \(usage)\n"
         if let discussion { text += "\n\(discussion)\n" }
@@ -61,9 +39,15 @@ public struct CommandSpec: Sendable {
             for a in arguments { text += "  " + pad(a.name, 24) + a.help + "\n" }
         }
         text += "\nOptions:\n"
-        for o in options {
-            let flag = (o.short.map { "-\($0), " } ?? "    ") + "--\(o.name)" + (o.value.map { " \($0)" } ?? "")
-            text += "  " + pad(flag, 24) + o.help + "\n"
+        for o in infos {
+            let flag = (o.short.map { "-\($0), " } ?? "    ") + o.spelled
+            var notes: [String] = []
+            if o.required { notes.append("required") }
+            if let d = o.defaultDescription { notes.append("default \(d)") }
+            if let e = o.environment { notes.append("or $\(e)") }
+            if o.profileKey != nil { notes.append("or the profile's \(o.profileKey!)") }
+            if o.repeats { notes.append("repeats") }
+            text += "  " + pad(flag, 24) + o.help + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))") + "\n"
         }
         return text
     }
@@ -72,19 +56,23 @@ public struct CommandSpec: Sendable {
         s.count >= width ? s + "  " : s + String(repeating: " ", count: width - s.count)
     }
 
-    /// Parses the arguments after the command name.
-    /// - Throws: ``BacklotError/Code/usage`` naming the unknown option, the missing value or argument.
-    public func parse(_ args: [String]) throws -> ParsedArguments {
+    func usageError(_ message: String, hint: String? = nil) -> BacklotError {
+        BacklotError(.usage, message, context: "backlot \(name)", hint: hint ?? "see `backlot \(name) --help`")
+    }
+
+    /// Parses the arguments after the command name, converting and checking every value, then
+    /// takes what is not on the command line from the environment and the profile (flag > environment > profile).
+    /// - Throws: ``BacklotError/Code/usage`` naming the unknown option (with the closest one), a
+    ///   value that is not valid, or every missing required option and argument at once.
+    func parse(_ args: [String], environment: [String: String] = [:], profiles: ProfileFile? = nil) throws -> ParsedArguments {
         var parsed = ParsedArguments()
+        let infos = self.infos
         var i = 0
         var onlyPositionals = false
-        func usageError(_ message: String) -> BacklotError {
-            BacklotError(.usage, message, context: "backlot \(name)", hint: "see `backlot \(name) --help`")
-        }
         while i < args.count {
             let arg = args[i]
             i += 1
-            if onlyPositionals || arg == "-" || !arg.hasPrefix("-") {
+            if onlyPositionals || arg == "-" || !arg.hasPrefix("-") || arg.count == 1 {
                 parsed.positionals.append(arg)
                 continue
             }
@@ -95,62 +83,70 @@ public struct CommandSpec: Sendable {
                 key = String(arg[..<eq])
                 inline = String(arg[arg.index(after: eq)...])
             }
-            let option: Option?
+            let option: OptionInfo?
             if key.hasPrefix("--") {
-                option = options.first { "--\($0.name)" == key }
+                option = infos.first { "--\($0.name)" == key }
             } else if key.count == 2 {
-                option = options.first { $0.short == key.last }
+                option = infos.first { $0.short == key.last }
             } else {
                 option = nil
             }
             guard let option else {
-                let hint = Suggestion.closest(to: key, in: options.map { "--\($0.name)" }, maximumEdits: 3).map { "did you mean \($0)?" }
-                throw BacklotError(.usage, "unknown option '\(key)'", context: "backlot \(name)",
-                                   hint: hint ?? "see `backlot \(name) --help`")
+                let hint = Suggestion.closest(to: key, in: infos.map { "--\($0.name)" }, maximumEdits: 3).map { "did you mean \($0)?" }
+                throw BacklotError(.usage, "unknown option '\(key)'", context: "backlot \(name)", hint: hint ?? "see `backlot \(name) --help`")
             }
-            if let valueName = option.value {
+            if let valueName = option.valueName {
                 let value: String
                 if let inline { value = inline } else {
                     guard i < args.count else { throw usageError("the option --\(option.name) needs a value (\(valueName))") }
                     value = args[i]
                     i += 1
                 }
-                parsed.values[option.name] = value
+                try parsed.add(value, for: option, from: nil, command: name)
             } else {
                 if inline != nil { throw usageError("the flag --\(option.name) takes no value") }
                 parsed.flags.insert(option.name)
             }
         }
-        if parsed.flags.contains("help") { return parsed }
-        let required = arguments.filter(\.required).count
-        if parsed.positionals.count < required {
-            let missing = arguments.filter(\.required)[parsed.positionals.count]
-            throw usageError("missing argument \(missing.name) (\(missing.help.prefix(1).lowercased() + missing.help.dropFirst()))")
+        if parsed[Self.help] { return parsed }
+        // Then the environment, then the profile, for what the command line left out.
+        let profileName = ServerOptions.profile.info.name
+        for option in infos where parsed.raw[option.name] == nil {
+            if let variable = option.environment, let value = environment[variable], !value.isEmpty {
+                try parsed.add(value, for: option, from: "$\(variable)", command: name)
+            } else if let key = option.profileKey, let profiles {
+                let selected = try profiles.selected(parsed.raw[profileName]?.last ?? environment[ServerOptions.profile.info.environment!])
+                if let (chosen, profile) = selected, let value = profile[key] {
+                    try parsed.add(value, for: option, from: "profile \(chosen) in \(profiles.path)", command: name)
+                }
+            }
+        }
+        if let named = parsed.raw[profileName]?.last, profiles == nil, infos.contains(where: { $0.name == profileName }) {
+            throw usageError("--profile \(named) names a profile, but there is no profile file",
+                             hint: "create \(ProfileFile.location(environment: environment) ?? "~/.config/backlot/config.json") (see docs/cli.md)")
+        }
+        var missing: [String] = infos.filter { $0.required && parsed.raw[$0.name] == nil }.map {
+            $0.spelled + ($0.environment.map { " (or $\($0))" } ?? "")
+        }
+        missing += requirements.compactMap { $0(parsed) }
+        let requiredArguments = arguments.filter(\.required)
+        if parsed.positionals.count < requiredArguments.count {
+            missing += requiredArguments[parsed.positionals.count...].map { "the argument \($0.name)" }
+        }
+        if !missing.isEmpty {
+            let options = infos.filter { $0.required && parsed.raw[$0.name] == nil }
+            if missing.count == 1, let only = options.first {
+                throw usageError("the option \(missing[0]) is required", hint: only.help)
+            }
+            if missing.count == 1, parsed.positionals.count < requiredArguments.count {
+                let a = requiredArguments[parsed.positionals.count]
+                throw usageError("missing argument \(a.name) (\(a.help.prefix(1).lowercased() + a.help.dropFirst()))")
+            }
+            throw usageError("missing \(missing.joinedAsList())")
         }
         if !(arguments.last?.repeats ?? false), parsed.positionals.count > arguments.count {
             throw usageError("unexpected argument '\(parsed.positionals[arguments.count])'")
         }
         return parsed
-    }
-}
-
-/// What ``CommandSpec/parse(_:)`` found.
-public struct ParsedArguments: Sendable {
-    public var positionals: [String] = []
-    public var values: [String: String] = [:]
-    public var flags: Set<String> = []
-
-    public func flag(_ name: String) -> Bool { flags.contains(name) }
-
-    /// An integer option within `range`, or `defaultValue` when absent; read with
-    /// ``CheckedInteger/parse(_:as:)`` (decimal digits only: no `+`, no spaces, no `1e3`, nothing past `Int`).
-    /// - Throws: ``BacklotError/Code/usage`` (exit status 2) naming the option and the range.
-    public func integer(_ name: String, in range: ClosedRange<Int>, default defaultValue: Int, command: String) throws -> Int {
-        guard let text = values[name] else { return defaultValue }
-        guard let n = CheckedInteger.parse(text, as: Int.self), range.contains(n) else {
-            throw BacklotError(.usage, "--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'",
-                               context: "backlot \(command)")
-        }
-        return n
     }
 }

@@ -1,5 +1,6 @@
 import BacklotBasics
 import BacklotClient
+import BacklotJSON
 import Dispatch
 import Foundation
 import Synchronization
@@ -19,12 +20,31 @@ public enum BacklotCLI {
     static let commands: [any Command.Type] = [
         TemplateCommand.self, EvaluateCommand.self, PackageCommand.self, InspectCommand.self,
         VerifyCommand.self, ExtractCommand.self, DiffCommand.self, PlistCheckCommand.self, ServeCommand.self, AdminInitCommand.self,
-        AppsCreateCommand.self, TokensCreateCommand.self, UploadCommand.self, ReleaseCommand.self, ApproveCommand.self,
-        VersionsCommand.self, VersionsDeleteCommand.self, CatalogResignCommand.self, KeysRotateCommand.self,
+        AppsListCommand.self, AppsCreateCommand.self, AppsSetCommand.self,
+        TokensListCommand.self, TokensCreateCommand.self, TokensRevokeCommand.self, TokensRotateCommand.self,
+        UploadCommand.self, PacksListCommand.self, VersionsCommand.self, VersionsDeleteCommand.self,
+        ReleaseCommand.self, ReleasesListCommand.self, ApproveCommand.self, RejectCommand.self,
+        RolloutCommand.self, RollbackCommand.self, WithdrawCommand.self,
+        CatalogShowCommand.self, CatalogResignCommand.self, KeysRotateCommand.self,
         DownloadManifestCreateCommand.self, DownloadManifestUpdateCommand.self, FetchCommand.self, StatusCommand.self, RemoveCommand.self,
         AgentCommand.self, AgentStatusCommand.self, NotifyCommand.self, SimulateCommand.self,
         ClipSizeCommand.self, ClipLinkCommand.self, ClipParseCommand.self, ClipMatchCommand.self, ClipHandoffCommand.self,
+        CompletionCommand.self,
     ]
+
+    /// The groups of two-word commands (`apps`, `tokens`, `clip`, …) and their subcommands, in table order.
+    static var groups: [(name: String, commands: [any Command.Type])] {
+        var order: [String] = []
+        var members: [String: [any Command.Type]] = [:]
+        for c in commands {
+            let words = c.spec.name.split(separator: " ")
+            guard words.count == 2 else { continue }
+            let group = String(words[0])
+            if members[group] == nil { order.append(group) }
+            members[group, default: []].append(c)
+        }
+        return order.map { ($0, members[$0]!) }
+    }
 
     static var overview: String {
         var text = """
@@ -41,10 +61,32 @@ public enum BacklotCLI {
         }
         text += """
 
-        Run `backlot COMMAND --help` for a command's options.
+        Run `backlot COMMAND --help` for a command's options, `backlot GROUP` (\(groups.map(\.name).joined(separator: ", "))) for a group's commands.
+          --version    Print backlot's version.
+          --help       Print this help.
+        Server options come from the command line, else BACKLOT_SERVER, BACKLOT_CA, BACKLOT_TOKEN, else the
+        profile (--profile NAME or the default one) in $XDG_CONFIG_HOME/backlot/config.json (see docs/cli.md).
         Exit status: 0 success, 1 failure, 2 usage error or invalid input.
 
         """
+        return text
+    }
+
+    /// `backlot GROUP` and `backlot GROUP --help`: the group's subcommands (and the command of the
+    /// group's own name, such as `versions`, when there is one).
+    static func groupHelp(_ group: String) -> String? {
+        guard let members = groups.first(where: { $0.name == group })?.commands else { return nil }
+        var text = "backlot \(group): \(members.count) command\(members.count == 1 ? "" : "s")\n\n"
+        if let own = commands.first(where: { $0.spec.name == group }) {
+            text = own.spec.help + "\nSubcommands:\n"
+        } else {
+            text += "Usage: backlot \(group) SUBCOMMAND [OPTIONS]\n\nSubcommands:\n"
+        }
+        let width = (members.map { $0.spec.name.count }.max() ?? 12) + 2
+        for c in members {
+            text += "  " + c.spec.name.padding(toLength: width, withPad: " ", startingAt: 0) + c.spec.summary + "\n"
+        }
+        text += "\nRun `backlot \(group) SUBCOMMAND --help` for its options.\n"
         return text
     }
 
@@ -52,7 +94,8 @@ public enum BacklotCLI {
     public static func main(_ arguments: [String], io given: any CommandIO) -> Int32 {
         // Every write goes through one tracker of stderr's open line, so that nothing (an error,
         // a warning, a summary) is printed over a progress bar's line.
-        let io = LineTrackingIO(given)
+        let json = arguments.contains("--json")
+        let io = LineTrackingIO(given, json: json)
         guard let first = arguments.first else {
             io.err(overview)
             return 2
@@ -62,6 +105,8 @@ public enum BacklotCLI {
             let name = arguments.dropFirst().joined(separator: " ")
             if let c = commands.first(where: { $0.spec.name == name }) {
                 io.out(c.spec.help)
+            } else if let g = groupHelp(name) {
+                io.out(g)
             } else {
                 io.out(overview)
             }
@@ -79,30 +124,53 @@ public enum BacklotCLI {
             found = two
             consumed = 2
         }
+        if let g = groupHelp(first) {
+            // `backlot apps` and `backlot apps --help` list the group; a group that is also a command (`versions`) runs it.
+            let rest = arguments.dropFirst()
+            // A group that is also a command (`versions`, `agent`) alone: it cannot run without its required options, so it shows the group.
+            let cannotRunBare = found.map { c in c.spec.infos.contains(where: \.required) || c.spec.arguments.contains(where: \.required) } ?? true
+            if consumed == 1 && (found == nil && (rest.isEmpty || rest.allSatisfy { $0 == "--help" || $0 == "-h" })
+                                  || found != nil && rest.count == 1 && (rest.first == "--help" || rest.first == "-h")
+                                  || found != nil && rest.isEmpty && cannotRunBare) {
+                io.out(g)
+                return 0
+            }
+            if consumed == 1 && found == nil, let word = rest.first {
+                let names = groups.first { $0.name == first }!.commands.map { String($0.spec.name.split(separator: " ")[1]) }
+                let guess = Suggestion.closest(to: word, in: names)
+                let error = BacklotError(.usage, "'\(word)' is not a subcommand of backlot \(first)\(guess.map { "; did you mean '\(first) \($0)'?" } ?? "")",
+                                         context: "backlot \(first)", hint: "run `backlot \(first)` for the list")
+                report(error, json: json, io: io)
+                return 2
+            }
+        }
         guard let command = found else {
-            let names = commands.map { $0.spec.name }
+            let names = commands.map { $0.spec.name } + ["completion"]
             let guess = Suggestion.closest(to: first, in: names)
-            io.err("error: '\(first)' is not a backlot command\(guess.map { "; did you mean '\($0)'?" } ?? "")\n  hint: run `backlot --help` for the list\n")
+            report(BacklotError(.usage, "'\(first)' is not a backlot command\(guess.map { "; did you mean '\($0)'?" } ?? "")",
+                                hint: "run `backlot --help` for the list"), json: json, io: io)
             return 2
         }
         var parsed = ParsedArguments()
         do {
-            parsed = try command.spec.parse(Array(arguments.dropFirst(consumed)))
-            if parsed.flag("help") {
-                io.out(command.spec.help)
+            let spec = command.spec
+            let profiles = spec.infos.contains { $0.profileKey != nil } ? try ProfileFile.load(environment: io.environment) : nil
+            parsed = try spec.parse(Array(arguments.dropFirst(consumed)), environment: io.environment, profiles: profiles)
+            if parsed[CommandSpec.help] {
+                io.out(spec.help)
                 return 0
             }
-            for name in command.existingContainerOptions {
-                if let directory = parsed.values[name] { try ClientContainer.requireExisting(directory) }
+            for option in command.existingContainerOptions {
+                if let directory = parsed.raw[option.info.name]?.last { try ClientContainer.requireExisting(directory) }
             }
             try command.run(parsed, io: io)
             return 0
         } catch let error as BacklotError {
             let error = inputProblem(error, arguments: parsed, command: command.spec.name) ?? error
-            report(error.description, io: io)
+            report(error, json: json, io: io)
             return error.exitStatus
         } catch {
-            report("\(error)", io: io)
+            report(BacklotError(.io, "\(error)"), json: json, io: io)
             return 1
         }
     }
@@ -116,7 +184,7 @@ public enum BacklotCLI {
         func doesNotExist(_ p: String) -> Bool {
             do { return try FileSystem.status(p) == nil } catch { return false }
         }
-        let given = (arguments.positionals + arguments.values.keys.sorted().compactMap { arguments.values[$0] }).filter { !$0.isEmpty }
+        let given = arguments.allTexts.filter { !$0.isEmpty }
         for path in given {
             let parent = URL(fileURLWithPath: absolute(path)).deletingLastPathComponent().path
             if failed == path || failed == absolute(path) {
@@ -138,9 +206,21 @@ public enum BacklotCLI {
 
     /// The one place errors are printed: a progress bar still drawn (its command failed before
     /// it finished) has its line ended first, so that the message starts on a line of its own.
-    static func report(_ message: String, io: LineTrackingIO) {
+    /// Under `--json` the error is one JSON object on standard error,
+    /// `{"error":{"code","message","context","hint"}}`. No secret the command was given is shown.
+    static func report(_ error: BacklotError, json: Bool, io: LineTrackingIO) {
         io.endOpenLine()
-        io.err("error: \(message)\n")
+        if json {
+            let node = JSONNode.object(["error": .object([
+                "code": .string(error.code.name),
+                "message": .string(io.redacted(error.message)),
+                "context": error.context.map { .string(io.redacted($0)) } ?? .null,
+                "hint": error.hint.map { .string(io.redacted($0)) } ?? .null,
+            ])])
+            io.err(node.serialized() + "\n")
+        } else {
+            io.err("error: \(io.redacted(error.description))\n")
+        }
     }
 
     /// Removes registered temporary files when the process is interrupted, then exits 130 (SIGINT) or 143 (SIGTERM).

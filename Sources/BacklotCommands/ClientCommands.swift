@@ -13,49 +13,41 @@ struct FetchCommand: Command {
         name: "fetch",
         summary: "Install or update packs in a container from a signed catalog, downloading only missing chunks.",
         discussion: "Without --pack or --event, every pack the catalog offers is fetched. The catalog URL names the app and channel (…/v1/apps/APP/CHANNEL/catalog.json).",
-        options: [
-            .init("catalog", value: "URL", help: "The channel's catalog URL (required)."),
-            .init("trust", value: "KEYFILE", help: "The repository's public key to pin (its root.pub) (required)."),
-            .init("container", value: "DIR", help: "The container folder (required)."),
-            .init("ca", value: "FILE", help: "A CA certificate to trust (a development server's tls/ca.pem)."),
-            .init("pack", value: "ID,ID…", help: "Only these packs."),
-            .init("event", value: "EVENT", help: "firstInstallation or subsequentUpdate: the packs that event fetches."),
-            .init("platform", value: "PLATFORM", help: "iOS, macOS, tvOS, visionOS or linux (default linux)."),
-            .init("limit-rate", value: "BYTES", help: "Receive at most this many bytes per second per connection."),
-            .init("minimum-rate", value: "BYTES", help: "Fail a transfer slower than this many bytes per second (default 4096): every request's deadline is its size at this rate plus 30 s."),
-            .init("json", help: "Print JSON: per pack the version and the bytes downloaded."),
-        ])
+        options: [ContainerOption.container] + deviceOptions + [packs, event, jsonFlag])
 
-    static func manager(_ arguments: ParsedArguments) throws -> AssetPackManager {
-        let catalog = try required("catalog", in: arguments)
+    static let catalog = Option<String>("catalog", "URL", help: "The channel's catalog URL.",
+                                        expected: "an http(s) URL", check: { $0.hasPrefix("https://") || $0.hasPrefix("http://") })
+    static let trust = Option<String>("trust", "KEYFILE", help: "The repository's public key to pin (its root.pub).")
+    static let ca = Option<String?>("ca", "FILE", help: "A CA certificate to trust (a development server's tls/ca.pem).")
+    static let platform = Option<Platform>("platform", "PLATFORM", default: .linux, help: "iOS, macOS, tvOS, visionOS or linux.")
+    static let limitRate = Option<Int>("limit-rate", "BYTES", default: 0, showDefault: "no limit", in: 0...Int.max,
+                                       help: "Receive at most this many bytes per second per connection.")
+    static let minimumRate = Option<Int>("minimum-rate", "BYTES", default: 4096, in: 1...Int.max,
+                                         help: "Fail a transfer slower than this many bytes per second: every request's deadline is its size at this rate plus 30 s.")
+    static let packs = Option<[String]>("pack", "ID", help: "Only these packs.")
+    static let event = Option<InstallationEventType?>("event", "EVENT", help: "firstInstallation or subsequentUpdate: the packs that event fetches.")
+    /// What a device needs to reach a catalog, shared with `verify --repair`.
+    static let deviceOptions: [any OptionDeclaration] = [catalog, trust, ca, platform, limitRate, minimumRate]
+
+    static func manager(_ arguments: ParsedArguments, container: String) throws -> AssetPackManager {
+        let catalog = arguments[Self.catalog]
         guard let url = URL(string: catalog), url.scheme == "https" || url.scheme == "http" else {
             throw BacklotError(.usage, "--catalog must be an http(s) URL", context: catalog)
         }
         let (app, channel) = try AssetPackManager.Configuration.target(ofCatalogURL: url)
-        let platformText = arguments.values["platform"] ?? "linux"
-        guard let platform = Platform(rawValue: platformText) else {
-            throw BacklotError(.usage, "--platform takes iOS, macOS, tvOS, visionOS or linux", context: platformText)
-        }
-        let key = try PublicKeyFile.read(path: try required("trust", in: arguments))
-        let limit = try arguments.integer("limit-rate", in: 0...Int.max, default: 0, command: "fetch")
-        var configuration = AssetPackManager.Configuration(containerPath: try required("container", in: arguments), catalogURL: url,
+        let key = try PublicKeyFile.read(path: arguments[trust])
+        var configuration = AssetPackManager.Configuration(containerPath: container, catalogURL: url,
                                                            app: app, channel: channel, trustedKeys: [key],
-                                                           platform: platform, caFile: arguments.values["ca"], bandwidthLimit: limit)
-        configuration.minimumRate = try arguments.integer("minimum-rate", in: 1...Int.max, default: 4096, command: "fetch")
+                                                           platform: arguments[platform], caFile: arguments[ca], bandwidthLimit: arguments[limitRate])
+        configuration.minimumRate = arguments[minimumRate]
         return try AssetPackManager(configuration: configuration)
     }
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let manager = try manager(arguments)
-        let packs = (arguments.values["pack"] ?? "").split(separator: ",").map(String.init)
-        let eventText = arguments.values["event"]
-        let event = try eventText.map { text -> InstallationEventType in
-            guard let e = InstallationEventType(rawValue: text) else {
-                throw BacklotError(.usage, "--event takes firstInstallation or subsequentUpdate", context: text)
-            }
-            return e
-        }
-        let json = arguments.flag("json")
+        let manager = try manager(arguments, container: arguments[ContainerOption.container])
+        let packs = arguments[Self.packs]
+        let event = arguments[Self.event]
+        let json = arguments[jsonFlag]
         let reports = try blocking {
             var ids = packs
             if ids.isEmpty {
@@ -65,27 +57,43 @@ struct FetchCommand: Command {
             var out: [AssetPackManager.FetchReport] = []
             for id in ids {
                 let progress = ProgressReporter(io: io, label: "fetching \(id)")
+                // Subscribed before the fetch starts, so that its updates are all seen; the bar is
+                // drawn at least once per download (a fast one shows its end).
+                let updates = manager.statusUpdates(forAssetPackWithID: id)
                 let watcher = Task {
-                    for await update in manager.statusUpdates(forAssetPackWithID: id) {
+                    for await update in updates {
                         if case .downloading(_, let p) = update {
-                            while !p.isFinished && !Task.isCancelled {
+                            repeat {
                                 progress.update(UInt64(max(0, p.completedUnitCount)), UInt64(max(1, p.totalUnitCount)))
+                                if p.isFinished { break }
                                 try? await Task.sleep(nanoseconds: 100_000_000)
-                            }
+                            } while !Task.isCancelled
                         }
                     }
                 }
-                let report = try await manager.fetch(packWithID: id)
-                watcher.cancel()
-                progress.finish()
+                let report: AssetPackManager.FetchReport
+                do {
+                    report = try await manager.fetch(packWithID: id)
+                } catch {
+                    watcher.cancel()
+                    throw error
+                }
+                // A pack already up to date sends no update (and its stream never ends); a download
+                // sent its last one (finished) before fetch returned: wait for the bar to show it.
+                if report.downloadedBytes == 0 && report.downloadedChunks == 0 && report.reusedChunks == 0 && report.linkedFiles == 0 {
+                    watcher.cancel()
+                } else {
+                    await watcher.value
+                }
+                progress.complete()
                 out.append(report)
             }
             return out
         }
         if json {
             io.out(JSONNode.object(["packs": .array(reports.map {
-                .object(["id": .string($0.id), "version": .number($0.version), "downloadedBytes": .number($0.downloadedBytes),
-                         "downloadedChunks": .number($0.downloadedChunks), "reusedChunks": .number($0.reusedChunks), "linkedFiles": .number($0.linkedFiles)])
+                .object(["pack": .string($0.id), "version": .number($0.version), "downloadedBytes": .number($0.downloadedBytes),
+                         "downloadedChunkCount": .number($0.downloadedChunks), "reusedChunkCount": .number($0.reusedChunks), "linkedFileCount": .number($0.linkedFiles)])
             })]).prettyPrinted() + "\n")
         } else {
             for r in reports {
@@ -114,14 +122,15 @@ struct StatusCommand: Command {
     static let spec = CommandSpec(
         name: "status",
         summary: "List the packs installed in a container (offline).",
-        options: [.init("container", value: "DIR", help: "The container folder (required)."), .init("json", help: "Print JSON.")])
+        options: [ContainerOption.container, jsonFlag])
+    static var existingContainerOptions: [any OptionDeclaration] { [ContainerOption.container] }
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let container = try ClientContainer(path: try required("container", in: arguments))
+        let container = try ClientContainer(path: arguments[ContainerOption.container])
         let installed = try container.installed()
-        if arguments.flag("json") {
+        if arguments[jsonFlag] {
             io.out(JSONNode.object(["deviceID": .string(container.deviceID), "packs": .array(installed.map {
-                .object(["id": .string($0.id), "version": .number($0.version), "digest": .string($0.digest), "downloadSize": .number($0.downloadSize),
+                .object(["pack": .string($0.id), "version": .number($0.version), "digest": .string($0.digest), "downloadBytes": .number($0.downloadSize),
                          "path": .string(container.releaseFolder($0.id, digest: $0.digest))])
             })]).prettyPrinted() + "\n")
             return
@@ -136,12 +145,17 @@ struct RemoveCommand: Command {
     static let spec = CommandSpec(
         name: "remove",
         summary: "Remove an installed pack from a container.",
-        options: [.init("container", value: "DIR", help: "The container folder (required)."), .init("pack", value: "ID", help: "The pack (required).")])
+        options: [ContainerOption.container, PackOptions.pack, jsonFlag])
+    static var existingContainerOptions: [any OptionDeclaration] { [ContainerOption.container] }
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let container = try ClientContainer(path: try required("container", in: arguments))
-        let id = try required("pack", in: arguments)
+        let container = try ClientContainer(path: arguments[ContainerOption.container])
+        let id = arguments[PackOptions.pack]
         try container.remove(id)
-        io.out("Removed \(id).\n")
+        if arguments[jsonFlag] {
+            io.out(JSONNode.object(["pack": .string(id), "removed": .bool(true)]).prettyPrinted() + "\n")
+        } else {
+            io.out("Removed \(id).\n")
+        }
     }
 }

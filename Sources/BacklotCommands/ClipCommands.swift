@@ -9,7 +9,8 @@ struct ClipLinkCommand: Command {
         name: "clip link",
         summary: "Build a default App Clip link (https://appclip.apple.com/id?p=BUNDLE_ID&KEY=VALUE…), parameters in order.",
         arguments: [.init("BUNDLE_ID", help: "The App Clip's bundle identifier."), .init("KEY=VALUE", help: "Parameters, in order.", required: false, repeats: true)],
-        options: [.init("demo", help: "A demo link (no parameters allowed).")])
+        options: [demo, jsonFlag])
+    static let demo = Flag("demo", help: "A demo link (no parameters allowed).")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let parameters = try arguments.positionals.dropFirst().map { pair -> AppClipLink.Parameter in
@@ -18,7 +19,8 @@ struct ClipLinkCommand: Command {
             }
             return AppClipLink.Parameter(name: String(pair[..<eq]), value: String(pair[pair.index(after: eq)...]))
         }
-        io.out(try AppClipLink(bundleIdentifier: arguments.positionals[0], parameters: parameters, demo: arguments.flag("demo")).string + "\n")
+        let link = try AppClipLink(bundleIdentifier: arguments.positionals[0], parameters: parameters, demo: arguments[demo]).string
+        io.out(arguments[jsonFlag] ? JSONNode.object(["url": .string(link)]).prettyPrinted() + "\n" : link + "\n")
     }
 }
 
@@ -28,11 +30,12 @@ struct ClipParseCommand: Command {
         name: "clip parse",
         summary: "Read a default App Clip link: the bundle identifier and its parameters (as NSURLComponents.queryItems gives them).",
         arguments: [.init("URL", help: "The link.")],
-        options: [.init("demo", help: "Check it as a demo link (no parameters allowed)."), .init("json", help: "Print JSON.")])
+        options: [demo, jsonFlag])
+    static let demo = Flag("demo", help: "Check it as a demo link (no parameters allowed).")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let link = try AppClipLink(parsing: arguments.positionals[0], demo: arguments.flag("demo"))
-        if arguments.flag("json") {
+        let link = try AppClipLink(parsing: arguments.positionals[0], demo: arguments[demo])
+        if arguments[jsonFlag] {
             io.out(JSONNode.object([
                 "bundleIdentifier": .string(link.bundleIdentifier),
                 "parameters": .array(link.parameters.map { .object(["name": .string($0.name), "value": .string($0.value)]) }),
@@ -50,16 +53,17 @@ struct ClipMatchCommand: Command {
         name: "clip match",
         summary: "Say which registered App Clip experience handles an invocation URL (the longest matching prefix).",
         arguments: [.init("URL", help: "The invocation URL.")],
-        options: [.init("experiences", value: "FILE", help: "JSON: {\"experiences\": [{\"id\": …, \"url\": …}]} (required)."), .init("json", help: "Print JSON.")])
+        options: [experiences, jsonFlag])
+    static let experiences = Option<String>("experiences", "FILE", help: "JSON: {\"experiences\": [{\"id\": …, \"url\": …}]}.")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let path = try required("experiences", in: arguments)
+        let path = arguments[Self.experiences]
         let bytes = try FileDescriptor.readWholeFile(path, atMost: 16 << 20, what: "the experiences file")
         let experiences = try AppClipExperiences(json: bytes, source: path)
         guard let match = experiences.match(arguments.positionals[0]) else {
             throw BacklotError(.checkFailed, "no registered experience matches", context: arguments.positionals[0])
         }
-        if arguments.flag("json") {
+        if arguments[jsonFlag] {
             io.out(JSONNode.object(["id": .string(match.experience.id), "url": .string(match.experience.urlPrefix),
                                     "tiedWith": .array(match.tiedWith.map { .string($0.id) })]).prettyPrinted() + "\n")
         } else {
@@ -75,20 +79,19 @@ struct ClipHandoffCommand: Command {
         name: "clip handoff",
         summary: "Move an App Clip's packs into the full app's container (hard links) where the app's verified catalog lists the same release.",
         discussion: "The app's container must have verified its catalog (its first fetch, or the agent's install event). Packs of another release are left for the app to download.",
-        options: [
-            .init("from", value: "CLIP_CONTAINER", help: "The App Clip's container (required)."),
-            .init("to", value: "APP_CONTAINER", help: "The full app's container (required)."),
-            .init("keep", help: "Leave the clip's copy in place (the app gets copies, not hard links)."),
-            .init("json", help: "Print JSON."),
-        ])
+        options: [from, to, keep, jsonFlag])
+    static let from = Option<String>("from", "CLIP_CONTAINER", help: "The App Clip's container.")
+    static let to = Option<String>("to", "APP_CONTAINER", help: "The full app's container.")
+    static let keep = Flag("keep", help: "Leave the clip's copy in place (the app gets copies, not hard links).")
+    static var existingContainerOptions: [any OptionDeclaration] { [from, to] }
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let report = try AppClipHandoff.handoff(fromClipContainer: try required("from", in: arguments), toAppContainer: try required("to", in: arguments),
-                                                keepClipCopy: arguments.flag("keep"))
-        if arguments.flag("json") {
+        let report = try AppClipHandoff.handoff(fromClipContainer: arguments[from], toAppContainer: arguments[to],
+                                                keepClipCopy: arguments[keep])
+        if arguments[jsonFlag] {
             io.out(JSONNode.object([
                 "moved": .array(report.moved.map { .string($0) }),
-                "left": .array(report.left.map { .object(["id": .string($0.id), "reason": .string($0.reason)]) }),
+                "left": .array(report.left.map { .object(["pack": .string($0.id), "reason": .string($0.reason)]) }),
             ]).prettyPrinted() + "\n")
         } else {
             for id in report.moved { io.out("moved \(id)\n") }

@@ -10,6 +10,9 @@ import BacklotJSON
 /// backlot clip size Clip.ipa --min-os 16 --json     # exit status 1 when over the limit
 /// ```
 struct ClipSizeCommand: Command {
+    static let minimumOS = Option<String?>("min-os", "VERSION", help: "The oldest iOS the clip supports: 14, 15, 16, 17, … (default 17; 16.4 counts as 16).")
+    static let invocations = Option<String?>("invocations", "KIND", help: "digital, physical or both (default both).")
+    static let demoLink = Flag("demo-link", help: "The clip is launched by its App Store Connect demo link (100 MB from iOS 17, physical invocations too).")
     static let spec = CommandSpec(
         name: "clip size",
         summary: "Check an App Clip's uncompressed size (a directory, .zip/.ipa or .tar) against the limit that applies; exit status 1 when over.",
@@ -19,19 +22,15 @@ struct ClipSizeCommand: Command {
         100 MB with the demo link whatever the invocations. MB is Apple's: 1,000,000 bytes.
         """,
         arguments: [.init("PATH", help: "The App Clip: its .app directory, a .zip or .ipa, or an uncompressed .tar.")],
-        options: [
-            .init("min-os", value: "VERSION", help: "The oldest iOS the clip supports: 14, 15, 16, 17, … (default 17; 16.4 counts as 16)."),
-            .init("invocations", value: "KIND", help: "digital, physical or both (default both)."),
-            .init("demo-link", help: "The clip is launched by its App Store Connect demo link (100 MB from iOS 17, physical invocations too)."),
-            .init("json", help: "Print JSON."),
-        ])
+        options: [minimumOS, invocations, demoLink, jsonFlag])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let minimumOS = try parseMinimumOS(arguments)
         let invocations = try parseInvocations(arguments)
+        let demoLink = arguments[Self.demoLink]
         let size = try AppClipSize(measuring: arguments.positionals[0])
-        let report = AppClipSizeReport(size: size, minimumOS: minimumOS, invocations: invocations, demoLink: arguments.flag("demo-link"))
-        if arguments.flag("json") {
+        let report = AppClipSizeReport(size: size, minimumOS: minimumOS, invocations: invocations, demoLink: demoLink)
+        if arguments[jsonFlag] {
             io.out(report.json.prettyPrinted() + "\n")
         } else {
             io.out(text(report))
@@ -45,7 +44,7 @@ struct ClipSizeCommand: Command {
 
     /// `--min-os`: a major iOS version from 14 to 99, or a dotted version whose major part decides (16.4 → 16).
     static func parseMinimumOS(_ arguments: ParsedArguments) throws -> Int {
-        guard let text = arguments.values["min-os"] else { return 17 }
+        guard let text = arguments[minimumOS] else { return 17 }
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         let wellFormed = parts.count <= 3 && parts.allSatisfy { part in !part.isEmpty && part.allSatisfy { $0.isASCII && $0.isNumber } }
         guard wellFormed, let major = Int(parts[0]), (14...99).contains(major) else {
@@ -57,7 +56,7 @@ struct ClipSizeCommand: Command {
 
     /// `--invocations`: digital, physical or both.
     static func parseInvocations(_ arguments: ParsedArguments) throws -> AppClipInvocations {
-        guard let text = arguments.values["invocations"] else { return .both }
+        guard let text = arguments[invocations] else { return .both }
         guard let invocations = AppClipInvocations(rawValue: text.lowercased()) else {
             let accepted = AppClipInvocations.allCases.map(\.rawValue).joined(separator: ", ")
             throw BacklotError(.usage, "--invocations must be one of \(accepted), not '\(text)'", context: "backlot \(spec.name)",

@@ -1,16 +1,31 @@
+import BacklotBasics
 import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Where a command writes: standard output, standard error, and whether stderr is a terminal
-/// (progress bars are drawn only then). Tests pass a ``CapturedIO``.
+/// What a command reads and writes: standard output, standard error, whether stderr is a terminal
+/// (progress bars are drawn only then), the environment (`BACKLOT_SERVER`, `BACKLOT_TOKEN`, …) and
+/// standard input (`--token-file -`). Tests pass a ``CapturedIO`` and set neither the process's
+/// environment nor its input.
 public protocol CommandIO: Sendable {
     func out(_ text: String)
     func err(_ text: String)
     /// True when progress can be drawn in place (stderr is a terminal).
     var isTerminal: Bool { get }
+    /// The environment variables the command sees.
+    var environment: [String: String] { get }
+    /// Reads standard input to its end, at most `limit` bytes.
+    /// - Throws: ``BacklotError/Code/invalidInput`` when there is more; ``BacklotError/Code/io`` when it cannot be read.
+    func readStandardInput(atMost limit: Int) throws -> [UInt8]
+}
+
+extension CommandIO {
+    /// No environment, for writers that only capture output.
+    public var environment: [String: String] { [:] }
+    /// An empty standard input.
+    public func readStandardInput(atMost limit: Int) throws -> [UInt8] { [] }
 }
 
 /// The process's own standard output and error.
@@ -20,6 +35,21 @@ public struct StandardIO: CommandIO {
     public func out(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
     public func err(_ text: String) { FileHandle.standardError.write(Data(text.utf8)) }
     public var isTerminal: Bool { isatty(2) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb" }
+    public var environment: [String: String] { ProcessInfo.processInfo.environment }
+
+    public func readStandardInput(atMost limit: Int) throws -> [UInt8] {
+        let input = FileDescriptor(rawValue: 0, path: "standard input")
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = try buffer.withUnsafeMutableBytes { try input.read(into: $0) }
+            bytes += buffer[0..<n]
+            if bytes.count > limit {
+                throw BacklotError(.invalidInput, "standard input holds more than \(limit) bytes", context: "standard input")
+            }
+            if n < buffer.count { return bytes }   // the end (read fills the buffer unless it meets the end)
+        }
+    }
 }
 
 /// Collects what a command writes, for tests.
@@ -27,10 +57,24 @@ public final class CapturedIO: CommandIO {
     private let buffers = Mutex<(out: String, err: String)>(("", ""))
     /// Whether commands see a terminal (progress bars are then drawn, redrawn with `\r`).
     public let isTerminal: Bool
+    public let environment: [String: String]
+    private let input: [UInt8]
 
-    /// - Parameter isTerminal: pretend stderr is a terminal, to test what progress bars draw.
-    public init(isTerminal: Bool = false) {
+    /// - Parameters:
+    ///   - isTerminal: pretend stderr is a terminal, to test what progress bars draw.
+    ///   - environment: the variables the command sees (none by default: the test's own are not leaked in).
+    ///   - standardInput: what the command reads from standard input.
+    public init(isTerminal: Bool = false, environment: [String: String] = [:], standardInput: [UInt8] = []) {
         self.isTerminal = isTerminal
+        self.environment = environment
+        self.input = standardInput
+    }
+
+    public func readStandardInput(atMost limit: Int) throws -> [UInt8] {
+        guard input.count <= limit else {
+            throw BacklotError(.invalidInput, "standard input holds more than \(limit) bytes", context: "standard input")
+        }
+        return input
     }
 
     public func out(_ text: String) { buffers.withLock { $0.out += text } }
@@ -46,12 +90,29 @@ public final class CapturedIO: CommandIO {
 final class LineTrackingIO: CommandIO {
     private let base: any CommandIO
     private let lineOpen = Mutex<Bool>(false)
+    private let secrets = Mutex<[String]>([])
+    /// Under `--json` standard error carries only warnings and the error: no bars, no notes.
+    let json: Bool
 
-    init(_ base: any CommandIO) {
+    init(_ base: any CommandIO, json: Bool = false) {
         self.base = base
+        self.json = json
     }
 
-    var isTerminal: Bool { base.isTerminal }
+    var isTerminal: Bool { base.isTerminal && !json }
+    var environment: [String: String] { base.environment }
+    func readStandardInput(atMost limit: Int) throws -> [UInt8] { try base.readStandardInput(atMost: limit) }
+
+    /// Remembers a secret (the API token) that no error message may show.
+    func addSecret(_ secret: String) {
+        guard secret.count >= 8 else { return }
+        secrets.withLock { $0.append(secret) }
+    }
+
+    /// `text` with every remembered secret replaced by `[token]`.
+    func redacted(_ text: String) -> String {
+        secrets.withLock { list in list.reduce(text) { $0.replacingOccurrences(of: $1, with: "[token]") } }
+    }
 
     func out(_ text: String) {
         lineOpen.withLock { open in

@@ -8,24 +8,24 @@ struct DiffCommand: Command {
         name: "diff",
         summary: "Show what a client holding OLD must download to get NEW (chunks, bytes, Range requests).",
         arguments: [.init("OLD", help: "The pack the client holds."), .init("NEW", help: "The pack it wants.")],
-        options: [.init("json", help: "Print JSON (downloadBytes, downloadChunks, newPackBytes, …).")])
+        options: [jsonFlag])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let old = try PackReader(path: arguments.positionals[0])
         let new = try PackReader(path: arguments.positionals[1])
         let d = PackDiff(old: old.index, new: new)
-        if arguments.flag("json") {
+        if arguments[jsonFlag] {
             io.out(JSONNode.object([
                 "downloadBytes": .number(d.downloadBytes),
-                "downloadChunks": .number(d.downloadChunks),
+                "downloadChunkCount": .number(d.downloadChunks),
                 "newPackBytes": .number(d.newPackBytes),
-                "reusedChunks": .number(d.reusedChunks),
+                "reusedChunkCount": .number(d.reusedChunks),
                 "reusedBytes": .number(d.reusedBytes),
                 "metadataBytes": .number(d.metadataBytes),
-                "rangeRequests": .number(d.rangeRequests),
-                "filesChanged": .number(d.filesChanged),
-                "filesRemoved": .number(d.filesRemoved),
-                "filesUnchanged": .number(d.filesUnchanged),
+                "rangeRequestCount": .number(d.rangeRequests),
+                "changedFileCount": .number(d.filesChanged),
+                "removedFileCount": .number(d.filesRemoved),
+                "unchangedFileCount": .number(d.filesUnchanged),
             ]).prettyPrinted() + "\n")
             return
         }

@@ -38,13 +38,14 @@ struct DownloadManifestCreateCommand: Command {
         Pack URLs are the base URL + "/" + the pack ID; serve each archive there. Versions default to 0.
         """,
         arguments: [.init("PACK", help: "Archives to list.", repeats: true)],
-        options: [
-            .init("download-base-url", value: "URL", help: "Where the archives are served (required)."),
-            .init("platform", value: "PLATFORM", help: "ios, macos, tvos or visionos (required); packs not built for it are left out."),
-            .init("asset-pack-versions", value: "N,N…", help: "Versions, in the order of the packs (default 0 each)."),
-            .init("output", short: "o", value: "FILE", help: "Where to write the manifest (required)."),
-            .init("force", help: "Replace FILE if it exists."),
-        ])
+        options: [baseURL, platform, versions, output, force, jsonFlag])
+    static let baseURL = Option<String>("download-base-url", "URL", help: "Where the archives are served.",
+                                        expected: "an absolute http(s) URL", check: { $0.hasPrefix("https://") || $0.hasPrefix("http://") })
+    static let platform = Option<String>("platform", "PLATFORM", help: "ios, macos, tvos or visionos; packs not built for it are left out.")
+    static let versions = Option<[Int]>("asset-pack-versions", "N,N…", help: "Versions, in the order of the packs (default 0 each).",
+                                        expected: "whole numbers separated by commas", check: { $0.allSatisfy { $0 >= 0 } })
+    static let output = Option<String>("output", "FILE", short: "o", help: "Where to write the manifest.")
+    static let force = Flag("force", help: "Replace FILE if it exists.")
 
     static func platform(_ text: String) throws -> Platform {
         guard let p = [Platform.iOS, .macOS, .tvOS, .visionOS].first(where: { $0.rawValue.lowercased() == text.lowercased() }) else {
@@ -54,18 +55,10 @@ struct DownloadManifestCreateCommand: Command {
     }
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let base = try required("download-base-url", in: arguments)
-        guard base.hasPrefix("https://") || base.hasPrefix("http://") else {
-            throw BacklotError(.usage, "--download-base-url must be an absolute URL", context: base)
-        }
-        let platform = try platform(try required("platform", in: arguments))
-        let output = try required("output", in: arguments)
-        let versions = try (arguments.values["asset-pack-versions"] ?? "").split(separator: ",").map { v -> Int in
-            guard let n = CheckedInteger.parse(v.trimmingCharacters(in: .whitespaces), as: Int.self), n >= 0 else {
-                throw BacklotError(.usage, "--asset-pack-versions takes whole numbers separated by commas, not '\(v)'", context: "backlot download-manifest create")
-            }
-            return n
-        }
+        let base = arguments[baseURL]
+        let platform = try platform(arguments[Self.platform])
+        let output = arguments[Self.output]
+        let versions = arguments[Self.versions]
         guard versions.count <= arguments.positionals.count else {
             throw BacklotError(.usage, "\(versions.count) versions for \(arguments.positionals.count) packs", context: "--asset-pack-versions")
         }
@@ -82,9 +75,14 @@ struct DownloadManifestCreateCommand: Command {
             manifest.set(AppleDownloadManifest.Entry(id: input.id, baseURL: base, version: i < versions.count ? versions[i] : 0,
                                                      downloadSize: input.size, downloadPolicy: input.policy, userInfo: input.userInfo))
         }
-        let file = try AtomicFile(path: output, overwrite: arguments.flag("force"))
+        let file = try AtomicFile(path: output, overwrite: arguments[force])
         try file.descriptor.write(Array(manifest.encoded.utf8))
         try file.commit()
+        if arguments[jsonFlag] {
+            io.out(JSONNode.object(["output": .string(output), "platform": .string(platform.rawValue),
+                                    "packs": .array(manifest.assetPacks.map { .object(["pack": .string($0.id), "version": .number($0.version)]) })]).prettyPrinted() + "\n")
+            return
+        }
         io.out("Wrote \(output) with \(manifest.assetPacks.count) pack\(manifest.assetPacks.count == 1 ? "" : "s") for \(platform.rawValue).\n")
     }
 }
@@ -95,14 +93,15 @@ struct DownloadManifestUpdateCommand: Command {
         name: "download-manifest update",
         summary: "Update a download manifest in place: each pack given gets its new size and its version increased by one (new packs start at 0).",
         arguments: [.init("MANIFEST", help: "The download manifest to update."), .init("PACK", help: "Archives that changed.", repeats: true)],
-        options: [.init("download-base-url", value: "URL", help: "Where the archives are served (required).")])
+        options: [DownloadManifestCreateCommand.baseURL, jsonFlag])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let path = arguments.positionals[0]
         guard arguments.positionals.count > 1 else {
             throw BacklotError(.usage, "missing argument PACK (archives that changed)", context: "backlot download-manifest update")
         }
-        let base = try required("download-base-url", in: arguments)
+        let base = arguments[DownloadManifestCreateCommand.baseURL]
+        var changes: [JSONNode] = []
         let bytes = try FileDescriptor.readWholeFile(path, atMost: 64 << 20, what: "the download manifest")
         var manifest = try AppleDownloadManifest.decode(bytes, source: path)
         for pack in arguments.positionals.dropFirst() {
@@ -114,10 +113,12 @@ struct DownloadManifestUpdateCommand: Command {
             } ?? 0
             manifest.set(AppleDownloadManifest.Entry(id: input.id, baseURL: base, version: next,
                                                      downloadSize: input.size, downloadPolicy: input.policy, userInfo: input.userInfo))
-            io.out("\(input.id): version \(previous.map { "\($0) -> \(next)" } ?? "0 (new)")\n")
+            changes.append(.object(["pack": .string(input.id), "from": previous.map { .number($0) } ?? .null, "version": .number(next)]))
+            if !arguments[jsonFlag] { io.out("\(input.id): version \(previous.map { "\($0) -> \(next)" } ?? "0 (new)")\n") }
         }
         let file = try AtomicFile(path: path, overwrite: true)
         try file.descriptor.write(Array(manifest.encoded.utf8))
         try file.commit()
+        if arguments[jsonFlag] { io.out(JSONNode.object(["output": .string(path), "packs": .array(changes)]).prettyPrinted() + "\n") }
     }
 }

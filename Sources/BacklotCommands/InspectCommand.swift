@@ -12,16 +12,18 @@ struct InspectCommand: Command {
         summary: "Show a pack's manifest, digest and sizes (header and index are checked, contents are not).",
         discussion: "Files are listed with --files (mode, size, path, one a line); --json always includes them.",
         arguments: [.init("PACK", help: "A .pack file.")],
-        options: [.init("files", help: "List every file."), .init("json", help: "Print JSON (with every file).")])
+        options: [files, jsonFlag])
+    static let files = Flag("files", help: "List every file.")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let pack = try PackReader(path: arguments.positionals[0])
         let index = pack.index
         let m = index.metadata
-        if arguments.flag("json") {
+        if arguments[jsonFlag] {
             var members: [JSONMember] = [
                 JSONMember(key: "formatVersion", value: .number(pack.header.formatVersion)),
-                JSONMember(key: "packDigest", value: .string(pack.packDigest.hex)),
+                JSONMember(key: "pack", value: .string(m.assetPackID.rawValue)),
+                JSONMember(key: "digest", value: .string(pack.packDigest.hex)),
                 JSONMember(key: "manifest", value: m.json),
                 JSONMember(key: "packBytes", value: .number(pack.fileSize)),
                 JSONMember(key: "installBytes", value: .number(index.installSize)),
@@ -31,9 +33,10 @@ struct InspectCommand: Command {
             if let c = index.chunking {
                 members.append(JSONMember(key: "chunking", value: .object(["min": .number(c.minimum), "avg": .number(c.average), "max": .number(c.maximum)])))
             }
-            members.append(JSONMember(key: "chunks", value: .number(index.chunks.count)))
+            members.append(JSONMember(key: "chunkCount", value: .number(index.chunks.count)))
+            members.append(JSONMember(key: "fileCount", value: .number(index.files.count)))
             members.append(JSONMember(key: "files", value: .array(index.files.map { f in
-                .object(["path": .string(f.path), "size": .number(f.size), "mode": .string(String(f.mode, radix: 8)),
+                .object(["path": .string(f.path), "bytes": .number(f.size), "mode": .string(String(f.mode, radix: 8)),
                          "sha256": .string(f.digest.hex), "chunks": .array(f.chunks.map { .number($0) })])
             })))
             io.out(JSONNode(.object(members)).prettyPrinted() + "\n")
@@ -58,7 +61,7 @@ struct InspectCommand: Command {
           files         \(index.files.count)
 
         """
-        guard arguments.flag("files") else {
+        guard arguments[files] else {
             if !index.files.isEmpty { text += "  (list them with --files)\n" }
             io.out(text)
             return

@@ -4,19 +4,17 @@ import BacklotJSON
 
 /// `backlot plist check Info.plist`: what iOS and App Store Connect would do with the Background Assets keys.
 struct PlistCheckCommand: Command {
+    static let define = Option<[String]>("define", "VAR=VALUE", short: "D", help: "A value for a $(VAR) build-setting placeholder (repeat it, or A=1,B=2).")
     static let spec = CommandSpec(
         name: "plist check",
         summary: "Check an app's Info.plist (XML or binary) for Background Assets mistakes before a device finds them.",
         discussion: "Exits 0 when there is no error (warnings allowed), 1 when there is one, 2 when the file is not a property list.",
         arguments: [.init("INFO_PLIST", help: "The app's Info.plist, XML or binary.")],
-        options: [
-            .init("define", short: "D", value: "VAR=VALUE", help: "A value for a $(VAR) build-setting placeholder (repeat with commas: A=1,B=2)."),
-            .init("json", help: "Print JSON."),
-        ])
+        options: [define, jsonFlag])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         var defines: [String: String] = [:]
-        for pair in (arguments.values["define"] ?? "").split(separator: ",") where !pair.isEmpty {
+        for pair in arguments[define] where !pair.isEmpty {
             guard let eq = pair.firstIndex(of: "="), eq != pair.startIndex else {
                 throw BacklotError(.usage, "--define takes VAR=VALUE, not '\(pair)'", context: "backlot plist check")
             }
@@ -25,11 +23,11 @@ struct PlistCheckCommand: Command {
         let path = arguments.positionals[0]
         let findings = InfoPlistChecker(defines: defines).check(try PropertyListReader.read(path: path))
         let errors = findings.filter { $0.severity == .error }.count
-        if arguments.flag("json") {
+        if arguments[jsonFlag] {
             io.out(JSONNode.object([
                 "file": .string(path),
-                "errors": .number(errors),
-                "warnings": .number(findings.count - errors),
+                "errorCount": .number(errors),
+                "warningCount": .number(findings.count - errors),
                 "findings": .array(findings.map {
                     .object(["severity": .string($0.severity.rawValue), "rule": .string($0.rule), "keyPath": .string($0.keyPath),
                              "message": .string($0.message), "fix": $0.fix.map(JSONNode.string) ?? .null])

@@ -1,5 +1,6 @@
 import BacklotBasics
 import BacklotCatalog
+import BacklotJSON
 import BacklotRepository
 
 /// `backlot catalog resign --data DIR`: re-signs every catalog (for trees served by other hosts).
@@ -8,12 +9,16 @@ struct CatalogResignCommand: Command {
         name: "catalog resign",
         summary: "Re-sign every published catalog now (for trees copied to another host or CDN); run it at least weekly. Not while backlot serve runs on DIR (it re-signs itself).",
         discussion: "Give the same --database, --storage and --signing-key as backlot serve, when it uses them.",
-        options: RepositoryOptions.options)
+        options: RepositoryOptions.options + [jsonFlag])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let (repository, lock) = try RepositoryOptions.open(arguments, command: spec.name)
         defer { lock.release() }
         let n = try repository.resign(margin: .infinity)
+        if arguments[jsonFlag] {
+            io.out(JSONNode.object(["catalogCount": .number(n), "lifetimeSeconds": .number(Int(Catalog.defaultLifetime))]).prettyPrinted() + "\n")
+            return
+        }
         io.out("Re-signed \(n) catalog\(n == 1 ? "" : "s"); each is valid for \(Int(Catalog.defaultLifetime / 86_400)) days.\n")
     }
 }
@@ -28,12 +33,17 @@ struct KeysRotateCommand: Command {
         FILE, the new key replaces FILE (the old one is kept in DIR/keys): stop every server of the
         repository first, and give them the new FILE before they start again.
         """,
-        options: RepositoryOptions.options)
+        options: RepositoryOptions.options + [jsonFlag])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let (repository, lock) = try RepositoryOptions.open(arguments, command: spec.name)
         defer { lock.release() }
         let version = try repository.rotateKey()
+        if arguments[jsonFlag] {
+            io.out(JSONNode.object(["keyListVersion": .number(version), "keyList": .string("v1/keys/root-\(version).json"),
+                                    "publicKey": .string(repository.directory.publicKeyPath)]).prettyPrinted() + "\n")
+            return
+        }
         io.out("Published key list \(version) (v1/keys/root-\(version).json); new public key in \(repository.directory.publicKeyPath).\n")
     }
 }

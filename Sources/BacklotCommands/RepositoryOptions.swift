@@ -7,30 +7,30 @@ import BacklotStore
 /// `keys rotate`: the data folder, the metadata database, the bucket of the published tree and
 /// the archives, and the signing key.
 enum RepositoryOptions {
-    static let options: [CommandSpec.Option] = [
-        .init("data", value: "DIR", help: "The repository's data folder (required)."),
-        .init("database", value: "URL", help: "Metadata in PostgreSQL: postgresql://USER@HOST:PORT/DB (default: SQLite in DIR/meta.sqlite)."),
-        .init("storage", value: "s3://BUCKET[/PREFIX]", help: "Keep the published tree, uploads and archives in this bucket (default: DIR)."),
-        .init("s3-endpoint", value: "URL", help: "The object store's URL, with --storage (https://s3.example.net)."),
-        .init("s3-region", value: "REGION", help: "The region requests are signed for (default us-east-1)."),
-        .init("s3-path-style", help: "Address the bucket as ENDPOINT/BUCKET instead of BUCKET.HOST."),
-        .init("signing-key", value: "FILE", help: "The Ed25519 signing key (mode 0600), shared by every server of one repository (default: DIR/keys/signing.key)."),
-    ]
+    static let data = Option<String>("data", "DIR", help: "The repository's data folder.")
+    static let database = Option<String?>("database", "URL", help: "Metadata in PostgreSQL: postgresql://USER@HOST:PORT/DB (default: SQLite in DIR/meta.sqlite).")
+    static let storage = Option<String?>("storage", "s3://BUCKET[/PREFIX]", help: "Keep the published tree, uploads and archives in this bucket (default: DIR).")
+    static let endpoint = Option<String?>("s3-endpoint", "URL", help: "The object store's URL, with --storage (https://s3.example.net).")
+    static let region = Option<String?>("s3-region", "REGION", help: "The region requests are signed for (default us-east-1).")
+    static let pathStyle = Flag("s3-path-style", help: "Address the bucket as ENDPOINT/BUCKET instead of BUCKET.HOST.")
+    static let signingKey = Option<String?>("signing-key", "FILE", help: "The Ed25519 signing key (mode 0600), shared by every server of one repository (default: DIR/keys/signing.key).")
+
+    static let options: [any OptionDeclaration] = [data, database, storage, endpoint, region, pathStyle, signingKey]
 
     /// `--storage` with its `--s3-*` options, checked before anything starts.
     static func storage(_ arguments: ParsedArguments, command: String) throws -> (url: String, endpoint: String, region: String, pathStyle: Bool)? {
-        guard let url = arguments.values["storage"] else {
-            for option in ["s3-endpoint", "s3-region"] where arguments.values[option] != nil {
-                throw BacklotError(.usage, "--\(option) needs --storage s3://BUCKET[/PREFIX]", context: "backlot \(command)")
+        guard let url = arguments[storage] else {
+            for option in [endpoint, region] where arguments.has(option) {
+                throw BacklotError(.usage, "--\(option.info.name) needs --storage s3://BUCKET[/PREFIX]", context: "backlot \(command)")
             }
             return nil
         }
         _ = try S3PublishedTree.parseStorage(url)
-        guard let endpoint = arguments.values["s3-endpoint"] else {
+        guard let endpoint = arguments[endpoint] else {
             throw BacklotError(.usage, "--storage \(url) needs --s3-endpoint URL", context: "backlot \(command)",
                                hint: "give the object store's URL, for example --s3-endpoint https://s3.eu-west-1.amazonaws.com")
         }
-        return (url, endpoint, arguments.values["s3-region"] ?? "us-east-1", arguments.flag("s3-path-style"))
+        return (url, endpoint, arguments[region] ?? "us-east-1", arguments[pathStyle])
     }
 
     /// Connects to the bucket of `--storage` (checking that it exists and that the credentials may
@@ -45,17 +45,16 @@ enum RepositoryOptions {
 
     /// The data folder of `--data`, with the signing key of `--signing-key` when given.
     static func directory(_ arguments: ParsedArguments) throws -> RepositoryDirectory {
-        let data = try ServeCommand.required("data", in: arguments)
-        return try RepositoryDirectory(path: data, signingKeyFile: arguments.values["signing-key"])
+        try RepositoryDirectory(path: arguments[data], signingKeyFile: arguments[signingKey])
     }
 
     /// Opens the repository for a command that runs beside no server (`catalog resign`, `keys rotate`).
     static func open(_ arguments: ParsedArguments, command: String) throws -> (Repository, FileLock) {
         let bucket = try bucket(arguments, command: command)
-        let lock = try RepositoryLock.acquire(dataFolder: try ServeCommand.required("data", in: arguments), for: "backlot \(command)")
+        let lock = try RepositoryLock.acquire(dataFolder: arguments[data], for: "backlot \(command)")
         do {
             let repository = try Repository(directory: try directory(arguments),
-                                            database: try arguments.values["database"].map(AdminInitCommand.openDatabase),
+                                            database: try arguments[database].map(AdminInitCommand.openDatabase),
                                             tree: bucket?.tree, archives: bucket?.archives)
             return (repository, lock)
         } catch {

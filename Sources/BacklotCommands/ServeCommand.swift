@@ -43,35 +43,43 @@ struct ServeCommand: Command {
         dies (after --lease seconds), publications of a channel take turns, and one server at a
         time re-signs catalogs before they expire.
         """,
-        options: RepositoryOptions.options + [
-            .init("host", value: "ADDRESS", help: "Address to listen on (default 127.0.0.1)."),
-            .init("port", value: "N", help: "Port (default 8443; 0 picks a free one)."),
-            .init("tls", value: "MODE", help: "auto (default), off (behind a TLS-terminating load balancer), or CERT.pem,KEY.pem."),
-            .init("tls-cert", value: "FILE", help: "The PEM certificate chain to serve (with --tls-key; the same as --tls CERT.pem,KEY.pem)."),
-            .init("tls-key", value: "FILE", help: "The PEM private key of --tls-cert (refused if anyone may read it: chmod 600)."),
-            .init("hostname", value: "NAME", help: "Extra names or addresses for the auto certificate (comma-separated)."),
-            .init("public-url", value: "URL", help: "Where clients reach the tree, for Apple download manifests (default: this server's URL)."),
-            .init("max-install-size", value: "BYTES", help: "Refuse packs whose files add up to more (default 68719476736, 64 GiB)."),
-            .init("catalog-max-age", value: "SECONDS", help: "How long clients and caches may keep a catalog (Cache-Control max-age; default 60)."),
-            .init("threads", value: "N", help: "Event-loop threads for plain HTTP (default two per core, at least 2; 0: one thread per connection)."),
-            .init("connections-per-address", value: "N", help: "Most connections from one client address (default 64; 0: no limit, e.g. behind a load balancer)."),
-            .init("max-connections", value: "N", help: "Most connections in all (default 16384, less if the descriptor limit is lower)."),
-            .init("lease", value: "SECONDS", help: "How long a server's claim on an upload, a processing or the re-signing lasts unrenewed: how soon another server takes over from one that died (default 30)."),
-            .init("quiet", help: "No access log."),
-        ])
+        options: RepositoryOptions.options + [host, port, tls, tlsCert, tlsKey, hostnames, publicURL, maximumInstallSize, catalogMaxAge,
+                                              threads, connectionsPerAddress, maximumConnections, lease, abandonedUploadsAfter, quiet])
+
+    static let host = Option<String>("host", "ADDRESS", default: "127.0.0.1", help: "Address to listen on.")
+    static let port = Option<Int>("port", "N", default: 8443, in: 0...65535, help: "Port (0 picks a free one).")
+    static let tls = Option<String?>("tls", "MODE", help: "auto (default), off (behind a TLS-terminating load balancer), or CERT.pem,KEY.pem.")
+    static let tlsCert = Option<String?>("tls-cert", "FILE", help: "The PEM certificate chain to serve (with --tls-key; the same as --tls CERT.pem,KEY.pem).")
+    static let tlsKey = Option<String?>("tls-key", "FILE", help: "The PEM private key of --tls-cert (refused if anyone may read it: chmod 600).")
+    static let hostnames = Option<[String]>("hostname", "NAME", help: "Extra names or addresses for the auto certificate (comma-separated).")
+    static let publicURL = Option<String?>("public-url", "URL", help: "Where clients reach the tree, for Apple download manifests (default: this server's URL).")
+    static let maximumInstallSize = Option<UInt64>("max-install-size", "BYTES", default: Repository.defaultMaximumInstallSize, showDefault: "68719476736, 64 GiB",
+                                                   help: "Refuse packs whose files add up to more.",
+                                                   expected: "a whole number from 1 to \(Int64.max)", check: { (1...UInt64(Int64.max)).contains($0) })
+    static let catalogMaxAge = Option<Int>("catalog-max-age", "SECONDS", default: PublishedTreeHeaders.standardCatalogMaxAge, in: 0...86_400,
+                                           help: "How long clients and caches may keep a catalog (Cache-Control max-age).")
+    static let threads = Option<Int?>("threads", "N", in: 0...1024, help: "Event-loop threads for plain HTTP (default two per core, at least 2; 0: one thread per connection).")
+    static let connectionsPerAddress = Option<Int?>("connections-per-address", "N", in: 0...1_000_000, help: "Most connections from one client address (default 64; 0: no limit, e.g. behind a load balancer).")
+    static let maximumConnections = Option<Int?>("max-connections", "N", in: 1...1_000_000, help: "Most connections in all (default 16384, less if the descriptor limit is lower).")
+    static let lease = Option<Int>("lease", "SECONDS", default: Int(Repository.defaultLeaseDuration), in: 1...3600,
+                                   help: "How long a server's claim on an upload, a processing or the re-signing lasts unrenewed: how soon another server takes over from one that died.")
+    static let quiet = Flag("quiet", help: "No access log.")
+    static let abandonedUploadsAfter = Option<Int>("abandoned-uploads-after", "SECONDS", default: Int(Repository.defaultAbandonedUploadsAfter),
+                                                   showDefault: "604800, 7 days", in: 1...(10 * 366 * 86_400),
+                                                   help: "Remove versions still awaiting their upload when it has seen no bytes for this long, with what was uploaded.")
 
     /// `--tls`, or `--tls-cert FILE --tls-key FILE` (both, and not with `--tls`), as one mode. A
     /// key file anyone may read or write is refused, whichever way it is given: it is the server's
     /// identity (group-readable is allowed, as Debian's `ssl-cert` group uses it).
     static func tlsMode(_ arguments: ParsedArguments) throws -> String {
-        let cert = arguments.values["tls-cert"], key = arguments.values["tls-key"]
-        var mode = arguments.values["tls"] ?? "auto"
+        let cert = arguments[tlsCert], key = arguments[tlsKey]
+        var mode = arguments[tls] ?? "auto"
         if cert != nil || key != nil {
             guard let cert, let key else {
                 throw BacklotError(.usage, "--tls-cert and --tls-key go together", context: "backlot serve",
                                    hint: "give both: --tls-cert CERT.pem --tls-key KEY.pem")
             }
-            guard arguments.values["tls"] == nil else {
+            guard arguments[tls] == nil else {
                 throw BacklotError(.usage, "--tls and --tls-cert/--tls-key both say where TLS comes from", context: "backlot serve",
                                    hint: "keep one of them")
             }
@@ -89,20 +97,17 @@ struct ServeCommand: Command {
     }
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let data = try required("data", in: arguments)
-        let port = try arguments.integer("port", in: 0...65535, default: 8443, command: spec.name)
-        let host = arguments.values["host"] ?? "127.0.0.1"
-        let maximumInstallSize = try arguments.values["max-install-size"].map {
-            try CheckedInteger.parse($0, as: UInt64.self, "--max-install-size", in: 1...UInt64(Int64.max), context: "backlot serve", code: .usage)
-        } ?? Repository.defaultMaximumInstallSize
-        let catalogMaxAge = try arguments.integer("catalog-max-age", in: 0...86_400, default: PublishedTreeHeaders.standardCatalogMaxAge, command: spec.name)
+        let data = arguments[RepositoryOptions.data]
+        let port = arguments[Self.port]
+        let host = arguments[Self.host]
+        let maximumInstallSize = arguments[Self.maximumInstallSize]
+        let catalogMaxAge = arguments[Self.catalogMaxAge]
         let mode = try tlsMode(arguments)
         guard mode == "off" || mode == "auto" || mode.split(separator: ",").count == 2 else {
             throw BacklotError(.usage, "--tls takes auto, off, or CERT.pem,KEY.pem (got '\(mode)')", context: "backlot serve")
         }
-        let lease = try arguments.values["lease"].map {
-            try CheckedInteger.parse($0, as: Int.self, "--lease", in: 1...3600, context: "backlot serve", code: .usage)
-        } ?? Int(Repository.defaultLeaseDuration)
+        let lease = arguments[Self.lease]
+        let abandonedAfter = TimeInterval(arguments[abandonedUploadsAfter])
         _ = try RepositoryOptions.storage(arguments, command: spec.name)   // bad --storage options are usage errors before anything starts
         // The port first: a server that cannot listen stops before it touches the data folder.
         let listener = try ListeningSocket(host: host, port: UInt16(port))
@@ -113,7 +118,7 @@ struct ServeCommand: Command {
         let lock = try RepositoryLock.acquire(dataFolder: data, for: "backlot serve")
         defer { lock.release() }
         let directory = try RepositoryOptions.directory(arguments)
-        let database = try arguments.values["database"].map(AdminInitCommand.openDatabase)
+        let database = try arguments[RepositoryOptions.database].map(AdminInitCommand.openDatabase)
         var tls: (certificate: String, key: String)? = nil
         var trustNote: String? = nil
         var probeCA: String? = nil
@@ -121,7 +126,7 @@ struct ServeCommand: Command {
         case "off":
             break
         case "auto":
-            let hostnames = (arguments.values["hostname"] ?? "").split(separator: ",").map(String.init) + (host == "127.0.0.1" || host == "::1" ? [] : [host])
+            let hostnames = arguments[Self.hostnames] + (host == "127.0.0.1" || host == "::1" ? [] : [host])
             let local = try LocalTLS.prepare(in: directory, hostnames: hostnames)
             tls = (local.certificatePEM, local.privateKeyPEM)
             probeCA = local.caCertificatePath
@@ -139,17 +144,17 @@ struct ServeCommand: Command {
                 throw BacklotError(.invalidInput, "cannot read the certificate or key", context: mode, hint: "give readable PEM files: --tls CERT.pem,KEY.pem")
             }
         }
-        let quiet = arguments.flag("quiet")
+        let quiet = arguments[Self.quiet]
         var log: (@Sendable (String) -> Void)? = nil
         if !quiet { log = { @Sendable line in io.err(line + "\n") } }
         var configuration = HTTPServer.Configuration(host: host, port: listener.port, tls: tls)
-        configuration.threads = try arguments.integer("threads", in: 0...1024, default: configuration.threads, command: spec.name)
-        configuration.connectionsPerAddress = try arguments.integer("connections-per-address", in: 0...1_000_000, default: configuration.connectionsPerAddress, command: spec.name)
-        configuration.connectionLimit = try arguments.integer("max-connections", in: 1...1_000_000, default: configuration.connectionLimit, command: spec.name)
+        configuration.threads = arguments[threads] ?? configuration.threads
+        configuration.connectionsPerAddress = arguments[connectionsPerAddress] ?? configuration.connectionsPerAddress
+        configuration.connectionLimit = arguments[maximumConnections] ?? configuration.connectionLimit
         let repository = try Repository(directory: directory, maximumInstallSize: maximumInstallSize, database: database, tree: tree,
                                         archives: bucket?.archives, leaseDuration: Double(lease))
         repository.onEvent { line in io.err(line + "\n") }
-        repository.setPublicURL(arguments.values["public-url"] ?? HostingServer.baseURL(host: host, port: listener.port, tls: tls != nil))
+        repository.setPublicURL(arguments[publicURL] ?? HostingServer.baseURL(host: host, port: listener.port, tls: tls != nil))
         // Republish every channel that has a catalog or a release: a crash may have left one behind its database state.
         try repository.resign(margin: .infinity)
         let server = try HostingServer(repository: repository, listening: listener, configuration: configuration,
@@ -162,7 +167,7 @@ struct ServeCommand: Command {
                 last = .now
                 return true
             }
-            do { try repository.shareWork(resigning: due) } catch { io.err("background work: \(error)\n") }
+            do { try repository.shareWork(resigning: due, abandonedUploadsAfter: abandonedAfter) } catch { io.err("background work: \(error)\n") }
         }
         // SIGINT and SIGTERM stop gracefully from before the address is announced: a client that
         // reads it and signals at once must not meet the default exit (143).
@@ -182,7 +187,7 @@ struct ServeCommand: Command {
         if let note = server.limitNote { io.err("warning: \(note)\n") }
         io.out("Metrics: \(server.baseURL)metrics. Stop with Ctrl-C.\n")
         // Under a Type=notify unit: ready now, and a watchdog fed while the server answers itself.
-        let notifier = ServeNotifier(environment: ProcessInfo.processInfo.environment, baseURL: server.baseURL, caFile: probeCA) { line in io.err(line + "\n") }
+        let notifier = ServeNotifier(environment: io.environment, baseURL: server.baseURL, caFile: probeCA) { line in io.err(line + "\n") }
         notifier?.ready(status: "serving \(server.baseURL)")
 
         done.wait()

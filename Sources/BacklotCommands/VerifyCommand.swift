@@ -1,6 +1,7 @@
 import BacklotBasics
 import BacklotFormat
 import BacklotClient
+import BacklotJSON
 import Foundation
 
 /// `backlot verify PACK`: checks every byte of a pack.
@@ -13,52 +14,72 @@ struct VerifyCommand: Command {
         With --container DIR --repair (and the fetch options), damaged packs are rebuilt, fetching only what is needed.
         """,
         arguments: [.init("PACK", help: "A .pack file (or use --container).", required: false)],
-        options: [
-            .init("jobs", short: "j", value: "N", help: "Threads (default: the number of cores)."),
-            .init("container", value: "DIR", help: "Verify the packs installed in this container instead."),
-            .init("repair", help: "With --container: re-fetch what is damaged (needs --catalog and --trust)."),
-            .init("catalog", value: "URL", help: "With --repair: the catalog to repair from."),
-            .init("trust", value: "KEYFILE", help: "With --repair: the repository's public key."),
-            .init("ca", value: "FILE", help: "With --repair: a CA certificate to trust."),
-        ])
+        options: [ExtractCommand.jobs, container, repair, catalog, trust, FetchCommand.ca, jsonFlag])
+
+    static let container = Option<String?>("container", "DIR", help: "Verify the packs installed in this container instead.")
+    static let repair = Flag("repair", help: "With --container: re-fetch what is damaged (needs --catalog and --trust).")
+    static let catalog = Option<String?>("catalog", "URL", help: "With --repair: the catalog to repair from.")
+    static let trust = Option<String?>("trust", "KEYFILE", help: "With --repair: the repository's public key.")
+    static var existingContainerOptions: [any OptionDeclaration] { [container] }
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        if arguments.values["container"] != nil {
-            try verifyContainer(arguments, io: io)
+        if let container = arguments[container] {
+            try verifyContainer(arguments, container: container, io: io)
             return
         }
         guard !arguments.positionals.isEmpty else {
             throw BacklotError(.usage, "missing argument PACK (or --container DIR)", context: "backlot verify", hint: "see `backlot verify --help`")
         }
-        let jobs = try arguments.integer("jobs", in: 1...256, default: ProcessInfo.processInfo.activeProcessorCount, command: spec.name)
+        let jobs = arguments[ExtractCommand.jobs]
         let pack = try PackReader(path: arguments.positionals[0])
         let progress = ProgressReporter(io: io, label: "verifying")
         try pack.verify(jobs: jobs) { progress.update($0, $1) }
         progress.finish()
+        if arguments[jsonFlag] {
+            io.out(JSONNode.object(["ok": .bool(true), "path": .string(pack.path), "pack": .string(pack.index.metadata.assetPackID.rawValue),
+                                    "fileCount": .number(pack.index.files.count), "chunkCount": .number(pack.index.chunks.count),
+                                    "digest": .string(pack.packDigest.hex)]).prettyPrinted() + "\n")
+            return
+        }
         io.out("OK \(pack.path): \(pack.index.metadata.assetPackID), \(pack.index.files.count) files, \(pack.index.chunks.count) chunks, digest \(pack.packDigest)\n")
     }
 }
 
 extension VerifyCommand {
-    static func verifyContainer(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let container = try required("container", in: arguments)
-        if arguments.flag("repair") {
-            let manager = try FetchCommand.manager(arguments)
+    static func verifyContainer(_ arguments: ParsedArguments, container: String, io: any CommandIO) throws {
+        let json = arguments[jsonFlag]
+        if arguments[repair] {
+            guard let catalog = arguments[catalog], let trust = arguments[trust] else {
+                throw usage("--repair needs --catalog URL and --trust KEYFILE", hint: "give the catalog and key the container was fetched with")
+            }
+            var device = arguments
+            try device.add(catalog, for: FetchCommand.catalog.info, from: nil, command: spec.name)
+            try device.add(trust, for: FetchCommand.trust.info, from: nil, command: spec.name)
+            let manager = try FetchCommand.manager(device, container: container)
             let repaired = try blocking { try await manager.repair() }
             let left = try manager.verifyInstalled()
-            for id in repaired { io.out("repaired \(id)\n") }
+            if json {
+                io.out(JSONNode.object(["ok": .bool(left.isEmpty), "container": .string(container), "repaired": .array(repaired.map { .string($0) }),
+                                        "damaged": .array(left.map { .string($0) })]).prettyPrinted() + "\n")
+            } else {
+                for id in repaired { io.out("repaired \(id)\n") }
+            }
             guard left.isEmpty else {
                 throw BacklotError(.checkFailed, "still damaged after repair: \(left.joined(separator: ", "))", context: container)
             }
-            io.out("OK \(container): every installed file is intact\n")
+            if !json { io.out("OK \(container): every installed file is intact\n") }
             return
         }
         let damaged = try ClientContainer.verify(path: container)
-        for d in damaged { io.out("damaged \(d)\n") }
+        if json {
+            io.out(JSONNode.object(["ok": .bool(damaged.isEmpty), "container": .string(container), "damaged": .array(damaged.map { .string($0) })]).prettyPrinted() + "\n")
+        } else {
+            for d in damaged { io.out("damaged \(d)\n") }
+        }
         guard damaged.isEmpty else {
             throw BacklotError(.checkFailed, "\(damaged.count) installed file\(damaged.count == 1 ? " is" : "s are") damaged or missing", context: container,
                                hint: "run backlot verify --container \(container) --repair --catalog URL --trust KEYFILE")
         }
-        io.out("OK \(container): every installed file is intact\n")
+        if !json { io.out("OK \(container): every installed file is intact\n") }
     }
 }

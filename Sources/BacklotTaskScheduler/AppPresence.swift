@@ -19,6 +19,7 @@ public final class AppPresence: Sendable {
     public static func markRunning(containerPath: String,
                                    countsAsLaunch: Bool = TaskScheduler.backgroundLaunchIdentifier == nil) throws -> AppPresence {
         let layout = ContainerLayout(root: containerPath)
+        try FileManager.default.createDirectory(atPath: containerPath, withIntermediateDirectories: true)   // an app's first start
         if countsAsLaunch { try TaskStore(path: layout.tasksDatabase).recordLaunch(at: Date()) }
         guard let lock = try layout.acquire(.appPresence, waiting: true) else { preconditionFailure("a waited-for lock is always granted") }
         return AppPresence(lock: lock)

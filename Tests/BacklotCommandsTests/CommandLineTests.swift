@@ -56,7 +56,7 @@ import Testing
 
         let evaluated = run(["evaluate", manifest, "--source-root", dir.at("src"), "--json"])
         #expect(evaluated.status == 0, "\(evaluated.err)")
-        #expect(evaluated.out.contains("\"destination\": \"Levels/level1.dat\""))
+        #expect(evaluated.out.contains("\"path\": \"Levels/level1.dat\"") && evaluated.out.contains("\"pack\": \"Tutorial\""))
 
         let packed = run(["package", manifest, "-o", dir.at("v1.pack"), "--source-root", dir.at("src"), "--chunk-size", "16"])
         #expect(packed.status == 0, "\(packed.err)")
@@ -67,7 +67,7 @@ import Testing
 
         let inspected = run(["inspect", dir.at("v1.pack"), "--json"])
         #expect(inspected.status == 0)
-        #expect(inspected.out.contains("\"assetPackID\": \"Tutorial\"") && inspected.out.contains("\"packDigest\""))
+        #expect(inspected.out.contains("\"pack\": \"Tutorial\"") && inspected.out.contains("\"digest\"") && inspected.out.contains("\"fileCount\""))
         #expect(run(["inspect", dir.at("v1.pack")]).out.contains("policy        essential on firstInstallation, subsequentUpdate"))
 
         #expect(run(["verify", dir.at("v1.pack")]).out.hasPrefix("OK "))
@@ -81,8 +81,8 @@ import Testing
         #expect(run(["package", manifest, "-o", dir.at("v2.pack"), "--source-root", dir.at("src"), "--chunk-size", "16"]).status == 0)
         let diff = run(["diff", dir.at("v1.pack"), dir.at("v2.pack"), "--json"])
         #expect(diff.status == 0)
-        for key in ["downloadBytes", "downloadChunks", "newPackBytes"] { #expect(diff.out.contains("\"\(key)\"")) }
-        #expect(diff.out.contains("\"downloadChunks\": 1"))
+        for key in ["downloadBytes", "downloadChunkCount", "newPackBytes"] { #expect(diff.out.contains("\"\(key)\"")) }
+        #expect(diff.out.contains("\"downloadChunkCount\": 1"))
     }
 
     @Test func aCorruptPackFailsVerifyWithStatusOne() throws {

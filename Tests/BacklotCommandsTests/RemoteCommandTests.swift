@@ -58,12 +58,21 @@ import Glibc
         // A device installs it; a damaged file is found and repaired from the command line.
         let catalog = server.baseURL + "v1/apps/com.example.game/production/catalog.json"
         let device = ["--catalog", catalog, "--trust", directory.publicKeyPath, "--ca", tls.caCertificatePath, "--container", dir.at("device")]
-        let fetched = CapturedIO()
+        let fetched = CapturedIO(isTerminal: true)
         #expect(BacklotCLI.main(["fetch"] + device + ["--json"], io: fetched) == 0, "\(fetched.standardError)")
-        #expect(fetched.standardOutput.contains("\"id\": \"Levels\""))
+        #expect(fetched.standardError.isEmpty, "no bar under --json")
+        // On a terminal the bar counts the bytes downloaded against the download's size, and ends at 100 %.
+        let drawn = CapturedIO(isTerminal: true)
+        let other = ["--catalog", catalog, "--trust", directory.publicKeyPath, "--ca", tls.caCertificatePath, "--container", dir.at("device-2")]
+        #expect(BacklotCLI.main(["fetch"] + other, io: drawn) == 0, "\(drawn.standardError)")
+        let bar = (drawn.standardError.split(separator: "\r").last.map(String.init) ?? "").replacingOccurrences(of: "\u{1B}[K", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(bar.contains("fetching Levels") && bar.contains("100%"), "\(fetched.standardError)")
+        let sizes = bar.components(separatedBy: "100%  ").last?.components(separatedBy: "  ").first?.components(separatedBy: " / ") ?? []
+        #expect(sizes.count == 2 && sizes[0] == sizes[1], "done equals the total: \(bar)")
+        #expect(fetched.standardOutput.contains("\"pack\": \"Levels\""))
         let status = CapturedIO()
         #expect(BacklotCLI.main(["status", "--container", dir.at("device"), "--json"], io: status) == 0)
-        #expect(status.standardOutput.contains("\"id\": \"Levels\""))
+        #expect(status.standardOutput.contains("\"pack\": \"Levels\""))
         let container = try ClientContainer(path: dir.at("device"))
         let installed = try #require(try container.installed().first)
         let installedFolder = container.releaseFolder(installed.id, digest: installed.digest)

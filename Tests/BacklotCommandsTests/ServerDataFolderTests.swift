@@ -226,7 +226,7 @@ import Glibc
             try p.run()
             p.waitUntilExit()
             let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(p.terminationStatus == 2 && text.contains("--max-install-size") && text.contains("1…9223372036854775807"), "\(value): \(text)")
+            #expect(p.terminationStatus == 2 && text.contains("--max-install-size") && text.contains("must be a whole number from 1 to 9223372036854775807"), "\(value): \(text)")
         }
         #expect(!FileSystem.exists(dir.at("data")))
     }

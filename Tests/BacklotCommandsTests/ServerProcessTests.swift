@@ -130,6 +130,27 @@ import Glibc
         #expect(server.terminate() == 0)
     }
 
+    @Test func serveRemovesUploadsAbandonedForLongerThanItIsTold() throws {
+        let dir = try TemporaryDirectory("abandoned-uploads")
+        defer { dir.remove() }
+        let server = try Server(data: dir.at("data"), arguments: ["--tls", "off", "--lease", "2", "--abandoned-uploads-after", "1"])
+        defer { _ = server.terminate() }
+        let token = try String(contentsOfFile: dir.at("data/admin-token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try api(server, token, "POST", "/api/apps", json: #"{"id":"a"}"#).status == 201)
+        #expect(try api(server, token, "POST", "/api/apps/a/packs", json: #"{"id":"Levels"}"#).status == 201)
+        #expect(try api(server, token, "POST", "/api/apps/a/packs/Levels/versions", json: #"{"size":1000}"#).status == 201)
+        // The shared-work round runs every second with --lease 2: the version goes once it is over a second old.
+        var status = 200
+        for _ in 0..<300 where status == 200 {
+            usleep(100_000)
+            status = try api(server, token, "GET", "/api/apps/a/packs/Levels/versions/1").status
+        }
+        #expect(status == 404, "the upload that never began is removed")
+        let help = try Process.run(URL(fileURLWithPath: ProcessTests.binary), arguments: ["serve", "--abandoned-uploads-after", "0", "--data", dir.at("x")])
+        help.waitUntilExit()
+        #expect(help.terminationStatus == 2, "0 seconds is refused")
+    }
+
     @Test func killedDuringAnUploadTheUploadResumesAfterRestart() throws {
         let dir = try TemporaryDirectory("kill-upload")
         defer { dir.remove() }

@@ -2,7 +2,6 @@ import BacklotBasics
 import BacklotCrypto
 import BacklotHTTPClient
 import BacklotHTTPServer
-import BacklotServer
 import BacklotTestSupport
 import Foundation
 import Synchronization
