@@ -40,8 +40,9 @@ let package = Package(
         // JSON with comments and positions, for manifests written by hand.
         .target(name: "BacklotJSON", dependencies: ["BacklotBasics"]),
         // The pack format: manifest, selectors, chunker, archive, index, verify, extract, diff.
-        .target(name: "BacklotFormat",
-                dependencies: ["CLinuxSupport", "BacklotBasics", "BacklotCrypto", "BacklotJSON", "BacklotZstd"]),
+        .target(
+            name: "BacklotFormat",
+            dependencies: ["CLinuxSupport", "BacklotBasics", "BacklotCrypto", "BacklotJSON", "BacklotZstd"]),
         // SQLite behind a Mutex-owned connection.
         .target(name: "BacklotStore", dependencies: ["CSQLite", "BacklotBasics"]),
         // The device container: every path and lock the app, the agent and the extension share, and the launch record.
@@ -49,59 +50,150 @@ let package = Package(
         // PostgreSQL (libpq) behind the same store interface as SQLite (MetadataDatabase), for the repository's metadata.
         .target(name: "BacklotPostgres", dependencies: ["CPostgreSQL", "BacklotBasics", "BacklotStore"]),
         // What server and client share: the signed catalog, its envelope, the key list, channels, the rollout rule.
-        .target(name: "BacklotCatalog", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotFormat", "BacklotJSON"]),
+        .target(
+            name: "BacklotCatalog", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotFormat", "BacklotJSON"]),
         // The repository: apps, versions, releases, tokens, signed catalogs, key lists, the published tree.
-        .target(name: "BacklotRepository", dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotS3", "BacklotStore", "BacklotZstd"]),
+        .target(
+            name: "BacklotRepository",
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotS3",
+                "BacklotStore", "BacklotZstd",
+            ]),
         // An HTTP(S) server on libmicrohttpd: an epoll pool, a TLS gate, suspended connections for blocking work.
         .target(name: "BacklotHTTPServer", dependencies: ["CMicroHTTPD", "BacklotBasics"]),
         // The hosting server: the published tree over HTTP(S) with Range and ETag, the management API, metrics.
-        .target(name: "BacklotServer", dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPServer", "BacklotJSON", "BacklotRepository"]),
+        .target(
+            name: "BacklotServer",
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPServer", "BacklotJSON",
+                "BacklotRepository",
+            ]),
         // An HTTP(S) client on libcurl, for the CLI and the client library.
         .target(name: "BacklotHTTPClient", dependencies: ["CCurl", "BacklotBasics"]),
         // An S3 client: SigV4 signing, objects, listings, multipart uploads, retries, structured errors.
         .target(name: "BacklotS3", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotHTTPClient"]),
         // The client: AssetPackManager, the delta downloader, the container store.
-        .target(name: "BacklotClient", dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotContainer", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient", "BacklotInfoPlist", "BacklotJSON", "BacklotStore", "BacklotZstd"]),
+        .target(
+            name: "BacklotClient",
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotContainer", "BacklotCrypto", "BacklotFormat",
+                "BacklotHTTPClient", "BacklotInfoPlist", "BacklotJSON", "BacklotStore", "BacklotZstd",
+            ]),
         // Downloader extensions: Apple's protocols, built into an executable the agent runs.
-        .target(name: "BacklotExtension", dependencies: ["BacklotBasics", "BacklotClient", "BacklotFormat", "BacklotJSON"]),
+        .target(
+            name: "BacklotExtension", dependencies: ["BacklotBasics", "BacklotClient", "BacklotFormat", "BacklotJSON"]),
         // The background agent: events, periodic checks, the extension under limits, background launches.
-        .target(name: "BacklotAgent", dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotContainer", "BacklotCrypto", "BacklotExtension", "BacklotFormat", "BacklotInfoPlist", "BacklotJSON", "BacklotStore", "BacklotTaskScheduler"]),
+        .target(
+            name: "BacklotAgent",
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotContainer", "BacklotCrypto",
+                "BacklotExtension", "BacklotFormat", "BacklotInfoPlist", "BacklotJSON", "BacklotStore",
+                "BacklotTaskScheduler",
+            ]),
         // App Clips: size budgets, default links, advanced-experience matching, handing packs to the full app.
         .target(name: "BacklotAppClips", dependencies: ["BacklotBasics", "BacklotClient", "BacklotJSON"]),
         // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.
         .target(name: "BacklotInfoPlist", dependencies: ["BacklotBasics", "BacklotJSON"]),
         // The task scheduler: Apple's BGTaskScheduler rules, pending requests in SQLite, Linux network and power conditions.
-        .target(name: "BacklotTaskScheduler", dependencies: ["BacklotBasics", "BacklotContainer", "BacklotInfoPlist", "BacklotStore"]),
+        .target(
+            name: "BacklotTaskScheduler",
+            dependencies: ["BacklotBasics", "BacklotContainer", "BacklotInfoPlist", "BacklotStore"]),
         // The command-line interface, as a library so tests can drive it.
-        .target(name: "BacklotCommands", dependencies: ["BacklotAgent", "BacklotAppClips", "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCrypto", "BacklotExtension", "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON", "BacklotPostgres", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTaskScheduler"]),
+        .target(
+            name: "BacklotCommands",
+            dependencies: [
+                "BacklotAgent", "BacklotAppClips", "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCrypto",
+                "BacklotExtension", "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotInfoPlist",
+                "BacklotJSON", "BacklotPostgres", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore",
+                "BacklotTaskScheduler",
+            ]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
 
         // Helper executables for the agent's tests (built with the package, never inside a test).
-        .executableTarget(name: "backlot-test-extension", dependencies: ["BacklotClient", "BacklotContainer", "BacklotExtension"]),
-        .executableTarget(name: "backlot-test-app", dependencies: ["BacklotClient", "BacklotContainer", "BacklotTaskScheduler"]),
+        .executableTarget(
+            name: "backlot-test-extension", dependencies: ["BacklotClient", "BacklotContainer", "BacklotExtension"]),
+        .executableTarget(
+            name: "backlot-test-app", dependencies: ["BacklotClient", "BacklotContainer", "BacklotTaskScheduler"]),
 
         // Helpers shared by the test targets: temporary folders, seeded data, sample packs.
-        .target(name: "BacklotTestSupport", dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCrypto", "BacklotFormat", "BacklotPostgres", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotZstd"]),
+        .target(
+            name: "BacklotTestSupport",
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCrypto", "BacklotFormat", "BacklotPostgres",
+                "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotZstd",
+            ]),
         .testTarget(name: "BacklotBasicsTests", dependencies: ["BacklotBasics"]),
-        .testTarget(name: "BacklotCryptoTests", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotTestSupport"]),
+        .testTarget(
+            name: "BacklotCryptoTests", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotTestSupport"]),
         .testTarget(name: "BacklotZstdTests", dependencies: ["BacklotBasics", "BacklotTestSupport", "BacklotZstd"]),
         .testTarget(name: "BacklotStoreTests", dependencies: ["BacklotBasics", "BacklotStore", "BacklotTestSupport"]),
-        .testTarget(name: "BacklotContainerTests", dependencies: ["BacklotAgent", "BacklotBasics", "BacklotClient", "BacklotContainer", "BacklotStore", "BacklotTaskScheduler", "BacklotTestSupport"],
-                    exclude: ["Fixtures"]),
-        .testTarget(name: "BacklotExtensionTests", dependencies: ["BacklotBasics", "BacklotClient", "BacklotExtension", "BacklotFormat", "BacklotJSON"]),
-        .testTarget(name: "BacklotHTTPClientTests", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotTestSupport"]),
+        .testTarget(
+            name: "BacklotContainerTests",
+            dependencies: [
+                "BacklotAgent", "BacklotBasics", "BacklotClient", "BacklotContainer", "BacklotStore",
+                "BacklotTaskScheduler", "BacklotTestSupport",
+            ],
+            exclude: ["Fixtures"]),
+        .testTarget(
+            name: "BacklotExtensionTests",
+            dependencies: ["BacklotBasics", "BacklotClient", "BacklotExtension", "BacklotFormat", "BacklotJSON"]),
+        .testTarget(
+            name: "BacklotHTTPClientTests",
+            dependencies: [
+                "BacklotBasics", "BacklotCrypto", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotTestSupport",
+            ]),
         .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotBasics", "BacklotJSON"]),
-        .testTarget(name: "BacklotFormatTests", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotTestSupport", "BacklotZstd"],
-                    exclude: ["Fixtures"]),
-        .testTarget(name: "BacklotRepositoryTests", dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotPostgres", "BacklotRepository", "BacklotS3", "BacklotStore", "BacklotTestSupport"]),
-        .testTarget(name: "BacklotServerTests", dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPServer", "BacklotJSON", "BacklotPostgres", "BacklotRepository", "BacklotServer", "BacklotTestSupport"]),
-        .testTarget(name: "BacklotClientTests", dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotContainer", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport"]),
-        .testTarget(name: "BacklotAgentTests", dependencies: ["BacklotAgent", "BacklotBasics", "BacklotClient", "BacklotExtension", "BacklotFormat", "BacklotJSON", "BacklotTaskScheduler", "BacklotTestSupport", "backlot-test-app", "backlot-test-extension"]),
-        .testTarget(name: "BacklotAppClipsTests", dependencies: ["BacklotAppClips", "BacklotBasics", "BacklotClient", "BacklotJSON", "BacklotTestSupport"]),
-        .testTarget(name: "BacklotTaskSchedulerTests", dependencies: ["BacklotBasics", "BacklotContainer", "BacklotInfoPlist", "BacklotStore", "BacklotTaskScheduler", "BacklotTestSupport"]),
-        .testTarget(name: "BacklotInfoPlistTests", dependencies: ["BacklotBasics", "BacklotInfoPlist"], exclude: ["Fixtures"]),
-        .testTarget(name: "BacklotS3Tests", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotS3", "BacklotTestSupport"]),
-        .testTarget(name: "BacklotCommandsTests", dependencies: ["BacklotAgent", "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCommands", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotJSON", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport"]),
+        .testTarget(
+            name: "BacklotFormatTests",
+            dependencies: [
+                "BacklotBasics", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotTestSupport", "BacklotZstd",
+            ],
+            exclude: ["Fixtures"]),
+        .testTarget(
+            name: "BacklotRepositoryTests",
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotPostgres",
+                "BacklotRepository", "BacklotS3", "BacklotStore", "BacklotTestSupport",
+            ]),
+        .testTarget(
+            name: "BacklotServerTests",
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPServer", "BacklotJSON",
+                "BacklotPostgres", "BacklotRepository", "BacklotServer", "BacklotTestSupport",
+            ]),
+        .testTarget(
+            name: "BacklotClientTests",
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotContainer", "BacklotCrypto",
+                "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON",
+                "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport",
+            ]),
+        .testTarget(
+            name: "BacklotAgentTests",
+            dependencies: [
+                "BacklotAgent", "BacklotBasics", "BacklotClient", "BacklotExtension", "BacklotFormat", "BacklotJSON",
+                "BacklotTaskScheduler", "BacklotTestSupport", "backlot-test-app", "backlot-test-extension",
+            ]),
+        .testTarget(
+            name: "BacklotAppClipsTests",
+            dependencies: ["BacklotAppClips", "BacklotBasics", "BacklotClient", "BacklotJSON", "BacklotTestSupport"]),
+        .testTarget(
+            name: "BacklotTaskSchedulerTests",
+            dependencies: [
+                "BacklotBasics", "BacklotContainer", "BacklotInfoPlist", "BacklotStore", "BacklotTaskScheduler",
+                "BacklotTestSupport",
+            ]),
+        .testTarget(
+            name: "BacklotInfoPlistTests", dependencies: ["BacklotBasics", "BacklotInfoPlist"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "BacklotS3Tests", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotS3", "BacklotTestSupport"]),
+        .testTarget(
+            name: "BacklotCommandsTests",
+            dependencies: [
+                "BacklotAgent", "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCommands", "BacklotCrypto",
+                "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotJSON", "BacklotRepository",
+                "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport",
+            ]),
     ]
 )
 
@@ -109,8 +201,9 @@ let package = Package(
 // Each defines LLVMFuzzerTestOneInput and has no main, so it is never part of the normal build.
 if Context.environment["BACKLOT_FUZZ"] == "1" {
     func harness(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
-        .executableTarget(name: name, dependencies: ["FuzzSupport"] + dependencies, path: "Fuzz/\(name)",
-                          swiftSettings: [.unsafeFlags(["-parse-as-library"])])
+        .executableTarget(
+            name: name, dependencies: ["FuzzSupport"] + dependencies, path: "Fuzz/\(name)",
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])])
     }
     package.targets += [
         .systemLibrary(name: "CFuzzerDriver", path: "Fuzz/CFuzzerDriver"),

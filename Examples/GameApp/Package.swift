@@ -8,13 +8,17 @@ let package = Package(
     name: "GameApp",
     dependencies: [.package(name: "Backlot", path: "../..")],
     targets: [
-        .executableTarget(name: "GameApp", dependencies: [
-            .product(name: "BacklotClient", package: "Backlot"),
-            .product(name: "BacklotTaskScheduler", package: "Backlot"),
-        ]),
-        .executableTarget(name: "GameDownloader", dependencies: [
-            .product(name: "BacklotExtension", package: "Backlot"),
-            .product(name: "BacklotClient", package: "Backlot"),
-        ]),
+        .executableTarget(
+            name: "GameApp",
+            dependencies: [
+                .product(name: "BacklotClient", package: "Backlot"),
+                .product(name: "BacklotTaskScheduler", package: "Backlot"),
+            ]),
+        .executableTarget(
+            name: "GameDownloader",
+            dependencies: [
+                .product(name: "BacklotExtension", package: "Backlot"),
+                .product(name: "BacklotClient", package: "Backlot"),
+            ]),
     ]
 )

@@ -1,12 +1,13 @@
 import BacklotBasics
-import BacklotContainer
 import BacklotClient
+import BacklotContainer
 import BacklotExtension
 import BacklotFormat
 import BacklotTaskScheduler
 import Dispatch
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,9 +20,13 @@ extension Agent {
     /// taken it, the reservation is closed, and when it cannot (its budget is used up, it fails, the
     /// agent stops or crashes first), the outcome goes to the app instead. Nothing is lost and
     /// nothing is delivered twice.
-    static func route(_ event: DownloadManager.Event, manager: DownloadManager, runner: ExtensionRunner?, handoffs: DispatchGroup,
-                      log: @escaping @Sendable (String) -> Void) {
-        let d: URLDownload, call: (String, Int64) -> ExtensionCall, what: String
+    static func route(
+        _ event: DownloadManager.Event, manager: DownloadManager, runner: ExtensionRunner?, handoffs: DispatchGroup,
+        log: @escaping @Sendable (String) -> Void
+    ) {
+        let d: URLDownload
+        let call: (String, Int64) -> ExtensionCall
+        let what: String
         switch event {
         case .began(let download):
             log("download \(download.identifier): started")
@@ -72,7 +77,9 @@ extension Agent {
                 log("download \(d.identifier): \(what), handed to the extension")
             } catch {
                 try? manager.completeReservation(seq, deliveredToExtension: false)
-                log("download \(d.identifier): \(what); the extension could not take it (\(error)), so it waits for the app")
+                log(
+                    "download \(d.identifier): \(what); the extension could not take it (\(error)), so it waits for the app"
+                )
             }
         }
     }

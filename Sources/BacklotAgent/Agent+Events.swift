@@ -1,12 +1,13 @@
 import BacklotBasics
-import BacklotContainer
 import BacklotClient
+import BacklotContainer
 import BacklotExtension
 import BacklotFormat
 import BacklotTaskScheduler
 import Dispatch
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -56,7 +57,6 @@ extension Agent {
     /// Why an event waits.
     struct Deferral: Error { let reason: String }
 
-
     /// Does what an event asks (see the type's summary). Idempotent: packs already installed are
     /// not fetched again, and the extension's `downloads(for:)` runs once per event.
     public func process(_ event: AgentStore.Event) async throws -> EventReport {
@@ -69,7 +69,9 @@ extension Agent {
         if event.request != .periodic {
             let installEvent: InstallationEventType = event.request == .install ? .firstInstallation : .subsequentUpdate
             var candidates = offered.filter { $0.downloadPolicy.installationEventTypes.contains(installEvent) }
-            if configuration.scheduler.isAppClip { candidates.removeAll { if case .essential = $0.downloadPolicy { true } else { false } } }
+            if configuration.scheduler.isAppClip {
+                candidates.removeAll { if case .essential = $0.downloadPolicy { true } else { false } }
+            }
             // When the extension's budget is used up, the essential phase still runs (the budget
             // limits the extension's runtime, not the essential packs): every essential candidate is
             // kept, as when the call fails, and the rest of the event waits for the budget.
@@ -79,8 +81,12 @@ extension Agent {
                 var accepted = try store.accepted(event.seq).map(Set.init)
                 if accepted == nil {
                     do {
-                        let call = ExtensionCall.shouldDownload(candidates), bypass = event.bypassBudget, seq = event.seq
-                        let reply = try await BlockingWork.run { try runner.call(call, bypassBudget: bypass, event: seq) }
+                        let call = ExtensionCall.shouldDownload(candidates)
+                        let bypass = event.bypassBudget
+                        let seq = event.seq
+                        let reply = try await BlockingWork.run {
+                            try runner.call(call, bypassBudget: bypass, event: seq)
+                        }
                         let kept = candidates.filter { !reply.declines($0) }.map(\.id)
                         try store.setAccepted(event.seq, kept)
                         accepted = Set(kept)
@@ -89,7 +95,7 @@ extension Agent {
                     } catch let e as BacklotError where e.code == .cancelled {
                         throw Deferral(reason: "stopping")
                     } catch {
-                        report.extensionFailures.append("shouldDownload: \(error)")   // the default: every candidate
+                        report.extensionFailures.append("shouldDownload: \(error)")  // the default: every candidate
                         try store.setAccepted(event.seq, candidates.map(\.id))
                     }
                 }
@@ -99,31 +105,42 @@ extension Agent {
                 }
             }
             for pack in candidates where pack.downloadPolicy.name == "essential" {
-                if let refusal = try refusalBeforeFirstLaunch(pack, essential: true) { report.refused.append(refusal); continue }
+                if let refusal = try refusalBeforeFirstLaunch(pack, essential: true) {
+                    report.refused.append(refusal)
+                    continue
+                }
                 try await fetch(pack, unmeteredOnly: false, essential: true)
                 report.packs.append(pack.id)
             }
             if budgetWaits {
-                try store.markEssentialDone(event.seq)   // downloads(for:) cannot run today
+                try store.markEssentialDone(event.seq)  // downloads(for:) cannot run today
                 try store.holdUntilTomorrow(event.seq, now: clock.now)
-                throw Deferral(reason: "the extension's daily budget is used up; the essential packs are installed, the rest waits for the budget to renew")
+                throw Deferral(
+                    reason:
+                        "the extension's daily budget is used up; the essential packs are installed, the rest waits for the budget to renew"
+                )
             }
             let extensionWaits = try await runExtensionDownloads(event, into: &report)
             try await waitForEssentialDownloads(event)
             try store.markEssentialDone(event.seq)
             for pack in candidates where pack.downloadPolicy.name == "prefetch" {
-                if let refusal = try refusalBeforeFirstLaunch(pack, essential: false) { report.refused.append(refusal); continue }
+                if let refusal = try refusalBeforeFirstLaunch(pack, essential: false) {
+                    report.refused.append(refusal)
+                    continue
+                }
                 try await fetch(pack, unmeteredOnly: configuration.prefetchRequiresUnmetered, essential: false)
                 report.packs.append(pack.id)
             }
             if extensionWaits {
                 try store.holdUntilTomorrow(event.seq, now: clock.now)
-                throw Deferral(reason: "the extension's daily budget is used up; its downloads(for:) runs when the budget renews")
+                throw Deferral(
+                    reason: "the extension's daily budget is used up; its downloads(for:) runs when the budget renews")
             }
         } else {
             if try await runExtensionDownloads(event, into: &report) {
                 try store.holdUntilTomorrow(event.seq, now: clock.now)
-                throw Deferral(reason: "the extension's daily budget is used up; the periodic check runs when it renews")
+                throw Deferral(
+                    reason: "the extension's daily budget is used up; the periodic check runs when it renews")
             }
             try waitForNetwork(metered: !configuration.prefetchRequiresUnmetered)
             let (updating, removed) = try await manager.checkForUpdates()
@@ -140,11 +157,14 @@ extension Agent {
         if !event.bypassBudget && runner.remainingBudget() < 1 { return true }
         let manifest = try writeManifestCopy()
         defer { unlink(manifest) }
-        let info = AppExtensionInfo(restrictedDownloadSizeRemaining: downloads.remainingAllowance(essential: false),
-                                    restrictedEssentialDownloadSizeRemaining: downloads.remainingAllowance(essential: true))
+        let info = AppExtensionInfo(
+            restrictedDownloadSizeRemaining: downloads.remainingAllowance(essential: false),
+            restrictedEssentialDownloadSizeRemaining: downloads.remainingAllowance(essential: true))
         let returned: [URLDownload]
         do {
-            let call = ExtensionCall.downloads(event.request, manifestPath: manifest, info), bypass = event.bypassBudget, seq = event.seq
+            let call = ExtensionCall.downloads(event.request, manifestPath: manifest, info)
+            let bypass = event.bypassBudget
+            let seq = event.seq
             let downloads = self.downloads
             returned = try await BlockingWork.run {
                 try downloads.blockingScheduling { try runner.call(call, bypassBudget: bypass, event: seq).downloads }
@@ -165,7 +185,8 @@ extension Agent {
                 continue
             }
             if configuration.scheduler.isAppClip && d.isEssential {
-                report.refused.append("\(d.identifier): \(BackgroundDownloadError.essentialDownloadNotPermitted(d.identifier))")
+                report.refused.append(
+                    "\(d.identifier): \(BackgroundDownloadError.essentialDownloadNotPermitted(d.identifier))")
                 continue
             }
             do {
@@ -213,7 +234,9 @@ extension Agent {
     func waitForNetwork(metered: Bool) throws {
         let c = conditions.current()
         if !c.networkAvailable { throw Deferral(reason: "no network") }
-        if !metered && c.networkMetered { throw Deferral(reason: "the network is metered; prefetch downloads wait for an unmetered one") }
+        if !metered && c.networkMetered {
+            throw Deferral(reason: "the network is metered; prefetch downloads wait for an unmetered one")
+        }
     }
 
     /// Before the app's first launch, why a pack may not be fetched now, or nil: its archive's
@@ -221,12 +244,15 @@ extension Agent {
     /// delta transfers less) must fit in what is left of the allowance of its kind (essential packs:
     /// `BAEssentialDownloadAllowance`, prefetch packs: `BADownloadAllowance`).
     func refusalBeforeFirstLaunch(_ pack: AssetPack, essential: Bool) throws -> String? {
-        guard downloads.remainingAllowance(essential: essential) != nil else { return nil }   // launched, or unrestricted
+        // launched, or unrestricted
+        guard downloads.remainingAllowance(essential: essential) != nil else { return nil }
         do {
             let catalogURL = manager.configuration.catalogURL
             if let catalog = try ClientContainer(path: containerPath).lastVerifiedCatalog(),
-               let entry = catalog.packs.first(where: { $0.id.rawValue == pack.id }),
-               let archive = URL(string: entry.release(forDevice: manager.deviceID).archiveURL, relativeTo: catalogURL)?.absoluteURL {
+                let entry = catalog.packs.first(where: { $0.id.rawValue == pack.id }),
+                let archive = URL(
+                    string: entry.release(forDevice: manager.deviceID).archiveURL, relativeTo: catalogURL)?.absoluteURL
+            {
                 try downloads.checkHostBeforeFirstLaunch(archive)
             }
             try downloads.checkAllowance(bytes: UInt64(max(0, pack.downloadSize)), essential: essential)
@@ -249,7 +275,10 @@ extension Agent {
                     self.state.withLock { $0.progresses[pack.id] = ProgressRef(progress) }
                     while !progress.isFinished && !progress.isCancelled && !Task.isCancelled {
                         let c = self.conditions.current()
-                        if self.isStopping || !c.networkAvailable || (unmeteredOnly && c.networkMetered) { progress.cancel(); break }
+                        if self.isStopping || !c.networkAvailable || (unmeteredOnly && c.networkMetered) {
+                            progress.cancel()
+                            break
+                        }
                         try? await Task.sleep(nanoseconds: 50_000_000)
                     }
                 }

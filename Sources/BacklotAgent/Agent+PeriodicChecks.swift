@@ -1,12 +1,13 @@
 import BacklotBasics
-import BacklotContainer
 import BacklotClient
+import BacklotContainer
 import BacklotExtension
 import BacklotFormat
 import BacklotTaskScheduler
 import Dispatch
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,7 +19,7 @@ extension Agent {
         let policy = PeriodicCheckPolicy(baseInterval: configuration.periodicCheckInterval)
         let interval = policy.interval(launches: scheduler.appLaunches(inLast: 30), now: now)
         guard let elapsed = periodicElapsed() else {
-            markPeriodicCheck()   // the first start sets the clock going
+            markPeriodicCheck()  // the first start sets the clock going
             return
         }
         guard elapsed >= interval else { return }
@@ -37,8 +38,10 @@ extension Agent {
         let now = clock.now
         guard let text = (try? store.value("lastPeriodic")) ?? nil else { return nil }
         let parts = ((try? store.value("lastPeriodicReading")) ?? nil)?.split(separator: " ").map(String.init) ?? []
-        if parts.count == 3, parts[0] == text, let wall = Double(text), wall.isFinite, let uptime = Double(parts[1]), uptime.isFinite,
-           parts[2] == clock.bootID, uptime <= clock.uptime {
+        if parts.count == 3, parts[0] == text, let wall = Double(text), wall.isFinite, let uptime = Double(parts[1]),
+            uptime.isFinite,
+            parts[2] == clock.bootID, uptime <= clock.uptime
+        {
             return clock.uptime - uptime
         }
         // Stored text another process may have written: "nan", "inf" or a time in the future would

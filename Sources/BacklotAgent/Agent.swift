@@ -1,12 +1,13 @@
 import BacklotBasics
-import BacklotContainer
 import BacklotClient
+import BacklotContainer
 import BacklotExtension
 import BacklotFormat
 import BacklotTaskScheduler
 import Dispatch
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -81,13 +82,16 @@ public final class Agent: Sendable {
     ///     without it, the agent takes it.
     /// - Throws: ``BacklotError/Code/alreadyExists`` when another agent runs for the container
     ///   (it holds `DIR/.agent.lock` for as long as it lives).
-    public init(containerPath: String, configuration: AgentConfiguration, conditions: (any DeviceConditionSource)? = nil,
-                clock: any TaskSchedulerClock = SystemClock(), lock heldLock: AgentLock? = nil,
-                log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+    public init(
+        containerPath: String, configuration: AgentConfiguration, conditions: (any DeviceConditionSource)? = nil,
+        clock: any TaskSchedulerClock = SystemClock(), lock heldLock: AgentLock? = nil,
+        log: @escaping @Sendable (String) -> Void = { _ in }
+    ) throws {
         let path = URL(fileURLWithPath: containerPath).standardizedFileURL.path
         guard let lock = try heldLock ?? AgentLock.tryAcquire(containerPath: path) else {
-            throw BacklotError(.alreadyExists, "another agent runs for this container", context: path,
-                               hint: "stop it first, or use backlot notify to queue events for it")
+            throw BacklotError(
+                .alreadyExists, "another agent runs for this container", context: path,
+                hint: "stop it first, or use backlot notify to queue events for it")
         }
         self.lock = lock
         self.containerPath = path
@@ -95,7 +99,8 @@ public final class Agent: Sendable {
         self.configuration = configuration
         self.log = log
         self.clock = clock
-        self.conditions = CachedConditions(conditions ?? LinuxDeviceConditions(meteredFallback: configuration.networkMetered))
+        self.conditions = CachedConditions(
+            conditions ?? LinuxDeviceConditions(meteredFallback: configuration.networkMetered))
         let store = try AgentStore(containerPath: path)
         self.store = store
         var schedulerConfig = configuration.scheduler
@@ -105,26 +110,33 @@ public final class Agent: Sendable {
         let stopFlag = StopFlag()
         self.stopFlag = stopFlag
         let runner = configuration.extensionPath.map {
-            ExtensionRunner(executable: $0, containerPath: path, store: store, timeLimit: configuration.extensionTimeLimit,
-                            dailyBudget: configuration.extensionDailyBudget, log: log, isStopping: { stopFlag.isSet })
+            ExtensionRunner(
+                executable: $0, containerPath: path, store: store, timeLimit: configuration.extensionTimeLimit,
+                dailyBudget: configuration.extensionDailyBudget, log: log, isStopping: { stopFlag.isSet })
         }
         extensionRunner = runner
         launcher = configuration.appExecutable.map { executable in
-            AppLauncher(executable: executable, arguments: configuration.appArguments, containerPath: path, configPath: configuration.sourcePath,
-                        store: store, log: log)
+            AppLauncher(
+                executable: executable, arguments: configuration.appArguments, containerPath: path,
+                configPath: configuration.sourcePath,
+                store: store, log: log)
         }
         // What a crashed agent left running: its extension call or background launch is ended
         // (before anything here starts a child), the extension calls' files removed, and an app
         // it launched is recorded as killed, so that its task is not launched a second time at once.
-        for child in Supervisor.endLeftovers(store: store, containerPath: path, log: log) where child.what.hasPrefix("app:") {
+        for child in Supervisor.endLeftovers(store: store, containerPath: path, log: log)
+        where child.what.hasPrefix("app:") {
             let parts = child.what.split(separator: ":", maxSplits: 2).map(String.init)
             guard parts.count == 3, let kind = TaskKind(rawValue: parts[1]) else { continue }
-            scheduler.recordOutcome(forTaskWithIdentifier: parts[2], kind: kind, started: child.started, outcome: .killed)
+            scheduler.recordOutcome(
+                forTaskWithIdentifier: parts[2], kind: kind, started: child.started, outcome: .killed)
         }
         let handoffs = DispatchGroup()
         self.handoffs = handoffs
-        downloads = try DownloadManager(containerPath: path, restrictions: configuration.restrictions, caFile: configuration.caFile,
-                                        isAppClip: configuration.scheduler.isAppClip, role: .agent) { event, manager in
+        downloads = try DownloadManager(
+            containerPath: path, restrictions: configuration.restrictions, caFile: configuration.caFile,
+            isAppClip: configuration.scheduler.isAppClip, role: .agent
+        ) { event, manager in
             Agent.route(event, manager: manager, runner: runner, handoffs: handoffs, log: log)
         }
         // What a stopped or crashed agent left: reservations the extension did not take go to the
@@ -193,7 +205,7 @@ public final class Agent: Sendable {
             }
         }
         launcher?.stopAll(scheduler: scheduler)
-        handoffs.wait()   // the stop flag ends extension calls at once; their outcomes go to the app
+        handoffs.wait()  // the stop flag ends extension calls at once; their outcomes go to the app
         log("agent: stopped")
     }
 
@@ -216,11 +228,14 @@ public final class Agent: Sendable {
         let now = clock.now
         var next = now.addingTimeInterval(Self.maximumSleep)
         if let held = try? store.nextHeldEvent() { next = min(next, held) }
-        if let elapsed = periodicElapsed() {   // measured as enqueuePeriodicIfDue measures it (monotonic)
-            let interval = PeriodicCheckPolicy(baseInterval: configuration.periodicCheckInterval).interval(launches: scheduler.appLaunches(inLast: 30), now: now)
+        if let elapsed = periodicElapsed() {  // measured as enqueuePeriodicIfDue measures it (monotonic)
+            let interval = PeriodicCheckPolicy(baseInterval: configuration.periodicCheckInterval).interval(
+                launches: scheduler.appLaunches(inLast: 30), now: now)
             next = min(next, now.addingTimeInterval(interval - elapsed))
         }
-        var waitingForConditions = (try? store.queued(dueAt: now).isEmpty) == false || (try? downloads.fetchCurrentDownloads().isEmpty) == false
+        var waitingForConditions =
+            (try? store.queued(dueAt: now).isEmpty) == false
+            || (try? downloads.fetchCurrentDownloads().isEmpty) == false
         if launcher != nil {
             for request in scheduler.pendingTaskRequests() {
                 let start = scheduler.earliestStart(of: request) ?? now

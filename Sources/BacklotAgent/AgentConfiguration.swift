@@ -1,10 +1,10 @@
 import BacklotBasics
-import BacklotContainer
+import BacklotCatalog
 import BacklotClient
+import BacklotContainer
 import BacklotCrypto
 import BacklotFormat
 import BacklotInfoPlist
-import BacklotCatalog
 import BacklotTaskScheduler
 import Foundation
 
@@ -58,11 +58,17 @@ public struct AgentConfiguration: Sendable {
     public var maximumRangeBytes: UInt64 = 2 << 20
     public var scheduler: TaskSchedulerConfiguration
 
-    static let appleKeys = ["BAManifestURL", "BAInitialDownloadRestrictions", "BAMaxInstallSize", "BAEssentialMaxInstallSize", "BAAppGroupID",
-                            "BAHasManagedAssetPacks", "BAUsesAppleHosting"]
-    static let backlotKeys = ["BacklotCatalogURL", "BacklotTrustedKey", "BacklotCAFile", "BacklotPlatform", "BacklotExtensionPath",
-                              "BacklotExtensionTimeLimit", "BacklotExtensionDailyBudget", "BacklotAppExecutable", "BacklotAppArguments",
-                              "BacklotPrefetchRequiresUnmetered", "BacklotNetworkMetered", "BacklotPeriodicCheckInterval", "BacklotPollInterval", "BacklotBandwidthLimit", "BacklotMaximumRangeBytes"]
+    static let appleKeys = [
+        "BAManifestURL", "BAInitialDownloadRestrictions", "BAMaxInstallSize", "BAEssentialMaxInstallSize",
+        "BAAppGroupID",
+        "BAHasManagedAssetPacks", "BAUsesAppleHosting",
+    ]
+    static let backlotKeys = [
+        "BacklotCatalogURL", "BacklotTrustedKey", "BacklotCAFile", "BacklotPlatform", "BacklotExtensionPath",
+        "BacklotExtensionTimeLimit", "BacklotExtensionDailyBudget", "BacklotAppExecutable", "BacklotAppArguments",
+        "BacklotPrefetchRequiresUnmetered", "BacklotNetworkMetered", "BacklotPeriodicCheckInterval",
+        "BacklotPollInterval", "BacklotBandwidthLimit", "BacklotMaximumRangeBytes",
+    ]
     public static var keys: [String] { appleKeys + backlotKeys + TaskSchedulerConfiguration.keys }
 
     /// Reads a configuration file (JSON or an Info.plist).
@@ -73,7 +79,9 @@ public struct AgentConfiguration: Sendable {
         guard let settings = root.dictionary else {
             throw BacklotError(.invalidInput, "the configuration must be a dictionary of keys", context: absolute)
         }
-        try self.init(settings: settings, source: absolute, strictKeys: !isPlist, databasePath: ContainerLayout(root: containerPath).tasksDatabase)
+        try self.init(
+            settings: settings, source: absolute, strictKeys: !isPlist,
+            databasePath: ContainerLayout(root: containerPath).tasksDatabase)
     }
 
     public init(settings: [String: PlistValue], source: String, strictKeys: Bool, databasePath: String?) throws {
@@ -81,8 +89,11 @@ public struct AgentConfiguration: Sendable {
         for key in settings.keys.sorted() where !known.contains(key) {
             if strictKeys || key.hasPrefix("BA") || key.hasPrefix("BG") || key.hasPrefix("Backlot") {
                 let guess = Suggestion.closest(to: key, in: Self.keys)
-                throw BacklotError(.invalidInput, "the key \(key) is not a key Backlot knows\(guess.map { "; did you mean \($0)?" } ?? "")", context: source,
-                                   hint: "the keys are listed in docs/agent.md")
+                throw BacklotError(
+                    .invalidInput,
+                    "the key \(key) is not a key Backlot knows\(guess.map { "; did you mean \($0)?" } ?? "")",
+                    context: source,
+                    hint: "the keys are listed in docs/agent.md")
             }
         }
         let base = URL(fileURLWithPath: source).deletingLastPathComponent().path
@@ -91,57 +102,82 @@ public struct AgentConfiguration: Sendable {
 
         let catalogKey = settings["BacklotCatalogURL"] != nil ? "BacklotCatalogURL" : "BAManifestURL"
         guard let text = try ConfigurationKey.string(catalogKey, in: settings, source: source) else {
-            throw ConfigurationKey.error("BacklotCatalogURL", source: source, "is missing: give the catalog URL (…/v1/apps/APP/CHANNEL/catalog.json) here or as BAManifestURL")
+            throw ConfigurationKey.error(
+                "BacklotCatalogURL", source: source,
+                "is missing: give the catalog URL (…/v1/apps/APP/CHANNEL/catalog.json) here or as BAManifestURL")
         }
-        guard let url = URL(string: text), let target = try? AssetPackManager.Configuration.target(ofCatalogURL: url) else {
-            throw ConfigurationKey.error(catalogKey, source: source, "must be a Backlot catalog URL (http(s)://HOST/…/v1/apps/APP/CHANNEL/catalog.json), not \(text)")
+        guard let url = URL(string: text), let target = try? AssetPackManager.Configuration.target(ofCatalogURL: url)
+        else {
+            throw ConfigurationKey.error(
+                catalogKey, source: source,
+                "must be a Backlot catalog URL (http(s)://HOST/…/v1/apps/APP/CHANNEL/catalog.json), not \(text)")
         }
         // HTTPS, as the docs (and Apple, for BAManifestURL) require; plain HTTP only to this machine.
         if url.scheme?.lowercased() == "http", !Self.isLoopback(url.host ?? "") {
-            throw ConfigurationKey.error(catalogKey, source: source, "is http:// to \(url.host ?? "a host") that is not this machine; catalogs are fetched over https:// (plain http only to 127.0.0.1, ::1 or localhost, for development)")
+            throw ConfigurationKey.error(
+                catalogKey, source: source,
+                "is http:// to \(url.host ?? "a host") that is not this machine; catalogs are fetched over https:// (plain http only to 127.0.0.1, ::1 or localhost, for development)"
+            )
         }
         catalogURL = url
         app = target.app
         channel = target.channel
 
         guard let keyFile = try ConfigurationKey.string("BacklotTrustedKey", in: settings, source: source) else {
-            throw ConfigurationKey.error("BacklotTrustedKey", source: source, "is missing: name the repository's public key file (its root.pub)")
+            throw ConfigurationKey.error(
+                "BacklotTrustedKey", source: source, "is missing: name the repository's public key file (its root.pub)")
         }
         do {
             trustedKeys = [try PublicKeyFile.read(path: path(keyFile))]
         } catch let e as BacklotError {
-            throw ConfigurationKey.error("BacklotTrustedKey", source: source, "names \(e.context ?? path(keyFile)), which \(e.message.hasPrefix("is ") || e.message.hasPrefix("holds ") ? e.message : "cannot be read: " + e.message)")
+            throw ConfigurationKey.error(
+                "BacklotTrustedKey", source: source,
+                "names \(e.context ?? path(keyFile)), which \(e.message.hasPrefix("is ") || e.message.hasPrefix("holds ") ? e.message : "cannot be read: " + e.message)"
+            )
         }
         caFile = try ConfigurationKey.string("BacklotCAFile", in: settings, source: source).map(path)
         if let p = try ConfigurationKey.string("BacklotPlatform", in: settings, source: source) {
             guard let platform = Platform(rawValue: p) else {
-                throw ConfigurationKey.error("BacklotPlatform", source: source, "must be iOS, macOS, tvOS, visionOS or linux, not \(p)")
+                throw ConfigurationKey.error(
+                    "BacklotPlatform", source: source, "must be iOS, macOS, tvOS, visionOS or linux, not \(p)")
             }
             self.platform = platform
         }
         if settings["BAInitialDownloadRestrictions"] != nil {
             do {
-                restrictions = try DownloadRestrictions(infoPlist: .dictionary(settings), manifestURLElsewhere: catalogKey == "BacklotCatalogURL")
+                restrictions = try DownloadRestrictions(
+                    infoPlist: .dictionary(settings), manifestURLElsewhere: catalogKey == "BacklotCatalogURL")
             } catch let e as BacklotError {
-                throw BacklotError(.invalidInput, "the key BAInitialDownloadRestrictions (or an install size key) is invalid: \(e.message)", context: source, hint: e.hint)
+                throw BacklotError(
+                    .invalidInput,
+                    "the key BAInitialDownloadRestrictions (or an install size key) is invalid: \(e.message)",
+                    context: source, hint: e.hint)
             }
         } else if settings["BAMaxInstallSize"] != nil || settings["BAEssentialMaxInstallSize"] != nil {
-            var sizeCaps = DownloadRestrictions(downloadAllowance: .max, essentialDownloadAllowance: .max, domainAllowList: [],
-                                                maxInstallSize: try ConfigurationKey.bytes("BAMaxInstallSize", in: settings, source: source),
-                                                essentialMaxInstallSize: try ConfigurationKey.bytes("BAEssentialMaxInstallSize", in: settings, source: source))
+            var sizeCaps = DownloadRestrictions(
+                downloadAllowance: .max, essentialDownloadAllowance: .max, domainAllowList: [],
+                maxInstallSize: try ConfigurationKey.bytes("BAMaxInstallSize", in: settings, source: source),
+                essentialMaxInstallSize: try ConfigurationKey.bytes(
+                    "BAEssentialMaxInstallSize", in: settings, source: source))
             sizeCaps.appliesBeforeFirstLaunch = false
             restrictions = sizeCaps
         }
         appGroupID = try ConfigurationKey.string("BAAppGroupID", in: settings, source: source)
         extensionPath = try ConfigurationKey.string("BacklotExtensionPath", in: settings, source: source).map(path)
         if let e = extensionPath, !FileManager.default.isExecutableFile(atPath: e) {
-            throw ConfigurationKey.error("BacklotExtensionPath", source: source, "names \(e), which is not an executable file")
+            throw ConfigurationKey.error(
+                "BacklotExtensionPath", source: source, "names \(e), which is not an executable file")
         }
-        extensionTimeLimit = try ConfigurationKey.seconds("BacklotExtensionTimeLimit", in: settings, source: source) ?? extensionTimeLimit
-        extensionDailyBudget = try ConfigurationKey.seconds("BacklotExtensionDailyBudget", in: settings, source: source) ?? extensionDailyBudget
+        extensionTimeLimit =
+            try ConfigurationKey.seconds("BacklotExtensionTimeLimit", in: settings, source: source)
+            ?? extensionTimeLimit
+        extensionDailyBudget =
+            try ConfigurationKey.seconds("BacklotExtensionDailyBudget", in: settings, source: source)
+            ?? extensionDailyBudget
         appExecutable = try ConfigurationKey.string("BacklotAppExecutable", in: settings, source: source).map(path)
         if let e = appExecutable, !FileManager.default.isExecutableFile(atPath: e) {
-            throw ConfigurationKey.error("BacklotAppExecutable", source: source, "names \(e), which is not an executable file")
+            throw ConfigurationKey.error(
+                "BacklotAppExecutable", source: source, "names \(e), which is not an executable file")
         }
         if let args = settings["BacklotAppArguments"] {
             guard let list = args.array?.compactMap(\.string), list.count == args.array?.count else {
@@ -149,12 +185,16 @@ public struct AgentConfiguration: Sendable {
             }
             appArguments = list
         }
-        prefetchRequiresUnmetered = try ConfigurationKey.bool("BacklotPrefetchRequiresUnmetered", in: settings, source: source) ?? true
+        prefetchRequiresUnmetered =
+            try ConfigurationKey.bool("BacklotPrefetchRequiresUnmetered", in: settings, source: source) ?? true
         networkMetered = try ConfigurationKey.bool("BacklotNetworkMetered", in: settings, source: source) ?? false
-        periodicCheckInterval = try ConfigurationKey.seconds("BacklotPeriodicCheckInterval", in: settings, source: source) ?? periodicCheckInterval
+        periodicCheckInterval =
+            try ConfigurationKey.seconds("BacklotPeriodicCheckInterval", in: settings, source: source)
+            ?? periodicCheckInterval
         pollInterval = try ConfigurationKey.seconds("BacklotPollInterval", in: settings, source: source) ?? pollInterval
         bandwidthLimit = try ConfigurationKey.bytes("BacklotBandwidthLimit", in: settings, source: source) ?? 0
-        maximumRangeBytes = try ConfigurationKey.bytes("BacklotMaximumRangeBytes", in: settings, source: source) ?? maximumRangeBytes
+        maximumRangeBytes =
+            try ConfigurationKey.bytes("BacklotMaximumRangeBytes", in: settings, source: source) ?? maximumRangeBytes
         guard maximumRangeBytes >= 64 << 10 else {
             throw ConfigurationKey.error("BacklotMaximumRangeBytes", source: source, "must be at least 65536 bytes")
         }
@@ -169,8 +209,9 @@ public struct AgentConfiguration: Sendable {
 
     /// The client library's configuration for the container.
     func managerConfiguration(containerPath: String) -> AssetPackManager.Configuration {
-        var c = AssetPackManager.Configuration(containerPath: containerPath, catalogURL: catalogURL, app: app, channel: channel,
-                                               trustedKeys: trustedKeys, platform: platform, caFile: caFile, bandwidthLimit: Int(clamping: bandwidthLimit))
+        var c = AssetPackManager.Configuration(
+            containerPath: containerPath, catalogURL: catalogURL, app: app, channel: channel,
+            trustedKeys: trustedKeys, platform: platform, caFile: caFile, bandwidthLimit: Int(clamping: bandwidthLimit))
         c.isAppClip = scheduler.isAppClip
         c.maximumRangeBytes = maximumRangeBytes
         return c

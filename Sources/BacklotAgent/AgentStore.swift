@@ -40,97 +40,141 @@ public struct AgentStore: Sendable {
     @discardableResult
     public func enqueue(_ request: ContentRequest, bypassBudget: Bool) throws -> Int64 {
         let seq = try db.transaction { tx in
-            _ = try tx.run("INSERT INTO agent_events(request, bypass, created) VALUES (?, ?, ?)",
-                           [.text(request.name), .integer(bypassBudget ? 1 : 0), .real(Date().timeIntervalSince1970)])
+            _ = try tx.run(
+                "INSERT INTO agent_events(request, bypass, created) VALUES (?, ?, ?)",
+                [.text(request.name), .integer(bypassBudget ? 1 : 0), .real(Date().timeIntervalSince1970)])
             return tx.lastInsertRowID
         }
-        WakeChannel.poke(path: ContainerLayout(root: containerPath).agentWakeChannel)   // a running agent runs it now
+        WakeChannel.poke(path: ContainerLayout(root: containerPath).agentWakeChannel)  // a running agent runs it now
         return seq
     }
 
     /// When the first queued event held for later (the extension's budget) may run, if any.
     func nextHeldEvent() throws -> Date? {
-        let row = try db.read { try $0.query("SELECT MIN(not_before) AS due FROM agent_events WHERE state = 'queued' AND not_before IS NOT NULL") }.first
+        let row = try db.read {
+            try $0.query(
+                "SELECT MIN(not_before) AS due FROM agent_events WHERE state = 'queued' AND not_before IS NOT NULL")
+        }.first
         guard case .real(let due)? = row?["due"], due.isFinite else { return nil }
         return Date(timeIntervalSince1970: due)
     }
 
     public func queued() throws -> [Event] {
-        try db.read { try $0.query("SELECT * FROM agent_events WHERE state = 'queued' ORDER BY seq") }.compactMap(Self.event)
+        try db.read { try $0.query("SELECT * FROM agent_events WHERE state = 'queued' ORDER BY seq") }.compactMap(
+            Self.event)
     }
 
     /// The queued events that may run at `now` (not held until the extension's budget renews).
     public func queued(dueAt now: Date) throws -> [Event] {
-        try db.read { try $0.query("SELECT * FROM agent_events WHERE state = 'queued' AND (not_before IS NULL OR not_before <= ?) ORDER BY seq",
-                                   [.real(now.timeIntervalSince1970)]) }.compactMap(Self.event)
+        try db.read {
+            try $0.query(
+                "SELECT * FROM agent_events WHERE state = 'queued' AND (not_before IS NULL OR not_before <= ?) ORDER BY seq",
+                [.real(now.timeIntervalSince1970)])
+        }.compactMap(Self.event)
     }
 
     /// Holds an event until the next UTC day, when the extension's budget renews.
     func holdUntilTomorrow(_ seq: Int64, now: Date) throws {
         let tomorrow = (floor(now.timeIntervalSince1970 / 86_400) + 1) * 86_400
-        try db.transaction { tx in _ = try tx.run("UPDATE agent_events SET not_before = ? WHERE seq = ?", [.real(tomorrow), .integer(seq)]) }
+        try db.transaction { tx in
+            _ = try tx.run("UPDATE agent_events SET not_before = ? WHERE seq = ?", [.real(tomorrow), .integer(seq)])
+        }
     }
 
     /// The last `limit` events, newest first, whatever their state.
     public func recent(_ limit: Int) throws -> [Event] {
-        try db.read { try $0.query("SELECT * FROM agent_events ORDER BY seq DESC LIMIT ?", [.integer(Int64(limit))]) }.compactMap(Self.event)
+        try db.read { try $0.query("SELECT * FROM agent_events ORDER BY seq DESC LIMIT ?", [.integer(Int64(limit))]) }
+            .compactMap(Self.event)
     }
 
     public func event(_ seq: Int64) throws -> Event? {
-        try db.read { try $0.query("SELECT * FROM agent_events WHERE seq = ?", [.integer(seq)]) }.first.flatMap(Self.event)
+        try db.read { try $0.query("SELECT * FROM agent_events WHERE seq = ?", [.integer(seq)]) }.first.flatMap(
+            Self.event)
     }
 
     static func event(_ r: Database.Row) -> Event? {
-        guard let seq = r["seq"]?.int, let request = r["request"]?.string.flatMap(ContentRequest.init(name:)) else { return nil }
-        return Event(seq: seq, request: request, bypassBudget: r["bypass"]?.int == 1, state: r["state"]?.string ?? "queued",
-                     extensionDone: r["extension_done"]?.int == 1, detail: r["detail"]?.string ?? "", essentialDone: r["essential_done"]?.int == 1,
-                     lastProblem: r["last_problem"]?.string)
+        guard let seq = r["seq"]?.int, let request = r["request"]?.string.flatMap(ContentRequest.init(name:)) else {
+            return nil
+        }
+        return Event(
+            seq: seq, request: request, bypassBudget: r["bypass"]?.int == 1, state: r["state"]?.string ?? "queued",
+            extensionDone: r["extension_done"]?.int == 1, detail: r["detail"]?.string ?? "",
+            essentialDone: r["essential_done"]?.int == 1,
+            lastProblem: r["last_problem"]?.string)
     }
 
     /// Records why a queued event's last attempt did not finish (it stays queued).
     func noteProblem(_ seq: Int64, code: String, detail: String) throws {
         try db.transaction { tx in
-            _ = try tx.run("UPDATE agent_events SET last_problem = ?, detail = ? WHERE seq = ? AND state = 'queued'", [.text(code), .text(detail), .integer(seq)])
+            _ = try tx.run(
+                "UPDATE agent_events SET last_problem = ?, detail = ? WHERE seq = ? AND state = 'queued'",
+                [.text(code), .text(detail), .integer(seq)])
         }
     }
 
     func markEssentialDone(_ seq: Int64) throws {
-        try db.transaction { tx in _ = try tx.run("UPDATE agent_events SET essential_done = 1 WHERE seq = ?", [.integer(seq)]) }
+        try db.transaction { tx in
+            _ = try tx.run("UPDATE agent_events SET essential_done = 1 WHERE seq = ?", [.integer(seq)])
+        }
     }
 
     /// The essential URL downloads the extension returned for an event (the essential phase waits for them).
     func essentialDownloads(_ seq: Int64) throws -> [String] {
-        guard let text = try db.read({ try $0.query("SELECT essential_downloads FROM agent_events WHERE seq = ?", [.integer(seq)]) }).first?["essential_downloads"]?.string else { return [] }
+        guard
+            let text = try db.read({
+                try $0.query("SELECT essential_downloads FROM agent_events WHERE seq = ?", [.integer(seq)])
+            }).first?["essential_downloads"]?.string
+        else { return [] }
         return text.isEmpty ? [] : text.split(separator: "\n").map(String.init)
     }
 
     func setEssentialDownloads(_ seq: Int64, _ ids: [String]) throws {
-        try db.transaction { tx in _ = try tx.run("UPDATE agent_events SET essential_downloads = ? WHERE seq = ?", [.text(ids.joined(separator: "\n")), .integer(seq)]) }
+        try db.transaction { tx in
+            _ = try tx.run(
+                "UPDATE agent_events SET essential_downloads = ? WHERE seq = ?",
+                [.text(ids.joined(separator: "\n")), .integer(seq)])
+        }
     }
 
     func finish(_ seq: Int64, state: String, detail: String) throws {
-        try db.transaction { tx in _ = try tx.run("UPDATE agent_events SET state = ?, detail = ? WHERE seq = ?", [.text(state), .text(detail), .integer(seq)]) }
+        try db.transaction { tx in
+            _ = try tx.run(
+                "UPDATE agent_events SET state = ?, detail = ? WHERE seq = ?",
+                [.text(state), .text(detail), .integer(seq)])
+        }
     }
 
     func markExtensionDone(_ seq: Int64) throws {
-        try db.transaction { tx in _ = try tx.run("UPDATE agent_events SET extension_done = 1 WHERE seq = ?", [.integer(seq)]) }
+        try db.transaction { tx in
+            _ = try tx.run("UPDATE agent_events SET extension_done = 1 WHERE seq = ?", [.integer(seq)])
+        }
     }
 
     /// The packs the extension's `shouldDownload` kept for an event, once it was asked.
     func accepted(_ seq: Int64) throws -> [String]? {
-        guard let text = try db.read({ try $0.query("SELECT accepted FROM agent_events WHERE seq = ?", [.integer(seq)]) }).first?["accepted"]?.string else { return nil }
+        guard
+            let text = try db.read({ try $0.query("SELECT accepted FROM agent_events WHERE seq = ?", [.integer(seq)]) })
+                .first?["accepted"]?.string
+        else { return nil }
         return text.isEmpty ? [] : text.split(separator: "\n").map(String.init)
     }
 
     func setAccepted(_ seq: Int64, _ ids: [String]) throws {
-        try db.transaction { tx in _ = try tx.run("UPDATE agent_events SET accepted = ? WHERE seq = ?", [.text(ids.joined(separator: "\n")), .integer(seq)]) }
+        try db.transaction { tx in
+            _ = try tx.run(
+                "UPDATE agent_events SET accepted = ? WHERE seq = ?",
+                [.text(ids.joined(separator: "\n")), .integer(seq)])
+        }
     }
 
     /// Keeps the last 200 finished events and 60 days of runtime.
     func prune() {
         _ = try? db.transaction { tx in
-            _ = try tx.run("DELETE FROM agent_events WHERE state != 'queued' AND seq <= (SELECT MAX(seq) FROM agent_events) - 200")
-            _ = try tx.run("DELETE FROM extension_runtime WHERE day < ?", [.text(Self.day(Date().addingTimeInterval(-60 * 86_400)))])
+            _ = try tx.run(
+                "DELETE FROM agent_events WHERE state != 'queued' AND seq <= (SELECT MAX(seq) FROM agent_events) - 200")
+            _ = try tx.run(
+                "DELETE FROM extension_runtime WHERE day < ?",
+                [.text(Self.day(Date().addingTimeInterval(-60 * 86_400)))])
         }
     }
 
@@ -144,15 +188,18 @@ public struct AgentStore: Sendable {
 
     /// Seconds the extension ran on the day of `date` (UTC).
     public func extensionRuntime(on date: Date) throws -> TimeInterval {
-        let rows = try db.read { try $0.query("SELECT seconds FROM extension_runtime WHERE day = ?", [.text(Self.day(date))]) }
+        let rows = try db.read {
+            try $0.query("SELECT seconds FROM extension_runtime WHERE day = ?", [.text(Self.day(date))])
+        }
         if case .real(let s)? = rows.first?["seconds"] { return s }
         return 0
     }
 
     func addExtensionRuntime(_ seconds: TimeInterval, on date: Date) throws {
         try db.transaction { tx in
-            _ = try tx.run("INSERT INTO extension_runtime(day, seconds) VALUES (?, ?) ON CONFLICT(day) DO UPDATE SET seconds = seconds + excluded.seconds",
-                           [.text(Self.day(date)), .real(seconds)])
+            _ = try tx.run(
+                "INSERT INTO extension_runtime(day, seconds) VALUES (?, ?) ON CONFLICT(day) DO UPDATE SET seconds = seconds + excluded.seconds",
+                [.text(Self.day(date)), .real(seconds)])
         }
     }
 
@@ -176,22 +223,31 @@ public struct AgentStore: Sendable {
 
     func recordChild(_ c: Child) throws {
         try db.transaction { tx in
-            _ = try tx.run("INSERT OR REPLACE INTO agent_children(pgid, token, what, event, started) VALUES (?, ?, ?, ?, ?)",
-                           [.integer(Int64(c.pgid)), .text(c.token), .text(c.what), c.event.map { .integer($0) } ?? .null, .real(c.started.timeIntervalSince1970)])
+            _ = try tx.run(
+                "INSERT OR REPLACE INTO agent_children(pgid, token, what, event, started) VALUES (?, ?, ?, ?, ?)",
+                [
+                    .integer(Int64(c.pgid)), .text(c.token), .text(c.what), c.event.map { .integer($0) } ?? .null,
+                    .real(c.started.timeIntervalSince1970),
+                ])
         }
     }
 
     func removeChild(_ pgid: Int32) throws {
-        try db.transaction { tx in _ = try tx.run("DELETE FROM agent_children WHERE pgid = ?", [.integer(Int64(pgid))]) }
+        try db.transaction { tx in _ = try tx.run("DELETE FROM agent_children WHERE pgid = ?", [.integer(Int64(pgid))])
+        }
     }
 
     /// The children recorded and not known to have ended.
     public func children() throws -> [Child] {
         try db.read { try $0.query("SELECT * FROM agent_children ORDER BY started") }.compactMap { r in
-            guard let pgid = r["pgid"]?.int, let token = r["token"]?.string, let what = r["what"]?.string else { return nil }
+            guard let pgid = r["pgid"]?.int, let token = r["token"]?.string, let what = r["what"]?.string else {
+                return nil
+            }
             var started = Date(timeIntervalSince1970: 0)
             if case .real(let t)? = r["started"] { started = Date(timeIntervalSince1970: t) }
-            return Child(pgid: Int32(truncatingIfNeeded: pgid), token: token, what: what, event: r["event"]?.int, started: started)
+            return Child(
+                pgid: Int32(truncatingIfNeeded: pgid), token: token, what: what, event: r["event"]?.int,
+                started: started)
         }
     }
 
@@ -201,7 +257,9 @@ public struct AgentStore: Sendable {
 
     public func setValue(_ key: String, _ value: String) throws {
         try db.transaction { tx in
-            _ = try tx.run("INSERT INTO agent_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [.text(key), .text(value)])
+            _ = try tx.run(
+                "INSERT INTO agent_meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [.text(key), .text(value)])
         }
     }
 }

@@ -2,6 +2,7 @@ import BacklotBasics
 import BacklotTaskScheduler
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,8 +37,10 @@ final class AppLauncher: Sendable {
         var stopping = false
     }
 
-    init(executable: String, arguments: [String], containerPath: String, configPath: String, store: AgentStore,
-         log: @escaping @Sendable (String) -> Void) {
+    init(
+        executable: String, arguments: [String], containerPath: String, configPath: String, store: AgentStore,
+        log: @escaping @Sendable (String) -> Void
+    ) {
         self.executable = executable
         self.arguments = arguments
         self.containerPath = containerPath
@@ -53,7 +56,7 @@ final class AppLauncher: Sendable {
     /// or not): the app, once running, runs its other due tasks itself.
     func launchDue(scheduler: TaskScheduler) {
         if running.withLock({ !$0.isEmpty }) { return }
-        if AppPresence.isRunning(containerPath: containerPath) { return }   // the running app's scheduler runs them
+        if AppPresence.isRunning(containerPath: containerPath) { return }  // the running app's scheduler runs them
         guard let request = scheduler.dueTaskRequests().first else { return }
         launch(request, scheduler: scheduler)
     }
@@ -68,8 +71,9 @@ final class AppLauncher: Sendable {
         let started = Date()
         let child: ChildProcess
         do {
-            child = try Supervisor.start(executable: executable, arguments: arguments + ["--background-task", id], environment: env,
-                                         captureOutput: false, what: Self.recordName(kind, id), event: nil, store: store)
+            child = try Supervisor.start(
+                executable: executable, arguments: arguments + ["--background-task", id], environment: env,
+                captureOutput: false, what: Self.recordName(kind, id), event: nil, store: store)
         } catch {
             log("task \(id): could not launch the app: \(error)")
             scheduler.recordOutcome(forTaskWithIdentifier: id, kind: kind, started: started, outcome: .failure)
@@ -77,24 +81,30 @@ final class AppLauncher: Sendable {
         }
         running.withLock { $0[id] = Launched(child: child, kind: kind, started: started) }
         log("task \(id): launched the app in the background (pid \(child.pid))")
-        let budget = (kind == .refresh ? scheduler.configuration.refreshBudget : scheduler.configuration.processingBudget)
+        let budget =
+            (kind == .refresh ? scheduler.configuration.refreshBudget : scheduler.configuration.processingBudget)
             + scheduler.configuration.expirationGrace + 5
         let deadline = child.started + .milliseconds(Int64((budget * 1000).rounded(.up)))
-        let log = self.log, store = self.store
+        let log = self.log
+        let store = self.store
         Thread.detachNewThread { [self] in
             let outcome = child.wait(until: deadline)
             Supervisor.finished(child, store: store)
             let stopping = self.running.withLock { $0.removeValue(forKey: id)?.stopping ?? false }
             if stopping {
-                return   // stopAll records how it ended
+                return  // stopAll records how it ended
             } else if outcome.timedOut {
                 scheduler.recordOutcome(forTaskWithIdentifier: id, kind: kind, started: started, outcome: .killed)
                 log("task \(id): the app ran past the task's budget and was killed")
             } else if !scheduler.history(forTaskWithIdentifier: id).contains(where: { $0.ended >= started }) {
                 scheduler.recordOutcome(forTaskWithIdentifier: id, kind: kind, started: started, outcome: .failure)
-                log("task \(id): the app exited (\(outcome.signal.map { "signal \($0)" } ?? "status \(outcome.exitStatus ?? -1)")) without running the task")
+                log(
+                    "task \(id): the app exited (\(outcome.signal.map { "signal \($0)" } ?? "status \(outcome.exitStatus ?? -1)")) without running the task"
+                )
             } else {
-                log("task \(id): the app finished (\(scheduler.history(forTaskWithIdentifier: id).last?.outcome.rawValue ?? "unknown"))")
+                log(
+                    "task \(id): the app finished (\(scheduler.history(forTaskWithIdentifier: id).last?.outcome.rawValue ?? "unknown"))"
+                )
             }
         }
     }
@@ -110,13 +120,14 @@ final class AppLauncher: Sendable {
         for (_, l) in launched { l.child.signalGroup(SIGTERM) }
         // A grace period to record their own outcome, then SIGKILL for those still running.
         let deadline = SuspendingClock.now + .seconds(3)
-        while SuspendingClock.now < deadline && !running.withLock({ $0.isEmpty }) { usleep(20_000) }   // each watcher removes its app when it exits
+        // each watcher removes its app when it exits
+        while SuspendingClock.now < deadline && !running.withLock({ $0.isEmpty }) { usleep(20_000) }
         for (id, l) in launched {
             if running.withLock({ $0[id] != nil }) { l.child.signalGroup(SIGKILL) }
             if !scheduler.history(forTaskWithIdentifier: id).contains(where: { $0.ended >= l.started }) {
                 scheduler.recordOutcome(forTaskWithIdentifier: id, kind: l.kind, started: l.started, outcome: .killed)
             }
         }
-        while !running.withLock({ $0.isEmpty }) { usleep(20_000) }   // reaped, and their records removed
+        while !running.withLock({ $0.isEmpty }) { usleep(20_000) }  // reaped, and their records removed
     }
 }

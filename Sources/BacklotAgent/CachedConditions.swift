@@ -5,7 +5,7 @@ import Synchronization
 /// a reading lasts (``DeviceConditionSource/readingLifetime``: reading Linux's may run `nmcli`).
 final class CachedConditions: DeviceConditionSource {
     let source: any DeviceConditionSource
-    private let cache = Mutex<(at: SuspendingClock.Instant, value: DeviceConditions)?>(nil)   // a duration: monotonic
+    private let cache = Mutex<(at: SuspendingClock.Instant, value: DeviceConditions)?>(nil)  // a duration: monotonic
 
     init(_ source: any DeviceConditionSource) {
         self.source = source

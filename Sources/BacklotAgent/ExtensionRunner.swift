@@ -4,6 +4,7 @@ import BacklotExtension
 import BacklotJSON
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -50,62 +51,84 @@ struct ExtensionRunner: Sendable {
     /// One call, while no other runs.
     private func callAlone(_ call: ExtensionCall, bypassBudget: Bool, event: Int64?) throws -> ExtensionReply {
         if isStopping() {
-            throw BacklotError(.cancelled, "the extension's \(call.name) call was not started: the agent is stopping", context: executable)
+            throw BacklotError(
+                .cancelled, "the extension's \(call.name) call was not started: the agent is stopping",
+                context: executable)
         }
-        let day = Date()   // the calendar day the call is charged to
+        let day = Date()  // the calendar day the call is charged to
         var limit = timeLimit
         if !bypassBudget {
             let left = remainingBudget(now: day)
             guard left >= 1 else {
-                throw BacklotError(.budgetExhausted, "the extension has used its \(CheckedInteger.secondsText(dailyBudget)) s of runtime for today", context: executable,
-                                   hint: "it runs again tomorrow; backlot simulate bypasses the budget")
+                throw BacklotError(
+                    .budgetExhausted,
+                    "the extension has used its \(CheckedInteger.secondsText(dailyBudget)) s of runtime for today",
+                    context: executable,
+                    hint: "it runs again tomorrow; backlot simulate bypasses the budget")
             }
             limit = min(limit, left)
         }
         let dir = ContainerLayout(root: containerPath).extensionCallsFolder + "/" + UUID().uuidString.lowercased()
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { FileSystem.removeTree(dir) }
-        let callPath = dir + "/call.json", replyPath = dir + "/reply.json"
+        let callPath = dir + "/call.json"
+        let replyPath = dir + "/reply.json"
         try Data(call.json.serialized().utf8).write(to: URL(fileURLWithPath: callPath))
 
         var env = ProcessInfo.processInfo.environment
         env["BACKLOT_CONTAINER"] = containerPath
         let child: ChildProcess
         do {
-            child = try Supervisor.start(executable: executable, arguments: ["--backlot-extension-call", callPath, replyPath], environment: env,
-                                         captureOutput: true, what: "extension:\(call.name)", event: event, store: store)
+            child = try Supervisor.start(
+                executable: executable, arguments: ["--backlot-extension-call", callPath, replyPath], environment: env,
+                captureOutput: true, what: "extension:\(call.name)", event: event, store: store)
         } catch {
             throw BacklotError(.extensionFailed, "the extension could not be started: \(error)", context: executable)
         }
-        let outcome = child.wait(until: child.started + .milliseconds(Int64((limit * 1000).rounded(.up))), keepingLast: Self.outputLimit,
-                                 isCancelled: isStopping)
+        let outcome = child.wait(
+            until: child.started + .milliseconds(Int64((limit * 1000).rounded(.up))), keepingLast: Self.outputLimit,
+            isCancelled: isStopping)
         Supervisor.finished(child, store: store)
         let c = outcome.elapsed.components
         let elapsed = max(0, Double(c.seconds) + Double(c.attoseconds) / 1e18)
         try? store.addExtensionRuntime(elapsed, on: day)
         // What it printed (the last 1 MiB), 50 lines at most, into the agent's log.
         if outcome.outputTruncated {
-            log("extension: printed \(outcome.outputBytes) bytes; only the last \(Self.outputLimit >> 20) MiB were kept")
+            log(
+                "extension: printed \(outcome.outputBytes) bytes; only the last \(Self.outputLimit >> 20) MiB were kept"
+            )
         }
         let said = String(decoding: outcome.output, as: UTF8.self)
         for line in said.split(separator: "\n").prefix(50) { log("extension: \(line.prefix(1000))") }
         if outcome.cancelled {
-            throw BacklotError(.cancelled, "the extension's \(call.name) call was ended: the agent is stopping", context: executable)
+            throw BacklotError(
+                .cancelled, "the extension's \(call.name) call was ended: the agent is stopping", context: executable)
         }
         if outcome.timedOut {
-            throw BacklotError(.extensionFailed, "the extension's \(call.name) call ran past its limit of \(CheckedInteger.secondsText(limit)) s and was killed", context: executable,
-                               hint: bypassBudget || limit >= timeLimit ? "return sooner; raise BacklotExtensionTimeLimit if the work needs it" : "today's runtime budget ran out")
+            throw BacklotError(
+                .extensionFailed,
+                "the extension's \(call.name) call ran past its limit of \(CheckedInteger.secondsText(limit)) s and was killed",
+                context: executable,
+                hint: bypassBudget || limit >= timeLimit
+                    ? "return sooner; raise BacklotExtensionTimeLimit if the work needs it"
+                    : "today's runtime budget ran out")
         }
         guard outcome.succeeded else {
-            let how = outcome.signal.map { "was killed by signal \($0)" } ?? "exited with status \(outcome.exitStatus.map(String.init) ?? "unknown")"
+            let how =
+                outcome.signal.map { "was killed by signal \($0)" }
+                ?? "exited with status \(outcome.exitStatus.map(String.init) ?? "unknown")"
             throw BacklotError(.extensionFailed, "the extension's \(call.name) call \(how)", context: executable)
         }
-        guard let bytes = try? FileDescriptor.readWholeFile(replyPath, atMost: 16 << 20, what: "the extension's answer") else {
-            throw BacklotError(.extensionFailed, "the extension's \(call.name) call wrote no answer (or one over 16 MiB)", context: executable,
-                               hint: "an extension's main must be DownloaderExtension.main() (use @main on the struct)")
+        guard let bytes = try? FileDescriptor.readWholeFile(replyPath, atMost: 16 << 20, what: "the extension's answer")
+        else {
+            throw BacklotError(
+                .extensionFailed, "the extension's \(call.name) call wrote no answer (or one over 16 MiB)",
+                context: executable,
+                hint: "an extension's main must be DownloaderExtension.main() (use @main on the struct)")
         }
         do {
-            return try ExtensionReply(json: try JSONReader(source: replyPath).read(bytes).root, source: "the extension's answer")
+            return try ExtensionReply(
+                json: try JSONReader(source: replyPath).read(bytes).root, source: "the extension's answer")
         } catch {
             throw BacklotError(.extensionFailed, "the extension's answer is not valid: \(error)", context: executable)
         }

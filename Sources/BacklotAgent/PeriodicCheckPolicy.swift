@@ -18,10 +18,13 @@ public struct PeriodicCheckPolicy: Sendable, Hashable {
 
     public func interval(launches: [Date], now: Date) -> TimeInterval {
         let week = launches.filter { now.timeIntervalSince($0) <= 7 * 86_400 && $0 <= now }
-        let days = Set(week.map { floor($0.timeIntervalSince1970 / 86_400) })   // day numbers as Doubles: no conversion of a stored date
+        // day numbers as Doubles: no conversion of a stored date
+        let days = Set(week.map { floor($0.timeIntervalSince1970 / 86_400) })
         if days.count >= 5 { return baseInterval }
         if !week.isEmpty { return 2 * baseInterval }
-        if launches.contains(where: { now.timeIntervalSince($0) <= 30 * 86_400 && $0 <= now }) { return 4 * baseInterval }
+        if launches.contains(where: { now.timeIntervalSince($0) <= 30 * 86_400 && $0 <= now }) {
+            return 4 * baseInterval
+        }
         return 8 * baseInterval
     }
 }

@@ -1,6 +1,7 @@
 import BacklotBasics
 import BacklotContainer
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,16 +16,20 @@ enum Supervisor {
     static let tokenVariable = "BACKLOT_AGENT_CHILD"
 
     /// Starts `executable` held, records its process group, then lets it run.
-    static func start(executable: String, arguments: [String], environment: [String: String], captureOutput: Bool,
-                      what: String, event: Int64?, store: AgentStore) throws -> ChildProcess {
+    static func start(
+        executable: String, arguments: [String], environment: [String: String], captureOutput: Bool,
+        what: String, event: Int64?, store: AgentStore
+    ) throws -> ChildProcess {
         let token = UUID().uuidString.lowercased()
         var env = environment
         env[tokenVariable] = token
-        let child = try ChildProcess.start(executable: executable, arguments: arguments, environment: env, captureOutput: captureOutput)
+        let child = try ChildProcess.start(
+            executable: executable, arguments: arguments, environment: env, captureOutput: captureOutput)
         do {
-            try store.recordChild(AgentStore.Child(pgid: child.pid, token: token, what: what, event: event, started: Date()))
+            try store.recordChild(
+                AgentStore.Child(pgid: child.pid, token: token, what: what, event: event, started: Date()))
         } catch {
-            child.signalGroup(SIGKILL)   // never run a child the next agent could not find
+            child.signalGroup(SIGKILL)  // never run a child the next agent could not find
             _ = child.wait(until: nil)
             throw error
         }
@@ -51,7 +56,9 @@ enum Supervisor {
             var members = ChildProcess.members(ofGroup: child.pgid, environment: tokenVariable, value: child.token)
             if !members.isEmpty {
                 ended.append(child)
-                log("agent: ended \(child.what) (process group \(child.pgid), \(members.count) process\(members.count == 1 ? "" : "es")) that the previous agent left running")
+                log(
+                    "agent: ended \(child.what) (process group \(child.pgid), \(members.count) process\(members.count == 1 ? "" : "es")) that the previous agent left running"
+                )
             }
             // SIGKILL each marked process until none is left (a member may fork meanwhile).
             for _ in 0..<50 where !members.isEmpty {

@@ -20,7 +20,8 @@ public struct AppClipExperiences: Sendable {
     public let experiences: [Experience]
 
     public init(_ experiences: [Experience]) throws {
-        for e in experiences where URLComponents(string: e.urlPrefix)?.host == nil || !e.urlPrefix.hasPrefix("https://") {
+        for e in experiences where URLComponents(string: e.urlPrefix)?.host == nil || !e.urlPrefix.hasPrefix("https://")
+        {
             throw BacklotError(.invalidInput, "\"\(e.urlPrefix)\" is not an https URL prefix", context: e.id)
         }
         self.experiences = experiences
@@ -30,12 +31,16 @@ public struct AppClipExperiences: Sendable {
     public init(json bytes: [UInt8], source: String) throws {
         let root = try JSONReader(source: source).read(bytes).root
         guard let list = root["experiences"]?.arrayElements else {
-            throw BacklotError(.invalidInput, "the file needs {\"experiences\": [{\"id\": …, \"url\": …}]}", context: source)
+            throw BacklotError(
+                .invalidInput, "the file needs {\"experiences\": [{\"id\": …, \"url\": …}]}", context: source)
         }
-        try self.init(try list.enumerated().map { i, e in
-            guard let url = e["url"]?.stringValue else { throw BacklotError(.invalidInput, "experiences[\(i)].url is missing", context: source) }
-            return Experience(id: e["id"]?.stringValue ?? url, urlPrefix: url)
-        })
+        try self.init(
+            try list.enumerated().map { i, e in
+                guard let url = e["url"]?.stringValue else {
+                    throw BacklotError(.invalidInput, "experiences[\(i)].url is missing", context: source)
+                }
+                return Experience(id: e["id"]?.stringValue ?? url, urlPrefix: url)
+            })
     }
 
     /// The result of matching: the experience, and any others of the same specificity.
@@ -61,10 +66,13 @@ public struct AppClipExperiences: Sendable {
     /// How specific a matching prefix is (its path length plus its query items), or nil when it does not match.
     static func specificity(of prefix: String, matching target: URLComponents) -> Int? {
         guard let p = URLComponents(string: prefix), p.scheme?.lowercased() == target.scheme?.lowercased(),
-              p.host?.lowercased() == target.host?.lowercased(), (p.port ?? 443) == (target.port ?? 443) else { return nil }
+            p.host?.lowercased() == target.host?.lowercased(), (p.port ?? 443) == (target.port ?? 443)
+        else { return nil }
         let prefixPath = p.path.hasSuffix("/") ? String(p.path.dropLast()) : p.path
         let targetPath = target.path
-        guard prefixPath.isEmpty || targetPath == prefixPath || targetPath.hasPrefix(prefixPath + "/") else { return nil }
+        guard prefixPath.isEmpty || targetPath == prefixPath || targetPath.hasPrefix(prefixPath + "/") else {
+            return nil
+        }
         let items = p.queryItems ?? []
         let have = target.queryItems ?? []
         guard items.allSatisfy({ item in have.contains(item) }) else { return nil }

@@ -32,16 +32,21 @@ public enum AppClipHandoff {
     ///   no `state.sqlite`: nothing is created), or when the app's container has never verified a
     ///   catalog; ``BacklotError/Code/untrusted`` when its stored catalog no longer verifies. A
     ///   pack with a damaged file in the clip's container is left behind, with the reason.
-    public static func handoff(fromClipContainer clipPath: String, toAppContainer appPath: String, keepClipCopy: Bool = false,
-                               now: Date = Date()) throws -> Report {
+    public static func handoff(
+        fromClipContainer clipPath: String, toAppContainer appPath: String, keepClipCopy: Bool = false,
+        now: Date = Date()
+    ) throws -> Report {
         let clip = try ClientContainer(existingAt: clipPath)
         let app = try ClientContainer(existingAt: appPath)
         guard clip.path != app.path else {
             throw BacklotError(.usage, "the clip's and the app's containers are the same folder", context: clip.path)
         }
         guard let catalog = try app.lastVerifiedCatalog(now: now) else {
-            throw BacklotError(.invalidInput, "the app's container has not verified a catalog yet", context: app.path,
-                               hint: "let the app fetch its catalog first (backlot fetch --catalog URL --trust KEY --container \(appPath), or the agent's install event)")
+            throw BacklotError(
+                .invalidInput, "the app's container has not verified a catalog yet", context: app.path,
+                hint:
+                    "let the app fetch its catalog first (backlot fetch --catalog URL --trust KEY --container \(appPath), or the agent's install event)"
+            )
         }
         var report = Report()
         for installed in try clip.installed() {
@@ -51,14 +56,22 @@ public enum AppClipHandoff {
             }
             let release = entry.release(forDevice: app.deviceID)
             guard release.indexSHA256.hex == installed.digest else {
-                report.left.append(Left(id: installed.id, reason: "the app's catalog lists another release (version \(release.version)); the app downloads it"))
+                report.left.append(
+                    Left(
+                        id: installed.id,
+                        reason:
+                            "the app's catalog lists another release (version \(release.version)); the app downloads it"
+                    ))
                 continue
             }
             do {
                 try app.adopt(installed, from: clip, moving: !keepClipCopy)
                 report.moved.append(installed.id)
             } catch let e as BacklotError where e.code == .corruptArchive {
-                report.left.append(Left(id: installed.id, reason: "damaged in the clip's container (\(e.message)); the app downloads it"))
+                report.left.append(
+                    Left(
+                        id: installed.id, reason: "damaged in the clip's container (\(e.message)); the app downloads it"
+                    ))
             }
         }
         return report

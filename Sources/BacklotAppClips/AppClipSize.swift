@@ -100,14 +100,16 @@ public struct AppClipSize: Sendable {
         for f in entries {
             let r = resolve(f.path)
             func refuse(_ why: String) -> BacklotError {
-                BacklotError(.invalidInput, "the entry \"\(f.path)\" \(why), so it is not part of the App Clip", context: source,
-                             hint: "rebuild the archive from the .app directory (for an .ipa, everything under Payload/NAME.app/)")
+                BacklotError(
+                    .invalidInput, "the entry \"\(f.path)\" \(why), so it is not part of the App Clip", context: source,
+                    hint:
+                        "rebuild the archive from the .app directory (for an .ipa, everything under Payload/NAME.app/)")
             }
             if r.escapes { throw refuse("climbs out of the archive's root") }
             if ipa, r.absolute { throw refuse("is an absolute path") }
             if ipa, r.leftApp { throw refuse("climbs out of the Payload/NAME.app folder") }
             let parts = r.components
-            guard let last = parts.last else { continue }   // the root itself
+            guard let last = parts.last else { continue }  // the root itself
             if BytePath.same(parts[0], "__MACOSX") || last.utf8.starts(with: "._".utf8) { continue }
             if ipa, !(parts.count >= 3 && isAppFolder(parts[0], parts[1])) { continue }
             let key = BytePath.Key(parts.joined(separator: "/"))
@@ -119,7 +121,8 @@ public struct AppClipSize: Sendable {
 
     /// Whether `first/second` is an `.ipa`'s `Payload/NAME.app` (byte comparisons).
     static func isAppFolder(_ first: String, _ second: String) -> Bool {
-        BytePath.same(first, "Payload") && second.utf8.count > 4 && second.utf8.reversed().starts(with: ".app".utf8.reversed())
+        BytePath.same(first, "Payload") && second.utf8.count > 4
+            && second.utf8.reversed().starts(with: ".app".utf8.reversed())
     }
 
     /// An archive entry's path resolved as extraction resolves it: split on the byte `/` only,
@@ -139,7 +142,7 @@ public struct AppClipSize: Sendable {
     static func resolve(_ raw: String) -> ResolvedPath {
         var r = ResolvedPath()
         r.absolute = raw.utf8.first == BytePath.separator
-        var app: String? = nil   // the Payload/NAME.app folder the path went into
+        var app: String? = nil  // the Payload/NAME.app folder the path went into
         for c in BytePath.components(raw, omittingEmpty: true) {
             if BytePath.isDot(c) { continue }
             if BytePath.isDotDot(c) {
@@ -147,10 +150,14 @@ public struct AppClipSize: Sendable {
                 continue
             }
             r.components.append(c)
-            if app == nil, r.components.count == 2, isAppFolder(r.components[0], r.components[1]) { app = r.components[1] }
+            if app == nil, r.components.count == 2, isAppFolder(r.components[0], r.components[1]) {
+                app = r.components[1]
+            }
         }
         if let app {
-            r.leftApp = !(r.components.count >= 2 && BytePath.same(r.components[0], "Payload") && BytePath.same(r.components[1], app))
+            r.leftApp =
+                !(r.components.count >= 2 && BytePath.same(r.components[0], "Payload")
+                && BytePath.same(r.components[1], app))
         }
         return r
     }
@@ -165,7 +172,9 @@ public struct AppClipSize: Sendable {
             return
         }
         guard status.kind == .regular else {
-            throw BacklotError(.invalidInput, "this is \(status.kind.phrase), not an App Clip", context: path, hint: Self.acceptedForms)
+            throw BacklotError(
+                .invalidInput, "this is \(status.kind.phrase), not an App Clip", context: path, hint: Self.acceptedForms
+            )
         }
         let lower = path.lowercased()
         if lower.hasSuffix(".zip") || lower.hasSuffix(".ipa") {
@@ -174,11 +183,17 @@ public struct AppClipSize: Sendable {
         } else if lower.hasSuffix(".tar") {
             let files = try Self.asUnpacked(try Self.tarFiles(path), ipa: false, source: path)
             self.init(path: path, form: .tar, files: files)
-        } else if [".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar.zst", ".gz", ".xz", ".zst"].contains(where: { lower.hasSuffix($0) }) {
-            throw BacklotError(.invalidInput, "compressed archives are not read", context: path,
-                               hint: "decompress it first (for example `gunzip -k` or `zstd -d`), or give the .app directory or a .zip")
+        } else if [".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar.zst", ".gz", ".xz", ".zst"].contains(where: {
+            lower.hasSuffix($0)
+        }) {
+            throw BacklotError(
+                .invalidInput, "compressed archives are not read", context: path,
+                hint: "decompress it first (for example `gunzip -k` or `zstd -d`), or give the .app directory or a .zip"
+            )
         } else {
-            throw BacklotError(.invalidInput, "this file is not an archive Backlot can measure", context: path, hint: Self.acceptedForms)
+            throw BacklotError(
+                .invalidInput, "this file is not an archive Backlot can measure", context: path,
+                hint: Self.acceptedForms)
         }
     }
 
@@ -190,7 +205,8 @@ public struct AppClipSize: Sendable {
         return Array(sorted.prefix(max(0, n)))
     }
 
-    static let acceptedForms = "give the App Clip's .app directory, a .zip or .ipa archive, or an uncompressed .tar archive"
+    static let acceptedForms =
+        "give the App Clip's .app directory, a .zip or .ipa archive, or an uncompressed .tar archive"
 }
 
 /// An App Clip's size checked against the limit that applies: the size, the rule and its limit,
@@ -213,7 +229,9 @@ public struct AppClipSizeReport: Sendable {
     /// The largest files, largest first.
     public let largestFiles: [AppClipSize.File]
 
-    public init(size: AppClipSize, minimumOS: Int, invocations: AppClipInvocations, demoLink: Bool, largestCount: Int = 10) {
+    public init(
+        size: AppClipSize, minimumOS: Int, invocations: AppClipInvocations, demoLink: Bool, largestCount: Int = 10
+    ) {
         self.size = size
         self.minimumOS = minimumOS
         self.invocations = invocations
@@ -246,16 +264,20 @@ public struct AppClipSizeReport: Sendable {
         members.append(JSONMember(key: "overflowBytes", value: .number(overflowBytes)))
         members.append(JSONMember(key: "isOver", value: .bool(isOver)))
         members.append(JSONMember(key: "bytesPerMegabyte", value: .number(AppClipSizeRule.bytesPerMegabyte)))
-        members.append(JSONMember(key: "rule", value: .object([
-            "id": .string(rule.id),
-            "name": .string(rule.name),
-            "summary": .string(rule.summary),
-            "limitBytes": .number(rule.limitBytes),
-        ])))
+        members.append(
+            JSONMember(
+                key: "rule",
+                value: .object([
+                    "id": .string(rule.id),
+                    "name": .string(rule.name),
+                    "summary": .string(rule.summary),
+                    "limitBytes": .number(rule.limitBytes),
+                ])))
         members.append(JSONMember(key: "minimumOS", value: .number(minimumOS)))
         members.append(JSONMember(key: "invocations", value: .string(invocations.rawValue)))
         members.append(JSONMember(key: "demoLink", value: .bool(demoLink)))
-        let largest: [JSONNode] = largestFiles.map { f in .object(["path": .string(f.path), "bytes": .number(f.bytes)]) }
+        let largest: [JSONNode] = largestFiles.map { f in .object(["path": .string(f.path), "bytes": .number(f.bytes)])
+        }
         members.append(JSONMember(key: "largestFiles", value: .array(largest)))
         return JSONNode(.object(members))
     }
@@ -273,15 +295,17 @@ extension AppClipSize {
             for nameBytes in try FileSystem.entryNames(directory) {
                 guard let name = String(validating: nameBytes, as: UTF8.self) else {
                     let escaped = nameBytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : "\\x" + hexByte($0) }.joined()
-                    throw BacklotError(.invalidInput, "the name \"\(escaped)\" is not valid UTF-8, which an App Clip bundle can't hold",
-                                       context: directory, hint: "rename the file with a UTF-8 name")
+                    throw BacklotError(
+                        .invalidInput,
+                        "the name \"\(escaped)\" is not valid UTF-8, which an App Clip bundle can't hold",
+                        context: directory, hint: "rename the file with a UTF-8 name")
                 }
                 let child = relative.isEmpty ? name : relative + "/" + name
-                guard let status = try FileSystem.linkStatus(root + "/" + child) else { continue }   // removed meanwhile
+                guard let status = try FileSystem.linkStatus(root + "/" + child) else { continue }  // removed meanwhile
                 switch status.kind {
                 case .directory: pending.append(child)
                 case .regular: files.append(File(path: child, bytes: status.size))
-                default: continue   // symbolic links (not followed: 0 bytes), sockets, FIFOs, devices
+                default: continue  // symbolic links (not followed: 0 bytes), sockets, FIFOs, devices
                 }
             }
         }
@@ -298,8 +322,9 @@ extension AppClipSize {
         defer { fd.close() }
         let fileSize = try fd.size()
         func bad(_ message: String, at offset: UInt64) -> BacklotError {
-            BacklotError(.invalidInput, message, context: "\(path) at offset \(offset)",
-                         hint: "this is not a complete ZIP archive: export or download it again")
+            BacklotError(
+                .invalidInput, message, context: "\(path) at offset \(offset)",
+                hint: "this is not a complete ZIP archive: export or download it again")
         }
 
         // The end of central directory record: 22 bytes and a comment of up to 65,535, so in the last 65,557 bytes.
@@ -308,7 +333,9 @@ extension AppClipSize {
         }
         let tailLength = min(fileSize, 65_557)
         let tailStart = fileSize - tailLength
-        let tail = try fd.read(count: try CheckedInteger.convert(tailLength, to: Int.self, "the ZIP tail's length", context: path), at: tailStart)
+        let tail = try fd.read(
+            count: try CheckedInteger.convert(tailLength, to: Int.self, "the ZIP tail's length", context: path),
+            at: tailStart)
         // Scanning back from the end, the record is one whose comment length is exactly the bytes
         // after it: a comment may itself hold the signature PK\5\6 (even a whole fake record),
         // which is then no record. Candidates are tried in that order, and the first whose central
@@ -327,13 +354,16 @@ extension AppClipSize {
         }
         let candidates = exact + fitting
         guard !candidates.isEmpty else {
-            throw bad("no end of central directory record (PK\\5\\6) in the last \(tailLength) bytes: not a ZIP archive, or a truncated one", at: tailStart)
+            throw bad(
+                "no end of central directory record (PK\\5\\6) in the last \(tailLength) bytes: not a ZIP archive, or a truncated one",
+                at: tailStart)
         }
         var loose: [File]? = nil
         var firstError: Error? = nil
         for e in candidates {
             do {
-                let (files, tight) = try zipDirectory(fd, path: path, tail: tail, tailStart: tailStart, endAt: e, fail: bad)
+                let (files, tight) = try zipDirectory(
+                    fd, path: path, tail: tail, tailStart: tailStart, endAt: e, fail: bad)
                 if tight { return files }
                 if loose == nil { loose = files }
             } catch {
@@ -346,8 +376,10 @@ extension AppClipSize {
 
     /// The central directory that the end record at `e` (an offset in `tail`) describes, and
     /// whether it ends exactly where the end record (or the ZIP64 end record) begins.
-    private static func zipDirectory(_ fd: FileDescriptor, path: String, tail: [UInt8], tailStart: UInt64, endAt e: Int,
-                                     fail: (String, UInt64) -> BacklotError) throws -> ([File], Bool) {
+    private static func zipDirectory(
+        _ fd: FileDescriptor, path: String, tail: [UInt8], tailStart: UInt64, endAt e: Int,
+        fail: (String, UInt64) -> BacklotError
+    ) throws -> ([File], Bool) {
         func bad(_ message: String, at offset: UInt64) -> BacklotError { fail(message, offset) }
         let endOffset = tailStart + UInt64(e)
         var disk = UInt64(readLE16(tail, e + 4))
@@ -356,7 +388,7 @@ extension AppClipSize {
         var entryCount = UInt64(readLE16(tail, e + 10))
         var directorySize = UInt64(readLE32(tail, e + 12))
         var directoryOffset = UInt64(readLE32(tail, e + 16))
-        var directoryLimit = endOffset   // the central directory ends at or before this offset
+        var directoryLimit = endOffset  // the central directory ends at or before this offset
 
         // ZIP64: a 20-byte locator right before the end record points at the ZIP64 end record.
         var locator: [UInt8] = []
@@ -367,11 +399,15 @@ extension AppClipSize {
             let locatorOffset = endOffset - 20
             let recordOffset = readLE64(locator, 8)
             guard recordOffset <= locatorOffset, locatorOffset - recordOffset >= 56 else {
-                throw bad("the ZIP64 locator points at offset \(recordOffset), where no 56-byte ZIP64 end record fits before it", at: locatorOffset)
+                throw bad(
+                    "the ZIP64 locator points at offset \(recordOffset), where no 56-byte ZIP64 end record fits before it",
+                    at: locatorOffset)
             }
             let record = try fd.read(count: 56, at: recordOffset)
             guard readLE32(record, 0) == 0x0606_4B50 else {
-                throw bad("no ZIP64 end of central directory record (PK\\6\\6) where the ZIP64 locator points", at: recordOffset)
+                throw bad(
+                    "no ZIP64 end of central directory record (PK\\6\\6) where the ZIP64 locator points",
+                    at: recordOffset)
             }
             disk = UInt64(readLE32(record, 16))
             directoryDisk = UInt64(readLE32(record, 20))
@@ -387,14 +423,18 @@ extension AppClipSize {
             throw bad("this is one part of a split (multi-disk) ZIP archive", at: endOffset)
         }
         guard directoryOffset <= directoryLimit, directorySize <= directoryLimit - directoryOffset else {
-            throw bad("the central directory (\(directorySize) bytes at offset \(directoryOffset)) runs past the end record at offset \(directoryLimit)", at: endOffset)
+            throw bad(
+                "the central directory (\(directorySize) bytes at offset \(directoryOffset)) runs past the end record at offset \(directoryLimit)",
+                at: endOffset)
         }
         guard entryCount <= directorySize / 46 else {
             throw bad("\(entryCount) entries can't fit in a central directory of \(directorySize) bytes", at: endOffset)
         }
 
-        let directory = try fd.read(count: try CheckedInteger.convert(directorySize, to: Int.self, "the central directory's size", context: "\(path) at offset \(endOffset)"),
-                                    at: directoryOffset)
+        let directory = try fd.read(
+            count: try CheckedInteger.convert(
+                directorySize, to: Int.self, "the central directory's size", context: "\(path) at offset \(endOffset)"),
+            at: directoryOffset)
         var files: [File] = []
         var total: UInt64 = 0
         var p = 0
@@ -420,27 +460,34 @@ extension AppClipSize {
             let extraStart = nameStart + nameLength
             let end = extraStart + extraLength + commentLength
             guard end <= directory.count else {
-                throw bad("central directory entry \(n) (\(46 + nameLength + extraLength + commentLength) bytes) runs past the end of the central directory", at: at)
+                throw bad(
+                    "central directory entry \(n) (\(46 + nameLength + extraLength + commentLength) bytes) runs past the end of the central directory",
+                    at: at)
             }
             let nameBytes = Array(directory[nameStart..<extraStart])
             let name = String(decoding: nameBytes, as: UTF8.self)
             var uncompressed = UInt64(uncompressed32)
             if uncompressed32 == 0xFFFF_FFFF {
                 guard let size = zip64UncompressedSize(Array(directory[extraStart..<(extraStart + extraLength)])) else {
-                    throw bad("entry \(n) (\(name)) defers its size to a ZIP64 extra field (0x0001), but has none that holds it", at: at)
+                    throw bad(
+                        "entry \(n) (\(name)) defers its size to a ZIP64 extra field (0x0001), but has none that holds it",
+                        at: at)
                 }
                 uncompressed = size
             }
             p = end
-            if nameBytes.last == UInt8(ascii: "/") { continue }   // a directory
-            if madeBy >> 8 == 3, (externalAttributes >> 16) & 0o170000 == 0o120000 { continue }   // a Unix symbolic link: 0 bytes
+            if nameBytes.last == UInt8(ascii: "/") { continue }  // a directory
+            // a Unix symbolic link: 0 bytes
+            if madeBy >> 8 == 3, (externalAttributes >> 16) & 0o170000 == 0o120000 { continue }
             let (sum, overflow) = total.addingReportingOverflow(uncompressed)
             guard !overflow else { throw bad("the entries' sizes add up to more than 2^64 bytes", at: at) }
             total = sum
             files.append(File(path: name, bytes: uncompressed))
         }
         guard n == entryCount || (n > entryCount && n % 65_536 == entryCount) else {
-            throw bad("the end record counts \(entryCount) entries, but the central directory holds \(n)", at: directoryOffset)
+            throw bad(
+                "the end record counts \(entryCount) entries, but the central directory holds \(n)", at: directoryOffset
+            )
         }
         return (files, directoryOffset + directorySize == directoryLimit)
     }
@@ -469,8 +516,9 @@ extension AppClipSize {
         defer { fd.close() }
         let fileSize = try fd.size()
         func bad(_ message: String, at offset: UInt64) -> BacklotError {
-            BacklotError(.invalidInput, message, context: "\(path) at offset \(offset)",
-                         hint: "this is not a complete, uncompressed tar archive: create or download it again")
+            BacklotError(
+                .invalidInput, message, context: "\(path) at offset \(offset)",
+                hint: "this is not a complete, uncompressed tar archive: create or download it again")
         }
         guard fileSize >= 512 else {
             throw bad("the file is \(fileSize) bytes, shorter than one tar header (512 bytes)", at: 0)
@@ -478,22 +526,25 @@ extension AppClipSize {
         var files: [File] = []
         var total: UInt64 = 0
         var offset: UInt64 = 0
-        var longName: String? = nil      // from a GNU 'L' entry, for the next entry
-        var paxPath: String? = nil       // from a pax 'x' entry, for the next entry
+        var longName: String? = nil  // from a GNU 'L' entry, for the next entry
+        var paxPath: String? = nil  // from a pax 'x' entry, for the next entry
         var paxSize: UInt64? = nil
-        var longLink: String? = nil      // from a GNU 'K' entry, for the next entry
+        var longLink: String? = nil  // from a GNU 'K' entry, for the next entry
         var paxLink: String? = nil
-        var paxRealSize: UInt64? = nil   // a pax GNU.sparse.realsize (1.0) or GNU.sparse.size (0.x): a sparse file's expanded size
-        var paxSparseName: String? = nil // GNU.sparse.name (1.0: the header's name is a GNUSparseFile.N/ placeholder)
-        var sizes: [BytePath.Key: UInt64] = [:]   // what each regular file holds, for hard links to it
+        // a pax GNU.sparse.realsize (1.0) or GNU.sparse.size (0.x): a sparse file's expanded size
+        var paxRealSize: UInt64? = nil
+        var paxSparseName: String? = nil  // GNU.sparse.name (1.0: the header's name is a GNUSparseFile.N/ placeholder)
+        var sizes: [BytePath.Key: UInt64] = [:]  // what each regular file holds, for hard links to it
         while fileSize - offset >= 512 {
             let header = try fd.read(count: 512, at: offset)
-            if header.allSatisfy({ $0 == 0 }) { return files }   // the end-of-archive blocks
+            if header.allSatisfy({ $0 == 0 }) { return files }  // the end-of-archive blocks
             guard tarChecksumMatches(header) else {
                 throw bad("the tar header's checksum does not match: not a tar archive, or a damaged one", at: offset)
             }
             let type = header[156]
-            let isMetadata = type == UInt8(ascii: "L") || type == UInt8(ascii: "K") || type == UInt8(ascii: "x") || type == UInt8(ascii: "g")
+            let isMetadata =
+                type == UInt8(ascii: "L") || type == UInt8(ascii: "K") || type == UInt8(ascii: "x")
+                || type == UInt8(ascii: "g")
             guard let declared = tarSize(header[124..<136]) else {
                 throw bad("the tar header's size field is not an octal or base-256 number", at: offset)
             }
@@ -516,22 +567,35 @@ extension AppClipSize {
             var next = dataOffset
             if hasData {
                 guard size <= fileSize - dataOffset else {
-                    throw bad("the entry declares \(size) bytes, but the file ends \(fileSize - dataOffset) bytes after its header", at: offset)
+                    throw bad(
+                        "the entry declares \(size) bytes, but the file ends \(fileSize - dataOffset) bytes after its header",
+                        at: offset)
                 }
-                let padded = try CheckedInteger.add(size, 511, "the entry's padded size", context: "\(path) at offset \(offset)") / 512 * 512
+                let padded =
+                    try CheckedInteger.add(size, 511, "the entry's padded size", context: "\(path) at offset \(offset)")
+                    / 512 * 512
                 guard padded <= fileSize - dataOffset else {
-                    throw bad("the entry's data ends inside its last 512-byte block: the archive is truncated", at: offset)
+                    throw bad(
+                        "the entry's data ends inside its last 512-byte block: the archive is truncated", at: offset)
                 }
                 next = dataOffset + padded
             }
             switch type {
             case UInt8(ascii: "L"):
-                guard size <= 65_536 else { throw bad("a GNU long name of \(size) bytes is longer than any path", at: offset) }
-                let bytes = try fd.read(count: try CheckedInteger.convert(size, to: Int.self, "a GNU long name's size", context: path), at: dataOffset)
+                guard size <= 65_536 else {
+                    throw bad("a GNU long name of \(size) bytes is longer than any path", at: offset)
+                }
+                let bytes = try fd.read(
+                    count: try CheckedInteger.convert(size, to: Int.self, "a GNU long name's size", context: path),
+                    at: dataOffset)
                 longName = cString(bytes[...])
             case UInt8(ascii: "x"):
-                guard size <= 1 << 20 else { throw bad("a pax header of \(size) bytes is larger than 1 MiB", at: offset) }
-                let paxData = try fd.read(count: try CheckedInteger.convert(size, to: Int.self, "a pax header's size", context: path), at: dataOffset)
+                guard size <= 1 << 20 else {
+                    throw bad("a pax header of \(size) bytes is larger than 1 MiB", at: offset)
+                }
+                let paxData = try fd.read(
+                    count: try CheckedInteger.convert(size, to: Int.self, "a pax header's size", context: path),
+                    at: dataOffset)
                 guard let records = paxRecords(paxData) else {
                     throw bad("the pax header's records are not \"LENGTH key=value\\n\"", at: dataOffset)
                 }
@@ -540,7 +604,9 @@ extension AppClipSize {
                 for key in ["GNU.sparse.realsize", "GNU.sparse.size"] {
                     guard let s = records[key] else { continue }
                     guard let value = CheckedInteger.parse(s, as: UInt64.self) else {
-                        throw bad("the pax \(key) \"\(s.prefix(64))\" is not a whole number of bytes from 0 to \(UInt64.max)", at: dataOffset)
+                        throw bad(
+                            "the pax \(key) \"\(s.prefix(64))\" is not a whole number of bytes from 0 to \(UInt64.max)",
+                            at: dataOffset)
                     }
                     paxRealSize = value
                     break
@@ -549,15 +615,22 @@ extension AppClipSize {
                 if let s = records["size"] {
                     // Decimal digits only, within UInt64: "-1", "1e3", "+5", "2^64" and "10^30" are refused, never trapped on.
                     guard let value = CheckedInteger.parse(s, as: UInt64.self) else {
-                        throw bad("the pax size \"\(s.prefix(64))\" is not a whole number of bytes from 0 to \(UInt64.max)", at: dataOffset)
+                        throw bad(
+                            "the pax size \"\(s.prefix(64))\" is not a whole number of bytes from 0 to \(UInt64.max)",
+                            at: dataOffset)
                     }
                     paxSize = value
                 }
             case UInt8(ascii: "K"):
-                guard size <= 65_536 else { throw bad("a GNU long link name of \(size) bytes is longer than any path", at: offset) }
-                longLink = cString(try fd.read(count: try CheckedInteger.convert(size, to: Int.self, "a GNU long link's size", context: path), at: dataOffset)[...])
+                guard size <= 65_536 else {
+                    throw bad("a GNU long link name of \(size) bytes is longer than any path", at: offset)
+                }
+                longLink = cString(
+                    try fd.read(
+                        count: try CheckedInteger.convert(size, to: Int.self, "a GNU long link's size", context: path),
+                        at: dataOffset)[...])
             case UInt8(ascii: "g"):
-                break   // pax global records: nothing that changes sizes
+                break  // pax global records: nothing that changes sizes
             default:
                 let name = paxSparseName ?? paxPath ?? longName ?? ustarName(header)
                 let linkTarget = BytePath.Key(resolve(paxLink ?? longLink ?? cString(header[157..<257])).path)
@@ -579,7 +652,9 @@ extension AppClipSize {
                     var fileBytes = size
                     if isSparse {
                         guard let real = tarSize(header[483..<495]) else {
-                            throw bad("the GNU sparse entry's real size (byte 483) is not an octal or base-256 number", at: offset)
+                            throw bad(
+                                "the GNU sparse entry's real size (byte 483) is not an octal or base-256 number",
+                                at: offset)
                         }
                         fileBytes = real
                     } else if let realSize {
@@ -614,7 +689,8 @@ extension AppClipSize {
             unsigned += Int64(v)
             signed += Int64(Int8(bitPattern: v))
         }
-        guard let stored = Int64(exactly: stored) else { return false }   // 8 octal digits always fit; a wider value matches nothing
+        // 8 octal digits always fit; a wider value matches nothing
+        guard let stored = Int64(exactly: stored) else { return false }
         return stored == unsigned || stored == signed
     }
 
@@ -622,7 +698,7 @@ extension AppClipSize {
     static func tarSize(_ field: ArraySlice<UInt8>) -> UInt64? {
         guard let first = field.first else { return nil }
         if first & 0x80 == 0 { return octalNumber(field) }
-        guard first & 0x40 == 0 else { return nil }   // negative
+        guard first & 0x40 == 0 else { return nil }  // negative
         var value: UInt64 = UInt64(first & 0x7F)
         for b in field.dropFirst() {
             guard value >> 56 == 0 else { return nil }
@@ -636,7 +712,7 @@ extension AppClipSize {
         var value: UInt64 = 0
         var seenDigit = false
         for b in field {
-            if b >= 0x30 && b <= 0x37 {   // '0'...'7'
+            if b >= 0x30 && b <= 0x37 {  // '0'...'7'
                 guard value >> 61 == 0 else { return nil }
                 value = value << 3 | UInt64(b - 0x30)
                 seenDigit = true
@@ -670,11 +746,13 @@ extension AppClipSize {
                 j += 1
             }
             // The record is "digits space key=value newline", LENGTH bytes in all.
-            guard j > i, j < data.count, data[j] == 0x20, i + length <= data.count, i + length - 1 > j, data[i + length - 1] == 0x0A else {
+            guard j > i, j < data.count, data[j] == 0x20, i + length <= data.count, i + length - 1 > j,
+                data[i + length - 1] == 0x0A
+            else {
                 return nil
             }
             let record = data[(j + 1)..<(i + length - 1)]
-            guard let eq = record.firstIndex(of: 0x3D) else { return nil }   // '='
+            guard let eq = record.firstIndex(of: 0x3D) else { return nil }  // '='
             let key = String(decoding: record[record.startIndex..<eq], as: UTF8.self)
             records[key] = String(decoding: record[(eq + 1)..<record.endIndex], as: UTF8.self)
             i += length

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,8 +32,9 @@ public final class AtomicFile {
         self.path = path
         self.overwrite = overwrite
         if !overwrite, FileSystem.exists(path) {
-            throw BacklotError(.alreadyExists, "the output file already exists", context: path,
-                               hint: "choose another path, or pass --force to replace it")
+            throw BacklotError(
+                .alreadyExists, "the output file already exists", context: path,
+                hint: "choose another path, or pass --force to replace it")
         }
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
@@ -57,8 +59,9 @@ public final class AtomicFile {
                     let err = errno
                     unlink(temporaryPath)
                     if err == EEXIST {
-                        throw BacklotError(.alreadyExists, "the output file already exists", context: path,
-                                           hint: "choose another path, or pass --force to replace it")
+                        throw BacklotError(
+                            .alreadyExists, "the output file already exists", context: path,
+                            hint: "choose another path, or pass --force to replace it")
                     }
                     throw SystemCall.error("link", path: path, errno: err)
                 }

@@ -9,15 +9,19 @@ extension CheckedInteger {
     /// let seconds = try CheckedInteger.convert(1e400, to: Int.self, "BacklotPollInterval", in: 1...86_400)   // throws, names the key
     /// ```
     /// - Throws: ``BacklotError/Code/invalidInput`` (or `code`) naming `what`, the value and the range.
-    public static func convert<T: FixedWidthInteger>(_ value: Double, to type: T.Type = T.self, _ what: @autoclosure () -> String,
-                                                     in range: ClosedRange<T>? = nil, context: String? = nil,
-                                                     code: BacklotError.Code = .invalidInput) throws -> T {
+    public static func convert<T: FixedWidthInteger>(
+        _ value: Double, to type: T.Type = T.self, _ what: @autoclosure () -> String,
+        in range: ClosedRange<T>? = nil, context: String? = nil,
+        code: BacklotError.Code = .invalidInput
+    ) throws -> T {
         let bounds = range ?? T.min...T.max
-        let shown = value.isFinite ? "\(value)" : (value.isNaN ? "not a number" : (value < 0 ? "-infinity" : "infinity"))
+        let shown =
+            value.isFinite ? "\(value)" : (value.isNaN ? "not a number" : (value < 0 ? "-infinity" : "infinity"))
         // Compared as Doubles first: `T(exactly:)` of a huge or infinite value is nil, never a trap.
         guard value.isFinite, let whole = T(exactly: value.rounded(.towardZero)), bounds.contains(whole) else {
-            throw BacklotError(code, "\(what()) is \(shown), outside \(bounds.lowerBound)…\(bounds.upperBound)", context: context,
-                               hint: "give a number in \(bounds.lowerBound)…\(bounds.upperBound)")
+            throw BacklotError(
+                code, "\(what()) is \(shown), outside \(bounds.lowerBound)…\(bounds.upperBound)", context: context,
+                hint: "give a number in \(bounds.lowerBound)…\(bounds.upperBound)")
         }
         return whole
     }
@@ -33,6 +37,7 @@ extension CheckedInteger {
     /// A number of seconds for a message ("600 s"), whole, without converting to an integer type
     /// (a stored or configured Double may be huge or infinite).
     public static func secondsText(_ seconds: Double) -> String {
-        seconds.isFinite ? String(format: "%.0f", seconds) : (seconds.isNaN ? "an unknown number of" : "infinitely many")
+        seconds.isFinite
+            ? String(format: "%.0f", seconds) : (seconds.isNaN ? "an unknown number of" : "infinitely many")
     }
 }

@@ -1,4 +1,5 @@
 import CLinuxSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -71,7 +72,8 @@ public final class ChildProcess: @unchecked Sendable {
         for fd in [goFD, execErrorFD, outputFD, pidFD] where fd >= 0 { close(fd) }
         if !reaped {
             Self.signalGroup(pid, SIGKILL)
-            var status: Int32 = 0, sig: Int32 = 0
+            var status: Int32 = 0
+            var sig: Int32 = 0
             _ = clinux_reap(pid, &status, &sig)
         }
     }
@@ -81,7 +83,9 @@ public final class ChildProcess: @unchecked Sendable {
     ///   - captureOutput: standard output and error go to a pipe that ``wait(until:keepingLast:isCancelled:)``
     ///     reads; otherwise they are the caller's.
     /// - Throws: ``BacklotError/Code/io`` when the process cannot be created.
-    public static func start(executable: String, arguments: [String], environment: [String: String], captureOutput: Bool) throws -> ChildProcess {
+    public static func start(
+        executable: String, arguments: [String], environment: [String: String], captureOutput: Bool
+    ) throws -> ChildProcess {
         let devNull = open("/dev/null", O_RDONLY | O_CLOEXEC)
         guard devNull >= 0 else { throw SystemCall.error("open", path: "/dev/null") }
         defer { close(devNull) }
@@ -93,8 +97,10 @@ public final class ChildProcess: @unchecked Sendable {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for p in argv + envp { free(p) } }
-        var go: Int32 = -1, execError: Int32 = -1
-        let out = captureOutput ? pipeFDs[1] : STDOUT_FILENO, err = captureOutput ? pipeFDs[1] : STDERR_FILENO
+        var go: Int32 = -1
+        var execError: Int32 = -1
+        let out = captureOutput ? pipeFDs[1] : STDOUT_FILENO
+        let err = captureOutput ? pipeFDs[1] : STDERR_FILENO
         let pid = clinux_spawn_held(executable, argv, envp, devNull, out, err, &go, &execError)
         guard pid > 0 else {
             let e = errno
@@ -110,7 +116,7 @@ public final class ChildProcess: @unchecked Sendable {
     public func release() throws {
         guard goFD >= 0 else { return }
         var one: UInt8 = 1
-        _ = SystemCall.writeWithoutBrokenPipeSignal(goFD, &one, 1)   // a child killed before it read the byte
+        _ = SystemCall.writeWithoutBrokenPipeSignal(goFD, &one, 1)  // a child killed before it read the byte
         close(goFD)
         goFD = -1
         started = .now
@@ -120,7 +126,8 @@ public final class ChildProcess: @unchecked Sendable {
         close(execErrorFD)
         execErrorFD = -1
         if n == MemoryLayout<Int32>.size {
-            var status: Int32 = 0, sig: Int32 = 0
+            var status: Int32 = 0
+            var sig: Int32 = 0
             _ = clinux_reap(pid, &status, &sig)
             reaped = true
             throw SystemCall.error("execve", path: executable, errno: e)
@@ -135,36 +142,49 @@ public final class ChildProcess: @unchecked Sendable {
     /// Sends `signal` to the process group `group` (one recorded earlier); false when none is left.
     @discardableResult
     public static func signalGroup(_ group: Int32, _ signal: Int32) -> Bool {
-        guard group > 1 else { return false }   // never 0 (our own group) or -1 (every process)
+        guard group > 1 else { return false }  // never 0 (our own group) or -1 (every process)
         return kill(-group, signal) == 0
     }
 
     /// Waits until the direct child exits, `deadline` passes or `isCancelled` turns true (checked
     /// at least every 100 ms), then kills the child's process group (descendants end with it) and
     /// reaps the child. Output is read meanwhile, and only its last `limit` bytes are kept.
-    public func wait(until deadline: SuspendingClock.Instant?, keepingLast limit: Int = 1 << 20,
-                     isCancelled: () -> Bool = { false }) -> Outcome {
+    public func wait(
+        until deadline: SuspendingClock.Instant?, keepingLast limit: Int = 1 << 20,
+        isCancelled: () -> Bool = { false }
+    ) -> Outcome {
         var outcome = Outcome()
         var kept = OutputTail(limit: max(0, limit))
         var exited = false
         while true {
-            if clinux_has_exited(pid) != 0 { exited = true; break }
+            if clinux_has_exited(pid) != 0 {
+                exited = true
+                break
+            }
             let now = SuspendingClock.now
-            if let deadline, now >= deadline { outcome.timedOut = true; break }
-            if isCancelled() { outcome.cancelled = true; break }
+            if let deadline, now >= deadline {
+                outcome.timedOut = true
+                break
+            }
+            if isCancelled() {
+                outcome.cancelled = true
+                break
+            }
             var timeout = Duration.milliseconds(pidFD >= 0 ? 100 : 20)
             if let deadline { timeout = min(timeout, deadline - now) }
             var fds: [pollfd] = []
             if pidFD >= 0 { fds.append(pollfd(fd: pidFD, events: Int16(POLLIN), revents: 0)) }
             if outputFD >= 0 { fds.append(pollfd(fd: outputFD, events: Int16(POLLIN), revents: 0)) }
-            let ms = Int32(max(1, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000))
+            let ms = Int32(
+                max(1, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000))
             _ = poll(&fds, nfds_t(fds.count), ms)
             if outputFD >= 0, fds.last.map({ $0.revents != 0 }) == true { drainOutput(into: &kept, atMost: 1 << 20) }
         }
         Self.signalGroup(pid, SIGKILL)
         // What the child wrote before it exited; a descendant still writing is dead by now.
         if exited { drainOutput(into: &kept, atMost: 8 << 20) }
-        var status: Int32 = -1, sig: Int32 = 0
+        var status: Int32 = -1
+        var sig: Int32 = 0
         if clinux_reap(pid, &status, &sig) == 0 {
             outcome.exitStatus = status >= 0 ? status : nil
             outcome.signal = sig != 0 ? sig : nil
@@ -173,7 +193,10 @@ public final class ChildProcess: @unchecked Sendable {
         outcome.elapsed = SuspendingClock.now - started
         outcome.output = kept.bytes
         outcome.outputBytes = kept.total
-        if outputFD >= 0 { close(outputFD); outputFD = -1 }
+        if outputFD >= 0 {
+            close(outputFD)
+            outputFD = -1
+        }
         return outcome
     }
 
@@ -190,7 +213,10 @@ public final class ChildProcess: @unchecked Sendable {
             } else if n < 0 && errno == EINTR {
                 continue
             } else {
-                if n == 0 { close(outputFD); outputFD = -1 }   // end of file: every writer is gone
+                if n == 0 {
+                    close(outputFD)
+                    outputFD = -1
+                }  // end of file: every writer is gone
                 return
             }
         }
@@ -224,7 +250,9 @@ extension ChildProcess {
         let wanted = Array("\(name)=\(value)".utf8)
         var found: [Int32] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             guard let pid = Int32(name) else { continue }
             let stat = readProcFile("/proc/\(pid)/stat", atMost: 4096)
             // "pid (comm) state ppid pgrp …": comm may hold spaces and parentheses, so from the last ')'.

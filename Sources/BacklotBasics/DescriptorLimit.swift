@@ -21,7 +21,9 @@ public struct DescriptorLimit: Sendable, Equatable {
     /// - Throws: ``BacklotError/Code/io`` if `getrlimit` fails.
     public static func current() throws -> DescriptorLimit {
         var limit = rlimit()
-        guard getrlimit(resourceNumber, &limit) == 0 else { throw SystemCall.error("getrlimit(RLIMIT_NOFILE)", path: "this process") }
+        guard getrlimit(resourceNumber, &limit) == 0 else {
+            throw SystemCall.error("getrlimit(RLIMIT_NOFILE)", path: "this process")
+        }
         return DescriptorLimit(soft: UInt64(limit.rlim_cur), hard: UInt64(limit.rlim_max))
     }
 
@@ -32,10 +34,12 @@ public struct DescriptorLimit: Sendable, Equatable {
     @discardableResult
     public static func raiseToHardLimit() throws -> DescriptorLimit {
         var limit = rlimit()
-        guard getrlimit(resourceNumber, &limit) == 0 else { throw SystemCall.error("getrlimit(RLIMIT_NOFILE)", path: "this process") }
+        guard getrlimit(resourceNumber, &limit) == 0 else {
+            throw SystemCall.error("getrlimit(RLIMIT_NOFILE)", path: "this process")
+        }
         if limit.rlim_cur < limit.rlim_max {
             var raised = limit
-            raised.rlim_cur = limit.rlim_max == rlim_t.max ? 1 << 20 : limit.rlim_max   // RLIM_INFINITY
+            raised.rlim_cur = limit.rlim_max == rlim_t.max ? 1 << 20 : limit.rlim_max  // RLIM_INFINITY
             guard setrlimit(resourceNumber, &raised) == 0 else {
                 throw SystemCall.error("setrlimit(RLIMIT_NOFILE, \(raised.rlim_cur))", path: "this process")
             }

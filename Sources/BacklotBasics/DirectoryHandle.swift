@@ -1,4 +1,5 @@
 import CLinuxSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -47,18 +48,23 @@ public final class DirectoryHandle: Sendable {
         let full = path + "/" + relative
         var fd: Int32
         repeat { fd = clinux_open_beneath(descriptor, relative) } while fd < 0 && errno == EINTR
-        if fd < 0 && (errno == ENOSYS || errno == EPERM) {   // no openat2 (old kernel, or a seccomp filter that refuses it)
+        // no openat2 (old kernel, or a seccomp filter that refuses it)
+        if fd < 0 && (errno == ENOSYS || errno == EPERM) {
             guard let real = FileSystem.realPath(full), BytePath.isInside(real, path), !BytePath.same(real, path) else {
-                throw BacklotError(.invalidSource, "the path leads outside \(path)", context: full,
-                                   hint: "something changed the tree while it was read; try again once nothing writes to it")
+                throw BacklotError(
+                    .invalidSource, "the path leads outside \(path)", context: full,
+                    hint: "something changed the tree while it was read; try again once nothing writes to it")
             }
             repeat { fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) } while fd < 0 && errno == EINTR
         }
         guard fd >= 0 else {
             let err = errno
             if err == ELOOP || err == EXDEV {
-                throw BacklotError(.invalidSource, "the path passes through a symbolic link or leaves \(path)", context: full,
-                                   hint: "something replaced a file or folder with a link while it was read; try again once nothing writes to the tree")
+                throw BacklotError(
+                    .invalidSource, "the path passes through a symbolic link or leaves \(path)", context: full,
+                    hint:
+                        "something replaced a file or folder with a link while it was read; try again once nothing writes to the tree"
+                )
             }
             throw SystemCall.error("open", path: full, errno: err)
         }
@@ -70,8 +76,9 @@ public final class DirectoryHandle: Sendable {
         }
         guard st.st_mode & S_IFMT == S_IFREG else {
             close(fd)
-            throw BacklotError(.invalidSource, "is no longer a regular file", context: full,
-                               hint: "something replaced it while it was read; try again once nothing writes to the tree")
+            throw BacklotError(
+                .invalidSource, "is no longer a regular file", context: full,
+                hint: "something replaced it while it was read; try again once nothing writes to the tree")
         }
         return (FileDescriptor(rawValue: fd, path: full), st)
     }

@@ -28,7 +28,9 @@ public struct FileDescriptor: Sendable {
     ///   - what: what the file is, for the error ("the manifest").
     ///   - code: the error code for a file over the limit.
     /// - Throws: `code` when the file is larger than `limit`; ``BacklotError/Code/io``.
-    public static func readWholeFile(_ path: String, atMost limit: UInt64, what: String, code: BacklotError.Code = .invalidInput) throws -> [UInt8] {
+    public static func readWholeFile(
+        _ path: String, atMost limit: UInt64, what: String, code: BacklotError.Code = .invalidInput
+    ) throws -> [UInt8] {
         let fd = try openForReading(path)
         defer { fd.close() }
         let size = try fd.size()
@@ -49,8 +51,10 @@ public struct FileDescriptor: Sendable {
         var bytes = [UInt8](repeating: 0, count: count)
         let got = try bytes.withUnsafeMutableBytes { try read(into: $0, at: offset) }
         guard got == count else {
-            throw BacklotError(.corruptArchive, "the file ends at byte \(offset + UInt64(got)), before the \(count) bytes expected at offset \(offset)",
-                               context: path, hint: "the file is truncated: copy or download it again")
+            throw BacklotError(
+                .corruptArchive,
+                "the file ends at byte \(offset + UInt64(got)), before the \(count) bytes expected at offset \(offset)",
+                context: path, hint: "the file is truncated: copy or download it again")
         }
         return bytes
     }

@@ -1,5 +1,6 @@
 import CLinuxSupport
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,7 +43,9 @@ public final class FileLock: Sendable {
     /// - Throws: ``BacklotError/Code/io`` when the lock file cannot be created or opened, or the
     ///   lock cannot be taken for another reason than being held.
     public static func acquire(_ path: String, _ kind: Kind = .exclusive, waiting: Bool) throws -> FileLock? {
-        let fd = try SystemCall.retrying("open the lock file", path: path) { open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600) }
+        let fd = try SystemCall.retrying("open the lock file", path: path) {
+            open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        }
         while clinux_ofd_lock(fd, kind == .exclusive ? 1 : 0, waiting ? 1 : 0) != 0 {
             let err = errno
             if err == EINTR { continue }
@@ -55,7 +58,9 @@ public final class FileLock: Sendable {
 
     /// Runs `body` holding the lock on `path` (waiting for it), and releases it after.
     public static func holding<T>(_ path: String, _ kind: Kind = .exclusive, _ body: () throws -> T) throws -> T {
-        guard let lock = try acquire(path, kind, waiting: true) else { preconditionFailure("a waited-for lock is always granted") }
+        guard let lock = try acquire(path, kind, waiting: true) else {
+            preconditionFailure("a waited-for lock is always granted")
+        }
         defer { lock.release() }
         return try body()
     }

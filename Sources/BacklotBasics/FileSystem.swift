@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -92,11 +93,15 @@ public enum FileSystem {
     /// `O_NOFOLLOW`, changed with `fchmod`).
     /// - Throws: ``BacklotError/Code/io`` when it cannot be opened or is not a regular file.
     public static func setMode(_ path: String, _ mode: mode_t) throws {
-        let fd = try SystemCall.retrying("open", path: path) { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
+        let fd = try SystemCall.retrying("open", path: path) {
+            open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
-            throw BacklotError(.io, "is not a regular file", context: path, hint: "something replaced it while it was installed; try again")
+            throw BacklotError(
+                .io, "is not a regular file", context: path,
+                hint: "something replaced it while it was installed; try again")
         }
         try SystemCall.retrying("chmod", path: path) { fchmod(fd, mode) }
     }

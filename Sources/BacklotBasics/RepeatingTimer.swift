@@ -11,7 +11,9 @@ public final class RepeatingTimer: @unchecked Sendable {
     private let source: any DispatchSourceTimer
 
     /// - Parameter after: seconds before the first call (default: one interval).
-    public init(label: String, every interval: Double, after delay: Double? = nil, _ body: @escaping @Sendable () -> Void) {
+    public init(
+        label: String, every interval: Double, after delay: Double? = nil, _ body: @escaping @Sendable () -> Void
+    ) {
         source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: label))
         source.schedule(deadline: .now() + (delay ?? interval), repeating: interval)
         source.setEventHandler(handler: body)

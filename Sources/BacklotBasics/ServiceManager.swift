@@ -25,11 +25,14 @@ public struct ServiceManager: Sendable {
     /// manager would never hear the process, so it is reported as not being there).
     public init?(environment: [String: String]) {
         guard let name = environment["NOTIFY_SOCKET"], !name.isEmpty, name.utf8.count < 108,
-              name.hasPrefix("/") || name.hasPrefix("@") else { return nil }
+            name.hasPrefix("/") || name.hasPrefix("@")
+        else { return nil }
         socketName = name
         let watchedPID = environment["WATCHDOG_PID"].flatMap { CheckedInteger.parse($0, as: Int32.self) }
-        if let usec = environment["WATCHDOG_USEC"].flatMap({ CheckedInteger.parse($0, as: UInt64.self) }), usec > 0, usec <= 86_400_000_000,
-           watchedPID == nil || watchedPID == getpid() {
+        if let usec = environment["WATCHDOG_USEC"].flatMap({ CheckedInteger.parse($0, as: UInt64.self) }), usec > 0,
+            usec <= 86_400_000_000,
+            watchedPID == nil || watchedPID == getpid()
+        {
             watchdogInterval = Double(usec) / 1_000_000
         } else {
             watchdogInterval = nil
@@ -46,7 +49,7 @@ public struct ServiceManager: Sendable {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         var path = Array(socketName.utf8)
-        if path.first == UInt8(ascii: "@") { path[0] = 0 }   // an abstract socket: its name starts with a zero byte
+        if path.first == UInt8(ascii: "@") { path[0] = 0 }  // an abstract socket: its name starts with a zero byte
         let length = withUnsafeMutableBytes(of: &address.sun_path) { raw -> Int in
             raw.copyBytes(from: path)
             return MemoryLayout<sa_family_t>.size + path.count

@@ -10,7 +10,8 @@ public enum Suggestion {
 
     /// The Levenshtein distance between two strings, in characters.
     public static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
         var previous = Array(0...b.count)
         for i in 1...a.count {

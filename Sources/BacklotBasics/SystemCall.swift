@@ -13,12 +13,13 @@ public enum SystemCall {
 
     /// A ``BacklotError`` for the current `errno`.
     public static func error(_ operation: String, path: String, errno err: Int32 = errno) -> BacklotError {
-        let hint: String? = switch err {
-        case ENOSPC: "free some disk space and try again"
-        case EACCES, EPERM: "check the permissions of this path"
-        case ENOENT: "check that the path exists"
-        default: nil
-        }
+        let hint: String? =
+            switch err {
+            case ENOSPC: "free some disk space and try again"
+            case EACCES, EPERM: "check the permissions of this path"
+            case ENOENT: "check that the path exists"
+            default: nil
+            }
         return BacklotError(.io, "\(operation) failed: \(describe(err))", context: path, hint: hint)
     }
 

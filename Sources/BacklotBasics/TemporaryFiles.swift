@@ -15,7 +15,10 @@ public final class TemporaryFiles: Sendable {
 
     /// Removes everything registered (files and folders).
     public func removeAll() {
-        let all = paths.withLock { p in defer { p.removeAll() }; return p }
+        let all = paths.withLock { p in
+            defer { p.removeAll() }
+            return p
+        }
         for p in all { FileSystem.removeTree(p) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,7 +22,9 @@ import Glibc
 public enum TestStopPoint {
     /// The armed point and how it stops, read once.
     static let armed: (name: String, signal: Int32)? = {
-        guard let value = ProcessInfo.processInfo.environment["BACKLOT_TEST_STOP_AT"], !value.isEmpty else { return nil }
+        guard let value = ProcessInfo.processInfo.environment["BACKLOT_TEST_STOP_AT"], !value.isEmpty else {
+            return nil
+        }
         let parts = value.split(separator: ":", maxSplits: 1).map(String.init)
         let signal = parts.count > 1 && parts[1] == "TERM" ? SIGTERM : SIGKILL
         return (parts[0], signal)
@@ -42,10 +45,10 @@ public enum TestStopPoint {
             var set = sigset_t()
             sigemptyset(&set)
             sigaddset(&set, SIGTERM)
-            sigprocmask(SIG_UNBLOCK, &set, nil)   // a child may inherit it blocked, too
+            sigprocmask(SIG_UNBLOCK, &set, nil)  // a child may inherit it blocked, too
         }
         kill(getpid(), SIGTERM)
         guard parksOnTerm else { return }
-        while true { pause() }   // this step never finishes; the process exits through its SIGTERM handler
+        while true { pause() }  // this step never finishes; the process exits through its SIGTERM handler
     }
 }

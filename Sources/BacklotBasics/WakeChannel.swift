@@ -25,7 +25,9 @@ public final class WakeChannel: Sendable {
     public init(path: String) throws {
         self.path = path
         if mkfifo(path, 0o600) != 0 && errno != EEXIST { throw SystemCall.error("create the wake-up FIFO", path: path) }
-        let fd = try SystemCall.retrying("open", path: path) { open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW) }
+        let fd = try SystemCall.retrying("open", path: path) {
+            open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW)
+        }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFIFO else {
             close(fd)
@@ -59,11 +61,12 @@ public final class WakeChannel: Sendable {
     /// Wakes whoever sleeps on the FIFO at `path`; nothing happens when there is none.
     public static func poke(path: String) {
         let fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return }   // ENXIO: nobody reads it; ENOENT: no agent ever ran here
+        guard fd >= 0 else { return }  // ENXIO: nobody reads it; ENOENT: no agent ever ran here
         var st = stat()
         if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFIFO {
             var byte: UInt8 = 1
-            _ = SystemCall.writeWithoutBrokenPipeSignal(fd, &byte, 1)   // the agent may stop between the open and the write
+            // the agent may stop between the open and the write
+            _ = SystemCall.writeWithoutBrokenPipeSignal(fd, &byte, 1)
         }
         close(fd)
     }

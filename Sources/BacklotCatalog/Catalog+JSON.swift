@@ -16,16 +16,17 @@ extension Catalog {
             "channel": .string(channel.rawValue),
             "expires": .string(RFC3339.string(expires)),
             "issued": .string(RFC3339.string(issued)),
-            "packs": .array(packs.map { entry in
-                var members = Catalog.releaseMembers(entry.release)
-                if let candidate = entry.candidate {
-                    var c = Catalog.releaseMembers(candidate)
-                    c.append(JSONMember(key: "rolloutBasisPoints", value: .number(entry.rolloutBasisPoints)))
-                    members.append(JSONMember(key: "candidate", value: JSONNode(.object(Catalog.sorted(c)))))
-                }
-                members.append(JSONMember(key: "id", value: .string(entry.id.rawValue)))
-                return JSONNode(.object(Catalog.sorted(members)))
-            }),
+            "packs": .array(
+                packs.map { entry in
+                    var members = Catalog.releaseMembers(entry.release)
+                    if let candidate = entry.candidate {
+                        var c = Catalog.releaseMembers(candidate)
+                        c.append(JSONMember(key: "rolloutBasisPoints", value: .number(entry.rolloutBasisPoints)))
+                        members.append(JSONMember(key: "candidate", value: JSONNode(.object(Catalog.sorted(c)))))
+                    }
+                    members.append(JSONMember(key: "id", value: .string(entry.id.rawValue)))
+                    return JSONNode(.object(Catalog.sorted(members)))
+                }),
             "specVersion": .number(1),
             "type": .string("backlot.catalog"),
             "version": .number(version),
@@ -38,9 +39,19 @@ extension Catalog {
 
     static func releaseMembers(_ r: Release) -> [JSONMember] {
         var m: [JSONMember] = [
-            JSONMember(key: "archive", value: .object(["sha256": .string(r.archiveSHA256.hex), "size": .number(r.archiveSize), "url": .string(r.archiveURL)])),
+            JSONMember(
+                key: "archive",
+                value: .object([
+                    "sha256": .string(r.archiveSHA256.hex), "size": .number(r.archiveSize),
+                    "url": .string(r.archiveURL),
+                ])),
             JSONMember(key: "downloadPolicy", value: r.downloadPolicy.json),
-            JSONMember(key: "index", value: .object(["length": .number(r.indexLength), "offset": .number(r.indexOffset), "sha256": .string(r.indexSHA256.hex)])),
+            JSONMember(
+                key: "index",
+                value: .object([
+                    "length": .number(r.indexLength), "offset": .number(r.indexOffset),
+                    "sha256": .string(r.indexSHA256.hex),
+                ])),
             JSONMember(key: "installSize", value: .number(r.installSize)),
             JSONMember(key: "platforms", value: .array(r.platforms.map { .string($0.rawValue) })),
             JSONMember(key: "version", value: .number(r.version)),
@@ -53,14 +64,23 @@ extension Catalog {
     /// Parses verified payload bytes. Unknown keys are ignored (for newer servers); missing or
     /// mistyped ones are refused.
     public static func decode(_ payload: [UInt8], source: String) throws -> Catalog {
-        let root = try JSONReader(source: source, allowsComments: false, allowsTrailingCommas: false, maximumDepth: 64).read(payload).root
+        let root = try JSONReader(source: source, allowsComments: false, allowsTrailingCommas: false, maximumDepth: 64)
+            .read(payload).root
         let r = Fields(node: root, path: "catalog", source: source)
         guard try r.string("type") == "backlot.catalog" else { throw r.bad("type", "is not backlot.catalog") }
-        guard try r.integer("specVersion", as: UInt64.self) == 1 else { throw r.bad("specVersion", "is not 1 (a newer Backlot published it: upgrade)") }
+        guard try r.integer("specVersion", as: UInt64.self) == 1 else {
+            throw r.bad("specVersion", "is not 1 (a newer Backlot published it: upgrade)")
+        }
         let app = try r.string("app")
-        guard let channel = Channel(rawValue: try r.string("channel")) else { throw r.bad("channel", "is not internal, external or production") }
-        guard let issued = RFC3339.date(try r.string("issued")) else { throw r.bad("issued", "is not an RFC 3339 time") }
-        guard let expires = RFC3339.date(try r.string("expires")) else { throw r.bad("expires", "is not an RFC 3339 time") }
+        guard let channel = Channel(rawValue: try r.string("channel")) else {
+            throw r.bad("channel", "is not internal, external or production")
+        }
+        guard let issued = RFC3339.date(try r.string("issued")) else {
+            throw r.bad("issued", "is not an RFC 3339 time")
+        }
+        guard let expires = RFC3339.date(try r.string("expires")) else {
+            throw r.bad("expires", "is not an RFC 3339 time")
+        }
         let version = try r.integer("version", as: UInt64.self)
         var packs: [Entry] = []
         for (i, node) in try r.array("packs").enumerated() {
@@ -81,18 +101,24 @@ extension Catalog {
     }
 
     static func decodeRelease(_ f: Fields) throws -> Release {
-        guard let policyNode = f.node["downloadPolicy"], let policy = DownloadPolicy(json: policyNode) else { throw f.bad("downloadPolicy", "is missing or invalid") }
-        guard let platformsNode = f.node["platforms"], let platforms = Platform.list(json: platformsNode) else { throw f.bad("platforms", "is missing or invalid") }
+        guard let policyNode = f.node["downloadPolicy"], let policy = DownloadPolicy(json: policyNode) else {
+            throw f.bad("downloadPolicy", "is missing or invalid")
+        }
+        guard let platformsNode = f.node["platforms"], let platforms = Platform.list(json: platformsNode) else {
+            throw f.bad("platforms", "is missing or invalid")
+        }
         let archive = Fields(node: try f.object("archive"), path: f.path + ".archive", source: f.source)
         let index = Fields(node: try f.object("index"), path: f.path + ".index", source: f.source)
-        return Release(version: try f.integer("version", in: 1...Int(Int32.max)), downloadPolicy: policy, platforms: platforms,
-                       userInfo: f.node["userInfo"], language: f.node["language"]?.stringValue,
-                       installSize: try f.integer("installSize", in: 0...maximumSize),
-                       archiveURL: try archive.string("url"), archiveSize: try archive.integer("size", in: UInt64(PackHeader.size)...maximumSize),
-                       archiveSHA256: try archive.digest("sha256"),
-                       indexOffset: try index.integer("offset", in: UInt64(PackHeader.size)...maximumSize),
-                       indexLength: try index.integer("length", in: 1...PackHeader.maximumIndexLength),
-                       indexSHA256: try index.digest("sha256"))
+        return Release(
+            version: try f.integer("version", in: 1...Int(Int32.max)), downloadPolicy: policy, platforms: platforms,
+            userInfo: f.node["userInfo"], language: f.node["language"]?.stringValue,
+            installSize: try f.integer("installSize", in: 0...maximumSize),
+            archiveURL: try archive.string("url"),
+            archiveSize: try archive.integer("size", in: UInt64(PackHeader.size)...maximumSize),
+            archiveSHA256: try archive.digest("sha256"),
+            indexOffset: try index.integer("offset", in: UInt64(PackHeader.size)...maximumSize),
+            indexLength: try index.integer("length", in: 1...PackHeader.maximumIndexLength),
+            indexSHA256: try index.digest("sha256"))
     }
 
     /// The largest size or offset a catalog may state (2^62 bytes): every size a client later
@@ -122,7 +148,9 @@ struct Fields {
 
     /// A whole number that fits `T` (and `range`), through the one checked rule (``CheckedInteger``):
     /// a value out of range is an error naming the field, never a trap.
-    func integer<T: FixedWidthInteger>(_ key: String, as type: T.Type = T.self, in range: ClosedRange<T>? = nil) throws -> T {
+    func integer<T: FixedWidthInteger>(
+        _ key: String, as type: T.Type = T.self, in range: ClosedRange<T>? = nil
+    ) throws -> T {
         let node = try value(key)
         guard case .number(let text) = node.kind else { throw bad(key, "is not a whole number") }
         let bounds = range ?? (T.isSigned ? 0...T.max : T.min...T.max)

@@ -36,9 +36,11 @@ public struct Catalog: Sendable, Hashable {
         public var indexLength: UInt64
         public var indexSHA256: SHA256Digest
 
-        public init(version: Int, downloadPolicy: DownloadPolicy, platforms: [Platform], userInfo: JSONNode?, language: String?,
-                    installSize: UInt64, archiveURL: String, archiveSize: UInt64, archiveSHA256: SHA256Digest,
-                    indexOffset: UInt64, indexLength: UInt64, indexSHA256: SHA256Digest) {
+        public init(
+            version: Int, downloadPolicy: DownloadPolicy, platforms: [Platform], userInfo: JSONNode?, language: String?,
+            installSize: UInt64, archiveURL: String, archiveSize: UInt64, archiveSHA256: SHA256Digest,
+            indexOffset: UInt64, indexLength: UInt64, indexSHA256: SHA256Digest
+        ) {
             self.version = version
             self.downloadPolicy = downloadPolicy
             self.platforms = platforms
@@ -72,7 +74,9 @@ public struct Catalog: Sendable, Hashable {
         /// The release this device should have, by the bucketing rule.
         public func release(forDevice deviceID: String) -> Release {
             guard let candidate,
-                  RolloutBucket.takesCandidate(deviceID: deviceID, packID: id.rawValue, version: candidate.version, basisPoints: rolloutBasisPoints)
+                RolloutBucket.takesCandidate(
+                    deviceID: deviceID, packID: id.rawValue, version: candidate.version, basisPoints: rolloutBasisPoints
+                )
             else { return release }
             return candidate
         }
@@ -104,21 +108,30 @@ public struct Catalog: Sendable, Hashable {
     /// Verifies a signed catalog and checks that it is the one expected, current, and not a rollback.
     /// - Throws: ``BacklotError/Code/untrusted`` for a bad signature, another app or channel,
     ///   an expired catalog or a version lower than `newerThan`.
-    public static func verify(_ bytes: [UInt8], trusting keys: [Ed25519.PublicKey], app: String, channel: Channel,
-                              now: Date, newerThan lastSeen: UInt64? = nil, source: String) throws -> Catalog {
+    public static func verify(
+        _ bytes: [UInt8], trusting keys: [Ed25519.PublicKey], app: String, channel: Channel,
+        now: Date, newerThan lastSeen: UInt64? = nil, source: String
+    ) throws -> Catalog {
         let payload = try SignedEnvelope.open(bytes, expecting: payloadType, trusting: keys, source: source)
         let catalog = try decode(payload, source: source)
         guard catalog.app == app, catalog.channel == channel else {
-            throw BacklotError(.untrusted, "the catalog is for \(catalog.app)/\(catalog.channel.rawValue), not \(app)/\(channel.rawValue)",
-                               context: source, hint: "check the catalog URL")
+            throw BacklotError(
+                .untrusted,
+                "the catalog is for \(catalog.app)/\(catalog.channel.rawValue), not \(app)/\(channel.rawValue)",
+                context: source, hint: "check the catalog URL")
         }
         guard catalog.expires > now else {
-            throw BacklotError(.untrusted, "the catalog expired at \(RFC3339.string(catalog.expires))", context: source,
-                               hint: "the server must re-sign it (`backlot catalog resign`); an old catalog may be replayed by an attacker")
+            throw BacklotError(
+                .untrusted, "the catalog expired at \(RFC3339.string(catalog.expires))", context: source,
+                hint:
+                    "the server must re-sign it (`backlot catalog resign`); an old catalog may be replayed by an attacker"
+            )
         }
         if let lastSeen, catalog.version < lastSeen {
-            throw BacklotError(.untrusted, "the catalog's version \(catalog.version) is lower than \(lastSeen), already seen", context: source,
-                               hint: "this is a rollback: an older catalog is being served")
+            throw BacklotError(
+                .untrusted, "the catalog's version \(catalog.version) is lower than \(lastSeen), already seen",
+                context: source,
+                hint: "this is a rollback: an older catalog is being served")
         }
         return catalog
     }

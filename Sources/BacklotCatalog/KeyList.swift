@@ -23,22 +23,32 @@ public struct KeyList: Sendable, Hashable {
 
     /// The payload bytes (keys in UTF-8 order).
     public var payload: [UInt8] {
-        Array(JSONNode.object([
-            "keys": .array(keys.map { .object(["keyid": .string($0.keyID), "publicKey": .string(Data($0.rawRepresentation).base64EncodedString())]) }),
-            "specVersion": .number(1),
-            "type": .string("backlot.root"),
-            "version": .number(version),
-        ]).serialized().utf8)
+        Array(
+            JSONNode.object([
+                "keys": .array(
+                    keys.map {
+                        .object([
+                            "keyid": .string($0.keyID),
+                            "publicKey": .string(Data($0.rawRepresentation).base64EncodedString()),
+                        ])
+                    }),
+                "specVersion": .number(1),
+                "type": .string("backlot.root"),
+                "version": .number(version),
+            ]).serialized().utf8)
     }
 
     /// Parses verified payload bytes.
     public static func decode(_ payload: [UInt8], source: String) throws -> KeyList {
-        let root = try JSONReader(source: source, allowsComments: false, allowsTrailingCommas: false, maximumDepth: 8).read(payload).root
+        let root = try JSONReader(source: source, allowsComments: false, allowsTrailingCommas: false, maximumDepth: 8)
+            .read(payload).root
         let f = Fields(node: root, path: "root", source: source)
         guard try f.string("type") == "backlot.root" else { throw f.bad("type", "is not backlot.root") }
         let keys = try f.array("keys").enumerated().map { i, node -> Ed25519.PublicKey in
             let k = Fields(node: node, path: "root.keys[\(i)]", source: source)
-            guard let raw = Data(base64Encoded: try k.string("publicKey")) else { throw k.bad("publicKey", "is not base64") }
+            guard let raw = Data(base64Encoded: try k.string("publicKey")) else {
+                throw k.bad("publicKey", "is not base64")
+            }
             let key = try Ed25519.PublicKey(rawRepresentation: Array(raw))
             guard key.keyID == (try k.string("keyid")) else { throw k.bad("keyid", "does not match the key") }
             return key
@@ -54,9 +64,11 @@ public struct KeyList: Sendable, Hashable {
         let payload = try SignedEnvelope.open(bytes, expecting: Self.payloadType, trusting: keys, source: source)
         let next = try Self.decode(payload, source: source)
         guard next.version == version + 1 else {
-            throw BacklotError(.untrusted, "key list version \(next.version) does not follow version \(version)", context: source)
+            throw BacklotError(
+                .untrusted, "key list version \(next.version) does not follow version \(version)", context: source)
         }
-        _ = try SignedEnvelope.open(bytes, expecting: Self.payloadType, trusting: next.keys, requireAll: true, source: source)
+        _ = try SignedEnvelope.open(
+            bytes, expecting: Self.payloadType, trusting: next.keys, requireAll: true, source: source)
         return next
     }
 
@@ -85,8 +97,10 @@ public struct KeyList: Sendable, Hashable {
     /// `limit` of them and for at most `budget` (measured on a monotonic clock), so a hostile
     /// mirror that serves endless unsigned lists costs a bounded number of requests.
     /// - Returns: the list, or nil when no list read names a pinned key.
-    public static func anchor(pinned: [Ed25519.PublicKey], current: () throws -> [UInt8]? = { nil }, fetch: (Int) throws -> [UInt8]?,
-                              limit: Int = 1000, budget: Duration = .seconds(120)) throws -> KeyList? {
+    public static func anchor(
+        pinned: [Ed25519.PublicKey], current: () throws -> [UInt8]? = { nil }, fetch: (Int) throws -> [UInt8]?,
+        limit: Int = 1000, budget: Duration = .seconds(120)
+    ) throws -> KeyList? {
         if let bytes = try current(), let list = selfSigned(bytes, pinned: pinned, version: nil) { return list }
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: budget)
@@ -104,9 +118,12 @@ public struct KeyList: Sendable, Hashable {
         let source = version.map { "root-\($0).json" } ?? "root.json"
         let pinnedIDs = Set(pinned.map(\.keyID))
         guard let payload = try? SignedEnvelope.open(bytes, expecting: payloadType, trusting: pinned, source: source),
-              let list = try? decode(payload, source: source), version == nil || list.version == version else { return nil }
+            let list = try? decode(payload, source: source), version == nil || list.version == version
+        else { return nil }
         let listed = list.keys.filter { pinnedIDs.contains($0.keyID) }
-        guard !listed.isEmpty, (try? SignedEnvelope.open(bytes, expecting: payloadType, trusting: listed, source: source)) != nil else { return nil }
+        guard !listed.isEmpty,
+            (try? SignedEnvelope.open(bytes, expecting: payloadType, trusting: listed, source: source)) != nil
+        else { return nil }
         return list
     }
 }

@@ -16,11 +16,14 @@ public enum PublicKeyFile {
         let bytes = try FileDescriptor.readWholeFile(path, atMost: 4096, what: "a public key file")
         let hint = "use the server's DIR/root.pub: one line, the base64 of the 32-byte Ed25519 public key"
         guard let text = String(validating: bytes, as: UTF8.self)?.trimmingCharacters(in: .whitespacesAndNewlines),
-              let raw = Data(base64Encoded: text) else {
+            let raw = Data(base64Encoded: text)
+        else {
             throw BacklotError(.invalidInput, "is not a public key (not one line of base64)", context: path, hint: hint)
         }
         guard raw.count == 32 else {
-            throw BacklotError(.invalidInput, "holds \(raw.count) bytes, not the 32 bytes of an Ed25519 public key", context: path, hint: hint)
+            throw BacklotError(
+                .invalidInput, "holds \(raw.count) bytes, not the 32 bytes of an Ed25519 public key", context: path,
+                hint: hint)
         }
         return try Ed25519.PublicKey(rawRepresentation: Array(raw))
     }

@@ -18,7 +18,10 @@ public struct AssetPack: Sendable, Hashable, Identifiable {
     /// The pack digest (SHA-256 of the archive's index) of this release.
     public let digest: String
 
-    public init(id: String, downloadSize: Int, version: Int, userInfo: JSONNode?, language: String?, downloadPolicy: DownloadPolicy, digest: String) {
+    public init(
+        id: String, downloadSize: Int, version: Int, userInfo: JSONNode?, language: String?,
+        downloadPolicy: DownloadPolicy, digest: String
+    ) {
         self.id = id
         self.downloadSize = downloadSize
         self.version = version

@@ -25,7 +25,7 @@ extension AssetPackManager {
             throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
         }
         broadcaster.send(.began(pack))
-        broadcaster.send(.paused(pack))   // queued behind the process that runs this container's downloads
+        broadcaster.send(.paused(pack))  // queued behind the process that runs this container's downloads
         while true {
             if let event = try container.claim(client: clientID, pack: id) {
                 return try finish(pack, event)
@@ -72,9 +72,13 @@ extension AssetPackManager {
     }
 
     func download(_ id: String) async throws -> FetchReport {
-        guard let (pack, release) = try await offered()[id] else { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
+        guard let (pack, release) = try await offered()[id] else {
+            throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
+        }
         if (try? container.installed(id))?.digest == release.indexSHA256.hex {
-            return FetchReport(id: id, version: release.version, downloadedBytes: 0, downloadedChunks: 0, reusedChunks: 0, linkedFiles: 0)
+            return FetchReport(
+                id: id, version: release.version, downloadedBytes: 0, downloadedChunks: 0, reusedChunks: 0,
+                linkedFiles: 0)
         }
         let url = try catalogClient.archiveURL(release)
         let progress = Progress(totalUnitCount: Int64(max(1, release.installSize)))
@@ -88,15 +92,19 @@ extension AssetPackManager {
                 try ExecutorLock.holding(container: self.container.path, pack: id) {
                     // Another process may have installed it while this one waited for the lock.
                     if (try? self.container.installed(id))?.digest == release.indexSHA256.hex { return nil }
-                    return try installer.install(id: id, release: release, archiveURL: url, progress: { done, total in
-                        box.progress.totalUnitCount = Int64(max(1, total))
-                        box.progress.completedUnitCount = Int64(done)
-                    }, isCancelled: { box.progress.isCancelled })
+                    return try installer.install(
+                        id: id, release: release, archiveURL: url,
+                        progress: { done, total in
+                            box.progress.totalUnitCount = Int64(max(1, total))
+                            box.progress.completedUnitCount = Int64(done)
+                        }, isCancelled: { box.progress.isCancelled })
                 }
             }
             broadcaster.send(.finished(pack))
-            return FetchReport(id: id, version: release.version, downloadedBytes: outcome?.downloadedBytes ?? 0, downloadedChunks: outcome?.downloadedChunks ?? 0,
-                               reusedChunks: outcome?.reusedChunks ?? 0, linkedFiles: outcome?.linkedFiles ?? 0)
+            return FetchReport(
+                id: id, version: release.version, downloadedBytes: outcome?.downloadedBytes ?? 0,
+                downloadedChunks: outcome?.downloadedChunks ?? 0,
+                reusedChunks: outcome?.reusedChunks ?? 0, linkedFiles: outcome?.linkedFiles ?? 0)
         } catch {
             broadcaster.send(.failed(pack, error))
             throw error

@@ -1,12 +1,13 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotContainer
 import BacklotCrypto
 import BacklotFormat
 import BacklotHTTPClient
 import BacklotJSON
-import BacklotCatalog
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -62,10 +63,14 @@ public actor AssetPackManager {
         /// - Throws: ``BacklotError/Code/usage`` when the URL is not of that shape.
         public static func target(ofCatalogURL url: URL) throws -> (app: String, channel: Channel) {
             let parts = BytePath.components(url.path, omittingEmpty: true)
-            guard url.scheme == "https" || url.scheme == "http", parts.count >= 5, BytePath.same(parts[parts.count - 1], "catalog.json"),
-                  BytePath.same(parts[parts.count - 5], "v1"), BytePath.same(parts[parts.count - 4], "apps"),
-                  let channel = Channel(rawValue: parts[parts.count - 2]), (try? PackID(parts[parts.count - 3])) != nil else {
-                throw BacklotError(.usage, "a catalog URL is http(s) and ends in /v1/apps/APP/CHANNEL/catalog.json", context: url.absoluteString)
+            guard url.scheme == "https" || url.scheme == "http", parts.count >= 5,
+                BytePath.same(parts[parts.count - 1], "catalog.json"),
+                BytePath.same(parts[parts.count - 5], "v1"), BytePath.same(parts[parts.count - 4], "apps"),
+                let channel = Channel(rawValue: parts[parts.count - 2]), (try? PackID(parts[parts.count - 3])) != nil
+            else {
+                throw BacklotError(
+                    .usage, "a catalog URL is http(s) and ends in /v1/apps/APP/CHANNEL/catalog.json",
+                    context: url.absoluteString)
             }
             return (parts[parts.count - 3], channel)
         }
@@ -80,14 +85,20 @@ public actor AssetPackManager {
         /// ```
         /// - Throws: ``BacklotError/Code/usage`` for a URL that is not a catalog's,
         ///   ``BacklotError/Code/invalidInput`` for a key file that is not a public key.
-        public init(containerPath: String, catalogURL: URL, trustedKeyFile: String, platform: Platform = .linux, caFile: String? = nil) throws {
+        public init(
+            containerPath: String, catalogURL: URL, trustedKeyFile: String, platform: Platform = .linux,
+            caFile: String? = nil
+        ) throws {
             let target = try Self.target(ofCatalogURL: catalogURL)
-            self.init(containerPath: containerPath, catalogURL: catalogURL, app: target.app, channel: target.channel,
-                      trustedKeys: [try PublicKeyFile.read(path: trustedKeyFile)], platform: platform, caFile: caFile)
+            self.init(
+                containerPath: containerPath, catalogURL: catalogURL, app: target.app, channel: target.channel,
+                trustedKeys: [try PublicKeyFile.read(path: trustedKeyFile)], platform: platform, caFile: caFile)
         }
 
-        public init(containerPath: String, catalogURL: URL, app: String, channel: Channel, trustedKeys: [Ed25519.PublicKey],
-                    platform: Platform = .linux, caFile: String? = nil, bandwidthLimit: Int = 0) {
+        public init(
+            containerPath: String, catalogURL: URL, app: String, channel: Channel, trustedKeys: [Ed25519.PublicKey],
+            platform: Platform = .linux, caFile: String? = nil, bandwidthLimit: Int = 0
+        ) {
             self.containerPath = containerPath
             self.catalogURL = catalogURL
             self.app = app
@@ -112,10 +123,13 @@ public actor AssetPackManager {
         self.configuration = configuration
         container = try ClientContainer(path: configuration.containerPath)
         if configuration.isAppClip { try container.markAppClip() }
-        http = HTTPClient(caFile: configuration.caFile, stallTimeout: configuration.stallTimeout, bandwidthLimit: configuration.bandwidthLimit,
-                          minimumRate: configuration.minimumRate)
-        catalogClient = CatalogClient(catalogURL: configuration.catalogURL, app: configuration.app, channel: configuration.channel,
-                                      pinned: configuration.trustedKeys, http: http, container: container)
+        http = HTTPClient(
+            caFile: configuration.caFile, stallTimeout: configuration.stallTimeout,
+            bandwidthLimit: configuration.bandwidthLimit,
+            minimumRate: configuration.minimumRate)
+        catalogClient = CatalogClient(
+            catalogURL: configuration.catalogURL, app: configuration.app, channel: configuration.channel,
+            pinned: configuration.trustedKeys, http: http, container: container)
     }
 
     /// The device identifier used for staged rollouts (created once per container).
@@ -139,14 +153,17 @@ public actor AssetPackManager {
     }
 
     static func pack(_ id: String, _ r: Catalog.Release) -> AssetPack {
-        AssetPack(id: id, downloadSize: Int(r.archiveSize), version: r.version, userInfo: r.userInfo, language: r.language,
-                  downloadPolicy: r.downloadPolicy, digest: r.indexSHA256.hex)
+        AssetPack(
+            id: id, downloadSize: Int(r.archiveSize), version: r.version, userInfo: r.userInfo, language: r.language,
+            downloadPolicy: r.downloadPolicy, digest: r.indexSHA256.hex)
     }
 
     /// The pack with this ID, as the catalog describes it now.
     /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)``, or a trust or network error.
     public func assetPack(withID id: String) async throws -> AssetPack {
-        guard let (pack, _) = try await offered()[id] else { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
+        guard let (pack, _) = try await offered()[id] else {
+            throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
+        }
         return pack
     }
 
@@ -179,10 +196,15 @@ public actor AssetPackManager {
     public func fetch(packWithID id: String) async throws -> FetchReport {
         if let running = inFlight[id] {
             try await running.value
-            return FetchReport(id: id, version: (try? container.installed(id))?.version ?? 0, downloadedBytes: 0, downloadedChunks: 0, reusedChunks: 0, linkedFiles: 0)
+            return FetchReport(
+                id: id, version: (try? container.installed(id))?.version ?? 0, downloadedBytes: 0, downloadedChunks: 0,
+                reusedChunks: 0, linkedFiles: 0)
         }
         let report = Mutex<FetchReport?>(nil)
-        let task = Task { let r = try await self.runOrQueue(id); report.withLock { $0 = r } }
+        let task = Task {
+            let r = try await self.runOrQueue(id)
+            report.withLock { $0 = r }
+        }
         inFlight[id] = task
         defer { inFlight[id] = nil }
         try await task.value
@@ -201,7 +223,9 @@ public actor AssetPackManager {
     public nonisolated var statusUpdates: AsyncStream<DownloadStatusUpdate> { broadcaster.stream(for: nil) }
 
     /// The updates of one pack's download; finishes after `.finished` or `.failed`.
-    public nonisolated func statusUpdates(forAssetPackWithID id: String) -> AsyncStream<DownloadStatusUpdate> { broadcaster.stream(for: id) }
+    public nonisolated func statusUpdates(forAssetPackWithID id: String) -> AsyncStream<DownloadStatusUpdate> {
+        broadcaster.stream(for: id)
+    }
 
     /// Downloads the packs an installation event fetches: essential and prefetch packs whose
     /// `installationEventTypes` include it (the call the background agent makes). In an App Clip
@@ -210,7 +234,8 @@ public actor AssetPackManager {
     @discardableResult
     public func handle(event: InstallationEventType) async throws -> [String] {
         var done: [String] = []
-        for (id, (pack, release)) in try await offered().sorted(by: { $0.key < $1.key }) where release.downloadPolicy.installationEventTypes.contains(event) {
+        for (id, (pack, release)) in try await offered().sorted(by: { $0.key < $1.key })
+        where release.downloadPolicy.installationEventTypes.contains(event) {
             if container.isMarkedAppClip, case .essential = release.downloadPolicy { continue }
             try await ensureLocalAvailability(of: pack)
             done.append(id)
@@ -236,7 +261,9 @@ public actor AssetPackManager {
             let installer = makeInstaller()
             _ = try await BlockingWork.run { [installer] in
                 try ExecutorLock.holding(container: self.container.path, pack: id) {
-                    try installer.install(id: id, release: release, archiveURL: url, repairing: release.indexSHA256.hex == installed.digest)
+                    try installer.install(
+                        id: id, release: release, archiveURL: url,
+                        repairing: release.indexSHA256.hex == installed.digest)
                 }
             }
             repaired.append(id)
@@ -281,7 +308,8 @@ public actor AssetPackManager {
     /// Updates out-of-date packs and removes obsolete ones.
     public func checkForUpdates() async throws -> (updatingIDs: Set<String>, removedIDs: Set<String>) {
         let offered = try await offered()
-        var updating = Set<String>(), removed = Set<String>()
+        var updating = Set<String>()
+        var removed = Set<String>()
         for installed in try container.installed() {
             if let (pack, release) = offered[installed.id] {
                 if installed.digest != release.indexSHA256.hex {
@@ -306,7 +334,9 @@ public actor AssetPackManager {
     /// Installed packs searched for `path`: the one named, or all of them in pack-ID order (the
     /// first pack, by the UTF-8 bytes of its ID, that holds the path wins).
     nonisolated func resolve(_ path: String, in id: String?) throws -> String {
-        guard case .success(let clean) = SelectorPath.normalize(path, allowRoot: false) else { throw ManagedBackgroundAssetsError.fileNotFound(at: path) }
+        guard case .success(let clean) = SelectorPath.normalize(path, allowRoot: false) else {
+            throw ManagedBackgroundAssetsError.fileNotFound(at: path)
+        }
         let packs = try container.installed().filter { id == nil || $0.id == id }
         if let id, packs.isEmpty { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
         for p in packs.sorted(by: { Array($0.id.utf8).lexicographicallyPrecedes(Array($1.id.utf8)) }) {
@@ -317,8 +347,10 @@ public actor AssetPackManager {
     }
 
     /// A file's contents, memory-mapped by default.
-    public nonisolated func contents(at path: String, searchingInAssetPackWithID id: String? = nil,
-                                     options: Data.ReadingOptions = .alwaysMapped) throws -> Data {
+    public nonisolated func contents(
+        at path: String, searchingInAssetPackWithID id: String? = nil,
+        options: Data.ReadingOptions = .alwaysMapped
+    ) throws -> Data {
         try Data(contentsOf: URL(fileURLWithPath: try resolve(path, in: id)), options: options)
     }
 

@@ -1,7 +1,7 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotCrypto
 import BacklotHTTPClient
-import BacklotCatalog
 import Foundation
 
 /// Fetches and trusts a catalog: signature by a pinned key (following key rotations published
@@ -30,12 +30,14 @@ struct CatalogClient: Sendable {
     func fetch(now: Date = Date()) throws -> Catalog {
         let response = try http.send("GET", catalogURL.absoluteString, bodyLimit: Self.maximumCatalogBytes)
         guard response.status == 200 else {
-            throw BacklotError(.io, "the catalog answered \(response.status)", context: catalogURL.absoluteString,
-                               hint: response.status == 404 ? "nothing is released on this channel yet, or the URL is wrong" : nil)
+            throw BacklotError(
+                .io, "the catalog answered \(response.status)", context: catalogURL.absoluteString,
+                hint: response.status == 404 ? "nothing is released on this channel yet, or the URL is wrong" : nil)
         }
         let lastSeen = try container.meta("catalogVersion").flatMap { CheckedInteger.parse($0, as: UInt64.self) }
         let keys = try currentKeys()
-        return try remember(verify(response.body, keys: keys, lastSeen: lastSeen, now: now), envelope: response.body, keys: keys)
+        return try remember(
+            verify(response.body, keys: keys, lastSeen: lastSeen, now: now), envelope: response.body, keys: keys)
     }
 
     /// The keys to trust now, after looking for a rotation, as a TUF client updates its root
@@ -51,7 +53,11 @@ struct CatalogClient: Sendable {
             return r.status == 200 ? r.body : nil
         }
         let stored = try storedKeys()
-        guard let start = try stored ?? KeyList.anchor(pinned: pinned, current: { try list("root.json") }, fetch: { try list("root-\($0).json") }) else {
+        guard
+            let start = try stored
+                ?? KeyList.anchor(
+                    pinned: pinned, current: { try list("root.json") }, fetch: { try list("root-\($0).json") })
+        else {
             return pinned
         }
         let newest = try KeyList.follow(from: start, fetch: { try list("root-\($0).json") })
@@ -63,12 +69,18 @@ struct CatalogClient: Sendable {
     /// one already seen told apart from an attack: a CDN edge may still serve its old copy, so it
     /// is reported as stale (the installed release is kept, the check is tried again later), and
     /// nothing is installed from it.
-    private func verify(_ envelope: [UInt8], keys: [Ed25519.PublicKey], lastSeen: UInt64?, now: Date) throws -> Catalog {
-        let catalog = try Catalog.verify(envelope, trusting: keys, app: app, channel: channel, now: now, source: catalogURL.absoluteString)
+    private func verify(_ envelope: [UInt8], keys: [Ed25519.PublicKey], lastSeen: UInt64?, now: Date) throws -> Catalog
+    {
+        let catalog = try Catalog.verify(
+            envelope, trusting: keys, app: app, channel: channel, now: now, source: catalogURL.absoluteString)
         if let lastSeen, catalog.version < lastSeen {
-            throw BacklotError(.staleCatalog, "the server's catalog is older than one already seen (version \(catalog.version) < \(lastSeen)); keeping version \(lastSeen)",
-                               context: catalogURL.absoluteString,
-                               hint: "a CDN edge may still serve an old copy; the installed release stays, and the check is tried again later")
+            throw BacklotError(
+                .staleCatalog,
+                "the server's catalog is older than one already seen (version \(catalog.version) < \(lastSeen)); keeping version \(lastSeen)",
+                context: catalogURL.absoluteString,
+                hint:
+                    "a CDN edge may still serve an old copy; the installed release stays, and the check is tried again later"
+            )
         }
         return catalog
     }
@@ -78,7 +90,8 @@ struct CatalogClient: Sendable {
     private func remember(_ catalog: Catalog, envelope: [UInt8], keys: [Ed25519.PublicKey]) throws -> Catalog {
         try container.setMeta("catalogVersion", String(catalog.version))
         try container.setMeta("catalogEnvelope", Data(envelope).base64EncodedString())
-        try container.setMeta("catalogKeys", keys.map { Data($0.rawRepresentation).base64EncodedString() }.joined(separator: ","))
+        try container.setMeta(
+            "catalogKeys", keys.map { Data($0.rawRepresentation).base64EncodedString() }.joined(separator: ","))
         try container.setMeta("catalogFor", catalog.app + "\n" + catalog.channel.rawValue)
         return catalog
     }
@@ -93,20 +106,27 @@ struct CatalogClient: Sendable {
     /// or `\` that a server could decode into another path.
     func archiveURL(_ release: Catalog.Release) throws -> URL {
         let refuse = { (why: String) in
-            BacklotError(.untrusted, "the archive URL \(release.archiveURL) \(why)", context: catalogURL.absoluteString,
-                         hint: "the catalog is signed but names an archive outside its repository: the publisher must fix it")
+            BacklotError(
+                .untrusted, "the archive URL \(release.archiveURL) \(why)", context: catalogURL.absoluteString,
+                hint: "the catalog is signed but names an archive outside its repository: the publisher must fix it")
         }
         let lowered = release.archiveURL.lowercased()
         guard !["%2e", "%2f", "%5c", "%25", "\\", ";"].contains(where: { lowered.contains($0) }) else {
             throw refuse("hides a path separator, a dot, a parameter or an escape in an escape")
         }
-        guard let url = URL(string: release.archiveURL, relativeTo: catalogURL)?.absoluteURL else { throw refuse("is not a URL") }
-        guard url.scheme == catalogURL.scheme, url.host == catalogURL.host, url.port == catalogURL.port, url.user == nil, url.password == nil,
-              url.fragment == nil, url.query == nil else {
+        guard let url = URL(string: release.archiveURL, relativeTo: catalogURL)?.absoluteURL else {
+            throw refuse("is not a URL")
+        }
+        guard url.scheme == catalogURL.scheme, url.host == catalogURL.host, url.port == catalogURL.port,
+            url.user == nil, url.password == nil,
+            url.fragment == nil, url.query == nil
+        else {
             throw refuse("leaves the catalog's server")
         }
         let base = (baseURL.path.hasSuffix("/") ? baseURL.path : baseURL.path + "/") + "v1/packs/"
-        guard url.path.utf8.starts(with: base.utf8), BytePath.isSafeRelative(String(decoding: url.path.utf8.dropFirst(base.utf8.count), as: UTF8.self)) else {
+        guard url.path.utf8.starts(with: base.utf8),
+            BytePath.isSafeRelative(String(decoding: url.path.utf8.dropFirst(base.utf8.count), as: UTF8.self))
+        else {
             throw refuse("resolves outside the repository's archives (\(base))")
         }
         return url

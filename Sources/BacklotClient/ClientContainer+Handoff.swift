@@ -1,9 +1,10 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotContainer
 import BacklotCrypto
 import BacklotFormat
-import BacklotCatalog
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,18 +34,23 @@ extension ClientContainer {
     ///   stored copy was altered).
     public func lastVerifiedCatalog(now: Date = Date()) throws -> Catalog? {
         guard let text = try meta("catalogEnvelope"), let envelope = Data(base64Encoded: text),
-              let keyText = try meta("catalogKeys"), let target = try meta("catalogFor") else { return nil }
+            let keyText = try meta("catalogKeys"), let target = try meta("catalogFor")
+        else { return nil }
         let keys = try keyText.split(separator: ",").map { part -> Ed25519.PublicKey in
             guard let raw = Data(base64Encoded: String(part)) else {
-                throw BacklotError(.untrusted, "the container's stored catalog keys are damaged", context: layout.stateDatabase)
+                throw BacklotError(
+                    .untrusted, "the container's stored catalog keys are damaged", context: layout.stateDatabase)
             }
             return try Ed25519.PublicKey(rawRepresentation: Array(raw))
         }
         let parts = target.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 2, let channel = Channel(rawValue: parts[1]) else {
-            throw BacklotError(.untrusted, "the container's stored catalog target is damaged", context: layout.stateDatabase)
+            throw BacklotError(
+                .untrusted, "the container's stored catalog target is damaged", context: layout.stateDatabase)
         }
-        return try Catalog.verify(Array(envelope), trusting: keys, app: parts[0], channel: channel, now: now, source: path + " (stored catalog)")
+        return try Catalog.verify(
+            Array(envelope), trusting: keys, app: parts[0], channel: channel, now: now,
+            source: path + " (stored catalog)")
     }
 
     /// Installs a release that `source` has installed into this container. When `moving`, its files
@@ -61,7 +67,8 @@ extension ClientContainer {
     ///   or not a regular file (nothing is installed).
     public func adopt(_ release: Installed, from source: ClientContainer, moving: Bool) throws {
         guard let (_, index) = PackInstaller.decodeStored(release.indexBytes),
-              SHA256.hash(Array(release.indexBytes.dropFirst(PackHeader.size))).hex == release.digest else {
+            SHA256.hash(Array(release.indexBytes.dropFirst(PackHeader.size))).hex == release.digest
+        else {
             throw BacklotError(.corruptArchive, "the stored index of \(release.id) is damaged", context: source.path)
         }
         let from = source.releaseFolder(release.id, digest: release.digest)
@@ -74,33 +81,49 @@ extension ClientContainer {
                 try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
                 do {
                     for file in index.files {
-                        let src = from + "/" + file.path, dst = partial + "/" + file.path
+                        let src = from + "/" + file.path
+                        let dst = partial + "/" + file.path
                         func damaged(_ what: String = "is damaged or missing") -> BacklotError {
-                            BacklotError(.corruptArchive, "\(file.path) \(what) in the source container", context: source.path,
-                                         hint: "run backlot verify --container \(source.path) --repair, or let the app download the pack")
+                            BacklotError(
+                                .corruptArchive, "\(file.path) \(what) in the source container", context: source.path,
+                                hint:
+                                    "run backlot verify --container \(source.path) --repair, or let the app download the pack"
+                            )
                         }
                         // Never a link out of the source's tree: only a regular file is linked.
                         // Sizes first: a file of another size (a 20 GB sparse file, say) is refused without reading it.
-                        guard let status = try? FileSystem.linkStatus(src), status.kind == .regular else { throw damaged() }
-                        guard status.size == file.size else { throw damaged("has \(status.size) bytes, not the \(file.size) its index lists,") }
-                        for dir in BytePath.ancestors(of: file.path) { try FileSystem.makeDirectory(partial + "/" + dir) }
+                        guard let status = try? FileSystem.linkStatus(src), status.kind == .regular else {
+                            throw damaged()
+                        }
+                        guard status.size == file.size else {
+                            throw damaged("has \(status.size) bytes, not the \(file.size) its index lists,")
+                        }
+                        for dir in BytePath.ancestors(of: file.path) {
+                            try FileSystem.makeDirectory(partial + "/" + dir)
+                        }
                         if !moving || link(src, dst) != 0 {
                             guard !moving || errno == EXDEV else { throw SystemCall.error("link", path: dst) }
                             try Self.copyFile(src, to: dst)
                         }
                         chmod(dst, file.mode == 0o755 ? 0o555 : 0o444)
                         // Checked where it now is, so a change to the source after the check cannot slip in.
-                        guard let placed = try? FileSystem.linkStatus(dst), placed.kind == .regular, placed.size == file.size,
-                              (try? SHA256.hash(fileAt: dst)) == file.digest else { throw damaged() }
+                        guard let placed = try? FileSystem.linkStatus(dst), placed.kind == .regular,
+                            placed.size == file.size,
+                            (try? SHA256.hash(fileAt: dst)) == file.digest
+                        else { throw damaged() }
                     }
                     FileSystem.syncDirectory(partial)
                     let previous = try installed(release.id)
                     if FileSystem.exists(folder) { PackInstaller.removeRelease(folder) }
                     try SystemCall.retrying("rename", path: folder) { rename(partial, folder) }
                     FileSystem.syncDirectory(packFolder(release.id))
-                    try markInstalled(id: release.id, version: release.version, digest: release.digest, downloadSize: release.downloadSize,
-                                      metadata: release.metadata, indexBytes: release.indexBytes)
-                    if let previous, previous.digest != release.digest { PackInstaller.removeRelease(releaseFolder(release.id, digest: previous.digest)) }
+                    try markInstalled(
+                        id: release.id, version: release.version, digest: release.digest,
+                        downloadSize: release.downloadSize,
+                        metadata: release.metadata, indexBytes: release.indexBytes)
+                    if let previous, previous.digest != release.digest {
+                        PackInstaller.removeRelease(releaseFolder(release.id, digest: previous.digest))
+                    }
                 } catch {
                     PackInstaller.removeRelease(partial)
                     throw error
@@ -121,12 +144,18 @@ extension ClientContainer {
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         while true {
             let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR { continue }; throw SystemCall.error("read", path: src) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw SystemCall.error("read", path: src)
+            }
             if n == 0 { break }
             var written = 0
             while written < n {
                 let w = buffer.withUnsafeBytes { write(output, $0.baseAddress! + written, n - written) }
-                if w < 0 { if errno == EINTR { continue }; throw SystemCall.error("write", path: dst) }
+                if w < 0 {
+                    if errno == EINTR { continue }
+                    throw SystemCall.error("write", path: dst)
+                }
                 written += w
             }
         }

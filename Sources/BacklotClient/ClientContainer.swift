@@ -37,7 +37,9 @@ public struct ClientContainer: Sendable {
         db = try ContainerSchema.state.open(layout.stateDatabase)
         if try db.read({ try $0.query("SELECT 1 FROM meta WHERE key = 'deviceID'") }).isEmpty {
             try db.transaction { tx in
-                try tx.run("INSERT INTO meta(key, value) VALUES ('deviceID', ?) ON CONFLICT(key) DO NOTHING", [.text(UUID().uuidString.lowercased())])
+                try tx.run(
+                    "INSERT INTO meta(key, value) VALUES ('deviceID', ?) ON CONFLICT(key) DO NOTHING",
+                    [.text(UUID().uuidString.lowercased())])
             }
         }
     }
@@ -55,8 +57,12 @@ public struct ClientContainer: Sendable {
     public static func requireExisting(_ path: String) throws {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         guard (try? FileSystem.status(ContainerLayout(root: absolute).stateDatabase))??.kind == .regular else {
-            throw BacklotError(.invalidInput, "\(path) is not a Backlot container (no state.sqlite): run fetch first or check the path",
-                               hint: "a container is the folder given to `backlot fetch --container DIR` (or to an app's AssetPackManager)")
+            throw BacklotError(
+                .invalidInput,
+                "\(path) is not a Backlot container (no state.sqlite): run fetch first or check the path",
+                hint:
+                    "a container is the folder given to `backlot fetch --container DIR` (or to an app's AssetPackManager)"
+            )
         }
     }
 
@@ -71,7 +77,9 @@ public struct ClientContainer: Sendable {
 
     func setMeta(_ key: String, _ value: String) throws {
         try db.transaction { tx in
-            try tx.run("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [.text(key), .text(value)])
+            try tx.run(
+                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [.text(key), .text(value)])
         }
     }
 
@@ -90,19 +98,27 @@ public struct ClientContainer: Sendable {
     }
 
     static func installed(_ r: Database.Row) -> Installed {
-        Installed(id: r["id"]?.string ?? "", version: Int(r["version"]?.int ?? 0), digest: r["digest"]?.string ?? "",
-                  downloadSize: Int(r["download_size"]?.int ?? 0), metadata: r["metadata"]?.string ?? "{}",
-                  indexBytes: { if case .blob(let b)? = r["index_bytes"] { b } else { [] } }())
+        Installed(
+            id: r["id"]?.string ?? "", version: Int(r["version"]?.int ?? 0), digest: r["digest"]?.string ?? "",
+            downloadSize: Int(r["download_size"]?.int ?? 0), metadata: r["metadata"]?.string ?? "{}",
+            indexBytes: { if case .blob(let b)? = r["index_bytes"] { b } else { [] } }())
     }
 
-    func markInstalled(id: String, version: Int, digest: String, downloadSize: Int, metadata: String, indexBytes: [UInt8]) throws {
+    func markInstalled(
+        id: String, version: Int, digest: String, downloadSize: Int, metadata: String, indexBytes: [UInt8]
+    ) throws {
         try db.transaction { tx in
-            try tx.run("""
+            try tx.run(
+                """
                 INSERT INTO installed(id, version, digest, download_size, metadata, index_bytes, installed) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO UPDATE SET version = excluded.version, digest = excluded.digest, download_size = excluded.download_size,
                 metadata = excluded.metadata, index_bytes = excluded.index_bytes, installed = excluded.installed
-                """, [.text(id), .integer(Int64(version)), .text(digest), .integer(Int64(downloadSize)), .text(metadata), .blob(indexBytes),
-                      .integer(Int64(Date().timeIntervalSince1970))])
+                """,
+                [
+                    .text(id), .integer(Int64(version)), .text(digest), .integer(Int64(downloadSize)), .text(metadata),
+                    .blob(indexBytes),
+                    .integer(Int64(Date().timeIntervalSince1970)),
+                ])
             try tx.run("DELETE FROM chunks_done WHERE digest = ?", [.text(digest)])
         }
     }
@@ -120,8 +136,10 @@ public struct ClientContainer: Sendable {
             }
             let folder = container.releaseFolder(installed.id, digest: installed.digest)
             // A file replaced by a link (or anything but a regular file) is damaged, whatever it points at.
-            for file in index.files where (try? FileSystem.linkStatus(folder + "/" + file.path))??.kind != .regular
-                || (try? SHA256.hash(fileAt: folder + "/" + file.path)) != file.digest {
+            for file in index.files
+            where (try? FileSystem.linkStatus(folder + "/" + file.path))??.kind != .regular
+                || (try? SHA256.hash(fileAt: folder + "/" + file.path)) != file.digest
+            {
                 damaged.append("\(installed.id): \(file.path)")
             }
         }
@@ -133,7 +151,9 @@ public struct ClientContainer: Sendable {
     /// Queues a request for the executor; returns its number.
     func enqueue(client: String, pack: String) throws -> Int64 {
         try db.transaction { tx in
-            try tx.run("INSERT INTO requests(client, pack, created) VALUES (?, ?, ?)", [.text(client), .text(pack), .integer(Int64(Date().timeIntervalSince1970))])
+            try tx.run(
+                "INSERT INTO requests(client, pack, created) VALUES (?, ?, ?)",
+                [.text(client), .text(pack), .integer(Int64(Date().timeIntervalSince1970))])
             return tx.lastInsertRowID
         }
     }
@@ -141,7 +161,9 @@ public struct ClientContainer: Sendable {
     /// Takes the oldest queued request (the executor calls this).
     func takeRequest() throws -> (id: Int64, client: String, pack: String)? {
         try db.transaction { tx in
-            guard let r = try tx.query("SELECT * FROM requests ORDER BY id LIMIT 1").first, let id = r["id"]?.int else { return nil }
+            guard let r = try tx.query("SELECT * FROM requests ORDER BY id LIMIT 1").first, let id = r["id"]?.int else {
+                return nil
+            }
             try tx.run("DELETE FROM requests WHERE id = ?", [.integer(id)])
             return (id, r["client"]?.string ?? "", r["pack"]?.string ?? "")
         }
@@ -156,16 +178,23 @@ public struct ClientContainer: Sendable {
     func post(client: String, pack: String, outcome: FetchOutcome) throws {
         let detail = try outcome.encoded()
         try db.transaction { tx in
-            try tx.run("INSERT INTO events(client, pack, kind, detail) VALUES (?, ?, ?, ?)", [.text(client), .text(pack), .text(outcome.kind), .text(detail)])
+            try tx.run(
+                "INSERT INTO events(client, pack, kind, detail) VALUES (?, ?, ?, ?)",
+                [.text(client), .text(pack), .text(outcome.kind), .text(detail)])
         }
     }
 
     /// Claims the next undelivered event for a client and pack: each event is delivered exactly once.
     func claim(client: String, pack: String) throws -> FetchOutcome? {
         try db.transaction { tx in
-            guard let r = try tx.query("SELECT * FROM events WHERE client = ? AND pack = ? AND delivered = 0 ORDER BY seq LIMIT 1",
-                                       [.text(client), .text(pack)]).first, let seq = r["seq"]?.int else { return nil }
-            guard try tx.run("UPDATE events SET delivered = 1 WHERE seq = ? AND delivered = 0", [.integer(seq)]) == 1 else { return nil }
+            guard
+                let r = try tx.query(
+                    "SELECT * FROM events WHERE client = ? AND pack = ? AND delivered = 0 ORDER BY seq LIMIT 1",
+                    [.text(client), .text(pack)]
+                ).first, let seq = r["seq"]?.int
+            else { return nil }
+            guard try tx.run("UPDATE events SET delivered = 1 WHERE seq = ? AND delivered = 0", [.integer(seq)]) == 1
+            else { return nil }
             return FetchOutcome.decoded(r["detail"]?.string ?? "")
         }
     }
@@ -173,7 +202,9 @@ public struct ClientContainer: Sendable {
     /// Removes an installed pack and its files.
     /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` when it is not installed.
     public func remove(_ id: String) throws {
-        guard let installed = try installed(id) else { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
+        guard let installed = try installed(id) else {
+            throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
+        }
         try removeInstalled(id)
         PackInstaller.removeRelease(releaseFolder(id, digest: installed.digest))
     }
@@ -183,13 +214,20 @@ public struct ClientContainer: Sendable {
     }
 
     func doneChunks(_ digest: String) throws -> Set<Int> {
-        Set(try db.read { try $0.query("SELECT chunk FROM chunks_done WHERE digest = ?", [.text(digest)]) }.compactMap { $0["chunk"]?.int.map(Int.init) })
+        Set(
+            try db.read { try $0.query("SELECT chunk FROM chunks_done WHERE digest = ?", [.text(digest)]) }.compactMap {
+                $0["chunk"]?.int.map(Int.init)
+            })
     }
 
     func recordChunks(_ digest: String, _ chunks: [Int]) throws {
         guard !chunks.isEmpty else { return }
         try db.transaction { tx in
-            for c in chunks { try tx.run("INSERT OR IGNORE INTO chunks_done(digest, chunk) VALUES (?, ?)", [.text(digest), .integer(Int64(c))]) }
+            for c in chunks {
+                try tx.run(
+                    "INSERT OR IGNORE INTO chunks_done(digest, chunk) VALUES (?, ?)",
+                    [.text(digest), .integer(Int64(c))])
+            }
         }
     }
 }

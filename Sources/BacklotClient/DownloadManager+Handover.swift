@@ -5,6 +5,7 @@ import BacklotStore
 import Dispatch
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -46,18 +47,31 @@ extension DownloadManager {
     var roleName: String { role == .agent ? "agent" : "app" }
 
     /// Inserts an outcome record (in the caller's transaction, the one that retires the download).
-    static func insertOutcome(_ tx: inout Database.Connection, _ d: URLDownload, kind: String, path: String?, staged: String?,
-                              message: String?, code: Int?, state: Int64, owner: String) throws -> Int64 {
-        let fileSize = try d.fileSize.map { try CheckedInteger.convert($0, to: Int64.self, "the download's fileSize", in: 0...Int64.max, context: d.identifier) }
-        let priority = try CheckedInteger.convert(d.priority, to: Int64.self, "the download's priority", context: d.identifier)
-        let storedCode = try code.map { try CheckedInteger.convert($0, to: Int64.self, "the error code", context: d.identifier) }
-        _ = try tx.run("""
+    static func insertOutcome(
+        _ tx: inout Database.Connection, _ d: URLDownload, kind: String, path: String?, staged: String?,
+        message: String?, code: Int?, state: Int64, owner: String
+    ) throws -> Int64 {
+        let fileSize = try d.fileSize.map {
+            try CheckedInteger.convert(
+                $0, to: Int64.self, "the download's fileSize", in: 0...Int64.max, context: d.identifier)
+        }
+        let priority = try CheckedInteger.convert(
+            d.priority, to: Int64.self, "the download's priority", context: d.identifier)
+        let storedCode = try code.map {
+            try CheckedInteger.convert($0, to: Int64.self, "the error code", context: d.identifier)
+        }
+        _ = try tx.run(
+            """
             INSERT INTO url_events(identifier, url, file_size, essential, priority, kind, path, message, code, delivered, staged, owner)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            [.text(d.identifier), .text(d.url.absoluteString), fileSize.map { .integer($0) } ?? .null, .integer(d.isEssential ? 1 : 0),
-             .integer(priority), .text(kind), path.map { .text($0) } ?? .null, message.map { .text($0) } ?? .null,
-             storedCode.map { .integer($0) } ?? .null, .integer(state), staged.map { .text($0) } ?? .null, .text(owner)])
+            [
+                .text(d.identifier), .text(d.url.absoluteString), fileSize.map { .integer($0) } ?? .null,
+                .integer(d.isEssential ? 1 : 0),
+                .integer(priority), .text(kind), path.map { .text($0) } ?? .null, message.map { .text($0) } ?? .null,
+                storedCode.map { .integer($0) } ?? .null, .integer(state), staged.map { .text($0) } ?? .null,
+                .text(owner),
+            ])
         return tx.lastInsertRowID
     }
 
@@ -69,8 +83,10 @@ extension DownloadManager {
     /// - Parameter within: more work for the same transaction, once the download's row is found
     ///   (the install-size cap and the installed bytes of a finished download); what it throws
     ///   leaves everything as it was.
-    func retire(_ d: URLDownload, kind: String, staged: String?, message: String?, code: Int?,
-                within: ((inout Database.Connection) throws -> Void)? = nil) throws -> Int64? {
+    func retire(
+        _ d: URLDownload, kind: String, staged: String?, message: String?, code: Int?,
+        within: ((inout Database.Connection) throws -> Void)? = nil
+    ) throws -> Int64? {
         let path: String?
         if staged != nil {
             let dir = container.layout.handoverFolder
@@ -80,11 +96,14 @@ extension DownloadManager {
             path = nil
         }
         return try container.db.transaction { tx -> Int64? in
-            guard try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) == 1 else { return nil }
-            try within?(&tx)   // a throw rolls the whole transaction back, the delete included
+            guard try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) == 1 else {
+                return nil
+            }
+            try within?(&tx)  // a throw rolls the whole transaction back, the delete included
             _ = try tx.run("DELETE FROM url_retries WHERE identifier = ?", [.text(d.identifier)])
-            return try Self.insertOutcome(&tx, d, kind: kind, path: path, staged: staged, message: message, code: code,
-                                          state: OutcomeState.recorded, owner: roleName)
+            return try Self.insertOutcome(
+                &tx, d, kind: kind, path: path, staged: staged, message: message, code: code,
+                state: OutcomeState.recorded, owner: roleName)
         }
     }
 
@@ -92,20 +111,29 @@ extension DownloadManager {
     /// their hand-over path (call it holding the download's lock, before its partial file is
     /// used again). A file found at neither place turns the outcome into a failure.
     func completeStagings(for identifier: String) throws {
-        let rows = try container.db.read { try $0.query("SELECT seq, path, staged FROM url_events WHERE identifier = ? AND staged IS NOT NULL", [.text(identifier)]) }
+        let rows = try container.db.read {
+            try $0.query(
+                "SELECT seq, path, staged FROM url_events WHERE identifier = ? AND staged IS NOT NULL",
+                [.text(identifier)])
+        }
         for row in rows {
-            guard let seq = row["seq"]?.int, let path = row["path"]?.string, let staged = row["staged"]?.string else { continue }
+            guard let seq = row["seq"]?.int, let path = row["path"]?.string, let staged = row["staged"]?.string else {
+                continue
+            }
             if !FileSystem.exists(path) {
                 if FileSystem.exists(staged) {
                     try SystemCall.retrying("rename", path: path) { rename(staged, path) }
                 } else {
                     try container.db.transaction { tx in
-                        _ = try tx.run("UPDATE url_events SET kind = 'failed', path = NULL, message = ? WHERE seq = ?",
-                                       [.text("the downloaded file was lost before it was handed over"), .integer(seq)])
+                        _ = try tx.run(
+                            "UPDATE url_events SET kind = 'failed', path = NULL, message = ? WHERE seq = ?",
+                            [.text("the downloaded file was lost before it was handed over"), .integer(seq)])
                     }
                 }
             }
-            try container.db.transaction { tx in _ = try tx.run("UPDATE url_events SET staged = NULL WHERE seq = ?", [.integer(seq)]) }
+            try container.db.transaction { tx in
+                _ = try tx.run("UPDATE url_events SET staged = NULL WHERE seq = ?", [.integer(seq)])
+            }
         }
     }
 
@@ -123,28 +151,41 @@ extension DownloadManager {
     ///   event is rebuilt from the record.
     func handOver(_ seq: Int64, live: Event? = nil) {
         _ = try? withExclusiveControl {
-            guard let row = try container.db.read({ try $0.query("SELECT * FROM url_events WHERE seq = ? AND delivered = ? AND staged IS NULL",
-                                                                 [.integer(seq), .integer(OutcomeState.recorded)]) }).first,
-                  let id = row["identifier"]?.string, let url = row["url"]?.string.flatMap(URL.init(string:)) else { return }
+            guard
+                let row = try container.db.read({
+                    try $0.query(
+                        "SELECT * FROM url_events WHERE seq = ? AND delivered = ? AND staged IS NULL",
+                        [.integer(seq), .integer(OutcomeState.recorded)])
+                }).first,
+                let id = row["identifier"]?.string, let url = row["url"]?.string.flatMap(URL.init(string:))
+            else { return }
             TestStopPoint.reach("handover.underLock")
             let event: Event
-            if let d = try? Self.storedDownload(row, identifier: id, url: url, table: "url_events", container: container) {
+            if let d = try? Self.storedDownload(
+                row, identifier: id, url: url, table: "url_events", container: container)
+            {
                 if row["kind"]?.string == "finished", let path = row["path"]?.string {
                     event = .finished(d, URL(fileURLWithPath: path))
                 } else if let live, case .failed = live {
                     event = live
                 } else {
-                    event = .failed(d, DeliveredError(code: row["code"]?.int.flatMap { Int(exactly: $0) }, message: row["message"]?.string ?? "the download failed"))
+                    event = .failed(
+                        d,
+                        DeliveredError(
+                            code: row["code"]?.int.flatMap { Int(exactly: $0) },
+                            message: row["message"]?.string ?? "the download failed"))
                 }
                 handover.withLock { $0 = CurrentHandover(seq: seq, thread: pthread_self()) }
                 handler(event, self)
                 handover.withLock { $0 = nil }
             }
             let closed = try container.db.transaction { tx in
-                try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
-                           [.integer(OutcomeState.done), .integer(seq), .integer(OutcomeState.recorded)])
+                try tx.run(
+                    "UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
+                    [.integer(OutcomeState.done), .integer(seq), .integer(OutcomeState.recorded)])
             }
-            if closed == 1, let path = row["path"]?.string { unlink(path) }   // not moved by the handler: deleted, as on Apple's platforms
+            // not moved by the handler: deleted, as on Apple's platforms
+            if closed == 1, let path = row["path"]?.string { unlink(path) }
         }
     }
 
@@ -153,8 +194,9 @@ extension DownloadManager {
     /// when it is created). Each is delivered once.
     public func deliverRecordedOutcomes() throws {
         let rows = try container.db.read {
-            try $0.query("SELECT seq, identifier, staged FROM url_events WHERE delivered = ? AND owner = ? ORDER BY seq",
-                         [.integer(OutcomeState.recorded), .text(roleName)])
+            try $0.query(
+                "SELECT seq, identifier, staged FROM url_events WHERE delivered = ? AND owner = ? ORDER BY seq",
+                [.integer(OutcomeState.recorded), .text(roleName)])
         }
         for row in rows {
             guard let seq = row["seq"]?.int, let id = row["identifier"]?.string else { continue }
@@ -175,8 +217,9 @@ extension DownloadManager {
         let container = try ClientContainer(path: containerPath)
         return try ExclusiveControl.of(container: container.path).run {
             try container.db.transaction { tx in
-                try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
-                           [.integer(OutcomeState.takenByExtension), .integer(seq), .integer(OutcomeState.reserved)])
+                try tx.run(
+                    "UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
+                    [.integer(OutcomeState.takenByExtension), .integer(seq), .integer(OutcomeState.reserved)])
             }
         } == 1
     }
@@ -187,7 +230,9 @@ extension DownloadManager {
             try listening.withLock { state in
                 guard state == nil else { return }
                 guard let lock = try container.layout.acquire(.appListening, waiting: true) else { return }
-                let timer = RepeatingTimer(label: "backlot.url-events", every: pollInterval, after: 0) { [weak self] in self?.claimPostedEvents() }
+                let timer = RepeatingTimer(label: "backlot.url-events", every: pollInterval, after: 0) { [weak self] in
+                    self?.claimPostedEvents()
+                }
                 state = ListeningState(lock: lock, timer: timer)
             }
         }
@@ -222,13 +267,17 @@ extension DownloadManager {
         // From the handler, for an outcome already recorded: that record is posted, in place.
         if let current = handover.withLock({ $0 }), pthread_equal(current.thread, pthread_self()) != 0 {
             let posted = try container.db.transaction { tx in
-                try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
-                           [.integer(state), .integer(current.seq), .integer(OutcomeState.recorded)])
+                try tx.run(
+                    "UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
+                    [.integer(state), .integer(current.seq), .integer(OutcomeState.recorded)])
             }
             if posted == 1 { return current.seq }
         }
-        let d: URLDownload, kind: String
-        var path: String? = nil, message: String? = nil, code: Int? = nil
+        let d: URLDownload
+        let kind: String
+        var path: String? = nil
+        var message: String? = nil
+        var code: Int? = nil
         switch event {
         case .finished(let download, let url):
             d = download
@@ -243,14 +292,20 @@ extension DownloadManager {
             return 0
         }
         return try container.db.transaction { tx in
-            try Self.insertOutcome(&tx, d, kind: kind, path: path, staged: nil, message: message, code: code, state: state, owner: roleName)
+            try Self.insertOutcome(
+                &tx, d, kind: kind, path: path, staged: nil, message: message, code: code, state: state, owner: roleName
+            )
         }
     }
 
     /// The file of a posted outcome, if it has one.
     public func postedFile(_ seq: Int64) -> URL? {
-        guard let row = try? container.db.read({ try $0.query("SELECT path FROM url_events WHERE seq = ?", [.integer(seq)]) }).first,
-              let path = row["path"]?.string else { return nil }
+        guard
+            let row = try? container.db.read({
+                try $0.query("SELECT path FROM url_events WHERE seq = ?", [.integer(seq)])
+            }).first,
+            let path = row["path"]?.string
+        else { return nil }
         return URL(fileURLWithPath: path)
     }
 
@@ -265,8 +320,12 @@ extension DownloadManager {
         try withExclusiveControl {
             if deliveredToExtension {
                 let done = try container.db.transaction { tx in
-                    try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered IN (?, ?)",
-                               [.integer(OutcomeState.done), .integer(seq), .integer(OutcomeState.reserved), .integer(OutcomeState.takenByExtension)]) == 1
+                    try tx.run(
+                        "UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered IN (?, ?)",
+                        [
+                            .integer(OutcomeState.done), .integer(seq), .integer(OutcomeState.reserved),
+                            .integer(OutcomeState.takenByExtension),
+                        ]) == 1
                 }
                 if done, let file = postedFile(seq) { unlink(file.path) }
             } else {
@@ -285,15 +344,23 @@ extension DownloadManager {
     /// The reservations the extension could not finish (call under the exclusive lock).
     private func settleUnfinished(where condition: String, _ bindings: [Database.Value]) throws {
         let taken = try container.db.transaction { tx -> [Database.Row] in
-            _ = try tx.run("UPDATE url_events SET delivered = ? WHERE delivered = ? AND \(condition)", [.integer(OutcomeState.forApp), .integer(OutcomeState.reserved)] + bindings)
-            return try tx.query("SELECT seq, kind, path FROM url_events WHERE delivered = ? AND \(condition)", [.integer(OutcomeState.takenByExtension)] + bindings)
+            _ = try tx.run(
+                "UPDATE url_events SET delivered = ? WHERE delivered = ? AND \(condition)",
+                [.integer(OutcomeState.forApp), .integer(OutcomeState.reserved)] + bindings)
+            return try tx.query(
+                "SELECT seq, kind, path FROM url_events WHERE delivered = ? AND \(condition)",
+                [.integer(OutcomeState.takenByExtension)] + bindings)
         }
         for row in taken {
             guard let seq = row["seq"]?.int else { continue }
             let fileLeft = row["kind"]?.string == "finished" && row["path"]?.string.map(FileSystem.exists) == true
             try container.db.transaction { tx in
-                _ = try tx.run("UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
-                               [.integer(fileLeft ? OutcomeState.forApp : OutcomeState.done), .integer(seq), .integer(OutcomeState.takenByExtension)])
+                _ = try tx.run(
+                    "UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
+                    [
+                        .integer(fileLeft ? OutcomeState.forApp : OutcomeState.done), .integer(seq),
+                        .integer(OutcomeState.takenByExtension),
+                    ])
             }
         }
     }
@@ -312,21 +379,39 @@ extension DownloadManager {
     func claimPostedEvents() {
         _ = try? withExclusiveControl {
             // Stopped listening while this round waited for the lock (or in a handler): the events stay for the next time.
-            while listening.withLock({ $0 != nil }), let row = try container.db.transaction({ tx -> Database.Row? in
-                guard let r = try tx.query("SELECT * FROM url_events WHERE delivered = 0 ORDER BY seq LIMIT 1").first, let seq = r["seq"]?.int else { return nil }
-                guard try tx.run("UPDATE url_events SET delivered = 1 WHERE seq = ? AND delivered = 0", [.integer(seq)]) == 1 else { return nil }
-                return r
-            }) {
-                guard let id = row["identifier"]?.string, let url = row["url"]?.string.flatMap(URL.init(string:)) else { continue }
+            while listening.withLock({ $0 != nil }),
+                let row = try container.db.transaction({ tx -> Database.Row? in
+                    guard
+                        let r = try tx.query("SELECT * FROM url_events WHERE delivered = 0 ORDER BY seq LIMIT 1").first,
+                        let seq = r["seq"]?.int
+                    else { return nil }
+                    guard
+                        try tx.run(
+                            "UPDATE url_events SET delivered = 1 WHERE seq = ? AND delivered = 0", [.integer(seq)]) == 1
+                    else { return nil }
+                    return r
+                })
+            {
+                guard let id = row["identifier"]?.string, let url = row["url"]?.string.flatMap(URL.init(string:)) else {
+                    continue
+                }
                 // A row with a number out of range (written by another process) is skipped, never a trap.
-                guard let d = try? Self.storedDownload(row, identifier: id, url: url, table: "url_events", container: container) else { continue }
+                guard
+                    let d = try? Self.storedDownload(
+                        row, identifier: id, url: url, table: "url_events", container: container)
+                else { continue }
                 if row["kind"]?.string == "finished", let path = row["path"]?.string {
                     // The extension took it before a crash left its reservation open: it is not delivered twice.
                     guard FileSystem.exists(path) else { continue }
                     handler(.finished(d, URL(fileURLWithPath: path)), self)
-                    unlink(path)   // not moved by the handler: deleted, as on Apple's platforms
+                    unlink(path)  // not moved by the handler: deleted, as on Apple's platforms
                 } else {
-                    handler(.failed(d, DeliveredError(code: row["code"]?.int.flatMap { Int(exactly: $0) }, message: row["message"]?.string ?? "the download failed")), self)
+                    handler(
+                        .failed(
+                            d,
+                            DeliveredError(
+                                code: row["code"]?.int.flatMap { Int(exactly: $0) },
+                                message: row["message"]?.string ?? "the download failed")), self)
                 }
             }
         }

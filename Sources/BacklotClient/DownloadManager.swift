@@ -6,6 +6,7 @@ import BacklotStore
 import Dispatch
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -76,17 +77,24 @@ public enum BackgroundDownloadError: Error, Sendable, Hashable, CustomStringConv
 
     public var description: String {
         switch self {
-        case .domainNotAllowed(let h): "\(h) is not on the download domain allow list; before the app's first launch only listed hosts may be used"
-        case .allowanceExceeded(let n, let r): "the download needs \(n) bytes but only \(r) remain of the allowance before the app's first launch"
+        case .domainNotAllowed(let h):
+            "\(h) is not on the download domain allow list; before the app's first launch only listed hosts may be used"
+        case .allowanceExceeded(let n, let r):
+            "the download needs \(n) bytes but only \(r) remain of the allowance before the app's first launch"
         case .essentialDownloadNeedsFileSize(let id): "the essential download \(id) must declare its exact file size"
         case .sizeMismatch(let e, let r): "the file has \(r) bytes, not the \(e) declared"
         case .duplicateIdentifier(let id): "a download with the identifier \(id) is already scheduled"
         case .insecureURL(let u): "\(u) is not an https URL"
-        case .maxInstallSizeExceeded(let n, let r): "the download needs \(n) bytes but only \(r) remain under the maximum install size"
-        case .essentialDownloadNotPermitted(let id): "the download \(id) is essential, which is not permitted here (an App Clip can't mark downloads essential); schedule it as non-essential"
-        case .schedulingBlockedDuringContentRequest(let id): "\(id) can't be scheduled while the downloader extension answers a content request; return it from downloads(for:) instead"
-        case .callFromExtensionNotAllowed(let id): "\(id) can't be started in the foreground from the downloader extension; schedule it, or let the app start it"
-        case .callFromInactiveProcessNotAllowed(let id): "\(id) can't be started in the foreground from a background process (the agent, or a background launch); schedule it instead"
+        case .maxInstallSizeExceeded(let n, let r):
+            "the download needs \(n) bytes but only \(r) remain under the maximum install size"
+        case .essentialDownloadNotPermitted(let id):
+            "the download \(id) is essential, which is not permitted here (an App Clip can't mark downloads essential); schedule it as non-essential"
+        case .schedulingBlockedDuringContentRequest(let id):
+            "\(id) can't be scheduled while the downloader extension answers a content request; return it from downloads(for:) instead"
+        case .callFromExtensionNotAllowed(let id):
+            "\(id) can't be started in the foreground from the downloader extension; schedule it, or let the app start it"
+        case .callFromInactiveProcessNotAllowed(let id):
+            "\(id) can't be started in the foreground from a background process (the agent, or a background launch); schedule it instead"
         }
     }
 }
@@ -141,17 +149,24 @@ public final class DownloadManager: Sendable {
     ///   (``BackgroundDownloadError/essentialDownloadNotPermitted(_:)``).
     ///   The mark is kept in the container, so that every process using it refuses them.
     ///   - role: whether this process runs scheduled downloads (``Role``).
-    public convenience init(containerPath: String, restrictions: DownloadRestrictions? = nil, caFile: String? = nil, isAppClip: Bool = false,
-                            role: Role = .app, handler: @escaping @Sendable (Event) -> Void) throws {
-        try self.init(containerPath: containerPath, restrictions: restrictions, caFile: caFile, isAppClip: isAppClip, role: role,
-                      routing: { event, _ in handler(event) })
+    public convenience init(
+        containerPath: String, restrictions: DownloadRestrictions? = nil, caFile: String? = nil,
+        isAppClip: Bool = false,
+        role: Role = .app, handler: @escaping @Sendable (Event) -> Void
+    ) throws {
+        try self.init(
+            containerPath: containerPath, restrictions: restrictions, caFile: caFile, isAppClip: isAppClip, role: role,
+            routing: { event, _ in handler(event) })
     }
 
     /// The same, with a handler that is also given the manager (to post the outcome to the app, or
     /// to keep it for the extension, as the agent does), so that nothing has to hold the manager
     /// for the handler.
-    public init(containerPath: String, restrictions: DownloadRestrictions? = nil, caFile: String? = nil, isAppClip: Bool = false,
-                role: Role = .app, routing handler: @escaping @Sendable (Event, DownloadManager) -> Void) throws {
+    public init(
+        containerPath: String, restrictions: DownloadRestrictions? = nil, caFile: String? = nil,
+        isAppClip: Bool = false,
+        role: Role = .app, routing handler: @escaping @Sendable (Event, DownloadManager) -> Void
+    ) throws {
         container = try ClientContainer(path: containerPath)
         http = HTTPClient(caFile: caFile)
         self.restrictions = restrictions
@@ -159,7 +174,8 @@ public final class DownloadManager: Sendable {
         self.isAppClip = container.isMarkedAppClip
         self.role = role
         self.handler = handler
-        try FileManager.default.createDirectory(atPath: container.layout.downloadsFolder, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: container.layout.downloadsFolder, withIntermediateDirectories: true)
         // Outcomes an app process recorded and did not hand over before it stopped (the agent hands
         // over its own when it starts, once its handler can route them).
         if role == .app { queue.async { try? self.deliverRecordedOutcomes() } }
@@ -181,7 +197,10 @@ public final class DownloadManager: Sendable {
                 guard let self else { return }
                 let pending = !((try? self.fetchCurrentDownloads()) ?? []).isEmpty
                 if !pending || !self.container.isAgentRunning {
-                    self.agentWatch.withLock { $0?.cancel(); $0 = nil }
+                    self.agentWatch.withLock {
+                        $0?.cancel()
+                        $0 = nil
+                    }
                     if pending { self.resumeScheduled() }
                 }
             }
@@ -198,20 +217,26 @@ public final class DownloadManager: Sendable {
     /// ``BackgroundDownloadError/essentialDownloadNotPermitted(_:)`` (schedule
     /// `removingEssential`'s twin: the same download with `isEssential: false`).
     public func scheduleDownload(_ download: URLDownload) throws {
-        if role == .app, download.isEssential { throw BackgroundDownloadError.essentialDownloadNotPermitted(download.identifier) }
+        if role == .app, download.isEssential {
+            throw BackgroundDownloadError.essentialDownloadNotPermitted(download.identifier)
+        }
         try schedule(download)
     }
 
     func schedule(_ download: URLDownload) throws {
         try check(download)
-        if let holder = try container.meta("contentRequest").flatMap({ CheckedInteger.parse($0, as: Int32.self) }), holder > 0, holder != getpid(), kill(holder, 0) == 0 || errno == EPERM {
+        if let holder = try container.meta("contentRequest").flatMap({ CheckedInteger.parse($0, as: Int32.self) }),
+            holder > 0, holder != getpid(), kill(holder, 0) == 0 || errno == EPERM
+        {
             throw BackgroundDownloadError.schedulingBlockedDuringContentRequest(download.identifier)
         }
         // The size may come from an extension's answer: checked, never `Int64(someUInt64)`.
         let fileSize = try download.fileSize.map {
-            try CheckedInteger.convert($0, to: Int64.self, "the download's fileSize", in: 0...Int64.max, context: download.identifier)
+            try CheckedInteger.convert(
+                $0, to: Int64.self, "the download's fileSize", in: 0...Int64.max, context: download.identifier)
         }
-        let priority = try CheckedInteger.convert(download.priority, to: Int64.self, "the download's priority", context: download.identifier)
+        let priority = try CheckedInteger.convert(
+            download.priority, to: Int64.self, "the download's priority", context: download.identifier)
         do {
             try container.db.transaction { tx in
                 // The install-size cap counts what is installed and what is scheduled or in flight
@@ -219,16 +244,23 @@ public final class DownloadManager: Sendable {
                 if let size = fileSize, let max = installCap(essential: download.isEssential) {
                     let committed = try Self.committedInstallSize(&tx, essential: download.isEssential)
                     let left = max > committed ? max - committed : 0
-                    if UInt64(size) > left { throw BackgroundDownloadError.maxInstallSizeExceeded(needed: UInt64(size), remaining: left) }
+                    if UInt64(size) > left {
+                        throw BackgroundDownloadError.maxInstallSizeExceeded(needed: UInt64(size), remaining: left)
+                    }
                 }
-                try tx.run("INSERT INTO url_downloads(identifier, url, file_size, essential, priority, created) VALUES (?, ?, ?, ?, ?, ?)",
-                           [.text(download.identifier), .text(download.url.absoluteString), fileSize.map { .integer($0) } ?? .null,
-                            .integer(download.isEssential ? 1 : 0), .integer(priority), .integer(Int64(Date().timeIntervalSince1970))])
+                try tx.run(
+                    "INSERT INTO url_downloads(identifier, url, file_size, essential, priority, created) VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        .text(download.identifier), .text(download.url.absoluteString),
+                        fileSize.map { .integer($0) } ?? .null,
+                        .integer(download.isEssential ? 1 : 0), .integer(priority),
+                        .integer(Int64(Date().timeIntervalSince1970)),
+                    ])
             }
         } catch let e as BacklotError where e.code == .conflict {
             throw BackgroundDownloadError.duplicateIdentifier(download.identifier)
         }
-        WakeChannel.poke(path: container.layout.agentWakeChannel)   // a running agent takes it at once
+        WakeChannel.poke(path: container.layout.agentWakeChannel)  // a running agent takes it at once
         runOrDeferToAgent()
     }
 
@@ -240,7 +272,9 @@ public final class DownloadManager: Sendable {
     ///   or in an app launched in the background for a task (Apple's codes 50 and 51), or what
     ///   ``scheduleDownload(_:)`` throws for a download not scheduled yet.
     public func startForegroundDownload(_ download: URLDownload) throws {
-        if Self.isExtensionProcess.load(ordering: .relaxed) { throw BackgroundDownloadError.callFromExtensionNotAllowed(download.identifier) }
+        if Self.isExtensionProcess.load(ordering: .relaxed) {
+            throw BackgroundDownloadError.callFromExtensionNotAllowed(download.identifier)
+        }
         if role == .agent || ProcessInfo.processInfo.environment["BACKLOT_BACKGROUND_TASK"] != nil {
             throw BackgroundDownloadError.callFromInactiveProcessNotAllowed(download.identifier)
         }
@@ -260,8 +294,11 @@ public final class DownloadManager: Sendable {
 
     /// The downloads scheduled and not finished.
     public func fetchCurrentDownloads() throws -> [URLDownload] {
-        try container.db.read { try $0.query("SELECT * FROM url_downloads ORDER BY priority DESC, created") }.compactMap { r in
-            guard let id = r["identifier"]?.string, let url = r["url"]?.string.flatMap(URL.init(string:)) else { return nil }
+        try container.db.read { try $0.query("SELECT * FROM url_downloads ORDER BY priority DESC, created") }.compactMap
+        { r in
+            guard let id = r["identifier"]?.string, let url = r["url"]?.string.flatMap(URL.init(string:)) else {
+                return nil
+            }
             return try Self.storedDownload(r, identifier: id, url: url, table: "url_downloads", container: container)
         }
     }
@@ -269,17 +306,25 @@ public final class DownloadManager: Sendable {
     /// A download read back from the container (which another process may have written): its
     /// size and priority go through ``CheckedInteger``.
     /// - Throws: ``BacklotError/Code/invalidInput`` naming the column when a stored number is out of range.
-    static func storedDownload(_ r: Database.Row, identifier id: String, url: URL, table: String, container: ClientContainer) throws -> URLDownload {
+    static func storedDownload(
+        _ r: Database.Row, identifier id: String, url: URL, table: String, container: ClientContainer
+    ) throws -> URLDownload {
         let context = "\(container.path)/state.sqlite, \(table) \(id)"
-        let size = try r["file_size"]?.int.map { try CheckedInteger.convert($0, to: UInt64.self, "the stored file_size", context: context) }
-        let priority = try CheckedInteger.convert(r["priority"]?.int ?? 0, to: Int.self, "the stored priority", context: context)
-        return URLDownload(identifier: id, url: url, fileSize: size, isEssential: r["essential"]?.int == 1, priority: priority)
+        let size = try r["file_size"]?.int.map {
+            try CheckedInteger.convert($0, to: UInt64.self, "the stored file_size", context: context)
+        }
+        let priority = try CheckedInteger.convert(
+            r["priority"]?.int ?? 0, to: Int.self, "the stored priority", context: context)
+        return URLDownload(
+            identifier: id, url: url, fileSize: size, isEssential: r["essential"]?.int == 1, priority: priority)
     }
 
     /// Cancels a download and removes what arrived.
     public func cancel(_ download: URLDownload) throws {
         cancelled.withLock { _ = $0.insert(download.identifier) }
-        try container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(download.identifier)]) }
+        try container.db.transaction { tx in
+            try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(download.identifier)])
+        }
         if running.withLock({ !$0.contains(download.identifier) }) { unlink(partialPath(download.identifier)) }
     }
 
@@ -303,18 +348,24 @@ public final class DownloadManager: Sendable {
     /// container was marked launched by an earlier version). Once true it stays true.
     var launched: Bool {
         if launchSeen.load(ordering: .relaxed) { return true }
-        guard AppLaunchRecord.firstLaunch(containerPath: container.path) != nil || (try? container.meta("launched")) == "1" else { return false }
+        guard
+            AppLaunchRecord.firstLaunch(containerPath: container.path) != nil
+                || (try? container.meta("launched")) == "1"
+        else { return false }
         launchSeen.store(true, ordering: .relaxed)
         return true
     }
 
-    func used(_ essential: Bool) -> UInt64 { (try? container.meta(essential ? "usedEssential" : "used")).flatMap { $0.flatMap(UInt64.init) } ?? 0 }
+    func used(_ essential: Bool) -> UInt64 {
+        (try? container.meta(essential ? "usedEssential" : "used")).flatMap { $0.flatMap(UInt64.init) } ?? 0
+    }
 
     /// Counts bytes fetched outside this manager (such as a manifest the agent fetched) against
     /// the allowance before the first launch.
     public func countTowardsAllowance(bytes: UInt64, essential: Bool) throws {
         guard restrictions?.appliesBeforeFirstLaunch == true, !launched else { return }
-        try container.setMeta(essential ? "usedEssential" : "used", String(CheckedInteger.saturatingAdd(used(essential), bytes)))
+        try container.setMeta(
+            essential ? "usedEssential" : "used", String(CheckedInteger.saturatingAdd(used(essential), bytes)))
     }
 
     /// Before the app's first launch, whether `url`'s host may be contacted: Apple's
@@ -339,11 +390,15 @@ public final class DownloadManager: Sendable {
     /// bytes its fetch transferred) against `BADownloadAllowance` before the first launch, as
     /// Apple counts the manifest download.
     public func countCatalogFetch() throws {
-        guard restrictions?.appliesBeforeFirstLaunch == true, !launched, let text = try container.meta("catalogEnvelope"), let envelope = Data(base64Encoded: text) else { return }
+        guard restrictions?.appliesBeforeFirstLaunch == true, !launched,
+            let text = try container.meta("catalogEnvelope"), let envelope = Data(base64Encoded: text)
+        else { return }
         try countTowardsAllowance(bytes: UInt64(envelope.count), essential: false)
     }
 
-    func installed(_ essential: Bool) -> UInt64 { (try? container.meta(essential ? "installedEssential" : "installed")).flatMap { $0.flatMap(UInt64.init) } ?? 0 }
+    func installed(_ essential: Bool) -> UInt64 {
+        (try? container.meta(essential ? "installedEssential" : "installed")).flatMap { $0.flatMap(UInt64.init) } ?? 0
+    }
 
     /// What remains of the allowance before the first launch (nil when downloads are not
     /// restricted): Apple's `BAAppExtensionInfo.restrictedDownloadSizeRemaining` and its essential twin.
@@ -355,11 +410,19 @@ public final class DownloadManager: Sendable {
 
     func check(_ d: URLDownload) throws {
         let local = ["127.0.0.1", "localhost", "::1"].contains(d.url.host ?? "")
-        guard d.url.scheme == "https" || (d.url.scheme == "http" && local) else { throw BackgroundDownloadError.insecureURL(d.url) }
-        if container.isMarkedAppClip, d.isEssential { throw BackgroundDownloadError.essentialDownloadNotPermitted(d.identifier) }
-        if d.isEssential, d.fileSize == nil { throw BackgroundDownloadError.essentialDownloadNeedsFileSize(d.identifier) }
+        guard d.url.scheme == "https" || (d.url.scheme == "http" && local) else {
+            throw BackgroundDownloadError.insecureURL(d.url)
+        }
+        if container.isMarkedAppClip, d.isEssential {
+            throw BackgroundDownloadError.essentialDownloadNotPermitted(d.identifier)
+        }
+        if d.isEssential, d.fileSize == nil {
+            throw BackgroundDownloadError.essentialDownloadNeedsFileSize(d.identifier)
+        }
         if let r = restrictions, r.appliesBeforeFirstLaunch, !launched {
-            guard r.allows(host: d.url.host ?? "") else { throw BackgroundDownloadError.domainNotAllowed(d.url.host ?? "") }
+            guard r.allows(host: d.url.host ?? "") else {
+                throw BackgroundDownloadError.domainNotAllowed(d.url.host ?? "")
+            }
             if let size = d.fileSize, let remaining = remainingAllowance(essential: d.isEssential), size > remaining {
                 throw BackgroundDownloadError.allowanceExceeded(needed: size, remaining: remaining)
             }
@@ -374,11 +437,16 @@ public final class DownloadManager: Sendable {
     /// What counts against an install-size cap, read inside a transaction: the bytes of finished
     /// downloads of that kind, plus the declared sizes of those scheduled or in flight (their
     /// reservations), except `excluding`'s.
-    static func committedInstallSize(_ tx: inout Database.Connection, essential: Bool, excluding: String? = nil) throws -> UInt64 {
+    static func committedInstallSize(
+        _ tx: inout Database.Connection, essential: Bool, excluding: String? = nil
+    ) throws -> UInt64 {
         let key = essential ? "installedEssential" : "installed"
-        let done = try tx.query("SELECT value FROM meta WHERE key = ?", [.text(key)]).first?["value"]?.string.flatMap(UInt64.init) ?? 0
-        let rows = try tx.query("SELECT file_size FROM url_downloads WHERE essential = ? AND file_size IS NOT NULL AND identifier != ?",
-                                [.integer(essential ? 1 : 0), .text(excluding ?? "")])
+        let done =
+            try tx.query("SELECT value FROM meta WHERE key = ?", [.text(key)]).first?["value"]?.string.flatMap(
+                UInt64.init) ?? 0
+        let rows = try tx.query(
+            "SELECT file_size FROM url_downloads WHERE essential = ? AND file_size IS NOT NULL AND identifier != ?",
+            [.integer(essential ? 1 : 0), .text(excluding ?? "")])
         var total = done
         for r in rows { total = CheckedInteger.saturatingAdd(total, UInt64(max(0, r["file_size"]?.int ?? 0))) }
         return total
@@ -387,15 +455,20 @@ public final class DownloadManager: Sendable {
     /// What is left under the install-size cap for `d` (its own reservation not counted); nil without a cap.
     func installHeadroom(for d: URLDownload) -> UInt64? {
         guard let max = installCap(essential: d.isEssential) else { return nil }
-        let committed = (try? container.db.read { tx in try Self.committedInstallSize(&tx, essential: d.isEssential, excluding: d.identifier) }) ?? 0
+        let committed =
+            (try? container.db.read { tx in
+                try Self.committedInstallSize(&tx, essential: d.isEssential, excluding: d.identifier)
+            }) ?? 0
         return max > committed ? max - committed : 0
     }
 
     /// Runs scheduled downloads, highest priority first, until none is left.
     func runScheduled() {
         resumePending.store(false, ordering: .relaxed)
-        var skip = pausedUntilLater()   // run by another process (the app, or the agent), or paused
-        while let next = (try? fetchCurrentDownloads())?.first(where: { d in !skip.contains(d.identifier) && running.withLock { !$0.contains(d.identifier) } }) {
+        var skip = pausedUntilLater()  // run by another process (the app, or the agent), or paused
+        while let next = (try? fetchCurrentDownloads())?.first(where: { d in
+            !skip.contains(d.identifier) && running.withLock { !$0.contains(d.identifier) }
+        }) {
             if run(next) != .done { skip.insert(next.identifier) }
         }
     }
@@ -403,7 +476,10 @@ public final class DownloadManager: Sendable {
     /// Paused downloads whose next attempt is not due yet.
     func pausedUntilLater() -> Set<String> {
         let now = Date().timeIntervalSince1970
-        return Set(((try? container.db.read { try $0.query("SELECT identifier FROM url_retries WHERE retry_after > ?", [.real(now)]) }) ?? [])
+        return Set(
+            ((try? container.db.read {
+                try $0.query("SELECT identifier FROM url_retries WHERE retry_after > ?", [.real(now)])
+            }) ?? [])
             .compactMap { $0["identifier"]?.string })
     }
 
@@ -411,13 +487,17 @@ public final class DownloadManager: Sendable {
     /// most an hour), or gives up after ``maximumPauses`` in a row (false: it fails).
     func pauseAgain(_ id: String) -> Bool {
         // The stored count is compared before it is incremented: a crafted Int64.max never overflows.
-        let stored = (try? container.db.read { try $0.query("SELECT attempts FROM url_retries WHERE identifier = ?", [.text(id)]) })?.first?["attempts"]?.int ?? 0
+        let stored =
+            (try? container.db.read {
+                try $0.query("SELECT attempts FROM url_retries WHERE identifier = ?", [.text(id)])
+            })?.first?["attempts"]?.int ?? 0
         guard stored < Self.maximumPauses else { return false }
         let attempts = max(0, stored) + 1
         let after = Date().timeIntervalSince1970 + min(3600, pow(2, Double(attempts)))
         _ = try? container.db.transaction { tx in
-            try tx.run("INSERT INTO url_retries(identifier, attempts, retry_after) VALUES (?, ?, ?) ON CONFLICT(identifier) DO UPDATE SET attempts = excluded.attempts, retry_after = excluded.retry_after",
-                       [.text(id), .integer(attempts), .real(after)])
+            try tx.run(
+                "INSERT INTO url_retries(identifier, attempts, retry_after) VALUES (?, ?, ?) ON CONFLICT(identifier) DO UPDATE SET attempts = excluded.attempts, retry_after = excluded.retry_after",
+                [.text(id), .integer(attempts), .real(after)])
         }
         return true
     }
@@ -426,7 +506,9 @@ public final class DownloadManager: Sendable {
     static let maximumPauses: Int64 = 12
 
     func clearPauses(_ id: String) {
-        _ = try? container.db.transaction { tx in try tx.run("DELETE FROM url_retries WHERE identifier = ?", [.text(id)]) }
+        _ = try? container.db.transaction { tx in
+            try tx.run("DELETE FROM url_retries WHERE identifier = ?", [.text(id)])
+        }
     }
 
     /// Takes the cross-process lock of one download, so that the app and the agent never write
@@ -459,9 +541,11 @@ public final class DownloadManager: Sendable {
         // file is used again.
         try? completeStagings(for: d.identifier)
         // It may have finished in the other process while this one waited.
-        guard (try? fetchCurrentDownloads())?.contains(where: { $0.identifier == d.identifier }) == true else { return .done }
-        var answered = false   // the server answered: a failure now is the download's, not the network's
-        var headroom: UInt64? = nil   // the install-size cap's room for a download of no declared size
+        guard (try? fetchCurrentDownloads())?.contains(where: { $0.identifier == d.identifier }) == true else {
+            return .done
+        }
+        var answered = false  // the server answered: a failure now is the download's, not the network's
+        var headroom: UInt64? = nil  // the install-size cap's room for a download of no declared size
         cancelled.withLock { _ = $0.remove(d.identifier) }
         let part = partialPath(d.identifier)
         let already = (try? FileSystem.status(part))??.size ?? 0
@@ -470,16 +554,24 @@ public final class DownloadManager: Sendable {
             let remaining = remainingAllowance(essential: d.isEssential)
             // A download without a declared size reserved nothing: it may take at most what is left under the cap.
             headroom = d.fileSize == nil ? installHeadroom(for: d) : nil
-            let limit = [d.fileSize, remaining.map { CheckedInteger.saturatingAdd(already, $0) }, headroom].compactMap { $0 }.min()
+            let limit = [d.fileSize, remaining.map { CheckedInteger.saturatingAdd(already, $0) }, headroom].compactMap {
+                $0
+            }.min()
             let id = d.identifier
-            let result = try http.download(d.url.absoluteString, to: part, from: already, limit: limit,
-                                           progress: { [handler, self] received, _ in handler(.progress(d, received: received, expected: d.fileSize ?? 0), self) },
-                                           isCancelled: { [self] in
-                                               self.cancelled.withLock { $0.contains(id) } || (!foreground && access(takeover, F_OK) == 0)
-                                           })
+            let result = try http.download(
+                d.url.absoluteString, to: part, from: already, limit: limit,
+                progress: { [handler, self] received, _ in
+                    handler(.progress(d, received: received, expected: d.fileSize ?? 0), self)
+                },
+                isCancelled: { [self] in
+                    self.cancelled.withLock { $0.contains(id) } || (!foreground && access(takeover, F_OK) == 0)
+                })
             answered = true
             // A server that ignored the Range sent the whole file again (the part restarted at 0).
-            if remaining != nil { try countTowardsAllowance(bytes: result.size >= already ? result.size - already : result.size, essential: d.isEssential) }
+            if remaining != nil {
+                try countTowardsAllowance(
+                    bytes: result.size >= already ? result.size - already : result.size, essential: d.isEssential)
+            }
             guard result.status == 200 || result.status == 206 else {
                 throw BacklotError(.io, "\(d.url) answered \(result.status)", context: d.identifier)
             }
@@ -496,14 +588,19 @@ public final class DownloadManager: Sendable {
             let seq: Int64?
             do {
                 seq = try retire(d, kind: "finished", staged: part, message: nil, code: nil) { tx in
-                    let committed = try Self.committedInstallSize(&tx, essential: d.isEssential, excluding: d.identifier)
+                    let committed = try Self.committedInstallSize(
+                        &tx, essential: d.isEssential, excluding: d.identifier)
                     if let cap, CheckedInteger.saturatingAdd(committed, result.size) > cap {
-                        throw BackgroundDownloadError.maxInstallSizeExceeded(needed: result.size, remaining: cap > committed ? cap - committed : 0)
+                        throw BackgroundDownloadError.maxInstallSizeExceeded(
+                            needed: result.size, remaining: cap > committed ? cap - committed : 0)
                     }
                     let key = d.isEssential ? "installedEssential" : "installed"
-                    let done = try tx.query("SELECT value FROM meta WHERE key = ?", [.text(key)]).first?["value"]?.string.flatMap(UInt64.init) ?? 0
-                    try tx.run("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                               [.text(key), .text(String(CheckedInteger.saturatingAdd(done, result.size)))])
+                    let done =
+                        try tx.query("SELECT value FROM meta WHERE key = ?", [.text(key)]).first?["value"]?.string
+                        .flatMap(UInt64.init) ?? 0
+                    try tx.run(
+                        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                        [.text(key), .text(String(CheckedInteger.saturatingAdd(done, result.size)))])
                 }
             } catch let e as BackgroundDownloadError {
                 unlink(part)
@@ -525,20 +622,30 @@ public final class DownloadManager: Sendable {
             if let e = error as? BacklotError, e.code == .quotaExceeded {
                 unlink(part)
                 if let size = d.fileSize {
-                    reported = BackgroundDownloadError.sizeMismatch(expected: size, received: CheckedInteger.saturatingAdd(size, 1))
-                } else if let headroom, headroom < (remainingAllowance(essential: d.isEssential).map { CheckedInteger.saturatingAdd(already, $0) } ?? UInt64.max) {
-                    reported = BackgroundDownloadError.maxInstallSizeExceeded(needed: CheckedInteger.saturatingAdd(headroom, 1), remaining: headroom)
+                    reported = BackgroundDownloadError.sizeMismatch(
+                        expected: size, received: CheckedInteger.saturatingAdd(size, 1))
+                } else if let headroom,
+                    headroom
+                        < (remainingAllowance(essential: d.isEssential).map {
+                            CheckedInteger.saturatingAdd(already, $0)
+                        } ?? UInt64.max)
+                {
+                    reported = BackgroundDownloadError.maxInstallSizeExceeded(
+                        needed: CheckedInteger.saturatingAdd(headroom, 1), remaining: headroom)
                 } else {
                     let left = remainingAllowance(essential: d.isEssential) ?? 0
-                    reported = BackgroundDownloadError.allowanceExceeded(needed: CheckedInteger.saturatingAdd(left, 1), remaining: left)
+                    reported = BackgroundDownloadError.allowanceExceeded(
+                        needed: CheckedInteger.saturatingAdd(left, 1), remaining: left)
                 }
             } else if let e = error as? BacklotError, e.code == .cancelled, !foreground, access(takeover, F_OK) == 0,
-                      cancelled.withLock({ !$0.contains(d.identifier) }) {
+                cancelled.withLock({ !$0.contains(d.identifier) })
+            {
                 // The app promoted it to the foreground: it goes on there, from what arrived.
                 return .elsewhere
             } else if let e = error as? BacklotError, e.code == .cancelled {
                 unlink(part)
-            } else if role == .agent, !answered, let e = error as? BacklotError, e.code == .io, pauseAgain(d.identifier) {
+            } else if role == .agent, !answered, let e = error as? BacklotError, e.code == .io, pauseAgain(d.identifier)
+            {
                 // The connection failed (the network, the server): keep it scheduled with what
                 // arrived; the agent tries again after a back-off, and reports it failed after many tries.
                 handler(.paused(d), self)
@@ -552,7 +659,9 @@ public final class DownloadManager: Sendable {
                 TestStopPoint.reach("handover.afterRecord")
                 handOver(seq, live: .failed(d, reported))
             } else {
-                _ = try? container.db.transaction { tx in try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) }
+                _ = try? container.db.transaction { tx in
+                    try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)])
+                }
                 _ = try? withExclusiveControl { handler(.failed(d, reported), self) }
             }
         }
@@ -563,11 +672,12 @@ public final class DownloadManager: Sendable {
     /// for what an app scheduled before it closed).
     public func resumeScheduled() {
         // One pending run at a time: calls while one waits add nothing to the queue.
-        guard resumePending.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        guard resumePending.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else {
+            return
+        }
         queue.async { self.runScheduled() }
     }
 
     /// Waits until the background queue has run everything scheduled so far (for tools and tests).
     public func waitUntilIdle() { queue.sync {} }
 }
-

@@ -18,8 +18,10 @@ public struct DownloadRestrictions: Sendable, Hashable {
     /// only the install-size caps apply, for an app with no `BAInitialDownloadRestrictions`).
     public var appliesBeforeFirstLaunch = true
 
-    public init(downloadAllowance: UInt64, essentialDownloadAllowance: UInt64, domainAllowList: [String],
-                maxInstallSize: UInt64? = nil, essentialMaxInstallSize: UInt64? = nil) {
+    public init(
+        downloadAllowance: UInt64, essentialDownloadAllowance: UInt64, domainAllowList: [String],
+        maxInstallSize: UInt64? = nil, essentialMaxInstallSize: UInt64? = nil
+    ) {
         self.downloadAllowance = downloadAllowance
         self.essentialDownloadAllowance = essentialDownloadAllowance
         self.domainAllowList = domainAllowList
@@ -35,22 +37,29 @@ public struct DownloadRestrictions: Sendable, Hashable {
         // Errors, and a key inside the restrictions that iOS would ignore (a typo here silently
         // lifts a limit): each is named.
         let errors = InfoPlistChecker().check(root).filter {
-            ($0.severity == .error || $0.rule == "restrictions.unknownKey") && !(manifestURLElsewhere && $0.keyPath == "BAManifestURL")
+            ($0.severity == .error || $0.rule == "restrictions.unknownKey")
+                && !(manifestURLElsewhere && $0.keyPath == "BAManifestURL")
         }
-        guard errors.isEmpty, let plist = root.dictionary, let r = plist["BAInitialDownloadRestrictions"]?.dictionary else {
-            throw BacklotError(.invalidInput, "the Info.plist's download restrictions are invalid: \(errors.map(\.description).joined(separator: "; "))",
-                               hint: "run backlot plist check on it")
+        guard errors.isEmpty, let plist = root.dictionary, let r = plist["BAInitialDownloadRestrictions"]?.dictionary
+        else {
+            throw BacklotError(
+                .invalidInput,
+                "the Info.plist's download restrictions are invalid: \(errors.map(\.description).joined(separator: "; "))",
+                hint: "run backlot plist check on it")
         }
         func size(_ v: PlistValue?) -> UInt64? {
             switch v {
-            case .integer(let n)?: UInt64(exactly: n)   // negative: nil (the checker reported it)
+            case .integer(let n)?: UInt64(exactly: n)  // negative: nil (the checker reported it)
             case .unsignedInteger(let n)?: n
             default: nil
             }
         }
-        self.init(downloadAllowance: size(r["BADownloadAllowance"]) ?? 0, essentialDownloadAllowance: size(r["BAEssentialDownloadAllowance"]) ?? 0,
-                  domainAllowList: r["BADownloadDomainAllowList"]?.array?.compactMap(\.string) ?? [],
-                  maxInstallSize: size(plist["BAMaxInstallSize"]), essentialMaxInstallSize: size(plist["BAEssentialMaxInstallSize"]))
+        self.init(
+            downloadAllowance: size(r["BADownloadAllowance"]) ?? 0,
+            essentialDownloadAllowance: size(r["BAEssentialDownloadAllowance"]) ?? 0,
+            domainAllowList: r["BADownloadDomainAllowList"]?.array?.compactMap(\.string) ?? [],
+            maxInstallSize: size(plist["BAMaxInstallSize"]),
+            essentialMaxInstallSize: size(plist["BAEssentialMaxInstallSize"]))
     }
 
     /// Whether `host` is on the allow list (`*.example.com` matches `a.example.com`, not `example.com`).

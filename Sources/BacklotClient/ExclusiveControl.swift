@@ -2,6 +2,7 @@ import BacklotBasics
 import BacklotContainer
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif

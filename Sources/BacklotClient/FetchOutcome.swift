@@ -28,7 +28,8 @@ enum FetchOutcome: Sendable, Equatable, Codable {
         case "finished": self = .finished(try c.decode(AssetPackManager.FetchReport.self, forKey: .report))
         case "failed": self = .failed(message: try c.decode(String.self, forKey: .message))
         case let other:
-            throw DecodingError.dataCorruptedError(forKey: .outcome, in: c, debugDescription: "\(other) is not finished or failed")
+            throw DecodingError.dataCorruptedError(
+                forKey: .outcome, in: c, debugDescription: "\(other) is not finished or failed")
         }
     }
 

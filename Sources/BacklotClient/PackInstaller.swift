@@ -1,12 +1,13 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotHTTPClient
-import BacklotCatalog
 import BacklotZstd
 import Dispatch
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,11 +43,16 @@ struct PackInstaller: Sendable {
 
     /// - Parameter repairing: rebuild the release even if it is the installed one (damaged files are
     ///   assembled again from intact local chunks and downloads).
-    func install(id: String, release: Catalog.Release, archiveURL: URL, repairing: Bool = false, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil,
-                 isCancelled: @escaping @Sendable () -> Bool = { false }) throws -> Outcome {
+    func install(
+        id: String, release: Catalog.Release, archiveURL: URL, repairing: Bool = false,
+        progress: (@Sendable (UInt64, UInt64) -> Void)? = nil,
+        isCancelled: @escaping @Sendable () -> Bool = { false }
+    ) throws -> Outcome {
         let digest = release.indexSHA256.hex
         let previous = try container.installed(id)
-        if previous?.digest == digest && !repairing { return Outcome(downloadedBytes: 0, reusedChunks: 0, downloadedChunks: 0, linkedFiles: 0) }
+        if previous?.digest == digest && !repairing {
+            return Outcome(downloadedBytes: 0, reusedChunks: 0, downloadedChunks: 0, linkedFiles: 0)
+        }
         let url = archiveURL.absoluteString
         var downloaded: UInt64 = 0
 
@@ -54,22 +60,31 @@ struct PackInstaller: Sendable {
         let headBytes = try rangeWithRetries(url, 0, UInt64(PackHeader.size) - 1)
         downloaded += UInt64(headBytes.count)
         let header = try PackHeader.decode(headBytes, fileSize: release.archiveSize, source: url)
-        guard header.indexDigest == release.indexSHA256, header.indexOffset == release.indexOffset, header.indexLength == release.indexLength else {
-            throw BacklotError(.untrusted, "the archive's header does not match the catalog (index \(header.indexDigest.short)… at \(header.indexOffset))",
-                               context: url, hint: "the server mixes archives and catalogs; try again later")
+        guard header.indexDigest == release.indexSHA256, header.indexOffset == release.indexOffset,
+            header.indexLength == release.indexLength
+        else {
+            throw BacklotError(
+                .untrusted,
+                "the archive's header does not match the catalog (index \(header.indexDigest.short)… at \(header.indexOffset))",
+                context: url, hint: "the server mixes archives and catalogs; try again later")
         }
         let indexBytes = try rangeWithRetries(url, header.indexOffset, header.indexOffset + header.indexLength - 1)
         downloaded += UInt64(indexBytes.count)
         guard SHA256.hash(indexBytes) == release.indexSHA256 else {
-            throw BacklotError(.untrusted, "the archive's index does not have the SHA-256 the catalog names", context: url)
+            throw BacklotError(
+                .untrusted, "the archive's index does not have the SHA-256 the catalog names", context: url)
         }
         let index = try PackIndex.decode(indexBytes, header: header, source: url)
         guard index.metadata.assetPackID.rawValue == id else {
-            throw BacklotError(.untrusted, "the archive is the pack \(index.metadata.assetPackID), not \(id)", context: url)
+            throw BacklotError(
+                .untrusted, "the archive is the pack \(index.metadata.assetPackID), not \(id)", context: url)
         }
         guard index.installSize == release.installSize else {
-            throw BacklotError(.untrusted, "the catalog says \(id) installs \(release.installSize) bytes, but its index holds \(index.installSize)", context: url,
-                               hint: "the catalog and the archive disagree: the publisher must fix the release")
+            throw BacklotError(
+                .untrusted,
+                "the catalog says \(id) installs \(release.installSize) bytes, but its index holds \(index.installSize)",
+                context: url,
+                hint: "the catalog and the archive disagree: the publisher must fix the release")
         }
 
         // 2. What the installed release offers.
@@ -90,7 +105,9 @@ struct PackInstaller: Sendable {
                 var offset: UInt64 = 0
                 for c in file.chunks {
                     let chunk = old.index.chunks[c]
-                    if localChunks[chunk.id] == nil { localChunks[chunk.id] = (oldFolder + "/" + file.path, offset, Int(chunk.uncompressedSize)) }
+                    if localChunks[chunk.id] == nil {
+                        localChunks[chunk.id] = (oldFolder + "/" + file.path, offset, Int(chunk.uncompressedSize))
+                    }
                     offset += UInt64(chunk.uncompressedSize)
                 }
             }
@@ -123,7 +140,9 @@ struct PackInstaller: Sendable {
             close(fd)
         }
         if let free = FileSystem.availableBytes(at: partial), free < needed {
-            throw BacklotError(.io, "installing \(id) needs \(needed) bytes but only \(free) are free", context: container.path, hint: "free some disk space")
+            throw BacklotError(
+                .io, "installing \(id) needs \(needed) bytes but only \(free) are free", context: container.path,
+                hint: "free some disk space")
         }
 
         // Where each chunk goes.
@@ -146,7 +165,9 @@ struct PackInstaller: Sendable {
         // Each file is flushed by the thread that writes its last chunk, so the disk works while the network does.
         var placementsPerFile = [Int](repeating: 0, count: paths.count)
         for places in targets { for p in places { placementsPerFile[Int(p.file)] += 1 } }
-        let files = OpenFiles(paths: paths, files: assembled, placements: placementsPerFile, chunkIDs: index.chunks.map(\.id), source: url)
+        let files = OpenFiles(
+            paths: paths, files: assembled, placements: placementsPerFile, chunkIDs: index.chunks.map(\.id), source: url
+        )
         defer { files.closeAll() }
 
         // 3a. Chunks finished before a crash, and chunks the installed release has: checked, then used.
@@ -157,13 +178,17 @@ struct PackInstaller: Sendable {
         for c in wanted {
             let chunk = index.chunks[c]
             let places = targets[c]
-            if finished.contains(c), let bytes = try? Self.read(paths[Int(places[0].file)], places[0].offset, Int(chunk.uncompressedSize)),
-               SHA256.hash(bytes) == chunk.id {
+            if finished.contains(c),
+                let bytes = try? Self.read(paths[Int(places[0].file)], places[0].offset, Int(chunk.uncompressedSize)),
+                SHA256.hash(bytes) == chunk.id
+            {
                 for p in places { try files.account(p, writing: p == places[0] ? nil : bytes) }
                 done.add(UInt64(bytes.count))
                 continue
             }
-            if let local = localChunks[chunk.id], let bytes = try? Self.read(local.path, local.offset, local.size), SHA256.hash(bytes) == chunk.id {
+            if let local = localChunks[chunk.id], let bytes = try? Self.read(local.path, local.offset, local.size),
+                SHA256.hash(bytes) == chunk.id
+            {
                 for p in places { try files.account(p, writing: bytes) }
                 reused += 1
                 recorded.append(c)
@@ -178,7 +203,8 @@ struct PackInstaller: Sendable {
         // against the bytes there are to download (not the installed size), and ends at 100 %.
         let runs = plan(missing, index: index)
         let downloadTotal = runs.reduce(UInt64(0)) { sum, run in
-            let first = index.chunks[run.first!], last = index.chunks[run.last!]
+            let first = index.chunks[run.first!]
+            let last = index.chunks[run.last!]
             return sum + (last.offset + UInt64(last.compressedSize) - first.offset)
         }
         progress?(0, downloadTotal)
@@ -201,25 +227,33 @@ struct PackInstaller: Sendable {
                     failure.withLock { $0 = $0 ?? BacklotError(.cancelled, "the download of \(id) was cancelled") }
                     return
                 }
-                let i = next.withLock { n -> Int in defer { n += 1 }; return n }
+                let i = next.withLock { n -> Int in
+                    defer { n += 1 }
+                    return n
+                }
                 guard i < runs.count else { return }
                 let run = runs[i]
                 do {
-                    let first = index.chunks[run.first!], last = index.chunks[run.last!]
-                    let body = try self.rangeWithRetries(url, first.offset, last.offset + UInt64(last.compressedSize) - 1)
+                    let first = index.chunks[run.first!]
+                    let last = index.chunks[run.last!]
+                    let body = try self.rangeWithRetries(
+                        url, first.offset, last.offset + UInt64(last.compressedSize) - 1)
                     progress?(fetched.add(UInt64(body.count)), downloadTotal)
                     for c in run {
                         let chunk = index.chunks[c]
                         let start = Int(chunk.offset - first.offset)
-                        let plain = try PackReader.decode(Array(body[start..<start + Int(chunk.compressedSize)]), chunk: chunk, chunkIndex: c,
-                                                          using: decompressor, source: url)
+                        let plain = try PackReader.decode(
+                            Array(body[start..<start + Int(chunk.compressedSize)]), chunk: chunk, chunkIndex: c,
+                            using: decompressor, source: url)
                         for p in placements[c] { try files.account(p, writing: plain) }
                         done.add(UInt64(plain.count))
                     }
                     let due = unrecorded.withLock { u -> [Int]? in
                         u.chunks += run
                         u.bytes += UInt64(body.count)
-                        guard u.bytes >= 8 << 20 || ContinuousClock.now - u.since >= .milliseconds(250) else { return nil }
+                        guard u.bytes >= 8 << 20 || ContinuousClock.now - u.since >= .milliseconds(250) else {
+                            return nil
+                        }
                         defer { u = ([], 0, .now) }
                         return u.chunks
                     }
@@ -234,7 +268,7 @@ struct PackInstaller: Sendable {
             return u.chunks
         }
         if let error = failure.withLock({ $0 }) {
-            try? container.recordChunks(digest, rest)   // what was written is kept for the next attempt
+            try? container.recordChunks(digest, rest)  // what was written is kept for the next attempt
             throw error
         }
         try container.recordChunks(digest, rest)
@@ -251,15 +285,22 @@ struct PackInstaller: Sendable {
         if FileSystem.exists(folder) { Self.removeRelease(folder) }
         try SystemCall.retrying("rename", path: folder) { rename(partial, folder) }
         FileSystem.syncDirectory(container.packFolder(id))
-        try container.markInstalled(id: id, version: release.version, digest: digest, downloadSize: try CheckedInteger.convert(release.archiveSize, to: Int.self, "the archive size", context: url),
-                                    metadata: index.metadata.json.serialized(), indexBytes: headBytes + indexBytes)
-        if let previous, previous.digest != digest { Self.removeRelease(container.releaseFolder(id, digest: previous.digest)) }
+        try container.markInstalled(
+            id: id, version: release.version, digest: digest,
+            downloadSize: try CheckedInteger.convert(
+                release.archiveSize, to: Int.self, "the archive size", context: url),
+            metadata: index.metadata.json.serialized(), indexBytes: headBytes + indexBytes)
+        if let previous, previous.digest != digest {
+            Self.removeRelease(container.releaseFolder(id, digest: previous.digest))
+        }
         // Attempts at other releases that never finished are of no further use.
         for name in (try? FileSystem.entryNames(container.packFolder(id))) ?? [] {
             let entry = String(decoding: name, as: UTF8.self)
             if entry.hasSuffix(".partial") { Self.removeRelease(container.packFolder(id) + "/" + entry) }
         }
-        return Outcome(downloadedBytes: downloaded + fetched.value, reusedChunks: reused, downloadedChunks: missing.count, linkedFiles: linked.count)
+        return Outcome(
+            downloadedBytes: downloaded + fetched.value, reusedChunks: reused, downloadedChunks: missing.count,
+            linkedFiles: linked.count)
     }
 
     /// Groups sorted missing chunks into runs of adjacent chunks (gaps up to `mergeGap` are fetched
@@ -267,10 +308,13 @@ struct PackInstaller: Sendable {
     func plan(_ missing: [Int], index: PackIndex) -> [[Int]] {
         var runs: [[Int]] = []
         var current: [Int] = []
-        var start: UInt64 = 0, end: UInt64 = 0
+        var start: UInt64 = 0
+        var end: UInt64 = 0
         for c in missing.sorted(by: { index.chunks[$0].offset < index.chunks[$1].offset }) {
             let chunk = index.chunks[c]
-            if !current.isEmpty, chunk.offset <= end + mergeGap, chunk.offset + UInt64(chunk.compressedSize) - start <= maximumRangeBytes {
+            if !current.isEmpty, chunk.offset <= end + mergeGap,
+                chunk.offset + UInt64(chunk.compressedSize) - start <= maximumRangeBytes
+            {
                 current.append(c)
             } else {
                 if !current.isEmpty { runs.append(current) }
@@ -285,19 +329,28 @@ struct PackInstaller: Sendable {
 
     /// One Range request; the answer must be 206 with exactly the bytes asked for.
     func range(_ url: String, _ first: UInt64, _ last: UInt64) throws -> [UInt8] {
-        let r = try http.send("GET", url, headers: ["Range": "bytes=\(first)-\(last)"], expectedBodySize: Int(last - first + 1))
+        let r = try http.send(
+            "GET", url, headers: ["Range": "bytes=\(first)-\(last)"], expectedBodySize: Int(last - first + 1))
         guard r.status == 206 else {
-            if r.status == 503 || r.status == 429, let after = r.headers["retry-after"].flatMap({ CheckedInteger.parse($0, as: Int.self) }), after >= 0 {
+            if r.status == 503 || r.status == 429,
+                let after = r.headers["retry-after"].flatMap({ CheckedInteger.parse($0, as: Int.self) }), after >= 0
+            {
                 throw RetryLater(seconds: min(after, 60), status: r.status, url: url)
             }
-            throw BacklotError(.io, r.status == 200 ? "the server ignored the Range request (200 instead of 206)" : "the archive answered \(r.status)",
-                               context: url, hint: "the server must support HTTP Range requests")
+            throw BacklotError(
+                .io,
+                r.status == 200
+                    ? "the server ignored the Range request (200 instead of 206)" : "the archive answered \(r.status)",
+                context: url, hint: "the server must support HTTP Range requests")
         }
         guard !r.exceededExpectedSize else {
-            throw BacklotError(.io, "the server sent more than the \(last - first + 1) bytes asked for; the transfer was stopped", context: url)
+            throw BacklotError(
+                .io, "the server sent more than the \(last - first + 1) bytes asked for; the transfer was stopped",
+                context: url)
         }
         guard UInt64(r.body.count) == last - first + 1 else {
-            throw BacklotError(.io, "the server sent \(r.body.count) bytes for a range of \(last - first + 1)", context: url)
+            throw BacklotError(
+                .io, "the server sent \(r.body.count) bytes for a range of \(last - first + 1)", context: url)
         }
         return r.body
     }
@@ -308,7 +361,9 @@ struct PackInstaller: Sendable {
         while true {
             do { return try range(url, first, last) } catch let e as RetryLater {
                 guard attempt < retries else {
-                    throw BacklotError(.io, "the server kept answering \(e.status) (Retry-After)", context: url, hint: "try again later")
+                    throw BacklotError(
+                        .io, "the server kept answering \(e.status) (Retry-After)", context: url,
+                        hint: "try again later")
                 }
                 attempt += 1
                 usleep(useconds_t(e.seconds) * 1_000_000)
@@ -350,7 +405,9 @@ struct PackInstaller: Sendable {
         guard fd >= 0 else { return false }
         let descriptor = FileDescriptor(rawValue: fd, path: source)
         defer { descriptor.close() }
-        guard let st = try? FileSystem.status(of: descriptor), st.kind == .regular, (try? SHA256.hash(descriptor: descriptor)) == digest else { return false }
+        guard let st = try? FileSystem.status(of: descriptor), st.kind == .regular,
+            (try? SHA256.hash(descriptor: descriptor)) == digest
+        else { return false }
         if let existing = try? FileSystem.linkStatus(target) {
             if existing.kind == .regular, existing.isSameFile(as: st) { return true }
             guard unlink(target) == 0 else { return false }
@@ -367,8 +424,12 @@ struct PackInstaller: Sendable {
 
     /// Splits stored header + index bytes.
     static func decodeStored(_ bytes: [UInt8]) -> (header: PackHeader, index: PackIndex)? {
-        guard bytes.count > PackHeader.size, let header = try? PackHeader.decode(Array(bytes.prefix(PackHeader.size)), fileSize: nil, source: "stored") else { return nil }
-        guard let index = try? PackIndex.decode(Array(bytes.dropFirst(PackHeader.size)), header: header, source: "stored") else { return nil }
+        guard bytes.count > PackHeader.size,
+            let header = try? PackHeader.decode(Array(bytes.prefix(PackHeader.size)), fileSize: nil, source: "stored")
+        else { return nil }
+        guard
+            let index = try? PackIndex.decode(Array(bytes.dropFirst(PackHeader.size)), header: header, source: "stored")
+        else { return nil }
         return (header, index)
     }
 
@@ -376,7 +437,8 @@ struct PackInstaller: Sendable {
     /// files may be hard links shared with another release (or container), whose modes must stay.
     static func removeRelease(_ folder: String) {
         if let walker = FileManager.default.enumerator(atPath: folder) {
-            for case let p as String in walker where (try? FileSystem.linkStatus(folder + "/" + p))??.kind == .directory {
+            for case let p as String in walker where (try? FileSystem.linkStatus(folder + "/" + p))??.kind == .directory
+            {
                 chmod(folder + "/" + p, 0o755)
             }
         }
@@ -455,7 +517,9 @@ final class OpenFiles: Sendable {
         } else {
             try file.check(try SHA256.hash(descriptor: fd), source: source)
         }
-        guard fchmod(fd.rawValue, Self.installedMode(file.mode)) == 0 else { throw SystemCall.error("chmod", path: fd.path) }
+        guard fchmod(fd.rawValue, Self.installedMode(file.mode)) == 0 else {
+            throw SystemCall.error("chmod", path: fd.path)
+        }
         open.withLock { _ = $0.removeValue(forKey: place.file) }
         fd.close()
     }

@@ -2,7 +2,9 @@ import Synchronization
 
 /// Fans status updates out to every stream that listens.
 final class Broadcaster: Sendable {
-    private let listeners = Mutex<[(id: String?, continuation: AsyncStream<AssetPackManager.DownloadStatusUpdate>.Continuation)]>([])
+    private let listeners = Mutex<
+        [(id: String?, continuation: AsyncStream<AssetPackManager.DownloadStatusUpdate>.Continuation)]
+    >([])
 
     func stream(for id: String?) -> AsyncStream<AssetPackManager.DownloadStatusUpdate> {
         AsyncStream { continuation in listeners.withLock { $0.append((id, continuation)) } }

@@ -22,8 +22,10 @@ struct APIClient {
     /// Calls a route; returns the parsed JSON body of a 2xx answer (or of a status in `accept`),
     /// throws the server's error otherwise, with the server's context and hint.
     @discardableResult
-    func call(_ method: String, _ path: String, json: JSONNode? = nil, accept: Set<Int> = [], body: HTTPClient.Body? = nil,
-              headers: [String: String] = [:], progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws -> (status: Int, json: JSONNode) {
+    func call(
+        _ method: String, _ path: String, json: JSONNode? = nil, accept: Set<Int> = [], body: HTTPClient.Body? = nil,
+        headers: [String: String] = [:], progress: (@Sendable (UInt64, UInt64) -> Void)? = nil
+    ) throws -> (status: Int, json: JSONNode) {
         var h = headers
         h["Authorization"] = "Bearer \(token)"
         var payload = body
@@ -32,22 +34,29 @@ struct APIClient {
             payload = .bytes(Array(json.serialized().utf8))
         }
         let r = try http.send(method, server + path, headers: h, body: payload, progress: progress)
-        let parsed = (try? JSONReader(source: "response", allowsComments: false, allowsTrailingCommas: false).read(r.body).root) ?? .null
+        let parsed =
+            (try? JSONReader(source: "response", allowsComments: false, allowsTrailingCommas: false).read(r.body).root)
+            ?? .null
         guard (200..<300).contains(r.status) || accept.contains(r.status) else {
             let error = parsed["error"]
             let message = error?["message"]?.stringValue ?? r.text
-            let code: BacklotError.Code = switch r.status {
-            case 400, 422: .invalidInput
-            case 401, 403: .forbidden
-            case 404: .notFound
-            case 409: .conflict
-            case 413: .quotaExceeded
-            case 503: .unavailable
-            default: .io
-            }
-            let hint = error?["hint"]?.stringValue ?? (r.status == 401 ? "check the token (--token-file, $BACKLOT_TOKEN or the profile)" : nil)
-            throw BacklotError(code, "the server answered \(r.status): \(message)", context: error?["context"]?.stringValue ?? "\(method) \(path)",
-                               hint: hint)
+            let code: BacklotError.Code =
+                switch r.status {
+                case 400, 422: .invalidInput
+                case 401, 403: .forbidden
+                case 404: .notFound
+                case 409: .conflict
+                case 413: .quotaExceeded
+                case 503: .unavailable
+                default: .io
+                }
+            let hint =
+                error?["hint"]?.stringValue
+                ?? (r.status == 401 ? "check the token (--token-file, $BACKLOT_TOKEN or the profile)" : nil)
+            throw BacklotError(
+                code, "the server answered \(r.status): \(message)",
+                context: error?["context"]?.stringValue ?? "\(method) \(path)",
+                hint: hint)
         }
         return (r.status, parsed)
     }

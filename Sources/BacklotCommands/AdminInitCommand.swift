@@ -9,22 +9,26 @@ import BacklotStore
 struct AdminInitCommand: Command {
     static let spec = CommandSpec(
         name: "admin init",
-        summary: "Create the first admin token in a PostgreSQL metadata database and print it once (refused if one exists).",
+        summary:
+            "Create the first admin token in a PostgreSQL metadata database and print it once (refused if one exists).",
         discussion: """
-        With --database, `backlot serve` writes no admin-token file (several servers share the
-        database, and none of their disks is the place for it): run this once instead, and keep the
-        token it prints; only its SHA-256 is stored. The schema is created or upgraded first. The
-        password comes from the URI, PGPASSWORD or ~/.pgpass (libpq reads them).
-        """,
+            With --database, `backlot serve` writes no admin-token file (several servers share the
+            database, and none of their disks is the place for it): run this once instead, and keep the
+            token it prints; only its SHA-256 is stored. The schema is created or upgraded first. The
+            password comes from the URI, PGPASSWORD or ~/.pgpass (libpq reads them).
+            """,
         options: [database, label, jsonFlag])
-    static let database = Option<String>("database", "URL", help: "The metadata database: postgresql://USER@HOST:PORT/DB.")
+    static let database = Option<String>(
+        "database", "URL", help: "The metadata database: postgresql://USER@HOST:PORT/DB.")
     static let label = Option<String>("label", "TEXT", default: "initial admin", help: "A label stored with the token.")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let database = try openDatabase(arguments[Self.database])
         let token = try Repository.createInitialAdminToken(in: database, label: arguments[label])
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["token": .string(token), "role": .string("admin"), "label": .string(arguments[label])]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object(["token": .string(token), "role": .string("admin"), "label": .string(arguments[label])])
+                    .prettyPrinted() + "\n")
             return
         }
         io.out(token + "\n")
@@ -36,8 +40,9 @@ struct AdminInitCommand: Command {
     ///   throws (unreachable: `unavailable`, naming host:port/db; wrong password: `forbidden`, naming the user).
     static func openDatabase(_ url: String) throws -> any MetadataDatabase {
         guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
-            throw BacklotError(.usage, "--database takes a PostgreSQL URI, postgresql://USER@HOST:PORT/DB", context: "--database",
-                               hint: "leave --database out for SQLite in the data folder (DIR/meta.sqlite)")
+            throw BacklotError(
+                .usage, "--database takes a PostgreSQL URI, postgresql://USER@HOST:PORT/DB", context: "--database",
+                hint: "leave --database out for SQLite in the data folder (DIR/meta.sqlite)")
         }
         return try PostgresDatabase(url: url)
     }

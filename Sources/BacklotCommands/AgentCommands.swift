@@ -1,6 +1,6 @@
-import BacklotCatalog
 import BacklotAgent
 import BacklotBasics
+import BacklotCatalog
 import BacklotExtension
 import BacklotJSON
 import BacklotRepository
@@ -12,12 +12,13 @@ import Foundation
 struct AgentCommand: Command {
     static let spec = CommandSpec(
         name: "agent",
-        summary: "Run the background system for a container: install and update events, periodic checks, URL downloads, background launches.",
+        summary:
+            "Run the background system for a container: install and update events, periodic checks, URL downloads, background launches.",
         discussion: """
-        FILE is Backlot's JSON configuration or the app's Info.plist (see docs/agent.md for the keys). The agent stops \
-        cleanly on SIGTERM or Ctrl-C: verified chunks are kept and queued events run at the next start. \
-        Installers call `backlot notify` to queue install and update events.
-        """,
+            FILE is Backlot's JSON configuration or the app's Info.plist (see docs/agent.md for the keys). The agent stops \
+            cleanly on SIGTERM or Ctrl-C: verified chunks are kept and queued events run at the next start. \
+            Installers call `backlot notify` to queue install and update events.
+            """,
         options: [container, config, once])
     static let container = Option<String>("container", "DIR", help: "The app's container folder.")
     static let config = Option<String>("config", "FILE", help: "The configuration: JSON or an Info.plist.")
@@ -53,26 +54,36 @@ enum EventCommand {
     /// when another process holds it, that process runs the event before it lets go (or leaves it
     /// queued for the next agent start when it cannot finish it). With `--wait` it keeps trying
     /// the lock until the event is no longer queued, taking over when the holder has gone.
-    static func fire(_ request: ContentRequest, bypassBudget: Bool, container: String, arguments: ParsedArguments, io: any CommandIO) throws {
+    static func fire(
+        _ request: ContentRequest, bypassBudget: Bool, container: String, arguments: ParsedArguments, io: any CommandIO
+    ) throws {
         let store = try AgentStore(containerPath: container)
         let seq = try store.enqueue(request, bypassBudget: bypassBudget)
         let configPath = try arguments[EventCommand.config] ?? store.value("configPath")
         let wait = arguments[NotifyCommand.wait] || bypassBudget
         let json = arguments[jsonFlag]
-        var tried = Set<Int64>(), announced = false
+        var tried = Set<Int64>()
+        var announced = false
         while true {
             if let lock = try AgentLock.tryAcquire(containerPath: container) {
                 guard let configPath else {
                     lock.release()
                     if json {
-                        io.out(eventJSON(request.name, state: "queued", detail: "no agent runs and no configuration is known: it runs when backlot agent starts"))
+                        io.out(
+                            eventJSON(
+                                request.name, state: "queued",
+                                detail: "no agent runs and no configuration is known: it runs when backlot agent starts"
+                            ))
                     } else {
-                        io.out("queued the \(request.name) event; no agent runs and no configuration is known, so it runs when `backlot agent` starts\n")
+                        io.out(
+                            "queued the \(request.name) event; no agent runs and no configuration is known, so it runs when `backlot agent` starts\n"
+                        )
                     }
                     return
                 }
                 let configuration = try AgentConfiguration(path: configPath, containerPath: container)
-                let agent = try Agent(containerPath: container, configuration: configuration, lock: lock, log: agentLog(io))
+                let agent = try Agent(
+                    containerPath: container, configuration: configuration, lock: lock, log: agentLog(io))
                 BacklotCLI.onInterrupt { _ in agent.stop() }
                 // The events, then the URL downloads they scheduled (this process is the agent for now).
                 tried.formUnion(try blocking { await agent.runUntilQueueSettles() })
@@ -91,29 +102,42 @@ enum EventCommand {
             }
             // Until the event is over, or its essential phase is (an event held for the extension's
             // budget goes on tomorrow, its essential packs installed).
-            if let event = try store.event(seq), event.state != "queued" || event.essentialDone { return try report(event, json: json, io: io) }
+            if let event = try store.event(seq), event.state != "queued" || event.essentialDone {
+                return try report(event, json: json, io: io)
+            }
             usleep(100_000)
         }
     }
 
     static func eventJSON(_ name: String, state: String, detail: String, essentialDone: Bool = false) -> String {
-        JSONNode.object(["event": .string(name), "state": .string(state), "detail": .string(detail), "essentialDone": .bool(essentialDone)]).prettyPrinted() + "\n"
+        JSONNode.object([
+            "event": .string(name), "state": .string(state), "detail": .string(detail),
+            "essentialDone": .bool(essentialDone),
+        ]).prettyPrinted() + "\n"
     }
 
     static func report(_ event: AgentStore.Event?, json: Bool, io: any CommandIO) throws {
         guard let event else { return }
-        if json { io.out(eventJSON(event.request.name, state: event.state, detail: event.detail, essentialDone: event.essentialDone)) }
+        if json {
+            io.out(
+                eventJSON(
+                    event.request.name, state: event.state, detail: event.detail, essentialDone: event.essentialDone))
+        }
         switch event.state {
         case _ where json && event.state != "failed": return
         case "done": io.out("\(event.request.name) event done: \(event.detail)\n")
         case "failed": throw BacklotError(.checkFailed, "the \(event.request.name) event failed: \(event.detail)")
         default:
             if event.lastProblem == BacklotError.Code.tls.name {
-                throw BacklotError(.tls, "the \(event.request.name) event is still queued: \(event.detail)", context: "event \(event.seq)",
-                                   hint: "the agent tries it again; fix the trust (BacklotCAFile) first")
+                throw BacklotError(
+                    .tls, "the \(event.request.name) event is still queued: \(event.detail)",
+                    context: "event \(event.seq)",
+                    hint: "the agent tries it again; fix the trust (BacklotCAFile) first")
             }
             if event.essentialDone {
-                io.out("the \(event.request.name) event's essential phase is done; the rest of it is still queued (waiting for the extension's budget, the network, or stopped); the agent finishes it\n")
+                io.out(
+                    "the \(event.request.name) event's essential phase is done; the rest of it is still queued (waiting for the extension's budget, the network, or stopped); the agent finishes it\n"
+                )
             } else {
                 let why = event.lastProblem == nil ? "not tried yet" : event.detail
                 io.out("the \(event.request.name) event is still queued (\(why)); the agent finishes it\n")
@@ -121,16 +145,21 @@ enum EventCommand {
         }
     }
 
-    static func request(_ arguments: ParsedArguments, allowed: [(Flag, ContentRequest)], command: String) throws -> ContentRequest {
+    static func request(
+        _ arguments: ParsedArguments, allowed: [(Flag, ContentRequest)], command: String
+    ) throws -> ContentRequest {
         let given = allowed.filter { arguments[$0.0] }
         guard given.count == 1 else {
-            throw BacklotError(.usage, "give exactly one of \(allowed.map { "--\($0.0.info.name)" }.joined(separator: ", "))", context: "backlot \(command)")
+            throw BacklotError(
+                .usage, "give exactly one of \(allowed.map { "--\($0.0.info.name)" }.joined(separator: ", "))",
+                context: "backlot \(command)")
         }
         return given[0].1
     }
 
     static let container = Option<String>("container", "DIR", help: "The app's container folder.")
-    static let config = Option<String?>("config", "FILE", help: "The agent's configuration, to run the event here when no agent runs.")
+    static let config = Option<String?>(
+        "config", "FILE", help: "The agent's configuration, to run the event here when no agent runs.")
     static let install = Flag("app-install", help: "The app was installed.")
     static let update = Flag("app-update", help: "The app was updated.")
 }
@@ -139,14 +168,20 @@ enum EventCommand {
 struct NotifyCommand: Command {
     static let spec = CommandSpec(
         name: "notify",
-        summary: "Tell the agent the app was installed or updated (what a post-install script calls); budgets and restrictions apply.",
-        discussion: "With an agent running for the container, the event is queued for it. Otherwise it runs now, with --config or the configuration the agent last used; without either it waits for the agent.",
-        options: [EventCommand.container, EventCommand.install, EventCommand.update, EventCommand.config, wait, jsonFlag])
+        summary:
+            "Tell the agent the app was installed or updated (what a post-install script calls); budgets and restrictions apply.",
+        discussion:
+            "With an agent running for the container, the event is queued for it. Otherwise it runs now, with --config or the configuration the agent last used; without either it waits for the agent.",
+        options: [
+            EventCommand.container, EventCommand.install, EventCommand.update, EventCommand.config, wait, jsonFlag,
+        ])
     static let wait = Flag("wait", help: "With an agent running, wait until it has handled the event.")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let r = try EventCommand.request(arguments, allowed: [(EventCommand.install, .install), (EventCommand.update, .update)], command: "notify")
-        try EventCommand.fire(r, bypassBudget: false, container: arguments[EventCommand.container], arguments: arguments, io: io)
+        let r = try EventCommand.request(
+            arguments, allowed: [(EventCommand.install, .install), (EventCommand.update, .update)], command: "notify")
+        try EventCommand.fire(
+            r, bypassBudget: false, container: arguments[EventCommand.container], arguments: arguments, io: io)
     }
 }
 
@@ -154,15 +189,18 @@ struct NotifyCommand: Command {
 struct SimulateCommand: Command {
     static let spec = CommandSpec(
         name: "simulate",
-        summary: "Fire an install, update or periodic event now, bypassing the extension's daily budget (as backgroundassets-debug --simulate).",
+        summary:
+            "Fire an install, update or periodic event now, bypassing the extension's daily budget (as backgroundassets-debug --simulate).",
         options: [EventCommand.container, install, update, periodic, EventCommand.config, jsonFlag])
     static let install = Flag("app-install", help: "An install event.")
     static let update = Flag("app-update", help: "An update event.")
     static let periodic = Flag("periodic", help: "A periodic check.")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let r = try EventCommand.request(arguments, allowed: [(install, .install), (update, .update), (periodic, .periodic)], command: "simulate")
-        try EventCommand.fire(r, bypassBudget: true, container: arguments[EventCommand.container], arguments: arguments, io: io)
+        let r = try EventCommand.request(
+            arguments, allowed: [(install, .install), (update, .update), (periodic, .periodic)], command: "simulate")
+        try EventCommand.fire(
+            r, bypassBudget: true, container: arguments[EventCommand.container], arguments: arguments, io: io)
     }
 }
 
@@ -170,17 +208,23 @@ struct SimulateCommand: Command {
 struct AgentStatusCommand: Command {
     static let spec = CommandSpec(
         name: "agent status",
-        summary: "Show a container's background state: whether an agent runs, events, extension runtime today, task requests and runs.",
+        summary:
+            "Show a container's background state: whether an agent runs, events, extension runtime today, task requests and runs.",
         options: [EventCommand.container, jsonFlag])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let container = URL(fileURLWithPath: arguments[EventCommand.container]).standardizedFileURL.path
-        guard FileManager.default.fileExists(atPath: container + "/agent.sqlite") || FileManager.default.fileExists(atPath: container + "/tasks.sqlite") else {
-            throw BacklotError(.invalidInput, "no agent has used this container yet", context: container,
-                               hint: "start one with backlot agent --container \(container) --config FILE")
+        guard
+            FileManager.default.fileExists(atPath: container + "/agent.sqlite")
+                || FileManager.default.fileExists(atPath: container + "/tasks.sqlite")
+        else {
+            throw BacklotError(
+                .invalidInput, "no agent has used this container yet", context: container,
+                hint: "start one with backlot agent --container \(container) --config FILE")
         }
         let store = try AgentStore(containerPath: container)
-        let tasks = try TaskScheduler(configuration: .init(permittedIdentifiers: [], databasePath: container + "/tasks.sqlite"))
+        let tasks = try TaskScheduler(
+            configuration: .init(permittedIdentifiers: [], databasePath: container + "/tasks.sqlite"))
         let running = AgentLock.isHeld(containerPath: container)
         let events = try store.recent(10)
         let runtime = try store.extensionRuntime(on: Date())
@@ -188,25 +232,50 @@ struct AgentStatusCommand: Command {
         let runs = Array(tasks.history().suffix(10).reversed())
         func date(_ d: Date?) -> String { d.map { RFC3339.string($0) } ?? "" }
         if arguments[jsonFlag] {
-            io.out(JSONNode.object([
-                "agentRunning": .bool(running),
-                "configuration": (try store.value("configPath")).map { .string($0) } ?? .null,
-                "extensionSecondsToday": .number(runtime),
-                "events": .array(events.map { .object(["seq": .number($0.seq), "request": .string($0.request.name), "state": .string($0.state), "detail": .string($0.detail)]) }),
-                "pendingTasks": .array(pending.map { r in
-                    .object(["identifier": .string(r.identifier), "kind": .string(r is ProcessingTaskRequest ? "processing" : "refresh"),
-                             "earliestBeginDate": r.earliestBeginDate.map { .string(RFC3339.string($0)) } ?? .null])
-                }),
-                "taskRuns": .array(runs.map { .object(["identifier": .string($0.identifier), "started": .string(date($0.started)), "outcome": .string($0.outcome.rawValue)]) }),
-            ]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object([
+                    "agentRunning": .bool(running),
+                    "configuration": (try store.value("configPath")).map { .string($0) } ?? .null,
+                    "extensionSecondsToday": .number(runtime),
+                    "events": .array(
+                        events.map {
+                            .object([
+                                "seq": .number($0.seq), "request": .string($0.request.name), "state": .string($0.state),
+                                "detail": .string($0.detail),
+                            ])
+                        }),
+                    "pendingTasks": .array(
+                        pending.map { r in
+                            .object([
+                                "identifier": .string(r.identifier),
+                                "kind": .string(r is ProcessingTaskRequest ? "processing" : "refresh"),
+                                "earliestBeginDate": r.earliestBeginDate.map { .string(RFC3339.string($0)) } ?? .null,
+                            ])
+                        }),
+                    "taskRuns": .array(
+                        runs.map {
+                            .object([
+                                "identifier": .string($0.identifier), "started": .string(date($0.started)),
+                                "outcome": .string($0.outcome.rawValue),
+                            ])
+                        }),
+                ]).prettyPrinted() + "\n")
             return
         }
-        io.out("agent: \(running ? "running" : "not running")\(try store.value("configPath").map { " (configuration \($0))" } ?? "")\n")
+        io.out(
+            "agent: \(running ? "running" : "not running")\(try store.value("configPath").map { " (configuration \($0))" } ?? "")\n"
+        )
         io.out("extension runtime today: \(CheckedInteger.secondsText(runtime)) s\n")
         io.out("events (newest first):\(events.isEmpty ? " none" : "")\n")
-        for e in events { io.out("  #\(e.seq) \(e.request.name)\t\(e.state)\(e.detail.isEmpty ? "" : "\t" + e.detail)\n") }
+        for e in events {
+            io.out("  #\(e.seq) \(e.request.name)\t\(e.state)\(e.detail.isEmpty ? "" : "\t" + e.detail)\n")
+        }
         io.out("pending task requests:\(pending.isEmpty ? " none" : "")\n")
-        for r in pending { io.out("  \(r.identifier)\t\(r is ProcessingTaskRequest ? "processing" : "refresh")\t\(date(r.earliestBeginDate))\n") }
+        for r in pending {
+            io.out(
+                "  \(r.identifier)\t\(r is ProcessingTaskRequest ? "processing" : "refresh")\t\(date(r.earliestBeginDate))\n"
+            )
+        }
         io.out("task runs (newest first):\(runs.isEmpty ? " none" : "")\n")
         for r in runs { io.out("  \(r.identifier)\t\(date(r.started))\t\(r.outcome.rawValue)\n") }
     }

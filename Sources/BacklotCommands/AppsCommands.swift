@@ -10,7 +10,10 @@ enum Switch: String, ArgumentValue, CaseIterable {
 /// The app object of `--json` output: `{"app","created","fourEyes"}` (an older server sends the ID alone).
 func appJSON(_ a: JSONNode) -> JSONNode {
     if let id = a.stringValue { return .object(["app": .string(id), "created": .null, "fourEyes": .null]) }
-    return .object(["app": RemoteJSON.string(a["id"]), "created": RemoteJSON.string(a["created"]), "fourEyes": RemoteJSON.value(a["fourEyes"])])
+    return .object([
+        "app": RemoteJSON.string(a["id"]), "created": RemoteJSON.string(a["created"]),
+        "fourEyes": RemoteJSON.value(a["fourEyes"]),
+    ])
 }
 
 /// `backlot apps create APP [--four-eyes]`.
@@ -26,12 +29,16 @@ struct AppsCreateCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments.positionals[0]
-        let body: JSONNode = arguments[fourEyes] ? .object(["id": .string(app), "fourEyes": .bool(true)]) : .object(["id": .string(app)])
+        let body: JSONNode =
+            arguments[fourEyes]
+            ? .object(["id": .string(app), "fourEyes": .bool(true)]) : .object(["id": .string(app)])
         let r = try api.call("POST", "/api/apps", json: body)
         if arguments[jsonFlag] {
             io.out(appJSON(r.json).prettyPrinted() + "\n")
         } else {
-            io.out("Created app \(app)\(arguments[fourEyes] ? " (four-eyes: a request cannot be approved by the token that made it)" : "").\n")
+            io.out(
+                "Created app \(app)\(arguments[fourEyes] ? " (four-eyes: a request cannot be approved by the token that made it)" : "").\n"
+            )
         }
     }
 }
@@ -61,7 +68,9 @@ struct AppsListCommand: Command {
 
 /// `backlot apps set APP --four-eyes on|off`.
 struct AppsSetCommand: Command {
-    static let fourEyes = Option<Switch>("four-eyes", "on|off", help: "Whether a release request may be approved by the token that made it (off) or not (on).")
+    static let fourEyes = Option<Switch>(
+        "four-eyes", "on|off",
+        help: "Whether a release request may be approved by the token that made it (off) or not (on).")
     static let spec = CommandSpec(
         name: "apps set",
         summary: "Change an app's settings (the four-eyes rule). Needs an admin token.",

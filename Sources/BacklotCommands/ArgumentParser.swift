@@ -13,8 +13,11 @@ struct CommandSpec: Sendable {
     /// each returns what is missing, reported with the missing required options in one error.
     let requirements: [@Sendable (ParsedArguments) -> String?]
 
-    init(name: String, summary: String, discussion: String? = nil, arguments: [Argument] = [], options: [any OptionDeclaration] = [],
-         requirements: [@Sendable (ParsedArguments) -> String?] = []) {
+    init(
+        name: String, summary: String, discussion: String? = nil, arguments: [Argument] = [],
+        options: [any OptionDeclaration] = [],
+        requirements: [@Sendable (ParsedArguments) -> String?] = []
+    ) {
         self.name = name
         self.summary = summary
         self.discussion = discussion
@@ -64,7 +67,9 @@ struct CommandSpec: Sendable {
     /// takes what is not on the command line from the environment and the profile (flag > environment > profile).
     /// - Throws: ``BacklotError/Code/usage`` naming the unknown option (with the closest one), a
     ///   value that is not valid, or every missing required option and argument at once.
-    func parse(_ args: [String], environment: [String: String] = [:], profiles: ProfileFile? = nil) throws -> ParsedArguments {
+    func parse(
+        _ args: [String], environment: [String: String] = [:], profiles: ProfileFile? = nil
+    ) throws -> ParsedArguments {
         var parsed = ParsedArguments()
         let infos = self.infos
         var i = 0
@@ -76,7 +81,10 @@ struct CommandSpec: Sendable {
                 parsed.positionals.append(arg)
                 continue
             }
-            if arg == "--" { onlyPositionals = true; continue }
+            if arg == "--" {
+                onlyPositionals = true
+                continue
+            }
             var key = arg
             var inline: String? = nil
             if arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") {
@@ -92,13 +100,21 @@ struct CommandSpec: Sendable {
                 option = nil
             }
             guard let option else {
-                let hint = Suggestion.closest(to: key, in: infos.map { "--\($0.name)" }, maximumEdits: 3).map { "did you mean \($0)?" }
-                throw BacklotError(.usage, "unknown option '\(key)'", context: "backlot \(name)", hint: hint ?? "see `backlot \(name) --help`")
+                let hint = Suggestion.closest(to: key, in: infos.map { "--\($0.name)" }, maximumEdits: 3).map {
+                    "did you mean \($0)?"
+                }
+                throw BacklotError(
+                    .usage, "unknown option '\(key)'", context: "backlot \(name)",
+                    hint: hint ?? "see `backlot \(name) --help`")
             }
             if let valueName = option.valueName {
                 let value: String
-                if let inline { value = inline } else {
-                    guard i < args.count else { throw usageError("the option --\(option.name) needs a value (\(valueName))") }
+                if let inline {
+                    value = inline
+                } else {
+                    guard i < args.count else {
+                        throw usageError("the option --\(option.name) needs a value (\(valueName))")
+                    }
                     value = args[i]
                     i += 1
                 }
@@ -115,15 +131,20 @@ struct CommandSpec: Sendable {
             if let variable = option.environment, let value = environment[variable], !value.isEmpty {
                 try parsed.add(value, for: option, from: "$\(variable)", command: name)
             } else if let key = option.profileKey, let profiles {
-                let selected = try profiles.selected(parsed.raw[profileName]?.last ?? environment[ServerOptions.profile.info.environment!])
+                let selected = try profiles.selected(
+                    parsed.raw[profileName]?.last ?? environment[ServerOptions.profile.info.environment!])
                 if let (chosen, profile) = selected, let value = profile[key] {
                     try parsed.add(value, for: option, from: "profile \(chosen) in \(profiles.path)", command: name)
                 }
             }
         }
-        if let named = parsed.raw[profileName]?.last, profiles == nil, infos.contains(where: { $0.name == profileName }) {
-            throw usageError("--profile \(named) names a profile, but there is no profile file",
-                             hint: "create \(ProfileFile.location(environment: environment) ?? "~/.config/backlot/config.json") (see docs/cli.md)")
+        if let named = parsed.raw[profileName]?.last, profiles == nil, infos.contains(where: { $0.name == profileName })
+        {
+            throw usageError(
+                "--profile \(named) names a profile, but there is no profile file",
+                hint:
+                    "create \(ProfileFile.location(environment: environment) ?? "~/.config/backlot/config.json") (see docs/cli.md)"
+            )
         }
         var missing: [String] = infos.filter { $0.required && parsed.raw[$0.name] == nil }.map {
             $0.spelled + ($0.environment.map { " (or $\($0))" } ?? "")

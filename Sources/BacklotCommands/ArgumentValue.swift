@@ -48,7 +48,9 @@ extension UInt64: ArgumentValue {
 extension Double: ArgumentValue {
     /// A finite decimal such as `10` or `2.5`.
     init?(argument text: String) {
-        guard !text.isEmpty, text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let d = Double(text), d.isFinite else { return nil }
+        guard !text.isEmpty, text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let d = Double(text),
+            d.isFinite
+        else { return nil }
         self = d
     }
     static var expected: String { "a number such as 10 or 2.5" }
@@ -96,7 +98,6 @@ protocol RepeatingArgumentValue {
 extension Array: RepeatingArgumentValue {
     static func combining(_ parts: [any Sendable]) -> Self { parts.flatMap { $0 as? [Element] ?? [] } }
 }
-
 
 extension Platform: ArgumentValue {}
 extension InstallationEventType: ArgumentValue {}

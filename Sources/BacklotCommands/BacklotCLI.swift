@@ -4,6 +4,7 @@ import BacklotJSON
 import Dispatch
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,16 +20,19 @@ public enum BacklotCLI {
 
     static let commands: [any Command.Type] = [
         TemplateCommand.self, EvaluateCommand.self, PackageCommand.self, InspectCommand.self,
-        VerifyCommand.self, ExtractCommand.self, DiffCommand.self, PlistCheckCommand.self, ServeCommand.self, AdminInitCommand.self,
+        VerifyCommand.self, ExtractCommand.self, DiffCommand.self, PlistCheckCommand.self, ServeCommand.self,
+        AdminInitCommand.self,
         AppsListCommand.self, AppsCreateCommand.self, AppsSetCommand.self,
         TokensListCommand.self, TokensCreateCommand.self, TokensRevokeCommand.self, TokensRotateCommand.self,
         UploadCommand.self, PacksListCommand.self, VersionsCommand.self, VersionsDeleteCommand.self,
         ReleaseCommand.self, ReleasesListCommand.self, ApproveCommand.self, RejectCommand.self,
         RolloutCommand.self, RollbackCommand.self, WithdrawCommand.self,
         CatalogShowCommand.self, CatalogResignCommand.self, KeysRotateCommand.self,
-        DownloadManifestCreateCommand.self, DownloadManifestUpdateCommand.self, FetchCommand.self, StatusCommand.self, RemoveCommand.self,
+        DownloadManifestCreateCommand.self, DownloadManifestUpdateCommand.self, FetchCommand.self, StatusCommand.self,
+        RemoveCommand.self,
         AgentCommand.self, AgentStatusCommand.self, NotifyCommand.self, SimulateCommand.self,
-        ClipSizeCommand.self, ClipLinkCommand.self, ClipParseCommand.self, ClipMatchCommand.self, ClipHandoffCommand.self,
+        ClipSizeCommand.self, ClipLinkCommand.self, ClipParseCommand.self, ClipMatchCommand.self,
+        ClipHandoffCommand.self,
         CompletionCommand.self,
     ]
 
@@ -48,27 +52,27 @@ public enum BacklotCLI {
 
     static var overview: String {
         var text = """
-        backlot: package, publish, serve and deliver asset packs in the background.
+            backlot: package, publish, serve and deliver asset packs in the background.
 
-        Usage: backlot COMMAND [ARGUMENTS] [OPTIONS]
+            Usage: backlot COMMAND [ARGUMENTS] [OPTIONS]
 
-        Commands:
+            Commands:
 
-        """
+            """
         let width = (commands.map { $0.spec.name.count }.max() ?? 12) + 2
         for c in commands {
             text += "  " + c.spec.name.padding(toLength: width, withPad: " ", startingAt: 0) + c.spec.summary + "\n"
         }
         text += """
 
-        Run `backlot COMMAND --help` for a command's options, `backlot GROUP` (\(groups.map(\.name).joined(separator: ", "))) for a group's commands.
-          --version    Print backlot's version.
-          --help       Print this help.
-        Server options come from the command line, else BACKLOT_SERVER, BACKLOT_CA, BACKLOT_TOKEN, else the
-        profile (--profile NAME or the default one) in $XDG_CONFIG_HOME/backlot/config.json (see docs/cli.md).
-        Exit status: 0 success, 1 failure, 2 usage error or invalid input.
+            Run `backlot COMMAND --help` for a command's options, `backlot GROUP` (\(groups.map(\.name).joined(separator: ", "))) for a group's commands.
+              --version    Print backlot's version.
+              --help       Print this help.
+            Server options come from the command line, else BACKLOT_SERVER, BACKLOT_CA, BACKLOT_TOKEN, else the
+            profile (--profile NAME or the default one) in $XDG_CONFIG_HOME/backlot/config.json (see docs/cli.md).
+            Exit status: 0 success, 1 failure, 2 usage error or invalid input.
 
-        """
+            """
         return text
     }
 
@@ -128,18 +132,27 @@ public enum BacklotCLI {
             // `backlot apps` and `backlot apps --help` list the group; a group that is also a command (`versions`) runs it.
             let rest = arguments.dropFirst()
             // A group that is also a command (`versions`, `agent`) alone: it cannot run without its required options, so it shows the group.
-            let cannotRunBare = found.map { c in c.spec.infos.contains(where: \.required) || c.spec.arguments.contains(where: \.required) } ?? true
-            if consumed == 1 && (found == nil && (rest.isEmpty || rest.allSatisfy { $0 == "--help" || $0 == "-h" })
-                                  || found != nil && rest.count == 1 && (rest.first == "--help" || rest.first == "-h")
-                                  || found != nil && rest.isEmpty && cannotRunBare) {
+            let cannotRunBare =
+                found.map { c in
+                    c.spec.infos.contains(where: \.required) || c.spec.arguments.contains(where: \.required)
+                } ?? true
+            if consumed == 1
+                && (found == nil && (rest.isEmpty || rest.allSatisfy { $0 == "--help" || $0 == "-h" })
+                    || found != nil && rest.count == 1 && (rest.first == "--help" || rest.first == "-h")
+                    || found != nil && rest.isEmpty && cannotRunBare)
+            {
                 io.out(g)
                 return 0
             }
             if consumed == 1 && found == nil, let word = rest.first {
-                let names = groups.first { $0.name == first }!.commands.map { String($0.spec.name.split(separator: " ")[1]) }
+                let names = groups.first { $0.name == first }!.commands.map {
+                    String($0.spec.name.split(separator: " ")[1])
+                }
                 let guess = Suggestion.closest(to: word, in: names)
-                let error = BacklotError(.usage, "'\(word)' is not a subcommand of backlot \(first)\(guess.map { "; did you mean '\(first) \($0)'?" } ?? "")",
-                                         context: "backlot \(first)", hint: "run `backlot \(first)` for the list")
+                let error = BacklotError(
+                    .usage,
+                    "'\(word)' is not a subcommand of backlot \(first)\(guess.map { "; did you mean '\(first) \($0)'?" } ?? "")",
+                    context: "backlot \(first)", hint: "run `backlot \(first)` for the list")
                 report(error, json: json, io: io)
                 return 2
             }
@@ -147,15 +160,19 @@ public enum BacklotCLI {
         guard let command = found else {
             let names = commands.map { $0.spec.name } + ["completion"]
             let guess = Suggestion.closest(to: first, in: names)
-            report(BacklotError(.usage, "'\(first)' is not a backlot command\(guess.map { "; did you mean '\($0)'?" } ?? "")",
-                                hint: "run `backlot --help` for the list"), json: json, io: io)
+            report(
+                BacklotError(
+                    .usage, "'\(first)' is not a backlot command\(guess.map { "; did you mean '\($0)'?" } ?? "")",
+                    hint: "run `backlot --help` for the list"), json: json, io: io)
             return 2
         }
         var parsed = ParsedArguments()
         do {
             let spec = command.spec
-            let profiles = spec.infos.contains { $0.profileKey != nil } ? try ProfileFile.load(environment: io.environment) : nil
-            parsed = try spec.parse(Array(arguments.dropFirst(consumed)), environment: io.environment, profiles: profiles)
+            let profiles =
+                spec.infos.contains { $0.profileKey != nil } ? try ProfileFile.load(environment: io.environment) : nil
+            parsed = try spec.parse(
+                Array(arguments.dropFirst(consumed)), environment: io.environment, profiles: profiles)
             if parsed[CommandSpec.help] {
                 io.out(spec.help)
                 return 0
@@ -189,16 +206,26 @@ public enum BacklotCLI {
             let parent = URL(fileURLWithPath: absolute(path)).deletingLastPathComponent().path
             if failed == path || failed == absolute(path) {
                 if doesNotExist(path) {
-                    return BacklotError(.invalidInput, "there is no such file (it is named on the command line of backlot \(command))", context: path,
-                                        hint: "check the path\(path.hasPrefix("/") ? "" : " (relative to \(FileManager.default.currentDirectoryPath))")")
+                    return BacklotError(
+                        .invalidInput, "there is no such file (it is named on the command line of backlot \(command))",
+                        context: path,
+                        hint:
+                            "check the path\(path.hasPrefix("/") ? "" : " (relative to \(FileManager.default.currentDirectoryPath))")"
+                    )
                 }
-                if access(path, R_OK) != 0 || (try? FileSystem.status(path))?.kind == .directory {   // unreadable, or a folder where a file goes
-                    return BacklotError(.invalidInput, "this input of backlot \(command) cannot be read (\(error.message))", context: path,
-                                        hint: "check that it is the file you meant and that its permissions let you read it")
+                // unreadable, or a folder where a file goes
+                if access(path, R_OK) != 0 || (try? FileSystem.status(path))?.kind == .directory {
+                    return BacklotError(
+                        .invalidInput, "this input of backlot \(command) cannot be read (\(error.message))",
+                        context: path,
+                        hint: "check that it is the file you meant and that its permissions let you read it")
                 }
             } else if failed == parent || absolute(failed) == parent, doesNotExist(parent) {
-                return BacklotError(.invalidInput, "its folder \(parent) does not exist (it is named on the command line of backlot \(command))", context: path,
-                                    hint: "create \(parent) first, or check the path")
+                return BacklotError(
+                    .invalidInput,
+                    "its folder \(parent) does not exist (it is named on the command line of backlot \(command))",
+                    context: path,
+                    hint: "create \(parent) first, or check the path")
             }
         }
         return nil
@@ -211,12 +238,14 @@ public enum BacklotCLI {
     static func report(_ error: BacklotError, json: Bool, io: LineTrackingIO) {
         io.endOpenLine()
         if json {
-            let node = JSONNode.object(["error": .object([
-                "code": .string(error.code.name),
-                "message": .string(io.redacted(error.message)),
-                "context": error.context.map { .string(io.redacted($0)) } ?? .null,
-                "hint": error.hint.map { .string(io.redacted($0)) } ?? .null,
-            ])])
+            let node = JSONNode.object([
+                "error": .object([
+                    "code": .string(error.code.name),
+                    "message": .string(io.redacted(error.message)),
+                    "context": error.context.map { .string(io.redacted($0)) } ?? .null,
+                    "hint": error.hint.map { .string(io.redacted($0)) } ?? .null,
+                ])
+            ])
             io.err(node.serialized() + "\n")
         } else {
             io.err("error: \(io.redacted(error.description))\n")
@@ -237,7 +266,7 @@ public enum BacklotCLI {
                     return
                 }
                 TemporaryFiles.shared.removeAll()
-                _exit(128 + sig)   // not exit(): other threads are still running
+                _exit(128 + sig)  // not exit(): other threads are still running
             }
             source.resume()
             interruptSources.withLock { $0.append(source) }

@@ -12,20 +12,29 @@ struct FetchCommand: Command {
     static let spec = CommandSpec(
         name: "fetch",
         summary: "Install or update packs in a container from a signed catalog, downloading only missing chunks.",
-        discussion: "Without --pack or --event, every pack the catalog offers is fetched. The catalog URL names the app and channel (…/v1/apps/APP/CHANNEL/catalog.json).",
+        discussion:
+            "Without --pack or --event, every pack the catalog offers is fetched. The catalog URL names the app and channel (…/v1/apps/APP/CHANNEL/catalog.json).",
         options: [ContainerOption.container] + deviceOptions + [packs, event, jsonFlag])
 
-    static let catalog = Option<String>("catalog", "URL", help: "The channel's catalog URL.",
-                                        expected: "an http(s) URL", check: { $0.hasPrefix("https://") || $0.hasPrefix("http://") })
+    static let catalog = Option<String>(
+        "catalog", "URL", help: "The channel's catalog URL.",
+        expected: "an http(s) URL", check: { $0.hasPrefix("https://") || $0.hasPrefix("http://") })
     static let trust = Option<String>("trust", "KEYFILE", help: "The repository's public key to pin (its root.pub).")
-    static let ca = Option<String?>("ca", "FILE", help: "A CA certificate to trust (a development server's tls/ca.pem).")
-    static let platform = Option<Platform>("platform", "PLATFORM", default: .linux, help: "iOS, macOS, tvOS, visionOS or linux.")
-    static let limitRate = Option<Int>("limit-rate", "BYTES", default: 0, showDefault: "no limit", in: 0...Int.max,
-                                       help: "Receive at most this many bytes per second per connection.")
-    static let minimumRate = Option<Int>("minimum-rate", "BYTES", default: 4096, in: 1...Int.max,
-                                         help: "Fail a transfer slower than this many bytes per second: every request's deadline is its size at this rate plus 30 s.")
+    static let ca = Option<String?>(
+        "ca", "FILE", help: "A CA certificate to trust (a development server's tls/ca.pem).")
+    static let platform = Option<Platform>(
+        "platform", "PLATFORM", default: .linux, help: "iOS, macOS, tvOS, visionOS or linux.")
+    static let limitRate = Option<Int>(
+        "limit-rate", "BYTES", default: 0, showDefault: "no limit", in: 0...Int.max,
+        help: "Receive at most this many bytes per second per connection.")
+    static let minimumRate = Option<Int>(
+        "minimum-rate", "BYTES", default: 4096, in: 1...Int.max,
+        help:
+            "Fail a transfer slower than this many bytes per second: every request's deadline is its size at this rate plus 30 s."
+    )
     static let packs = Option<[String]>("pack", "ID", help: "Only these packs.")
-    static let event = Option<InstallationEventType?>("event", "EVENT", help: "firstInstallation or subsequentUpdate: the packs that event fetches.")
+    static let event = Option<InstallationEventType?>(
+        "event", "EVENT", help: "firstInstallation or subsequentUpdate: the packs that event fetches.")
     /// What a device needs to reach a catalog, shared with `verify --repair`.
     static let deviceOptions: [any OptionDeclaration] = [catalog, trust, ca, platform, limitRate, minimumRate]
 
@@ -36,9 +45,10 @@ struct FetchCommand: Command {
         }
         let (app, channel) = try AssetPackManager.Configuration.target(ofCatalogURL: url)
         let key = try PublicKeyFile.read(path: arguments[trust])
-        var configuration = AssetPackManager.Configuration(containerPath: container, catalogURL: url,
-                                                           app: app, channel: channel, trustedKeys: [key],
-                                                           platform: arguments[platform], caFile: arguments[ca], bandwidthLimit: arguments[limitRate])
+        var configuration = AssetPackManager.Configuration(
+            containerPath: container, catalogURL: url,
+            app: app, channel: channel, trustedKeys: [key],
+            platform: arguments[platform], caFile: arguments[ca], bandwidthLimit: arguments[limitRate])
         configuration.minimumRate = arguments[minimumRate]
         return try AssetPackManager(configuration: configuration)
     }
@@ -52,7 +62,8 @@ struct FetchCommand: Command {
             var ids = packs
             if ids.isEmpty {
                 let all = try await manager.allAssetPacks
-                ids = all.filter { event == nil || $0.downloadPolicy.installationEventTypes.contains(event!) }.map(\.id).sorted()
+                ids = all.filter { event == nil || $0.downloadPolicy.installationEventTypes.contains(event!) }.map(\.id)
+                    .sorted()
             }
             var out: [AssetPackManager.FetchReport] = []
             for id in ids {
@@ -80,7 +91,9 @@ struct FetchCommand: Command {
                 }
                 // A pack already up to date sends no update (and its stream never ends); a download
                 // sent its last one (finished) before fetch returned: wait for the bar to show it.
-                if report.downloadedBytes == 0 && report.downloadedChunks == 0 && report.reusedChunks == 0 && report.linkedFiles == 0 {
+                if report.downloadedBytes == 0 && report.downloadedChunks == 0 && report.reusedChunks == 0
+                    && report.linkedFiles == 0
+                {
                     watcher.cancel()
                 } else {
                     await watcher.value
@@ -91,13 +104,24 @@ struct FetchCommand: Command {
             return out
         }
         if json {
-            io.out(JSONNode.object(["packs": .array(reports.map {
-                .object(["pack": .string($0.id), "version": .number($0.version), "downloadedBytes": .number($0.downloadedBytes),
-                         "downloadedChunkCount": .number($0.downloadedChunks), "reusedChunkCount": .number($0.reusedChunks), "linkedFileCount": .number($0.linkedFiles)])
-            })]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object([
+                    "packs": .array(
+                        reports.map {
+                            .object([
+                                "pack": .string($0.id), "version": .number($0.version),
+                                "downloadedBytes": .number($0.downloadedBytes),
+                                "downloadedChunkCount": .number($0.downloadedChunks),
+                                "reusedChunkCount": .number($0.reusedChunks),
+                                "linkedFileCount": .number($0.linkedFiles),
+                            ])
+                        })
+                ]).prettyPrinted() + "\n")
         } else {
             for r in reports {
-                io.out("\(r.id) version \(r.version): \(r.downloadedBytes == 0 ? "up to date" : "\(ByteCount.format(r.downloadedBytes)) downloaded, \(r.reusedChunks) chunks reused, \(r.linkedFiles) files unchanged")\n")
+                io.out(
+                    "\(r.id) version \(r.version): \(r.downloadedBytes == 0 ? "up to date" : "\(ByteCount.format(r.downloadedBytes)) downloaded, \(r.reusedChunks) chunks reused, \(r.linkedFiles) files unchanged")\n"
+                )
             }
         }
     }
@@ -129,14 +153,26 @@ struct StatusCommand: Command {
         let container = try ClientContainer(path: arguments[ContainerOption.container])
         let installed = try container.installed()
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["deviceID": .string(container.deviceID), "packs": .array(installed.map {
-                .object(["pack": .string($0.id), "version": .number($0.version), "digest": .string($0.digest), "downloadBytes": .number($0.downloadSize),
-                         "path": .string(container.releaseFolder($0.id, digest: $0.digest))])
-            })]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object([
+                    "deviceID": .string(container.deviceID),
+                    "packs": .array(
+                        installed.map {
+                            .object([
+                                "pack": .string($0.id), "version": .number($0.version), "digest": .string($0.digest),
+                                "downloadBytes": .number($0.downloadSize),
+                                "path": .string(container.releaseFolder($0.id, digest: $0.digest)),
+                            ])
+                        }),
+                ]).prettyPrinted() + "\n")
             return
         }
         if installed.isEmpty { io.out("No pack is installed in \(container.path).\n") }
-        for p in installed { io.out("\(p.id)\tversion \(p.version)\t\(p.digest.prefix(12))…\t\(container.releaseFolder(p.id, digest: p.digest))\n") }
+        for p in installed {
+            io.out(
+                "\(p.id)\tversion \(p.version)\t\(p.digest.prefix(12))…\t\(container.releaseFolder(p.id, digest: p.digest))\n"
+            )
+        }
     }
 }
 

@@ -7,8 +7,12 @@ import Foundation
 struct ClipLinkCommand: Command {
     static let spec = CommandSpec(
         name: "clip link",
-        summary: "Build a default App Clip link (https://appclip.apple.com/id?p=BUNDLE_ID&KEY=VALUE…), parameters in order.",
-        arguments: [.init("BUNDLE_ID", help: "The App Clip's bundle identifier."), .init("KEY=VALUE", help: "Parameters, in order.", required: false, repeats: true)],
+        summary:
+            "Build a default App Clip link (https://appclip.apple.com/id?p=BUNDLE_ID&KEY=VALUE…), parameters in order.",
+        arguments: [
+            .init("BUNDLE_ID", help: "The App Clip's bundle identifier."),
+            .init("KEY=VALUE", help: "Parameters, in order.", required: false, repeats: true),
+        ],
         options: [demo, jsonFlag])
     static let demo = Flag("demo", help: "A demo link (no parameters allowed).")
 
@@ -19,7 +23,9 @@ struct ClipLinkCommand: Command {
             }
             return AppClipLink.Parameter(name: String(pair[..<eq]), value: String(pair[pair.index(after: eq)...]))
         }
-        let link = try AppClipLink(bundleIdentifier: arguments.positionals[0], parameters: parameters, demo: arguments[demo]).string
+        let link = try AppClipLink(
+            bundleIdentifier: arguments.positionals[0], parameters: parameters, demo: arguments[demo]
+        ).string
         io.out(arguments[jsonFlag] ? JSONNode.object(["url": .string(link)]).prettyPrinted() + "\n" : link + "\n")
     }
 }
@@ -28,7 +34,8 @@ struct ClipLinkCommand: Command {
 struct ClipParseCommand: Command {
     static let spec = CommandSpec(
         name: "clip parse",
-        summary: "Read a default App Clip link: the bundle identifier and its parameters (as NSURLComponents.queryItems gives them).",
+        summary:
+            "Read a default App Clip link: the bundle identifier and its parameters (as NSURLComponents.queryItems gives them).",
         arguments: [.init("URL", help: "The link.")],
         options: [demo, jsonFlag])
     static let demo = Flag("demo", help: "Check it as a demo link (no parameters allowed).")
@@ -36,10 +43,12 @@ struct ClipParseCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let link = try AppClipLink(parsing: arguments.positionals[0], demo: arguments[demo])
         if arguments[jsonFlag] {
-            io.out(JSONNode.object([
-                "bundleIdentifier": .string(link.bundleIdentifier),
-                "parameters": .array(link.parameters.map { .object(["name": .string($0.name), "value": .string($0.value)]) }),
-            ]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object([
+                    "bundleIdentifier": .string(link.bundleIdentifier),
+                    "parameters": .array(
+                        link.parameters.map { .object(["name": .string($0.name), "value": .string($0.value)]) }),
+                ]).prettyPrinted() + "\n")
         } else {
             io.out("bundle identifier: \(link.bundleIdentifier)\n")
             for p in link.parameters { io.out("\(p.name) = \(p.value)\n") }
@@ -54,7 +63,8 @@ struct ClipMatchCommand: Command {
         summary: "Say which registered App Clip experience handles an invocation URL (the longest matching prefix).",
         arguments: [.init("URL", help: "The invocation URL.")],
         options: [experiences, jsonFlag])
-    static let experiences = Option<String>("experiences", "FILE", help: "JSON: {\"experiences\": [{\"id\": …, \"url\": …}]}.")
+    static let experiences = Option<String>(
+        "experiences", "FILE", help: "JSON: {\"experiences\": [{\"id\": …, \"url\": …}]}.")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let path = arguments[Self.experiences]
@@ -64,11 +74,18 @@ struct ClipMatchCommand: Command {
             throw BacklotError(.checkFailed, "no registered experience matches", context: arguments.positionals[0])
         }
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["id": .string(match.experience.id), "url": .string(match.experience.urlPrefix),
-                                    "tiedWith": .array(match.tiedWith.map { .string($0.id) })]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object([
+                    "id": .string(match.experience.id), "url": .string(match.experience.urlPrefix),
+                    "tiedWith": .array(match.tiedWith.map { .string($0.id) }),
+                ]).prettyPrinted() + "\n")
         } else {
             io.out("\(match.experience.id)\t\(match.experience.urlPrefix)\n")
-            if !match.tiedWith.isEmpty { warn("equally specific: \(match.tiedWith.map(\.id).joined(separator: ", ")); the first registered wins", io: io) }
+            if !match.tiedWith.isEmpty {
+                warn(
+                    "equally specific: \(match.tiedWith.map(\.id).joined(separator: ", ")); the first registered wins",
+                    io: io)
+            }
         }
     }
 }
@@ -77,8 +94,10 @@ struct ClipMatchCommand: Command {
 struct ClipHandoffCommand: Command {
     static let spec = CommandSpec(
         name: "clip handoff",
-        summary: "Move an App Clip's packs into the full app's container (hard links) where the app's verified catalog lists the same release.",
-        discussion: "The app's container must have verified its catalog (its first fetch, or the agent's install event). Packs of another release are left for the app to download.",
+        summary:
+            "Move an App Clip's packs into the full app's container (hard links) where the app's verified catalog lists the same release.",
+        discussion:
+            "The app's container must have verified its catalog (its first fetch, or the agent's install event). Packs of another release are left for the app to download.",
         options: [from, to, keep, jsonFlag])
     static let from = Option<String>("from", "CLIP_CONTAINER", help: "The App Clip's container.")
     static let to = Option<String>("to", "APP_CONTAINER", help: "The full app's container.")
@@ -86,13 +105,16 @@ struct ClipHandoffCommand: Command {
     static var existingContainerOptions: [any OptionDeclaration] { [from, to] }
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let report = try AppClipHandoff.handoff(fromClipContainer: arguments[from], toAppContainer: arguments[to],
-                                                keepClipCopy: arguments[keep])
+        let report = try AppClipHandoff.handoff(
+            fromClipContainer: arguments[from], toAppContainer: arguments[to],
+            keepClipCopy: arguments[keep])
         if arguments[jsonFlag] {
-            io.out(JSONNode.object([
-                "moved": .array(report.moved.map { .string($0) }),
-                "left": .array(report.left.map { .object(["pack": .string($0.id), "reason": .string($0.reason)]) }),
-            ]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object([
+                    "moved": .array(report.moved.map { .string($0) }),
+                    "left": .array(
+                        report.left.map { .object(["pack": .string($0.id), "reason": .string($0.reason)]) }),
+                ]).prettyPrinted() + "\n")
         } else {
             for id in report.moved { io.out("moved \(id)\n") }
             for l in report.left { io.out("left \(l.id): \(l.reason)\n") }

@@ -10,17 +10,22 @@ import BacklotJSON
 /// backlot clip size Clip.ipa --min-os 16 --json     # exit status 1 when over the limit
 /// ```
 struct ClipSizeCommand: Command {
-    static let minimumOS = Option<String?>("min-os", "VERSION", help: "The oldest iOS the clip supports: 14, 15, 16, 17, … (default 17; 16.4 counts as 16).")
+    static let minimumOS = Option<String?>(
+        "min-os", "VERSION",
+        help: "The oldest iOS the clip supports: 14, 15, 16, 17, … (default 17; 16.4 counts as 16).")
     static let invocations = Option<String?>("invocations", "KIND", help: "digital, physical or both (default both).")
-    static let demoLink = Flag("demo-link", help: "The clip is launched by its App Store Connect demo link (100 MB from iOS 17, physical invocations too).")
+    static let demoLink = Flag(
+        "demo-link",
+        help: "The clip is launched by its App Store Connect demo link (100 MB from iOS 17, physical invocations too).")
     static let spec = CommandSpec(
         name: "clip size",
-        summary: "Check an App Clip's uncompressed size (a directory, .zip/.ipa or .tar) against the limit that applies; exit status 1 when over.",
+        summary:
+            "Check an App Clip's uncompressed size (a directory, .zip/.ipa or .tar) against the limit that applies; exit status 1 when over.",
         discussion: """
-        The limit follows the oldest iOS the clip supports: 15 or earlier 10 MB; 16 15 MB; 17 and later
-        100 MB with digital invocations only, 15 MB with physical ones (App Clip Codes, QR codes, NFC),
-        100 MB with the demo link whatever the invocations. MB is Apple's: 1,000,000 bytes.
-        """,
+            The limit follows the oldest iOS the clip supports: 15 or earlier 10 MB; 16 15 MB; 17 and later
+            100 MB with digital invocations only, 15 MB with physical ones (App Clip Codes, QR codes, NFC),
+            100 MB with the demo link whatever the invocations. MB is Apple's: 1,000,000 bytes.
+            """,
         arguments: [.init("PATH", help: "The App Clip: its .app directory, a .zip or .ipa, or an uncompressed .tar.")],
         options: [minimumOS, invocations, demoLink, jsonFlag])
 
@@ -36,9 +41,10 @@ struct ClipSizeCommand: Command {
             io.out(text(report))
         }
         if report.isOver {
-            throw BacklotError(.checkFailed,
-                               "the App Clip is \(report.overflowBytes) bytes over the \(AppClipSizeRule.megabytes(report.limitBytes)) limit (\(report.rule.name))",
-                               context: size.path, hint: report.rule.whenOver)
+            throw BacklotError(
+                .checkFailed,
+                "the App Clip is \(report.overflowBytes) bytes over the \(AppClipSizeRule.megabytes(report.limitBytes)) limit (\(report.rule.name))",
+                context: size.path, hint: report.rule.whenOver)
         }
     }
 
@@ -46,10 +52,14 @@ struct ClipSizeCommand: Command {
     static func parseMinimumOS(_ arguments: ParsedArguments) throws -> Int {
         guard let text = arguments[minimumOS] else { return 17 }
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        let wellFormed = parts.count <= 3 && parts.allSatisfy { part in !part.isEmpty && part.allSatisfy { $0.isASCII && $0.isNumber } }
+        let wellFormed =
+            parts.count <= 3
+            && parts.allSatisfy { part in !part.isEmpty && part.allSatisfy { $0.isASCII && $0.isNumber } }
         guard wellFormed, let major = Int(parts[0]), (14...99).contains(major) else {
-            throw BacklotError(.usage, "--min-os must be an iOS version from 14 to 99, such as 15, 16 or 17, not '\(text)'",
-                               context: "backlot \(spec.name)", hint: "App Clips exist since iOS 14; the limit follows the major version (16.4 counts as 16)")
+            throw BacklotError(
+                .usage, "--min-os must be an iOS version from 14 to 99, such as 15, 16 or 17, not '\(text)'",
+                context: "backlot \(spec.name)",
+                hint: "App Clips exist since iOS 14; the limit follows the major version (16.4 counts as 16)")
         }
         return major
     }
@@ -59,8 +69,11 @@ struct ClipSizeCommand: Command {
         guard let text = arguments[invocations] else { return .both }
         guard let invocations = AppClipInvocations(rawValue: text.lowercased()) else {
             let accepted = AppClipInvocations.allCases.map(\.rawValue).joined(separator: ", ")
-            throw BacklotError(.usage, "--invocations must be one of \(accepted), not '\(text)'", context: "backlot \(spec.name)",
-                               hint: "digital: websites, Messages, Spotlight, Maps, other apps; physical: App Clip Codes, QR codes, NFC tags")
+            throw BacklotError(
+                .usage, "--invocations must be one of \(accepted), not '\(text)'", context: "backlot \(spec.name)",
+                hint:
+                    "digital: websites, Messages, Spotlight, Maps, other apps; physical: App Clip Codes, QR codes, NFC tags"
+            )
         }
         return invocations
     }
@@ -73,11 +86,13 @@ struct ClipSizeCommand: Command {
         text += "  size       \(AppClipSizeRule.megabytes(report.totalBytes)) (\(report.totalBytes) bytes)\n"
         text += "  limit      \(AppClipSizeRule.megabytes(report.limitBytes)) (\(report.limitBytes) bytes)\n"
         text += "  rule       \(report.rule.name): \(report.rule.summary)\n"
-        text += "  for        iOS \(report.minimumOS) and later, \(report.invocations.rawValue) invocations\(report.demoLink ? ", demo link" : "")\n"
+        text +=
+            "  for        iOS \(report.minimumOS) and later, \(report.invocations.rawValue) invocations\(report.demoLink ? ", demo link" : "")\n"
         if report.isOver {
-            text += "  overflow   \(AppClipSizeRule.megabytes(report.overflowBytes)) (\(report.overflowBytes) bytes) over the limit\n"
+            text +=
+                "  overflow   \(AppClipSizeRule.megabytes(report.overflowBytes)) (\(report.overflowBytes) bytes) over the limit\n"
         } else {
-            let headroom = report.limitBytes - report.totalBytes   // within the limit: no underflow, no conversion
+            let headroom = report.limitBytes - report.totalBytes  // within the limit: no underflow, no conversion
             text += "  headroom   \(AppClipSizeRule.megabytes(headroom)) (\(headroom) bytes)\n"
         }
         if !report.largestFiles.isEmpty {

@@ -1,6 +1,7 @@
 import BacklotBasics
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,9 +46,10 @@ public struct StandardIO: CommandIO {
             let n = try buffer.withUnsafeMutableBytes { try input.read(into: $0) }
             bytes += buffer[0..<n]
             if bytes.count > limit {
-                throw BacklotError(.invalidInput, "standard input holds more than \(limit) bytes", context: "standard input")
+                throw BacklotError(
+                    .invalidInput, "standard input holds more than \(limit) bytes", context: "standard input")
             }
-            if n < buffer.count { return bytes }   // the end (read fills the buffer unless it meets the end)
+            if n < buffer.count { return bytes }  // the end (read fills the buffer unless it meets the end)
         }
     }
 }
@@ -72,7 +74,8 @@ public final class CapturedIO: CommandIO {
 
     public func readStandardInput(atMost limit: Int) throws -> [UInt8] {
         guard input.count <= limit else {
-            throw BacklotError(.invalidInput, "standard input holds more than \(limit) bytes", context: "standard input")
+            throw BacklotError(
+                .invalidInput, "standard input holds more than \(limit) bytes", context: "standard input")
         }
         return input
     }

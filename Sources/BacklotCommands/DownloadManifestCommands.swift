@@ -15,16 +15,21 @@ struct ManifestInput {
         if path.hasSuffix(".aar") {
             let manifestPath = String(path.dropLast(4)) + ".json"
             guard FileSystem.exists(manifestPath) else {
-                throw BacklotError(.invalidInput, "no manifest beside the archive (looked for \(manifestPath))", context: path,
-                                   hint: "put the manifest you gave ba-package next to it with the same name and a .json extension")
+                throw BacklotError(
+                    .invalidInput, "no manifest beside the archive (looked for \(manifestPath))", context: path,
+                    hint: "put the manifest you gave ba-package next to it with the same name and a .json extension")
             }
             let (m, _) = try AssetPackManifest.load(path: manifestPath)
             let size = try AppleArchiveHeader.check(fileAt: path).size
-            return ManifestInput(id: m.assetPackID.rawValue, size: size, policy: m.downloadPolicy, platforms: m.platforms, userInfo: m.userInfo)
+            return ManifestInput(
+                id: m.assetPackID.rawValue, size: size, policy: m.downloadPolicy, platforms: m.platforms,
+                userInfo: m.userInfo)
         }
         let pack = try PackReader(path: path)
         let m = pack.index.metadata
-        return ManifestInput(id: m.assetPackID.rawValue, size: pack.fileSize, policy: m.downloadPolicy, platforms: m.platforms, userInfo: m.userInfo)
+        return ManifestInput(
+            id: m.assetPackID.rawValue, size: pack.fileSize, policy: m.downloadPolicy, platforms: m.platforms,
+            userInfo: m.userInfo)
     }
 }
 
@@ -34,22 +39,31 @@ struct DownloadManifestCreateCommand: Command {
         name: "download-manifest create",
         summary: "Write Apple's self-hosted download manifest for packs (as ba-package download-manifest create does).",
         discussion: """
-        Each PACK is a .pack, or an .aar with the manifest given to ba-package beside it (NAME.aar + NAME.json).
-        Pack URLs are the base URL + "/" + the pack ID; serve each archive there. Versions default to 0.
-        """,
+            Each PACK is a .pack, or an .aar with the manifest given to ba-package beside it (NAME.aar + NAME.json).
+            Pack URLs are the base URL + "/" + the pack ID; serve each archive there. Versions default to 0.
+            """,
         arguments: [.init("PACK", help: "Archives to list.", repeats: true)],
         options: [baseURL, platform, versions, output, force, jsonFlag])
-    static let baseURL = Option<String>("download-base-url", "URL", help: "Where the archives are served.",
-                                        expected: "an absolute http(s) URL", check: { $0.hasPrefix("https://") || $0.hasPrefix("http://") })
-    static let platform = Option<String>("platform", "PLATFORM", help: "ios, macos, tvos or visionos; packs not built for it are left out.")
-    static let versions = Option<[Int]>("asset-pack-versions", "N,N…", help: "Versions, in the order of the packs (default 0 each).",
-                                        expected: "whole numbers separated by commas", check: { $0.allSatisfy { $0 >= 0 } })
+    static let baseURL = Option<String>(
+        "download-base-url", "URL", help: "Where the archives are served.",
+        expected: "an absolute http(s) URL", check: { $0.hasPrefix("https://") || $0.hasPrefix("http://") })
+    static let platform = Option<String>(
+        "platform", "PLATFORM", help: "ios, macos, tvos or visionos; packs not built for it are left out.")
+    static let versions = Option<[Int]>(
+        "asset-pack-versions", "N,N…", help: "Versions, in the order of the packs (default 0 each).",
+        expected: "whole numbers separated by commas", check: { $0.allSatisfy { $0 >= 0 } })
     static let output = Option<String>("output", "FILE", short: "o", help: "Where to write the manifest.")
     static let force = Flag("force", help: "Replace FILE if it exists.")
 
     static func platform(_ text: String) throws -> Platform {
-        guard let p = [Platform.iOS, .macOS, .tvOS, .visionOS].first(where: { $0.rawValue.lowercased() == text.lowercased() }) else {
-            throw BacklotError(.usage, "--platform takes ios, macos, tvos or visionos, not '\(text)'", context: "backlot download-manifest")
+        guard
+            let p = [Platform.iOS, .macOS, .tvOS, .visionOS].first(where: {
+                $0.rawValue.lowercased() == text.lowercased()
+            })
+        else {
+            throw BacklotError(
+                .usage, "--platform takes ios, macos, tvos or visionos, not '\(text)'",
+                context: "backlot download-manifest")
         }
         return p
     }
@@ -60,7 +74,9 @@ struct DownloadManifestCreateCommand: Command {
         let output = arguments[Self.output]
         let versions = arguments[Self.versions]
         guard versions.count <= arguments.positionals.count else {
-            throw BacklotError(.usage, "\(versions.count) versions for \(arguments.positionals.count) packs", context: "--asset-pack-versions")
+            throw BacklotError(
+                .usage, "\(versions.count) versions for \(arguments.positionals.count) packs",
+                context: "--asset-pack-versions")
         }
         var manifest = AppleDownloadManifest()
         for (i, path) in arguments.positionals.enumerated() {
@@ -72,18 +88,26 @@ struct DownloadManifestCreateCommand: Command {
             if manifest.assetPacks.contains(where: { $0.id == input.id }) {
                 throw BacklotError(.invalidInput, "the pack ID \(input.id) is given twice", context: path)
             }
-            manifest.set(AppleDownloadManifest.Entry(id: input.id, baseURL: base, version: i < versions.count ? versions[i] : 0,
-                                                     downloadSize: input.size, downloadPolicy: input.policy, userInfo: input.userInfo))
+            manifest.set(
+                AppleDownloadManifest.Entry(
+                    id: input.id, baseURL: base, version: i < versions.count ? versions[i] : 0,
+                    downloadSize: input.size, downloadPolicy: input.policy, userInfo: input.userInfo))
         }
         let file = try AtomicFile(path: output, overwrite: arguments[force])
         try file.descriptor.write(Array(manifest.encoded.utf8))
         try file.commit()
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["output": .string(output), "platform": .string(platform.rawValue),
-                                    "packs": .array(manifest.assetPacks.map { .object(["pack": .string($0.id), "version": .number($0.version)]) })]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object([
+                    "output": .string(output), "platform": .string(platform.rawValue),
+                    "packs": .array(
+                        manifest.assetPacks.map { .object(["pack": .string($0.id), "version": .number($0.version)]) }),
+                ]).prettyPrinted() + "\n")
             return
         }
-        io.out("Wrote \(output) with \(manifest.assetPacks.count) pack\(manifest.assetPacks.count == 1 ? "" : "s") for \(platform.rawValue).\n")
+        io.out(
+            "Wrote \(output) with \(manifest.assetPacks.count) pack\(manifest.assetPacks.count == 1 ? "" : "s") for \(platform.rawValue).\n"
+        )
     }
 }
 
@@ -91,14 +115,19 @@ struct DownloadManifestCreateCommand: Command {
 struct DownloadManifestUpdateCommand: Command {
     static let spec = CommandSpec(
         name: "download-manifest update",
-        summary: "Update a download manifest in place: each pack given gets its new size and its version increased by one (new packs start at 0).",
-        arguments: [.init("MANIFEST", help: "The download manifest to update."), .init("PACK", help: "Archives that changed.", repeats: true)],
+        summary:
+            "Update a download manifest in place: each pack given gets its new size and its version increased by one (new packs start at 0).",
+        arguments: [
+            .init("MANIFEST", help: "The download manifest to update."),
+            .init("PACK", help: "Archives that changed.", repeats: true),
+        ],
         options: [DownloadManifestCreateCommand.baseURL, jsonFlag])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let path = arguments.positionals[0]
         guard arguments.positionals.count > 1 else {
-            throw BacklotError(.usage, "missing argument PACK (archives that changed)", context: "backlot download-manifest update")
+            throw BacklotError(
+                .usage, "missing argument PACK (archives that changed)", context: "backlot download-manifest update")
         }
         let base = arguments[DownloadManifestCreateCommand.baseURL]
         var changes: [JSONNode] = []
@@ -108,17 +137,27 @@ struct DownloadManifestUpdateCommand: Command {
             let input = try ManifestInput.read(pack)
             let previous = manifest.assetPacks.first { $0.id == input.id }?.version
             // The version read from the file may be Int.max: the next one is an error naming it, not a trap.
-            let next = try previous.map {
-                try CheckedInteger.add($0, 1, "the next version of \(input.id) after \($0)", context: path)
-            } ?? 0
-            manifest.set(AppleDownloadManifest.Entry(id: input.id, baseURL: base, version: next,
-                                                     downloadSize: input.size, downloadPolicy: input.policy, userInfo: input.userInfo))
-            changes.append(.object(["pack": .string(input.id), "from": previous.map { .number($0) } ?? .null, "version": .number(next)]))
-            if !arguments[jsonFlag] { io.out("\(input.id): version \(previous.map { "\($0) -> \(next)" } ?? "0 (new)")\n") }
+            let next =
+                try previous.map {
+                    try CheckedInteger.add($0, 1, "the next version of \(input.id) after \($0)", context: path)
+                } ?? 0
+            manifest.set(
+                AppleDownloadManifest.Entry(
+                    id: input.id, baseURL: base, version: next,
+                    downloadSize: input.size, downloadPolicy: input.policy, userInfo: input.userInfo))
+            changes.append(
+                .object([
+                    "pack": .string(input.id), "from": previous.map { .number($0) } ?? .null, "version": .number(next),
+                ]))
+            if !arguments[jsonFlag] {
+                io.out("\(input.id): version \(previous.map { "\($0) -> \(next)" } ?? "0 (new)")\n")
+            }
         }
         let file = try AtomicFile(path: path, overwrite: true)
         try file.descriptor.write(Array(manifest.encoded.utf8))
         try file.commit()
-        if arguments[jsonFlag] { io.out(JSONNode.object(["output": .string(path), "packs": .array(changes)]).prettyPrinted() + "\n") }
+        if arguments[jsonFlag] {
+            io.out(JSONNode.object(["output": .string(path), "packs": .array(changes)]).prettyPrinted() + "\n")
+        }
     }
 }

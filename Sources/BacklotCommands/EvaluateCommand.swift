@@ -4,7 +4,9 @@ import BacklotJSON
 
 /// `backlot evaluate MANIFEST`: lists every file the selectors match and its pack path.
 struct EvaluateCommand: Command {
-    static let sourceRoot = Option<String?>("source-root", "DIR", help: "Where selector paths start (default: the manifest's sourceRoot, else the current directory).")
+    static let sourceRoot = Option<String?>(
+        "source-root", "DIR",
+        help: "Where selector paths start (default: the manifest's sourceRoot, else the current directory).")
     static let spec = CommandSpec(
         name: "evaluate",
         summary: "Check a manifest and list every file it selects, with its path in the pack.",
@@ -14,16 +16,20 @@ struct EvaluateCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let manifestPath = arguments.positionals[0]
         let (manifest, warnings) = try AssetPackManifest.load(path: manifestPath)
-        let root = SourceSelection.resolveSourceRoot(override: arguments[sourceRoot], manifest: manifest, manifestPath: manifestPath)
+        let root = SourceSelection.resolveSourceRoot(
+            override: arguments[sourceRoot], manifest: manifest, manifestPath: manifestPath)
         let selection = try SourceSelection(manifest: manifest, sourceRoot: root)
         let allWarnings = warnings.map { "\(manifestPath):\($0)" } + selection.warnings
         if arguments[jsonFlag] {
             let json = JSONNode.object([
                 "pack": .string(manifest.assetPackID.rawValue),
                 "sourceRoot": .string(selection.sourceRoot),
-                "files": .array(selection.files.map {
-                    .object(["source": .string($0.sourcePath), "path": .string($0.packPath), "bytes": .number($0.size)])
-                }),
+                "files": .array(
+                    selection.files.map {
+                        .object([
+                            "source": .string($0.sourcePath), "path": .string($0.packPath), "bytes": .number($0.size),
+                        ])
+                    }),
                 "warnings": .array(allWarnings.map { .string($0) }),
             ])
             io.out(json.prettyPrinted() + "\n")

@@ -12,7 +12,8 @@ struct ExpiryDuration: ArgumentValue, CustomStringConvertible {
 
     init?(argument text: String) {
         guard let unit = text.last, let scale = ["s": 1, "m": 60, "h": 3600, "d": 86_400][String(unit)],
-              let n = CheckedInteger.parse(text.dropLast(), as: Int.self) else { return nil }
+            let n = CheckedInteger.parse(text.dropLast(), as: Int.self)
+        else { return nil }
         let (seconds, overflow) = n.multipliedReportingOverflow(by: scale)
         guard !overflow, Self.range.contains(seconds) else { return nil }
         self.seconds = seconds

@@ -6,12 +6,15 @@ import Foundation
 /// `backlot extract PACK -o DIR`: writes a pack's files into a new directory.
 struct ExtractCommand: Command {
     static let output = Option<String>("output", "DIR", short: "o", help: "The directory to create.")
-    static let jobs = Option<Int>("jobs", "N", short: "j", default: ProcessInfo.processInfo.activeProcessorCount, showDefault: "the number of cores",
-                                  in: 1...256, help: "Threads.")
+    static let jobs = Option<Int>(
+        "jobs", "N", short: "j", default: ProcessInfo.processInfo.activeProcessorCount,
+        showDefault: "the number of cores",
+        in: 1...256, help: "Threads.")
     static let spec = CommandSpec(
         name: "extract",
         summary: "Write a pack's files into a new directory, checking every chunk.",
-        discussion: "DIR must not exist or be empty. Files appear only when all are written and checked: on failure nothing is left.",
+        discussion:
+            "DIR must not exist or be empty. Files appear only when all are written and checked: on failure nothing is left.",
         arguments: [.init("PACK", help: "A .pack file.")],
         options: [output, jobs, jsonFlag])
 
@@ -23,11 +26,16 @@ struct ExtractCommand: Command {
         try PackExtractor(pack: pack, jobs: jobs).extract(to: output) { progress.update($0, $1) }
         progress.finish()
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["pack": .string(pack.index.metadata.assetPackID.rawValue), "output": .string(output),
-                                    "fileCount": .number(pack.index.files.count), "installBytes": .number(pack.index.installSize),
-                                    "digest": .string(pack.packDigest.hex)]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object([
+                    "pack": .string(pack.index.metadata.assetPackID.rawValue), "output": .string(output),
+                    "fileCount": .number(pack.index.files.count), "installBytes": .number(pack.index.installSize),
+                    "digest": .string(pack.packDigest.hex),
+                ]).prettyPrinted() + "\n")
             return
         }
-        io.out("Extracted \(pack.index.files.count) files (\(ByteCount.format(pack.index.installSize))) of \(pack.index.metadata.assetPackID) to \(output)\n")
+        io.out(
+            "Extracted \(pack.index.files.count) files (\(ByteCount.format(pack.index.installSize))) of \(pack.index.metadata.assetPackID) to \(output)\n"
+        )
     }
 }

@@ -27,9 +27,12 @@ struct Option<Value: ArgumentValue>: OptionDeclaration {
     ///   - showDefault: how `--help` names the default (nil: the default's own text, when simple).
     ///   - environment, profileKey: where the value comes from when it is not on the command line.
     ///   - check: a further condition on the value, with `expected` saying what it is in errors.
-    init(_ name: String, _ valueName: String, short: Character? = nil, default defaultValue: @autoclosure @escaping @Sendable () -> Value? = nil,
-         showDefault: String? = nil, environment: String? = nil, profileKey: String? = nil, help: String,
-         expected: String? = nil, check: (@Sendable (Value) -> Bool)? = nil) {
+    init(
+        _ name: String, _ valueName: String, short: Character? = nil,
+        default defaultValue: @autoclosure @escaping @Sendable () -> Value? = nil,
+        showDefault: String? = nil, environment: String? = nil, profileKey: String? = nil, help: String,
+        expected: String? = nil, check: (@Sendable (Value) -> Bool)? = nil
+    ) {
         let isOptional = Value.self is any OptionalArgumentValue.Type
         let repeats = Value.self is any RepeatingArgumentValue.Type
         self.defaultValue = { @Sendable in
@@ -38,34 +41,41 @@ struct Option<Value: ArgumentValue>: OptionDeclaration {
             return RepeatingArgumentValueEmpty.make(Value.self)
         }
         let hasDefault = !isOptional && !repeats && defaultValue() != nil
-        info = OptionInfo(name: name, short: short, valueName: valueName, help: help,
-                          required: !isOptional && !repeats && !hasDefault, repeats: repeats,
-                          environment: environment, profileKey: profileKey,
-                          defaultDescription: showDefault ?? (hasDefault ? defaultValue().map { "\($0)" } : nil),
-                          allValues: Value.allValueStrings,
-                          convert: { text in
-                              guard let v = Value(argument: text) else { return nil }
-                              if let check, !check(v) { return nil }
-                              return v
-                          },
-                          expected: expected ?? Value.expected)
+        info = OptionInfo(
+            name: name, short: short, valueName: valueName, help: help,
+            required: !isOptional && !repeats && !hasDefault, repeats: repeats,
+            environment: environment, profileKey: profileKey,
+            defaultDescription: showDefault ?? (hasDefault ? defaultValue().map { "\($0)" } : nil),
+            allValues: Value.allValueStrings,
+            convert: { text in
+                guard let v = Value(argument: text) else { return nil }
+                if let check, !check(v) { return nil }
+                return v
+            },
+            expected: expected ?? Value.expected)
     }
 }
 
 extension Option where Value == Int {
     /// A whole number within `range`: "--level must be a whole number from 1 to 19, not 'x'".
-    init(_ name: String, _ valueName: String, short: Character? = nil, default defaultValue: @autoclosure @escaping @Sendable () -> Int?,
-         showDefault: String? = nil, in range: ClosedRange<Int>, help: String) {
-        self.init(name, valueName, short: short, default: defaultValue(), showDefault: showDefault, help: help,
-                  expected: "a whole number from \(range.lowerBound) to \(range.upperBound)", check: { range.contains($0) })
+    init(
+        _ name: String, _ valueName: String, short: Character? = nil,
+        default defaultValue: @autoclosure @escaping @Sendable () -> Int?,
+        showDefault: String? = nil, in range: ClosedRange<Int>, help: String
+    ) {
+        self.init(
+            name, valueName, short: short, default: defaultValue(), showDefault: showDefault, help: help,
+            expected: "a whole number from \(range.lowerBound) to \(range.upperBound)", check: { range.contains($0) })
     }
 }
 
 extension Option where Value == Int? {
     /// An optional whole number within `range`.
     init(_ name: String, _ valueName: String, short: Character? = nil, in range: ClosedRange<Int>, help: String) {
-        self.init(name, valueName, short: short, help: help,
-                  expected: "a whole number from \(range.lowerBound) to \(range.upperBound)", check: { $0.map(range.contains) ?? true })
+        self.init(
+            name, valueName, short: short, help: help,
+            expected: "a whole number from \(range.lowerBound) to \(range.upperBound)",
+            check: { $0.map(range.contains) ?? true })
     }
 }
 

@@ -7,19 +7,22 @@ import Foundation
 struct PackageCommand: Command {
     static let output = Option<String>("output", "OUT.pack", short: "o", help: "Where to write the pack.")
     static let sourceRoot = EvaluateCommand.sourceRoot
-    static let jobs = Option<Int>("jobs", "N", short: "j", default: ProcessInfo.processInfo.activeProcessorCount, showDefault: "the number of cores",
-                                  in: 1...256, help: "Threads for hashing and compressing.")
+    static let jobs = Option<Int>(
+        "jobs", "N", short: "j", default: ProcessInfo.processInfo.activeProcessorCount,
+        showDefault: "the number of cores",
+        in: 1...256, help: "Threads for hashing and compressing.")
     static let level = Option<Int>("level", "N", default: 3, in: 1...19, help: "zstd level, 1-19.")
-    static let chunkSize = Option<Int>("chunk-size", "KIB", default: Chunker.defaultAverageSize >> 10, in: 4...1024,
-                                       help: "Average chunk size in KiB, a power of two from 4 to 1024.")
+    static let chunkSize = Option<Int>(
+        "chunk-size", "KIB", default: Chunker.defaultAverageSize >> 10, in: 4...1024,
+        help: "Average chunk size in KiB, a power of two from 4 to 1024.")
     static let force = Flag("force", help: "Replace OUT if it exists.")
     static let spec = CommandSpec(
         name: "package",
         summary: "Build a .pack from a manifest and the files it selects.",
         discussion: """
-        The pack is written beside OUT, flushed and renamed into place: on failure nothing is left.
-        The same manifest and files always give a byte-identical pack.
-        """,
+            The pack is written beside OUT, flushed and renamed into place: on failure nothing is left.
+            The same manifest and files always give a byte-identical pack.
+            """,
         arguments: [.init("MANIFEST", help: "The manifest (JSON; comments allowed).")],
         options: [output, sourceRoot, jobs, level, chunkSize, force, jsonFlag])
 
@@ -30,46 +33,53 @@ struct PackageCommand: Command {
         let level = arguments[Self.level]
         let chunkKiB = arguments[chunkSize]
         guard chunkKiB.nonzeroBitCount == 1 else {
-            throw BacklotError(.usage, "--chunk-size must be a power of two (4, 8, 16 … 1024), not \(chunkKiB)", context: "backlot package")
+            throw BacklotError(
+                .usage, "--chunk-size must be a power of two (4, 8, 16 … 1024), not \(chunkKiB)",
+                context: "backlot package")
         }
         let (manifest, warnings) = try AssetPackManifest.load(path: manifestPath)
         for w in warnings { warn("\(manifestPath):\(w)", io: io) }
-        let root = SourceSelection.resolveSourceRoot(override: arguments[sourceRoot], manifest: manifest, manifestPath: manifestPath)
+        let root = SourceSelection.resolveSourceRoot(
+            override: arguments[sourceRoot], manifest: manifest, manifestPath: manifestPath)
         let selection = try SourceSelection(manifest: manifest, sourceRoot: root)
         for w in selection.warnings { warn(w, io: io) }
 
-        let writer = PackWriter(options: .init(level: Int32(level), jobs: jobs, averageChunkSize: chunkKiB << 10,
-                                               overwrite: arguments[force]))
+        let writer = PackWriter(
+            options: .init(
+                level: Int32(level), jobs: jobs, averageChunkSize: chunkKiB << 10,
+                overwrite: arguments[force]))
         let progress = ProgressReporter(io: io, label: "packaging")
         let summary = try writer.write(manifest: manifest, selection: selection, to: output) { progress.update($0, $1) }
         progress.finish()
 
         if arguments[jsonFlag] {
-            io.out(JSONNode.object([
-                "output": .string(output),
-                "pack": .string(manifest.assetPackID.rawValue),
-                "digest": .string(summary.packDigest.hex),
-                "fileCount": .number(summary.files),
-                "installBytes": .number(summary.bytesIn),
-                "packBytes": .number(summary.bytesOut),
-                "chunkCount": .number(summary.chunks),
-                "chunkReferenceCount": .number(summary.chunkReferences),
-                "deduplicatedBytes": .number(summary.deduplicatedBytes),
-                "seconds": .number(summary.seconds),
-            ]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object([
+                    "output": .string(output),
+                    "pack": .string(manifest.assetPackID.rawValue),
+                    "digest": .string(summary.packDigest.hex),
+                    "fileCount": .number(summary.files),
+                    "installBytes": .number(summary.bytesIn),
+                    "packBytes": .number(summary.bytesOut),
+                    "chunkCount": .number(summary.chunks),
+                    "chunkReferenceCount": .number(summary.chunkReferences),
+                    "deduplicatedBytes": .number(summary.deduplicatedBytes),
+                    "seconds": .number(summary.seconds),
+                ]).prettyPrinted() + "\n")
             return
         }
         let ratio = summary.bytesIn == 0 ? 0 : Double(summary.bytesOut) / Double(summary.bytesIn) * 100
-        io.out("""
-        Packaged \(manifest.assetPackID) into \(output)
-          files         \(summary.files)
-          bytes in      \(ByteCount.format(summary.bytesIn)) (\(summary.bytesIn))
-          bytes out     \(ByteCount.format(summary.bytesOut)) (\(summary.bytesOut), \(String(format: "%.1f", ratio)) %)
-          chunks        \(summary.chunks) stored, \(summary.chunkReferences - summary.chunks) duplicates
-          deduplicated  \(ByteCount.format(summary.deduplicatedBytes))
-          pack digest   \(summary.packDigest)
-          time          \(String(format: "%.2f", summary.seconds)) s
+        io.out(
+            """
+            Packaged \(manifest.assetPackID) into \(output)
+              files         \(summary.files)
+              bytes in      \(ByteCount.format(summary.bytesIn)) (\(summary.bytesIn))
+              bytes out     \(ByteCount.format(summary.bytesOut)) (\(summary.bytesOut), \(String(format: "%.1f", ratio)) %)
+              chunks        \(summary.chunks) stored, \(summary.chunkReferences - summary.chunks) duplicates
+              deduplicated  \(ByteCount.format(summary.deduplicatedBytes))
+              pack digest   \(summary.packDigest)
+              time          \(String(format: "%.2f", summary.seconds)) s
 
-        """)
+            """)
     }
 }

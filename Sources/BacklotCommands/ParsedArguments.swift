@@ -16,10 +16,15 @@ struct ParsedArguments: Sendable {
     mutating func add(_ text: String, for option: OptionInfo, from source: String?, command: String) throws {
         guard let value = option.convert(text) else {
             let shown = option.name.contains("token") ? "…" : text
-            throw BacklotError(.usage, "--\(option.name) must be \(option.expected), not '\(shown)'\(source.map { " (from \($0))" } ?? "")",
-                               context: "backlot \(command)", hint: option.help)
+            throw BacklotError(
+                .usage,
+                "--\(option.name) must be \(option.expected), not '\(shown)'\(source.map { " (from \($0))" } ?? "")",
+                context: "backlot \(command)", hint: option.help)
         }
-        if !option.repeats { values[option.name] = []; raw[option.name] = [] }
+        if !option.repeats {
+            values[option.name] = []
+            raw[option.name] = []
+        }
         values[option.name, default: []].append(value)
         raw[option.name, default: []].append(text)
         if let source { sources[option.name] = source }
@@ -34,7 +39,9 @@ struct ParsedArguments: Sendable {
         }
         if let last = given.last as? Value { return last }
         guard let fallback = option.defaultValue() else {
-            preconditionFailure("--\(option.info.name) is read but its command's spec does not declare it (or it is required and unchecked)")
+            preconditionFailure(
+                "--\(option.info.name) is read but its command's spec does not declare it (or it is required and unchecked)"
+            )
         }
         return fallback
     }

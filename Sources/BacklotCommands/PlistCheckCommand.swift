@@ -4,11 +4,14 @@ import BacklotJSON
 
 /// `backlot plist check Info.plist`: what iOS and App Store Connect would do with the Background Assets keys.
 struct PlistCheckCommand: Command {
-    static let define = Option<[String]>("define", "VAR=VALUE", short: "D", help: "A value for a $(VAR) build-setting placeholder (repeat it, or A=1,B=2).")
+    static let define = Option<[String]>(
+        "define", "VAR=VALUE", short: "D",
+        help: "A value for a $(VAR) build-setting placeholder (repeat it, or A=1,B=2).")
     static let spec = CommandSpec(
         name: "plist check",
         summary: "Check an app's Info.plist (XML or binary) for Background Assets mistakes before a device finds them.",
-        discussion: "Exits 0 when there is no error (warnings allowed), 1 when there is one, 2 when the file is not a property list.",
+        discussion:
+            "Exits 0 when there is no error (warnings allowed), 1 when there is one, 2 when the file is not a property list.",
         arguments: [.init("INFO_PLIST", help: "The app's Info.plist, XML or binary.")],
         options: [define, jsonFlag])
 
@@ -24,21 +27,29 @@ struct PlistCheckCommand: Command {
         let findings = InfoPlistChecker(defines: defines).check(try PropertyListReader.read(path: path))
         let errors = findings.filter { $0.severity == .error }.count
         if arguments[jsonFlag] {
-            io.out(JSONNode.object([
-                "file": .string(path),
-                "errorCount": .number(errors),
-                "warningCount": .number(findings.count - errors),
-                "findings": .array(findings.map {
-                    .object(["severity": .string($0.severity.rawValue), "rule": .string($0.rule), "keyPath": .string($0.keyPath),
-                             "message": .string($0.message), "fix": $0.fix.map(JSONNode.string) ?? .null])
-                }),
-            ]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object([
+                    "file": .string(path),
+                    "errorCount": .number(errors),
+                    "warningCount": .number(findings.count - errors),
+                    "findings": .array(
+                        findings.map {
+                            .object([
+                                "severity": .string($0.severity.rawValue), "rule": .string($0.rule),
+                                "keyPath": .string($0.keyPath),
+                                "message": .string($0.message), "fix": $0.fix.map(JSONNode.string) ?? .null,
+                            ])
+                        }),
+                ]).prettyPrinted() + "\n")
         } else {
             for f in findings { io.out("\(path): \(f)\n") }
-            io.out("\(path): \(errors) error\(errors == 1 ? "" : "s"), \(findings.count - errors) warning\(findings.count - errors == 1 ? "" : "s")\n")
+            io.out(
+                "\(path): \(errors) error\(errors == 1 ? "" : "s"), \(findings.count - errors) warning\(findings.count - errors == 1 ? "" : "s")\n"
+            )
         }
         if errors > 0 {
-            throw BacklotError(.checkFailed, "the Info.plist has \(errors) error\(errors == 1 ? "" : "s")", context: path)
+            throw BacklotError(
+                .checkFailed, "the Info.plist has \(errors) error\(errors == 1 ? "" : "s")", context: path)
         }
     }
 }

@@ -37,12 +37,17 @@ struct ProfileFile: Sendable {
     /// - Throws: ``BacklotError/Code/invalidInput`` naming the file for JSON that is not a profile
     ///   file (an unknown key, a value that is not a string).
     static func load(environment: [String: String]) throws -> ProfileFile? {
-        guard let path = location(environment: environment), let status = try FileSystem.status(path) else { return nil }
+        guard let path = location(environment: environment), let status = try FileSystem.status(path) else {
+            return nil
+        }
         let bytes = try FileDescriptor.readWholeFile(path, atMost: 1 << 20, what: "the profile file")
         let root = try JSONReader(source: path).read(bytes).root
         func bad(_ message: String) -> BacklotError {
-            BacklotError(.invalidInput, message, context: path,
-                         hint: #"write {"default": "NAME", "profiles": {"NAME": {"server": "https://…", "ca": "FILE", "tokenFile": "FILE"}}}"#)
+            BacklotError(
+                .invalidInput, message, context: path,
+                hint:
+                    #"write {"default": "NAME", "profiles": {"NAME": {"server": "https://…", "ca": "FILE", "tokenFile": "FILE"}}}"#
+            )
         }
         guard let members = root.objectMembers else { throw bad("the profile file is not a JSON object") }
         var defaultProfile: String? = nil
@@ -53,17 +58,25 @@ struct ProfileFile: Sendable {
                 guard let s = member.value.stringValue else { throw bad("\"default\" must name a profile") }
                 defaultProfile = s
             case "profiles":
-                guard let entries = member.value.objectMembers else { throw bad("\"profiles\" must be an object of named profiles") }
+                guard let entries = member.value.objectMembers else {
+                    throw bad("\"profiles\" must be an object of named profiles")
+                }
                 for entry in entries {
-                    guard let values = entry.value.objectMembers else { throw bad("the profile \(entry.key) must be an object") }
+                    guard let values = entry.value.objectMembers else {
+                        throw bad("the profile \(entry.key) must be an object")
+                    }
                     var profile: [String: String] = [:]
                     for v in values {
                         guard keys.contains(v.key) else {
-                            let guess = Suggestion.closest(to: v.key, in: keys).map { " (did you mean \"\($0)\"?)" } ?? ""
-                            throw bad("the profile \(entry.key) has an unknown key \"\(v.key)\"\(guess); keys are \(keys.joinedAsList())")
+                            let guess =
+                                Suggestion.closest(to: v.key, in: keys).map { " (did you mean \"\($0)\"?)" } ?? ""
+                            throw bad(
+                                "the profile \(entry.key) has an unknown key \"\(v.key)\"\(guess); keys are \(keys.joinedAsList())"
+                            )
                         }
                         guard let s = v.value.stringValue else { throw bad("\(entry.key).\(v.key) must be a string") }
-                        profile[v.key] = v.key == "tokenFile" || v.key == "ca" ? expandHome(s, environment: environment) : s
+                        profile[v.key] =
+                            v.key == "tokenFile" || v.key == "ca" ? expandHome(s, environment: environment) : s
                     }
                     profiles[entry.key] = profile
                 }
@@ -87,12 +100,15 @@ struct ProfileFile: Sendable {
         guard let profile = profiles[chosen] else {
             let names = profiles.keys.sorted()
             let guess = Suggestion.closest(to: chosen, in: names).map { "did you mean \($0)? " } ?? ""
-            throw BacklotError(.usage, "there is no profile \(chosen)\(name == nil ? " (the file's default)" : "")", context: path,
-                               hint: guess + (names.isEmpty ? "the file has no profiles" : "its profiles: \(names.joinedAsList())"))
+            throw BacklotError(
+                .usage, "there is no profile \(chosen)\(name == nil ? " (the file's default)" : "")", context: path,
+                hint: guess + (names.isEmpty ? "the file has no profiles" : "its profiles: \(names.joinedAsList())"))
         }
         if profile["token"] != nil, mode & 0o077 != 0 {
-            throw BacklotError(.invalidInput, "the profile file holds a token and others may read it (mode \(String(mode, radix: 8)))", context: path,
-                               hint: "chmod 600 \(path), or keep the token in a file of its own named by \"tokenFile\"")
+            throw BacklotError(
+                .invalidInput, "the profile file holds a token and others may read it (mode \(String(mode, radix: 8)))",
+                context: path,
+                hint: "chmod 600 \(path), or keep the token in a file of its own named by \"tokenFile\"")
         }
         return (chosen, profile)
     }

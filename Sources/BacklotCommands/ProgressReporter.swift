@@ -57,10 +57,15 @@ final class ProgressReporter: Sendable {
         let now = Date().timeIntervalSinceReferenceDate
         // The rate is measured from the first report (an upload resumed at 70 % starts there).
         let rate = state.withLock { s -> String? in
-            if s.started == nil { s.started = now; s.firstDone = done }
+            if s.started == nil {
+                s.started = now
+                s.firstDone = done
+            }
             s.lastDone = done
             s.lastTotal = total
-            return Self.rateText(moved: done >= s.firstDone ? done - s.firstDone : 0, elapsed: now - s.started!, remaining: total >= done ? total - done : 0)
+            return Self.rateText(
+                moved: done >= s.firstDone ? done - s.firstDone : 0, elapsed: now - s.started!,
+                remaining: total >= done ? total - done : 0)
         }
         if io.isTerminal {
             let draw = state.withLock { s -> Bool in
@@ -72,7 +77,9 @@ final class ProgressReporter: Sendable {
             let width = 30
             let filled = Int(fraction * Double(width))
             let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-            io.err("\r\(label) [\(bar)] \(String(format: "%3d", Int(fraction * 100)))%  \(ByteCount.format(done)) / \(ByteCount.format(total))\(rate.map { "  \($0)" } ?? "")\u{1B}[K")
+            io.err(
+                "\r\(label) [\(bar)] \(String(format: "%3d", Int(fraction * 100)))%  \(ByteCount.format(done)) / \(ByteCount.format(total))\(rate.map { "  \($0)" } ?? "")\u{1B}[K"
+            )
         } else if total >= ProgressReporter.plainLineThreshold {
             let decile = Int(fraction * 10)
             let print = state.withLock { s -> Bool in
@@ -80,14 +87,20 @@ final class ProgressReporter: Sendable {
                 s.lastDecile = decile
                 return true
             }
-            if print { io.err("\(label): \(decile * 10)% (\(ByteCount.format(done)) of \(ByteCount.format(total))\(rate.map { ", \($0)" } ?? ""))\n") }
+            if print {
+                io.err(
+                    "\(label): \(decile * 10)% (\(ByteCount.format(done)) of \(ByteCount.format(total))\(rate.map { ", \($0)" } ?? ""))\n"
+                )
+            }
         }
     }
 
     /// Draws 100 % when the last report fell short of it (the work is done, its last report was
     /// not seen), then ends the bar's line.
     func complete() {
-        let last = state.withLock { s -> UInt64? in s.started != nil && !s.finished && s.lastDone < s.lastTotal ? s.lastTotal : nil }
+        let last = state.withLock { s -> UInt64? in
+            s.started != nil && !s.finished && s.lastDone < s.lastTotal ? s.lastTotal : nil
+        }
         if let last { draw(last, last, force: true) }
         finish()
     }
@@ -99,7 +112,7 @@ final class ProgressReporter: Sendable {
             return !s.finished && s.lastDraw > 0
         }
         if let tracked = io as? LineTrackingIO {
-            tracked.endOpenLine()   // ended once, even when a warning or an error ended it already
+            tracked.endOpenLine()  // ended once, even when a warning or an error ended it already
         } else if io.isTerminal && wasDrawing {
             io.err("\n")
         }
@@ -110,8 +123,12 @@ final class ProgressReporter: Sendable {
 enum ByteCount {
     static func format(_ n: UInt64) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-        var v = Double(n), u = 0
-        while v >= 1024 && u < units.count - 1 { v /= 1024; u += 1 }
+        var v = Double(n)
+        var u = 0
+        while v >= 1024 && u < units.count - 1 {
+            v /= 1024
+            u += 1
+        }
         return u == 0 ? "\(n) B" : String(format: v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f", v) + " " + units[u]
     }
 }

@@ -7,7 +7,8 @@ import BacklotRepository
 struct CatalogResignCommand: Command {
     static let spec = CommandSpec(
         name: "catalog resign",
-        summary: "Re-sign every published catalog now (for trees copied to another host or CDN); run it at least weekly. Not while backlot serve runs on DIR (it re-signs itself).",
+        summary:
+            "Re-sign every published catalog now (for trees copied to another host or CDN); run it at least weekly. Not while backlot serve runs on DIR (it re-signs itself).",
         discussion: "Give the same --database, --storage and --signing-key as backlot serve, when it uses them.",
         options: RepositoryOptions.options + [jsonFlag])
 
@@ -16,10 +17,14 @@ struct CatalogResignCommand: Command {
         defer { lock.release() }
         let n = try repository.resign(margin: .infinity)
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["catalogCount": .number(n), "lifetimeSeconds": .number(Int(Catalog.defaultLifetime))]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object(["catalogCount": .number(n), "lifetimeSeconds": .number(Int(Catalog.defaultLifetime))])
+                    .prettyPrinted() + "\n")
             return
         }
-        io.out("Re-signed \(n) catalog\(n == 1 ? "" : "s"); each is valid for \(Int(Catalog.defaultLifetime / 86_400)) days.\n")
+        io.out(
+            "Re-signed \(n) catalog\(n == 1 ? "" : "s"); each is valid for \(Int(Catalog.defaultLifetime / 86_400)) days.\n"
+        )
     }
 }
 
@@ -27,12 +32,13 @@ struct CatalogResignCommand: Command {
 struct KeysRotateCommand: Command {
     static let spec = CommandSpec(
         name: "keys rotate",
-        summary: "Make a new signing key, publish it signed by the old one (clients pinned to the old key follow), and re-sign every catalog. Stop backlot serve on DIR first.",
+        summary:
+            "Make a new signing key, publish it signed by the old one (clients pinned to the old key follow), and re-sign every catalog. Stop backlot serve on DIR first.",
         discussion: """
-        Give the same --database and --storage as backlot serve, when it uses them. With --signing-key
-        FILE, the new key replaces FILE (the old one is kept in DIR/keys): stop every server of the
-        repository first, and give them the new FILE before they start again.
-        """,
+            Give the same --database and --storage as backlot serve, when it uses them. With --signing-key
+            FILE, the new key replaces FILE (the old one is kept in DIR/keys): stop every server of the
+            repository first, and give them the new FILE before they start again.
+            """,
         options: RepositoryOptions.options + [jsonFlag])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
@@ -40,10 +46,15 @@ struct KeysRotateCommand: Command {
         defer { lock.release() }
         let version = try repository.rotateKey()
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["keyListVersion": .number(version), "keyList": .string("v1/keys/root-\(version).json"),
-                                    "publicKey": .string(repository.directory.publicKeyPath)]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object([
+                    "keyListVersion": .number(version), "keyList": .string("v1/keys/root-\(version).json"),
+                    "publicKey": .string(repository.directory.publicKeyPath),
+                ]).prettyPrinted() + "\n")
             return
         }
-        io.out("Published key list \(version) (v1/keys/root-\(version).json); new public key in \(repository.directory.publicKeyPath).\n")
+        io.out(
+            "Published key list \(version) (v1/keys/root-\(version).json); new public key in \(repository.directory.publicKeyPath).\n"
+        )
     }
 }

@@ -7,6 +7,7 @@ import BacklotStore
 import Dispatch
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,72 +17,99 @@ import Glibc
 struct ServeCommand: Command {
     static let spec = CommandSpec(
         name: "serve",
-        summary: "Serve a repository's published tree over HTTPS (a local CA is made for you) with Range, ETag and /metrics.",
+        summary:
+            "Serve a repository's published tree over HTTPS (a local CA is made for you) with Range, ETag and /metrics.",
         discussion: """
-        The first start initialises DIR: an Ed25519 signing key (DIR/keys, 0600), its public key at
-        DIR/root.pub for clients to pin, and DIR/public, the tree any static host can serve too.
-        --tls auto (the default) creates a local CA and a server certificate that Apple devices also
-        accept, reuses them on later starts, and prints how to trust the CA. SIGINT or SIGTERM stops
-        the server gracefully. One server per data folder: it holds DIR/.lock while it runs, and it
-        binds its port before it touches DIR.
-        --database postgresql://USER@HOST:PORT/DB keeps the metadata (apps, versions, releases,
-        tokens) in PostgreSQL instead of DIR/meta.sqlite; DIR still holds the blobs, uploads and the
-        published tree. The password comes from the URI, PGPASSWORD or ~/.pgpass. No admin-token
-        file is written then: make the first admin token with `backlot admin init --database URL`.
-        The schema is created or upgraded at start; a database that cannot be reached stops the
-        start with an error naming host:port/db.
-        --storage s3://BUCKET[/PREFIX] --s3-endpoint URL writes the published tree (key lists,
-        catalogs, packs, Apple manifests) to PREFIX/v1/ in that bucket, each object with the
-        Content-Type and Cache-Control this server sends, for nginx or a CDN in front of the bucket
-        to serve (make only PREFIX/v1/ public), and keeps uploads (streamed into multipart
-        uploads) and verified archives in PREFIX/uploads/ and PREFIX/blobs/. Credentials come from
-        AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN. A missing bucket or wrong
-        credentials stop the start with an error naming the endpoint and the bucket.
-        Several servers: give each the same --database, --storage and --signing-key (and its own
-        DIR). They share the work through leases in the database: an upload begun on one is
-        resumed on another, processing is claimed by one server and taken over when its server
-        dies (after --lease seconds), publications of a channel take turns, and one server at a
-        time re-signs catalogs before they expire.
-        """,
-        options: RepositoryOptions.options + [host, port, tls, tlsCert, tlsKey, hostnames, publicURL, maximumInstallSize, catalogMaxAge,
-                                              threads, connectionsPerAddress, maximumConnections, lease, abandonedUploadsAfter, quiet])
+            The first start initialises DIR: an Ed25519 signing key (DIR/keys, 0600), its public key at
+            DIR/root.pub for clients to pin, and DIR/public, the tree any static host can serve too.
+            --tls auto (the default) creates a local CA and a server certificate that Apple devices also
+            accept, reuses them on later starts, and prints how to trust the CA. SIGINT or SIGTERM stops
+            the server gracefully. One server per data folder: it holds DIR/.lock while it runs, and it
+            binds its port before it touches DIR.
+            --database postgresql://USER@HOST:PORT/DB keeps the metadata (apps, versions, releases,
+            tokens) in PostgreSQL instead of DIR/meta.sqlite; DIR still holds the blobs, uploads and the
+            published tree. The password comes from the URI, PGPASSWORD or ~/.pgpass. No admin-token
+            file is written then: make the first admin token with `backlot admin init --database URL`.
+            The schema is created or upgraded at start; a database that cannot be reached stops the
+            start with an error naming host:port/db.
+            --storage s3://BUCKET[/PREFIX] --s3-endpoint URL writes the published tree (key lists,
+            catalogs, packs, Apple manifests) to PREFIX/v1/ in that bucket, each object with the
+            Content-Type and Cache-Control this server sends, for nginx or a CDN in front of the bucket
+            to serve (make only PREFIX/v1/ public), and keeps uploads (streamed into multipart
+            uploads) and verified archives in PREFIX/uploads/ and PREFIX/blobs/. Credentials come from
+            AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN. A missing bucket or wrong
+            credentials stop the start with an error naming the endpoint and the bucket.
+            Several servers: give each the same --database, --storage and --signing-key (and its own
+            DIR). They share the work through leases in the database: an upload begun on one is
+            resumed on another, processing is claimed by one server and taken over when its server
+            dies (after --lease seconds), publications of a channel take turns, and one server at a
+            time re-signs catalogs before they expire.
+            """,
+        options: RepositoryOptions.options + [
+            host, port, tls, tlsCert, tlsKey, hostnames, publicURL, maximumInstallSize, catalogMaxAge,
+            threads, connectionsPerAddress, maximumConnections, lease, abandonedUploadsAfter, quiet,
+        ])
 
     static let host = Option<String>("host", "ADDRESS", default: "127.0.0.1", help: "Address to listen on.")
     static let port = Option<Int>("port", "N", default: 8443, in: 0...65535, help: "Port (0 picks a free one).")
-    static let tls = Option<String?>("tls", "MODE", help: "auto (default), off (behind a TLS-terminating load balancer), or CERT.pem,KEY.pem.")
-    static let tlsCert = Option<String?>("tls-cert", "FILE", help: "The PEM certificate chain to serve (with --tls-key; the same as --tls CERT.pem,KEY.pem).")
-    static let tlsKey = Option<String?>("tls-key", "FILE", help: "The PEM private key of --tls-cert (refused if anyone may read it: chmod 600).")
-    static let hostnames = Option<[String]>("hostname", "NAME", help: "Extra names or addresses for the auto certificate (comma-separated).")
-    static let publicURL = Option<String?>("public-url", "URL", help: "Where clients reach the tree, for Apple download manifests (default: this server's URL).")
-    static let maximumInstallSize = Option<UInt64>("max-install-size", "BYTES", default: Repository.defaultMaximumInstallSize, showDefault: "68719476736, 64 GiB",
-                                                   help: "Refuse packs whose files add up to more.",
-                                                   expected: "a whole number from 1 to \(Int64.max)", check: { (1...UInt64(Int64.max)).contains($0) })
-    static let catalogMaxAge = Option<Int>("catalog-max-age", "SECONDS", default: PublishedTreeHeaders.standardCatalogMaxAge, in: 0...86_400,
-                                           help: "How long clients and caches may keep a catalog (Cache-Control max-age).")
-    static let threads = Option<Int?>("threads", "N", in: 0...1024, help: "Event-loop threads for plain HTTP (default two per core, at least 2; 0: one thread per connection).")
-    static let connectionsPerAddress = Option<Int?>("connections-per-address", "N", in: 0...1_000_000, help: "Most connections from one client address (default 64; 0: no limit, e.g. behind a load balancer).")
-    static let maximumConnections = Option<Int?>("max-connections", "N", in: 1...1_000_000, help: "Most connections in all (default 16384, less if the descriptor limit is lower).")
-    static let lease = Option<Int>("lease", "SECONDS", default: Int(Repository.defaultLeaseDuration), in: 1...3600,
-                                   help: "How long a server's claim on an upload, a processing or the re-signing lasts unrenewed: how soon another server takes over from one that died.")
+    static let tls = Option<String?>(
+        "tls", "MODE", help: "auto (default), off (behind a TLS-terminating load balancer), or CERT.pem,KEY.pem.")
+    static let tlsCert = Option<String?>(
+        "tls-cert", "FILE",
+        help: "The PEM certificate chain to serve (with --tls-key; the same as --tls CERT.pem,KEY.pem).")
+    static let tlsKey = Option<String?>(
+        "tls-key", "FILE", help: "The PEM private key of --tls-cert (refused if anyone may read it: chmod 600).")
+    static let hostnames = Option<[String]>(
+        "hostname", "NAME", help: "Extra names or addresses for the auto certificate (comma-separated).")
+    static let publicURL = Option<String?>(
+        "public-url", "URL",
+        help: "Where clients reach the tree, for Apple download manifests (default: this server's URL).")
+    static let maximumInstallSize = Option<UInt64>(
+        "max-install-size", "BYTES", default: Repository.defaultMaximumInstallSize, showDefault: "68719476736, 64 GiB",
+        help: "Refuse packs whose files add up to more.",
+        expected: "a whole number from 1 to \(Int64.max)", check: { (1...UInt64(Int64.max)).contains($0) })
+    static let catalogMaxAge = Option<Int>(
+        "catalog-max-age", "SECONDS", default: PublishedTreeHeaders.standardCatalogMaxAge, in: 0...86_400,
+        help: "How long clients and caches may keep a catalog (Cache-Control max-age).")
+    static let threads = Option<Int?>(
+        "threads", "N", in: 0...1024,
+        help: "Event-loop threads for plain HTTP (default two per core, at least 2; 0: one thread per connection).")
+    static let connectionsPerAddress = Option<Int?>(
+        "connections-per-address", "N", in: 0...1_000_000,
+        help: "Most connections from one client address (default 64; 0: no limit, e.g. behind a load balancer).")
+    static let maximumConnections = Option<Int?>(
+        "max-connections", "N", in: 1...1_000_000,
+        help: "Most connections in all (default 16384, less if the descriptor limit is lower).")
+    static let lease = Option<Int>(
+        "lease", "SECONDS", default: Int(Repository.defaultLeaseDuration), in: 1...3600,
+        help:
+            "How long a server's claim on an upload, a processing or the re-signing lasts unrenewed: how soon another server takes over from one that died."
+    )
     static let quiet = Flag("quiet", help: "No access log.")
-    static let abandonedUploadsAfter = Option<Int>("abandoned-uploads-after", "SECONDS", default: Int(Repository.defaultAbandonedUploadsAfter),
-                                                   showDefault: "604800, 7 days", in: 1...(10 * 366 * 86_400),
-                                                   help: "Remove versions still awaiting their upload when it has seen no bytes for this long, with what was uploaded.")
+    static let abandonedUploadsAfter = Option<Int>(
+        "abandoned-uploads-after", "SECONDS", default: Int(Repository.defaultAbandonedUploadsAfter),
+        showDefault: "604800, 7 days", in: 1...(10 * 366 * 86_400),
+        help:
+            "Remove versions still awaiting their upload when it has seen no bytes for this long, with what was uploaded."
+    )
 
     /// `--tls`, or `--tls-cert FILE --tls-key FILE` (both, and not with `--tls`), as one mode. A
     /// key file anyone may read or write is refused, whichever way it is given: it is the server's
     /// identity (group-readable is allowed, as Debian's `ssl-cert` group uses it).
     static func tlsMode(_ arguments: ParsedArguments) throws -> String {
-        let cert = arguments[tlsCert], key = arguments[tlsKey]
+        let cert = arguments[tlsCert]
+        let key = arguments[tlsKey]
         var mode = arguments[tls] ?? "auto"
         if cert != nil || key != nil {
             guard let cert, let key else {
-                throw BacklotError(.usage, "--tls-cert and --tls-key go together", context: "backlot serve",
-                                   hint: "give both: --tls-cert CERT.pem --tls-key KEY.pem")
+                throw BacklotError(
+                    .usage, "--tls-cert and --tls-key go together", context: "backlot serve",
+                    hint: "give both: --tls-cert CERT.pem --tls-key KEY.pem")
             }
             guard arguments[tls] == nil else {
-                throw BacklotError(.usage, "--tls and --tls-cert/--tls-key both say where TLS comes from", context: "backlot serve",
-                                   hint: "keep one of them")
+                throw BacklotError(
+                    .usage, "--tls and --tls-cert/--tls-key both say where TLS comes from", context: "backlot serve",
+                    hint: "keep one of them")
             }
             mode = cert + "," + key
         }
@@ -89,8 +117,10 @@ struct ServeCommand: Command {
         if parts.count == 2 {
             var st = stat()
             if stat(parts[1], &st) == 0, st.st_mode & 0o006 != 0 {
-                throw BacklotError(.invalidInput, "the TLS key is open to everyone (mode \(String(st.st_mode & 0o777, radix: 8)))", context: parts[1],
-                                   hint: "chmod 600 \(parts[1]) (or 640 with a group such as ssl-cert)")
+                throw BacklotError(
+                    .invalidInput, "the TLS key is open to everyone (mode \(String(st.st_mode & 0o777, radix: 8)))",
+                    context: parts[1],
+                    hint: "chmod 600 \(parts[1]) (or 640 with a group such as ssl-cert)")
             }
         }
         return mode
@@ -104,15 +134,18 @@ struct ServeCommand: Command {
         let catalogMaxAge = arguments[Self.catalogMaxAge]
         let mode = try tlsMode(arguments)
         guard mode == "off" || mode == "auto" || mode.split(separator: ",").count == 2 else {
-            throw BacklotError(.usage, "--tls takes auto, off, or CERT.pem,KEY.pem (got '\(mode)')", context: "backlot serve")
+            throw BacklotError(
+                .usage, "--tls takes auto, off, or CERT.pem,KEY.pem (got '\(mode)')", context: "backlot serve")
         }
         let lease = arguments[Self.lease]
         let abandonedAfter = TimeInterval(arguments[abandonedUploadsAfter])
-        _ = try RepositoryOptions.storage(arguments, command: spec.name)   // bad --storage options are usage errors before anything starts
+        // bad --storage options are usage errors before anything starts
+        _ = try RepositoryOptions.storage(arguments, command: spec.name)
         // The port first: a server that cannot listen stops before it touches the data folder.
         let listener = try ListeningSocket(host: host, port: UInt16(port))
         // Then the bucket, before the folder too: a missing bucket or wrong credentials stop the start here.
-        let bucket = try RepositoryOptions.bucket(arguments, command: spec.name, headers: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge))
+        let bucket = try RepositoryOptions.bucket(
+            arguments, command: spec.name, headers: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge))
         let tree = bucket?.tree
         // Then the folder's lock: one server per data folder.
         let lock = try RepositoryLock.acquire(dataFolder: data, for: "backlot serve")
@@ -131,17 +164,22 @@ struct ServeCommand: Command {
             tls = (local.certificatePEM, local.privateKeyPEM)
             probeCA = local.caCertificatePath
             trustNote = """
-            TLS: local CA \(local.caCertificatePath)
-                 SHA-256 fingerprint \(local.caFingerprint)
-                 trust it: curl --cacert \(local.caCertificatePath) …; on Debian: sudo cp \(local.caCertificatePath) /usr/local/share/ca-certificates/backlot-local-ca.crt && sudo update-ca-certificates; on Apple devices: install it as a profile, then enable full trust in Settings › General › About › Certificate Trust Settings
-            """
+                TLS: local CA \(local.caCertificatePath)
+                     SHA-256 fingerprint \(local.caFingerprint)
+                     trust it: curl --cacert \(local.caCertificatePath) …; on Debian: sudo cp \(local.caCertificatePath) /usr/local/share/ca-certificates/backlot-local-ca.crt && sudo update-ca-certificates; on Apple devices: install it as a profile, then enable full trust in Settings › General › About › Certificate Trust Settings
+                """
         default:
             let parts = mode.split(separator: ",").map(String.init)
             do {
-                tls = (try String(contentsOfFile: parts[0], encoding: .utf8), try String(contentsOfFile: parts[1], encoding: .utf8))
+                tls = (
+                    try String(contentsOfFile: parts[0], encoding: .utf8),
+                    try String(contentsOfFile: parts[1], encoding: .utf8)
+                )
                 probeCA = parts[0]
             } catch {
-                throw BacklotError(.invalidInput, "cannot read the certificate or key", context: mode, hint: "give readable PEM files: --tls CERT.pem,KEY.pem")
+                throw BacklotError(
+                    .invalidInput, "cannot read the certificate or key", context: mode,
+                    hint: "give readable PEM files: --tls CERT.pem,KEY.pem")
             }
         }
         let quiet = arguments[Self.quiet]
@@ -151,14 +189,17 @@ struct ServeCommand: Command {
         configuration.threads = arguments[threads] ?? configuration.threads
         configuration.connectionsPerAddress = arguments[connectionsPerAddress] ?? configuration.connectionsPerAddress
         configuration.connectionLimit = arguments[maximumConnections] ?? configuration.connectionLimit
-        let repository = try Repository(directory: directory, maximumInstallSize: maximumInstallSize, database: database, tree: tree,
-                                        archives: bucket?.archives, leaseDuration: Double(lease))
+        let repository = try Repository(
+            directory: directory, maximumInstallSize: maximumInstallSize, database: database, tree: tree,
+            archives: bucket?.archives, leaseDuration: Double(lease))
         repository.onEvent { line in io.err(line + "\n") }
-        repository.setPublicURL(arguments[publicURL] ?? HostingServer.baseURL(host: host, port: listener.port, tls: tls != nil))
+        repository.setPublicURL(
+            arguments[publicURL] ?? HostingServer.baseURL(host: host, port: listener.port, tls: tls != nil))
         // Republish every channel that has a catalog or a release: a crash may have left one behind its database state.
         try repository.resign(margin: .infinity)
-        let server = try HostingServer(repository: repository, listening: listener, configuration: configuration,
-                                       treeHeaders: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge), accessLog: log)
+        let server = try HostingServer(
+            repository: repository, listening: listener, configuration: configuration,
+            treeHeaders: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge), accessLog: log)
         // The work servers share: processing a server that died left, and (one server at a time) re-signing catalogs before they expire.
         let lastResign = Mutex(ContinuousClock.now)
         let timer = RepeatingTimer(label: "backlot.shared-work", every: max(1, min(60, Double(lease) / 2))) {
@@ -167,7 +208,9 @@ struct ServeCommand: Command {
                 last = .now
                 return true
             }
-            do { try repository.shareWork(resigning: due, abandonedUploadsAfter: abandonedAfter) } catch { io.err("background work: \(error)\n") }
+            do { try repository.shareWork(resigning: due, abandonedUploadsAfter: abandonedAfter) } catch {
+                io.err("background work: \(error)\n")
+            }
         }
         // SIGINT and SIGTERM stop gracefully from before the address is announced: a client that
         // reads it and signals at once must not meet the default exit (143).
@@ -175,10 +218,14 @@ struct ServeCommand: Command {
         BacklotCLI.onInterrupt { _ in done.signal() }
         io.out("Serving \(directory.publicTreePath) at \(server.baseURL)\n")
         io.out("Signing key: pin \(directory.publicKeyPath)\n")
-        if let tree { io.out("Published tree: \(tree.location) (this server's /v1 serves only DIR/public's key lists then)\n") }
+        if let tree {
+            io.out("Published tree: \(tree.location) (this server's /v1 serves only DIR/public's key lists then)\n")
+        }
         if let database {
             io.out("Metadata: \(database.displayName)\n")
-            let how = try repository.hasAdminToken() ? "the token backlot admin init printed" : "no admin token yet: run backlot admin init --database URL"
+            let how =
+                try repository.hasAdminToken()
+                ? "the token backlot admin init printed" : "no admin token yet: run backlot admin init --database URL"
             io.out("Management API: \(server.baseURL)api (\(how))\n")
         } else {
             io.out("Management API: \(server.baseURL)api (admin token in \(repository.adminTokenPath))\n")
@@ -187,7 +234,9 @@ struct ServeCommand: Command {
         if let note = server.limitNote { io.err("warning: \(note)\n") }
         io.out("Metrics: \(server.baseURL)metrics. Stop with Ctrl-C.\n")
         // Under a Type=notify unit: ready now, and a watchdog fed while the server answers itself.
-        let notifier = ServeNotifier(environment: io.environment, baseURL: server.baseURL, caFile: probeCA) { line in io.err(line + "\n") }
+        let notifier = ServeNotifier(environment: io.environment, baseURL: server.baseURL, caFile: probeCA) { line in
+            io.err(line + "\n")
+        }
         notifier?.ready(status: "serving \(server.baseURL)")
 
         done.wait()

@@ -44,7 +44,9 @@ final class ServeNotifier: Sendable {
 
     /// Tells the manager the server is ready, once it answered its own probe.
     func ready(status: String) {
-        if let problem = Self.liveness(probeURL, client) { log("systemd: ready although the first probe failed: \(problem)") }
+        if let problem = Self.liveness(probeURL, client) {
+            log("systemd: ready although the first probe failed: \(problem)")
+        }
         send(["READY=1", "STATUS=\(status)", "MAINPID=\(getpid())"])
     }
 

@@ -19,6 +19,8 @@ struct TemplateCommand: Command {
         let file = try AtomicFile(path: path, overwrite: arguments[force])
         try file.descriptor.write(Array(ManifestTemplate.text.utf8))
         try file.commit()
-        io.err("Wrote a manifest template to \(path). Fill in the [placeholders], then: backlot package \(path) -o PACK.pack\n")
+        io.err(
+            "Wrote a manifest template to \(path). Fill in the [placeholders], then: backlot package \(path) -o PACK.pack\n"
+        )
     }
 }

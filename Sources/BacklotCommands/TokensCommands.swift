@@ -1,15 +1,17 @@
 import BacklotBasics
-import Foundation
 import BacklotJSON
 import BacklotRepository
-
+import Foundation
 
 /// A token object for `--json`: `{"id","label","role","created","lastUsed","expires","revoked"}`, with `"token"` once, when it is made.
 func tokenJSON(_ t: JSONNode) -> JSONNode {
     var members: [JSONMember] = [
-        JSONMember(key: "id", value: RemoteJSON.number(t["id"])), JSONMember(key: "label", value: RemoteJSON.string(t["label"])),
-        JSONMember(key: "role", value: RemoteJSON.string(t["role"])), JSONMember(key: "created", value: RemoteJSON.string(t["created"])),
-        JSONMember(key: "lastUsed", value: RemoteJSON.string(t["lastUsed"])), JSONMember(key: "expires", value: RemoteJSON.string(t["expires"])),
+        JSONMember(key: "id", value: RemoteJSON.number(t["id"])),
+        JSONMember(key: "label", value: RemoteJSON.string(t["label"])),
+        JSONMember(key: "role", value: RemoteJSON.string(t["role"])),
+        JSONMember(key: "created", value: RemoteJSON.string(t["created"])),
+        JSONMember(key: "lastUsed", value: RemoteJSON.string(t["lastUsed"])),
+        JSONMember(key: "expires", value: RemoteJSON.string(t["expires"])),
         JSONMember(key: "revoked", value: RemoteJSON.value(t["revoked"])),
     ]
     if let token = t["token"]?.stringValue { members.append(JSONMember(key: "token", value: .string(token))) }
@@ -20,20 +22,28 @@ func tokenJSON(_ t: JSONNode) -> JSONNode {
 struct TokensCreateCommand: Command {
     static let role = Option<Role>("role", "ROLE", help: "admin, uploader, reviewer or reader.")
     static let label = Option<String?>("label", "TEXT", help: "What the token is for (tokens list shows it).")
-    static let expires = Option<ExpiryDuration?>("expires", "DURATION", help: "Make it expire after this long: 90m, 12h, 30d (default: never).")
-    static let output = Option<String?>("output", "FILE", short: "o", help: "Write the token to FILE (mode 0600, replaced if it exists) for --token-file, instead of standard output.")
+    static let expires = Option<ExpiryDuration?>(
+        "expires", "DURATION", help: "Make it expire after this long: 90m, 12h, 30d (default: never).")
+    static let output = Option<String?>(
+        "output", "FILE", short: "o",
+        help: "Write the token to FILE (mode 0600, replaced if it exists) for --token-file, instead of standard output."
+    )
 
     static let spec = CommandSpec(
         name: "tokens create",
-        summary: "Create an API token for a role (admin, uploader, reviewer, reader). Needs an admin token. The token is printed once.",
-        discussion: "Only the token goes to standard output (so that `backlot tokens create … > FILE` saves it); what it is goes to standard error.",
+        summary:
+            "Create an API token for a role (admin, uploader, reviewer, reader). Needs an admin token. The token is printed once.",
+        discussion:
+            "Only the token goes to standard output (so that `backlot tokens create … > FILE` saves it); what it is goes to standard error.",
         options: APIClient.options + [role, label, expires, output, jsonFlag],
         requirements: ServerOptions.requirements)
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
-        var body: [JSONMember] = [JSONMember(key: "role", value: .string(arguments[role].rawValue)),
-                                  JSONMember(key: "label", value: .string(arguments[label] ?? ""))]
+        var body: [JSONMember] = [
+            JSONMember(key: "role", value: .string(arguments[role].rawValue)),
+            JSONMember(key: "label", value: .string(arguments[label] ?? "")),
+        ]
         if let e = arguments[expires] { body.append(JSONMember(key: "expiresInSeconds", value: .number(e.seconds))) }
         let r = try api.call("POST", "/api/tokens", json: JSONNode(.object(body)))
         try printNewToken(r.json, output: arguments[output], json: arguments[jsonFlag], io: io)
@@ -48,7 +58,8 @@ struct TokensCreateCommand: Command {
             try file.commit()
         }
         let id = t["id"].map { "#\(RemoteJSON.text($0)) " } ?? ""
-        let what = "token \(id)(\(t["role"]?.stringValue ?? "?"))\(t["expires"]?.stringValue.map { ", expires \($0)" } ?? "")"
+        let what =
+            "token \(id)(\(t["role"]?.stringValue ?? "?"))\(t["expires"]?.stringValue.map { ", expires \($0)" } ?? "")"
         if json {
             var shown = tokenJSON(t)
             if let output, case .object(var members) = shown.kind {
@@ -60,7 +71,8 @@ struct TokensCreateCommand: Command {
             io.out("Wrote \(what) to \(output) (mode 0600): use it with --token-file \(output)\n")
         } else {
             io.out(token + "\n")
-            io.err("\(what): shown this once, keep it (backlot tokens create … -o FILE writes a file for --token-file)\n")
+            io.err(
+                "\(what): shown this once, keep it (backlot tokens create … -o FILE writes a file for --token-file)\n")
         }
     }
 }
@@ -69,7 +81,8 @@ struct TokensCreateCommand: Command {
 struct TokensListCommand: Command {
     static let spec = CommandSpec(
         name: "tokens list",
-        summary: "List the API tokens: ID, label, role, created, last used, expiry, revoked (never the token itself). Needs an admin token.",
+        summary:
+            "List the API tokens: ID, label, role, created, last used, expiry, revoked (never the token itself). Needs an admin token.",
         options: APIClient.options + [jsonFlag],
         requirements: ServerOptions.requirements)
 
@@ -84,7 +97,9 @@ struct TokensListCommand: Command {
         for t in tokens {
             let state = Self.state(t)
             let label = t["label"]?.stringValue ?? ""
-            io.out("\(RemoteJSON.text(t["id"]))\t\(RemoteJSON.text(t["role"]))\t\(label.isEmpty ? "-" : label)\t\(RemoteJSON.text(t["created"]))\t\(RemoteJSON.text(t["lastUsed"]))\t\(RemoteJSON.text(t["expires"]))\t\(state)\n")
+            io.out(
+                "\(RemoteJSON.text(t["id"]))\t\(RemoteJSON.text(t["role"]))\t\(label.isEmpty ? "-" : label)\t\(RemoteJSON.text(t["created"]))\t\(RemoteJSON.text(t["lastUsed"]))\t\(RemoteJSON.text(t["expires"]))\t\(state)\n"
+            )
         }
     }
 }
@@ -93,7 +108,11 @@ extension TokensListCommand {
     /// `revoked` (with when), `expired`, or `active`: what the server would answer the token now.
     static func state(_ token: JSONNode, now: Date = Date()) -> String {
         if let revoked = token["revoked"]?.stringValue { return "revoked " + revoked }
-        if let text = token["expires"]?.stringValue, let expires = ISO8601DateFormatter().date(from: text), expires <= now { return "expired" }
+        if let text = token["expires"]?.stringValue, let expires = ISO8601DateFormatter().date(from: text),
+            expires <= now
+        {
+            return "expired"
+        }
         return "active"
     }
 }
@@ -119,9 +138,13 @@ struct TokensRevokeCommand: Command {
     }
 
     static func tokenID(_ text: String, command: String) throws -> Int {
-        guard let id = CheckedInteger.parse(text.hasPrefix("#") ? String(text.dropFirst()) : text, as: Int.self), id >= 1 else {
-            throw BacklotError(.usage, "ID must be a token's number (tokens list shows them), not '\(text.hasPrefix("blt_") ? "blt_…" : text)'",
-                               context: "backlot \(command)", hint: "backlot tokens list")
+        guard let id = CheckedInteger.parse(text.hasPrefix("#") ? String(text.dropFirst()) : text, as: Int.self),
+            id >= 1
+        else {
+            throw BacklotError(
+                .usage,
+                "ID must be a token's number (tokens list shows them), not '\(text.hasPrefix("blt_") ? "blt_…" : text)'",
+                context: "backlot \(command)", hint: "backlot tokens list")
         }
         return id
     }
@@ -131,8 +154,10 @@ struct TokensRevokeCommand: Command {
 struct TokensRotateCommand: Command {
     static let spec = CommandSpec(
         name: "tokens rotate",
-        summary: "Give a token a new secret (same ID, role and label) and print it once; the old secret is refused at once. Needs an admin token.",
-        discussion: "This is how the first admin token (DIR/admin-token, or admin init's) is replaced: rotate it, then use the new one.",
+        summary:
+            "Give a token a new secret (same ID, role and label) and print it once; the old secret is refused at once. Needs an admin token.",
+        discussion:
+            "This is how the first admin token (DIR/admin-token, or admin init's) is replaced: rotate it, then use the new one.",
         arguments: [.init("ID", help: "The token's ID (tokens list shows it).")],
         options: APIClient.options + [TokensCreateCommand.output, jsonFlag],
         requirements: ServerOptions.requirements)
@@ -141,6 +166,7 @@ struct TokensRotateCommand: Command {
         let id = try TokensRevokeCommand.tokenID(arguments.positionals[0], command: spec.name)
         let api = try APIClient(arguments, io: io, command: spec.name)
         let r = try api.call("POST", "/api/tokens/\(id)/rotate")
-        try TokensCreateCommand.printNewToken(r.json, output: arguments[TokensCreateCommand.output], json: arguments[jsonFlag], io: io)
+        try TokensCreateCommand.printNewToken(
+            r.json, output: arguments[TokensCreateCommand.output], json: arguments[jsonFlag], io: io)
     }
 }

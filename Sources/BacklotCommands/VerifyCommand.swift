@@ -1,6 +1,6 @@
 import BacklotBasics
-import BacklotFormat
 import BacklotClient
+import BacklotFormat
 import BacklotJSON
 import Foundation
 
@@ -10,14 +10,16 @@ struct VerifyCommand: Command {
         name: "verify",
         summary: "Check a pack (header, index, every chunk and file), or with --container every installed file.",
         discussion: """
-        Exits 0 when everything is intact; otherwise prints the file, chunk and offset that is wrong and exits 1.
-        With --container DIR --repair (and the fetch options), damaged packs are rebuilt, fetching only what is needed.
-        """,
+            Exits 0 when everything is intact; otherwise prints the file, chunk and offset that is wrong and exits 1.
+            With --container DIR --repair (and the fetch options), damaged packs are rebuilt, fetching only what is needed.
+            """,
         arguments: [.init("PACK", help: "A .pack file (or use --container).", required: false)],
         options: [ExtractCommand.jobs, container, repair, catalog, trust, FetchCommand.ca, jsonFlag])
 
-    static let container = Option<String?>("container", "DIR", help: "Verify the packs installed in this container instead.")
-    static let repair = Flag("repair", help: "With --container: re-fetch what is damaged (needs --catalog and --trust).")
+    static let container = Option<String?>(
+        "container", "DIR", help: "Verify the packs installed in this container instead.")
+    static let repair = Flag(
+        "repair", help: "With --container: re-fetch what is damaged (needs --catalog and --trust).")
     static let catalog = Option<String?>("catalog", "URL", help: "With --repair: the catalog to repair from.")
     static let trust = Option<String?>("trust", "KEYFILE", help: "With --repair: the repository's public key.")
     static var existingContainerOptions: [any OptionDeclaration] { [container] }
@@ -28,7 +30,9 @@ struct VerifyCommand: Command {
             return
         }
         guard !arguments.positionals.isEmpty else {
-            throw BacklotError(.usage, "missing argument PACK (or --container DIR)", context: "backlot verify", hint: "see `backlot verify --help`")
+            throw BacklotError(
+                .usage, "missing argument PACK (or --container DIR)", context: "backlot verify",
+                hint: "see `backlot verify --help`")
         }
         let jobs = arguments[ExtractCommand.jobs]
         let pack = try PackReader(path: arguments.positionals[0])
@@ -36,12 +40,18 @@ struct VerifyCommand: Command {
         try pack.verify(jobs: jobs) { progress.update($0, $1) }
         progress.finish()
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["ok": .bool(true), "path": .string(pack.path), "pack": .string(pack.index.metadata.assetPackID.rawValue),
-                                    "fileCount": .number(pack.index.files.count), "chunkCount": .number(pack.index.chunks.count),
-                                    "digest": .string(pack.packDigest.hex)]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object([
+                    "ok": .bool(true), "path": .string(pack.path),
+                    "pack": .string(pack.index.metadata.assetPackID.rawValue),
+                    "fileCount": .number(pack.index.files.count), "chunkCount": .number(pack.index.chunks.count),
+                    "digest": .string(pack.packDigest.hex),
+                ]).prettyPrinted() + "\n")
             return
         }
-        io.out("OK \(pack.path): \(pack.index.metadata.assetPackID), \(pack.index.files.count) files, \(pack.index.chunks.count) chunks, digest \(pack.packDigest)\n")
+        io.out(
+            "OK \(pack.path): \(pack.index.metadata.assetPackID), \(pack.index.files.count) files, \(pack.index.chunks.count) chunks, digest \(pack.packDigest)\n"
+        )
     }
 }
 
@@ -50,7 +60,9 @@ extension VerifyCommand {
         let json = arguments[jsonFlag]
         if arguments[repair] {
             guard let catalog = arguments[catalog], let trust = arguments[trust] else {
-                throw usage("--repair needs --catalog URL and --trust KEYFILE", hint: "give the catalog and key the container was fetched with")
+                throw usage(
+                    "--repair needs --catalog URL and --trust KEYFILE",
+                    hint: "give the catalog and key the container was fetched with")
             }
             var device = arguments
             try device.add(catalog, for: FetchCommand.catalog.info, from: nil, command: spec.name)
@@ -59,26 +71,38 @@ extension VerifyCommand {
             let repaired = try blocking { try await manager.repair() }
             let left = try manager.verifyInstalled()
             if json {
-                io.out(JSONNode.object(["ok": .bool(left.isEmpty), "container": .string(container), "repaired": .array(repaired.map { .string($0) }),
-                                        "damaged": .array(left.map { .string($0) })]).prettyPrinted() + "\n")
+                io.out(
+                    JSONNode.object([
+                        "ok": .bool(left.isEmpty), "container": .string(container),
+                        "repaired": .array(repaired.map { .string($0) }),
+                        "damaged": .array(left.map { .string($0) }),
+                    ]).prettyPrinted() + "\n")
             } else {
                 for id in repaired { io.out("repaired \(id)\n") }
             }
             guard left.isEmpty else {
-                throw BacklotError(.checkFailed, "still damaged after repair: \(left.joined(separator: ", "))", context: container)
+                throw BacklotError(
+                    .checkFailed, "still damaged after repair: \(left.joined(separator: ", "))", context: container)
             }
             if !json { io.out("OK \(container): every installed file is intact\n") }
             return
         }
         let damaged = try ClientContainer.verify(path: container)
         if json {
-            io.out(JSONNode.object(["ok": .bool(damaged.isEmpty), "container": .string(container), "damaged": .array(damaged.map { .string($0) })]).prettyPrinted() + "\n")
+            io.out(
+                JSONNode.object([
+                    "ok": .bool(damaged.isEmpty), "container": .string(container),
+                    "damaged": .array(damaged.map { .string($0) }),
+                ]).prettyPrinted() + "\n")
         } else {
             for d in damaged { io.out("damaged \(d)\n") }
         }
         guard damaged.isEmpty else {
-            throw BacklotError(.checkFailed, "\(damaged.count) installed file\(damaged.count == 1 ? " is" : "s are") damaged or missing", context: container,
-                               hint: "run backlot verify --container \(container) --repair --catalog URL --trust KEYFILE")
+            throw BacklotError(
+                .checkFailed,
+                "\(damaged.count) installed file\(damaged.count == 1 ? " is" : "s are") damaged or missing",
+                context: container,
+                hint: "run backlot verify --container \(container) --repair --catalog URL --trust KEYFILE")
         }
         if !json { io.out("OK \(container): every installed file is intact\n") }
     }

@@ -23,7 +23,9 @@ public enum AppLaunchRecord {
         try db.transaction { tx in
             _ = try tx.run("INSERT INTO app_launches(at) VALUES (?)", [.real(date.timeIntervalSince1970)])
             _ = try tx.run("DELETE FROM app_launches WHERE at < ?", [.real(date.timeIntervalSince1970 - 60 * 86_400)])
-            _ = try tx.run("INSERT INTO app_first_launch(one, at) VALUES (1, ?) ON CONFLICT(one) DO NOTHING", [.real(date.timeIntervalSince1970)])
+            _ = try tx.run(
+                "INSERT INTO app_first_launch(one, at) VALUES (1, ?) ON CONFLICT(one) DO NOTHING",
+                [.real(date.timeIntervalSince1970)])
         }
     }
 
@@ -40,7 +42,8 @@ public enum AppLaunchRecord {
             // A container from before the first launch was kept for good: its oldest recent launch counts.
             var dates: [Double] = []
             for sql in ["SELECT at FROM app_first_launch", "SELECT MIN(at) AS at FROM app_launches"] {
-                if let rows = try? tx.query(sql), case .real(let t)? = rows.first?["at"] { dates.append(t) }   // no such table: no launch
+                // no such table: no launch
+                if let rows = try? tx.query(sql), case .real(let t)? = rows.first?["at"] { dates.append(t) }
             }
             return dates.min().map { Date(timeIntervalSince1970: $0) }
         }

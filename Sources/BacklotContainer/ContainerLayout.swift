@@ -43,9 +43,13 @@ public struct ContainerLayout: Sendable, Hashable {
     /// Partial URL downloads and their take-over requests.
     public var downloadsFolder: String { root + "/downloads" }
     /// The partial file of a URL download.
-    public func partialDownload(_ identifier: String) -> String { downloadsFolder + "/" + Self.digestName(identifier, 32) + ".part" }
+    public func partialDownload(_ identifier: String) -> String {
+        downloadsFolder + "/" + Self.digestName(identifier, 32) + ".part"
+    }
     /// The file whose presence asks the process transferring a URL download to give it up.
-    public func downloadTakeover(_ identifier: String) -> String { downloadsFolder + "/" + Self.digestName(identifier, 32) + ".takeover" }
+    public func downloadTakeover(_ identifier: String) -> String {
+        downloadsFolder + "/" + Self.digestName(identifier, 32) + ".takeover"
+    }
     /// Finished URL downloads waiting to be handed to the app.
     public var handoverFolder: String { downloadsFolder + "/handover" }
 
@@ -60,10 +64,14 @@ public struct ContainerLayout: Sendable, Hashable {
     /// Backlot never reads or removes it. `name` is relative and must not start with a dot (the
     /// dot-names are Backlot's).
     public func appFile(_ name: String) -> String {
-        precondition(!name.hasPrefix(".") && !name.hasPrefix("/"), "an app's own file has a relative name that does not start with a dot")
+        precondition(
+            !name.hasPrefix(".") && !name.hasPrefix("/"),
+            "an app's own file has a relative name that does not start with a dot")
         return root + "/" + name
     }
 
     /// A name for `text` made of the first `length` hex digits of its SHA-256.
-    static func digestName(_ text: String, _ length: Int) -> String { String(SHA256.hash(Array(text.utf8)).hex.prefix(length)) }
+    static func digestName(_ text: String, _ length: Int) -> String {
+        String(SHA256.hash(Array(text.utf8)).hex.prefix(length))
+    }
 }

@@ -44,7 +44,8 @@ public enum ContainerLock: Sendable, Hashable {
         case .exclusiveControl: layout.root + "/.exclusive.lock"
         case .appPresence: layout.root + "/.app.lock"
         case .appListening: layout.root + "/.app-listening.lock"
-        case .download(let identifier): layout.downloadLocksFolder + "/" + ContainerLayout.digestName(identifier, 32) + ".lock"
+        case .download(let identifier):
+            layout.downloadLocksFolder + "/" + ContainerLayout.digestName(identifier, 32) + ".lock"
         }
     }
 }
@@ -55,13 +56,17 @@ extension ContainerLayout {
     /// - Throws: ``BacklotError/Code/io`` when the lock file cannot be created or opened.
     public func acquire(_ lock: ContainerLock, waiting: Bool) throws -> FileLock? {
         let path = lock.path(in: self)
-        if case .download = lock { try FileManager.default.createDirectory(atPath: downloadLocksFolder, withIntermediateDirectories: true) }
+        if case .download = lock {
+            try FileManager.default.createDirectory(atPath: downloadLocksFolder, withIntermediateDirectories: true)
+        }
         return try FileLock.acquire(path, lock.kind, waiting: waiting)
     }
 
     /// Runs `body` holding `lock` (waiting for it).
     public func holding<T>(_ lock: ContainerLock, _ body: () throws -> T) throws -> T {
-        guard let held = try acquire(lock, waiting: true) else { preconditionFailure("a waited-for lock is always granted") }
+        guard let held = try acquire(lock, waiting: true) else {
+            preconditionFailure("a waited-for lock is always granted")
+        }
         defer { held.release() }
         return try body()
     }

@@ -17,10 +17,14 @@ public enum Ed25519 {
 
         /// Generates a new key from the operating system's random source.
         public init() throws {
-            guard let ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nil) else { throw Ed25519.failure("create a key context") }
+            guard let ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nil) else {
+                throw Ed25519.failure("create a key context")
+            }
             defer { EVP_PKEY_CTX_free(ctx) }
             var pkey: OpaquePointer? = nil
-            guard EVP_PKEY_keygen_init(ctx) == 1, EVP_PKEY_keygen(ctx, &pkey) == 1, let pkey else { throw Ed25519.failure("generate a key") }
+            guard EVP_PKEY_keygen_init(ctx) == 1, EVP_PKEY_keygen(ctx, &pkey) == 1, let pkey else {
+                throw Ed25519.failure("generate a key")
+            }
             defer { EVP_PKEY_free(pkey) }
             try self.init(rawRepresentation: Ed25519.raw(pkey, privatePart: true))
         }
@@ -47,7 +51,8 @@ public enum Ed25519 {
             var length = 64
             let ok = message.withUnsafeBufferPointer { m in
                 EVP_DigestSignInit(md, nil, nil, nil, pkey) == 1
-                    && EVP_DigestSign(md, &signature, &length, m.baseAddress ?? UnsafePointer(bitPattern: 1), m.count) == 1
+                    && EVP_DigestSign(md, &signature, &length, m.baseAddress ?? UnsafePointer(bitPattern: 1), m.count)
+                        == 1
             }
             guard ok, length == 64 else { throw Ed25519.failure("sign") }
             return signature
@@ -73,7 +78,9 @@ public enum Ed25519 {
         /// Whether `signature` is a valid signature of `message` by this key. Never throws: anything
         /// malformed is simply not valid.
         public func isValidSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
-            guard signature.count == 64, let pkey = try? Ed25519.load(rawRepresentation, isPrivate: false) else { return false }
+            guard signature.count == 64, let pkey = try? Ed25519.load(rawRepresentation, isPrivate: false) else {
+                return false
+            }
             defer { EVP_PKEY_free(pkey) }
             guard let md = EVP_MD_CTX_new() else { return false }
             defer { EVP_MD_CTX_free(md) }
@@ -90,8 +97,10 @@ public enum Ed25519 {
     }
 
     static func load(_ raw: [UInt8], isPrivate: Bool) throws -> OpaquePointer {
-        let key = isPrivate ? EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, raw, raw.count)
-                            : EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, raw, raw.count)
+        let key =
+            isPrivate
+            ? EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, raw, raw.count)
+            : EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, raw, raw.count)
         guard let key else { throw failure("load a key") }
         return key
     }
@@ -99,7 +108,9 @@ public enum Ed25519 {
     static func raw(_ pkey: OpaquePointer, privatePart: Bool) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
         var length = 32
-        let ok = privatePart ? EVP_PKEY_get_raw_private_key(pkey, &out, &length) : EVP_PKEY_get_raw_public_key(pkey, &out, &length)
+        let ok =
+            privatePart
+            ? EVP_PKEY_get_raw_private_key(pkey, &out, &length) : EVP_PKEY_get_raw_public_key(pkey, &out, &length)
         guard ok == 1, length == 32 else { throw failure("export a key") }
         return out
     }

@@ -18,10 +18,11 @@ public enum HMACSHA256 {
         let done = key.withUnsafeBytes { k in
             message.withUnsafeBytes { m in
                 out.withUnsafeMutableBytes { o in
-                    EVP_Q_mac(nil, "HMAC", nil, "SHA256", nil,
-                              k.baseAddress ?? UnsafeRawPointer(bitPattern: 1), k.count,
-                              m.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafePointer(bitPattern: 1), m.count,
-                              o.baseAddress!.assumingMemoryBound(to: UInt8.self), o.count, &length)
+                    EVP_Q_mac(
+                        nil, "HMAC", nil, "SHA256", nil,
+                        k.baseAddress ?? UnsafeRawPointer(bitPattern: 1), k.count,
+                        m.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafePointer(bitPattern: 1), m.count,
+                        o.baseAddress!.assumingMemoryBound(to: UInt8.self), o.count, &length)
                 }
             }
         }

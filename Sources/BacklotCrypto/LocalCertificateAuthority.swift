@@ -28,11 +28,13 @@ public struct LocalCertificateAuthority: Sendable {
     /// Makes a new CA valid for `days`.
     public static func create(commonName: String, days: Int = 3650) throws -> LocalCertificateAuthority {
         let key = try PKey.generateP256()
-        let cert = try Certificate.build(subject: commonName, issuer: nil, publicKey: key, signingKey: key, days: days, extensions: [
-            (NID_basic_constraints, "critical,CA:TRUE,pathlen:0"),
-            (NID_key_usage, "critical,keyCertSign,cRLSign"),
-            (NID_subject_key_identifier, "hash"),
-        ])
+        let cert = try Certificate.build(
+            subject: commonName, issuer: nil, publicKey: key, signingKey: key, days: days,
+            extensions: [
+                (NID_basic_constraints, "critical,CA:TRUE,pathlen:0"),
+                (NID_key_usage, "critical,keyCertSign,cRLSign"),
+                (NID_subject_key_identifier, "hash"),
+            ])
         defer { X509_free(cert) }
         return LocalCertificateAuthority(certificatePEM: try Certificate.pem(cert), privateKeyPEM: try key.pem())
     }
@@ -43,22 +45,28 @@ public struct LocalCertificateAuthority: Sendable {
     }
 
     /// Issues a server certificate for the given names and addresses.
-    public func issueServerCertificate(dnsNames: [String], ipAddresses: [String], days: Int = maximumServerValidityDays) throws -> Issued {
-        precondition(days <= Self.maximumServerValidityDays, "Apple platforms refuse server certificates valid longer than 825 days")
+    public func issueServerCertificate(
+        dnsNames: [String], ipAddresses: [String], days: Int = maximumServerValidityDays
+    ) throws -> Issued {
+        precondition(
+            days <= Self.maximumServerValidityDays,
+            "Apple platforms refuse server certificates valid longer than 825 days")
         let caKey = try PKey(pem: privateKeyPEM)
         let caCert = try Certificate.load(certificatePEM)
         defer { X509_free(caCert) }
         let key = try PKey.generateP256()
         let names = dnsNames.map { "DNS:\($0)" } + ipAddresses.map { "IP:\($0)" }
-        let cert = try Certificate.build(subject: dnsNames.first ?? ipAddresses.first ?? "localhost", issuer: caCert, publicKey: key,
-                                         signingKey: caKey, days: days, extensions: [
-            (NID_basic_constraints, "critical,CA:FALSE"),
-            (NID_key_usage, "critical,digitalSignature"),
-            (NID_ext_key_usage, "serverAuth"),
-            (NID_subject_alt_name, names.joined(separator: ",")),
-            (NID_subject_key_identifier, "hash"),
-            (NID_authority_key_identifier, "keyid:always"),
-        ])
+        let cert = try Certificate.build(
+            subject: dnsNames.first ?? ipAddresses.first ?? "localhost", issuer: caCert, publicKey: key,
+            signingKey: caKey, days: days,
+            extensions: [
+                (NID_basic_constraints, "critical,CA:FALSE"),
+                (NID_key_usage, "critical,digitalSignature"),
+                (NID_ext_key_usage, "serverAuth"),
+                (NID_subject_alt_name, names.joined(separator: ",")),
+                (NID_subject_key_identifier, "hash"),
+                (NID_authority_key_identifier, "keyid:always"),
+            ])
         defer { X509_free(cert) }
         return Issued(certificatePEM: try Certificate.pem(cert), privateKeyPEM: try key.pem())
     }
@@ -69,7 +77,9 @@ public struct LocalCertificateAuthority: Sendable {
         defer { X509_free(cert) }
         var md = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 32
-        guard X509_digest(cert, EVP_sha256(), &md, &length) == 1 else { throw Certificate.failure("fingerprint a certificate") }
+        guard X509_digest(cert, EVP_sha256(), &md, &length) == 1 else {
+            throw Certificate.failure("fingerprint a certificate")
+        }
         return md.map { String(format: "%02X", $0) }.joined(separator: ":")
     }
 
@@ -77,8 +87,11 @@ public struct LocalCertificateAuthority: Sendable {
     public static func notAfter(ofCertificate pem: String) throws -> Date {
         let cert = try Certificate.load(pem)
         defer { X509_free(cert) }
-        var days: Int32 = 0, seconds: Int32 = 0
-        guard ASN1_TIME_diff(&days, &seconds, nil, X509_get0_notAfter(cert)) == 1 else { throw Certificate.failure("read a certificate's expiry") }
+        var days: Int32 = 0
+        var seconds: Int32 = 0
+        guard ASN1_TIME_diff(&days, &seconds, nil, X509_get0_notAfter(cert)) == 1 else {
+            throw Certificate.failure("read a certificate's expiry")
+        }
         return Date().addingTimeInterval(Double(days) * 86_400 + Double(seconds))
     }
 }
@@ -91,25 +104,32 @@ final class PKey {
     deinit { EVP_PKEY_free(pointer) }
 
     static func generateP256() throws -> PKey {
-        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw Certificate.failure("create an EC key context") }
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+            throw Certificate.failure("create an EC key context")
+        }
         defer { EVP_PKEY_CTX_free(ctx) }
         var key: OpaquePointer? = nil
         guard EVP_PKEY_keygen_init(ctx) == 1, EVP_PKEY_CTX_set_group_name(ctx, "P-256") == 1,
-              EVP_PKEY_generate(ctx, &key) == 1, let key else { throw Certificate.failure("generate a P-256 key") }
+            EVP_PKEY_generate(ctx, &key) == 1, let key
+        else { throw Certificate.failure("generate a P-256 key") }
         return PKey(owning: key)
     }
 
     convenience init(pem: String) throws {
         let bio = try Certificate.memoryBIO(pem)
         defer { BIO_free(bio) }
-        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { throw Certificate.failure("read a private key") }
+        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+            throw Certificate.failure("read a private key")
+        }
         self.init(owning: key)
     }
 
     func pem() throws -> String {
         guard let bio = BIO_new(BIO_s_mem()) else { throw Certificate.failure("allocate a buffer") }
         defer { BIO_free(bio) }
-        guard PEM_write_bio_PrivateKey(bio, pointer, nil, nil, 0, nil, nil) == 1 else { throw Certificate.failure("write a private key") }
+        guard PEM_write_bio_PrivateKey(bio, pointer, nil, nil, 0, nil, nil) == 1 else {
+            throw Certificate.failure("write a private key")
+        }
         return Certificate.string(bio)
     }
 }
@@ -160,8 +180,10 @@ enum Certificate {
         return string(bio)
     }
 
-    static func build(subject: String, issuer: OpaquePointer?, publicKey: PKey, signingKey: PKey, days: Int,
-                      extensions: [(Int32, String)]) throws -> OpaquePointer {
+    static func build(
+        subject: String, issuer: OpaquePointer?, publicKey: PKey, signingKey: PKey, days: Int,
+        extensions: [(Int32, String)]
+    ) throws -> OpaquePointer {
         guard let cert = X509_new() else { throw failure("allocate a certificate") }
         do {
             guard X509_set_version(cert, 2) == 1 else { throw failure("set the version") }
@@ -170,18 +192,27 @@ enum Certificate {
             serial[0] &= 0x7F
             let bn = BN_bin2bn(serial, 16, nil)
             defer { BN_free(bn) }
-            guard BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(cert)) != nil else { throw failure("set the serial number") }
+            guard BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(cert)) != nil else {
+                throw failure("set the serial number")
+            }
             guard X509_gmtime_adj(X509_getm_notBefore(cert), -3600) != nil,
-                  X509_gmtime_adj(X509_getm_notAfter(cert), days * 86_400) != nil else { throw failure("set the validity") }
+                X509_gmtime_adj(X509_getm_notAfter(cert), days * 86_400) != nil
+            else { throw failure("set the validity") }
             guard X509_set_pubkey(cert, publicKey.pointer) == 1 else { throw failure("set the public key") }
             let name = X509_get_subject_name(cert)
-            guard X509_NAME_add_entry_by_txt(name, "CN", 0x1001 /* MBSTRING_ASC */, subject, -1, -1, 0) == 1,
-                  X509_NAME_add_entry_by_txt(name, "O", 0x1001, "Backlot", -1, -1, 0) == 1 else { throw failure("set the subject") }
-            guard X509_set_issuer_name(cert, issuer.map { X509_get_subject_name($0) } ?? name) == 1 else { throw failure("set the issuer") }
+            // 0x1001 is MBSTRING_ASC.
+            guard X509_NAME_add_entry_by_txt(name, "CN", 0x1001, subject, -1, -1, 0) == 1,
+                X509_NAME_add_entry_by_txt(name, "O", 0x1001, "Backlot", -1, -1, 0) == 1
+            else { throw failure("set the subject") }
+            guard X509_set_issuer_name(cert, issuer.map { X509_get_subject_name($0) } ?? name) == 1 else {
+                throw failure("set the issuer")
+            }
             var ctx = X509V3_CTX()
             X509V3_set_ctx(&ctx, issuer ?? cert, cert, nil, nil, 0)
             for (nid, value) in extensions {
-                guard let ext = X509V3_EXT_conf_nid(nil, &ctx, nid, value) else { throw failure("make the extension \(value)") }
+                guard let ext = X509V3_EXT_conf_nid(nil, &ctx, nid, value) else {
+                    throw failure("make the extension \(value)")
+                }
                 defer { X509_EXTENSION_free(ext) }
                 guard X509_add_ext(cert, ext, -1) == 1 else { throw failure("add the extension \(value)") }
             }

@@ -46,7 +46,8 @@ public struct SHA256: ~Copyable {
     public static func hash(_ buffer: UnsafeRawBufferPointer) -> SHA256Digest {
         var out = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
-        let ok = EVP_Digest(buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), buffer.count, &out, &length, EVP_sha256(), nil)
+        let ok = EVP_Digest(
+            buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), buffer.count, &out, &length, EVP_sha256(), nil)
         precondition(ok == 1, "OpenSSL SHA-256 failed")
         return SHA256Digest(bytes: out)
     }

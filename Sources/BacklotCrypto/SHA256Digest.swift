@@ -56,7 +56,9 @@ public struct SHA256Digest: Sendable, Hashable, Comparable, CustomStringConverti
         var out: [UInt8] = []
         out.reserveCapacity(32)
         for word in [words.0, words.1, words.2, words.3] {
-            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                out.append(UInt8(truncatingIfNeeded: word >> UInt64(shift)))
+            }
         }
         return out
     }
@@ -66,7 +68,10 @@ public struct SHA256Digest: Sendable, Hashable, Comparable, CustomStringConverti
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(64)
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 15)])
+        }
         return String(decoding: out, as: UTF8.self)
     }
 

@@ -6,7 +6,8 @@ public struct AppExtensionInfo: Sendable, Hashable {
     /// The same for essential downloads.
     public var restrictedEssentialDownloadSizeRemaining: UInt64?
 
-    public init(restrictedDownloadSizeRemaining: UInt64? = nil, restrictedEssentialDownloadSizeRemaining: UInt64? = nil) {
+    public init(restrictedDownloadSizeRemaining: UInt64? = nil, restrictedEssentialDownloadSizeRemaining: UInt64? = nil)
+    {
         self.restrictedDownloadSizeRemaining = restrictedDownloadSizeRemaining
         self.restrictedEssentialDownloadSizeRemaining = restrictedEssentialDownloadSizeRemaining
     }

@@ -37,7 +37,9 @@ public protocol DownloaderExtension {
 }
 
 extension DownloaderExtension {
-    public func downloads(for request: ContentRequest, manifestURL: URL, extensionInfo: AppExtensionInfo) -> Set<URLDownload> { [] }
+    public func downloads(
+        for request: ContentRequest, manifestURL: URL, extensionInfo: AppExtensionInfo
+    ) -> Set<URLDownload> { [] }
     public func backgroundDownload(_ download: URLDownload, finishedWithFileURL fileURL: URL) {}
     public func backgroundDownload(_ download: URLDownload, failedWithError error: any Error) {}
 

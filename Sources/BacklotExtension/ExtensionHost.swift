@@ -14,14 +14,19 @@ enum ExtensionHost {
     }
 
     static func serve(_ ext: some DownloaderExtension, arguments: [String]) -> Int32 {
-        DownloadManager.isExtensionProcess.store(true, ordering: .relaxed)   // Apple's calls refused in an extension are refused
+        // Apple's calls refused in an extension are refused
+        DownloadManager.isExtensionProcess.store(true, ordering: .relaxed)
         guard arguments.count == 4, arguments[1] == "--backlot-extension-call" else {
-            FileHandle.standardError.write(Data("this is a Backlot downloader extension; the agent runs it (backlot agent, or backlot simulate)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "this is a Backlot downloader extension; the agent runs it (backlot agent, or backlot simulate)\n"
+                        .utf8))
             return 2
         }
         do {
             let bytes = try FileDescriptor.readWholeFile(arguments[2], atMost: 64 << 20, what: "the agent's call")
-            let call = try ExtensionCall(json: try JSONReader(source: arguments[2]).read(bytes).root, source: arguments[2])
+            let call = try ExtensionCall(
+                json: try JSONReader(source: arguments[2]).read(bytes).root, source: arguments[2])
             var reply = ExtensionReply()
             switch call {
             case .shouldDownload(let packs):
@@ -30,13 +35,18 @@ enum ExtensionHost {
                 reply.accepted = zip(packs, keep).filter { $0.1 }.map(\.0.id)
                 reply.declined = zip(packs, keep).filter { !$0.1 }.map(\.0.id)
             case .downloads(let request, let path, let info):
-                reply.downloads = ext.downloads(for: request, manifestURL: URL(fileURLWithPath: path), extensionInfo: info)
-                    .sorted { $0.identifier < $1.identifier }
+                reply.downloads = ext.downloads(
+                    for: request, manifestURL: URL(fileURLWithPath: path), extensionInfo: info
+                )
+                .sorted { $0.identifier < $1.identifier }
             case .finished(let d, let path, let outcome):
                 // Claimed first: an outcome the agent released to the app meanwhile is not delivered here too.
                 if try claim(outcome) { ext.backgroundDownload(d, finishedWithFileURL: URL(fileURLWithPath: path)) }
             case .failed(let d, let message, let code, let outcome):
-                if try claim(outcome) { ext.backgroundDownload(d, failedWithError: DownloadManager.DeliveredError(code: code, message: message)) }
+                if try claim(outcome) {
+                    ext.backgroundDownload(
+                        d, failedWithError: DownloadManager.DeliveredError(code: code, message: message))
+                }
             }
             TestStopPoint.reach("handover.extensionAnswered", defaultTerm: true)
             let out = arguments[3]

@@ -14,7 +14,9 @@ public enum AppleArchiveHeader: Sendable, Hashable {
     public static let prefixLength = 28
 
     /// Checks the start of the file at `path`; returns its header and the file's size.
-    public static func check(fileAt path: String, source: String? = nil) throws -> (header: AppleArchiveHeader, size: UInt64) {
+    public static func check(
+        fileAt path: String, source: String? = nil
+    ) throws -> (header: AppleArchiveHeader, size: UInt64) {
         let fd = try FileDescriptor.openForReading(path)
         defer { fd.close() }
         let size = try fd.size()
@@ -26,14 +28,17 @@ public enum AppleArchiveHeader: Sendable, Hashable {
     /// - Throws: ``BacklotError/Code/invalidInput`` saying what is wrong.
     public static func check(_ bytes: [UInt8], fileSize: UInt64, source: String) throws -> AppleArchiveHeader {
         func bad(_ message: String) -> BacklotError {
-            BacklotError(.invalidInput, "not an Apple Archive: \(message)", context: source,
-                         hint: "upload the .aar that `ba-package` wrote, unchanged")
+            BacklotError(
+                .invalidInput, "not an Apple Archive: \(message)", context: source,
+                hint: "upload the .aar that `ba-package` wrote, unchanged")
         }
         guard bytes.count >= 6 else { throw bad("the file has \(bytes.count) bytes") }
         let magic = String(decoding: bytes[0..<4], as: UTF8.self)
         if magic == "AA01" || magic == "YAA1" {
             let length = Int(bytes[4]) | Int(bytes[5]) << 8
-            guard length >= 6, UInt64(length) <= fileSize else { throw bad("the first entry's header length \(length) is impossible") }
+            guard length >= 6, UInt64(length) <= fileSize else {
+                throw bad("the first entry's header length \(length) is impossible")
+            }
             // The header holds fields of a 3-letter key and a subtype character.
             if length >= 10 {
                 let key = bytes[6..<min(length, bytes.count)].prefix(3)
@@ -48,8 +53,12 @@ public enum AppleArchiveHeader: Sendable, Hashable {
         guard "ezx4b".contains(algorithm) else { throw bad("'\(algorithm)' is not a known compression") }
         guard bytes.count >= 28 else { throw bad("the stream header is truncated") }
         func be64(_ at: Int) -> UInt64 { bytes[at..<at + 8].reduce(0) { $0 << 8 | UInt64($1) } }
-        let blockSize = be64(4), raw = be64(12), compressed = be64(20)
-        guard blockSize >= 1, blockSize <= 64 << 20 else { throw bad("block size \(blockSize) is outside 1 byte…64 MiB") }
+        let blockSize = be64(4)
+        let raw = be64(12)
+        let compressed = be64(20)
+        guard blockSize >= 1, blockSize <= 64 << 20 else {
+            throw bad("block size \(blockSize) is outside 1 byte…64 MiB")
+        }
         guard raw <= blockSize, compressed >= 1, compressed <= fileSize - 28 else {
             throw bad("the first block (\(raw) bytes from \(compressed)) does not fit the block size or the file")
         }

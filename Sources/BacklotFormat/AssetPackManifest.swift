@@ -29,8 +29,10 @@ public struct AssetPackManifest: Sendable, Hashable {
     /// A BCP-47 language tag for localized packs (`language`).
     public var language: String?
 
-    public init(assetPackID: PackID, downloadPolicy: DownloadPolicy, fileSelectors: [FileSelector],
-                platforms: [Platform], userInfo: JSONNode? = nil, sourceRoot: String? = nil, language: String? = nil) {
+    public init(
+        assetPackID: PackID, downloadPolicy: DownloadPolicy, fileSelectors: [FileSelector],
+        platforms: [Platform], userInfo: JSONNode? = nil, sourceRoot: String? = nil, language: String? = nil
+    ) {
         self.assetPackID = assetPackID
         self.downloadPolicy = downloadPolicy
         self.fileSelectors = fileSelectors
@@ -51,7 +53,8 @@ extension AssetPackManifest {
             JSONMember(key: "downloadPolicy", value: downloadPolicy.json),
         ]
         if let language { members.append(JSONMember(key: "language", value: JSONNode(.string(language)))) }
-        members.append(JSONMember(key: "platforms", value: JSONNode(.array(platforms.map { JSONNode(.string($0.rawValue)) }))))
+        members.append(
+            JSONMember(key: "platforms", value: JSONNode(.array(platforms.map { JSONNode(.string($0.rawValue)) }))))
         if let userInfo { members.append(JSONMember(key: "userInfo", value: userInfo)) }
         return JSONNode(.object(members))
     }

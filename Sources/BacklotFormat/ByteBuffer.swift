@@ -31,14 +31,17 @@ struct ByteReader {
     var remaining: Int { bytes.count - offset }
 
     func fail(_ message: String) -> BacklotError {
-        BacklotError(.corruptArchive, message, context: "\(source) at offset \(base + UInt64(offset))",
-                     hint: "the pack is damaged or was not made by Backlot: package or download it again")
+        BacklotError(
+            .corruptArchive, message, context: "\(source) at offset \(base + UInt64(offset))",
+            hint: "the pack is damaged or was not made by Backlot: package or download it again")
     }
 
     // `what` is an autoclosure: it names the field only in a message, so an index of many records
     // builds no string per field read.
     mutating func take(_ n: Int, _ what: @autoclosure () -> String) throws -> ArraySlice<UInt8> {
-        guard n >= 0, remaining >= n else { throw fail("the index ends while reading \(what()) (\(n) bytes needed, \(remaining) left)") }
+        guard n >= 0, remaining >= n else {
+            throw fail("the index ends while reading \(what()) (\(n) bytes needed, \(remaining) left)")
+        }
         defer { offset += n }
         return bytes[offset..<offset + n]
     }
@@ -49,11 +52,15 @@ struct ByteReader {
 
     private mutating func integer<T: FixedWidthInteger>(_ what: @autoclosure () -> String) throws -> T {
         let size = MemoryLayout<T>.size
-        guard remaining >= size else { throw fail("the index ends while reading \(what()) (\(size) bytes needed, \(remaining) left)") }
+        guard remaining >= size else {
+            throw fail("the index ends while reading \(what()) (\(size) bytes needed, \(remaining) left)")
+        }
         let at = offset
         offset += size
         return bytes.withUnsafeBytes { T(littleEndian: $0.loadUnaligned(fromByteOffset: at, as: T.self)) }
     }
 
-    mutating func digest(_ what: @autoclosure () -> String) throws -> SHA256Digest { SHA256Digest(bytes: try take(32, what())) }
+    mutating func digest(_ what: @autoclosure () -> String) throws -> SHA256Digest {
+        SHA256Digest(bytes: try take(32, what()))
+    }
 }

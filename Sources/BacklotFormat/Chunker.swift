@@ -30,8 +30,9 @@ public struct Chunker: Sendable, Hashable {
 
     /// Makes a chunker; `averageSize` must be a power of two in ``averageSizeRange``.
     public init(averageSize: Int = Chunker.defaultAverageSize) {
-        precondition(averageSize.nonzeroBitCount == 1 && Chunker.averageSizeRange.contains(averageSize),
-                     "average chunk size must be a power of two between 4 KiB and 1 MiB")
+        precondition(
+            averageSize.nonzeroBitCount == 1 && Chunker.averageSizeRange.contains(averageSize),
+            "average chunk size must be a power of two between 4 KiB and 1 MiB")
         self.averageSize = averageSize
         minimumSize = averageSize / 4
         maximumSize = averageSize * 4

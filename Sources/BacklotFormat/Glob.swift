@@ -20,10 +20,10 @@ public struct Glob: Sendable, Hashable {
 
     private enum Token: Sendable, Hashable {
         case literal(Unicode.Scalar)
-        case any            // ?
-        case star           // *
+        case any  // ?
+        case star  // *
         case set([ClosedRange<Unicode.Scalar>], negated: Bool)
-        case globstar       // ** as a whole component
+        case globstar  // ** as a whole component
     }
 
     /// Compiles a pattern.
@@ -32,7 +32,10 @@ public struct Glob: Sendable, Hashable {
         self.pattern = pattern
         var parsed: [[Token]] = []
         for component in BytePath.components(pattern) {
-            if BytePath.same(component, "**") { parsed.append([.globstar]); continue }
+            if BytePath.same(component, "**") {
+                parsed.append([.globstar])
+                continue
+            }
             var tokens: [Token] = []
             var chars = Array(component.unicodeScalars)[...]
             while let c = chars.popFirst() {
@@ -41,23 +44,33 @@ public struct Glob: Sendable, Hashable {
                 case "?": tokens.append(.any)
                 case "\\":
                     guard let next = chars.popFirst() else {
-                        throw SelectorPath.Problem(rule: "pattern.escape", message: "\"\(pattern)\" ends with a lone '\\'", fix: "remove it or escape something after it")
+                        throw SelectorPath.Problem(
+                            rule: "pattern.escape", message: "\"\(pattern)\" ends with a lone '\\'",
+                            fix: "remove it or escape something after it")
                     }
                     tokens.append(.literal(next))
                 case "[":
                     var negated = false
-                    if chars.first == "!" || chars.first == "^" { negated = true; chars.removeFirst() }
+                    if chars.first == "!" || chars.first == "^" {
+                        negated = true
+                        chars.removeFirst()
+                    }
                     var ranges: [ClosedRange<Unicode.Scalar>] = []
                     var closed = false
                     var first = true
                     while let d = chars.popFirst() {
-                        if d == "]" && !first { closed = true; break }
+                        if d == "]" && !first {
+                            closed = true
+                            break
+                        }
                         first = false
                         if chars.count >= 2, chars.first == "-", chars.dropFirst().first != "]" {
                             chars.removeFirst()
                             let hi = chars.removeFirst()
                             guard d <= hi else {
-                                throw SelectorPath.Problem(rule: "pattern.range", message: "\"\(pattern)\" has the reversed range \(d)-\(hi)", fix: "write \(hi)-\(d)")
+                                throw SelectorPath.Problem(
+                                    rule: "pattern.range", message: "\"\(pattern)\" has the reversed range \(d)-\(hi)",
+                                    fix: "write \(hi)-\(d)")
                             }
                             ranges.append(d...hi)
                         } else {
@@ -65,7 +78,9 @@ public struct Glob: Sendable, Hashable {
                         }
                     }
                     guard closed else {
-                        throw SelectorPath.Problem(rule: "pattern.bracket", message: "\"\(pattern)\" opens '[' without closing it", fix: "close it with ']' or escape it as \\[")
+                        throw SelectorPath.Problem(
+                            rule: "pattern.bracket", message: "\"\(pattern)\" opens '[' without closing it",
+                            fix: "close it with ']' or escape it as \\[")
                     }
                     tokens.append(.set(ranges, negated: negated))
                 default: tokens.append(.literal(c))

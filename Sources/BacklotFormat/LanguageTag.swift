@@ -5,11 +5,15 @@ public enum LanguageTag {
     /// Whether `tag` has that form.
     public static func isValid(_ tag: String) -> Bool {
         let parts = tag.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
-        guard let language = parts.first, (2...3).contains(language.count), language.allSatisfy(isLetter) else { return false }
+        guard let language = parts.first, (2...3).contains(language.count), language.allSatisfy(isLetter) else {
+            return false
+        }
         var rest = parts.dropFirst()
         if let script = rest.first, script.count == 4, script.allSatisfy(isLetter) { rest = rest.dropFirst() }
         if let region = rest.first {
-            let ok = (region.count == 2 && region.allSatisfy(isLetter)) || (region.count == 3 && region.allSatisfy(\.isASCIIDigit))
+            let ok =
+                (region.count == 2 && region.allSatisfy(isLetter))
+                || (region.count == 3 && region.allSatisfy(\.isASCIIDigit))
             guard ok else { return false }
             rest = rest.dropFirst()
         }

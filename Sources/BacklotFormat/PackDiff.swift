@@ -31,7 +31,11 @@ public struct PackDiff: Sendable, Hashable {
     /// Compares the chunks a client holds (from `old`) with what `new` needs.
     public init(old: PackIndex, new: PackReader) {
         let held = Set(old.chunks.map(\.id))
-        var missing = 0, missingBytes: UInt64 = 0, reused = 0, reusedBytes: UInt64 = 0, runs = 0
+        var missing = 0
+        var missingBytes: UInt64 = 0
+        var reused = 0
+        var reusedBytes: UInt64 = 0
+        var runs = 0
         var previousMissing = false
         for chunk in new.index.chunks {
             if held.contains(chunk.id) {

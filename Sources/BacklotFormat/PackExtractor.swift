@@ -3,6 +3,7 @@ import BacklotCrypto
 import BacklotZstd
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -38,8 +39,9 @@ public struct PackExtractor: Sendable {
         let parent = URL(fileURLWithPath: target).deletingLastPathComponent().path
         if let st = try FileSystem.linkStatus(target) {
             guard st.kind == .directory, try FileSystem.entryNames(target).isEmpty else {
-                throw BacklotError(.alreadyExists, "the target exists and is not an empty directory", context: directory,
-                                   hint: "choose a new path; extract never mixes a pack into existing files")
+                throw BacklotError(
+                    .alreadyExists, "the target exists and is not an empty directory", context: directory,
+                    hint: "choose a new path; extract never mixes a pack into existing files")
             }
         }
         guard let pst = try FileSystem.status(parent), pst.kind == .directory else {
@@ -47,10 +49,13 @@ public struct PackExtractor: Sendable {
         }
         let total = pack.index.installSize
         if let free = FileSystem.availableBytes(at: parent), free < total + (1 << 20) {
-            throw BacklotError(.io, "the pack needs \(total) bytes but only \(free) are free", context: parent, hint: "free some disk space")
+            throw BacklotError(
+                .io, "the pack needs \(total) bytes but only \(free) are free", context: parent,
+                hint: "free some disk space")
         }
 
-        let staging = try FileSystem.makeTemporaryDirectory(in: parent, prefix: ".\(URL(fileURLWithPath: target).lastPathComponent).partial-")
+        let staging = try FileSystem.makeTemporaryDirectory(
+            in: parent, prefix: ".\(URL(fileURLWithPath: target).lastPathComponent).partial-")
         TemporaryFiles.shared.register(staging)
         defer { TemporaryFiles.shared.unregister(staging) }
         do {
@@ -125,8 +130,12 @@ public struct PackExtractor: Sendable {
 
     private func units() -> [Unit] {
         var out: [Unit] = []
-        let limit = 8 << 20, wholeFileLimit = 1 << 20, filesPerUnit = 256
-        var groupStart = 0, groupFiles = 0, groupBytes = 0
+        let limit = 8 << 20
+        let wholeFileLimit = 1 << 20
+        let filesPerUnit = 256
+        var groupStart = 0
+        var groupFiles = 0
+        var groupBytes = 0
         func closeGroup() {
             if groupFiles > 0 { out.append(Unit(file: groupStart, wholeFiles: groupFiles, chunks: [], fileOffset: 0)) }
             groupFiles = 0
@@ -134,14 +143,22 @@ public struct PackExtractor: Sendable {
         }
         for (f, file) in pack.index.files.enumerated() where !file.chunks.isEmpty {
             if file.size <= UInt64(wholeFileLimit) {
-                if groupFiles > 0 && (groupStart + groupFiles != f || groupBytes + Int(file.size) > limit || groupFiles == filesPerUnit) { closeGroup() }
+                if groupFiles > 0
+                    && (groupStart + groupFiles != f || groupBytes + Int(file.size) > limit
+                        || groupFiles == filesPerUnit)
+                {
+                    closeGroup()
+                }
                 if groupFiles == 0 { groupStart = f }
                 groupFiles += 1
                 groupBytes += Int(file.size)
                 continue
             }
             closeGroup()
-            var start = 0, offset: UInt64 = 0, unitOffset: UInt64 = 0, bytes = 0
+            var start = 0
+            var offset: UInt64 = 0
+            var unitOffset: UInt64 = 0
+            var bytes = 0
             for (i, ref) in file.chunks.enumerated() {
                 let size = Int(pack.index.chunks[ref].uncompressedSize)
                 if bytes > 0 && bytes + size > limit {
@@ -153,7 +170,9 @@ public struct PackExtractor: Sendable {
                 bytes += size
                 offset += UInt64(size)
             }
-            if bytes > 0 { out.append(Unit(file: f, wholeFiles: 0, chunks: file.chunks[start...], fileOffset: unitOffset)) }
+            if bytes > 0 {
+                out.append(Unit(file: f, wholeFiles: 0, chunks: file.chunks[start...], fileOffset: unitOffset))
+            }
         }
         closeGroup()
         return out
@@ -169,7 +188,9 @@ public struct PackExtractor: Sendable {
         let bytes: [UInt8]
 
         init?(_ files: ArraySlice<PackIndex.File>, pack: PackReader) throws {
-            var low = UInt64.max, high: UInt64 = 0, needed: UInt64 = 0
+            var low = UInt64.max
+            var high: UInt64 = 0
+            var needed: UInt64 = 0
             for file in files {
                 for ref in file.chunks {
                     let chunk = pack.index.chunks[ref]
@@ -184,18 +205,22 @@ public struct PackExtractor: Sendable {
         }
     }
 
-    private func contents(of file: PackIndex.File, from frames: Frames?, using decompressor: ZstdDecompressor) throws -> [UInt8] {
+    private func contents(
+        of file: PackIndex.File, from frames: Frames?, using decompressor: ZstdDecompressor
+    ) throws -> [UInt8] {
         func chunk(_ ref: Int) throws -> [UInt8] {
             do {
                 guard let frames else { return try pack.readChunk(ref, using: decompressor) }
                 let c = pack.index.chunks[ref]
                 let at = Int(c.offset - frames.start)
                 return try frames.bytes.withUnsafeBytes { b in
-                    try PackReader.decode(UnsafeRawBufferPointer(rebasing: b[at..<at + Int(c.compressedSize)]), chunk: c, chunkIndex: ref,
-                                          using: decompressor, source: pack.path)
+                    try PackReader.decode(
+                        UnsafeRawBufferPointer(rebasing: b[at..<at + Int(c.compressedSize)]), chunk: c, chunkIndex: ref,
+                        using: decompressor, source: pack.path)
                 }
             } catch let e as BacklotError {
-                throw BacklotError(e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? pack.path)", hint: e.hint)
+                throw BacklotError(
+                    e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? pack.path)", hint: e.hint)
             }
         }
         if file.chunks.count == 1 {
@@ -215,15 +240,21 @@ public struct PackExtractor: Sendable {
         return joined
     }
 
-    private func writeContents(in root: String, units work: [Unit], progress: (@Sendable (UInt64, UInt64) -> Void)?) throws {
+    private func writeContents(
+        in root: String, units work: [Unit], progress: (@Sendable (UInt64, UInt64) -> Void)?
+    ) throws {
         let pack = self.pack
         let total = pack.index.installSize
-        let next = AtomicCounter(), done = AtomicCounter()
+        let next = AtomicCounter()
+        let done = AtomicCounter()
         let failures = FirstFailure()
         // A large file written in several units is read back and hashed by the thread that
         // writes its last piece. Twice as many threads as cores keep the cores busy while some
         // threads wait for the disk. Nothing is flushed here: the caller flushes the file system once.
-        let remaining = Mutex<[Int]>(work.reduce(into: [Int](repeating: 0, count: pack.index.files.count)) { if !$1.isWhole { $0[$1.file] += 1 } })
+        let remaining = Mutex<[Int]>(
+            work.reduce(into: [Int](repeating: 0, count: pack.index.files.count)) {
+                if !$1.isWhole { $0[$1.file] += 1 }
+            })
         DispatchQueueRunner.run(jobs: jobs * 2) {
             let decompressor = ZstdDecompressor()
             while !failures.hasFailure {
@@ -257,7 +288,9 @@ public struct PackExtractor: Sendable {
                         do {
                             plain = try pack.readChunk(ref, using: decompressor)
                         } catch let e as BacklotError {
-                            throw BacklotError(e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? pack.path)", hint: e.hint)
+                            throw BacklotError(
+                                e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? pack.path)",
+                                hint: e.hint)
                         }
                         try plain.withUnsafeBytes { try out.write($0, at: offset) }
                         offset += UInt64(plain.count)

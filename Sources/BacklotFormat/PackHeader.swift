@@ -53,39 +53,57 @@ public struct PackHeader: Sendable, Hashable {
             // What is there starts like a pack: a truncated one. Anything else (an empty file, a
             // 6-byte text) is not a pack at all: invalid input, like a long file with another magic.
             guard !bytes.isEmpty, magic.starts(with: bytes.prefix(magic.count)) else {
-                throw BacklotError(.invalidInput, "not a Backlot pack: the file is \(bytes.count) bytes, shorter than a pack header (\(size) bytes), and does not start with BKLTPACK", context: source,
-                                   hint: "give a .pack file made by `backlot package`")
+                throw BacklotError(
+                    .invalidInput,
+                    "not a Backlot pack: the file is \(bytes.count) bytes, shorter than a pack header (\(size) bytes), and does not start with BKLTPACK",
+                    context: source,
+                    hint: "give a .pack file made by `backlot package`")
             }
-            throw BacklotError(.corruptArchive, "the file is \(bytes.count) bytes, shorter than a pack header (\(size) bytes)",
-                               context: source, hint: "the pack is truncated: package or download it again")
+            throw BacklotError(
+                .corruptArchive, "the file is \(bytes.count) bytes, shorter than a pack header (\(size) bytes)",
+                context: source, hint: "the pack is truncated: package or download it again")
         }
         guard Array(bytes[0..<8]) == magic else {
-            throw BacklotError(.invalidInput, "not a Backlot pack (the file does not start with BKLTPACK)", context: source,
-                               hint: "give a .pack file made by `backlot package`")
+            throw BacklotError(
+                .invalidInput, "not a Backlot pack (the file does not start with BKLTPACK)", context: source,
+                hint: "give a .pack file made by `backlot package`")
         }
         var r = ByteReader(Array(bytes[8..<size]), base: 8, source: source)
         let version = try r.u16("the format version")
         guard version == currentFormatVersion else {
-            throw BacklotError(.invalidInput, "the pack has format version \(version); this Backlot reads version \(currentFormatVersion)",
-                               context: source, hint: version > currentFormatVersion ? "it was made by a newer Backlot: upgrade Backlot to read it" : "package it again")
+            throw BacklotError(
+                .invalidInput,
+                "the pack has format version \(version); this Backlot reads version \(currentFormatVersion)",
+                context: source,
+                hint: version > currentFormatVersion
+                    ? "it was made by a newer Backlot: upgrade Backlot to read it" : "package it again")
         }
-        let reserved = try r.u16("reserved bytes"), flags = try r.u32("the flags")
+        let reserved = try r.u16("reserved bytes")
+        let flags = try r.u32("the flags")
         guard reserved == 0, flags == 0 else { throw r.fail("reserved header bytes or flags are not zero") }
-        let offset = try r.u64("the index offset"), length = try r.u64("the index length")
+        let offset = try r.u64("the index offset")
+        let length = try r.u64("the index length")
         let digest = try r.digest("the index SHA-256")
-        guard offset >= UInt64(size) else { throw BacklotError(.corruptArchive, "the index offset \(offset) points into the header", context: source) }
+        guard offset >= UInt64(size) else {
+            throw BacklotError(.corruptArchive, "the index offset \(offset) points into the header", context: source)
+        }
         guard length >= UInt64(PackIndex.magic.count) + 12 else {
-            throw BacklotError(.corruptArchive, "the header declares a \(length)-byte index, too short to hold one", context: source,
-                               hint: "the pack is damaged or crafted")
+            throw BacklotError(
+                .corruptArchive, "the header declares a \(length)-byte index, too short to hold one", context: source,
+                hint: "the pack is damaged or crafted")
         }
         guard length <= maximumIndexLength else {
-            throw BacklotError(.corruptArchive, "the header declares a \(length)-byte index; at most \(maximumIndexLength) is allowed", context: source,
-                               hint: "the pack is damaged or crafted")
+            throw BacklotError(
+                .corruptArchive, "the header declares a \(length)-byte index; at most \(maximumIndexLength) is allowed",
+                context: source,
+                hint: "the pack is damaged or crafted")
         }
         let (end, overflow) = offset.addingReportingOverflow(length)
         if let fileSize, overflow || end != fileSize {
-            throw BacklotError(.corruptArchive, "the index (offset \(offset), \(length) bytes) does not end at the end of the file (\(fileSize) bytes)",
-                               context: source, hint: "the pack is truncated or has extra bytes: package or download it again")
+            throw BacklotError(
+                .corruptArchive,
+                "the index (offset \(offset), \(length) bytes) does not end at the end of the file (\(fileSize) bytes)",
+                context: source, hint: "the pack is truncated or has extra bytes: package or download it again")
         }
         return PackHeader(indexOffset: offset, indexLength: length, indexDigest: digest)
     }

@@ -21,17 +21,23 @@ public struct PackID: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// - Throws: ``BacklotError/Code/invalidPackID`` saying which rule is broken.
     public init(_ rawValue: String) throws {
         if let problem = PackID.problem(with: rawValue) {
-            throw BacklotError(.invalidPackID, problem.message, context: "assetPackID \(JSONQuote.quote(rawValue))", hint: problem.hint)
+            throw BacklotError(
+                .invalidPackID, problem.message, context: "assetPackID \(JSONQuote.quote(rawValue))", hint: problem.hint
+            )
         }
         self.rawValue = rawValue
     }
 
     /// What is wrong with `text` as a pack ID, or nil when it is valid.
     public static func problem(with text: String) -> (message: String, hint: String)? {
-        let hint = "use letters, digits, '-', '.' and '_' (starting with a letter or digit), at most 255 characters; for App Store Connect use only letters, digits and '-'"
+        let hint =
+            "use letters, digits, '-', '.' and '_' (starting with a letter or digit), at most 255 characters; for App Store Connect use only letters, digits and '-'"
         if text.isEmpty { return ("a pack ID must not be empty", hint) }
         if text.hasPrefix("[") && text.hasSuffix("]") {
-            return ("\(JSONQuote.quote(text)) is still the template's placeholder", "replace it with your pack's ID, such as \"Tutorial\"")
+            return (
+                "\(JSONQuote.quote(text)) is still the template's placeholder",
+                "replace it with your pack's ID, such as \"Tutorial\""
+            )
         }
         if text == "." || text == ".." { return ("a pack ID must not be '.' or '..'", hint) }
         let scalars = Array(text.unicodeScalars)
@@ -60,10 +66,12 @@ public struct PackID: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     /// Why App Store Connect would refuse this otherwise valid ID, or nil.
     public var appStoreConnectWarning: String? {
-        let dot = rawValue.contains("."), underscore = rawValue.contains("_")
+        let dot = rawValue.contains(".")
+        let underscore = rawValue.contains("_")
         guard dot || underscore else { return nil }
         let what = dot && underscore ? "'.' and '_'" : dot ? "'.'" : "'_'"
-        return "App Store Connect refuses pack IDs containing \(what); fine for self-hosting, but use letters, digits and '-' if the pack may go to Apple's hosting"
+        return
+            "App Store Connect refuses pack IDs containing \(what); fine for self-hosting, but use letters, digits and '-' if the pack may go to Apple's hosting"
     }
 
     public var description: String { rawValue }

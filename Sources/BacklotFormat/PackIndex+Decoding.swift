@@ -20,16 +20,23 @@ extension PackIndex {
     /// - Throws: ``BacklotError/Code/corruptArchive`` naming the rule, the record and its offset.
     public static func decode(_ bytes: [UInt8], header: PackHeader, source: String) throws -> PackIndex {
         var r = ByteReader(bytes, base: header.indexOffset, source: source)
-        guard Array(try r.take(8, "the index magic")) == magic else { throw r.fail("the index does not start with BKLTINDX") }
+        guard Array(try r.take(8, "the index magic")) == magic else {
+            throw r.fail("the index does not start with BKLTINDX")
+        }
 
         let metaLength = Int(try r.u32("the metadata length"))
-        guard metaLength <= Limits.metadataBytes else { throw r.fail("the metadata is \(metaLength) bytes; at most \(Limits.metadataBytes) allowed") }
+        guard metaLength <= Limits.metadataBytes else {
+            throw r.fail("the metadata is \(metaLength) bytes; at most \(Limits.metadataBytes) allowed")
+        }
         let metaStart = r.offset
         let metaBytes = Array(try r.take(metaLength, "the metadata"))
-        let (metadata, chunking) = try decodeMetadata(metaBytes, source: "\(source) (index metadata at offset \(header.indexOffset + UInt64(metaStart)))")
+        let (metadata, chunking) = try decodeMetadata(
+            metaBytes, source: "\(source) (index metadata at offset \(header.indexOffset + UInt64(metaStart)))")
 
         let chunkCount = Int(try r.u32("the chunk count"))
-        guard chunkCount <= r.remaining / 48 else { throw r.fail("the index declares \(chunkCount) chunks but has room for at most \(r.remaining / 48)") }
+        guard chunkCount <= r.remaining / 48 else {
+            throw r.fail("the index declares \(chunkCount) chunks but has room for at most \(r.remaining / 48)")
+        }
         var chunks: [Chunk] = []
         chunks.reserveCapacity(chunkCount)
         var seen = Set<SHA256Digest>(minimumCapacity: chunkCount)
@@ -44,17 +51,23 @@ extension PackIndex {
                 r.offset = recordStart
                 return r.fail("chunk \(i): \(m)")
             }
-            guard uncompressed >= 1, uncompressed <= Limits.chunkBytes else { throw bad("uncompressed size \(uncompressed) is outside 1…\(Limits.chunkBytes)") }
+            guard uncompressed >= 1, uncompressed <= Limits.chunkBytes else {
+                throw bad("uncompressed size \(uncompressed) is outside 1…\(Limits.chunkBytes)")
+            }
             guard compressed >= 1, Int(compressed) <= ZstdCompressor.bound(forInputSize: Int(uncompressed)) else {
                 throw bad("compressed size \(compressed) is impossible for \(uncompressed) uncompressed bytes")
             }
             guard offset == expectedOffset else {
-                throw bad(offset < expectedOffset ? "offset \(offset) overlaps the previous chunk (which ends at \(expectedOffset))"
-                                                  : "offset \(offset) leaves a gap after the previous chunk (which ends at \(expectedOffset))")
+                throw bad(
+                    offset < expectedOffset
+                        ? "offset \(offset) overlaps the previous chunk (which ends at \(expectedOffset))"
+                        : "offset \(offset) leaves a gap after the previous chunk (which ends at \(expectedOffset))")
             }
             guard seen.insert(id).inserted else { throw bad("ID \(id.short)… appears twice") }
             expectedOffset += UInt64(compressed)
-            guard expectedOffset <= header.indexOffset else { throw bad("ends at \(expectedOffset), past the start of the index (\(header.indexOffset))") }
+            guard expectedOffset <= header.indexOffset else {
+                throw bad("ends at \(expectedOffset), past the start of the index (\(header.indexOffset))")
+            }
             chunks.append(Chunk(id: id, offset: offset, compressedSize: compressed, uncompressedSize: uncompressed))
         }
         guard expectedOffset == header.indexOffset else {
@@ -63,7 +76,9 @@ extension PackIndex {
 
         let fileCount = Int(try r.u32("the file count"))
         guard fileCount <= Limits.fileCount, fileCount <= r.remaining / 51 else {
-            throw r.fail("the index declares \(fileCount) files but has room for at most \(min(Limits.fileCount, r.remaining / 51))")
+            throw r.fail(
+                "the index declares \(fileCount) files but has room for at most \(min(Limits.fileCount, r.remaining / 51))"
+            )
         }
         var files: [File] = []
         files.reserveCapacity(fileCount)
@@ -84,7 +99,9 @@ extension PackIndex {
                 return r.fail("file \(i): \(m)")
             }
             guard pathLength >= 1, pathLength <= 4096 else { throw bad("path length \(pathLength) is outside 1…4096") }
-            guard let path = String(validating: pathBytes, as: UTF8.self) else { throw bad("the path is not valid UTF-8") }
+            guard let path = String(validating: pathBytes, as: UTF8.self) else {
+                throw bad("the path is not valid UTF-8")
+            }
             if !SelectorPath.isNormalFilePath(pathBytes) {
                 if case .failure(let problem) = SelectorPath.normalize(path, allowRoot: false) {
                     throw bad("unsafe path \"\(path)\": \(problem.message)")
@@ -96,12 +113,18 @@ extension PackIndex {
                 if let previous {
                     let before = UnsafeBufferPointer(rebasing: all[previous])
                     guard before.lexicographicallyPrecedes(current) else {
-                        throw bad(before.elementsEqual(current) ? "the path \"\(path)\" appears twice" : "the path \"\(path)\" is out of order")
+                        throw bad(
+                            before.elementsEqual(current)
+                                ? "the path \"\(path)\" appears twice" : "the path \"\(path)\" is out of order")
                     }
                 }
-                while let top = prefixes.last, !current.starts(with: UnsafeBufferPointer(rebasing: all[top])) { prefixes.removeLast() }
+                while let top = prefixes.last, !current.starts(with: UnsafeBufferPointer(rebasing: all[top])) {
+                    prefixes.removeLast()
+                }
                 for p in prefixes where current[p.count] == UInt8(ascii: "/") {
-                    throw bad("\"\(path)\" lies under \"\(String(decoding: UnsafeBufferPointer(rebasing: all[p]), as: UTF8.self))\", which is a file")
+                    throw bad(
+                        "\"\(path)\" lies under \"\(String(decoding: UnsafeBufferPointer(rebasing: all[p]), as: UTF8.self))\", which is a file"
+                    )
                 }
             }
             prefixes.append(pathRange)
@@ -130,18 +153,23 @@ extension PackIndex {
         }
         guard r.remaining == 0 else { throw r.fail("\(r.remaining) unexpected bytes after the last file record") }
         if let unused = referenced.firstIndex(of: false) {
-            throw BacklotError(.corruptArchive, "chunk \(unused) is not used by any file", context: source,
-                               hint: "the pack is damaged or crafted: package it again")
+            throw BacklotError(
+                .corruptArchive, "chunk \(unused) is not used by any file", context: source,
+                hint: "the pack is damaged or crafted: package it again")
         }
         return PackIndex(metadata: metadata, chunking: chunking, chunks: chunks, files: files)
     }
 
-    static func decodeMetadata(_ bytes: [UInt8], source: String) throws -> (PackMetadata, (minimum: Int, average: Int, maximum: Int)?) {
+    static func decodeMetadata(
+        _ bytes: [UInt8], source: String
+    ) throws -> (PackMetadata, (minimum: Int, average: Int, maximum: Int)?) {
         let root: JSONNode
         do {
-            root = try JSONReader(source: source, allowsComments: false, allowsTrailingCommas: false, maximumDepth: 64).read(bytes).root
+            root = try JSONReader(source: source, allowsComments: false, allowsTrailingCommas: false, maximumDepth: 64)
+                .read(bytes).root
         } catch let e as BacklotError {
-            throw BacklotError(.corruptArchive, "the index metadata is not valid JSON: \(e.message)", context: e.context)
+            throw BacklotError(
+                .corruptArchive, "the index metadata is not valid JSON: \(e.message)", context: e.context)
         }
         guard let manifest = root["manifest"], manifest.objectMembers != nil else {
             throw BacklotError(.corruptArchive, "the index metadata has no \"manifest\" object", context: source)
@@ -153,14 +181,21 @@ extension PackIndex {
         let language = checker.checkLanguage(manifest)
         guard let id, let policy, let platforms, !checker.hasErrors else {
             let first = checker.diagnostics.first { $0.severity == .error }
-            throw BacklotError(.corruptArchive, "the index metadata's manifest is invalid: \(first.map { "\($0.jsonPath): \($0.message)" } ?? "")", context: source)
+            throw BacklotError(
+                .corruptArchive,
+                "the index metadata's manifest is invalid: \(first.map { "\($0.jsonPath): \($0.message)" } ?? "")",
+                context: source)
         }
         var chunking: (Int, Int, Int)? = nil
-        if let c = root["chunking"], case .number(let mn)? = c["min"]?.kind, case .number(let av)? = c["avg"]?.kind, case .number(let mx)? = c["max"]?.kind,
-           let a = Int(mn), let b = Int(av), let d = Int(mx) {
+        if let c = root["chunking"], case .number(let mn)? = c["min"]?.kind, case .number(let av)? = c["avg"]?.kind,
+            case .number(let mx)? = c["max"]?.kind,
+            let a = Int(mn), let b = Int(av), let d = Int(mx)
+        {
             chunking = (a, b, d)
         }
-        let metadata = PackMetadata(assetPackID: id, downloadPolicy: policy, platforms: platforms, userInfo: manifest["userInfo"], language: language)
+        let metadata = PackMetadata(
+            assetPackID: id, downloadPolicy: policy, platforms: platforms, userInfo: manifest["userInfo"],
+            language: language)
         return (metadata, chunking)
     }
 }

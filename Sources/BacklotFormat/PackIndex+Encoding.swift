@@ -39,11 +39,15 @@ extension PackIndex {
         // Members written in UTF-8 key order; userInfo inside the manifest keeps its own order.
         var members: [JSONMember] = []
         if let chunking {
-            members.append(JSONMember(key: "chunking", value: JSONNode(.object([
-                JSONMember(key: "avg", value: JSONNode(.number(String(chunking.average)))),
-                JSONMember(key: "max", value: JSONNode(.number(String(chunking.maximum)))),
-                JSONMember(key: "min", value: JSONNode(.number(String(chunking.minimum)))),
-            ]))))
+            members.append(
+                JSONMember(
+                    key: "chunking",
+                    value: JSONNode(
+                        .object([
+                            JSONMember(key: "avg", value: JSONNode(.number(String(chunking.average)))),
+                            JSONMember(key: "max", value: JSONNode(.number(String(chunking.maximum)))),
+                            JSONMember(key: "min", value: JSONNode(.number(String(chunking.minimum)))),
+                        ]))))
         }
         members.append(JSONMember(key: "manifest", value: metadata.json))
         return JSONNode(.object(members))

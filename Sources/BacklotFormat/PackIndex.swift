@@ -55,7 +55,9 @@ public struct PackIndex: Sendable, Hashable {
     public let chunks: [Chunk]
     public let files: [File]
 
-    public init(metadata: PackMetadata, chunking: (minimum: Int, average: Int, maximum: Int)?, chunks: [Chunk], files: [File]) {
+    public init(
+        metadata: PackMetadata, chunking: (minimum: Int, average: Int, maximum: Int)?, chunks: [Chunk], files: [File]
+    ) {
         self.metadata = metadata
         self.chunking = chunking
         self.chunks = chunks
@@ -64,7 +66,8 @@ public struct PackIndex: Sendable, Hashable {
 
     public static func == (a: PackIndex, b: PackIndex) -> Bool {
         a.metadata == b.metadata && a.chunks == b.chunks && a.files == b.files
-            && a.chunking?.minimum == b.chunking?.minimum && a.chunking?.average == b.chunking?.average && a.chunking?.maximum == b.chunking?.maximum
+            && a.chunking?.minimum == b.chunking?.minimum && a.chunking?.average == b.chunking?.average
+            && a.chunking?.maximum == b.chunking?.maximum
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -86,8 +89,9 @@ extension PackIndex.File {
     /// - Throws: ``BacklotError/Code/corruptArchive`` naming the file.
     public func check(_ assembled: SHA256Digest, source: String) throws {
         guard assembled == digest else {
-            throw BacklotError(.corruptArchive, "the file's SHA-256 is \(assembled.short)…, but the index says \(digest.short)…",
-                               context: "\(source): file \"\(path)\"", hint: "the pack is damaged or crafted: package it again")
+            throw BacklotError(
+                .corruptArchive, "the file's SHA-256 is \(assembled.short)…, but the index says \(digest.short)…",
+                context: "\(source): file \"\(path)\"", hint: "the pack is damaged or crafted: package it again")
         }
     }
 }
@@ -101,7 +105,10 @@ public struct PackMetadata: Sendable, Hashable {
     public let userInfo: JSONNode?
     public let language: String?
 
-    public init(assetPackID: PackID, downloadPolicy: DownloadPolicy, platforms: [Platform], userInfo: JSONNode?, language: String?) {
+    public init(
+        assetPackID: PackID, downloadPolicy: DownloadPolicy, platforms: [Platform], userInfo: JSONNode?,
+        language: String?
+    ) {
         self.assetPackID = assetPackID
         self.downloadPolicy = downloadPolicy
         self.platforms = platforms
@@ -110,13 +117,16 @@ public struct PackMetadata: Sendable, Hashable {
     }
 
     public init(_ manifest: AssetPackManifest) {
-        self.init(assetPackID: manifest.assetPackID, downloadPolicy: manifest.downloadPolicy, platforms: manifest.platforms,
-                  userInfo: manifest.userInfo, language: manifest.language)
+        self.init(
+            assetPackID: manifest.assetPackID, downloadPolicy: manifest.downloadPolicy, platforms: manifest.platforms,
+            userInfo: manifest.userInfo, language: manifest.language)
     }
 
     /// The metadata as the canonical manifest JSON stored in the index.
     public var json: JSONNode {
-        AssetPackManifest(assetPackID: assetPackID, downloadPolicy: downloadPolicy, fileSelectors: [], platforms: platforms,
-                          userInfo: userInfo, language: language).normalizedJSON
+        AssetPackManifest(
+            assetPackID: assetPackID, downloadPolicy: downloadPolicy, fileSelectors: [], platforms: platforms,
+            userInfo: userInfo, language: language
+        ).normalizedJSON
     }
 }

@@ -34,9 +34,11 @@ public final class PackReader: Sendable {
             let indexBytes = try fd.read(count: Int(header.indexLength), at: header.indexOffset)
             let digest = SHA256.hash(indexBytes)
             guard digest == header.indexDigest else {
-                throw BacklotError(.corruptArchive, "the index's SHA-256 is \(digest.short)…, but the header says \(header.indexDigest.short)…",
-                                   context: "\(path) at offset \(header.indexOffset)",
-                                   hint: "the pack is damaged: package or download it again")
+                throw BacklotError(
+                    .corruptArchive,
+                    "the index's SHA-256 is \(digest.short)…, but the header says \(header.indexDigest.short)…",
+                    context: "\(path) at offset \(header.indexOffset)",
+                    hint: "the pack is damaged: package or download it again")
             }
             index = try PackIndex.decode(indexBytes, header: header, source: path)
             self.header = header
@@ -70,25 +72,34 @@ public final class PackReader: Sendable {
     }
 
     /// Decompresses and checks the frame of `chunk` (shared by readers of local and downloaded packs).
-    public static func decode(_ compressed: [UInt8], chunk: PackIndex.Chunk, chunkIndex: Int,
-                              using decompressor: ZstdDecompressor, source: String) throws -> [UInt8] {
-        try compressed.withUnsafeBytes { try decode($0, chunk: chunk, chunkIndex: chunkIndex, using: decompressor, source: source) }
+    public static func decode(
+        _ compressed: [UInt8], chunk: PackIndex.Chunk, chunkIndex: Int,
+        using decompressor: ZstdDecompressor, source: String
+    ) throws -> [UInt8] {
+        try compressed.withUnsafeBytes {
+            try decode($0, chunk: chunk, chunkIndex: chunkIndex, using: decompressor, source: source)
+        }
     }
 
     /// ``decode(_:chunk:chunkIndex:using:source:)`` of a frame that is part of a larger buffer.
-    public static func decode(_ compressed: UnsafeRawBufferPointer, chunk: PackIndex.Chunk, chunkIndex: Int,
-                              using decompressor: ZstdDecompressor, source: String) throws -> [UInt8] {
-        let where_ = "\(source): chunk \(chunkIndex) at offset \(chunk.offset)"
+    public static func decode(
+        _ compressed: UnsafeRawBufferPointer, chunk: PackIndex.Chunk, chunkIndex: Int,
+        using decompressor: ZstdDecompressor, source: String
+    ) throws -> [UInt8] {
+        let location = "\(source): chunk \(chunkIndex) at offset \(chunk.offset)"
         let plain: [UInt8]
         do {
             plain = try decompressor.decompress(compressed, expectedSize: Int(chunk.uncompressedSize))
         } catch let e as BacklotError {
-            throw BacklotError(.corruptArchive, e.message, context: where_, hint: "the pack is damaged: package or download it again")
+            throw BacklotError(
+                .corruptArchive, e.message, context: location, hint: "the pack is damaged: package or download it again"
+            )
         }
         let id = SHA256.hash(plain)
         guard id == chunk.id else {
-            throw BacklotError(.corruptArchive, "the chunk's SHA-256 is \(id.short)…, but the index says \(chunk.id.short)…",
-                               context: where_, hint: "the pack is damaged: package or download it again")
+            throw BacklotError(
+                .corruptArchive, "the chunk's SHA-256 is \(id.short)…, but the index says \(chunk.id.short)…",
+                context: location, hint: "the pack is damaged: package or download it again")
         }
         return plain
     }
@@ -119,7 +130,9 @@ public final class PackReader: Sendable {
                             let sum = done.add(plain.count)
                             progress?(UInt64(sum), total)
                         } catch let e as BacklotError {
-                            throw BacklotError(e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? self.path)", hint: e.hint)
+                            throw BacklotError(
+                                e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? self.path)",
+                                hint: e.hint)
                         }
                     }
                     try file.check(single ? self.index.chunks[file.chunks[0]].id : hasher.finalize(), source: self.path)

@@ -29,8 +29,10 @@ public struct PackWriter: Sendable {
         /// Replace an existing output file.
         public var overwrite: Bool
 
-        public init(level: Int32 = 3, jobs: Int = ProcessInfo.processInfo.activeProcessorCount,
-                    averageChunkSize: Int = Chunker.defaultAverageSize, overwrite: Bool = false) {
+        public init(
+            level: Int32 = 3, jobs: Int = ProcessInfo.processInfo.activeProcessorCount,
+            averageChunkSize: Int = Chunker.defaultAverageSize, overwrite: Bool = false
+        ) {
             self.level = level
             self.jobs = max(1, jobs)
             self.averageChunkSize = averageChunkSize
@@ -66,14 +68,18 @@ public struct PackWriter: Sendable {
     /// - Throws: ``BacklotError/Code/alreadyExists`` (unless ``Options/overwrite``),
     ///   ``BacklotError/Code/invalidSource`` if a file changed while being read, ``BacklotError/Code/io``.
     ///   Nothing is left at `path` on failure.
-    public func write(manifest: AssetPackManifest, selection: SourceSelection, to path: String,
-                      progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws -> Summary {
+    public func write(
+        manifest: AssetPackManifest, selection: SourceSelection, to path: String,
+        progress: (@Sendable (UInt64, UInt64) -> Void)? = nil
+    ) throws -> Summary {
         let start = Date()
         let output = try AtomicFile(path: path, overwrite: options.overwrite)
         TemporaryFiles.shared.register(output.temporaryPath)
         defer { TemporaryFiles.shared.unregister(output.temporaryPath) }
         do {
-            var state = BuildState(output: output, jobs: options.jobs, level: options.level, root: try DirectoryHandle(path: selection.sourceRoot))
+            var state = BuildState(
+                output: output, jobs: options.jobs, level: options.level,
+                root: try DirectoryHandle(path: selection.sourceRoot))
             try state.output.descriptor.write([UInt8](repeating: 0, count: PackHeader.size))
             state.offset = UInt64(PackHeader.size)
             let chunker = Chunker(averageSize: options.averageChunkSize)
@@ -94,7 +100,10 @@ public struct PackWriter: Sendable {
             for (fileIndex, file) in selection.files.enumerated() {
                 if file.size <= SmallBatch.fileLimit {
                     small.add(fileIndex, size: file.size)
-                    if small.isFull { try state.process(&small, files: selection.files, chunker: chunker, digests: &digests, progress: report) }
+                    if small.isFull {
+                        try state.process(
+                            &small, files: selection.files, chunker: chunker, digests: &digests, progress: report)
+                    }
                     continue
                 }
                 try state.process(&small, files: selection.files, chunker: chunker, digests: &digests, progress: report)
@@ -107,35 +116,44 @@ public struct PackWriter: Sendable {
             for (fileIndex, file) in selection.files.enumerated() {
                 let refs = state.fileChunks[fileIndex]
                 let size = refs.reduce(UInt64(0)) { $0 + UInt64(state.chunks[$1].uncompressedSize) }
-                fileEntries.append(PackIndex.File(path: file.packPath, mode: file.mode, size: size, digest: digests[fileIndex]!, chunks: refs))
+                fileEntries.append(
+                    PackIndex.File(
+                        path: file.packPath, mode: file.mode, size: size, digest: digests[fileIndex]!, chunks: refs))
             }
-            let index = PackIndex(metadata: PackMetadata(manifest),
-                                  chunking: (chunker.minimumSize, chunker.averageSize, chunker.maximumSize),
-                                  chunks: state.chunks, files: fileEntries)
+            let index = PackIndex(
+                metadata: PackMetadata(manifest),
+                chunking: (chunker.minimumSize, chunker.averageSize, chunker.maximumSize),
+                chunks: state.chunks, files: fileEntries)
             let indexBytes = index.encoded
             guard UInt64(indexBytes.count) <= PackHeader.maximumIndexLength else {
-                throw BacklotError(.invalidSource, "the pack's index would be \(indexBytes.count) bytes; at most \(PackHeader.maximumIndexLength) are allowed (docs/format.md §10)",
-                                   context: path, hint: "split the content into several packs (fewer files, or shorter paths, per pack)")
+                throw BacklotError(
+                    .invalidSource,
+                    "the pack's index would be \(indexBytes.count) bytes; at most \(PackHeader.maximumIndexLength) are allowed (docs/format.md §10)",
+                    context: path,
+                    hint: "split the content into several packs (fewer files, or shorter paths, per pack)")
             }
             let digest = SHA256.hash(indexBytes)
             let indexOffset = state.offset
             try state.writeBuffered(indexBytes)
             try state.flushWrites()
-            let header = PackHeader(indexOffset: indexOffset, indexLength: UInt64(indexBytes.count), indexDigest: digest)
+            let header = PackHeader(
+                indexOffset: indexOffset, indexLength: UInt64(indexBytes.count), indexDigest: digest)
             // Verify before anything is visible: the index must pass every rule a reader applies
             // (paths, metadata size, limits), so package never writes a pack that verify refuses.
             do {
                 _ = try PackIndex.decode(indexBytes, header: header, source: path)
             } catch let e as BacklotError {
-                throw BacklotError(.invalidSource, "the pack would break a rule of the format: \(e.message)", context: path,
-                                   hint: "change the manifest (paths, destinations, userInfo) so that the pack follows docs/format.md")
+                throw BacklotError(
+                    .invalidSource, "the pack would break a rule of the format: \(e.message)", context: path,
+                    hint: "change the manifest (paths, destinations, userInfo) so that the pack follows docs/format.md")
             }
             try header.encoded.withUnsafeBytes { try output.descriptor.write($0, at: 0) }
             try output.commit()
-            return Summary(packDigest: digest, files: selection.files.count, bytesIn: done,
-                           bytesOut: state.offset, chunks: state.chunks.count,
-                           chunkReferences: state.references, deduplicatedBytes: state.deduplicatedBytes,
-                           seconds: Date().timeIntervalSince(start))
+            return Summary(
+                packDigest: digest, files: selection.files.count, bytesIn: done,
+                bytesOut: state.offset, chunks: state.chunks.count,
+                chunkReferences: state.references, deduplicatedBytes: state.deduplicatedBytes,
+                seconds: Date().timeIntervalSince(start))
         } catch {
             output.discard()
             throw error
@@ -175,14 +193,18 @@ private struct BuildState {
     }
 
     /// Reads one file, cutting it into chunks queued for compression; returns the file's SHA-256.
-    mutating func read(file: SourceSelection.File, index: Int, chunker: Chunker, progress: (UInt64) -> Void) throws -> SHA256Digest {
+    mutating func read(
+        file: SourceSelection.File, index: Int, chunker: Chunker, progress: (UInt64) -> Void
+    ) throws -> SHA256Digest {
         // Opened once, beneath the root and through no link, and checked to be the regular file
         // of the size listed: a link or a special file swapped in since selection is refused.
         let (fd, openedSize) = try root.openRegularFile(file.readPath)
         defer { fd.close() }
         guard openedSize == file.size else {
-            throw BacklotError(.invalidSource, "the file changed while it was being packaged (\(file.size) bytes when selected, \(openedSize) now)",
-                               context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
+            throw BacklotError(
+                .invalidSource,
+                "the file changed while it was being packaged (\(file.size) bytes when selected, \(openedSize) now)",
+                context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
         }
         var hasher = SHA256()
         let capacity = max(8 << 20, chunker.maximumSize * 2)
@@ -190,7 +212,10 @@ private struct BuildState {
         var buffer = readBuffer
         readBuffer = []
         defer { readBuffer = buffer }
-        var filled = 0, position = 0, eof = false, total: UInt64 = 0
+        var filled = 0
+        var position = 0
+        var eof = false
+        var total: UInt64 = 0
         while true {
             if !eof && filled - position < chunker.maximumSize {
                 if position > 0 {
@@ -211,15 +236,19 @@ private struct BuildState {
                 continue
             }
             if position == filled { break }
-            let length = buffer.withUnsafeBytes { b in chunker.cutPoint(in: UnsafeRawBufferPointer(rebasing: b[position..<filled])) }
+            let length = buffer.withUnsafeBytes { b in
+                chunker.cutPoint(in: UnsafeRawBufferPointer(rebasing: b[position..<filled]))
+            }
             batch.append((index, Array(buffer[position..<position + length])))
             batchBytes += length
             position += length
             if batchBytes >= BuildState.batchLimit { try flush() }
         }
         guard total == file.size else {
-            throw BacklotError(.invalidSource, "the file changed while it was being packaged (\(file.size) bytes when selected, \(total) read)",
-                               context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
+            throw BacklotError(
+                .invalidSource,
+                "the file changed while it was being packaged (\(file.size) bytes when selected, \(total) read)",
+                context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
         }
         return hasher.finalize()
     }
@@ -270,7 +299,9 @@ private struct BuildState {
         }
         guard let compressed else { preconditionFailure("a new chunk was not compressed") }
         let chunkIndex = chunks.count
-        chunks.append(PackIndex.Chunk(id: id, offset: offset, compressedSize: UInt32(compressed.count), uncompressedSize: UInt32(length)))
+        chunks.append(
+            PackIndex.Chunk(
+                id: id, offset: offset, compressedSize: UInt32(compressed.count), uncompressedSize: UInt32(length)))
         known[id] = chunkIndex
         fileChunks[file].append(chunkIndex)
         try writeBuffered(compressed)
@@ -278,8 +309,10 @@ private struct BuildState {
 
     /// Reads, hashes, cuts and compresses the batch's files on the worker threads (each file
     /// whole, by one thread), then appends their chunks in file order. Empties the batch.
-    mutating func process(_ small: inout SmallBatch, files: [SourceSelection.File], chunker: Chunker, digests: inout [SHA256Digest?],
-                          progress: (UInt64) -> Void) throws {
+    mutating func process(
+        _ small: inout SmallBatch, files: [SourceSelection.File], chunker: Chunker, digests: inout [SHA256Digest?],
+        progress: (UInt64) -> Void
+    ) throws {
         guard !small.files.isEmpty else { return }
         // Chunks of large files gathered before these files go first.
         try flush()
@@ -289,7 +322,8 @@ private struct BuildState {
         let next = AtomicCounter()
         let failures = FirstFailure()
         let alreadyStored = known
-        let level = self.level, root = self.root
+        let level = self.level
+        let root = self.root
         DispatchQueueRunner.run(jobs: min(jobs, work.count)) {
             let compressor = ZstdCompressor(level: level)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: SmallBatch.fileLimit + 1, alignment: 16)
@@ -298,8 +332,11 @@ private struct BuildState {
                 let i = next.increment()
                 guard i < work.count else { return }
                 do {
-                    results.set(i, try SmallBatch.pack(files[work[i]], root: root, buffer: buffer, chunker: chunker,
-                                                      compressor: compressor, alreadyStored: alreadyStored))
+                    results.set(
+                        i,
+                        try SmallBatch.pack(
+                            files[work[i]], root: root, buffer: buffer, chunker: chunker,
+                            compressor: compressor, alreadyStored: alreadyStored))
                 } catch {
                     failures.record(i, error)
                 }
@@ -309,7 +346,9 @@ private struct BuildState {
         var bytes: UInt64 = 0
         for (i, fileIndex) in work.enumerated() {
             let packed = results.get(i)
-            for piece in packed.pieces { try append(file: fileIndex, id: piece.id, length: piece.length, compressed: piece.compressed) }
+            for piece in packed.pieces {
+                try append(file: fileIndex, id: piece.id, length: piece.length, compressed: piece.compressed)
+            }
             digests[fileIndex] = packed.digest
             bytes += files[fileIndex].size
         }

@@ -16,20 +16,30 @@ public enum SelectorPath {
     /// The normalised path ("" for the root), or the rule it breaks.
     public static func normalize(_ text: String, allowRoot: Bool, isPattern: Bool = false) -> Result<String, Problem> {
         if text.isEmpty {
-            return .failure(Problem(rule: "path.empty", message: "the path is empty", fix: allowRoot ? "write \".\" for the whole source root" : "name a file"))
+            return .failure(
+                Problem(
+                    rule: "path.empty", message: "the path is empty",
+                    fix: allowRoot ? "write \".\" for the whole source root" : "name a file"))
         }
         let bytes = text.utf8
         if bytes.first == UInt8(ascii: "[") && bytes.last == UInt8(ascii: "]") && bytes.contains(UInt8(ascii: " ")) {
-            return .failure(Problem(rule: "path.placeholder", message: "\"\(text)\" is still the template's placeholder",
-                                    fix: "replace it with a path relative to the source root"))
+            return .failure(
+                Problem(
+                    rule: "path.placeholder", message: "\"\(text)\" is still the template's placeholder",
+                    fix: "replace it with a path relative to the source root"))
         }
         if bytes.contains(UInt8(ascii: "\\")) && !isPattern {
-            return .failure(Problem(rule: "path.backslash", message: "\"\(text)\" contains '\\'",
-                                    fix: "separate folders with '/' (\"\(text.replacingOccurrences(of: "\\", with: "/"))\")"))
+            return .failure(
+                Problem(
+                    rule: "path.backslash", message: "\"\(text)\" contains '\\'",
+                    fix: "separate folders with '/' (\"\(text.replacingOccurrences(of: "\\", with: "/"))\")"))
         }
         if bytes.first == BytePath.separator {
-            return .failure(Problem(rule: "path.absolute", message: "\"\(text)\" is an absolute path; selector paths are relative to the source root",
-                                    fix: "set \"sourceRoot\" (or --source-root) to the folder and make the path relative to it"))
+            return .failure(
+                Problem(
+                    rule: "path.absolute",
+                    message: "\"\(text)\" is an absolute path; selector paths are relative to the source root",
+                    fix: "set \"sourceRoot\" (or --source-root) to the folder and make the path relative to it"))
         }
         if bytes.contains(0) {
             return .failure(Problem(rule: "path.nul", message: "the path contains a NUL character", fix: nil))
@@ -41,20 +51,31 @@ public enum SelectorPath {
         while components.count > 1, components.last?.isEmpty == true { components.removeLast() }
         if components.count == 1, BytePath.isDot(components[0]) {
             guard allowRoot else {
-                return .failure(Problem(rule: "path.root", message: "\".\" names the source root, not a file", fix: "use {\"directory\": \".\"} to take everything"))
+                return .failure(
+                    Problem(
+                        rule: "path.root", message: "\".\" names the source root, not a file",
+                        fix: "use {\"directory\": \".\"} to take everything"))
             }
             return .success("")
         }
         for c in components {
             if BytePath.isDotDot(c) {
-                return .failure(Problem(rule: "path.parent", message: "\"\(text)\" contains '..'; selectors may not leave the source root",
-                                        fix: "point \"sourceRoot\" (or --source-root) at a folder that contains everything instead"))
+                return .failure(
+                    Problem(
+                        rule: "path.parent",
+                        message: "\"\(text)\" contains '..'; selectors may not leave the source root",
+                        fix: "point \"sourceRoot\" (or --source-root) at a folder that contains everything instead"))
             }
             if c.isEmpty || BytePath.isDot(c) {
-                return .failure(Problem(rule: "path.component", message: "\"\(text)\" has an empty or '.' component", fix: "remove the extra '/' or '.'"))
+                return .failure(
+                    Problem(
+                        rule: "path.component", message: "\"\(text)\" has an empty or '.' component",
+                        fix: "remove the extra '/' or '.'"))
             }
             if c.utf8.count > 255 {
-                return .failure(Problem(rule: "path.long", message: "a component of \"\(text)\" is longer than 255 bytes", fix: nil))
+                return .failure(
+                    Problem(rule: "path.long", message: "a component of \"\(text)\" is longer than 255 bytes", fix: nil)
+                )
             }
         }
         let joined = components.joined(separator: "/")
@@ -74,7 +95,8 @@ public enum SelectorPath {
     /// SelectorPath.isNormalFilePath(Array("./Levels/1.json".utf8)) // false
     /// ```
     public static func isNormalFilePath(_ bytes: some Collection<UInt8>) -> Bool {
-        bytes.withContiguousStorageIfAvailable { isNormalFilePath(UnsafeRawBufferPointer($0)) } ?? isNormalFilePath(Array(bytes))
+        bytes.withContiguousStorageIfAvailable { isNormalFilePath(UnsafeRawBufferPointer($0)) }
+            ?? isNormalFilePath(Array(bytes))
     }
 
     static func isNormalFilePath(_ b: UnsafeRawBufferPointer) -> Bool {
@@ -88,7 +110,9 @@ public enum SelectorPath {
             guard c == BytePath.separator else { continue }
             let length = i - start
             if length == 0 || length > 255 { return false }
-            if b[start] == UInt8(ascii: "."), length == 1 || (length == 2 && b[start + 1] == UInt8(ascii: ".")) { return false }
+            if b[start] == UInt8(ascii: "."), length == 1 || (length == 2 && b[start + 1] == UInt8(ascii: ".")) {
+                return false
+            }
             start = i + 1
         }
         return true

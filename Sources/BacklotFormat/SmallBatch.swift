@@ -46,13 +46,17 @@ struct SmallBatch {
     /// and cuts, hashes and compresses it.
     /// - Throws: ``BacklotError/Code/invalidSource`` if the file changed since it was selected,
     ///   ``BacklotError/Code/io``.
-    static func pack(_ file: SourceSelection.File, root: DirectoryHandle, buffer: UnsafeMutableRawBufferPointer, chunker: Chunker,
-                     compressor: ZstdCompressor, alreadyStored: [SHA256Digest: Int]) throws -> Packed {
+    static func pack(
+        _ file: SourceSelection.File, root: DirectoryHandle, buffer: UnsafeMutableRawBufferPointer, chunker: Chunker,
+        compressor: ZstdCompressor, alreadyStored: [SHA256Digest: Int]
+    ) throws -> Packed {
         let (fd, openedSize) = try root.openRegularFile(file.readPath)
         defer { fd.close() }
         guard openedSize == file.size else {
-            throw BacklotError(.invalidSource, "the file changed while it was being packaged (\(file.size) bytes when selected, \(openedSize) now)",
-                               context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
+            throw BacklotError(
+                .invalidSource,
+                "the file changed while it was being packaged (\(file.size) bytes when selected, \(openedSize) now)",
+                context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
         }
         // One byte more than selected is asked for, so a file that grew is seen, not cut short;
         // a short read of a regular file is its end, so a file costs one read, not two.
@@ -65,8 +69,10 @@ struct SmallBatch {
             if n == 0 || n < asked { break }
         }
         guard filled == Int(file.size) else {
-            throw BacklotError(.invalidSource, "the file changed while it was being packaged (\(file.size) bytes when selected, \(filled)\(filled == wanted ? " or more" : "") read)",
-                               context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
+            throw BacklotError(
+                .invalidSource,
+                "the file changed while it was being packaged (\(file.size) bytes when selected, \(filled)\(filled == wanted ? " or more" : "") read)",
+                context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
         }
         let content = UnsafeRawBufferPointer(rebasing: buffer[0..<filled])
         var pieces: [Packed.Piece] = []
@@ -76,7 +82,10 @@ struct SmallBatch {
             let length = chunker.cutPoint(in: rest)
             let bytes = UnsafeRawBufferPointer(rebasing: rest[0..<length])
             let id = SHA256.hash(bytes)
-            pieces.append(Packed.Piece(id: id, length: length, compressed: alreadyStored[id] == nil ? try compressor.compress(bytes) : nil))
+            pieces.append(
+                Packed.Piece(
+                    id: id, length: length, compressed: alreadyStored[id] == nil ? try compressor.compress(bytes) : nil)
+            )
             position += length
         }
         // A file of one chunk has that chunk's SHA-256: no second pass over its bytes.

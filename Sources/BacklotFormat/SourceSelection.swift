@@ -37,11 +37,13 @@ public struct SourceSelection: Sendable {
 
     /// Where selector paths start: `--source-root` if given, else the manifest's `sourceRoot`
     /// (relative to the manifest's folder), else the current directory.
-    public static func resolveSourceRoot(override: String?, manifest: AssetPackManifest, manifestPath: String) -> String {
+    public static func resolveSourceRoot(override: String?, manifest: AssetPackManifest, manifestPath: String) -> String
+    {
         let cwd = FileManager.default.currentDirectoryPath
         if let override { return absolute(override, relativeTo: cwd) }
         if let root = manifest.sourceRoot {
-            let manifestDirectory = URL(fileURLWithPath: absolute(manifestPath, relativeTo: cwd)).deletingLastPathComponent().path
+            let manifestDirectory = URL(fileURLWithPath: absolute(manifestPath, relativeTo: cwd))
+                .deletingLastPathComponent().path
             return absolute(root, relativeTo: manifestDirectory)
         }
         return cwd
@@ -57,9 +59,11 @@ public struct SourceSelection: Sendable {
     ///   path, or no file at all.
     public init(manifest: AssetPackManifest, sourceRoot: String) throws {
         guard let status = try FileSystem.status(sourceRoot), status.kind == .directory,
-              let root = FileSystem.realPath(sourceRoot) else {
-            throw BacklotError(.invalidSource, "the source root is not a directory", context: sourceRoot,
-                               hint: "pass --source-root DIR, or set \"sourceRoot\" relative to the manifest's folder")
+            let root = FileSystem.realPath(sourceRoot)
+        else {
+            throw BacklotError(
+                .invalidSource, "the source root is not a directory", context: sourceRoot,
+                hint: "pass --source-root DIR, or set \"sourceRoot\" relative to the manifest's folder")
         }
         self.sourceRoot = root
         var walker = Walker(root: root)
@@ -83,7 +87,8 @@ public struct SourceSelection: Sendable {
                 let start = glob.literalPrefix
                 var matched = 0
                 if let st = try FileSystem.linkStatus(walker.absolute(start)), st.kind == .directory {
-                    for c in try walker.tree(start, packPrefix: start, label: label, allowMissing: true) where glob.matches(c.sourcePath) {
+                    for c in try walker.tree(start, packPrefix: start, label: label, allowMissing: true)
+                    where glob.matches(c.sourcePath) {
                         candidates.append(c)
                         matched += 1
                     }
@@ -104,13 +109,20 @@ public struct SourceSelection: Sendable {
             return excluded
         }
         for (i, e) in exclusions.enumerated() where excludedCount[i] == 0 {
-            warnings.append("fileSelectors[\(e.index)] (fileExclusion): the pattern \"\(e.glob.pattern)\" excludes no file")
+            warnings.append(
+                "fileSelectors[\(e.index)] (fileExclusion): the pattern \"\(e.glob.pattern)\" excludes no file")
         }
         if let bad = candidates.first(where: { $0.problem != nil }) { throw bad.problem! }
         // Every pack path must be one a reader accepts (a pattern's escapes can spell "..").
-        if let bad = candidates.first(where: { !SelectorPath.isNormalFilePath($0.packPath.utf8) && !SelectorPath.isNormal($0.packPath) }) {
-            throw BacklotError(.invalidSource, "the pack path \"\(bad.packPath)\" is not a valid pack path (docs/format.md §3)", context: bad.label,
-                               hint: "selectors may not leave the source root or name '.', '..' or empty components, even through escapes")
+        if let bad = candidates.first(where: {
+            !SelectorPath.isNormalFilePath($0.packPath.utf8) && !SelectorPath.isNormal($0.packPath)
+        }) {
+            throw BacklotError(
+                .invalidSource, "the pack path \"\(bad.packPath)\" is not a valid pack path (docs/format.md §3)",
+                context: bad.label,
+                hint:
+                    "selectors may not leave the source root or name '.', '..' or empty components, even through escapes"
+            )
         }
 
         // Pack paths are byte strings (docs/format.md §7): "caf\u{E9}" and "cafe\u{301}" are two
@@ -130,13 +142,20 @@ public struct SourceSelection: Sendable {
                 kept.append(i)
                 continue
             }
-            let previous = candidates[first], c = candidates[i]
+            let previous = candidates[first]
+            let c = candidates[i]
             if BytePath.same(previous.sourcePath, c.sourcePath) {
-                repeats.append((i, "\(c.label): \"\(c.sourcePath)\" is also selected by \(previous.label); packaged once"))
+                repeats.append(
+                    (i, "\(c.label): \"\(c.sourcePath)\" is also selected by \(previous.label); packaged once"))
             } else if clash == nil || i < clash!.index {
-                clash = (i, BacklotError(.invalidSource,
-                                         "two sources map to the pack path \"\(c.packPath)\": \"\(previous.sourcePath)\" (\(previous.label)) and \"\(c.sourcePath)\" (\(c.label))",
-                                         context: c.label, hint: "give one of them another destination, or exclude one with fileExclusion"))
+                clash = (
+                    i,
+                    BacklotError(
+                        .invalidSource,
+                        "two sources map to the pack path \"\(c.packPath)\": \"\(previous.sourcePath)\" (\(previous.label)) and \"\(c.sourcePath)\" (\(c.label))",
+                        context: c.label,
+                        hint: "give one of them another destination, or exclude one with fileExclusion")
+                )
             }
         }
         // Reported as a walk in selector order would have: the first clash, the warnings in order.
@@ -151,18 +170,26 @@ public struct SourceSelection: Sendable {
             let bytes = keys[i]
             while let top = prefixes.last, !bytes.starts(with: keys[top]) { prefixes.removeLast() }
             if let a = prefixes.first(where: { bytes[keys[$0].count] == BytePath.separator }) {
-                throw BacklotError(.invalidSource, "the pack path \"\(candidates[a].packPath)\" is a file, but \"\(candidates[i].packPath)\" needs it to be a folder",
-                                   context: candidates[i].label, hint: "give one of them another destination")
+                throw BacklotError(
+                    .invalidSource,
+                    "the pack path \"\(candidates[a].packPath)\" is a file, but \"\(candidates[i].packPath)\" needs it to be a folder",
+                    context: candidates[i].label, hint: "give one of them another destination")
             }
             prefixes.append(i)
         }
         let sorted = kept.map { candidates[$0] }
         guard !sorted.isEmpty else {
-            throw BacklotError(.invalidSource, "the selectors match no file, so the pack would be empty", context: root,
-                               hint: "check the paths against the source root (\(root)); `backlot evaluate` lists what each selector matches")
+            throw BacklotError(
+                .invalidSource, "the selectors match no file, so the pack would be empty", context: root,
+                hint:
+                    "check the paths against the source root (\(root)); `backlot evaluate` lists what each selector matches"
+            )
         }
-        files = sorted.map { File(sourcePath: $0.sourcePath, packPath: $0.packPath, absolutePath: $0.absolutePath, readPath: $0.readPath,
-                                  size: $0.size, mode: $0.mode) }
+        files = sorted.map {
+            File(
+                sourcePath: $0.sourcePath, packPath: $0.packPath, absolutePath: $0.absolutePath, readPath: $0.readPath,
+                size: $0.size, mode: $0.mode)
+        }
         self.warnings = warnings
     }
 
@@ -202,36 +229,45 @@ struct Walker {
     /// Where a directory entry's file goes: a name that is empty, `.`, `..` or holds a `/` or NUL
     /// (impossible from the kernel, but checked as bytes all the same) never reaches a path.
     static func isPlainName(_ name: String) -> Bool {
-        !name.isEmpty && !BytePath.isDot(name) && !BytePath.isDotDot(name) && !name.utf8.contains(BytePath.separator) && !name.utf8.contains(0)
+        !name.isEmpty && !BytePath.isDot(name) && !BytePath.isDotDot(name) && !name.utf8.contains(BytePath.separator)
+            && !name.utf8.contains(0)
     }
 
     /// A single named file (`file`, `fileSource`): it must exist and be a regular file inside the root.
     mutating func single(_ path: String, packPath: String, label: String) throws -> Candidate {
         let abs = absolute(path)
         guard let st = try FileSystem.linkStatus(abs) else {
-            throw BacklotError(.invalidSource, "\"\(path)\" does not exist under the source root \(root)", context: label,
-                               hint: "check the spelling, or the source root (--source-root, or \"sourceRoot\" in the manifest)")
+            throw BacklotError(
+                .invalidSource, "\"\(path)\" does not exist under the source root \(root)", context: label,
+                hint: "check the spelling, or the source root (--source-root, or \"sourceRoot\" in the manifest)")
         }
         if st.kind == .directory {
-            throw BacklotError(.invalidSource, "\"\(path)\" is a directory", context: label, hint: "use {\"directory\": \"\(path)\"}")
+            throw BacklotError(
+                .invalidSource, "\"\(path)\" is a directory", context: label, hint: "use {\"directory\": \"\(path)\"}")
         }
         return try candidate(sourcePath: path, packPath: packPath, status: st, label: label)
     }
 
     /// Every file under a directory, recursively, with pack paths under `packPrefix`.
-    mutating func tree(_ path: String, packPrefix: String, label: String, allowMissing: Bool = false) throws -> [Candidate] {
+    mutating func tree(
+        _ path: String, packPrefix: String, label: String, allowMissing: Bool = false
+    ) throws -> [Candidate] {
         let abs = absolute(path)
         guard let st = try FileSystem.status(abs) else {
             if allowMissing { return [] }
-            throw BacklotError(.invalidSource, "the directory \"\(path)\" does not exist under the source root \(root)", context: label,
-                               hint: "check the spelling, or the source root (--source-root, or \"sourceRoot\" in the manifest)")
+            throw BacklotError(
+                .invalidSource, "the directory \"\(path)\" does not exist under the source root \(root)",
+                context: label,
+                hint: "check the spelling, or the source root (--source-root, or \"sourceRoot\" in the manifest)")
         }
         guard st.kind == .directory else {
-            throw BacklotError(.invalidSource, "\"\(path)\" is not a directory", context: label, hint: "use {\"file\": \"\(path)\"}")
+            throw BacklotError(
+                .invalidSource, "\"\(path)\" is not a directory", context: label, hint: "use {\"file\": \"\(path)\"}")
         }
         if let real = FileSystem.realPath(abs), !Walker.isInside(real, root) {
-            throw BacklotError(.invalidSource, "\"\(path)\" leads outside the source root (to \(real))", context: label,
-                               hint: "copy the files into the source root, or choose a source root that contains them")
+            throw BacklotError(
+                .invalidSource, "\"\(path)\" leads outside the source root (to \(real))", context: label,
+                hint: "copy the files into the source root, or choose a source root that contains them")
         }
         var out: [Candidate] = []
         let readPrefix = FileSystem.realPath(abs).map(relativeToRoot) ?? path
@@ -239,29 +275,42 @@ struct Walker {
         return out
     }
 
-    private mutating func walk(relative: String, readPrefix: String, packPath: String, label: String, into out: inout [Candidate]) throws {
+    private mutating func walk(
+        relative: String, readPrefix: String, packPath: String, label: String, into out: inout [Candidate]
+    ) throws {
         for nameBytes in try FileSystem.entryNames(absolute(relative)) {
             guard let name = String(validating: nameBytes, as: UTF8.self) else {
                 let shown = String(decoding: nameBytes, as: UTF8.self)
-                let escaped = nameBytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0) }.joined()
+                let escaped = nameBytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0) }
+                    .joined()
                 let source = join(relative, shown)
-                out.append(Candidate(sourcePath: source, packPath: join(packPath, shown), absolutePath: "", size: 0, mode: 0, label: label,
-                                     problem: BacklotError(.invalidSource, "the name \"\(escaped)\" is not valid UTF-8", context: "\(label): \(join(relative, escaped))",
-                                                           hint: "rename the file with a UTF-8 name (for example with convmv)")))
+                out.append(
+                    Candidate(
+                        sourcePath: source, packPath: join(packPath, shown), absolutePath: "", size: 0, mode: 0,
+                        label: label,
+                        problem: BacklotError(
+                            .invalidSource, "the name \"\(escaped)\" is not valid UTF-8",
+                            context: "\(label): \(join(relative, escaped))",
+                            hint: "rename the file with a UTF-8 name (for example with convmv)")))
                 continue
             }
             guard Walker.isPlainName(name) else { continue }
             let source = join(relative, name)
             let target = join(packPath, name)
             if name.utf8.contains(UInt8(ascii: "\\")) {
-                out.append(Candidate(sourcePath: source, packPath: target, absolutePath: "", size: 0, mode: 0, label: label,
-                                     problem: BacklotError(.invalidSource, "the name contains '\\', which packs do not allow", context: "\(label): \(source)",
-                                                           hint: "rename it, or exclude it with fileExclusion")))
+                out.append(
+                    Candidate(
+                        sourcePath: source, packPath: target, absolutePath: "", size: 0, mode: 0, label: label,
+                        problem: BacklotError(
+                            .invalidSource, "the name contains '\\', which packs do not allow",
+                            context: "\(label): \(source)",
+                            hint: "rename it, or exclude it with fileExclusion")))
                 continue
             }
-            guard let st = try FileSystem.linkStatus(absolute(source)) else { continue }   // removed while walking
+            guard let st = try FileSystem.linkStatus(absolute(source)) else { continue }  // removed while walking
             if st.kind == .directory {
-                try walk(relative: source, readPrefix: join(readPrefix, name), packPath: target, label: label, into: &out)
+                try walk(
+                    relative: source, readPrefix: join(readPrefix, name), packPath: target, label: label, into: &out)
             } else {
                 var c = try candidate(sourcePath: source, packPath: target, status: st, label: label, inWalk: true)
                 if st.kind == .regular { c.readPath = join(readPrefix, name) }
@@ -270,39 +319,53 @@ struct Walker {
         }
     }
 
-    private func candidate(sourcePath: String, packPath: String, status st: FileSystem.Status, label: String, inWalk: Bool = false) throws -> Candidate {
+    private func candidate(
+        sourcePath: String, packPath: String, status st: FileSystem.Status, label: String, inWalk: Bool = false
+    ) throws -> Candidate {
         let abs = absolute(sourcePath)
         func refuse(_ message: String, _ hint: String) -> Candidate {
-            Candidate(sourcePath: sourcePath, packPath: packPath, absolutePath: abs, size: 0, mode: 0, label: label,
-                      problem: BacklotError(.invalidSource, message, context: "\(label): \(sourcePath)", hint: hint))
+            Candidate(
+                sourcePath: sourcePath, packPath: packPath, absolutePath: abs, size: 0, mode: 0, label: label,
+                problem: BacklotError(.invalidSource, message, context: "\(label): \(sourcePath)", hint: hint))
         }
         switch st.kind {
         case .regular:
             var readPath = sourcePath
             if !inWalk, let real = FileSystem.realPath(abs) {
                 guard Walker.isInside(real, root) else {
-                    return refuse("the path leads outside the source root (to \(real))", "copy the file into the source root")
+                    return refuse(
+                        "the path leads outside the source root (to \(real))", "copy the file into the source root")
                 }
                 readPath = relativeToRoot(real)
             }
-            return Candidate(sourcePath: sourcePath, packPath: packPath, absolutePath: abs, readPath: readPath, size: st.size,
-                             mode: st.mode & 0o111 != 0 ? 0o755 : 0o644, label: label, problem: nil)
+            return Candidate(
+                sourcePath: sourcePath, packPath: packPath, absolutePath: abs, readPath: readPath, size: st.size,
+                mode: st.mode & 0o111 != 0 ? 0o755 : 0o644, label: label, problem: nil)
         case .symlink:
             guard let real = FileSystem.realPath(abs), let target = try FileSystem.status(abs) else {
-                return refuse("is a symbolic link that points nowhere", "fix or remove the link, or exclude it with fileExclusion")
+                return refuse(
+                    "is a symbolic link that points nowhere", "fix or remove the link, or exclude it with fileExclusion"
+                )
             }
             guard Walker.isInside(real, root) else {
-                return refuse("is a symbolic link that leaves the source root (to \(real))",
-                              "packs never follow links out of the source root; copy the file in, or exclude the link with fileExclusion")
+                return refuse(
+                    "is a symbolic link that leaves the source root (to \(real))",
+                    "packs never follow links out of the source root; copy the file in, or exclude the link with fileExclusion"
+                )
             }
             guard target.kind == .regular else {
-                return refuse("is a symbolic link to \(target.kind.phrase)",
-                              "select the target directory itself, or exclude the link with fileExclusion")
+                return refuse(
+                    "is a symbolic link to \(target.kind.phrase)",
+                    "select the target directory itself, or exclude the link with fileExclusion")
             }
-            return Candidate(sourcePath: sourcePath, packPath: packPath, absolutePath: abs, readPath: relativeToRoot(real), size: target.size,
-                             mode: target.mode & 0o111 != 0 ? 0o755 : 0o644, label: label, problem: nil)
+            return Candidate(
+                sourcePath: sourcePath, packPath: packPath, absolutePath: abs, readPath: relativeToRoot(real),
+                size: target.size,
+                mode: target.mode & 0o111 != 0 ? 0o755 : 0o644, label: label, problem: nil)
         default:
-            return refuse("is \(st.kind.phrase); packs hold regular files only", "exclude it with {\"fileExclusion\": \"\(sourcePath)\"}")
+            return refuse(
+                "is \(st.kind.phrase); packs hold regular files only",
+                "exclude it with {\"fileExclusion\": \"\(sourcePath)\"}")
         }
     }
 

@@ -1,5 +1,6 @@
 import BacklotBasics
 import CLinuxSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,6 @@
 import BacklotBasics
 import CCurl
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,18 +43,22 @@ extension HTTPClient {
     /// - Throws: ``BacklotError/Code/transport`` when no complete response arrived (connection
     ///   refused or broken, deadline passed), what `receive` threw, ``BacklotError/Code/io`` when
     ///   a file body cannot be read.
-    public func stream(_ method: String, _ url: String, headers: [(String, String)], body: Body? = nil, bodyLimit: UInt64,
-                       errorBodyLimit: Int = 64 << 10, receive: (UnsafeRawBufferPointer) throws -> Void) throws -> StreamedResponse {
+    public func stream(
+        _ method: String, _ url: String, headers: [(String, String)], body: Body? = nil, bodyLimit: UInt64,
+        errorBodyLimit: Int = 64 << 10, receive: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> StreamedResponse {
         try withoutActuallyEscaping(receive) { receive in
-            guard let handle = curl_easy_init() else { throw BacklotError(.library, "libcurl could not start a transfer") }
+            guard let handle = curl_easy_init() else {
+                throw BacklotError(.library, "libcurl could not start a transfer")
+            }
             defer { curl_easy_cleanup(handle) }
             let transfer = StreamTransfer(limit: bodyLimit, errorLimit: max(0, errorBodyLimit), receive: receive)
             let context = Unmanaged.passUnretained(transfer).toOpaque()
             var list: UnsafeMutablePointer<curl_slist>? = nil
             defer { curl_slist_free_all(list) }
             for (name, value) in headers { list = curl_slist_append(list, "\(name): \(value)") }
-            list = curl_slist_append(list, "Expect:")    // no 100-continue round trip
-            list = curl_slist_append(list, "Accept:")    // nothing unsigned that the request does not need
+            list = curl_slist_append(list, "Expect:")  // no 100-continue round trip
+            list = curl_slist_append(list, "Accept:")  // nothing unsigned that the request does not need
 
             configure(handle, url: url, headers: list)
             _ = ccurl_setopt_long(handle, CURLOPT_PATH_AS_IS, 1)
@@ -82,13 +87,17 @@ extension HTTPClient {
                     let e = timedOut(method, url, deadline: deadline, bytes: bodyLimit &+ total)
                     throw BacklotError(.transport, e.message, context: e.context, hint: e.hint)
                 }
-                throw failure(code, detail, method, url, as: .transport,
-                              hint: "check that the server is running and the URL is right; the request is tried again where that is safe")
+                throw failure(
+                    code, detail, method, url, as: .transport,
+                    hint:
+                        "check that the server is running and the URL is right; the request is tried again where that is safe"
+                )
             }
             var status = 0
             _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
             if status == 0 { status = transfer.status }
-            return StreamedResponse(status: status, headers: transfer.headers, errorBody: transfer.errorBody, received: transfer.received)
+            return StreamedResponse(
+                status: status, headers: transfer.headers, errorBody: transfer.errorBody, received: transfer.received)
         }
     }
 }
@@ -130,7 +139,9 @@ private enum StreamCallbacks {
             return n
         }
         guard t.received + UInt64(n) <= t.limit else {
-            t.failure = BacklotError(.quotaExceeded, "the response body is larger than the \(t.limit) bytes expected; the transfer was stopped")
+            t.failure = BacklotError(
+                .quotaExceeded,
+                "the response body is larger than the \(t.limit) bytes expected; the transfer was stopped")
             return 0
         }
         do {

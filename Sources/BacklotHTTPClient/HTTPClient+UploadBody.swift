@@ -1,5 +1,6 @@
 import BacklotBasics
 import CCurl
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,7 +9,10 @@ import Glibc
 /// (never past the length declared), with the bytes sent so far for a progress report. One type
 /// for every transfer of ``HTTPClient`` (buffered and streamed).
 final class UploadBody {
-    enum Source { case memory([UInt8]), file(Int32) }
+    enum Source {
+        case memory([UInt8])
+        case file(Int32)
+    }
     private let source: Source
     private var offset: UInt64
     private(set) var remaining: UInt64

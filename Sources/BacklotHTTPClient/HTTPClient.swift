@@ -1,6 +1,7 @@
 import BacklotBasics
 import CCurl
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -51,8 +52,10 @@ public struct HTTPClient: Sendable {
     /// Seconds every transfer is given beyond what its size needs (connection, TLS, first byte).
     public var baseDeadline: Int
 
-    public init(caFile: String? = nil, stallTimeout: Int = 60, maximumBodySize: Int = 64 << 20, bandwidthLimit: Int = 0,
-                minimumRate: Int = 4096, baseDeadline: Int = 30) {
+    public init(
+        caFile: String? = nil, stallTimeout: Int = 60, maximumBodySize: Int = 64 << 20, bandwidthLimit: Int = 0,
+        minimumRate: Int = 4096, baseDeadline: Int = 30
+    ) {
         self.caFile = caFile
         self.stallTimeout = stallTimeout
         self.maximumBodySize = maximumBodySize
@@ -80,8 +83,11 @@ public struct HTTPClient: Sendable {
     ///   (a client never reads more than what was declared).
     /// - Parameter bodyLimit: the most a response of unknown size may be (at most ``maximumBodySize``);
     ///   with the upload's size it sets the transfer's deadline (``deadline(forBytes:)``).
-    public func send(_ method: String, _ url: String, headers: [String: String] = [:], body: Body? = nil, expectedBodySize: Int? = nil,
-                     bodyLimit: Int? = nil, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws -> Response {
+    public func send(
+        _ method: String, _ url: String, headers: [String: String] = [:], body: Body? = nil,
+        expectedBodySize: Int? = nil,
+        bodyLimit: Int? = nil, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil
+    ) throws -> Response {
         guard let handle = curl_easy_init() else { throw BacklotError(.library, "libcurl could not start a transfer") }
         defer { curl_easy_cleanup(handle) }
         let limit = max(0, min(expectedBodySize ?? bodyLimit ?? maximumBodySize, maximumBodySize))
@@ -92,7 +98,7 @@ public struct HTTPClient: Sendable {
         var list: UnsafeMutablePointer<curl_slist>? = nil
         defer { curl_slist_free_all(list) }
         for (k, v) in headers { list = curl_slist_append(list, "\(k): \(v)") }
-        list = curl_slist_append(list, "Expect:")   // no 100-continue round trip
+        list = curl_slist_append(list, "Expect:")  // no 100-continue round trip
 
         configure(handle, url: url, headers: list)
         _ = ccurl_setopt_str(handle, CURLOPT_CUSTOMREQUEST, method)
@@ -114,8 +120,11 @@ public struct HTTPClient: Sendable {
         }
         if let failure = transfer.failure ?? upload?.failure { throw failure }
         guard code == CURLE_OK else {
-            if code == CURLE_OPERATION_TIMEDOUT { throw timedOut(method, url, deadline: deadline, bytes: UInt64(limit) + (upload?.total ?? 0)) }
-            throw failure(code, detail, method, url, as: .io, hint: "check that the server is running and the URL is right")
+            if code == CURLE_OPERATION_TIMEDOUT {
+                throw timedOut(method, url, deadline: deadline, bytes: UInt64(limit) + (upload?.total ?? 0))
+            }
+            throw failure(
+                code, detail, method, url, as: .io, hint: "check that the server is running and the URL is right")
         }
         return Response(status: status, headers: transfer.headers, body: transfer.body, exceededExpectedSize: false)
     }
@@ -126,8 +135,10 @@ extension HTTPClient {
     /// `offset` > 0), at most `limit` bytes in all.
     /// - Returns: the status, the headers and the file's size afterwards.
     /// - Throws: ``BacklotError/Code/io`` for transport failures or a body past `limit`.
-    public func download(_ url: String, to path: String, from offset: UInt64, limit: UInt64?, headers: [String: String] = [:],
-                         progress: (@Sendable (UInt64, UInt64) -> Void)? = nil, isCancelled: (@Sendable () -> Bool)? = nil) throws -> (status: Int, headers: [String: String], size: UInt64) {
+    public func download(
+        _ url: String, to path: String, from offset: UInt64, limit: UInt64?, headers: [String: String] = [:],
+        progress: (@Sendable (UInt64, UInt64) -> Void)? = nil, isCancelled: (@Sendable () -> Bool)? = nil
+    ) throws -> (status: Int, headers: [String: String], size: UInt64) {
         guard let handle = curl_easy_init() else { throw BacklotError(.library, "libcurl could not start a transfer") }
         defer { curl_easy_cleanup(handle) }
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
@@ -153,7 +164,10 @@ extension HTTPClient {
         _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         if let failure = sink.failure { throw failure }
         guard code == CURLE_OK else {
-            if code == CURLE_OPERATION_TIMEDOUT { throw timedOut("GET", url, deadline: deadline, bytes: limit.map { $0 >= offset ? $0 - offset : 0 } ?? UInt64.max) }
+            if code == CURLE_OPERATION_TIMEDOUT {
+                throw timedOut(
+                    "GET", url, deadline: deadline, bytes: limit.map { $0 >= offset ? $0 - offset : 0 } ?? UInt64.max)
+            }
             throw failure(code, detail, "GET", url, as: .io, hint: nil)
         }
         fsync(fd)
@@ -193,27 +207,39 @@ extension HTTPClient {
     }
 
     /// The results of libcurl that mean the TLS connection could not be verified or set up.
-    static let tlsFailures: [CURLcode] = [CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE,
-                                          CURLE_SSL_CERTPROBLEM, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
-                                          CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE]
+    static let tlsFailures: [CURLcode] = [
+        CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE,
+        CURLE_SSL_CERTPROBLEM, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+        CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE,
+    ]
 
     /// The error of a transfer that ended without an answer. A TLS failure is
     /// ``BacklotError/Code/tls`` with the certificate's problem and what to trust, never a network
     /// error: waiting for the network would not mend it.
-    func failure(_ code: CURLcode, _ detail: String, _ method: String, _ url: String, as network: BacklotError.Code, hint: String?) -> BacklotError {
+    func failure(
+        _ code: CURLcode, _ detail: String, _ method: String, _ url: String, as network: BacklotError.Code,
+        hint: String?
+    ) -> BacklotError {
         guard Self.tlsFailures.contains(code) else {
             return BacklotError(network, "\(method) \(url) failed: \(detail)", context: url, hint: hint)
         }
         let host = URL(string: url)?.host ?? url
-        let trust = caFile.map { "the server's certificate must be signed by the CA in \($0) and name \(host); check that this file is that server's CA" }
+        let trust =
+            caFile.map {
+                "the server's certificate must be signed by the CA in \($0) and name \(host); check that this file is that server's CA"
+            }
             ?? "trust the server's CA: give its certificate file (--ca FILE, or BacklotCAFile in an agent's configuration; backlot serve prints its path), or install it in the system's store"
-        return BacklotError(.tls, "the TLS connection to \(host) could not be verified: \(detail)", context: url, hint: trust)
+        return BacklotError(
+            .tls, "the TLS connection to \(host) could not be verified: \(detail)", context: url, hint: trust)
     }
 
     /// The error of a transfer stopped by its deadline or by the minimum rate.
     func timedOut(_ method: String, _ url: String, deadline: Int, bytes: UInt64) -> BacklotError {
-        BacklotError(.io, "\(method) \(url) took longer than its deadline (\(deadline) s for at most \(bytes) bytes at \(effectiveMinimumRate) bytes/s) or stalled",
-                     context: url, hint: "the server or the network is too slow; it is tried again later (the minimum rate is configurable)")
+        BacklotError(
+            .io,
+            "\(method) \(url) took longer than its deadline (\(deadline) s for at most \(bytes) bytes at \(effectiveMinimumRate) bytes/s) or stalled",
+            context: url,
+            hint: "the server or the network is too slow; it is tried again later (the minimum rate is configurable)")
     }
 }
 
@@ -221,7 +247,8 @@ extension HTTPClient {
 func contentRangeStart(_ value: String) -> UInt64? {
     let v = value.trimmingCharacters(in: .whitespaces)
     guard v.lowercased().hasPrefix("bytes "), let dash = v.firstIndex(of: "-") else { return nil }
-    return CheckedInteger.parse(v[v.index(v.startIndex, offsetBy: 6)..<dash].trimmingCharacters(in: .whitespaces), as: UInt64.self)
+    return CheckedInteger.parse(
+        v[v.index(v.startIndex, offsetBy: 6)..<dash].trimmingCharacters(in: .whitespaces), as: UInt64.self)
 }
 
 /// Reads one header line into `headers` (a status line starts a new response: redirects, 100-continue);
@@ -233,7 +260,8 @@ func parseHeaderLine(_ data: UnsafeMutablePointer<CChar>?, _ count: Int, into he
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
     if let colon = line.firstIndex(of: ":") {
-        headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
     return nil
 }
@@ -253,7 +281,10 @@ private final class FileSink: @unchecked Sendable {
     let progress: (@Sendable (UInt64, UInt64) -> Void)?
     let isCancelled: (@Sendable () -> Bool)?
 
-    init(fd: Int32, offset: UInt64, limit: UInt64?, progress: (@Sendable (UInt64, UInt64) -> Void)?, isCancelled: (@Sendable () -> Bool)?) {
+    init(
+        fd: Int32, offset: UInt64, limit: UInt64?, progress: (@Sendable (UInt64, UInt64) -> Void)?,
+        isCancelled: (@Sendable () -> Bool)?
+    ) {
         self.fd = fd
         self.offset = offset
         start = offset
@@ -283,20 +314,23 @@ private enum FileCallbacks {
             ftruncate(s.fd, 0)
             s.restarted = true
         } else if s.status != 200 && s.status != 206 {
-            return n   // an error body: not written
+            return n  // an error body: not written
         }
         if s.status == 206 && !s.rangeChecked {
             // A resumed download appends only the bytes asked for: a 206 for another range (or of
             // another representation's length) would splice foreign bytes into the file.
             s.rangeChecked = true
             guard let range = s.headers["content-range"], let start = contentRangeStart(range), start == s.start else {
-                s.failure = BacklotError(.io, "the server answered the resumed download with another range (\(s.headers["content-range"] ?? "no Content-Range")) than bytes \(s.start)-",
-                                         hint: "the server's file may have changed; the download starts over later")
+                s.failure = BacklotError(
+                    .io,
+                    "the server answered the resumed download with another range (\(s.headers["content-range"] ?? "no Content-Range")) than bytes \(s.start)-",
+                    hint: "the server's file may have changed; the download starts over later")
                 return 0
             }
         }
         if let limit = s.limit, s.offset + UInt64(n) > limit {
-            s.failure = BacklotError(.quotaExceeded, "the server sent more than the \(limit) bytes expected; the transfer was stopped")
+            s.failure = BacklotError(
+                .quotaExceeded, "the server sent more than the \(limit) bytes expected; the transfer was stopped")
             return 0
         }
         let written = pwrite(s.fd, data, n, off_t(s.offset))

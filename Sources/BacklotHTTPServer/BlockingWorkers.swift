@@ -31,7 +31,7 @@ final class BlockingWorkers: Sendable {
         for index in 0..<self.threads {
             running.wrappingAdd(1, ordering: .relaxed)
             let thread = Thread { [self] in work() }
-            thread.name = "\(name)\(index + 1)"   // Linux keeps 15 bytes of a thread name
+            thread.name = "\(name)\(index + 1)"  // Linux keeps 15 bytes of a thread name
             thread.start()
         }
     }
@@ -51,7 +51,10 @@ final class BlockingWorkers: Sendable {
 
     /// Refuses new jobs, lets the threads run every job already queued, and returns when they have ended.
     func stop() {
-        let first = queue.withLock { q -> Bool in defer { q.stopped = true }; return !q.stopped }
+        let first = queue.withLock { q -> Bool in
+            defer { q.stopped = true }
+            return !q.stopped
+        }
         if first { for _ in 0..<threads { available.signal() } }
         while running.load(ordering: .acquiring) > 0 { usleep(1000) }
     }
@@ -64,10 +67,16 @@ final class BlockingWorkers: Sendable {
                 guard q.next < q.jobs.count else { return nil }
                 let job = q.jobs[q.next]
                 q.next += 1
-                if q.next == q.jobs.count { q.jobs.removeAll(keepingCapacity: true); q.next = 0 }
+                if q.next == q.jobs.count {
+                    q.jobs.removeAll(keepingCapacity: true)
+                    q.next = 0
+                }
                 return job
             }
-            if let job { job(); continue }
+            if let job {
+                job()
+                continue
+            }
             // Woken with nothing queued: only ever by stop(), once every queued job was taken.
             if queue.withLock({ $0.stopped }) { return }
         }

@@ -13,7 +13,10 @@ public struct HTTPRequest: Sendable {
     /// The client's address, for the access log.
     public let remoteAddress: String
 
-    public init(method: String, path: String, headers: [String: String] = [:], query: [String: String] = [:], remoteAddress: String = "") {
+    public init(
+        method: String, path: String, headers: [String: String] = [:], query: [String: String] = [:],
+        remoteAddress: String = ""
+    ) {
         self.method = method
         self.path = path
         self.headers = headers
@@ -53,7 +56,9 @@ public struct HTTPResponse: Sendable {
     /// A low-cardinality name of what answered ("static", "api"), for metrics.
     public var route: String
 
-    public init(status: Int, headers: [(name: String, value: String)] = [], body: Body = .empty, route: String = "other") {
+    public init(
+        status: Int, headers: [(name: String, value: String)] = [], body: Body = .empty, route: String = "other"
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -62,15 +67,23 @@ public struct HTTPResponse: Sendable {
 
     /// A JSON error body: `{"error": {"code": …, "message": …, "context": … or null, "hint": … or null}}`.
     /// The message says what is wrong without repeating `context`, the thing it is about.
-    public static func error(_ status: Int, code: String, _ message: String, context: String? = nil, hint: String? = nil, route: String = "other") -> HTTPResponse {
-        let text = "{\"error\":{\"code\":\(jsonString(code)),\"message\":\(jsonString(message)),"
+    public static func error(
+        _ status: Int, code: String, _ message: String, context: String? = nil, hint: String? = nil,
+        route: String = "other"
+    ) -> HTTPResponse {
+        let text =
+            "{\"error\":{\"code\":\(jsonString(code)),\"message\":\(jsonString(message)),"
             + "\"context\":\(context.map(jsonString) ?? "null"),\"hint\":\(hint.map(jsonString) ?? "null")}}\n"
-        return HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: .bytes(Array(text.utf8)), route: route)
+        return HTTPResponse(
+            status: status, headers: [("Content-Type", "application/json")], body: .bytes(Array(text.utf8)),
+            route: route)
     }
 
     /// A JSON body.
     public static func json(_ status: Int, _ text: String, route: String = "api") -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: .bytes(Array((text + "\n").utf8)), route: route)
+        HTTPResponse(
+            status: status, headers: [("Content-Type", "application/json")], body: .bytes(Array((text + "\n").utf8)),
+            route: route)
     }
 
     public static func jsonString(_ s: String) -> String {

@@ -2,6 +2,7 @@ import BacklotBasics
 import CMicroHTTPD
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -60,9 +61,14 @@ public final class HTTPServer: Sendable {
         /// Room for 10,000 idle connections and more.
         public static let defaultConnectionLimit = 16_384
 
-        public init(host: String = "127.0.0.1", port: UInt16 = 0, tls: (certificate: String, key: String)? = nil, connectionTimeout: Int = 30,
-                    threads: Int = Configuration.defaultThreads, connectionsPerAddress: Int = Configuration.defaultConnectionsPerAddress,
-                    connectionLimit: Int = Configuration.defaultConnectionLimit, connectionMemory: Int = 32 << 10, workerThreads: Int = 4) {
+        public init(
+            host: String = "127.0.0.1", port: UInt16 = 0, tls: (certificate: String, key: String)? = nil,
+            connectionTimeout: Int = 30,
+            threads: Int = Configuration.defaultThreads,
+            connectionsPerAddress: Int = Configuration.defaultConnectionsPerAddress,
+            connectionLimit: Int = Configuration.defaultConnectionLimit, connectionMemory: Int = 32 << 10,
+            workerThreads: Int = 4
+        ) {
             self.host = host
             self.port = port
             self.tls = tls
@@ -102,9 +108,12 @@ public final class HTTPServer: Sendable {
 
     /// Binds and starts listening.
     /// - Throws: ``BacklotError/Code/io`` when the address cannot be bound, ``BacklotError/Code/invalidInput`` for a bad host.
-    public convenience init(configuration: Configuration, observer: Observer? = nil, handler: @escaping Handler) throws {
-        try self.init(listening: ListeningSocket(host: configuration.host, port: configuration.port), configuration: configuration,
-                      observer: observer, handler: handler)
+    public convenience init(configuration: Configuration, observer: Observer? = nil, handler: @escaping Handler) throws
+    {
+        try self.init(
+            listening: ListeningSocket(host: configuration.host, port: configuration.port),
+            configuration: configuration,
+            observer: observer, handler: handler)
     }
 
     /// Starts serving on a socket bound beforehand (`configuration.host` and `port` are then not used).
@@ -114,12 +123,21 @@ public final class HTTPServer: Sendable {
     /// The soft descriptor limit is raised to the hard one first (``DescriptorLimit``).
     /// - Throws: ``BacklotError/Code/io`` when the daemon cannot start (a TLS certificate and key
     ///   that do not match), ``BacklotError/Code/invalidInput`` for a limit or thread count out of range.
-    public init(listening: ListeningSocket, configuration: Configuration, observer: Observer? = nil, handler: @escaping Handler) throws {
-        for (name, value, range) in [("threads", configuration.threads, 0...1024), ("connectionsPerAddress", configuration.connectionsPerAddress, 0...1_000_000),
-                                     ("connectionLimit", configuration.connectionLimit, 1...1_000_000), ("connectionMemory", configuration.connectionMemory, 4096...(64 << 20)),
-                                     ("workerThreads", configuration.workerThreads, 1...256), ("connectionTimeout", configuration.connectionTimeout, 0...86_400)]
-            where !range.contains(value) {
-            throw BacklotError(.invalidInput, "\(name) must be in \(range.lowerBound)…\(range.upperBound) (got \(value))", context: "backlot serve")
+    public init(
+        listening: ListeningSocket, configuration: Configuration, observer: Observer? = nil, handler: @escaping Handler
+    ) throws {
+        for (name, value, range) in [
+            ("threads", configuration.threads, 0...1024),
+            ("connectionsPerAddress", configuration.connectionsPerAddress, 0...1_000_000),
+            ("connectionLimit", configuration.connectionLimit, 1...1_000_000),
+            ("connectionMemory", configuration.connectionMemory, 4096...(64 << 20)),
+            ("workerThreads", configuration.workerThreads, 1...256),
+            ("connectionTimeout", configuration.connectionTimeout, 0...86_400),
+        ]
+        where !range.contains(value) {
+            throw BacklotError(
+                .invalidInput, "\(name) must be in \(range.lowerBound)…\(range.upperBound) (got \(value))",
+                context: "backlot serve")
         }
         let (limit, note) = Self.connectionBudget(configuration.connectionLimit)
         let pooled = configuration.tls == nil && configuration.threads > 0
@@ -130,40 +148,58 @@ public final class HTTPServer: Sendable {
         if pooled {
             flags |= MHD_USE_EPOLL_INTERNAL_THREAD.rawValue
         } else {
-            flags |= MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_POLL.rawValue
+            flags |=
+                MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_THREAD_PER_CONNECTION.rawValue
+                | MHD_USE_POLL.rawValue
         }
         if configuration.tls != nil { flags |= MHD_USE_TLS.rawValue | MHD_USE_NO_LISTEN_SOCKET.rawValue }
         if listening.host.contains(":") { flags |= MHD_USE_IPv6.rawValue }
 
         // Keep every C string alive while the daemon starts.
-        let cert = configuration.tls.map { strdup($0.certificate) }, key = configuration.tls.map { strdup($0.key) }
-        defer { free(cert ?? nil); free(key ?? nil) }
+        let cert = configuration.tls.map { strdup($0.certificate) }
+        let key = configuration.tls.map { strdup($0.key) }
+        defer {
+            free(cert ?? nil)
+            free(key ?? nil)
+        }
         let socket = listening.take()
         guard socket >= 0 else {
             workers?.stop()
             retained.release()
-            throw BacklotError(.io, "the listening socket was already taken by another server", context: "backlot serve")
+            throw BacklotError(
+                .io, "the listening socket was already taken by another server", context: "backlot serve")
         }
         var options: [MHD_OptionItem] = [
-            MHD_OptionItem(option: MHD_OPTION.CONNECTION_TIMEOUT, value: configuration.connectionTimeout, ptr_value: nil),
-            MHD_OptionItem(option: MHD_OPTION.NOTIFY_COMPLETED, value: unsafeBitCast(Callbacks.completed, to: Int.self), ptr_value: retained.toOpaque()),
+            MHD_OptionItem(
+                option: MHD_OPTION.CONNECTION_TIMEOUT, value: configuration.connectionTimeout, ptr_value: nil),
+            MHD_OptionItem(
+                option: MHD_OPTION.NOTIFY_COMPLETED, value: unsafeBitCast(Callbacks.completed, to: Int.self),
+                ptr_value: retained.toOpaque()),
             MHD_OptionItem(option: MHD_OPTION.CONNECTION_LIMIT, value: limit, ptr_value: nil),
-            MHD_OptionItem(option: MHD_OPTION.CONNECTION_MEMORY_LIMIT, value: configuration.connectionMemory, ptr_value: nil),
+            MHD_OptionItem(
+                option: MHD_OPTION.CONNECTION_MEMORY_LIMIT, value: configuration.connectionMemory, ptr_value: nil),
         ]
         if configuration.connectionsPerAddress > 0 {
-            options.append(MHD_OptionItem(option: MHD_OPTION.PER_IP_CONNECTION_LIMIT, value: configuration.connectionsPerAddress, ptr_value: nil))
+            options.append(
+                MHD_OptionItem(
+                    option: MHD_OPTION.PER_IP_CONNECTION_LIMIT, value: configuration.connectionsPerAddress,
+                    ptr_value: nil))
         }
         if configuration.tls == nil {
-            options.append(MHD_OptionItem(option: MHD_OPTION.LISTEN_SOCKET, value: Int(socket), ptr_value: nil))   // the daemon closes it
+            // the daemon closes it
+            options.append(MHD_OptionItem(option: MHD_OPTION.LISTEN_SOCKET, value: Int(socket), ptr_value: nil))
         }
         if pooled {
             if configuration.threads > 1 {
-                options.append(MHD_OptionItem(option: MHD_OPTION.THREAD_POOL_SIZE, value: configuration.threads, ptr_value: nil))
+                options.append(
+                    MHD_OptionItem(option: MHD_OPTION.THREAD_POOL_SIZE, value: configuration.threads, ptr_value: nil))
             }
         }
         if let cert, let key {
-            options.append(MHD_OptionItem(option: MHD_OPTION.HTTPS_MEM_CERT, value: 0, ptr_value: UnsafeMutableRawPointer(cert)))
-            options.append(MHD_OptionItem(option: MHD_OPTION.HTTPS_MEM_KEY, value: 0, ptr_value: UnsafeMutableRawPointer(key)))
+            options.append(
+                MHD_OptionItem(option: MHD_OPTION.HTTPS_MEM_CERT, value: 0, ptr_value: UnsafeMutableRawPointer(cert)))
+            options.append(
+                MHD_OptionItem(option: MHD_OPTION.HTTPS_MEM_KEY, value: 0, ptr_value: UnsafeMutableRawPointer(key)))
         }
         options.append(MHD_OptionItem(option: MHD_OPTION.END, value: 0, ptr_value: nil))
         let started = options.withUnsafeBufferPointer { opts in
@@ -173,9 +209,11 @@ public final class HTTPServer: Sendable {
             close(socket)
             workers?.stop()
             retained.release()
-            throw BacklotError(.io, "could not start serving on \(listening.host) port \(listening.port)", context: "backlot serve",
-                               hint: pooled ? "libmicrohttpd refused the configuration (threads \(configuration.threads), \(limit) connections)"
-                                            : "the TLS certificate and key may not match")
+            throw BacklotError(
+                .io, "could not start serving on \(listening.host) port \(listening.port)", context: "backlot serve",
+                hint: pooled
+                    ? "libmicrohttpd refused the configuration (threads \(configuration.threads), \(limit) connections)"
+                    : "the TLS certificate and key may not match")
         }
         let daemon = DaemonBox(started)
         self.daemon = daemon
@@ -187,11 +225,14 @@ public final class HTTPServer: Sendable {
         if configuration.tls != nil {
             let observer = ctx.observer
             do {
-                gate = try TLSGate(listener: socket, timeoutSeconds: configuration.connectionTimeout, hand: { fd, address in
-                    daemon.add(fd, address: address)
-                }, refused: { request, status, bytes in
-                    observer?(request, "other", status, bytes, 0)
-                })
+                gate = try TLSGate(
+                    listener: socket, timeoutSeconds: configuration.connectionTimeout,
+                    hand: { fd, address in
+                        daemon.add(fd, address: address)
+                    },
+                    refused: { request, status, bytes in
+                        observer?(request, "other", status, bytes, 0)
+                    })
             } catch {
                 close(socket)
                 MHD_stop_daemon(started)
@@ -210,7 +251,8 @@ public final class HTTPServer: Sendable {
         let allowed = max(16, Int(clamping: descriptors.soft) - reservedDescriptors)
         let limit = min(wanted, allowed)
         guard limit < 10_000 else { return (limit, nil) }
-        let note = "only \(limit) connections can be held at once: the descriptor limit is \(descriptors.soft) (hard limit \(descriptors.hard)); "
+        let note =
+            "only \(limit) connections can be held at once: the descriptor limit is \(descriptors.soft) (hard limit \(descriptors.hard)); "
             + "raise the hard limit (ulimit -Hn, or LimitNOFILE= for a systemd service) to at least \(10_000 + reservedDescriptors)"
         return (limit, wanted <= allowed ? nil : note)
     }
@@ -223,7 +265,10 @@ public final class HTTPServer: Sendable {
 
     /// Stops accepting connections, lets requests in flight finish for up to `grace` seconds, then stops.
     public func stop(grace: Double = 5) {
-        let already = stopped.withLock { s -> Bool in defer { s = true }; return s }
+        let already = stopped.withLock { s -> Bool in
+            defer { s = true }
+            return s
+        }
         guard !already else { return }
         if let gate {
             gate.stop()
@@ -244,7 +289,7 @@ public final class HTTPServer: Sendable {
 
     deinit {
         stop(grace: 0)
-        context.release()   // only once the daemon, which calls into it, is stopped
+        context.release()  // only once the daemon, which calls into it, is stopped
     }
 }
 
@@ -257,9 +302,13 @@ private final class DaemonBox: @unchecked Sendable {
     /// Hands an accepted connection to the daemon (which closes it in any case); closes it when the daemon is stopping.
     func add(_ fd: Int32, address: [UInt8]) {
         open.withLock { isOpen in
-            guard isOpen else { close(fd); return }
+            guard isOpen else {
+                close(fd)
+                return
+            }
             _ = address.withUnsafeBytes { raw in
-                MHD_add_connection(pointer, fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(address.count))
+                MHD_add_connection(
+                    pointer, fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(address.count))
             }
         }
     }
@@ -339,12 +388,15 @@ private enum Callbacks {
         let server = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
         if conCls.pointee == nil {
             // First call: only the head is known. Decide the route; answer on a later call (keeps the connection alive).
-            let request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
-                                      headers: values(connection, MHD_ValueKind.HEADER_KIND, lowercased: true),
-                                      query: values(connection, MHD_ValueKind.GET_ARGUMENT_KIND, lowercased: false),
-                                      remoteAddress: clientAddress(connection))
+            let request = HTTPRequest(
+                method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
+                headers: values(connection, MHD_ValueKind.HEADER_KIND, lowercased: true),
+                query: values(connection, MHD_ValueKind.GET_ARGUMENT_KIND, lowercased: false),
+                remoteAddress: clientAddress(connection))
             server.inFlight.wrappingAdd(1, ordering: .relaxed)
-            let hasBody = (request.header("Content-Length").map { $0 != "0" } ?? false) || request.header("Transfer-Encoding") != nil
+            let hasBody =
+                (request.header("Content-Length").map { $0 != "0" } ?? false)
+                || request.header("Transfer-Encoding") != nil
             // GET and HEAD (files, quick reads) and requests with a body (whose route must be known
             // before the body is read) are routed here, on the event-loop thread; any other request
             // (a DELETE, a POST without a body) may change things and wait, and is routed by a worker.
@@ -353,11 +405,15 @@ private enum Callbacks {
             conCls.pointee = Unmanaged.passRetained(state).toOpaque()
             // An answer that ignores a request body (an error, say) goes out now rather than after a
             // body that may never come; otherwise answer on a later call, which keeps the connection alive.
-            if hasBody, case .respond(let response)? = state.route { return queue(response, on: connection, state: state) }
+            if hasBody, case .respond(let response)? = state.route {
+                return queue(response, on: connection, state: state)
+            }
             // A body declared larger than the route buffers is refused before any of it is read (and
             // before "100 Continue"), so the client sees the 413 instead of a closed connection.
-            if case .buffer(let limit, _)? = state.route, let declared = request.header("Content-Length").flatMap({ CheckedInteger.parse($0, as: UInt64.self) }),
-               declared > UInt64(limit) {
+            if case .buffer(let limit, _)? = state.route,
+                let declared = request.header("Content-Length").flatMap({ CheckedInteger.parse($0, as: UInt64.self) }),
+                declared > UInt64(limit)
+            {
                 state.failure = Self.tooLarge(limit: limit)
                 return queue(state.failure!, on: connection, state: state)
             }
@@ -405,22 +461,25 @@ private enum Callbacks {
         if state.failure != nil || state.route.map({ if case .respond = $0 { true } else { false } }) == true {
             return queue(state.answer(server.handler), on: connection, state: state)
         }
-        guard let workers = server.workers else { return queue(state.answer(server.handler), on: connection, state: state) }
+        guard let workers = server.workers else {
+            return queue(state.answer(server.handler), on: connection, state: state)
+        }
         state.preparing = true
         server.suspended.wrappingAdd(1, ordering: .acquiringAndReleasing)
         MHD_suspend_connection(connection)
-        let handle = ConnectionHandle(pointer: connection), handler = server.handler
+        let handle = ConnectionHandle(pointer: connection)
+        let handler = server.handler
         let job: @Sendable () -> Void = {
             state.prepared = state.answer(handler)
             state.preparing = false
             MHD_resume_connection(handle.pointer)
             server.suspended.wrappingAdd(-1, ordering: .acquiringAndReleasing)
         }
-        if !workers.submit(job) { job() }   // stopping: prepared here, the connection resumed at once
+        if !workers.submit(job) { job() }  // stopping: prepared here, the connection resumed at once
         return MHD_Result.YES
     }
 
-    static let noContent: MHD_ContentReaderCallback = { _, _, _, _ in -2 }   // MHD_CONTENT_READER_END_WITH_ERROR
+    static let noContent: MHD_ContentReaderCallback = { _, _, _, _ in -2 }  // MHD_CONTENT_READER_END_WITH_ERROR
 
     static let completed: MHD_RequestCompletedCallback = { cls, _, conCls, termination in
         guard let cls, let conCls, let raw = conCls.pointee else { return }
@@ -438,13 +497,17 @@ private enum Callbacks {
             if case .descriptor(let fd, _, _)? = unsent?.body { close(fd) }
         }
         server.inFlight.wrappingAdd(-1, ordering: .relaxed)
-        let status = termination == MHD_RequestTerminationCode.REQUEST_TERMINATED_COMPLETED_OK ? state.status : (state.answered ? state.status : 499)
+        let status =
+            termination == MHD_RequestTerminationCode.REQUEST_TERMINATED_COMPLETED_OK
+            ? state.status : (state.answered ? state.status : 499)
         server.observer?(state.request, state.routeLabel, status, state.bytes, Date().timeIntervalSince(state.started))
     }
 
     /// The 413 for a body over a buffering route's limit.
     static func tooLarge(limit: Int) -> HTTPResponse {
-        var r = HTTPResponse.error(413, code: "tooLarge", "the request body is larger than \(limit) bytes, the most this route accepts", route: "api")
+        var r = HTTPResponse.error(
+            413, code: "tooLarge", "the request body is larger than \(limit) bytes, the most this route accepts",
+            route: "api")
         r.headers.append(("Connection", "close"))
         return r
     }
@@ -458,7 +521,11 @@ private enum Callbacks {
         case .empty:
             mhd = MHD_create_response_from_buffer(0, nil, MHD_ResponseMemoryMode.RESPMEM_PERSISTENT)
         case .bytes(let bytes):
-            mhd = bytes.withUnsafeBytes { MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: $0.baseAddress), MHD_ResponseMemoryMode.RESPMEM_MUST_COPY) }
+            mhd = bytes.withUnsafeBytes {
+                MHD_create_response_from_buffer(
+                    bytes.count, UnsafeMutableRawPointer(mutating: $0.baseAddress),
+                    MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
+            }
         case .file(let path, let offset, let length):
             let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             if fd < 0 {
@@ -486,7 +553,9 @@ private enum Callbacks {
     /// A response for `length` bytes of `fd` from `offset`; it takes the descriptor. A small body
     /// (a catalog, a key list) is read at once, which saves the sendfile call and a TCP segment.
     static func fileResponse(_ fd: Int32, offset: UInt64, length: UInt64, head: Bool) -> OpaquePointer? {
-        if !head, length > 0, length <= smallFileLimit, let start = off_t(exactly: offset), let buffer = malloc(Int(length)) {
+        if !head, length > 0, length <= smallFileLimit, let start = off_t(exactly: offset),
+            let buffer = malloc(Int(length))
+        {
             let count = Int(length)
             var got = 0
             while got < count {
@@ -495,21 +564,26 @@ private enum Callbacks {
                 if n <= 0 { break }
                 got += n
             }
-            if got == count, let mhd = MHD_create_response_from_buffer(count, buffer, MHD_ResponseMemoryMode.RESPMEM_MUST_FREE) {
+            if got == count,
+                let mhd = MHD_create_response_from_buffer(count, buffer, MHD_ResponseMemoryMode.RESPMEM_MUST_FREE)
+            {
                 close(fd)
-                return mhd   // owns the buffer
+                return mhd  // owns the buffer
             }
             free(buffer)
             // Shorter than announced (changed meanwhile): sent from the descriptor, libmicrohttpd
             // ends the connection where the file ends.
         }
-        let mhd = MHD_create_response_from_fd_at_offset64(length, fd, offset)   // takes the descriptor
+        let mhd = MHD_create_response_from_fd_at_offset64(length, fd, offset)  // takes the descriptor
         if mhd == nil { close(fd) }
         return mhd
     }
 
     static func values(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowercased: Bool) -> [String: String] {
-        final class Box { var values: [String: String] = [:]; var lowercased = false }
+        final class Box {
+            var values: [String: String] = [:]
+            var lowercased = false
+        }
         let box = Box()
         box.lowercased = lowercased
         let iterator: MHD_KeyValueIterator = { cls, _, key, value in

@@ -1,6 +1,7 @@
 import BacklotBasics
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -61,9 +62,16 @@ final class TLSGate: Sendable {
     private func acceptLoop() {
         defer { running.wrappingAdd(-1, ordering: .releasing) }
         while !stopping.load(ordering: .acquiring) {
-            var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: listener, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0),
+            ]
             let n = poll(&fds, 2, -1)
-            if n < 0 { if errno == EINTR { continue }; usleep(10_000); continue }
+            if n < 0 {
+                if errno == EINTR { continue }
+                usleep(10_000)
+                continue
+            }
             if fds[1].revents != 0 { return }
             guard fds[0].revents != 0 else { continue }
             var address = sockaddr_storage()
@@ -89,19 +97,24 @@ final class TLSGate: Sendable {
 
     /// Waits for the first byte (at most the connection time-out) and decides.
     private func sort(_ fd: Int32, address: [UInt8]) {
-        guard let first = waitForByte(fd, peek: true) else { close(fd); return }
+        guard let first = waitForByte(fd, peek: true) else {
+            close(fd)
+            return
+        }
         if first >= UInt8(ascii: "A") && first <= UInt8(ascii: "Z") {
             answerPlainHTTP(fd)
         } else if stopping.load(ordering: .acquiring) {
             close(fd)
         } else {
-            hand(fd, address)   // takes the descriptor
+            hand(fd, address)  // takes the descriptor
         }
     }
 
     /// The next byte (peeked or read), or nil on time-out, end of stream, error, or stop.
     private func waitForByte(_ fd: Int32, peek: Bool, timeout: Int32? = nil) -> UInt8? {
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+        var fds = [
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0),
+        ]
         while true {
             let n = poll(&fds, 2, timeout ?? self.timeout)
             if n < 0 && errno == EINTR { continue }
@@ -123,18 +136,25 @@ final class TLSGate: Sendable {
             head.append(byte)
         }
         // Lines split on LF bytes ("\r\n" is one Character in Swift, so not on the String).
-        let lines = head.split(separator: 10).map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
+        let lines = head.split(separator: 10).map {
+            String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
         let requestLine = lines.first?.split(separator: " ") ?? []
-        let method = requestLine.first.map(String.init) ?? "", path = requestLine.count > 1 ? String(requestLine[1]) : "/"
+        let method = requestLine.first.map(String.init) ?? ""
+        let path = requestLine.count > 1 ? String(requestLine[1]) : "/"
         var host = ""
         for line in lines.dropFirst() where line.lowercased().hasPrefix("host:") {
             host = String(line.dropFirst(5)).trimmingCharacters(in: .whitespaces)
         }
-        let safeHost = host.allSatisfy({ $0.isLetter || $0.isNumber || "-.:[]".contains($0) }) && !host.isEmpty ? host : "HOST"
+        let safeHost =
+            host.allSatisfy({ $0.isLetter || $0.isNumber || "-.:[]".contains($0) }) && !host.isEmpty ? host : "HOST"
         let message = "The plain HTTP request was sent to HTTPS port: use https://\(safeHost)/"
         let body = HTTPResponse.error(400, code: "plainHTTPToHTTPSPort", message).body
         guard case .bytes(let bytes) = body else { return }
-        let response = Array("HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: \(bytes.count)\r\nConnection: close\r\n\r\n".utf8) + bytes
+        let response =
+            Array(
+                "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: \(bytes.count)\r\nConnection: close\r\n\r\n"
+                    .utf8) + bytes
         var sent = 0
         while sent < response.count {
             let n = response[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -146,10 +166,14 @@ final class TLSGate: Sendable {
         shutdown(fd, Int32(SHUT_WR))
         var drained = 0
         while drained < 65_536, waitForByte(fd, peek: false, timeout: 1000) != nil { drained += 1 }
-        refused(HTTPRequest(method: method, path: path, headers: host.isEmpty ? [:] : ["host": host]), 400, UInt64(bytes.count))
+        refused(
+            HTTPRequest(method: method, path: path, headers: host.isEmpty ? [:] : ["host": host]), 400,
+            UInt64(bytes.count))
     }
 }
 
-private extension Array where Element == UInt8 {
-    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+extension Array where Element == UInt8 {
+    fileprivate func ends(with suffix: [UInt8]) -> Bool {
+        count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
+    }
 }

@@ -19,13 +19,16 @@ public enum ConfigurationFile {
     /// other keys too, while a JSON configuration holds only Backlot's.
     public static func load(path: String) throws -> (root: PlistValue, isPropertyList: Bool) {
         let bytes = try FileDescriptor.readWholeFile(path, atMost: 16 << 20, what: "the configuration")
-        let blank: Set<UInt8> = [0x20, 0x0a, 0x0d, 0x09, 0xef, 0xbb, 0xbf]   // white space and a UTF-8 byte-order mark
-        if bytes.starts(with: Array("bplist".utf8)) || bytes.first(where: { !blank.contains($0) }) == UInt8(ascii: "<") {
+        let blank: Set<UInt8> = [0x20, 0x0a, 0x0d, 0x09, 0xef, 0xbb, 0xbf]  // white space and a UTF-8 byte-order mark
+        if bytes.starts(with: Array("bplist".utf8)) || bytes.first(where: { !blank.contains($0) }) == UInt8(ascii: "<")
+        {
             return (try PropertyListReader.read(bytes, source: path), true)
         }
         let root = try JSONReader(source: path).read(bytes).root
         guard root.objectMembers != nil else {
-            throw BacklotError(.invalidInput, "the configuration must be a JSON object (or an Info.plist), not \(root.typeName)", context: path)
+            throw BacklotError(
+                .invalidInput, "the configuration must be a JSON object (or an Info.plist), not \(root.typeName)",
+                context: path)
         }
         return (try plist(root, path: "", source: path), false)
     }
@@ -33,7 +36,9 @@ public enum ConfigurationFile {
     static func plist(_ node: JSONNode, path: String, source: String) throws -> PlistValue {
         switch node.kind {
         case .null:
-            throw BacklotError(.invalidInput, "the key \(path) is null; give it a value or leave it out", context: "\(source):\(node.position)")
+            throw BacklotError(
+                .invalidInput, "the key \(path) is null; give it a value or leave it out",
+                context: "\(source):\(node.position)")
         case .bool(let b): return .bool(b)
         case .number(let text):
             if let i = Int64(text) { return .integer(i) }
@@ -46,7 +51,9 @@ public enum ConfigurationFile {
             var out: [String: PlistValue] = [:]
             for m in members {
                 if out[m.key] != nil {
-                    throw BacklotError(.invalidInput, "the key \(path.isEmpty ? m.key : path + "." + m.key) appears twice", context: "\(source):\(m.keyPosition)")
+                    throw BacklotError(
+                        .invalidInput, "the key \(path.isEmpty ? m.key : path + "." + m.key) appears twice",
+                        context: "\(source):\(m.keyPosition)")
                 }
                 out[m.key] = try plist(m.value, path: path.isEmpty ? m.key : path + "." + m.key, source: source)
             }

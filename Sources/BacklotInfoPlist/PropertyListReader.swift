@@ -52,12 +52,15 @@ struct BinaryPlistParser {
     }
 
     func fail(_ message: String) -> BacklotError {
-        BacklotError(.invalidInput, "malformed binary property list: \(message)", context: source,
-                     hint: "convert it with `plutil -convert xml1` and check it, or export it again")
+        BacklotError(
+            .invalidInput, "malformed binary property list: \(message)", context: source,
+            hint: "convert it with `plutil -convert xml1` and check it, or export it again")
     }
 
     func uint(at offset: Int, size: Int) throws -> UInt64 {
-        guard size >= 1, size <= 8, offset >= 0, offset + size <= bytes.count else { throw fail("an integer at \(offset) runs past the end") }
+        guard size >= 1, size <= 8, offset >= 0, offset + size <= bytes.count else {
+            throw fail("an integer at \(offset) runs past the end")
+        }
         var v: UInt64 = 0
         for i in 0..<size { v = v << 8 | UInt64(bytes[offset + i]) }
         return v
@@ -68,14 +71,21 @@ struct BinaryPlistParser {
         let t = bytes.count - 32
         let offsetSize = Int(bytes[t + 6])
         refSize = Int(bytes[t + 7])
-        let count = try uint(at: t + 8, size: 8), top = try uint(at: t + 16, size: 8), table = try uint(at: t + 24, size: 8)
-        guard (1...8).contains(offsetSize), (1...8).contains(refSize) else { throw fail("bad integer sizes in the trailer") }
+        let count = try uint(at: t + 8, size: 8)
+        let top = try uint(at: t + 16, size: 8)
+        let table = try uint(at: t + 24, size: 8)
+        guard (1...8).contains(offsetSize), (1...8).contains(refSize) else {
+            throw fail("bad integer sizes in the trailer")
+        }
         guard count >= 1, count <= UInt64(bytes.count), top < count, table >= 8,
-              let tableEnd = try? CheckedInteger.add(table, try CheckedInteger.multiply(count, UInt64(offsetSize), "the offset table's size"),
-                                                      "the offset table's end"),
-              tableEnd <= UInt64(t) else { throw fail("the offset table does not fit in the file") }
+            let tableEnd = try? CheckedInteger.add(
+                table, try CheckedInteger.multiply(count, UInt64(offsetSize), "the offset table's size"),
+                "the offset table's end"),
+            tableEnd <= UInt64(t)
+        else { throw fail("the offset table does not fit in the file") }
         // count ≤ the file's size and table < its trailer: both fit Int.
-        let objectCount = try convert(count, "the object count"), tableStart = try convert(table, "the offset table's offset")
+        let objectCount = try convert(count, "the object count")
+        let tableStart = try convert(table, "the offset table's offset")
         offsets = try (0..<objectCount).map { i in
             let o = try uint(at: tableStart + i * offsetSize, size: offsetSize)
             guard o >= 8, o < table else { throw fail("object \(i) lies outside the object area") }
@@ -103,7 +113,9 @@ struct BinaryPlistParser {
     func length(_ marker: UInt8, at offset: Int) throws -> (count: Int, start: Int) {
         let low = Int(marker & 0x0F)
         guard low == 0x0F else { return (low, offset + 1) }
-        guard offset + 1 < bytes.count, bytes[offset + 1] & 0xF0 == 0x10 else { throw fail("a length at \(offset) is not an integer") }
+        guard offset + 1 < bytes.count, bytes[offset + 1] & 0xF0 == 0x10 else {
+            throw fail("a length at \(offset) is not an integer")
+        }
         let size = 1 << Int(bytes[offset + 1] & 0x0F)
         let n = try uint(at: offset + 2, size: size)
         guard n <= UInt64(bytes.count) else { throw fail("a length at \(offset) is larger than the file") }
@@ -117,7 +129,9 @@ struct BinaryPlistParser {
         guard ref >= 0, ref < offsets.count else { throw fail("a reference to object \(ref) is out of range") }
         expanded += 1
         guard expanded <= PropertyListReader.maximumExpandedObjects else {
-            throw fail("the objects expand to more than \(PropertyListReader.maximumExpandedObjects) values (shared references followed)")
+            throw fail(
+                "the objects expand to more than \(PropertyListReader.maximumExpandedObjects) values (shared references followed)"
+            )
         }
         let at = offsets[ref]
         let marker = bytes[at]
@@ -131,7 +145,8 @@ struct BinaryPlistParser {
         case 0x1:
             let size = 1 << Int(marker & 0x0F)
             if size == 16 {
-                let high = try uint(at: at + 1, size: 8), low = try uint(at: at + 9, size: 8)
+                let high = try uint(at: at + 1, size: 8)
+                let low = try uint(at: at + 9, size: 8)
                 guard high == 0 else { throw fail("an integer at \(at) does not fit in 64 bits") }
                 return low > UInt64(Int64.max) ? .unsignedInteger(low) : .integer(Int64(low))
             }
@@ -172,7 +187,9 @@ struct BinaryPlistParser {
             var dict: [String: PlistValue] = [:]
             for i in 0..<n {
                 let key = try object(referencedAt: start + i * refSize, depth: depth + 1)
-                guard let k = key.string else { throw fail("a dictionary key at \(at) is \(key.typeName), not a string") }
+                guard let k = key.string else {
+                    throw fail("a dictionary key at \(at) is \(key.typeName), not a string")
+                }
                 dict[k] = try object(referencedAt: start + (n + i) * refSize, depth: depth + 1)
             }
             return .dictionary(dict)
@@ -217,8 +234,9 @@ final class XMLPlistParser {
     static func parseCounting(_ bytes: [UInt8], source: String) throws -> Statistics {
         // Property lists are UTF-8; anything else is refused before scanning.
         guard String(validating: bytes, as: UTF8.self) != nil else {
-            throw BacklotError(.invalidInput, "not a valid XML or binary property list: the text is not valid UTF-8",
-                               context: source, hint: "save it as UTF-8, or convert it with `plutil -convert xml1`")
+            throw BacklotError(
+                .invalidInput, "not a valid XML or binary property list: the text is not valid UTF-8",
+                context: source, hint: "save it as UTF-8, or convert it with `plutil -convert xml1`")
         }
         let reader = XMLPlistParser(source: source)
         var scanner = PlistXMLScanner(bytes: bytes)
@@ -228,8 +246,9 @@ final class XMLPlistParser {
             throw BacklotError(.invalidInput, "malformed property list: \(failure)", context: "\(source) (\(position))")
         }
         if let syntaxError {
-            throw BacklotError(.invalidInput, "not a valid XML or binary property list: \(syntaxError)",
-                               context: "\(source) (\(position))", hint: "check it with `plutil -lint` or an XML validator")
+            throw BacklotError(
+                .invalidInput, "not a valid XML or binary property list: \(syntaxError)",
+                context: "\(source) (\(position))", hint: "check it with `plutil -lint` or an XML validator")
         }
         guard case .plist(let root?)? = reader.stack.first else {
             throw BacklotError(.invalidInput, "the file has no <plist> element with a value", context: source)
@@ -245,13 +264,16 @@ final class XMLPlistParser {
         guard var top = stack.popLast() else { return fail("a value outside <plist>") }
         switch top {
         case .array(var a):
-            top = .plist(nil)   // drop the frame's reference, so that the append is in place (linear, not a copy per element)
+            // drop the frame's reference, so that the append is in place (linear, not a copy per element)
+            top = .plist(nil)
             let before = a.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
             a.append(value)
-            if a.withUnsafeBufferPointer({ UInt(bitPattern: $0.baseAddress) }) != before { copiedElements += a.count - 1 }
+            if a.withUnsafeBufferPointer({ UInt(bitPattern: $0.baseAddress) }) != before {
+                copiedElements += a.count - 1
+            }
             stack.append(.array(a))
         case .dict(var d, let key?):
-            top = .plist(nil)   // the same for the dictionary
+            top = .plist(nil)  // the same for the dictionary
             d[key] = value
             stack.append(.dict(d, pendingKey: nil))
         case .dict:
@@ -288,26 +310,42 @@ final class XMLPlistParser {
             guard case .array(let a)? = stack.popLast() else { return fail("</array> does not close an <array>") }
             add(.array(a))
         case "dict":
-            guard case .dict(let d, let pending)? = stack.popLast() else { return fail("</dict> does not close a <dict>") }
+            guard case .dict(let d, let pending)? = stack.popLast() else {
+                return fail("</dict> does not close a <dict>")
+            }
             if let pending { return fail("the key \"\(pending)\" has no value") }
             add(.dictionary(d))
         case "key":
-            guard case .dict(let d, nil)? = stack.popLast() else { return fail("<key>\(t)</key> outside a <dict>, or two keys in a row") }
+            guard case .dict(let d, nil)? = stack.popLast() else {
+                return fail("<key>\(t)</key> outside a <dict>, or two keys in a row")
+            }
             stack.append(.dict(d, pendingKey: t))
         case "string": add(.string(t))
         case "integer":
             let s = t.trimmingCharacters(in: .whitespacesAndNewlines)
-            if let v = Int64(s) { add(.integer(v)) } else if let u = UInt64(s) { add(.unsignedInteger(u)) } else { fail("\"\(s.prefix(64))\" is not an integer") }
+            if let v = Int64(s) {
+                add(.integer(v))
+            } else if let u = UInt64(s) {
+                add(.unsignedInteger(u))
+            } else {
+                fail("\"\(s.prefix(64))\" is not an integer")
+            }
         case "real":
-            guard let v = Double(t.trimmingCharacters(in: .whitespacesAndNewlines)) else { return fail("\"\(t.prefix(64))\" is not a real number") }
+            guard let v = Double(t.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                return fail("\"\(t.prefix(64))\" is not a real number")
+            }
             add(.real(v))
         case "true": add(.bool(true))
         case "false": add(.bool(false))
         case "date":
-            guard let d = ISO8601DateFormatter().date(from: t.trimmingCharacters(in: .whitespacesAndNewlines)) else { return fail("\"\(t.prefix(64))\" is not an ISO 8601 date") }
+            guard let d = ISO8601DateFormatter().date(from: t.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                return fail("\"\(t.prefix(64))\" is not an ISO 8601 date")
+            }
             add(.date(d))
         case "data":
-            guard let d = Data(base64Encoded: t.filter { !$0.isWhitespace }) else { return fail("<data> is not base64") }
+            guard let d = Data(base64Encoded: t.filter { !$0.isWhitespace }) else {
+                return fail("<data> is not base64")
+            }
             add(.data(Array(d)))
         default: break
         }
@@ -386,15 +424,19 @@ struct PlistXMLScanner {
     }
 
     private static func isNameStart(_ b: UInt8) -> Bool {
-        (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z")) || b == UInt8(ascii: "_") || b == UInt8(ascii: ":")
+        (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
+            || b == UInt8(ascii: "_") || b == UInt8(ascii: ":")
     }
 
     private static func isName(_ b: UInt8) -> Bool {
-        isNameStart(b) || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: "-") || b == UInt8(ascii: ".")
+        isNameStart(b) || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: "-")
+            || b == UInt8(ascii: ".")
     }
 
     private mutating func name() throws(SyntaxError) -> String {
-        guard index < bytes.count, Self.isNameStart(bytes[index]) else { throw error("expected an element or attribute name") }
+        guard index < bytes.count, Self.isNameStart(bytes[index]) else {
+            throw error("expected an element or attribute name")
+        }
         let start = index
         while index < bytes.count, Self.isName(bytes[index]) { advance() }
         return String(decoding: bytes[start..<index], as: UTF8.self)
@@ -411,7 +453,9 @@ struct PlistXMLScanner {
                 guard allowDoctype else { throw error("a DOCTYPE after the root element") }
                 advance(9)
                 while index < bytes.count, bytes[index] != UInt8(ascii: ">") {
-                    if bytes[index] == UInt8(ascii: "[") { throw error("a DOCTYPE with an internal subset (entity declarations are not allowed)") }
+                    if bytes[index] == UInt8(ascii: "[") {
+                        throw error("a DOCTYPE with an internal subset (entity declarations are not allowed)")
+                    }
                     if bytes[index] == UInt8(ascii: "\"") || bytes[index] == UInt8(ascii: "'") {
                         let quote = String(UnicodeScalar(bytes[index]))
                         advance()
@@ -432,7 +476,9 @@ struct PlistXMLScanner {
 
     private mutating func scanDocument(_ receiver: XMLPlistParser) throws(SyntaxError) {
         if at("\u{FEFF}") { advance(3) }
-        if at("<?xml") && bytes.count - index > 5 && (Self.isSpace(bytes[index + 5]) || bytes[index + 5] == UInt8(ascii: "?")) {
+        if at("<?xml") && bytes.count - index > 5
+            && (Self.isSpace(bytes[index + 5]) || bytes[index + 5] == UInt8(ascii: "?"))
+        {
             advance(5)
             try skip(past: "?>", "the XML declaration")
         }
@@ -473,7 +519,9 @@ struct PlistXMLScanner {
                     advance(2)
                     let n = try name()
                     skipSpace()
-                    guard index < bytes.count, bytes[index] == UInt8(ascii: ">") else { throw error("expected '>' to end </\(n)") }
+                    guard index < bytes.count, bytes[index] == UInt8(ascii: ">") else {
+                        throw error("expected '>' to end </\(n)")
+                    }
                     advance()
                     guard n == open.last else { throw error("</\(n)> does not close <\(open.last ?? "")>") }
                     flush(receiver)
@@ -483,7 +531,9 @@ struct PlistXMLScanner {
                     advance()
                     let n = try name()
                     let empty = try attributes()
-                    guard open.count < Self.maximumDepth else { throw error("elements nest more than \(Self.maximumDepth) deep") }
+                    guard open.count < Self.maximumDepth else {
+                        throw error("elements nest more than \(Self.maximumDepth) deep")
+                    }
                     flush(receiver)
                     receiver.didStartElement(n)
                     if empty {
@@ -523,7 +573,9 @@ struct PlistXMLScanner {
             let n = try name()
             guard seen.insert(n).inserted else { throw error("the attribute \(n) appears twice") }
             skipSpace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "=") else { throw error("expected '=' after the attribute \(n)") }
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "=") else {
+                throw error("expected '=' after the attribute \(n)")
+            }
             advance()
             skipSpace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") || bytes[index] == UInt8(ascii: "'") else {
@@ -545,7 +597,9 @@ struct PlistXMLScanner {
         advance()
         let start = index
         while index < bytes.count, bytes[index] != UInt8(ascii: ";"), index - start < 12 { advance() }
-        guard index < bytes.count, bytes[index] == UInt8(ascii: ";") else { throw error("an entity reference is not closed with ';'") }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: ";") else {
+            throw error("an entity reference is not closed with ';'")
+        }
         let body = String(decoding: bytes[start..<index], as: UTF8.self)
         advance()
         switch body {
@@ -561,12 +615,15 @@ struct PlistXMLScanner {
             let hex = body.dropFirst(2)
             if !hex.isEmpty, hex.count <= 8, hex.allSatisfy(\.isHexDigit) { code = UInt32(hex, radix: 16) }
         } else if body.hasPrefix("#") {
-            let digits = body.dropFirst().drop { $0 == "0" }   // XML allows leading zeros
+            let digits = body.dropFirst().drop { $0 == "0" }  // XML allows leading zeros
             code = body.count > 1 ? (digits.isEmpty ? 0 : CheckedInteger.parse(digits, as: UInt32.self)) : nil
         } else {
-            throw error("the entity &\(body); is not defined (only &lt; &gt; &amp; &quot; &apos; and character references)")
+            throw error(
+                "the entity &\(body); is not defined (only &lt; &gt; &amp; &quot; &apos; and character references)")
         }
-        guard let code, code != 0, let scalar = Unicode.Scalar(code) else { throw error("&\(body); is not a valid character reference") }
+        guard let code, code != 0, let scalar = Unicode.Scalar(code) else {
+            throw error("&\(body); is not a valid character reference")
+        }
         return String(Character(scalar))
     }
 }

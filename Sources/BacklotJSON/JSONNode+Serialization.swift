@@ -24,7 +24,9 @@ extension JSONNode {
             out += "]"
         case .object(let members):
             out += "{"
-            let ordered = sortedKeys ? members.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) } : members
+            let ordered =
+                sortedKeys
+                ? members.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) } : members
             for (i, m) in ordered.enumerated() {
                 if i > 0 { out += "," }
                 JSONNode.writeString(m.key, to: &out)
@@ -71,7 +73,8 @@ extension JSONNode {
     }
 
     private func writePretty(to out: inout String, indent: Int) {
-        let pad = String(repeating: "  ", count: indent + 1), end = String(repeating: "  ", count: indent)
+        let pad = String(repeating: "  ", count: indent + 1)
+        let end = String(repeating: "  ", count: indent)
         switch kind {
         case .array(let elements) where !elements.isEmpty:
             out += "[\n"
@@ -105,7 +108,9 @@ extension JSONNode {
     public static func array(_ elements: [JSONNode]) -> JSONNode { JSONNode(.array(elements)) }
     public static func string(_ s: String) -> JSONNode { JSONNode(.string(s)) }
     public static func number<T: BinaryInteger>(_ n: T) -> JSONNode { JSONNode(.number(String(n))) }
-    public static func number(_ d: Double) -> JSONNode { JSONNode(.number(d.isFinite ? String(format: "%.6g", d) : "0")) }
+    public static func number(_ d: Double) -> JSONNode {
+        JSONNode(.number(d.isFinite ? String(format: "%.6g", d) : "0"))
+    }
     public static func bool(_ b: Bool) -> JSONNode { JSONNode(.bool(b)) }
     public static var null: JSONNode { JSONNode(.null) }
 }

@@ -20,7 +20,8 @@ public struct JSONReader: Sendable {
     /// How deeply arrays and objects may nest.
     public var maximumDepth: Int
 
-    public init(source: String, allowsComments: Bool = true, allowsTrailingCommas: Bool = true, maximumDepth: Int = 256) {
+    public init(source: String, allowsComments: Bool = true, allowsTrailingCommas: Bool = true, maximumDepth: Int = 256)
+    {
         self.source = source
         self.allowsComments = allowsComments
         self.allowsTrailingCommas = allowsTrailingCommas
@@ -52,7 +53,7 @@ public struct JSONReader: Sendable {
     /// - Throws: ``BacklotError/Code/invalidJSON`` naming the line and column.
     public func read(_ bytes: [UInt8]) throws -> Result {
         var parser = Parser(bytes: bytes, reader: self)
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }   // UTF-8 byte-order mark
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }  // UTF-8 byte-order mark
         guard String(validating: bytes, as: UTF8.self) != nil else {
             let bad = Parser.firstInvalidUTF8(bytes)
             for i in 0..<bad where bytes[i] == 0x0A {
@@ -66,8 +67,9 @@ public struct JSONReader: Sendable {
         let root = try parser.value(depth: 0)
         try parser.skipSpace()
         if parser.index < bytes.count {
-            throw parser.error("unexpected text after the end of the JSON value",
-                               hint: "a JSON file holds one value; remove what follows it")
+            throw parser.error(
+                "unexpected text after the end of the JSON value",
+                hint: "a JSON file holds one value; remove what follows it")
         }
         return Result(root: root, warnings: parser.warnings, positionBytesScanned: parser.positionBytesScanned)
     }
@@ -133,7 +135,8 @@ private struct Parser {
             default: return i
             }
             guard i + length <= bytes.count,
-                  String(validating: bytes[i..<i + length], as: UTF8.self) != nil else { return i }
+                String(validating: bytes[i..<i + length], as: UTF8.self) != nil
+            else { return i }
             i += length
         }
         return i
@@ -153,7 +156,9 @@ private struct Parser {
             case 0x0A:
                 index += 1
                 newline()
-            case UInt8(ascii: "/") where index + 1 < bytes.count && (bytes[index + 1] == UInt8(ascii: "/") || bytes[index + 1] == UInt8(ascii: "*")):
+            case UInt8(ascii: "/")
+            where index + 1 < bytes.count
+                && (bytes[index + 1] == UInt8(ascii: "/") || bytes[index + 1] == UInt8(ascii: "*")):
                 guard reader.allowsComments else { throw error("comments are not allowed in strict JSON") }
                 if bytes[index + 1] == UInt8(ascii: "/") {
                     while index < bytes.count && bytes[index] != 0x0A { index += 1 }
@@ -162,7 +167,9 @@ private struct Parser {
                     index += 2
                     var closed = false
                     while index < bytes.count {
-                        if bytes[index] == UInt8(ascii: "*"), index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "/") {
+                        if bytes[index] == UInt8(ascii: "*"), index + 1 < bytes.count,
+                            bytes[index + 1] == UInt8(ascii: "/")
+                        {
                             index += 2
                             closed = true
                             break
@@ -193,16 +200,24 @@ private struct Parser {
     }
 
     mutating func value(depth: Int) throws -> JSONNode {
-        guard depth < reader.maximumDepth else { throw error("arrays and objects nest more than \(reader.maximumDepth) deep") }
+        guard depth < reader.maximumDepth else {
+            throw error("arrays and objects nest more than \(reader.maximumDepth) deep")
+        }
         let start = position
         guard index < bytes.count else { throw error("expected a value but the text ended") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try object(depth: depth, start: start)
         case UInt8(ascii: "["): return try array(depth: depth, start: start)
         case UInt8(ascii: "\""): return JSONNode(.string(try string()), at: start)
-        case UInt8(ascii: "t"): try literal("true"); return JSONNode(.bool(true), at: start)
-        case UInt8(ascii: "f"): try literal("false"); return JSONNode(.bool(false), at: start)
-        case UInt8(ascii: "n"): try literal("null"); return JSONNode(.null, at: start)
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return JSONNode(.bool(true), at: start)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return JSONNode(.bool(false), at: start)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return JSONNode(.null, at: start)
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return JSONNode(.number(try number()), at: start)
         case UInt8(ascii: "'"):
             throw error("strings must use double quotes", hint: "write \"…\" instead of '…'")
@@ -224,7 +239,9 @@ private struct Parser {
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
         func digits() -> Int {
             let s = index
-            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") { index += 1 }
+            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+                index += 1
+            }
             return index - s
         }
         guard index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") else {
@@ -244,7 +261,9 @@ private struct Parser {
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
             if digits() == 0 { throw error("a number needs digits in its exponent") }
         }
         return String(decoding: bytes[start..<index], as: UTF8.self)
@@ -261,7 +280,9 @@ private struct Parser {
             }
         }
         while true {
-            guard index < bytes.count else { throw error("a string is never closed", hint: "add the closing \"", at: start) }
+            guard index < bytes.count else {
+                throw error("a string is never closed", hint: "add the closing \"", at: start)
+            }
             let c = bytes[index]
             if c == UInt8(ascii: "\"") {
                 flush(&self)
@@ -269,8 +290,11 @@ private struct Parser {
                 return String(scalars)
             }
             if c < 0x20 {
-                throw error(c == 0x0A ? "a string is never closed on its line" : "a control character must be escaped inside a string",
-                            hint: c == 0x0A ? "add the closing \" before the end of the line" : "write it as \\u00XX")
+                throw error(
+                    c == 0x0A
+                        ? "a string is never closed on its line"
+                        : "a control character must be escaped inside a string",
+                    hint: c == 0x0A ? "add the closing \" before the end of the line" : "write it as \\u00XX")
             }
             if c == UInt8(ascii: "\\") {
                 flush(&self)
@@ -290,12 +314,16 @@ private struct Parser {
                 case UInt8(ascii: "u"):
                     var code = try hex4()
                     if (0xD800...0xDBFF).contains(code) {
-                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                            bytes[index + 1] == UInt8(ascii: "u")
+                        else {
                             throw error("a \\u escape holds half of a surrogate pair")
                         }
                         index += 2
                         let low = try hex4()
-                        guard (0xDC00...0xDFFF).contains(low) else { throw error("a \\u escape holds half of a surrogate pair") }
+                        guard (0xDC00...0xDFFF).contains(low) else {
+                            throw error("a \\u escape holds half of a surrogate pair")
+                        }
                         code = 0x10000 + (code - 0xD800) << 10 + (low - 0xDC00)
                     } else if (0xDC00...0xDFFF).contains(code) {
                         throw error("a \\u escape holds half of a surrogate pair")
@@ -304,8 +332,9 @@ private struct Parser {
                     scalars.append(scalar)
                 default:
                     index -= 2
-                    throw error("'\\\(Character(UnicodeScalar(e)))' is not a JSON escape",
-                                hint: "a backslash in a path is written \\\\ in JSON, and paths use '/' anyway")
+                    throw error(
+                        "'\\\(Character(UnicodeScalar(e)))' is not a JSON escape",
+                        hint: "a backslash in a path is written \\\\ in JSON, and paths use '/' anyway")
                 }
                 runStart = index
                 continue
@@ -344,7 +373,9 @@ private struct Parser {
             try skipSpace()
             elements.append(try value(depth: depth + 1))
             try skipSpace()
-            guard index < bytes.count else { throw error("an array opened at \(start) is never closed", hint: "add the closing ]") }
+            guard index < bytes.count else {
+                throw error("an array opened at \(start) is never closed", hint: "add the closing ]")
+            }
             if bytes[index] == UInt8(ascii: ",") {
                 let comma = position
                 index += 1
@@ -360,7 +391,9 @@ private struct Parser {
                 index += 1
                 return JSONNode(.array(elements), at: start)
             }
-            throw error("expected ',' or ']' in an array but found \(describeHere())", hint: "separate array elements with commas")
+            throw error(
+                "expected ',' or ']' in an array but found \(describeHere())",
+                hint: "separate array elements with commas")
         }
     }
 
@@ -368,7 +401,8 @@ private struct Parser {
         guard reader.allowsTrailingCommas else {
             throw error("a trailing comma is not allowed in strict JSON", at: comma)
         }
-        warnings.append(.init(position: comma, message: "trailing comma accepted (strict JSON readers refuse it; remove it)"))
+        warnings.append(
+            .init(position: comma, message: "trailing comma accepted (strict JSON readers refuse it; remove it)"))
     }
 
     mutating func object(depth: Int, start: JSONPosition) throws -> JSONNode {
@@ -387,13 +421,15 @@ private struct Parser {
                 if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
                     throw error("expected a member name in quotes but found '}'")
                 }
-                throw error("expected a member name in double quotes but found \(describeHere())",
-                            hint: "JSON object keys are strings: \"key\": value")
+                throw error(
+                    "expected a member name in double quotes but found \(describeHere())",
+                    hint: "JSON object keys are strings: \"key\": value")
             }
             let key = try string()
             if let first = seen[key] {
-                throw error("the key \"\(key)\" appears twice in one object (first at \(first))",
-                            hint: "keep one of them", at: keyPosition)
+                throw error(
+                    "the key \"\(key)\" appears twice in one object (first at \(first))",
+                    hint: "keep one of them", at: keyPosition)
             }
             seen[key] = keyPosition
             try skipSpace()
@@ -402,7 +438,9 @@ private struct Parser {
             let v = try value(depth: depth + 1)
             members.append(JSONMember(key: key, keyPosition: keyPosition, value: v))
             try skipSpace()
-            guard index < bytes.count else { throw error("an object opened at \(start) is never closed", hint: "add the closing }") }
+            guard index < bytes.count else {
+                throw error("an object opened at \(start) is never closed", hint: "add the closing }")
+            }
             if bytes[index] == UInt8(ascii: ",") {
                 let comma = position
                 index += 1
@@ -418,8 +456,9 @@ private struct Parser {
                 index += 1
                 return JSONNode(.object(members), at: start)
             }
-            throw error("expected ',' or '}' after the member \"\(key)\" but found \(describeHere())",
-                        hint: "separate object members with commas")
+            throw error(
+                "expected ',' or '}' after the member \"\(key)\" but found \(describeHere())",
+                hint: "separate object members with commas")
         }
     }
 }

@@ -47,7 +47,9 @@ extension PostgresDatabase {
             let result = PQexec(handle, sql)
             defer { PQclear(result) }
             let status = PQresultStatus(result)
-            guard result != nil, status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw failure(result, sql) }
+            guard result != nil, status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+                throw failure(result, sql)
+            }
             state.statements += 1
         }
 
@@ -70,13 +72,17 @@ extension PostgresDatabase {
             var parameters: [Parameter] = []
             defer { for p in parameters { p.storage?.deallocate() } }
             for value in bindings { parameters.append(try Parameter(value)) }
-            let count = try CheckedInteger.convert(parameters.count, to: Int32.self, "the number of parameters", context: name)
+            let count = try CheckedInteger.convert(
+                parameters.count, to: Int32.self, "the number of parameters", context: name)
             let values = parameters.map { UnsafePointer($0.storage) }
-            let result = PQexecParams(handle, numbered, count, parameters.map(\.type), values, parameters.map(\.length),
-                                      parameters.map(\.format), 0)
+            let result = PQexecParams(
+                handle, numbered, count, parameters.map(\.type), values, parameters.map(\.length),
+                parameters.map(\.format), 0)
             defer { PQclear(result) }
             let status = PQresultStatus(result)
-            guard result != nil, status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw failure(result, sql) }
+            guard result != nil, status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+                throw failure(result, sql)
+            }
             state.statements += 1
             return try read(result)
         }
@@ -92,28 +98,36 @@ extension PostgresDatabase {
             let message = field("M") ?? PostgresDatabase.trimmed(String(cString: PQerrorMessage(handle)))
             let detail = field("D").map { " (\($0))" } ?? ""
             // Class 08: connection exceptions; 57P01–57P03: the server shut down or is starting.
-            let lost = PQstatus(handle) != CONNECTION_OK || sqlState?.hasPrefix("08") == true
+            let lost =
+                PQstatus(handle) != CONNECTION_OK || sqlState?.hasPrefix("08") == true
                 || ["57P01", "57P02", "57P03"].contains(sqlState ?? "")
             if lost {
                 state.connectionLost = true
-                return BacklotError(.unavailable, "the PostgreSQL connection was lost: \(message)", context: name,
-                                    hint: "the server stopped or restarted; the next request connects again")
+                return BacklotError(
+                    .unavailable, "the PostgreSQL connection was lost: \(message)", context: name,
+                    hint: "the server stopped or restarted; the next request connects again")
             }
             switch sqlState {
             case "23505", "23503":
                 return BacklotError(.conflict, message + detail, context: name)
             case "40001", "40P01":
-                return BacklotError(.conflict, "a concurrent change interfered: \(message)", context: name, hint: "try again")
+                return BacklotError(
+                    .conflict, "a concurrent change interfered: \(message)", context: name, hint: "try again")
             case "53300":
-                return BacklotError(.unavailable, "PostgreSQL has no connection slot free: \(message)", context: name, hint: "try again later")
+                return BacklotError(
+                    .unavailable, "PostgreSQL has no connection slot free: \(message)", context: name,
+                    hint: "try again later")
             default:
-                return BacklotError(.io, "PostgreSQL: \(message)\(detail) [\(sqlState ?? "no SQLSTATE")] (in \(sql.prefix(60)))", context: name)
+                return BacklotError(
+                    .io, "PostgreSQL: \(message)\(detail) [\(sqlState ?? "no SQLSTATE")] (in \(sql.prefix(60)))",
+                    context: name)
             }
         }
 
         /// The rows of a result, each value converted by its column's type.
         static func rows(of result: OpaquePointer?, sql: String) throws -> [Database.Row] {
-            let rowCount = Int(PQntuples(result)), columnCount = Int(PQnfields(result))
+            let rowCount = Int(PQntuples(result))
+            let columnCount = Int(PQnfields(result))
             guard rowCount > 0, columnCount > 0 else { return [] }
             let names = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
             let types = (0..<columnCount).map { PQftype(result, Int32($0)) }
@@ -123,7 +137,10 @@ extension PostgresDatabase {
                 var row: Database.Row = [:]
                 for c in 0..<columnCount {
                     let column = Int32(c)
-                    if PQgetisnull(result, r, column) == 1 { row[names[c]] = .null; continue }
+                    if PQgetisnull(result, r, column) == 1 {
+                        row[names[c]] = .null
+                        continue
+                    }
                     let length = Int(PQgetlength(result, r, column))
                     let bytes = UnsafeRawBufferPointer(start: PQgetvalue(result, r, column), count: length)
                     row[names[c]] = try PostgresValue.decode(bytes, type: types[c], column: names[c], sql: sql)
@@ -152,13 +169,18 @@ extension PostgresDatabase {
                 self.init(text: text, type: PostgresValue.float8)
             case .text(let v):
                 guard !v.utf8.contains(0) else {
-                    throw BacklotError(.invalidInput, "text holding a NUL character cannot be stored in PostgreSQL", context: String(v.prefix(40)))
+                    throw BacklotError(
+                        .invalidInput, "text holding a NUL character cannot be stored in PostgreSQL",
+                        context: String(v.prefix(40)))
                 }
-                self.init(text: v, type: 0)   // the server infers the type from where it goes
+                self.init(text: v, type: 0)  // the server infers the type from where it goes
             case .blob(let v):
                 let length = try CheckedInteger.convert(v.count, to: Int32.self, "the size of a stored value")
                 let storage = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, v.count))
-                v.withUnsafeBytes { raw in UnsafeMutableRawPointer(storage).copyMemory(from: raw.baseAddress ?? UnsafeRawPointer(storage), byteCount: v.count) }
+                v.withUnsafeBytes { raw in
+                    UnsafeMutableRawPointer(storage).copyMemory(
+                        from: raw.baseAddress ?? UnsafeRawPointer(storage), byteCount: v.count)
+                }
                 self.init(storage: storage, length: length, format: 1, type: PostgresValue.bytea)
             }
         }

@@ -3,6 +3,7 @@ import BacklotStore
 import CPostgreSQL
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -63,8 +64,9 @@ public final class PostgresDatabase: MetadataDatabase {
         } else {
             let detail = parseError.map { String(cString: $0) } ?? "out of memory"
             PQfreemem(parseError)
-            throw BacklotError(.invalidInput, "not a PostgreSQL connection URI: \(Self.trimmed(detail))", context: "--database",
-                               hint: "use postgresql://USER@HOST:PORT/DATABASE (the password from PGPASSWORD or ~/.pgpass)")
+            throw BacklotError(
+                .invalidInput, "not a PostgreSQL connection URI: \(Self.trimmed(detail))", context: "--database",
+                hint: "use postgresql://USER@HOST:PORT/DATABASE (the password from PGPASSWORD or ~/.pgpass)")
         }
         let first = try Self.open(url, timeout: connectTimeout)
         displayName = first.name
@@ -131,11 +133,13 @@ public final class PostgresDatabase: MetadataDatabase {
                     let lost = c.state.connectionLost
                     let sqlState = c.state.sqlState
                     if !lost { try? c.execute("ROLLBACK") }
-                    if lost && !committing && attempt == 1 && c.state.statements == 0 { continue }   // died before BEGIN ran
+                    // died before BEGIN ran
+                    if lost && !committing && attempt == 1 && c.state.statements == 0 { continue }
                     if sqlState == "40001" || sqlState == "40P01" {
                         guard attempt < Self.maximumAttempts else {
-                            throw BacklotError(.conflict, "the change met \(attempt) concurrent changes in a row and was not made",
-                                               context: displayName, hint: "try again")
+                            throw BacklotError(
+                                .conflict, "the change met \(attempt) concurrent changes in a row and was not made",
+                                context: displayName, hint: "try again")
                         }
                         // Random, growing pauses (up to 50 ms) so that the writers that keep meeting spread out.
                         usleep(UInt32.random(in: 1_000...5_000) * UInt32(min(attempt, 10)))
@@ -172,7 +176,7 @@ public final class PostgresDatabase: MetadataDatabase {
     @discardableResult
     public func withExclusiveLock<T>(_ name: String, _ body: () throws -> T) throws -> T {
         let lock = try Self.open(url, timeout: connectTimeout)
-        defer { PQfinish(lock.handle) }   // ending the session releases the lock, whatever happened
+        defer { PQfinish(lock.handle) }  // ending the session releases the lock, whatever happened
         try lock.run("SELECT pg_advisory_lock(hashtextextended(?, 0))", [.text(name)])
         return try body()
     }
@@ -182,13 +186,18 @@ public final class PostgresDatabase: MetadataDatabase {
     static func connect(_ url: String, timeout: Int) -> OpaquePointer? {
         // expand_dbname: the URI's own settings override the ones before it. TCP keepalives find a
         // server that vanished without closing the connection in about a minute.
-        let keywords = ["connect_timeout", "application_name", "keepalives_idle", "keepalives_interval", "keepalives_count", "dbname"]
+        let keywords = [
+            "connect_timeout", "application_name", "keepalives_idle", "keepalives_interval", "keepalives_count",
+            "dbname",
+        ]
         let values = ["\(max(1, timeout))", "backlot", "30", "10", "3", url]
         let k = keywords.map { strdup($0) } + [nil]
         let v = values.map { strdup($0) } + [nil]
         defer { for p in k + v { free(p) } }
         return k.map { UnsafePointer($0) }.withUnsafeBufferPointer { kp in
-            v.map { UnsafePointer($0) }.withUnsafeBufferPointer { vp in PQconnectdbParams(kp.baseAddress, vp.baseAddress, 1) }
+            v.map { UnsafePointer($0) }.withUnsafeBufferPointer { vp in
+                PQconnectdbParams(kp.baseAddress, vp.baseAddress, 1)
+            }
         }
     }
 
@@ -204,18 +213,22 @@ public final class PostgresDatabase: MetadataDatabase {
         // host:port/db (the user is named separately where it matters).
         let at = name.split(separator: "@", maxSplits: 1).last.map(String.init) ?? name
         if message.contains("authentication failed") || message.contains("no password supplied") {
-            return BacklotError(.forbidden, "PostgreSQL authentication failed for user \"\(user)\" at \(at): \(message)", context: name,
-                                hint: "check the password: in the URI, in PGPASSWORD or in ~/.pgpass (mode 0600)")
+            return BacklotError(
+                .forbidden, "PostgreSQL authentication failed for user \"\(user)\" at \(at): \(message)", context: name,
+                hint: "check the password: in the URI, in PGPASSWORD or in ~/.pgpass (mode 0600)")
         }
         if message.contains("does not exist") && message.contains("database") {
-            return BacklotError(.notFound, "the PostgreSQL database of \(at) does not exist: \(message)", context: name,
-                                hint: "create it first (createdb), or check the name in the URI")
+            return BacklotError(
+                .notFound, "the PostgreSQL database of \(at) does not exist: \(message)", context: name,
+                hint: "create it first (createdb), or check the name in the URI")
         }
-        return BacklotError(.unavailable, "cannot connect to PostgreSQL at \(at): \(message)", context: name,
-                            hint: "check that the server runs and accepts connections on that host and port")
+        return BacklotError(
+            .unavailable, "cannot connect to PostgreSQL at \(at): \(message)", context: name,
+            hint: "check that the server runs and accepts connections on that host and port")
     }
 
     static func trimmed(_ text: String) -> String {
-        text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
+        text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(
+            separator: "; ")
     }
 }

@@ -25,23 +25,36 @@ public enum PostgresPlaceholders {
                     previous = " "
                     continue
                 }
-                if c == "'" { mode = .single } else if c == "\"" { mode = .double }
-                else if c == "-" && previous == "-" { mode = .line }
-                else if c == "*" && previous == "/" { mode = .block }
+                if c == "'" {
+                    mode = .single
+                } else if c == "\"" {
+                    mode = .double
+                } else if c == "-" && previous == "-" {
+                    mode = .line
+                } else if c == "*" && previous == "/" {
+                    mode = .block
+                }
             case .single:
-                if c == "'" { mode = .plain }   // '' (an escaped quote) leaves and re-enters at once
+                if c == "'" { mode = .plain }  // '' (an escaped quote) leaves and re-enters at once
             case .double:
                 if c == "\"" { mode = .plain }
             case .line:
                 if c == "\n" { mode = .plain }
             case .block:
-                if c == "/" && previous == "*" { mode = .plain; out.append(c); previous = " "; continue }
+                if c == "/" && previous == "*" {
+                    mode = .plain
+                    out.append(c)
+                    previous = " "
+                    continue
+                }
             }
             out.append(c)
             previous = c
         }
         guard n == count else {
-            throw BacklotError(.invalidInput, "the statement has \(n) placeholders but \(count) values were given", context: String(sql.prefix(60)))
+            throw BacklotError(
+                .invalidInput, "the statement has \(n) placeholders but \(count) values were given",
+                context: String(sql.prefix(60)))
         }
         return out
     }

@@ -9,10 +9,14 @@ enum PostgresValue {
     static let float4: Oid = 700, float8: Oid = 701, numeric: Oid = 1700
 
     /// - Throws: ``BacklotError/Code/io`` naming the column when the text is not a value of its type.
-    static func decode(_ bytes: UnsafeRawBufferPointer, type: Oid, column: String, sql: String) throws -> Database.Value {
+    static func decode(_ bytes: UnsafeRawBufferPointer, type: Oid, column: String, sql: String) throws -> Database.Value
+    {
         let text = String(decoding: bytes, as: UTF8.self)
         func bad() -> BacklotError {
-            BacklotError(.io, "PostgreSQL returned \"\(text.prefix(40))\" for the column \(column), which does not fit its type (in \(sql.prefix(60)))")
+            BacklotError(
+                .io,
+                "PostgreSQL returned \"\(text.prefix(40))\" for the column \(column), which does not fit its type (in \(sql.prefix(60)))"
+            )
         }
         switch type {
         case int8, int4, int2, oid:
@@ -38,7 +42,8 @@ enum PostgresValue {
 
     /// `\x0a1b…` (bytea's hex output) as bytes.
     static func hexBytes(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
-        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x"), bytes.count % 2 == 0 else { return nil }
+        guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x"), bytes.count % 2 == 0
+        else { return nil }
         func nibble(_ c: UInt8) -> UInt8? {
             switch c {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")

@@ -40,8 +40,10 @@ extension ArchiveReader {
     /// Refuses a range past the end (checked without overflow).
     func checkRange(count: Int, at offset: UInt64, source: String) throws {
         guard count >= 0, offset <= size, UInt64(count) <= size - offset else {
-            throw BacklotError(.corruptArchive, "a read of \(count) bytes at offset \(offset) goes past the archive's end (\(size) bytes)",
-                               context: source, hint: "the archive is truncated or its header lies: package it again")
+            throw BacklotError(
+                .corruptArchive,
+                "a read of \(count) bytes at offset \(offset) goes past the archive's end (\(size) bytes)",
+                context: source, hint: "the archive is truncated or its header lies: package it again")
         }
     }
 }

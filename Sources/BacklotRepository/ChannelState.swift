@@ -34,15 +34,30 @@ public struct ChannelState: Sendable, Hashable {
         var members: [JSONMember] = []
         if let channel { members.append(JSONMember(key: "channel", value: .string(channel.rawValue))) }
         members.append(JSONMember(key: "pack", value: .string(pack)))
-        members.append(JSONMember(key: "live", value: p?.liveVersion.map { .object(["version": .number($0), "archiveSHA256": p?.liveArchiveSHA256.map(JSONNode.string) ?? .null]) } ?? .null))
-        members.append(JSONMember(key: "candidate", value: p?.candidateVersion.map { .object(["version": .number($0), "rolloutPercent": .number(p?.candidatePercent ?? 0)]) } ?? .null))
+        members.append(
+            JSONMember(
+                key: "live",
+                value: p?.liveVersion.map {
+                    .object([
+                        "version": .number($0), "archiveSHA256": p?.liveArchiveSHA256.map(JSONNode.string) ?? .null,
+                    ])
+                } ?? .null))
+        members.append(
+            JSONMember(
+                key: "candidate",
+                value: p?.candidateVersion.map {
+                    .object(["version": .number($0), "rolloutPercent": .number(p?.candidatePercent ?? 0)])
+                } ?? .null))
         return JSONNode(.object(members))
     }
 
     /// The `GET /api/apps/{app}/channels/{channel}` body.
     public var json: JSONNode {
-        .object(["app": .string(app), "channel": .string(channel.rawValue), "catalogVersion": catalogVersion.map { .number($0) } ?? .null,
-                 "expires": expires.map { .string(RFC3339.string($0)) } ?? .null, "signingKey": .string(signingKey),
-                 "packs": .array(packs.map { Self.packJSON($0, pack: $0.pack) })])
+        .object([
+            "app": .string(app), "channel": .string(channel.rawValue),
+            "catalogVersion": catalogVersion.map { .number($0) } ?? .null,
+            "expires": expires.map { .string(RFC3339.string($0)) } ?? .null, "signingKey": .string(signingKey),
+            "packs": .array(packs.map { Self.packJSON($0, pack: $0.pack) }),
+        ])
     }
 }

@@ -12,7 +12,10 @@ public final class FileArchiveReader: ArchiveReader {
     /// - Throws: ``BacklotError/Code/io`` (or ``BacklotError/Code/notFound``) when it cannot be opened.
     public init(path: String, source: String = "the archive") throws {
         descriptor = try FileDescriptor.openForReading(path)
-        do { size = try descriptor.size() } catch { descriptor.close(); throw error }
+        do { size = try descriptor.size() } catch {
+            descriptor.close()
+            throw error
+        }
         self.source = source
     }
 

@@ -19,7 +19,10 @@ public struct IssuedToken: Sendable, Hashable {
 
     /// `{"id","token","role","label","created","expires"}`.
     public var json: JSONNode {
-        .object(["id": .number(id), "token": .string(token), "role": .string(role.rawValue), "label": .string(label),
-                 "created": .string(RFC3339.string(created)), "expires": expires.map { .string(RFC3339.string($0)) } ?? .null])
+        .object([
+            "id": .number(id), "token": .string(token), "role": .string(role.rawValue), "label": .string(label),
+            "created": .string(RFC3339.string(created)),
+            "expires": expires.map { .string(RFC3339.string($0)) } ?? .null,
+        ])
     }
 }

@@ -1,5 +1,6 @@
 import BacklotBasics
 import BacklotCrypto
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,7 +35,9 @@ public struct LocalArchiveStore: ArchiveStore {
         (try? FileSystem.status(uploadPath(upload.versionID)))??.size ?? 0
     }
 
-    public func openUpload(_ upload: UploadRecord, record: @escaping (UInt64, String?) throws -> Void) throws -> any UploadSink {
+    public func openUpload(
+        _ upload: UploadRecord, record: @escaping (UInt64, String?) throws -> Void
+    ) throws -> any UploadSink {
         try LocalUploadSink(path: uploadPath(upload.versionID), label: upload.label)
     }
 
@@ -50,13 +53,17 @@ public struct LocalArchiveStore: ArchiveStore {
     public func storeBlob(from upload: UploadRecord, sha: SHA256Digest) throws {
         let path = uploadPath(upload.versionID)
         let blob = blobPath(sha.hex)
-        guard FileSystem.exists(path) else { return }   // stored already (a crash after the rename)
+        guard FileSystem.exists(path) else { return }  // stored already (a crash after the rename)
         if FileSystem.exists(blob) {
             unlink(path)
             return
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 { fchmod(fd, 0o644); fsync(fd); close(fd) }
+        if fd >= 0 {
+            fchmod(fd, 0o644)
+            fsync(fd)
+            close(fd)
+        }
         try SystemCall.retrying("rename", path: blob) { rename(path, blob) }
         FileSystem.syncDirectory(blobsPath)
     }
@@ -66,7 +73,8 @@ public struct LocalArchiveStore: ArchiveStore {
         return FileSystem.exists(path) ? try FileArchiveReader(path: path) : nil
     }
 
-    public func publishBlob(_ sha: String, to tree: any PublishedTreeStore, at relative: String, replacing: Bool) throws {
+    public func publishBlob(_ sha: String, to tree: any PublishedTreeStore, at relative: String, replacing: Bool) throws
+    {
         try tree.copyFile(from: blobPath(sha), to: relative, replacing: replacing)
     }
 

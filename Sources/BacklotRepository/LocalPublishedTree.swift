@@ -1,5 +1,6 @@
 import BacklotBasics
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,7 +45,8 @@ public struct LocalPublishedTree: PublishedTreeStore {
     public func read(_ relative: String, atMost limit: UInt64) throws -> [UInt8]? {
         let file = try path(relative)
         guard FileSystem.exists(file) else { return nil }
-        return try FileDescriptor.readWholeFile(file, atMost: limit, what: "the file \(relative) of the published tree", code: .quotaExceeded)
+        return try FileDescriptor.readWholeFile(
+            file, atMost: limit, what: "the file \(relative) of the published tree", code: .quotaExceeded)
     }
 
     public func remove(_ relative: String) throws {
@@ -56,7 +58,9 @@ public struct LocalPublishedTree: PublishedTreeStore {
         let folder = try path(relative)
         guard FileSystem.exists(folder) else { return [] }
         return try FileSystem.entryNames(folder).map { String(decoding: $0, as: UTF8.self) }
-            .filter { name in !name.hasPrefix(".") && (try? FileSystem.linkStatus(folder + "/" + name))??.kind == .regular }
+            .filter { name in
+                !name.hasPrefix(".") && (try? FileSystem.linkStatus(folder + "/" + name))??.kind == .regular
+            }
             .sorted()
     }
 

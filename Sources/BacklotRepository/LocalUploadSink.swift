@@ -1,4 +1,5 @@
 import BacklotBasics
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,14 +15,23 @@ final class LocalUploadSink: UploadSink {
     /// - Throws: ``BacklotError/Code/conflict`` when another request holds the file.
     init(path: String, label: String) throws {
         guard let lock = try FileLock.acquire(path, .exclusive, waiting: false) else {
-            throw BacklotError(.conflict, "another upload to this version is in progress", context: label,
-                               hint: "wait for it to end, or ask for the version's status and resume from the byte it gives")
+            throw BacklotError(
+                .conflict, "another upload to this version is in progress", context: label,
+                hint: "wait for it to end, or ask for the version's status and resume from the byte it gives")
         }
         self.lock = lock
         let fd: Int32
-        do { fd = try SystemCall.retrying("open", path: path) { Glibc.open(path, O_WRONLY | O_CLOEXEC, 0o600) } } catch { lock.release(); throw error }
+        do { fd = try SystemCall.retrying("open", path: path) { Glibc.open(path, O_WRONLY | O_CLOEXEC, 0o600) } } catch
+        {
+            lock.release()
+            throw error
+        }
         descriptor = FileDescriptor(rawValue: fd, path: path)
-        do { received = try descriptor.size() } catch { descriptor.close(); lock.release(); throw error }
+        do { received = try descriptor.size() } catch {
+            descriptor.close()
+            lock.release()
+            throw error
+        }
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) throws {
@@ -34,7 +44,7 @@ final class LocalUploadSink: UploadSink {
         open = false
         defer {
             descriptor.close()
-            lock.release()   // whatever happens
+            lock.release()  // whatever happens
         }
         try descriptor.sync()
         return received

@@ -17,7 +17,9 @@ public struct PackInfo: Sendable, Hashable {
 
     /// `{"id","created","versions","latest"}`.
     public var json: JSONNode {
-        .object(["id": .string(id), "created": .string(RFC3339.string(created)), "versions": .number(versions),
-                 "latest": latest.map { .number($0) } ?? .null])
+        .object([
+            "id": .string(id), "created": .string(RFC3339.string(created)), "versions": .number(versions),
+            "latest": latest.map { .number($0) } ?? .null,
+        ])
     }
 }

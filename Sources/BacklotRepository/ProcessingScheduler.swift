@@ -41,7 +41,9 @@ final class ProcessingScheduler: Sendable {
     func schedule(versionID: Int64, app: String, work: @escaping @Sendable (Flag) -> Void) {
         idle.enter()
         let (queued, startWorker) = state.withLock { s -> (Bool, Bool) in
-            if s.running[versionID] != nil || s.queues[app]?.contains(where: { $0.id == versionID }) == true { return (false, false) }
+            if s.running[versionID] != nil || s.queues[app]?.contains(where: { $0.id == versionID }) == true {
+                return (false, false)
+            }
             s.queues[app, default: []].append(Job(id: versionID, work: work))
             if !s.turns.contains(app) { s.turns.append(app) }
             guard s.workers < workerLimit else { return (true, false) }
@@ -55,10 +57,16 @@ final class ProcessingScheduler: Sendable {
     /// Drops a queued job, or tells a running one to stop.
     func cancel(versionID: Int64) {
         let dropped = state.withLock { s -> Bool in
-            if let flag = s.running[versionID] { flag.set(); return false }
+            if let flag = s.running[versionID] {
+                flag.set()
+                return false
+            }
             for (app, queue) in s.queues where queue.contains(where: { $0.id == versionID }) {
                 s.queues[app] = queue.filter { $0.id != versionID }
-                if s.queues[app]!.isEmpty { s.queues[app] = nil; s.turns.removeAll { $0 == app } }
+                if s.queues[app]!.isEmpty {
+                    s.queues[app] = nil
+                    s.turns.removeAll { $0 == app }
+                }
                 return true
             }
             return false
@@ -80,7 +88,7 @@ final class ProcessingScheduler: Sendable {
                 let app = s.turns.remove(at: turn)
                 var queue = s.queues[app] ?? []
                 let job = queue.removeFirst()
-                s.queues[app] = queue.isEmpty ? nil : queue   // its next turn comes after the others' (see below)
+                s.queues[app] = queue.isEmpty ? nil : queue  // its next turn comes after the others' (see below)
                 let flag = Flag()
                 s.runningApps.insert(app)
                 s.running[job.id] = flag

@@ -18,8 +18,10 @@ public struct PublishedTreeHeaders: Sendable, Hashable {
     public static let standardKeyListMaxAge = 300
 
     /// - Parameters: the max-ages, at least 0 (0 makes every check reach the origin).
-    public init(catalogMaxAge: Int = PublishedTreeHeaders.standardCatalogMaxAge,
-                keyListMaxAge: Int = PublishedTreeHeaders.standardKeyListMaxAge) {
+    public init(
+        catalogMaxAge: Int = PublishedTreeHeaders.standardCatalogMaxAge,
+        keyListMaxAge: Int = PublishedTreeHeaders.standardKeyListMaxAge
+    ) {
         self.catalogMaxAge = max(0, catalogMaxAge)
         self.keyListMaxAge = max(0, keyListMaxAge)
     }
@@ -51,7 +53,9 @@ public struct PublishedTreeHeaders: Sendable, Hashable {
     /// The SHA-256 (hex) of `v1/packs/SHA256.pack`, or nil for any other path.
     public static func contentAddress(_ relative: String) -> Substring? {
         let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "v1", parts[1] == "packs", parts[2].hasSuffix(".pack"), parts[2].utf8.count == 69 else { return nil }
+        guard parts.count == 3, parts[0] == "v1", parts[1] == "packs", parts[2].hasSuffix(".pack"),
+            parts[2].utf8.count == 69
+        else { return nil }
         let sha = parts[2].dropLast(5)
         return sha.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) ? sha : nil
     }

@@ -55,9 +55,11 @@ public enum PublishedTreePath {
     public static func validate(_ relative: String) throws {
         let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.first == "v1", !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }),
-              !relative.contains("\\"), !relative.utf8.contains(0) else {
-            throw BacklotError(.invalidInput, "'\(relative)' is not a path of the published tree", context: relative,
-                               hint: "paths are relative to the tree's root, start with v1/ and have no empty, . or .. component")
+            !relative.contains("\\"), !relative.utf8.contains(0)
+        else {
+            throw BacklotError(
+                .invalidInput, "'\(relative)' is not a path of the published tree", context: relative,
+                hint: "paths are relative to the tree's root, start with v1/ and have no empty, . or .. component")
         }
     }
 }

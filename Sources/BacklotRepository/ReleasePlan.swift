@@ -25,11 +25,18 @@ public struct ReleasePlan: Sendable, Hashable {
 
     /// `{"dryRun":true,"needsApproval","change":{"channel","pack","from":{"version","rolloutPercent"},"to":{…},"catalogVersion"}}`.
     public var json: JSONNode {
-        .object(["dryRun": .bool(true), "needsApproval": .bool(needsApproval), "change": .object([
-            "channel": .string(channel.rawValue), "pack": .string(pack),
-            "from": .object(["version": fromVersion.map { .number($0) } ?? .null, "rolloutPercent": fromPercent.map { .number($0) } ?? .null]),
-            "to": .object(["version": .number(toVersion), "rolloutPercent": toPercent.map { .number($0) } ?? .null]),
-            "catalogVersion": .number(catalogVersion),
-        ])])
+        .object([
+            "dryRun": .bool(true), "needsApproval": .bool(needsApproval),
+            "change": .object([
+                "channel": .string(channel.rawValue), "pack": .string(pack),
+                "from": .object([
+                    "version": fromVersion.map { .number($0) } ?? .null,
+                    "rolloutPercent": fromPercent.map { .number($0) } ?? .null,
+                ]),
+                "to": .object(["version": .number(toVersion), "rolloutPercent": toPercent.map { .number($0) } ?? .null]
+                ),
+                "catalogVersion": .number(catalogVersion),
+            ]),
+        ])
     }
 }

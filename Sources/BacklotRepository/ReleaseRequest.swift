@@ -25,10 +25,13 @@ public struct ReleaseRequest: Sendable, Hashable {
     public static let statuses = ["pending", "approved", "rejected", "superseded"]
 
     public var json: JSONNode {
-        .object(["id": .number(id), "app": .string(app), "channel": .string(channel.rawValue), "pack": .string(pack), "version": .number(version),
-                 "rolloutPercent": rolloutPercent.map { JSONNode.number($0) } ?? .null, "status": .string(status),
-                 "requested": .string(RFC3339.string(requested)), "requestedBy": requestedBy?.json ?? .null,
-                 "decided": decided.map { .string(RFC3339.string($0)) } ?? .null, "decidedBy": decidedBy?.json ?? .null,
-                 "reason": reason.map(JSONNode.string) ?? .null])
+        .object([
+            "id": .number(id), "app": .string(app), "channel": .string(channel.rawValue), "pack": .string(pack),
+            "version": .number(version),
+            "rolloutPercent": rolloutPercent.map { JSONNode.number($0) } ?? .null, "status": .string(status),
+            "requested": .string(RFC3339.string(requested)), "requestedBy": requestedBy?.json ?? .null,
+            "decided": decided.map { .string(RFC3339.string($0)) } ?? .null, "decidedBy": decidedBy?.json ?? .null,
+            "reason": reason.map(JSONNode.string) ?? .null,
+        ])
     }
 }

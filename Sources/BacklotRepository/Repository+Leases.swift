@@ -34,24 +34,32 @@ extension Repository {
     /// - Returns: whether `owner` holds it now.
     func claimVersion(_ id: Int64, state: VersionState, owner: String? = nil) throws -> Bool {
         let owner = owner ?? instanceID
-        return try db.runAlone("""
+        return try db.runAlone(
+            """
             UPDATE versions SET lease_owner = ?, lease_until = ?
             WHERE id = ? AND state = ? AND deleted = 0 AND (lease_owner IS NULL OR lease_owner = ? OR lease_until < ?)
-            """, [.text(owner), .integer(leaseExpiry()), .integer(id), .text(state.rawValue), .text(owner), .integer(Self.nowMilliseconds())]) == 1
+            """,
+            [
+                .text(owner), .integer(leaseExpiry()), .integer(id), .text(state.rawValue), .text(owner),
+                .integer(Self.nowMilliseconds()),
+            ]) == 1
     }
 
     /// Renews `owner`'s (by default this server's) lease on a version.
     /// - Returns: false when it no longer holds it.
     func renewVersionLease(_ id: Int64, owner: String? = nil) throws -> Bool {
-        try db.runAlone("UPDATE versions SET lease_until = ? WHERE id = ? AND lease_owner = ?", [.integer(leaseExpiry()), .integer(id), .text(owner ?? instanceID)]) == 1
+        try db.runAlone(
+            "UPDATE versions SET lease_until = ? WHERE id = ? AND lease_owner = ?",
+            [.integer(leaseExpiry()), .integer(id), .text(owner ?? instanceID)]) == 1
     }
 
     /// Gives up `owner`'s (by default this server's) lease on a version (in `state`, or in any
     /// state when nil); errors are ignored: an unreleased lease runs out by itself.
     func releaseVersionLease(_ id: Int64, state: VersionState?, owner: String? = nil) {
-        _ = try? db.runAlone("UPDATE versions SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?"
-                             + (state == nil ? "" : " AND state = ?"),
-                             [.integer(id), .text(owner ?? instanceID)] + (state.map { [.text($0.rawValue)] } ?? []))
+        _ = try? db.runAlone(
+            "UPDATE versions SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?"
+                + (state == nil ? "" : " AND state = ?"),
+            [.integer(id), .text(owner ?? instanceID)] + (state.map { [.text($0.rawValue)] } ?? []))
     }
 
     /// Takes or renews the named lease for `duration` seconds.
@@ -64,7 +72,8 @@ extension Repository {
     public func acquireLease(_ name: String, for duration: TimeInterval) throws -> Bool {
         let now = Self.nowMilliseconds()
         let until = now + Int64((duration * 1000).rounded())
-        return try db.runAlone("""
+        return try db.runAlone(
+            """
             INSERT INTO leases(name, owner, until) VALUES (?, ?, ?)
             ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, until = excluded.until
             WHERE leases.owner = excluded.owner OR leases.until < ?
@@ -82,9 +91,12 @@ extension Repository {
     /// - Returns: how many versions were scheduled.
     @discardableResult
     public func takeOverAbandonedProcessing() throws -> Int {
-        let rows = try db.read { try $0.query("""
-            SELECT id, app FROM versions WHERE state = 'PROCESSING' AND deleted = 0 AND (lease_owner IS NULL OR lease_until < ?) ORDER BY id
-            """, [.integer(Self.nowMilliseconds())]) }
+        let rows = try db.read {
+            try $0.query(
+                """
+                SELECT id, app FROM versions WHERE state = 'PROCESSING' AND deleted = 0 AND (lease_owner IS NULL OR lease_until < ?) ORDER BY id
+                """, [.integer(Self.nowMilliseconds())])
+        }
         var scheduled = 0
         for row in rows {
             guard let id = row["id"]?.int, let app = row["app"]?.string else { continue }
@@ -111,7 +123,9 @@ extension Repository {
     /// try repository.shareWork(resigning: true, abandonedUploadsAfter: 3 * 86_400)
     /// ```
     /// - Throws: ``BacklotError/Code/unavailable`` when the database cannot be reached; what publishing throws.
-    public func shareWork(resigning: Bool, abandonedUploadsAfter: TimeInterval = Repository.defaultAbandonedUploadsAfter) throws {
+    public func shareWork(
+        resigning: Bool, abandonedUploadsAfter: TimeInterval = Repository.defaultAbandonedUploadsAfter
+    ) throws {
         try takeOverAbandonedProcessing()
         try removeAbandonedUploads(olderThan: abandonedUploadsAfter)
         if resigning, try acquireLease(Self.resigningLease, for: 180) {

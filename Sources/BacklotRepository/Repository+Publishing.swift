@@ -5,6 +5,7 @@ import BacklotFormat
 import BacklotJSON
 import BacklotStore
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,7 +34,8 @@ extension Repository {
         try db.transaction { tx in
             // Catalog versions of one app and channel grow one writer at a time, across processes too.
             try tx.lockUntilCommit("backlot catalog \(app) \(channel.rawValue)")
-            let rows = try tx.query("""
+            let rows = try tx.query(
+                """
                 SELECT c.pack, c.live, c.candidate, c.rollout_bp, v.format FROM channel_packs c
                 JOIN versions v ON v.app = c.app AND v.pack = c.pack AND v.number = c.live
                 WHERE c.app = ? AND c.channel = ? ORDER BY c.pack
@@ -54,28 +56,52 @@ extension Repository {
                     candidate = try self.release(&tx, app: app, pack: pack, number: c)
                     archives.append(candidate!.archiveSHA256.hex)
                 }
-                entries.append(Catalog.Entry(id: try PackID(pack), release: release, candidate: candidate, rolloutBasisPoints: row["rollout_bp"]?.integer(as: Int.self) ?? 0))
+                entries.append(
+                    Catalog.Entry(
+                        id: try PackID(pack), release: release, candidate: candidate,
+                        rolloutBasisPoints: row["rollout_bp"]?.integer(as: Int.self) ?? 0))
             }
-            let recorded = try tx.query("SELECT version FROM catalogs WHERE app = ? AND channel = ?", [.text(app), .text(channel.rawValue)]).first?["version"]?.integer(as: UInt64.self) ?? 0
-            let previous = max(recorded, try publishedCatalogVersion(at: relative, app: app, channel: channel, key: key))
+            let recorded =
+                try tx.query(
+                    "SELECT version FROM catalogs WHERE app = ? AND channel = ?", [.text(app), .text(channel.rawValue)]
+                ).first?["version"]?.integer(as: UInt64.self) ?? 0
+            let previous = max(
+                recorded, try publishedCatalogVersion(at: relative, app: app, channel: channel, key: key))
             guard previous < UInt64(Int64.max) else {
-                throw BacklotError(.io, "the catalog version \(previous) cannot grow any more", context: "\(app)/\(channel.rawValue)")
+                throw BacklotError(
+                    .io, "the catalog version \(previous) cannot grow any more", context: "\(app)/\(channel.rawValue)")
             }
             let version = Catalog.nextVersion(after: previous, now: now)
-            let catalog = Catalog(app: app, channel: channel, version: version, issued: now, expires: now.addingTimeInterval(Catalog.defaultLifetime), packs: entries)
-            try tx.run("""
+            let catalog = Catalog(
+                app: app, channel: channel, version: version, issued: now,
+                expires: now.addingTimeInterval(Catalog.defaultLifetime), packs: entries)
+            try tx.run(
+                """
                 INSERT INTO catalogs(app, channel, version, expires) VALUES (?, ?, ?, ?)
                 ON CONFLICT(app, channel) DO UPDATE SET version = excluded.version, expires = excluded.expires
-                """, [.text(app), .text(channel.rawValue), .integer(try CheckedInteger.convert(version, to: Int64.self, "the catalog version", context: "\(app)/\(channel.rawValue)", code: .io)),
-                      .integer(try CheckedInteger.convert(catalog.expires.timeIntervalSince1970.rounded(.down), to: Int64.self, "the catalog's expiry", code: .io))])
+                """,
+                [
+                    .text(app), .text(channel.rawValue),
+                    .integer(
+                        try CheckedInteger.convert(
+                            version, to: Int64.self, "the catalog version", context: "\(app)/\(channel.rawValue)",
+                            code: .io)),
+                    .integer(
+                        try CheckedInteger.convert(
+                            catalog.expires.timeIntervalSince1970.rounded(.down), to: Int64.self,
+                            "the catalog's expiry", code: .io)),
+                ])
             // Apple's manifests exist only for an app that ever had an .aar (then, also to empty them once its last is withdrawn).
-            if try !apple.isEmpty || !tx.query("SELECT 1 FROM versions WHERE app = ? AND format = 'aar' LIMIT 1", [.text(app)]).isEmpty {
+            if try !apple.isEmpty
+                || !tx.query("SELECT 1 FROM versions WHERE app = ? AND format = 'aar' LIMIT 1", [.text(app)]).isEmpty
+            {
                 try publishAppleManifests(app: app, channel: channel, entries: apple)
             }
             // Archives first, then the catalog that names them: a client never sees a catalog whose
             // archives are missing (those copied above are there: packs are never removed while live).
             for sha in archives where !copied.contains(sha) { try linkIntoTree(sha) }
-            let signed = try SignedEnvelope.sign(payload: catalog.payload, type: Catalog.payloadType, with: [key]).encoded
+            let signed = try SignedEnvelope.sign(payload: catalog.payload, type: Catalog.payloadType, with: [key])
+                .encoded
             try tree.makeFolder("v1/apps/\(app)/\(channel.rawValue)")
             TestStopPoint.reach("publish.beforeCatalog")
             try tree.write(signed, at: relative)
@@ -85,37 +111,56 @@ extension Repository {
 
     /// The archives (SHA-256 hex) a channel's catalog names: each pack's live version and candidate.
     func channelArchives(app: String, channel: Channel) throws -> [String] {
-        try db.read { try $0.query("""
-            SELECT DISTINCT v.archive_sha256 AS sha FROM channel_packs c
-            JOIN versions v ON v.app = c.app AND v.pack = c.pack AND (v.number = c.live OR v.number = c.candidate)
-            WHERE c.app = ? AND c.channel = ? AND v.format = 'pack' AND v.archive_sha256 IS NOT NULL ORDER BY sha
-            """, [.text(app), .text(channel.rawValue)]) }.compactMap { $0["sha"]?.string }
+        try db.read {
+            try $0.query(
+                """
+                SELECT DISTINCT v.archive_sha256 AS sha FROM channel_packs c
+                JOIN versions v ON v.app = c.app AND v.pack = c.pack AND (v.number = c.live OR v.number = c.candidate)
+                WHERE c.app = ? AND c.channel = ? AND v.format = 'pack' AND v.archive_sha256 IS NOT NULL ORDER BY sha
+                """, [.text(app), .text(channel.rawValue)])
+        }.compactMap { $0["sha"]?.string }
     }
 
     /// The version of the catalog the tree holds now, when it is one this key signed (0 else):
     /// what the next version must exceed.
-    func publishedCatalogVersion(at relative: String, app: String, channel: Channel, key: Ed25519.PrivateKey) throws -> UInt64 {
+    func publishedCatalogVersion(
+        at relative: String, app: String, channel: Channel, key: Ed25519.PrivateKey
+    ) throws -> UInt64 {
         guard let bytes = try tree.read(relative, atMost: 64 << 20),
-              let payload = try? SignedEnvelope.open(bytes, expecting: Catalog.payloadType, trusting: [key.publicKey], source: relative),
-              let catalog = try? Catalog.decode(payload, source: relative), catalog.app == app, catalog.channel == channel else { return 0 }
+            let payload = try? SignedEnvelope.open(
+                bytes, expecting: Catalog.payloadType, trusting: [key.publicKey], source: relative),
+            let catalog = try? Catalog.decode(payload, source: relative), catalog.app == app, catalog.channel == channel
+        else { return 0 }
         return catalog.version
     }
 
-    func release(_ tx: inout any MetadataConnection, app: String, pack: String, number: Int64) throws -> Catalog.Release {
-        let rows = try tx.query("SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ?", [.text(app), .text(pack), .integer(number)])
+    func release(_ tx: inout any MetadataConnection, app: String, pack: String, number: Int64) throws -> Catalog.Release
+    {
+        let rows = try tx.query(
+            "SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ?",
+            [.text(app), .text(pack), .integer(number)])
         guard let v = rows.first, let sha = v["archive_sha256"]?.string.flatMap(SHA256Digest.init(hex:)),
-              let indexSHA = v["index_sha256"]?.string.flatMap(SHA256Digest.init(hex:)),
-              let metaText = v["metadata"]?.string else {
+            let indexSHA = v["index_sha256"]?.string.flatMap(SHA256Digest.init(hex:)),
+            let metaText = v["metadata"]?.string
+        else {
             throw BacklotError(.conflict, "the version is not processed", context: "\(app)/\(pack)/\(number)")
         }
-        let meta = try JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(Array(metaText.utf8)).root
-        guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)), let platforms = meta["platforms"].flatMap(Platform.list(json:)) else {
+        let meta = try JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(
+            Array(metaText.utf8)
+        ).root
+        guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)),
+            let platforms = meta["platforms"].flatMap(Platform.list(json:))
+        else {
             throw BacklotError(.io, "stored metadata of \(app)/\(pack)/\(number) is invalid")
         }
-        return Catalog.Release(version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io), downloadPolicy: policy, platforms: platforms, userInfo: meta["userInfo"],
-                               language: meta["language"]?.stringValue, installSize: v["install_size"]?.integer(as: UInt64.self) ?? 0,
-                               archiveURL: "../../../packs/\(sha.hex).pack", archiveSize: v["declared_size"]?.integer(as: UInt64.self) ?? 0, archiveSHA256: sha,
-                               indexOffset: v["index_offset"]?.integer(as: UInt64.self) ?? 0, indexLength: v["index_length"]?.integer(as: UInt64.self) ?? 0, indexSHA256: indexSHA)
+        return Catalog.Release(
+            version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io),
+            downloadPolicy: policy, platforms: platforms, userInfo: meta["userInfo"],
+            language: meta["language"]?.stringValue, installSize: v["install_size"]?.integer(as: UInt64.self) ?? 0,
+            archiveURL: "../../../packs/\(sha.hex).pack",
+            archiveSize: v["declared_size"]?.integer(as: UInt64.self) ?? 0, archiveSHA256: sha,
+            indexOffset: v["index_offset"]?.integer(as: UInt64.self) ?? 0,
+            indexLength: v["index_length"]?.integer(as: UInt64.self) ?? 0, indexSHA256: indexSHA)
     }
 
     /// An `.aar` release, as Apple's download manifest lists it.
@@ -130,16 +175,25 @@ extension Repository {
     }
 
     func appleEntry(_ tx: inout any MetadataConnection, app: String, pack: String, number: Int64) throws -> AppleEntry {
-        let rows = try tx.query("SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ?", [.text(app), .text(pack), .integer(number)])
+        let rows = try tx.query(
+            "SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ?",
+            [.text(app), .text(pack), .integer(number)])
         guard let v = rows.first, let sha = v["archive_sha256"]?.string, let metaText = v["metadata"]?.string else {
             throw BacklotError(.conflict, "the version is not processed", context: "\(app)/\(pack)/\(number)")
         }
-        let meta = try JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(Array(metaText.utf8)).root
-        guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)), let platforms = meta["platforms"].flatMap(Platform.list(json:)) else {
+        let meta = try JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(
+            Array(metaText.utf8)
+        ).root
+        guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)),
+            let platforms = meta["platforms"].flatMap(Platform.list(json:))
+        else {
             throw BacklotError(.io, "stored manifest of \(app)/\(pack)/\(number) is invalid")
         }
-        return AppleEntry(pack: pack, version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io), size: v["declared_size"]?.integer(as: UInt64.self) ?? 0, sha256: sha, policy: policy,
-                          platforms: platforms, userInfo: meta["userInfo"])
+        return AppleEntry(
+            pack: pack,
+            version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io),
+            size: v["declared_size"]?.integer(as: UInt64.self) ?? 0, sha256: sha, policy: policy,
+            platforms: platforms, userInfo: meta["userInfo"])
     }
 
     /// The folder of Apple download manifests for one app, channel and platform.
@@ -160,8 +214,10 @@ extension Repository {
             for e in entries where e.platforms.contains(platform) {
                 try archives.publishBlob(e.sha256, to: tree, at: relative + "/packs/" + e.pack, replacing: true)
                 keep.insert(e.pack)
-                manifest.set(AppleDownloadManifest.Entry(id: e.pack, baseURL: base + relative + "/packs", version: e.version,
-                                                         downloadSize: e.size, downloadPolicy: e.policy, userInfo: e.userInfo))
+                manifest.set(
+                    AppleDownloadManifest.Entry(
+                        id: e.pack, baseURL: base + relative + "/packs", version: e.version,
+                        downloadSize: e.size, downloadPolicy: e.policy, userInfo: e.userInfo))
             }
             try tree.write(Array(manifest.encoded.utf8), at: relative + "/manifest.json")
             for name in try tree.fileNames(in: relative + "/packs") where !keep.contains(name) {
@@ -180,13 +236,18 @@ extension Repository {
     /// committed but never published (a crash in between) is listed too, as expired, so that it is
     /// published at the next start or re-signing.
     public func publishedChannels() throws -> [(app: String, channel: Channel, expires: Date)] {
-        try db.read { try $0.query("""
-            SELECT c.app AS app, c.channel AS channel, COALESCE(k.expires, 0) AS expires FROM (
-                SELECT app, channel FROM catalogs UNION SELECT app, channel FROM channel_packs WHERE live IS NOT NULL) c
-            LEFT JOIN catalogs k ON k.app = c.app AND k.channel = c.channel
-            ORDER BY c.app, c.channel
-            """) }.compactMap { r in
-            guard let app = r["app"]?.string, let channel = r["channel"]?.string.flatMap(Channel.init(rawValue:)) else { return nil }
+        try db.read {
+            try $0.query(
+                """
+                SELECT c.app AS app, c.channel AS channel, COALESCE(k.expires, 0) AS expires FROM (
+                    SELECT app, channel FROM catalogs UNION SELECT app, channel FROM channel_packs WHERE live IS NOT NULL) c
+                LEFT JOIN catalogs k ON k.app = c.app AND k.channel = c.channel
+                ORDER BY c.app, c.channel
+                """)
+        }.compactMap { r in
+            guard let app = r["app"]?.string, let channel = r["channel"]?.string.flatMap(Channel.init(rawValue:)) else {
+                return nil
+            }
             return (app, channel, Date(timeIntervalSince1970: Double(r["expires"]?.int ?? 0)))
         }
     }
@@ -215,11 +276,17 @@ extension Repository {
         }
         let next = try CheckedInteger.add(versions.max() ?? 1, 1, "the next key list version", context: treeKeys)
         let new = try Ed25519.PrivateKey()
-        let signed = try SignedEnvelope.sign(payload: KeyList(version: next, keys: [new.publicKey]).payload, type: KeyList.payloadType, with: [old, new]).encoded
+        let signed = try SignedEnvelope.sign(
+            payload: KeyList(version: next, keys: [new.publicKey]).payload, type: KeyList.payloadType, with: [old, new]
+        ).encoded
         try tree.write(signed, at: treeKeys + "/root-\(next).json")
-        try RepositoryDirectory.writeSecret(Data(old.rawRepresentation).base64EncodedString() + "\n", to: directory.keysPath + "/signing-\(next - 1).key")
-        try RepositoryDirectory.writeSecret(Data(new.rawRepresentation).base64EncodedString() + "\n", to: directory.signingKeyPath)
-        try RepositoryDirectory.writePublic(Data(new.publicKey.rawRepresentation).base64EncodedString() + "\n", to: directory.publicKeyPath)
+        try RepositoryDirectory.writeSecret(
+            Data(old.rawRepresentation).base64EncodedString() + "\n",
+            to: directory.keysPath + "/signing-\(next - 1).key")
+        try RepositoryDirectory.writeSecret(
+            Data(new.rawRepresentation).base64EncodedString() + "\n", to: directory.signingKeyPath)
+        try RepositoryDirectory.writePublic(
+            Data(new.publicKey.rawRepresentation).base64EncodedString() + "\n", to: directory.publicKeyPath)
         try tree.write(signed, at: treeKeys + "/root.json")
         try resign(margin: .infinity)
         return next

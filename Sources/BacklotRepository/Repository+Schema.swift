@@ -9,91 +9,102 @@ extension Repository {
     /// same tables with its own types: `BIGINT` for every number, identity columns for
     /// `AUTOINCREMENT`, and the C collation on names so that `ORDER BY` sorts as SQLite does.
     static let schemaSteps: [SchemaMigration] = [
-        SchemaMigration(1, "apps, packs, versions, channels, release requests, catalogs, tokens", sqlite: """
-            CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, role TEXT NOT NULL, label TEXT NOT NULL, created INTEGER NOT NULL);
-            CREATE TABLE IF NOT EXISTS apps (id TEXT PRIMARY KEY, created INTEGER NOT NULL);
-            CREATE TABLE IF NOT EXISTS packs (app TEXT NOT NULL REFERENCES apps(id), id TEXT NOT NULL, created INTEGER NOT NULL, PRIMARY KEY (app, id));
-            CREATE TABLE IF NOT EXISTS versions (
-                id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, pack TEXT NOT NULL, number INTEGER NOT NULL,
-                state TEXT NOT NULL, reason TEXT, declared_size INTEGER NOT NULL, archive_sha256 TEXT, index_offset INTEGER,
-                index_length INTEGER, index_sha256 TEXT, install_size INTEGER, metadata TEXT, created INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
-                format TEXT NOT NULL DEFAULT 'pack', manifest TEXT,
-                UNIQUE (app, pack, number), FOREIGN KEY (app, pack) REFERENCES packs(app, id));
-            CREATE TABLE IF NOT EXISTS channel_packs (
-                app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, live INTEGER, candidate INTEGER, rollout_bp INTEGER NOT NULL DEFAULT 0,
-                PRIMARY KEY (app, channel, pack));
-            CREATE TABLE IF NOT EXISTS release_requests (
-                id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, version INTEGER NOT NULL,
-                rollout_bp INTEGER, status TEXT NOT NULL, requested INTEGER NOT NULL, decided INTEGER, reason TEXT);
-            CREATE TABLE IF NOT EXISTS catalogs (app TEXT NOT NULL, channel TEXT NOT NULL, version INTEGER NOT NULL, expires INTEGER NOT NULL, PRIMARY KEY (app, channel));
-            """, postgresql: """
-            CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, role TEXT NOT NULL, label TEXT NOT NULL, created BIGINT NOT NULL);
-            CREATE TABLE IF NOT EXISTS apps (id TEXT COLLATE "C" PRIMARY KEY, created BIGINT NOT NULL);
-            CREATE TABLE IF NOT EXISTS packs (app TEXT COLLATE "C" NOT NULL REFERENCES apps(id), id TEXT COLLATE "C" NOT NULL, created BIGINT NOT NULL,
-                PRIMARY KEY (app, id));
-            CREATE TABLE IF NOT EXISTS versions (
-                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, app TEXT COLLATE "C" NOT NULL, pack TEXT COLLATE "C" NOT NULL, number BIGINT NOT NULL,
-                state TEXT NOT NULL, reason TEXT, declared_size BIGINT NOT NULL, archive_sha256 TEXT, index_offset BIGINT,
-                index_length BIGINT, index_sha256 TEXT, install_size BIGINT, metadata TEXT, created BIGINT NOT NULL, deleted BIGINT NOT NULL DEFAULT 0,
-                format TEXT NOT NULL DEFAULT 'pack', manifest TEXT,
-                UNIQUE (app, pack, number), FOREIGN KEY (app, pack) REFERENCES packs(app, id));
-            CREATE TABLE IF NOT EXISTS channel_packs (
-                app TEXT COLLATE "C" NOT NULL, channel TEXT COLLATE "C" NOT NULL, pack TEXT COLLATE "C" NOT NULL, live BIGINT, candidate BIGINT,
-                rollout_bp BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (app, channel, pack));
-            CREATE TABLE IF NOT EXISTS release_requests (
-                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, app TEXT COLLATE "C" NOT NULL, channel TEXT COLLATE "C" NOT NULL,
-                pack TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL, rollout_bp BIGINT, status TEXT NOT NULL, requested BIGINT NOT NULL,
-                decided BIGINT, reason TEXT);
-            CREATE TABLE IF NOT EXISTS catalogs (app TEXT COLLATE "C" NOT NULL, channel TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL,
-                expires BIGINT NOT NULL, PRIMARY KEY (app, channel));
-            """),
-        SchemaMigration(2, "indexes for the processing restart and for release requests", sqlite: indexes, postgresql: indexes),
-        SchemaMigration(3, "uploads into shared storage; leases of uploads, processing and re-signing", sqlite: """
-            ALTER TABLE versions ADD COLUMN upload_id TEXT;
-            ALTER TABLE versions ADD COLUMN received INTEGER NOT NULL DEFAULT 0;
-            ALTER TABLE versions ADD COLUMN lease_owner TEXT;
-            ALTER TABLE versions ADD COLUMN lease_until INTEGER;
-            CREATE TABLE leases (name TEXT PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL);
-            """, postgresql: """
-            ALTER TABLE versions ADD COLUMN upload_id TEXT;
-            ALTER TABLE versions ADD COLUMN received BIGINT NOT NULL DEFAULT 0;
-            ALTER TABLE versions ADD COLUMN lease_owner TEXT;
-            ALTER TABLE versions ADD COLUMN lease_until BIGINT;
-            CREATE TABLE leases (name TEXT COLLATE "C" PRIMARY KEY, owner TEXT NOT NULL, until BIGINT NOT NULL);
-            """),
+        SchemaMigration(
+            1, "apps, packs, versions, channels, release requests, catalogs, tokens",
+            sqlite: """
+                CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, role TEXT NOT NULL, label TEXT NOT NULL, created INTEGER NOT NULL);
+                CREATE TABLE IF NOT EXISTS apps (id TEXT PRIMARY KEY, created INTEGER NOT NULL);
+                CREATE TABLE IF NOT EXISTS packs (app TEXT NOT NULL REFERENCES apps(id), id TEXT NOT NULL, created INTEGER NOT NULL, PRIMARY KEY (app, id));
+                CREATE TABLE IF NOT EXISTS versions (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, pack TEXT NOT NULL, number INTEGER NOT NULL,
+                    state TEXT NOT NULL, reason TEXT, declared_size INTEGER NOT NULL, archive_sha256 TEXT, index_offset INTEGER,
+                    index_length INTEGER, index_sha256 TEXT, install_size INTEGER, metadata TEXT, created INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
+                    format TEXT NOT NULL DEFAULT 'pack', manifest TEXT,
+                    UNIQUE (app, pack, number), FOREIGN KEY (app, pack) REFERENCES packs(app, id));
+                CREATE TABLE IF NOT EXISTS channel_packs (
+                    app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, live INTEGER, candidate INTEGER, rollout_bp INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (app, channel, pack));
+                CREATE TABLE IF NOT EXISTS release_requests (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, version INTEGER NOT NULL,
+                    rollout_bp INTEGER, status TEXT NOT NULL, requested INTEGER NOT NULL, decided INTEGER, reason TEXT);
+                CREATE TABLE IF NOT EXISTS catalogs (app TEXT NOT NULL, channel TEXT NOT NULL, version INTEGER NOT NULL, expires INTEGER NOT NULL, PRIMARY KEY (app, channel));
+                """,
+            postgresql: """
+                CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, role TEXT NOT NULL, label TEXT NOT NULL, created BIGINT NOT NULL);
+                CREATE TABLE IF NOT EXISTS apps (id TEXT COLLATE "C" PRIMARY KEY, created BIGINT NOT NULL);
+                CREATE TABLE IF NOT EXISTS packs (app TEXT COLLATE "C" NOT NULL REFERENCES apps(id), id TEXT COLLATE "C" NOT NULL, created BIGINT NOT NULL,
+                    PRIMARY KEY (app, id));
+                CREATE TABLE IF NOT EXISTS versions (
+                    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, app TEXT COLLATE "C" NOT NULL, pack TEXT COLLATE "C" NOT NULL, number BIGINT NOT NULL,
+                    state TEXT NOT NULL, reason TEXT, declared_size BIGINT NOT NULL, archive_sha256 TEXT, index_offset BIGINT,
+                    index_length BIGINT, index_sha256 TEXT, install_size BIGINT, metadata TEXT, created BIGINT NOT NULL, deleted BIGINT NOT NULL DEFAULT 0,
+                    format TEXT NOT NULL DEFAULT 'pack', manifest TEXT,
+                    UNIQUE (app, pack, number), FOREIGN KEY (app, pack) REFERENCES packs(app, id));
+                CREATE TABLE IF NOT EXISTS channel_packs (
+                    app TEXT COLLATE "C" NOT NULL, channel TEXT COLLATE "C" NOT NULL, pack TEXT COLLATE "C" NOT NULL, live BIGINT, candidate BIGINT,
+                    rollout_bp BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (app, channel, pack));
+                CREATE TABLE IF NOT EXISTS release_requests (
+                    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, app TEXT COLLATE "C" NOT NULL, channel TEXT COLLATE "C" NOT NULL,
+                    pack TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL, rollout_bp BIGINT, status TEXT NOT NULL, requested BIGINT NOT NULL,
+                    decided BIGINT, reason TEXT);
+                CREATE TABLE IF NOT EXISTS catalogs (app TEXT COLLATE "C" NOT NULL, channel TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL,
+                    expires BIGINT NOT NULL, PRIMARY KEY (app, channel));
+                """),
+        SchemaMigration(
+            2, "indexes for the processing restart and for release requests", sqlite: indexes, postgresql: indexes),
+        SchemaMigration(
+            3, "uploads into shared storage; leases of uploads, processing and re-signing",
+            sqlite: """
+                ALTER TABLE versions ADD COLUMN upload_id TEXT;
+                ALTER TABLE versions ADD COLUMN received INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE versions ADD COLUMN lease_owner TEXT;
+                ALTER TABLE versions ADD COLUMN lease_until INTEGER;
+                CREATE TABLE leases (name TEXT PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL);
+                """,
+            postgresql: """
+                ALTER TABLE versions ADD COLUMN upload_id TEXT;
+                ALTER TABLE versions ADD COLUMN received BIGINT NOT NULL DEFAULT 0;
+                ALTER TABLE versions ADD COLUMN lease_owner TEXT;
+                ALTER TABLE versions ADD COLUMN lease_until BIGINT;
+                CREATE TABLE leases (name TEXT COLLATE "C" PRIMARY KEY, owner TEXT NOT NULL, until BIGINT NOT NULL);
+                """),
         // SQLite cannot add a key column: the tokens table is rebuilt, ids given in the order the tokens were made.
-        SchemaMigration(4, "token ids, expiry, last use and revocation; four-eyes apps; who asked and decided; live history; declared digests; upload activity", sqlite: """
-            CREATE TABLE tokens_new (id INTEGER PRIMARY KEY AUTOINCREMENT, hash TEXT NOT NULL UNIQUE, role TEXT NOT NULL, label TEXT NOT NULL,
-                created INTEGER NOT NULL, expires INTEGER, last_used INTEGER, revoked INTEGER);
-            INSERT INTO tokens_new(hash, role, label, created) SELECT hash, role, label, created FROM tokens ORDER BY created, rowid;
-            DROP TABLE tokens;
-            ALTER TABLE tokens_new RENAME TO tokens;
-            ALTER TABLE apps ADD COLUMN four_eyes INTEGER NOT NULL DEFAULT 0;
-            ALTER TABLE release_requests ADD COLUMN requested_by INTEGER;
-            ALTER TABLE release_requests ADD COLUMN requested_by_label TEXT;
-            ALTER TABLE release_requests ADD COLUMN decided_by INTEGER;
-            ALTER TABLE release_requests ADD COLUMN decided_by_label TEXT;
-            CREATE TABLE live_history (id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL,
-                version INTEGER NOT NULL, replaced INTEGER NOT NULL);
-            CREATE INDEX live_history_by_pack ON live_history(app, channel, pack, id);
-            ALTER TABLE versions ADD COLUMN declared_sha256 TEXT;
-            ALTER TABLE versions ADD COLUMN upload_activity INTEGER;
-            """, postgresql: """
-            ALTER TABLE tokens ADD COLUMN id BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE;
-            ALTER TABLE tokens ADD COLUMN expires BIGINT;
-            ALTER TABLE tokens ADD COLUMN last_used BIGINT;
-            ALTER TABLE tokens ADD COLUMN revoked BIGINT;
-            ALTER TABLE apps ADD COLUMN four_eyes BIGINT NOT NULL DEFAULT 0;
-            ALTER TABLE release_requests ADD COLUMN requested_by BIGINT;
-            ALTER TABLE release_requests ADD COLUMN requested_by_label TEXT;
-            ALTER TABLE release_requests ADD COLUMN decided_by BIGINT;
-            ALTER TABLE release_requests ADD COLUMN decided_by_label TEXT;
-            CREATE TABLE live_history (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, app TEXT COLLATE "C" NOT NULL,
-                channel TEXT COLLATE "C" NOT NULL, pack TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL, replaced BIGINT NOT NULL);
-            CREATE INDEX live_history_by_pack ON live_history(app, channel, pack, id);
-            ALTER TABLE versions ADD COLUMN declared_sha256 TEXT;
-            ALTER TABLE versions ADD COLUMN upload_activity BIGINT;
-            """),
+        SchemaMigration(
+            4,
+            "token ids, expiry, last use and revocation; four-eyes apps; who asked and decided; live history; declared digests; upload activity",
+            sqlite: """
+                CREATE TABLE tokens_new (id INTEGER PRIMARY KEY AUTOINCREMENT, hash TEXT NOT NULL UNIQUE, role TEXT NOT NULL, label TEXT NOT NULL,
+                    created INTEGER NOT NULL, expires INTEGER, last_used INTEGER, revoked INTEGER);
+                INSERT INTO tokens_new(hash, role, label, created) SELECT hash, role, label, created FROM tokens ORDER BY created, rowid;
+                DROP TABLE tokens;
+                ALTER TABLE tokens_new RENAME TO tokens;
+                ALTER TABLE apps ADD COLUMN four_eyes INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE release_requests ADD COLUMN requested_by INTEGER;
+                ALTER TABLE release_requests ADD COLUMN requested_by_label TEXT;
+                ALTER TABLE release_requests ADD COLUMN decided_by INTEGER;
+                ALTER TABLE release_requests ADD COLUMN decided_by_label TEXT;
+                CREATE TABLE live_history (id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL,
+                    version INTEGER NOT NULL, replaced INTEGER NOT NULL);
+                CREATE INDEX live_history_by_pack ON live_history(app, channel, pack, id);
+                ALTER TABLE versions ADD COLUMN declared_sha256 TEXT;
+                ALTER TABLE versions ADD COLUMN upload_activity INTEGER;
+                """,
+            postgresql: """
+                ALTER TABLE tokens ADD COLUMN id BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE;
+                ALTER TABLE tokens ADD COLUMN expires BIGINT;
+                ALTER TABLE tokens ADD COLUMN last_used BIGINT;
+                ALTER TABLE tokens ADD COLUMN revoked BIGINT;
+                ALTER TABLE apps ADD COLUMN four_eyes BIGINT NOT NULL DEFAULT 0;
+                ALTER TABLE release_requests ADD COLUMN requested_by BIGINT;
+                ALTER TABLE release_requests ADD COLUMN requested_by_label TEXT;
+                ALTER TABLE release_requests ADD COLUMN decided_by BIGINT;
+                ALTER TABLE release_requests ADD COLUMN decided_by_label TEXT;
+                CREATE TABLE live_history (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, app TEXT COLLATE "C" NOT NULL,
+                    channel TEXT COLLATE "C" NOT NULL, pack TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL, replaced BIGINT NOT NULL);
+                CREATE INDEX live_history_by_pack ON live_history(app, channel, pack, id);
+                ALTER TABLE versions ADD COLUMN declared_sha256 TEXT;
+                ALTER TABLE versions ADD COLUMN upload_activity BIGINT;
+                """),
     ]
 
     private static let indexes = """

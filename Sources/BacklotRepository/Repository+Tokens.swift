@@ -1,5 +1,5 @@
-import BacklotCatalog
 import BacklotBasics
+import BacklotCatalog
 import BacklotCrypto
 import BacklotStore
 import Foundation
@@ -30,23 +30,37 @@ extension Repository {
     /// - Throws: ``BacklotError/Code/invalidInput`` for a lifetime outside that range.
     public func issueToken(role: Role, label: String = "", expiresIn: Int64? = nil) throws -> IssuedToken {
         if let expiresIn, !(Self.shortestTokenLifetime...Self.longestTokenLifetime).contains(expiresIn) {
-            throw BacklotError(.invalidInput, "a token lasts \(Self.shortestTokenLifetime)…\(Self.longestTokenLifetime) seconds, not \(expiresIn)",
-                               context: "expiresInSeconds", hint: "give at least a minute and at most ten years, or no expiry")
+            throw BacklotError(
+                .invalidInput,
+                "a token lasts \(Self.shortestTokenLifetime)…\(Self.longestTokenLifetime) seconds, not \(expiresIn)",
+                context: "expiresInSeconds", hint: "give at least a minute and at most ten years, or no expiry")
         }
         guard label.count <= Self.longestTokenLabel else {
-            throw BacklotError(.invalidInput, "a token's label has at most \(Self.longestTokenLabel) characters (this one has \(label.count))", context: "label")
+            throw BacklotError(
+                .invalidInput,
+                "a token's label has at most \(Self.longestTokenLabel) characters (this one has \(label.count))",
+                context: "label")
         }
         let token = Self.newTokenText()
         let now = Self.now()
         let expires = expiresIn.map { now + $0 }
         let id: Int64 = try db.transaction { tx in
-            let rows = try tx.query("INSERT INTO tokens(hash, role, label, created, expires) VALUES (?, ?, ?, ?, ?) RETURNING id",
-                                    [.text(Self.tokenHash(token)), .text(role.rawValue), .text(label), .integer(now), expires.map { .integer($0) } ?? .null])
-            guard let id = rows.first?["id"]?.int else { throw BacklotError(.io, "the database returned no id for the new token", context: db.displayName) }
+            let rows = try tx.query(
+                "INSERT INTO tokens(hash, role, label, created, expires) VALUES (?, ?, ?, ?, ?) RETURNING id",
+                [
+                    .text(Self.tokenHash(token)), .text(role.rawValue), .text(label), .integer(now),
+                    expires.map { .integer($0) } ?? .null,
+                ])
+            guard let id = rows.first?["id"]?.int else {
+                throw BacklotError(.io, "the database returned no id for the new token", context: db.displayName)
+            }
             return id
         }
-        return IssuedToken(id: try CheckedInteger.convert(id, to: Int.self, "the token id", code: .io), token: token, role: role, label: label,
-                           created: Date(timeIntervalSince1970: Double(now)), expires: expires.map { Date(timeIntervalSince1970: Double($0)) })
+        return IssuedToken(
+            id: try CheckedInteger.convert(id, to: Int.self, "the token id", code: .io), token: token, role: role,
+            label: label,
+            created: Date(timeIntervalSince1970: Double(now)),
+            expires: expires.map { Date(timeIntervalSince1970: Double($0)) })
     }
 
     /// Whether a usable (unrevoked, unexpired) admin token exists.
@@ -55,7 +69,10 @@ extension Repository {
     }
 
     static func hasUsableAdminToken(_ tx: inout any MetadataConnection) throws -> Bool {
-        try !tx.query("SELECT 1 FROM tokens WHERE role = 'admin' AND revoked IS NULL AND (expires IS NULL OR expires > ?) LIMIT 1", [.integer(now())]).isEmpty
+        try !tx.query(
+            "SELECT 1 FROM tokens WHERE role = 'admin' AND revoked IS NULL AND (expires IS NULL OR expires > ?) LIMIT 1",
+            [.integer(now())]
+        ).isEmpty
     }
 
     /// Whether any admin token was ever made (the data folder's first one is made only once).
@@ -78,25 +95,31 @@ extension Repository {
     /// let token = try Repository.createInitialAdminToken(in: PostgresDatabase(url: url))
     /// ```
     /// - Throws: ``BacklotError/Code/conflict`` when a usable admin token exists; what migrating throws.
-    public static func createInitialAdminToken(in db: any MetadataDatabase, label: String = "initial admin") throws -> String {
+    public static func createInitialAdminToken(
+        in db: any MetadataDatabase, label: String = "initial admin"
+    ) throws -> String {
         try SchemaMigration.apply(schemaSteps, to: db)
         let token = newTokenText()
         try db.transaction { tx in
             // One writer at a time decides whether the first admin token exists.
             try tx.lockUntilCommit("backlot initial admin token")
             guard try !hasUsableAdminToken(&tx) else {
-                throw BacklotError(.conflict, "an admin token exists already", context: db.displayName,
-                                   hint: "use it to make more tokens (backlot tokens create); admin init only makes the first")
+                throw BacklotError(
+                    .conflict, "an admin token exists already", context: db.displayName,
+                    hint: "use it to make more tokens (backlot tokens create); admin init only makes the first")
             }
-            try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES (?, ?, ?, ?)",
-                       [.text(tokenHash(token)), .text(Role.admin.rawValue), .text(label), .integer(now())])
+            try tx.run(
+                "INSERT INTO tokens(hash, role, label, created) VALUES (?, ?, ?, ?)",
+                [.text(tokenHash(token)), .text(Role.admin.rawValue), .text(label), .integer(now())])
         }
         return token
     }
 
     /// The role of a usable token, or nil when it is unknown, expired or revoked.
     public func role(ofToken token: String) throws -> Role? {
-        do { return try authenticate(token).role } catch let e as BacklotError where e.code == .unauthorized { return nil }
+        do { return try authenticate(token).role } catch let e as BacklotError where e.code == .unauthorized {
+            return nil
+        }
     }
 
     /// Who a bearer token is. Reads the database every time, so a revocation or an expiry takes
@@ -107,21 +130,25 @@ extension Repository {
         let hash = Self.tokenHash(token)
         let rows = try db.read { try $0.query("SELECT * FROM tokens WHERE hash = ?", [.text(hash)]) }
         guard let row = rows.first, let info = Self.tokenInfo(row) else {
-            throw BacklotError(.unauthorized, "the token is not valid", hint: "ask an admin for a token (backlot tokens create)")
+            throw BacklotError(
+                .unauthorized, "the token is not valid", hint: "ask an admin for a token (backlot tokens create)")
         }
         let now = Self.now()
         if let revoked = info.revoked {
-            throw BacklotError(.unauthorized, "the token was revoked at \(RFC3339.string(revoked))", context: "token \(info.id)",
-                               hint: "ask an admin for a new token")
+            throw BacklotError(
+                .unauthorized, "the token was revoked at \(RFC3339.string(revoked))", context: "token \(info.id)",
+                hint: "ask an admin for a new token")
         }
         if let expires = info.expires, expires <= Date(timeIntervalSince1970: Double(now)) {
-            throw BacklotError(.unauthorized, "the token expired at \(RFC3339.string(expires))", context: "token \(info.id)",
-                               hint: "ask an admin to rotate it (backlot tokens rotate) or for a new one")
+            throw BacklotError(
+                .unauthorized, "the token expired at \(RFC3339.string(expires))", context: "token \(info.id)",
+                hint: "ask an admin to rotate it (backlot tokens rotate) or for a new one")
         }
         let last = row["last_used"]?.int
         if last.map({ now - $0 >= Self.lastUseResolution }) ?? true {
-            _ = try db.runAlone("UPDATE tokens SET last_used = ? WHERE id = ? AND (last_used IS NULL OR last_used <= ?)",
-                                [.integer(now), .integer(Int64(info.id)), .integer(now - Self.lastUseResolution)])
+            _ = try db.runAlone(
+                "UPDATE tokens SET last_used = ? WHERE id = ? AND (last_used IS NULL OR last_used <= ?)",
+                [.integer(now), .integer(Int64(info.id)), .integer(now - Self.lastUseResolution)])
         }
         return Caller(id: info.id, label: info.label, role: info.role)
     }
@@ -133,8 +160,11 @@ extension Repository {
 
     /// One token. - Throws: `notFound`.
     public func token(id: Int) throws -> TokenInfo {
-        guard let row = try db.read({ try $0.query("SELECT * FROM tokens WHERE id = ?", [.integer(Int64(id))]) }).first, let info = Self.tokenInfo(row) else {
-            throw BacklotError(.notFound, "no such token", context: "token \(id)", hint: "list them: backlot tokens list")
+        guard let row = try db.read({ try $0.query("SELECT * FROM tokens WHERE id = ?", [.integer(Int64(id))]) }).first,
+            let info = Self.tokenInfo(row)
+        else {
+            throw BacklotError(
+                .notFound, "no such token", context: "token \(id)", hint: "list them: backlot tokens list")
         }
         return info
     }
@@ -145,17 +175,25 @@ extension Repository {
     public func revokeToken(id: Int) throws -> TokenInfo {
         try db.transaction { tx in
             try tx.lockUntilCommit("backlot initial admin token")
-            guard let row = try tx.query("SELECT * FROM tokens WHERE id = ?", [.integer(Int64(id))]).first, let info = Self.tokenInfo(row) else {
-                throw BacklotError(.notFound, "no such token", context: "token \(id)", hint: "list them: backlot tokens list")
+            guard let row = try tx.query("SELECT * FROM tokens WHERE id = ?", [.integer(Int64(id))]).first,
+                let info = Self.tokenInfo(row)
+            else {
+                throw BacklotError(
+                    .notFound, "no such token", context: "token \(id)", hint: "list them: backlot tokens list")
             }
             guard info.revoked == nil else { return }
             if info.role == .admin, info.isUsable(at: Date(timeIntervalSince1970: Double(Self.now()))) {
-                let others = try tx.query("""
-                    SELECT COUNT(*) AS n FROM tokens WHERE role = 'admin' AND id != ? AND revoked IS NULL AND (expires IS NULL OR expires > ?)
-                    """, [.integer(Int64(id)), .integer(Self.now())]).first?["n"]?.int ?? 0
+                let others =
+                    try tx.query(
+                        """
+                        SELECT COUNT(*) AS n FROM tokens WHERE role = 'admin' AND id != ? AND revoked IS NULL AND (expires IS NULL OR expires > ?)
+                        """, [.integer(Int64(id)), .integer(Self.now())]
+                    ).first?["n"]?.int ?? 0
                 guard others > 0 else {
-                    throw BacklotError(.conflict, "this is the last admin token that works: revoking it would lock every admin out", context: "token \(id)",
-                                       hint: "create another admin token first (backlot tokens create --role admin)")
+                    throw BacklotError(
+                        .conflict, "this is the last admin token that works: revoking it would lock every admin out",
+                        context: "token \(id)",
+                        hint: "create another admin token first (backlot tokens create --role admin)")
                 }
             }
             try tx.run("UPDATE tokens SET revoked = ? WHERE id = ?", [.integer(Self.now()), .integer(Int64(id))])
@@ -169,26 +207,40 @@ extension Repository {
         let secret = Self.newTokenText()
         let now = Self.now()
         let info: TokenInfo = try db.transaction { tx in
-            guard let row = try tx.query("SELECT * FROM tokens WHERE id = ?", [.integer(Int64(id))]).first, let info = Self.tokenInfo(row) else {
-                throw BacklotError(.notFound, "no such token", context: "token \(id)", hint: "list them: backlot tokens list")
+            guard let row = try tx.query("SELECT * FROM tokens WHERE id = ?", [.integer(Int64(id))]).first,
+                let info = Self.tokenInfo(row)
+            else {
+                throw BacklotError(
+                    .notFound, "no such token", context: "token \(id)", hint: "list them: backlot tokens list")
             }
             guard info.revoked == nil else {
-                throw BacklotError(.conflict, "a revoked token cannot be rotated", context: "token \(id)", hint: "create a new token instead")
+                throw BacklotError(
+                    .conflict, "a revoked token cannot be rotated", context: "token \(id)",
+                    hint: "create a new token instead")
             }
             let lifetime = info.expires.map { Int64($0.timeIntervalSince1970 - info.created.timeIntervalSince1970) }
-            try tx.run("UPDATE tokens SET hash = ?, created = ?, expires = ?, last_used = NULL WHERE id = ?",
-                       [.text(Self.tokenHash(secret)), .integer(now), lifetime.map { .integer(now + $0) } ?? .null, .integer(Int64(id))])
+            try tx.run(
+                "UPDATE tokens SET hash = ?, created = ?, expires = ?, last_used = NULL WHERE id = ?",
+                [
+                    .text(Self.tokenHash(secret)), .integer(now), lifetime.map { .integer(now + $0) } ?? .null,
+                    .integer(Int64(id)),
+                ])
             return info
         }
         let fresh = try token(id: id)
-        return IssuedToken(id: info.id, token: secret, role: info.role, label: info.label, created: fresh.created, expires: fresh.expires)
+        return IssuedToken(
+            id: info.id, token: secret, role: info.role, label: info.label, created: fresh.created,
+            expires: fresh.expires)
     }
 
     static func tokenInfo(_ row: Database.Row) -> TokenInfo? {
-        guard let id = row["id"]?.integer(as: Int.self), let role = row["role"]?.string.flatMap(Role.init(rawValue:)) else { return nil }
+        guard let id = row["id"]?.integer(as: Int.self), let role = row["role"]?.string.flatMap(Role.init(rawValue:))
+        else { return nil }
         func date(_ column: String) -> Date? { row[column]?.int.map { Date(timeIntervalSince1970: Double($0)) } }
-        return TokenInfo(id: id, label: row["label"]?.string ?? "", role: role, created: date("created") ?? Date(timeIntervalSince1970: 0),
-                         lastUsed: date("last_used"), expires: date("expires"), revoked: date("revoked"))
+        return TokenInfo(
+            id: id, label: row["label"]?.string ?? "", role: role,
+            created: date("created") ?? Date(timeIntervalSince1970: 0),
+            lastUsed: date("last_used"), expires: date("expires"), revoked: date("revoked"))
     }
 }
 

@@ -4,6 +4,7 @@ import BacklotFormat
 import BacklotJSON
 import BacklotStore
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,8 +26,10 @@ public struct VersionInfo: Sendable, Hashable {
     public var json: JSONNode {
         .object([
             "app": .string(app), "pack": .string(pack), "version": .number(number), "state": .string(state.rawValue),
-            "reason": reason.map(JSONNode.string) ?? .null, "size": .number(declaredSize), "received": .number(received),
-            "archiveSHA256": archiveSHA256.map(JSONNode.string) ?? .null, "installSize": installSize.map { JSONNode.number($0) } ?? .null,
+            "reason": reason.map(JSONNode.string) ?? .null, "size": .number(declaredSize),
+            "received": .number(received),
+            "archiveSHA256": archiveSHA256.map(JSONNode.string) ?? .null,
+            "installSize": installSize.map { JSONNode.number($0) } ?? .null,
             "format": .string(format.rawValue),
         ])
     }
@@ -38,7 +41,9 @@ extension Repository {
     /// - Parameters:
     ///   - format: `.pack` (a Backlot pack) or `.appleArchive` (an `.aar`, which needs `manifest`).
     ///   - manifest: the `.aar`'s pack manifest (the JSON given to ba-package); its ID must be `pack`.
-    public func createVersion(app: String, pack: String, size: UInt64, format: ArchiveFormat = .pack, manifest: JSONNode? = nil) throws -> VersionInfo {
+    public func createVersion(
+        app: String, pack: String, size: UInt64, format: ArchiveFormat = .pack, manifest: JSONNode? = nil
+    ) throws -> VersionInfo {
         try openVersion(app: app, pack: pack, size: size, format: format, manifest: manifest).version
     }
 
@@ -53,58 +58,94 @@ extension Repository {
     /// ```
     /// - Parameter archiveSHA256: the archive's SHA-256, 64 lowercase hex digits.
     /// - Throws: what ``createVersion(app:pack:size:format:manifest:)`` throws; `invalidInput` for a digest that is not 64 lowercase hex digits.
-    public func openVersion(app: String, pack: String, size: UInt64, format: ArchiveFormat = .pack, manifest: JSONNode? = nil,
-                            archiveSHA256: String? = nil) throws -> (version: VersionInfo, created: Bool) {
-        if let sha = archiveSHA256, sha.utf8.count != 64 || !sha.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) {
-            throw BacklotError(.invalidInput, "the archive's SHA-256 must be 64 lowercase hex digits", context: "archiveSHA256",
-                               hint: "give the digest as sha256sum prints it")
+    public func openVersion(
+        app: String, pack: String, size: UInt64, format: ArchiveFormat = .pack, manifest: JSONNode? = nil,
+        archiveSHA256: String? = nil
+    ) throws -> (version: VersionInfo, created: Bool) {
+        if let sha = archiveSHA256,
+            sha.utf8.count != 64 || !sha.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+        {
+            throw BacklotError(
+                .invalidInput, "the archive's SHA-256 must be 64 lowercase hex digits", context: "archiveSHA256",
+                hint: "give the digest as sha256sum prints it")
         }
         var manifestText: String? = nil
         if format == .appleArchive {
             guard let manifest else {
-                throw BacklotError(.invalidInput, "an .aar upload needs its manifest JSON (the one given to ba-package)", context: "manifest")
+                throw BacklotError(
+                    .invalidInput, "an .aar upload needs its manifest JSON (the one given to ba-package)",
+                    context: "manifest")
             }
             let text = manifest.serialized()
             let (parsed, _) = try AssetPackManifest.load(Array(text.utf8), source: "manifest")
             guard parsed.assetPackID.rawValue == pack else {
-                throw BacklotError(.invalidInput, "the manifest is for the pack \(parsed.assetPackID), not \(pack)", context: "manifest.assetPackID")
+                throw BacklotError(
+                    .invalidInput, "the manifest is for the pack \(parsed.assetPackID), not \(pack)",
+                    context: "manifest.assetPackID")
             }
             manifestText = PackMetadata(parsed).json.serialized()
         }
-        guard size >= UInt64(format == .pack ? PackHeader.size : AppleArchiveHeader.prefixLength), size <= quotaBytes else {
-            throw BacklotError(.invalidInput, "a pack archive of \(size) bytes is impossible", context: "size",
-                               hint: "declare the archive's exact size in bytes")
+        guard size >= UInt64(format == .pack ? PackHeader.size : AppleArchiveHeader.prefixLength), size <= quotaBytes
+        else {
+            throw BacklotError(
+                .invalidInput, "a pack archive of \(size) bytes is impossible", context: "size",
+                hint: "declare the archive's exact size in bytes")
         }
         let (number, created): (Int, Bool) = try db.transaction { tx in
             try requirePack(&tx, app, pack)
-            if let sha = archiveSHA256, let same = try tx.query("""
-                SELECT number FROM versions WHERE app = ? AND pack = ? AND deleted = 0 AND state != 'FAILED' AND declared_size = ? AND format = ?
-                AND (declared_sha256 = ? OR archive_sha256 = ?) ORDER BY number DESC LIMIT 1
-                """, [.text(app), .text(pack), .integer(try CheckedInteger.convert(size, to: Int64.self, "the declared size")), .text(format.rawValue),
-                      .text(sha), .text(sha)]).first?["number"]?.integer(as: Int.self) {
+            if let sha = archiveSHA256,
+                let same = try tx.query(
+                    """
+                    SELECT number FROM versions WHERE app = ? AND pack = ? AND deleted = 0 AND state != 'FAILED' AND declared_size = ? AND format = ?
+                    AND (declared_sha256 = ? OR archive_sha256 = ?) ORDER BY number DESC LIMIT 1
+                    """,
+                    [
+                        .text(app), .text(pack),
+                        .integer(try CheckedInteger.convert(size, to: Int64.self, "the declared size")),
+                        .text(format.rawValue),
+                        .text(sha), .text(sha),
+                    ]
+                ).first?["number"]?.integer(as: Int.self)
+            {
                 return (same, false)
             }
             let used = try quotaUse(&tx, app: app, replacing: (pack, size))
             guard used <= quotaBytes else {
-                throw BacklotError(.quotaExceeded, "this version would bring the app to \(used) bytes, \(used - quotaBytes) over its quota of \(quotaBytes)",
-                                   context: "\(app)/\(pack)", hint: "delete versions you no longer need (backlot versions delete)")
+                throw BacklotError(
+                    .quotaExceeded,
+                    "this version would bring the app to \(used) bytes, \(used - quotaBytes) over its quota of \(quotaBytes)",
+                    context: "\(app)/\(pack)", hint: "delete versions you no longer need (backlot versions delete)")
             }
-            let last = try tx.query("SELECT MAX(number) AS n FROM versions WHERE app = ? AND pack = ?", [.text(app), .text(pack)]).first?["n"]?.int ?? 0
+            let last =
+                try tx.query(
+                    "SELECT MAX(number) AS n FROM versions WHERE app = ? AND pack = ?", [.text(app), .text(pack)]
+                ).first?["n"]?.int ?? 0
             let next = try CheckedInteger.add(last, 1, "the next version number", context: "\(app)/\(pack)", code: .io)
-            try tx.run("""
+            try tx.run(
+                """
                 INSERT INTO versions(app, pack, number, state, declared_size, created, format, manifest, declared_sha256, upload_activity)
                 VALUES (?, ?, ?, 'AWAITING_UPLOAD', ?, ?, ?, ?, ?, ?)
-                """, [.text(app), .text(pack), .integer(next), .integer(try CheckedInteger.convert(size, to: Int64.self, "the declared size")),
-                      .integer(Self.now()), .text(format.rawValue), manifestText.map { .text($0) } ?? .null,
-                      archiveSHA256.map { .text($0) } ?? .null, .integer(Self.now())])
-            return (try CheckedInteger.convert(next, to: Int.self, "the version number", context: "\(app)/\(pack)", code: .io), true)
+                """,
+                [
+                    .text(app), .text(pack), .integer(next),
+                    .integer(try CheckedInteger.convert(size, to: Int64.self, "the declared size")),
+                    .integer(Self.now()), .text(format.rawValue), manifestText.map { .text($0) } ?? .null,
+                    archiveSHA256.map { .text($0) } ?? .null, .integer(Self.now()),
+                ])
+            return (
+                try CheckedInteger.convert(
+                    next, to: Int.self, "the version number", context: "\(app)/\(pack)", code: .io), true
+            )
         }
         return (try version(app: app, pack: pack, number: number), created)
     }
 
     /// Apple's quota rule: per pack, the largest retained version; summed over the app's packs.
-    func quotaUse(_ tx: inout any MetadataConnection, app: String, replacing: (pack: String, size: UInt64)) throws -> UInt64 {
-        let rows = try tx.query("""
+    func quotaUse(
+        _ tx: inout any MetadataConnection, app: String, replacing: (pack: String, size: UInt64)
+    ) throws -> UInt64 {
+        let rows = try tx.query(
+            """
             SELECT pack, MAX(declared_size) AS m FROM versions
             WHERE app = ? AND deleted = 0 AND state != 'FAILED' GROUP BY pack
             """, [.text(app)])
@@ -112,7 +153,10 @@ extension Repository {
         var sawPack = false
         for r in rows {
             var m = r["m"]?.integer(as: UInt64.self) ?? 0
-            if r["pack"]?.string == replacing.pack { m = max(m, replacing.size); sawPack = true }
+            if r["pack"]?.string == replacing.pack {
+                m = max(m, replacing.size)
+                sawPack = true
+            }
             total = try CheckedInteger.add(total, m, "the app's quota use", context: app)
         }
         return sawPack ? total : try CheckedInteger.add(total, replacing.size, "the app's quota use", context: app)
@@ -120,8 +164,11 @@ extension Repository {
 
     /// One version. - Throws: `notFound`.
     public func version(app: String, pack: String, number: Int) throws -> VersionInfo {
-        let rows = try db.read { try $0.query("SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
-                                              [.text(app), .text(pack), .integer(Int64(number))]) }
+        let rows = try db.read {
+            try $0.query(
+                "SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
+                [.text(app), .text(pack), .integer(Int64(number))])
+        }
         guard let row = rows.first else {
             throw BacklotError(.notFound, "no version \(number) of this pack", context: "\(app)/\(pack)")
         }
@@ -132,7 +179,9 @@ extension Repository {
     public func versions(app: String, pack: String) throws -> [VersionInfo] {
         try db.transaction { tx in
             try requirePack(&tx, app, pack)
-            return try tx.query("SELECT * FROM versions WHERE app = ? AND pack = ? AND deleted = 0 ORDER BY number DESC", [.text(app), .text(pack)])
+            return try tx.query(
+                "SELECT * FROM versions WHERE app = ? AND pack = ? AND deleted = 0 ORDER BY number DESC",
+                [.text(app), .text(pack)])
         }.map(info)
     }
 
@@ -144,23 +193,32 @@ extension Repository {
         } else {
             received = state == .failed ? 0 : (row["declared_size"]?.integer(as: UInt64.self) ?? 0)
         }
-        return VersionInfo(app: row["app"]?.string ?? "", pack: row["pack"]?.string ?? "", number: (row["number"]?.integer(as: Int.self) ?? 0), state: state,
-                           reason: row["reason"]?.string, declaredSize: (row["declared_size"]?.integer(as: UInt64.self) ?? 0), received: received,
-                           archiveSHA256: row["archive_sha256"]?.string, installSize: row["install_size"]?.integer(as: UInt64.self),
-                           format: ArchiveFormat(rawValue: row["format"]?.string ?? "pack") ?? .pack)
+        return VersionInfo(
+            app: row["app"]?.string ?? "", pack: row["pack"]?.string ?? "",
+            number: (row["number"]?.integer(as: Int.self) ?? 0), state: state,
+            reason: row["reason"]?.string, declaredSize: (row["declared_size"]?.integer(as: UInt64.self) ?? 0),
+            received: received,
+            archiveSHA256: row["archive_sha256"]?.string, installSize: row["install_size"]?.integer(as: UInt64.self),
+            format: ArchiveFormat(rawValue: row["format"]?.string ?? "pack") ?? .pack)
     }
 
     /// What the archive store needs to know of a version's upload.
     func uploadRecord(_ row: Database.Row) -> UploadRecord {
-        UploadRecord(versionID: row["id"]?.int ?? 0, declared: row["declared_size"]?.integer(as: UInt64.self) ?? 0,
-                     recorded: row["received"]?.integer(as: UInt64.self) ?? 0, multipartID: row["upload_id"]?.string,
-                     label: "\(row["app"]?.string ?? "")/\(row["pack"]?.string ?? "")/\(row["number"]?.int ?? 0)")
+        UploadRecord(
+            versionID: row["id"]?.int ?? 0, declared: row["declared_size"]?.integer(as: UInt64.self) ?? 0,
+            recorded: row["received"]?.integer(as: UInt64.self) ?? 0, multipartID: row["upload_id"]?.string,
+            label: "\(row["app"]?.string ?? "")/\(row["pack"]?.string ?? "")/\(row["number"]?.int ?? 0)")
     }
 
     func versionRow(app: String, pack: String, number: Int) throws -> Database.Row {
-        let rows = try db.read { try $0.query("SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
-                                              [.text(app), .text(pack), .integer(Int64(number))]) }
-        guard let row = rows.first else { throw BacklotError(.notFound, "no version \(number) of this pack", context: "\(app)/\(pack)") }
+        let rows = try db.read {
+            try $0.query(
+                "SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
+                [.text(app), .text(pack), .integer(Int64(number))])
+        }
+        guard let row = rows.first else {
+            throw BacklotError(.notFound, "no version \(number) of this pack", context: "\(app)/\(pack)")
+        }
         return row
     }
 
@@ -174,20 +232,24 @@ extension Repository {
     public func beginUpload(app: String, pack: String, number: Int, offset: UInt64) throws -> Upload {
         let row = try versionRow(app: app, pack: pack, number: number)
         guard row["state"]?.string == VersionState.awaitingUpload.rawValue, let id = row["id"]?.int else {
-            throw BacklotError(.conflict, "the version is not awaiting an upload (it is \(row["state"]?.string ?? "?"))",
-                               context: "\(app)/\(pack)/\(number)", hint: "create a new version to upload another archive")
+            throw BacklotError(
+                .conflict, "the version is not awaiting an upload (it is \(row["state"]?.string ?? "?"))",
+                context: "\(app)/\(pack)/\(number)", hint: "create a new version to upload another archive")
         }
         let record = uploadRecord(row)
         let leased = archives.isShared
         let owner = uploadLeaseOwner()
         if leased, !(try claimVersion(id, state: .awaitingUpload, owner: owner)) {
-            throw BacklotError(.conflict, "another upload to this version is in progress (on this server or another)", context: record.label,
-                               hint: "wait for it to end, or retry in \(Int(leaseDuration)) seconds if the server it went to stopped")
+            throw BacklotError(
+                .conflict, "another upload to this version is in progress (on this server or another)",
+                context: record.label,
+                hint: "wait for it to end, or retry in \(Int(leaseDuration)) seconds if the server it went to stopped")
         }
         let sink: any UploadSink
         do {
             sink = try archives.openUpload(record) { [self] received, multipartID in
-                try recordUpload(versionID: id, received: received, multipartID: multipartID, owner: owner, label: record.label)
+                try recordUpload(
+                    versionID: id, received: received, multipartID: multipartID, owner: owner, label: record.label)
             }
         } catch {
             if leased { releaseVersionLease(id, state: .awaitingUpload, owner: owner) }
@@ -195,30 +257,41 @@ extension Repository {
         }
         guard offset == sink.received else {
             let received = sink.received
-            sink.abandon()   // nothing was appended: nothing is written
+            sink.abandon()  // nothing was appended: nothing is written
             if leased { releaseVersionLease(id, state: .awaitingUpload, owner: owner) }
-            throw BacklotError(.conflict, "the upload is at byte \(received), not \(offset)", context: record.label,
-                               hint: "ask for the upload's status and continue from the byte it gives")
+            throw BacklotError(
+                .conflict, "the upload is at byte \(received), not \(offset)", context: record.label,
+                hint: "ask for the upload's status and continue from the byte it gives")
         }
         try touchUpload(versionID: id)
-        return Upload(repository: self, versionID: id, declared: record.declared, sink: sink, label: record.label, leaseOwner: leased ? owner : nil)
+        return Upload(
+            repository: self, versionID: id, declared: record.declared, sink: sink, label: record.label,
+            leaseOwner: leased ? owner : nil)
     }
 
     /// Records an upload's progress in a shared store, renewing its lease.
     /// - Throws: `conflict` when this server no longer holds the upload (its lease ran out and another took it).
     func recordUpload(versionID: Int64, received: UInt64, multipartID: String?, owner: String, label: String) throws {
-        let changed = try db.runAlone("UPDATE versions SET received = ?, upload_id = ?, lease_until = ?, upload_activity = ? WHERE id = ? AND lease_owner = ? AND state = 'AWAITING_UPLOAD'",
-                                      [.integer(try CheckedInteger.convert(received, to: Int64.self, "the bytes received")), multipartID.map { .text($0) } ?? .null,
-                                       .integer(leaseExpiry()), .integer(Self.now()), .integer(versionID), .text(owner)])
+        let changed = try db.runAlone(
+            "UPDATE versions SET received = ?, upload_id = ?, lease_until = ?, upload_activity = ? WHERE id = ? AND lease_owner = ? AND state = 'AWAITING_UPLOAD'",
+            [
+                .integer(try CheckedInteger.convert(received, to: Int64.self, "the bytes received")),
+                multipartID.map { .text($0) } ?? .null,
+                .integer(leaseExpiry()), .integer(Self.now()), .integer(versionID), .text(owner),
+            ])
         guard changed == 1 else {
-            throw BacklotError(.conflict, "this server no longer holds the upload: its lease ran out and another request took it over", context: label,
-                               hint: "ask for the upload's status and continue from the byte it gives")
+            throw BacklotError(
+                .conflict, "this server no longer holds the upload: its lease ran out and another request took it over",
+                context: label,
+                hint: "ask for the upload's status and continue from the byte it gives")
         }
     }
 
     /// Records that an upload saw activity now (what ``removeAbandonedUploads(olderThan:now:)`` measures from).
     func touchUpload(versionID: Int64) throws {
-        _ = try db.runAlone("UPDATE versions SET upload_activity = ? WHERE id = ? AND state = 'AWAITING_UPLOAD'", [.integer(Self.now()), .integer(versionID)])
+        _ = try db.runAlone(
+            "UPDATE versions SET upload_activity = ? WHERE id = ? AND state = 'AWAITING_UPLOAD'",
+            [.integer(Self.now()), .integer(versionID)])
     }
 
     /// Removes versions still AWAITING_UPLOAD whose upload saw no bytes for more than `seconds`,
@@ -233,11 +306,14 @@ extension Repository {
     @discardableResult
     public func removeAbandonedUploads(olderThan seconds: TimeInterval, now: Date = Date()) throws -> Int {
         guard seconds.isFinite, seconds >= 0 else {
-            throw BacklotError(.invalidInput, "an upload is abandoned after 0 seconds or more, not \(seconds)", context: "abandoned-uploads-after")
+            throw BacklotError(
+                .invalidInput, "an upload is abandoned after 0 seconds or more, not \(seconds)",
+                context: "abandoned-uploads-after")
         }
         let nowSeconds = Int64(now.timeIntervalSince1970.rounded(.down))
         let cutoff: Database.Value = .integer(nowSeconds - Int64(min(seconds, Double(Int64.max / 2)).rounded(.down)))
-        let idle = "state = 'AWAITING_UPLOAD' AND deleted = 0 AND COALESCE(upload_activity, created) < ? AND (lease_until IS NULL OR lease_until < ?)"
+        let idle =
+            "state = 'AWAITING_UPLOAD' AND deleted = 0 AND COALESCE(upload_activity, created) < ? AND (lease_until IS NULL OR lease_until < ?)"
         let leaseNow: Database.Value = .integer(Self.nowMilliseconds())
         let rows = try db.read { try $0.query("SELECT * FROM versions WHERE \(idle) ORDER BY id", [cutoff, leaseNow]) }
         var removed = 0
@@ -245,13 +321,19 @@ extension Repository {
         for row in rows {
             guard let id = row["id"]?.int, !active.contains(id) else { continue }
             let reason = "the upload saw no bytes for more than \(Int(seconds)) seconds and was removed"
-            guard try db.transaction({ tx in
-                try tx.run("UPDATE versions SET deleted = 1, state = 'FAILED', reason = ? WHERE id = ? AND \(idle)", [.text(reason), .integer(id), cutoff, leaseNow])
-            }) == 1 else { continue }
+            guard
+                try db.transaction({ tx in
+                    try tx.run(
+                        "UPDATE versions SET deleted = 1, state = 'FAILED', reason = ? WHERE id = ? AND \(idle)",
+                        [.text(reason), .integer(id), cutoff, leaseNow])
+                }) == 1
+            else { continue }
             let upload = uploadRecord(row)
             try archives.removeUpload(upload)
             if archives.isShared {
-                try db.transaction { tx in try tx.run("UPDATE versions SET upload_id = NULL, received = 0 WHERE id = ?", [.integer(id)]) }
+                try db.transaction { tx in
+                    try tx.run("UPDATE versions SET upload_id = NULL, received = 0 WHERE id = ?", [.integer(id)])
+                }
             }
             log("removed the abandoned upload of \(upload.label)")
             removed += 1
@@ -263,9 +345,11 @@ extension Repository {
     func uploadFinished(versionID: Int64) throws {
         let (changed, app) = try db.transaction { tx in
             // The upload's lease ends with it: processing claims its own.
-            let changed = try tx.run("UPDATE versions SET state = 'PROCESSING', lease_owner = NULL, lease_until = NULL WHERE id = ? AND state = 'AWAITING_UPLOAD'",
-                                     [.integer(versionID)])
-            let app = try tx.query("SELECT app FROM versions WHERE id = ?", [.integer(versionID)]).first?["app"]?.string ?? ""
+            let changed = try tx.run(
+                "UPDATE versions SET state = 'PROCESSING', lease_owner = NULL, lease_until = NULL WHERE id = ? AND state = 'AWAITING_UPLOAD'",
+                [.integer(versionID)])
+            let app =
+                try tx.query("SELECT app FROM versions WHERE id = ?", [.integer(versionID)]).first?["app"]?.string ?? ""
             return (changed, app)
         }
         // Only the request that moved it to PROCESSING schedules the processing.
@@ -287,7 +371,8 @@ extension Repository {
     func scheduleProcessing(versionID: Int64, app: String) {
         scheduler.schedule(versionID: versionID, app: app) { [self] flag in
             guard (try? claimVersion(versionID, state: .processing)) == true else { return }
-            let renewal = RepeatingTimer(label: "backlot.processing-lease", every: max(0.2, leaseDuration / 3)) { [self] in
+            let renewal = RepeatingTimer(label: "backlot.processing-lease", every: max(0.2, leaseDuration / 3)) {
+                [self] in
                 if (try? renewVersionLease(versionID)) == false { flag.set() }
             }
             defer {
@@ -302,8 +387,11 @@ extension Repository {
                 let cancelled = (error as? BacklotError)?.code == .cancelled
                 let reason = Self.clientReason(for: error)
                 let row = try? db.transaction { tx -> Database.Row? in
-                    guard try tx.run("UPDATE versions SET state = 'FAILED', reason = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
-                                     [.text(reason), .integer(versionID), .text(instanceID)]) == 1 else { return nil }
+                    guard
+                        try tx.run(
+                            "UPDATE versions SET state = 'FAILED', reason = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
+                            [.text(reason), .integer(versionID), .text(instanceID)]) == 1
+                    else { return nil }
                     return try tx.query("SELECT * FROM versions WHERE id = ?", [.integer(versionID)]).first
                 }
                 if let row = row ?? nil { try? archives.removeUpload(uploadRecord(row)) }
@@ -319,7 +407,8 @@ extension Repository {
     /// What API clients are shown of a processing failure: what is wrong with the archive (named
     /// "the archive", never by a server path), or that the server failed (its log has the details).
     static func clientReason(for error: any Error) -> String {
-        guard let e = error as? BacklotError, e.code == .corruptArchive || e.code == .cancelled || e.code.isInvalidInput else {
+        guard let e = error as? BacklotError, e.code == .corruptArchive || e.code == .cancelled || e.code.isInvalidInput
+        else {
             return "the server could not process the archive (an internal error; the server's log has the details)"
         }
         var text = e.context.map { "\($0): \(e.message)" } ?? e.message
@@ -334,8 +423,13 @@ extension Repository {
         var previous: Character = " "
         for c in text {
             if inPath {
-                if c == " " || c == "\"" || c == "'" || c == "," || c == ")" || c == ":" || c == "\n" { inPath = false; out.append(c) }
-            } else if c == "/" && (previous == " " || previous == "(" || previous == "\"" || previous == "'" || previous == "\n") {
+                if c == " " || c == "\"" || c == "'" || c == "," || c == ")" || c == ":" || c == "\n" {
+                    inPath = false
+                    out.append(c)
+                }
+            } else if c == "/"
+                && (previous == " " || previous == "(" || previous == "\"" || previous == "'" || previous == "\n")
+            {
                 inPath = true
                 out += "[path]"
             } else {
@@ -350,8 +444,12 @@ extension Repository {
     /// ranges), checks its pack ID, records sizes and stores it as a blob.
     func process(versionID: Int64, isCancelled: @escaping () -> Bool = { false }) throws {
         let rows = try db.read { try $0.query("SELECT * FROM versions WHERE id = ?", [.integer(versionID)]) }
-        guard let row = rows.first, let pack = row["pack"]?.string, row["state"]?.string == VersionState.processing.rawValue else { return }
-        guard row["deleted"]?.int == 0 else { throw BacklotError(.cancelled, "processing was cancelled: the version was deleted") }
+        guard let row = rows.first, let pack = row["pack"]?.string,
+            row["state"]?.string == VersionState.processing.rawValue
+        else { return }
+        guard row["deleted"]?.int == 0 else {
+            throw BacklotError(.cancelled, "processing was cancelled: the version was deleted")
+        }
         let declared = row["declared_size"]?.integer(as: UInt64.self) ?? 0
         let upload = uploadRecord(row)
         // The upload, or — when a crash came between storing it as a blob and recording that — the blob.
@@ -368,44 +466,63 @@ extension Repository {
         }
         let sha = try reader.sha256()
         if let declaredSHA = row["declared_sha256"]?.string, declaredSHA != sha.hex {
-            throw BacklotError(.invalidInput, "the archive's SHA-256 is \(sha.hex), not the \(declaredSHA) declared",
-                               hint: "upload the archive whose digest was declared, as a new version")
+            throw BacklotError(
+                .invalidInput, "the archive's SHA-256 is \(sha.hex), not the \(declaredSHA) declared",
+                hint: "upload the archive whose digest was declared, as a new version")
         }
         if row["format"]?.string == ArchiveFormat.appleArchive.rawValue {
-            try processAppleArchive(versionID: versionID, upload: upload, reader: reader, stored: stored, manifest: row["manifest"]?.string ?? "", sha: sha)
+            try processAppleArchive(
+                versionID: versionID, upload: upload, reader: reader, stored: stored,
+                manifest: row["manifest"]?.string ?? "", sha: sha)
             return
         }
-        let checked = try UploadedPackCheck.run(reader: reader, maximumInstallSize: maximumInstallSize, isCancelled: isCancelled)
-        log("processed \(row["app"]?.string ?? "")/\(pack) version \(row["number"]?.int ?? 0): \(checked.index.chunks.count) distinct chunks, "
-            + "\(checked.decompressions) decompressions, \(checked.hashedFileBytes) file bytes hashed, install size \(checked.installSize)")
+        let checked = try UploadedPackCheck.run(
+            reader: reader, maximumInstallSize: maximumInstallSize, isCancelled: isCancelled)
+        log(
+            "processed \(row["app"]?.string ?? "")/\(pack) version \(row["number"]?.int ?? 0): \(checked.index.chunks.count) distinct chunks, "
+                + "\(checked.decompressions) decompressions, \(checked.hashedFileBytes) file bytes hashed, install size \(checked.installSize)"
+        )
         guard checked.index.metadata.assetPackID.rawValue == pack else {
-            throw BacklotError(.invalidInput, "the archive is the pack \(checked.index.metadata.assetPackID), not \(pack)",
-                               hint: "upload it to the pack named in its manifest")
+            throw BacklotError(
+                .invalidInput, "the archive is the pack \(checked.index.metadata.assetPackID), not \(pack)",
+                hint: "upload it to the pack named in its manifest")
         }
         TestStopPoint.reach("processing.beforeStore")
         if !stored { try storeBlob(versionID: versionID, upload: upload, sha: sha) }
         let metadata = checked.index.metadata.json.serialized()
-        let installSize = try CheckedInteger.convert(checked.installSize, to: Int64.self, "the install size", context: UploadedPackCheck.source)
-        let indexLength = try CheckedInteger.convert(checked.header.indexLength, to: Int64.self, "the index length", context: UploadedPackCheck.source)
-        let indexOffset = try CheckedInteger.convert(checked.header.indexOffset, to: Int64.self, "the index offset", context: UploadedPackCheck.source)
+        let installSize = try CheckedInteger.convert(
+            checked.installSize, to: Int64.self, "the install size", context: UploadedPackCheck.source)
+        let indexLength = try CheckedInteger.convert(
+            checked.header.indexLength, to: Int64.self, "the index length", context: UploadedPackCheck.source)
+        let indexOffset = try CheckedInteger.convert(
+            checked.header.indexOffset, to: Int64.self, "the index offset", context: UploadedPackCheck.source)
         try db.transaction { tx in
-            try tx.run("""
+            try tx.run(
+                """
                 UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, index_offset = ?, index_length = ?, index_sha256 = ?,
                 install_size = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?
-                """, [.text(sha.hex), .integer(indexOffset), .integer(indexLength),
-                      .text(checked.header.indexDigest.hex), .integer(installSize), .text(metadata), .integer(versionID), .text(instanceID)])
+                """,
+                [
+                    .text(sha.hex), .integer(indexOffset), .integer(indexLength),
+                    .text(checked.header.indexDigest.hex), .integer(installSize), .text(metadata), .integer(versionID),
+                    .text(instanceID),
+                ])
         }
     }
 
     /// An `.aar` is stored as is: its header is checked (it cannot be decompressed here: LZFSE has
     /// no Debian library), its size must be the declared one, and its manifest was checked at creation.
-    func processAppleArchive(versionID: Int64, upload: UploadRecord, reader: any ArchiveReader, stored: Bool, manifest: String, sha: SHA256Digest) throws {
+    func processAppleArchive(
+        versionID: Int64, upload: UploadRecord, reader: any ArchiveReader, stored: Bool, manifest: String,
+        sha: SHA256Digest
+    ) throws {
         let head = try reader.read(count: Int(min(UInt64(AppleArchiveHeader.prefixLength), reader.size)), at: 0)
         _ = try AppleArchiveHeader.check(head, fileSize: reader.size, source: "the uploaded archive")
         if !stored { try storeBlob(versionID: versionID, upload: upload, sha: sha) }
         try db.transaction { tx in
-            try tx.run("UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
-                       [.text(sha.hex), .text(manifest), .integer(versionID), .text(instanceID)])
+            try tx.run(
+                "UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
+                [.text(sha.hex), .text(manifest), .integer(versionID), .text(instanceID)])
         }
     }
 
@@ -415,7 +532,10 @@ extension Repository {
     /// new blob is never collected.
     func storeBlob(versionID: Int64, upload: UploadRecord, sha: SHA256Digest) throws {
         try blobLock.withLock { _ in
-            try db.transaction { tx in try tx.run("UPDATE versions SET archive_sha256 = ? WHERE id = ?", [.text(sha.hex), .integer(versionID)]) }
+            try db.transaction { tx in
+                try tx.run(
+                    "UPDATE versions SET archive_sha256 = ? WHERE id = ?", [.text(sha.hex), .integer(versionID)])
+            }
             try archives.storeBlob(from: upload, sha: sha)
         }
     }
@@ -424,22 +544,29 @@ extension Repository {
     /// version being processed stops processing (the deletion does not wait for it).
     public func deleteVersion(app: String, pack: String, number: Int) throws {
         let id: Int64? = try db.transaction { tx in
-            let used = try tx.query("SELECT channel FROM channel_packs WHERE app = ? AND pack = ? AND (live = ? OR candidate = ?)",
-                                    [.text(app), .text(pack), .integer(Int64(number)), .integer(Int64(number))])
+            let used = try tx.query(
+                "SELECT channel FROM channel_packs WHERE app = ? AND pack = ? AND (live = ? OR candidate = ?)",
+                [.text(app), .text(pack), .integer(Int64(number)), .integer(Int64(number))])
             if let channel = used.first?["channel"]?.string {
-                throw BacklotError(.conflict, "the version is released on \(channel)", context: "\(app)/\(pack)/\(number)",
-                                   hint: "roll the channel back to another version or withdraw the pack first")
+                throw BacklotError(
+                    .conflict, "the version is released on \(channel)", context: "\(app)/\(pack)/\(number)",
+                    hint: "roll the channel back to another version or withdraw the pack first")
             }
-            let id = try tx.query("SELECT id FROM versions WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
-                                  [.text(app), .text(pack), .integer(Int64(number))]).first?["id"]?.int
+            let id = try tx.query(
+                "SELECT id FROM versions WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
+                [.text(app), .text(pack), .integer(Int64(number))]
+            ).first?["id"]?.int
             // A version being processed is FAILED at once; its processing is stopped below.
-            guard try tx.run("""
-                UPDATE versions SET deleted = 1,
-                    reason = CASE WHEN state = 'PROCESSING' THEN 'deleted while it was being processed' ELSE reason END,
-                    state = CASE WHEN state = 'PROCESSING' THEN 'FAILED' ELSE state END
-                WHERE app = ? AND pack = ? AND number = ? AND deleted = 0
-                """,
-                             [.text(app), .text(pack), .integer(Int64(number))]) == 1 else {
+            guard
+                try tx.run(
+                    """
+                    UPDATE versions SET deleted = 1,
+                        reason = CASE WHEN state = 'PROCESSING' THEN 'deleted while it was being processed' ELSE reason END,
+                        state = CASE WHEN state = 'PROCESSING' THEN 'FAILED' ELSE state END
+                    WHERE app = ? AND pack = ? AND number = ? AND deleted = 0
+                    """,
+                    [.text(app), .text(pack), .integer(Int64(number))]) == 1
+            else {
                 throw BacklotError(.notFound, "no version \(number) of this pack", context: "\(app)/\(pack)")
             }
             return id
@@ -459,18 +586,29 @@ extension Repository {
         // SHA-256 recorded before it was stored, so it is either not listed here or live below.
         let blobs = try archives.blobNames()
         let packs = try tree.fileNames(in: "v1/packs").filter { $0.hasSuffix(".pack") }
-        let live = Set(try db.read { try $0.query("SELECT archive_sha256 FROM versions WHERE deleted = 0 AND archive_sha256 IS NOT NULL") }
+        let live = Set(
+            try db.read {
+                try $0.query("SELECT archive_sha256 FROM versions WHERE deleted = 0 AND archive_sha256 IS NOT NULL")
+            }
             .compactMap { $0["archive_sha256"]?.string })
         for sha in blobs where !live.contains(sha) { try archives.removeBlob(sha) }
         for name in packs where !live.contains(String(name.dropLast(5))) { try tree.remove("v1/packs/" + name) }
         // Uploads of deleted and failed versions. In a bucket, each is cleaned once (its row then says nothing is left).
         let dead = "((deleted = 1 AND state != 'PROCESSING') OR state = 'FAILED')"
-        let rows = try db.read { try $0.query("SELECT * FROM versions WHERE \(dead)" + (archives.isShared ? " AND (upload_id IS NOT NULL OR received > 0)" : "")) }
+        let rows = try db.read {
+            try $0.query(
+                "SELECT * FROM versions WHERE \(dead)"
+                    + (archives.isShared ? " AND (upload_id IS NOT NULL OR received > 0)" : ""))
+        }
         for row in rows {
             let upload = uploadRecord(row)
             try archives.removeUpload(upload)
             if archives.isShared {
-                try db.transaction { tx in try tx.run("UPDATE versions SET upload_id = NULL, received = 0 WHERE id = ? AND \(dead)", [.integer(upload.versionID)]) }
+                try db.transaction { tx in
+                    try tx.run(
+                        "UPDATE versions SET upload_id = NULL, received = 0 WHERE id = ? AND \(dead)",
+                        [.integer(upload.versionID)])
+                }
             }
         }
     }
@@ -492,7 +630,10 @@ public final class Upload: @unchecked Sendable {
     private var touched = ContinuousClock.now
     private var closed = false
 
-    init(repository: Repository, versionID: Int64, declared: UInt64, sink: any UploadSink, label: String, leaseOwner: String?) {
+    init(
+        repository: Repository, versionID: Int64, declared: UInt64, sink: any UploadSink, label: String,
+        leaseOwner: String?
+    ) {
         self.repository = repository
         self.versionID = versionID
         self.declared = declared
@@ -506,12 +647,16 @@ public final class Upload: @unchecked Sendable {
     ///   `conflict` when the upload's lease was lost to another request.
     public func append(_ bytes: UnsafeRawBufferPointer) throws {
         guard received + UInt64(bytes.count) <= declared else {
-            throw BacklotError(.quotaExceeded, "the upload is larger than the \(declared) bytes declared", context: label,
-                               hint: "create a version with the archive's exact size")
+            throw BacklotError(
+                .quotaExceeded, "the upload is larger than the \(declared) bytes declared", context: label,
+                hint: "create a version with the archive's exact size")
         }
         if let leaseOwner, ContinuousClock.now - renewed > .seconds(repository.leaseDuration / 3) {
             guard try repository.renewVersionLease(versionID, owner: leaseOwner) else {
-                throw BacklotError(.conflict, "this server no longer holds the upload: its lease ran out and another request took it over", context: label)
+                throw BacklotError(
+                    .conflict,
+                    "this server no longer holds the upload: its lease ran out and another request took it over",
+                    context: label)
             }
             renewed = .now
         }
@@ -530,7 +675,9 @@ public final class Upload: @unchecked Sendable {
         guard !closed else { return received == declared }
         closed = true
         _ = repository.activeUploads.withLock { $0.remove(versionID) }
-        defer { if let leaseOwner { repository.releaseVersionLease(versionID, state: .awaitingUpload, owner: leaseOwner) } }
+        defer {
+            if let leaseOwner { repository.releaseVersionLease(versionID, state: .awaitingUpload, owner: leaseOwner) }
+        }
         let received = try sink.finish()
         try? repository.touchUpload(versionID: versionID)
         guard received == declared else { return false }

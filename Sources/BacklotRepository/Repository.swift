@@ -97,10 +97,12 @@ public final class Repository: Sendable {
     ///   - leaseDuration: seconds a lease lasts unrenewed (``defaultLeaseDuration``).
     /// - Throws: ``BacklotError/Code/unavailable`` when the database cannot be reached;
     ///   ``BacklotError/Code/invalidInput`` when its schema is newer than this build knows.
-    public init(directory: RepositoryDirectory, quotaBytes: UInt64 = 200_000_000_000, maximumPacksPerApp: Int = 100,
-                maximumInstallSize: UInt64 = Repository.defaultMaximumInstallSize, processingWorkers: Int = 2,
-                database: (any MetadataDatabase)? = nil, tree: (any PublishedTreeStore)? = nil,
-                archives: (any ArchiveStore)? = nil, leaseDuration: Double = Repository.defaultLeaseDuration) throws {
+    public init(
+        directory: RepositoryDirectory, quotaBytes: UInt64 = 200_000_000_000, maximumPacksPerApp: Int = 100,
+        maximumInstallSize: UInt64 = Repository.defaultMaximumInstallSize, processingWorkers: Int = 2,
+        database: (any MetadataDatabase)? = nil, tree: (any PublishedTreeStore)? = nil,
+        archives: (any ArchiveStore)? = nil, leaseDuration: Double = Repository.defaultLeaseDuration
+    ) throws {
         self.directory = directory
         self.tree = tree ?? LocalPublishedTree(directory: directory)
         self.archives = try archives ?? LocalArchiveStore(directory: directory)
@@ -163,7 +165,9 @@ public final class Repository: Sendable {
         _ = try PackID(id)
         do {
             try db.transaction { tx in
-                try tx.run("INSERT INTO apps(id, created, four_eyes) VALUES (?, ?, ?)", [.text(id), .integer(Self.now()), .integer(fourEyes ? 1 : 0)])
+                try tx.run(
+                    "INSERT INTO apps(id, created, four_eyes) VALUES (?, ?, ?)",
+                    [.text(id), .integer(Self.now()), .integer(fourEyes ? 1 : 0)])
             }
         } catch let e as BacklotError where e.code == .conflict {
             throw BacklotError(.conflict, "the app exists already", context: id)
@@ -181,8 +185,12 @@ public final class Repository: Sendable {
 
     /// One app. - Throws: `notFound`.
     public func app(_ id: String) throws -> AppInfo {
-        guard let info = try db.read({ try $0.query("SELECT * FROM apps WHERE id = ?", [.text(id)]) }).first.flatMap(Self.appInfo) else {
-            throw BacklotError(.notFound, "no such app", context: id, hint: "create it first: backlot apps create \(id)")
+        guard
+            let info = try db.read({ try $0.query("SELECT * FROM apps WHERE id = ?", [.text(id)]) }).first.flatMap(
+                Self.appInfo)
+        else {
+            throw BacklotError(
+                .notFound, "no such app", context: id, hint: "create it first: backlot apps create \(id)")
         }
         return info
     }
@@ -199,19 +207,24 @@ public final class Repository: Sendable {
 
     static func appInfo(_ row: Database.Row) -> AppInfo? {
         guard let id = row["id"]?.string else { return nil }
-        return AppInfo(id: id, created: Date(timeIntervalSince1970: Double(row["created"]?.int ?? 0)), fourEyes: (row["four_eyes"]?.int ?? 0) != 0)
+        return AppInfo(
+            id: id, created: Date(timeIntervalSince1970: Double(row["created"]?.int ?? 0)),
+            fourEyes: (row["four_eyes"]?.int ?? 0) != 0)
     }
 
     func requireApp(_ tx: inout any MetadataConnection, _ app: String) throws {
         guard try !tx.query("SELECT 1 FROM apps WHERE id = ?", [.text(app)]).isEmpty else {
-            throw BacklotError(.notFound, "no such app", context: app, hint: "create it first: backlot apps create \(app)")
+            throw BacklotError(
+                .notFound, "no such app", context: app, hint: "create it first: backlot apps create \(app)")
         }
     }
 
     func requirePack(_ tx: inout any MetadataConnection, _ app: String, _ pack: String) throws {
         try requireApp(&tx, app)
         guard try !tx.query("SELECT 1 FROM packs WHERE app = ? AND id = ?", [.text(app), .text(pack)]).isEmpty else {
-            throw BacklotError(.notFound, "no such pack", context: "\(app)/\(pack)", hint: "create it first: backlot packs create --app \(app) \(pack)")
+            throw BacklotError(
+                .notFound, "no such pack", context: "\(app)/\(pack)",
+                hint: "create it first: backlot packs create --app \(app) \(pack)")
         }
     }
 
@@ -220,13 +233,17 @@ public final class Repository: Sendable {
         _ = try PackID(id)
         try db.transaction { tx in
             try requireApp(&tx, app)
-            let count = try tx.query("SELECT COUNT(*) AS n FROM packs WHERE app = ?", [.text(app)]).first?["n"]?.int ?? 0
+            let count =
+                try tx.query("SELECT COUNT(*) AS n FROM packs WHERE app = ?", [.text(app)]).first?["n"]?.int ?? 0
             guard count < maximumPacksPerApp else {
-                throw BacklotError(.quotaExceeded, "the app has \(count) packs, the most allowed", context: app,
-                                   hint: "remove a pack, or raise the limit")
+                throw BacklotError(
+                    .quotaExceeded, "the app has \(count) packs, the most allowed", context: app,
+                    hint: "remove a pack, or raise the limit")
             }
             do {
-                try tx.run("INSERT INTO packs(app, id, created) VALUES (?, ?, ?)", [.text(app), .text(id), .integer(Self.now())])
+                try tx.run(
+                    "INSERT INTO packs(app, id, created) VALUES (?, ?, ?)",
+                    [.text(app), .text(id), .integer(Self.now())])
             } catch let e as BacklotError where e.code == .conflict {
                 throw BacklotError(.conflict, "the pack exists already", context: "\(app)/\(id)")
             }
@@ -240,14 +257,17 @@ public final class Repository: Sendable {
     public func packList(app: String) throws -> [PackInfo] {
         try db.transaction { tx in
             try requireApp(&tx, app)
-            return try tx.query("""
+            return try tx.query(
+                """
                 SELECT p.id AS id, p.created AS created, COUNT(v.number) AS n, MAX(v.number) AS latest FROM packs p
                 LEFT JOIN versions v ON v.app = p.app AND v.pack = p.id AND v.deleted = 0
                 WHERE p.app = ? GROUP BY p.id, p.created ORDER BY p.id
-                """, [.text(app)]).compactMap { row in
+                """, [.text(app)]
+            ).compactMap { row in
                 guard let id = row["id"]?.string else { return nil }
-                return PackInfo(id: id, created: Date(timeIntervalSince1970: Double(row["created"]?.int ?? 0)),
-                                versions: row["n"]?.integer(as: Int.self) ?? 0, latest: row["latest"]?.integer(as: Int.self))
+                return PackInfo(
+                    id: id, created: Date(timeIntervalSince1970: Double(row["created"]?.int ?? 0)),
+                    versions: row["n"]?.integer(as: Int.self) ?? 0, latest: row["latest"]?.integer(as: Int.self))
             }
         }
     }

@@ -2,6 +2,7 @@ import BacklotBasics
 import BacklotCatalog
 import BacklotCrypto
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -47,7 +48,8 @@ public struct RepositoryDirectory: Sendable {
     public init(path: String, signingKeyFile: String? = nil) throws {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         self.path = absolute
-        signingKeyPath = signingKeyFile.map { URL(fileURLWithPath: $0).standardizedFileURL.path } ?? absolute + "/keys/signing.key"
+        signingKeyPath =
+            signingKeyFile.map { URL(fileURLWithPath: $0).standardizedFileURL.path } ?? absolute + "/keys/signing.key"
         if let signingKeyFile { try Self.checkPrivate(signingKeyFile) }
         try FileManager.default.createDirectory(atPath: absolute, withIntermediateDirectories: true)
         chmod(absolute, 0o711)
@@ -60,13 +62,19 @@ public struct RepositoryDirectory: Sendable {
             let key = try signingKey()
             let pub = Data(key.publicKey.rawRepresentation).base64EncodedString() + "\n"
             if let pinned = try? String(contentsOfFile: publicKeyPath, encoding: .utf8), pinned != pub {
-                throw BacklotError(.invalidInput, "is not the signing key of the data folder \(absolute) (its root.pub is another key)", context: signingKeyPath,
-                                   hint: "give the key this folder was made with, or a new data folder (the bucket and database keep the repository)")
+                throw BacklotError(
+                    .invalidInput,
+                    "is not the signing key of the data folder \(absolute) (its root.pub is another key)",
+                    context: signingKeyPath,
+                    hint:
+                        "give the key this folder was made with, or a new data folder (the bucket and database keep the repository)"
+                )
             }
             if !FileSystem.exists(publicTreePath + "/v1/keys/root.json") {
                 try Self.writePublic(pub, to: publicKeyPath)
                 let list = KeyList(version: 1, keys: [key.publicKey])
-                let signed = try SignedEnvelope.sign(payload: list.payload, type: KeyList.payloadType, with: [key]).encoded
+                let signed = try SignedEnvelope.sign(payload: list.payload, type: KeyList.payloadType, with: [key])
+                    .encoded
                 try writeIntoTree(signed, to: publicTreePath + "/v1/keys/root-1.json")
                 try writeIntoTree(signed, to: publicTreePath + "/v1/keys/root.json")
             }
@@ -125,7 +133,7 @@ public struct RepositoryDirectory: Sendable {
     /// - Parameter replacing: whether an existing destination is replaced (else it is kept).
     public func linkIntoTree(from source: String, to destination: String, replacing: Bool) throws {
         if !replacing, FileSystem.exists(destination) { return }
-        chmod(source, 0o644)   // a hard link shares the mode: the tree must be world-readable
+        chmod(source, 0o644)  // a hard link shares the mode: the tree must be world-readable
         let staged = stagingPath + "/link-" + UUID().uuidString
         guard link(source, staged) == 0 else {
             guard errno == EXDEV else { throw SystemCall.error("link", path: staged) }
@@ -148,7 +156,8 @@ public struct RepositoryDirectory: Sendable {
         for name in (try? FileSystem.entryNames(stagingPath)) ?? [] {
             unlink(stagingPath + "/" + String(decoding: name, as: UTF8.self))
         }
-        for (dir, mode) in [(keysPath, mode_t(0o700)), (tlsPath, mode_t(0o700)), (stagingPath, mode_t(0o700))] where FileSystem.exists(dir) {
+        for (dir, mode) in [(keysPath, mode_t(0o700)), (tlsPath, mode_t(0o700)), (stagingPath, mode_t(0o700))]
+        where FileSystem.exists(dir) {
             chmod(dir, mode)
         }
         for name in (try? FileSystem.entryNames(keysPath)) ?? [] {
@@ -173,20 +182,28 @@ public struct RepositoryDirectory: Sendable {
     /// Refuses a key file that anyone but its owner may read or write (it signs every catalog).
     static func checkPrivate(_ file: String) throws {
         guard let status = try FileSystem.status(file) else {
-            throw BacklotError(.invalidInput, "there is no signing key file", context: file,
-                               hint: "copy the repository's signing key there (mode 0600), or leave --signing-key out for DIR/keys/signing.key")
+            throw BacklotError(
+                .invalidInput, "there is no signing key file", context: file,
+                hint:
+                    "copy the repository's signing key there (mode 0600), or leave --signing-key out for DIR/keys/signing.key"
+            )
         }
         guard status.mode & 0o077 == 0 else {
-            throw BacklotError(.invalidInput, "the signing key is open to others (mode \(String(status.mode & 0o777, radix: 8)))", context: file,
-                               hint: "chmod 600 \(file)")
+            throw BacklotError(
+                .invalidInput, "the signing key is open to others (mode \(String(status.mode & 0o777, radix: 8)))",
+                context: file,
+                hint: "chmod 600 \(file)")
         }
     }
 
     /// The current signing key.
     public func signingKey() throws -> Ed25519.PrivateKey {
-        let text = try String(contentsOfFile: signingKeyPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = try String(contentsOfFile: signingKeyPath, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         guard let raw = Data(base64Encoded: text) else {
-            throw BacklotError(.invalidInput, "the signing key is not base64", context: signingKeyPath, hint: "restore it from a backup")
+            throw BacklotError(
+                .invalidInput, "the signing key is not base64", context: signingKeyPath,
+                hint: "restore it from a backup")
         }
         return try Ed25519.PrivateKey(rawRepresentation: Array(raw))
     }

@@ -1,5 +1,6 @@
 import BacklotBasics
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,8 +30,10 @@ public enum RepositoryLock {
         }
         let lockPath = path(dataFolder: folder)
         guard let lock = try FileLock.acquire(lockPath, .exclusive, waiting: false) else {
-            throw BacklotError(.locked, "the data folder \(folder) is in use by another process (it holds \(lockPath))",
-                               context: purpose, hint: "one backlot serve per data folder: stop the other one first (or give this one another --data)")
+            throw BacklotError(
+                .locked, "the data folder \(folder) is in use by another process (it holds \(lockPath))",
+                context: purpose,
+                hint: "one backlot serve per data folder: stop the other one first (or give this one another --data)")
         }
         return lock
     }

@@ -23,9 +23,13 @@ public final class S3ArchiveReader: ArchiveReader {
 
     /// Looks the object up (HEAD).
     /// - Throws: ``BacklotError/Code/notFound`` when there is no such object; the client's errors.
-    public init(client: S3Client, bucket: String, key: String, window: UInt64 = 8 << 20, source: String = "the archive") throws {
+    public init(
+        client: S3Client, bucket: String, key: String, window: UInt64 = 8 << 20, source: String = "the archive"
+    ) throws {
         guard let info = try client.headObject(bucket: bucket, key: key) else {
-            throw BacklotError(.notFound, "\(source) is not in the bucket (s3://\(bucket)/\(key) at \(client.configuration.endpoint))", context: source)
+            throw BacklotError(
+                .notFound, "\(source) is not in the bucket (s3://\(bucket)/\(key) at \(client.configuration.endpoint))",
+                context: source)
         }
         self.client = client
         self.bucket = bucket
@@ -54,10 +58,13 @@ public final class S3ArchiveReader: ArchiveReader {
     }
 
     func fetch(_ offset: UInt64, _ length: UInt64) throws -> [UInt8] {
-        let (bytes, _) = try client.getObject(bucket: bucket, key: key, range: .bytes(offset, offset + length - 1), ifMatch: etag,
-                                              limit: length)
+        let (bytes, _) = try client.getObject(
+            bucket: bucket, key: key, range: .bytes(offset, offset + length - 1), ifMatch: etag,
+            limit: length)
         guard UInt64(bytes.count) == length else {
-            throw BacklotError(.objectStore, "\(bytes.count) bytes arrived for \(length) at offset \(offset) of s3://\(bucket)/\(key)", context: source)
+            throw BacklotError(
+                .objectStore, "\(bytes.count) bytes arrived for \(length) at offset \(offset) of s3://\(bucket)/\(key)",
+                context: source)
         }
         return bytes
     }

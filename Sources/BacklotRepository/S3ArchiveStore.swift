@@ -30,7 +30,8 @@ public struct S3ArchiveStore: ArchiveStore {
     /// - Throws: ``BacklotError/Code/invalidInput`` for a part size outside 5 MiB…5 GiB.
     public init(client: S3Client, bucket: String, prefix: String = "", partSize: UInt64 = 8 << 20) throws {
         guard (S3Client.minimumPartSize...S3Client.maximumPartSize).contains(partSize) else {
-            throw BacklotError(.invalidInput, "a part size of \(partSize) bytes is outside 5 MiB…5 GiB", context: "s3://\(bucket)")
+            throw BacklotError(
+                .invalidInput, "a part size of \(partSize) bytes is outside 5 MiB…5 GiB", context: "s3://\(bucket)")
         }
         self.client = client
         self.bucket = bucket
@@ -43,7 +44,9 @@ public struct S3ArchiveStore: ArchiveStore {
         try self.init(client: tree.client, bucket: tree.bucket, prefix: tree.prefix, partSize: partSize)
     }
 
-    public var location: String { "s3://\(bucket)\(prefix.isEmpty ? "" : "/" + prefix) at \(client.configuration.endpoint)" }
+    public var location: String {
+        "s3://\(bucket)\(prefix.isEmpty ? "" : "/" + prefix) at \(client.configuration.endpoint)"
+    }
     public var isShared: Bool { true }
 
     func key(_ name: String) -> String { prefix.isEmpty ? name : prefix + "/" + name }
@@ -60,7 +63,9 @@ public struct S3ArchiveStore: ArchiveStore {
 
     public func receivedBytes(_ upload: UploadRecord) -> UInt64 { upload.recorded }
 
-    public func openUpload(_ upload: UploadRecord, record: @escaping (UInt64, String?) throws -> Void) throws -> any UploadSink {
+    public func openUpload(
+        _ upload: UploadRecord, record: @escaping (UInt64, String?) throws -> Void
+    ) throws -> any UploadSink {
         try S3UploadSink(store: self, upload: upload, record: record)
     }
 
@@ -74,7 +79,9 @@ public struct S3ArchiveStore: ArchiveStore {
 
     public func removeUpload(_ upload: UploadRecord) throws {
         if let id = upload.multipartID {
-            do { try client.abortMultipartUpload(bucket: bucket, key: uploadKey(upload.versionID), uploadID: id) } catch let e as BacklotError where e.code == .notFound {}
+            do {
+                try client.abortMultipartUpload(bucket: bucket, key: uploadKey(upload.versionID), uploadID: id)
+            } catch let e as BacklotError where e.code == .notFound {}
         }
         try client.deleteObject(bucket: bucket, key: uploadKey(upload.versionID))
         for tail in try client.listAllObjects(bucket: bucket, prefix: tailPrefix(upload.versionID), limit: 10_000) {
@@ -84,10 +91,11 @@ public struct S3ArchiveStore: ArchiveStore {
 
     public func storeBlob(from upload: UploadRecord, sha: SHA256Digest) throws {
         let source = uploadKey(upload.versionID)
-        guard let info = try client.headObject(bucket: bucket, key: source) else { return }   // stored already
+        guard let info = try client.headObject(bucket: bucket, key: source) else { return }  // stored already
         if try client.headObject(bucket: bucket, key: blobKey(sha.hex)) == nil {
-            try client.copyObject(bucket: bucket, key: source, toBucket: bucket, key: blobKey(sha.hex), size: info.size,
-                                  contentType: "application/octet-stream")
+            try client.copyObject(
+                bucket: bucket, key: source, toBucket: bucket, key: blobKey(sha.hex), size: info.size,
+                contentType: "application/octet-stream")
         }
         try client.deleteObject(bucket: bucket, key: source)
     }
@@ -100,15 +108,19 @@ public struct S3ArchiveStore: ArchiveStore {
         }
     }
 
-    public func publishBlob(_ sha: String, to tree: any PublishedTreeStore, at relative: String, replacing: Bool) throws {
+    public func publishBlob(_ sha: String, to tree: any PublishedTreeStore, at relative: String, replacing: Bool) throws
+    {
         guard let bucketTree = tree as? S3PublishedTree else {
-            throw BacklotError(.invalidInput, "archives in \(location) can be published only into a bucket, not \(tree.location)",
-                               hint: "give the tree and the archives the same --storage")
+            throw BacklotError(
+                .invalidInput, "archives in \(location) can be published only into a bucket, not \(tree.location)",
+                hint: "give the tree and the archives the same --storage")
         }
         let destination = try bucketTree.key(relative)
         if !replacing, try bucketTree.client.headObject(bucket: bucketTree.bucket, key: destination) != nil { return }
-        try client.copyObject(bucket: bucket, key: blobKey(sha), toBucket: bucketTree.bucket, key: destination,
-                              contentType: PublishedTreeHeaders.contentType(relative), cacheControl: bucketTree.headers.cacheControl(relative))
+        try client.copyObject(
+            bucket: bucket, key: blobKey(sha), toBucket: bucketTree.bucket, key: destination,
+            contentType: PublishedTreeHeaders.contentType(relative),
+            cacheControl: bucketTree.headers.cacheControl(relative))
     }
 
     public func blobNames() throws -> [String] {

@@ -28,11 +28,19 @@ public struct S3PublishedTree: PublishedTreeStore {
     ///   - prefix: keys are `PREFIX/v1/…`; slashes at either end are ignored.
     ///   - headers: the max-ages the objects' `Cache-Control` carries.
     /// - Throws: ``BacklotError/Code/invalidInput`` for a prefix with an empty, `.` or `..` component.
-    public init(client: S3Client, bucket: String, prefix: String = "", headers: PublishedTreeHeaders = PublishedTreeHeaders(),
-                partSize: UInt64 = 16 << 20) throws {
+    public init(
+        client: S3Client, bucket: String, prefix: String = "", headers: PublishedTreeHeaders = PublishedTreeHeaders(),
+        partSize: UInt64 = 16 << 20
+    ) throws {
         let trimmed = String(prefix.drop(while: { $0 == "/" }).reversed().drop(while: { $0 == "/" }).reversed())
-        if !trimmed.isEmpty, trimmed.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) {
-            throw BacklotError(.invalidInput, "the key prefix '\(prefix)' has an empty, . or .. component", context: "s3://\(bucket)/\(prefix)")
+        if !trimmed.isEmpty,
+            trimmed.split(separator: "/", omittingEmptySubsequences: false).contains(where: {
+                $0.isEmpty || $0 == "." || $0 == ".."
+            })
+        {
+            throw BacklotError(
+                .invalidInput, "the key prefix '\(prefix)' has an empty, . or .. component",
+                context: "s3://\(bucket)/\(prefix)")
         }
         self.client = client
         self.bucket = bucket
@@ -41,7 +49,9 @@ public struct S3PublishedTree: PublishedTreeStore {
         self.partSize = partSize
     }
 
-    public var location: String { "s3://\(bucket)\(prefix.isEmpty ? "" : "/" + prefix) at \(client.configuration.endpoint)" }
+    public var location: String {
+        "s3://\(bucket)\(prefix.isEmpty ? "" : "/" + prefix) at \(client.configuration.endpoint)"
+    }
 
     /// The object key of a file of the tree.
     /// - Throws: ``BacklotError/Code/invalidInput`` for a path outside the tree.
@@ -51,15 +61,17 @@ public struct S3PublishedTree: PublishedTreeStore {
     }
 
     public func write(_ bytes: [UInt8], at relative: String) throws {
-        try client.putObject(bucket: bucket, key: try key(relative), body: .bytes(bytes),
-                             contentType: PublishedTreeHeaders.contentType(relative), cacheControl: headers.cacheControl(relative))
+        try client.putObject(
+            bucket: bucket, key: try key(relative), body: .bytes(bytes),
+            contentType: PublishedTreeHeaders.contentType(relative), cacheControl: headers.cacheControl(relative))
     }
 
     public func copyFile(from source: String, to relative: String, replacing: Bool) throws {
         let key = try key(relative)
         if !replacing, try client.headObject(bucket: bucket, key: key) != nil { return }
-        try client.uploadFile(bucket: bucket, key: key, path: source, partSize: partSize,
-                              contentType: PublishedTreeHeaders.contentType(relative), cacheControl: headers.cacheControl(relative))
+        try client.uploadFile(
+            bucket: bucket, key: key, path: source, partSize: partSize,
+            contentType: PublishedTreeHeaders.contentType(relative), cacheControl: headers.cacheControl(relative))
     }
 
     public func read(_ relative: String, atMost limit: UInt64) throws -> [UInt8]? {
@@ -71,7 +83,7 @@ public struct S3PublishedTree: PublishedTreeStore {
     }
 
     public func remove(_ relative: String) throws {
-        try client.deleteObject(bucket: bucket, key: try key(relative))   // S3 answers 204 for a missing key too
+        try client.deleteObject(bucket: bucket, key: try key(relative))  // S3 answers 204 for a missing key too
     }
 
     public func fileNames(in relative: String) throws -> [String] {

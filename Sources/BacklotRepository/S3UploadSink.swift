@@ -55,7 +55,9 @@ final class S3UploadSink: UploadSink {
                     stored = upload.declared
                 }
             }
-        } else if upload.recorded == upload.declared, let info = try client.headObject(bucket: bucket, key: key), info.size == upload.declared {
+        } else if upload.recorded == upload.declared, let info = try client.headObject(bucket: bucket, key: key),
+            info.size == upload.declared
+        {
             complete = true
             stored = upload.declared
         }
@@ -90,13 +92,18 @@ final class S3UploadSink: UploadSink {
 
     /// Uploads the next part.
     private func send(_ bytes: [UInt8]) throws {
-        let id = try multipartID ?? {
-            let id = try client.createMultipartUpload(bucket: bucket, key: key, contentType: "application/octet-stream")
-            multipartID = id
-            try record(stored, id)
-            return id
-        }()
-        parts.append(try client.uploadPart(bucket: bucket, key: key, uploadID: id, partNumber: parts.count + 1, body: .bytes(bytes)))
+        let id =
+            try multipartID
+            ?? {
+                let id = try client.createMultipartUpload(
+                    bucket: bucket, key: key, contentType: "application/octet-stream")
+                multipartID = id
+                try record(stored, id)
+                return id
+            }()
+        parts.append(
+            try client.uploadPart(
+                bucket: bucket, key: key, uploadID: id, partNumber: parts.count + 1, body: .bytes(bytes)))
         stored += UInt64(bytes.count)
     }
 
@@ -117,7 +124,9 @@ final class S3UploadSink: UploadSink {
                 try send(buffer)
                 buffer = []
             }
-            guard let id = multipartID else { throw BacklotError(.io, "the upload has no multipart upload to complete", context: upload.label) }
+            guard let id = multipartID else {
+                throw BacklotError(.io, "the upload has no multipart upload to complete", context: upload.label)
+            }
             try client.completeMultipartUpload(bucket: bucket, key: key, uploadID: id, parts: parts)
             complete = true
             try record(upload.declared, nil)
@@ -125,8 +134,9 @@ final class S3UploadSink: UploadSink {
             return upload.declared
         }
         if appended, !buffer.isEmpty {
-            try client.putObject(bucket: bucket, key: store.tailPrefix(upload.versionID) + String(stored), body: .bytes(buffer),
-                                 contentType: "application/octet-stream")
+            try client.putObject(
+                bucket: bucket, key: store.tailPrefix(upload.versionID) + String(stored), body: .bytes(buffer),
+                contentType: "application/octet-stream")
             tailStart = stored
             try record(received, multipartID)
         }

@@ -24,9 +24,12 @@ public struct TokenInfo: Sendable, Hashable {
 
     /// `{"id","label","role","created","lastUsed","expires","revoked"}`: times as RFC 3339 UTC strings or null.
     public var json: JSONNode {
-        .object(["id": .number(id), "label": .string(label), "role": .string(role.rawValue), "created": .string(RFC3339.string(created)),
-                 "lastUsed": lastUsed.map { .string(RFC3339.string($0)) } ?? .null,
-                 "expires": expires.map { .string(RFC3339.string($0)) } ?? .null,
-                 "revoked": revoked.map { .string(RFC3339.string($0)) } ?? .null])
+        .object([
+            "id": .number(id), "label": .string(label), "role": .string(role.rawValue),
+            "created": .string(RFC3339.string(created)),
+            "lastUsed": lastUsed.map { .string(RFC3339.string($0)) } ?? .null,
+            "expires": expires.map { .string(RFC3339.string($0)) } ?? .null,
+            "revoked": revoked.map { .string(RFC3339.string($0)) } ?? .null,
+        ])
     }
 }

@@ -36,20 +36,27 @@ struct UploadedPackCheck {
     static let source = "the archive"
 
     /// Checks the archive `fd` reads (a file, or an object read by ranges).
-    static func run(reader fd: any ArchiveReader, maximumInstallSize: UInt64, isCancelled: () -> Bool) throws -> Outcome {
+    static func run(reader fd: any ArchiveReader, maximumInstallSize: UInt64, isCancelled: () -> Bool) throws -> Outcome
+    {
         let size = fd.size
-        let header = try PackHeader.decode(try fd.read(count: Int(min(UInt64(PackHeader.size), size)), at: 0), fileSize: size, source: source)
+        let header = try PackHeader.decode(
+            try fd.read(count: Int(min(UInt64(PackHeader.size), size)), at: 0), fileSize: size, source: source)
         let indexBytes = try fd.read(count: Int(header.indexLength), at: header.indexOffset)
         let digest = SHA256.hash(indexBytes)
         guard digest == header.indexDigest else {
-            throw BacklotError(.corruptArchive, "the index's SHA-256 is \(digest.short)…, but the header says \(header.indexDigest.short)…",
-                               context: "\(source) at offset \(header.indexOffset)", hint: "the pack is damaged: package it again")
+            throw BacklotError(
+                .corruptArchive,
+                "the index's SHA-256 is \(digest.short)…, but the header says \(header.indexDigest.short)…",
+                context: "\(source) at offset \(header.indexOffset)", hint: "the pack is damaged: package it again")
         }
         let index = try PackIndex.decode(indexBytes, header: header, source: source)
         let installSize = try CheckedInteger.sum(index.files.map(\.size), "the install size", context: source)
         guard installSize <= maximumInstallSize else {
-            throw BacklotError(.invalidInput, "the pack's files add up to \(installSize) bytes, more than this server's install-size limit of \(maximumInstallSize) bytes",
-                               context: source, hint: "the server's operator can raise the limit: backlot serve --max-install-size BYTES")
+            throw BacklotError(
+                .invalidInput,
+                "the pack's files add up to \(installSize) bytes, more than this server's install-size limit of \(maximumInstallSize) bytes",
+                context: source,
+                hint: "the server's operator can raise the limit: backlot serve --max-install-size BYTES")
         }
 
         var uses = [Int](repeating: 0, count: index.chunks.count)
@@ -63,7 +70,9 @@ struct UploadedPackCheck {
         let decompressor = ZstdDecompressor()
 
         func cancelled() throws {
-            if isCancelled() { throw BacklotError(.cancelled, "processing was cancelled: the version was deleted", context: source) }
+            if isCancelled() {
+                throw BacklotError(.cancelled, "processing was cancelled: the version was deleted", context: source)
+            }
         }
         func bytes(of ref: Int) throws -> [UInt8] {
             if let plain = cache[ref] { return plain }
@@ -73,9 +82,12 @@ struct UploadedPackCheck {
             let plain: [UInt8]
             if verified[ref] {
                 // Checked once already: the same bytes decompress to the same content.
-                plain = try compressed.withUnsafeBytes { try decompressor.decompress($0, expectedSize: Int(chunk.uncompressedSize)) }
+                plain = try compressed.withUnsafeBytes {
+                    try decompressor.decompress($0, expectedSize: Int(chunk.uncompressedSize))
+                }
             } else {
-                plain = try PackReader.decode(compressed, chunk: chunk, chunkIndex: ref, using: decompressor, source: source)
+                plain = try PackReader.decode(
+                    compressed, chunk: chunk, chunkIndex: ref, using: decompressor, source: source)
                 verified[ref] = true
             }
             if uses[ref] > 1, cached + plain.count <= cacheBytes {
@@ -100,17 +112,21 @@ struct UploadedPackCheck {
                     hashed += UInt64(plain.count)
                 }
             } catch let e as BacklotError where e.code != .cancelled {
-                throw BacklotError(e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? source)", hint: e.hint)
+                throw BacklotError(
+                    e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? source)", hint: e.hint)
             }
             let computed = hasher.finalize()
             guard computed == file.digest else { throw fileMismatch(file, computed) }
             digests[file.chunks] = computed
         }
-        return Outcome(header: header, index: index, installSize: installSize, decompressions: decompressions, hashedFileBytes: hashed)
+        return Outcome(
+            header: header, index: index, installSize: installSize, decompressions: decompressions,
+            hashedFileBytes: hashed)
     }
 
     static func fileMismatch(_ file: PackIndex.File, _ computed: SHA256Digest) -> BacklotError {
-        BacklotError(.corruptArchive, "the file's SHA-256 is \(computed.short)…, but the index says \(file.digest.short)…",
-                     context: "\(source): file \"\(file.path)\"", hint: "the pack is damaged or crafted: package it again")
+        BacklotError(
+            .corruptArchive, "the file's SHA-256 is \(computed.short)…, but the index says \(file.digest.short)…",
+            context: "\(source): file \"\(file.path)\"", hint: "the pack is damaged or crafted: package it again")
     }
 }

@@ -7,11 +7,16 @@ extension S3Client {
     ///   for a name S3 refuses (3 to 63 characters: lowercase letters, digits, dots, hyphens).
     public func createBucket(_ bucket: String) throws {
         guard (3...63).contains(bucket.utf8.count) else {
-            throw BacklotError(.invalidInput, "the bucket name '\(bucket)' must have 3 to 63 characters", hint: "lowercase letters, digits, dots and hyphens")
+            throw BacklotError(
+                .invalidInput, "the bucket name '\(bucket)' must have 3 to 63 characters",
+                hint: "lowercase letters, digits, dots and hyphens")
         }
         var request = S3Request(operation: "CREATE bucket", method: "PUT", bucket: bucket, key: nil, body: .bytes([]))
         if configuration.region != "us-east-1" {
-            request.body = .bytes(Array("<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LocationConstraint>\(Self.xmlEscaped(configuration.region))</LocationConstraint></CreateBucketConfiguration>".utf8))
+            request.body = .bytes(
+                Array(
+                    "<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LocationConstraint>\(Self.xmlEscaped(configuration.region))</LocationConstraint></CreateBucketConfiguration>"
+                        .utf8))
         }
         do {
             _ = try perform(request, bodyLimit: 1 << 20)
@@ -33,7 +38,8 @@ extension S3Client {
 
     /// Deletes an empty bucket (DeleteBucket).
     public func deleteBucket(_ bucket: String) throws {
-        _ = try perform(S3Request(operation: "DELETE bucket", method: "DELETE", bucket: bucket, key: nil), bodyLimit: 1 << 20)
+        _ = try perform(
+            S3Request(operation: "DELETE bucket", method: "DELETE", bucket: bucket, key: nil), bodyLimit: 1 << 20)
     }
 
     /// `text` with `& < > " '` as entities.

@@ -20,31 +20,44 @@ extension S3Client {
     /// - Throws: ``BacklotError/Code/notFound`` when the source does not exist; the errors of ``perform``,
     ///   including a failure reported inside a 200 answer.
     @discardableResult
-    public func copyObject(bucket: String, key: String, toBucket: String, key destination: String, size: UInt64? = nil,
-                           contentType: String? = nil, cacheControl: String? = nil,
-                           singleCopyLimit: UInt64 = S3Client.maximumSingleCopySize, partSize: UInt64 = 1 << 30) throws -> String {
-        guard singleCopyLimit <= Self.maximumSingleCopySize, (Self.minimumPartSize...Self.maximumPartSize).contains(partSize) else {
-            throw BacklotError(.invalidInput, "a copy limit of \(singleCopyLimit) or a part size of \(partSize) bytes is outside what S3 takes",
-                               context: Self.describe(toBucket, destination))
+    public func copyObject(
+        bucket: String, key: String, toBucket: String, key destination: String, size: UInt64? = nil,
+        contentType: String? = nil, cacheControl: String? = nil,
+        singleCopyLimit: UInt64 = S3Client.maximumSingleCopySize, partSize: UInt64 = 1 << 30
+    ) throws -> String {
+        guard singleCopyLimit <= Self.maximumSingleCopySize,
+            (Self.minimumPartSize...Self.maximumPartSize).contains(partSize)
+        else {
+            throw BacklotError(
+                .invalidInput,
+                "a copy limit of \(singleCopyLimit) or a part size of \(partSize) bytes is outside what S3 takes",
+                context: Self.describe(toBucket, destination))
         }
         let source = "/" + bucket + "/" + SigV4Signer.encodePath(key).drop(while: { $0 == "/" })
         let length: UInt64
-        if let size { length = size } else {
+        if let size {
+            length = size
+        } else {
             guard let info = try headObject(bucket: bucket, key: key) else {
-                throw BacklotError(.notFound, "COPY object: the source \(Self.describe(bucket, key)) does not exist at \(configuration.endpoint)",
-                                   context: configuration.endpoint)
+                throw BacklotError(
+                    .notFound,
+                    "COPY object: the source \(Self.describe(bucket, key)) does not exist at \(configuration.endpoint)",
+                    context: configuration.endpoint)
             }
             length = info.size
         }
         guard length > singleCopyLimit else {
-            var request = S3Request(operation: "COPY object from \(Self.describe(bucket, key))", method: "PUT", bucket: toBucket, key: destination,
-                                    headers: [("x-amz-copy-source", source), ("x-amz-metadata-directive", "REPLACE")], body: .bytes([]))
+            var request = S3Request(
+                operation: "COPY object from \(Self.describe(bucket, key))", method: "PUT", bucket: toBucket,
+                key: destination,
+                headers: [("x-amz-copy-source", source), ("x-amz-metadata-directive", "REPLACE")], body: .bytes([]))
             if let contentType { request.headers.append(("Content-Type", contentType)) }
             if let cacheControl { request.headers.append(("Cache-Control", cacheControl)) }
             let root = try xmlAnswer(request, root: "CopyObjectResult")
             return root.value("ETag") ?? ""
         }
-        let id = try createMultipartUpload(bucket: toBucket, key: destination, contentType: contentType, cacheControl: cacheControl)
+        let id = try createMultipartUpload(
+            bucket: toBucket, key: destination, contentType: contentType, cacheControl: cacheControl)
         do {
             var parts: [S3Part] = []
             var part = partSize
@@ -53,13 +66,20 @@ extension S3Client {
             while offset < length {
                 let count = min(part, length - offset)
                 let number = parts.count + 1
-                let request = S3Request(operation: "COPY part \(number) from \(Self.describe(bucket, key))", method: "PUT", bucket: toBucket, key: destination,
-                                        query: [("partNumber", String(number)), ("uploadId", id)],
-                                        headers: [("x-amz-copy-source", source), ("x-amz-copy-source-range", "bytes=\(offset)-\(offset + count - 1)")],
-                                        body: .bytes([]))
+                let request = S3Request(
+                    operation: "COPY part \(number) from \(Self.describe(bucket, key))", method: "PUT",
+                    bucket: toBucket, key: destination,
+                    query: [("partNumber", String(number)), ("uploadId", id)],
+                    headers: [
+                        ("x-amz-copy-source", source),
+                        ("x-amz-copy-source-range", "bytes=\(offset)-\(offset + count - 1)"),
+                    ],
+                    body: .bytes([]))
                 let root = try xmlAnswer(request, root: "CopyPartResult")
                 guard let etag = root.value("ETag"), !etag.isEmpty else {
-                    throw BacklotError(.objectStore, "\(request.operation) at \(configuration.endpoint): the answer has no ETag", context: configuration.endpoint)
+                    throw BacklotError(
+                        .objectStore, "\(request.operation) at \(configuration.endpoint): the answer has no ETag",
+                        context: configuration.endpoint)
                 }
                 parts.append(S3Part(number: number, etag: etag, size: count))
                 offset += count

@@ -34,47 +34,78 @@ extension S3Client {
         var code = xml?.name == "Error" ? (xml?.value("Code") ?? fallback) : fallback
         // radosgw 16.2 answers NoSuchKey for a multipart upload that is gone.
         if code == "NoSuchKey" && request.query.contains(where: { $0.0 == "uploadId" }) { code = "NoSuchUpload" }
-        return error(code: code, message: xml?.value("Message") ?? "", status: response.status, headers: response.headers, request: request, signedAt: signedAt)
+        return error(
+            code: code, message: xml?.value("Message") ?? "", status: response.status, headers: response.headers,
+            request: request, signedAt: signedAt)
     }
 
     /// The error for S3 error `code`.
-    func error(code: String, message: String, status: Int, headers: [String: String], request: S3Request, signedAt: Date?) -> BacklotError {
+    func error(
+        code: String, message: String, status: Int, headers: [String: String], request: S3Request, signedAt: Date?
+    ) -> BacklotError {
         let what = "\(request.operation) \(Self.describe(request.bucket, request.key)) at \(configuration.endpoint)"
         let said = message.isEmpty ? code : "\(code): \(message)"
         let context = configuration.endpoint
         switch code {
         case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "TokenRefreshRequired":
-            return BacklotError(.forbidden, "\(what): the credentials are wrong for this endpoint (\(said))", context: context,
-                                hint: "check AWS_ACCESS_KEY_ID (\(credentials.accessKeyID)), AWS_SECRET_ACCESS_KEY\(credentials.sessionToken == nil ? "" : " and AWS_SESSION_TOKEN") against the keys of \(configuration.endpoint)\(request.bucket.map { " for bucket \($0)" } ?? "")")
+            return BacklotError(
+                .forbidden, "\(what): the credentials are wrong for this endpoint (\(said))", context: context,
+                hint:
+                    "check AWS_ACCESS_KEY_ID (\(credentials.accessKeyID)), AWS_SECRET_ACCESS_KEY\(credentials.sessionToken == nil ? "" : " and AWS_SESSION_TOKEN") against the keys of \(configuration.endpoint)\(request.bucket.map { " for bucket \($0)" } ?? "")"
+            )
         case "AccessDenied":
             let headOnly = request.method == "HEAD"
-            return BacklotError(.forbidden, "\(what): access denied (\(said))\(headOnly ? "; a HEAD answer has no body, so this may also be wrong credentials" : "")", context: context,
-                                hint: "check that the key \(credentials.accessKeyID) may use \(Self.describe(request.bucket, nil)) at \(configuration.endpoint), and AWS_SECRET_ACCESS_KEY")
+            return BacklotError(
+                .forbidden,
+                "\(what): access denied (\(said))\(headOnly ? "; a HEAD answer has no body, so this may also be wrong credentials" : "")",
+                context: context,
+                hint:
+                    "check that the key \(credentials.accessKeyID) may use \(Self.describe(request.bucket, nil)) at \(configuration.endpoint), and AWS_SECRET_ACCESS_KEY"
+            )
         case "RequestTimeTooSkewed":
-            return BacklotError(.clockSkew, "\(what): the server refused the request's time: \(skewDescription(signedAt: signedAt, serverDate: headers["date"])) (\(said))",
-                                context: context,
-                                hint: "set this machine's clock right (NTP: timedatectl set-ntp true, or chrony); S3 refuses requests signed more than 15 minutes from its own time")
+            return BacklotError(
+                .clockSkew,
+                "\(what): the server refused the request's time: \(skewDescription(signedAt: signedAt, serverDate: headers["date"])) (\(said))",
+                context: context,
+                hint:
+                    "set this machine's clock right (NTP: timedatectl set-ntp true, or chrony); S3 refuses requests signed more than 15 minutes from its own time"
+            )
         case "NoSuchBucket":
-            return BacklotError(.notFound, "\(what): the bucket \(request.bucket ?? "?") does not exist at \(configuration.endpoint)", context: context,
-                                hint: "create it (for example with s3cmd mb s3://\(request.bucket ?? "BUCKET")), or check --storage s3://BUCKET and --s3-endpoint")
+            return BacklotError(
+                .notFound, "\(what): the bucket \(request.bucket ?? "?") does not exist at \(configuration.endpoint)",
+                context: context,
+                hint:
+                    "create it (for example with s3cmd mb s3://\(request.bucket ?? "BUCKET")), or check --storage s3://BUCKET and --s3-endpoint"
+            )
         case "NoSuchKey", "NotFound":
             return BacklotError(.notFound, "\(what): no such object", context: context)
         case "NoSuchUpload":
-            return BacklotError(.notFound, "\(what): no such multipart upload (it was completed or aborted, or never begun)", context: context)
+            return BacklotError(
+                .notFound, "\(what): no such multipart upload (it was completed or aborted, or never begun)",
+                context: context)
         case "PreconditionFailed":
-            return BacklotError(.preconditionFailed, "\(what): the condition did not hold (the object exists already, or has another ETag); nothing was written", context: context)
+            return BacklotError(
+                .preconditionFailed,
+                "\(what): the condition did not hold (the object exists already, or has another ETag); nothing was written",
+                context: context)
         case "InvalidRange":
             return BacklotError(.invalidInput, "\(what): the range is outside the object (\(said))", context: context)
         case "XAmzContentSHA256Mismatch", "BadDigest", "InvalidDigest":
-            return BacklotError(.corruptArchive, "\(what): the server received other bytes than were signed (\(said))", context: context,
-                                hint: "the body changed while it was sent, or the network altered it; it is not stored")
+            return BacklotError(
+                .corruptArchive, "\(what): the server received other bytes than were signed (\(said))",
+                context: context,
+                hint: "the body changed while it was sent, or the network altered it; it is not stored")
         case "SlowDown", "ServiceUnavailable":
-            return BacklotError(.objectStore, "\(what): the object store is overloaded and asked to slow down (\(said))", context: context, hint: "try again later")
+            return BacklotError(
+                .objectStore, "\(what): the object store is overloaded and asked to slow down (\(said))",
+                context: context, hint: "try again later")
         case "PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException":
-            return BacklotError(.usage, "\(what): wrong region or endpoint for this bucket (\(said))", context: context,
-                                hint: "check --s3-region (\(configuration.region)) and --s3-endpoint")
+            return BacklotError(
+                .usage, "\(what): wrong region or endpoint for this bucket (\(said))", context: context,
+                hint: "check --s3-region (\(configuration.region)) and --s3-endpoint")
         case "BucketAlreadyExists":
-            return BacklotError(.conflict, "\(what): the bucket name is taken by another account (\(said))", context: context)
+            return BacklotError(
+                .conflict, "\(what): the bucket name is taken by another account (\(said))", context: context)
         default:
             return BacklotError(.objectStore, "\(what): the object store answered \(status) \(said)", context: context)
         }
@@ -96,14 +127,16 @@ extension S3Client {
         } else {
             amount = "\(Int(magnitude.rounded())) seconds"
         }
-        return "the clock here is about \(amount) \(offset > 0 ? "ahead of" : "behind") the server's (signed at \(SigV4Signer.timestamps(signedAt).stamp), server time \(serverDate))"
+        return
+            "the clock here is about \(amount) \(offset > 0 ? "ahead of" : "behind") the server's (signed at \(SigV4Signer.timestamps(signedAt).stamp), server time \(serverDate))"
     }
 
     /// Seconds since 1970 of an IMF-fixdate (`Tue, 01 Dec 2026 14:13:41 GMT`), or nil.
     static func parseHTTPDate(_ text: String) -> Double? {
         /// A field of exactly `width` digits (the date's fields are zero-padded).
         func field(_ s: Substring, width: Int) -> Int32? {
-            guard s.utf8.count == width, s.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+            guard s.utf8.count == width, s.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+            else { return nil }
             return s.utf8.reduce(Int32(0)) { $0 * 10 + Int32($1 - UInt8(ascii: "0")) }
         }
         let parts = text.split(separator: " ")
@@ -111,9 +144,10 @@ extension S3Client {
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         let clock = parts[4].split(separator: ":")
         guard let day = field(parts[1], width: 2), let month = months.firstIndex(of: String(parts[2])),
-              let year = field(parts[3], width: 4), year >= 1970, (1...31).contains(day), clock.count == 3,
-              let h = field(clock[0], width: 2), let m = field(clock[1], width: 2), let s = field(clock[2], width: 2),
-              h < 24, m < 60, s < 61 else { return nil }
+            let year = field(parts[3], width: 4), year >= 1970, (1...31).contains(day), clock.count == 3,
+            let h = field(clock[0], width: 2), let m = field(clock[1], width: 2), let s = field(clock[2], width: 2),
+            h < 24, m < 60, s < 61
+        else { return nil }
         var t = tm()
         t.tm_year = year - 1900
         t.tm_mon = Int32(month)

@@ -18,16 +18,22 @@ extension S3Client {
     /// - Returns: the object's ETag.
     /// - Throws: ``BacklotError/Code/invalidInput`` for a part size out of bounds; the errors of the operations used.
     @discardableResult
-    public func uploadFile(bucket: String, key: String, path: String, partSize: UInt64 = 16 << 20, contentType: String? = nil,
-                           cacheControl: String? = nil, resuming uploadID: String? = nil, begun: (String) -> Void = { _ in }) throws -> String {
+    public func uploadFile(
+        bucket: String, key: String, path: String, partSize: UInt64 = 16 << 20, contentType: String? = nil,
+        cacheControl: String? = nil, resuming uploadID: String? = nil, begun: (String) -> Void = { _ in }
+    ) throws -> String {
         guard (Self.minimumPartSize...Self.maximumPartSize).contains(partSize) else {
-            throw BacklotError(.invalidInput, "a part size of \(partSize) bytes is outside 5 MiB…5 GiB", context: Self.describe(bucket, key))
+            throw BacklotError(
+                .invalidInput, "a part size of \(partSize) bytes is outside 5 MiB…5 GiB",
+                context: Self.describe(bucket, key))
         }
         let fd = try FileDescriptor.openForReading(path)
         let size = try fd.size()
         fd.close()
         if size <= partSize && uploadID == nil {
-            return try putObject(bucket: bucket, key: key, body: .file(path: path, offset: 0, length: size), contentType: contentType, cacheControl: cacheControl)
+            return try putObject(
+                bucket: bucket, key: key, body: .file(path: path, offset: 0, length: size), contentType: contentType,
+                cacheControl: cacheControl)
         }
         var part = partSize
         while (size + part - 1) / part > UInt64(Self.maximumPartCount) { part *= 2 }
@@ -41,14 +47,21 @@ extension S3Client {
                 if p.size == expected { kept[p.number] = p }
             }
         } else {
-            id = try createMultipartUpload(bucket: bucket, key: key, contentType: contentType, cacheControl: cacheControl)
+            id = try createMultipartUpload(
+                bucket: bucket, key: key, contentType: contentType, cacheControl: cacheControl)
             begun(id)
         }
         var parts: [S3Part] = []
         for n in 1...count {
-            if let p = kept[n] { parts.append(p); continue }
+            if let p = kept[n] {
+                parts.append(p)
+                continue
+            }
             let offset = UInt64(n - 1) * part
-            parts.append(try uploadPart(bucket: bucket, key: key, uploadID: id, partNumber: n, body: .file(path: path, offset: offset, length: min(part, size - offset))))
+            parts.append(
+                try uploadPart(
+                    bucket: bucket, key: key, uploadID: id, partNumber: n,
+                    body: .file(path: path, offset: offset, length: min(part, size - offset))))
         }
         return try completeMultipartUpload(bucket: bucket, key: key, uploadID: id, parts: parts)
     }

@@ -1,5 +1,6 @@
 import BacklotBasics
 import BacklotHTTPClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,14 +21,18 @@ extension S3Client {
     /// - Throws: ``BacklotError/Code/preconditionFailed`` when the condition does not hold; the errors of ``perform``.
     ///   A conditional put is not repeated after a broken connection (the first attempt may have been stored).
     @discardableResult
-    public func putObject(bucket: String, key: String, body: S3Body, contentType: String? = nil, cacheControl: String? = nil,
-                          condition: S3WriteCondition = .none) throws -> String {
+    public func putObject(
+        bucket: String, key: String, body: S3Body, contentType: String? = nil, cacheControl: String? = nil,
+        condition: S3WriteCondition = .none
+    ) throws -> String {
         var request = S3Request(operation: "PUT object", method: "PUT", bucket: bucket, key: key, body: body)
         if let contentType { request.headers.append(("Content-Type", contentType)) }
         if let cacheControl { request.headers.append(("Cache-Control", cacheControl)) }
         switch condition {
         case .none: break
-        case .ifAbsent: request.headers.append(("If-None-Match", "*")); request.repeats = .onlyAfterRefusal
+        case .ifAbsent:
+            request.headers.append(("If-None-Match", "*"))
+            request.repeats = .onlyAfterRefusal
         case .ifMatches(let etag):
             // The ETag without its quotes: radosgw (16.2) compares a PUT's If-Match with the bare
             // value and refuses the quoted form with 412; S3 takes either.
@@ -51,10 +56,14 @@ extension S3Client {
     /// - Returns: the bytes and what the answer said about the object.
     /// - Throws: ``BacklotError/Code/notFound`` (no such key or bucket), ``BacklotError/Code/preconditionFailed``
     ///   (`ifMatch` given and the object has changed), ``BacklotError/Code/invalidInput`` (a range outside the object).
-    public func getObject(bucket: String, key: String, range: S3ByteRange? = nil, ifMatch: String? = nil,
-                          limit: UInt64 = 64 << 20) throws -> (bytes: [UInt8], info: S3ObjectInfo) {
+    public func getObject(
+        bucket: String, key: String, range: S3ByteRange? = nil, ifMatch: String? = nil,
+        limit: UInt64 = 64 << 20
+    ) throws -> (bytes: [UInt8], info: S3ObjectInfo) {
         var bytes: [UInt8] = []
-        let info = try getObject(bucket: bucket, key: key, range: range, ifMatch: ifMatch, limit: limit, restart: { bytes.removeAll() }) {
+        let info = try getObject(
+            bucket: bucket, key: key, range: range, ifMatch: ifMatch, limit: limit, restart: { bytes.removeAll() }
+        ) {
             bytes.append(contentsOf: $0)
         }
         return (bytes, info)
@@ -65,23 +74,33 @@ extension S3Client {
     ///
     /// A transfer that breaks after pieces were handed over is not repeated (the caller holds them);
     /// it fails with ``BacklotError/Code/transport`` and the caller may ask for the rest with a range.
-    public func getObject(bucket: String, key: String, range: S3ByteRange? = nil, ifMatch: String? = nil, limit: UInt64 = UInt64.max,
-                          receive: (UnsafeRawBufferPointer) throws -> Void) throws -> S3ObjectInfo {
-        try getObject(bucket: bucket, key: key, range: range, ifMatch: ifMatch, limit: limit, restart: nil, receive: receive)
+    public func getObject(
+        bucket: String, key: String, range: S3ByteRange? = nil, ifMatch: String? = nil, limit: UInt64 = UInt64.max,
+        receive: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> S3ObjectInfo {
+        try getObject(
+            bucket: bucket, key: key, range: range, ifMatch: ifMatch, limit: limit, restart: nil, receive: receive)
     }
 
     /// Downloads an object (or a range of it) into the file at `path` (created or truncated, mode
     /// 0600, synced to disk at the end). A broken transfer starts the file over.
-    public func getObject(bucket: String, key: String, range: S3ByteRange? = nil, ifMatch: String? = nil, limit: UInt64 = UInt64.max,
-                          toFile path: String) throws -> S3ObjectInfo {
-        let raw = try SystemCall.retrying("open", path: path) { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) }
+    public func getObject(
+        bucket: String, key: String, range: S3ByteRange? = nil, ifMatch: String? = nil, limit: UInt64 = UInt64.max,
+        toFile path: String
+    ) throws -> S3ObjectInfo {
+        let raw = try SystemCall.retrying("open", path: path) {
+            open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        }
         let fd = FileDescriptor(rawValue: raw, path: path)
         defer { fd.close() }
         var offset: UInt64 = 0
-        let info = try getObject(bucket: bucket, key: key, range: range, ifMatch: ifMatch, limit: limit, restart: {
-            guard ftruncate(fd.rawValue, 0) == 0 else { throw SystemCall.error("ftruncate", path: path) }
-            offset = 0
-        }) { piece in
+        let info = try getObject(
+            bucket: bucket, key: key, range: range, ifMatch: ifMatch, limit: limit,
+            restart: {
+                guard ftruncate(fd.rawValue, 0) == 0 else { throw SystemCall.error("ftruncate", path: path) }
+                offset = 0
+            }
+        ) { piece in
             try fd.write(piece, at: offset)
             offset += UInt64(piece.count)
         }
@@ -89,23 +108,34 @@ extension S3Client {
         return info
     }
 
-    func getObject(bucket: String, key: String, range: S3ByteRange?, ifMatch: String?, limit: UInt64, restart: (() throws -> Void)?,
-                   receive: (UnsafeRawBufferPointer) throws -> Void) throws -> S3ObjectInfo {
-        var request = S3Request(operation: range == nil ? "GET object" : "GET object range \(range!)", method: "GET", bucket: bucket, key: key)
+    func getObject(
+        bucket: String, key: String, range: S3ByteRange?, ifMatch: String?, limit: UInt64,
+        restart: (() throws -> Void)?,
+        receive: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> S3ObjectInfo {
+        var request = S3Request(
+            operation: range == nil ? "GET object" : "GET object range \(range!)", method: "GET", bucket: bucket,
+            key: key)
         if let range { request.headers.append(("Range", range.description)) }
         if let ifMatch { request.headers.append(("If-Match", ifMatch)) }
         let bound = range?.length.map { min($0, limit) } ?? limit
         let response = try perform(request, bodyLimit: bound, restart: restart, receive: receive)
-        let info = try objectInfo(response.headers, status: response.status, request: request, bodyLength: response.received)
+        let info = try objectInfo(
+            response.headers, status: response.status, request: request, bodyLength: response.received)
         if let range {
             // Verify before trusting: a 206 for another range would hand over foreign bytes.
             guard response.status == 206, let start = info.rangeStart, range.first.map({ $0 == start }) ?? true else {
-                throw BacklotError(.objectStore, "\(request.operation) \(Self.describe(bucket, key)) at \(configuration.endpoint): the answer (\(response.status), \(response.headers["content-range"] ?? "no Content-Range")) is not the range asked for",
-                                   context: configuration.endpoint)
+                throw BacklotError(
+                    .objectStore,
+                    "\(request.operation) \(Self.describe(bucket, key)) at \(configuration.endpoint): the answer (\(response.status), \(response.headers["content-range"] ?? "no Content-Range")) is not the range asked for",
+                    context: configuration.endpoint)
             }
         }
         if let length = range?.length, response.received != min(length, info.size - (info.rangeStart ?? 0)) {
-            throw BacklotError(.objectStore, "\(request.operation) \(Self.describe(bucket, key)): \(response.received) bytes arrived for a range of \(length)", context: configuration.endpoint)
+            throw BacklotError(
+                .objectStore,
+                "\(request.operation) \(Self.describe(bucket, key)): \(response.received) bytes arrived for a range of \(length)",
+                context: configuration.endpoint)
         }
         return info
     }
@@ -125,7 +155,8 @@ extension S3Client {
 
     /// Deletes an object (DeleteObject). Deleting a key that does not exist succeeds, as in S3.
     public func deleteObject(bucket: String, key: String) throws {
-        _ = try perform(S3Request(operation: "DELETE object", method: "DELETE", bucket: bucket, key: key), bodyLimit: 1 << 20)
+        _ = try perform(
+            S3Request(operation: "DELETE object", method: "DELETE", bucket: bucket, key: key), bodyLimit: 1 << 20)
     }
 
     /// One page of the keys under `prefix` (ListObjectsV2), in key order.
@@ -133,40 +164,56 @@ extension S3Client {
     ///   - continuationToken: the previous page's ``S3ListPage/continuationToken``.
     ///   - delimiter: roll keys up to the first `delimiter` after the prefix into ``S3ListPage/commonPrefixes``.
     ///   - maximumKeys: at most this many keys per page (1 to 1000).
-    public func listObjects(bucket: String, prefix: String = "", delimiter: String? = nil, continuationToken: String? = nil,
-                            maximumKeys: Int = 1000) throws -> S3ListPage {
+    public func listObjects(
+        bucket: String, prefix: String = "", delimiter: String? = nil, continuationToken: String? = nil,
+        maximumKeys: Int = 1000
+    ) throws -> S3ListPage {
         var query = [("list-type", "2"), ("max-keys", String(min(max(maximumKeys, 1), 1000)))]
         if !prefix.isEmpty { query.append(("prefix", prefix)) }
         if let delimiter { query.append(("delimiter", delimiter)) }
         if let continuationToken { query.append(("continuation-token", continuationToken)) }
-        let request = S3Request(operation: "LIST objects\(prefix.isEmpty ? "" : " under \(prefix)")", method: "GET", bucket: bucket, key: nil, query: query)
+        let request = S3Request(
+            operation: "LIST objects\(prefix.isEmpty ? "" : " under \(prefix)")", method: "GET", bucket: bucket,
+            key: nil, query: query)
         let root = try xmlAnswer(request, root: "ListBucketResult")
         var entries: [S3ListPage.Entry] = []
         for item in root.children(named: "Contents") {
-            guard let key = item.value("Key"), let size = CheckedInteger.parse(item.value("Size") ?? "", as: UInt64.self) else {
-                throw BacklotError(.objectStore, "the listing of \(Self.describe(bucket, nil)) at \(configuration.endpoint) has an entry without a key or a size", context: configuration.endpoint)
+            guard let key = item.value("Key"),
+                let size = CheckedInteger.parse(item.value("Size") ?? "", as: UInt64.self)
+            else {
+                throw BacklotError(
+                    .objectStore,
+                    "the listing of \(Self.describe(bucket, nil)) at \(configuration.endpoint) has an entry without a key or a size",
+                    context: configuration.endpoint)
             }
-            entries.append(.init(key: key, size: size, etag: item.value("ETag") ?? "", lastModified: item.value("LastModified")))
+            entries.append(
+                .init(key: key, size: size, etag: item.value("ETag") ?? "", lastModified: item.value("LastModified")))
         }
         let prefixes = root.children(named: "CommonPrefixes").compactMap { $0.value("Prefix") }
         let truncated = root.value("IsTruncated") == "true"
         let next = truncated ? root.value("NextContinuationToken") : nil
         if truncated && (next ?? "").isEmpty {
-            throw BacklotError(.objectStore, "the listing of \(Self.describe(bucket, nil)) at \(configuration.endpoint) is truncated but gives no continuation token", context: configuration.endpoint)
+            throw BacklotError(
+                .objectStore,
+                "the listing of \(Self.describe(bucket, nil)) at \(configuration.endpoint) is truncated but gives no continuation token",
+                context: configuration.endpoint)
         }
         return S3ListPage(entries: entries, commonPrefixes: prefixes, continuationToken: next)
     }
 
     /// Every key under `prefix`, page after page, at most `limit` of them.
     /// - Throws: ``BacklotError/Code/quotaExceeded`` past `limit` keys.
-    public func listAllObjects(bucket: String, prefix: String = "", limit: Int = 1_000_000) throws -> [S3ListPage.Entry] {
+    public func listAllObjects(bucket: String, prefix: String = "", limit: Int = 1_000_000) throws -> [S3ListPage.Entry]
+    {
         var out: [S3ListPage.Entry] = []
         var token: String?
         repeat {
             let page = try listObjects(bucket: bucket, prefix: prefix, continuationToken: token)
             out += page.entries
             guard out.count <= limit else {
-                throw BacklotError(.quotaExceeded, "more than \(limit) objects under \(Self.describe(bucket, prefix))", context: configuration.endpoint)
+                throw BacklotError(
+                    .quotaExceeded, "more than \(limit) objects under \(Self.describe(bucket, prefix))",
+                    context: configuration.endpoint)
             }
             token = page.continuationToken
         } while token != nil
@@ -174,7 +221,9 @@ extension S3Client {
     }
 
     /// What the headers of a GET or HEAD answer say about the object.
-    func objectInfo(_ headers: [String: String], status: Int, request: S3Request, bodyLength: UInt64) throws -> S3ObjectInfo {
+    func objectInfo(
+        _ headers: [String: String], status: Int, request: S3Request, bodyLength: UInt64
+    ) throws -> S3ObjectInfo {
         var size: UInt64?
         var start: UInt64?
         if status == 206, let range = headers["content-range"] {
@@ -188,10 +237,14 @@ extension S3Client {
             size = headers["content-length"].flatMap { CheckedInteger.parse($0, as: UInt64.self) }
         }
         guard let size else {
-            throw BacklotError(.objectStore, "\(request.operation) \(Self.describe(request.bucket, request.key)) at \(configuration.endpoint): the answer gives no size (Content-Length or Content-Range)",
-                               context: configuration.endpoint)
+            throw BacklotError(
+                .objectStore,
+                "\(request.operation) \(Self.describe(request.bucket, request.key)) at \(configuration.endpoint): the answer gives no size (Content-Length or Content-Range)",
+                context: configuration.endpoint)
         }
-        return S3ObjectInfo(size: size, etag: headers["etag"] ?? "", contentType: headers["content-type"], cacheControl: headers["cache-control"],
-                            lastModified: headers["last-modified"], rangeStart: start, bodyLength: bodyLength)
+        return S3ObjectInfo(
+            size: size, etag: headers["etag"] ?? "", contentType: headers["content-type"],
+            cacheControl: headers["cache-control"],
+            lastModified: headers["last-modified"], rangeStart: start, bodyLength: bodyLength)
     }
 }

@@ -2,6 +2,7 @@ import BacklotBasics
 import BacklotCrypto
 import BacklotHTTPClient
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,8 +44,13 @@ public struct S3Client: Sendable {
     /// Whether `bucket` can be the first label of a host name (virtual-hosted addressing).
     static func isDNSCompatible(_ bucket: String) -> Bool {
         let b = Array(bucket.utf8)
-        guard (3...63).contains(b.count), b.first != UInt8(ascii: "-"), b.last != UInt8(ascii: "-") else { return false }
-        return b.allSatisfy { ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "-") }
+        guard (3...63).contains(b.count), b.first != UInt8(ascii: "-"), b.last != UInt8(ascii: "-") else {
+            return false
+        }
+        return b.allSatisfy {
+            ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+                || $0 == UInt8(ascii: "-")
+        }
     }
 }
 
@@ -78,7 +84,9 @@ extension S3Client {
     /// The URL, the path as signed and the `Host` of a request.
     func address(bucket: String?, key: String?) -> (url: String, path: String, host: String) {
         let keyPath = key.map { SigV4Signer.encodePath($0) }
-        guard let bucket else { return ("\(configuration.scheme)://\(configuration.hostHeader)/", "/", configuration.hostHeader) }
+        guard let bucket else {
+            return ("\(configuration.scheme)://\(configuration.hostHeader)/", "/", configuration.hostHeader)
+        }
         if configuration.usesPathStyle(for: bucket) {
             let path = "/" + SigV4Signer.encode(bucket, keepingSlash: false) + (keyPath ?? "")
             return ("\(configuration.scheme)://\(configuration.hostHeader)\(path)", path, configuration.hostHeader)
@@ -101,9 +109,12 @@ extension S3Client {
             var done: UInt64 = 0
             while done < length {
                 let want = Int(min(UInt64(buffer.count), length - done))
-                let n = try buffer.withUnsafeMutableBytes { try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset + done) }
+                let n = try buffer.withUnsafeMutableBytes {
+                    try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset + done)
+                }
                 guard n > 0 else {
-                    throw BacklotError(.io, "the file ends before the \(length) bytes to upload from offset \(offset)", context: path)
+                    throw BacklotError(
+                        .io, "the file ends before the \(length) bytes to upload from offset \(offset)", context: path)
                 }
                 buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
                 done += UInt64(n)
@@ -118,8 +129,10 @@ extension S3Client {
     ///   (a file being written starts over); without it such a request is not repeated.
     /// - Throws: the ``BacklotError`` the server's refusal maps to (``error(for:request:signedAt:)``),
     ///   ``BacklotError/Code/transport`` naming the endpoint when it could not be reached.
-    func perform(_ request: S3Request, bodyLimit: UInt64, restart: (() throws -> Void)? = nil,
-                 receive: (UnsafeRawBufferPointer) throws -> Void = { _ in }) throws -> HTTPClient.StreamedResponse {
+    func perform(
+        _ request: S3Request, bodyLimit: UInt64, restart: (() throws -> Void)? = nil,
+        receive: (UnsafeRawBufferPointer) throws -> Void = { _ in }
+    ) throws -> HTTPClient.StreamedResponse {
         let (url, path, host) = address(bucket: request.bucket, key: request.key)
         let hash = try payloadHashOverride ?? payloadHash(request.body)
         let signer = SigV4Signer(credentials: credentials, region: configuration.region)
@@ -129,22 +142,31 @@ extension S3Client {
             attempt += 1
             let signedAt = configuration.clock()
             var headers = [("Host", host)] + request.headers
-            let signed = signer.sign(.init(method: request.method, path: path, query: request.query, headers: headers, payloadHash: hash), at: signedAt)
+            let signed = signer.sign(
+                .init(method: request.method, path: path, query: request.query, headers: headers, payloadHash: hash),
+                at: signedAt)
             headers = signed.headers
             let target = signed.query.isEmpty ? url : url + "?" + signed.query
             var delivered: UInt64 = 0
             let response: HTTPClient.StreamedResponse
             do {
-                response = try http.stream(request.method, target, headers: headers, body: request.body.map(Self.httpBody), bodyLimit: bodyLimit) { piece in
+                response = try http.stream(
+                    request.method, target, headers: headers, body: request.body.map(Self.httpBody),
+                    bodyLimit: bodyLimit
+                ) { piece in
                     delivered += UInt64(piece.count)
                     try receive(piece)
                 }
             } catch let e as BacklotError where e.code == .transport {
                 let repeatable = request.repeats == .always && (delivered == 0 || restart != nil)
                 guard repeatable, attempt < policy.maximumAttempts else {
-                    throw BacklotError(.transport, "\(request.operation) \(Self.describe(request.bucket, request.key)) at \(configuration.endpoint) failed\(attempt > 1 ? " after \(attempt) attempts" : ""): \(e.message)",
-                                       context: configuration.endpoint,
-                                       hint: "check that the object store is running and that --s3-endpoint is right (\(configuration.endpoint))")
+                    throw BacklotError(
+                        .transport,
+                        "\(request.operation) \(Self.describe(request.bucket, request.key)) at \(configuration.endpoint) failed\(attempt > 1 ? " after \(attempt) attempts" : ""): \(e.message)",
+                        context: configuration.endpoint,
+                        hint:
+                            "check that the object store is running and that --s3-endpoint is right (\(configuration.endpoint))"
+                    )
                 }
                 if delivered > 0 { try restart?() }
                 sleep(policy.delay(after: attempt))
@@ -188,21 +210,29 @@ extension S3Client {
         var bytes: [UInt8] = []
         var r = request
         if let query { r.query = query }
-        _ = try perform(r, bodyLimit: Self.maximumXMLAnswer, restart: { bytes.removeAll() }) { bytes.append(contentsOf: $0) }
+        _ = try perform(r, bodyLimit: Self.maximumXMLAnswer, restart: { bytes.removeAll() }) {
+            bytes.append(contentsOf: $0)
+        }
         let element: S3XMLElement
         do {
             element = try S3XML.parse(bytes)
         } catch let e as BacklotError {
-            throw BacklotError(.objectStore, "\(request.operation) \(Self.describe(request.bucket, request.key)) at \(configuration.endpoint): \(e.message)", context: e.context)
+            throw BacklotError(
+                .objectStore,
+                "\(request.operation) \(Self.describe(request.bucket, request.key)) at \(configuration.endpoint): \(e.message)",
+                context: e.context)
         }
         if element.name == "Error" {
             // CompleteMultipartUpload may answer 200 and report its failure in the body.
-            throw error(code: element.value("Code") ?? "InternalError", message: element.value("Message") ?? "", status: 200,
-                        headers: [:], request: request, signedAt: nil)
+            throw error(
+                code: element.value("Code") ?? "InternalError", message: element.value("Message") ?? "", status: 200,
+                headers: [:], request: request, signedAt: nil)
         }
         guard element.name == root else {
-            throw BacklotError(.objectStore, "\(request.operation) \(Self.describe(request.bucket, request.key)) at \(configuration.endpoint) answered <\(element.name)> where <\(root)> was expected",
-                               context: configuration.endpoint, hint: "is --s3-endpoint an S3 server?")
+            throw BacklotError(
+                .objectStore,
+                "\(request.operation) \(Self.describe(request.bucket, request.key)) at \(configuration.endpoint) answered <\(element.name)> where <\(root)> was expected",
+                context: configuration.endpoint, hint: "is --s3-endpoint an S3 server?")
         }
         return element
     }

@@ -39,11 +39,17 @@ public struct S3Configuration: Sendable {
 
     /// - Parameter endpoint: `http[s]://HOST[:PORT]` (a trailing `/` is allowed; no other path).
     /// - Throws: ``BacklotError/Code/usage`` for an endpoint that is not such a URL, or an empty region.
-    public init(endpoint: String, region: String = "us-east-1", pathStyle: Bool = false, caFile: String? = nil,
-                retry: S3RetryPolicy = S3RetryPolicy(), stallTimeout: Int = 60, clock: @escaping @Sendable () -> Date = { Date() }) throws {
+    public init(
+        endpoint: String, region: String = "us-east-1", pathStyle: Bool = false, caFile: String? = nil,
+        retry: S3RetryPolicy = S3RetryPolicy(), stallTimeout: Int = 60,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
         func bad(_ why: String) -> BacklotError {
-            BacklotError(.usage, "the S3 endpoint '\(endpoint)' \(why)", context: "--s3-endpoint",
-                         hint: "give it as http://HOST:PORT or https://HOST (for the test radosgw: scripts/services env DIR prints BACKLOT_S3_ENDPOINT)")
+            BacklotError(
+                .usage, "the S3 endpoint '\(endpoint)' \(why)", context: "--s3-endpoint",
+                hint:
+                    "give it as http://HOST:PORT or https://HOST (for the test radosgw: scripts/services env DIR prints BACKLOT_S3_ENDPOINT)"
+            )
         }
         guard let sep = endpoint.range(of: "://") else { throw bad("has no scheme") }
         let scheme = endpoint[..<sep.lowerBound].lowercased()
@@ -56,13 +62,17 @@ public struct S3Configuration: Sendable {
         var host = String(rest)
         var port: UInt16?
         if let colon = rest.lastIndex(of: ":"), !rest[colon...].contains("]") {
-            guard let p = CheckedInteger.parse(rest[rest.index(after: colon)...], as: UInt16.self), p > 0 else { throw bad("has a port that is not a number from 1 to 65535") }
+            guard let p = CheckedInteger.parse(rest[rest.index(after: colon)...], as: UInt16.self), p > 0 else {
+                throw bad("has a port that is not a number from 1 to 65535")
+            }
             port = p
             host = String(rest[..<colon])
         }
         guard !host.isEmpty, host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { throw bad("has no valid host") }
         guard !region.isEmpty, region.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") }) else {
-            throw BacklotError(.usage, "the S3 region '\(region)' is not a region name", context: "--s3-region", hint: "for example us-east-1 (radosgw accepts any)")
+            throw BacklotError(
+                .usage, "the S3 region '\(region)' is not a region name", context: "--s3-region",
+                hint: "for example us-east-1 (radosgw accepts any)")
         }
         self.scheme = scheme
         self.host = host.lowercased()
@@ -77,7 +87,8 @@ public struct S3Configuration: Sendable {
 
     /// Whether the host is an IP address (virtual-hosted addressing cannot work then).
     var hostIsAddress: Bool {
-        host.hasPrefix("[") || host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil }
+        host.hasPrefix("[")
+            || host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil }
     }
 
     /// Whether requests for `bucket` put it in the path.

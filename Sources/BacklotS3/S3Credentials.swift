@@ -27,10 +27,15 @@ public struct S3Credentials: Sendable, Hashable, CustomStringConvertible {
             return v
         }
         guard let id = value("AWS_ACCESS_KEY_ID") else {
-            throw BacklotError(.usage, "AWS_ACCESS_KEY_ID is not set", hint: "export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY with the object store's keys (scripts/services env DIR prints them for the test radosgw)")
+            throw BacklotError(
+                .usage, "AWS_ACCESS_KEY_ID is not set",
+                hint:
+                    "export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY with the object store's keys (scripts/services env DIR prints them for the test radosgw)"
+            )
         }
         guard let secret = value("AWS_SECRET_ACCESS_KEY") else {
-            throw BacklotError(.usage, "AWS_SECRET_ACCESS_KEY is not set", hint: "export it with the secret of the access key \(id)")
+            throw BacklotError(
+                .usage, "AWS_SECRET_ACCESS_KEY is not set", hint: "export it with the secret of the access key \(id)")
         }
         return S3Credentials(accessKeyID: id, secretAccessKey: secret, sessionToken: value("AWS_SESSION_TOKEN"))
     }
@@ -41,7 +46,9 @@ public struct S3Credentials: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The access key ID only: a secret is never printed.
-    public var description: String { "S3Credentials(\(accessKeyID)\(sessionToken == nil ? "" : ", with a session token"))" }
+    public var description: String {
+        "S3Credentials(\(accessKeyID)\(sessionToken == nil ? "" : ", with a session token"))"
+    }
 }
 
 extension String {
@@ -52,4 +59,3 @@ extension String {
         return String(s)
     }
 }
-

@@ -15,7 +15,9 @@ public struct S3RetryPolicy: Sendable, Hashable {
     public var initialDelay: Duration
     public var maximumDelay: Duration
 
-    public init(maximumAttempts: Int = 5, initialDelay: Duration = .milliseconds(100), maximumDelay: Duration = .seconds(5)) {
+    public init(
+        maximumAttempts: Int = 5, initialDelay: Duration = .milliseconds(100), maximumDelay: Duration = .seconds(5)
+    ) {
         self.maximumAttempts = max(1, maximumAttempts)
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay

@@ -54,7 +54,8 @@ public enum S3XML {
         init(bytes: [UInt8]) { self.bytes = bytes }
 
         func fail(_ why: String) -> BacklotError {
-            BacklotError(.invalidInput, "the object store's XML answer is not well-formed: \(why)", context: "byte \(i)")
+            BacklotError(
+                .invalidInput, "the object store's XML answer is not well-formed: \(why)", context: "byte \(i)")
         }
 
         func starts(with text: String) -> Bool {
@@ -66,7 +67,10 @@ public enum S3XML {
         mutating func skip(past terminator: String) throws {
             let t = Array(terminator.utf8)
             while i + t.count <= bytes.count {
-                if bytes[i..<(i + t.count)].elementsEqual(t) { i += t.count; return }
+                if bytes[i..<(i + t.count)].elementsEqual(t) {
+                    i += t.count
+                    return
+                }
                 i += 1
             }
             throw fail("\(terminator) expected")
@@ -85,15 +89,23 @@ public enum S3XML {
                     skipSpace()
                     if i >= bytes.count { break }
                     guard bytes[i] == UInt8(ascii: "<") else { throw fail("text outside the root element") }
-                    guard root == nil || starts(with: "<?") || starts(with: "<!--") else { throw fail("a second root element") }
+                    guard root == nil || starts(with: "<?") || starts(with: "<!--") else {
+                        throw fail("a second root element")
+                    }
                 }
                 guard i < bytes.count else { throw fail("the document ends inside <\(stack.last?.name ?? "")>") }
                 if bytes[i] != UInt8(ascii: "<") {
                     try text(into: &stack[stack.count - 1].text)
                     continue
                 }
-                if starts(with: "<?") { try skip(past: "?>"); continue }
-                if starts(with: "<!--") { try skip(past: "-->"); continue }
+                if starts(with: "<?") {
+                    try skip(past: "?>")
+                    continue
+                }
+                if starts(with: "<!--") {
+                    try skip(past: "-->")
+                    continue
+                }
                 if starts(with: "<![CDATA[") {
                     guard !stack.isEmpty else { throw fail("CDATA outside the root element") }
                     i += 9
@@ -107,10 +119,15 @@ public enum S3XML {
                     i += 2
                     let name = try self.name()
                     skipSpace()
-                    guard i < bytes.count, bytes[i] == UInt8(ascii: ">") else { throw fail("> expected after </\(name)") }
+                    guard i < bytes.count, bytes[i] == UInt8(ascii: ">") else {
+                        throw fail("> expected after </\(name)")
+                    }
                     i += 1
-                    guard let open = stack.popLast(), open.name == name else { throw fail("</\(name)> closes nothing open") }
-                    let element = S3XMLElement(name: name, text: String(decoding: open.text, as: UTF8.self), children: open.children)
+                    guard let open = stack.popLast(), open.name == name else {
+                        throw fail("</\(name)> closes nothing open")
+                    }
+                    let element = S3XMLElement(
+                        name: name, text: String(decoding: open.text, as: UTF8.self), children: open.children)
                     if stack.isEmpty { root = element } else { stack[stack.count - 1].children.append(element) }
                     continue
                 }
@@ -118,13 +135,17 @@ public enum S3XML {
                 i += 1
                 let name = try self.name()
                 elements += 1
-                guard elements <= S3XML.maximumElements else { throw fail("more than \(S3XML.maximumElements) elements") }
+                guard elements <= S3XML.maximumElements else {
+                    throw fail("more than \(S3XML.maximumElements) elements")
+                }
                 let selfClosing = try attributes()
                 if selfClosing {
                     let element = S3XMLElement(name: name, text: "", children: [])
                     if stack.isEmpty { root = element } else { stack[stack.count - 1].children.append(element) }
                 } else {
-                    guard stack.count < S3XML.maximumDepth else { throw fail("nested deeper than \(S3XML.maximumDepth) elements") }
+                    guard stack.count < S3XML.maximumDepth else {
+                        throw fail("nested deeper than \(S3XML.maximumDepth) elements")
+                    }
                     stack.append(Open(name: name))
                 }
             }
@@ -135,7 +156,9 @@ public enum S3XML {
         /// An element name, its namespace prefix dropped.
         mutating func name() throws -> String {
             let start = i
-            while i < bytes.count, !([0x20, 0x09, 0x0A, 0x0D, UInt8(ascii: ">"), UInt8(ascii: "/"), UInt8(ascii: "=")].contains(bytes[i])) {
+            while i < bytes.count,
+                !([0x20, 0x09, 0x0A, 0x0D, UInt8(ascii: ">"), UInt8(ascii: "/"), UInt8(ascii: "=")].contains(bytes[i]))
+            {
                 guard i - start < 256 else { throw fail("an element name longer than 256 bytes") }
                 i += 1
             }
@@ -199,7 +222,9 @@ public enum S3XML {
                     } else {
                         throw fail("unknown entity &\(entity);")
                     }
-                    guard let scalar, scalar != 0, let u = Unicode.Scalar(scalar) else { throw fail("a character reference that is no character: &\(entity);") }
+                    guard let scalar, scalar != 0, let u = Unicode.Scalar(scalar) else {
+                        throw fail("a character reference that is no character: &\(entity);")
+                    }
                     out.append(contentsOf: Array(String(Character(u)).utf8))
                 }
                 i = end + 1

@@ -31,7 +31,10 @@ public struct SigV4Signer: Sendable {
         /// The payload's SHA-256 as lowercase hex, or ``SigV4Signer/unsignedPayload``.
         public var payloadHash: String
 
-        public init(method: String, path: String, query: [(String, String)] = [], headers: [(String, String)], payloadHash: String) {
+        public init(
+            method: String, path: String, query: [(String, String)] = [], headers: [(String, String)],
+            payloadHash: String
+        ) {
             self.method = method
             self.path = path
             self.query = query
@@ -66,7 +69,8 @@ public struct SigV4Signer: Sendable {
     /// The payload hash that says the body is not signed.
     public static let unsignedPayload = "UNSIGNED-PAYLOAD"
 
-    public init(credentials: S3Credentials, region: String, service: String = "s3", addsPayloadHashHeader: Bool = true) {
+    public init(credentials: S3Credentials, region: String, service: String = "s3", addsPayloadHashHeader: Bool = true)
+    {
         self.credentials = credentials
         self.region = region
         self.service = service
@@ -85,18 +89,23 @@ public struct SigV4Signer: Sendable {
 
         let (canonicalHeaders, signedHeaders) = Self.canonicalHeaders(headers)
         let query = Self.canonicalQuery(request.query)
-        let canonicalRequest = [request.method, request.path.isEmpty ? "/" : request.path, query,
-                                canonicalHeaders, signedHeaders, request.payloadHash].joined(separator: "\n")
+        let canonicalRequest = [
+            request.method, request.path.isEmpty ? "/" : request.path, query,
+            canonicalHeaders, signedHeaders, request.payloadHash,
+        ].joined(separator: "\n")
         let scope = "\(day)/\(region)/\(service)/aws4_request"
-        let stringToSign = ["AWS4-HMAC-SHA256", stamp, scope, SHA256.hash(Array(canonicalRequest.utf8)).hex].joined(separator: "\n")
+        let stringToSign = ["AWS4-HMAC-SHA256", stamp, scope, SHA256.hash(Array(canonicalRequest.utf8)).hex].joined(
+            separator: "\n")
 
         var key = HMACSHA256.authenticate(day, key: Array("AWS4\(credentials.secretAccessKey)".utf8))
         for part in [region, service, "aws4_request"] { key = HMACSHA256.authenticate(part, key: key) }
         let signature = Self.hex(HMACSHA256.authenticate(stringToSign, key: key))
-        let authorization = "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope), SignedHeaders=\(signedHeaders), Signature=\(signature)"
+        let authorization =
+            "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope), SignedHeaders=\(signedHeaders), Signature=\(signature)"
         headers.append(("Authorization", authorization))
-        return Signed(canonicalRequest: canonicalRequest, stringToSign: stringToSign, signature: signature,
-                      authorization: authorization, headers: headers, query: query)
+        return Signed(
+            canonicalRequest: canonicalRequest, stringToSign: stringToSign, signature: signature,
+            authorization: authorization, headers: headers, query: query)
     }
 }
 
@@ -143,7 +152,9 @@ extension SigV4Signer {
     public static func canonicalQuery(_ items: [(String, String)]) -> String {
         items.map { (encode($0.0, keepingSlash: false), encode($0.1, keepingSlash: false)) }
             .sorted { a, b in
-                a.0 != b.0 ? Array(a.0.utf8).lexicographicallyPrecedes(Array(b.0.utf8)) : Array(a.1.utf8).lexicographicallyPrecedes(Array(b.1.utf8))
+                a.0 != b.0
+                    ? Array(a.0.utf8).lexicographicallyPrecedes(Array(b.0.utf8))
+                    : Array(a.1.utf8).lexicographicallyPrecedes(Array(b.1.utf8))
             }
             .map { "\($0.0)=\($0.1)" }
             .joined(separator: "&")
@@ -163,8 +174,9 @@ extension SigV4Signer {
         out.reserveCapacity(text.utf8.count)
         for b in text.utf8 {
             switch b {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.append(b)
             case UInt8(ascii: "/") where keepingSlash:
                 out.append(b)
@@ -181,7 +193,10 @@ extension SigV4Signer {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count * 2)
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 15)])
+        }
         return String(decoding: out, as: UTF8.self)
     }
 }

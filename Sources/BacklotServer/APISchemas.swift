@@ -12,7 +12,8 @@ enum APISchemas {
     static let largestInteger = Int64.max
 
     static let time = JSONSchema.string(format: "date-time", description: "RFC 3339, UTC, whole seconds")
-    static let optionalTime = JSONSchema.nullableString(format: "date-time", description: "RFC 3339, UTC, whole seconds; null when not set")
+    static let optionalTime = JSONSchema.nullableString(
+        format: "date-time", description: "RFC 3339, UTC, whole seconds; null when not set")
     static let id = JSONSchema.string(pattern: idPattern)
     static let positive = JSONSchema.integer(minimum: 1, maximum: largestInteger)
     static let count = JSONSchema.integer(minimum: 0, maximum: largestInteger)
@@ -21,90 +22,153 @@ enum APISchemas {
     static let role = JSONSchema.string(enumeration: Role.allCases.map(\.rawValue))
 
     static let all: [String: JSONSchema] = [
-        "Error": .object(["error": .object(["code": .string(), "message": .string(), "context": .nullableString(), "hint": .nullableString()],
-                                           required: ["code", "message", "context", "hint"])],
-                         required: ["error"], description: "Every error: a stable code, a message that does not repeat its context, the thing it is about, and what to do."),
+        "Error": .object(
+            [
+                "error": .object(
+                    ["code": .string(), "message": .string(), "context": .nullableString(), "hint": .nullableString()],
+                    required: ["code", "message", "context", "hint"])
+            ],
+            required: ["error"],
+            description:
+                "Every error: a stable code, a message that does not repeat its context, the thing it is about, and what to do."
+        ),
         "App": .object(["id": id, "created": time, "fourEyes": .boolean], required: ["id", "created", "fourEyes"]),
         "AppList": .object(["apps": .array(.ref("App"))], required: ["apps"]),
         "AppCreate": .object(["id": id, "fourEyes": .boolean], required: ["id"]),
         "AppChange": .object(["fourEyes": .boolean], required: ["fourEyes"]),
-        "Pack": .object(["id": id, "created": time, "versions": count, "latest": .integer(minimum: 1, maximum: largestInteger, nullable: true)],
-                        required: ["id", "created", "versions", "latest"]),
+        "Pack": .object(
+            [
+                "id": id, "created": time, "versions": count,
+                "latest": .integer(minimum: 1, maximum: largestInteger, nullable: true),
+            ],
+            required: ["id", "created", "versions", "latest"]),
         "PackList": .object(["packs": .array(.ref("Pack"))], required: ["packs"]),
         "PackCreate": .object(["id": id], required: ["id"]),
         "PackCreated": .object(["app": id, "id": id], required: ["app", "id"]),
-        "Version": .object([
-            "app": id, "pack": id, "version": positive,
-            "state": .string(enumeration: ["AWAITING_UPLOAD", "PROCESSING", "COMPLETE", "FAILED"]),
-            "reason": .nullableString(), "size": count, "received": count,
-            "archiveSHA256": .nullableString(pattern: sha256Pattern), "installSize": .integer(minimum: 0, maximum: largestInteger, nullable: true),
-            "format": .string(enumeration: ArchiveFormat.allCases.map(\.rawValue)),
-        ], required: ["app", "pack", "version", "state", "reason", "size", "received", "archiveSHA256", "installSize", "format"]),
+        "Version": .object(
+            [
+                "app": id, "pack": id, "version": positive,
+                "state": .string(enumeration: ["AWAITING_UPLOAD", "PROCESSING", "COMPLETE", "FAILED"]),
+                "reason": .nullableString(), "size": count, "received": count,
+                "archiveSHA256": .nullableString(pattern: sha256Pattern),
+                "installSize": .integer(minimum: 0, maximum: largestInteger, nullable: true),
+                "format": .string(enumeration: ArchiveFormat.allCases.map(\.rawValue)),
+            ],
+            required: [
+                "app", "pack", "version", "state", "reason", "size", "received", "archiveSHA256", "installSize",
+                "format",
+            ]),
         "VersionList": .object(["versions": .array(.ref("Version"))], required: ["versions"]),
-        "VersionCreate": .object([
-            "size": .integer(minimum: Int64(min(PackHeader.size, AppleArchiveHeader.prefixLength)), maximum: largestInteger,
-                             description: "The archive's exact size in bytes (at least a header; at most the app's quota)"),
-            "format": .string(enumeration: ArchiveFormat.allCases.map(\.rawValue)),
-            "manifest": .anyObject, "archiveSHA256": .string(pattern: sha256Pattern),
-        ], required: ["size"]),
+        "VersionCreate": .object(
+            [
+                "size": .integer(
+                    minimum: Int64(min(PackHeader.size, AppleArchiveHeader.prefixLength)), maximum: largestInteger,
+                    description: "The archive's exact size in bytes (at least a header; at most the app's quota)"),
+                "format": .string(enumeration: ArchiveFormat.allCases.map(\.rawValue)),
+                "manifest": .anyObject, "archiveSHA256": .string(pattern: sha256Pattern),
+            ], required: ["size"]),
         "Deleted": .object(["deleted": .boolean], required: ["deleted"]),
         "TokenReference": .object(["id": positive, "label": .string()], required: ["id", "label"]),
-        "ReleaseRequest": .object([
-            "id": positive, "app": id, "channel": channel, "pack": id, "version": positive,
-            "rolloutPercent": .number(minimum: 0, maximum: 100, nullable: true),
-            "status": .string(enumeration: ReleaseRequest.statuses), "requested": time, "requestedBy": JSONSchema.ref("TokenReference").orNull,
-            "decided": optionalTime, "decidedBy": JSONSchema.ref("TokenReference").orNull, "reason": .nullableString(),
-        ], required: ["id", "app", "channel", "pack", "version", "rolloutPercent", "status", "requested", "requestedBy", "decided", "decidedBy", "reason"]),
+        "ReleaseRequest": .object(
+            [
+                "id": positive, "app": id, "channel": channel, "pack": id, "version": positive,
+                "rolloutPercent": .number(minimum: 0, maximum: 100, nullable: true),
+                "status": .string(enumeration: ReleaseRequest.statuses), "requested": time,
+                "requestedBy": JSONSchema.ref("TokenReference").orNull,
+                "decided": optionalTime, "decidedBy": JSONSchema.ref("TokenReference").orNull,
+                "reason": .nullableString(),
+            ],
+            required: [
+                "id", "app", "channel", "pack", "version", "rolloutPercent", "status", "requested", "requestedBy",
+                "decided", "decidedBy", "reason",
+            ]),
         "ReleaseList": .object(["releases": .array(.ref("ReleaseRequest"))], required: ["releases"]),
-        "ReleaseCreate": .object([
-            "pack": id, "version": positive, "channel": channel,
-            "rollout": .number(minimum: 0.01, maximum: 100, nullable: true), "dryRun": .boolean,
-        ], required: ["pack", "version", "channel"]),
+        "ReleaseCreate": .object(
+            [
+                "pack": id, "version": positive, "channel": channel,
+                "rollout": .number(minimum: 0.01, maximum: 100, nullable: true), "dryRun": .boolean,
+            ], required: ["pack", "version", "channel"]),
         "Released": .object(["released": .boolean], required: ["released"]),
-        "ReleaseRequested": .object(["released": .boolean, "request": .ref("ReleaseRequest")], required: ["released", "request"]),
-        "ReleasePlan": .object([
-            "dryRun": .boolean, "needsApproval": .boolean,
-            "change": .object([
-                "channel": channel, "pack": id,
-                "from": .object(["version": .integer(minimum: 1, maximum: largestInteger, nullable: true), "rolloutPercent": .number(minimum: 0, maximum: 100, nullable: true)],
-                                required: ["version", "rolloutPercent"]),
-                "to": .object(["version": positive, "rolloutPercent": .number(minimum: 0, maximum: 100, nullable: true)], required: ["version", "rolloutPercent"]),
-                "catalogVersion": .unsigned(maximum: UInt64(Int64.max)),
-            ], required: ["channel", "pack", "from", "to", "catalogVersion"]),
-        ], required: ["dryRun", "needsApproval", "change"]),
+        "ReleaseRequested": .object(
+            ["released": .boolean, "request": .ref("ReleaseRequest")], required: ["released", "request"]),
+        "ReleasePlan": .object(
+            [
+                "dryRun": .boolean, "needsApproval": .boolean,
+                "change": .object(
+                    [
+                        "channel": channel, "pack": id,
+                        "from": .object(
+                            [
+                                "version": .integer(minimum: 1, maximum: largestInteger, nullable: true),
+                                "rolloutPercent": .number(minimum: 0, maximum: 100, nullable: true),
+                            ],
+                            required: ["version", "rolloutPercent"]),
+                        "to": .object(
+                            ["version": positive, "rolloutPercent": .number(minimum: 0, maximum: 100, nullable: true)],
+                            required: ["version", "rolloutPercent"]),
+                        "catalogVersion": .unsigned(maximum: UInt64(Int64.max)),
+                    ], required: ["channel", "pack", "from", "to", "catalogVersion"]),
+            ], required: ["dryRun", "needsApproval", "change"]),
         "Rejection": .object(["reason": .string()], required: ["reason"]),
-        "ChannelPack": .object([
-            "pack": id,
-            "live": JSONSchema.object(["version": positive, "archiveSHA256": .nullableString(pattern: sha256Pattern)], required: ["version", "archiveSHA256"]).orNull,
-            "candidate": JSONSchema.object(["version": positive, "rolloutPercent": percent], required: ["version", "rolloutPercent"]).orNull,
-        ], required: ["pack", "live", "candidate"]),
-        "Rollout": .object([
-            "channel": channel, "pack": id,
-            "live": JSONSchema.object(["version": positive, "archiveSHA256": .nullableString(pattern: sha256Pattern)], required: ["version", "archiveSHA256"]).orNull,
-            "candidate": JSONSchema.object(["version": positive, "rolloutPercent": percent], required: ["version", "rolloutPercent"]).orNull,
-        ], required: ["channel", "pack", "live", "candidate"]),
-        "ChannelState": .object([
-            "app": id, "channel": channel, "catalogVersion": .unsigned(maximum: UInt64(Int64.max), nullable: true), "expires": optionalTime,
-            "signingKey": .string(pattern: sha256Pattern), "packs": .array(.ref("ChannelPack")),
-        ], required: ["app", "channel", "catalogVersion", "expires", "signingKey", "packs"]),
-        "RolloutChange": .object(["percent": JSONSchema(anyOf: [.number(minimum: 0, maximum: 0), .number(minimum: 0.01, maximum: 100)],
-                                                        description: "0 halts the rollout, 100 promotes the candidate; otherwise at least 0.01")],
-                                 required: ["percent"]),
-        "RollbackRequest": .object(["channel": channel, "version": .integer(minimum: 1, maximum: largestInteger, nullable: true)], required: ["channel"]),
-        "RolledBack": .object(["channel": channel, "pack": id, "version": positive], required: ["channel", "pack", "version"]),
+        "ChannelPack": .object(
+            [
+                "pack": id,
+                "live": JSONSchema.object(
+                    ["version": positive, "archiveSHA256": .nullableString(pattern: sha256Pattern)],
+                    required: ["version", "archiveSHA256"]
+                ).orNull,
+                "candidate": JSONSchema.object(
+                    ["version": positive, "rolloutPercent": percent], required: ["version", "rolloutPercent"]
+                ).orNull,
+            ], required: ["pack", "live", "candidate"]),
+        "Rollout": .object(
+            [
+                "channel": channel, "pack": id,
+                "live": JSONSchema.object(
+                    ["version": positive, "archiveSHA256": .nullableString(pattern: sha256Pattern)],
+                    required: ["version", "archiveSHA256"]
+                ).orNull,
+                "candidate": JSONSchema.object(
+                    ["version": positive, "rolloutPercent": percent], required: ["version", "rolloutPercent"]
+                ).orNull,
+            ], required: ["channel", "pack", "live", "candidate"]),
+        "ChannelState": .object(
+            [
+                "app": id, "channel": channel, "catalogVersion": .unsigned(maximum: UInt64(Int64.max), nullable: true),
+                "expires": optionalTime,
+                "signingKey": .string(pattern: sha256Pattern), "packs": .array(.ref("ChannelPack")),
+            ], required: ["app", "channel", "catalogVersion", "expires", "signingKey", "packs"]),
+        "RolloutChange": .object(
+            [
+                "percent": JSONSchema(
+                    anyOf: [.number(minimum: 0, maximum: 0), .number(minimum: 0.01, maximum: 100)],
+                    description: "0 halts the rollout, 100 promotes the candidate; otherwise at least 0.01")
+            ],
+            required: ["percent"]),
+        "RollbackRequest": .object(
+            ["channel": channel, "version": .integer(minimum: 1, maximum: largestInteger, nullable: true)],
+            required: ["channel"]),
+        "RolledBack": .object(
+            ["channel": channel, "pack": id, "version": positive], required: ["channel", "pack", "version"]),
         "WithdrawRequest": .object(["channel": channel], required: ["channel"]),
         "Withdrawn": .object(["withdrawn": .boolean], required: ["withdrawn"]),
-        "Token": .object([
-            "id": positive, "label": .string(), "role": role, "created": time, "lastUsed": optionalTime, "expires": optionalTime, "revoked": optionalTime,
-        ], required: ["id", "label", "role", "created", "lastUsed", "expires", "revoked"]),
+        "Token": .object(
+            [
+                "id": positive, "label": .string(), "role": role, "created": time, "lastUsed": optionalTime,
+                "expires": optionalTime, "revoked": optionalTime,
+            ], required: ["id", "label", "role", "created", "lastUsed", "expires", "revoked"]),
         "TokenList": .object(["tokens": .array(.ref("Token"))], required: ["tokens"]),
-        "TokenCreate": .object([
-            "role": role, "label": .string(maxLength: Repository.longestTokenLabel),
-            "expiresInSeconds": .integer(minimum: Repository.shortestTokenLifetime, maximum: Repository.longestTokenLifetime, nullable: true),
-        ], required: ["role"]),
-        "IssuedToken": .object([
-            "id": positive, "token": .string(pattern: "^blt_[0-9a-f]{64}$"), "role": role, "label": .string(), "created": time, "expires": optionalTime,
-        ], required: ["id", "token", "role", "label", "created", "expires"]),
+        "TokenCreate": .object(
+            [
+                "role": role, "label": .string(maxLength: Repository.longestTokenLabel),
+                "expiresInSeconds": .integer(
+                    minimum: Repository.shortestTokenLifetime, maximum: Repository.longestTokenLifetime, nullable: true),
+            ], required: ["role"]),
+        "IssuedToken": .object(
+            [
+                "id": positive, "token": .string(pattern: "^blt_[0-9a-f]{64}$"), "role": role, "label": .string(),
+                "created": time, "expires": optionalTime,
+            ], required: ["id", "token", "role", "label", "created", "expires"]),
         "TokenRevoked": .object(["id": positive, "revoked": .boolean], required: ["id", "revoked"]),
     ]
 }

@@ -35,7 +35,8 @@ struct JSONBody {
     /// A required channel name.
     func channel(_ key: String) throws -> Channel {
         guard let channel = Channel(rawValue: try string(key)) else {
-            throw BacklotError(.invalidInput, "\"\(key)\" must be internal, external or production", context: "request body")
+            throw BacklotError(
+                .invalidInput, "\"\(key)\" must be internal, external or production", context: "request body")
         }
         return channel
     }
@@ -44,8 +45,10 @@ struct JSONBody {
     /// field and the range for a missing value, a string, a fraction, an exponent or a value outside it.
     func integer<T: FixedWidthInteger>(_ key: String, as type: T.Type, in range: ClosedRange<T>) throws -> T {
         guard case .number(let text)? = root[key]?.kind else {
-            throw BacklotError(.invalidInput, "\"\(key)\" must be a whole number in \(range.lowerBound)…\(range.upperBound)", context: "request body",
-                               hint: "give \"\(key)\" as a JSON number without a fraction or exponent")
+            throw BacklotError(
+                .invalidInput, "\"\(key)\" must be a whole number in \(range.lowerBound)…\(range.upperBound)",
+                context: "request body",
+                hint: "give \"\(key)\" as a JSON number without a fraction or exponent")
         }
         return try CheckedInteger.parse(text, as: T.self, "\"\(key)\"", in: range, context: "request body")
     }
@@ -57,9 +60,12 @@ struct JSONBody {
         if case .null = node.kind { return nil }
         let lowest = allowingZero ? "0" : "above 0"
         guard case .number(let text) = node.kind, let d = Double(text), d.isFinite, d >= 0, d <= 100,
-              (allowingZero && d == 0) || (d * 100).rounded() >= 1 else {
-            throw BacklotError(.invalidInput, "\"\(key)\" must be a number from \(lowest) to 100 (at least 0.01 unless 0)", context: "request body",
-                               hint: "give a percentage such as 25 or 12.5")
+            (allowingZero && d == 0) || (d * 100).rounded() >= 1
+        else {
+            throw BacklotError(
+                .invalidInput, "\"\(key)\" must be a number from \(lowest) to 100 (at least 0.01 unless 0)",
+                context: "request body",
+                hint: "give a percentage such as 25 or 12.5")
         }
         return d
     }

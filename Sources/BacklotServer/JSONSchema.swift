@@ -38,10 +38,14 @@ public final class JSONSchema: Encodable, Sendable {
     let anyOf: [JSONSchema]?
     let description: String?
 
-    init(ref: String? = nil, type: [String] = [], format: String? = nil, pattern: String? = nil, enumeration: [String]? = nil,
-         minimum: Number? = nil, maximum: Number? = nil, minLength: Int? = nil, maxLength: Int? = nil,
-         properties: [String: JSONSchema]? = nil, required: [String]? = nil, closed: Bool = false, items: JSONSchema? = nil,
-         anyOf: [JSONSchema]? = nil, description: String? = nil) {
+    init(
+        ref: String? = nil, type: [String] = [], format: String? = nil, pattern: String? = nil,
+        enumeration: [String]? = nil,
+        minimum: Number? = nil, maximum: Number? = nil, minLength: Int? = nil, maxLength: Int? = nil,
+        properties: [String: JSONSchema]? = nil, required: [String]? = nil, closed: Bool = false,
+        items: JSONSchema? = nil,
+        anyOf: [JSONSchema]? = nil, description: String? = nil
+    ) {
         self.ref = ref
         self.type = type
         self.format = format
@@ -63,36 +67,58 @@ public final class JSONSchema: Encodable, Sendable {
     public static func ref(_ name: String) -> JSONSchema { JSONSchema(ref: "#/components/schemas/" + name) }
 
     /// A string, optionally with a pattern, a format, a length range or a list of allowed values.
-    public static func string(pattern: String? = nil, format: String? = nil, enumeration: [String]? = nil,
-                              minLength: Int? = nil, maxLength: Int? = nil, description: String? = nil) -> JSONSchema {
-        JSONSchema(type: ["string"], format: format, pattern: pattern, enumeration: enumeration, minLength: minLength, maxLength: maxLength, description: description)
+    public static func string(
+        pattern: String? = nil, format: String? = nil, enumeration: [String]? = nil,
+        minLength: Int? = nil, maxLength: Int? = nil, description: String? = nil
+    ) -> JSONSchema {
+        JSONSchema(
+            type: ["string"], format: format, pattern: pattern, enumeration: enumeration, minLength: minLength,
+            maxLength: maxLength, description: description)
     }
 
     /// A string or the other values the server sends for it: `"type": ["string", "null"]`.
-    public static func nullableString(pattern: String? = nil, format: String? = nil, description: String? = nil) -> JSONSchema {
+    public static func nullableString(
+        pattern: String? = nil, format: String? = nil, description: String? = nil
+    ) -> JSONSchema {
         JSONSchema(type: ["string", "null"], format: format, pattern: pattern, description: description)
     }
 
     /// A whole number within a range.
-    public static func integer(minimum: Int64? = nil, maximum: Int64? = nil, nullable: Bool = false, description: String? = nil) -> JSONSchema {
-        JSONSchema(type: nullable ? ["integer", "null"] : ["integer"], minimum: minimum.map(Number.integer), maximum: maximum.map(Number.integer), description: description)
+    public static func integer(
+        minimum: Int64? = nil, maximum: Int64? = nil, nullable: Bool = false, description: String? = nil
+    ) -> JSONSchema {
+        JSONSchema(
+            type: nullable ? ["integer", "null"] : ["integer"], minimum: minimum.map(Number.integer),
+            maximum: maximum.map(Number.integer), description: description)
     }
 
     /// A whole number up to an unsigned bound (catalog versions).
-    public static func unsigned(minimum: UInt64 = 0, maximum: UInt64, nullable: Bool = false, description: String? = nil) -> JSONSchema {
-        JSONSchema(type: nullable ? ["integer", "null"] : ["integer"], minimum: .unsigned(minimum), maximum: .unsigned(maximum), description: description)
+    public static func unsigned(
+        minimum: UInt64 = 0, maximum: UInt64, nullable: Bool = false, description: String? = nil
+    ) -> JSONSchema {
+        JSONSchema(
+            type: nullable ? ["integer", "null"] : ["integer"], minimum: .unsigned(minimum),
+            maximum: .unsigned(maximum), description: description)
     }
 
     /// Any number within a range.
-    public static func number(minimum: Double? = nil, maximum: Double? = nil, nullable: Bool = false, description: String? = nil) -> JSONSchema {
-        JSONSchema(type: nullable ? ["number", "null"] : ["number"], minimum: minimum.map(Number.fraction), maximum: maximum.map(Number.fraction), description: description)
+    public static func number(
+        minimum: Double? = nil, maximum: Double? = nil, nullable: Bool = false, description: String? = nil
+    ) -> JSONSchema {
+        JSONSchema(
+            type: nullable ? ["number", "null"] : ["number"], minimum: minimum.map(Number.fraction),
+            maximum: maximum.map(Number.fraction), description: description)
     }
 
     public static var boolean: JSONSchema { JSONSchema(type: ["boolean"]) }
 
     /// An object with exactly these properties (`additionalProperties: false`), some required.
-    public static func object(_ properties: [String: JSONSchema], required: [String] = [], description: String? = nil) -> JSONSchema {
-        JSONSchema(type: ["object"], properties: properties, required: required.sorted(), closed: true, description: description)
+    public static func object(
+        _ properties: [String: JSONSchema], required: [String] = [], description: String? = nil
+    ) -> JSONSchema {
+        JSONSchema(
+            type: ["object"], properties: properties, required: required.sorted(), closed: true,
+            description: description)
     }
 
     /// An object whose members are not described (an `.aar` manifest, checked by the server).
@@ -107,14 +133,21 @@ public final class JSONSchema: Encodable, Sendable {
     public static var binary: JSONSchema { JSONSchema(type: ["string"], format: "binary") }
 
     enum Key: String, CodingKey {
-        case ref = "$ref", type, format, pattern, enumeration = "enum", minimum, maximum, minLength, maxLength, properties, required
+        case ref = "$ref"
+        case type, format, pattern
+        case enumeration = "enum"
+        case minimum, maximum, minLength, maxLength, properties, required
         case additionalProperties, items, anyOf, description
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: Key.self)
         try c.encodeIfPresent(ref, forKey: .ref)
-        if type.count == 1 { try c.encode(type[0], forKey: .type) } else if !type.isEmpty { try c.encode(type, forKey: .type) }
+        if type.count == 1 {
+            try c.encode(type[0], forKey: .type)
+        } else if !type.isEmpty {
+            try c.encode(type, forKey: .type)
+        }
         try c.encodeIfPresent(format, forKey: .format)
         try c.encodeIfPresent(pattern, forKey: .pattern)
         try c.encodeIfPresent(enumeration, forKey: .enumeration)

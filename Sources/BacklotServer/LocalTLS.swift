@@ -17,15 +17,20 @@ public struct LocalTLS: Sendable {
     /// Loads or creates the CA and the server certificate for `hostnames` plus localhost, 127.0.0.1 and ::1.
     public static func prepare(in directory: RepositoryDirectory, hostnames: [String]) throws -> LocalTLS {
         let dir = directory.tlsPath
-        let caPath = dir + "/ca.pem", caKeyPath = dir + "/ca-key.pem"
-        let certPath = dir + "/server.pem", keyPath = dir + "/server-key.pem", namesPath = dir + "/server-names.txt"
+        let caPath = dir + "/ca.pem"
+        let caKeyPath = dir + "/ca-key.pem"
+        let certPath = dir + "/server.pem"
+        let keyPath = dir + "/server-key.pem"
+        let namesPath = dir + "/server-names.txt"
         var created = false
         let ca: LocalCertificateAuthority
         if FileSystem.exists(caPath) && FileSystem.exists(caKeyPath) {
-            ca = LocalCertificateAuthority(certificatePEM: try String(contentsOfFile: caPath, encoding: .utf8),
-                                           privateKeyPEM: try String(contentsOfFile: caKeyPath, encoding: .utf8))
+            ca = LocalCertificateAuthority(
+                certificatePEM: try String(contentsOfFile: caPath, encoding: .utf8),
+                privateKeyPEM: try String(contentsOfFile: caKeyPath, encoding: .utf8))
         } else {
-            ca = try LocalCertificateAuthority.create(commonName: "Backlot Local CA (\(ProcessInfo.processInfo.hostName))")
+            ca = try LocalCertificateAuthority.create(
+                commonName: "Backlot Local CA (\(ProcessInfo.processInfo.hostName))")
             try RepositoryDirectory.writeSecret(ca.privateKeyPEM, to: caKeyPath)
             try RepositoryDirectory.writePublic(ca.certificatePEM, to: caPath)
             created = true
@@ -34,7 +39,10 @@ public struct LocalTLS: Sendable {
         let ips = (["127.0.0.1", "::1"] + hostnames.filter(Self.isIPAddress)).uniqued()
         let names = (dns + ips).joined(separator: "\n")
         let current = (try? String(contentsOfFile: namesPath, encoding: .utf8)) == names
-        let expiring = (try? String(contentsOfFile: certPath, encoding: .utf8)).flatMap { try? LocalCertificateAuthority.notAfter(ofCertificate: $0) }
+        let expiring =
+            (try? String(contentsOfFile: certPath, encoding: .utf8)).flatMap {
+                try? LocalCertificateAuthority.notAfter(ofCertificate: $0)
+            }
             .map { $0 < Date().addingTimeInterval(30 * 86_400) } ?? true
         if created || !current || expiring || !FileSystem.exists(keyPath) {
             let issued = try ca.issueServerCertificate(dnsNames: dns, ipAddresses: ips)
@@ -43,13 +51,16 @@ public struct LocalTLS: Sendable {
             try RepositoryDirectory.writePublic(names, to: namesPath)
             created = true
         }
-        return LocalTLS(caCertificatePath: caPath, caFingerprint: try LocalCertificateAuthority.fingerprint(ofCertificate: ca.certificatePEM),
-                        certificatePEM: try String(contentsOfFile: certPath, encoding: .utf8) + ca.certificatePEM,
-                        privateKeyPEM: try String(contentsOfFile: keyPath, encoding: .utf8), created: created)
+        return LocalTLS(
+            caCertificatePath: caPath,
+            caFingerprint: try LocalCertificateAuthority.fingerprint(ofCertificate: ca.certificatePEM),
+            certificatePEM: try String(contentsOfFile: certPath, encoding: .utf8) + ca.certificatePEM,
+            privateKeyPEM: try String(contentsOfFile: keyPath, encoding: .utf8), created: created)
     }
 
     static func isIPAddress(_ s: String) -> Bool {
-        var v4 = in_addr(), v6 = in6_addr()
+        var v4 = in_addr()
+        var v6 = in6_addr()
         return inet_pton(AF_INET, s, &v4) == 1 || inet_pton(AF_INET6, s, &v6) == 1
     }
 }

@@ -37,7 +37,8 @@ public struct ManagementAPI: Sendable {
         func parameter(_ name: String) -> String { parameters[name] ?? "" }
         /// A whole-number path parameter (a version number, a request ID): 400 naming it and the range otherwise.
         func number(_ name: String) throws -> Int {
-            try CheckedInteger.parse(parameter(name), as: Int.self, "the path parameter \(name)", in: 1...Int.max, context: request.path)
+            try CheckedInteger.parse(
+                parameter(name), as: Int.self, "the path parameter \(name)", in: 1...Int.max, context: request.path)
         }
         /// A channel named in the path: 400 otherwise.
         func channel(_ name: String) throws -> Channel {
@@ -50,239 +51,499 @@ public struct ManagementAPI: Sendable {
 
     /// Every route of the API.
     public static let routes: [Route] = [
-        Route(method: "GET", template: "/api/openapi.json", role: nil,
-              doc: RouteDoc("getOpenAPI", tag: "meta", "This document (generated from the server's route table).", usesDatabase: false,
-                                      responses: [.init(200, "The OpenAPI document.", .anyObject)])) { _, _ in
-            .respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(OpenAPIDocument.bytes), route: "api"))
+        Route(
+            method: "GET", template: "/api/openapi.json", role: nil,
+            doc: RouteDoc(
+                "getOpenAPI", tag: "meta", "This document (generated from the server's route table).",
+                usesDatabase: false,
+                responses: [.init(200, "The OpenAPI document.", .anyObject)])
+        ) { _, _ in
+            .respond(
+                HTTPResponse(
+                    status: 200, headers: [("Content-Type", "application/json")], body: .bytes(OpenAPIDocument.bytes),
+                    route: "api"))
         },
-        Route(method: "GET", template: "/api/apps", role: .reader,
-              doc: RouteDoc("listApps", tag: "apps", "List apps.", responses: [.init(200, "Every app, by ID.", .ref("AppList"))])) { api, _ in
-            .respond(.json(200, JSONNode.object(["apps": .array(try api.repository.appList().map(\.json))]).serialized()))
+        Route(
+            method: "GET", template: "/api/apps", role: .reader,
+            doc: RouteDoc(
+                "listApps", tag: "apps", "List apps.", responses: [.init(200, "Every app, by ID.", .ref("AppList"))])
+        ) { api, _ in
+            .respond(
+                .json(200, JSONNode.object(["apps": .array(try api.repository.appList().map(\.json))]).serialized()))
         },
-        Route(method: "POST", template: "/api/apps", role: .admin,
-              doc: RouteDoc("createApp", tag: "apps", "Create an app, optionally with the four-eyes rule.", body: .ref("AppCreate"), responses: [
-                    .init(201, "The app.", .ref("App"), links: [.init("createPack", to: "createPack", parameters: ["app": "$response.body#/id"])]),
-                    .init(409, "The app exists already.")])) { api, _ in
+        Route(
+            method: "POST", template: "/api/apps", role: .admin,
+            doc: RouteDoc(
+                "createApp", tag: "apps", "Create an app, optionally with the four-eyes rule.", body: .ref("AppCreate"),
+                responses: [
+                    .init(
+                        201, "The app.", .ref("App"),
+                        links: [.init("createPack", to: "createPack", parameters: ["app": "$response.body#/id"])]),
+                    .init(409, "The app exists already."),
+                ])
+        ) { api, _ in
             body(fields: ["id", "fourEyes"]) { b in
                 let app = try api.repository.createApp(try b.string("id"), fourEyes: try b.bool("fourEyes") ?? false)
                 return .json(201, app.json.serialized())
             }
         },
-        Route(method: "PATCH", template: "/api/apps/{app}", role: .admin,
-              doc: RouteDoc("changeApp", tag: "apps", "Turn the app's four-eyes rule on or off.", body: .ref("AppChange"),
-                                     responses: [.init(200, "The app.", .ref("App"))])) { api, call in
+        Route(
+            method: "PATCH", template: "/api/apps/{app}", role: .admin,
+            doc: RouteDoc(
+                "changeApp", tag: "apps", "Turn the app's four-eyes rule on or off.", body: .ref("AppChange"),
+                responses: [.init(200, "The app.", .ref("App"))])
+        ) { api, call in
             body(fields: ["fourEyes"]) { b in
-                guard let on = try b.bool("fourEyes") else { throw BacklotError(.invalidInput, "\"fourEyes\" is required: true or false", context: "request body") }
+                guard let on = try b.bool("fourEyes") else {
+                    throw BacklotError(
+                        .invalidInput, "\"fourEyes\" is required: true or false", context: "request body")
+                }
                 return .json(200, try api.repository.setFourEyes(app: call.parameter("app"), on).json.serialized())
             }
         },
-        Route(method: "GET", template: "/api/apps/{app}/packs", role: .reader,
-              doc: RouteDoc("listPacks", tag: "packs", "List an app's packs with their version counts.", responses: [.init(200, "The packs, by ID.", .ref("PackList"))])) { api, call in
-            .respond(.json(200, JSONNode.object(["packs": .array(try api.repository.packList(app: call.parameter("app")).map(\.json))]).serialized()))
+        Route(
+            method: "GET", template: "/api/apps/{app}/packs", role: .reader,
+            doc: RouteDoc(
+                "listPacks", tag: "packs", "List an app's packs with their version counts.",
+                responses: [.init(200, "The packs, by ID.", .ref("PackList"))])
+        ) { api, call in
+            .respond(
+                .json(
+                    200,
+                    JSONNode.object([
+                        "packs": .array(try api.repository.packList(app: call.parameter("app")).map(\.json))
+                    ]).serialized()))
         },
-        Route(method: "POST", template: "/api/apps/{app}/packs", role: .uploader,
-              doc: RouteDoc("createPack", tag: "packs", "Create a pack.", body: .ref("PackCreate"), responses: [
-                    .init(201, "The pack.", .ref("PackCreated"), links: [
-                        .init("createVersion", to: "createVersion", parameters: ["app": "$response.body#/app", "pack": "$response.body#/id"]),
-                        .init("listVersions", to: "listVersions", parameters: ["app": "$response.body#/app", "pack": "$response.body#/id"])]),
-                    .init(409, "The pack exists already."), .init(413, "The app has the most packs allowed.")])) { api, call in
+        Route(
+            method: "POST", template: "/api/apps/{app}/packs", role: .uploader,
+            doc: RouteDoc(
+                "createPack", tag: "packs", "Create a pack.", body: .ref("PackCreate"),
+                responses: [
+                    .init(
+                        201, "The pack.", .ref("PackCreated"),
+                        links: [
+                            .init(
+                                "createVersion", to: "createVersion",
+                                parameters: ["app": "$response.body#/app", "pack": "$response.body#/id"]),
+                            .init(
+                                "listVersions", to: "listVersions",
+                                parameters: ["app": "$response.body#/app", "pack": "$response.body#/id"]),
+                        ]),
+                    .init(409, "The pack exists already."), .init(413, "The app has the most packs allowed."),
+                ])
+        ) { api, call in
             body(fields: ["id"]) { b in
                 let id = try b.string("id")
                 try api.repository.createPack(app: call.parameter("app"), id: id)
-                return .json(201, JSONNode.object(["app": .string(call.parameter("app")), "id": .string(id)]).serialized())
+                return .json(
+                    201, JSONNode.object(["app": .string(call.parameter("app")), "id": .string(id)]).serialized())
             }
         },
-        Route(method: "GET", template: "/api/apps/{app}/packs/{pack}/versions", role: .reader,
-              doc: RouteDoc("listVersions", tag: "versions", "List a pack's versions, newest first.", responses: [.init(200, "The versions.", .ref("VersionList"))])) { api, call in
+        Route(
+            method: "GET", template: "/api/apps/{app}/packs/{pack}/versions", role: .reader,
+            doc: RouteDoc(
+                "listVersions", tag: "versions", "List a pack's versions, newest first.",
+                responses: [.init(200, "The versions.", .ref("VersionList"))])
+        ) { api, call in
             let list = try api.repository.versions(app: call.parameter("app"), pack: call.parameter("pack"))
             return .respond(.json(200, JSONNode.object(["versions": .array(list.map(\.json))]).serialized()))
         },
-        Route(method: "POST", template: "/api/apps/{app}/packs/{pack}/versions", role: .uploader,
-              doc: RouteDoc("createVersion", tag: "versions",
-                    "Create the next version, awaiting an upload of exactly size bytes; with archiveSHA256, find a version of that archive instead.",
-                    body: .ref("VersionCreate"), responses: [
-                    .init(201, "The new version, awaiting its upload.", .ref("Version"),
-                          headers: [(name: "Location", description: "The version's URL.", schema: .string())], links: [
-                        .init("uploadArchive", to: "uploadArchive", parameters: ["app": "$response.body#/app", "pack": "$response.body#/pack", "version": "$response.body#/version"]),
-                        .init("getVersion", to: "getVersion", parameters: ["app": "$response.body#/app", "pack": "$response.body#/pack", "version": "$response.body#/version"])]),
-                    .init(200, "A version of this archive (same SHA-256 and size) exists and is not FAILED: nothing was created; "
-                          + "AWAITING_UPLOAD resumes at received.", .ref("Version")),
-                    .init(413, "The version would bring the app over its quota.")])) { api, call in
+        Route(
+            method: "POST", template: "/api/apps/{app}/packs/{pack}/versions", role: .uploader,
+            doc: RouteDoc(
+                "createVersion", tag: "versions",
+                "Create the next version, awaiting an upload of exactly size bytes; with archiveSHA256, find a version of that archive instead.",
+                body: .ref("VersionCreate"),
+                responses: [
+                    .init(
+                        201, "The new version, awaiting its upload.", .ref("Version"),
+                        headers: [(name: "Location", description: "The version's URL.", schema: .string())],
+                        links: [
+                            .init(
+                                "uploadArchive", to: "uploadArchive",
+                                parameters: [
+                                    "app": "$response.body#/app", "pack": "$response.body#/pack",
+                                    "version": "$response.body#/version",
+                                ]),
+                            .init(
+                                "getVersion", to: "getVersion",
+                                parameters: [
+                                    "app": "$response.body#/app", "pack": "$response.body#/pack",
+                                    "version": "$response.body#/version",
+                                ]),
+                        ]),
+                    .init(
+                        200,
+                        "A version of this archive (same SHA-256 and size) exists and is not FAILED: nothing was created; "
+                            + "AWAITING_UPLOAD resumes at received.", .ref("Version")),
+                    .init(413, "The version would bring the app over its quota."),
+                ])
+        ) { api, call in
             body(fields: ["size", "format", "manifest", "archiveSHA256"]) { b in
                 let formatText = try b.optionalString("format") ?? "pack"
                 guard let format = ArchiveFormat(rawValue: formatText) else {
                     throw BacklotError(.invalidInput, "\"format\" must be pack or aar", context: "request body")
                 }
-                let app = call.parameter("app"), pack = call.parameter("pack")
-                let (v, created) = try api.repository.openVersion(app: app, pack: pack, size: try b.integer("size", as: UInt64.self, in: 1...ManagementAPI.largestByteCount),
-                                                                  format: format, manifest: b.root["manifest"], archiveSHA256: try b.optionalString("archiveSHA256"))
+                let app = call.parameter("app")
+                let pack = call.parameter("pack")
+                let (v, created) = try api.repository.openVersion(
+                    app: app, pack: pack,
+                    size: try b.integer("size", as: UInt64.self, in: 1...ManagementAPI.largestByteCount),
+                    format: format, manifest: b.root["manifest"], archiveSHA256: try b.optionalString("archiveSHA256"))
                 var r = HTTPResponse.json(created ? 201 : 200, v.json.serialized())
                 if created { r.headers.append(("Location", "/api/apps/\(app)/packs/\(pack)/versions/\(v.number)")) }
                 return r
             }
         },
-        Route(method: "GET", template: "/api/apps/{app}/packs/{pack}/versions/{version}", role: .reader,
-              doc: RouteDoc("getVersion", tag: "versions", "One version: its state, bytes received, digest.", responses: [.init(200, "The version.", .ref("Version"))])) { api, call in
-            .respond(.json(200, try api.repository.version(app: call.parameter("app"), pack: call.parameter("pack"), number: call.number("version")).json.serialized()))
+        Route(
+            method: "GET", template: "/api/apps/{app}/packs/{pack}/versions/{version}", role: .reader,
+            doc: RouteDoc(
+                "getVersion", tag: "versions", "One version: its state, bytes received, digest.",
+                responses: [.init(200, "The version.", .ref("Version"))])
+        ) { api, call in
+            .respond(
+                .json(
+                    200,
+                    try api.repository.version(
+                        app: call.parameter("app"), pack: call.parameter("pack"), number: call.number("version")
+                    ).json.serialized()))
         },
-        Route(method: "DELETE", template: "/api/apps/{app}/packs/{pack}/versions/{version}", role: .admin,
-              doc: RouteDoc("deleteVersion", tag: "versions", "Delete a version no channel uses.", responses: [
-                    .init(200, "Deleted.", .ref("Deleted")), .init(409, "The version is released on a channel.")])) { api, call in
-            try api.repository.deleteVersion(app: call.parameter("app"), pack: call.parameter("pack"), number: call.number("version"))
+        Route(
+            method: "DELETE", template: "/api/apps/{app}/packs/{pack}/versions/{version}", role: .admin,
+            doc: RouteDoc(
+                "deleteVersion", tag: "versions", "Delete a version no channel uses.",
+                responses: [
+                    .init(200, "Deleted.", .ref("Deleted")), .init(409, "The version is released on a channel."),
+                ])
+        ) { api, call in
+            try api.repository.deleteVersion(
+                app: call.parameter("app"), pack: call.parameter("pack"), number: call.number("version"))
             return .respond(.json(200, "{\"deleted\":true}"))
         },
-        Route(method: "PUT", template: "/api/apps/{app}/packs/{pack}/versions/{version}/archive", role: .uploader,
-              doc: RouteDoc("uploadArchive", tag: "versions", "Upload the archive, or its next part from Upload-Offset (the bytes received so far).",
-                    parameters: [.init(header: "Upload-Offset", "The byte this part starts at: the version's received (0 by default).", APISchemas.count)],
-                    rawBody: "application/octet-stream", responses: [
-                    .init(200, "Part of the archive arrived; continue from received.", .ref("Version"),
-                          headers: [(name: "Upload-Offset", description: "The bytes received now: where the next part starts.", schema: .string(pattern: "^[0-9]+$"))]),
-                    .init(202, "The whole archive arrived; it is being processed.", .ref("Version"),
-                          headers: [(name: "Upload-Offset", description: "The bytes received now (the size).", schema: .string(pattern: "^[0-9]+$"))], links: [
-                        .init("getVersion", to: "getVersion", parameters: ["app": "$response.body#/app", "pack": "$response.body#/pack", "version": "$response.body#/version"]),
-                        .init("createRelease", to: "createRelease", parameters: ["app": "$response.body#/app"],
-                              requestBody: ["pack": "$response.body#/pack", "version": "$response.body#/version", "channel": "external"])]),
-                    .init(409, "The version is not awaiting an upload, the offset is not the bytes received, or another upload to it is running."),
-                    .init(413, "The body would go past the declared size.")])) { api, call in
-            let offset = try CheckedInteger.parse(call.request.header("Upload-Offset") ?? "0", as: UInt64.self, "the Upload-Offset header",
-                                                  in: 0...ManagementAPI.largestByteCount, context: call.request.path)
-            let app = call.parameter("app"), pack = call.parameter("pack"), number = try call.number("version")
+        Route(
+            method: "PUT", template: "/api/apps/{app}/packs/{pack}/versions/{version}/archive", role: .uploader,
+            doc: RouteDoc(
+                "uploadArchive", tag: "versions",
+                "Upload the archive, or its next part from Upload-Offset (the bytes received so far).",
+                parameters: [
+                    .init(
+                        header: "Upload-Offset", "The byte this part starts at: the version's received (0 by default).",
+                        APISchemas.count)
+                ],
+                rawBody: "application/octet-stream",
+                responses: [
+                    .init(
+                        200, "Part of the archive arrived; continue from received.", .ref("Version"),
+                        headers: [
+                            (
+                                name: "Upload-Offset",
+                                description: "The bytes received now: where the next part starts.",
+                                schema: .string(pattern: "^[0-9]+$")
+                            )
+                        ]),
+                    .init(
+                        202, "The whole archive arrived; it is being processed.", .ref("Version"),
+                        headers: [
+                            (
+                                name: "Upload-Offset", description: "The bytes received now (the size).",
+                                schema: .string(pattern: "^[0-9]+$")
+                            )
+                        ],
+                        links: [
+                            .init(
+                                "getVersion", to: "getVersion",
+                                parameters: [
+                                    "app": "$response.body#/app", "pack": "$response.body#/pack",
+                                    "version": "$response.body#/version",
+                                ]),
+                            .init(
+                                "createRelease", to: "createRelease", parameters: ["app": "$response.body#/app"],
+                                requestBody: [
+                                    "pack": "$response.body#/pack", "version": "$response.body#/version",
+                                    "channel": "external",
+                                ]),
+                        ]),
+                    .init(
+                        409,
+                        "The version is not awaiting an upload, the offset is not the bytes received, or another upload to it is running."
+                    ),
+                    .init(413, "The body would go past the declared size."),
+                ])
+        ) { api, call in
+            let offset = try CheckedInteger.parse(
+                call.request.header("Upload-Offset") ?? "0", as: UInt64.self, "the Upload-Offset header",
+                in: 0...ManagementAPI.largestByteCount, context: call.request.path)
+            let app = call.parameter("app")
+            let pack = call.parameter("pack")
+            let number = try call.number("version")
             let upload = try api.repository.beginUpload(app: app, pack: pack, number: number, offset: offset)
             // offset equals the bytes received, so it is at most the declared size: no overflow here.
-            if let length = call.request.header("Content-Length").flatMap({ CheckedInteger.parse($0, as: UInt64.self) }), length > upload.declared - offset {
+            if let length = call.request.header("Content-Length").flatMap({ CheckedInteger.parse($0, as: UInt64.self) }
+            ), length > upload.declared - offset {
                 try upload.close()
                 api.metrics?.recordUpload("refused")
-                throw HTTPError(413, code: "quotaExceeded", "the upload of \(length) bytes from byte \(offset) would go past the \(upload.declared) bytes declared",
-                                context: "\(app)/\(pack)/\(number)", hint: "send exactly the bytes the version still lacks")
+                throw HTTPError(
+                    413, code: "quotaExceeded",
+                    "the upload of \(length) bytes from byte \(offset) would go past the \(upload.declared) bytes declared",
+                    context: "\(app)/\(pack)/\(number)", hint: "send exactly the bytes the version still lacks")
             }
             return .receive(UploadReceiver(api: api, upload: upload, app: app, pack: pack, number: number))
         },
-        Route(method: "GET", template: "/api/apps/{app}/releases", role: .reader,
-              doc: RouteDoc("listReleases", tag: "releases", "List release requests, oldest first: who asked, who decided, when.", parameters: [
+        Route(
+            method: "GET", template: "/api/apps/{app}/releases", role: .reader,
+            doc: RouteDoc(
+                "listReleases", tag: "releases", "List release requests, oldest first: who asked, who decided, when.",
+                parameters: [
                     .init(query: "channel", "Only this channel's requests.", APISchemas.channel),
-                    .init(query: "status", "Only requests of this status.", .string(enumeration: ReleaseRequest.statuses))],
-                    responses: [.init(200, "The requests.", .ref("ReleaseList"))])) { api, call in
+                    .init(
+                        query: "status", "Only requests of this status.", .string(enumeration: ReleaseRequest.statuses)),
+                ],
+                responses: [.init(200, "The requests.", .ref("ReleaseList"))])
+        ) { api, call in
             var channel: Channel? = nil
             if let text = call.request.query["channel"] {
                 guard let c = Channel(rawValue: text) else {
-                    throw BacklotError(.invalidInput, "the channel must be internal, external or production", context: "channel")
+                    throw BacklotError(
+                        .invalidInput, "the channel must be internal, external or production", context: "channel")
                 }
                 channel = c
             }
-            let list = try api.repository.releaseRequests(app: call.parameter("app"), channel: channel, status: call.request.query["status"])
+            let list = try api.repository.releaseRequests(
+                app: call.parameter("app"), channel: channel, status: call.request.query["status"])
             return .respond(.json(200, JSONNode.object(["releases": .array(list.map(\.json))]).serialized()))
         },
-        Route(method: "POST", template: "/api/apps/{app}/releases", role: .uploader,
-              doc: RouteDoc("createRelease", tag: "releases",
-                    "Release a COMPLETE version: at once on internal, as a request on external and production; dryRun says what would change.",
-                    body: .ref("ReleaseCreate"), responses: [
-                    .init(200, "Released on internal; or, with dryRun, the change it would make (nothing written).",
-                          JSONSchema(anyOf: [.ref("Released"), .ref("ReleasePlan")])),
-                    .init(202, "A request awaiting a reviewer.", .ref("ReleaseRequested"), links: [
-                        .init("approveRelease", to: "approveRelease", parameters: ["app": "$response.body#/request/app", "id": "$response.body#/request/id"]),
-                        .init("rejectRelease", to: "rejectRelease", parameters: ["app": "$response.body#/request/app", "id": "$response.body#/request/id"])]),
-                    .init(409, "The version is not COMPLETE, or a rollout with no live version on production to stay on.")])) { api, call in
+        Route(
+            method: "POST", template: "/api/apps/{app}/releases", role: .uploader,
+            doc: RouteDoc(
+                "createRelease", tag: "releases",
+                "Release a COMPLETE version: at once on internal, as a request on external and production; dryRun says what would change.",
+                body: .ref("ReleaseCreate"),
+                responses: [
+                    .init(
+                        200, "Released on internal; or, with dryRun, the change it would make (nothing written).",
+                        JSONSchema(anyOf: [.ref("Released"), .ref("ReleasePlan")])),
+                    .init(
+                        202, "A request awaiting a reviewer.", .ref("ReleaseRequested"),
+                        links: [
+                            .init(
+                                "approveRelease", to: "approveRelease",
+                                parameters: ["app": "$response.body#/request/app", "id": "$response.body#/request/id"]),
+                            .init(
+                                "rejectRelease", to: "rejectRelease",
+                                parameters: ["app": "$response.body#/request/app", "id": "$response.body#/request/id"]),
+                        ]),
+                    .init(
+                        409, "The version is not COMPLETE, or a rollout with no live version on production to stay on."),
+                ])
+        ) { api, call in
             body(fields: ["pack", "version", "channel", "rollout", "dryRun"]) { b in
                 let channel = try b.channel("channel")
-                let app = call.parameter("app"), pack = try b.string("pack"), version = try b.integer("version", as: Int.self, in: 1...Int.max)
+                let app = call.parameter("app")
+                let pack = try b.string("pack")
+                let version = try b.integer("version", as: Int.self, in: 1...Int.max)
                 let rollout = try b.percent("rollout")
                 if try b.bool("dryRun") == true {
-                    return .json(200, try api.repository.planRelease(app: app, pack: pack, version: version, channel: channel, rolloutPercent: rollout).json.serialized())
+                    return .json(
+                        200,
+                        try api.repository.planRelease(
+                            app: app, pack: pack, version: version, channel: channel, rolloutPercent: rollout
+                        ).json.serialized())
                 }
-                let request = try api.repository.release(app: app, pack: pack, version: version, channel: channel, rolloutPercent: rollout, by: call.caller)
-                if let request { return .json(202, JSONNode.object(["released": .bool(false), "request": request.json]).serialized()) }
+                let request = try api.repository.release(
+                    app: app, pack: pack, version: version, channel: channel, rolloutPercent: rollout, by: call.caller)
+                if let request {
+                    return .json(
+                        202, JSONNode.object(["released": .bool(false), "request": request.json]).serialized())
+                }
                 return .json(200, JSONNode.object(["released": .bool(true)]).serialized())
             }
         },
-        Route(method: "POST", template: "/api/apps/{app}/releases/{id}/approve", role: .reviewer,
-              doc: RouteDoc("approveRelease", tag: "releases", "Approve a pending request: its version goes live, or is rolled out.", responses: [
-                    .init(200, "The approved request.", .ref("ReleaseRequest"), links: [
-                        .init("getChannel", to: "getChannel", parameters: ["app": "$response.body#/app", "channel": "$response.body#/channel"])]),
-                    .init(403, "The app's four-eyes rule: the token that made the request cannot approve it (code fourEyes)."),
-                    .init(409, "The request is not pending, its version is no longer COMPLETE, or a rollout with no live version to stay on.")])) { api, call in
-            let app = call.parameter("app"), id = try call.number("id")
+        Route(
+            method: "POST", template: "/api/apps/{app}/releases/{id}/approve", role: .reviewer,
+            doc: RouteDoc(
+                "approveRelease", tag: "releases",
+                "Approve a pending request: its version goes live, or is rolled out.",
+                responses: [
+                    .init(
+                        200, "The approved request.", .ref("ReleaseRequest"),
+                        links: [
+                            .init(
+                                "getChannel", to: "getChannel",
+                                parameters: ["app": "$response.body#/app", "channel": "$response.body#/channel"])
+                        ]),
+                    .init(
+                        403,
+                        "The app's four-eyes rule: the token that made the request cannot approve it (code fourEyes)."),
+                    .init(
+                        409,
+                        "The request is not pending, its version is no longer COMPLETE, or a rollout with no live version to stay on."
+                    ),
+                ])
+        ) { api, call in
+            let app = call.parameter("app")
+            let id = try call.number("id")
             try api.repository.approve(requestID: id, app: app, by: call.caller)
             return .respond(.json(200, try api.repository.releaseRequest(id, app: app).json.serialized()))
         },
-        Route(method: "POST", template: "/api/apps/{app}/releases/{id}/reject", role: .reviewer,
-              doc: RouteDoc("rejectRelease", tag: "releases", "Reject a pending request, saying why.", body: .ref("Rejection"), responses: [
-                    .init(200, "The rejected request.", .ref("ReleaseRequest")), .init(409, "The request is not pending.")])) { api, call in
+        Route(
+            method: "POST", template: "/api/apps/{app}/releases/{id}/reject", role: .reviewer,
+            doc: RouteDoc(
+                "rejectRelease", tag: "releases", "Reject a pending request, saying why.", body: .ref("Rejection"),
+                responses: [
+                    .init(200, "The rejected request.", .ref("ReleaseRequest")),
+                    .init(409, "The request is not pending."),
+                ])
+        ) { api, call in
             body(fields: ["reason"]) { b in
-                let app = call.parameter("app"), id = try call.number("id")
+                let app = call.parameter("app")
+                let id = try call.number("id")
                 try api.repository.reject(requestID: id, app: app, reason: try b.string("reason"), by: call.caller)
                 return .json(200, try api.repository.releaseRequest(id, app: app).json.serialized())
             }
         },
-        Route(method: "GET", template: "/api/apps/{app}/channels/{channel}", role: .reader,
-              doc: RouteDoc("getChannel", tag: "releases", "What the channel publishes: per pack the live version and the candidate being rolled out.",
-                    responses: [.init(200, "The channel's record (the signed catalog says the same).", .ref("ChannelState"))])) { api, call in
-            .respond(.json(200, try api.repository.channelState(app: call.parameter("app"), channel: call.channel("channel")).json.serialized()))
+        Route(
+            method: "GET", template: "/api/apps/{app}/channels/{channel}", role: .reader,
+            doc: RouteDoc(
+                "getChannel", tag: "releases",
+                "What the channel publishes: per pack the live version and the candidate being rolled out.",
+                responses: [
+                    .init(200, "The channel's record (the signed catalog says the same).", .ref("ChannelState"))
+                ])
+        ) { api, call in
+            .respond(
+                .json(
+                    200,
+                    try api.repository.channelState(app: call.parameter("app"), channel: call.channel("channel")).json
+                        .serialized()))
         },
-        Route(method: "POST", template: "/api/apps/{app}/packs/{pack}/rollback", role: .reviewer,
-              doc: RouteDoc("rollback", tag: "releases",
-                    "Roll back: to a version; without one, drop the candidate, or put the version live before the current one back.",
-                    body: .ref("RollbackRequest"), responses: [
-                    .init(200, "What is live now.", .ref("RolledBack")), .init(409, "The version is not COMPLETE, or no earlier version was live.")])) { api, call in
+        Route(
+            method: "POST", template: "/api/apps/{app}/packs/{pack}/rollback", role: .reviewer,
+            doc: RouteDoc(
+                "rollback", tag: "releases",
+                "Roll back: to a version; without one, drop the candidate, or put the version live before the current one back.",
+                body: .ref("RollbackRequest"),
+                responses: [
+                    .init(200, "What is live now.", .ref("RolledBack")),
+                    .init(409, "The version is not COMPLETE, or no earlier version was live."),
+                ])
+        ) { api, call in
             body(fields: ["channel", "version"]) { b in
                 let channel = try b.channel("channel")
-                let version = b.root["version"].map { node -> Bool in if case .null = node.kind { return false } else { return true } } == true
+                let version =
+                    b.root["version"].map { node -> Bool in
+                        if case .null = node.kind { return false } else { return true }
+                    } == true
                     ? try b.integer("version", as: Int.self, in: 1...Int.max) : nil
-                let app = call.parameter("app"), pack = call.parameter("pack")
+                let app = call.parameter("app")
+                let pack = call.parameter("pack")
                 let live = try api.repository.rollback(app: app, pack: pack, channel: channel, to: version)
-                return .json(200, JSONNode.object(["channel": .string(channel.rawValue), "pack": .string(pack), "version": .number(live)]).serialized())
+                return .json(
+                    200,
+                    JSONNode.object([
+                        "channel": .string(channel.rawValue), "pack": .string(pack), "version": .number(live),
+                    ]).serialized())
             }
         },
-        Route(method: "POST", template: "/api/apps/{app}/packs/{pack}/rollout", role: .reviewer,
-              doc: RouteDoc("rollout", tag: "releases", "Change the production candidate's share: 0 halts, 100 promotes it to live.",
-                    body: .ref("RolloutChange"), responses: [
-                    .init(200, "The pack on production now.", .ref("Rollout")), .init(409, "No staged rollout on production.")])) { api, call in
+        Route(
+            method: "POST", template: "/api/apps/{app}/packs/{pack}/rollout", role: .reviewer,
+            doc: RouteDoc(
+                "rollout", tag: "releases",
+                "Change the production candidate's share: 0 halts, 100 promotes it to live.",
+                body: .ref("RolloutChange"),
+                responses: [
+                    .init(200, "The pack on production now.", .ref("Rollout")),
+                    .init(409, "No staged rollout on production."),
+                ])
+        ) { api, call in
             body(fields: ["percent"]) { b in
                 guard let p = try b.percent("percent", allowingZero: true) else {
-                    throw BacklotError(.invalidInput, "\"percent\" is required: a number from 0 to 100", context: "request body",
-                                       hint: "0 halts the rollout, 100 releases the candidate to every device")
+                    throw BacklotError(
+                        .invalidInput, "\"percent\" is required: a number from 0 to 100", context: "request body",
+                        hint: "0 halts the rollout, 100 releases the candidate to every device")
                 }
-                let app = call.parameter("app"), pack = call.parameter("pack")
+                let app = call.parameter("app")
+                let pack = call.parameter("pack")
                 try api.repository.setRollout(app: app, pack: pack, percent: p)
-                let state = try api.repository.channelState(app: app, channel: .production).packs.first { $0.pack == pack }
+                let state = try api.repository.channelState(app: app, channel: .production).packs.first {
+                    $0.pack == pack
+                }
                 return .json(200, ChannelState.packJSON(state, pack: pack, channel: .production).serialized())
             }
         },
-        Route(method: "POST", template: "/api/apps/{app}/packs/{pack}/withdraw", role: .reviewer,
-              doc: RouteDoc("withdraw", tag: "releases", "Remove the pack from a channel (clients report it obsolete).", body: .ref("WithdrawRequest"),
-                    responses: [.init(200, "Withdrawn.", .ref("Withdrawn"))])) { api, call in
+        Route(
+            method: "POST", template: "/api/apps/{app}/packs/{pack}/withdraw", role: .reviewer,
+            doc: RouteDoc(
+                "withdraw", tag: "releases", "Remove the pack from a channel (clients report it obsolete).",
+                body: .ref("WithdrawRequest"),
+                responses: [.init(200, "Withdrawn.", .ref("Withdrawn"))])
+        ) { api, call in
             body(fields: ["channel"]) { b in
-                try api.repository.withdraw(app: call.parameter("app"), pack: call.parameter("pack"), channel: try b.channel("channel"))
+                try api.repository.withdraw(
+                    app: call.parameter("app"), pack: call.parameter("pack"), channel: try b.channel("channel"))
                 return .json(200, "{\"withdrawn\":true}")
             }
         },
-        Route(method: "GET", template: "/api/tokens", role: .admin,
-              doc: RouteDoc("listTokens", tag: "tokens", "List tokens (never their secrets).", responses: [.init(200, "The tokens, oldest first.", .ref("TokenList"))])) { api, _ in
-            .respond(.json(200, JSONNode.object(["tokens": .array(try api.repository.tokens().map(\.json))]).serialized()))
+        Route(
+            method: "GET", template: "/api/tokens", role: .admin,
+            doc: RouteDoc(
+                "listTokens", tag: "tokens", "List tokens (never their secrets).",
+                responses: [.init(200, "The tokens, oldest first.", .ref("TokenList"))])
+        ) { api, _ in
+            .respond(
+                .json(200, JSONNode.object(["tokens": .array(try api.repository.tokens().map(\.json))]).serialized()))
         },
-        Route(method: "POST", template: "/api/tokens", role: .admin,
-              doc: RouteDoc("createToken", tag: "tokens", "Create a token, optionally expiring; its secret is shown once.", body: .ref("TokenCreate"), responses: [
-                    .init(201, "The token and its secret.", .ref("IssuedToken"), links: [
-                        .init("rotateToken", to: "rotateToken", parameters: ["id": "$response.body#/id"]),
-                        .init("revokeToken", to: "revokeToken", parameters: ["id": "$response.body#/id"])])])) { api, _ in
+        Route(
+            method: "POST", template: "/api/tokens", role: .admin,
+            doc: RouteDoc(
+                "createToken", tag: "tokens", "Create a token, optionally expiring; its secret is shown once.",
+                body: .ref("TokenCreate"),
+                responses: [
+                    .init(
+                        201, "The token and its secret.", .ref("IssuedToken"),
+                        links: [
+                            .init("rotateToken", to: "rotateToken", parameters: ["id": "$response.body#/id"]),
+                            .init("revokeToken", to: "revokeToken", parameters: ["id": "$response.body#/id"]),
+                        ])
+                ])
+        ) { api, _ in
             body(fields: ["role", "label", "expiresInSeconds"]) { b in
                 guard let role = Role(rawValue: try b.string("role")) else {
-                    throw BacklotError(.invalidInput, "\"role\" must be admin, uploader, reviewer or reader", context: "request body")
+                    throw BacklotError(
+                        .invalidInput, "\"role\" must be admin, uploader, reviewer or reader", context: "request body")
                 }
-                let lifetime = b.root["expiresInSeconds"].map { node -> Bool in if case .null = node.kind { return false } else { return true } } == true
-                    ? try b.integer("expiresInSeconds", as: Int64.self, in: Repository.shortestTokenLifetime...Repository.longestTokenLifetime) : nil
-                let token = try api.repository.issueToken(role: role, label: try b.optionalString("label") ?? "", expiresIn: lifetime)
+                let lifetime =
+                    b.root["expiresInSeconds"].map { node -> Bool in
+                        if case .null = node.kind { return false } else { return true }
+                    } == true
+                    ? try b.integer(
+                        "expiresInSeconds", as: Int64.self,
+                        in: Repository.shortestTokenLifetime...Repository.longestTokenLifetime) : nil
+                let token = try api.repository.issueToken(
+                    role: role, label: try b.optionalString("label") ?? "", expiresIn: lifetime)
                 return .json(201, token.json.serialized())
             }
         },
-        Route(method: "DELETE", template: "/api/tokens/{id}", role: .admin,
-              doc: RouteDoc("revokeToken", tag: "tokens", "Revoke a token: every server refuses it at once.", responses: [
-                    .init(200, "Revoked.", .ref("TokenRevoked")), .init(409, "It is the last admin token that works.")])) { api, call in
+        Route(
+            method: "DELETE", template: "/api/tokens/{id}", role: .admin,
+            doc: RouteDoc(
+                "revokeToken", tag: "tokens", "Revoke a token: every server refuses it at once.",
+                responses: [
+                    .init(200, "Revoked.", .ref("TokenRevoked")), .init(409, "It is the last admin token that works."),
+                ])
+        ) { api, call in
             let info = try api.repository.revokeToken(id: try call.number("id"))
             return .respond(.json(200, JSONNode.object(["id": .number(info.id), "revoked": .bool(true)]).serialized()))
         },
-        Route(method: "POST", template: "/api/tokens/{id}/rotate", role: .admin,
-              doc: RouteDoc("rotateToken", tag: "tokens", "Give a token a new secret (same id, role, label); the old secret stops working at once.",
-                    responses: [.init(201, "The token and its new secret.", .ref("IssuedToken")), .init(409, "The token was revoked.")])) { api, call in
+        Route(
+            method: "POST", template: "/api/tokens/{id}/rotate", role: .admin,
+            doc: RouteDoc(
+                "rotateToken", tag: "tokens",
+                "Give a token a new secret (same id, role, label); the old secret stops working at once.",
+                responses: [
+                    .init(201, "The token and its new secret.", .ref("IssuedToken")),
+                    .init(409, "The token was revoked."),
+                ])
+        ) { api, call in
             .respond(.json(201, try api.repository.rotateToken(id: try call.number("id")).json.serialized()))
         },
     ]
@@ -297,7 +558,8 @@ public struct ManagementAPI: Sendable {
     public func route(_ request: HTTPRequest) -> HTTPRoute? {
         guard request.path == "/api" || request.path.hasPrefix("/api/") else { return nil }
         do {
-            guard let segments = StaticTree.safeRelativePath(request.path)?.split(separator: "/").map(String.init) else {
+            guard let segments = StaticTree.safeRelativePath(request.path)?.split(separator: "/").map(String.init)
+            else {
                 throw HTTPError(400, code: "badPath", "the path is not valid")
             }
             var pathMatched = false
@@ -307,18 +569,24 @@ public struct ManagementAPI: Sendable {
                 guard route.method == request.method else { continue }
                 let caller = try route.role.map { try authorize(request, needs: $0) }
                 for (name, value) in parameters where name == "app" || name == "pack" {
-                    if let problem = PackID.problem(with: value) { throw HTTPError(400, code: "badRequest", problem.message, context: name) }
+                    if let problem = PackID.problem(with: value) {
+                        throw HTTPError(400, code: "badRequest", problem.message, context: name)
+                    }
                 }
                 try Self.checkContentType(request, for: route.doc)
                 return try route.handle(self, Call(request: request, parameters: parameters, caller: caller))
             }
             if pathMatched {
-                let allowed = Self.routes.filter { Self.match($0.template, segments) != nil }.map(\.method).joined(separator: ", ")
-                var r = HTTPResponse.error(405, code: "methodNotAllowed", "use \(allowed)", context: request.path, route: "api")
+                let allowed = Self.routes.filter { Self.match($0.template, segments) != nil }.map(\.method).joined(
+                    separator: ", ")
+                var r = HTTPResponse.error(
+                    405, code: "methodNotAllowed", "use \(allowed)", context: request.path, route: "api")
                 r.headers.append(("Allow", allowed))
                 return .respond(r)
             }
-            throw HTTPError(404, code: "notFound", "no such API route", context: "\(request.method) \(request.path)", hint: "GET /api/openapi.json lists the routes")
+            throw HTTPError(
+                404, code: "notFound", "no such API route", context: "\(request.method) \(request.path)",
+                hint: "GET /api/openapi.json lists the routes")
         } catch {
             return .respond(Self.response(for: error))
         }
@@ -326,11 +594,17 @@ public struct ManagementAPI: Sendable {
 
     /// A body of another type than the route reads is 415; a body without `Content-Type` is read as the route's type.
     static func checkContentType(_ request: HTTPRequest, for doc: RouteDoc) throws {
-        guard let expected = doc.body != nil ? "application/json" : doc.rawBody, let given = request.header("Content-Type") else { return }
-        let media = given.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        guard let expected = doc.body != nil ? "application/json" : doc.rawBody,
+            let given = request.header("Content-Type")
+        else { return }
+        let media =
+            given.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            ?? ""
         guard media == expected else {
-            throw HTTPError(415, code: "unsupportedMediaType", "this route reads \(expected), not \(media.isEmpty ? "an empty type" : media)",
-                            context: "Content-Type", hint: "send Content-Type: \(expected)")
+            throw HTTPError(
+                415, code: "unsupportedMediaType",
+                "this route reads \(expected), not \(media.isEmpty ? "an empty type" : media)",
+                context: "Content-Type", hint: "send Content-Type: \(expected)")
         }
     }
 
@@ -349,11 +623,15 @@ public struct ManagementAPI: Sendable {
     /// every server) and of a role that includes `role`.
     func authorize(_ request: HTTPRequest, needs role: Role) throws -> Caller {
         guard let header = request.header("Authorization"), header.hasPrefix("Bearer ") else {
-            throw BacklotError(.unauthorized, "this route needs a token", context: "Authorization", hint: "send Authorization: Bearer TOKEN")
+            throw BacklotError(
+                .unauthorized, "this route needs a token", context: "Authorization",
+                hint: "send Authorization: Bearer TOKEN")
         }
         let caller = try repository.authenticate(String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces))
         guard caller.role.includes(role) else {
-            throw BacklotError(.forbidden, "a \(caller.role.rawValue) token cannot do this; it needs the \(role.rawValue) role", context: "token \(caller.id)")
+            throw BacklotError(
+                .forbidden, "a \(caller.role.rawValue) token cannot do this; it needs the \(role.rawValue) role",
+                context: "token \(caller.id)")
         }
         return caller
     }
@@ -371,7 +649,8 @@ public struct ManagementAPI: Sendable {
         }
         if let e = error as? BacklotError {
             let status = Self.status(for: e.code)
-            var r = HTTPResponse.error(status, code: e.code.name, e.message, context: e.context, hint: e.hint, route: "api")
+            var r = HTTPResponse.error(
+                status, code: e.code.name, e.message, context: e.context, hint: e.hint, route: "api")
             if status == 401 { r.headers.append(("WWW-Authenticate", "Bearer")) }
             // The database or the object store is unreachable: the instance recovers by itself.
             if status == 503 { r.headers.append(("Retry-After", String(ManagementAPI.unavailableRetryAfter))) }
@@ -399,11 +678,16 @@ public struct ManagementAPI: Sendable {
     static func body(fields: Set<String>, _ then: @escaping @Sendable (JSONBody) throws -> HTTPResponse) -> HTTPRoute {
         .buffer(limit: bodyLimit) { bytes in
             do {
-                let root = try JSONReader(source: "request body", allowsComments: false, allowsTrailingCommas: false, maximumDepth: 16).read(bytes).root
-                guard let members = root.objectMembers else { throw HTTPError(400, code: "badRequest", "the body must be a JSON object", context: "request body") }
+                let root = try JSONReader(
+                    source: "request body", allowsComments: false, allowsTrailingCommas: false, maximumDepth: 16
+                ).read(bytes).root
+                guard let members = root.objectMembers else {
+                    throw HTTPError(400, code: "badRequest", "the body must be a JSON object", context: "request body")
+                }
                 if let unknown = members.first(where: { !fields.contains($0.key) }) {
-                    throw HTTPError(400, code: "unknownField", "unknown field \"\(unknown.key)\"", context: "request body",
-                                    hint: "the fields allowed: \(fields.sorted().joined(separator: ", "))")
+                    throw HTTPError(
+                        400, code: "unknownField", "unknown field \"\(unknown.key)\"", context: "request body",
+                        hint: "the fields allowed: \(fields.sorted().joined(separator: ", "))")
                 }
                 return try then(JSONBody(root: root))
             } catch {
@@ -431,7 +715,8 @@ final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
         do { try upload.append(bytes) } catch let e as BacklotError {
             _ = try? upload.close()
             api.metrics?.recordUpload("refused")
-            throw HTTPError(ManagementAPI.status(for: e.code), code: e.code.name, e.message, context: e.context, hint: e.hint)
+            throw HTTPError(
+                ManagementAPI.status(for: e.code), code: e.code.name, e.message, context: e.context, hint: e.hint)
         }
     }
 

@@ -88,10 +88,13 @@ public enum OpenAPIDocument {
     static func document(_ routes: [ManagementAPI.Route]) -> Document {
         var paths: [String: [String: Operation]] = [:]
         for route in routes {
-            paths[route.template, default: [:]][route.method.lowercased()] = operation(route, allowed: routes.filter { $0.template == route.template }.map(\.method))
+            paths[route.template, default: [:]][route.method.lowercased()] = operation(
+                route, allowed: routes.filter { $0.template == route.template }.map(\.method))
         }
-        return Document(info: ["title": "Backlot management API", "version": "2", "description": description], paths: paths,
-                        components: Components(schemas: APISchemas.all, securitySchemes: ["bearer": ["type": "http", "scheme": "bearer"]]))
+        return Document(
+            info: ["title": "Backlot management API", "version": "2", "description": description], paths: paths,
+            components: Components(
+                schemas: APISchemas.all, securitySchemes: ["bearer": ["type": "http", "scheme": "bearer"]]))
     }
 
     static let error = JSONSchema.ref("Error")
@@ -99,36 +102,60 @@ public enum OpenAPIDocument {
     static func operation(_ route: ManagementAPI.Route, allowed: [String]) -> Operation {
         let doc = route.doc
         var parameters = pathParameters(route.template)
-        parameters += doc.parameters.map { Parameter(name: $0.name, in: $0.location, required: $0.required, description: $0.description, schema: $0.schema) }
+        parameters += doc.parameters.map {
+            Parameter(
+                name: $0.name, in: $0.location, required: $0.required, description: $0.description, schema: $0.schema)
+        }
         var responses: [String: Response] = [:]
-        func add(_ status: Int, _ description: String, _ schema: JSONSchema? = nil, headers: [String: Header] = [:], links: [RouteDoc.Link] = []) {
+        func add(
+            _ status: Int, _ description: String, _ schema: JSONSchema? = nil, headers: [String: Header] = [:],
+            links: [RouteDoc.Link] = []
+        ) {
             let key = String(status)
             if let existing = responses[key] {
                 // Two causes of one status: one description naming both.
-                responses[key] = Response(description: existing.description + " Or: " + description, headers: existing.headers, content: existing.content, links: existing.links)
+                responses[key] = Response(
+                    description: existing.description + " Or: " + description, headers: existing.headers,
+                    content: existing.content, links: existing.links)
                 return
             }
             let content = (schema ?? (status >= 400 ? error : nil)).map { ["application/json": MediaType(schema: $0)] }
-            let linked = links.isEmpty ? nil : Dictionary(uniqueKeysWithValues: links.map {
-                ($0.name, Link(operationId: $0.operationID, parameters: $0.parameters, requestBody: $0.requestBody))
-            })
-            responses[key] = Response(description: description, headers: headers.isEmpty ? nil : headers, content: content, links: linked)
+            let linked =
+                links.isEmpty
+                ? nil
+                : Dictionary(
+                    uniqueKeysWithValues: links.map {
+                        (
+                            $0.name,
+                            Link(operationId: $0.operationID, parameters: $0.parameters, requestBody: $0.requestBody)
+                        )
+                    })
+            responses[key] = Response(
+                description: description, headers: headers.isEmpty ? nil : headers, content: content, links: linked)
         }
         for r in doc.responses {
             var headers: [String: Header] = [:]
-            for h in r.headers { headers[h.name] = Header(description: h.description, required: true, schema: h.schema) }
+            for h in r.headers {
+                headers[h.name] = Header(description: h.description, required: true, schema: h.schema)
+            }
             add(r.status, r.description, r.schema, headers: headers, links: r.links)
         }
         if doc.usesDatabase {
             add(400, "A path parameter, query parameter, header or body that is not valid (the message names it).")
             add(404, "No such app, pack, version, request or token; or no such API route.")
-            add(405, "The path exists with other methods (Allow lists them).",
+            add(
+                405, "The path exists with other methods (Allow lists them).",
                 headers: ["Allow": Header(description: "The methods of this path.", required: true, schema: .string())])
-            add(503, "The database or the object store is out of reach; retry after the given seconds.",
-                headers: ["Retry-After": Header(description: "Seconds to wait.", required: true, schema: .string(pattern: "^[0-9]+$"))])
+            add(
+                503, "The database or the object store is out of reach; retry after the given seconds.",
+                headers: [
+                    "Retry-After": Header(
+                        description: "Seconds to wait.", required: true, schema: .string(pattern: "^[0-9]+$"))
+                ])
         }
         if route.role != nil {
-            add(401, "No token, or one that is unknown, expired or revoked.",
+            add(
+                401, "No token, or one that is unknown, expired or revoked.",
                 headers: ["WWW-Authenticate": Header(description: "Bearer.", required: true, schema: .string())])
             add(403, "The token's role does not include \(route.role?.rawValue ?? "") (the route needs it).")
         }
@@ -141,8 +168,10 @@ public enum OpenAPIDocument {
             requestBody = RequestBody(content: [raw: MediaType(schema: .binary)])
             add(415, "A Content-Type other than \(raw).")
         }
-        return Operation(operationId: doc.operationID, tags: [doc.tag], summary: doc.summary, parameters: parameters.isEmpty ? nil : parameters,
-                         requestBody: requestBody, responses: responses, security: route.role == nil ? [] : [["bearer": []]])
+        return Operation(
+            operationId: doc.operationID, tags: [doc.tag], summary: doc.summary,
+            parameters: parameters.isEmpty ? nil : parameters,
+            requestBody: requestBody, responses: responses, security: route.role == nil ? [] : [["bearer": []]])
     }
 
     /// `{app}` and `{pack}` are IDs, `{version}` and `{id}` whole numbers from 1, `{channel}` a channel name.
@@ -150,10 +179,19 @@ public enum OpenAPIDocument {
         template.split(separator: "/").filter { $0.hasPrefix("{") }.map { part in
             let name = String(part.dropFirst().dropLast())
             switch name {
-            case "app": return Parameter(name: name, in: "path", required: true, description: "The app's ID.", schema: APISchemas.id)
-            case "pack": return Parameter(name: name, in: "path", required: true, description: "The pack's ID.", schema: APISchemas.id)
-            case "channel": return Parameter(name: name, in: "path", required: true, description: "The channel.", schema: APISchemas.channel)
-            default: return Parameter(name: name, in: "path", required: true, description: "A whole number from 1.", schema: APISchemas.positive)
+            case "app":
+                return Parameter(
+                    name: name, in: "path", required: true, description: "The app's ID.", schema: APISchemas.id)
+            case "pack":
+                return Parameter(
+                    name: name, in: "path", required: true, description: "The pack's ID.", schema: APISchemas.id)
+            case "channel":
+                return Parameter(
+                    name: name, in: "path", required: true, description: "The channel.", schema: APISchemas.channel)
+            default:
+                return Parameter(
+                    name: name, in: "path", required: true, description: "A whole number from 1.",
+                    schema: APISchemas.positive)
             }
         }
     }

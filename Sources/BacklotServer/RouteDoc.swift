@@ -23,8 +23,10 @@ public struct RouteDoc: Sendable {
         /// (runtime expressions), and a request body with expressions in it.
         public let links: [Link]
 
-        public init(_ status: Int, _ description: String, _ schema: JSONSchema? = nil,
-                    headers: [(name: String, description: String, schema: JSONSchema)] = [], links: [Link] = []) {
+        public init(
+            _ status: Int, _ description: String, _ schema: JSONSchema? = nil,
+            headers: [(name: String, description: String, schema: JSONSchema)] = [], links: [Link] = []
+        ) {
             self.status = status
             self.description = description
             self.schema = schema
@@ -40,7 +42,9 @@ public struct RouteDoc: Sendable {
         public let parameters: [String: String]
         public let requestBody: [String: String]?
 
-        public init(_ name: String, to operationID: String, parameters: [String: String], requestBody: [String: String]? = nil) {
+        public init(
+            _ name: String, to operationID: String, parameters: [String: String], requestBody: [String: String]? = nil
+        ) {
             self.name = name
             self.operationID = operationID
             self.parameters = parameters
@@ -85,8 +89,10 @@ public struct RouteDoc: Sendable {
     /// Whether the route reads the database (503 with `Retry-After` while it is out of reach).
     public let usesDatabase: Bool
 
-    public init(_ operationID: String, tag: String, _ summary: String, parameters: [Parameter] = [], body: JSONSchema? = nil,
-                rawBody: String? = nil, usesDatabase: Bool = true, responses: [Response]) {
+    public init(
+        _ operationID: String, tag: String, _ summary: String, parameters: [Parameter] = [], body: JSONSchema? = nil,
+        rawBody: String? = nil, usesDatabase: Bool = true, responses: [Response]
+    ) {
         self.operationID = operationID
         self.tag = tag
         self.summary = summary

@@ -14,7 +14,7 @@ public final class ServerMetrics: Sendable {
     }
     private let requests: [Counter]
     private let bytesSent = Atomic<UInt64>(0)
-    private let outcomes = Mutex<[String: UInt64]>([:])   // "uploads\u{0}completed", rare
+    private let outcomes = Mutex<[String: UInt64]>([:])  // "uploads\u{0}completed", rare
 
     public init() {
         requests = (0..<(Self.routes.count * (Self.statuses.count + 1))).map { _ in Counter() }
@@ -36,18 +36,22 @@ public final class ServerMetrics: Sendable {
     public func recordUpload(_ outcome: String) { outcomes.withLock { $0["uploads\u{0}\(outcome)", default: 0] += 1 } }
 
     /// Counts a processed version (`complete`, `failed`).
-    public func recordProcessing(_ outcome: String) { outcomes.withLock { $0["processing\u{0}\(outcome)", default: 0] += 1 } }
+    public func recordProcessing(_ outcome: String) {
+        outcomes.withLock { $0["processing\u{0}\(outcome)", default: 0] += 1 }
+    }
 
     /// The exposition text.
     public func prometheusText() -> String {
-        var out = "# HELP backlot_http_requests_total HTTP requests answered, by route and status.\n# TYPE backlot_http_requests_total counter\n"
+        var out =
+            "# HELP backlot_http_requests_total HTTP requests answered, by route and status.\n# TYPE backlot_http_requests_total counter\n"
         for (r, route) in Self.routes.enumerated() {
             for (s, status) in (Self.statuses.map(String.init) + ["other"]).enumerated() {
                 let n = requests[r * (Self.statuses.count + 1) + s].value.load(ordering: .relaxed)
                 if n > 0 { out += "backlot_http_requests_total{route=\"\(route)\",status=\"\(status)\"} \(n)\n" }
             }
         }
-        out += "# HELP backlot_http_response_bytes_total Response body bytes sent.\n# TYPE backlot_http_response_bytes_total counter\n"
+        out +=
+            "# HELP backlot_http_response_bytes_total Response body bytes sent.\n# TYPE backlot_http_response_bytes_total counter\n"
         out += "backlot_http_response_bytes_total \(bytesSent.load(ordering: .relaxed))\n"
         let counts = outcomes.withLock { $0 }
         for (family, help) in [("uploads", "Uploads, by outcome."), ("processing", "Processed versions, by outcome.")] {

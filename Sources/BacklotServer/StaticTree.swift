@@ -2,6 +2,7 @@ import BacklotBasics
 import BacklotHTTPServer
 import BacklotRepository
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,7 +46,8 @@ public struct StaticTree: Sendable {
     /// then `Range` guarded by `If-Range` (a stale validator gets the whole file, 200).
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
-            var r = HTTPResponse.error(405, code: "methodNotAllowed", "the published tree is read-only: use GET or HEAD", route: "static")
+            var r = HTTPResponse.error(
+                405, code: "methodNotAllowed", "the published tree is read-only: use GET or HEAD", route: "static")
             r.headers.append(("Allow", "GET, HEAD"))
             return r
         }
@@ -54,7 +56,8 @@ public struct StaticTree: Sendable {
         }
         // Hidden files (any component starting with ".") are never served: temporaries, locks.
         guard !relative.isEmpty, !BytePath.components(relative).contains(where: { $0.utf8.first == UInt8(ascii: ".") }),
-              let (fd, st) = openBeneath(relative) else {
+            let (fd, st) = openBeneath(relative)
+        else {
             return .error(404, code: "notFound", "no such file: /\(relative)", route: "static")
         }
         let size = UInt64(st.st_size)
@@ -76,15 +79,21 @@ public struct StaticTree: Sendable {
         }
         if let match = request.header("If-Match") {
             if !(match.trimmingCharacters(in: .whitespaces) == "*" || Self.entityTags(match).contains(etag)) {
-                return refuse(.error(412, code: "preconditionFailed", "If-Match does not match the current ETag \(etag)", route: "static"))
+                return refuse(
+                    .error(
+                        412, code: "preconditionFailed", "If-Match does not match the current ETag \(etag)",
+                        route: "static"))
             }
         } else if let text = request.header("If-Unmodified-Since"), let date = HTTPDate.parse(text), modified > date {
-            return refuse(.error(412, code: "preconditionFailed", "the file was modified after \(text)", route: "static"))
+            return refuse(
+                .error(412, code: "preconditionFailed", "the file was modified after \(text)", route: "static"))
         }
         let notModified: Bool
         if let match = request.header("If-None-Match") {
-            notModified = match.trimmingCharacters(in: .whitespaces) == "*"
-                || Self.entityTags(match).contains { $0 == etag || $0 == "W/" + etag }   // weak comparison (RFC 9110 §13.1.2)
+            notModified =
+                match.trimmingCharacters(in: .whitespaces) == "*"
+                // weak comparison (RFC 9110 §13.1.2)
+                || Self.entityTags(match).contains { $0 == etag || $0 == "W/" + etag }
         } else if let text = request.header("If-Modified-Since"), let date = HTTPDate.parse(text) {
             notModified = modified <= date
         } else {
@@ -96,15 +105,20 @@ public struct StaticTree: Sendable {
             return HTTPResponse(status: 304, headers: headers, body: .representation(length: size), route: "static")
         }
         var rangeHeader = request.header("Range")
-        if rangeHeader != nil, let condition = request.header("If-Range"), !Self.ifRangeHolds(condition, etag: etag, lastModified: lastModified) {
-            rangeHeader = nil   // a stale validator: the whole representation, never a part of a changed one
+        if rangeHeader != nil, let condition = request.header("If-Range"),
+            !Self.ifRangeHolds(condition, etag: etag, lastModified: lastModified)
+        {
+            rangeHeader = nil  // a stale validator: the whole representation, never a part of a changed one
         }
         switch Self.range(rangeHeader, size: size) {
         case .full:
-            return HTTPResponse(status: 200, headers: headers, body: .descriptor(fd, offset: 0, length: size), route: "static")
+            return HTTPResponse(
+                status: 200, headers: headers, body: .descriptor(fd, offset: 0, length: size), route: "static")
         case .partial(let start, let end):
             headers.append(("Content-Range", "bytes \(start)-\(end)/\(size)"))
-            return HTTPResponse(status: 206, headers: headers, body: .descriptor(fd, offset: start, length: end - start + 1), route: "static")
+            return HTTPResponse(
+                status: 206, headers: headers, body: .descriptor(fd, offset: start, length: end - start + 1),
+                route: "static")
         case .unsatisfiable:
             var r = HTTPResponse.error(416, code: "rangeNotSatisfiable", "the file has \(size) bytes", route: "static")
             r.headers.append(("Content-Range", "bytes */\(size)"))
@@ -147,7 +161,8 @@ public struct StaticTree: Sendable {
         guard let header, header.hasPrefix("bytes=") else { return .full }
         let spec = header.dropFirst(6).trimmingCharacters(in: .whitespaces)
         guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return .full }
-        let first = spec[..<dash], last = spec[spec.index(after: dash)...]
+        let first = spec[..<dash]
+        let last = spec[spec.index(after: dash)...]
         if first.isEmpty {
             guard let n = CheckedInteger.parse(last, as: UInt64.self) else { return .full }
             guard n > 0, size > 0 else { return .unsatisfiable }
@@ -155,7 +170,9 @@ public struct StaticTree: Sendable {
         }
         guard let start = CheckedInteger.parse(first, as: UInt64.self) else { return .full }
         let end: UInt64
-        if last.isEmpty { end = size == 0 ? 0 : size - 1 } else {
+        if last.isEmpty {
+            end = size == 0 ? 0 : size - 1
+        } else {
             guard let e = CheckedInteger.parse(last, as: UInt64.self), e >= start else { return .full }
             end = min(e, size == 0 ? 0 : size - 1)
         }
@@ -168,8 +185,11 @@ public struct StaticTree: Sendable {
     static func etag(relative: String, stat st: stat) -> String {
         if let sha = contentAddress(relative) { return "\"\(sha)\"" }
         // Bit patterns, not conversions: a file dated before 1970 has a negative time.
-        let nanos = UInt64(bitPattern: Int64(st.st_mtim.tv_sec)) &* 1_000_000_000 &+ UInt64(bitPattern: Int64(st.st_mtim.tv_nsec))
-        return "\"\(String(UInt64(st.st_ino), radix: 16))-\(String(UInt64(st.st_size), radix: 16))-\(String(nanos, radix: 16))\""
+        let nanos =
+            UInt64(bitPattern: Int64(st.st_mtim.tv_sec)) &* 1_000_000_000
+            &+ UInt64(bitPattern: Int64(st.st_mtim.tv_nsec))
+        return
+            "\"\(String(UInt64(st.st_ino), radix: 16))-\(String(UInt64(st.st_size), radix: 16))-\(String(nanos, radix: 16))\""
     }
 
     /// The SHA-256 of `v1/packs/SHA256.pack`, or nil for any other path.

@@ -2,6 +2,7 @@ import BacklotBasics
 import CSQLite
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -48,7 +49,9 @@ public final class Database: Sendable {
             guard fd >= 0 else { throw SystemCall.error("open the database", path: path) }
             fchmod(fd, mode)
             close(fd)
-            for suffix in ["-wal", "-shm", "-journal"] where FileSystem.exists(path + suffix) { chmod(path + suffix, mode) }
+            for suffix in ["-wal", "-shm", "-journal"] where FileSystem.exists(path + suffix) {
+                chmod(path + suffix, mode)
+            }
         }
         var handle: OpaquePointer? = nil
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
@@ -140,7 +143,9 @@ public final class Database: Sendable {
 
         public func query(_ sql: String, _ bindings: [Value] = []) throws -> [Row] {
             var statement: OpaquePointer? = nil
-            guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else { throw failure(sql) }
+            guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+                throw failure(sql)
+            }
             defer { sqlite3_finalize(statement) }
             let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
             for (i, value) in bindings.enumerated() {
@@ -156,7 +161,9 @@ public final class Database: Sendable {
                     guard let count = Int32(exactly: bytes.count) else { throw tooLarge(sql, bytes.count) }
                     bytes.append(0)
                     rc = bytes.withUnsafeBufferPointer { b in
-                        b.withMemoryRebound(to: CChar.self) { sqlite3_bind_text(statement, index, $0.baseAddress, count, transient) }
+                        b.withMemoryRebound(to: CChar.self) {
+                            sqlite3_bind_text(statement, index, $0.baseAddress, count, transient)
+                        }
                     }
                 case .blob(let v):
                     guard let count = Int32(exactly: v.count) else { throw tooLarge(sql, v.count) }
@@ -177,10 +184,18 @@ public final class Database: Sendable {
                     case SQLITE_FLOAT: row[name] = .real(sqlite3_column_double(statement, c))
                     case SQLITE_TEXT:
                         let n = Int(sqlite3_column_bytes(statement, c))
-                        row[name] = .text(n == 0 ? "" : String(decoding: UnsafeRawBufferPointer(start: sqlite3_column_text(statement, c), count: n), as: UTF8.self))
+                        row[name] = .text(
+                            n == 0
+                                ? ""
+                                : String(
+                                    decoding: UnsafeRawBufferPointer(
+                                        start: sqlite3_column_text(statement, c), count: n), as: UTF8.self))
                     case SQLITE_BLOB:
                         let n = Int(sqlite3_column_bytes(statement, c))
-                        row[name] = .blob(n == 0 ? [] : Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, c), count: n)))
+                        row[name] = .blob(
+                            n == 0
+                                ? [] : Array(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, c), count: n))
+                        )
                     default: row[name] = .null
                     }
                 }

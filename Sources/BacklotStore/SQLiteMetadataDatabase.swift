@@ -1,4 +1,5 @@
 import BacklotBasics
+
 #if canImport(Glibc)
 import Glibc
 #endif

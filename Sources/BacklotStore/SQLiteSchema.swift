@@ -19,7 +19,9 @@ public struct SQLiteSchema: Sendable {
         public let summary: String
         let apply: @Sendable (inout Database.Connection) throws -> Void
 
-        public init(_ version: Int32, _ summary: String, _ apply: @escaping @Sendable (inout Database.Connection) throws -> Void) {
+        public init(
+            _ version: Int32, _ summary: String, _ apply: @escaping @Sendable (inout Database.Connection) throws -> Void
+        ) {
             self.version = version
             self.summary = summary
             self.apply = apply
@@ -31,7 +33,8 @@ public struct SQLiteSchema: Sendable {
     public let steps: [Step]
 
     public init(_ name: String, _ steps: [Step]) {
-        precondition(steps.map(\.version) == Array(1...Int32(steps.count)), "schema steps are numbered 1, 2, … in order")
+        precondition(
+            steps.map(\.version) == Array(1...Int32(steps.count)), "schema steps are numbered 1, 2, … in order")
         self.name = name
         self.steps = steps
     }
@@ -62,8 +65,10 @@ public struct SQLiteSchema: Sendable {
 
     func refuseNewer(_ version: Int32, _ db: Database) throws {
         guard version > latest else { return }
-        throw BacklotError(.invalidInput, "\(name) is at schema version \(version), newer than version \(latest), the newest this Backlot knows",
-                           context: db.path, hint: "use a Backlot at least as new as the one that last opened it")
+        throw BacklotError(
+            .invalidInput,
+            "\(name) is at schema version \(version), newer than version \(latest), the newest this Backlot knows",
+            context: db.path, hint: "use a Backlot at least as new as the one that last opened it")
     }
 
     /// The database's `user_version`.
@@ -80,7 +85,9 @@ extension Database.Connection {
 
     /// Adds a column that a table made by an older release lacks (`name` with its SQL declaration).
     public func addColumnIfMissing(_ table: String, _ name: String, _ declaration: String) throws {
-        if !(try columns(of: table)).contains(name) { try execute("ALTER TABLE \(table) ADD COLUMN \(name) \(declaration)") }
+        if !(try columns(of: table)).contains(name) {
+            try execute("ALTER TABLE \(table) ADD COLUMN \(name) \(declaration)")
+        }
     }
 }
 

@@ -29,8 +29,8 @@ public struct SchemaMigration: Sendable {
     public func sql(for dialect: SQLDialect) -> String { dialect == .sqlite ? sqlite : postgresql }
 
     static let versionTable = """
-    CREATE TABLE IF NOT EXISTS schema_version (version BIGINT PRIMARY KEY, summary TEXT NOT NULL, applied BIGINT NOT NULL)
-    """
+        CREATE TABLE IF NOT EXISTS schema_version (version BIGINT PRIMARY KEY, summary TEXT NOT NULL, applied BIGINT NOT NULL)
+        """
 
     /// The highest step recorded in `schema_version` (0 for a database that has none).
     public static func currentVersion(_ tx: inout any MetadataConnection) throws -> Int64 {
@@ -43,32 +43,42 @@ public struct SchemaMigration: Sendable {
     ///   last step (naming both versions); what a step throws (it is rolled back, and so are the
     ///   steps after it, which are not run).
     @discardableResult
-    public static func apply(_ steps: [SchemaMigration], to db: any MetadataDatabase, lockName: String = "backlot schema") throws -> Int64 {
+    public static func apply(
+        _ steps: [SchemaMigration], to db: any MetadataDatabase, lockName: String = "backlot schema"
+    ) throws -> Int64 {
         let known = steps.map(\.number).max() ?? 0
-        precondition(steps.map(\.number) == steps.map(\.number).sorted() && Set(steps.map(\.number)).count == steps.count,
-                     "schema steps are numbered in order, each once")
+        precondition(
+            steps.map(\.number) == steps.map(\.number).sorted() && Set(steps.map(\.number)).count == steps.count,
+            "schema steps are numbered in order, each once")
         return try db.withExclusiveLock(lockName) {
             try db.transaction { tx in try tx.execute(versionTable) }
             for step in steps {
                 try db.transaction { tx in
                     let current = try currentVersion(&tx)
                     if current > known {
-                        throw BacklotError(.invalidInput,
-                                           "the database's schema is version \(current), newer than version \(known), the newest this backlot knows",
-                                           context: db.displayName,
-                                           hint: "run a backlot at least as new as the one that upgraded this database, or use another database")
+                        throw BacklotError(
+                            .invalidInput,
+                            "the database's schema is version \(current), newer than version \(known), the newest this backlot knows",
+                            context: db.displayName,
+                            hint:
+                                "run a backlot at least as new as the one that upgraded this database, or use another database"
+                        )
                     }
                     guard current < step.number else { return }
                     try tx.execute(step.sql(for: tx.dialect))
-                    try tx.run("INSERT INTO schema_version(version, summary, applied) VALUES (?, ?, ?)",
-                               [.integer(step.number), .text(step.summary), .integer(Int64(Date().timeIntervalSince1970))])
+                    try tx.run(
+                        "INSERT INTO schema_version(version, summary, applied) VALUES (?, ?, ?)",
+                        [.integer(step.number), .text(step.summary), .integer(Int64(Date().timeIntervalSince1970))])
                 }
             }
             return try db.read { tx in
                 let current = try currentVersion(&tx)
                 guard current <= known else {
-                    throw BacklotError(.invalidInput, "the database's schema is version \(current), newer than version \(known), the newest this backlot knows",
-                                       context: db.displayName, hint: "run a backlot at least as new as the one that upgraded this database")
+                    throw BacklotError(
+                        .invalidInput,
+                        "the database's schema is version \(current), newer than version \(known), the newest this backlot knows",
+                        context: db.displayName,
+                        hint: "run a backlot at least as new as the one that upgraded this database")
                 }
                 return current
             }

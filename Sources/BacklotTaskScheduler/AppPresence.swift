@@ -16,15 +16,22 @@ public final class AppPresence: Sendable {
     /// Marks the app as running until the returned value is released (or the process ends), and
     /// records the launch for the agent's periodic checks (a launch by the agent for a background
     /// task does not count as use).
-    public static func markRunning(containerPath: String,
-                                   countsAsLaunch: Bool = TaskScheduler.backgroundLaunchIdentifier == nil) throws -> AppPresence {
+    public static func markRunning(
+        containerPath: String,
+        countsAsLaunch: Bool = TaskScheduler.backgroundLaunchIdentifier == nil
+    ) throws -> AppPresence {
         let layout = ContainerLayout(root: containerPath)
-        try FileManager.default.createDirectory(atPath: containerPath, withIntermediateDirectories: true)   // an app's first start
+        // an app's first start
+        try FileManager.default.createDirectory(atPath: containerPath, withIntermediateDirectories: true)
         if countsAsLaunch { try TaskStore(path: layout.tasksDatabase).recordLaunch(at: Date()) }
-        guard let lock = try layout.acquire(.appPresence, waiting: true) else { preconditionFailure("a waited-for lock is always granted") }
+        guard let lock = try layout.acquire(.appPresence, waiting: true) else {
+            preconditionFailure("a waited-for lock is always granted")
+        }
         return AppPresence(lock: lock)
     }
 
     /// Whether a process of the app holds the lock now (asked without taking it).
-    public static func isRunning(containerPath: String) -> Bool { ContainerLayout(root: containerPath).isHeld(.appPresence) }
+    public static func isRunning(containerPath: String) -> Bool {
+        ContainerLayout(root: containerPath).isHeld(.appPresence)
+    }
 }

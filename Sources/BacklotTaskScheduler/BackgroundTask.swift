@@ -28,7 +28,10 @@ public class BackgroundTask: @unchecked Sendable {
         var expired = false
     }
 
-    init(identifier: String, kind: TaskKind, started: Date, onComplete: @escaping @Sendable (BackgroundTask, TaskOutcome) -> Void) {
+    init(
+        identifier: String, kind: TaskKind, started: Date,
+        onComplete: @escaping @Sendable (BackgroundTask, TaskOutcome) -> Void
+    ) {
         self.identifier = identifier
         self.kind = kind
         self.started = started

@@ -12,7 +12,10 @@ public struct DeviceConditions: Sendable, Hashable, CustomStringConvertible {
     /// Running on a battery that is low: background work waits, as Low Power Mode stops it on iOS.
     public var batteryLow: Bool
 
-    public init(networkAvailable: Bool = true, networkMetered: Bool = false, onExternalPower: Bool = true, batteryLow: Bool = false) {
+    public init(
+        networkAvailable: Bool = true, networkMetered: Bool = false, onExternalPower: Bool = true,
+        batteryLow: Bool = false
+    ) {
         self.networkAvailable = networkAvailable
         self.networkMetered = networkMetered
         self.onExternalPower = onExternalPower

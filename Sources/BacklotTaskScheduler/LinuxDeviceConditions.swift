@@ -29,8 +29,11 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
     /// The `nmcli` to ask (nil: do not ask NetworkManager).
     public var nmcli: String?
 
-    public init(sysRoot: String = "/sys", procRoot: String = "/proc", meteredFallback: Bool = false, lowBatteryPercent: Int = 20,
-                nmcli: String? = LinuxDeviceConditions.findNmcli()) {
+    public init(
+        sysRoot: String = "/sys", procRoot: String = "/proc", meteredFallback: Bool = false,
+        lowBatteryPercent: Int = 20,
+        nmcli: String? = LinuxDeviceConditions.findNmcli()
+    ) {
         self.sysRoot = sysRoot
         self.procRoot = procRoot
         self.meteredFallback = meteredFallback
@@ -39,7 +42,9 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
     }
 
     public static func findNmcli() -> String? {
-        ["/usr/bin/nmcli", "/bin/nmcli", "/usr/local/bin/nmcli"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        ["/usr/bin/nmcli", "/bin/nmcli", "/usr/local/bin/nmcli"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
     }
 
     /// Reading the conditions may run `nmcli`: a reading is reused for a second.
@@ -50,12 +55,15 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
         let up = interfacesUp()
         let network = route != nil && (up.contains(route!) || route == "*")
         var metered = meteredFallback
-        if network, let nmcli, let iface = route, let answer = Self.run(nmcli, ["-g", "GENERAL.METERED", "device", "show", iface]) {
+        if network, let nmcli, let iface = route,
+            let answer = Self.run(nmcli, ["-g", "GENERAL.METERED", "device", "show", iface])
+        {
             let value = answer.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
             if value.hasPrefix("yes") { metered = true } else if value.hasPrefix("no") { metered = false }
         }
         let (external, low) = power()
-        return DeviceConditions(networkAvailable: network, networkMetered: metered, onExternalPower: external, batteryLow: low)
+        return DeviceConditions(
+            networkAvailable: network, networkMetered: metered, onExternalPower: external, batteryLow: low)
     }
 
     func read(_ path: String) -> String? {
@@ -65,9 +73,10 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
     /// Interfaces other than loopback that are up.
     func interfacesUp() -> Set<String> {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: sysRoot + "/class/net")) ?? []
-        return Set(names.filter { name in
-            name != "lo" && ["up", "unknown"].contains(read(sysRoot + "/class/net/\(name)/operstate") ?? "down")
-        })
+        return Set(
+            names.filter { name in
+                name != "lo" && ["up", "unknown"].contains(read(sysRoot + "/class/net/\(name)/operstate") ?? "down")
+            })
     }
 
     /// The interface of the default route (IPv4 first, then IPv6), if there is one.
@@ -76,14 +85,18 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
             // Iface Destination Gateway Flags …; destination 00000000 with the UP flag (0x1).
             for line in table.split(separator: "\n").dropFirst() {
                 let f = line.split(whereSeparator: { $0 == "\t" || $0 == " " })
-                if f.count > 3, f[1] == "00000000", let flags = Int(f[3], radix: 16), flags & 1 != 0 { return String(f[0]) }
+                if f.count > 3, f[1] == "00000000", let flags = Int(f[3], radix: 16), flags & 1 != 0 {
+                    return String(f[0])
+                }
             }
         }
         if let table = read(procRoot + "/net/ipv6_route") {
             // dest prefixlen src srclen next metric refcnt use flags iface; ::/0 not through lo.
             for line in table.split(separator: "\n") {
                 let f = line.split(separator: " ", omittingEmptySubsequences: true)
-                if f.count >= 10, f[0] == "00000000000000000000000000000000", f[1] == "00", f[9] != "lo" { return String(f[9]) }
+                if f.count >= 10, f[0] == "00000000000000000000000000000000", f[1] == "00", f[9] != "lo" {
+                    return String(f[9])
+                }
             }
         }
         return nil
@@ -93,7 +106,10 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
     func power() -> (Bool, Bool) {
         let base = sysRoot + "/class/power_supply"
         let names = (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
-        var mainsOnline = false, batteries = 0, discharging = false, lowest = 100
+        var mainsOnline = false
+        var batteries = 0
+        var discharging = false
+        var lowest = 100
         for name in names {
             let type = read("\(base)/\(name)/type") ?? ""
             switch type {
@@ -115,9 +131,12 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
     /// takes more than 2 seconds (its process group is then killed), through ``ChildProcess``.
     static func run(_ path: String, _ arguments: [String]) -> String? {
         // Its standard error is dropped (the shell sends it to /dev/null): only its answer is read.
-        guard let child = try? ChildProcess.start(executable: "/bin/sh", arguments: ["-c", "exec \"$0\" \"$@\" 2>/dev/null", path] + arguments,
-                                                  environment: ProcessInfo.processInfo.environment, captureOutput: true),
-              (try? child.release()) != nil else { return nil }
+        guard
+            let child = try? ChildProcess.start(
+                executable: "/bin/sh", arguments: ["-c", "exec \"$0\" \"$@\" 2>/dev/null", path] + arguments,
+                environment: ProcessInfo.processInfo.environment, captureOutput: true),
+            (try? child.release()) != nil
+        else { return nil }
         let outcome = child.wait(until: .now + .seconds(2), keepingLast: 4096)
         return outcome.succeeded ? String(decoding: outcome.output, as: UTF8.self) : nil
     }

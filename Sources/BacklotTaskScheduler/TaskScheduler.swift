@@ -63,8 +63,10 @@ public final class TaskScheduler: Sendable {
     ///   - clock: the time (``ManualClock`` in tests).
     ///   - conditions: network and power (``ManualConditions`` in tests).
     /// - Throws: ``BacklotError`` when the database cannot be opened.
-    public init(configuration: TaskSchedulerConfiguration, clock: any TaskSchedulerClock = SystemClock(),
-                conditions: any DeviceConditionSource = LinuxDeviceConditions()) throws {
+    public init(
+        configuration: TaskSchedulerConfiguration, clock: any TaskSchedulerClock = SystemClock(),
+        conditions: any DeviceConditionSource = LinuxDeviceConditions()
+    ) throws {
         self.configuration = configuration
         self.clock = clock
         self.conditions = conditions
@@ -87,13 +89,16 @@ public final class TaskScheduler: Sendable {
             func warn(_ text: String) { FileHandle.standardError.write(Data("TaskScheduler: \(text)\n".utf8)) }
             var settings: [String: PlistValue] = [:]
             if let path = env["BACKLOT_CONFIG"] {
-                do { settings = try ConfigurationFile.read(path: path).dictionary ?? [:] }
-                catch { warn("BACKLOT_CONFIG cannot be read, so no task identifier is permitted: \(error)") }
+                do { settings = try ConfigurationFile.read(path: path).dictionary ?? [:] } catch {
+                    warn("BACKLOT_CONFIG cannot be read, so no task identifier is permitted: \(error)")
+                }
             }
             let db = env["BACKLOT_CONTAINER"].map { ContainerLayout(root: $0).tasksDatabase }
             var config = TaskSchedulerConfiguration(permittedIdentifiers: [], databasePath: db)
-            do { config = try TaskSchedulerConfiguration(settings: settings, source: env["BACKLOT_CONFIG"] ?? "environment", databasePath: db) }
-            catch { warn("\(error); no task identifier is permitted") }
+            do {
+                config = try TaskSchedulerConfiguration(
+                    settings: settings, source: env["BACKLOT_CONFIG"] ?? "environment", databasePath: db)
+            } catch { warn("\(error); no task identifier is permitted") }
             if db == nil { warn("BACKLOT_CONTAINER is not set: task requests are kept in memory and lost at exit") }
             do {
                 let made = try TaskScheduler(configuration: config)
@@ -102,7 +107,7 @@ public final class TaskScheduler: Sendable {
             } catch {
                 warn("the task database cannot be opened (\(error)); task requests are kept in memory and lost at exit")
                 config.databasePath = nil
-                let made = try! TaskScheduler(configuration: config)   // an in-memory SQLite database opens
+                let made = try! TaskScheduler(configuration: config)  // an in-memory SQLite database opens
                 current = made
                 return made
             }
@@ -132,8 +137,10 @@ public final class TaskScheduler: Sendable {
     /// - Returns: false when the identifier is not permitted (or in an App Clip), or the launch has finished.
     /// - Precondition: the identifier is registered once; a second registration stops the process.
     @discardableResult
-    public func register(forTaskWithIdentifier identifier: String, using queue: DispatchQueue?,
-                         launchHandler: @escaping @Sendable (BackgroundTask) -> Void) -> Bool {
+    public func register(
+        forTaskWithIdentifier identifier: String, using queue: DispatchQueue?,
+        launchHandler: @escaping @Sendable (BackgroundTask) -> Void
+    ) -> Bool {
         guard !configuration.isAppClip, configuration.permittedIdentifiers.contains(identifier) else { return false }
         enum Outcome { case registered, twice, late }
         let outcome = state.withLock { s -> Outcome in
@@ -143,11 +150,16 @@ public final class TaskScheduler: Sendable {
             return .registered
         }
         if outcome == .late {
-            FileHandle.standardError.write(Data("TaskScheduler: \(identifier) was registered after the app finished launching; register every launch handler before calling start() or runBackgroundLaunch()\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "TaskScheduler: \(identifier) was registered after the app finished launching; register every launch handler before calling start() or runBackgroundLaunch()\n"
+                        .utf8))
             return false
         }
         if outcome == .twice {
-            fatalError("TaskScheduler: a launch handler for \(identifier) is already registered; register each task identifier once, when the app starts")
+            fatalError(
+                "TaskScheduler: a launch handler for \(identifier) is already registered; register each task identifier once, when the app starts"
+            )
         }
         return true
     }
@@ -157,16 +169,21 @@ public final class TaskScheduler: Sendable {
     ///   or ``Error/Code/unavailable``.
     public func submit(_ taskRequest: TaskRequest) throws {
         if configuration.isAppClip {
-            throw Error(.unavailable, "background tasks are unavailable in an App Clip", identifier: taskRequest.identifier)
+            throw Error(
+                .unavailable, "background tasks are unavailable in an App Clip", identifier: taskRequest.identifier)
         }
         guard configuration.permittedIdentifiers.contains(taskRequest.identifier) else {
-            throw Error(.notPermitted, "the identifier is not in BGTaskSchedulerPermittedIdentifiers; add it to the app's Info.plist or configuration",
-                        identifier: taskRequest.identifier)
+            throw Error(
+                .notPermitted,
+                "the identifier is not in BGTaskSchedulerPermittedIdentifiers; add it to the app's Info.plist or configuration",
+                identifier: taskRequest.identifier)
         }
         try store.submit(taskRequest, now: clock.now)
         // The agent that launches the app for due tasks sleeps until its next due time: wake it.
         if let database = configuration.databasePath {
-            let folder = String(decoding: database.utf8.reversed().drop { $0 != BytePath.separator }.reversed().dropLast(), as: UTF8.self)
+            let folder = String(
+                decoding: database.utf8.reversed().drop { $0 != BytePath.separator }.reversed().dropLast(),
+                as: UTF8.self)
             WakeChannel.poke(path: ContainerLayout(root: folder).agentWakeChannel)
         }
     }
@@ -203,7 +220,8 @@ public final class TaskScheduler: Sendable {
         let failures = runs.reversed().prefix { $0.outcome.isFailure }
         if let last = failures.first {
             let hold = min(configuration.failureBackoff * pow(2, Double(failures.count - 1)), 86_400)
-            let elapsed = (last.endedReading ?? ClockReading(wall: last.ended, uptime: -1, bootID: "")).elapsed(until: clock)
+            let elapsed = (last.endedReading ?? ClockReading(wall: last.ended, uptime: -1, bootID: "")).elapsed(
+                until: clock)
             let after = clock.now.addingTimeInterval(hold - elapsed)
             start = max(start ?? after, after)
         }
@@ -243,7 +261,8 @@ public final class TaskScheduler: Sendable {
         let registered = state.withLock { Set($0.handlers.keys) }
         var launched: [String] = []
         let c = conditions.current()
-        for request in pendingTaskRequests() where registered.contains(request.identifier) && isDue(request, conditions: c) {
+        for request in pendingTaskRequests()
+        where registered.contains(request.identifier) && isDue(request, conditions: c) {
             if launch(request.identifier) { launched.append(request.identifier) }
         }
         return launched
@@ -253,7 +272,8 @@ public final class TaskScheduler: Sendable {
     @discardableResult
     func launch(_ identifier: String) -> Bool {
         guard state.withLock({ $0.handlers[identifier] != nil && $0.running[identifier] == nil }),
-              let request = try? store.claim(identifier) else { return false }
+            let request = try? store.claim(identifier)
+        else { return false }
         start(identifier, kind: request.kind)
         return true
     }
@@ -262,18 +282,23 @@ public final class TaskScheduler: Sendable {
         let now = clock.now
         let onComplete: @Sendable (BackgroundTask, TaskOutcome) -> Void = { [weak self] task, outcome in
             guard let self else { return }
-            try? self.store.record(TaskRun(identifier: task.identifier, kind: task.kind, started: task.started, ended: self.clock.now, outcome: outcome,
-                                           endedReading: ClockReading(self.clock)))
+            try? self.store.record(
+                TaskRun(
+                    identifier: task.identifier, kind: task.kind, started: task.started, ended: self.clock.now,
+                    outcome: outcome,
+                    endedReading: ClockReading(self.clock)))
             self.state.withLock { s in
                 if s.running[task.identifier]?.task === task { s.running[task.identifier] = nil }
             }
         }
-        let task: BackgroundTask = kind == .refresh
+        let task: BackgroundTask =
+            kind == .refresh
             ? AppRefreshTask(identifier: identifier, kind: kind, started: now, onComplete: onComplete)
             : ProcessingTask(identifier: identifier, kind: kind, started: now, onComplete: onComplete)
         let registration: Registration? = state.withLock { s in
             guard let r = s.handlers[identifier] else { return nil }
-            s.running[identifier] = Running(task: task, queue: r.queue ?? DispatchQueue.global(), startedUptime: clock.uptime, expiredAt: nil)
+            s.running[identifier] = Running(
+                task: task, queue: r.queue ?? DispatchQueue.global(), startedUptime: clock.uptime, expiredAt: nil)
             return r
         }
         guard let registration else { return }
@@ -281,7 +306,7 @@ public final class TaskScheduler: Sendable {
     }
 
     private func expireOverdue() {
-        let now = clock.uptime   // budgets and grace periods are durations: on the monotonic clock
+        let now = clock.uptime  // budgets and grace periods are durations: on the monotonic clock
         let running = state.withLock { Array($0.running.values) }
         for r in running {
             if let at = r.expiredAt {
@@ -337,8 +362,13 @@ public final class TaskScheduler: Sendable {
     /// Calls ``runDueTasks()`` every `interval` seconds until ``stop()``.
     public func start(every interval: TimeInterval = 1) {
         finishLaunching()
-        let t = RepeatingTimer(label: "backlot.task-scheduler", every: interval, after: 0) { [weak self] in self?.runDueTasks() }
-        timer.withLock { $0?.cancel(); $0 = t }
+        let t = RepeatingTimer(label: "backlot.task-scheduler", every: interval, after: 0) { [weak self] in
+            self?.runDueTasks()
+        }
+        timer.withLock {
+            $0?.cancel()
+            $0 = t
+        }
     }
 
     /// Marks the app's launch as finished (Apple: the end of `application(_:didFinishLaunchingWithOptions:)`):
@@ -348,7 +378,10 @@ public final class TaskScheduler: Sendable {
     }
 
     public func stop() {
-        timer.withLock { $0?.cancel(); $0 = nil }
+        timer.withLock {
+            $0?.cancel()
+            $0 = nil
+        }
     }
 
     /// Blocks until no task runs in this process, expiring tasks as their time runs out.
@@ -376,9 +409,14 @@ public final class TaskScheduler: Sendable {
     /// Records how a task ended that this process did not run: the app the agent launched for it
     /// never took the request (it is removed, so that the launch is not repeated at once), or
     /// overran and was killed.
-    public func recordOutcome(forTaskWithIdentifier identifier: String, kind: TaskKind, started: Date, outcome: TaskOutcome) {
-        _ = try? store.claim(identifier, submittedBefore: started)   // not one the app resubmitted while it ran
-        try? store.record(TaskRun(identifier: identifier, kind: kind, started: started, ended: clock.now, outcome: outcome, endedReading: ClockReading(clock)))
+    public func recordOutcome(
+        forTaskWithIdentifier identifier: String, kind: TaskKind, started: Date, outcome: TaskOutcome
+    ) {
+        _ = try? store.claim(identifier, submittedBefore: started)  // not one the app resubmitted while it ran
+        try? store.record(
+            TaskRun(
+                identifier: identifier, kind: kind, started: started, ended: clock.now, outcome: outcome,
+                endedReading: ClockReading(clock)))
     }
 
     /// Whether a request with this identifier is pending.

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -66,7 +67,10 @@ public final class ManualClock: TaskSchedulerClock {
 
     /// Time passes: both the wall clock and the monotonic clock move.
     public func advance(by seconds: TimeInterval) {
-        time.withLock { $0.wall = $0.wall.addingTimeInterval(seconds); $0.uptime += max(0, seconds) }
+        time.withLock {
+            $0.wall = $0.wall.addingTimeInterval(seconds)
+            $0.uptime += max(0, seconds)
+        }
     }
 
     /// The wall clock is set (by an administrator, NTP): only it moves.

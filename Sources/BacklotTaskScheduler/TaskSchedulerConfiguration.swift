@@ -31,8 +31,10 @@ public struct TaskSchedulerConfiguration: Sendable {
     }
 
     /// The keys this configuration reads.
-    public static let keys = ["BGTaskSchedulerPermittedIdentifiers", "BacklotRefreshTaskBudget", "BacklotProcessingTaskBudget",
-                              "BacklotTaskExpirationGrace", "BacklotTaskFailureBackoff", "BacklotIsAppClip"]
+    public static let keys = [
+        "BGTaskSchedulerPermittedIdentifiers", "BacklotRefreshTaskBudget", "BacklotProcessingTaskBudget",
+        "BacklotTaskExpirationGrace", "BacklotTaskFailureBackoff", "BacklotIsAppClip",
+    ]
 
     /// Reads the keys from a configuration dictionary (an Info.plist or Backlot's JSON).
     /// - Throws: ``BacklotError/Code/invalidInput`` naming the key and what it must hold.
@@ -40,20 +42,29 @@ public struct TaskSchedulerConfiguration: Sendable {
         var permitted = Set<String>()
         if let value = settings["BGTaskSchedulerPermittedIdentifiers"] {
             guard let array = value.array else {
-                throw ConfigurationKey.error("BGTaskSchedulerPermittedIdentifiers", source: source, "must be an array of strings, not \(value.typeName)")
+                throw ConfigurationKey.error(
+                    "BGTaskSchedulerPermittedIdentifiers", source: source,
+                    "must be an array of strings, not \(value.typeName)")
             }
             for (i, v) in array.enumerated() {
                 guard let s = v.string, !s.isEmpty else {
-                    throw ConfigurationKey.error("BGTaskSchedulerPermittedIdentifiers[\(i)]", source: source, "must be a non-empty string, not \(v.typeName)")
+                    throw ConfigurationKey.error(
+                        "BGTaskSchedulerPermittedIdentifiers[\(i)]", source: source,
+                        "must be a non-empty string, not \(v.typeName)")
                 }
                 permitted.insert(s)
             }
         }
         self.init(permittedIdentifiers: permitted, databasePath: databasePath)
-        refreshBudget = try ConfigurationKey.seconds("BacklotRefreshTaskBudget", in: settings, source: source) ?? refreshBudget
-        processingBudget = try ConfigurationKey.seconds("BacklotProcessingTaskBudget", in: settings, source: source) ?? processingBudget
-        expirationGrace = try ConfigurationKey.seconds("BacklotTaskExpirationGrace", in: settings, source: source) ?? expirationGrace
-        failureBackoff = try ConfigurationKey.seconds("BacklotTaskFailureBackoff", in: settings, source: source) ?? failureBackoff
+        refreshBudget =
+            try ConfigurationKey.seconds("BacklotRefreshTaskBudget", in: settings, source: source) ?? refreshBudget
+        processingBudget =
+            try ConfigurationKey.seconds("BacklotProcessingTaskBudget", in: settings, source: source)
+            ?? processingBudget
+        expirationGrace =
+            try ConfigurationKey.seconds("BacklotTaskExpirationGrace", in: settings, source: source) ?? expirationGrace
+        failureBackoff =
+            try ConfigurationKey.seconds("BacklotTaskFailureBackoff", in: settings, source: source) ?? failureBackoff
         isAppClip = try ConfigurationKey.bool("BacklotIsAppClip", in: settings, source: source) ?? false
     }
 
@@ -73,25 +84,32 @@ public enum ConfigurationKey {
 
     /// A duration: a positive number of seconds, at most ``maximumSeconds`` (an integer or a real).
     /// - Throws: ``BacklotError/Code/invalidInput`` naming the key and the value.
-    public static func seconds(_ key: String, in settings: [String: PlistValue], source: String) throws -> TimeInterval? {
+    public static func seconds(_ key: String, in settings: [String: PlistValue], source: String) throws -> TimeInterval?
+    {
         guard let v = settings[key] else { return nil }
-        let n: Double? = switch v {
-        case .integer(let i): Double(i)
-        case .unsignedInteger(let u): Double(u)
-        case .real(let r): r
-        default: nil
-        }
+        let n: Double? =
+            switch v {
+            case .integer(let i): Double(i)
+            case .unsignedInteger(let u): Double(u)
+            case .real(let r): r
+            default: nil
+            }
         let limit = CheckedInteger.secondsText(maximumSeconds)
         guard let n else {
-            throw error(key, source: source, "must be a positive number of seconds (at most \(limit)), not \(v.typeName == "a string" ? "the string \"\(v.string ?? "")\"" : v.typeName)")
+            throw error(
+                key, source: source,
+                "must be a positive number of seconds (at most \(limit)), not \(v.typeName == "a string" ? "the string \"\(v.string ?? "")\"" : v.typeName)"
+            )
         }
         guard n.isFinite, n > 0, n <= maximumSeconds else {
-            let shown: String = switch v {
-            case .integer(let i): "\(i)"
-            case .unsignedInteger(let u): "\(u)"
-            default: n.isFinite ? "\(n)" : "a number too large to hold"
-            }
-            throw error(key, source: source, "must be a positive number of seconds, at most \(limit) (a year), not \(shown)")
+            let shown: String =
+                switch v {
+                case .integer(let i): "\(i)"
+                case .unsignedInteger(let u): "\(u)"
+                default: n.isFinite ? "\(n)" : "a number too large to hold"
+                }
+            throw error(
+                key, source: source, "must be a positive number of seconds, at most \(limit) (a year), not \(shown)")
         }
         return n
     }
@@ -103,24 +121,34 @@ public enum ConfigurationKey {
         guard let v = settings[key] else { return nil }
         let range: ClosedRange<UInt64> = 0...UInt64(Int64.max)
         switch v {
-        case .integer(let i): return try CheckedInteger.convert(i, to: UInt64.self, "the key \(key)", in: range, context: source)
-        case .unsignedInteger(let u): return try CheckedInteger.convert(u, to: UInt64.self, "the key \(key)", in: range, context: source)
+        case .integer(let i):
+            return try CheckedInteger.convert(i, to: UInt64.self, "the key \(key)", in: range, context: source)
+        case .unsignedInteger(let u):
+            return try CheckedInteger.convert(u, to: UInt64.self, "the key \(key)", in: range, context: source)
         case .real(let r):
-            throw error(key, source: source, "must be a whole number of bytes from 0 to \(Int64.max), not \(r.isFinite ? "the real number \(r)" : "a number too large to hold")")
+            throw error(
+                key, source: source,
+                "must be a whole number of bytes from 0 to \(Int64.max), not \(r.isFinite ? "the real number \(r)" : "a number too large to hold")"
+            )
         default:
-            throw error(key, source: source, "must be a whole number of bytes from 0 to \(Int64.max), not \(v.typeName)")
+            throw error(
+                key, source: source, "must be a whole number of bytes from 0 to \(Int64.max), not \(v.typeName)")
         }
     }
 
     public static func bool(_ key: String, in settings: [String: PlistValue], source: String) throws -> Bool? {
         guard let v = settings[key] else { return nil }
-        guard case .bool(let b) = v else { throw error(key, source: source, "must be a boolean (true or false), not \(v.typeName)") }
+        guard case .bool(let b) = v else {
+            throw error(key, source: source, "must be a boolean (true or false), not \(v.typeName)")
+        }
         return b
     }
 
     public static func string(_ key: String, in settings: [String: PlistValue], source: String) throws -> String? {
         guard let v = settings[key] else { return nil }
-        guard let s = v.string, !s.isEmpty else { throw error(key, source: source, "must be a non-empty string, not \(v.typeName)") }
+        guard let s = v.string, !s.isEmpty else {
+            throw error(key, source: source, "must be a non-empty string, not \(v.typeName)")
+        }
         return s
     }
 }

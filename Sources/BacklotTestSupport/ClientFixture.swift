@@ -18,8 +18,9 @@ public final class ClientFixture: @unchecked Sendable {
     public init(catalogMaxAge: Int = PublishedTreeHeaders.standardCatalogMaxAge) throws {
         dir = try TemporaryDirectory("client")
         repository = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
-        server = try HostingServer(repository: repository, configuration: .init(port: 0),
-                                   treeHeaders: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge))
+        server = try HostingServer(
+            repository: repository, configuration: .init(port: 0),
+            treeHeaders: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge))
         try repository.createApp(app)
     }
 
@@ -34,16 +35,23 @@ public final class ClientFixture: @unchecked Sendable {
         URL(string: server.baseURL + "v1/apps/\(app)/\(channel.rawValue)/catalog.json")!
     }
 
-    public func manager(container: String = "container", channel: Channel = .internal, keys: [Ed25519.PublicKey]? = nil, app: String? = nil) throws -> AssetPackManager {
-        try AssetPackManager(configuration: .init(containerPath: dir.at(container), catalogURL: catalogURL(channel), app: app ?? self.app,
-                                                  channel: channel, trustedKeys: keys ?? [pinned], platform: .linux))
+    public func manager(
+        container: String = "container", channel: Channel = .internal, keys: [Ed25519.PublicKey]? = nil,
+        app: String? = nil
+    ) throws -> AssetPackManager {
+        try AssetPackManager(
+            configuration: .init(
+                containerPath: dir.at(container), catalogURL: catalogURL(channel), app: app ?? self.app,
+                channel: channel, trustedKeys: keys ?? [pinned], platform: .linux))
     }
 
     /// Writes a source tree for `id` (seeded), optionally editing one file, packages it, uploads it,
     /// waits for processing and releases it on `channel`. Returns the source folder and the version.
     @discardableResult
-    public func publish(id: String = "Levels", seed: UInt64 = 42, edit: Bool = false, policy: String = #"{"onDemand": {}}"#,
-                 channel: Channel = .internal, chunkSize: Int = 16 << 10) throws -> (source: String, version: Int) {
+    public func publish(
+        id: String = "Levels", seed: UInt64 = 42, edit: Bool = false, policy: String = #"{"onDemand": {}}"#,
+        channel: Channel = .internal, chunkSize: Int = 16 << 10
+    ) throws -> (source: String, version: Int) {
         let src = TemporaryDirectory.Named(dir.at("src-\(id)-\(seed)-\(edit)"))
         try SamplePack.writeTree(in: src.asTemporary, seed: seed)
         if edit {
@@ -51,12 +59,15 @@ public final class ClientFixture: @unchecked Sendable {
             level.replaceSubrange(100_000..<100_010, with: Array("EDITEDEDIT".utf8))
             try src.asTemporary.write("src/Levels/level1.dat", level)
         }
-        let path = try SamplePack.build(in: src.asTemporary, manifestJSON: SamplePack.manifest(id: id, policy: policy), averageChunkSize: chunkSize)
+        let path = try SamplePack.build(
+            in: src.asTemporary, manifestJSON: SamplePack.manifest(id: id, policy: policy), averageChunkSize: chunkSize)
         if (try? repository.packs(app: app).contains(id)) != true { try repository.createPack(app: app, id: id) }
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         let v = try repository.uploadAndProcess(app: app, pack: id, bytes: bytes)
         try repository.release(app: app, pack: id, version: v.number, channel: channel)
-        if channel != .internal, let request = try repository.releaseRequests(app: app).last, request.status == "pending" {
+        if channel != .internal, let request = try repository.releaseRequests(app: app).last,
+            request.status == "pending"
+        {
             try repository.approve(requestID: request.id)
         }
         return (src.path + "/src", v.number)
@@ -64,8 +75,10 @@ public final class ClientFixture: @unchecked Sendable {
 
     /// The published archive of the current release of a pack on a channel.
     public func archivePath(_ id: String = "Levels", channel: Channel = .internal) throws -> String {
-        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: repository.catalogPath(app: app, channel: channel))))
-        let catalog = try Catalog.verify(bytes, trusting: [pinned], app: app, channel: channel, now: Date(), source: "c")
+        let bytes = Array(
+            try Data(contentsOf: URL(fileURLWithPath: repository.catalogPath(app: app, channel: channel))))
+        let catalog = try Catalog.verify(
+            bytes, trusting: [pinned], app: app, channel: channel, now: Date(), source: "c")
         let release = catalog.packs.first { $0.id.rawValue == id }!.release
         return repository.directory.publicTreePath + "/v1/packs/\(release.archiveSHA256.hex).pack"
     }
@@ -86,9 +99,15 @@ extension TemporaryDirectory {
 /// Compares two folders file by file.
 public func sameFiles(_ a: String, _ b: String) throws -> Bool {
     let fm = FileManager.default
-    let left = (fm.enumerator(atPath: a)?.allObjects as? [String] ?? []).filter { (try? FileSystem.status(a + "/" + $0))??.kind == .regular }.sorted()
-    let right = (fm.enumerator(atPath: b)?.allObjects as? [String] ?? []).filter { (try? FileSystem.status(b + "/" + $0))??.kind == .regular }.sorted()
+    let left = (fm.enumerator(atPath: a)?.allObjects as? [String] ?? []).filter {
+        (try? FileSystem.status(a + "/" + $0))??.kind == .regular
+    }.sorted()
+    let right = (fm.enumerator(atPath: b)?.allObjects as? [String] ?? []).filter {
+        (try? FileSystem.status(b + "/" + $0))??.kind == .regular
+    }.sorted()
     guard left == right else { return false }
-    for p in left where try Data(contentsOf: URL(fileURLWithPath: a + "/" + p)) != Data(contentsOf: URL(fileURLWithPath: b + "/" + p)) { return false }
+    for p in left
+    where try Data(contentsOf: URL(fileURLWithPath: a + "/" + p)) != Data(contentsOf: URL(fileURLWithPath: b + "/" + p))
+    { return false }
     return true
 }

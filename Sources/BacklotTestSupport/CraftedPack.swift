@@ -50,22 +50,31 @@ public struct CraftedPack: Sendable {
                 let piece = Array(file.bytes[start..<min(file.bytes.count, start + chunkSize)])
                 start += piece.count
                 let id = SHA256.hash(piece)
-                if let existing = byDigest[id] { refs.append(existing); continue }
+                if let existing = byDigest[id] {
+                    refs.append(existing)
+                    continue
+                }
                 let frame = try piece.withUnsafeBytes { try compressor.compress($0) }
                 byDigest[id] = chunks.count
                 refs.append(chunks.count)
-                chunks.append(PackIndex.Chunk(id: id, offset: UInt64(PackHeader.size + frames.count),
-                                              compressedSize: UInt32(frame.count), uncompressedSize: UInt32(piece.count)))
+                chunks.append(
+                    PackIndex.Chunk(
+                        id: id, offset: UInt64(PackHeader.size + frames.count),
+                        compressedSize: UInt32(frame.count), uncompressedSize: UInt32(piece.count)))
                 frames += frame
             }
-            entries.append(PackIndex.File(path: file.path, mode: file.mode, size: UInt64(file.bytes.count),
-                                          digest: file.digest ?? SHA256.hash(file.bytes), chunks: refs))
+            entries.append(
+                PackIndex.File(
+                    path: file.path, mode: file.mode, size: UInt64(file.bytes.count),
+                    digest: file.digest ?? SHA256.hash(file.bytes), chunks: refs))
         }
-        let metadata = PackMetadata(assetPackID: try PackID(id), downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil)
+        let metadata = PackMetadata(
+            assetPackID: try PackID(id), downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil)
         index = PackIndex(metadata: metadata, chunking: nil, chunks: chunks, files: entries)
         let indexBytes = index.encoded
-        header = PackHeader(indexOffset: UInt64(PackHeader.size + frames.count), indexLength: UInt64(indexBytes.count),
-                            indexDigest: SHA256.hash(indexBytes))
+        header = PackHeader(
+            indexOffset: UInt64(PackHeader.size + frames.count), indexLength: UInt64(indexBytes.count),
+            indexDigest: SHA256.hash(indexBytes))
         bytes = header.encoded + frames + indexBytes
     }
 
@@ -79,27 +88,35 @@ extension ClientFixture {
     /// Publishes `pack` on `channel` as a hostile or broken server would: the archive is put in
     /// the tree as is (no processing, no verification) and a catalog naming it is signed with the
     /// repository's key, with a version above the current one.
-    public func publishCrafted(_ pack: CraftedPack, id: String = "Crafted", version: Int = 1, channel: Channel = .internal,
-                               catalogVersion: UInt64? = nil, archiveURL: String? = nil) throws {
+    public func publishCrafted(
+        _ pack: CraftedPack, id: String = "Crafted", version: Int = 1, channel: Channel = .internal,
+        catalogVersion: UInt64? = nil, archiveURL: String? = nil
+    ) throws {
         let sha = SHA256.hash(pack.bytes)
         let packs = repository.directory.publicTreePath + "/v1/packs"
         try FileManager.default.createDirectory(atPath: packs, withIntermediateDirectories: true)
         try Data(pack.bytes).write(to: URL(fileURLWithPath: packs + "/\(sha.hex).pack"))
-        let release = Catalog.Release(version: version, downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil,
-                                      installSize: pack.index.installSize, archiveURL: archiveURL ?? "../../../packs/\(sha.hex).pack",
-                                      archiveSize: UInt64(pack.bytes.count), archiveSHA256: sha,
-                                      indexOffset: pack.header.indexOffset, indexLength: pack.header.indexLength, indexSHA256: pack.header.indexDigest)
-        try publishCatalog(Catalog(app: app, channel: channel, version: catalogVersion ?? UInt64(Date().timeIntervalSince1970) + 1000,
-                                   issued: Date(), expires: Date().addingTimeInterval(86_400),
-                                   packs: [Catalog.Entry(id: try PackID(id), release: release)]), channel: channel)
+        let release = Catalog.Release(
+            version: version, downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil,
+            installSize: pack.index.installSize, archiveURL: archiveURL ?? "../../../packs/\(sha.hex).pack",
+            archiveSize: UInt64(pack.bytes.count), archiveSHA256: sha,
+            indexOffset: pack.header.indexOffset, indexLength: pack.header.indexLength,
+            indexSHA256: pack.header.indexDigest)
+        try publishCatalog(
+            Catalog(
+                app: app, channel: channel, version: catalogVersion ?? UInt64(Date().timeIntervalSince1970) + 1000,
+                issued: Date(), expires: Date().addingTimeInterval(86_400),
+                packs: [Catalog.Entry(id: try PackID(id), release: release)]), channel: channel)
     }
 
     /// Signs `catalog` with the repository's key and writes it where the tree serves the channel's catalog.
     public func publishCatalog(_ catalog: Catalog, channel: Channel = .internal, payload: [UInt8]? = nil) throws {
-        let envelope = try SignedEnvelope.sign(payload: payload ?? catalog.payload, type: Catalog.payloadType,
-                                               with: [try repository.directory.signingKey()])
+        let envelope = try SignedEnvelope.sign(
+            payload: payload ?? catalog.payload, type: Catalog.payloadType,
+            with: [try repository.directory.signingKey()])
         let path = repository.catalogPath(app: app, channel: channel)
-        try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path, withIntermediateDirectories: true)
         try Data(envelope.encoded).write(to: URL(fileURLWithPath: path))
     }
 }
@@ -116,19 +133,24 @@ extension CraftedPack {
     public static func repeatedChunk(id: String, references: Int, correctDigest: Bool) throws -> [UInt8] {
         let zeros = [UInt8](repeating: 0, count: chunkSize)
         let frame = try ZstdCompressor(level: 3).compress(zeros)
-        let chunk = PackIndex.Chunk(id: SHA256.hash(zeros), offset: UInt64(PackHeader.size), compressedSize: UInt32(frame.count),
-                                    uncompressedSize: UInt32(chunkSize))
+        let chunk = PackIndex.Chunk(
+            id: SHA256.hash(zeros), offset: UInt64(PackHeader.size), compressedSize: UInt32(frame.count),
+            uncompressedSize: UInt32(chunkSize))
         var digest = SHA256.hash([1])
         if correctDigest {
             var hasher = SHA256()
             for _ in 0..<references { hasher.update(zeros) }
             digest = hasher.finalize()
         }
-        let file = PackIndex.File(path: "big.bin", mode: 0o644, size: UInt64(references) * UInt64(chunkSize), digest: digest,
-                                  chunks: [Int](repeating: 0, count: references))
-        let metadata = PackMetadata(assetPackID: try PackID(id), downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil)
+        let file = PackIndex.File(
+            path: "big.bin", mode: 0o644, size: UInt64(references) * UInt64(chunkSize), digest: digest,
+            chunks: [Int](repeating: 0, count: references))
+        let metadata = PackMetadata(
+            assetPackID: try PackID(id), downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil)
         let index = PackIndex(metadata: metadata, chunking: nil, chunks: [chunk], files: [file]).encoded
-        let header = PackHeader(indexOffset: UInt64(PackHeader.size + frame.count), indexLength: UInt64(index.count), indexDigest: SHA256.hash(index))
+        let header = PackHeader(
+            indexOffset: UInt64(PackHeader.size + frame.count), indexLength: UInt64(index.count),
+            indexDigest: SHA256.hash(index))
         return header.encoded + frame + index
     }
 }

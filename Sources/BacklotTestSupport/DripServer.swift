@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,9 +28,13 @@ public final class DripServer: Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
         guard bound == 0, listen(fd, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
         port = Int(UInt16(bigEndian: address.sin_port))
         listener = fd
         Thread.detachNewThread { [self] in
@@ -43,7 +48,9 @@ public final class DripServer: Sendable {
                     defer { close(client) }
                     var buffer = [UInt8](repeating: 0, count: 4096)
                     _ = read(client, &buffer, buffer.count)
-                    let head = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(declaredLength)\r\n\r\n".utf8)
+                    let head = Array(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(declaredLength)\r\n\r\n"
+                            .utf8)
                     // MSG_NOSIGNAL: a client that gave up must not end the test process with SIGPIPE.
                     guard send(client, head, head.count, Int32(MSG_NOSIGNAL)) == head.count else { return }
                     let step = max(1, bytesPerSecond / 10)
@@ -62,7 +69,7 @@ public final class DripServer: Sendable {
     /// Stops accepting and ends every drip.
     public func stop() {
         stopped.store(true, ordering: .relaxed)
-        shutdown(listener, Int32(SHUT_RDWR))   // wakes accept, which then returns and closes it
+        shutdown(listener, Int32(SHUT_RDWR))  // wakes accept, which then returns and closes it
     }
 
 }

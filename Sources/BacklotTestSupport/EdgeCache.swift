@@ -1,5 +1,6 @@
 import BacklotBasics
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,7 +38,7 @@ public final class EdgeCache: @unchecked Sendable {
         // As root, nginx's workers run as nobody: they must reach and write the cache.
         if getuid() == 0, let nobody = getpwnam("nobody") {
             var folder = workDirectory
-            while folder != "/" && !folder.isEmpty {   // reachable from /
+            while folder != "/" && !folder.isEmpty {  // reachable from /
                 var st = stat()
                 if stat(folder, &st) == 0 { chmod(folder, st.st_mode & 0o7777 | 0o111) }
                 folder = (folder as NSString).deletingLastPathComponent
@@ -45,7 +46,8 @@ public final class EdgeCache: @unchecked Sendable {
             for sub in ["/cache", "/tmp"] { chown(workDirectory + sub, nobody.pointee.pw_uid, nobody.pointee.pw_gid) }
         }
         let template = try String(contentsOfFile: Self.configurationTemplate, encoding: .utf8)
-        let rendered = template
+        let rendered =
+            template
             .replacingOccurrences(of: "@LISTEN@", with: "127.0.0.1:\(port)")
             .replacingOccurrences(of: "@ORIGIN_PATH@", with: originPath)
             .replacingOccurrences(of: "@ORIGIN@", with: origin)
@@ -72,7 +74,12 @@ public final class EdgeCache: @unchecked Sendable {
             a.sin_family = sa_family_t(AF_INET)
             a.sin_addr.s_addr = inet_addr("127.0.0.1")
             a.sin_port = port.bigEndian
-            let ok = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+            let ok =
+                withUnsafePointer(to: &a) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                } == 0
             close(fd)
             if ok { return true }
             if !process.isRunning { return false }

@@ -1,5 +1,6 @@
 import BacklotBasics
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,9 +26,15 @@ public final class Nginx: @unchecked Sendable {
         var a = sockaddr_in()
         a.sin_family = sa_family_t(AF_INET)
         a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        _ = withUnsafePointer(to: &a) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        _ = withUnsafeMutablePointer(to: &a) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
         return UInt16(bigEndian: a.sin_port)
     }
 
@@ -36,14 +43,18 @@ public final class Nginx: @unchecked Sendable {
     /// - Parameter port: the port to listen on (a free one by default).
     /// - Parameter unprivilegedWorkers: run the workers as `nobody` when the test runs as root, as
     ///   a production nginx or a CDN origin would (the tree must then be world-readable).
-    public init(root: String, workDirectory dir: String, limitRate: String? = nil, port: UInt16? = nil, unprivilegedWorkers: Bool = false) throws {
+    public init(
+        root: String, workDirectory dir: String, limitRate: String? = nil, port: UInt16? = nil,
+        unprivilegedWorkers: Bool = false
+    ) throws {
         self.port = port ?? Self.freePort()
         errorLog = dir + "/error.log"
         try FileManager.default.createDirectory(atPath: dir + "/tmp", withIntermediateDirectories: true)
         // As root, the workers run as root too (so that they read a tree under a private temporary
         // folder), unless asked to run them as nobody.
         let asRoot = getuid() == 0
-        workerUser = asRoot ? (unprivilegedWorkers ? "nobody" : "root") : String(cString: getpwuid(getuid())!.pointee.pw_name)
+        workerUser =
+            asRoot ? (unprivilegedWorkers ? "nobody" : "root") : String(cString: getpwuid(getuid())!.pointee.pw_name)
         let user = asRoot ? (unprivilegedWorkers ? "user nobody nogroup;" : "user root;") : ""
         try """
         daemon off;

@@ -2,6 +2,7 @@ import BacklotBasics
 import BacklotS3
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,7 +36,8 @@ public final class ObjectStore: Sendable {
     private static let counter = Mutex(0)
 
     /// The repository's `scripts/services`.
-    public static let script: String = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    public static let script: String = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("scripts/services").path
 
     private init(directory: String) throws {
@@ -46,7 +48,9 @@ public final class ObjectStore: Sendable {
         let env = try Self.run(["env", directory], directory: directory)
         var values: [String: String] = [:]
         for line in env.split(separator: "\n") {
-            if let eq = line.firstIndex(of: "=") { values[String(line[..<eq])] = String(line[line.index(after: eq)...]) }
+            if let eq = line.firstIndex(of: "=") {
+                values[String(line[..<eq])] = String(line[line.index(after: eq)...])
+            }
         }
         guard let endpoint = values["BACKLOT_S3_ENDPOINT"] else {
             throw BacklotError(.io, "scripts/services env printed no BACKLOT_S3_ENDPOINT", context: directory)
@@ -94,7 +98,8 @@ public final class ObjectStore: Sendable {
     /// Starts a cluster in a new temporary folder.
     private static func start(label: String) -> Result<ObjectStore, BacklotError> {
         do {
-            let dir = try FileSystem.makeTemporaryDirectory(in: FileManager.default.temporaryDirectory.path, prefix: "backlot-radosgw-")
+            let dir = try FileSystem.makeTemporaryDirectory(
+                in: FileManager.default.temporaryDirectory.path, prefix: "backlot-radosgw-")
             let store = try ObjectStore(directory: dir)
             print("ObjectStore (\(label)): radosgw at \(store.endpoint) started in \(store.startDuration) (\(dir))")
             return .success(store)
@@ -112,17 +117,24 @@ public final class ObjectStore: Sendable {
     }
 
     /// A client for this radosgw (path-style unless asked otherwise; a clock to sign with, for skew tests).
-    public func client(pathStyle: Bool = true, credentials: S3Credentials? = nil, retry: S3RetryPolicy = S3RetryPolicy(),
-                       clock: (@Sendable () -> Date)? = nil) throws -> S3Client {
+    public func client(
+        pathStyle: Bool = true, credentials: S3Credentials? = nil, retry: S3RetryPolicy = S3RetryPolicy(),
+        clock: (@Sendable () -> Date)? = nil
+    ) throws -> S3Client {
         var endpoint = self.endpoint
-        if !pathStyle { endpoint = endpoint.replacingOccurrences(of: "127.0.0.1", with: "localhost") }   // bucket.localhost resolves to loopback in libcurl
-        let configuration = try S3Configuration(endpoint: endpoint, pathStyle: pathStyle, retry: retry, clock: clock ?? { Date() })
+        // bucket.localhost resolves to loopback in libcurl
+        if !pathStyle { endpoint = endpoint.replacingOccurrences(of: "127.0.0.1", with: "localhost") }
+        let configuration = try S3Configuration(
+            endpoint: endpoint, pathStyle: pathStyle, retry: retry, clock: clock ?? { Date() })
         return S3Client(configuration: configuration, credentials: credentials ?? self.credentials)
     }
 
     /// A client and a bucket of its own for one test (`t-LABEL-N-PID`).
     public func newBucket(_ label: String, pathStyle: Bool = true) throws -> (S3Client, String) {
-        let n = Self.counter.withLock { $0 += 1; return $0 }
+        let n = Self.counter.withLock {
+            $0 += 1
+            return $0
+        }
         let bucket = "t-\(label.lowercased())-\(n)-\(getpid())"
         let s3 = try client(pathStyle: pathStyle)
         try s3.createBucket(bucket)
@@ -133,7 +145,9 @@ public final class ObjectStore: Sendable {
     public func stopGateway() throws { try Self.run(["stop", directory, "radosgw"], directory: directory) }
 
     /// Starts the gateway again on the same port (`scripts/services start radosgw DIR`).
-    public func startGateway() throws { try Self.run(["start", "radosgw", directory, "--owner", String(getpid()), "--remove"], directory: directory) }
+    public func startGateway() throws {
+        try Self.run(["start", "radosgw", directory, "--owner", String(getpid()), "--remove"], directory: directory)
+    }
 
     /// Stops everything and removes the folder.
     public func stop() {
@@ -145,13 +159,18 @@ public final class ObjectStore: Sendable {
     /// it starts write to the cluster's logs, never to this pipe) and returns what it printed.
     @discardableResult
     static func run(_ arguments: [String], directory: String) throws -> String {
-        let child = try ChildProcess.start(executable: script, arguments: arguments, environment: ProcessInfo.processInfo.environment, captureOutput: true)
+        let child = try ChildProcess.start(
+            executable: script, arguments: arguments, environment: ProcessInfo.processInfo.environment,
+            captureOutput: true)
         try child.release()
         let outcome = child.wait(until: .now + .seconds(300), keepingLast: 1 << 20)
         let printed = String(decoding: outcome.output, as: UTF8.self)
         guard outcome.succeeded else {
-            throw BacklotError(.io, "scripts/services \(arguments.joined(separator: " ")) failed (\(outcome.exitStatus.map { "exit \($0)" } ?? "killed")): \(printed)",
-                               context: directory, hint: "the Ceph logs are in \(directory)/log; missing packages: run scripts/bootstrap")
+            throw BacklotError(
+                .io,
+                "scripts/services \(arguments.joined(separator: " ")) failed (\(outcome.exitStatus.map { "exit \($0)" } ?? "killed")): \(printed)",
+                context: directory,
+                hint: "the Ceph logs are in \(directory)/log; missing packages: run scripts/bootstrap")
         }
         return printed
     }

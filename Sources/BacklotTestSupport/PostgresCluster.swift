@@ -3,6 +3,7 @@ import BacklotPostgres
 import BacklotStore
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -60,9 +61,12 @@ public final class PostgresCluster: @unchecked Sendable {
     /// - Throws: ``BacklotError/Code/io`` with the server's log when it does not start.
     public init() throws {
         guard Self.isInstalled else {
-            throw BacklotError(.io, "PostgreSQL 15 is not installed", context: Self.binaries, hint: "apt-get install postgresql-15 (scripts/bootstrap does)")
+            throw BacklotError(
+                .io, "PostgreSQL 15 is not installed", context: Self.binaries,
+                hint: "apt-get install postgresql-15 (scripts/bootstrap does)")
         }
-        folder = try FileSystem.makeTemporaryDirectory(in: FileManager.default.temporaryDirectory.path, prefix: "backlot-pg-")
+        folder = try FileSystem.makeTemporaryDirectory(
+            in: FileManager.default.temporaryDirectory.path, prefix: "backlot-pg-")
         port = Self.freePort()
         var bytes = [UInt8](repeating: 0, count: 12)
         var generator = SystemRandomNumberGenerator()
@@ -76,15 +80,20 @@ public final class PostgresCluster: @unchecked Sendable {
             try password.write(toFile: passwordFile, atomically: false, encoding: .utf8)
             chmod(passwordFile, 0o600)
             if getuid() == 0 { try Self.run("/bin/chown", ["postgres:postgres", passwordFile], asPostgres: false) }
-            try Self.run(Self.binaries + "/initdb", ["-D", dataDirectory, "-U", superuser, "--pwfile", passwordFile,
-                                                     "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync", "--no-instructions",
-                                                     "-E", "UTF8", "--locale=C"])
+            try Self.run(
+                Self.binaries + "/initdb",
+                [
+                    "-D", dataDirectory, "-U", superuser, "--pwfile", passwordFile,
+                    "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync", "--no-instructions",
+                    "-E", "UTF8", "--locale=C",
+                ])
             unlink(passwordFile)
             try start()
         } catch {
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             FileSystem.removeTree(folder)
-            throw BacklotError(.io, "could not start a PostgreSQL cluster: \(error)\n\(log.suffix(2000))", context: folder)
+            throw BacklotError(
+                .io, "could not start a PostgreSQL cluster: \(error)\n\(log.suffix(2000))", context: folder)
         }
     }
 
@@ -94,7 +103,8 @@ public final class PostgresCluster: @unchecked Sendable {
     /// however it ended (a crash runs no `deinit` and no `atexit` handler).
     private func startWatchdog() throws {
         let asPostgres = getuid() == 0 ? "/usr/sbin/runuser -u postgres -- " : ""
-        let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; "
+        let script =
+            "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; "
             + "\(asPostgres)\(Self.binaries)/pg_ctl -D '\(dataDirectory)' -m immediate -s stop >/dev/null 2>&1; rm -rf '\(folder)'"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
@@ -113,9 +123,13 @@ public final class PostgresCluster: @unchecked Sendable {
 
     /// Starts the server (after ``stopServer()``), waiting until it accepts connections.
     public func start() throws {
-        try Self.run(Self.binaries + "/pg_ctl", ["-D", dataDirectory, "-l", logPath, "-w", "-s", "-t", "30", "start", "-o",
-                                                 "-k \(folder) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
-                                                 + "-c full_page_writes=off -c shared_buffers=32MB -c max_connections=200"])
+        try Self.run(
+            Self.binaries + "/pg_ctl",
+            [
+                "-D", dataDirectory, "-l", logPath, "-w", "-s", "-t", "30", "start", "-o",
+                "-k \(folder) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
+                    + "-c full_page_writes=off -c shared_buffers=32MB -c max_connections=200",
+            ])
     }
 
     /// Stops the server (fast shutdown: connections are closed), keeping its data.
@@ -172,15 +186,21 @@ public final class PostgresCluster: @unchecked Sendable {
     @discardableResult
     static func run(_ executable: String, _ arguments: [String], asPostgres: Bool = true) throws -> String {
         let asRoot = asPostgres && getuid() == 0
-        let child = try ChildProcess.start(executable: asRoot ? "/usr/sbin/runuser" : executable,
-                                           arguments: asRoot ? ["-u", "postgres", "--", executable] + arguments : arguments,
-                                           environment: ProcessInfo.processInfo.environment, captureOutput: true)
+        let child = try ChildProcess.start(
+            executable: asRoot ? "/usr/sbin/runuser" : executable,
+            arguments: asRoot ? ["-u", "postgres", "--", executable] + arguments : arguments,
+            environment: ProcessInfo.processInfo.environment, captureOutput: true)
         try child.release()
         let outcome = child.wait(until: .now + .seconds(60), keepingLast: 64 << 10)
         let text = String(decoding: outcome.output, as: UTF8.self)
         guard outcome.succeeded else {
-            let how = outcome.timedOut ? "took longer than 60 s" : "failed (status \(outcome.exitStatus.map(String.init) ?? "?"), signal \(outcome.signal.map(String.init) ?? "none"))"
-            throw BacklotError(.io, "\(executable.split(separator: "/").last.map(String.init) ?? executable) \(how): \(text)", context: executable)
+            let how =
+                outcome.timedOut
+                ? "took longer than 60 s"
+                : "failed (status \(outcome.exitStatus.map(String.init) ?? "?"), signal \(outcome.signal.map(String.init) ?? "none"))"
+            throw BacklotError(
+                .io, "\(executable.split(separator: "/").last.map(String.init) ?? executable) \(how): \(text)",
+                context: executable)
         }
         return text
     }

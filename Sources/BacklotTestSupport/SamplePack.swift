@@ -5,8 +5,10 @@ import Foundation
 /// Builds small source trees and packs for tests.
 public enum SamplePack {
     /// A manifest with one `directory` selector over the whole root.
-    public static func manifest(id: String = "Sample", selectors: String = #"[{"directory": "."}]"#,
-                                policy: String = #"{"onDemand": {}}"#, platforms: String = #"["linux"]"#) -> String {
+    public static func manifest(
+        id: String = "Sample", selectors: String = #"[{"directory": "."}]"#,
+        policy: String = #"{"onDemand": {}}"#, platforms: String = #"["linux"]"#
+    ) -> String {
         #"{"assetPackID": "\#(id)", "downloadPolicy": \#(policy), "fileSelectors": \#(selectors), "platforms": \#(platforms)}"#
     }
 
@@ -24,13 +26,17 @@ public enum SamplePack {
 
     /// Packages `dir/src` with `manifestJSON` into `dir/name`, returning the pack path.
     @discardableResult
-    public static func build(in dir: TemporaryDirectory, manifestJSON: String = manifest(), name: String = "out.pack",
-                             jobs: Int = 2, level: Int32 = 3, averageChunkSize: Int = 16 << 10, sourceRoot: String? = nil) throws -> String {
+    public static func build(
+        in dir: TemporaryDirectory, manifestJSON: String = manifest(), name: String = "out.pack",
+        jobs: Int = 2, level: Int32 = 3, averageChunkSize: Int = 16 << 10, sourceRoot: String? = nil
+    ) throws -> String {
         let (m, _) = try AssetPackManifest.load(Array(manifestJSON.utf8), source: "manifest.json")
         let selection = try SourceSelection(manifest: m, sourceRoot: sourceRoot ?? dir.at("src"))
         let out = dir.at(name)
-        _ = try PackWriter(options: .init(level: level, jobs: jobs, averageChunkSize: averageChunkSize, overwrite: true))
-            .write(manifest: m, selection: selection, to: out)
+        _ = try PackWriter(
+            options: .init(level: level, jobs: jobs, averageChunkSize: averageChunkSize, overwrite: true)
+        )
+        .write(manifest: m, selection: selection, to: out)
         return out
     }
 }

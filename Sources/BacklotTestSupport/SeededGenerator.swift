@@ -1,3 +1,5 @@
+import Foundation
+
 /// A small, fast, seedable random generator (SplitMix64) so that any failure can be replayed:
 /// tests print the seed they drew.
 public struct SeededGenerator: RandomNumberGenerator, Sendable {
@@ -42,7 +44,9 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
 
     /// Compressible text: words drawn from a small vocabulary.
     public mutating func text(_ count: Int) -> [UInt8] {
-        let words = ["asset", "pack", "texture", "level", "audio", "mesh", "shader", "the", "of", "background", "download", "\n"]
+        let words = [
+            "asset", "pack", "texture", "level", "audio", "mesh", "shader", "the", "of", "background", "download", "\n",
+        ]
         var out: [UInt8] = []
         out.reserveCapacity(count + 16)
         while out.count < count {
@@ -52,5 +56,3 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
         return Array(out.prefix(count))
     }
 }
-
-import Foundation

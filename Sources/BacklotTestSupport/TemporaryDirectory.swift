@@ -17,9 +17,11 @@ public struct TemporaryDirectory: Sendable {
     @discardableResult
     public func write(_ relative: String, _ bytes: [UInt8], mode: Int = 0o644) throws -> String {
         let full = at(relative)
-        try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: full).deletingLastPathComponent().path,
-                                                withIntermediateDirectories: true)
-        guard FileManager.default.createFile(atPath: full, contents: Data(bytes), attributes: [.posixPermissions: mode]) else {
+        try FileManager.default.createDirectory(
+            atPath: URL(fileURLWithPath: full).deletingLastPathComponent().path,
+            withIntermediateDirectories: true)
+        guard FileManager.default.createFile(atPath: full, contents: Data(bytes), attributes: [.posixPermissions: mode])
+        else {
             throw BacklotError(.io, "could not write", context: full)
         }
         return full

@@ -28,7 +28,8 @@ public final class ZstdDecompressor {
         var output = [UInt8](repeating: 0, count: expectedSize)
         let produced = try output.withUnsafeMutableBytes { try decompress(input, into: $0) }
         guard produced == expectedSize else {
-            throw BacklotError(.corruptArchive, "the zstd frame expands to \(produced) bytes, not the \(expectedSize) declared")
+            throw BacklotError(
+                .corruptArchive, "the zstd frame expands to \(produced) bytes, not the \(expectedSize) declared")
         }
         return output
     }
@@ -42,11 +43,13 @@ public final class ZstdDecompressor {
         let declared = ZSTD_getFrameContentSize(input.baseAddress, input.count)
         // ZSTD_CONTENTSIZE_UNKNOWN and _ERROR are the two largest UInt64 values.
         if declared < UInt64.max - 1, declared > UInt64(output.count) {
-            throw BacklotError(.corruptArchive, "the zstd frame declares \(declared) bytes, more than the \(output.count) allowed")
+            throw BacklotError(
+                .corruptArchive, "the zstd frame declares \(declared) bytes, more than the \(output.count) allowed")
         }
         let produced = ZSTD_decompressDCtx(context, output.baseAddress, output.count, input.baseAddress, input.count)
         if ZSTD_isError(produced) != 0 {
-            throw BacklotError(.corruptArchive, "zstd could not decompress the frame: \(String(cString: ZSTD_getErrorName(produced)))")
+            throw BacklotError(
+                .corruptArchive, "zstd could not decompress the frame: \(String(cString: ZSTD_getErrorName(produced)))")
         }
         return produced
     }

@@ -27,7 +27,8 @@ if arguments.count == 4, arguments[1] == "listen" {
         _ = try? box.manager?.withExclusiveControl { () }
         if case .finished(let d, let url) = event {
             let target = ContainerLayout(root: container).appFile("app-received/" + d.identifier)
-            try? FileManager.default.createDirectory(atPath: ContainerLayout(root: container).appFile("app-received"), withIntermediateDirectories: true)
+            try? FileManager.default.createDirectory(
+                atPath: ContainerLayout(root: container).appFile("app-received"), withIntermediateDirectories: true)
             let moved = (try? FileManager.default.moveItem(atPath: url.path, toPath: target)) != nil
             log(container, "app finished \(d.identifier) moved=\(moved)")
         }
@@ -58,7 +59,8 @@ if let url = ProcessInfo.processInfo.environment["BACKLOT_TEST_FOREGROUND_URL"].
 }
 let mode: String = {
     guard let data = FileManager.default.contents(atPath: ContainerLayout(root: container).appFile("test-app.json")),
-          let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return "complete" }
+        let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+    else { return "complete" }
     return object["task"] as? String ?? "complete"
 }()
 let scheduler = TaskScheduler.shared

@@ -10,6 +10,7 @@ import BacklotClient
 import BacklotContainer
 import BacklotExtension
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,8 +18,11 @@ import Glibc
 @main struct TestExtension: ManagedDownloaderExtension {
     let container = ProcessInfo.processInfo.environment["BACKLOT_CONTAINER"] ?? "."
     var settings: [String: Any] {
-        guard let data = FileManager.default.contents(atPath: ContainerLayout(root: container).appFile("test-extension.json")),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+        guard
+            let data = FileManager.default.contents(
+                atPath: ContainerLayout(root: container).appFile("test-extension.json")),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return [:] }
         return object
     }
 
@@ -69,19 +73,30 @@ import Glibc
 
     func downloads(for request: ContentRequest, manifestURL: URL, extensionInfo: AppExtensionInfo) -> Set<URLDownload> {
         let catalog = (try? Data(contentsOf: manifestURL)).map { $0.count } ?? -1
-        let mode = ((try? FileManager.default.attributesOfItem(atPath: manifestURL.path))?[.posixPermissions] as? Int).map { String($0, radix: 8) } ?? "?"
-        log("downloads \(request.name) manifest=\(catalog > 0 ? "read" : "missing") mode=\(mode) remaining=\(extensionInfo.restrictedDownloadSizeRemaining.map(String.init) ?? "nil")")
-        if settings["trySchedule"] as? Bool == true, let manager = try? DownloadManager(containerPath: container, handler: { _ in }) {
+        let mode =
+            ((try? FileManager.default.attributesOfItem(atPath: manifestURL.path))?[.posixPermissions] as? Int).map {
+                String($0, radix: 8)
+            } ?? "?"
+        log(
+            "downloads \(request.name) manifest=\(catalog > 0 ? "read" : "missing") mode=\(mode) remaining=\(extensionInfo.restrictedDownloadSizeRemaining.map(String.init) ?? "nil")"
+        )
+        if settings["trySchedule"] as? Bool == true,
+            let manager = try? DownloadManager(containerPath: container, handler: { _ in })
+        {
             do {
-                try manager.scheduleDownload(URLDownload(identifier: "sneaky", url: URL(string: "https://127.0.0.1/x")!))
+                try manager.scheduleDownload(
+                    URLDownload(identifier: "sneaky", url: URL(string: "https://127.0.0.1/x")!))
                 log("schedule during downloads(for:): accepted")
             } catch {
                 log("schedule during downloads(for:): refused: \(error)")
             }
         }
-        if settings["tryForeground"] as? Bool == true, let manager = try? DownloadManager(containerPath: container, handler: { _ in }) {
+        if settings["tryForeground"] as? Bool == true,
+            let manager = try? DownloadManager(containerPath: container, handler: { _ in })
+        {
             do {
-                try manager.startForegroundDownload(URLDownload(identifier: "foreground", url: URL(string: "https://127.0.0.1/x")!))
+                try manager.startForegroundDownload(
+                    URLDownload(identifier: "foreground", url: URL(string: "https://127.0.0.1/x")!))
                 log("foreground from the extension: accepted")
             } catch let e as BackgroundDownloadError {
                 log("foreground from the extension: refused \(e.code): \(e)")
@@ -91,10 +106,14 @@ import Glibc
         }
         behave()
         let list = (settings["downloads"] as? [[String: Any]]) ?? []
-        return Set(list.compactMap { d in
-            guard let id = d["identifier"] as? String, let url = (d["url"] as? String).flatMap(URL.init(string:)) else { return nil }
-            return URLDownload(identifier: id, url: url, fileSize: (d["fileSize"] as? Int).map(UInt64.init), isEssential: d["essential"] as? Bool ?? false)
-        })
+        return Set(
+            list.compactMap { d in
+                guard let id = d["identifier"] as? String, let url = (d["url"] as? String).flatMap(URL.init(string:))
+                else { return nil }
+                return URLDownload(
+                    identifier: id, url: url, fileSize: (d["fileSize"] as? Int).map(UInt64.init),
+                    isEssential: d["essential"] as? Bool ?? false)
+            })
     }
 
     func backgroundDownload(_ download: URLDownload, finishedWithFileURL fileURL: URL) {
@@ -102,8 +121,11 @@ import Glibc
             log("finished \(download.identifier): crashing")
             abort()
         }
-        let target = (settings["moveTo"] as? String ?? ContainerLayout(root: container).appFile("extension-received")) + "/" + download.identifier
-        try? FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let target =
+            (settings["moveTo"] as? String ?? ContainerLayout(root: container).appFile("extension-received")) + "/"
+            + download.identifier
+        try? FileManager.default.createDirectory(
+            atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let moved = (try? FileManager.default.moveItem(atPath: fileURL.path, toPath: target)) != nil
         log("finished \(download.identifier) moved=\(moved)")
     }

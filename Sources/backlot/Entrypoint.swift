@@ -1,4 +1,5 @@
 import BacklotCommands
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -26,16 +26,23 @@ final class AgentFixture: @unchecked Sendable {
 
     /// The folder holding the built executables (`backlot`, the test extension and app).
     static var binaries: String {
-        let candidates = [URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path,
-                          URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-                              .appendingPathComponent(".build/debug").path]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0 + "/backlot-test-extension") } ?? candidates[1]
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path,
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent()
+                .appendingPathComponent(".build/debug").path,
+        ]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0 + "/backlot-test-extension") }
+            ?? candidates[1]
     }
 
     /// Writes the JSON configuration with these extra keys and returns its path.
     @discardableResult
-    func writeConfig(_ extra: [String: Any] = [:], withExtension: Bool = true, name: String = "agent.json") throws -> String {
-        try FileManager.default.copyItem(atPath: server.repository.directory.publicKeyPath, toPath: server.dir.at("root-\(name).pub"))
+    func writeConfig(
+        _ extra: [String: Any] = [:], withExtension: Bool = true, name: String = "agent.json"
+    ) throws -> String {
+        try FileManager.default.copyItem(
+            atPath: server.repository.directory.publicKeyPath, toPath: server.dir.at("root-\(name).pub"))
         var config: [String: Any] = [
             "BacklotCatalogURL": server.catalogURL().absoluteString,
             "BacklotTrustedKey": "root-\(name).pub",
@@ -51,21 +58,25 @@ final class AgentFixture: @unchecked Sendable {
     }
 
     func extensionSettings(_ settings: [String: Any]) throws {
-        try JSONSerialization.data(withJSONObject: settings).write(to: URL(fileURLWithPath: container + "/test-extension.json"))
+        try JSONSerialization.data(withJSONObject: settings).write(
+            to: URL(fileURLWithPath: container + "/test-extension.json"))
     }
 
     func agent(config: String? = nil) throws -> Agent {
         let path = try config ?? writeConfig()
-        return try Agent(containerPath: container, configuration: AgentConfiguration(path: path, containerPath: container),
-                         conditions: conditions, log: { [lines] l in lines.add(l) })
+        return try Agent(
+            containerPath: container, configuration: AgentConfiguration(path: path, containerPath: container),
+            conditions: conditions, log: { [lines] l in lines.add(l) })
     }
 
     var extensionLog: [String] {
-        ((try? String(contentsOfFile: container + "/test-extension.log", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        ((try? String(contentsOfFile: container + "/test-extension.log", encoding: .utf8)) ?? "").split(separator: "\n")
+            .map(String.init)
     }
 
     var appLog: [String] {
-        ((try? String(contentsOfFile: container + "/test-app.log", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        ((try? String(contentsOfFile: container + "/test-app.log", encoding: .utf8)) ?? "").split(separator: "\n").map(
+            String.init)
     }
 
     func installed() throws -> [String] { try ClientContainer(path: container).installed().map(\.id) }
@@ -74,6 +85,14 @@ final class AgentFixture: @unchecked Sendable {
 final class LogLines: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [String] = []
-    func add(_ l: String) { lock.lock(); lines.append(l); lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return lines }
+    func add(_ l: String) {
+        lock.lock()
+        lines.append(l)
+        lock.unlock()
+    }
+    var all: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return lines
+    }
 }

@@ -8,13 +8,16 @@ import BacklotTaskScheduler
 import BacklotTestSupport
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Whether a process is alive (a zombie counts as ended).
 func isAlive(_ pid: Int32) -> Bool {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return false }
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = stat.lastIndex(of: ")")
+    else { return false }
     return !stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
 }
 
@@ -35,16 +38,16 @@ extension AgentEventTests {
     @Test func aGrandchildNeitherHoldsTheCallNorOutlivesIt() async throws {
         let f = try AgentFixture()
         try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
-        try f.extensionSettings(["mode": "grandchild"])   // starts `sleep 600` on its standard output, then answers
+        try f.extensionSettings(["mode": "grandchild"])  // starts `sleep 600` on its standard output, then answers
         let agent = try f.agent(config: try f.writeConfig(["BacklotExtensionTimeLimit": 20]))
         let seq = try agent.store.enqueue(.install, bypassBudget: false)
         await agent.runQueuedEvents()
         let event = try #require(try agent.store.event(seq))
         #expect(event.state == "done")
-        #expect(!event.detail.contains("extension:"), "\(event.detail)")   // both calls answered
+        #expect(!event.detail.contains("extension:"), "\(event.detail)")  // both calls answered
         let pid = try #require(grandchildPID(f))
-        #expect(eventually { !isAlive(pid) })   // killed with the call's process group
-        #expect(try chargedRuntime(agent.store) < 10)   // not the grandchild's 600 s, nor the 2 × 20 s limit
+        #expect(eventually { !isAlive(pid) })  // killed with the call's process group
+        #expect(try chargedRuntime(agent.store) < 10)  // not the grandchild's 600 s, nor the 2 × 20 s limit
         #expect(try agent.store.children().isEmpty)
     }
 
@@ -59,7 +62,7 @@ extension AgentEventTests {
         #expect(event.detail.contains("ran past its limit of 1 s and was killed"))
         let pid = try #require(grandchildPID(f))
         #expect(eventually { !isAlive(pid) })
-        #expect(try chargedRuntime(agent.store) <= 4)   // two calls of 1 s, with slack for starting them
+        #expect(try chargedRuntime(agent.store) <= 4)  // two calls of 1 s, with slack for starting them
     }
 
     @Test func whatTheExtensionPrintsIsCapped() async throws {
@@ -71,13 +74,19 @@ extension AgentEventTests {
         await agent.runQueuedEvents()
         #expect(try agent.store.event(seq)?.state == "done")
         #expect(f.extensionLog.contains { $0.hasPrefix("flooded ") })
-        #expect(f.lines.all.contains { $0.contains("printed \(6 << 20) bytes; only the last 1 MiB were kept") }, "\(f.lines.all.suffix(3))")
-        #expect(f.lines.all.filter { $0.hasPrefix("extension: x") }.count <= 100)   // 50 lines a call
+        #expect(
+            f.lines.all.contains { $0.contains("printed \(6 << 20) bytes; only the last 1 MiB were kept") },
+            "\(f.lines.all.suffix(3))")
+        #expect(f.lines.all.filter { $0.hasPrefix("extension: x") }.count <= 100)  // 50 lines a call
         // Nothing of it in the container: no file there is near the size printed.
         let files = FileManager.default.enumerator(atPath: f.container)?.compactMap { $0 as? String } ?? []
-        let largest = files.compactMap { try? FileManager.default.attributesOfItem(atPath: f.container + "/" + $0)[.size] as? Int }.max() ?? 0
+        let largest =
+            files.compactMap {
+                try? FileManager.default.attributesOfItem(atPath: f.container + "/" + $0)[.size] as? Int
+            }.max() ?? 0
         #expect(largest < 4 << 20)
-        #expect(((try? FileManager.default.contentsOfDirectory(atPath: f.container + "/.extension-calls")) ?? []).isEmpty)
+        #expect(
+            ((try? FileManager.default.contentsOfDirectory(atPath: f.container + "/.extension-calls")) ?? []).isEmpty)
     }
 
     @Test func anEmptyAnswerDeclinesNothing() async throws {
@@ -95,26 +104,36 @@ extension AgentEventTests {
     }
 
     @Test(arguments: [
-        (#"{}"#, [String]()),                                            // no decision: every pack kept
-        (#"{"downloads": []}"#, []),                                     // a downloads answer decides nothing about packs
-        (#"{"download": []}"#, ["Extras"]),                              // essential packs are never declined by omission
+        (#"{}"#, [String]()),  // no decision: every pack kept
+        (#"{"downloads": []}"#, []),  // a downloads answer decides nothing about packs
+        (#"{"download": []}"#, ["Extras"]),  // essential packs are never declined by omission
         (#"{"download": ["Extras"]}"#, []),
-        (#"{"download": ["Essential"], "decline": []}"#, []),            // decline present: only what it names
-        (#"{"decline": ["Essential"]}"#, ["Essential"]),                 // an explicit decision holds for every pack
+        (#"{"download": ["Essential"], "decline": []}"#, []),  // decline present: only what it names
+        (#"{"decline": ["Essential"]}"#, ["Essential"]),  // an explicit decision holds for every pack
     ])
     func theAnswersDefaultsAreDefinedOnce(answer: String, declined: [String]) throws {
-        let reply = try ExtensionReply(json: try JSONReader(source: "test").read(Array(answer.utf8)).root, source: "test")
-        let packs = [AssetPack(id: "Essential", downloadSize: 1, version: 1, userInfo: nil, language: nil, downloadPolicy: .essential(installationEventTypes: [.firstInstallation]), digest: "x"),
-                     AssetPack(id: "Extras", downloadSize: 1, version: 1, userInfo: nil, language: nil, downloadPolicy: .prefetch(installationEventTypes: [.firstInstallation]), digest: "y")]
+        let reply = try ExtensionReply(
+            json: try JSONReader(source: "test").read(Array(answer.utf8)).root, source: "test")
+        let packs = [
+            AssetPack(
+                id: "Essential", downloadSize: 1, version: 1, userInfo: nil, language: nil,
+                downloadPolicy: .essential(installationEventTypes: [.firstInstallation]), digest: "x"),
+            AssetPack(
+                id: "Extras", downloadSize: 1, version: 1, userInfo: nil, language: nil,
+                downloadPolicy: .prefetch(installationEventTypes: [.firstInstallation]), digest: "y"),
+        ]
         #expect(packs.filter(reply.declines).map(\.id) == declined)
         // What the host writes reads back the same.
-        let again = try ExtensionReply(json: try JSONReader(source: "test").read(Array(reply.json.serialized().utf8)).root, source: "test")
+        let again = try ExtensionReply(
+            json: try JSONReader(source: "test").read(Array(reply.json.serialized().utf8)).root, source: "test")
         #expect(again == reply)
     }
 
     @Test func anAnswerThatIsNotAListOfIDsIsAFailedCall() {
         #expect(throws: BacklotError.self) {
-            _ = try ExtensionReply(json: try JSONReader(source: "test").read(Array(#"{"download": "Essential"}"#.utf8)).root, source: "test")
+            _ = try ExtensionReply(
+                json: try JSONReader(source: "test").read(Array(#"{"download": "Essential"}"#.utf8)).root,
+                source: "test")
         }
     }
 
@@ -122,9 +141,10 @@ extension AgentEventTests {
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
         try f.extensionSettings(["mode": "hang"])
-        let agent = try f.agent(config: try f.writeConfig(["BacklotExtensionTimeLimit": 5, "BacklotExtensionDailyBudget": 1]))
+        let agent = try f.agent(
+            config: try f.writeConfig(["BacklotExtensionTimeLimit": 5, "BacklotExtensionDailyBudget": 1]))
         let periodic = try agent.store.enqueue(.periodic, bypassBudget: false)
-        await agent.runQueuedEvents()   // the hanging call uses the whole budget
+        await agent.runQueuedEvents()  // the hanging call uses the whole budget
         #expect(try agent.store.event(periodic)?.detail.contains("was killed") == true)
         // An update brings a new essential pack: installed today, the extension's part waits.
         try f.extensionSettings([:])
@@ -133,9 +153,10 @@ extension AgentEventTests {
         await agent.runQueuedEvents()
         let event = try #require(try agent.store.event(update))
         #expect(try f.installed().contains("NewEssential"))
-        #expect(event.state == "queued" && event.essentialDone)   // what `notify --wait` waits for
+        #expect(event.state == "queued" && event.essentialDone)  // what `notify --wait` waits for
         #expect(f.lines.all.contains { $0.contains("the essential packs are installed, the rest waits") })
-        #expect(!f.extensionLog.contains { $0.hasPrefix("shouldDownload NewEssential") })   // no extension run without budget
+        // no extension run without budget
+        #expect(!f.extensionLog.contains { $0.hasPrefix("shouldDownload NewEssential") })
     }
 
     @Test func theEssentialPhaseEndsWithTheEssentialURLDownloads() async throws {
@@ -156,7 +177,9 @@ extension AgentEventTests {
 
 /// The agent, its extension and the app as real processes: crashes and clock steps.
 extension AgentProcessTests {
-    func launch(_ executable: String, _ args: [String], log: String, environment: [String: String] = [:]) throws -> Process {
+    func launch(
+        _ executable: String, _ args: [String], log: String, environment: [String: String] = [:]
+    ) throws -> Process {
         FileManager.default.createFile(atPath: log, contents: nil)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)
@@ -177,15 +200,18 @@ extension AgentProcessTests {
         try f.extensionSettings(["mode": "grandchild-hang"])
         let config = try f.writeConfig(["BacklotExtensionTimeLimit": 600])
         try AgentStore(containerPath: f.container).enqueue(.install, bypassBudget: false)
-        let crashed = try launch(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent1.log"))
+        let crashed = try launch(
+            AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config],
+            log: f.server.dir.at("agent1.log"))
         #expect(eventually { f.extensionLog.contains { $0.hasPrefix("grandchild ") } })
         let recorded = try AgentStore(containerPath: f.container).children()
         #expect(recorded.count == 1 && recorded.first?.what == "extension:shouldDownload")
         kill(crashed.processIdentifier, SIGKILL)
         crashed.waitUntilExit()
         let extensionPID = try #require(recorded.first?.pgid)
-        let grandchild = try #require(f.extensionLog.last { $0.hasPrefix("grandchild ") }.flatMap { Int32($0.dropFirst("grandchild ".count)) })
-        #expect(isAlive(extensionPID) && isAlive(grandchild))   // what a crash leaves: unsupervised
+        let grandchild = try #require(
+            f.extensionLog.last { $0.hasPrefix("grandchild ") }.flatMap { Int32($0.dropFirst("grandchild ".count)) })
+        #expect(isAlive(extensionPID) && isAlive(grandchild))  // what a crash leaves: unsupervised
         #expect(FileManager.default.fileExists(atPath: f.container + "/.extension-calls"))
 
         try f.extensionSettings([:])
@@ -205,9 +231,12 @@ extension AgentProcessTests {
         try f.extensionSettings(["mode": "grandchild-hang"])
         let config = try f.writeConfig(["BacklotExtensionTimeLimit": 600])
         try AgentStore(containerPath: f.container).enqueue(.install, bypassBudget: false)
-        let agent = try launch(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent.log"))
+        let agent = try launch(
+            AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config],
+            log: f.server.dir.at("agent.log"))
         #expect(eventually { f.extensionLog.contains { $0.hasPrefix("grandchild ") } })
-        let grandchild = try #require(f.extensionLog.last { $0.hasPrefix("grandchild ") }.flatMap { Int32($0.dropFirst("grandchild ".count)) })
+        let grandchild = try #require(
+            f.extensionLog.last { $0.hasPrefix("grandchild ") }.flatMap { Int32($0.dropFirst("grandchild ".count)) })
         kill(agent.processIdentifier, SIGTERM)
         // A watchdog only: the agent must stop on its own, not wait for the grandchild's 600 s.
         for _ in 0..<300 where agent.isRunning { usleep(100_000) }
@@ -217,24 +246,32 @@ extension AgentProcessTests {
         #expect(stopped && agent.terminationStatus == 0)
         #expect(eventually { !isAlive(grandchild) })
         #expect(try AgentStore(containerPath: f.container).children().isEmpty)
-        #expect(try AgentStore(containerPath: f.container).queued().map(\.request) == [.install])   // it goes on at the next start
+        // it goes on at the next start
+        #expect(try AgentStore(containerPath: f.container).queued().map(\.request) == [.install])
     }
 
     @Test func theNextAgentEndsAnAppACrashedOneLaunchedAndLaunchesItOnce() async throws {
         let f = try AgentFixture()
-        let config = try f.writeConfig(["BacklotAppExecutable": AgentFixture.binaries + "/backlot-test-app",
-                                        "BGTaskSchedulerPermittedIdentifiers": ["com.example.refresh", "com.example.clean"],
-                                        "BacklotRefreshTaskBudget": 600, "BacklotProcessingTaskBudget": 600], withExtension: false)
-        try JSONSerialization.data(withJSONObject: ["task": "hang"]).write(to: URL(fileURLWithPath: f.container + "/test-app.json"))
-        let app = try TaskScheduler(configuration: AgentConfiguration(path: config, containerPath: f.container).scheduler)
+        let config = try f.writeConfig(
+            [
+                "BacklotAppExecutable": AgentFixture.binaries + "/backlot-test-app",
+                "BGTaskSchedulerPermittedIdentifiers": ["com.example.refresh", "com.example.clean"],
+                "BacklotRefreshTaskBudget": 600, "BacklotProcessingTaskBudget": 600,
+            ], withExtension: false)
+        try JSONSerialization.data(withJSONObject: ["task": "hang"]).write(
+            to: URL(fileURLWithPath: f.container + "/test-app.json"))
+        let app = try TaskScheduler(
+            configuration: AgentConfiguration(path: config, containerPath: f.container).scheduler)
         try app.submit(AppRefreshTaskRequest(identifier: "com.example.refresh"))
         let clean = ProcessingTaskRequest(identifier: "com.example.clean")
         try app.submit(clean)
-        let crashed = try launch(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent1.log"))
+        let crashed = try launch(
+            AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config],
+            log: f.server.dir.at("agent1.log"))
         #expect(eventually { f.appLog.contains { $0.hasPrefix("ran ") } })
-        usleep(300_000)   // several of the agent's rounds while the app runs
+        usleep(300_000)  // several of the agent's rounds while the app runs
         let recorded = try AgentStore(containerPath: f.container).children()
-        #expect(recorded.count == 1, "\(recorded)")   // one app process for two due tasks
+        #expect(recorded.count == 1, "\(recorded)")  // one app process for two due tasks
         kill(crashed.processIdentifier, SIGKILL)
         crashed.waitUntilExit()
         let pid = try #require(recorded.first?.pgid)
@@ -256,9 +293,14 @@ extension AgentProcessTests {
         let config = try f.writeConfig(["BacklotExtensionTimeLimit": 5, "BacklotExtensionDailyBudget": 1])
         let store = try AgentStore(containerPath: f.container)
         let used = try store.enqueue(.periodic, bypassBudget: false)
-        let agent = try launch(AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent.log"))
-        defer { kill(agent.processIdentifier, SIGTERM); agent.waitUntilExit() }
-        #expect(eventually { (try? store.event(used))?.state == "done" })   // the hanging call used the day's budget
+        let agent = try launch(
+            AgentFixture.binaries + "/backlot", ["agent", "--container", f.container, "--config", config],
+            log: f.server.dir.at("agent.log"))
+        defer {
+            kill(agent.processIdentifier, SIGTERM)
+            agent.waitUntilExit()
+        }
+        #expect(eventually { (try? store.event(used))?.state == "done" })  // the hanging call used the day's budget
         try f.extensionSettings([:])
         try f.server.publish(id: "NewEssential", seed: 5, policy: AgentFixture.essential)
         let notify = Process()
@@ -271,12 +313,14 @@ extension AgentProcessTests {
         notify.waitUntilExit()
         #expect(notify.terminationStatus == 0)
         #expect(said.contains("essential phase is done"), "\(said)")
-        #expect(try f.installed().contains("NewEssential"))   // today, not at the next UTC day
+        #expect(try f.installed().contains("NewEssential"))  // today, not at the next UTC day
     }
 
     /// libfaketime, when installed (scripts/bootstrap installs Debian's `faketime` for the tests).
-    static let libfaketime = ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
-                              "/usr/lib/faketime/libfaketime.so.1"].first { FileManager.default.fileExists(atPath: $0) }
+    static let libfaketime = [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/faketime/libfaketime.so.1",
+    ].first { FileManager.default.fileExists(atPath: $0) }
 
     /// Runs `backlot notify --app-install` (the agent in that process) with a hanging extension
     /// limited to 3 s, and steps its wall clock by `step` while the call runs.
@@ -291,11 +335,20 @@ extension AgentProcessTests {
         // The real binary under libfaketime: its wall clock follows the file, CLOCK_MONOTONIC does not (as
         // when an administrator or NTP steps the clock). Started through env(1), itself under libfaketime:
         // a Swift executable exec'd with LD_PRELOAD=libfaketime by a process without it loses its arguments.
-        let notify = try launch("/usr/bin/env", [AgentFixture.binaries + "/backlot", "notify", "--container", f.container, "--config", config, "--app-install"],
-                               log: f.server.dir.at("notify.log"),
-                               environment: ["LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": offset, "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"])
-        #expect(eventually { f.extensionLog.contains { $0.hasPrefix(call) } },
-                "\((try? String(contentsOfFile: f.server.dir.at("notify.log"), encoding: .utf8)) ?? "")")
+        let notify = try launch(
+            "/usr/bin/env",
+            [
+                AgentFixture.binaries + "/backlot", "notify", "--container", f.container, "--config", config,
+                "--app-install",
+            ],
+            log: f.server.dir.at("notify.log"),
+            environment: [
+                "LD_PRELOAD": lib, "FAKETIME_TIMESTAMP_FILE": offset, "FAKETIME_NO_CACHE": "1",
+                "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            ])
+        #expect(
+            eventually { f.extensionLog.contains { $0.hasPrefix(call) } },
+            "\((try? String(contentsOfFile: f.server.dir.at("notify.log"), encoding: .utf8)) ?? "")")
         try (step + "\n").write(toFile: offset, atomically: true, encoding: .utf8)
         // A watchdog only: the call must end on its own, long before this.
         for _ in 0..<600 where notify.isRunning { usleep(100_000) }
@@ -311,7 +364,9 @@ extension AgentProcessTests {
     @Test(.enabled(if: libfaketime != nil), arguments: ["-1h", "+2h"])
     func aStepOfTheWallClockNeitherStretchesTheLimitNorMovesTheBudget(step: String) throws {
         let (charged, detail) = try stepTheClock(during: "shouldDownload", by: step)
-        #expect(detail.contains("shouldDownload: ") && detail.contains("ran past its limit of 3 s and was killed"), "\(detail)")
+        #expect(
+            detail.contains("shouldDownload: ") && detail.contains("ran past its limit of 3 s and was killed"),
+            "\(detail)")
         // Two calls of 3 s each at most: the hour stepped back is not credited, the two hours forward not charged.
         #expect(charged > 0 && charged <= 8, "charged \(charged) s")
     }
@@ -324,18 +379,19 @@ extension AgentEventTests {
         let f = try AgentFixture()
         let clock = ManualClock(Date())
         let path = try f.writeConfig(["BacklotPeriodicCheckInterval": 600], withExtension: false)
-        let agent = try Agent(containerPath: f.container, configuration: AgentConfiguration(path: path, containerPath: f.container),
-                              conditions: f.conditions, clock: clock, log: { [lines = f.lines] l in lines.add(l) })
-        await agent.round()   // the first start sets the clock going
+        let agent = try Agent(
+            containerPath: f.container, configuration: AgentConfiguration(path: path, containerPath: f.container),
+            conditions: f.conditions, clock: clock, log: { [lines = f.lines] l in lines.add(l) })
+        await agent.round()  // the first start sets the clock going
         // Unused app: 8 × 600 s between checks.
         clock.step(by: step)
         await agent.round()
-        #expect(try agent.store.queued().isEmpty)   // two hours forward are not a due check
+        #expect(try agent.store.queued().isEmpty)  // two hours forward are not a due check
         clock.advance(by: 4799)
         await agent.round()
         #expect(try agent.store.queued().isEmpty)
         clock.advance(by: 1)
         await agent.round()
-        #expect(try agent.store.queued().map(\.request) == [.periodic])   // an hour back does not delay it
+        #expect(try agent.store.queued().map(\.request) == [.periodic])  // an hour back does not delay it
     }
 }

@@ -28,7 +28,10 @@ import Testing
         #expect(event.state == "done")
         #expect(try f.installed() == ["Essential", "Extras"])
         let log = f.extensionLog
-        #expect(log.filter { $0.hasPrefix("shouldDownload") } == ["shouldDownload Essential essential", "shouldDownload Extras prefetch"])
+        #expect(
+            log.filter { $0.hasPrefix("shouldDownload") } == [
+                "shouldDownload Essential essential", "shouldDownload Extras prefetch",
+            ])
         #expect(log.contains("downloads install manifest=read mode=444 remaining=nil"))
         // An update event fetches what subsequentUpdate lists, and the essential pack is already there.
         try agent.store.enqueue(.update, bypassBudget: false)
@@ -60,7 +63,7 @@ import Testing
         #expect(try agent.store.event(seq)?.state == "queued")
         f.conditions.set(DeviceConditions(networkAvailable: true, networkMetered: true))
         await agent.runQueuedEvents()
-        #expect(try f.installed() == ["Essential"])    // essential packs do not wait for an unmetered network
+        #expect(try f.installed() == ["Essential"])  // essential packs do not wait for an unmetered network
         #expect(try agent.store.event(seq)?.state == "queued")
         f.conditions.set(DeviceConditions(networkAvailable: true, networkMetered: false))
         await agent.runQueuedEvents()
@@ -74,11 +77,17 @@ import Testing
         let f = try AgentFixture()
         try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential, chunkSize: 4 << 10)
         chmod(f.server.dir.path, 0o755)
-        let cdn = try Nginx(root: f.server.repository.directory.publicTreePath, workDirectory: f.server.dir.at("nginx"), limitRate: "30k")
+        let cdn = try Nginx(
+            root: f.server.repository.directory.publicTreePath, workDirectory: f.server.dir.at("nginx"),
+            limitRate: "30k")
         defer { cdn.stop() }
         #expect(cdn.waitUntilServing("v1/keys/root.json"))
-        let agent = try f.agent(config: try f.writeConfig(["BacklotCatalogURL": cdn.baseURL + "v1/apps/\(f.server.app)/internal/catalog.json",
-                                                           "BacklotMaximumRangeBytes": 65_536], withExtension: false))
+        let agent = try f.agent(
+            config: try f.writeConfig(
+                [
+                    "BacklotCatalogURL": cdn.baseURL + "v1/apps/\(f.server.app)/internal/catalog.json",
+                    "BacklotMaximumRangeBytes": 65_536,
+                ], withExtension: false))
         let seq = try agent.store.enqueue(.install, bypassBudget: false)
         let running = Task { await agent.runQueuedEvents() }
         let digest = try PackReader(path: try f.server.archivePath("Essential")).header.indexDigest.hex
@@ -106,8 +115,8 @@ import Testing
         let event = try #require(try agent.store.event(seq))
         #expect(event.state == "done")
         #expect(event.detail.contains("ran past its limit of 1 s and was killed"))
-        #expect(try f.installed() == ["Essential"])    // shouldDownload's default: every candidate
-        #expect(try agent.store.extensionRuntime(on: Date()) >= 2)   // two calls, each killed at 1 s
+        #expect(try f.installed() == ["Essential"])  // shouldDownload's default: every candidate
+        #expect(try agent.store.extensionRuntime(on: Date()) >= 2)  // two calls, each killed at 1 s
     }
 
     @Test func aCrashingExtensionIsReported() async throws {
@@ -126,14 +135,15 @@ import Testing
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
         try f.extensionSettings(["mode": "hang"])
-        let agent = try f.agent(config: try f.writeConfig(["BacklotExtensionTimeLimit": 5, "BacklotExtensionDailyBudget": 1]))
+        let agent = try f.agent(
+            config: try f.writeConfig(["BacklotExtensionTimeLimit": 5, "BacklotExtensionDailyBudget": 1]))
         let first = try agent.store.enqueue(.periodic, bypassBudget: false)
         await agent.runQueuedEvents()
-        #expect(try agent.store.event(first)?.detail.contains("was killed") == true)   // the budget's 1 s was the limit
+        #expect(try agent.store.event(first)?.detail.contains("was killed") == true)  // the budget's 1 s was the limit
         try f.extensionSettings([:])
         let second = try agent.store.enqueue(.periodic, bypassBudget: false)
         await agent.runQueuedEvents()
-        #expect(try agent.store.event(second)?.state == "queued")   // waits for the budget to renew
+        #expect(try agent.store.event(second)?.state == "queued")  // waits for the budget to renew
         #expect(f.lines.all.contains { $0.contains("waiting (the extension's daily budget is used up") })
         let simulated = try agent.store.enqueue(.periodic, bypassBudget: true)
         await agent.runQueuedEvents()
@@ -147,9 +157,15 @@ import Testing
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
         let url = f.server.server.baseURL + "v1/keys/root-1.json"
-        let size = try #require(try FileManager.default.attributesOfItem(atPath: f.server.repository.directory.publicTreePath + "/v1/keys/root-1.json")[.size] as? Int)
-        try f.extensionSettings(["downloads": [["identifier": "essential-file", "url": url, "fileSize": size, "essential": true],
-                                               ["identifier": "extra-file", "url": url, "fileSize": size]]])
+        let size = try #require(
+            try FileManager.default.attributesOfItem(
+                atPath: f.server.repository.directory.publicTreePath + "/v1/keys/root-1.json")[.size] as? Int)
+        try f.extensionSettings([
+            "downloads": [
+                ["identifier": "essential-file", "url": url, "fileSize": size, "essential": true],
+                ["identifier": "extra-file", "url": url, "fileSize": size],
+            ]
+        ])
         let agent = try f.agent()
         let seq = try agent.store.enqueue(.periodic, bypassBudget: false)
         await agent.round()
@@ -165,10 +181,15 @@ import Testing
         let agent = try f.agent()
         try agent.store.enqueue(.install, bypassBudget: false)
         await agent.runQueuedEvents()
-        #expect(f.extensionLog.contains { $0.hasPrefix("schedule during downloads(for:): refused:") && $0.contains("can't be scheduled while the downloader extension answers") })
+        #expect(
+            f.extensionLog.contains {
+                $0.hasPrefix("schedule during downloads(for:): refused:")
+                    && $0.contains("can't be scheduled while the downloader extension answers")
+            })
         // Afterwards the app may schedule again.
         let manager = try DownloadManager(containerPath: f.container) { _ in }
-        try manager.scheduleDownload(URLDownload(identifier: "later", url: URL(string: f.server.server.baseURL + "v1/keys/root-1.json")!))
+        try manager.scheduleDownload(
+            URLDownload(identifier: "later", url: URL(string: f.server.server.baseURL + "v1/keys/root-1.json")!))
         manager.waitUntilIdle()
     }
 
@@ -185,7 +206,9 @@ import Testing
         let url = URL(string: f.server.server.baseURL + "v1/keys/root-1.json")!
         let agentSide = try DownloadManager(containerPath: f.container, role: .agent) { _ in }
         #expect { try agentSide.startForegroundDownload(URLDownload(identifier: "fg", url: url)) } throws: { e in
-            guard let e = e as? BackgroundDownloadError, case .callFromInactiveProcessNotAllowed("fg") = e else { return false }
+            guard let e = e as? BackgroundDownloadError, case .callFromInactiveProcessNotAllowed("fg") = e else {
+                return false
+            }
             return e.code == 51
         }
     }
@@ -194,7 +217,9 @@ import Testing
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
         let url = f.server.server.baseURL + "v1/keys/root-1.json"
-        try f.extensionSettings(["downloads": [["identifier": "one", "url": url], ["identifier": "gone", "url": url + ".missing"]]])
+        try f.extensionSettings([
+            "downloads": [["identifier": "one", "url": url], ["identifier": "gone", "url": url + ".missing"]]
+        ])
         let agent = try f.agent()
         try agent.store.enqueue(.install, bypassBudget: false)
         await agent.round()
@@ -219,12 +244,16 @@ import Testing
     @Test func aURLDownloadPausesWhileItsServerCannotBeReachedAndGoesOnAfter() async throws {
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
-        let port = Nginx.freePort()   // nothing listens there yet
-        try f.extensionSettings(["downloads": [["identifier": "later-file", "url": "http://127.0.0.1:\(port)/file.bin"]]])
+        let port = Nginx.freePort()  // nothing listens there yet
+        try f.extensionSettings([
+            "downloads": [["identifier": "later-file", "url": "http://127.0.0.1:\(port)/file.bin"]]
+        ])
         let agent = try f.agent()
         try agent.store.enqueue(.install, bypassBudget: false)
         await agent.round()
-        #expect(eventually { f.lines.all.contains("download later-file: paused (the connection failed); it goes on later") })
+        #expect(
+            eventually { f.lines.all.contains("download later-file: paused (the connection failed); it goes on later") }
+        )
         let manager = try DownloadManager(containerPath: f.container) { _ in }
         #expect(try manager.fetchCurrentDownloads().map(\.identifier) == ["later-file"])
         #expect(!f.extensionLog.contains { $0.hasPrefix("failed later-file") })
@@ -234,7 +263,9 @@ import Testing
         try Data(repeating: 7, count: 5000).write(to: URL(fileURLWithPath: f.server.dir.at("www/file.bin")))
         let nginx = try Nginx(root: f.server.dir.at("www"), workDirectory: f.server.dir.at("nginx"), port: port)
         defer { nginx.stop() }
-        #expect(nginx.waitUntilServing("file.bin"), "\((try? String(contentsOfFile: nginx.errorLog, encoding: .utf8)) ?? "")")
+        #expect(
+            nginx.waitUntilServing("file.bin"),
+            "\((try? String(contentsOfFile: nginx.errorLog, encoding: .utf8)) ?? "")")
         // The next attempt comes after a back-off (2 s after the first failure).
         for _ in 0..<100 where !f.extensionLog.contains("finished later-file moved=true") {
             await agent.round()
@@ -242,7 +273,8 @@ import Testing
         }
         #expect(f.extensionLog.contains("finished later-file moved=true"))
         #expect(try manager.fetchCurrentDownloads().isEmpty)
-        #expect(try Data(contentsOf: URL(fileURLWithPath: f.container + "/extension-received/later-file")).count == 5000)
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: f.container + "/extension-received/later-file")).count == 5000)
     }
 
     @Test func whatTheAppScheduledBeforeItClosedTheAgentDownloads() async throws {
@@ -254,7 +286,8 @@ import Testing
         let app = try DownloadManager(containerPath: f.container) { event in
             if case .finished(let d, _) = event { received.add(d.identifier) }
         }
-        try app.scheduleDownload(URLDownload(identifier: "from-the-app", url: URL(string: f.server.server.baseURL + "v1/keys/root-1.json")!))
+        try app.scheduleDownload(
+            URLDownload(identifier: "from-the-app", url: URL(string: f.server.server.baseURL + "v1/keys/root-1.json")!))
         app.waitUntilIdle()
         #expect(try app.fetchCurrentDownloads().map(\.identifier) == ["from-the-app"])
         await agent.round()
@@ -266,21 +299,30 @@ import Testing
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
         let url = f.server.server.baseURL + "v1/keys/root-1.json"
-        try f.extensionSettings(["downloads": [["identifier": "small", "url": url, "fileSize": 100],
-                                               ["identifier": "big", "url": url, "fileSize": 5000]]])
+        try f.extensionSettings([
+            "downloads": [
+                ["identifier": "small", "url": url, "fileSize": 100],
+                ["identifier": "big", "url": url, "fileSize": 5000],
+            ]
+        ])
         let agent = try f.agent(config: try f.writeConfig(["BAMaxInstallSize": 1000]))
         let seq = try agent.store.enqueue(.install, bypassBudget: false)
         await agent.runQueuedEvents()
         let detail = try #require(try agent.store.event(seq)).detail
         #expect(detail.contains("scheduled: small"))
-        #expect(detail.contains("big: the download needs 5000 bytes but only 1000 remain under the maximum install size"), "\(detail)")
+        #expect(
+            detail.contains("big: the download needs 5000 bytes but only 1000 remain under the maximum install size"),
+            "\(detail)")
         #expect(f.extensionLog.contains("downloads install manifest=read mode=444 remaining=nil"))
     }
 
     @Test func aFinishedDownloadTheExtensionCannotTakeWaitsForTheApp() async throws {
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
-        try f.extensionSettings(["downloads": [["identifier": "orphan", "url": f.server.server.baseURL + "v1/keys/root-1.json"]], "crashOnFinished": true])
+        try f.extensionSettings([
+            "downloads": [["identifier": "orphan", "url": f.server.server.baseURL + "v1/keys/root-1.json"]],
+            "crashOnFinished": true,
+        ])
         let agent = try f.agent()
         try agent.store.enqueue(.install, bypassBudget: false)
         await agent.round()
@@ -289,7 +331,9 @@ import Testing
         #expect(f.lines.all.contains { $0.hasPrefix("download orphan: finished; the extension could not take it") })
         let received = ReceivedFiles()
         let app = try DownloadManager(containerPath: f.container) { event in
-            if case .finished(let d, let url) = event, FileManager.default.fileExists(atPath: url.path) { received.add(d.identifier) }
+            if case .finished(let d, let url) = event, FileManager.default.fileExists(atPath: url.path) {
+                received.add(d.identifier)
+            }
         }
         try app.startListening(pollInterval: 0.02)
         #expect(eventually { received.all == ["orphan"] })
@@ -303,11 +347,15 @@ import Testing
         // What a crashed agent leaves: an outcome kept for the extension, never completed.
         do {
             let crashed = try DownloadManager(containerPath: f.container, role: .agent) { _ in }
-            try FileManager.default.createDirectory(atPath: f.container + "/downloads", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: f.container + "/downloads", withIntermediateDirectories: true)
             try Data([1, 2, 3]).write(to: URL(fileURLWithPath: f.container + "/downloads/x.file"))
             try crashed.withExclusiveControl {
-                _ = try crashed.postToApp(.finished(URLDownload(identifier: "interrupted", url: url), URL(fileURLWithPath: f.container + "/downloads/x.file")),
-                                          reservedForExtension: true)
+                _ = try crashed.postToApp(
+                    .finished(
+                        URLDownload(identifier: "interrupted", url: url),
+                        URL(fileURLWithPath: f.container + "/downloads/x.file")),
+                    reservedForExtension: true)
             }
         }
         let received = ReceivedFiles()
@@ -316,8 +364,8 @@ import Testing
         }
         try app.startListening(pollInterval: 0.02)
         usleep(200_000)
-        #expect(received.all.isEmpty)        // reserved for the extension: not the app's
-        _ = try f.agent()                     // the next start releases it
+        #expect(received.all.isEmpty)  // reserved for the extension: not the app's
+        _ = try f.agent()  // the next start releases it
         #expect(eventually { received.all == ["interrupted"] })
         try app.stopListening()
     }
@@ -326,13 +374,20 @@ import Testing
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
         try f.extensionSettings([:])
-        let agent = try f.agent(config: try f.writeConfig(["BAInitialDownloadRestrictions": [
-            "BADownloadAllowance": 1_000_000, "BAEssentialDownloadAllowance": 500_000, "BADownloadDomainAllowList": ["127.0.0.1"]]]))
+        let agent = try f.agent(
+            config: try f.writeConfig([
+                "BAInitialDownloadRestrictions": [
+                    "BADownloadAllowance": 1_000_000, "BAEssentialDownloadAllowance": 500_000,
+                    "BADownloadDomainAllowList": ["127.0.0.1"],
+                ]
+            ]))
         try agent.store.enqueue(.install, bypassBudget: false)
         await agent.runQueuedEvents()
         // The catalog the agent fetched counts against the allowance (as Apple counts the manifest).
         let catalogBytes = try #require(try FileManager.default.attributesOfItem(atPath: catalogFile(f))[.size] as? Int)
-        #expect(f.extensionLog.contains("downloads install manifest=read mode=444 remaining=\(1_000_000 - catalogBytes)"), "\(f.extensionLog)")
+        #expect(
+            f.extensionLog.contains("downloads install manifest=read mode=444 remaining=\(1_000_000 - catalogBytes)"),
+            "\(f.extensionLog)")
     }
 
     /// The published catalog of the fixture's channel, as the server sends it.
@@ -344,8 +399,12 @@ import Testing
     @Test func everythingBeforeTheFirstLaunchCountsAndEveryHostMustBeAllowed() async throws {
         let f = try AgentFixture()
         try publishAll(f)
-        let restrictions: [String: Any] = ["BADownloadAllowance": 1_000_000, "BAEssentialDownloadAllowance": 500, "BADownloadDomainAllowList": ["127.0.0.1"]]
-        let agent = try f.agent(config: try f.writeConfig(["BAInitialDownloadRestrictions": restrictions], withExtension: false))
+        let restrictions: [String: Any] = [
+            "BADownloadAllowance": 1_000_000, "BAEssentialDownloadAllowance": 500,
+            "BADownloadDomainAllowList": ["127.0.0.1"],
+        ]
+        let agent = try f.agent(
+            config: try f.writeConfig(["BAInitialDownloadRestrictions": restrictions], withExtension: false))
         let seq = try agent.store.enqueue(.install, bypassBudget: false)
         await agent.runQueuedEvents()
         let detail = try #require(try agent.store.event(seq)).detail
@@ -353,7 +412,9 @@ import Testing
         #expect(detail.contains("Essential: ") && detail.contains("203"), "\(detail)")
         #expect(try f.installed() == ["Extras"])
         // The prefetch pack's bytes and each catalog fetch counted.
-        let probe = try DownloadManager(containerPath: f.container, restrictions: agent.configuration.restrictions, role: .agent) { _ in }
+        let probe = try DownloadManager(
+            containerPath: f.container, restrictions: agent.configuration.restrictions, role: .agent
+        ) { _ in }
         let left = try #require(probe.remainingAllowance(essential: false))
         let catalogBytes = try #require(try FileManager.default.attributesOfItem(atPath: catalogFile(f))[.size] as? Int)
         #expect(left <= 1_000_000 - 2 * UInt64(catalogBytes) - 1, "\(left)")
@@ -362,8 +423,14 @@ import Testing
         // A catalog host off the allow list is not contacted before the first launch (202).
         let g = try AgentFixture()
         try publishAll(g)
-        let other = try g.agent(config: try g.writeConfig(["BAInitialDownloadRestrictions": [
-            "BADownloadAllowance": 1_000_000, "BAEssentialDownloadAllowance": 1_000_000, "BADownloadDomainAllowList": ["cdn.example.com"]]], withExtension: false))
+        let other = try g.agent(
+            config: try g.writeConfig(
+                [
+                    "BAInitialDownloadRestrictions": [
+                        "BADownloadAllowance": 1_000_000, "BAEssentialDownloadAllowance": 1_000_000,
+                        "BADownloadDomainAllowList": ["cdn.example.com"],
+                    ]
+                ], withExtension: false))
         let s2 = try other.store.enqueue(.install, bypassBudget: false)
         await other.runQueuedEvents()
         let failed = try #require(try other.store.event(s2))
@@ -374,7 +441,9 @@ import Testing
     @Test func anAppClipContainerHasNoEssentialPhase() async throws {
         let f = try AgentFixture()
         try publishAll(f)
-        let agent = try f.agent(config: try f.writeConfig(["BacklotIsAppClip": true, "BGTaskSchedulerPermittedIdentifiers": ["x"]], withExtension: false))
+        let agent = try f.agent(
+            config: try f.writeConfig(
+                ["BacklotIsAppClip": true, "BGTaskSchedulerPermittedIdentifiers": ["x"]], withExtension: false))
         try agent.store.enqueue(.install, bypassBudget: false)
         await agent.runQueuedEvents()
         #expect(try f.installed() == ["Extras"])
@@ -388,10 +457,12 @@ import Testing
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
         let clock = ManualClock()
-        let config = try AgentConfiguration(path: try f.writeConfig(["BacklotPeriodicCheckInterval": 100], withExtension: false), containerPath: f.container)
+        let config = try AgentConfiguration(
+            path: try f.writeConfig(["BacklotPeriodicCheckInterval": 100], withExtension: false),
+            containerPath: f.container)
         let agent = try Agent(containerPath: f.container, configuration: config, conditions: f.conditions, clock: clock)
         func periodicEvents() throws -> Int { try agent.store.recent(100).filter { $0.request == .periodic }.count }
-        await agent.round()                 // the first round starts the clock
+        await agent.round()  // the first round starts the clock
         clock.advance(by: 799)
         await agent.round()
         #expect(try periodicEvents() == 0)  // never launched: every 8 × 100 s
@@ -399,7 +470,10 @@ import Testing
         await agent.round()
         #expect(try periodicEvents() == 1)
         // Used on 5 days of the last week: every 100 s.
-        for _ in 0..<5 { agent.scheduler.recordAppLaunch(); clock.advance(by: 86_400) }
+        for _ in 0..<5 {
+            agent.scheduler.recordAppLaunch()
+            clock.advance(by: 86_400)
+        }
         await agent.round()
         #expect(try periodicEvents() == 2)
         clock.advance(by: 99)
@@ -424,8 +498,16 @@ import Testing
 final class ReceivedFiles: @unchecked Sendable {
     private let lock = NSLock()
     private var ids: [String] = []
-    func add(_ id: String) { lock.lock(); ids.append(id); lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return ids }
+    func add(_ id: String) {
+        lock.lock()
+        ids.append(id)
+        lock.unlock()
+    }
+    var all: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return ids
+    }
 }
 
 func eventually(_ condition: () -> Bool) -> Bool {
@@ -435,4 +517,3 @@ func eventually(_ condition: () -> Bool) -> Bool {
     }
     return condition()
 }
-

@@ -1,6 +1,7 @@
 import BacklotBasics
 import Foundation
 import Testing
+
 @testable import BacklotAgent
 
 /// Configuration a device reads: https catalogs (plain http to this machine only), restriction
@@ -8,7 +9,8 @@ import Testing
 @Suite struct ConfigurationRuleTests {
     func refusal(_ f: AgentFixture, _ extra: [String: Any], name: String) throws -> BacklotError? {
         do {
-            _ = try AgentConfiguration(path: try f.writeConfig(extra, withExtension: false, name: name), containerPath: f.container)
+            _ = try AgentConfiguration(
+                path: try f.writeConfig(extra, withExtension: false, name: name), containerPath: f.container)
             return nil
         } catch let e as BacklotError {
             return e
@@ -18,26 +20,40 @@ import Testing
     @Test func plainHTTPIsForThisMachineOnly() throws {
         let f = try AgentFixture()
         for (i, host) in ["cdn.example.com", "10.0.0.1", "127.0.0.1.evil.example"].enumerated() {
-            let e = try refusal(f, ["BacklotCatalogURL": "http://\(host)/v1/apps/com.example.game/production/catalog.json"], name: "h\(i).json")
-            #expect(e?.code == .invalidInput && e?.description.contains("https://") == true, "\(host): \(String(describing: e))")
+            let e = try refusal(
+                f, ["BacklotCatalogURL": "http://\(host)/v1/apps/com.example.game/production/catalog.json"],
+                name: "h\(i).json")
+            #expect(
+                e?.code == .invalidInput && e?.description.contains("https://") == true,
+                "\(host): \(String(describing: e))")
         }
         for (i, host) in ["127.0.0.1:8080", "localhost", "[::1]:9000"].enumerated() {
-            #expect(try refusal(f, ["BacklotCatalogURL": "http://\(host)/v1/apps/com.example.game/production/catalog.json"], name: "l\(i).json") == nil, "\(host)")
+            #expect(
+                try refusal(
+                    f, ["BacklotCatalogURL": "http://\(host)/v1/apps/com.example.game/production/catalog.json"],
+                    name: "l\(i).json") == nil, "\(host)")
         }
     }
 
     @Test func aMistypedRestrictionKeyIsNamed() throws {
         let f = try AgentFixture()
-        let restrictions: [String: Any] = ["BADownloadAllowence": 1000, "BAEssentialDownloadAllowance": 1000, "BADownloadDomainAllowList": ["127.0.0.1"]]
+        let restrictions: [String: Any] = [
+            "BADownloadAllowence": 1000, "BAEssentialDownloadAllowance": 1000,
+            "BADownloadDomainAllowList": ["127.0.0.1"],
+        ]
         let e = try refusal(f, ["BAInitialDownloadRestrictions": restrictions], name: "r.json")
         #expect(e?.description.contains("BADownloadAllowence") == true, "\(String(describing: e))")
-        #expect(e?.description.contains("BADownloadAllowance") == true, "the right key is suggested: \(String(describing: e))")
+        #expect(
+            e?.description.contains("BADownloadAllowance") == true,
+            "the right key is suggested: \(String(describing: e))")
     }
 
     @Test func aTrustedKeyFileThatIsNotAKeyIsRefusedClearly() throws {
         let f = try AgentFixture()
-        let cases: [(String, [UInt8])] = [("pem", Array("-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n".utf8)),
-                                          ("binary", [0xFF, 0xFE, 0x00, 0x01]), ("short", Array("AAAA\n".utf8))]
+        let cases: [(String, [UInt8])] = [
+            ("pem", Array("-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n".utf8)),
+            ("binary", [0xFF, 0xFE, 0x00, 0x01]), ("short", Array("AAAA\n".utf8)),
+        ]
         for (name, bytes) in cases {
             try Data(bytes).write(to: URL(fileURLWithPath: f.server.dir.at("\(name).key")))
             let e = try refusal(f, ["BacklotTrustedKey": "\(name).key"], name: "\(name).json")

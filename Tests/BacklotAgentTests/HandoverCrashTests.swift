@@ -4,6 +4,7 @@ import BacklotClient
 import BacklotTestSupport
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,13 +14,16 @@ import Glibc
 /// receiver, the app or the extension.
 @Suite(.serialized) struct HandoverCrashTests {
     /// The named steps (``TestStopPoint``), in order: in the agent, then in the extension's process.
-    static let stopPoints = ["handover.afterRecord", "handover.afterRename", "handover.underLock", "handover.afterPost",
-                             "handover.beforeExtension", "handover.afterExtension", "handover.extensionAnswered"]
+    static let stopPoints = [
+        "handover.afterRecord", "handover.afterRename", "handover.underLock", "handover.afterPost",
+        "handover.beforeExtension", "handover.afterExtension", "handover.extensionAnswered",
+    ]
 
     func start(_ args: [String], log: String, stopAt: String? = nil) throws -> Process {
         if !FileManager.default.fileExists(atPath: log) { FileManager.default.createFile(atPath: log, contents: nil) }
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: AgentFixture.binaries + (args.first == "listen" ? "/backlot-test-app" : "/backlot"))
+        p.executableURL = URL(
+            fileURLWithPath: AgentFixture.binaries + (args.first == "listen" ? "/backlot-test-app" : "/backlot"))
         p.arguments = args
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "BACKLOT_TEST_STOP_AT")
@@ -58,10 +62,15 @@ import Glibc
 
     /// After the stop: starts the agent again (with the app listening meanwhile when `appListens`),
     /// lets every outcome settle (an `--once` agent, a last listener), and returns the receipts.
-    func restartAndSettle(_ f: AgentFixture, config: String, id: String, appListens: Bool) throws -> (ext: Int, app: Int) {
+    func restartAndSettle(
+        _ f: AgentFixture, config: String, id: String, appListens: Bool
+    ) throws -> (ext: Int, app: Int) {
         let listener = appListens ? try start(["listen", f.container, "3"], log: f.server.dir.at("listen.log")) : nil
-        if appListens { #expect(eventually { FileManager.default.fileExists(atPath: f.container + "/.app-listening.lock") }) }
-        let agent = try start(["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent2.log"))
+        if appListens {
+            #expect(eventually { FileManager.default.fileExists(atPath: f.container + "/.app-listening.lock") })
+        }
+        let agent = try start(
+            ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent2.log"))
         #expect(eventually { text(f.server.dir.at("agent2.log")).contains("agent: watching") })
         // Posted for the app: a listener takes it; sent to the extension: the extension logs it.
         _ = eventually {
@@ -72,10 +81,12 @@ import Glibc
         }
         kill(agent.processIdentifier, SIGTERM)
         agent.waitUntilExit()
-        #expect(agent.terminationReason == .exit && agent.terminationStatus == 0, "\(text(f.server.dir.at("agent2.log")))")
+        #expect(
+            agent.terminationReason == .exit && agent.terminationStatus == 0, "\(text(f.server.dir.at("agent2.log")))")
         listener?.waitUntilExit()
         // Anything still due anywhere would show now: one more start, one more listener.
-        let once = try start(["agent", "--container", f.container, "--config", config, "--once"], log: f.server.dir.at("agent3.log"))
+        let once = try start(
+            ["agent", "--container", f.container, "--config", config, "--once"], log: f.server.dir.at("agent3.log"))
         once.waitUntilExit()
         try listen(f, seconds: 0.3)
         return receipts(f, id)
@@ -83,7 +94,7 @@ import Glibc
 
     @Test(arguments: ["finished", "failed"], Self.stopPoints.flatMap { [$0 + ":KILL", $0 + ":TERM"] })
     func anOutcomeReachesExactlyOneReceiverWhereverTheAgentStops(kind: String, stopAt: String) throws {
-        if kind == "failed" && stopAt.hasPrefix("handover.afterRename") { return }   // a failure has no file to rename
+        if kind == "failed" && stopAt.hasPrefix("handover.afterRename") { return }  // a failure has no file to rename
         let seed = testSeed()
         print("anOutcomeReachesExactlyOneReceiverWhereverTheAgentStops(\(kind), \(stopAt)): seed \(seed)")
         var rng = SeededGenerator(seed: seed)
@@ -95,11 +106,17 @@ import Glibc
         let url = f.server.server.baseURL + (kind == "finished" ? "v1/keys/root-1.json" : "v1/keys/no-such-file.json")
         try schedule(f, id, url: url)
         let inExtension = stopAt.hasPrefix("handover.extension")
-        let first = try start(["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent1.log"), stopAt: stopAt)
+        let first = try start(
+            ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent1.log"),
+            stopAt: stopAt)
         let log1 = { text(f.server.dir.at("agent1.log")) }
         if inExtension {
             // The extension's process stops after its handler ran; the agent goes on, then is stopped.
-            #expect(eventually { log1().contains("download \(id): ") && (log1().contains("handed to the extension") || log1().contains("could not take it")) }, "\(log1())")
+            #expect(
+                eventually {
+                    log1().contains("download \(id): ")
+                        && (log1().contains("handed to the extension") || log1().contains("could not take it"))
+                }, "\(log1())")
             kill(first.processIdentifier, SIGTERM)
         }
         first.waitUntilExit()
@@ -112,12 +129,18 @@ import Glibc
             }
         }
         let r = try restartAndSettle(f, config: config, id: id, appListens: appListens)
-        #expect(r.ext + r.app == 1, "extension \(r.ext), app \(r.app) (seed \(seed), app listening: \(appListens))\n\(log1())\n\(text(f.server.dir.at("agent2.log")))")
+        #expect(
+            r.ext + r.app == 1,
+            "extension \(r.ext), app \(r.app) (seed \(seed), app listening: \(appListens))\n\(log1())\n\(text(f.server.dir.at("agent2.log")))"
+        )
         if kind == "finished" {
             // The receiver has the file, whole; nothing is left behind in the container.
-            let received = [f.container + "/extension-received/" + id, f.container + "/app-received/" + id].filter { FileManager.default.fileExists(atPath: $0) }
+            let received = [f.container + "/extension-received/" + id, f.container + "/app-received/" + id].filter {
+                FileManager.default.fileExists(atPath: $0)
+            }
             #expect(received.count == 1)
-            let original = try Data(contentsOf: URL(fileURLWithPath: f.server.repository.directory.publicTreePath + "/v1/keys/root-1.json"))
+            let original = try Data(
+                contentsOf: URL(fileURLWithPath: f.server.repository.directory.publicTreePath + "/v1/keys/root-1.json"))
             #expect(try received.first.map { try Data(contentsOf: URL(fileURLWithPath: $0)) } == original)
         }
         let left = (try? FileManager.default.contentsOfDirectory(atPath: f.container + "/downloads/handover")) ?? []
@@ -133,10 +156,12 @@ import Glibc
         let f = try AgentFixture()
         let config = try f.writeConfig()
         try f.extensionSettings([:])
-        let agent = try start(["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent1.log"))
+        let agent = try start(
+            ["agent", "--container", f.container, "--config", config], log: f.server.dir.at("agent1.log"))
         #expect(eventually { text(f.server.dir.at("agent1.log")).contains("agent: watching") })
         let app = try DownloadManager(containerPath: f.container, role: .agent) { _ in }
-        let holding = DispatchSemaphore(value: 0), letGo = DispatchSemaphore(value: 0)
+        let holding = DispatchSemaphore(value: 0)
+        let letGo = DispatchSemaphore(value: 0)
         let holder = Thread {
             _ = try? app.withExclusiveControl {
                 holding.signal()
@@ -148,13 +173,15 @@ import Glibc
         try schedule(f, "held", url: f.server.server.baseURL + "v1/keys/root-1.json")
         // The download has finished and left the queue: its outcome is recorded, waiting for the lock.
         #expect(eventually { (try? app.fetchCurrentDownloads().isEmpty) == true })
-        usleep(useconds_t(rng.next() % 200_000))   // a moment more or less for the agent to wait on the lock
+        usleep(useconds_t(rng.next() % 200_000))  // a moment more or less for the agent to wait on the lock
         kill(agent.processIdentifier, SIGTERM)
         agent.waitUntilExit()
         #expect(agent.terminationReason == .exit && agent.terminationStatus == 0)
         letGo.signal()
         let r = try restartAndSettle(f, config: config, id: "held", appListens: rng.next() % 2 == 0)
-        #expect(r.ext + r.app == 1, "extension \(r.ext), app \(r.app) (seed \(seed))\n\(text(f.server.dir.at("agent1.log")))")
+        #expect(
+            r.ext + r.app == 1,
+            "extension \(r.ext), app \(r.app) (seed \(seed))\n\(text(f.server.dir.at("agent1.log")))")
     }
 }
 
@@ -186,19 +213,27 @@ import Glibc
         try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
         let config = try f.writeConfig(withExtension: false)
         for round in 0..<6 {
-            let args = ["notify", "--container", f.container, "--app-update", "--config", config] + (wait ? ["--wait"] : [])
+            let args =
+                ["notify", "--container", f.container, "--app-update", "--config", config] + (wait ? ["--wait"] : [])
             let a = try run(args)
-            usleep(useconds_t(rng.next() % 150_000))   // the second one lands somewhere in the first one's run
+            usleep(useconds_t(rng.next() % 150_000))  // the second one lands somewhere in the first one's run
             let b = try run(args)
             let (outA, outB) = (output(a), output(b))
-            #expect(a.terminationStatus == 0 && b.terminationStatus == 0, "round \(round) (seed \(seed)):\n\(outA)\n\(outB)")
+            #expect(
+                a.terminationStatus == 0 && b.terminationStatus == 0, "round \(round) (seed \(seed)):\n\(outA)\n\(outB)"
+            )
             let store = try AgentStore(containerPath: f.container)
             #expect(try store.queued().isEmpty, "round \(round) (seed \(seed)): stranded\n\(outA)\n---\n\(outB)")
             if wait {
-                #expect(outA.contains("update event done") && outB.contains("update event done"), "round \(round) (seed \(seed)):\n\(outA)\n---\n\(outB)")
+                #expect(
+                    outA.contains("update event done") && outB.contains("update event done"),
+                    "round \(round) (seed \(seed)):\n\(outA)\n---\n\(outB)")
             }
         }
-        #expect(try AgentStore(containerPath: f.container).recent(20).filter { $0.request == .update }.allSatisfy { $0.state == "done" })
+        #expect(
+            try AgentStore(containerPath: f.container).recent(20).filter { $0.request == .update }.allSatisfy {
+                $0.state == "done"
+            })
         #expect(try f.installed() == ["Essential"])
     }
 }

@@ -20,17 +20,26 @@ import Testing
         let f = try ClientFixture()
         let manager = try DownloadManager(containerPath: f.dir.at("clip"), isAppClip: true) { _ in }
         let url = URL(string: f.server.baseURL + "v1/keys/root-1.json")!
-        #expect { try manager.scheduleDownload(URLDownload(identifier: "e", url: url, fileSize: 10, isEssential: true)) } throws: { e in
-            guard let e = e as? BackgroundDownloadError, case .essentialDownloadNotPermitted("e") = e else { return false }
+        #expect {
+            try manager.scheduleDownload(URLDownload(identifier: "e", url: url, fileSize: 10, isEssential: true))
+        } throws: { e in
+            guard let e = e as? BackgroundDownloadError, case .essentialDownloadNotPermitted("e") = e else {
+                return false
+            }
             return e.code == 109
         }
-        #expect { try manager.startForegroundDownload(URLDownload(identifier: "e2", url: url, fileSize: 10, isEssential: true)) } throws: { e in
+        #expect {
+            try manager.startForegroundDownload(
+                URLDownload(identifier: "e2", url: url, fileSize: 10, isEssential: true))
+        } throws: { e in
             (e as? BackgroundDownloadError)?.code == 109
         }
         // Another process's manager, made without the flag, sees the container's mark.
         let other = try DownloadManager(containerPath: f.dir.at("clip")) { _ in }
         #expect(other.isAppClip)
-        #expect { try other.scheduleDownload(URLDownload(identifier: "e3", url: url, fileSize: 10, isEssential: true)) } throws: { e in
+        #expect {
+            try other.scheduleDownload(URLDownload(identifier: "e3", url: url, fileSize: 10, isEssential: true))
+        } throws: { e in
             (e as? BackgroundDownloadError)?.code == 109
         }
         try manager.scheduleDownload(URLDownload(identifier: "n", url: url))
@@ -59,9 +68,13 @@ import Testing
         try f.publish(id: "Levels", seed: 1)
         try f.publish(id: "Extras", seed: 2)
         let clip = try clipManager(f)
-        for id in ["Levels", "Extras"] { try await clip.ensureLocalAvailability(of: try await clip.assetPack(withID: id)) }
+        for id in ["Levels", "Extras"] {
+            try await clip.ensureLocalAvailability(of: try await clip.assetPack(withID: id))
+        }
         // Nothing verified in the app's container yet: refused, nothing moved.
-        #expect { try AppClipHandoff.handoff(fromClipContainer: f.dir.at("clip"), toAppContainer: f.dir.at("app")) } throws: { e in
+        #expect {
+            try AppClipHandoff.handoff(fromClipContainer: f.dir.at("clip"), toAppContainer: f.dir.at("app"))
+        } throws: { e in
             (e as? BacklotError)?.code == .invalidInput
         }
         #expect(clip.assetPackIsAvailableLocally(withID: "Levels"))
@@ -81,12 +94,13 @@ import Testing
         let moved = try #require(try appContainer.installed("Extras"))
         #expect(moved.digest == extras.digest)
         let appFile = appContainer.releaseFolder("Extras", digest: moved.digest) + "/Levels/level1.dat"
-        #expect(try FileManager.default.attributesOfItem(atPath: appFile)[.systemFileNumber] as? Int == inode)   // a hard link, not a copy
+        // a hard link, not a copy
+        #expect(try FileManager.default.attributesOfItem(atPath: appFile)[.systemFileNumber] as? Int == inode)
         #expect(try FileManager.default.attributesOfItem(atPath: appFile)[.posixPermissions] as? Int == 0o444)
         #expect(try app.verifyInstalled().isEmpty)
         #expect(try app.contents(at: "Levels/level1.dat", searchingInAssetPackWithID: "Extras").count > 0)
         #expect(try clipContainer.installed("Extras") == nil)
-        #expect(try clipContainer.installed("Levels") != nil)   // left for the app to download
+        #expect(try clipContainer.installed("Levels") != nil)  // left for the app to download
         #expect(try await app.status(ofAssetPackWithID: "Extras").contains(.upToDate))
         #expect(try await app.status(ofAssetPackWithID: "Levels").contains(.downloadAvailable))
     }
@@ -112,7 +126,10 @@ import Testing
         #expect(!app.assetPackIsAvailableLocally(withID: "Extras"))
         let appContainer = try ClientContainer(path: f.dir.at("app"))
         #expect(clipContainer.isMarkedAppClip && !appContainer.isMarkedAppClip)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: ClientContainer(path: f.dir.at("app")).packFolder("Extras")).isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(
+                atPath: ClientContainer(path: f.dir.at("app")).packFolder("Extras")
+            ).isEmpty)
     }
 
     @Test func aFileOfAnotherSizeIsRefusedBeforeItIsRead() async throws {
@@ -130,7 +147,9 @@ import Testing
         #expect(truncate(file, 20_000_000_000) == 0)
         let report = try AppClipHandoff.handoff(fromClipContainer: f.dir.at("clip"), toAppContainer: f.dir.at("app"))
         #expect(report.moved.isEmpty)
-        #expect(report.left.count == 1 && report.left[0].reason.contains("level1.dat has 20000000000 bytes, not the"), "\(report.left)")
+        #expect(
+            report.left.count == 1 && report.left[0].reason.contains("level1.dat has 20000000000 bytes, not the"),
+            "\(report.left)")
         #expect(try #require(try FileSystem.linkStatus(file)).linkCount == 1)
         #expect(!app.assetPackIsAvailableLocally(withID: "Extras"))
     }
@@ -142,9 +161,11 @@ import Testing
         try await clip.ensureLocalAvailability(of: try await clip.assetPack(withID: "Extras"))
         let app = try f.manager(container: "app")
         _ = try await app.allAssetPacks
-        let report = try AppClipHandoff.handoff(fromClipContainer: f.dir.at("clip"), toAppContainer: f.dir.at("app"), keepClipCopy: true)
+        let report = try AppClipHandoff.handoff(
+            fromClipContainer: f.dir.at("clip"), toAppContainer: f.dir.at("app"), keepClipCopy: true)
         #expect(report.moved == ["Extras"])
-        let clipContainer = try ClientContainer(path: f.dir.at("clip")), appContainer = try ClientContainer(path: f.dir.at("app"))
+        let clipContainer = try ClientContainer(path: f.dir.at("clip"))
+        let appContainer = try ClientContainer(path: f.dir.at("app"))
         let digest = try #require(try appContainer.installed("Extras")).digest
         let clipFile = clipContainer.releaseFolder("Extras", digest: digest) + "/Levels/level1.dat"
         let appFile = appContainer.releaseFolder("Extras", digest: digest) + "/Levels/level1.dat"

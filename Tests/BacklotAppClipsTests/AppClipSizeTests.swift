@@ -2,10 +2,12 @@ import BacklotBasics
 import BacklotJSON
 import Foundation
 import Testing
+
+@testable import BacklotAppClips
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import BacklotAppClips
 
 struct AppClipSizeRuleTests {
     /// Every case: (minimum iOS, invocations, demo link) → the rule's id and limit in bytes.
@@ -47,7 +49,9 @@ struct AppClipSizeRuleTests {
         for (minimumOS, invocations, demoLink, id, limit) in Self.table {
             let rule = AppClipSizeRule.rule(minimumOS: minimumOS, invocations: invocations, demoLink: demoLink)
             #expect(rule.id == id, "min-os \(minimumOS), \(invocations.rawValue) invocations, demo link \(demoLink)")
-            #expect(rule.limitBytes == limit, "min-os \(minimumOS), \(invocations.rawValue) invocations, demo link \(demoLink)")
+            #expect(
+                rule.limitBytes == limit,
+                "min-os \(minimumOS), \(invocations.rawValue) invocations, demo link \(demoLink)")
         }
     }
 
@@ -57,7 +61,7 @@ struct AppClipSizeRuleTests {
         #expect(AppClipSizeRule.megabytes(12_345_678) == "12.35 MB")
         #expect(AppClipSizeRule.megabytes(4_999) == "0.00 MB")
         #expect(AppClipSizeRule.megabytes(5_000) == "0.01 MB")
-        #expect(AppClipSizeRule.megabytes(10_485_760) == "10.49 MB")   // 10 MiB is not 10 MB
+        #expect(AppClipSizeRule.megabytes(10_485_760) == "10.49 MB")  // 10 MiB is not 10 MB
         #expect(AppClipSizeRule.iOS16.description == "iOS 16: 15.00 MB")
     }
 
@@ -70,15 +74,25 @@ struct AppClipSizeRuleTests {
     }
 
     @Test func exactlyTheLimitIsWithinAndOneByteMoreIsOver() {
-        let cases: [(Int, AppClipInvocations, Bool)] = [(15, .both, false), (16, .both, false), (17, .physical, false), (17, .digital, false), (17, .physical, true)]
+        let cases: [(Int, AppClipInvocations, Bool)] = [
+            (15, .both, false), (16, .both, false), (17, .physical, false), (17, .digital, false),
+            (17, .physical, true),
+        ]
         for (minimumOS, invocations, demoLink) in cases {
-            let limit = AppClipSizeRule.rule(minimumOS: minimumOS, invocations: invocations, demoLink: demoLink).limitBytes
-            let atLimit = AppClipSizeReport(size: Self.size([limit - 1_000, 1_000]), minimumOS: minimumOS, invocations: invocations, demoLink: demoLink)
+            let limit = AppClipSizeRule.rule(minimumOS: minimumOS, invocations: invocations, demoLink: demoLink)
+                .limitBytes
+            let atLimit = AppClipSizeReport(
+                size: Self.size([limit - 1_000, 1_000]), minimumOS: minimumOS, invocations: invocations,
+                demoLink: demoLink)
             #expect(atLimit.totalBytes == limit)
             #expect(!atLimit.isOver && atLimit.headroomBytes == 0 && atLimit.overflowBytes == 0, "limit \(limit)")
-            let over = AppClipSizeReport(size: Self.size([limit - 1_000, 1_001]), minimumOS: minimumOS, invocations: invocations, demoLink: demoLink)
+            let over = AppClipSizeReport(
+                size: Self.size([limit - 1_000, 1_001]), minimumOS: minimumOS, invocations: invocations,
+                demoLink: demoLink)
             #expect(over.isOver && over.headroomBytes == -1 && over.overflowBytes == 1, "limit \(limit)")
-            let under = AppClipSizeReport(size: Self.size([limit - 1_000, 999]), minimumOS: minimumOS, invocations: invocations, demoLink: demoLink)
+            let under = AppClipSizeReport(
+                size: Self.size([limit - 1_000, 999]), minimumOS: minimumOS, invocations: invocations,
+                demoLink: demoLink)
             #expect(!under.isOver && under.headroomBytes == 1, "limit \(limit)")
         }
     }
@@ -101,7 +115,9 @@ struct AppClipSizeRuleTests {
 
     /// A clip made of files of these sizes, named file1, file2, …
     static func size(_ sizes: [UInt64]) -> AppClipSize {
-        AppClipSize(path: "Clip.app", form: .directory, files: sizes.enumerated().map { AppClipSize.File(path: "file\($0.offset + 1)", bytes: $0.element) })
+        AppClipSize(
+            path: "Clip.app", form: .directory,
+            files: sizes.enumerated().map { AppClipSize.File(path: "file\($0.offset + 1)", bytes: $0.element) })
     }
 }
 
@@ -112,33 +128,45 @@ struct AppClipMeasurementTests {
             try writeFile("\(dir)/Clip.app/Info.plist", bytes: 1_000)
             try writeFile("\(dir)/Clip.app/Frameworks/Kit.framework/Kit", bytes: 4_096)
             try writeFile("\(dir)/Clip.app/empty", bytes: 0)
-            try FileManager.default.createDirectory(atPath: "\(dir)/Clip.app/Empty Folder", withIntermediateDirectories: true)
-            try FileManager.default.createSymbolicLink(atPath: "\(dir)/Clip.app/link", withDestinationPath: "Frameworks/Kit.framework/Kit")
-            try FileManager.default.createSymbolicLink(atPath: "\(dir)/Clip.app/dangling", withDestinationPath: "nowhere")
+            try FileManager.default.createDirectory(
+                atPath: "\(dir)/Clip.app/Empty Folder", withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(
+                atPath: "\(dir)/Clip.app/link", withDestinationPath: "Frameworks/Kit.framework/Kit")
+            try FileManager.default.createSymbolicLink(
+                atPath: "\(dir)/Clip.app/dangling", withDestinationPath: "nowhere")
 
             let size = try AppClipSize(measuring: "\(dir)/Clip.app")
             #expect(size.form == .directory)
             #expect(size.totalBytes == 7_596)
             #expect(size.files.map(\.path) == ["Clip", "Frameworks/Kit.framework/Kit", "Info.plist", "empty"])
-            #expect(size.largest(2) == [AppClipSize.File(path: "Frameworks/Kit.framework/Kit", bytes: 4_096), AppClipSize.File(path: "Clip", bytes: 2_500)])
+            #expect(
+                size.largest(2) == [
+                    AppClipSize.File(path: "Frameworks/Kit.framework/Kit", bytes: 4_096),
+                    AppClipSize.File(path: "Clip", bytes: 2_500),
+                ])
             #expect(size.largest(0).isEmpty && size.largest(99).count == 4)
         }
     }
 
     @Test func aZipIsReadFromItsCentralDirectory() throws {
         try withTemporaryDirectory { dir in
-            let bytes = zipArchive([
-                ZipEntry(name: "Clip.app/", data: [], mode: 0o040755),
-                ZipEntry(name: "Clip.app/Clip", data: [UInt8](repeating: 0x41, count: 3_000)),
-                ZipEntry(name: "Clip.app/Info.plist", data: [UInt8](repeating: 0x42, count: 700)),
-                ZipEntry(name: "Clip.app/link", data: Array("Clip".utf8), mode: 0o120777),
-            ], comment: "made by hand")
+            let bytes = zipArchive(
+                [
+                    ZipEntry(name: "Clip.app/", data: [], mode: 0o040755),
+                    ZipEntry(name: "Clip.app/Clip", data: [UInt8](repeating: 0x41, count: 3_000)),
+                    ZipEntry(name: "Clip.app/Info.plist", data: [UInt8](repeating: 0x42, count: 700)),
+                    ZipEntry(name: "Clip.app/link", data: Array("Clip".utf8), mode: 0o120777),
+                ], comment: "made by hand")
             for name in ["Clip.zip"] {
                 try Data(bytes).write(to: URL(fileURLWithPath: "\(dir)/\(name)"))
                 let size = try AppClipSize(measuring: "\(dir)/\(name)")
                 #expect(size.form == .zip)
                 #expect(size.totalBytes == 3_700)
-                #expect(size.files == [AppClipSize.File(path: "Clip.app/Clip", bytes: 3_000), AppClipSize.File(path: "Clip.app/Info.plist", bytes: 700)])
+                #expect(
+                    size.files == [
+                        AppClipSize.File(path: "Clip.app/Clip", bytes: 3_000),
+                        AppClipSize.File(path: "Clip.app/Info.plist", bytes: 700),
+                    ])
             }
         }
     }
@@ -173,19 +201,24 @@ struct AppClipMeasurementTests {
             wrong[end + 10] = 1
             try Data(wrong).write(to: URL(fileURLWithPath: "\(dir)/wrong.zip"))
             #expect { try AppClipSize(measuring: "\(dir)/wrong.zip") } throws: { e in
-                (e as? BacklotError)?.code == .invalidInput && "\(e)".contains("counts 1 entries, but the central directory holds 2")
+                (e as? BacklotError)?.code == .invalidInput
+                    && "\(e)".contains("counts 1 entries, but the central directory holds 2")
             }
             // A path that is not there is invalid input (exit status 2), not a failure.
-            #expect { try AppClipSize(measuring: "\(dir)/missing.zip") } throws: { e in (e as? BacklotError)?.code == .invalidInput }
+            #expect { try AppClipSize(measuring: "\(dir)/missing.zip") } throws: { e in
+                (e as? BacklotError)?.code == .invalidInput
+            }
         }
     }
 
     @Test func zip64SizesAndEndRecordsAreRead() throws {
         try withTemporaryDirectory { dir in
-            let bytes = zipArchive([
-                ZipEntry(name: "Clip.app/Small", data: [UInt8](repeating: 0x41, count: 10)),
-                ZipEntry(name: "Clip.app/Huge", data: [UInt8](repeating: 0x42, count: 20), zip64Size: 5_000_000_000),
-            ], zip64End: true)
+            let bytes = zipArchive(
+                [
+                    ZipEntry(name: "Clip.app/Small", data: [UInt8](repeating: 0x41, count: 10)),
+                    ZipEntry(
+                        name: "Clip.app/Huge", data: [UInt8](repeating: 0x42, count: 20), zip64Size: 5_000_000_000),
+                ], zip64End: true)
             try Data(bytes).write(to: URL(fileURLWithPath: "\(dir)/Clip.zip"))
             let size = try AppClipSize(measuring: "\(dir)/Clip.zip")
             #expect(size.totalBytes == 5_000_000_010)
@@ -200,9 +233,9 @@ struct AppClipMeasurementTests {
             let good = zipArchive([ZipEntry(name: "Clip.app/Clip", data: [UInt8](repeating: 0x41, count: 100))])
             var wrongSignature = good
             let directoryOffset = 30 + "Clip.app/Clip".utf8.count + 100
-            wrongSignature[directoryOffset] = 0x00   // the central directory entry's PK\1\2
+            wrongSignature[directoryOffset] = 0x00  // the central directory entry's PK\1\2
             var pastTheEnd = good
-            pastTheEnd[good.count - 6] = 0xFF        // the central directory's offset, now beyond the end record
+            pastTheEnd[good.count - 6] = 0xFF  // the central directory's offset, now beyond the end record
             let samples: [(String, [UInt8])] = [
                 ("truncated.zip", Array(good.prefix(good.count - 10))),
                 ("garbage.zip", [UInt8](repeating: 0x5A, count: 300)),
@@ -227,19 +260,22 @@ struct AppClipMeasurementTests {
     func aTarMadeByTarIsMeasured(format: String) throws {
         try withTemporaryDirectory { dir in
             let longFolder = "Clip.app/" + String(repeating: "d", count: 60)
-            let longFile = longFolder + "/" + String(repeating: "f", count: 60) + ".bin"   // over 100 bytes: 'L', pax path or ustar prefix
+            // over 100 bytes: 'L', pax path or ustar prefix
+            let longFile = longFolder + "/" + String(repeating: "f", count: 60) + ".bin"
             try writeFile("\(dir)/src/Clip.app/Clip", bytes: 1_000)
             try writeFile("\(dir)/src/Clip.app/Info.plist", bytes: 513)
             try writeFile("\(dir)/src/Clip.app/empty", bytes: 0)
             try writeFile("\(dir)/src/\(longFile)", bytes: 700)
             try FileManager.default.createSymbolicLink(atPath: "\(dir)/src/Clip.app/link", withDestinationPath: "Clip")
-            let status = try runTool("/usr/bin/tar", ["--format=\(format)", "-cf", "\(dir)/Clip.tar", "-C", "\(dir)/src", "."])
+            let status = try runTool(
+                "/usr/bin/tar", ["--format=\(format)", "-cf", "\(dir)/Clip.tar", "-C", "\(dir)/src", "."])
             #expect(status == 0)
 
             let size = try AppClipSize(measuring: "\(dir)/Clip.tar")
             #expect(size.form == .tar)
             #expect(size.totalBytes == 2_213)
-            #expect(Set(size.files.map(\.path)) == ["Clip.app/Clip", "Clip.app/Info.plist", "Clip.app/empty", longFile])
+            #expect(
+                Set(size.files.map(\.path)) == ["Clip.app/Clip", "Clip.app/Info.plist", "Clip.app/empty", longFile])
             #expect(size.largest(1) == [AppClipSize.File(path: "Clip.app/Clip", bytes: 1_000)])
         }
     }
@@ -271,7 +307,10 @@ struct AppClipMeasurementTests {
         try withTemporaryDirectory { dir in
             try writeFile("\(dir)/Clip.rar", bytes: 10)
             try writeFile("\(dir)/Clip.tar.gz", bytes: 10)
-            for (path, phrase) in [("\(dir)/Clip.rar", ".zip"), ("\(dir)/Clip.tar.gz", "decompress"), ("\(dir)/missing.app", ".app directory")] {
+            for (path, phrase) in [
+                ("\(dir)/Clip.rar", ".zip"), ("\(dir)/Clip.tar.gz", "decompress"),
+                ("\(dir)/missing.app", ".app directory"),
+            ] {
                 do {
                     _ = try AppClipSize(measuring: path)
                     Issue.record("\(path) was accepted")
@@ -340,34 +379,83 @@ private func zipArchive(_ entries: [ZipEntry], comment: String = "", zip64End: B
     for e in entries {
         let name = Array(e.name.utf8)
         let offset = w.bytes.count
-        w.u32(0x0403_4B50); w.u16(20); w.u16(0); w.u16(0); w.u16(0); w.u16(0); w.u32(0)
-        w.u32(e.data.count); w.u32(e.data.count); w.u16(name.count); w.u16(0)
-        w.raw(name); w.raw(e.data)
+        w.u32(0x0403_4B50)
+        w.u16(20)
+        w.u16(0)
+        w.u16(0)
+        w.u16(0)
+        w.u16(0)
+        w.u32(0)
+        w.u32(e.data.count)
+        w.u32(e.data.count)
+        w.u16(name.count)
+        w.u16(0)
+        w.raw(name)
+        w.raw(e.data)
 
         var extra = ByteWriter()
         var declared = e.data.count
         if let big = e.zip64Size {
-            extra.u16(0x0001); extra.u16(16); extra.u64(big); extra.u64(UInt64(e.data.count))
+            extra.u16(0x0001)
+            extra.u16(16)
+            extra.u64(big)
+            extra.u64(UInt64(e.data.count))
             declared = 0xFFFF_FFFF
         }
-        central.u32(0x0201_4B50); central.u16(0x031E); central.u16(20); central.u16(0); central.u16(0)
-        central.u16(0); central.u16(0); central.u32(0)
-        central.u32(declared); central.u32(declared)
-        central.u16(name.count); central.u16(extra.bytes.count); central.u16(0); central.u16(0); central.u16(0)
-        central.u32(e.mode << 16); central.u32(offset)
-        central.raw(name); central.raw(extra.bytes)
+        central.u32(0x0201_4B50)
+        central.u16(0x031E)
+        central.u16(20)
+        central.u16(0)
+        central.u16(0)
+        central.u16(0)
+        central.u16(0)
+        central.u32(0)
+        central.u32(declared)
+        central.u32(declared)
+        central.u16(name.count)
+        central.u16(extra.bytes.count)
+        central.u16(0)
+        central.u16(0)
+        central.u16(0)
+        central.u32(e.mode << 16)
+        central.u32(offset)
+        central.raw(name)
+        central.raw(extra.bytes)
     }
     let directoryOffset = w.bytes.count
     w.raw(central.bytes)
     let count = entries.count
     if zip64End {
         let recordOffset = w.bytes.count
-        w.u32(0x0606_4B50); w.u64(44); w.u16(45); w.u16(45); w.u32(0); w.u32(0)
-        w.u64(UInt64(count)); w.u64(UInt64(count)); w.u64(UInt64(central.bytes.count)); w.u64(UInt64(directoryOffset))
-        w.u32(0x0706_4B50); w.u32(0); w.u64(UInt64(recordOffset)); w.u32(1)
-        w.u32(0x0605_4B50); w.u16(0); w.u16(0); w.u16(0xFFFF); w.u16(0xFFFF); w.u32(0xFFFF_FFFF); w.u32(0xFFFF_FFFF)
+        w.u32(0x0606_4B50)
+        w.u64(44)
+        w.u16(45)
+        w.u16(45)
+        w.u32(0)
+        w.u32(0)
+        w.u64(UInt64(count))
+        w.u64(UInt64(count))
+        w.u64(UInt64(central.bytes.count))
+        w.u64(UInt64(directoryOffset))
+        w.u32(0x0706_4B50)
+        w.u32(0)
+        w.u64(UInt64(recordOffset))
+        w.u32(1)
+        w.u32(0x0605_4B50)
+        w.u16(0)
+        w.u16(0)
+        w.u16(0xFFFF)
+        w.u16(0xFFFF)
+        w.u32(0xFFFF_FFFF)
+        w.u32(0xFFFF_FFFF)
     } else {
-        w.u32(0x0605_4B50); w.u16(0); w.u16(0); w.u16(count); w.u16(count); w.u32(central.bytes.count); w.u32(directoryOffset)
+        w.u32(0x0605_4B50)
+        w.u16(0)
+        w.u16(0)
+        w.u16(count)
+        w.u16(count)
+        w.u32(central.bytes.count)
+        w.u32(directoryOffset)
     }
     let commentBytes = Array(comment.utf8)
     w.u16(commentBytes.count)

@@ -1,6 +1,7 @@
 import BacklotBasics
 import Foundation
 import Testing
+
 @testable import BacklotAppClips
 
 struct AppClipLinkTests {
@@ -12,7 +13,9 @@ struct AppClipLinkTests {
         ("percent", "100%"),
     ])
     func linksRoundTripWithTheirParametersInOrder(name: String, value: String) throws {
-        let link = try AppClipLink(bundleIdentifier: "com.example.Game.Clip", parameters: [.init(name: "first", value: "1"), .init(name: name, value: value)])
+        let link = try AppClipLink(
+            bundleIdentifier: "com.example.Game.Clip",
+            parameters: [.init(name: "first", value: "1"), .init(name: name, value: value)])
         let parsed = try AppClipLink(parsing: link.string)
         #expect(parsed == link)
         #expect(parsed.parameters.map(\.name) == ["first", name])
@@ -25,7 +28,10 @@ struct AppClipLinkTests {
     @Test func theTextIsExact() throws {
         let link = try AppClipLink(bundleIdentifier: "com.example.Clip", parameters: [.init(name: "s", value: "a b+c")])
         #expect(link.string == "https://appclip.apple.com/id?p=com.example.Clip&s=a%20b%2Bc")
-        #expect(try AppClipLink(parsing: "https://APPCLIP.apple.com/id?p=com.example.Clip&x=%F0%9F%98%80").parameters == [.init(name: "x", value: "😀")])
+        #expect(
+            try AppClipLink(parsing: "https://APPCLIP.apple.com/id?p=com.example.Clip&x=%F0%9F%98%80").parameters == [
+                .init(name: "x", value: "😀")
+            ])
     }
 
     @Test(arguments: [
@@ -40,12 +46,16 @@ struct AppClipLinkTests {
         ("https://appclip.apple.com/id?p=com.example.Clip&x=%FF", "not valid percent-encoded UTF-8"),
     ])
     func badLinksAreRefusedSayingWhy(url: String, phrase: String) {
-        #expect { try AppClipLink(parsing: url) } throws: { ($0 as? BacklotError)?.description.contains(phrase) == true }
+        #expect { try AppClipLink(parsing: url) } throws: {
+            ($0 as? BacklotError)?.description.contains(phrase) == true
+        }
     }
 
     @Test func demoLinksTakeNoParameters() throws {
         #expect(try AppClipLink(parsing: "https://appclip.apple.com/id?p=com.example.Clip", demo: true).isDemo)
-        #expect { try AppClipLink(parsing: "https://appclip.apple.com/id?p=com.example.Clip&a=1", demo: true) } throws: {
+        #expect {
+            try AppClipLink(parsing: "https://appclip.apple.com/id?p=com.example.Clip&a=1", demo: true)
+        } throws: {
             ($0 as? BacklotError)?.message.contains("demo") == true
         }
     }
@@ -64,7 +74,7 @@ struct AppClipExperienceTests {
         ("https://example.com/shop/paris/menu", "shop-paris"),
         ("https://example.com/shop/paris?table=5&lang=fr", "table-5"),
         ("https://example.com/shop/london", "shop"),
-        ("https://example.com/shopping", "site"),          // near miss: not under /shop
+        ("https://example.com/shopping", "site"),  // near miss: not under /shop
         ("https://EXAMPLE.com/shop/paris", "shop-paris"),  // host case does not matter
         ("https://example.com/", "site"),
     ])

@@ -28,7 +28,9 @@ import Testing
     static func octal(_ n: UInt64) -> [UInt8] { Array(String(n, radix: 8).leftPadded(11).utf8) + [0] }
 
     /// A GNU base-256 size field holding the 11 bytes given (big-endian), the first byte's high bit set.
-    static func base256(_ tail: [UInt8], first: UInt8 = 0x80) -> [UInt8] { [first] + [UInt8](repeating: 0, count: 11 - tail.count) + tail }
+    static func base256(_ tail: [UInt8], first: UInt8 = 0x80) -> [UInt8] {
+        [first] + [UInt8](repeating: 0, count: 11 - tail.count) + tail
+    }
 
     func measure(_ bytes: [UInt8], as name: String = "Clip.tar") throws -> BacklotError? {
         let dir = try TemporaryDirectory("archive-numbers")
@@ -58,14 +60,18 @@ import Testing
         #expect(e.context?.contains("at offset 0") == true, "\(what): \(e)")
     }
 
-    @Test(arguments: ["18446744073709551616", "9223372036854775808", "1000000000000000000000000000000", "-1", "1e3", "+5", "0x10", "abc", ""])
+    @Test(arguments: [
+        "18446744073709551616", "9223372036854775808", "1000000000000000000000000000000", "-1", "1e3", "+5", "0x10",
+        "abc", "",
+    ])
     func aPaxSizeThatDoesNotFitIsRefused(_ value: String) throws {
         // "LENGTH size=VALUE\n", LENGTH counting its own digits.
         let body = " size=\(value)\n"
         var length = body.utf8.count + 1
         while String(length).utf8.count + body.utf8.count != length { length += 1 }
         let record = Array((String(length) + body).utf8)
-        var archive = Self.tarHeader(name: "PaxHeaders/Clip", type: UInt8(ascii: "x"), size: Self.octal(UInt64(record.count)))
+        var archive = Self.tarHeader(
+            name: "PaxHeaders/Clip", type: UInt8(ascii: "x"), size: Self.octal(UInt64(record.count)))
         archive += record + [UInt8](repeating: 0, count: 512 - record.count)
         archive += Self.tarHeader(name: "Clip.app/Clip", size: Self.octal(0)) + [UInt8](repeating: 0, count: 1024)
         let e = try #require(try measure(archive), "pax size \(value) was accepted")
@@ -81,12 +87,16 @@ import Testing
         var zip64 = le(0x0606_4B50, 4) + le(44, 8) + le(45, 2) + le(45, 2) + le(0, 4) + le(0, 4)
         zip64 += le(1, 8) + le(1, 8) + le(UInt64.max, 8) + le(UInt64.max - 10, 8)
         let locator = le(0x0706_4B50, 4) + le(0, 4) + le(0, 8) + le(1, 4)
-        let end = le(0x0605_4B50, 4) + le(0, 2) + le(0, 2) + le(0xFFFF, 2) + le(0xFFFF, 2) + le(0xFFFF_FFFF, 4) + le(0xFFFF_FFFF, 4) + le(0, 2)
+        let end =
+            le(0x0605_4B50, 4) + le(0, 2) + le(0, 2) + le(0xFFFF, 2) + le(0xFFFF, 2) + le(0xFFFF_FFFF, 4)
+            + le(0xFFFF_FFFF, 4) + le(0, 2)
         let e = try #require(try measure(zip64 + locator + end, as: "Clip.zip"))
         #expect(e.code == .invalidInput && e.context?.contains("at offset") == true, "\(e)")
     }
 }
 
 extension String {
-    fileprivate func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
+    fileprivate func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
 }

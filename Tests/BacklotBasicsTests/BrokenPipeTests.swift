@@ -1,5 +1,6 @@
 import BacklotBasics
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,7 +14,7 @@ import Glibc
         close(fds[0])
         defer { close(fds[1]) }
         var byte: UInt8 = 7
-        for _ in 0..<3 {   // more than once: no SIGPIPE is left pending to strike later
+        for _ in 0..<3 {  // more than once: no SIGPIPE is left pending to strike later
             let n = SystemCall.writeWithoutBrokenPipeSignal(fds[1], &byte, 1)
             #expect(n == -1 && errno == EPIPE)
         }
@@ -29,7 +30,10 @@ import Glibc
     @Test func aWriteToAPipeSomeoneReadsStillWorks() {
         var fds: [Int32] = [-1, -1]
         #expect(pipe(&fds) == 0)
-        defer { close(fds[0]); close(fds[1]) }
+        defer {
+            close(fds[0])
+            close(fds[1])
+        }
         var bytes: [UInt8] = [1, 2, 3]
         #expect(SystemCall.writeWithoutBrokenPipeSignal(fds[1], &bytes, 3) == 3)
         var back = [UInt8](repeating: 0, count: 3)

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,7 +22,7 @@ import Glibc
         #expect(try FileLock.acquire(path, .shared, waiting: false) == nil)
         #expect(FileLock.isHeld(path))
         a.release()
-        a.release()   // twice is harmless
+        a.release()  // twice is harmless
         #expect(!FileLock.isHeld(path))
         let s1 = try #require(try FileLock.acquire(path, .shared, waiting: false))
         let s2 = try #require(try FileLock.acquire(path, .shared, waiting: false))
@@ -38,7 +39,8 @@ import Glibc
         let path = lockPath("wait")
         defer { unlink(path) }
         let held = try #require(try FileLock.acquire(path, waiting: true))
-        let started = DispatchSemaphore(value: 0), got = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        let got = DispatchSemaphore(value: 0)
         let order = Mutex<[String]>([])
         Thread.detachNewThread {
             started.signal()
@@ -57,14 +59,19 @@ import Glibc
     @Test func probingNeverMakesATakerFail() throws {
         let path = lockPath("probe")
         defer { unlink(path) }
-        let failures = Atomic<Int>(0), stop = Atomic<Bool>(false)
+        let failures = Atomic<Int>(0)
+        let stop = Atomic<Bool>(false)
         let prober = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             while !stop.load(ordering: .relaxed) { _ = FileLock.isHeld(path) }
             prober.signal()
         }
         for _ in 0..<2000 {
-            if let lock = try FileLock.acquire(path, .exclusive, waiting: false) { lock.release() } else { failures.add(1, ordering: .relaxed) }
+            if let lock = try FileLock.acquire(path, .exclusive, waiting: false) {
+                lock.release()
+            } else {
+                failures.add(1, ordering: .relaxed)
+            }
         }
         stop.store(true, ordering: .relaxed)
         prober.wait()
@@ -77,9 +84,11 @@ import Glibc
         let path = lockPath("process")
         defer { unlink(path) }
         FileManager.default.createFile(atPath: path, contents: nil)
-        let script = "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)"
-        let child = try ChildProcess.start(executable: "/usr/bin/python3", arguments: ["-c", script, path],
-                                           environment: ProcessInfo.processInfo.environment, captureOutput: false)
+        let script =
+            "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)"
+        let child = try ChildProcess.start(
+            executable: "/usr/bin/python3", arguments: ["-c", script, path],
+            environment: ProcessInfo.processInfo.environment, captureOutput: false)
         try child.release()
         var seen = false
         for _ in 0..<500 where !seen {

@@ -8,6 +8,7 @@ import BacklotServer
 import BacklotTestSupport
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,8 +46,12 @@ import Glibc
         close(fd)
         let folder = manager.url(for: "readme.txt").deletingLastPathComponent().path
         #expect(try sameFiles(source, folder))
-        #expect { try manager.contents(at: "nope.txt") } throws: { ($0 as? ManagedBackgroundAssetsError) == .fileNotFound(at: "nope.txt") }
-        await #expect(throws: ManagedBackgroundAssetsError.assetPackNotFound(withID: "Missing")) { try await manager.assetPack(withID: "Missing") }
+        #expect { try manager.contents(at: "nope.txt") } throws: {
+            ($0 as? ManagedBackgroundAssetsError) == .fileNotFound(at: "nope.txt")
+        }
+        await #expect(throws: ManagedBackgroundAssetsError.assetPackNotFound(withID: "Missing")) {
+            try await manager.assetPack(withID: "Missing")
+        }
     }
 
     @Test func anUpdateDownloadsOnlyWhatChangedAndSwitchesAtOnce() async throws {

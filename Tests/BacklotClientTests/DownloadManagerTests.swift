@@ -1,5 +1,4 @@
 import BacklotBasics
-@testable import BacklotClient
 import BacklotInfoPlist
 import BacklotRepository
 import BacklotServer
@@ -7,6 +6,8 @@ import BacklotTestSupport
 import Foundation
 import Synchronization
 import Testing
+
+@testable import BacklotClient
 
 /// URL downloads (Apple's BADownloadManager shape) against a real server.
 @Suite(.serialized) struct DownloadManagerTests {
@@ -99,16 +100,24 @@ import Testing
     @Test func essentialSizesAndRestrictionsAreEnforced() throws {
         let (f, bytes, url, _) = try serve()
         let recorder = Recorder(moveTo: nil)
-        let restricted = DownloadRestrictions(downloadAllowance: 100_000, essentialDownloadAllowance: 1_000_000, domainAllowList: ["*.example.com"])
-        let manager = try DownloadManager(containerPath: f.dir.at("c"), restrictions: restricted) { recorder.handle($0) }
-        #expect(throws: BackgroundDownloadError.domainNotAllowed("127.0.0.1")) { try manager.scheduleDownload(URLDownload(identifier: "a", url: url)) }
-        let local = DownloadRestrictions(downloadAllowance: 100_000, essentialDownloadAllowance: 1_000_000, domainAllowList: ["127.0.0.1"])
+        let restricted = DownloadRestrictions(
+            downloadAllowance: 100_000, essentialDownloadAllowance: 1_000_000, domainAllowList: ["*.example.com"])
+        let manager = try DownloadManager(containerPath: f.dir.at("c"), restrictions: restricted) {
+            recorder.handle($0)
+        }
+        #expect(throws: BackgroundDownloadError.domainNotAllowed("127.0.0.1")) {
+            try manager.scheduleDownload(URLDownload(identifier: "a", url: url))
+        }
+        let local = DownloadRestrictions(
+            downloadAllowance: 100_000, essentialDownloadAllowance: 1_000_000, domainAllowList: ["127.0.0.1"])
         let m2 = try DownloadManager(containerPath: f.dir.at("c2"), restrictions: local) { recorder.handle($0) }
         // Essential downloads are scheduled by the agent (from an install or update content request), never by the app.
         #expect(throws: BackgroundDownloadError.essentialDownloadNotPermitted("e")) {
             try m2.scheduleDownload(URLDownload(identifier: "e", url: url, fileSize: 10, isEssential: true))
         }
-        let agentSide = try DownloadManager(containerPath: f.dir.at("c2"), restrictions: local, role: .agent) { recorder.handle($0) }
+        let agentSide = try DownloadManager(containerPath: f.dir.at("c2"), restrictions: local, role: .agent) {
+            recorder.handle($0)
+        }
         #expect(throws: BackgroundDownloadError.essentialDownloadNeedsFileSize("e")) {
             try agentSide.scheduleDownload(URLDownload(identifier: "e", url: url, isEssential: true))
         }
@@ -118,9 +127,13 @@ import Testing
         // Without a declared size, the transfer stops when the allowance runs out.
         try m2.scheduleDownload(URLDownload(identifier: "unsized", url: url))
         recorder.done.wait()
-        #expect(recorder.events.withLock { $0.last?.contains("failed unsized") == true && $0.last?.contains("allowance") == true }, "\(recorder.events.withLock { $0 })")
+        #expect(
+            recorder.events.withLock {
+                $0.last?.contains("failed unsized") == true && $0.last?.contains("allowance") == true
+            }, "\(recorder.events.withLock { $0 })")
         // A declared size that is wrong fails.
-        try agentSide.scheduleDownload(URLDownload(identifier: "wrong", url: url, fileSize: UInt64(bytes.count - 1), isEssential: true))
+        try agentSide.scheduleDownload(
+            URLDownload(identifier: "wrong", url: url, fileSize: UInt64(bytes.count - 1), isEssential: true))
         agentSide.resumeScheduled()
         recorder.done.wait()
         #expect(recorder.events.withLock { $0.last?.contains("failed wrong") == true })
@@ -134,12 +147,16 @@ import Testing
     @Test func theMaximumInstallSizeIsEnforced() throws {
         let (f, bytes, url, _) = try serve()
         let recorder = Recorder(moveTo: nil)
-        let limits = DownloadRestrictions(downloadAllowance: 10_000_000, essentialDownloadAllowance: 10_000_000, domainAllowList: ["127.0.0.1"],
-                                          maxInstallSize: 500_000)
+        let limits = DownloadRestrictions(
+            downloadAllowance: 10_000_000, essentialDownloadAllowance: 10_000_000, domainAllowList: ["127.0.0.1"],
+            maxInstallSize: 500_000)
         let manager = try DownloadManager(containerPath: f.dir.at("c"), restrictions: limits) { recorder.handle($0) }
         try manager.scheduleDownload(URLDownload(identifier: "one", url: url, fileSize: UInt64(bytes.count)))
         recorder.done.wait()
-        #expect(throws: BackgroundDownloadError.maxInstallSizeExceeded(needed: UInt64(bytes.count), remaining: 500_000 - UInt64(bytes.count))) {
+        #expect(
+            throws: BackgroundDownloadError.maxInstallSizeExceeded(
+                needed: UInt64(bytes.count), remaining: 500_000 - UInt64(bytes.count))
+        ) {
             try manager.scheduleDownload(URLDownload(identifier: "two", url: url, fileSize: UInt64(bytes.count)))
         }
     }
@@ -149,7 +166,8 @@ import Testing
         defer { dir.remove() }
         let a = try DownloadManager(containerPath: dir.at("c")) { _ in }
         let b = try DownloadManager(containerPath: dir.at("c")) { _ in }
-        let inside = Atomic<Int>(0), most = Atomic<Int>(0)
+        let inside = Atomic<Int>(0)
+        let most = Atomic<Int>(0)
         DispatchQueue.concurrentPerform(iterations: 8) { i in
             try? (i % 2 == 0 ? a : b).withExclusiveControl {
                 let n = inside.wrappingAdd(1, ordering: .relaxed).newValue
@@ -162,10 +180,15 @@ import Testing
     }
 
     @Test func restrictionsComeFromAnInfoPlist() throws {
-        let plist = try PropertyListReader.read(path: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("BacklotInfoPlistTests/Fixtures/valid-self-hosted.binary.plist").path)
+        let plist = try PropertyListReader.read(
+            path: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("BacklotInfoPlistTests/Fixtures/valid-self-hosted.binary.plist").path)
         let r = try DownloadRestrictions(infoPlist: plist)
-        #expect(r.downloadAllowance == 9_300_000_000 && r.essentialDownloadAllowance == 0 && r.maxInstallSize == 23_000_000_000)
-        #expect(r.allows(host: "cdn.example.com") && r.allows(host: "a.example.net") && !r.allows(host: "example.net") && !r.allows(host: "evil.com"))
+        #expect(
+            r.downloadAllowance == 9_300_000_000 && r.essentialDownloadAllowance == 0
+                && r.maxInstallSize == 23_000_000_000)
+        #expect(
+            r.allows(host: "cdn.example.com") && r.allows(host: "a.example.net") && !r.allows(host: "example.net")
+                && !r.allows(host: "evil.com"))
     }
 }

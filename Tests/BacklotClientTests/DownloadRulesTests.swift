@@ -1,12 +1,13 @@
 import BacklotBasics
 import BacklotContainer
-@testable import BacklotClient
 import BacklotRepository
 import BacklotStore
 import BacklotTestSupport
 import Foundation
 import Synchronization
 import Testing
+
+@testable import BacklotClient
 
 /// Issue #19 §4: the restrictions as Apple applies them.
 extension DownloadManagerTests {
@@ -16,16 +17,20 @@ extension DownloadManagerTests {
         var g = SeededGenerator(seed: 19)
         let bytes = g.bytes(50_000)
         try FileSystem.makeDirectory(f.repository.directory.publicTreePath + "/files")
-        try RepositoryDirectory.writePublic(bytes: bytes, to: f.repository.directory.publicTreePath + "/files/small.bin")
+        try RepositoryDirectory.writePublic(
+            bytes: bytes, to: f.repository.directory.publicTreePath + "/files/small.bin")
         return (f, bytes, URL(string: f.server.baseURL + "files/small.bin")!)
     }
 
     @Test func theAppsLaunchRecordLiftsTheRestrictions() throws {
         let (f, _, url) = try serveSmall()
-        let restricted = DownloadRestrictions(downloadAllowance: 100_000, essentialDownloadAllowance: 0, domainAllowList: ["cdn.example.com"])
+        let restricted = DownloadRestrictions(
+            downloadAllowance: 100_000, essentialDownloadAllowance: 0, domainAllowList: ["cdn.example.com"])
         let manager = try DownloadManager(containerPath: f.dir.at("c"), restrictions: restricted, role: .agent) { _ in }
         #expect(manager.remainingAllowance(essential: false) == 100_000)
-        #expect(throws: BackgroundDownloadError.domainNotAllowed("127.0.0.1")) { try manager.scheduleDownload(URLDownload(identifier: "a", url: url)) }
+        #expect(throws: BackgroundDownloadError.domainNotAllowed("127.0.0.1")) {
+            try manager.scheduleDownload(URLDownload(identifier: "a", url: url))
+        }
         // The app records its launch in the container's one record (what AppPresence.markRunning does).
         try AppLaunchRecord.record(containerPath: f.dir.at("c"))
         #expect(manager.remainingAllowance(essential: false) == nil)
@@ -41,11 +46,14 @@ extension DownloadManagerTests {
     @Test func theInstallCapCountsWhatIsScheduledAndInFlight() throws {
         let (f, bytes, url) = try serveSmall()
         let recorder = Recorder(moveTo: nil)
-        let cap = DownloadRestrictions(downloadAllowance: 0, essentialDownloadAllowance: 0, domainAllowList: [], maxInstallSize: 60_000)
+        let cap = DownloadRestrictions(
+            downloadAllowance: 0, essentialDownloadAllowance: 0, domainAllowList: [], maxInstallSize: 60_000)
         var limits = cap
         limits.appliesBeforeFirstLaunch = false
         // The agent's manager: scheduled downloads wait until it resumes them, so all three are in flight at once.
-        let manager = try DownloadManager(containerPath: f.dir.at("c"), restrictions: limits, role: .agent) { recorder.handle($0) }
+        let manager = try DownloadManager(containerPath: f.dir.at("c"), restrictions: limits, role: .agent) {
+            recorder.handle($0)
+        }
         let size = UInt64(bytes.count)
         try manager.scheduleDownload(URLDownload(identifier: "one", url: url, fileSize: size))
         for id in ["two", "three"] {
@@ -54,7 +62,9 @@ extension DownloadManagerTests {
             }
         }
         // Another process's manager sees the reservation (it is in the container's database).
-        let again = try DownloadManager(containerPath: f.dir.at("c"), restrictions: limits, role: .agent) { recorder.handle($0) }
+        let again = try DownloadManager(containerPath: f.dir.at("c"), restrictions: limits, role: .agent) {
+            recorder.handle($0)
+        }
         #expect(throws: BackgroundDownloadError.maxInstallSizeExceeded(needed: size, remaining: 60_000 - size)) {
             try again.scheduleDownload(URLDownload(identifier: "two", url: url, fileSize: size))
         }
@@ -68,8 +78,11 @@ extension DownloadManagerTests {
         try manager.scheduleDownload(URLDownload(identifier: "unsized", url: url))
         manager.resumeScheduled()
         recorder.done.wait()
-        #expect(recorder.events.withLock { $0.last?.hasPrefix("failed unsized") == true && $0.last?.contains("maximum install size") == true },
-                "\(recorder.events.withLock { $0 })")
+        #expect(
+            recorder.events.withLock {
+                $0.last?.hasPrefix("failed unsized") == true && $0.last?.contains("maximum install size") == true
+            },
+            "\(recorder.events.withLock { $0 })")
         #expect(try manager.fetchCurrentDownloads().isEmpty)
     }
 
@@ -78,11 +91,14 @@ extension DownloadManagerTests {
         let app = try DownloadManager(containerPath: f.dir.at("c")) { _ in }
         let essential = URLDownload(identifier: "e", url: url, fileSize: 50_000, isEssential: true)
         #expect { try app.scheduleDownload(essential) } throws: { e in (e as? BackgroundDownloadError)?.code == 109 }
-        #expect { try app.startForegroundDownload(essential) } throws: { e in (e as? BackgroundDownloadError)?.code == 109 }
+        #expect { try app.startForegroundDownload(essential) } throws: { e in
+            (e as? BackgroundDownloadError)?.code == 109
+        }
         #expect(try app.fetchCurrentDownloads().isEmpty)
         let agent = try DownloadManager(containerPath: f.dir.at("c"), role: .agent) { _ in }
         #expect { try agent.startForegroundDownload(URLDownload(identifier: "n", url: url)) } throws: { e in
-            (e as? BackgroundDownloadError) == .callFromInactiveProcessNotAllowed("n") && (e as? BackgroundDownloadError)?.code == 51
+            (e as? BackgroundDownloadError) == .callFromInactiveProcessNotAllowed("n")
+                && (e as? BackgroundDownloadError)?.code == 51
         }
     }
 
@@ -96,8 +112,9 @@ extension DownloadManagerTests {
         let held = try #require(app.lockDownload(download.identifier))
         try app.withExclusiveControl {
             try app.container.db.transaction { tx in
-                try tx.run("INSERT INTO url_downloads(identifier, url, file_size, essential, priority, created) VALUES (?, ?, ?, 0, 0, 0)",
-                           [.text(download.identifier), .text(url.absoluteString), .integer(Int64(bytes.count))])
+                try tx.run(
+                    "INSERT INTO url_downloads(identifier, url, file_size, essential, priority, created) VALUES (?, ?, ?, 0, 0, 0)",
+                    [.text(download.identifier), .text(url.absoluteString), .integer(Int64(bytes.count))])
             }
         }
         try app.startForegroundDownload(download)

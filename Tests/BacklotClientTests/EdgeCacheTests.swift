@@ -13,12 +13,16 @@ import Testing
     /// bytes it sent. A revalidation (304, no body) is not counted: with a 1 s catalog max-age, a
     /// slow machine may see the edge revalidate its copy in the middle of an install.
     func originLoad(_ f: ClientFixture) -> (requests: UInt64, bytes: UInt64) {
-        var requests: UInt64 = 0, bytes: UInt64 = 0
+        var requests: UInt64 = 0
+        var bytes: UInt64 = 0
         for line in f.server.metrics.prometheusText().split(separator: "\n") where !line.hasPrefix("#") {
             let parts = line.split(separator: " ")
             guard parts.count == 2, let n = UInt64(parts[1]) else { continue }
             if parts[0] == "backlot_http_requests_total{route=\"static\",status=\"200\"}"
-                || parts[0] == "backlot_http_requests_total{route=\"static\",status=\"206\"}" { requests += n }
+                || parts[0] == "backlot_http_requests_total{route=\"static\",status=\"206\"}"
+            {
+                requests += n
+            }
             if parts[0] == "backlot_http_response_bytes_total" { bytes = n }
         }
         return (requests, bytes)
@@ -29,8 +33,10 @@ import Testing
     }
 
     func manager(_ f: ClientFixture, _ edge: EdgeCache, container: String) throws -> AssetPackManager {
-        try AssetPackManager(configuration: .init(containerPath: f.dir.at(container), catalogURL: catalogURL(edge, f), app: f.app,
-                                                  channel: .internal, trustedKeys: [f.pinned], platform: .linux))
+        try AssetPackManager(
+            configuration: .init(
+                containerPath: f.dir.at(container), catalogURL: catalogURL(edge, f), app: f.app,
+                channel: .internal, trustedKeys: [f.pinned], platform: .linux))
     }
 
     @Test func aSecondInstallIsServedFromTheEdgesCacheAndUpdatesComeThroughIt() async throws {
@@ -53,7 +59,9 @@ import Testing
         _ = try await second.fetch(packWithID: "Levels")
         #expect(try sameFiles(source, second.url(for: "readme.txt").deletingLastPathComponent().path))
         let afterSecond = originLoad(f)
-        #expect(afterSecond.requests == afterFirst.requests, "the origin answered \(afterSecond.requests - afterFirst.requests) requests of the second install")
+        #expect(
+            afterSecond.requests == afterFirst.requests,
+            "the origin answered \(afterSecond.requests - afterFirst.requests) requests of the second install")
         #expect(afterSecond.bytes == afterFirst.bytes)
 
         // An update: once the edge's copy of the catalog is older than its max-age, the edge
@@ -61,7 +69,7 @@ import Testing
         let full = UInt64(try FileDescriptor.openForReading(try f.archivePath()).size())
         let (edited, _) = try f.publish(edit: true)
         var update = try await first.fetch(packWithID: "Levels")
-        for _ in 0..<40 where update.version != 2 {   // the edge's copy expires within a second
+        for _ in 0..<40 where update.version != 2 {  // the edge's copy expires within a second
             try await Task.sleep(nanoseconds: 100_000_000)
             update = try await first.fetch(packWithID: "Levels")
         }
@@ -74,7 +82,9 @@ import Testing
         #expect(secondUpdate.version == 2)
         #expect(try sameFiles(edited, second.url(for: "readme.txt").deletingLastPathComponent().path))
         let afterSecondUpdate = originLoad(f)
-        #expect(afterSecondUpdate.bytes - beforeSecondUpdate.bytes < secondUpdate.downloadedBytes,
-                "the origin sent \(afterSecondUpdate.bytes - beforeSecondUpdate.bytes) bytes for an update of \(secondUpdate.downloadedBytes)")
+        #expect(
+            afterSecondUpdate.bytes - beforeSecondUpdate.bytes < secondUpdate.downloadedBytes,
+            "the origin sent \(afterSecondUpdate.bytes - beforeSecondUpdate.bytes) bytes for an update of \(secondUpdate.downloadedBytes)"
+        )
     }
 }

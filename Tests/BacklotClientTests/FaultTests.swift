@@ -6,7 +6,9 @@ import BacklotRepository
 import BacklotServer
 import BacklotTestSupport
 import Foundation
+import Synchronization
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,7 +25,9 @@ import Glibc
         let tree = try StaticTree(root: f.repository.directory.publicTreePath)
         let count = Mutex(0)
         let server = try HTTPServer(configuration: .init(port: 0)) { request in
-            guard request.path.hasPrefix("/v1/packs/"), let range = request.header("Range"), !range.hasPrefix("bytes=0-63") else {
+            guard request.path.hasPrefix("/v1/packs/"), let range = request.header("Range"),
+                !range.hasPrefix("bytes=0-63")
+            else {
                 return .respond(tree.respond(to: request))
             }
             var r = tree.respond(to: request)
@@ -32,8 +36,12 @@ import Glibc
                 return .respond(.error(500, code: "internal", "broken"))
             case .flaky:
                 // Fails the first time each range is asked, with Retry-After: the retry succeeds.
-                let n = count.withLock { c -> Int in c += 1; return c }
-                return .respond(n % 2 == 1 ? HTTPResponse(status: 503, headers: [("Retry-After", "1")], route: "static") : r)
+                let n = count.withLock { c -> Int in
+                    c += 1
+                    return c
+                }
+                return .respond(
+                    n % 2 == 1 ? HTTPResponse(status: 503, headers: [("Retry-After", "1")], route: "static") : r)
             case .truncated, .endless:
                 guard case .descriptor(let fd, let offset, let length) = r.body else { return .respond(r) }
                 r.body = .descriptor(fd, offset: offset, length: fault == .truncated ? length / 2 : length + 4096)
@@ -43,11 +51,12 @@ import Glibc
                 usleep(2_500_000)
                 return .respond(r)
             case .slow:
-                for _ in 0..<3000 where !FaultTests.gate.load(ordering: .relaxed) { usleep(10_000) }   // 30 s at most
+                for _ in 0..<3000 where !FaultTests.gate.load(ordering: .relaxed) { usleep(10_000) }  // 30 s at most
                 return .respond(r)
             }
         }
-        var configuration = AssetPackManager.Configuration(containerPath: f.dir.at("c-\(fault)"),
+        var configuration = AssetPackManager.Configuration(
+            containerPath: f.dir.at("c-\(fault)"),
             catalogURL: URL(string: "http://127.0.0.1:\(server.port)/v1/apps/\(f.app)/internal/catalog.json")!,
             app: f.app, channel: .internal, trustedKeys: [f.pinned])
         // The cancellation test must end by its cancel, never by a stall a loaded machine makes
@@ -83,7 +92,9 @@ import Glibc
                 }
             }
         }
-        await #expect { _ = try await manager.fetch(packWithID: "Levels") } throws: { ($0 as? BacklotError)?.code == .cancelled }
+        await #expect { _ = try await manager.fetch(packWithID: "Levels") } throws: {
+            ($0 as? BacklotError)?.code == .cancelled
+        }
         watcher.cancel()
         #expect(!manager.assetPackIsAvailableLocally(withID: "Levels"))
     }
@@ -113,5 +124,3 @@ import Glibc
         #expect(try sameFiles(source, manager.url(for: "readme.txt").deletingLastPathComponent().path))
     }
 }
-
-import Synchronization

@@ -1,13 +1,13 @@
 import BacklotBasics
-@testable import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotHTTPClient
 import BacklotJSON
-
 import BacklotTestSupport
 import Foundation
 import Testing
+
+@testable import BacklotCatalog
 @testable import BacklotClient
 @testable import BacklotRepository
 
@@ -15,8 +15,10 @@ import Testing
 /// or lags behind: the client fails closed, names the problem, never traps, never writes outside
 /// its container, and keeps what is installed.
 @Suite(.serialized) struct HostileServerTests {
-    func expectRefused(_ code: BacklotError.Code? = nil, _ phrase: String, sourceLocation: SourceLocation = #_sourceLocation,
-                       _ body: () async throws -> Void) async {
+    func expectRefused(
+        _ code: BacklotError.Code? = nil, _ phrase: String, sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: () async throws -> Void
+    ) async {
         do {
             try await body()
             Issue.record("accepted; expected '\(phrase)'", sourceLocation: sourceLocation)
@@ -34,9 +36,19 @@ import Testing
         let manager = try f.manager()
         _ = try await manager.fetch(packWithID: "Crafted")
         for files: [CraftedPack.File] in [
-            [.init(path: "a.txt", bytes: Array("good".utf8)), .init(path: "c.txt", bytes: Array("evil".utf8), digest: SHA256.hash(Array("good".utf8)))],
-            [.init(path: "a.txt", bytes: (0..<(200 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 7) }, digest: SHA256.hash([1]))],
-            [.init(path: "a.txt", bytes: Array("good".utf8)), .init(path: "b.txt", bytes: [], digest: SHA256.hash([1]))],
+            [
+                .init(path: "a.txt", bytes: Array("good".utf8)),
+                .init(path: "c.txt", bytes: Array("evil".utf8), digest: SHA256.hash(Array("good".utf8))),
+            ],
+            [
+                .init(
+                    path: "a.txt", bytes: (0..<(200 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 7) },
+                    digest: SHA256.hash([1]))
+            ],
+            [
+                .init(path: "a.txt", bytes: Array("good".utf8)),
+                .init(path: "b.txt", bytes: [], digest: SHA256.hash([1])),
+            ],
         ] {
             try f.publishCrafted(CraftedPack(files: files, chunkSize: 64 << 10), version: 2)
             await expectRefused(.corruptArchive, "SHA-256") { _ = try await manager.fetch(packWithID: "Crafted") }
@@ -49,8 +61,12 @@ import Testing
         let f = try ClientFixture()
         let manager = try f.manager()
         for mark in ["\u{301}", "\u{200D}", "\u{FE0F}"] {
-            try f.publishCrafted(CraftedPack(files: [.init(path: "../\(mark)evil", bytes: Array("pwned".utf8)),
-                                                    .init(path: "../../\(mark)evil2", bytes: Array("pwned".utf8))], sorted: true))
+            try f.publishCrafted(
+                CraftedPack(
+                    files: [
+                        .init(path: "../\(mark)evil", bytes: Array("pwned".utf8)),
+                        .init(path: "../../\(mark)evil2", bytes: Array("pwned".utf8)),
+                    ], sorted: true))
             await expectRefused(nil, "unsafe path") { _ = try await manager.fetch(packWithID: "Crafted") }
         }
         let everything = FileManager.default.enumerator(atPath: f.dir.path)?.allObjects as? [String] ?? []
@@ -61,7 +77,8 @@ import Testing
     /// with its bytes (never an empty file), both forms can live side by side, and repair works.
     @Test func namesThatDifferOnlyByNormalisationStayApartAcrossUpdates() async throws {
         let f = try ClientFixture()
-        let nfc = "caf\u{E9}", nfd = "cafe\u{301}"
+        let nfc = "caf\u{E9}"
+        let nfd = "cafe\u{301}"
         let manager = try f.manager()
         try f.publishCrafted(CraftedPack(files: [.init(path: "\(nfc)/x", bytes: Array("one".utf8))]), version: 1)
         _ = try await manager.fetch(packWithID: "Crafted")
@@ -69,8 +86,11 @@ import Testing
         _ = try await manager.fetch(packWithID: "Crafted")
         #expect(try manager.contents(at: "\(nfd)/x") == Data("one".utf8))
         #expect(throws: (any Error).self) { _ = try manager.contents(at: "\(nfc)/x") }
-        try f.publishCrafted(CraftedPack(files: [.init(path: "\(nfc)/x", bytes: Array("composed".utf8)),
-                                                .init(path: "\(nfd)/x", bytes: Array("decomposed".utf8))]), version: 3)
+        try f.publishCrafted(
+            CraftedPack(files: [
+                .init(path: "\(nfc)/x", bytes: Array("composed".utf8)),
+                .init(path: "\(nfd)/x", bytes: Array("decomposed".utf8)),
+            ]), version: 3)
         _ = try await manager.fetch(packWithID: "Crafted")
         #expect(try manager.contents(at: "\(nfc)/x") == Data("composed".utf8))
         #expect(try manager.contents(at: "\(nfd)/x") == Data("decomposed".utf8))
@@ -88,24 +108,43 @@ import Testing
     @Test func outOfRangeNumbersInASignedCatalogAreRefused() async throws {
         let f = try ClientFixture()
         try f.publishCrafted(CraftedPack(files: [.init(path: "a", bytes: [1, 2, 3])]))
-        let good = try Catalog.decode(SignedEnvelope.open(Array(Data(contentsOf: URL(fileURLWithPath: f.repository.catalogPath(app: f.app, channel: .internal)))),
-                                                          expecting: Catalog.payloadType, trusting: [f.pinned], source: "c"), source: "c")
+        let good = try Catalog.decode(
+            SignedEnvelope.open(
+                Array(Data(contentsOf: URL(fileURLWithPath: f.repository.catalogPath(app: f.app, channel: .internal)))),
+                expecting: Catalog.payloadType, trusting: [f.pinned], source: "c"), source: "c")
         let text = String(decoding: good.payload, as: UTF8.self)
-        let huge = ["9223372036854775808", "18446744073709551615", "18446744073709551616", "-1", "1e3", "1.5", "100000000000000000000000000000"]
+        let huge = [
+            "9223372036854775808", "18446744073709551615", "18446744073709551616", "-1", "1e3", "1.5",
+            "100000000000000000000000000000",
+        ]
         for value in huge {
-            for (field, from) in [("packs[0].version", #""version":1}"#), ("packs[0].archive.size", #""size":\#(good.packs[0].release.archiveSize)"#),
-                                  ("packs[0].installSize", #""installSize":\#(good.packs[0].release.installSize)"#)] {
-                let replacement = from.hasSuffix("}") ? #""version":\#(value)}"# : from.replacingOccurrences(of: from.split(separator: ":").last!, with: value)
+            for (field, from) in [
+                ("packs[0].version", #""version":1}"#),
+                ("packs[0].archive.size", #""size":\#(good.packs[0].release.archiveSize)"#),
+                ("packs[0].installSize", #""installSize":\#(good.packs[0].release.installSize)"#),
+            ] {
+                let replacement =
+                    from.hasSuffix("}")
+                    ? #""version":\#(value)}"#
+                    : from.replacingOccurrences(of: from.split(separator: ":").last!, with: value)
                 let payload = text.replacingOccurrences(of: from, with: replacement)
                 #expect(payload != text, "\(field) not found in \(text)")
                 try f.publishCatalog(good, payload: Array(payload.utf8))
-                await expectRefused(.untrusted, field) { _ = try await f.manager(container: "c-\(UUID().uuidString)").assetPack(withID: "Crafted") }
+                await expectRefused(.untrusted, field) {
+                    _ = try await f.manager(container: "c-\(UUID().uuidString)").assetPack(withID: "Crafted")
+                }
             }
         }
         // A candidate with 2^63 basis points.
-        let withCandidate = text.replacingOccurrences(of: #""id":"Crafted""#, with: #""candidate":\#(String(decoding: Catalog.releaseMembersJSON(good.packs[0].release, basisPoints: "9223372036854775808").utf8, as: UTF8.self)),"id":"Crafted""#)
+        let withCandidate = text.replacingOccurrences(
+            of: #""id":"Crafted""#,
+            with:
+                #""candidate":\#(String(decoding: Catalog.releaseMembersJSON(good.packs[0].release, basisPoints: "9223372036854775808").utf8, as: UTF8.self)),"id":"Crafted""#
+        )
         try f.publishCatalog(good, payload: Array(withCandidate.utf8))
-        await expectRefused(.untrusted, "rolloutBasisPoints") { _ = try await f.manager(container: "c-bp").assetPack(withID: "Crafted") }
+        await expectRefused(.untrusted, "rolloutBasisPoints") {
+            _ = try await f.manager(container: "c-bp").assetPack(withID: "Crafted")
+        }
     }
 
     @Test func archiveURLsOutsideTheRepositoryAreRefused() async throws {
@@ -113,12 +152,18 @@ import Testing
         let pack = try CraftedPack(files: [.init(path: "a", bytes: [1, 2, 3])])
         let sha = SHA256.hash(pack.bytes).hex
         let port = f.server.port
-        for url in ["../../../../../outside/\(sha).pack", "../../../../../../\(sha).pack", "../../../packs/%2e%2e/%2e%2e/\(sha).pack",
-                    "../../../packs/..%2F..%2F\(sha).pack", "//evil.example/v1/packs/\(sha).pack", "https://127.0.0.1:\(port)/v1/packs/\(sha).pack",
-                    "http://user@127.0.0.1:\(port)/v1/packs/\(sha).pack", "http://127.0.0.1:\(port + 1)/v1/packs/\(sha).pack",
-                    "../../../packs/\(sha).pack#x", "..\\..\\..\\packs\\\(sha).pack"] {
+        for url in [
+            "../../../../../outside/\(sha).pack", "../../../../../../\(sha).pack",
+            "../../../packs/%2e%2e/%2e%2e/\(sha).pack",
+            "../../../packs/..%2F..%2F\(sha).pack", "//evil.example/v1/packs/\(sha).pack",
+            "https://127.0.0.1:\(port)/v1/packs/\(sha).pack",
+            "http://user@127.0.0.1:\(port)/v1/packs/\(sha).pack", "http://127.0.0.1:\(port + 1)/v1/packs/\(sha).pack",
+            "../../../packs/\(sha).pack#x", "..\\..\\..\\packs\\\(sha).pack",
+        ] {
             try f.publishCrafted(pack, archiveURL: url)
-            await expectRefused(.untrusted, "archive URL") { _ = try await f.manager(container: "c-\(UUID().uuidString)").fetch(packWithID: "Crafted") }
+            await expectRefused(.untrusted, "archive URL") {
+                _ = try await f.manager(container: "c-\(UUID().uuidString)").fetch(packWithID: "Crafted")
+            }
         }
         // The same archive at its proper place installs.
         try f.publishCrafted(pack)
@@ -129,14 +174,19 @@ import Testing
     /// as stale, not as an attack; the installed release stays, and nothing is installed from it.
     @Test func aStaleCatalogKeepsTheInstalledRelease() async throws {
         let f = try ClientFixture()
-        try f.publishCrafted(CraftedPack(files: [.init(path: "a", bytes: Array("v2".utf8))]), version: 2, catalogVersion: 2_000_000_000)
+        try f.publishCrafted(
+            CraftedPack(files: [.init(path: "a", bytes: Array("v2".utf8))]), version: 2, catalogVersion: 2_000_000_000)
         let manager = try f.manager()
         _ = try await manager.fetch(packWithID: "Crafted")
-        try f.publishCrafted(CraftedPack(files: [.init(path: "a", bytes: Array("v1".utf8))]), version: 1, catalogVersion: 1_999_999_000)
-        await expectRefused(.staleCatalog, "older than one already seen") { _ = try await manager.fetch(packWithID: "Crafted") }
+        try f.publishCrafted(
+            CraftedPack(files: [.init(path: "a", bytes: Array("v1".utf8))]), version: 1, catalogVersion: 1_999_999_000)
+        await expectRefused(.staleCatalog, "older than one already seen") {
+            _ = try await manager.fetch(packWithID: "Crafted")
+        }
         #expect(try manager.contents(at: "a") == Data("v2".utf8))
         // When the edge catches up, checks go on as usual.
-        try f.publishCrafted(CraftedPack(files: [.init(path: "a", bytes: Array("v3".utf8))]), version: 3, catalogVersion: 2_000_000_500)
+        try f.publishCrafted(
+            CraftedPack(files: [.init(path: "a", bytes: Array("v3".utf8))]), version: 3, catalogVersion: 2_000_000_500)
         _ = try await manager.fetch(packWithID: "Crafted")
         #expect(try manager.contents(at: "a") == Data("v3".utf8))
     }
@@ -160,7 +210,8 @@ import Testing
         }
         // A key nobody published is still refused.
         await expectRefused(.untrusted, "no valid signature") {
-            _ = try await f.manager(container: "stranger", keys: [try Ed25519.PrivateKey().publicKey]).assetPack(withID: "Levels")
+            _ = try await f.manager(container: "stranger", keys: [try Ed25519.PrivateKey().publicKey]).assetPack(
+                withID: "Levels")
         }
     }
 
@@ -172,17 +223,27 @@ import Testing
         let root = try JSONReader(source: "c").read(Array(try Data(contentsOf: URL(fileURLWithPath: path)))).root
         let valid = try #require(root["signatures"]?.arrayElements?.first)
         let junk: [JSONNode] = [
-            .object(["keyid": .number(5), "sig": .string("AAAA")]), .object(["keyid": .string("ab"), "sig": .string("!!not base64!!")]),
-            .object(["sig": .string("AAAA")]), .object(["keyid": .string(String(repeating: "0", count: 64))]), .string("not an object"),
+            .object(["keyid": .number(5), "sig": .string("AAAA")]),
+            .object(["keyid": .string("ab"), "sig": .string("!!not base64!!")]),
+            .object(["sig": .string("AAAA")]), .object(["keyid": .string(String(repeating: "0", count: 64))]),
+            .string("not an object"),
             .object(["keyid": .string(f.pinned.keyID), "sig": .string("AAAA")]),
         ]
-        let tampered = JSONNode.object(["payloadType": root["payloadType"]!, "payload": root["payload"]!, "signatures": .array(junk + [valid])])
+        let tampered = JSONNode.object([
+            "payloadType": root["payloadType"]!, "payload": root["payload"]!, "signatures": .array(junk + [valid]),
+        ])
         try Data(tampered.serialized().utf8).write(to: URL(fileURLWithPath: path))
         #expect(try await f.manager().assetPack(withID: "Levels").version == 1)
         // Junk alone is still no signature.
-        try Data(JSONNode.object(["payloadType": root["payloadType"]!, "payload": root["payload"]!, "signatures": .array(junk)]).serialized().utf8)
-            .write(to: URL(fileURLWithPath: path))
-        await expectRefused(.untrusted, "no valid signature") { _ = try await f.manager(container: "c2").assetPack(withID: "Levels") }
+        try Data(
+            JSONNode.object([
+                "payloadType": root["payloadType"]!, "payload": root["payload"]!, "signatures": .array(junk),
+            ]).serialized().utf8
+        )
+        .write(to: URL(fileURLWithPath: path))
+        await expectRefused(.untrusted, "no valid signature") {
+            _ = try await f.manager(container: "c2").assetPack(withID: "Levels")
+        }
     }
 
     /// A catalog dripped at 2 bytes a second is stopped by the transfer's deadline (its bounded
@@ -192,7 +253,8 @@ import Testing
         defer { drip.stop() }
         let dir = try TemporaryDirectory("drip")
         defer { dir.remove() }
-        var configuration = AssetPackManager.Configuration(containerPath: dir.at("c"),
+        var configuration = AssetPackManager.Configuration(
+            containerPath: dir.at("c"),
             catalogURL: URL(string: "http://127.0.0.1:\(drip.port)/v1/apps/com.example.game/internal/catalog.json")!,
             app: "com.example.game", channel: .internal, trustedKeys: [try Ed25519.PrivateKey().publicKey])
         configuration.stallTimeout = 1
@@ -207,7 +269,8 @@ import Testing
         let f = try ClientFixture()
         let manager = try f.manager()
         let x1 = (0..<150_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
-        try f.publishCrafted(CraftedPack(files: [.init(path: "X", bytes: x1), .init(path: "Y", bytes: [1])]), version: 1)
+        try f.publishCrafted(
+            CraftedPack(files: [.init(path: "X", bytes: x1), .init(path: "Y", bytes: [1])]), version: 1)
         _ = try await manager.fetch(packWithID: "Crafted")
         let next = try CraftedPack(files: [.init(path: "X", bytes: x1), .init(path: "Y", bytes: [2])])
         try f.publishCrafted(next, version: 2)
@@ -234,27 +297,44 @@ import Testing
         let f = try ClientFixture()
         let pack = try CraftedPack(files: [.init(path: "a", bytes: [1, 2, 3])])
         try f.publishCrafted(pack)
-        let good = try Catalog.decode(SignedEnvelope.open(Array(Data(contentsOf: URL(fileURLWithPath: f.repository.catalogPath(app: f.app, channel: .internal)))),
-                                                          expecting: Catalog.payloadType, trusting: [f.pinned], source: "c"), source: "c")
+        let good = try Catalog.decode(
+            SignedEnvelope.open(
+                Array(Data(contentsOf: URL(fileURLWithPath: f.repository.catalogPath(app: f.app, channel: .internal)))),
+                expecting: Catalog.payloadType, trusting: [f.pinned], source: "c"), source: "c")
         var lying = good
         lying.packs[0].release.installSize = 1 << 40
         lying.version += 1
         try f.publishCatalog(lying)
-        await expectRefused(.untrusted, "installs 1099511627776 bytes") { _ = try await f.manager().fetch(packWithID: "Crafted") }
+        await expectRefused(.untrusted, "installs 1099511627776 bytes") {
+            _ = try await f.manager().fetch(packWithID: "Crafted")
+        }
     }
 
     /// A mirror with no keys that serves endless unsigned key lists costs a bounded number of requests.
     @Test func theSearchForAPinnedKeyIsBounded() throws {
         var asked = 0
         let pinned = try Ed25519.PrivateKey().publicKey
-        let found = try KeyList.anchor(pinned: [pinned], current: { Array("{}".utf8) }, fetch: { _ in asked += 1; return Array("{}".utf8) })
+        let found = try KeyList.anchor(
+            pinned: [pinned], current: { Array("{}".utf8) },
+            fetch: { _ in
+                asked += 1
+                return Array("{}".utf8)
+            })
         #expect(found == nil)
         #expect(asked == 1000)
         // The current list names the pinned key: found in one request.
         let key = try Ed25519.PrivateKey()
-        let root = try SignedEnvelope.sign(payload: KeyList(version: 7, keys: [key.publicKey]).payload, type: KeyList.payloadType, with: [key]).encoded
+        let root = try SignedEnvelope.sign(
+            payload: KeyList(version: 7, keys: [key.publicKey]).payload, type: KeyList.payloadType, with: [key]
+        ).encoded
         asked = 0
-        #expect(try KeyList.anchor(pinned: [key.publicKey], current: { root }, fetch: { _ in asked += 1; return nil })?.version == 7)
+        #expect(
+            try KeyList.anchor(
+                pinned: [key.publicKey], current: { root },
+                fetch: { _ in
+                    asked += 1
+                    return nil
+                })?.version == 7)
         #expect(asked == 0)
     }
 
@@ -262,9 +342,13 @@ import Testing
         let f = try ClientFixture()
         let pack = try CraftedPack(files: [.init(path: "a", bytes: [1, 2, 3])])
         let sha = SHA256.hash(pack.bytes).hex
-        for url in ["../../../packs/..;/\(sha).pack", "../../../packs/%252e%252e/\(sha).pack", "../../../packs/\(sha).pack?x=1"] {
+        for url in [
+            "../../../packs/..;/\(sha).pack", "../../../packs/%252e%252e/\(sha).pack", "../../../packs/\(sha).pack?x=1",
+        ] {
             try f.publishCrafted(pack, archiveURL: url)
-            await expectRefused(.untrusted, "archive URL") { _ = try await f.manager(container: "c-\(UUID().uuidString)").fetch(packWithID: "Crafted") }
+            await expectRefused(.untrusted, "archive URL") {
+                _ = try await f.manager(container: "c-\(UUID().uuidString)").fetch(packWithID: "Crafted")
+            }
         }
     }
 
@@ -273,14 +357,17 @@ import Testing
         #expect(client.deadline(forBytes: 0) == 30)
         #expect(client.deadline(forBytes: 10_000) == 40)
         #expect(client.deadline(forBytes: UInt64.max) == 7 * 86_400)
-        #expect(HTTPClient().maximumBodySize >= Int(PackHeader.maximumIndexLength), "a client reads the largest index in one request")
+        #expect(
+            HTTPClient().maximumBodySize >= Int(PackHeader.maximumIndexLength),
+            "a client reads the largest index in one request")
     }
 }
 
 extension Catalog {
     /// A candidate object for crafted catalogs: the release's members plus `rolloutBasisPoints` as written.
     static func releaseMembersJSON(_ release: Release, basisPoints: String) -> String {
-        let members = releaseMembers(release) + [JSONMember(key: "rolloutBasisPoints", value: JSONNode(.number(basisPoints)))]
+        let members =
+            releaseMembers(release) + [JSONMember(key: "rolloutBasisPoints", value: JSONNode(.number(basisPoints)))]
         return JSONNode(.object(sorted(members))).serialized()
     }
 }

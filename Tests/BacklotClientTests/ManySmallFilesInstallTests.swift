@@ -18,7 +18,8 @@ import Testing
             var bytes = i % 2 == 0 ? g.text(size) : g.bytes(size)
             if changed.contains(i) { bytes = other.bytes(size) }
             let path = root + "/small/\(i / 100)/file-\(i)"
-            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try Data(bytes).write(to: URL(fileURLWithPath: path))
         }
         let tool = root + "/bin/tool"
@@ -32,9 +33,13 @@ import Testing
         let (manifest, _) = try AssetPackManifest.load(Array(SamplePack.manifest(id: "Small").utf8), source: "m")
         let selection = try SourceSelection(manifest: manifest, sourceRoot: source)
         let out = dir.at("small-\(UUID().uuidString).pack")
-        _ = try PackWriter(options: .init(jobs: 2, overwrite: true)).write(manifest: manifest, selection: selection, to: out)
-        if (try? f.repository.packs(app: f.app).contains("Small")) != true { try f.repository.createPack(app: f.app, id: "Small") }
-        let v = try f.repository.uploadAndProcess(app: f.app, pack: "Small", bytes: Array(try Data(contentsOf: URL(fileURLWithPath: out))))
+        _ = try PackWriter(options: .init(jobs: 2, overwrite: true)).write(
+            manifest: manifest, selection: selection, to: out)
+        if (try? f.repository.packs(app: f.app).contains("Small")) != true {
+            try f.repository.createPack(app: f.app, id: "Small")
+        }
+        let v = try f.repository.uploadAndProcess(
+            app: f.app, pack: "Small", bytes: Array(try Data(contentsOf: URL(fileURLWithPath: out))))
         try f.repository.release(app: f.app, pack: "Small", version: v.number, channel: .internal)
     }
 
@@ -52,7 +57,9 @@ import Testing
         try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Small"))
         for i in stride(from: 0, to: count, by: 37) {
             let relative = "small/\(i / 100)/file-\(i)"
-            #expect(try manager.contents(at: relative) == Data(contentsOf: URL(fileURLWithPath: v1 + "/" + relative)), "\(relative)")
+            #expect(
+                try manager.contents(at: relative) == Data(contentsOf: URL(fileURLWithPath: v1 + "/" + relative)),
+                "\(relative)")
         }
         #expect(try ClientContainer.verify(path: f.dir.at("container")).isEmpty)
 
@@ -64,7 +71,9 @@ import Testing
         try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Small"))
         for i in changed.sorted().prefix(20) {
             let relative = "small/\(i / 100)/file-\(i)"
-            #expect(try manager.contents(at: relative) == Data(contentsOf: URL(fileURLWithPath: v2 + "/" + relative)), "\(relative)")
+            #expect(
+                try manager.contents(at: relative) == Data(contentsOf: URL(fileURLWithPath: v2 + "/" + relative)),
+                "\(relative)")
         }
         #expect(try ClientContainer.verify(path: f.dir.at("container")).isEmpty)
         // The installed files are read-only, the executable stays executable.

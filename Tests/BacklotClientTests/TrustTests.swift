@@ -11,7 +11,9 @@ import Testing
 
 /// Trust fails closed, and a failure leaves the installed release untouched and readable.
 @Suite(.serialized) struct TrustTests {
-    func untrusted(_ body: () async throws -> Void, _ phrase: String, sourceLocation: SourceLocation = #_sourceLocation) async {
+    func untrusted(
+        _ body: () async throws -> Void, _ phrase: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
         do {
             try await body()
             Issue.record("accepted; expected '\(phrase)'", sourceLocation: sourceLocation)
@@ -26,7 +28,9 @@ import Testing
         let f = try ClientFixture()
         try f.publish()
         let stranger = try Ed25519.PrivateKey().publicKey
-        await untrusted({ _ = try await f.manager(keys: [stranger]).assetPack(withID: "Levels") }, "no valid signature by a trusted key")
+        await untrusted(
+            { _ = try await f.manager(keys: [stranger]).assetPack(withID: "Levels") },
+            "no valid signature by a trusted key")
         // The production catalog is not the internal one.
         try f.publish(channel: .production)
         let productionPath = f.repository.catalogPath(app: f.app, channel: .production)
@@ -36,7 +40,8 @@ import Testing
         try FileManager.default.copyItem(atPath: productionPath, toPath: internalPath)
         await untrusted({ _ = try await f.manager().assetPack(withID: "Levels") }, "not com.example.game/internal")
         try saved.write(to: URL(fileURLWithPath: internalPath))
-        await untrusted({ _ = try await f.manager(app: "com.other").assetPack(withID: "Levels") }, "not com.other/internal")
+        await untrusted(
+            { _ = try await f.manager(app: "com.other").assetPack(withID: "Levels") }, "not com.other/internal")
 
         // Expired: signed long ago.
         try f.repository.publish(app: f.app, channel: .internal, now: Date(timeIntervalSinceNow: -30 * 86_400))
@@ -79,21 +84,27 @@ import Testing
         var hit = edited.chunks[0]
         for c in edited.chunks {
             let size = UInt64(index.chunks[c].uncompressedSize)
-            if start <= 100_005 && 100_005 < start + size { hit = c; break }
+            if start <= 100_005 && 100_005 < start + size {
+                hit = c
+                break
+            }
             start += size
         }
         let chunk = index.chunks[hit]
         bytes[Int(chunk.offset) + 5] ^= 0xFF
         try FileManager.default.removeItem(atPath: archive)
         try Data(bytes).write(to: URL(fileURLWithPath: archive))
-        await untrusted({ _ = try await manager.fetch(packWithID: "Levels") }, "at offset")   // zstd or SHA-256 refuses the chunk
-        #expect(try sameFiles(source, manager.url(for: "readme.txt").deletingLastPathComponent().path), "v1 is untouched")
+        // zstd or SHA-256 refuses the chunk
+        await untrusted({ _ = try await manager.fetch(packWithID: "Levels") }, "at offset")
+        #expect(
+            try sameFiles(source, manager.url(for: "readme.txt").deletingLastPathComponent().path), "v1 is untouched")
         #expect(try manager.contents(at: "Levels/level1.dat").count > 0)
         // An index that is not the catalog's (mix-and-match).
         bytes = original
         bytes[bytes.count - 10] ^= 0xFF
         try Data(bytes).write(to: URL(fileURLWithPath: archive))
-        await untrusted({ _ = try await manager.fetch(packWithID: "Levels") }, "index does not have the SHA-256 the catalog names")
+        await untrusted(
+            { _ = try await manager.fetch(packWithID: "Levels") }, "index does not have the SHA-256 the catalog names")
         // Restored, the update completes.
         try Data(original).write(to: URL(fileURLWithPath: archive))
         #expect(try await manager.fetch(packWithID: "Levels").version == 2)
@@ -109,9 +120,11 @@ import Testing
             return .respond(tree.respond(to: stripped))
         }
         defer { server.stop(grace: 0) }
-        let manager = try AssetPackManager(configuration: .init(
-            containerPath: f.dir.at("c"), catalogURL: URL(string: "http://127.0.0.1:\(server.port)/v1/apps/\(f.app)/internal/catalog.json")!,
-            app: f.app, channel: .internal, trustedKeys: [f.pinned]))
+        let manager = try AssetPackManager(
+            configuration: .init(
+                containerPath: f.dir.at("c"),
+                catalogURL: URL(string: "http://127.0.0.1:\(server.port)/v1/apps/\(f.app)/internal/catalog.json")!,
+                app: f.app, channel: .internal, trustedKeys: [f.pinned]))
         await untrusted({ _ = try await manager.fetch(packWithID: "Levels") }, "ignored the Range request")
         #expect(!manager.assetPackIsAvailableLocally(withID: "Levels"))
     }

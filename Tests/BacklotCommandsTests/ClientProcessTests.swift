@@ -8,6 +8,7 @@ import BacklotStore
 import BacklotTestSupport
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,7 +35,8 @@ import Glibc
             try dir.write("src/big.bin", g.bytes(40 << 20))
             try dir.write("src/small.txt", g.text(10_000))
             source = dir.at("src")
-            let path = try SamplePack.build(in: dir, manifestJSON: SamplePack.manifest(id: "Big"), averageChunkSize: 256 << 10)
+            let path = try SamplePack.build(
+                in: dir, manifestJSON: SamplePack.manifest(id: "Big"), averageChunkSize: 256 << 10)
             let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
             packBytes = bytes.count
             let v = try repository.createVersion(app: "a", pack: "Big", size: UInt64(bytes.count))
@@ -49,8 +51,9 @@ import Glibc
             updatedBig = big
             try dir.write("src2/big.bin", big)
             try dir.write("src2/small.txt", try dir.read("src/small.txt"))
-            let path2 = try SamplePack.build(in: dir, manifestJSON: SamplePack.manifest(id: "Big"), name: "v2.pack", averageChunkSize: 256 << 10,
-                                             sourceRoot: dir.at("src2"))
+            let path2 = try SamplePack.build(
+                in: dir, manifestJSON: SamplePack.manifest(id: "Big"), name: "v2.pack", averageChunkSize: 256 << 10,
+                sourceRoot: dir.at("src2"))
             let bytes2 = Array(try Data(contentsOf: URL(fileURLWithPath: path2)))
             let v2 = try repository.createVersion(app: "a", pack: "Big", size: UInt64(bytes2.count))
             let upload2 = try repository.beginUpload(app: "a", pack: "Big", number: v2.number, offset: 0)
@@ -72,8 +75,10 @@ import Glibc
         func fetch(container: String) throws -> Process {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: ProcessTests.binary)
-            p.arguments = ["fetch", "--catalog", "http://127.0.0.1:\(server.port)/v1/apps/a/internal/catalog.json",
-                           "--trust", repository.directory.publicKeyPath, "--container", dir.at(container), "--json"]
+            p.arguments = [
+                "fetch", "--catalog", "http://127.0.0.1:\(server.port)/v1/apps/a/internal/catalog.json",
+                "--trust", repository.directory.publicKeyPath, "--container", dir.at(container), "--json",
+            ]
             p.standardOutput = Pipe()
             p.standardError = FileHandle(forWritingAtPath: "/dev/stderr") ?? FileHandle.nullDevice
             try p.run()
@@ -85,7 +90,9 @@ import Glibc
         }
 
         func doneChunks(_ container: String) -> Int {
-            guard FileSystem.exists(dir.at(container) + "/state.sqlite"), let db = try? Database(path: dir.at(container) + "/state.sqlite") else { return 0 }
+            guard FileSystem.exists(dir.at(container) + "/state.sqlite"),
+                let db = try? Database(path: dir.at(container) + "/state.sqlite")
+            else { return 0 }
             return Int((try? db.read { try $0.query("SELECT COUNT(*) AS n FROM chunks_done") })?.first?["n"]?.int ?? 0)
         }
     }
@@ -97,7 +104,9 @@ import Glibc
 
     /// Starts a fetch, kills it with SIGKILL once some chunks are recorded (plus a random delay drawn
     /// from the seed), checks that no half-installed release is visible, restarts it, and checks the result.
-    func killAndRestart(_ s: Setup, container: String, version: Int, expected: [UInt8], g: inout SeededGenerator, label: String) throws {
+    func killAndRestart(
+        _ s: Setup, container: String, version: Int, expected: [UInt8], g: inout SeededGenerator, label: String
+    ) throws {
         let before = try ClientContainer(path: s.dir.at(container)).installed().first?.version
         let doneBefore = s.doneChunks(container)
         let first = try s.fetch(container: container)
@@ -118,7 +127,8 @@ import Glibc
         let json = s.report(second)
         #expect(second.terminationStatus == 0, "\(label): \(json)")
         if wasRunning && visible?.version == before {
-            #expect(Self.downloaded(json) < UInt64(s.packBytes), "\(label): the restart fetched everything again: \(json)")
+            #expect(
+                Self.downloaded(json) < UInt64(s.packBytes), "\(label): the restart fetched everything again: \(json)")
         }
         let installed = try #require(try ClientContainer(path: s.dir.at(container)).installed().first)
         #expect(installed.version == version, "\(label)")
@@ -133,7 +143,9 @@ import Glibc
         let s = try Setup(delayMicroseconds: 100_000)
         let original = try s.dir.read("src/big.bin")
         for round in 0..<10 {
-            try killAndRestart(s, container: "install-\(round)", version: 1, expected: original, g: &g, label: "install round \(round)")
+            try killAndRestart(
+                s, container: "install-\(round)", version: 1, expected: original, g: &g, label: "install round \(round)"
+            )
         }
         // Ten containers hold version 1; then version 2 is released and each update is interrupted once.
         for round in 0..<10 {
@@ -143,22 +155,29 @@ import Glibc
         }
         try s.repository.release(app: "a", pack: "Big", version: 2, channel: .internal)
         for round in 0..<10 {
-            try killAndRestart(s, container: "update-\(round)", version: 2, expected: s.updatedBig, g: &g, label: "update round \(round)")
+            try killAndRestart(
+                s, container: "update-\(round)", version: 2, expected: s.updatedBig, g: &g,
+                label: "update round \(round)")
         }
     }
 
     @Test func twoProcessesOnOneContainerDownloadOnce() throws {
         let s = try Setup(delayMicroseconds: 50_000)
-        let a = try s.fetch(container: "shared"), b = try s.fetch(container: "shared")
+        let a = try s.fetch(container: "shared")
+        let b = try s.fetch(container: "shared")
         a.waitUntilExit()
         b.waitUntilExit()
         #expect(a.terminationStatus == 0 && b.terminationStatus == 0, "\(s.report(a)) \(s.report(b))")
         let total = Self.downloaded(s.report(a)) + Self.downloaded(s.report(b))
-        #expect(total >= UInt64(s.packBytes) && total < UInt64(s.packBytes) * 3 / 2, "downloaded \(total) for a \(s.packBytes)-byte pack")
+        #expect(
+            total >= UInt64(s.packBytes) && total < UInt64(s.packBytes) * 3 / 2,
+            "downloaded \(total) for a \(s.packBytes)-byte pack")
         // The process that found the executor busy queued its request and got exactly one event for it.
         let db = try Database(path: s.dir.at("shared") + "/state.sqlite")
         let events = try db.read { try $0.query("SELECT kind, delivered FROM events") }
-        #expect(events.count == 1 && events.first?["kind"]?.string == "finished" && events.first?["delivered"]?.int == 1, "\(events)")
+        #expect(
+            events.count == 1 && events.first?["kind"]?.string == "finished" && events.first?["delivered"]?.int == 1,
+            "\(events)")
         #expect(try db.read { try $0.query("SELECT COUNT(*) AS n FROM requests") }.first?["n"]?.int == 0)
     }
 }

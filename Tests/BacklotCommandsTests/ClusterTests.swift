@@ -10,6 +10,7 @@ import BacklotTestSupport
 import Foundation
 import Synchronization
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -46,10 +47,16 @@ import Glibc
                 throw BacklotError(.io, "admin init failed: \(io.standardError)")
             }
             token = io.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
-            environment = ["AWS_ACCESS_KEY_ID": objects.credentials.accessKeyID, "AWS_SECRET_ACCESS_KEY": objects.credentials.secretAccessKey,
-                           "AWS_SESSION_TOKEN": "", "BACKLOT_TEST_STOP_AT": ""]
-            arguments = ["--tls", "off", "--database", database, "--storage", "s3://\(bucket)/c", "--s3-endpoint", objects.endpoint,
-                         "--s3-path-style", "--signing-key", keyFile, "--lease", "2"]
+            environment = [
+                "AWS_ACCESS_KEY_ID": objects.credentials.accessKeyID,
+                "AWS_SECRET_ACCESS_KEY": objects.credentials.secretAccessKey,
+                "AWS_SESSION_TOKEN": "", "BACKLOT_TEST_STOP_AT": "",
+            ]
+            arguments = [
+                "--tls", "off", "--database", database, "--storage", "s3://\(bucket)/c", "--s3-endpoint",
+                objects.endpoint,
+                "--s3-path-style", "--signing-key", keyFile, "--lease", "2",
+            ]
         }
 
         /// Starts a server with its own data folder `name`.
@@ -59,16 +66,21 @@ import Glibc
             return try Server(data: dir.at(name), arguments: arguments, environment: env)
         }
 
-        func api(_ server: Server, _ method: String, _ path: String, json: String? = nil) throws -> HTTPClient.Response {
+        func api(_ server: Server, _ method: String, _ path: String, json: String? = nil) throws -> HTTPClient.Response
+        {
             var headers = ["Authorization": "Bearer \(token)"]
             if json != nil { headers["Content-Type"] = "application/json" }
-            return try HTTPClient(stallTimeout: 20).send(method, server.baseURL + path.dropFirst(), headers: headers, body: json.map { .bytes(Array($0.utf8)) })
+            return try HTTPClient(stallTimeout: 20).send(
+                method, server.baseURL + path.dropFirst(), headers: headers, body: json.map { .bytes(Array($0.utf8)) })
         }
 
-        func put(_ server: Server, pack: String, version: Int, file: String, from offset: UInt64, length: UInt64) throws -> HTTPClient.Response {
-            try HTTPClient(stallTimeout: 20).send("PUT", server.baseURL + "api/apps/a/packs/\(pack)/versions/\(version)/archive",
-                                                  headers: ["Authorization": "Bearer \(token)", "Upload-Offset": String(offset)],
-                                                  body: .file(path: file, offset: offset, length: length))
+        func put(
+            _ server: Server, pack: String, version: Int, file: String, from offset: UInt64, length: UInt64
+        ) throws -> HTTPClient.Response {
+            try HTTPClient(stallTimeout: 20).send(
+                "PUT", server.baseURL + "api/apps/a/packs/\(pack)/versions/\(version)/archive",
+                headers: ["Authorization": "Bearer \(token)", "Upload-Offset": String(offset)],
+                body: .file(path: file, offset: offset, length: length))
         }
 
         func json(_ r: HTTPClient.Response) throws -> JSONNode { try JSONReader(source: "answer").read(r.body).root }
@@ -87,7 +99,9 @@ import Glibc
             var state = ""
             for _ in 0..<600 where state != "COMPLETE" && state != "FAILED" {
                 usleep(50_000)
-                state = try json(api(server, "GET", "/api/apps/a/packs/\(pack)/versions/\(version)"))["state"]?.stringValue ?? ""
+                state =
+                    try json(api(server, "GET", "/api/apps/a/packs/\(pack)/versions/\(version)"))["state"]?.stringValue
+                    ?? ""
             }
             return state
         }
@@ -95,7 +109,9 @@ import Glibc
         /// The catalog in the bucket, verified with the cluster's key.
         func catalog(newerThan: UInt64? = nil) throws -> Catalog {
             let bytes = try s3.getObject(bucket: bucket, key: "c/v1/apps/a/internal/catalog.json").bytes
-            return try Catalog.verify(bytes, trusting: [key], app: "a", channel: .internal, now: Date(), newerThan: newerThan, source: "the bucket's catalog")
+            return try Catalog.verify(
+                bytes, trusting: [key], app: "a", channel: .internal, now: Date(), newerThan: newerThan,
+                source: "the bucket's catalog")
         }
 
         /// A pack of about `size` bytes of random content, as a file.
@@ -104,7 +120,8 @@ import Glibc
             defer { src.remove() }
             var g = SeededGenerator(seed: seed)
             try src.write("src/data.bin", g.bytes(size))
-            let path = try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: pack), averageChunkSize: 256 << 10)
+            let path = try SamplePack.build(
+                in: src, manifestJSON: SamplePack.manifest(id: pack), averageChunkSize: 256 << 10)
             let kept = dir.at("\(pack)-\(seed).pack")
             try FileManager.default.copyItem(atPath: path, toPath: kept)
             return kept
@@ -113,7 +130,8 @@ import Glibc
         func size(_ file: String) throws -> UInt64 { try FileDescriptor.openForReading(file).size() }
     }
 
-    @Test(.enabled(if: PostgresCluster.isInstalled)) func twoServersShareUploadsReleasesAndRequestsThroughOneDatabaseAndBucket() throws {
+    @Test(.enabled(if: PostgresCluster.isInstalled))
+    func twoServersShareUploadsReleasesAndRequestsThroughOneDatabaseAndBucket() throws {
         let c = try Cluster("cluster-share")
         defer { c.dir.remove() }
         let a = try c.start("a")
@@ -122,15 +140,19 @@ import Glibc
         defer { _ = b.terminate() }
         #expect(try c.api(a, "POST", "/api/apps", json: #"{"id":"a"}"#).status == 201)
         #expect(try c.api(b, "POST", "/api/apps", json: #"{"id":"a"}"#).status == 409, "the app exists for both")
-        for pack in ["Levels", "Maps"] { #expect(try c.api(b, "POST", "/api/apps/a/packs", json: "{\"id\":\"\(pack)\"}").status == 201) }
+        for pack in ["Levels", "Maps"] {
+            #expect(try c.api(b, "POST", "/api/apps/a/packs", json: "{\"id\":\"\(pack)\"}").status == 201)
+        }
 
         // Uploads through both at once, each processed by one of them.
-        let levels = try c.archive("Levels", seed: 1, size: 300_000), maps = try c.archive("Maps", seed: 2, size: 300_000)
+        let levels = try c.archive("Levels", seed: 1, size: 300_000)
+        let maps = try c.archive("Maps", seed: 2, size: 300_000)
         let failures = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 2) { i in
             let (server, pack, file) = i == 0 ? (a, "Levels", levels) : (b, "Maps", maps)
             do {
-                _ = try c.api(server, "POST", "/api/apps/a/packs/\(pack)/versions", json: "{\"size\":\(try c.size(file))}")
+                _ = try c.api(
+                    server, "POST", "/api/apps/a/packs/\(pack)/versions", json: "{\"size\":\(try c.size(file))}")
                 let r = try c.put(server, pack: pack, version: 1, file: file, from: 0, length: try c.size(file))
                 if r.status != 202 { failures.withLock { $0.append("\(pack): \(r.status) \(r.text)") } }
             } catch {
@@ -144,8 +166,12 @@ import Glibc
         // Releases through both at once: the catalog names both packs, and verifies.
         DispatchQueue.concurrentPerform(iterations: 2) { i in
             let (server, pack) = i == 0 ? (a, "Levels") : (b, "Maps")
-            let r = try? c.api(server, "POST", "/api/apps/a/releases", json: "{\"pack\":\"\(pack)\",\"version\":1,\"channel\":\"internal\"}")
-            if r?.status != 200 { failures.withLock { $0.append("release \(pack): \(r?.status ?? 0) \(r?.text ?? "")") } }
+            let r = try? c.api(
+                server, "POST", "/api/apps/a/releases",
+                json: "{\"pack\":\"\(pack)\",\"version\":1,\"channel\":\"internal\"}")
+            if r?.status != 200 {
+                failures.withLock { $0.append("release \(pack): \(r?.status ?? 0) \(r?.text ?? "")") }
+            }
         }
         #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
         let first = try c.catalog()
@@ -167,7 +193,8 @@ import Glibc
         #expect(try c.json(c.api(a, "GET", "/api/apps/a/packs/Levels/versions/2"))["archiveSHA256"]?.stringValue == sha)
 
         // A production release request approved through both at once is approved once; the other gets 409.
-        let requested = try c.api(a, "POST", "/api/apps/a/releases", json: #"{"pack":"Levels","version":2,"channel":"production"}"#)
+        let requested = try c.api(
+            a, "POST", "/api/apps/a/releases", json: #"{"pack":"Levels","version":2,"channel":"production"}"#)
         #expect(requested.status == 202, "\(requested.text)")
         let id = try #require(try c.json(requested)["request"]?["id"]?.serialized())
         let statuses = Mutex<[Int]>([])
@@ -178,13 +205,16 @@ import Glibc
         #expect(statuses.withLock { $0 }.sorted() == [200, 409])
 
         // Nothing of the content lives on either server's disk: uploads and archives are in the bucket.
-        for folder in ["a/uploads", "a/blobs", "b/uploads", "b/blobs"] { #expect(!FileSystem.exists(c.dir.at(folder)), "\(folder)") }
+        for folder in ["a/uploads", "a/blobs", "b/uploads", "b/blobs"] {
+            #expect(!FileSystem.exists(c.dir.at(folder)), "\(folder)")
+        }
         #expect(try c.s3.headObject(bucket: c.bucket, key: "c/blobs/\(sha).pack") != nil)
         #expect(try c.s3.listAllObjects(bucket: c.bucket, prefix: "c/uploads/").isEmpty)
         #expect(a.terminate() == 0 && b.terminate() == 0)
     }
 
-    @Test(.enabled(if: PostgresCluster.isInstalled)) func theBucketOutOfReachIsA503WithRetryAfterAndTheServerGoesOnWhenItIsBack() throws {
+    @Test(.enabled(if: PostgresCluster.isInstalled))
+    func theBucketOutOfReachIsA503WithRetryAfterAndTheServerGoesOnWhenItIsBack() throws {
         try ObjectStore.withPrivateGateway { objects in
             let c = try Cluster("cluster-gateway", objects: objects)
             defer { c.dir.remove() }
@@ -212,7 +242,8 @@ import Glibc
         }
     }
 
-    @Test(.enabled(if: PostgresCluster.isInstalled)) func aServerKilledMidProcessingOrMidPublicationLeavesTheWorkToTheOther() throws {
+    @Test(.enabled(if: PostgresCluster.isInstalled))
+    func aServerKilledMidProcessingOrMidPublicationLeavesTheWorkToTheOther() throws {
         let c = try Cluster("cluster-kill")
         defer { c.dir.remove() }
         // A dies once it has verified an upload, before it stores it.
@@ -237,7 +268,9 @@ import Glibc
         let written = try c.catalog()
         #expect(written.packs.map(\.release.version) == [1], "the catalog A wrote before dying verifies")
         // B's next publication is above it: the version only grows, whichever server wrote last.
-        #expect(try c.api(b, "POST", "/api/apps/a/releases", json: #"{"pack":"Levels","version":1,"channel":"internal"}"#).status == 200)
+        #expect(
+            try c.api(b, "POST", "/api/apps/a/releases", json: #"{"pack":"Levels","version":1,"channel":"internal"}"#)
+                .status == 200)
         let after = try c.catalog(newerThan: written.version)
         #expect(after.version > written.version && after.packs.map(\.release.version) == [1])
     }

@@ -1,5 +1,4 @@
 import BacklotBasics
-@testable import BacklotCommands
 import BacklotJSON
 import BacklotRepository
 import BacklotServer
@@ -7,11 +6,15 @@ import BacklotTestSupport
 import Foundation
 import Testing
 
+@testable import BacklotCommands
+
 /// The command line's own conventions: typed options and their errors, group help, completion
 /// scripts, JSON errors, and the server options from flags, the environment and profiles
 /// (against a real server over HTTPS with its local CA).
 @Suite(.serialized) struct CommandConventionsTests {
-    func run(_ args: [String], environment: [String: String] = [:], stdin: [UInt8] = []) -> (status: Int32, out: String, err: String) {
+    func run(
+        _ args: [String], environment: [String: String] = [:], stdin: [UInt8] = []
+    ) -> (status: Int32, out: String, err: String) {
         let io = CapturedIO(environment: environment, standardInput: stdin)
         let status = BacklotCLI.main(args, io: io)
         return (status, io.standardOutput, io.standardError)
@@ -22,18 +25,34 @@ import Testing
         #expect(r.status == 2)
         #expect(r.err.contains("missing --app APP, --pack ID, --version N and --channel CHANNEL"), "\(r.err)")
         let noToken = run(["versions", "--json"])
-        #expect(noToken.status == 2 && noToken.err.contains("--server URL (or $BACKLOT_SERVER)") && noToken.err.contains("an API token"), "\(noToken.err)")
+        #expect(
+            noToken.status == 2 && noToken.err.contains("--server URL (or $BACKLOT_SERVER)")
+                && noToken.err.contains("an API token"), "\(noToken.err)")
     }
 
     @Test func valuesAreCheckedAgainstTheirDeclaredType() {
-        let channel = run(["release", "--server", "https://h", "--token", "t", "--app", "a", "--pack", "p", "--version", "1", "--channel", "prod"])
-        #expect(channel.status == 2 && channel.err.contains("--channel must be one of internal, external or production, not 'prod'"), "\(channel.err)")
-        let percent = run(["rollout", "--server", "https://h", "--token", "t", "--app", "a", "--pack", "p", "--percent", "101"])
-        #expect(percent.status == 2 && percent.err.contains("--percent must be a percentage from 0 to 100"), "\(percent.err)")
-        let expiry = run(["tokens", "create", "--server", "https://h", "--token", "t", "--role", "reader", "--expires", "10x"])
+        let channel = run([
+            "release", "--server", "https://h", "--token", "t", "--app", "a", "--pack", "p", "--version", "1",
+            "--channel", "prod",
+        ])
+        #expect(
+            channel.status == 2
+                && channel.err.contains("--channel must be one of internal, external or production, not 'prod'"),
+            "\(channel.err)")
+        let percent = run([
+            "rollout", "--server", "https://h", "--token", "t", "--app", "a", "--pack", "p", "--percent", "101",
+        ])
+        #expect(
+            percent.status == 2 && percent.err.contains("--percent must be a percentage from 0 to 100"),
+            "\(percent.err)")
+        let expiry = run([
+            "tokens", "create", "--server", "https://h", "--token", "t", "--role", "reader", "--expires", "10x",
+        ])
         #expect(expiry.status == 2 && expiry.err.contains("--expires must be a duration"), "\(expiry.err)")
         let fromEnvironment = run(["apps", "list"], environment: ["BACKLOT_SERVER": "ftp://h", "BACKLOT_TOKEN": "t"])
-        #expect(fromEnvironment.status == 2 && fromEnvironment.err.contains("not 'ftp://h' (from $BACKLOT_SERVER)"), "\(fromEnvironment.err)")
+        #expect(
+            fromEnvironment.status == 2 && fromEnvironment.err.contains("not 'ftp://h' (from $BACKLOT_SERVER)"),
+            "\(fromEnvironment.err)")
         let typo = run(["rollback", "--chanel", "production"])
         #expect(typo.status == 2 && typo.err.contains("did you mean --channel?"))
     }
@@ -42,13 +61,17 @@ import Testing
         for args in [["apps"], ["apps", "--help"], ["help", "apps"]] {
             let r = run(args)
             #expect(r.status == 0, "\(args)")
-            #expect(r.out.contains("apps list") && r.out.contains("apps create") && r.out.contains("apps set"), "\(args): \(r.out)")
+            #expect(
+                r.out.contains("apps list") && r.out.contains("apps create") && r.out.contains("apps set"),
+                "\(args): \(r.out)")
         }
         let tokens = run(["tokens"])
         for sub in ["list", "create", "revoke", "rotate"] { #expect(tokens.out.contains("tokens \(sub)")) }
         for args in [["versions", "--help"], ["versions"], ["agent"]] {
             let r = run(args)
-            #expect(r.status == 0 && r.out.contains("Usage: backlot \(args[0])") && r.out.contains("Subcommands:"), "\(args): \(r)")
+            #expect(
+                r.status == 0 && r.out.contains("Usage: backlot \(args[0])") && r.out.contains("Subcommands:"),
+                "\(args): \(r)")
         }
         #expect(run(["versions"]).out.contains("versions delete") && run(["agent"]).out.contains("agent status"))
         #expect(run(["versions", "--app", "a"]).err.contains("missing"), "with options it is the command")
@@ -56,9 +79,14 @@ import Testing
         #expect(wrong.status == 2 && wrong.err.contains("did you mean 'apps list'?"), "\(wrong.err)")
         let top = run(["--help"])
         #expect(top.out.contains("--version") && top.out.contains("completion") && top.out.contains("BACKLOT_SERVER"))
-        for name in ["packs list", "releases list", "catalog show", "rollout", "rollback", "withdraw", "reject", "tokens revoke", "tokens rotate"] {
+        for name in [
+            "packs list", "releases list", "catalog show", "rollout", "rollback", "withdraw", "reject", "tokens revoke",
+            "tokens rotate",
+        ] {
             let help = run(name.split(separator: " ").map(String.init) + ["--help"])
-            #expect(help.status == 0 && help.out.contains("Usage: backlot \(name)") && help.out.contains("--json"), "\(name)")
+            #expect(
+                help.status == 0 && help.out.contains("Usage: backlot \(name)") && help.out.contains("--json"),
+                "\(name)")
         }
     }
 
@@ -98,7 +126,8 @@ import Testing
         #expect(options.contains("--channel"), "\(options)")
         let own = try bash(#"COMP_WORDS=(backlot versions --ap); COMP_CWORD=2; _backlot; echo "${COMPREPLY[@]}""#)
         #expect(own.contains("--app"), "a group that is also a command completes its options: \(own)")
-        let values = try bash(#"COMP_WORDS=(backlot release --channel p); COMP_CWORD=3; _backlot; echo "${COMPREPLY[@]}""#)
+        let values = try bash(
+            #"COMP_WORDS=(backlot release --channel p); COMP_CWORD=3; _backlot; echo "${COMPREPLY[@]}""#)
         #expect(values.trimmingCharacters(in: .whitespacesAndNewlines) == "production", "\(values)")
         // zsh and fish where they are installed: parse-checked, then asked for completions.
         func shell(_ binary: String, _ arguments: [String]) throws -> (Int32, String) {
@@ -116,14 +145,18 @@ import Testing
             let file = try dir.write("_backlot", run(["completion", "zsh"]).out)
             #expect(try shell(zsh, ["-n", file]).0 == 0, "zsh -n")
             // compadd and compdef stubbed to print what the function offers.
-            let probe = try dir.write("probe.zsh", """
-            compdef() { :; }; compadd() { [[ "$1" == "--" ]] && shift; print -r -- "$@"; }; _files() { print FILES; }
-            source \(file)
-            words=(backlot tokens ''); CURRENT=3; _backlot
-            words=(backlot release --channel ''); CURRENT=4; _backlot
-            """)
+            let probe = try dir.write(
+                "probe.zsh",
+                """
+                compdef() { :; }; compadd() { [[ "$1" == "--" ]] && shift; print -r -- "$@"; }; _files() { print FILES; }
+                source \(file)
+                words=(backlot tokens ''); CURRENT=3; _backlot
+                words=(backlot release --channel ''); CURRENT=4; _backlot
+                """)
             let (status, out) = try shell(zsh, ["-f", probe])
-            #expect(status == 0 && out.contains("list create revoke rotate") && out.contains("internal external production"), "\(out)")
+            #expect(
+                status == 0 && out.contains("list create revoke rotate")
+                    && out.contains("internal external production"), "\(out)")
         } else {
             print("zsh is not installed: its completion script is not checked")
         }
@@ -155,13 +188,17 @@ import Testing
         #expect(ExpiryDuration(argument: "90m")?.seconds == 5400)
         #expect(ExpiryDuration(argument: "12h")?.seconds == 43_200)
         #expect(ExpiryDuration(argument: "30d")?.seconds == 2_592_000)
-        for bad in ["30", "d", "-1d", "59s", "4000d", "99999999999999999999d", "1.5h"] { #expect(ExpiryDuration(argument: bad) == nil, "\(bad)") }
+        for bad in ["30", "d", "-1d", "59s", "4000d", "99999999999999999999d", "1.5h"] {
+            #expect(ExpiryDuration(argument: bad) == nil, "\(bad)")
+        }
     }
 
     @Test func serverOptionsComeFromFlagsThenTheEnvironmentThenTheProfile() throws {
         let s = try ServedRepository("cli-profiles")
         defer { s.stop() }
-        #expect(run(["apps", "create", "com.example.game", "--server", s.server.baseURL, "--ca", s.ca, "--token", s.admin]).status == 0)
+        #expect(
+            run(["apps", "create", "com.example.game", "--server", s.server.baseURL, "--ca", s.ca, "--token", s.admin])
+                .status == 0)
         let environment = ["BACKLOT_SERVER": s.server.baseURL, "BACKLOT_CA": s.ca, "BACKLOT_TOKEN": s.admin]
         let listed = run(["apps", "list", "--json"], environment: environment)
         #expect(listed.status == 0, "\(listed.err)")
@@ -178,23 +215,29 @@ import Testing
         try FileSystem.makeDirectory(config)
         try FileSystem.makeDirectory(config + "/backlot")
         let tokenFile = try s.dir.write("admin.token", s.admin + "\n", mode: 0o600)
-        _ = try s.dir.write("config/backlot/config.json", """
-        {"default": "local",
-         "profiles": {"local": {"server": "\(s.server.baseURL)", "ca": "\(s.ca)", "tokenFile": "\(tokenFile)"},
-                      "broken": {"server": "https://127.0.0.1:1", "ca": "\(s.ca)", "token": "blt_brokenbrokenbroken"}}}
-        """, mode: 0o600)
+        _ = try s.dir.write(
+            "config/backlot/config.json",
+            """
+            {"default": "local",
+             "profiles": {"local": {"server": "\(s.server.baseURL)", "ca": "\(s.ca)", "tokenFile": "\(tokenFile)"},
+                          "broken": {"server": "https://127.0.0.1:1", "ca": "\(s.ca)", "token": "blt_brokenbrokenbroken"}}}
+            """, mode: 0o600)
         let profileOnly = ["XDG_CONFIG_HOME": config]
         let viaDefault = run(["apps", "list"], environment: profileOnly)
         #expect(viaDefault.status == 0 && viaDefault.out.contains("com.example.game"), "\(viaDefault.err)")
         let broken = run(["apps", "list", "--profile", "broken"], environment: profileOnly)
-        #expect(broken.status != 0 && !broken.err.contains("blt_brokenbrokenbroken"), "a token never shows in an error: \(broken.err)")
+        #expect(
+            broken.status != 0 && !broken.err.contains("blt_brokenbrokenbroken"),
+            "a token never shows in an error: \(broken.err)")
         // The environment wins over the profile.
         var mixed = profileOnly
         mixed["BACKLOT_SERVER"] = s.server.baseURL
         mixed["BACKLOT_TOKEN"] = s.admin
         #expect(run(["apps", "list", "--profile", "broken"], environment: mixed).status == 0)
         let unknown = run(["apps", "list", "--profile", "locl"], environment: profileOnly)
-        #expect(unknown.status == 2 && unknown.err.contains("there is no profile locl") && unknown.err.contains("did you mean local?"), "\(unknown.err)")
+        #expect(
+            unknown.status == 2 && unknown.err.contains("there is no profile locl")
+                && unknown.err.contains("did you mean local?"), "\(unknown.err)")
         #expect(run(["apps", "list", "--profile", "local"]).err.contains("there is no profile file"))
 
         // A profile file holding a token that others may read is refused.
@@ -209,7 +252,9 @@ import Testing
         let remote = ["--server", s.server.baseURL, "--ca", s.ca]
         let open = try s.dir.write("open.token", s.admin, mode: 0o644)
         let refused = run(["apps", "list", "--token-file", open] + remote)
-        #expect(refused.status == 2 && refused.err.contains("chmod 600") && !refused.err.contains(s.admin), "\(refused.err)")
+        #expect(
+            refused.status == 2 && refused.err.contains("chmod 600") && !refused.err.contains(s.admin), "\(refused.err)"
+        )
         let closed = try s.dir.write("closed.token", s.admin + "\n", mode: 0o600)
         #expect(run(["apps", "list", "--token-file", closed] + remote).status == 0)
         let piped = run(["apps", "list", "--token-file", "-"] + remote, stdin: Array((s.admin + "\n").utf8))
@@ -226,7 +271,8 @@ import Testing
     @Test func everyCommandHasHelpAndUniqueOptions() {
         for command in BacklotCLI.commands {
             let spec = command.spec
-            let names = spec.infos.map(\.name), shorts = spec.infos.compactMap(\.short)
+            let names = spec.infos.map(\.name)
+            let shorts = spec.infos.compactMap(\.short)
             #expect(Set(names).count == names.count, "\(spec.name) declares an option twice: \(names)")
             #expect(Set(shorts).count == shorts.count, "\(spec.name) declares a short option twice")
             let io = CapturedIO()

@@ -37,7 +37,7 @@ import Testing
         try cluster.administer("CREATE ROLE \(role) LOGIN PASSWORD 'right-password'")
         let url = cluster.url(database: "postgres", user: role, password: "s3cret-wrong")
         let r = run(["admin", "init", "--database", url])
-        #expect(r.status == 2)   // wrong credentials are the caller's input (forbidden), not a failure of the server
+        #expect(r.status == 2)  // wrong credentials are the caller's input (forbidden), not a failure of the server
         #expect(r.err.contains("authentication failed") && r.err.contains(role), "\(r.err)")
         #expect(!r.err.contains("s3cret-wrong"))
     }
@@ -47,12 +47,14 @@ import Testing
         let dir = try TemporaryDirectory("cli-db")
         defer { dir.remove() }
         let url = "postgresql://backlot@127.0.0.1:\(port)/backlot?connect_timeout=2"
-        let serve = run(["serve", "--data", dir.at("data"), "--database", url, "--port", "0", "--tls", "off", "--quiet"])
+        let serve = run([
+            "serve", "--data", dir.at("data"), "--database", url, "--port", "0", "--tls", "off", "--quiet",
+        ])
         #expect(serve.status == 1, "\(serve)")
         #expect(serve.err.contains("127.0.0.1:\(port)") && serve.err.contains("backlot"), "\(serve.err)")
         #expect(!serve.out.contains("Serving"))
-        let init_ = run(["admin", "init", "--database", url])
-        #expect(init_.status == 1 && init_.err.contains("127.0.0.1:\(port)"), "\(init_.err)")
+        let initialisation = run(["admin", "init", "--database", url])
+        #expect(initialisation.status == 1 && initialisation.err.contains("127.0.0.1:\(port)"), "\(initialisation.err)")
     }
 
     @Test func aDatabaseThatIsNotPostgreSQLIsAUsageError() throws {

@@ -18,10 +18,14 @@ import Testing
     }
 
     /// What no whole-number option takes.
-    static let badNumbers = ["9223372036854775808", "18446744073709551616", "1000000000000000000000000000000", "-9223372036854775809",
-                             "-1", "1.5", "1e400", "1e3", "+3", "0x10", " 4", "abc", ""]
+    static let badNumbers = [
+        "9223372036854775808", "18446744073709551616", "1000000000000000000000000000000", "-9223372036854775809",
+        "-1", "1.5", "1e400", "1e3", "+3", "0x10", " 4", "abc", "",
+    ]
 
-    @Test(arguments: [("package", "level"), ("package", "jobs"), ("package", "chunk-size"), ("verify", "jobs"), ("extract", "jobs")])
+    @Test(arguments: [
+        ("package", "level"), ("package", "jobs"), ("package", "chunk-size"), ("verify", "jobs"), ("extract", "jobs"),
+    ])
     func aNumericOptionThatDoesNotFitExitsTwoAndNamesIt(command: String, option: String) throws {
         let dir = try TemporaryDirectory("cli-numbers")
         defer { dir.remove() }
@@ -36,9 +40,13 @@ import Testing
 
     @Test func assetPackVersionsThatDoNotFitExitTwo() throws {
         for value in ["18446744073709551616", "-1", "1.5", "1e3", "x"] {
-            let r = run(["download-manifest", "create", "a.aar", "--download-base-url", "https://cdn.example.com/", "--platform", "ios",
-                         "-o", "out.json", "--asset-pack-versions", value])
-            #expect(r.status == 2 && r.err.contains("--asset-pack-versions must be whole numbers"), "\(value): \(r.err)")
+            let r = run([
+                "download-manifest", "create", "a.aar", "--download-base-url", "https://cdn.example.com/", "--platform",
+                "ios",
+                "-o", "out.json", "--asset-pack-versions", value,
+            ])
+            #expect(
+                r.status == 2 && r.err.contains("--asset-pack-versions must be whole numbers"), "\(value): \(r.err)")
         }
     }
 
@@ -46,18 +54,30 @@ import Testing
     func agentConfig(_ dir: TemporaryDirectory, key: String, value: String) throws -> String {
         let key64 = Data(try Ed25519.PrivateKey().publicKey.rawRepresentation).base64EncodedString()
         _ = try dir.write("root.pub", key64 + "\n")
-        return try dir.write("agent.json", """
-        {"BacklotCatalogURL": "http://127.0.0.1:9/v1/apps/game/internal/catalog.json", "BacklotTrustedKey": "root.pub", "\(key)": \(value)}
-        """)
+        return try dir.write(
+            "agent.json",
+            """
+            {"BacklotCatalogURL": "http://127.0.0.1:9/v1/apps/game/internal/catalog.json", "BacklotTrustedKey": "root.pub", "\(key)": \(value)}
+            """)
     }
 
-    @Test(arguments: ["BacklotPollInterval", "BacklotExtensionTimeLimit", "BacklotExtensionDailyBudget", "BacklotPeriodicCheckInterval",
-                      "BacklotRefreshTaskBudget", "BacklotTaskFailureBackoff", "BacklotBandwidthLimit", "BacklotMaximumRangeBytes", "BAMaxInstallSize"])
+    @Test(arguments: [
+        "BacklotPollInterval", "BacklotExtensionTimeLimit", "BacklotExtensionDailyBudget",
+        "BacklotPeriodicCheckInterval",
+        "BacklotRefreshTaskBudget", "BacklotTaskFailureBackoff", "BacklotBandwidthLimit", "BacklotMaximumRangeBytes",
+        "BAMaxInstallSize",
+    ])
     func anAgentConfigurationNumberThatDoesNotFitExitsTwoAndNamesTheKey(key: String) throws {
         let dir = try TemporaryDirectory("cli-config")
         defer { dir.remove() }
-        let isBytes = key.hasSuffix("Limit") && key.hasPrefix("BacklotBandwidth") || key.hasSuffix("Bytes") || key.hasSuffix("Size")
-        let values = ["9223372036854775808", "18446744073709551616", "1000000000000000000000000000000", "1e400", "-1e400", "-1", #""60""#, "null"]
+        let isBytes =
+            key.hasSuffix("Limit") && key.hasPrefix("BacklotBandwidth") || key.hasSuffix("Bytes")
+            || key.hasSuffix("Size")
+        let values =
+            [
+                "9223372036854775808", "18446744073709551616", "1000000000000000000000000000000", "1e400", "-1e400",
+                "-1", #""60""#, "null",
+            ]
             + (isBytes ? ["1.5", "1e3"] : ["0", "1e30"])
         for value in values {
             let config = try agentConfig(dir, key: key, value: value)
@@ -97,7 +117,10 @@ import Testing
             ["extract", missing, "-o", dir.at("out")],
             ["diff", missing, missing + "2"],
             ["plist", "check", missing],
-            ["download-manifest", "create", missing + ".aar", "--download-base-url", "https://cdn.example.com/", "--platform", "ios", "-o", dir.at("m.json")],
+            [
+                "download-manifest", "create", missing + ".aar", "--download-base-url", "https://cdn.example.com/",
+                "--platform", "ios", "-o", dir.at("m.json"),
+            ],
             ["clip", "size", missing],
             ["clip", "match", "https://example.com/a", "--experiences", missing],
             ["agent", "--once", "--container", dir.at("c"), "--config", missing],
@@ -131,11 +154,16 @@ import Testing
         for (args, named) in table {
             let r = run(args)
             #expect(r.status == 2, "\(args.joined(separator: " ")): \(r.err)")
-            #expect(r.err.contains("\(named) is not a Backlot container (no state.sqlite): run fetch first or check the path"), "\(r.err)")
+            #expect(
+                r.err.contains(
+                    "\(named) is not a Backlot container (no state.sqlite): run fetch first or check the path"),
+                "\(r.err)")
             #expect(r.out.isEmpty)
         }
         // Nothing was created on the way.
-        #expect(!FileSystem.exists(dir.at("state.sqlite")) && !FileSystem.exists(dir.at("nothing")) && !FileSystem.exists(dir.at("packs")))
+        #expect(
+            !FileSystem.exists(dir.at("state.sqlite")) && !FileSystem.exists(dir.at("nothing"))
+                && !FileSystem.exists(dir.at("packs")))
         let agent = run(["agent", "status", "--container", dir.path])
         #expect(agent.status == 2 && agent.err.contains("no agent has used this container yet"))
     }
@@ -174,7 +202,9 @@ import Testing
         f.dateFormat = "yyyy-MM-dd"
         for seconds in [1e300, -1e300, Double.infinity, 9.3e18] {
             try db.transaction { tx in
-                _ = try tx.run("INSERT OR REPLACE INTO extension_runtime(day, seconds) VALUES (?, ?)", [.text(f.string(from: Date())), .real(seconds)])
+                _ = try tx.run(
+                    "INSERT OR REPLACE INTO extension_runtime(day, seconds) VALUES (?, ?)",
+                    [.text(f.string(from: Date())), .real(seconds)])
             }
             let r = run(["agent", "status", "--container", dir.path])
             #expect(r.status == 0, "\(seconds): \(r.err)")
@@ -187,17 +217,25 @@ import Testing
         let dir = try TemporaryDirectory("cli-dm")
         defer { dir.remove() }
         try SamplePack.writeTree(in: dir)
-        let pack = try SamplePack.build(in: dir, manifestJSON: SamplePack.manifest(id: "Levels", platforms: #"["iOS","linux"]"#))
+        let pack = try SamplePack.build(
+            in: dir, manifestJSON: SamplePack.manifest(id: "Levels", platforms: #"["iOS","linux"]"#))
         let out = dir.at("manifest.json")
-        #expect(run(["download-manifest", "create", pack, "--platform", "ios", "--download-base-url", "https://cdn.example.com/packs/",
-                     "--asset-pack-versions", String(Int.max), "-o", out]).status == 0)
+        #expect(
+            run([
+                "download-manifest", "create", pack, "--platform", "ios", "--download-base-url",
+                "https://cdn.example.com/packs/",
+                "--asset-pack-versions", String(Int.max), "-o", out,
+            ]).status == 0)
         let r = run(["download-manifest", "update", out, pack, "--download-base-url", "https://cdn.example.com/packs"])
         #expect(r.status == 2, "\(r.err)")
         #expect(r.err.contains("the next version of Levels after \(Int.max) overflows"), "\(r.err)")
         // A version that does not fit an Int at all is refused when the manifest is read.
-        let text = String(decoding: try dir.read("manifest.json"), as: UTF8.self).replacingOccurrences(of: String(Int.max), with: "18446744073709551616")
+        let text = String(decoding: try dir.read("manifest.json"), as: UTF8.self).replacingOccurrences(
+            of: String(Int.max), with: "18446744073709551616")
         _ = try dir.write("manifest.json", text)
-        let huge = run(["download-manifest", "update", out, pack, "--download-base-url", "https://cdn.example.com/packs"])
+        let huge = run([
+            "download-manifest", "update", out, pack, "--download-base-url", "https://cdn.example.com/packs",
+        ])
         #expect(huge.status == 2 && huge.err.contains("version"), "\(huge.err)")
     }
 }

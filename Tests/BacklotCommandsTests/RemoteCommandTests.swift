@@ -6,6 +6,7 @@ import BacklotServer
 import BacklotTestSupport
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,9 +20,11 @@ import Glibc
         let directory = try RepositoryDirectory(path: dir.at("data"))
         let repository = try Repository(directory: directory)
         let tls = try LocalTLS.prepare(in: directory, hostnames: [])
-        let server = try HostingServer(repository: repository, configuration: .init(port: 0, tls: (tls.certificatePEM, tls.privateKeyPEM)))
+        let server = try HostingServer(
+            repository: repository, configuration: .init(port: 0, tls: (tls.certificatePEM, tls.privateKeyPEM)))
         defer { server.stop() }
-        let admin = try String(contentsOfFile: repository.adminTokenPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let admin = try String(contentsOfFile: repository.adminTokenPath, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         let remote = ["--server", server.baseURL, "--ca", tls.caCertificatePath]
         func run(_ args: [String], token: String? = nil) -> (Int32, String, String) {
             let io = CapturedIO()
@@ -33,8 +36,10 @@ import Glibc
 
         #expect(run(["apps", "create", "com.example.game"]).0 == 2, "no token is a usage error")
         #expect(run(["apps", "create", "com.example.game"], token: admin).0 == 0)
-        let uploader = run(["tokens", "create", "--role", "uploader"], token: admin).1.trimmingCharacters(in: .whitespacesAndNewlines)
-        let reviewer = run(["tokens", "create", "--role", "reviewer"], token: admin).1.trimmingCharacters(in: .whitespacesAndNewlines)
+        let uploader = run(["tokens", "create", "--role", "uploader"], token: admin).1.trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        let reviewer = run(["tokens", "create", "--role", "reviewer"], token: admin).1.trimmingCharacters(
+            in: .whitespacesAndNewlines)
         #expect(uploader.hasPrefix("blt_") && reviewer.hasPrefix("blt_"))
 
         let uploaded = run(["upload", pack, "--app", "com.example.game"], token: uploader)
@@ -42,9 +47,13 @@ import Glibc
         let listed = run(["versions", "--app", "com.example.game", "--pack", "Levels", "--json"], token: uploader)
         #expect(listed.1.contains("\"state\": \"COMPLETE\""))
 
-        let requested = run(["release", "--app", "com.example.game", "--pack", "Levels", "--version", "1", "--channel", "production"], token: uploader)
+        let requested = run(
+            ["release", "--app", "com.example.game", "--pack", "Levels", "--version", "1", "--channel", "production"],
+            token: uploader)
         #expect(requested.0 == 0 && requested.1.contains("awaits a reviewer"))
-        #expect(run(["approve", "--app", "com.example.game", "--request", "1"], token: uploader).0 != 0, "an uploader cannot approve")
+        #expect(
+            run(["approve", "--app", "com.example.game", "--request", "1"], token: uploader).0 != 0,
+            "an uploader cannot approve")
         #expect(run(["approve", "--app", "com.example.game", "--request", "1"], token: reviewer).0 == 0)
         let catalogPath = repository.catalogPath(app: "com.example.game", channel: .production)
         #expect(FileSystem.exists(catalogPath))
@@ -57,17 +66,27 @@ import Glibc
 
         // A device installs it; a damaged file is found and repaired from the command line.
         let catalog = server.baseURL + "v1/apps/com.example.game/production/catalog.json"
-        let device = ["--catalog", catalog, "--trust", directory.publicKeyPath, "--ca", tls.caCertificatePath, "--container", dir.at("device")]
+        let device = [
+            "--catalog", catalog, "--trust", directory.publicKeyPath, "--ca", tls.caCertificatePath, "--container",
+            dir.at("device"),
+        ]
         let fetched = CapturedIO(isTerminal: true)
         #expect(BacklotCLI.main(["fetch"] + device + ["--json"], io: fetched) == 0, "\(fetched.standardError)")
         #expect(fetched.standardError.isEmpty, "no bar under --json")
         // On a terminal the bar counts the bytes downloaded against the download's size, and ends at 100 %.
         let drawn = CapturedIO(isTerminal: true)
-        let other = ["--catalog", catalog, "--trust", directory.publicKeyPath, "--ca", tls.caCertificatePath, "--container", dir.at("device-2")]
+        let other = [
+            "--catalog", catalog, "--trust", directory.publicKeyPath, "--ca", tls.caCertificatePath, "--container",
+            dir.at("device-2"),
+        ]
         #expect(BacklotCLI.main(["fetch"] + other, io: drawn) == 0, "\(drawn.standardError)")
-        let bar = (drawn.standardError.split(separator: "\r").last.map(String.init) ?? "").replacingOccurrences(of: "\u{1B}[K", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
+        let bar = (drawn.standardError.split(separator: "\r").last.map(String.init) ?? "").replacingOccurrences(
+            of: "\u{1B}[K", with: ""
+        ).trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(bar.contains("fetching Levels") && bar.contains("100%"), "\(fetched.standardError)")
-        let sizes = bar.components(separatedBy: "100%  ").last?.components(separatedBy: "  ").first?.components(separatedBy: " / ") ?? []
+        let sizes =
+            bar.components(separatedBy: "100%  ").last?.components(separatedBy: "  ").first?.components(
+                separatedBy: " / ") ?? []
         #expect(sizes.count == 2 && sizes[0] == sizes[1], "done equals the total: \(bar)")
         #expect(fetched.standardOutput.contains("\"pack\": \"Levels\""))
         let status = CapturedIO()
@@ -84,13 +103,15 @@ import Glibc
         let repair = CapturedIO()
         #expect(BacklotCLI.main(["verify", "--repair"] + device, io: repair) == 0, "\(repair.standardError)")
         #expect(BacklotCLI.main(["verify", "--container", dir.at("device")], io: CapturedIO()) == 0)
-        #expect(BacklotCLI.main(["remove", "--container", dir.at("device"), "--pack", "Levels"], io: CapturedIO()) == 0)
+        #expect(
+            BacklotCLI.main(["remove", "--container", dir.at("device"), "--pack", "Levels"], io: CapturedIO()) == 0)
 
         let io = CapturedIO()
         #expect(BacklotCLI.main(["catalog", "resign", "--data", dir.at("data")], io: io) == 0, "\(io.standardError)")
         #expect(io.standardOutput.contains("Re-signed 1 catalog"))
         let rotated = CapturedIO()
-        #expect(BacklotCLI.main(["keys", "rotate", "--data", dir.at("data")], io: rotated) == 0, "\(rotated.standardError)")
+        #expect(
+            BacklotCLI.main(["keys", "rotate", "--data", dir.at("data")], io: rotated) == 0, "\(rotated.standardError)")
         #expect(rotated.standardOutput.contains("Published key list 2"), "\(rotated.standardOutput)")
     }
 }

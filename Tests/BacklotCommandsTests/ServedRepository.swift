@@ -16,9 +16,11 @@ struct ServedRepository {
         let directory = try RepositoryDirectory(path: dir.at("data"))
         repository = try Repository(directory: directory)
         let tls = try LocalTLS.prepare(in: directory, hostnames: [])
-        server = try HostingServer(repository: repository, configuration: .init(port: 0, tls: (tls.certificatePEM, tls.privateKeyPEM)))
+        server = try HostingServer(
+            repository: repository, configuration: .init(port: 0, tls: (tls.certificatePEM, tls.privateKeyPEM)))
         ca = tls.caCertificatePath
-        admin = try String(contentsOfFile: repository.adminTokenPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        admin = try String(contentsOfFile: repository.adminTokenPath, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     func stop() {

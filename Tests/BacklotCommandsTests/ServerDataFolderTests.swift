@@ -6,6 +6,7 @@ import BacklotRepository
 import BacklotTestSupport
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,10 +24,15 @@ import Glibc
         var baseURL = ""
 
         /// Starts `backlot serve` (through `sh` to set the umask), waiting for its address unless `expectFailure`.
-        init(data: String, port: UInt16 = 0, environment: [String: String] = [:], umask mask: String = "022", expectFailure: Bool = false) throws {
+        init(
+            data: String, port: UInt16 = 0, environment: [String: String] = [:], umask mask: String = "022",
+            expectFailure: Bool = false
+        ) throws {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", "umask \(mask) && exec \"$0\" \"$@\"", ProcessTests.binary,
-                                 "serve", "--data", data, "--port", String(port), "--tls", "off", "--quiet"]
+            process.arguments = [
+                "-c", "umask \(mask) && exec \"$0\" \"$@\"", ProcessTests.binary,
+                "serve", "--data", data, "--port", String(port), "--tls", "off", "--quiet",
+            ]
             var env = ProcessInfo.processInfo.environment
             env.removeValue(forKey: "BACKLOT_TEST_STOP_AT")
             for (k, v) in environment { env[k] = v }
@@ -70,14 +76,18 @@ import Glibc
         }
     }
 
-    func api(_ base: String, _ token: String, _ method: String, _ path: String, json: String? = nil) throws -> HTTPClient.Response {
+    func api(
+        _ base: String, _ token: String, _ method: String, _ path: String, json: String? = nil
+    ) throws -> HTTPClient.Response {
         var headers = ["Authorization": "Bearer \(token)"]
         if json != nil { headers["Content-Type"] = "application/json" }
-        return try HTTPClient(stallTimeout: 5).send(method, base + path.dropFirst(), headers: headers, body: json.map { .bytes(Array($0.utf8)) })
+        return try HTTPClient(stallTimeout: 5).send(
+            method, base + path.dropFirst(), headers: headers, body: json.map { .bytes(Array($0.utf8)) })
     }
 
     func token(_ data: String) throws -> String {
-        try String(contentsOfFile: data + "/admin-token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        try String(contentsOfFile: data + "/admin-token", encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     /// App "a", pack Levels, version 1 uploaded and COMPLETE — nothing released.
@@ -90,14 +100,20 @@ import Glibc
         try SamplePack.writeTree(in: src, seed: 4)
         let path = try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: "Levels"))
         let size = try FileDescriptor.openForReading(path).size()
-        #expect(try api(server.baseURL, admin, "POST", "/api/apps/a/packs/Levels/versions", json: "{\"size\":\(size)}").status == 201)
-        let put = try HTTPClient().send("PUT", server.baseURL + "api/apps/a/packs/Levels/versions/1/archive",
-                                        headers: ["Authorization": "Bearer \(admin)"], body: .file(path: path, offset: 0, length: size))
+        #expect(
+            try api(server.baseURL, admin, "POST", "/api/apps/a/packs/Levels/versions", json: "{\"size\":\(size)}")
+                .status == 201)
+        let put = try HTTPClient().send(
+            "PUT", server.baseURL + "api/apps/a/packs/Levels/versions/1/archive",
+            headers: ["Authorization": "Bearer \(admin)"], body: .file(path: path, offset: 0, length: size))
         #expect(put.status == 202)
         var state = ""
         for _ in 0..<1000 where state != "COMPLETE" && state != "FAILED" {
             usleep(10_000)
-            state = try JSONReader(source: "v").read(try api(server.baseURL, admin, "GET", "/api/apps/a/packs/Levels/versions/1").body).root["state"]?.stringValue ?? ""
+            state =
+                try JSONReader(source: "v").read(
+                    try api(server.baseURL, admin, "GET", "/api/apps/a/packs/Levels/versions/1").body
+                ).root["state"]?.stringValue ?? ""
         }
         #expect(state == "COMPLETE")
     }
@@ -111,7 +127,9 @@ import Glibc
 
     @Test func killedDuringAChannelsFirstReleaseTheCatalogIsPublishedAtRestart() throws {
         var g = SeededGenerator.fromEnvironment()
-        print("killedDuringAChannelsFirstReleaseTheCatalogIsPublishedAtRestart seed: \(g.seed) (BACKLOT_TEST_SEED replays it)")
+        print(
+            "killedDuringAChannelsFirstReleaseTheCatalogIsPublishedAtRestart seed: \(g.seed) (BACKLOT_TEST_SEED replays it)"
+        )
         let points = ["release.committed", "publish.beforeCatalog", "publish.afterCatalog", "delay"]
         // Every kill point once, in a seeded order, plus seeded random delays.
         var order = points.shuffled(using: &g)
@@ -128,28 +146,42 @@ import Glibc
             let catalogPath = data + "/public/v1/apps/a/internal/catalog.json"
             let base = server.baseURL
             let release = Thread {
-                _ = try? self.api(base, admin, "POST", "/api/apps/a/releases", json: #"{"pack":"Levels","version":1,"channel":"internal"}"#)
+                _ = try? self.api(
+                    base, admin, "POST", "/api/apps/a/releases",
+                    json: #"{"pack":"Levels","version":1,"channel":"internal"}"#)
             }
             release.start()
             if point == "delay" {
                 usleep(useconds_t(g.next() % 30_000))
                 server.kill9()
             } else {
-                #expect(server.exitStatus() != 0 && server.process.terminationReason == .uncaughtSignal, "\(point): not killed at its point")
+                #expect(
+                    server.exitStatus() != 0 && server.process.terminationReason == .uncaughtSignal,
+                    "\(point): not killed at its point")
             }
-            #expect(temporaries(under: data + "/public").isEmpty, "\(point): temporaries in the tree: \(temporaries(under: data + "/public"))")
+            #expect(
+                temporaries(under: data + "/public").isEmpty,
+                "\(point): temporaries in the tree: \(temporaries(under: data + "/public"))")
             // Whatever the database says is live is published after a restart, and verifies.
             let restarted = try Serve(data: data)
             defer { restarted.terminate() }
             let catalog = try HTTPClient().send("GET", restarted.baseURL + "v1/apps/a/internal/catalog.json")
             if point == "delay" && catalog.status == 404 {
                 // Killed before the release was committed: nothing is live, and a release now works.
-                #expect(try api(restarted.baseURL, admin, "POST", "/api/apps/a/releases", json: #"{"pack":"Levels","version":1,"channel":"internal"}"#).status == 200)
+                #expect(
+                    try api(
+                        restarted.baseURL, admin, "POST", "/api/apps/a/releases",
+                        json: #"{"pack":"Levels","version":1,"channel":"internal"}"#
+                    ).status == 200)
             }
             let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: catalogPath)))
-            let verified = try Catalog.verify(bytes, trusting: [pinned], app: "a", channel: .internal, now: Date(), source: point)
-            #expect(verified.packs.map(\.id.rawValue) == ["Levels"] && verified.packs.first?.release.version == 1, "\(point)")
-            let archive = try HTTPClient().send("GET", restarted.baseURL + "v1/apps/a/internal/" + (verified.packs.first?.release.archiveURL ?? ""))
+            let verified = try Catalog.verify(
+                bytes, trusting: [pinned], app: "a", channel: .internal, now: Date(), source: point)
+            #expect(
+                verified.packs.map(\.id.rawValue) == ["Levels"] && verified.packs.first?.release.version == 1,
+                "\(point)")
+            let archive = try HTTPClient().send(
+                "GET", restarted.baseURL + "v1/apps/a/internal/" + (verified.packs.first?.release.archiveURL ?? ""))
             #expect(archive.status == 200, "\(point): the archive is not served")
         }
     }
@@ -163,7 +195,9 @@ import Glibc
         let second = try Serve(data: data, expectFailure: true)
         #expect(second.exitStatus() == 1)
         let message = second.stderrText()
-        #expect(message.contains(data) && message.contains(data + "/.lock") && message.contains("in use by another process"), "\(message)")
+        #expect(
+            message.contains(data) && message.contains(data + "/.lock")
+                && message.contains("in use by another process"), "\(message)")
         // The first still serves; resign and rotate refuse while it runs.
         #expect(try HTTPClient().send("GET", first.baseURL + "v1/keys/root.json").status == 200)
         for args in [["catalog", "resign", "--data", data], ["keys", "rotate", "--data", data]] {
@@ -175,7 +209,10 @@ import Glibc
             p.standardOutput = FileHandle.nullDevice
             try p.run()
             p.waitUntilExit()
-            #expect(p.terminationStatus == 1 && String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains(".lock"), "\(args)")
+            #expect(
+                p.terminationStatus == 1
+                    && String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains(".lock"),
+                "\(args)")
         }
     }
 
@@ -198,7 +235,12 @@ import Glibc
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var one: Int32 = 1
         setsockopt(holder, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        #expect(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(holder, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0)
+        #expect(
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(holder, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            } == 0)
         listen(holder, 1)
         for folder in [data, dir.at("fresh")] {
             let refused = try Serve(data: folder, port: UInt16(port), expectFailure: true)
@@ -219,14 +261,18 @@ import Glibc
         for value in ["18446744073709551616", "-1", "0", "1.5", "1e9", "64GiB", "9223372036854775808"] {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: ProcessTests.binary)
-            p.arguments = ["serve", "--data", dir.at("data"), "--port", "0", "--tls", "off", "--max-install-size", value]
+            p.arguments = [
+                "serve", "--data", dir.at("data"), "--port", "0", "--tls", "off", "--max-install-size", value,
+            ]
             let err = Pipe()
             p.standardError = err
             p.standardOutput = FileHandle.nullDevice
             try p.run()
             p.waitUntilExit()
             let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(p.terminationStatus == 2 && text.contains("--max-install-size") && text.contains("must be a whole number from 1 to 9223372036854775807"), "\(value): \(text)")
+            #expect(
+                p.terminationStatus == 2 && text.contains("--max-install-size")
+                    && text.contains("must be a whole number from 1 to 9223372036854775807"), "\(value): \(text)")
         }
         #expect(!FileSystem.exists(dir.at("data")))
     }
@@ -242,7 +288,9 @@ import Glibc
         let server = try Serve(data: data)
         defer { server.terminate() }
         #expect(try HTTPClient().send("GET", server.baseURL + "v1/keys/.root.json.tmp-AbC123").status == 404)
-        #expect(!FileSystem.exists(data + "/public/v1/keys/.root.json.tmp-AbC123") && !FileSystem.exists(data + "/staging/tree-XyZ987"))
+        #expect(
+            !FileSystem.exists(data + "/public/v1/keys/.root.json.tmp-AbC123")
+                && !FileSystem.exists(data + "/staging/tree-XyZ987"))
     }
 
     func mode(_ path: String) -> mode_t {
@@ -256,12 +304,16 @@ import Glibc
     @Test func theTreeIsWorldReadableAndSecretsArePrivateWhateverTheUmask() throws {
         let dir = try TemporaryDirectory("modes")
         defer { dir.remove() }
-        chmod(dir.path, 0o755)   // the test's own folder must let nobody through to DIR
+        chmod(dir.path, 0o755)  // the test's own folder must let nobody through to DIR
         let data = dir.at("data")
         let server = try Serve(data: data, umask: "077")
         try prepare(server, data: data, dir: dir)
         let admin = try token(data)
-        #expect(try api(server.baseURL, admin, "POST", "/api/apps/a/releases", json: #"{"pack":"Levels","version":1,"channel":"internal"}"#).status == 200)
+        #expect(
+            try api(
+                server.baseURL, admin, "POST", "/api/apps/a/releases",
+                json: #"{"pack":"Levels","version":1,"channel":"internal"}"#
+            ).status == 200)
         server.terminate()
 
         let tree = data + "/public"
@@ -275,12 +327,14 @@ import Glibc
             #expect(st.st_mode & 0o7777 == expected, "public/\(entry) is \(String(st.st_mode & 0o7777, radix: 8))")
         }
         #expect(mode(data) == 0o711)
-        for secret in ["admin-token", "meta.sqlite", "meta.sqlite-wal", "meta.sqlite-shm", "keys/signing.key", ".lock"] where FileSystem.exists(data + "/" + secret) {
+        for secret in ["admin-token", "meta.sqlite", "meta.sqlite-wal", "meta.sqlite-shm", "keys/signing.key", ".lock"]
+        where FileSystem.exists(data + "/" + secret) {
             #expect(mode(data + "/" + secret) == 0o600, "\(secret) is \(String(mode(data + "/" + secret), radix: 8))")
         }
         #expect(FileSystem.exists(data + "/meta.sqlite"))
         for folder in ["keys", "tls", "uploads", "staging"] where FileSystem.exists(data + "/" + folder) {
-            #expect(mode(data + "/" + folder) & 0o077 == 0, "\(folder) is \(String(mode(data + "/" + folder), radix: 8))")
+            #expect(
+                mode(data + "/" + folder) & 0o077 == 0, "\(folder) is \(String(mode(data + "/" + folder), radix: 8))")
         }
 
         // nginx with its workers as an unprivileged user serves every published file.

@@ -8,7 +8,9 @@ import BacklotJSON
 import BacklotRepository
 import BacklotTestSupport
 import Foundation
+import Synchronization
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,13 +19,14 @@ import Glibc
 /// releases, each followed by a restart on the same data folder.
 @Suite(.serialized) struct ServerProcessTests {
     /// A running `backlot serve` and the base URL it printed.
-    final class Server: @unchecked Sendable {   // its state is set once, in init
+    final class Server: @unchecked Sendable {  // its state is set once, in init
         let process = Process()
         let baseURL: String
         private let output = Pipe()
 
         /// - Parameter environment: added to (or, with an empty value, removed from) this process's environment.
-        init(data: String, tls: String = "off", arguments: [String]? = nil, environment: [String: String] = [:]) throws {
+        init(data: String, tls: String = "off", arguments: [String]? = nil, environment: [String: String] = [:]) throws
+        {
             process.executableURL = URL(fileURLWithPath: ProcessTests.binary)
             process.arguments = ["serve", "--data", data, "--port", "0", "--quiet"] + (arguments ?? ["--tls", tls])
             if !environment.isEmpty {
@@ -59,10 +62,13 @@ import Glibc
         }
     }
 
-    func api(_ server: Server, _ token: String, _ method: String, _ path: String, json: String? = nil) throws -> HTTPClient.Response {
+    func api(
+        _ server: Server, _ token: String, _ method: String, _ path: String, json: String? = nil
+    ) throws -> HTTPClient.Response {
         var headers = ["Authorization": "Bearer \(token)"]
         if json != nil { headers["Content-Type"] = "application/json" }
-        return try HTTPClient().send(method, server.baseURL + path.dropFirst(), headers: headers, body: json.map { .bytes(Array($0.utf8)) })
+        return try HTTPClient().send(
+            method, server.baseURL + path.dropFirst(), headers: headers, body: json.map { .bytes(Array($0.utf8)) })
     }
 
     func archive(in dir: TemporaryDirectory, seed: UInt64) throws -> String {
@@ -91,10 +97,12 @@ import Glibc
         try dir.write("key.pem", issued.privateKeyPEM, mode: 0o600)
         let server = try Server(data: dir.at("data"), tls: dir.at("cert.pem") + "," + dir.at("key.pem"))
         #expect(server.baseURL.hasPrefix("https://"))
-        #expect(try HTTPClient(caFile: dir.at("ca.pem")).send("GET", server.baseURL + "v1/keys/root.json").status == 200)
+        #expect(
+            try HTTPClient(caFile: dir.at("ca.pem")).send("GET", server.baseURL + "v1/keys/root.json").status == 200)
         #expect(server.terminate() == 0)
         // The same with --tls-cert and --tls-key.
-        let again = try Server(data: dir.at("data"), arguments: ["--tls-cert", dir.at("cert.pem"), "--tls-key", dir.at("key.pem")])
+        let again = try Server(
+            data: dir.at("data"), arguments: ["--tls-cert", dir.at("cert.pem"), "--tls-key", dir.at("key.pem")])
         #expect(again.baseURL.hasPrefix("https://"))
         #expect(try HTTPClient(caFile: dir.at("ca.pem")).send("GET", again.baseURL + "v1/keys/root.json").status == 200)
         #expect(again.terminate() == 0)
@@ -112,9 +120,14 @@ import Glibc
             let status = BacklotCLI.main(["serve", "--data", dir.at("data"), "--port", "0", "--quiet"] + extra, io: io)
             return (status, io.standardError)
         }
-        for extra in [["--tls-cert", dir.at("cert.pem"), "--tls-key", dir.at("key.pem")], ["--tls", dir.at("cert.pem") + "," + dir.at("key.pem")]] {
+        for extra in [
+            ["--tls-cert", dir.at("cert.pem"), "--tls-key", dir.at("key.pem")],
+            ["--tls", dir.at("cert.pem") + "," + dir.at("key.pem")],
+        ] {
             let r = serve(extra)
-            #expect(r.status == 2 && r.err.contains("open to everyone (mode 644)") && r.err.contains("chmod 600"), "\(r.err)")
+            #expect(
+                r.status == 2 && r.err.contains("open to everyone (mode 644)") && r.err.contains("chmod 600"),
+                "\(r.err)")
         }
         let half = serve(["--tls-cert", dir.at("cert.pem")])
         #expect(half.status == 2 && half.err.contains("go together"), "\(half.err)")
@@ -133,12 +146,15 @@ import Glibc
     @Test func serveRemovesUploadsAbandonedForLongerThanItIsTold() throws {
         let dir = try TemporaryDirectory("abandoned-uploads")
         defer { dir.remove() }
-        let server = try Server(data: dir.at("data"), arguments: ["--tls", "off", "--lease", "2", "--abandoned-uploads-after", "1"])
+        let server = try Server(
+            data: dir.at("data"), arguments: ["--tls", "off", "--lease", "2", "--abandoned-uploads-after", "1"])
         defer { _ = server.terminate() }
-        let token = try String(contentsOfFile: dir.at("data/admin-token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try String(contentsOfFile: dir.at("data/admin-token"), encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         #expect(try api(server, token, "POST", "/api/apps", json: #"{"id":"a"}"#).status == 201)
         #expect(try api(server, token, "POST", "/api/apps/a/packs", json: #"{"id":"Levels"}"#).status == 201)
-        #expect(try api(server, token, "POST", "/api/apps/a/packs/Levels/versions", json: #"{"size":1000}"#).status == 201)
+        #expect(
+            try api(server, token, "POST", "/api/apps/a/packs/Levels/versions", json: #"{"size":1000}"#).status == 201)
         // The shared-work round runs every second with --lease 2: the version goes once it is over a second old.
         var status = 200
         for _ in 0..<300 where status == 200 {
@@ -146,7 +162,9 @@ import Glibc
             status = try api(server, token, "GET", "/api/apps/a/packs/Levels/versions/1").status
         }
         #expect(status == 404, "the upload that never began is removed")
-        let help = try Process.run(URL(fileURLWithPath: ProcessTests.binary), arguments: ["serve", "--abandoned-uploads-after", "0", "--data", dir.at("x")])
+        let help = try Process.run(
+            URL(fileURLWithPath: ProcessTests.binary),
+            arguments: ["serve", "--abandoned-uploads-after", "0", "--data", dir.at("x")])
         help.waitUntilExit()
         #expect(help.terminationStatus == 2, "0 seconds is refused")
     }
@@ -157,16 +175,21 @@ import Glibc
         let path = try archive(in: dir, seed: 11)
         let size = try FileDescriptor.openForReading(path).size()
         var server = try Server(data: dir.at("data"))
-        let token = try String(contentsOfFile: dir.at("data/admin-token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try String(contentsOfFile: dir.at("data/admin-token"), encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         #expect(try api(server, token, "POST", "/api/apps", json: #"{"id":"a"}"#).status == 201)
         #expect(try api(server, token, "POST", "/api/apps/a/packs", json: #"{"id":"Levels"}"#).status == 201)
-        #expect(try api(server, token, "POST", "/api/apps/a/packs/Levels/versions", json: "{\"size\":\(size)}").status == 201)
+        #expect(
+            try api(server, token, "POST", "/api/apps/a/packs/Levels/versions", json: "{\"size\":\(size)}").status
+                == 201)
 
         // A slow upload (curl, rate-limited) that is cut by kill -9 once some bytes arrived.
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        curl.arguments = ["-s", "-o", "/dev/null", "-X", "PUT", "--limit-rate", "64k", "-H", "Authorization: Bearer \(token)",
-                          "--upload-file", path, server.baseURL + "api/apps/a/packs/Levels/versions/1/archive"]
+        curl.arguments = [
+            "-s", "-o", "/dev/null", "-X", "PUT", "--limit-rate", "64k", "-H", "Authorization: Bearer \(token)",
+            "--upload-file", path, server.baseURL + "api/apps/a/packs/Levels/versions/1/archive",
+        ]
         try curl.run()
         var arrived: UInt64 = 0
         for _ in 0..<400 where arrived == 0 {
@@ -181,9 +204,10 @@ import Glibc
         defer { _ = server.terminate() }
         let resumeAt = try received(server, token, version: 1)
         #expect(resumeAt >= arrived && resumeAt < size)
-        let rest = try HTTPClient().send("PUT", server.baseURL + "api/apps/a/packs/Levels/versions/1/archive",
-                                         headers: ["Authorization": "Bearer \(token)", "Upload-Offset": String(resumeAt)],
-                                         body: .file(path: path, offset: resumeAt, length: size - resumeAt))
+        let rest = try HTTPClient().send(
+            "PUT", server.baseURL + "api/apps/a/packs/Levels/versions/1/archive",
+            headers: ["Authorization": "Bearer \(token)", "Upload-Offset": String(resumeAt)],
+            body: .file(path: path, offset: resumeAt, length: size - resumeAt))
         #expect(rest.status == 202, "\(rest.text)")
         var state = ""
         for _ in 0..<400 where state != "COMPLETE" && state != "FAILED" {
@@ -200,15 +224,17 @@ import Glibc
         let dir = try TemporaryDirectory("kill-release")
         defer { dir.remove() }
         var server = try Server(data: dir.at("data"))
-        let token = try String(contentsOfFile: dir.at("data/admin-token"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try String(contentsOfFile: dir.at("data/admin-token"), encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         _ = try api(server, token, "POST", "/api/apps", json: #"{"id":"a"}"#)
         _ = try api(server, token, "POST", "/api/apps/a/packs", json: #"{"id":"Levels"}"#)
         for (number, seed) in [(1, UInt64(1)), (2, UInt64(2))] {
             let path = try archive(in: dir, seed: seed)
             let size = try FileDescriptor.openForReading(path).size()
             _ = try api(server, token, "POST", "/api/apps/a/packs/Levels/versions", json: "{\"size\":\(size)}")
-            _ = try HTTPClient().send("PUT", server.baseURL + "api/apps/a/packs/Levels/versions/\(number)/archive",
-                                      headers: ["Authorization": "Bearer \(token)"], body: .file(path: path, offset: 0, length: size))
+            _ = try HTTPClient().send(
+                "PUT", server.baseURL + "api/apps/a/packs/Levels/versions/\(number)/archive",
+                headers: ["Authorization": "Bearer \(token)"], body: .file(path: path, offset: 0, length: size))
         }
         usleep(300_000)
         let pinned = try PublicKeyFile.read(path: dir.at("data/root.pub"))
@@ -222,9 +248,11 @@ import Glibc
                 var i = 0
                 while !stop.load(ordering: .relaxed) {
                     let version = i % 2 + 1
-                    _ = try? HTTPClient(stallTimeout: 2).send("POST", url + "api/apps/a/releases",
-                                                               headers: ["Authorization": "Bearer \(token)", "Content-Type": "application/json"],
-                                                               body: .bytes(Array("{\"pack\":\"Levels\",\"version\":\(version),\"channel\":\"internal\"}".utf8)))
+                    _ = try? HTTPClient(stallTimeout: 2).send(
+                        "POST", url + "api/apps/a/releases",
+                        headers: ["Authorization": "Bearer \(token)", "Content-Type": "application/json"],
+                        body: .bytes(
+                            Array("{\"pack\":\"Levels\",\"version\":\(version),\"channel\":\"internal\"}".utf8)))
                     i += 1
                 }
             }
@@ -235,17 +263,19 @@ import Glibc
             usleep(50_000)
             if FileSystem.exists(catalogPath) {
                 let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: catalogPath)))
-                let catalog = try Catalog.verify(bytes, trusting: [pinned], app: "a", channel: .internal, now: Date(), newerThan: lastVersion, source: "round \(round)")
+                let catalog = try Catalog.verify(
+                    bytes, trusting: [pinned], app: "a", channel: .internal, now: Date(), newerThan: lastVersion,
+                    source: "round \(round)")
                 lastVersion = catalog.version
             }
             server = try Server(data: dir.at("data"))
             // On restart every catalog is republished from the database, newer and valid.
             let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: catalogPath)))
-            let catalog = try Catalog.verify(bytes, trusting: [pinned], app: "a", channel: .internal, now: Date(), newerThan: lastVersion, source: "restart \(round)")
+            let catalog = try Catalog.verify(
+                bytes, trusting: [pinned], app: "a", channel: .internal, now: Date(), newerThan: lastVersion,
+                source: "restart \(round)")
             lastVersion = catalog.version
         }
         _ = server.terminate()
     }
 }
-
-import Synchronization

@@ -2,6 +2,7 @@ import BacklotBasics
 import BacklotTestSupport
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,7 +10,8 @@ import Glibc
 /// The systemd units in contrib/systemd as `scripts/install` writes them, and `backlot serve`
 /// speaking the service manager's notification protocol (`Type=notify`, `WatchdogSec=`).
 @Suite(.serialized) struct SystemdUnitTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
 
     /// The install recipe puts the binary and both units under a prefix, with ExecStart naming
     /// that binary, and `systemd-analyze verify` finds nothing to say about either unit.
@@ -17,7 +19,8 @@ import Glibc
         let dir = try TemporaryDirectory("units")
         defer { dir.remove() }
         let prefix = dir.at("prefix")
-        let (status, output) = try runToEnd(Self.root + "/scripts/install", ["--prefix", prefix, "--binary", ProcessTests.binary])
+        let (status, output) = try runToEnd(
+            Self.root + "/scripts/install", ["--prefix", prefix, "--binary", ProcessTests.binary])
         #expect(status == 0, "scripts/install: \(output)")
         #expect(FileManager.default.isExecutableFile(atPath: prefix + "/bin/backlot"))
         let serve = prefix + "/lib/systemd/system/backlot-serve.service"
@@ -36,24 +39,30 @@ import Glibc
         }
         // A unit naming a binary that is not there is refused: the check above can fail.
         let broken = dir.at("broken.service")
-        try String(contentsOfFile: serve, encoding: .utf8).replacingOccurrences(of: prefix + "/bin/backlot", with: dir.at("nowhere/backlot"))
-            .write(toFile: broken, atomically: true, encoding: .utf8)
+        try String(contentsOfFile: serve, encoding: .utf8).replacingOccurrences(
+            of: prefix + "/bin/backlot", with: dir.at("nowhere/backlot")
+        )
+        .write(toFile: broken, atomically: true, encoding: .utf8)
         #expect(try runToEnd("/usr/bin/systemd-analyze", ["verify", broken]).0 != 0)
     }
 
     /// The server's unit is hardened: `systemd-analyze security` rates its exposure at most 5.
     @Test func theServerUnitIsHardened() throws {
         let unit = Self.root + "/contrib/systemd/backlot-serve.service"
-        let (status, output) = try runToEnd("/usr/bin/systemd-analyze", ["security", "--offline=true", "--no-pager", unit])
+        let (status, output) = try runToEnd(
+            "/usr/bin/systemd-analyze", ["security", "--offline=true", "--no-pager", unit])
         #expect(status == 0, "\(output)")
         guard let line = output.split(separator: "\n").first(where: { $0.contains("Overall exposure level") }),
-              let number = line.split(separator: ":").last?.split(separator: " ").first, let exposure = Double(number) else {
+            let number = line.split(separator: ":").last?.split(separator: " ").first, let exposure = Double(number)
+        else {
             Issue.record("no exposure level in: \(output)")
             return
         }
         #expect(exposure <= 5, "exposure \(exposure): \(line)")
-        for setting in ["ProtectSystem=strict", "ProtectHome=yes", "NoNewPrivileges=yes", "PrivateTmp=yes", "User=backlot",
-                        "ReadWritePaths=/var/lib/backlot", "Type=notify", "WatchdogSec="] {
+        for setting in [
+            "ProtectSystem=strict", "ProtectHome=yes", "NoNewPrivileges=yes", "PrivateTmp=yes", "User=backlot",
+            "ReadWritePaths=/var/lib/backlot", "Type=notify", "WatchdogSec=",
+        ] {
             #expect(try String(contentsOfFile: unit, encoding: .utf8).contains(setting), "the unit lacks \(setting)")
         }
     }
@@ -66,10 +75,13 @@ import Glibc
         defer { dir.remove() }
         let socketPath = dir.at("notify.sock")
         let receiver = try DatagramReceiver(path: socketPath)
-        let server = try ServerProcessTests.Server(data: dir.at("data"), tls: "auto",
-                                                   environment: ["NOTIFY_SOCKET": socketPath, "WATCHDOG_USEC": "1000000"])
+        let server = try ServerProcessTests.Server(
+            data: dir.at("data"), tls: "auto",
+            environment: ["NOTIFY_SOCKET": socketPath, "WATCHDOG_USEC": "1000000"])
         var messages: [String] = []
-        while messages.filter({ $0 == "WATCHDOG=1" }).count < 3, let m = receiver.next(timeout: 10) { messages.append(m) }
+        while messages.filter({ $0 == "WATCHDOG=1" }).count < 3, let m = receiver.next(timeout: 10) {
+            messages.append(m)
+        }
         let ready = messages.first { $0.contains("READY=1") }
         #expect(ready != nil, "no READY=1 in \(messages)")
         #expect(ready?.contains("STATUS=serving \(server.baseURL)") == true)
@@ -98,7 +110,9 @@ final class DatagramReceiver {
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard bound == 0 else { throw SystemCall.error("bind", path: path) }
     }

@@ -28,8 +28,12 @@ import Testing
         #expect(throws: Never.self) { _ = try HTTPClient(caFile: dir.at("data/tls/ca.pem")).send("GET", catalogURL) }
 
         // The agent's event: kept queued, reported as a TLS error with exit status 1.
-        try dir.write("agent.json", #"{"BacklotCatalogURL": "\#(catalogURL)", "BacklotTrustedKey": "\#(dir.at("data/root.pub"))"}"#)
-        let (status, output) = try runToEnd(ProcessTests.binary, ["notify", "--container", dir.at("c"), "--app-install", "--config", dir.at("agent.json")])
+        try dir.write(
+            "agent.json",
+            #"{"BacklotCatalogURL": "\#(catalogURL)", "BacklotTrustedKey": "\#(dir.at("data/root.pub"))"}"#)
+        let (status, output) = try runToEnd(
+            ProcessTests.binary,
+            ["notify", "--container", dir.at("c"), "--app-install", "--config", dir.at("agent.json")])
         #expect(status == 1, "\(output)")
         #expect(output.contains("TLS") && output.contains("certificate"), "\(output)")
         #expect(!output.contains("waiting for the network"), "\(output)")

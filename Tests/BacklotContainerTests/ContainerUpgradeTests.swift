@@ -13,7 +13,9 @@ import Testing
 /// opens with today's code: every database is brought to its schema's version in place, and what
 /// it held is still there and usable.
 @Suite struct ContainerUpgradeTests {
-    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/container-2026-12-01").path
+    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Fixtures/container-2026-12-01"
+    ).path
 
     func copyOfFixture(_ dir: TemporaryDirectory) throws -> String {
         let target = dir.at("container")
@@ -30,7 +32,9 @@ import Testing
         defer { dir.remove() }
         let path = try copyOfFixture(dir)
         let layout = ContainerLayout(root: path)
-        for db in [layout.stateDatabase, layout.agentDatabase, layout.tasksDatabase] { #expect(try version(db) == 0, "the fixture predates versions") }
+        for db in [layout.stateDatabase, layout.agentDatabase, layout.tasksDatabase] {
+            #expect(try version(db) == 0, "the fixture predates versions")
+        }
 
         // The client's state: the installed release and its files, the device ID kept.
         let container = try ClientContainer(path: path)
@@ -52,7 +56,8 @@ import Testing
         #expect(try agent.event(seq)?.state == "queued")
 
         // The task scheduler's database and the launch record.
-        let scheduler = try TaskScheduler(configuration: .init(permittedIdentifiers: ["com.example.refresh"], databasePath: layout.tasksDatabase))
+        let scheduler = try TaskScheduler(
+            configuration: .init(permittedIdentifiers: ["com.example.refresh"], databasePath: layout.tasksDatabase))
         #expect(scheduler.pendingTaskRequests().isEmpty)
         #expect(try version(layout.tasksDatabase) == ContainerSchema.tasks.latest)
         try AppLaunchRecord.record(containerPath: path)
@@ -68,7 +73,9 @@ import Testing
         defer { dir.remove() }
         let path = try copyOfFixture(dir)
         let layout = ContainerLayout(root: path)
-        try Database(path: layout.stateDatabase).transaction { try $0.execute("PRAGMA user_version = \(ContainerSchema.state.latest + 1)") }
+        try Database(path: layout.stateDatabase).transaction {
+            try $0.execute("PRAGMA user_version = \(ContainerSchema.state.latest + 1)")
+        }
         do {
             _ = try ClientContainer(path: path)
             Issue.record("a container of a newer schema was opened")

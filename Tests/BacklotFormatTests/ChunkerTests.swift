@@ -1,6 +1,7 @@
 import BacklotCrypto
 import BacklotTestSupport
 import Testing
+
 @testable import BacklotFormat
 
 struct ChunkerTests {

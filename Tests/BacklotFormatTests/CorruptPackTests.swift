@@ -4,6 +4,7 @@ import BacklotTestSupport
 import BacklotZstd
 import Foundation
 import Testing
+
 @testable import BacklotFormat
 
 /// Truncated, bit-flipped and crafted packs: `verify` and `extract` must refuse each one with a
@@ -21,8 +22,9 @@ import Testing
     func assemble(_ frames: [[UInt8]], _ index: PackIndex, to path: String) throws {
         let data = frames.flatMap { $0 }
         let indexBytes = index.encoded
-        let header = PackHeader(indexOffset: UInt64(PackHeader.size + data.count), indexLength: UInt64(indexBytes.count),
-                                indexDigest: SHA256.hash(indexBytes))
+        let header = PackHeader(
+            indexOffset: UInt64(PackHeader.size + data.count), indexLength: UInt64(indexBytes.count),
+            indexDigest: SHA256.hash(indexBytes))
         try Data(header.encoded + data + indexBytes).write(to: URL(fileURLWithPath: path))
     }
 
@@ -31,7 +33,9 @@ import Testing
         pack.index.chunks.map { Array(bytes[Int($0.offset)..<Int($0.offset) + Int($0.compressedSize)]) }
     }
 
-    func expectRefused(_ path: String, _ phrase: String, in dir: TemporaryDirectory, sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectRefused(
+        _ path: String, _ phrase: String, in dir: TemporaryDirectory, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         var message = ""
         do {
             try PackReader(path: path).verify()
@@ -48,7 +52,9 @@ import Testing
             try PackExtractor(pack: try PackReader(path: path)).extract(to: target)
         }
         #expect(!FileSystem.exists(target), sourceLocation: sourceLocation)
-        #expect((try? dir.listing().filter { $0.contains(".partial-") }) == [], "staging left behind", sourceLocation: sourceLocation)
+        #expect(
+            (try? dir.listing().filter { $0.contains(".partial-") }) == [], "staging left behind",
+            sourceLocation: sourceLocation)
     }
 
     @Test func truncatedPacksAreRefused() throws {
@@ -84,10 +90,14 @@ import Testing
             // a pack must still verify; any flip that changes content must be refused.
             if let chunk = pack.index.chunks.first(where: { $0.range.contains(UInt64(position)) }) {
                 let range = Int(chunk.offset)..<Int(chunk.offset) + Int(chunk.compressedSize)
-                let before = try? ZstdDecompressor().decompress(Array(bytes[range]), expectedSize: Int(chunk.uncompressedSize))
-                let after = try? ZstdDecompressor().decompress(Array(flipped[range]), expectedSize: Int(chunk.uncompressedSize))
+                let before = try? ZstdDecompressor().decompress(
+                    Array(bytes[range]), expectedSize: Int(chunk.uncompressedSize))
+                let after = try? ZstdDecompressor().decompress(
+                    Array(flipped[range]), expectedSize: Int(chunk.uncompressedSize))
                 if let after, after == before {
-                    print("everyFlippedBitIsCaught: the flip at \(position) changes no content (a bit zstd does not read)")
+                    print(
+                        "everyFlippedBitIsCaught: the flip at \(position) changes no content (a bit zstd does not read)"
+                    )
                     #expect(throws: Never.self) { try PackReader(path: path).verify() }
                     continue
                 }
@@ -106,7 +116,8 @@ import Testing
         flipped[Int(chunk.offset) + Int(chunk.compressedSize) / 2] ^= 0x10
         let path = dir.at("bad.pack")
         try Data(flipped).write(to: URL(fileURLWithPath: path))
-        expectRefused(path, "file \"readme.txt\": \(path): chunk \(victim.chunks[0]) at offset \(chunk.offset)", in: dir)
+        expectRefused(
+            path, "file \"readme.txt\": \(path): chunk \(victim.chunks[0]) at offset \(chunk.offset)", in: dir)
     }
 
     @Test func craftedIndexesAreRefusedByName() throws {
@@ -116,13 +127,17 @@ import Testing
         let index = pack.index
         let f = frames(of: pack, bytes: bytes)
         func with(chunks: [PackIndex.Chunk]? = nil, files: [PackIndex.File]? = nil) -> PackIndex {
-            PackIndex(metadata: index.metadata, chunking: index.chunking, chunks: chunks ?? index.chunks, files: files ?? index.files)
+            PackIndex(
+                metadata: index.metadata, chunking: index.chunking, chunks: chunks ?? index.chunks,
+                files: files ?? index.files)
         }
         func file(_ i: Int, path: String? = nil, size: UInt64? = nil, chunks: [Int]? = nil) -> PackIndex.File {
             let o = index.files[i]
-            return PackIndex.File(path: path ?? o.path, mode: o.mode, size: size ?? o.size, digest: o.digest, chunks: chunks ?? o.chunks)
+            return PackIndex.File(
+                path: path ?? o.path, mode: o.mode, size: size ?? o.size, digest: o.digest, chunks: chunks ?? o.chunks)
         }
-        let c0 = index.chunks[0], c1 = index.chunks[1]
+        let c0 = index.chunks[0]
+        let c1 = index.chunks[1]
         var cases: [(String, PackIndex, String)] = []
         var chunks = index.chunks
         chunks[0] = .init(id: c0.id, offset: c0.offset, compressedSize: c0.compressedSize, uncompressedSize: 1 << 31)
@@ -131,12 +146,14 @@ import Testing
         files[0] = file(0, size: 1 << 40)
         cases.append(("huge file", with(files: files), "declares 1099511627776 bytes"))
         chunks = index.chunks
-        chunks[1] = .init(id: c1.id, offset: c0.offset, compressedSize: c1.compressedSize, uncompressedSize: c1.uncompressedSize)
+        chunks[1] = .init(
+            id: c1.id, offset: c0.offset, compressedSize: c1.compressedSize, uncompressedSize: c1.uncompressedSize)
         cases.append(("overlap", with(chunks: chunks), "overlaps the previous chunk"))
         chunks = index.chunks
         let last = chunks.count - 1
-        chunks[last] = .init(id: chunks[last].id, offset: chunks[last].offset, compressedSize: chunks[last].compressedSize + 100,
-                             uncompressedSize: chunks[last].uncompressedSize)
+        chunks[last] = .init(
+            id: chunks[last].id, offset: chunks[last].offset, compressedSize: chunks[last].compressedSize + 100,
+            uncompressedSize: chunks[last].uncompressedSize)
         cases.append(("out of range", with(chunks: chunks), "past the start of the index"))
         files = index.files
         files[0] = file(0, path: "../evil")
@@ -157,10 +174,15 @@ import Testing
         cases.append(("unreferenced chunk", with(files: files), "is not used by any file"))
         // "bin", "bin.txt", "bin/tool": the file "bin" and the folder "bin/" are not adjacent in order.
         let tool = index.files.first { $0.path == "bin/tool" }!
-        files = index.files.filter { $0.path != "empty" } + [
-            PackIndex.File(path: "bin", mode: 0o644, size: 0, digest: index.files.first { $0.path == "empty" }!.digest, chunks: []),
-            PackIndex.File(path: "bin.txt", mode: 0o644, size: 0, digest: index.files.first { $0.path == "empty" }!.digest, chunks: []),
-        ]
+        files =
+            index.files.filter { $0.path != "empty" } + [
+                PackIndex.File(
+                    path: "bin", mode: 0o644, size: 0, digest: index.files.first { $0.path == "empty" }!.digest,
+                    chunks: []),
+                PackIndex.File(
+                    path: "bin.txt", mode: 0o644, size: 0, digest: index.files.first { $0.path == "empty" }!.digest,
+                    chunks: []),
+            ]
         files.sort { Array($0.path.utf8).lexicographicallyPrecedes(Array($1.path.utf8)) }
         _ = tool
         cases.append(("file and folder", with(files: files), "lies under \"bin\", which is a file"))
@@ -177,11 +199,14 @@ import Testing
         defer { dir.remove() }
         let (_, bytes, pack) = try samplePack(dir)
         var indexBytes = pack.index.encoded
-        let metaLength = Int(UInt32(indexBytes[8]) | UInt32(indexBytes[9]) << 8 | UInt32(indexBytes[10]) << 16 | UInt32(indexBytes[11]) << 24)
+        let metaLength = Int(
+            UInt32(indexBytes[8]) | UInt32(indexBytes[9]) << 8 | UInt32(indexBytes[10]) << 16 | UInt32(indexBytes[11])
+                << 24)
         let countAt = 12 + metaLength
         indexBytes.replaceSubrange(countAt..<countAt + 4, with: [0xFF, 0xFF, 0xFF, 0x7F])
         let dataEnd = Int(pack.header.indexOffset)
-        let header = PackHeader(indexOffset: UInt64(dataEnd), indexLength: UInt64(indexBytes.count), indexDigest: SHA256.hash(indexBytes))
+        let header = PackHeader(
+            indexOffset: UInt64(dataEnd), indexLength: UInt64(indexBytes.count), indexDigest: SHA256.hash(indexBytes))
         let path = dir.at("count.pack")
         try Data(header.encoded + bytes[64..<dataEnd] + indexBytes).write(to: URL(fileURLWithPath: path))
         expectRefused(path, "declares 2147483647 chunks", in: dir)
@@ -200,9 +225,12 @@ import Testing
         let zeros = [UInt8](repeating: 0, count: 4 << 20)
         let frame = try ZstdCompressor(level: 3).compress(zeros)
         let declared = Array(zeros.prefix(100))
-        let chunk = PackIndex.Chunk(id: SHA256.hash(declared), offset: 64, compressedSize: UInt32(frame.count), uncompressedSize: 100)
+        let chunk = PackIndex.Chunk(
+            id: SHA256.hash(declared), offset: 64, compressedSize: UInt32(frame.count), uncompressedSize: 100)
         let file = PackIndex.File(path: "bomb.bin", mode: 0o644, size: 100, digest: SHA256.hash(declared), chunks: [0])
-        let metadata = PackMetadata(assetPackID: try PackID("Bomb"), downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil)
+        let metadata = PackMetadata(
+            assetPackID: try PackID("Bomb"), downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil,
+            language: nil)
         let path = dir.at("bomb.pack")
         try assemble([frame], PackIndex(metadata: metadata, chunking: nil, chunks: [chunk], files: [file]), to: path)
         expectRefused(path, "more than the 100 allowed", in: dir)
@@ -213,7 +241,9 @@ import Testing
         defer { dir.remove() }
         let (_, bytes, _) = try samplePack(dir)
         try Data(Array("PK\u{3}\u{4}".utf8) + bytes.dropFirst(4)).write(to: URL(fileURLWithPath: dir.at("zip.pack")))
-        #expect { try PackReader(path: dir.at("zip.pack")) } throws: { ($0 as? BacklotError)?.message.contains("not a Backlot pack") == true }
+        #expect { try PackReader(path: dir.at("zip.pack")) } throws: {
+            ($0 as? BacklotError)?.message.contains("not a Backlot pack") == true
+        }
         var newer = bytes
         newer[8] = 2
         try Data(newer).write(to: URL(fileURLWithPath: dir.at("v2.pack")))
@@ -228,7 +258,9 @@ import Testing
         defer { dir.remove() }
         let (_, _, pack) = try samplePack(dir)
         try dir.write("busy/keep.txt", "mine")
-        #expect { try PackExtractor(pack: pack).extract(to: dir.at("busy")) } throws: { ($0 as? BacklotError)?.code == .alreadyExists }
+        #expect { try PackExtractor(pack: pack).extract(to: dir.at("busy")) } throws: {
+            ($0 as? BacklotError)?.code == .alreadyExists
+        }
         #expect(try dir.read("busy/keep.txt") == Array("mine".utf8))
         try FileManager.default.createDirectory(atPath: dir.at("empty"), withIntermediateDirectories: false)
         try PackExtractor(pack: pack).extract(to: dir.at("empty"))

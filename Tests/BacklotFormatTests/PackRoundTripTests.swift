@@ -3,6 +3,7 @@ import BacklotCrypto
 import BacklotTestSupport
 import Foundation
 import Testing
+
 @testable import BacklotFormat
 
 @Suite struct PackRoundTripTests {
@@ -14,11 +15,15 @@ import Testing
         let pack = try PackReader(path: path)
         try pack.verify()
         #expect(pack.index.metadata.assetPackID.rawValue == "Sample")
-        #expect(pack.index.files.map(\.path) == ["Levels/level1-copy.dat", "Levels/level1.dat", "Textures/noise.bin", "bin/tool", "empty", "readme.txt"])
+        #expect(
+            pack.index.files.map(\.path) == [
+                "Levels/level1-copy.dat", "Levels/level1.dat", "Textures/noise.bin", "bin/tool", "empty", "readme.txt",
+            ])
         #expect(pack.index.files.first { $0.path == "bin/tool" }?.mode == 0o755)
         #expect(pack.index.files.first { $0.path == "empty" }?.chunks == [])
         // The duplicate file is stored once: both files reference the same chunks.
-        let a = pack.index.files[0], b = pack.index.files[1]
+        let a = pack.index.files[0]
+        let b = pack.index.files[1]
         #expect(a.chunks == b.chunks)
 
         try PackExtractor(pack: pack).extract(to: dir.at("out"))
@@ -31,19 +36,27 @@ import Testing
     }
 
     @Test func theSameInputGivesTheSameBytesWhateverTheThreadsOrOrderOrTimes() throws {
-        let one = try TemporaryDirectory("det1"), two = try TemporaryDirectory("det2")
-        defer { one.remove(); two.remove() }
+        let one = try TemporaryDirectory("det1")
+        let two = try TemporaryDirectory("det2")
+        defer {
+            one.remove()
+            two.remove()
+        }
         try SamplePack.writeTree(in: one)
         // Same contents, created in reverse order with different modification times.
         var g = SeededGenerator(seed: 42)
-        let readme = g.text(20_000), noise = g.bytes(300_000), big = g.text(400_000), tool = g.bytes(5000)
+        let readme = g.text(20_000)
+        let noise = g.bytes(300_000)
+        let big = g.text(400_000)
+        let tool = g.bytes(5000)
         try two.write("src/bin/tool", tool, mode: 0o700)
         try two.write("src/empty", [])
         try two.write("src/Levels/level1-copy.dat", big)
         try two.write("src/Levels/level1.dat", big)
         try two.write("src/Textures/noise.bin", noise)
         try two.write("src/readme.txt", readme, mode: 0o600)
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1000)], ofItemAtPath: two.at("src/readme.txt"))
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSince1970: 1000)], ofItemAtPath: two.at("src/readme.txt"))
         let a = try SamplePack.build(in: one, jobs: 1)
         let b = try SamplePack.build(in: two, jobs: 4)
         #expect(try Data(contentsOf: URL(fileURLWithPath: a)) == Data(contentsOf: URL(fileURLWithPath: b)))
@@ -64,7 +77,8 @@ import Testing
         let dir = try TemporaryDirectory("meta")
         defer { dir.remove() }
         try SamplePack.writeTree(in: dir)
-        let json = #"{"assetPackID": "com.example.levels", "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation"]}}, "fileSelectors": [{"directory": "Levels"}], "platforms": ["iOS", "linux"], "userInfo": {"b": 2.50, "a": "x"}}"#
+        let json =
+            #"{"assetPackID": "com.example.levels", "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation"]}}, "fileSelectors": [{"directory": "Levels"}], "platforms": ["iOS", "linux"], "userInfo": {"b": 2.50, "a": "x"}}"#
         let pack = try PackReader(path: SamplePack.build(in: dir, manifestJSON: json))
         #expect(pack.index.metadata.downloadPolicy == .essential(installationEventTypes: [.firstInstallation]))
         #expect(pack.index.metadata.platforms == [.iOS, .linux])
@@ -85,7 +99,11 @@ import Testing
         #expect(d.downloadChunks >= 1 && d.downloadChunks <= 3)
         #expect(d.downloadBytes < v2.fileSize / 4)
         #expect(d.filesChanged == 1 && d.filesUnchanged == 5)
-        #expect(d.downloadBytes == d.metadataBytes + v2.index.chunks.filter { c in !v1.index.chunks.contains { $0.id == c.id } }.reduce(0) { $0 + UInt64($1.compressedSize) })
+        #expect(
+            d.downloadBytes == d.metadataBytes
+                + v2.index.chunks.filter { c in !v1.index.chunks.contains { $0.id == c.id } }.reduce(0) {
+                    $0 + UInt64($1.compressedSize)
+                })
     }
 
     @Test func failedPackagingLeavesNoOutputAndNeverReplacesWithoutForce() throws {

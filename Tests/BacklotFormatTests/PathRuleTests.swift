@@ -3,6 +3,7 @@ import BacklotCrypto
 import BacklotTestSupport
 import Foundation
 import Testing
+
 @testable import BacklotFormat
 
 /// The path rule (docs/format.md §7): paths are byte strings, split on the byte `/`, with `.` and
@@ -54,10 +55,14 @@ import Testing
         defer { dir.remove() }
         for mark in Self.extenders {
             let path = dir.at("p.pack")
-            try CraftedPack(files: [.init(path: "../\(mark)evil", bytes: Array("pwned".utf8)), .init(path: "ok", bytes: [1])]).write(to: path)
+            try CraftedPack(files: [
+                .init(path: "../\(mark)evil", bytes: Array("pwned".utf8)), .init(path: "ok", bytes: [1]),
+            ]).write(to: path)
             #expect(throws: BacklotError.self) { try PackReader(path: path) }
             try? FileManager.default.createDirectory(atPath: dir.at("out-parent"), withIntermediateDirectories: true)
-            #expect(throws: BacklotError.self) { try PackExtractor(pack: try PackReader(path: path)).extract(to: dir.at("out-parent/out")) }
+            #expect(throws: BacklotError.self) {
+                try PackExtractor(pack: try PackReader(path: path)).extract(to: dir.at("out-parent/out"))
+            }
             #expect(try dir.listing().allSatisfy { !$0.contains("evil") })
             #expect(try FileSystem.entryNames(dir.at("out-parent")).isEmpty)
         }
@@ -65,7 +70,8 @@ import Testing
 
     @Test func aDestinationWithAHiddenParentIsAnInvalidManifest() throws {
         for mark in Self.extenders {
-            let json = #"{"assetPackID": "P", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"fileSource": "a", "fileDestination": "../\#(mark)x"}], "platforms": ["linux"]}"#
+            let json =
+                #"{"assetPackID": "P", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"fileSource": "a", "fileDestination": "../\#(mark)x"}], "platforms": ["linux"]}"#
             let result = try AssetPackManifest.parse(Array(json.utf8), source: "m.json")
             #expect(result.manifest == nil, "accepted a destination out of the pack")
             #expect(result.diagnostics.contains { $0.rule == "path.parent" })
@@ -77,8 +83,10 @@ import Testing
     @Test func namesThatDifferOnlyByNormalisationAreTwoFiles() throws {
         let dir = try TemporaryDirectory("nfc-nfd")
         defer { dir.remove() }
-        let nfc = "caf\u{E9}.txt", nfd = "cafe\u{301}.txt"
-        let folderNFC = "d\u{E9}j\u{E0}", folderNFD = "de\u{301}ja\u{300}"
+        let nfc = "caf\u{E9}.txt"
+        let nfd = "cafe\u{301}.txt"
+        let folderNFC = "d\u{E9}j\u{E0}"
+        let folderNFD = "de\u{301}ja\u{300}"
         try dir.write("src/\(nfc)", Array("composed".utf8))
         try dir.write("src/\(nfd)", Array("decomposed".utf8))
         try dir.write("src/\(folderNFC)/a", Array("in composed".utf8))
@@ -111,7 +119,9 @@ import Testing
             let selection = try SourceSelection(manifest: manifest, sourceRoot: dir.at("src"))
             let moved = dir.at("src/\(victim).orig")
             try FileManager.default.moveItem(atPath: dir.at("src/\(victim)"), toPath: moved)
-            try FileManager.default.createSymbolicLink(atPath: dir.at("src/\(victim)"), withDestinationPath: dir.at(victim == "f" ? "outside/secret" : "outside/sub"))
+            try FileManager.default.createSymbolicLink(
+                atPath: dir.at("src/\(victim)"),
+                withDestinationPath: dir.at(victim == "f" ? "outside/secret" : "outside/sub"))
             do {
                 _ = try PackWriter().write(manifest: manifest, selection: selection, to: dir.at("swap.pack"))
                 Issue.record("packaged through a link swapped in for \(victim)")
@@ -126,7 +136,9 @@ import Testing
         let selection = try SourceSelection(manifest: manifest, sourceRoot: dir.at("src"))
         try FileManager.default.removeItem(atPath: dir.at("src/f"))
         #expect(mkfifo(dir.at("src/f"), 0o644) == 0)
-        #expect(throws: BacklotError.self) { _ = try PackWriter().write(manifest: manifest, selection: selection, to: dir.at("fifo.pack")) }
+        #expect(throws: BacklotError.self) {
+            _ = try PackWriter().write(manifest: manifest, selection: selection, to: dir.at("fifo.pack"))
+        }
     }
 
     @Test func directoryHandleOpensOnlyRegularFilesBeneathIt() throws {
@@ -134,8 +146,10 @@ import Testing
         defer { dir.remove() }
         try dir.write("root/a/file", [1, 2, 3])
         try dir.write("elsewhere", [9])
-        try FileManager.default.createSymbolicLink(atPath: dir.at("root/link"), withDestinationPath: dir.at("root/a/file"))
-        try FileManager.default.createSymbolicLink(atPath: dir.at("root/dirlink"), withDestinationPath: dir.at("root/a"))
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.at("root/link"), withDestinationPath: dir.at("root/a/file"))
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.at("root/dirlink"), withDestinationPath: dir.at("root/a"))
         let root = try DirectoryHandle(path: dir.at("root"))
         let (fd, size) = try root.openRegularFile("a/file")
         fd.close()
@@ -151,7 +165,14 @@ import Testing
         defer { dir.remove() }
         let cases: [(String, [CraftedPack.File])] = [
             ("one chunk", [.init(path: "a", bytes: Array(repeating: 7, count: 1000), digest: SHA256.hash([1]))]),
-            ("many chunks", [.init(path: "big", bytes: (0..<(300 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 31) }, digest: SHA256.hash([2]))]),
+            (
+                "many chunks",
+                [
+                    .init(
+                        path: "big", bytes: (0..<(300 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 31) },
+                        digest: SHA256.hash([2]))
+                ]
+            ),
             ("empty", [.init(path: "empty", bytes: [], digest: SHA256.hash([3])), .init(path: "z", bytes: [1])]),
         ]
         for (name, files) in cases {
@@ -177,8 +198,12 @@ import Testing
         defer { dir.remove() }
         try dir.write("src/afile", [1, 2, 3])
         let escaped = SamplePack.manifest(id: "Esc", selectors: #"[{"filePattern": "\\.\\./src/a*"}]"#)
-        #expect(throws: BacklotError.self) { try SamplePack.build(in: dir, manifestJSON: escaped, sourceRoot: dir.at("src")) }
-        let huge = #"{"assetPackID": "Big", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "."}], "platforms": ["linux"], "userInfo": {"blob": ""# + String(repeating: "x", count: 1 << 20) + #""}}"#
+        #expect(throws: BacklotError.self) {
+            try SamplePack.build(in: dir, manifestJSON: escaped, sourceRoot: dir.at("src"))
+        }
+        let huge =
+            #"{"assetPackID": "Big", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "."}], "platforms": ["linux"], "userInfo": {"blob": ""#
+            + String(repeating: "x", count: 1 << 20) + #""}}"#
         do {
             try SamplePack.build(in: dir, manifestJSON: huge, name: "big.pack")
             Issue.record("packaged metadata over the limit")
@@ -192,7 +217,9 @@ import Testing
         // The header refuses an index over the limit, and one too short to be an index.
         for length in [PackHeader.maximumIndexLength + 1, 0, 3] {
             let header = PackHeader(indexOffset: 64, indexLength: length, indexDigest: SHA256.hash([]))
-            #expect(throws: BacklotError.self) { _ = try PackHeader.decode(header.encoded, fileSize: 64 + length, source: "h") }
+            #expect(throws: BacklotError.self) {
+                _ = try PackHeader.decode(header.encoded, fileSize: 64 + length, source: "h")
+            }
         }
         #expect(PackHeader.maximumIndexLength == 64 << 20)
     }

@@ -2,7 +2,9 @@ import BacklotBasics
 import BacklotTestSupport
 import Foundation
 import Testing
+
 @testable import BacklotFormat
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,10 +16,15 @@ import Glibc
         return try SourceSelection(manifest: m, sourceRoot: dir.at("src"))
     }
 
-    func expectRefusal(_ selectors: String, in dir: TemporaryDirectory, _ phrase: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectRefusal(
+        _ selectors: String, in dir: TemporaryDirectory, _ phrase: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         do {
             let s = try select(selectors, in: dir)
-            Issue.record("expected a refusal containing '\(phrase)', got \(s.files.map(\.packPath))", sourceLocation: sourceLocation)
+            Issue.record(
+                "expected a refusal containing '\(phrase)', got \(s.files.map(\.packPath))",
+                sourceLocation: sourceLocation)
         } catch let e as BacklotError {
             #expect(e.code == .invalidSource || e.code == .invalidManifest, sourceLocation: sourceLocation)
             #expect(e.exitStatus == 2, sourceLocation: sourceLocation)
@@ -49,17 +56,24 @@ import Glibc
     @Test func mappingsPatternsAndExclusions() throws {
         let dir = try TemporaryDirectory("sel")
         defer { dir.remove() }
-        for p in ["build/a.png", "raw/x.png", "raw/sub/y.png", "raw/skip.txt", "Audio/a.wav", "Audio/deep/b.wav", "Audio/c.mp3", "q/fa.a", "q/f1.a"] {
+        for p in [
+            "build/a.png", "raw/x.png", "raw/sub/y.png", "raw/skip.txt", "Audio/a.wav", "Audio/deep/b.wav",
+            "Audio/c.mp3", "q/fa.a", "q/f1.a",
+        ] {
             try dir.write("src/" + p, p)
         }
-        let s = try select("""
-        [{"fileSource": "build/a.png", "fileDestination": "Textures/a.png"},
-         {"directorySource": "raw", "directoryDestination": "Textures/raw"},
-         {"fileExclusion": "raw/skip.txt"},
-         {"filePattern": "Audio/*.wav"},
-         {"filePattern": "q/f[!0-9].?"}]
-        """, in: dir)
-        #expect(s.files.map(\.packPath) == ["Audio/a.wav", "Textures/a.png", "Textures/raw/sub/y.png", "Textures/raw/x.png", "q/fa.a"])
+        let s = try select(
+            """
+            [{"fileSource": "build/a.png", "fileDestination": "Textures/a.png"},
+             {"directorySource": "raw", "directoryDestination": "Textures/raw"},
+             {"fileExclusion": "raw/skip.txt"},
+             {"filePattern": "Audio/*.wav"},
+             {"filePattern": "q/f[!0-9].?"}]
+            """, in: dir)
+        #expect(
+            s.files.map(\.packPath) == [
+                "Audio/a.wav", "Textures/a.png", "Textures/raw/sub/y.png", "Textures/raw/x.png", "q/fa.a",
+            ])
         #expect(s.files.first { $0.packPath == "Textures/a.png" }?.sourcePath == "build/a.png")
     }
 
@@ -85,7 +99,9 @@ import Glibc
         let dir = try TemporaryDirectory("sel")
         defer { dir.remove() }
         try dir.write("src/a.txt", "a")
-        expectRefusal(#"[{"file": "a.txt"}, {"file": "nope.txt"}]"#, in: dir, "fileSelectors[1] (file): \"nope.txt\" does not exist")
+        expectRefusal(
+            #"[{"file": "a.txt"}, {"file": "nope.txt"}]"#, in: dir,
+            "fileSelectors[1] (file): \"nope.txt\" does not exist")
         expectRefusal(#"[{"directory": "nodir"}]"#, in: dir, "does not exist")
         expectRefusal(#"[{"file": "."}]"#, in: dir, "names the source root")
     }
@@ -134,7 +150,8 @@ import Glibc
         try dir.write("src/a.txt", "a")
         #expect(mkfifo(dir.at("src/pipe"), 0o644) == 0)
         expectRefusal(#"[{"directory": "."}]"#, in: dir, "named pipe")
-        #expect(try select(#"[{"directory": "."}, {"fileExclusion": "pipe"}]"#, in: dir).files.map(\.packPath) == ["a.txt"])
+        #expect(
+            try select(#"[{"directory": "."}, {"fileExclusion": "pipe"}]"#, in: dir).files.map(\.packPath) == ["a.txt"])
         unlink(dir.at("src/pipe"))
 
         // A real Unix-domain socket bound in the tree.
@@ -149,7 +166,9 @@ import Glibc
             raw.copyBytes(from: bytes.prefix(raw.count - 1))
         }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         #expect(bound == 0)
         expectRefusal(#"[{"directory": "."}]"#, in: dir, "is a socket")
@@ -173,7 +192,9 @@ import Glibc
         defer { dir.remove() }
         try dir.write("src/a.txt", "a")
         try dir.write("src/b.txt", "b")
-        expectRefusal(#"[{"file": "a.txt"}, {"fileSource": "b.txt", "fileDestination": "a.txt"}]"#, in: dir, "two sources map to the pack path \"a.txt\"")
+        expectRefusal(
+            #"[{"file": "a.txt"}, {"fileSource": "b.txt", "fileDestination": "a.txt"}]"#, in: dir,
+            "two sources map to the pack path \"a.txt\"")
         let s = try select(#"[{"file": "a.txt"}, {"directory": "."}]"#, in: dir)
         #expect(s.files.map(\.packPath) == ["a.txt", "b.txt"])
         #expect(s.warnings.contains { $0.contains("packaged once") })
@@ -184,10 +205,13 @@ import Glibc
         defer { dir.remove() }
         try dir.write("src/a.txt", "a")
         try dir.write("src/b.txt", "b")
-        expectRefusal(#"[{"fileSource": "a.txt", "fileDestination": "x"}, {"fileSource": "b.txt", "fileDestination": "x/y"}]"#, in: dir, "needs it to be a folder")
+        expectRefusal(
+            #"[{"fileSource": "a.txt", "fileDestination": "x"}, {"fileSource": "b.txt", "fileDestination": "x/y"}]"#,
+            in: dir, "needs it to be a folder")
         try dir.write("src/c.txt", "c")
-        expectRefusal(#"[{"fileSource": "a.txt", "fileDestination": "x"}, {"fileSource": "c.txt", "fileDestination": "x.txt"}, {"fileSource": "b.txt", "fileDestination": "x/y"}]"#,
-                      in: dir, "needs it to be a folder")
+        expectRefusal(
+            #"[{"fileSource": "a.txt", "fileDestination": "x"}, {"fileSource": "c.txt", "fileDestination": "x.txt"}, {"fileSource": "b.txt", "fileDestination": "x/y"}]"#,
+            in: dir, "needs it to be a folder")
     }
 
     @Test func anEmptyPackIsRefused() throws {
@@ -198,9 +222,14 @@ import Glibc
     }
 
     @Test func sourceRootResolvesAgainstTheManifestFolderAndMayClimb() throws {
-        let json = #"{"assetPackID": "T", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"file": "a"}], "platforms": ["iOS"], "sourceRoot": "../stage"}"#
+        let json =
+            #"{"assetPackID": "T", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"file": "a"}], "platforms": ["iOS"], "sourceRoot": "../stage"}"#
         let (m, _) = try AssetPackManifest.load(Array(json.utf8), source: "M.json")
-        #expect(SourceSelection.resolveSourceRoot(override: nil, manifest: m, manifestPath: "/p/tools/M.json") == "/p/stage")
-        #expect(SourceSelection.resolveSourceRoot(override: "/elsewhere", manifest: m, manifestPath: "/p/tools/M.json") == "/elsewhere")
+        #expect(
+            SourceSelection.resolveSourceRoot(override: nil, manifest: m, manifestPath: "/p/tools/M.json") == "/p/stage"
+        )
+        #expect(
+            SourceSelection.resolveSourceRoot(override: "/elsewhere", manifest: m, manifestPath: "/p/tools/M.json")
+                == "/elsewhere")
     }
 }

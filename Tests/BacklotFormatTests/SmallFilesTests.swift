@@ -3,6 +3,7 @@ import BacklotCrypto
 import BacklotTestSupport
 import Foundation
 import Testing
+
 @testable import BacklotFormat
 
 /// Many small files (#18): packaging in parallel batches stays deterministic and round-trips, a
@@ -18,7 +19,11 @@ import Testing
         for i in 0..<count {
             let size = 500 + Int(g.next() % 7500)
             let path = "src/small/\(String(format: "%03d", i / 100))/file-\(String(format: "%05d", i))"
-            if i % 2 == 0 { try dir.write(path + ".txt", g.text(size)) } else { try dir.write(path + ".dat", g.bytes(size)) }
+            if i % 2 == 0 {
+                try dir.write(path + ".txt", g.text(size))
+            } else {
+                try dir.write(path + ".dat", g.bytes(size))
+            }
         }
         let repeated = g.bytes(3000)
         try dir.write("src/small/000/same-a.bin", repeated)
@@ -51,13 +56,16 @@ import Testing
 
         let out = dir.at("out")
         try PackExtractor(pack: pack, jobs: 2).extract(to: out)
-        let selection = try SourceSelection(manifest: try AssetPackManifest.load(Array(SamplePack.manifest().utf8), source: "m").0,
-                                            sourceRoot: dir.at("src"))
+        let selection = try SourceSelection(
+            manifest: try AssetPackManifest.load(Array(SamplePack.manifest().utf8), source: "m").0,
+            sourceRoot: dir.at("src"))
         #expect(selection.files.count == pack.index.files.count)
         for file in selection.files {
             let extracted = out + "/" + file.packPath
-            #expect(try Array(Data(contentsOf: URL(fileURLWithPath: extracted))) == Array(Data(contentsOf: URL(fileURLWithPath: file.absolutePath))),
-                    "\(file.packPath) differs")
+            #expect(
+                try Array(Data(contentsOf: URL(fileURLWithPath: extracted)))
+                    == Array(Data(contentsOf: URL(fileURLWithPath: file.absolutePath))),
+                "\(file.packPath) differs")
             let st = try #require(try FileSystem.linkStatus(extracted))
             #expect(st.mode & 0o777 == file.mode, "\(file.packPath) has mode \(String(st.mode & 0o777, radix: 8))")
         }
@@ -75,7 +83,8 @@ import Testing
         #expect {
             try PackWriter(options: .init(jobs: 2)).write(manifest: m, selection: selection, to: dir.at("out.pack"))
         } throws: { error in
-            (error as? BacklotError)?.code == .invalidSource && "\(error)".contains("changed while it was being packaged")
+            (error as? BacklotError)?.code == .invalidSource
+                && "\(error)".contains("changed while it was being packaged")
         }
         #expect(!FileSystem.exists(dir.at("out.pack")))
     }
@@ -93,12 +102,14 @@ import Testing
         let at = fileCountOffset(crafted.index, index)
         #expect(index[at..<at + 4] == [1, 0, 0, 0])
         withUnsafeBytes(of: UInt32(declared).littleEndian) { index.replaceSubrange(at..<at + 4, with: $0) }
-        let header = PackHeader(indexOffset: crafted.header.indexOffset, indexLength: UInt64(index.count), indexDigest: SHA256.hash(index))
+        let header = PackHeader(
+            indexOffset: crafted.header.indexOffset, indexLength: UInt64(index.count), indexDigest: SHA256.hash(index))
         #expect {
             _ = try PackIndex.decode(index, header: header, source: "crafted")
         } throws: { error in
             let e = error as? BacklotError
-            return e?.code == .corruptArchive && (e?.message.contains("declares \(declared) files but has room for at most") ?? false)
+            return e?.code == .corruptArchive
+                && (e?.message.contains("declares \(declared) files but has room for at most") ?? false)
         }
     }
 
@@ -114,8 +125,10 @@ import Testing
             let index = try PackIndex.decode(crafted.index.encoded, header: crafted.header, source: "crafted")
             #expect(index.files.map(\.path) == [path])
         }
-        let refused = [(Self.longest + "n", "outside 1…4096"), (String(repeating: "c", count: 256), "longer than 255 bytes"),
-                       ("d/" + String(repeating: "c", count: 256), "longer than 255 bytes")]
+        let refused = [
+            (Self.longest + "n", "outside 1…4096"), (String(repeating: "c", count: 256), "longer than 255 bytes"),
+            ("d/" + String(repeating: "c", count: 256), "longer than 255 bytes"),
+        ]
         for (path, phrase) in refused {
             let crafted = try CraftedPack(files: [.init(path: path, bytes: Array("x".utf8))])
             #expect {
@@ -130,7 +143,9 @@ import Testing
         let dir = try TemporaryDirectory("small-long")
         defer { dir.remove() }
         // Six folders of 255 bytes: beyond what one component may hold, within what a path may.
-        let folders = (0..<6).map { String(repeating: Character(UnicodeScalar(UInt8(ascii: "a") + UInt8($0))), count: 255) }
+        let folders = (0..<6).map {
+            String(repeating: Character(UnicodeScalar(UInt8(ascii: "a") + UInt8($0))), count: 255)
+        }
         let path = folders.joined(separator: "/") + "/leaf.txt"
         try dir.write("src/" + path, "deep")
         let pack = try PackReader(path: try SamplePack.build(in: dir))
@@ -150,8 +165,13 @@ import Testing
             #expect(SelectorPath.isNormalFilePath(path.utf8) == SelectorPath.isNormal(path), "\(path.debugDescription)")
             checked += 1
         }
-        for path in [Self.longest, Self.longest + "n", String(repeating: "c", count: 255), String(repeating: "c", count: 256), "[a b]", "[ab]", "a/[b c]"] {
-            #expect(SelectorPath.isNormalFilePath(path.utf8) == SelectorPath.isNormal(path), "\(path.prefix(20))… (\(path.utf8.count) bytes)")
+        for path in [
+            Self.longest, Self.longest + "n", String(repeating: "c", count: 255), String(repeating: "c", count: 256),
+            "[a b]", "[ab]", "a/[b c]",
+        ] {
+            #expect(
+                SelectorPath.isNormalFilePath(path.utf8) == SelectorPath.isNormal(path),
+                "\(path.prefix(20))… (\(path.utf8.count) bytes)")
         }
         #expect(checked == 20_000)
     }

@@ -11,16 +11,24 @@ import Testing
 /// libmicrohttpd server: bounded bodies, resumed downloads, uploads from a file offset, and
 /// failures that say what they are.
 @Suite(.serialized) struct HTTPClientTests {
-    static let payload: [UInt8] = { var g = SeededGenerator(seed: 7); return g.bytes(300_000) }()
+    static let payload: [UInt8] = {
+        var g = SeededGenerator(seed: 7)
+        return g.bytes(300_000)
+    }()
 
     /// A server that answers /payload (with Range), /echo (the request body back) and /big.
     static func server(tls: (certificate: String, key: String)? = nil) throws -> HTTPServer {
         try HTTPServer(configuration: .init(port: 0, tls: tls)) { request in
             switch request.path {
             case "/payload":
-                if let range = request.header("Range"), range.hasPrefix("bytes="), let start = Int(range.dropFirst(6).dropLast()), start < payload.count {
-                    return .respond(HTTPResponse(status: 206, headers: [("Content-Range", "bytes \(start)-\(payload.count - 1)/\(payload.count)")],
-                                                 body: .bytes(Array(payload[start...]))))
+                if let range = request.header("Range"), range.hasPrefix("bytes="),
+                    let start = Int(range.dropFirst(6).dropLast()), start < payload.count
+                {
+                    return .respond(
+                        HTTPResponse(
+                            status: 206,
+                            headers: [("Content-Range", "bytes \(start)-\(payload.count - 1)/\(payload.count)")],
+                            body: .bytes(Array(payload[start...]))))
                 }
                 return .respond(HTTPResponse(status: 200, body: .bytes(payload)))
             case "/echo":
@@ -50,8 +58,10 @@ import Testing
         defer { dir.remove() }
         try Data(Self.payload[..<100_000]).write(to: URL(fileURLWithPath: dir.at("part")))
         let seen = Mutex<UInt64>(0)
-        let r = try HTTPClient().download("http://127.0.0.1:\(server.port)/payload", to: dir.at("part"), from: 100_000, limit: UInt64(Self.payload.count),
-                                          progress: { done, _ in seen.withLock { $0 = max($0, done) } })
+        let r = try HTTPClient().download(
+            "http://127.0.0.1:\(server.port)/payload", to: dir.at("part"), from: 100_000,
+            limit: UInt64(Self.payload.count),
+            progress: { done, _ in seen.withLock { $0 = max($0, done) } })
         #expect(r.status == 206 && r.size == UInt64(Self.payload.count))
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: dir.at("part")))) == Self.payload)
         #expect(seen.withLock { $0 } > 0)
@@ -63,10 +73,13 @@ import Testing
         let dir = try TemporaryDirectory("http-upload")
         defer { dir.remove() }
         try Data(Self.payload).write(to: URL(fileURLWithPath: dir.at("f")))
-        let r = try HTTPClient().send("PUT", "http://127.0.0.1:\(server.port)/echo", body: .file(path: dir.at("f"), offset: 1000, length: 5000))
+        let r = try HTTPClient().send(
+            "PUT", "http://127.0.0.1:\(server.port)/echo", body: .file(path: dir.at("f"), offset: 1000, length: 5000))
         #expect(r.status == 200 && r.body == Array(Self.payload[1000..<6000]))
         #expect(throws: BacklotError.self) {
-            try HTTPClient().send("PUT", "http://127.0.0.1:\(server.port)/echo", body: .file(path: dir.at("missing"), offset: 0, length: 1))
+            try HTTPClient().send(
+                "PUT", "http://127.0.0.1:\(server.port)/echo",
+                body: .file(path: dir.at("missing"), offset: 0, length: 1))
         }
     }
 
@@ -74,7 +87,7 @@ import Testing
         // Nothing listens: a network error naming the URL.
         var closed: ListeningSocket? = try ListeningSocket(host: "127.0.0.1", port: 0)
         let port = closed!.port
-        closed = nil   // closes the socket: the port is free and nothing listens
+        closed = nil  // closes the socket: the port is free and nothing listens
         do {
             _ = try HTTPClient().send("GET", "http://127.0.0.1:\(port)/x")
             Issue.record("a closed port answered")
@@ -95,6 +108,8 @@ import Testing
         let dir = try TemporaryDirectory("http-ca")
         defer { dir.remove() }
         try dir.write("ca.pem", ca.certificatePEM)
-        #expect(try HTTPClient(caFile: dir.at("ca.pem")).send("GET", "https://127.0.0.1:\(server.port)/payload").body == Self.payload)
+        #expect(
+            try HTTPClient(caFile: dir.at("ca.pem")).send("GET", "https://127.0.0.1:\(server.port)/payload").body
+                == Self.payload)
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BacklotInfoPlist
 
 /// Placeholders expand once and detect cycles; near-miss keys get a suggestion; background-task
@@ -19,8 +20,10 @@ import Testing
 
     @Test func aPlaceholderDefinedAsItselfOrInACycleEnds() {
         // Each of these looped forever before: the replacement was scanned again.
-        for defines in [["APP_GROUP": "$(APP_GROUP)"], ["APP_GROUP": "x$(APP_GROUP)y"], ["APP_GROUP": "$(B)", "B": "$(APP_GROUP)"],
-                        ["APP_GROUP": "$(B)", "B": "$(C)", "C": "$(B)"]] {
+        for defines in [
+            ["APP_GROUP": "$(APP_GROUP)"], ["APP_GROUP": "x$(APP_GROUP)y"], ["APP_GROUP": "$(B)", "B": "$(APP_GROUP)"],
+            ["APP_GROUP": "$(B)", "B": "$(C)", "C": "$(B)"],
+        ] {
             let rules = findings(Self.base, defines: defines).map(\.rule)
             #expect(rules.contains("placeholder.cycle"), "\(defines): \(rules)")
         }
@@ -60,11 +63,16 @@ import Testing
         plist["BAAppGroupID"] = .string("group.x")
         plist["BGTaskSchedulerPermittedIdentifiers"] = .string("com.example.refresh")
         #expect(findings(plist).map(\.rule) == ["taskIdentifiers.type"])
-        plist["BGTaskSchedulerPermittedIdentifiers"] = .array([.string("com.example.refresh"), .string("com.example.refresh"), .string(""), .integer(3), .string("refresh")])
+        plist["BGTaskSchedulerPermittedIdentifiers"] = .array([
+            .string("com.example.refresh"), .string("com.example.refresh"), .string(""), .integer(3),
+            .string("refresh"),
+        ])
         plist["UIBackgroundModes"] = .array([.string("fetch")])
         let rules = findings(plist).map(\.rule)
         #expect(rules.filter { $0 == "taskIdentifiers.identifier" }.count == 1)
-        #expect(rules.contains("taskIdentifiers.duplicate") && rules.contains("taskIdentifiers.type") && rules.contains("taskIdentifiers.reverseDNS"))
+        #expect(
+            rules.contains("taskIdentifiers.duplicate") && rules.contains("taskIdentifiers.type")
+                && rules.contains("taskIdentifiers.reverseDNS"))
         plist["BGTaskSchedulerPermittedIdentifiers"] = .array([.string("com.example.refresh")])
         plist["UIBackgroundModes"] = nil
         #expect(findings(plist).map(\.rule) == ["taskIdentifiers.backgroundModes"])

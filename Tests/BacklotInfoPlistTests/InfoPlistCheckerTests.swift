@@ -1,6 +1,7 @@
 import BacklotBasics
 import Foundation
 import Testing
+
 @testable import BacklotInfoPlist
 
 /// Each Info.plist rule, on fixtures written by Python's plistlib in both XML and binary form.
@@ -30,8 +31,12 @@ struct InfoPlistCheckerTests {
         Case(fixture: "group-missing", errors: ["appGroupID.required"], warnings: []),
         Case(fixture: "apple-hosting-mixed", errors: [], warnings: ["hosting.mixed"]),
         Case(fixture: "group-placeholder", errors: [], warnings: ["placeholder.undefined"]),
-        Case(fixture: "group-placeholder", errors: [], warnings: [], defines: ["APP_GROUP_IDENTIFIER": "group.com.example.game"]),
-        Case(fixture: "manifest-placeholder-http", errors: ["manifestURL.https"], warnings: [], defines: ["ASSET_SCHEME": "http"]),
+        Case(
+            fixture: "group-placeholder", errors: [], warnings: [],
+            defines: ["APP_GROUP_IDENTIFIER": "group.com.example.game"]),
+        Case(
+            fixture: "manifest-placeholder-http", errors: ["manifestURL.https"], warnings: [],
+            defines: ["ASSET_SCHEME": "http"]),
         Case(fixture: "manifest-placeholder-http", errors: [], warnings: [], defines: ["ASSET_SCHEME": "https"]),
     ]
 
@@ -46,19 +51,27 @@ struct InfoPlistCheckerTests {
     }
 
     @Test func bothFormsReadToTheSameValuesWith64BitIntegers() throws {
-        let xml = try PropertyListReader.read(path: Self.fixtures.appendingPathComponent("valid-self-hosted.xml.plist").path)
-        let binary = try PropertyListReader.read(path: Self.fixtures.appendingPathComponent("valid-self-hosted.binary.plist").path)
+        let xml = try PropertyListReader.read(
+            path: Self.fixtures.appendingPathComponent("valid-self-hosted.xml.plist").path)
+        let binary = try PropertyListReader.read(
+            path: Self.fixtures.appendingPathComponent("valid-self-hosted.binary.plist").path)
         #expect(xml == binary)
         #expect(xml.dictionary?["BAMaxInstallSize"] == .integer(23_000_000_000))
         #expect(xml.dictionary?["BAHasManagedAssetPacks"] == .bool(true))
-        #expect(xml.dictionary?["BAInitialDownloadRestrictions"]?.dictionary?["BADownloadAllowance"] == .integer(9_300_000_000))
+        #expect(
+            xml.dictionary?["BAInitialDownloadRestrictions"]?.dictionary?["BADownloadAllowance"]
+                == .integer(9_300_000_000))
     }
 
     @Test func malformedPlistsAreInvalidInputNamingWhere() {
-        #expect { try PropertyListReader.read(Array("<plist><dict><key>a</key></dict></plist>".utf8), source: "x.plist") } throws: {
+        #expect {
+            try PropertyListReader.read(Array("<plist><dict><key>a</key></dict></plist>".utf8), source: "x.plist")
+        } throws: {
             ($0 as? BacklotError)?.message.contains("has no value") == true
         }
-        #expect { try PropertyListReader.read(Array("<plist><dict><string>x</string></dict></plist>".utf8), source: "x.plist") } throws: {
+        #expect {
+            try PropertyListReader.read(Array("<plist><dict><string>x</string></dict></plist>".utf8), source: "x.plist")
+        } throws: {
             ($0 as? BacklotError)?.code == .invalidInput
         }
         var truncated = Array("bplist00".utf8) + [UInt8](repeating: 0, count: 40)

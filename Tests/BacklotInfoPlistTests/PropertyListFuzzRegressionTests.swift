@@ -1,14 +1,17 @@
 import BacklotBasics
 import Foundation
 import Testing
+
 @testable import BacklotInfoPlist
 
 /// Inputs found by the property-list fuzz harness (Fuzz/FuzzPropertyList) or of the classes it
 /// checks: each used to trap or to run away, and must now be refused with a structured error.
 struct PropertyListFuzzRegressionTests {
     /// A binary property list from `objects` (each object's encoded bytes, in reference order).
-    static func binaryPlist(_ objects: [[UInt8]], refSize: UInt8 = 1, top: UInt64 = 0,
-                            tableOffset: UInt64? = nil, count: UInt64? = nil) -> [UInt8] {
+    static func binaryPlist(
+        _ objects: [[UInt8]], refSize: UInt8 = 1, top: UInt64 = 0,
+        tableOffset: UInt64? = nil, count: UInt64? = nil
+    ) -> [UInt8] {
         var bytes = Array("bplist00".utf8)
         var offsets: [UInt64] = []
         for o in objects {
@@ -18,7 +21,9 @@ struct PropertyListFuzzRegressionTests {
         let table = UInt64(bytes.count)
         for o in offsets { bytes += withUnsafeBytes(of: UInt16(o).bigEndian, Array.init) }
         bytes += [0, 0, 0, 0, 0, 0, 2, refSize]
-        for v in [count ?? UInt64(objects.count), top, tableOffset ?? table] { bytes += withUnsafeBytes(of: v.bigEndian, Array.init) }
+        for v in [count ?? UInt64(objects.count), top, tableOffset ?? table] {
+            bytes += withUnsafeBytes(of: v.bigEndian, Array.init)
+        }
         return bytes
     }
 
@@ -34,7 +39,10 @@ struct PropertyListFuzzRegressionTests {
     /// Fuzz/Findings/FuzzPropertyList/crash-5b21968e…: an element name with bytes that are not
     /// UTF-8 (`<key\xFF\xFF>`) trapped inside Foundation's XMLParser.
     @Test func xmlThatIsNotUTF8IsRefused() {
-        let text = Array("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\">\n<dict>\n\t<key".utf8) + [0xFF, 0xFF]
+        let text =
+            Array("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\">\n<dict>\n\t<key".utf8) + [
+                0xFF, 0xFF,
+            ]
             + Array(">BAInitialDownloadRestrictions</key>\n\t<true/>\n</dict>\n</plist>\n".utf8)
         let error = Self.refusal(text)
         #expect(error?.code == .invalidInput)
@@ -69,13 +77,17 @@ struct PropertyListFuzzRegressionTests {
     /// Sharing within the limit is still read (uniqued strings are normal in binary plists).
     @Test func sharedReferencesWithinTheLimitAreRead() throws {
         let objects: [[UInt8]] = [[0xA3, 1, 1, 1], [0x51, UInt8(ascii: "x")]]
-        #expect(try PropertyListReader.read(Self.binaryPlist(objects), source: "ok.plist") == .array([.string("x"), .string("x"), .string("x")]))
+        #expect(
+            try PropertyListReader.read(Self.binaryPlist(objects), source: "ok.plist")
+                == .array([.string("x"), .string("x"), .string("x")]))
     }
 
     /// XML nesting is bounded like binary nesting.
     @Test func deepXMLNestingIsRefused() {
         let depth = PropertyListReader.maximumDepth + 2
-        let text = "<plist>" + String(repeating: "<array>", count: depth) + String(repeating: "</array>", count: depth) + "</plist>"
+        let text =
+            "<plist>" + String(repeating: "<array>", count: depth) + String(repeating: "</array>", count: depth)
+            + "</plist>"
         let error = Self.refusal(Array(text.utf8))
         #expect(error?.message.contains("nest more than") == true)
     }
@@ -84,7 +96,10 @@ struct PropertyListFuzzRegressionTests {
     /// Foundation's XMLParser call strlen on a null pointer. The scanner refuses processing
     /// instructions other than the leading XML declaration.
     @Test func processingInstructionsAreRefused() {
-        for text in ["<?xmunic?>di\n<!", "<plist><?pi data?><true/></plist>", "<?xml version=\"1.0\"?><?php x?><plist><true/></plist>"] {
+        for text in [
+            "<?xmunic?>di\n<!", "<plist><?pi data?><true/></plist>",
+            "<?xml version=\"1.0\"?><?php x?><plist><true/></plist>",
+        ] {
             let error = Self.refusal(Array(text.utf8))
             #expect(error?.code == .invalidInput, "\(text)")
             #expect(error?.message.contains("processing instruction") == true, "\(text)")
@@ -94,18 +109,25 @@ struct PropertyListFuzzRegressionTests {
     /// Entity declarations (the way to billion-laughs expansion) are refused; the predefined
     /// entities, character references and CDATA are read.
     @Test func entitiesAreLimitedToThePredefinedOnes() throws {
-        let bomb = "<!DOCTYPE plist [<!ENTITY a \"aaaa\"><!ENTITY b \"&a;&a;&a;&a;\">]><plist><string>&b;</string></plist>"
+        let bomb =
+            "<!DOCTYPE plist [<!ENTITY a \"aaaa\"><!ENTITY b \"&a;&a;&a;&a;\">]><plist><string>&b;</string></plist>"
         #expect(Self.refusal(Array(bomb.utf8))?.message.contains("internal subset") == true)
-        #expect(Self.refusal(Array("<plist><string>&b;</string></plist>".utf8))?.message.contains("not defined") == true)
-        let text = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n"
+        #expect(
+            Self.refusal(Array("<plist><string>&b;</string></plist>".utf8))?.message.contains("not defined") == true)
+        let text =
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n"
             + "<plist version=\"1.0\"><!-- c --><string>&lt;&amp;&gt;&quot;&apos;&#65;&#x1F600;&#0066;<![CDATA[<x>&amp;]]></string></plist>"
         #expect(try PropertyListReader.read(Array(text.utf8), source: "ok.plist") == .string("<&>\"'A😀B<x>&amp;"))
     }
 
     /// Tags must nest and match, and nothing may follow the root.
     @Test func malformedXMLIsRefused() {
-        for text in ["<plist><array></plist>", "<plist><true/></plist><plist/>", "<plist><string>x</string>", "<plist a=1><true/></plist>",
-                     "<plist><string>&#0;</string></plist>", "<plist><string>&#xD800;</string></plist>", "<plist><string>&lt</string></plist>"] {
+        for text in [
+            "<plist><array></plist>", "<plist><true/></plist><plist/>", "<plist><string>x</string>",
+            "<plist a=1><true/></plist>",
+            "<plist><string>&#0;</string></plist>", "<plist><string>&#xD800;</string></plist>",
+            "<plist><string>&lt</string></plist>",
+        ] {
             #expect(Self.refusal(Array(text.utf8))?.code == .invalidInput, "\(text)")
         }
     }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BacklotJSON
 
 /// Reading is linear in the text, even on one long line (an extension's reply, a configuration

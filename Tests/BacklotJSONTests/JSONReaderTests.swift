@@ -1,5 +1,6 @@
 import BacklotBasics
 import Testing
+
 @testable import BacklotJSON
 
 struct JSONReaderTests {
@@ -7,11 +8,11 @@ struct JSONReaderTests {
 
     @Test func readsLineAndBlockCommentsAnywhereWhitespaceMayBe() throws {
         let text = """
-        // Asset pack manifest
-        { /* before a key */ "a": 1, // after a value
-          "b": [ /* only a comment */ ],
-          "c": "x" /* before the end */ }
-        """
+            // Asset pack manifest
+            { /* before a key */ "a": 1, // after a value
+              "b": [ /* only a comment */ ],
+              "c": "x" /* before the end */ }
+            """
         let root = try reader.read(text).root
         #expect(root["a"]?.kind == .number("1"))
         #expect(root["b"]?.arrayElements == [])

@@ -3,6 +3,7 @@ import BacklotPostgres
 import BacklotStore
 import BacklotTestSupport
 import Testing
+
 @testable import BacklotRepository
 
 /// The backends every repository test runs on: SQLite and the data folder (the default);
@@ -41,10 +42,13 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     /// A repository at `path` on this backend. On PostgreSQL the first admin token is created
     /// too (what `backlot admin init` does), so every backend starts with one.
-    func repository(at path: String, label: String = "repo", quotaBytes: UInt64 = 200_000_000_000, maximumPacksPerApp: Int = 100) throws -> Repository {
+    func repository(
+        at path: String, label: String = "repo", quotaBytes: UInt64 = 200_000_000_000, maximumPacksPerApp: Int = 100
+    ) throws -> Repository {
         let storage = try storage(label)
-        let repo = try Repository(directory: RepositoryDirectory(path: path), quotaBytes: quotaBytes, maximumPacksPerApp: maximumPacksPerApp,
-                                  database: database(label), tree: storage?.tree, archives: storage?.archives)
+        let repo = try Repository(
+            directory: RepositoryDirectory(path: path), quotaBytes: quotaBytes, maximumPacksPerApp: maximumPacksPerApp,
+            database: database(label), tree: storage?.tree, archives: storage?.archives)
         if isShared { _ = try repo.createInitialAdminToken() }
         return repo
     }

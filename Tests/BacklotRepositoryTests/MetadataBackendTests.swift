@@ -5,6 +5,7 @@ import BacklotTestSupport
 import Foundation
 import Synchronization
 import Testing
+
 @testable import BacklotRepository
 
 /// The two metadata backends behave alike: constraints as conflicts, schema migrations, 64-bit
@@ -13,23 +14,23 @@ import Testing
 @Suite(.serialized) struct MetadataBackendTests {
     /// Today's schema before `schema_version` existed (the first releases wrote exactly this).
     static let schemaWithoutVersions = """
-    CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, role TEXT NOT NULL, label TEXT NOT NULL, created INTEGER NOT NULL);
-    CREATE TABLE IF NOT EXISTS apps (id TEXT PRIMARY KEY, created INTEGER NOT NULL);
-    CREATE TABLE IF NOT EXISTS packs (app TEXT NOT NULL REFERENCES apps(id), id TEXT NOT NULL, created INTEGER NOT NULL, PRIMARY KEY (app, id));
-    CREATE TABLE IF NOT EXISTS versions (
-        id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, pack TEXT NOT NULL, number INTEGER NOT NULL,
-        state TEXT NOT NULL, reason TEXT, declared_size INTEGER NOT NULL, archive_sha256 TEXT, index_offset INTEGER,
-        index_length INTEGER, index_sha256 TEXT, install_size INTEGER, metadata TEXT, created INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
-        format TEXT NOT NULL DEFAULT 'pack', manifest TEXT,
-        UNIQUE (app, pack, number), FOREIGN KEY (app, pack) REFERENCES packs(app, id));
-    CREATE TABLE IF NOT EXISTS channel_packs (
-        app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, live INTEGER, candidate INTEGER, rollout_bp INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (app, channel, pack));
-    CREATE TABLE IF NOT EXISTS release_requests (
-        id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, version INTEGER NOT NULL,
-        rollout_bp INTEGER, status TEXT NOT NULL, requested INTEGER NOT NULL, decided INTEGER, reason TEXT);
-    CREATE TABLE IF NOT EXISTS catalogs (app TEXT NOT NULL, channel TEXT NOT NULL, version INTEGER NOT NULL, expires INTEGER NOT NULL, PRIMARY KEY (app, channel));
-    """
+        CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, role TEXT NOT NULL, label TEXT NOT NULL, created INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS apps (id TEXT PRIMARY KEY, created INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS packs (app TEXT NOT NULL REFERENCES apps(id), id TEXT NOT NULL, created INTEGER NOT NULL, PRIMARY KEY (app, id));
+        CREATE TABLE IF NOT EXISTS versions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, pack TEXT NOT NULL, number INTEGER NOT NULL,
+            state TEXT NOT NULL, reason TEXT, declared_size INTEGER NOT NULL, archive_sha256 TEXT, index_offset INTEGER,
+            index_length INTEGER, index_sha256 TEXT, install_size INTEGER, metadata TEXT, created INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
+            format TEXT NOT NULL DEFAULT 'pack', manifest TEXT,
+            UNIQUE (app, pack, number), FOREIGN KEY (app, pack) REFERENCES packs(app, id));
+        CREATE TABLE IF NOT EXISTS channel_packs (
+            app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, live INTEGER, candidate INTEGER, rollout_bp INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (app, channel, pack));
+        CREATE TABLE IF NOT EXISTS release_requests (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, app TEXT NOT NULL, channel TEXT NOT NULL, pack TEXT NOT NULL, version INTEGER NOT NULL,
+            rollout_bp INTEGER, status TEXT NOT NULL, requested INTEGER NOT NULL, decided INTEGER, reason TEXT);
+        CREATE TABLE IF NOT EXISTS catalogs (app TEXT NOT NULL, channel TEXT NOT NULL, version INTEGER NOT NULL, expires INTEGER NOT NULL, PRIMARY KEY (app, channel));
+        """
 
     /// A bare database of `backend` (SQLite in `dir`), for tests below the repository.
     func bare(_ backend: Backend, in dir: TemporaryDirectory, _ label: String) throws -> any MetadataDatabase {
@@ -49,13 +50,24 @@ import Testing
             return e?.code == .conflict && e?.message.contains("exists already") == true
         }
         try repo.createPack(app: "com.example.game", id: "Levels")
-        #expect { try repo.createPack(app: "com.example.game", id: "Levels") } throws: { ($0 as? BacklotError)?.code == .conflict }
-        // Straight at the database: a duplicate key, and a pack of an app that does not exist.
-        let db = repo.db
-        #expect { try db.transaction { try $0.run("INSERT INTO apps(id, created) VALUES (?, ?)", [.text("com.example.game"), .integer(1)]) } } throws: {
+        #expect { try repo.createPack(app: "com.example.game", id: "Levels") } throws: {
             ($0 as? BacklotError)?.code == .conflict
         }
-        #expect { try db.transaction { try $0.run("INSERT INTO packs(app, id, created) VALUES (?, ?, ?)", [.text("nope"), .text("P"), .integer(1)]) } } throws: {
+        // Straight at the database: a duplicate key, and a pack of an app that does not exist.
+        let db = repo.db
+        #expect {
+            try db.transaction {
+                try $0.run("INSERT INTO apps(id, created) VALUES (?, ?)", [.text("com.example.game"), .integer(1)])
+            }
+        } throws: {
+            ($0 as? BacklotError)?.code == .conflict
+        }
+        #expect {
+            try db.transaction {
+                try $0.run(
+                    "INSERT INTO packs(app, id, created) VALUES (?, ?, ?)", [.text("nope"), .text("P"), .integer(1)])
+            }
+        } throws: {
             ($0 as? BacklotError)?.code == .conflict
         }
         // The failed transactions left nothing behind, and the database takes the next change.
@@ -75,7 +87,9 @@ import Testing
         let text = "it's a \"quoted\" ? — ünïcode"
         for value in [Int64.max, Int64.min, 0, -1] {
             try db.transaction { tx in
-                try tx.run("INSERT INTO t(i, r, s, b) VALUES (?, ?, ?, ?)", [.integer(value), .real(0.1), .text(text), .blob(bytes)])
+                try tx.run(
+                    "INSERT INTO t(i, r, s, b) VALUES (?, ?, ?, ?)",
+                    [.integer(value), .real(0.1), .text(text), .blob(bytes)])
             }
         }
         let rows = try db.read { try $0.query("SELECT i, r, s, b FROM t WHERE s = ? ORDER BY i", [.text(text)]) }
@@ -89,10 +103,16 @@ import Testing
     }
 
     @Test func placeholdersAreNumberedOutsideQuotesAndComments() throws {
-        #expect(try PostgresPlaceholders.numbered("SELECT '?', \"a?\" FROM t WHERE a = ? AND b = ? -- ?\n AND c = ? /* ? */", expecting: 3)
+        #expect(
+            try PostgresPlaceholders.numbered(
+                "SELECT '?', \"a?\" FROM t WHERE a = ? AND b = ? -- ?\n AND c = ? /* ? */", expecting: 3)
                 == "SELECT '?', \"a?\" FROM t WHERE a = $1 AND b = $2 -- ?\n AND c = $3 /* ? */")
-        #expect(try PostgresPlaceholders.numbered("SELECT 'it''s ?' WHERE x = ?", expecting: 1) == "SELECT 'it''s ?' WHERE x = $1")
-        #expect { try PostgresPlaceholders.numbered("SELECT ?", expecting: 2) } throws: { ($0 as? BacklotError)?.code == .invalidInput }
+        #expect(
+            try PostgresPlaceholders.numbered("SELECT 'it''s ?' WHERE x = ?", expecting: 1)
+                == "SELECT 'it''s ?' WHERE x = $1")
+        #expect { try PostgresPlaceholders.numbered("SELECT ?", expecting: 2) } throws: {
+            ($0 as? BacklotError)?.code == .invalidInput
+        }
     }
 
     @Test func anOldSQLiteDatabaseWithoutSchemaVersionsUpgradesOnOpen() throws {
@@ -105,8 +125,11 @@ import Testing
                 try tx.execute(Self.schemaWithoutVersions)
                 try tx.run("INSERT INTO apps(id, created) VALUES (?, ?)", [.text("com.example.old"), .integer(1)])
                 try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES ('h', 'admin', 'old admin', 1)")
-                try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES ('h2', 'reviewer', 'old reviewer', 2)")
-                try tx.run("INSERT INTO release_requests(app, channel, pack, version, status, requested) VALUES ('com.example.old', 'production', 'Levels', 1, 'pending', 3)")
+                try tx.run(
+                    "INSERT INTO tokens(hash, role, label, created) VALUES ('h2', 'reviewer', 'old reviewer', 2)")
+                try tx.run(
+                    "INSERT INTO release_requests(app, channel, pack, version, status, requested) VALUES ('com.example.old', 'production', 'Levels', 1, 'pending', 3)"
+                )
             }
         }
         let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
@@ -119,33 +142,46 @@ import Testing
         let request = try repo.releaseRequest(1)
         #expect(request.status == "pending" && request.requestedBy == nil && request.decidedBy == nil)
         #expect(try repo.db.read { try $0.query("SELECT COUNT(*) AS n FROM live_history", []) }.first?["n"]?.int == 0)
-        let columns = try repo.db.read { try $0.query("SELECT name FROM pragma_table_info('versions')", []) }.compactMap { $0["name"]?.string }
+        let columns = try repo.db.read { try $0.query("SELECT name FROM pragma_table_info('versions')", []) }.compactMap
+        { $0["name"]?.string }
         #expect(columns.contains("declared_sha256") && columns.contains("upload_activity"))
-        let versions = try repo.db.read { try $0.query("SELECT version FROM schema_version ORDER BY version", []) }.compactMap { $0["version"]?.int }
+        let versions = try repo.db.read { try $0.query("SELECT version FROM schema_version ORDER BY version", []) }
+            .compactMap { $0["version"]?.int }
         #expect(versions == Array(1...Repository.schemaVersion))
-        let indexes = try repo.db.read { try $0.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'versions_by_state'", []) }
+        let indexes = try repo.db.read {
+            try $0.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'versions_by_state'", [])
+        }
         #expect(indexes.count == 1)
         // The old admin token counts: no second one is made.
         #expect(!FileSystem.exists(repo.adminTokenPath))
         // Opening again applies nothing twice.
         _ = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
-        #expect(try repo.db.read { try $0.query("SELECT COUNT(*) AS n FROM schema_version", []) }.first?["n"]?.int == Repository.schemaVersion)
+        #expect(
+            try repo.db.read { try $0.query("SELECT COUNT(*) AS n FROM schema_version", []) }.first?["n"]?.int
+                == Repository.schemaVersion)
     }
 
-    @Test(arguments: Backend.databases) func aDatabaseNewerThanThisBuildIsRefusedNamingBothVersions(_ backend: Backend) throws {
+    @Test(arguments: Backend.databases) func aDatabaseNewerThanThisBuildIsRefusedNamingBothVersions(
+        _ backend: Backend
+    ) throws {
         let dir = try TemporaryDirectory("newer")
         defer { dir.remove() }
         let database = try backend.database("newer")
         let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")), database: database)
-        try repo.db.transaction { try $0.run("INSERT INTO schema_version(version, summary, applied) VALUES (999, 'from the future', 0)") }
-        #expect { _ = try Repository(directory: RepositoryDirectory(path: dir.at("data")), database: database) } throws: {
+        try repo.db.transaction {
+            try $0.run("INSERT INTO schema_version(version, summary, applied) VALUES (999, 'from the future', 0)")
+        }
+        #expect {
+            _ = try Repository(directory: RepositoryDirectory(path: dir.at("data")), database: database)
+        } throws: {
             let e = $0 as? BacklotError
             return e?.code == .invalidInput && e?.message.contains("version 999") == true
                 && e?.message.contains("version \(Repository.schemaVersion)") == true
         }
     }
 
-    @Test(arguments: Backend.databases) func openersStartingAtOnceOnANewDatabaseMigrateItOnce(_ backend: Backend) throws {
+    @Test(arguments: Backend.databases) func openersStartingAtOnceOnANewDatabaseMigrateItOnce(_ backend: Backend) throws
+    {
         let dir = try TemporaryDirectory("openers")
         defer { dir.remove() }
         let url = backend == .postgresql ? try PostgresCluster.shared().createDatabase("openers") : nil
@@ -154,19 +190,24 @@ import Testing
         DispatchQueue.concurrentPerform(iterations: openers) { i in
             do {
                 // Each opener has its own connection, as separate processes would.
-                let db: any MetadataDatabase = try url.map { try PostgresDatabase(url: $0) } ?? SQLiteMetadataDatabase(path: dir.at("shared.sqlite"))
+                let db: any MetadataDatabase =
+                    try url.map { try PostgresDatabase(url: $0) }
+                    ?? SQLiteMetadataDatabase(path: dir.at("shared.sqlite"))
                 _ = try Repository(directory: RepositoryDirectory(path: dir.at("data\(i)")), database: db)
             } catch {
                 failures.withLock { $0.append("\(error)") }
             }
         }
         #expect(failures.withLock { $0 } == [])
-        let db: any MetadataDatabase = try url.map { try PostgresDatabase(url: $0) } ?? SQLiteMetadataDatabase(path: dir.at("shared.sqlite"))
+        let db: any MetadataDatabase =
+            try url.map { try PostgresDatabase(url: $0) } ?? SQLiteMetadataDatabase(path: dir.at("shared.sqlite"))
         let rows = try db.read { try $0.query("SELECT version FROM schema_version ORDER BY version", []) }
         #expect(rows.compactMap { $0["version"]?.int } == Array(1...Repository.schemaVersion))
     }
 
-    @Test(arguments: Backend.databases) func adminInitMakesOneFirstAdminTokenEvenWhenRacedAndRefusesASecond(_ backend: Backend) throws {
+    @Test(arguments: Backend.databases) func adminInitMakesOneFirstAdminTokenEvenWhenRacedAndRefusesASecond(
+        _ backend: Backend
+    ) throws {
         let dir = try TemporaryDirectory("admin-init")
         defer { dir.remove() }
         let url = backend == .postgresql ? try PostgresCluster.shared().createDatabase("admininit") : nil
@@ -197,11 +238,12 @@ import Testing
             try tx.execute("CREATE TABLE counter (id BIGINT PRIMARY KEY, n BIGINT NOT NULL)")
             try tx.run("INSERT INTO counter VALUES (1, 0)")
         }
-        let writers = 3, increments = 20
+        let writers = 3
+        let increments = 20
         let failures = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: writers) { _ in
             do {
-                let db = try PostgresDatabase(url: url)   // a connection each, like separate servers
+                let db = try PostgresDatabase(url: url)  // a connection each, like separate servers
                 for _ in 0..<increments {
                     try db.transaction { tx in
                         let n = try tx.query("SELECT n FROM counter WHERE id = 1", []).first?["n"]?.int ?? -1
@@ -213,7 +255,9 @@ import Testing
             }
         }
         #expect(failures.withLock { $0 } == [])
-        #expect(try setup.read { try $0.query("SELECT n FROM counter", []) }.first?["n"] == .integer(Int64(writers * increments)))
+        #expect(
+            try setup.read { try $0.query("SELECT n FROM counter", []) }.first?["n"]
+                == .integer(Int64(writers * increments)))
     }
 
     @Test func aRestartedServerFailsTheCallDuringTheOutageAndTheNextOneWorks() throws {
@@ -222,8 +266,9 @@ import Testing
         defer { cluster.stop() }
         let dir = try TemporaryDirectory("restart")
         defer { dir.remove() }
-        let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")),
-                                  database: PostgresDatabase(url: cluster.createDatabase("restart")))
+        let repo = try Repository(
+            directory: RepositoryDirectory(path: dir.at("data")),
+            database: PostgresDatabase(url: cluster.createDatabase("restart")))
         try repo.createApp("com.example.before")
 
         try cluster.stopServer()
@@ -262,11 +307,15 @@ import Testing
     @Test func anUnreachableServerIsNamedByHostPortAndDatabase() throws {
         // A port nobody listens on: bound and closed just now.
         let port = Nginx.freePort()
-        #expect { _ = try PostgresDatabase(url: "postgresql://backlot@127.0.0.1:\(port)/meta", connectTimeout: 2) } throws: {
+        #expect {
+            _ = try PostgresDatabase(url: "postgresql://backlot@127.0.0.1:\(port)/meta", connectTimeout: 2)
+        } throws: {
             guard let e = $0 as? BacklotError else { return false }
             return e.code == .unavailable && e.message.contains("127.0.0.1:\(port)/meta") && e.exitStatus == 1
         }
-        #expect { _ = try PostgresDatabase(url: "postgresql://[nonsense") } throws: { ($0 as? BacklotError)?.code == .invalidInput }
+        #expect { _ = try PostgresDatabase(url: "postgresql://[nonsense") } throws: {
+            ($0 as? BacklotError)?.code == .invalidInput
+        }
     }
 }
 
@@ -277,15 +326,19 @@ extension MetadataBackendTests {
         let dir = try TemporaryDirectory("step3")
         defer { dir.remove() }
         try FileSystem.makeDirectory(dir.at("data"), mode: 0o700)
-        let database: any MetadataDatabase = try backend.database("step3") ?? SQLiteMetadataDatabase(path: dir.at("data/meta.sqlite"), mode: 0o600)
+        let database: any MetadataDatabase =
+            try backend.database("step3") ?? SQLiteMetadataDatabase(path: dir.at("data/meta.sqlite"), mode: 0o600)
         try SchemaMigration.apply(Array(Repository.schemaSteps.prefix(3)), to: database)
         let secret = "blt_old_admin_secret"
         try database.transaction { tx in
-            try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES (?, 'admin', 'first', 10)", [.text(Repository.tokenHash(secret))])
+            try tx.run(
+                "INSERT INTO tokens(hash, role, label, created) VALUES (?, 'admin', 'first', 10)",
+                [.text(Repository.tokenHash(secret))])
             try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES ('other', 'reader', 'second', 20)")
             try tx.run("INSERT INTO apps(id, created) VALUES ('a', 1)")
         }
-        let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")), database: backend == .sqlite ? nil : database)
+        let repo = try Repository(
+            directory: RepositoryDirectory(path: dir.at("data")), database: backend == .sqlite ? nil : database)
         let caller = try repo.authenticate(secret)
         #expect(caller.role == .admin && caller.label == "first")
         #expect(try repo.tokens().map(\.label) == ["first", "second"])

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+
 @testable import BacklotRepository
 
 /// The processing scheduler's fairness: apps take turns, one job per app at a time, a queued job
@@ -18,12 +19,17 @@ import Testing
         let order = Order()
         let gate = DispatchSemaphore(value: 0)
         // The first job holds the only worker until everything is queued.
-        scheduler.schedule(versionID: 1, app: "a") { _ in gate.wait(); order.add("a1") }
-        for (id, name) in [(2, "a2"), (3, "a3"), (4, "a4")] { scheduler.schedule(versionID: Int64(id), app: "a") { _ in order.add(name) } }
+        scheduler.schedule(versionID: 1, app: "a") { _ in
+            gate.wait()
+            order.add("a1")
+        }
+        for (id, name) in [(2, "a2"), (3, "a3"), (4, "a4")] {
+            scheduler.schedule(versionID: Int64(id), app: "a") { _ in order.add(name) }
+        }
         scheduler.schedule(versionID: 5, app: "b") { _ in order.add("b1") }
         scheduler.schedule(versionID: 6, app: "b") { _ in order.add("b2") }
         scheduler.schedule(versionID: 7, app: "c") { _ in order.add("c1") }
-        scheduler.schedule(versionID: 2, app: "a") { _ in order.add("a2 again") }   // already queued: not twice
+        scheduler.schedule(versionID: 2, app: "a") { _ in order.add("a2 again") }  // already queued: not twice
         gate.signal()
         scheduler.waitUntilIdle()
         #expect(order.all == ["a1", "b1", "c1", "a2", "b2", "a3", "a4"])
@@ -33,11 +39,17 @@ import Testing
         let scheduler = ProcessingScheduler(workers: 2)
         let order = Order()
         let hold = DispatchSemaphore(value: 0)
-        scheduler.schedule(versionID: 1, app: "a") { _ in hold.wait(); order.add("a1") }
+        scheduler.schedule(versionID: 1, app: "a") { _ in
+            hold.wait()
+            order.add("a1")
+        }
         scheduler.schedule(versionID: 2, app: "a") { _ in order.add("a2") }
         let done = DispatchSemaphore(value: 0)
-        scheduler.schedule(versionID: 3, app: "b") { _ in order.add("b1"); done.signal() }
-        done.wait()   // b1 ran while a1 holds a worker, and a2 did not take the second one
+        scheduler.schedule(versionID: 3, app: "b") { _ in
+            order.add("b1")
+            done.signal()
+        }
+        done.wait()  // b1 ran while a1 holds a worker, and a2 did not take the second one
         #expect(order.all == ["b1"])
         hold.signal()
         scheduler.waitUntilIdle()

@@ -5,6 +5,7 @@ import BacklotFormat
 import BacklotTestSupport
 import Foundation
 import Testing
+
 @testable import BacklotRepository
 
 /// The operations a release week needs, on SQLite and PostgreSQL (and a bucket where the tree or uploads matter): revocable, expiring and
@@ -16,7 +17,9 @@ import Testing
 
     func code(_ error: any Error) -> String { (error as? BacklotError)?.code.name ?? "\(error)" }
 
-    @Test(arguments: Backend.databases) func tokensExpireAreRevokedAndRotatedOnEveryInstanceAtOnce(_ backend: Backend) throws {
+    @Test(arguments: Backend.databases) func tokensExpireAreRevokedAndRotatedOnEveryInstanceAtOnce(
+        _ backend: Backend
+    ) throws {
         let dir = try TemporaryDirectory("tokens4")
         defer { dir.remove() }
         let database = try backend.database("tokens4")
@@ -29,21 +32,37 @@ import Testing
 
         let reviewer = try repo.issueToken(role: .reviewer, label: "release manager", expiresIn: 3600)
         #expect(reviewer.expires.map { $0.timeIntervalSince(reviewer.created) } == 3600)
-        #expect(try other.authenticate(reviewer.token) == Caller(id: reviewer.id, label: "release manager", role: .reviewer))
+        #expect(
+            try other.authenticate(reviewer.token) == Caller(id: reviewer.id, label: "release manager", role: .reviewer)
+        )
         #expect(throws: BacklotError.self) { try repo.issueToken(role: .reader, expiresIn: 59) }
-        #expect(throws: BacklotError.self) { try repo.issueToken(role: .reader, expiresIn: Repository.longestTokenLifetime + 1) }
+        #expect(throws: BacklotError.self) {
+            try repo.issueToken(role: .reader, expiresIn: Repository.longestTokenLifetime + 1)
+        }
 
         // Last use: recorded on first use, then at most once a minute.
         let used = try #require(try repo.token(id: reviewer.id).lastUsed)
-        try repo.db.transaction { tx in try tx.run("UPDATE tokens SET last_used = ? WHERE id = ?", [.integer(Int64(used.timeIntervalSince1970) - 30), .integer(Int64(reviewer.id))]) }
+        try repo.db.transaction { tx in
+            try tx.run(
+                "UPDATE tokens SET last_used = ? WHERE id = ?",
+                [.integer(Int64(used.timeIntervalSince1970) - 30), .integer(Int64(reviewer.id))])
+        }
         _ = try repo.authenticate(reviewer.token)
-        #expect(try repo.token(id: reviewer.id).lastUsed == used.addingTimeInterval(-30), "a use within the minute writes nothing")
-        try repo.db.transaction { tx in try tx.run("UPDATE tokens SET last_used = ? WHERE id = ?", [.integer(Int64(used.timeIntervalSince1970) - 120), .integer(Int64(reviewer.id))]) }
+        #expect(
+            try repo.token(id: reviewer.id).lastUsed == used.addingTimeInterval(-30),
+            "a use within the minute writes nothing")
+        try repo.db.transaction { tx in
+            try tx.run(
+                "UPDATE tokens SET last_used = ? WHERE id = ?",
+                [.integer(Int64(used.timeIntervalSince1970) - 120), .integer(Int64(reviewer.id))])
+        }
         _ = try repo.authenticate(reviewer.token)
         #expect(try repo.token(id: reviewer.id).lastUsed.map { $0 >= used } == true)
 
         // Expired: refused, saying when.
-        try repo.db.transaction { tx in try tx.run("UPDATE tokens SET expires = 1000 WHERE id = ?", [.integer(Int64(reviewer.id))]) }
+        try repo.db.transaction { tx in
+            try tx.run("UPDATE tokens SET expires = 1000 WHERE id = ?", [.integer(Int64(reviewer.id))])
+        }
         #expect { try other.authenticate(reviewer.token) } throws: {
             let e = $0 as? BacklotError
             return e?.code == .unauthorized && e?.message == "the token expired at 1970-01-01T00:16:40Z"
@@ -55,15 +74,22 @@ import Testing
         #expect(try other.role(ofToken: uploader.token) == .uploader)
         let revoked = try repo.revokeToken(id: uploader.id)
         #expect(revoked.revoked != nil)
-        #expect { try other.authenticate(uploader.token) } throws: { ($0 as? BacklotError)?.message.hasPrefix("the token was revoked at") == true }
+        #expect { try other.authenticate(uploader.token) } throws: {
+            ($0 as? BacklotError)?.message.hasPrefix("the token was revoked at") == true
+        }
         #expect(!"\(try repo.tokens())".contains(uploader.token))
         #expect { try repo.revokeToken(id: 999) } throws: { code($0) == "notFound" }
 
         // The last admin token cannot be revoked; with a second one it can, and rotation keeps id, role and label.
-        #expect { try repo.revokeToken(id: first.id) } throws: { ($0 as? BacklotError)?.code == .conflict && ($0 as? BacklotError)?.hint?.contains("another admin token") == true }
+        #expect { try repo.revokeToken(id: first.id) } throws: {
+            ($0 as? BacklotError)?.code == .conflict
+                && ($0 as? BacklotError)?.hint?.contains("another admin token") == true
+        }
         let second = try repo.issueToken(role: .admin, label: "second admin")
         let rotated = try repo.rotateToken(id: second.id)
-        #expect(rotated.id == second.id && rotated.role == .admin && rotated.label == "second admin" && rotated.token != second.token)
+        #expect(
+            rotated.id == second.id && rotated.role == .admin && rotated.label == "second admin"
+                && rotated.token != second.token)
         #expect(try other.role(ofToken: second.token) == nil && other.role(ofToken: rotated.token) == .admin)
         try repo.revokeToken(id: first.id)
         #expect { try repo.revokeToken(id: second.id) } throws: { code($0) == "conflict" }
@@ -72,7 +98,9 @@ import Testing
 
     /// Reads the published catalog and checks it against the record (`channelState`): the same
     /// packs, live versions, candidates and shares, and the same catalog version.
-    func expectPublishedMatchesRecord(_ f: Fixture, _ channel: Channel, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectPublishedMatchesRecord(
+        _ f: Fixture, _ channel: Channel, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let state = try f.repo.channelState(app: "com.example.game", channel: channel)
         guard try f.catalogBytes(channel) != nil else {
             #expect(state.packs.isEmpty && state.catalogVersion == nil, sourceLocation: sourceLocation)
@@ -86,49 +114,69 @@ import Testing
             #expect(record.liveVersion == published.release.version, sourceLocation: sourceLocation)
             #expect(record.liveArchiveSHA256 == published.release.archiveSHA256.hex, sourceLocation: sourceLocation)
             #expect(record.candidateVersion == published.candidate?.version, sourceLocation: sourceLocation)
-            #expect(record.candidatePercent.map { Int(($0 * 100).rounded()) } == (published.candidate == nil ? nil : published.rolloutBasisPoints),
-                    sourceLocation: sourceLocation)
+            #expect(
+                record.candidatePercent.map { Int(($0 * 100).rounded()) }
+                    == (published.candidate == nil ? nil : published.rolloutBasisPoints),
+                sourceLocation: sourceLocation)
         }
     }
 
-    @Test(arguments: Backend.allCases) func rolloutsNeedALiveVersionAndThePublishedCatalogAlwaysMatchesTheRecord(_ backend: Backend) throws {
+    @Test(arguments: Backend.allCases) func rolloutsNeedALiveVersionAndThePublishedCatalogAlwaysMatchesTheRecord(
+        _ backend: Backend
+    ) throws {
         let f = try Fixture(backend)
         defer { f.dir.remove() }
         for seed in 1...3 { #expect(try f.upload(seed: UInt64(seed)).state == .complete) }
         let app = "com.example.game"
         // Nothing live on production: a rollout is refused at the request, saying what to do.
-        #expect { try f.repo.release(app: app, pack: "Levels", version: 1, channel: .production, rolloutPercent: 10) } throws: {
+        #expect {
+            try f.repo.release(app: app, pack: "Levels", version: 1, channel: .production, rolloutPercent: 10)
+        } throws: {
             let e = $0 as? BacklotError
-            return e?.code == .conflict && e?.hint == "release it to every device first (no rollout), then roll the next version out"
+            return e?.code == .conflict
+                && e?.hint == "release it to every device first (no rollout), then roll the next version out"
         }
-        #expect { try f.repo.planRelease(app: app, pack: "Levels", version: 1, channel: .production, rolloutPercent: 10) } throws: { code($0) == "conflict" }
+        #expect {
+            try f.repo.planRelease(app: app, pack: "Levels", version: 1, channel: .production, rolloutPercent: 10)
+        } throws: { code($0) == "conflict" }
         try expectPublishedMatchesRecord(f, .production)
-        try f.repo.approve(requestID: try #require(try f.repo.release(app: app, pack: "Levels", version: 1, channel: .production)).id)
+        try f.repo.approve(
+            requestID: try #require(try f.repo.release(app: app, pack: "Levels", version: 1, channel: .production)).id)
         try expectPublishedMatchesRecord(f, .production)
 
         // A rollout request, then the pack withdrawn: approval checks again and the request stays pending.
-        let staged = try #require(try f.repo.release(app: app, pack: "Levels", version: 2, channel: .production, rolloutPercent: 10))
+        let staged = try #require(
+            try f.repo.release(app: app, pack: "Levels", version: 2, channel: .production, rolloutPercent: 10))
         try f.repo.withdraw(app: app, pack: "Levels", channel: .production)
         #expect { try f.repo.approve(requestID: staged.id) } throws: { code($0) == "conflict" }
         #expect(try f.repo.releaseRequest(staged.id).status == "pending")
         try expectPublishedMatchesRecord(f, .production)
-        try f.repo.approve(requestID: try #require(try f.repo.release(app: app, pack: "Levels", version: 1, channel: .production)).id)
+        try f.repo.approve(
+            requestID: try #require(try f.repo.release(app: app, pack: "Levels", version: 1, channel: .production)).id)
 
         // Dry run: what would change, nothing written.
         let before = try f.repo.channelState(app: app, channel: .production)
-        let plan = try f.repo.planRelease(app: app, pack: "Levels", version: 2, channel: .production, rolloutPercent: 10)
-        #expect(plan.fromVersion == 1 && plan.fromPercent == nil && plan.toVersion == 2 && plan.toPercent == 10 && plan.needsApproval)
+        let plan = try f.repo.planRelease(
+            app: app, pack: "Levels", version: 2, channel: .production, rolloutPercent: 10)
+        #expect(
+            plan.fromVersion == 1 && plan.fromPercent == nil && plan.toVersion == 2 && plan.toPercent == 10
+                && plan.needsApproval)
         #expect(plan.catalogVersion > (before.catalogVersion ?? 0))
         #expect(try f.repo.channelState(app: app, channel: .production) == before)
 
-        try f.repo.approve(requestID: try #require(try f.repo.release(app: app, pack: "Levels", version: 2, channel: .production, rolloutPercent: 10)).id)
+        try f.repo.approve(
+            requestID: try #require(
+                try f.repo.release(app: app, pack: "Levels", version: 2, channel: .production, rolloutPercent: 10)
+            ).id)
         try expectPublishedMatchesRecord(f, .production)
         #expect(try f.repo.channelState(app: app, channel: .production).packs.first?.candidatePercent == 10)
         // Halt: the candidate stays at 0 %, no device takes it; raise again to resume.
         try f.repo.setRollout(app: app, pack: "Levels", percent: 0)
         try expectPublishedMatchesRecord(f, .production)
         let halted = try f.catalog(.production).packs[0]
-        #expect(halted.candidate?.version == 2 && halted.rolloutBasisPoints == 0 && halted.release(forDevice: "any device").version == 1)
+        #expect(
+            halted.candidate?.version == 2 && halted.rolloutBasisPoints == 0
+                && halted.release(forDevice: "any device").version == 1)
         try f.repo.setRollout(app: app, pack: "Levels", percent: 50)
         try expectPublishedMatchesRecord(f, .production)
         // 100 promotes; a rollback without a version goes back to the version live before.
@@ -142,7 +190,10 @@ import Testing
             ($0 as? BacklotError)?.code == .conflict && ($0 as? BacklotError)?.hint?.contains("--version") == true
         }
         // A rollout being made is dropped by a rollback without a version; the live version stays.
-        try f.repo.approve(requestID: try #require(try f.repo.release(app: app, pack: "Levels", version: 3, channel: .production, rolloutPercent: 5)).id)
+        try f.repo.approve(
+            requestID: try #require(
+                try f.repo.release(app: app, pack: "Levels", version: 3, channel: .production, rolloutPercent: 5)
+            ).id)
         #expect(try f.repo.rollback(app: app, pack: "Levels", channel: .production) == 1)
         try expectPublishedMatchesRecord(f, .production)
         #expect(try f.repo.channelState(app: app, channel: .production).packs.first?.candidateVersion == nil)
@@ -150,10 +201,14 @@ import Testing
         #expect(try f.repo.rollback(app: app, pack: "Levels", channel: .production, to: 3) == 3)
         #expect(try f.repo.rollback(app: app, pack: "Levels", channel: .production) == 1)
         try expectPublishedMatchesRecord(f, .production)
-        #expect { try f.repo.setRollout(app: app, pack: "Levels", percent: 100.5) } throws: { code($0) == "invalidInput" }
+        #expect { try f.repo.setRollout(app: app, pack: "Levels", percent: 100.5) } throws: {
+            code($0) == "invalidInput"
+        }
     }
 
-    @Test(arguments: Backend.databases) func fourEyesRefusesTheAskersApprovalAndRecordsWhoAskedAndDecided(_ backend: Backend) throws {
+    @Test(arguments: Backend.databases) func fourEyesRefusesTheAskersApprovalAndRecordsWhoAskedAndDecided(
+        _ backend: Backend
+    ) throws {
         let f = try Fixture(backend)
         defer { f.dir.remove() }
         let app = "com.example.game"
@@ -161,7 +216,8 @@ import Testing
         let asker = try f.repo.authenticate(try f.repo.issueToken(role: .admin, label: "alice").token)
         let reviewer = try f.repo.authenticate(try f.repo.issueToken(role: .reviewer, label: "bob").token)
         #expect(try f.repo.setFourEyes(app: app, true).fourEyes)
-        let request = try #require(try f.repo.release(app: app, pack: "Levels", version: 1, channel: .external, by: asker))
+        let request = try #require(
+            try f.repo.release(app: app, pack: "Levels", version: 1, channel: .external, by: asker))
         #expect(request.requestedBy == TokenReference(id: asker.id, label: "alice") && request.decided == nil)
         #expect { try f.repo.approve(requestID: request.id, app: app, by: asker) } throws: {
             let e = $0 as? BacklotError
@@ -169,11 +225,17 @@ import Testing
         }
         try f.repo.approve(requestID: request.id, app: app, by: reviewer)
         let approved = try f.repo.releaseRequest(request.id)
-        #expect(approved.status == "approved" && approved.decidedBy == TokenReference(id: reviewer.id, label: "bob") && approved.decided != nil)
+        #expect(
+            approved.status == "approved" && approved.decidedBy == TokenReference(id: reviewer.id, label: "bob")
+                && approved.decided != nil)
         // Off again: the asker may approve; a rejection records its reason and who decided.
         try f.repo.setFourEyes(app: app, false)
-        try f.repo.approve(requestID: try #require(try f.repo.release(app: app, pack: "Levels", version: 1, channel: .production, by: asker)).id, by: asker)
-        let rejected = try #require(try f.repo.release(app: app, pack: "Levels", version: 1, channel: .external, by: asker))
+        try f.repo.approve(
+            requestID: try #require(
+                try f.repo.release(app: app, pack: "Levels", version: 1, channel: .production, by: asker)
+            ).id, by: asker)
+        let rejected = try #require(
+            try f.repo.release(app: app, pack: "Levels", version: 1, channel: .external, by: asker))
         try f.repo.reject(requestID: rejected.id, reason: "not this week", by: reviewer)
         #expect(try f.repo.releaseRequest(rejected.id).reason == "not this week")
         // Filters.
@@ -183,17 +245,24 @@ import Testing
         #expect { try f.repo.releaseRequests(app: app, status: "done") } throws: { code($0) == "invalidInput" }
     }
 
-    @Test(arguments: Backend.databases) func aDeclaredDigestFindsTheExistingVersionAndAMismatchFailsTheUpload(_ backend: Backend) throws {
+    @Test(arguments: Backend.databases) func aDeclaredDigestFindsTheExistingVersionAndAMismatchFailsTheUpload(
+        _ backend: Backend
+    ) throws {
         let f = try Fixture(backend)
         defer { f.dir.remove() }
         let app = "com.example.game"
         let src = try TemporaryDirectory("src")
         defer { src.remove() }
         try SamplePack.writeTree(in: src, seed: 7)
-        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: "Levels")))))
+        let bytes = Array(
+            try Data(
+                contentsOf: URL(
+                    fileURLWithPath: try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: "Levels")))))
         let sha = SHA256.hash(bytes).hex
         let size = UInt64(bytes.count)
-        #expect { try f.repo.openVersion(app: app, pack: "Levels", size: size, archiveSHA256: sha.uppercased()) } throws: { code($0) == "invalidInput" }
+        #expect {
+            try f.repo.openVersion(app: app, pack: "Levels", size: size, archiveSHA256: sha.uppercased())
+        } throws: { code($0) == "invalidInput" }
         let (created, isNew) = try f.repo.openVersion(app: app, pack: "Levels", size: size, archiveSHA256: sha)
         #expect(isNew && created.number == 1)
         let upload = try f.repo.beginUpload(app: app, pack: "Levels", number: 1, offset: 0)
@@ -218,13 +287,19 @@ import Testing
         try up.close()
         f.repo.waitForProcessing()
         let failed = try f.repo.version(app: app, pack: "Levels", number: 2)
-        #expect(failed.state == .failed && failed.reason?.contains(sha) == true && failed.reason?.contains(wrong) == true, "\(failed.reason ?? "")")
+        #expect(
+            failed.state == .failed && failed.reason?.contains(sha) == true && failed.reason?.contains(wrong) == true,
+            "\(failed.reason ?? "")")
         // A FAILED version is not found again: a new one is made.
         #expect(try f.repo.openVersion(app: app, pack: "Levels", size: size, archiveSHA256: wrong).version.number == 3)
-        #expect(try f.repo.packList(app: app).first == PackInfo(id: "Levels", created: try f.repo.packList(app: app)[0].created, versions: 3, latest: 3))
+        #expect(
+            try f.repo.packList(app: app).first
+                == PackInfo(id: "Levels", created: try f.repo.packList(app: app)[0].created, versions: 3, latest: 3))
     }
 
-    @Test(arguments: Backend.allCases) func uploadsIdleLongerThanTheLimitAreRemovedWithTheirData(_ backend: Backend) throws {
+    @Test(arguments: Backend.allCases) func uploadsIdleLongerThanTheLimitAreRemovedWithTheirData(
+        _ backend: Backend
+    ) throws {
         let f = try Fixture(backend)
         defer { f.dir.remove() }
         let app = "com.example.game"
@@ -246,7 +321,10 @@ import Testing
         #expect { try f.repo.version(app: app, pack: "Levels", number: idle.number) } throws: { code($0) == "notFound" }
         if f.repo.archives.isShared {
             // In a bucket the multipart upload is aborted and the row says nothing is left.
-            let after = try #require(try f.repo.db.read { try $0.query("SELECT upload_id, received FROM versions WHERE id = ?", [.integer(record.versionID)]) }.first)
+            let after = try #require(
+                try f.repo.db.read {
+                    try $0.query("SELECT upload_id, received FROM versions WHERE id = ?", [.integer(record.versionID)])
+                }.first)
             #expect(after["upload_id"]?.string == nil && after["received"]?.int == 0)
         } else {
             #expect(f.repo.archives.receivedBytes(record) == 0)

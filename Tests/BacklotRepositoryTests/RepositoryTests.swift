@@ -5,6 +5,7 @@ import BacklotFormat
 import BacklotTestSupport
 import Foundation
 import Testing
+
 @testable import BacklotRepository
 
 /// The repository's pipeline on real files: upload → processing → release → signed catalog,
@@ -24,7 +25,9 @@ import Testing
         }
 
         /// Builds a pack of the sample tree and uploads it as a new version, in `parts` requests.
-        func upload(id: String = "Levels", seed: UInt64 = 42, parts: Int = 1, corrupt: Bool = false) throws -> VersionInfo {
+        func upload(
+            id: String = "Levels", seed: UInt64 = 42, parts: Int = 1, corrupt: Bool = false
+        ) throws -> VersionInfo {
             let src = try TemporaryDirectory("src")
             defer { src.remove() }
             try SamplePack.writeTree(in: src, seed: seed)
@@ -35,7 +38,8 @@ import Testing
             let step = (bytes.count + parts - 1) / parts
             var offset = 0
             while offset < bytes.count {
-                let upload = try repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: UInt64(offset))
+                let upload = try repo.beginUpload(
+                    app: "com.example.game", pack: "Levels", number: v.number, offset: UInt64(offset))
                 let end = min(offset + step, bytes.count)
                 try bytes[offset..<end].withUnsafeBytes { try upload.append($0) }
                 try upload.close()
@@ -48,11 +52,14 @@ import Testing
         /// A file of the published tree, or nil.
         func published(_ relative: String) throws -> [UInt8]? { try repo.tree.read(relative, atMost: 1 << 30) }
 
-        func catalogBytes(_ channel: Channel) throws -> [UInt8]? { try published("v1/apps/com.example.game/\(channel.rawValue)/catalog.json") }
+        func catalogBytes(_ channel: Channel) throws -> [UInt8]? {
+            try published("v1/apps/com.example.game/\(channel.rawValue)/catalog.json")
+        }
 
         func catalog(_ channel: Channel) throws -> Catalog {
             let bytes = try #require(try catalogBytes(channel))
-            return try Catalog.verify(bytes, trusting: [key], app: "com.example.game", channel: channel, now: Date(), source: "catalog")
+            return try Catalog.verify(
+                bytes, trusting: [key], app: "com.example.game", channel: channel, now: Date(), source: "catalog")
         }
     }
 
@@ -77,34 +84,45 @@ import Testing
         try reader.verify()
     }
 
-    @Test(arguments: Backend.allCases) func corruptWrongPackAndOversizedUploadsFailWithAReasonAndPublishNothing(_ backend: Backend) throws {
+    @Test(arguments: Backend.allCases) func corruptWrongPackAndOversizedUploadsFailWithAReasonAndPublishNothing(
+        _ backend: Backend
+    ) throws {
         let f = try Fixture(backend)
         defer { f.dir.remove() }
         let corrupt = try f.upload(corrupt: true)
         #expect(corrupt.state == .failed && corrupt.reason?.isEmpty == false, "\(corrupt)")
         let wrong = try f.upload(id: "Other")
         #expect(wrong.state == .failed && wrong.reason?.contains("not Levels") == true, "\(wrong)")
-        #expect(throws: BacklotError.self) { try f.repo.release(app: "com.example.game", pack: "Levels", version: 1, channel: .internal) }
+        #expect(throws: BacklotError.self) {
+            try f.repo.release(app: "com.example.game", pack: "Levels", version: 1, channel: .internal)
+        }
         #expect(try f.catalogBytes(.internal) == nil)
 
         let v = try f.repo.createVersion(app: "com.example.game", pack: "Levels", size: 100)
         let upload = try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
         let bytes = [UInt8](repeating: 1, count: 101)
-        #expect { try bytes.withUnsafeBytes { try upload.append($0) } } throws: { ($0 as? BacklotError)?.code == .quotaExceeded }
+        #expect { try bytes.withUnsafeBytes { try upload.append($0) } } throws: {
+            ($0 as? BacklotError)?.code == .quotaExceeded
+        }
         try upload.close()
         #expect(try f.repo.version(app: "com.example.game", pack: "Levels", number: v.number).received == 0)
     }
 
-    @Test(arguments: Backend.allCases) func resumingAtTheWrongOffsetOrTwiceAtOnceIsAConflict(_ backend: Backend) throws {
+    @Test(arguments: Backend.allCases) func resumingAtTheWrongOffsetOrTwiceAtOnceIsAConflict(_ backend: Backend) throws
+    {
         let f = try Fixture(backend)
         defer { f.dir.remove() }
         let v = try f.repo.createVersion(app: "com.example.game", pack: "Levels", size: 1000)
         let first = try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
-        #expect { try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0) } throws: { ($0 as? BacklotError)?.code == .conflict }
+        #expect {
+            try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
+        } throws: { ($0 as? BacklotError)?.code == .conflict }
         try [UInt8](repeating: 7, count: 300).withUnsafeBytes { try first.append($0) }
         try first.close()
         #expect(try f.repo.version(app: "com.example.game", pack: "Levels", number: v.number).received == 300)
-        #expect { try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0) } throws: { ($0 as? BacklotError)?.code == .conflict }
+        #expect {
+            try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
+        } throws: { ($0 as? BacklotError)?.code == .conflict }
         let resumed = try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 300)
         try resumed.close()
     }
@@ -121,11 +139,14 @@ import Testing
         let first = try f.catalog(.production)
         #expect(first.packs[0].release.version == 1 && first.packs[0].candidate == nil)
 
-        let staged = try f.repo.release(app: "com.example.game", pack: "Levels", version: 2, channel: .production, rolloutPercent: 25)
+        let staged = try f.repo.release(
+            app: "com.example.game", pack: "Levels", version: 2, channel: .production, rolloutPercent: 25)
         #expect(throws: BacklotError.self) { try f.repo.approve(requestID: request!.id) }
         try f.repo.approve(requestID: staged!.id)
         let rolling = try f.catalog(.production)
-        #expect(rolling.packs[0].release.version == 1 && rolling.packs[0].candidate?.version == 2 && rolling.packs[0].rolloutBasisPoints == 2500)
+        #expect(
+            rolling.packs[0].release.version == 1 && rolling.packs[0].candidate?.version == 2
+                && rolling.packs[0].rolloutBasisPoints == 2500)
         #expect(rolling.version > first.version)
 
         try f.repo.setRollout(app: "com.example.game", pack: "Levels", percent: 100)
@@ -138,14 +159,18 @@ import Testing
         try f.repo.reject(requestID: rejected!.id, reason: "broken level")
         #expect(try f.repo.releaseRequest(rejected!.id).status == "rejected")
 
-        #expect(throws: BacklotError.self) { try f.repo.deleteVersion(app: "com.example.game", pack: "Levels", number: 1) }
+        #expect(throws: BacklotError.self) {
+            try f.repo.deleteVersion(app: "com.example.game", pack: "Levels", number: 1)
+        }
         try f.repo.withdraw(app: "com.example.game", pack: "Levels", channel: .production)
         #expect(try f.catalog(.production).packs.isEmpty)
         try f.repo.deleteVersion(app: "com.example.game", pack: "Levels", number: 2)
         #expect(throws: BacklotError.self) { try f.repo.version(app: "com.example.game", pack: "Levels", number: 2) }
     }
 
-    @Test(arguments: Backend.allCases) func quotaCountsEachPacksLargestVersionAndSaysByHowMuch(_ backend: Backend) throws {
+    @Test(arguments: Backend.allCases) func quotaCountsEachPacksLargestVersionAndSaysByHowMuch(
+        _ backend: Backend
+    ) throws {
         let dir = try TemporaryDirectory("quota")
         defer { dir.remove() }
         let repo = try backend.repository(at: dir.at("data"), label: "quota", quotaBytes: 10_000, maximumPacksPerApp: 2)
@@ -154,7 +179,7 @@ import Testing
         try repo.createPack(app: "a", id: "p2")
         #expect { try repo.createPack(app: "a", id: "p3") } throws: { ($0 as? BacklotError)?.code == .quotaExceeded }
         _ = try repo.createVersion(app: "a", pack: "p1", size: 6000)
-        _ = try repo.createVersion(app: "a", pack: "p1", size: 5000)   // p1 still counts 6000
+        _ = try repo.createVersion(app: "a", pack: "p1", size: 5000)  // p1 still counts 6000
         #expect { try repo.createVersion(app: "a", pack: "p2", size: 4500) } throws: {
             guard let e = $0 as? BacklotError else { return false }
             return e.code == .quotaExceeded && e.message.contains("500 over")
@@ -162,7 +187,9 @@ import Testing
         _ = try repo.createVersion(app: "a", pack: "p2", size: 4000)
     }
 
-    @Test(arguments: Backend.allCases) func tokensAreStoredHashedAndTheAdminTokenIsWrittenOnce(_ backend: Backend) throws {
+    @Test(arguments: Backend.allCases) func tokensAreStoredHashedAndTheAdminTokenIsWrittenOnce(
+        _ backend: Backend
+    ) throws {
         let dir = try TemporaryDirectory("tokens")
         defer { dir.remove() }
         let database = try backend.database("tokens")
@@ -170,7 +197,8 @@ import Testing
         let admin: String
         switch backend {
         case .sqlite:
-            admin = try String(contentsOfFile: repo.adminTokenPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            admin = try String(contentsOfFile: repo.adminTokenPath, encoding: .utf8).trimmingCharacters(
+                in: .whitespacesAndNewlines)
         case .postgresql, .bucket:
             // No token file with a shared database: the first admin token is made once, on request.
             #expect(!FileSystem.exists(repo.adminTokenPath))
@@ -184,7 +212,8 @@ import Testing
         #expect(try repo.role(ofToken: "blt_nope") == nil)
         switch backend {
         case .sqlite:
-            let dump = try String(decoding: Data(contentsOf: URL(fileURLWithPath: dir.at("data/meta.sqlite"))), as: UTF8.self)
+            let dump = try String(
+                decoding: Data(contentsOf: URL(fileURLWithPath: dir.at("data/meta.sqlite"))), as: UTF8.self)
             #expect(!dump.contains(admin) && !dump.contains(uploader))
             _ = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
             #expect(try String(contentsOfFile: repo.adminTokenPath, encoding: .utf8).contains(admin))
@@ -212,12 +241,14 @@ import Testing
         #expect(try f.repo.rotateKey() == 2)
         let bytes = try #require(try f.catalogBytes(.internal))
         #expect(throws: BacklotError.self) {
-            try Catalog.verify(bytes, trusting: [pinned], app: "com.example.game", channel: .internal, now: Date(), source: "c")
+            try Catalog.verify(
+                bytes, trusting: [pinned], app: "com.example.game", channel: .internal, now: Date(), source: "c")
         }
         let trusted = try KeyList.follow(from: KeyList(version: 1, keys: [pinned])) { n in
             try? f.published("v1/keys/root-\(n).json")
         }
         #expect(trusted.version == 2)
-        _ = try Catalog.verify(bytes, trusting: trusted.keys, app: "com.example.game", channel: .internal, now: Date(), source: "c")
+        _ = try Catalog.verify(
+            bytes, trusting: trusted.keys, app: "com.example.game", channel: .internal, now: Date(), source: "c")
     }
 }

@@ -7,6 +7,7 @@ import BacklotS3
 import BacklotTestSupport
 import Foundation
 import Testing
+
 @testable import BacklotRepository
 
 /// The published tree written to a bucket of a real radosgw (`ObjectStore.shared()`): the same
@@ -28,7 +29,9 @@ import Testing
         }
         func read(_ relative: String, atMost limit: UInt64) throws -> [UInt8]? {
             let bytes = try folder.read(relative, atMost: limit)
-            guard try bucket.read(relative, atMost: limit) == bytes else { throw BacklotError(.io, "the trees differ at \(relative)") }
+            guard try bucket.read(relative, atMost: limit) == bytes else {
+                throw BacklotError(.io, "the trees differ at \(relative)")
+            }
             return bytes
         }
         func remove(_ relative: String) throws {
@@ -38,7 +41,9 @@ import Testing
         func fileNames(in relative: String) throws -> [String] {
             let names = try folder.fileNames(in: relative)
             let inBucket = try bucket.fileNames(in: relative)
-            guard names == inBucket else { throw BacklotError(.io, "the trees differ in \(relative): \(names) vs \(inBucket)") }
+            guard names == inBucket else {
+                throw BacklotError(.io, "the trees differ in \(relative): \(names) vs \(inBucket)")
+            }
             return names
         }
         func exists(_ relative: String) throws -> Bool { try folder.exists(relative) && bucket.exists(relative) }
@@ -84,7 +89,8 @@ import Testing
         let headers = PublishedTreeHeaders(catalogMaxAge: 45, keyListMaxAge: 200)
         let remote = try S3PublishedTree(client: s3, bucket: bucket, prefix: "/cdn/public/", headers: headers)
         #expect(remote.prefix == "cdn/public")
-        let repo = try Repository(directory: directory, tree: BothTrees(folder: LocalPublishedTree(directory: directory), bucket: remote))
+        let repo = try Repository(
+            directory: directory, tree: BothTrees(folder: LocalPublishedTree(directory: directory), bucket: remote))
         try repo.createApp(Self.app)
         try repo.createPack(app: Self.app, id: "Levels")
         let v1 = try Self.upload(repo, seed: 7)
@@ -98,7 +104,8 @@ import Testing
         let aar = AppleArchiveBuilder.archive(files: [("intro.txt", Array("hello from the bucket".utf8))])
         let manifest = try JSONReader(source: "manifest", allowsComments: false, allowsTrailingCommas: false)
             .read(Array(SamplePack.manifest(id: "Intro", platforms: #"["iOS"]"#).utf8)).root
-        let apple = try repo.createVersion(app: Self.app, pack: "Intro", size: UInt64(aar.count), format: .appleArchive, manifest: manifest)
+        let apple = try repo.createVersion(
+            app: Self.app, pack: "Intro", size: UInt64(aar.count), format: .appleArchive, manifest: manifest)
         let upload = try repo.beginUpload(app: Self.app, pack: "Intro", number: apple.number, offset: 0)
         try aar.withUnsafeBytes { try upload.append($0) }
         try upload.close()
@@ -108,34 +115,58 @@ import Testing
         try repo.rotateKey()
 
         let files = try Self.localFiles(directory.publicTreePath)
-        #expect(files.contains("v1/keys/root-1.json") && files.contains("v1/keys/root-2.json") && files.contains("v1/keys/root.json"))
+        #expect(
+            files.contains("v1/keys/root-1.json") && files.contains("v1/keys/root-2.json")
+                && files.contains("v1/keys/root.json"))
         #expect(files.contains("v1/apps/\(Self.app)/internal/catalog.json"))
         #expect(files.contains("v1/packs/\(v2.archiveSHA256!).pack"))
-        #expect(files.contains("v1/apple/\(Self.app)/internal/ios/packs/Intro") && files.contains("v1/apple/\(Self.app)/internal/macos/manifest.json"))
+        #expect(
+            files.contains("v1/apple/\(Self.app)/internal/ios/packs/Intro")
+                && files.contains("v1/apple/\(Self.app)/internal/macos/manifest.json"))
         let objects = try s3.listAllObjects(bucket: bucket)
-        #expect(objects.map(\.key).sorted() == files.map { "cdn/public/" + $0 }, "the bucket has exactly the folder's files, under the prefix")
+        #expect(
+            objects.map(\.key).sorted() == files.map { "cdn/public/" + $0 },
+            "the bucket has exactly the folder's files, under the prefix")
         for relative in files {
-            let local = try FileDescriptor.readWholeFile(directory.publicTreePath + "/" + relative, atMost: 64 << 20, what: "a tree file")
+            let local = try FileDescriptor.readWholeFile(
+                directory.publicTreePath + "/" + relative, atMost: 64 << 20, what: "a tree file")
             let (bytes, info) = try s3.getObject(bucket: bucket, key: "cdn/public/" + relative)
             #expect(bytes == local, "\(relative): the same bytes")
             let head = try #require(try s3.headObject(bucket: bucket, key: "cdn/public/" + relative))
-            #expect(head.contentType == PublishedTreeHeaders.contentType(relative), "\(relative): \(head.contentType ?? "no Content-Type")")
-            #expect(head.cacheControl == headers.cacheControl(relative), "\(relative): \(head.cacheControl ?? "no Cache-Control")")
+            #expect(
+                head.contentType == PublishedTreeHeaders.contentType(relative),
+                "\(relative): \(head.contentType ?? "no Content-Type")")
+            #expect(
+                head.cacheControl == headers.cacheControl(relative),
+                "\(relative): \(head.cacheControl ?? "no Cache-Control")")
             #expect(info.size == UInt64(local.count))
         }
         // The rule, spelled out for the three kinds of file.
-        #expect(try s3.headObject(bucket: bucket, key: "cdn/public/v1/apps/\(Self.app)/internal/catalog.json")?.cacheControl == "public, max-age=45")
-        #expect(try s3.headObject(bucket: bucket, key: "cdn/public/v1/keys/root.json")?.cacheControl == "public, max-age=200")
-        #expect(try s3.headObject(bucket: bucket, key: "cdn/public/v1/packs/\(v1.archiveSHA256!).pack")?.cacheControl == "public, max-age=31536000, immutable")
-        #expect(try s3.headObject(bucket: bucket, key: "cdn/public/v1/packs/\(v1.archiveSHA256!).pack")?.contentType == "application/octet-stream")
+        #expect(
+            try s3.headObject(bucket: bucket, key: "cdn/public/v1/apps/\(Self.app)/internal/catalog.json")?.cacheControl
+                == "public, max-age=45")
+        #expect(
+            try s3.headObject(bucket: bucket, key: "cdn/public/v1/keys/root.json")?.cacheControl
+                == "public, max-age=200")
+        #expect(
+            try s3.headObject(bucket: bucket, key: "cdn/public/v1/packs/\(v1.archiveSHA256!).pack")?.cacheControl
+                == "public, max-age=31536000, immutable")
+        #expect(
+            try s3.headObject(bucket: bucket, key: "cdn/public/v1/packs/\(v1.archiveSHA256!).pack")?.contentType
+                == "application/octet-stream")
         let aarHead = try s3.headObject(bucket: bucket, key: "cdn/public/v1/apple/\(Self.app)/internal/ios/packs/Intro")
         #expect(aarHead?.cacheControl == "no-cache" && aarHead?.contentType == "application/octet-stream")
-        #expect(try s3.headObject(bucket: bucket, key: "cdn/public/v1/apple/\(Self.app)/internal/ios/manifest.json")?.cacheControl == "public, max-age=45")
+        #expect(
+            try s3.headObject(bucket: bucket, key: "cdn/public/v1/apple/\(Self.app)/internal/ios/manifest.json")?
+                .cacheControl == "public, max-age=45")
 
         // A withdrawn .aar leaves both trees alike (its archive removed from the platform's packs).
         try repo.withdraw(app: Self.app, pack: "Intro", channel: .internal)
-        #expect(try s3.headObject(bucket: bucket, key: "cdn/public/v1/apple/\(Self.app)/internal/ios/packs/Intro") == nil)
-        #expect(try s3.listAllObjects(bucket: bucket).map(\.key).sorted() == Self.localFiles(directory.publicTreePath).map { "cdn/public/" + $0 })
+        #expect(
+            try s3.headObject(bucket: bucket, key: "cdn/public/v1/apple/\(Self.app)/internal/ios/packs/Intro") == nil)
+        #expect(
+            try s3.listAllObjects(bucket: bucket).map(\.key).sorted()
+                == Self.localFiles(directory.publicTreePath).map { "cdn/public/" + $0 })
     }
 
     @Test func aRepositoryPublishesToTheBucketAloneAndCollectsItsGarbage() throws {
@@ -152,13 +183,16 @@ import Testing
         try repo.createPack(app: Self.app, id: "Levels")
         let v1 = try Self.upload(repo, seed: 11)
         try repo.release(app: Self.app, pack: "Levels", version: 1, channel: .production)
-        if let request = try repo.releaseRequests(app: Self.app).last, request.status == "pending" { try repo.approve(requestID: request.id) }
+        if let request = try repo.releaseRequests(app: Self.app).last, request.status == "pending" {
+            try repo.approve(requestID: request.id)
+        }
 
         // Nothing but the key lists went to the folder; the catalog in the bucket verifies and names an archive that is there.
         #expect(!FileSystem.exists(repo.catalogPath(app: Self.app, channel: .production)))
         let key = try PublicKeyFile.read(path: directory.publicKeyPath)
         let signed = try s3.getObject(bucket: bucket, key: "v1/apps/\(Self.app)/production/catalog.json").bytes
-        let catalog = try Catalog.verify(signed, trusting: [key], app: Self.app, channel: .production, now: Date(), source: "the bucket's catalog")
+        let catalog = try Catalog.verify(
+            signed, trusting: [key], app: Self.app, channel: .production, now: Date(), source: "the bucket's catalog")
         let sha = try #require(v1.archiveSHA256 as String?)
         #expect(catalog.packs.first?.release.archiveSHA256.hex == sha)
         #expect(try tree.fileNames(in: "v1/packs") == ["\(sha).pack"])
@@ -195,19 +229,28 @@ import Testing
         try local.rotateKey()
         let before = try Self.localFiles(directory.publicTreePath)
         let key = try PublicKeyFile.read(path: directory.publicKeyPath)
-        let folderCatalog = try Catalog.verify(Array(Data(contentsOf: URL(fileURLWithPath: local.catalogPath(app: Self.app, channel: .internal)))),
-                                               trusting: [key], app: Self.app, channel: .internal, now: Date(), source: "the folder's catalog")
+        let folderCatalog = try Catalog.verify(
+            Array(Data(contentsOf: URL(fileURLWithPath: local.catalogPath(app: Self.app, channel: .internal)))),
+            trusting: [key], app: Self.app, channel: .internal, now: Date(), source: "the folder's catalog")
 
         // Then the same folder with the bucket as its tree, as `backlot serve --storage` starts: every channel is republished.
-        let moved = try Repository(directory: directory, tree: S3PublishedTree(client: s3, bucket: bucket, prefix: "tree"))
+        let moved = try Repository(
+            directory: directory, tree: S3PublishedTree(client: s3, bucket: bucket, prefix: "tree"))
         try moved.resign(margin: .infinity)
-        #expect(try s3.listAllObjects(bucket: bucket).map(\.key).sorted() == before.map { "tree/" + $0 }, "every file of the folder's tree is in the bucket")
+        #expect(
+            try s3.listAllObjects(bucket: bucket).map(\.key).sorted() == before.map { "tree/" + $0 },
+            "every file of the folder's tree is in the bucket")
         for relative in before where !relative.hasSuffix("catalog.json") {
             let bytes = try s3.getObject(bucket: bucket, key: "tree/" + relative).bytes
-            #expect(bytes == (try FileDescriptor.readWholeFile(directory.publicTreePath + "/" + relative, atMost: 64 << 20, what: "a tree file")), "\(relative)")
+            #expect(
+                bytes
+                    == (try FileDescriptor.readWholeFile(
+                        directory.publicTreePath + "/" + relative, atMost: 64 << 20, what: "a tree file")),
+                "\(relative)")
         }
         let signed = try s3.getObject(bucket: bucket, key: "tree/v1/apps/\(Self.app)/internal/catalog.json").bytes
-        let bucketCatalog = try Catalog.verify(signed, trusting: [key], app: Self.app, channel: .internal, now: Date(), source: "the bucket's catalog")
+        let bucketCatalog = try Catalog.verify(
+            signed, trusting: [key], app: Self.app, channel: .internal, now: Date(), source: "the bucket's catalog")
         #expect(bucketCatalog.version > folderCatalog.version, "re-signed: a newer catalog than the folder's")
         #expect(bucketCatalog.packs.map(\.release.archiveSHA256) == folderCatalog.packs.map(\.release.archiveSHA256))
     }
@@ -216,8 +259,10 @@ import Testing
         let dir = try TemporaryDirectory("treepaths")
         defer { dir.remove() }
         let local = LocalPublishedTree(directory: try RepositoryDirectory(path: dir.at("data")))
-        let remote = try S3PublishedTree(client: S3Client(configuration: S3Configuration(endpoint: "http://127.0.0.1:9"),
-                                                          credentials: S3Credentials(accessKeyID: "k", secretAccessKey: "s")), bucket: "b")
+        let remote = try S3PublishedTree(
+            client: S3Client(
+                configuration: S3Configuration(endpoint: "http://127.0.0.1:9"),
+                credentials: S3Credentials(accessKeyID: "k", secretAccessKey: "s")), bucket: "b")
         for bad in ["../etc/passwd", "v1/../../x", "v1//x", "keys/root.json", "v1/./x", "/v1/x", "v1/x\\y", ""] {
             #expect(throws: BacklotError.self, "\(bad)") { try local.write([1], at: bad) }
             #expect(throws: BacklotError.self, "\(bad)") { try remote.write([1], at: bad) }

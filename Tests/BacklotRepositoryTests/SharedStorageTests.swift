@@ -9,6 +9,7 @@ import BacklotTestSupport
 import Foundation
 import Synchronization
 import Testing
+
 @testable import BacklotRepository
 
 /// Two repositories on one PostgreSQL database and one bucket of a real radosgw, as two servers
@@ -35,25 +36,33 @@ import Testing
             let tree = try S3PublishedTree(client: s3, bucket: bucket, prefix: "content")
             store = try S3ArchiveStore(beside: tree, partSize: 5 << 20)
             let first = try RepositoryDirectory(path: dir.at("a"))
-            a = try Repository(directory: first, database: PostgresDatabase(url: url), tree: tree, archives: store, leaseDuration: lease)
-            b = try Repository(directory: RepositoryDirectory(path: dir.at("b"), signingKeyFile: first.signingKeyPath),
-                               database: PostgresDatabase(url: url), tree: tree, archives: store, leaseDuration: lease)
+            a = try Repository(
+                directory: first, database: PostgresDatabase(url: url), tree: tree, archives: store,
+                leaseDuration: lease)
+            b = try Repository(
+                directory: RepositoryDirectory(path: dir.at("b"), signingKeyFile: first.signingKeyPath),
+                database: PostgresDatabase(url: url), tree: tree, archives: store, leaseDuration: lease)
             _ = try a.createInitialAdminToken()
             try a.createApp(SharedStorageTests.app)
             try b.createPack(app: SharedStorageTests.app, id: "Levels")
         }
 
         /// The object keys under `prefix` in the bucket.
-        func keys(_ prefix: String) throws -> [String] { try s3.listAllObjects(bucket: bucket, prefix: prefix).map(\.key).sorted() }
+        func keys(_ prefix: String) throws -> [String] {
+            try s3.listAllObjects(bucket: bucket, prefix: prefix).map(\.key).sorted()
+        }
 
         func catalog(_ channel: Channel) throws -> Catalog {
-            let bytes = try #require(try a.tree.read("v1/apps/\(SharedStorageTests.app)/\(channel.rawValue)/catalog.json", atMost: 1 << 20))
-            return try Catalog.verify(bytes, trusting: [key], app: SharedStorageTests.app, channel: channel, now: Date(), source: "catalog")
+            let bytes = try #require(
+                try a.tree.read("v1/apps/\(SharedStorageTests.app)/\(channel.rawValue)/catalog.json", atMost: 1 << 20))
+            return try Catalog.verify(
+                bytes, trusting: [key], app: SharedStorageTests.app, channel: channel, now: Date(), source: "catalog")
         }
 
         /// Sends `bytes[range]` to `repo` as one request.
         func send(_ repo: Repository, _ number: Int, _ bytes: [UInt8], _ range: Range<Int>) throws -> UInt64 {
-            let upload = try repo.beginUpload(app: SharedStorageTests.app, pack: "Levels", number: number, offset: UInt64(range.lowerBound))
+            let upload = try repo.beginUpload(
+                app: SharedStorageTests.app, pack: "Levels", number: number, offset: UInt64(range.lowerBound))
             try bytes[range].withUnsafeBytes { try upload.append($0) }
             try upload.close()
             return try repo.version(app: SharedStorageTests.app, pack: "Levels", number: number).received
@@ -69,16 +78,21 @@ import Testing
         var g = SeededGenerator(seed: seed)
         try src.write("src/big.bin", g.bytes(size))
         try src.write("src/readme.txt", g.text(2000))
-        let path = try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: "Levels"), averageChunkSize: 256 << 10)
+        let path = try SamplePack.build(
+            in: src, manifestJSON: SamplePack.manifest(id: "Levels"), averageChunkSize: 256 << 10)
         return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
     }
 
-    @Test(.enabled(if: PostgresCluster.isInstalled)) func anUploadInUnevenRequestsMovesBetweenServersAsPartsAndTails() throws {
+    @Test(.enabled(if: PostgresCluster.isInstalled)) func anUploadInUnevenRequestsMovesBetweenServersAsPartsAndTails()
+        throws
+    {
         let p = try Pair("shared-upload")
         defer { p.remove() }
         let bytes = try Self.pack(p.dir, seed: 11, size: 11 << 20)
         let v = try p.a.createVersion(app: Self.app, pack: "Levels", size: UInt64(bytes.count))
-        let id = try #require(try p.a.db.read { try $0.query("SELECT id FROM versions WHERE number = ?", [.integer(Int64(v.number))]) }.first?["id"]?.int)
+        let id = try #require(
+            try p.a.db.read { try $0.query("SELECT id FROM versions WHERE number = ?", [.integer(Int64(v.number))]) }
+                .first?["id"]?.int)
 
         // 3 MiB on A: less than a part, kept as a tail object.
         #expect(try p.send(p.a, v.number, bytes, 0..<(3 << 20)) == 3 << 20)
@@ -86,8 +100,13 @@ import Testing
         // 4 MiB more on B: B starts from A's tail; one 5 MiB part goes up, 2 MiB stay as a tail.
         #expect(try p.send(p.b, v.number, bytes, (3 << 20)..<(7 << 20)) == 7 << 20)
         #expect(try p.keys("content/uploads/") == ["content/uploads/\(id).tail-\(5 << 20)"])
-        let uploadID = try #require(try p.a.db.read { try $0.query("SELECT upload_id FROM versions WHERE id = ?", [.integer(id)]) }.first?["upload_id"]?.string)
-        #expect(try p.s3.listParts(bucket: p.bucket, key: "content/uploads/\(id)", uploadID: uploadID).map(\.size) == [5 << 20])
+        let uploadID = try #require(
+            try p.a.db.read { try $0.query("SELECT upload_id FROM versions WHERE id = ?", [.integer(id)]) }.first?[
+                "upload_id"]?.string)
+        #expect(
+            try p.s3.listParts(bucket: p.bucket, key: "content/uploads/\(id)", uploadID: uploadID).map(\.size) == [
+                5 << 20
+            ])
         // A wrong offset is refused, naming where the upload is.
         #expect { try p.b.beginUpload(app: Self.app, pack: "Levels", number: v.number, offset: 3 << 20) } throws: {
             ($0 as? BacklotError)?.message.contains("at byte \(7 << 20)") == true
@@ -111,11 +130,16 @@ import Testing
         #expect(release.archiveSHA256.hex == done.archiveSHA256)
         let published = try #require(try p.a.tree.read("v1/packs/\(release.archiveSHA256.hex).pack", atMost: 64 << 20))
         #expect(published == bytes)
-        let head = try #require(try p.s3.headObject(bucket: p.bucket, key: "content/v1/packs/\(release.archiveSHA256.hex).pack"))
-        #expect(head.cacheControl == "public, max-age=31536000, immutable" && head.contentType == "application/octet-stream")
+        let head = try #require(
+            try p.s3.headObject(bucket: p.bucket, key: "content/v1/packs/\(release.archiveSHA256.hex).pack"))
+        #expect(
+            head.cacheControl == "public, max-age=31536000, immutable" && head.contentType == "application/octet-stream"
+        )
     }
 
-    @Test(.enabled(if: PostgresCluster.isInstalled)) func processingAServerAbandonedIsTakenOverOnceItsLeaseRunsOut() throws {
+    @Test(.enabled(if: PostgresCluster.isInstalled)) func processingAServerAbandonedIsTakenOverOnceItsLeaseRunsOut()
+        throws
+    {
         let p = try Pair("shared-lease", lease: 1.5)
         defer { p.remove() }
         let bytes = try Self.pack(p.dir, seed: 12, size: 200_000)
@@ -128,8 +152,9 @@ import Testing
         try bytes.withUnsafeBytes { try sink.append($0) }
         #expect(try sink.finish() == UInt64(bytes.count))
         try p.a.db.transaction { tx in
-            try tx.run("UPDATE versions SET state = 'PROCESSING', lease_owner = 'dead-server', lease_until = ? WHERE number = ?",
-                       [.integer(Repository.nowMilliseconds() + 1500), .integer(Int64(v.number))])
+            try tx.run(
+                "UPDATE versions SET state = 'PROCESSING', lease_owner = 'dead-server', lease_until = ? WHERE number = ?",
+                [.integer(Repository.nowMilliseconds() + 1500), .integer(Int64(v.number))])
         }
         #expect(try p.b.takeOverAbandonedProcessing() == 0, "the dead server's lease is still running")
         var scheduled = 0
@@ -142,11 +167,13 @@ import Testing
         #expect(done.state == .complete && done.archiveSHA256 == SHA256.hash(bytes).hex, "\(done)")
     }
 
-    @Test(.enabled(if: PostgresCluster.isInstalled)) func publicationsThroughBothServersTakeTurnsAndTheVersionOnlyGrows() throws {
+    @Test(.enabled(if: PostgresCluster.isInstalled))
+    func publicationsThroughBothServersTakeTurnsAndTheVersionOnlyGrows() throws {
         let p = try Pair("shared-publish")
         defer { p.remove() }
         for seed in [21, 22] as [UInt64] {
-            _ = try p.a.uploadAndProcess(app: Self.app, pack: "Levels", bytes: try Self.pack(p.dir, seed: seed, size: 50_000))
+            _ = try p.a.uploadAndProcess(
+                app: Self.app, pack: "Levels", bytes: try Self.pack(p.dir, seed: seed, size: 50_000))
         }
         let seen = Mutex<[UInt64]>([])
         let failures = Mutex<[String]>([])
@@ -156,7 +183,8 @@ import Testing
                     if worker == 2 {
                         seen.withLock { $0.append((try? p.catalog(.internal).version) ?? 0) }
                     } else {
-                        try (worker == 0 ? p.a : p.b).release(app: Self.app, pack: "Levels", version: 1 + (round + worker) % 2, channel: .internal)
+                        try (worker == 0 ? p.a : p.b).release(
+                            app: Self.app, pack: "Levels", version: 1 + (round + worker) % 2, channel: .internal)
                     }
                 } catch {
                     failures.withLock { $0.append("\(error)") }
@@ -167,14 +195,20 @@ import Testing
         let observed = seen.withLock { $0 }.filter { $0 > 0 }
         #expect(observed == observed.sorted(), "catalog versions read while both published: \(observed)")
         let final = try p.catalog(.internal)
-        let recorded = try #require(try p.a.db.read { try $0.query("SELECT version FROM catalogs", []) }.first?["version"]?.integer(as: UInt64.self))
+        let recorded = try #require(
+            try p.a.db.read { try $0.query("SELECT version FROM catalogs", []) }.first?["version"]?.integer(
+                as: UInt64.self))
         #expect(final.version == recorded && final.version >= observed.max() ?? 0)
         // What the catalog says is what the database says was released last.
-        let live = try #require(try p.a.db.read { try $0.query("SELECT live FROM channel_packs WHERE channel = 'internal'", []) }.first?["live"]?.int)
+        let live = try #require(
+            try p.a.db.read { try $0.query("SELECT live FROM channel_packs WHERE channel = 'internal'", []) }.first?[
+                "live"]?.int)
         #expect(final.packs.map(\.release.version) == [Int(live)])
     }
 
-    @Test(.enabled(if: PostgresCluster.isInstalled)) func aReleaseRequestDecidedThroughBothServersAtOnceIsDecidedOnce() throws {
+    @Test(.enabled(if: PostgresCluster.isInstalled)) func aReleaseRequestDecidedThroughBothServersAtOnceIsDecidedOnce()
+        throws
+    {
         let p = try Pair("shared-approve")
         defer { p.remove() }
         _ = try p.a.uploadAndProcess(app: Self.app, pack: "Levels", bytes: try Self.pack(p.dir, seed: 31, size: 50_000))
@@ -194,7 +228,8 @@ import Testing
         #expect(try p.catalog(.production).packs.map(\.release.version) == [1])
     }
 
-    @Test(.enabled(if: PostgresCluster.isInstalled)) func oneServerAtATimeResignsAndAnotherTakesOverWhenItStops() throws {
+    @Test(.enabled(if: PostgresCluster.isInstalled)) func oneServerAtATimeResignsAndAnotherTakesOverWhenItStops() throws
+    {
         let p = try Pair("shared-resign")
         defer { p.remove() }
         _ = try p.a.uploadAndProcess(app: Self.app, pack: "Levels", bytes: try Self.pack(p.dir, seed: 51, size: 50_000))

@@ -24,8 +24,9 @@ import Testing
         let (s3, bucket) = try store.newBucket("basics")
         print("seed 1")
         let data = Self.bytes(100_000, seed: 1)
-        let etag = try s3.putObject(bucket: bucket, key: "packs/a b+c.aar", body: .bytes(data), contentType: "application/octet-stream",
-                                    cacheControl: "public, max-age=31536000, immutable")
+        let etag = try s3.putObject(
+            bucket: bucket, key: "packs/a b+c.aar", body: .bytes(data), contentType: "application/octet-stream",
+            cacheControl: "public, max-age=31536000, immutable")
         #expect(etag.hasPrefix("\""))
 
         let head = try #require(try s3.headObject(bucket: bucket, key: "packs/a b+c.aar"))
@@ -48,7 +49,9 @@ import Testing
         #expect(from.bytes == Array(data.suffix(10)))
 
         // A listing of more keys than a page holds, under a prefix, with odd characters.
-        for name in ["b", "c&d", "e/f", "g"] { try s3.putObject(bucket: bucket, key: "packs/\(name)", body: .bytes(Array(name.utf8))) }
+        for name in ["b", "c&d", "e/f", "g"] {
+            try s3.putObject(bucket: bucket, key: "packs/\(name)", body: .bytes(Array(name.utf8)))
+        }
         try s3.putObject(bucket: bucket, key: "other/x", body: .bytes([1]))
         let first = try s3.listObjects(bucket: bucket, prefix: "packs/", maximumKeys: 2)
         #expect(first.entries.count == 2)
@@ -61,7 +64,7 @@ import Testing
 
         try s3.deleteObject(bucket: bucket, key: "packs/a b+c.aar")
         #expect(try s3.headObject(bucket: bucket, key: "packs/a b+c.aar") == nil)
-        try s3.deleteObject(bucket: bucket, key: "packs/a b+c.aar")   // deleting what is gone succeeds
+        try s3.deleteObject(bucket: bucket, key: "packs/a b+c.aar")  // deleting what is gone succeeds
         let missing = #expect(throws: BacklotError.self) { try s3.getObject(bucket: bucket, key: "packs/a b+c.aar") }
         #expect(missing?.code == .notFound)
         #expect(try s3.bucketExists(bucket))
@@ -78,29 +81,35 @@ import Testing
 
     @Test func conditionalPutsCompareAndSwap() throws {
         let (s3, bucket) = try store.newBucket("cas")
-        let v1 = try s3.putObject(bucket: bucket, key: "catalog.json", body: .bytes(Array("v1".utf8)), condition: .ifAbsent)
+        let v1 = try s3.putObject(
+            bucket: bucket, key: "catalog.json", body: .bytes(Array("v1".utf8)), condition: .ifAbsent)
 
         // If-None-Match: * on an existing key: 412, nothing written.
         let exists = #expect(throws: BacklotError.self) {
-            try s3.putObject(bucket: bucket, key: "catalog.json", body: .bytes(Array("other".utf8)), condition: .ifAbsent)
+            try s3.putObject(
+                bucket: bucket, key: "catalog.json", body: .bytes(Array("other".utf8)), condition: .ifAbsent)
         }
         #expect(exists?.code == .preconditionFailed)
         #expect(exists?.message.contains("s3://\(bucket)/catalog.json") == true)
         #expect(try s3.getObject(bucket: bucket, key: "catalog.json").bytes == Array("v1".utf8))
 
         // If-Match with the ETag read: replaced.
-        let v2 = try s3.putObject(bucket: bucket, key: "catalog.json", body: .bytes(Array("v2".utf8)), condition: .ifMatches(v1))
+        let v2 = try s3.putObject(
+            bucket: bucket, key: "catalog.json", body: .bytes(Array("v2".utf8)), condition: .ifMatches(v1))
         #expect(v2 != v1)
 
         // If-Match with a stale ETag (someone else wrote meanwhile): 412, nothing written.
         let stale = #expect(throws: BacklotError.self) {
-            try s3.putObject(bucket: bucket, key: "catalog.json", body: .bytes(Array("v3".utf8)), condition: .ifMatches(v1))
+            try s3.putObject(
+                bucket: bucket, key: "catalog.json", body: .bytes(Array("v3".utf8)), condition: .ifMatches(v1))
         }
         #expect(stale?.code == .preconditionFailed)
         #expect(try s3.getObject(bucket: bucket, key: "catalog.json").bytes == Array("v2".utf8))
 
         // A conditional read of a changed object.
-        let changed = #expect(throws: BacklotError.self) { try s3.getObject(bucket: bucket, key: "catalog.json", ifMatch: v1) }
+        let changed = #expect(throws: BacklotError.self) {
+            try s3.getObject(bucket: bucket, key: "catalog.json", ifMatch: v1)
+        }
         #expect(changed?.code == .preconditionFailed)
     }
 
@@ -113,10 +122,14 @@ import Testing
         let data = Self.bytes(size, seed: 2)
         let file = try dir.write("big.aar", data)
 
-        let id = try s3.createMultipartUpload(bucket: bucket, key: "packs/big.aar", contentType: "application/octet-stream")
-        let p1 = try s3.uploadPart(bucket: bucket, key: "packs/big.aar", uploadID: id, partNumber: 1, body: .file(path: file, offset: 0, length: 5 << 20))
-        let p2 = try s3.uploadPart(bucket: bucket, key: "packs/big.aar", uploadID: id, partNumber: 2, body: .bytes(Array(data[(5 << 20)...])))
-        #expect(try s3.headObject(bucket: bucket, key: "packs/big.aar") == nil)   // not there before completion
+        let id = try s3.createMultipartUpload(
+            bucket: bucket, key: "packs/big.aar", contentType: "application/octet-stream")
+        let p1 = try s3.uploadPart(
+            bucket: bucket, key: "packs/big.aar", uploadID: id, partNumber: 1,
+            body: .file(path: file, offset: 0, length: 5 << 20))
+        let p2 = try s3.uploadPart(
+            bucket: bucket, key: "packs/big.aar", uploadID: id, partNumber: 2, body: .bytes(Array(data[(5 << 20)...])))
+        #expect(try s3.headObject(bucket: bucket, key: "packs/big.aar") == nil)  // not there before completion
         let etag = try s3.completeMultipartUpload(bucket: bucket, key: "packs/big.aar", uploadID: id, parts: [p2, p1])
         #expect(etag.hasSuffix("-2\""))
 
@@ -142,7 +155,8 @@ import Testing
 
         // A range across the boundary between the parts.
         let boundary = 5 << 20
-        let across = try s3.getObject(bucket: bucket, key: "packs/big.aar", range: .bytes(UInt64(boundary - 500), UInt64(boundary + 499)))
+        let across = try s3.getObject(
+            bucket: bucket, key: "packs/big.aar", range: .bytes(UInt64(boundary - 500), UInt64(boundary + 499)))
         #expect(across.bytes == Array(data[(boundary - 500)..<(boundary + 500)]))
     }
 
@@ -151,7 +165,8 @@ import Testing
         print("seed 3")
         let data = Self.bytes((5 << 20) + 1000, seed: 3)
         let id = try first.createMultipartUpload(bucket: bucket, key: "upload/1")
-        _ = try first.uploadPart(bucket: bucket, key: "upload/1", uploadID: id, partNumber: 1, body: .bytes(Array(data[..<(5 << 20)])))
+        _ = try first.uploadPart(
+            bucket: bucket, key: "upload/1", uploadID: id, partNumber: 1, body: .bytes(Array(data[..<(5 << 20)])))
 
         // Another instance, knowing only the bucket and the key prefix.
         let second = try store.client()
@@ -161,7 +176,8 @@ import Testing
         let done = try second.listParts(bucket: bucket, key: "upload/1", uploadID: id)
         #expect(done.map(\.number) == [1])
         #expect(done.first?.size == 5 << 20)
-        let p2 = try second.uploadPart(bucket: bucket, key: "upload/1", uploadID: id, partNumber: 2, body: .bytes(Array(data[(5 << 20)...])))
+        let p2 = try second.uploadPart(
+            bucket: bucket, key: "upload/1", uploadID: id, partNumber: 2, body: .bytes(Array(data[(5 << 20)...])))
         try second.completeMultipartUpload(bucket: bucket, key: "upload/1", uploadID: id, parts: done + [p2])
         #expect(try second.getObject(bucket: bucket, key: "upload/1").bytes == data)
         #expect(try second.listMultipartUploads(bucket: bucket).isEmpty)
@@ -175,14 +191,18 @@ import Testing
         let data = Self.bytes((12 << 20) + 7, seed: 5)
         let file = try dir.write("f.aar", data)
         var began: String?
-        let etag = try s3.uploadFile(bucket: bucket, key: "whole", path: file, partSize: 5 << 20, contentType: "application/octet-stream") { began = $0 }
+        let etag = try s3.uploadFile(
+            bucket: bucket, key: "whole", path: file, partSize: 5 << 20, contentType: "application/octet-stream"
+        ) { began = $0 }
         #expect(etag.hasSuffix("-3\""))
         #expect(began != nil)
         #expect(try s3.getObject(bucket: bucket, key: "whole").bytes == data)
 
         // Interrupted after its first part; another client finishes it.
         let id = try s3.createMultipartUpload(bucket: bucket, key: "resumed")
-        let first = try s3.uploadPart(bucket: bucket, key: "resumed", uploadID: id, partNumber: 1, body: .file(path: file, offset: 0, length: 5 << 20))
+        let first = try s3.uploadPart(
+            bucket: bucket, key: "resumed", uploadID: id, partNumber: 1,
+            body: .file(path: file, offset: 0, length: 5 << 20))
         let other = try store.client()
         try other.uploadFile(bucket: bucket, key: "resumed", path: file, partSize: 5 << 20, resuming: id)
         #expect(try other.getObject(bucket: bucket, key: "resumed").bytes == data)
@@ -197,15 +217,21 @@ import Testing
         let (s3, bucket) = try store.newBucket("copy")
         print("seed 8")
         let data = Self.bytes((12 << 20) + 5, seed: 8)
-        try s3.putObject(bucket: bucket, key: "blobs/a b.pack", body: .bytes(data), contentType: "application/x-private")
+        try s3.putObject(
+            bucket: bucket, key: "blobs/a b.pack", body: .bytes(data), contentType: "application/x-private")
         // One CopyObject: the copy takes the headers given, not the source's.
-        try s3.copyObject(bucket: bucket, key: "blobs/a b.pack", toBucket: bucket, key: "v1/packs/one.pack",
-                          contentType: "application/octet-stream", cacheControl: "public, max-age=31536000, immutable")
+        try s3.copyObject(
+            bucket: bucket, key: "blobs/a b.pack", toBucket: bucket, key: "v1/packs/one.pack",
+            contentType: "application/octet-stream", cacheControl: "public, max-age=31536000, immutable")
         let one = try #require(try s3.headObject(bucket: bucket, key: "v1/packs/one.pack"))
-        #expect(one.size == UInt64(data.count) && one.contentType == "application/octet-stream" && one.cacheControl == "public, max-age=31536000, immutable")
+        #expect(
+            one.size == UInt64(data.count) && one.contentType == "application/octet-stream"
+                && one.cacheControl == "public, max-age=31536000, immutable")
         // Part by part (UploadPartCopy), as objects over 5 GiB are: three parts of 5, 5 and 2 MiB.
-        try s3.copyObject(bucket: bucket, key: "blobs/a b.pack", toBucket: bucket, key: "v1/packs/parts.pack",
-                          contentType: "application/octet-stream", cacheControl: "no-cache", singleCopyLimit: 5 << 20, partSize: 5 << 20)
+        try s3.copyObject(
+            bucket: bucket, key: "blobs/a b.pack", toBucket: bucket, key: "v1/packs/parts.pack",
+            contentType: "application/octet-stream", cacheControl: "no-cache", singleCopyLimit: 5 << 20,
+            partSize: 5 << 20)
         #expect(try s3.getObject(bucket: bucket, key: "v1/packs/parts.pack", limit: 64 << 20).bytes == data)
         #expect(try s3.headObject(bucket: bucket, key: "v1/packs/parts.pack")?.cacheControl == "no-cache")
         #expect(try s3.listMultipartUploads(bucket: bucket).isEmpty)
@@ -235,7 +261,8 @@ import Testing
         #expect(e?.message.contains(store.endpoint) == true)
         #expect(e?.message.contains("SignatureDoesNotMatch") == true)
         #expect(e?.hint?.contains(bucket) == true)
-        let unknown = try store.client(credentials: S3Credentials(accessKeyID: "NOSUCHKEY0000000000", secretAccessKey: "x"))
+        let unknown = try store.client(
+            credentials: S3Credentials(accessKeyID: "NOSUCHKEY0000000000", secretAccessKey: "x"))
         let e2 = #expect(throws: BacklotError.self) { try unknown.listObjects(bucket: bucket) }
         #expect(e2?.code == .forbidden)
         #expect(e2?.message.contains("InvalidAccessKeyId") == true)
@@ -255,7 +282,9 @@ import Testing
         let (honest, bucket) = try store.newBucket("payload")
         var s3 = honest
         s3.payloadHashOverride = SHA256.hash(Array("something else".utf8)).hex
-        let e = #expect(throws: BacklotError.self) { try s3.putObject(bucket: bucket, key: "k", body: .bytes(Array("the real body".utf8))) }
+        let e = #expect(throws: BacklotError.self) {
+            try s3.putObject(bucket: bucket, key: "k", body: .bytes(Array("the real body".utf8)))
+        }
         #expect(e?.code == .corruptArchive)
         #expect(e?.message.contains("XAmzContentSHA256Mismatch") == true)
         #expect(try honest.headObject(bucket: bucket, key: "k") == nil)
@@ -279,14 +308,18 @@ import Testing
             print("seed 4")
             let data = Self.bytes((5 << 20) + 1000, seed: 4)
             let id = try s3.createMultipartUpload(bucket: bucket, key: "big")
-            let p1 = try s3.uploadPart(bucket: bucket, key: "big", uploadID: id, partNumber: 1, body: .bytes(Array(data[..<(5 << 20)])))
+            let p1 = try s3.uploadPart(
+                bucket: bucket, key: "big", uploadID: id, partNumber: 1, body: .bytes(Array(data[..<(5 << 20)])))
 
             try store.stopGateway()
             var restarted = false
             defer { if !restarted { try? store.startGateway() } }
-            let impatient = try store.client(retry: S3RetryPolicy(maximumAttempts: 3, initialDelay: .milliseconds(20), maximumDelay: .milliseconds(50)))
+            let impatient = try store.client(
+                retry: S3RetryPolicy(
+                    maximumAttempts: 3, initialDelay: .milliseconds(20), maximumDelay: .milliseconds(50)))
             let down = #expect(throws: BacklotError.self) {
-                try impatient.uploadPart(bucket: bucket, key: "big", uploadID: id, partNumber: 2, body: .bytes(Array(data[(5 << 20)...])))
+                try impatient.uploadPart(
+                    bucket: bucket, key: "big", uploadID: id, partNumber: 2, body: .bytes(Array(data[(5 << 20)...])))
             }
             #expect(down?.code == .transport)
             #expect(down?.message.contains("after 3 attempts") == true)
@@ -296,7 +329,8 @@ import Testing
             restarted = true
             let parts = try s3.listParts(bucket: bucket, key: "big", uploadID: id)
             #expect(parts == [p1])
-            let p2 = try s3.uploadPart(bucket: bucket, key: "big", uploadID: id, partNumber: 2, body: .bytes(Array(data[(5 << 20)...])))
+            let p2 = try s3.uploadPart(
+                bucket: bucket, key: "big", uploadID: id, partNumber: 2, body: .bytes(Array(data[(5 << 20)...])))
             try s3.completeMultipartUpload(bucket: bucket, key: "big", uploadID: id, parts: parts + [p2])
             #expect(try s3.getObject(bucket: bucket, key: "big").bytes == data)
         }

@@ -1,6 +1,7 @@
 import BacklotBasics
 import Foundation
 import Testing
+
 @testable import BacklotS3
 
 /// The XML reader treats the object store's answers as hostile.
@@ -8,7 +9,8 @@ import Testing
     func parse(_ text: String) throws -> S3XMLElement { try S3XML.parse(Array(text.utf8)) }
 
     @Test func readsAnErrorWithEntitiesAndANamespace() throws {
-        let root = try parse("""
+        let root = try parse(
+            """
             <?xml version="1.0" encoding="UTF-8"?>
             <!-- a comment -->
             <s3:Error xmlns:s3="http://s3.amazonaws.com/doc/2006-03-01/"><Code>NoSuchKey</Code>
@@ -22,13 +24,15 @@ import Testing
     }
 
     @Test func readsAListingInOrder() throws {
-        let root = try parse("<ListBucketResult><Contents><Key>a</Key><Size>1</Size></Contents><Contents><Key>b</Key><Size>22</Size></Contents><IsTruncated>false</IsTruncated></ListBucketResult>")
+        let root = try parse(
+            "<ListBucketResult><Contents><Key>a</Key><Size>1</Size></Contents><Contents><Key>b</Key><Size>22</Size></Contents><IsTruncated>false</IsTruncated></ListBucketResult>"
+        )
         #expect(root.children(named: "Contents").map { $0.value("Key") } == ["a", "b"])
         #expect(root.value("IsTruncated") == "false")
     }
 
     @Test(arguments: [
-        "<!DOCTYPE x [<!ENTITY a \"aaaa\">]><Error>&a;</Error>",   // entity expansion is never done
+        "<!DOCTYPE x [<!ENTITY a \"aaaa\">]><Error>&a;</Error>",  // entity expansion is never done
         "<Error>&unknown;</Error>",
         "<Error><Code>x</Error>",
         "<Error><Code>x</Code>",
@@ -64,7 +68,7 @@ import Testing
         let c = try S3Configuration(endpoint: "http://127.0.0.1:7480/")
         #expect(c.endpoint == "http://127.0.0.1:7480")
         #expect(c.region == "us-east-1")
-        #expect(c.usesPathStyle(for: "packs"))   // an IP address cannot carry a bucket label
+        #expect(c.usesPathStyle(for: "packs"))  // an IP address cannot carry a bucket label
         let aws = try S3Configuration(endpoint: "https://s3.eu-west-1.amazonaws.com:443", region: "eu-west-1")
         #expect(aws.hostHeader == "s3.eu-west-1.amazonaws.com")
         #expect(!aws.usesPathStyle(for: "packs"))
@@ -73,10 +77,15 @@ import Testing
         #expect(client.address(bucket: "packs", key: "a b/c").url == "https://packs.s3.eu-west-1.amazonaws.com/a%20b/c")
         var path = aws
         path.pathStyle = true
-        #expect(S3Client(configuration: path, credentials: client.credentials).address(bucket: "packs", key: "k").url == "https://s3.eu-west-1.amazonaws.com/packs/k")
+        #expect(
+            S3Client(configuration: path, credentials: client.credentials).address(bucket: "packs", key: "k").url
+                == "https://s3.eu-west-1.amazonaws.com/packs/k")
     }
 
-    @Test(arguments: ["127.0.0.1:7480", "ftp://host", "http://", "http://host:0", "http://host:70000", "http://host/path", "http://user@host", "http://host:x"])
+    @Test(arguments: [
+        "127.0.0.1:7480", "ftp://host", "http://", "http://host:0", "http://host:70000", "http://host/path",
+        "http://user@host", "http://host:x",
+    ])
     func refusesBadEndpoints(_ endpoint: String) {
         let e = #expect(throws: BacklotError.self) { try S3Configuration(endpoint: endpoint) }
         #expect(e?.code == .usage)
@@ -84,7 +93,9 @@ import Testing
     }
 
     @Test func credentialsComeFromTheEnvironment() throws {
-        let c = try S3Credentials.fromEnvironment(["AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "t"])
+        let c = try S3Credentials.fromEnvironment([
+            "AWS_ACCESS_KEY_ID": "id", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "t",
+        ])
         #expect(c.sessionToken == "t")
         #expect(!c.description.contains("secret"))
         let e = #expect(throws: BacklotError.self) { try S3Credentials.fromEnvironment(["AWS_ACCESS_KEY_ID": "id"]) }
@@ -92,12 +103,16 @@ import Testing
     }
 
     @Test func describesAClockSkew() throws {
-        let client = S3Client(configuration: try S3Configuration(endpoint: "http://127.0.0.1:1"), credentials: S3Credentials(accessKeyID: "a", secretAccessKey: "b"))
+        let client = S3Client(
+            configuration: try S3Configuration(endpoint: "http://127.0.0.1:1"),
+            credentials: S3Credentials(accessKeyID: "a", secretAccessKey: "b"))
         let server = try #require(S3Client.parseHTTPDate("Tue, 01 Dec 2026 14:13:41 GMT"))
         #expect(S3Client.parseHTTPDate("Tue, 1 Dec 2026 14:13:41 GMT") == nil)
-        let ahead = client.skewDescription(signedAt: Date(timeIntervalSince1970: server + 1203), serverDate: "Tue, 01 Dec 2026 14:13:41 GMT")
+        let ahead = client.skewDescription(
+            signedAt: Date(timeIntervalSince1970: server + 1203), serverDate: "Tue, 01 Dec 2026 14:13:41 GMT")
         #expect(ahead.contains("about 20 minutes ahead of the server's"))
-        let behind = client.skewDescription(signedAt: Date(timeIntervalSince1970: server - 3 * 3600), serverDate: "Tue, 01 Dec 2026 14:13:41 GMT")
+        let behind = client.skewDescription(
+            signedAt: Date(timeIntervalSince1970: server - 3 * 3600), serverDate: "Tue, 01 Dec 2026 14:13:41 GMT")
         #expect(behind.contains("about 3 hours behind"))
     }
 

@@ -8,7 +8,8 @@ import Testing
     func run(_ arguments: [String], path: String? = nil) throws -> (status: Int32?, output: String) {
         var environment = ProcessInfo.processInfo.environment
         if let path { environment["PATH"] = path }
-        let child = try ChildProcess.start(executable: ObjectStore.script, arguments: arguments, environment: environment, captureOutput: true)
+        let child = try ChildProcess.start(
+            executable: ObjectStore.script, arguments: arguments, environment: environment, captureOutput: true)
         try child.release()
         let outcome = child.wait(until: .now + .seconds(60), keepingLast: 1 << 16)
         return (outcome.exitStatus, String(decoding: outcome.output, as: UTF8.self))
@@ -32,7 +33,8 @@ import Testing
         let bin = dir.at("bin")
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
         for tool in ["bash", "dirname"] {
-            try FileManager.default.createSymbolicLink(atPath: bin + "/" + tool, withDestinationPath: "/usr/bin/" + tool)
+            try FileManager.default.createSymbolicLink(
+                atPath: bin + "/" + tool, withDestinationPath: "/usr/bin/" + tool)
         }
         let r = try run(["start", "radosgw", dir.at("cluster")], path: bin)
         #expect(r.status == 3)

@@ -5,7 +5,9 @@ import BacklotRepository
 import BacklotTestSupport
 import Foundation
 import Testing
+
 @testable import BacklotServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,7 +46,8 @@ import Glibc
     @Test func ifRangeWithAStaleValidatorGetsTheWholeFile() throws {
         let f = try Fixture()
         let full = try f.get(f.packPath)
-        let etag = try #require(full.headers["etag"]), lastModified = try #require(full.headers["last-modified"])
+        let etag = try #require(full.headers["etag"])
+        let lastModified = try #require(full.headers["last-modified"])
         let range = ["Range": "bytes=10-19"]
         // The current strong ETag or the exact Last-Modified: the part.
         for validator in [etag, lastModified] {
@@ -67,13 +70,16 @@ import Glibc
     @Test func notModifiedCarriesNoZeroLengthAndDatesAreHonoured() throws {
         let f = try Fixture()
         let full = try f.get(f.packPath)
-        let etag = try #require(full.headers["etag"]), lastModified = try #require(full.headers["last-modified"])
+        let etag = try #require(full.headers["etag"])
+        let lastModified = try #require(full.headers["last-modified"])
         #expect(HTTPDate.parse(lastModified) != nil && lastModified.hasSuffix(" GMT"))
         for method in ["GET", "HEAD"] {
             let cached = try f.get(f.packPath, ["If-None-Match": etag], method: method)
-            #expect(cached.status == 304 && (method == "HEAD" || cached.body.isEmpty))   // curl -I writes the head as its output
-            #expect(cached.headers["content-length"] == nil || cached.headers["content-length"] == String(f.pack.count),
-                    "a 304 says Content-Length: \(cached.headers["content-length"] ?? "")")
+            // curl -I writes the head as its output
+            #expect(cached.status == 304 && (method == "HEAD" || cached.body.isEmpty))
+            #expect(
+                cached.headers["content-length"] == nil || cached.headers["content-length"] == String(f.pack.count),
+                "a 304 says Content-Length: \(cached.headers["content-length"] ?? "")")
             #expect(cached.headers["etag"] == etag && cached.headers["last-modified"] == lastModified)
         }
         // If-Modified-Since: 304 at or after the modification, 200 before it; ignored with If-None-Match.
@@ -85,8 +91,10 @@ import Glibc
         #expect(try f.get(f.packPath, ["If-Modified-Since": lastModified, "If-None-Match": "\"other\""]).status == 200)
         #expect(try f.get(f.packPath, ["If-Modified-Since": "yesterday"]).status == 200)
         // Every static answer has Last-Modified: 200, 206, 304, 416, 412.
-        for r in [full, try f.get(f.packPath, ["Range": "bytes=0-0"]), try f.get(f.packPath, ["If-None-Match": etag]),
-                  try f.get(f.packPath, ["Range": "bytes=999999-"]), try f.get(f.packPath, ["If-Match": "\"x\""])] {
+        for r in [
+            full, try f.get(f.packPath, ["Range": "bytes=0-0"]), try f.get(f.packPath, ["If-None-Match": etag]),
+            try f.get(f.packPath, ["Range": "bytes=999999-"]), try f.get(f.packPath, ["If-Match": "\"x\""]),
+        ] {
             #expect(r.headers["last-modified"] == lastModified, "\(r.status) has no Last-Modified")
         }
     }
@@ -99,7 +107,7 @@ import Glibc
         #expect(try f.get(f.packPath, ["If-Match": "*"]).status == 200)
         let refused = try f.get(f.packPath, ["If-Match": "\"a\""])
         #expect(refused.status == 412 && refused.text.contains("preconditionFailed"))
-        #expect(try f.get(f.packPath, ["If-Match": "W/\(etag)"]).status == 412)   // If-Match compares strongly
+        #expect(try f.get(f.packPath, ["If-Match": "W/\(etag)"]).status == 412)  // If-Match compares strongly
         #expect(try f.get(f.packPath, ["If-Match": "\"a\"", "Range": "bytes=0-1"]).status == 412)
         #expect(try f.get(f.packPath, ["If-Unmodified-Since": HTTPDate.format(0)]).status == 412)
     }
@@ -112,7 +120,8 @@ import Glibc
         try FileSystem.makeDirectory(tree + "/v1/apps/a", mode: 0o755)
         try FileSystem.makeDirectory(tree + "/v1/apps/a/production", mode: 0o755)
         try RepositoryDirectory.writePublic("{}", to: tree + "/v1/apps/a/production/catalog.json")
-        try FileManager.default.createDirectory(atPath: tree + "/v1/apple/a/production/ios/packs", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: tree + "/v1/apple/a/production/ios/packs", withIntermediateDirectories: true)
         try RepositoryDirectory.writePublic("{}", to: tree + "/v1/apple/a/production/ios/manifest.json")
         try RepositoryDirectory.writePublic("AA01", to: tree + "/v1/apple/a/production/ios/packs/Tutorial")
         try RepositoryDirectory.writePublic("AA01", to: tree + "/v1/apple/a/production/ios/packs/Voice.json")
@@ -128,9 +137,11 @@ import Glibc
         ]
         for (path, cache, type) in rows {
             let r = try f.get(path)
-            #expect(r.status == 200 && r.headers["cache-control"] == cache && r.headers["content-type"] == type,
-                    "\(path): \(r.status) \(r.headers["cache-control"] ?? "-") \(r.headers["content-type"] ?? "-")")
-            #expect(r.headers["etag"] != nil && r.headers["last-modified"] != nil && r.headers["accept-ranges"] == "bytes")
+            #expect(
+                r.status == 200 && r.headers["cache-control"] == cache && r.headers["content-type"] == type,
+                "\(path): \(r.status) \(r.headers["cache-control"] ?? "-") \(r.headers["content-type"] ?? "-")")
+            #expect(
+                r.headers["etag"] != nil && r.headers["last-modified"] != nil && r.headers["accept-ranges"] == "bytes")
         }
         #expect(try f.get(f.packPath).headers["etag"] == "\"\(SHA256.hash(f.pack).hex)\"")
     }
@@ -165,7 +176,10 @@ import Glibc
         #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == 784_111_777)
         #expect(HTTPDate.format(0) == "Thu, 01 Jan 1970 00:00:00 GMT")
         #expect(HTTPDate.parse(HTTPDate.format(1_764_428_400)) == 1_764_428_400)
-        for bad in ["", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 99 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT", "99999999999999999999"] {
+        for bad in [
+            "", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 99 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT",
+            "99999999999999999999",
+        ] {
             #expect(HTTPDate.parse(bad) == nil, "\(bad)")
         }
     }

@@ -1,10 +1,12 @@
 import BacklotBasics
-@testable import BacklotHTTPServer
 import BacklotRepository
 import BacklotTestSupport
 import Foundation
 import Testing
+
+@testable import BacklotHTTPServer
 @testable import BacklotServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,7 +22,8 @@ import Glibc
     static func threadCount() -> Int {
         var fewest = Int.max
         for _ in 0..<10 {
-            fewest = min(fewest, (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? Int.max)
+            fewest = min(
+                fewest, (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? Int.max)
             usleep(20_000)
         }
         return fewest
@@ -31,7 +34,8 @@ import Glibc
     static func threads(named name: String) -> Int {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.filter { task in
-            ((try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines) == name
+            ((try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? "").trimmingCharacters(
+                in: .whitespacesAndNewlines) == name
         }.count
     }
 
@@ -44,9 +48,14 @@ import Glibc
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
-        if connected != 0 { close(fd); return -1 }
+        if connected != 0 {
+            close(fd)
+            return -1
+        }
         return fd
     }
 
@@ -76,7 +85,8 @@ import Glibc
             let text = String(decoding: data, as: UTF8.self)
             if let end = text.range(of: "\r\n\r\n") {
                 let head = text[..<end.lowerBound].lowercased()
-                let length = head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+                let length =
+                    head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
                     .flatMap { Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) } ?? 0
                 if text.utf8.count - text.utf8.distance(from: text.startIndex, to: end.upperBound) >= length { break }
             }
@@ -128,7 +138,9 @@ import Glibc
             var text = ""
             let handle = output.fileHandleForReading
             // Until the whole "open N" line arrived.
-            while !text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().contains(where: { $0.hasPrefix("open ") }) {
+            while !text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().contains(where: {
+                $0.hasPrefix("open ")
+            }) {
                 let chunk = handle.availableData
                 if chunk.isEmpty { break }
                 text += String(decoding: chunk, as: UTF8.self)
@@ -155,13 +167,15 @@ import Glibc
         let dir = try TemporaryDirectory("idle-10k")
         defer { dir.remove() }
         let before = Self.threadCount()
-        let configuration = HTTPServer.Configuration(port: 0, connectionTimeout: 600, threads: 4, connectionsPerAddress: 0)
+        let configuration = HTTPServer.Configuration(
+            port: 0, connectionTimeout: 600, threads: 4, connectionsPerAddress: 0)
         let server = try HostingServer(repository: try repository(dir), configuration: configuration)
         defer { server.stop(grace: 0) }
         let descriptors = try DescriptorLimit.current()
         print("descriptor limit \(descriptors.soft) (hard \(descriptors.hard)); threads before the server \(before)")
-        try #require(descriptors.soft >= 10_000 + UInt64(HTTPServer.reservedDescriptors),
-                     "this machine allows \(descriptors.soft) descriptors: 10,000 connections need more (ulimit -Hn)")
+        try #require(
+            descriptors.soft >= 10_000 + UInt64(HTTPServer.reservedDescriptors),
+            "this machine allows \(descriptors.soft) descriptors: 10,000 connections need more (ulimit -Hn)")
 
         let clients = try IdleClients(port: server.port, count: 10_000)
         defer { clients.release() }
@@ -171,7 +185,9 @@ import Glibc
         #expect(Self.eventually { open() >= 10_000 }, "the server holds \(open()) connections")
 
         let served = try Curl.run("http://127.0.0.1:\(server.port)/v1/keys/root.json")
-        #expect(served.status == 200 && served.text.contains("application/vnd.backlot.root+json"), "\(served.status) curl exit \(served.exitCode)")
+        #expect(
+            served.status == 200 && served.text.contains("application/vnd.backlot.root+json"),
+            "\(served.status) curl exit \(served.exitCode)")
         let threads = Self.threadCount()
         // Still all open once the client was served, and no thread per connection.
         #expect(clients.isRunning && open() >= 10_000, "\(open()) connections open after the GET")
@@ -184,7 +200,8 @@ import Glibc
     @Test func thePerAddressLimitRefusesConnectionsPastIt() throws {
         let dir = try TemporaryDirectory("per-address")
         defer { dir.remove() }
-        let server = try HostingServer(repository: try repository(dir), configuration: .init(port: 0, threads: 2, connectionsPerAddress: 4))
+        let server = try HostingServer(
+            repository: try repository(dir), configuration: .init(port: 0, threads: 2, connectionsPerAddress: 4))
         defer { server.stop(grace: 0) }
         var held = (0..<4).map { _ in Self.connectLoopback(server.port) }
         defer { for fd in held where fd >= 0 { close(fd) } }
@@ -216,13 +233,17 @@ import Glibc
         let token = try repository.createToken(role: .uploader)
         try repository.createApp("a")
         try repository.createPack(app: "a", id: "Levels")
-        let size = 100_000, uploads = 3 * configuration.threads
-        let versions = try (0..<uploads).map { _ in try repository.createVersion(app: "a", pack: "Levels", size: UInt64(size)).number }
+        let size = 100_000
+        let uploads = 3 * configuration.threads
+        let versions = try (0..<uploads).map { _ in
+            try repository.createVersion(app: "a", pack: "Levels", size: UInt64(size)).number
+        }
 
         // Each upload sends its head and a first part of its body, then stalls.
         let sockets = versions.map { number -> Int32 in
             let fd = Self.connectLoopback(server.port)
-            let head = "PUT /api/apps/a/packs/Levels/versions/\(number)/archive HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n"
+            let head =
+                "PUT /api/apps/a/packs/Levels/versions/\(number)/archive HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n"
                 + "Content-Type: application/octet-stream\r\nContent-Length: \(size)\r\n\r\n"
             _ = Self.sendAll(fd, Array(head.utf8) + [UInt8](repeating: 7, count: 1000))
             return fd
@@ -258,17 +279,22 @@ import Glibc
         let number = try repository.createVersion(app: "a", pack: "Levels", size: 3000).number
         let fd = Self.connectLoopback(server.port)
         defer { close(fd) }
-        let head = "PUT /api/apps/a/packs/Levels/versions/\(number)/archive HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: 3000\r\n\r\n"
+        let head =
+            "PUT /api/apps/a/packs/Levels/versions/\(number)/archive HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: 3000\r\n\r\n"
         _ = Self.sendAll(fd, Array(head.utf8))
-        for _ in 0..<3 {   // in three parts, a moment apart
+        for _ in 0..<3 {  // in three parts, a moment apart
             _ = Self.sendAll(fd, [UInt8](repeating: 1, count: 1000))
             usleep(50_000)
         }
         #expect(Self.readResponse(fd).hasPrefix("HTTP/1.1 202"))
         // The same connection then takes a request routed on a worker (a DELETE) and a GET.
-        _ = Self.sendAll(fd, Array("DELETE /api/apps/a/packs/Levels/versions/\(number) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n".utf8))
+        _ = Self.sendAll(
+            fd,
+            Array(
+                "DELETE /api/apps/a/packs/Levels/versions/\(number) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n"
+                    .utf8))
         let deleted = Self.readResponse(fd)
-        #expect(deleted.hasPrefix("HTTP/1.1 403"), "\(deleted.prefix(200))")   // an uploader may not delete
+        #expect(deleted.hasPrefix("HTTP/1.1 403"), "\(deleted.prefix(200))")  // an uploader may not delete
         _ = Self.sendAll(fd, Array("GET /v1/keys/root.json HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
         #expect(Self.readResponse(fd).hasPrefix("HTTP/1.1 200"))
         repository.waitForProcessing()
@@ -278,7 +304,8 @@ import Glibc
         let dir = try TemporaryDirectory("thread-per-connection")
         defer { dir.remove() }
         let repository = try repository(dir)
-        let server = try HostingServer(repository: repository, configuration: .init(port: 0, threads: 0, connectionsPerAddress: 0))
+        let server = try HostingServer(
+            repository: repository, configuration: .init(port: 0, threads: 0, connectionsPerAddress: 0))
         defer { server.stop(grace: 0) }
         let token = try repository.createToken(role: .uploader)
         try repository.createApp("a")
@@ -291,7 +318,8 @@ import Glibc
         #expect(Self.threads(named: "MHD-connection") >= 20)
         let fd = Self.connectLoopback(server.port)
         defer { close(fd) }
-        let head = "PUT /api/apps/a/packs/Levels/versions/\(number)/archive HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: 2000\r\n\r\n"
+        let head =
+            "PUT /api/apps/a/packs/Levels/versions/\(number)/archive HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: 2000\r\n\r\n"
         _ = Self.sendAll(fd, Array(head.utf8) + [UInt8](repeating: 3, count: 2000))
         #expect(Self.readResponse(fd).hasPrefix("HTTP/1.1 202"))
         let served = try Curl.run("http://127.0.0.1:\(server.port)/v1/keys/root.json")

@@ -4,19 +4,23 @@ import BacklotRepository
 import BacklotTestSupport
 import Foundation
 import Testing
+
 @testable import BacklotServer
 
 /// The metadata database going away under a running server: the API answers 503 with
 /// `Retry-After` (never 401 or 500), the published tree is still served, and the server recovers
 /// by itself when the database is back.
 @Suite(.serialized) struct DatabaseOutageTests {
-    @Test(.enabled(if: PostgresCluster.isInstalled)) func theAPIAnswers503WhileTheDatabaseIsDownAndRecoversByItself() throws {
-        let cluster = try PostgresCluster()   // its own: stopping the shared one would disturb other tests
+    @Test(.enabled(if: PostgresCluster.isInstalled)) func theAPIAnswers503WhileTheDatabaseIsDownAndRecoversByItself()
+        throws
+    {
+        let cluster = try PostgresCluster()  // its own: stopping the shared one would disturb other tests
         defer { cluster.stop() }
         let dir = try TemporaryDirectory("outage")
         defer { dir.remove() }
-        let repository = try Repository(directory: RepositoryDirectory(path: dir.at("data")),
-                                        database: PostgresDatabase(url: cluster.createDatabase("outage")))
+        let repository = try Repository(
+            directory: RepositoryDirectory(path: dir.at("data")),
+            database: PostgresDatabase(url: cluster.createDatabase("outage")))
         let admin = try repository.createInitialAdminToken()
         let server = try HostingServer(repository: repository, configuration: .init(port: 0))
         defer { server.stop(grace: 0) }

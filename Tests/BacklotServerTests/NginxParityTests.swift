@@ -3,7 +3,9 @@ import BacklotRepository
 import BacklotTestSupport
 import Foundation
 import Testing
+
 @testable import BacklotServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,11 +16,13 @@ import Glibc
     @Test func nginxWithABareRootServesTheSameBytes() throws {
         let dir = try TemporaryDirectory("nginx")
         defer { dir.remove() }
-        chmod(dir.path, 0o755)   // nginx's workers run as an unprivileged user and must reach the tree
+        chmod(dir.path, 0o755)  // nginx's workers run as an unprivileged user and must reach the tree
         let repo = try RepositoryDirectory(path: dir.at("data"))
         var g = SeededGenerator(seed: 5)
         try FileSystem.makeDirectory(repo.publicTreePath + "/v1/packs")
-        try RepositoryDirectory.writePublic(bytes: g.bytes(50_000), to: repo.publicTreePath + "/v1/packs/" + String(repeating: "a", count: 64) + ".pack")
+        try RepositoryDirectory.writePublic(
+            bytes: g.bytes(50_000), to: repo.publicTreePath + "/v1/packs/" + String(repeating: "a", count: 64) + ".pack"
+        )
 
         let nginx = try Nginx(root: repo.publicTreePath, workDirectory: dir.path)
         defer { nginx.stop() }
@@ -29,7 +33,10 @@ import Glibc
         let ready = nginx.waitUntilServing("v1/keys/root.json")
         #expect(ready, "nginx did not start: \((try? String(contentsOfFile: nginx.errorLog, encoding: .utf8)) ?? "")")
         let pack = "v1/packs/" + String(repeating: "a", count: 64) + ".pack"
-        for (path, range) in [("v1/keys/root.json", nil), ("v1/keys/root-1.json", nil), (pack, "bytes=1000-2999"), (pack, "bytes=-100"), (pack, nil)] {
+        for (path, range) in [
+            ("v1/keys/root.json", nil), ("v1/keys/root-1.json", nil), (pack, "bytes=1000-2999"), (pack, "bytes=-100"),
+            (pack, nil),
+        ] {
             let headers = range.map { ["Range": $0] } ?? [:]
             let a = try Curl.run(nginxBase + path, headers: headers)
             let b = try Curl.run(ours.baseURL + path, headers: headers)

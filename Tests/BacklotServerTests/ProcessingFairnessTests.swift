@@ -1,12 +1,12 @@
 import BacklotBasics
 import BacklotJSON
-
 import BacklotTestSupport
 import Foundation
 import Synchronization
 import Testing
-@testable import BacklotServer
+
 @testable import BacklotRepository
+@testable import BacklotServer
 
 /// Processing under load from one app: a tiny upload that declares gigabytes is bounded by the
 /// install-size limit, verifies its one chunk once, never holds another app's upload back, and
@@ -29,9 +29,11 @@ import Testing
 
         init(maximumInstallSize: UInt64 = Repository.defaultMaximumInstallSize) throws {
             dir = try TemporaryDirectory("processing")
-            repository = try Repository(directory: RepositoryDirectory(path: dir.at("data")), maximumInstallSize: maximumInstallSize)
+            repository = try Repository(
+                directory: RepositoryDirectory(path: dir.at("data")), maximumInstallSize: maximumInstallSize)
             server = try HostingServer(repository: repository, configuration: .init(port: 0))
-            admin = try String(contentsOfFile: repository.adminTokenPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            admin = try String(contentsOfFile: repository.adminTokenPath, encoding: .utf8).trimmingCharacters(
+                in: .whitespacesAndNewlines)
             repository.onEvent { [events] line in events.append(line) }
             let metrics = server.metrics
             repository.onProcessed { [outcomes] outcome in
@@ -48,7 +50,10 @@ import Testing
         func call(_ method: String, _ path: String, json: String? = nil, file: String? = nil) throws -> Curl.Result {
             var extra: [String] = []
             var headers = ["Authorization": "Bearer \(admin)"]
-            if let json { extra += ["--data-binary", json]; headers["Content-Type"] = "application/json" }
+            if let json {
+                extra += ["--data-binary", json]
+                headers["Content-Type"] = "application/json"
+            }
             if let file { extra += ["--upload-file", file] }
             return try Curl.run(server.baseURL + path.dropFirst(), method: method, headers: headers, extra: extra)
         }
@@ -59,7 +64,8 @@ import Testing
             _ = try call("POST", "/api/apps", json: "{\"id\":\"\(app)\"}")
             _ = try call("POST", "/api/apps/\(app)/packs", json: "{\"id\":\"\(pack)\"}")
             let created = try call("POST", "/api/apps/\(app)/packs/\(pack)/versions", json: "{\"size\":\(bytes.count)}")
-            let number = try #require(try JSONReader(source: "v").read(created.body).root["version"]?.integer(as: Int.self))
+            let number = try #require(
+                try JSONReader(source: "v").read(created.body).root["version"]?.integer(as: Int.self))
             let path = dir.at("\(app)-\(pack)-\(number).pack")
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             let put = try call("PUT", "/api/apps/\(app)/packs/\(pack)/versions/\(number)/archive", file: path)
@@ -68,7 +74,8 @@ import Testing
         }
 
         func version(_ app: String, _ pack: String, _ number: Int) throws -> JSONNode {
-            try JSONReader(source: "v").read(try call("GET", "/api/apps/\(app)/packs/\(pack)/versions/\(number)").body).root
+            try JSONReader(source: "v").read(try call("GET", "/api/apps/\(app)/packs/\(pack)/versions/\(number)").body)
+                .root
         }
 
         func state(_ app: String, _ pack: String, _ number: Int) throws -> String {
@@ -91,7 +98,10 @@ import Testing
         defer { src.remove() }
         var g = SeededGenerator(seed: seed)
         try src.write("src/a.txt", g.text(30_000))
-        return Array(try Data(contentsOf: URL(fileURLWithPath: try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: id)))))
+        return Array(
+            try Data(
+                contentsOf: URL(
+                    fileURLWithPath: try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: id)))))
     }
 
     @Test func aPackOverTheInstallSizeLimitFailsSayingTheLimitAndHowToRaiseIt() throws {
@@ -102,7 +112,9 @@ import Testing
         try f.upload(app: "a", pack: "Bomb", bomb)
         #expect(try f.waitForState("a", "Bomb", 1) == "FAILED")
         let reason = try f.version("a", "Bomb", 1)["reason"]?.stringValue ?? ""
-        #expect(reason.contains("17179869184 bytes") && reason.contains("limit of 1073741824 bytes") && reason.contains("backlot serve --max-install-size"), "\(reason)")
+        #expect(
+            reason.contains("17179869184 bytes") && reason.contains("limit of 1073741824 bytes")
+                && reason.contains("backlot serve --max-install-size"), "\(reason)")
         #expect(!reason.contains(f.dir.path) && !reason.contains("/"), "a path in \(reason)")
     }
 
@@ -112,14 +124,21 @@ import Testing
         let pack = try CraftedPack.repeatedChunk(id: "Repeat", references: 64, correctDigest: true)
         try f.upload(app: "a", pack: "Repeat", pack)
         #expect(try f.waitForState("a", "Repeat", 1) == "COMPLETE")
-        #expect(f.events.withLock { $0.contains { $0.contains("a/Repeat version 1: 1 distinct chunks, 1 decompressions, 268435456 file bytes hashed") } },
-                "\(f.events.withLock { $0 })")
+        #expect(
+            f.events.withLock {
+                $0.contains {
+                    $0.contains("a/Repeat version 1: 1 distinct chunks, 1 decompressions, 268435456 file bytes hashed")
+                }
+            },
+            "\(f.events.withLock { $0 })")
         // A wrong file digest is still found (every file's SHA-256 is checked).
         let wrong = try CraftedPack.repeatedChunk(id: "Repeat", references: 64, correctDigest: false)
         try f.upload(app: "a", pack: "Repeat", wrong)
         #expect(try f.waitForState("a", "Repeat", 2) == "FAILED")
         let reason = try f.version("a", "Repeat", 2)["reason"]?.stringValue ?? ""
-        #expect(reason.contains("file \"big.bin\"") && reason.contains("SHA-256") && !reason.contains(f.dir.path), "\(reason)")
+        #expect(
+            reason.contains("file \"big.bin\"") && reason.contains("SHA-256") && !reason.contains(f.dir.path),
+            "\(reason)")
     }
 
     @Test func oneAppsHeavyUploadsHoldNoOtherAppBackAndDeletionCancelsThem() throws {
@@ -137,9 +156,14 @@ import Testing
         #expect(try f.call("DELETE", "/api/apps/heavy/packs/Bomb/versions/1").status == 200)
         f.repository.waitForProcessing()
         let outcomes = f.outcomes.withLock { $0 }
-        #expect(outcomes.filter { $0 == "complete" }.count == 1 && outcomes.filter { $0 == "cancelled" }.count == 1, "\(outcomes)")
+        #expect(
+            outcomes.filter { $0 == "complete" }.count == 1 && outcomes.filter { $0 == "cancelled" }.count == 1,
+            "\(outcomes)")
         #expect(try f.call("GET", "/api/apps/heavy/packs/Bomb/versions/1").status == 404)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: try #require(f.repository.archives as? LocalArchiveStore).uploadsPath).isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(
+                atPath: try #require(f.repository.archives as? LocalArchiveStore).uploadsPath
+            ).isEmpty)
         let metrics = try Curl.run(f.server.baseURL + "metrics").text
         #expect(metrics.contains("outcome=\"cancelled\"} 1"), "\(metrics)")
     }
@@ -147,20 +171,24 @@ import Testing
     @Test func failedReasonsNameNoServerPath() throws {
         let f = try Fixture()
         var bytes = try smallPack("Levels", seed: 5)
-        bytes[bytes.count - 10] ^= 0xFF   // inside the index: its SHA-256 no longer matches the header
+        bytes[bytes.count - 10] ^= 0xFF  // inside the index: its SHA-256 no longer matches the header
         try f.upload(app: "a", pack: "Levels", bytes)
         var chunk = try smallPack("Levels", seed: 6)
-        chunk[70] ^= 0xFF                  // inside the first chunk
+        chunk[70] ^= 0xFF  // inside the first chunk
         try f.upload(app: "a", pack: "Levels", chunk)
         try f.upload(app: "a", pack: "Levels", try smallPack("Other", seed: 7))
         for number in 1...3 {
             #expect(try f.waitForState("a", "Levels", number) == "FAILED")
             let reason = try f.version("a", "Levels", number)["reason"]?.stringValue ?? ""
-            #expect(!reason.isEmpty && !reason.contains(f.dir.path) && !reason.contains("/tmp") && !reason.contains("uploads"), "\(number): \(reason)")
+            #expect(
+                !reason.isEmpty && !reason.contains(f.dir.path) && !reason.contains("/tmp")
+                    && !reason.contains("uploads"), "\(number): \(reason)")
             #expect(reason.contains("the archive"), "\(number): \(reason)")
         }
         // The server's log has the full story.
         #expect(f.events.withLock { $0.filter { $0.contains("failed") }.count } == 3)
-        #expect(Repository.withoutPaths("chunk 3 of /srv/data/uploads/7.part: bad (see /x/y)") == "chunk 3 of [path]: bad (see [path])")
+        #expect(
+            Repository.withoutPaths("chunk 3 of /srv/data/uploads/7.part: bad (see /x/y)")
+                == "chunk 3 of [path]: bad (see [path])")
     }
 }

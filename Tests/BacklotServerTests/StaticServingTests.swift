@@ -2,12 +2,14 @@ import BacklotBasics
 import BacklotCatalog
 import BacklotCrypto
 import BacklotJSON
-import Synchronization
 import BacklotRepository
 import BacklotTestSupport
 import Foundation
+import Synchronization
 import Testing
+
 @testable import BacklotServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,7 +42,8 @@ import Glibc
         #expect(full.headers["accept-ranges"] == "bytes")
 
         let head = try Curl.run(url, method: "HEAD")
-        #expect(head.status == 200 && head.headers["content-length"] == "100000")   // curl -I writes the head, never a body
+        // curl -I writes the head, never a body
+        #expect(head.status == 200 && head.headers["content-length"] == "100000")
 
         let middle = try Curl.run(url, headers: ["Range": "bytes=100-1123"])
         #expect(middle.status == 206 && middle.body == Array(pack[100...1123]))
@@ -65,7 +68,8 @@ import Glibc
         let keys = try Curl.run(server.baseURL + "v1/keys/root.json")
         #expect(keys.status == 200 && keys.headers["cache-control"] == "public, max-age=300")
         #expect(keys.headers["content-type"] == "application/json")
-        let again = try Curl.run(server.baseURL + "v1/keys/root.json", headers: ["If-None-Match": keys.headers["etag"]!])
+        let again = try Curl.run(
+            server.baseURL + "v1/keys/root.json", headers: ["If-None-Match": keys.headers["etag"]!])
         #expect(again.status == 304)
     }
 
@@ -76,7 +80,10 @@ import Glibc
         #expect(symlink(dir.at("secret.txt"), repo.publicTreePath + "/v1/link.txt") == 0)
         let server = try HostingServer(repository: try Repository(directory: repo), configuration: .init(port: 0))
         defer { server.stop() }
-        for path in ["../secret.txt", "v1/../../secret.txt", "v1/%2e%2e/%2e%2e/secret.txt", "v1//keys/root.json", "v1/./keys/root.json"] {
+        for path in [
+            "../secret.txt", "v1/../../secret.txt", "v1/%2e%2e/%2e%2e/secret.txt", "v1//keys/root.json",
+            "v1/./keys/root.json",
+        ] {
             let r = try Curl.run(server.baseURL + path, pathAsIs: true)
             #expect(r.status == 400 || r.status == 404, "\(path) → \(r.status)")
             #expect(!r.text.contains("secret"), "\(path)")
@@ -92,15 +99,20 @@ import Glibc
         let (dir, repo, _, name) = try repository()
         defer { dir.remove() }
         let lines = Mutex<[String]>([])
-        let server = try HostingServer(repository: try Repository(directory: repo), configuration: .init(port: 0)) { line in
+        let server = try HostingServer(repository: try Repository(directory: repo), configuration: .init(port: 0)) {
+            line in
             lines.withLock { $0.append(line) }
         }
         _ = try Curl.run(server.baseURL + "v1/packs/" + name, headers: ["Range": "bytes=0-9"])
         server.stop()
         let line = try #require(lines.withLock { $0.first })
         let json = try JSONReader(source: "log", allowsComments: false, allowsTrailingCommas: false).read(line).root
-        #expect(json["method"]?.stringValue == "GET" && json["status"]?.serialized() == "206" && json["bytes"]?.serialized() == "10")
-        #expect(json["path"]?.stringValue == "/v1/packs/" + name && json["remote"]?.stringValue == "127.0.0.1" && json["range"]?.stringValue == "bytes=0-9")
+        #expect(
+            json["method"]?.stringValue == "GET" && json["status"]?.serialized() == "206"
+                && json["bytes"]?.serialized() == "10")
+        #expect(
+            json["path"]?.stringValue == "/v1/packs/" + name && json["remote"]?.stringValue == "127.0.0.1"
+                && json["range"]?.stringValue == "bytes=0-9")
         #expect(json["time"]?.stringValue != nil && json["ms"] != nil && json["route"]?.stringValue == "static")
     }
 
@@ -121,7 +133,8 @@ import Glibc
     @Test func aClientSendingOneByteASecondDoesNotBlockOthers() throws {
         let (dir, repo, pack, name) = try repository()
         defer { dir.remove() }
-        let server = try HostingServer(repository: try Repository(directory: repo), configuration: .init(port: 0, connectionTimeout: 30))
+        let server = try HostingServer(
+            repository: try Repository(directory: repo), configuration: .init(port: 0, connectionTimeout: 30))
         defer { server.stop(grace: 0) }
         // A raw connection that has sent only part of its request head.
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -130,7 +143,11 @@ import Glibc
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = server.port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         #expect(connected == 0)
         _ = "GET /v1/keys/ro".withCString { send(fd, $0, 15, Int32(MSG_NOSIGNAL)) }
         // Others are served meanwhile.
@@ -166,7 +183,10 @@ import Glibc
         let (_, text) = try openssl(["x509", "-in", server, "-noout", "-text"])
         #expect(text.contains("ASN1 OID: prime256v1"))
         #expect(text.contains("TLS Web Server Authentication"))
-        for name in ["DNS:localhost", "DNS:assets.test", "IP Address:127.0.0.1", "IP Address:0:0:0:0:0:0:0:1", "IP Address:192.0.2.7"] {
+        for name in [
+            "DNS:localhost", "DNS:assets.test", "IP Address:127.0.0.1", "IP Address:0:0:0:0:0:0:0:1",
+            "IP Address:192.0.2.7",
+        ] {
             #expect(text.contains(name), "\(name)")
         }
         // At most 825 days: valid in 824 days, expired in 826.
@@ -176,9 +196,12 @@ import Glibc
         #expect(stat(repo.tlsPath + "/ca-key.pem", &st) == 0 && st.st_mode & 0o777 == 0o600)
 
         let second = try LocalTLS.prepare(in: repo, hostnames: ["assets.test", "192.0.2.7"])
-        #expect(!second.created && second.caFingerprint == first.caFingerprint && second.certificatePEM == first.certificatePEM)
+        #expect(
+            !second.created && second.caFingerprint == first.caFingerprint
+                && second.certificatePEM == first.certificatePEM)
         let third = try LocalTLS.prepare(in: repo, hostnames: ["other.test"])
-        #expect(third.created && third.caFingerprint == first.caFingerprint && third.certificatePEM != first.certificatePEM)
+        #expect(
+            third.created && third.caFingerprint == first.caFingerprint && third.certificatePEM != first.certificatePEM)
     }
 
     @Test func curlTrustsTheServerWithTheLocalCAAndOnlyThen() throws {
@@ -186,7 +209,9 @@ import Glibc
         defer { dir.remove() }
         let repo = try RepositoryDirectory(path: dir.at("data"))
         let tls = try LocalTLS.prepare(in: repo, hostnames: [])
-        let server = try HostingServer(repository: try Repository(directory: repo), configuration: .init(port: 0, tls: (tls.certificatePEM, tls.privateKeyPEM)))
+        let server = try HostingServer(
+            repository: try Repository(directory: repo),
+            configuration: .init(port: 0, tls: (tls.certificatePEM, tls.privateKeyPEM)))
         defer { server.stop() }
         #expect(server.baseURL.hasPrefix("https://127.0.0.1:"))
         let trusted = try Curl.run(server.baseURL + "v1/keys/root.json", caFile: tls.caCertificatePath)
@@ -206,7 +231,8 @@ import Glibc
         let pinned = try PublicKeyFile.read(path: repo.publicKeyPath)
         #expect(pinned == (try repo.signingKey()).publicKey)
         let root = try Array(Data(contentsOf: URL(fileURLWithPath: repo.publicTreePath + "/v1/keys/root.json")))
-        let payload = try SignedEnvelope.open(root, expecting: KeyList.payloadType, trusting: [pinned], source: "root.json")
+        let payload = try SignedEnvelope.open(
+            root, expecting: KeyList.payloadType, trusting: [pinned], source: "root.json")
         #expect(try KeyList.decode(payload, source: "root.json").keys == [pinned])
         // Reopening keeps the key.
         #expect(try RepositoryDirectory(path: dir.at("data")).signingKey().publicKey == pinned)

@@ -5,7 +5,9 @@ import BacklotTestSupport
 import Foundation
 import Synchronization
 import Testing
+
 @testable import BacklotServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,7 +21,10 @@ import Glibc
         let repo = try RepositoryDirectory(path: dir.at("data"))
         let tls = try LocalTLS.prepare(in: repo, hostnames: [])
         let lines = Mutex<[String]>([])
-        let server = try HostingServer(repository: try Repository(directory: repo), configuration: .init(port: 0, tls: (tls.certificatePEM, tls.privateKeyPEM))) { line in
+        let server = try HostingServer(
+            repository: try Repository(directory: repo),
+            configuration: .init(port: 0, tls: (tls.certificatePEM, tls.privateKeyPEM))
+        ) { line in
             lines.withLock { $0.append(line) }
         }
         defer { server.stop() }
@@ -30,31 +35,44 @@ import Glibc
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = server.port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        #expect(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(silent, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0)
+        #expect(
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(silent, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            } == 0)
 
         for path in ["v1/keys/root.json", "api/apps"] {
             let plain = try Curl.run("http://127.0.0.1:\(server.port)/" + path)
-            #expect(plain.status == 400 && plain.text.contains("The plain HTTP request was sent to HTTPS port") && plain.text.contains("https://127.0.0.1:\(server.port)/"),
-                    "\(plain.status) \(plain.text) curl exit \(plain.exitCode) port \(server.port)")
+            #expect(
+                plain.status == 400 && plain.text.contains("The plain HTTP request was sent to HTTPS port")
+                    && plain.text.contains("https://127.0.0.1:\(server.port)/"),
+                "\(plain.status) \(plain.text) curl exit \(plain.exitCode) port \(server.port)")
             #expect(plain.headers["connection"] == "close" && plain.headers["content-type"] == "application/json")
-            let secure = try Curl.run("https://127.0.0.1:\(server.port)/v1/keys/root.json", caFile: tls.caCertificatePath)
+            let secure = try Curl.run(
+                "https://127.0.0.1:\(server.port)/v1/keys/root.json", caFile: tls.caCertificatePath)
             #expect(secure.status == 200 && secure.text.contains("application/vnd.backlot.root+json"))
         }
         // A POST with a body is answered too (its body is drained, not reset).
         try dir.write("body.json", [UInt8](repeating: UInt8(ascii: "x"), count: 200_000))
-        let post = try Curl.run("http://127.0.0.1:\(server.port)/api/apps", method: "POST", extra: ["--data-binary", "@" + dir.at("body.json")])
+        let post = try Curl.run(
+            "http://127.0.0.1:\(server.port)/api/apps", method: "POST",
+            extra: ["--data-binary", "@" + dir.at("body.json")])
         #expect(post.status == 400 && post.text.contains("HTTPS port"), "\(post.status) \(post.exitCode)")
         // Many at once, plain and TLS mixed.
         let failures = Atomic<Int>(0)
         DispatchQueue.concurrentPerform(iterations: 8) { i in
-            let r = i % 2 == 0 ? try? Curl.run("http://127.0.0.1:\(server.port)/v1/keys/root.json")
-                               : try? Curl.run("https://127.0.0.1:\(server.port)/v1/keys/root.json", caFile: tls.caCertificatePath)
+            let r =
+                i % 2 == 0
+                ? try? Curl.run("http://127.0.0.1:\(server.port)/v1/keys/root.json")
+                : try? Curl.run("https://127.0.0.1:\(server.port)/v1/keys/root.json", caFile: tls.caCertificatePath)
             if r?.status != (i % 2 == 0 ? 400 : 200) { failures.wrappingAdd(1, ordering: .relaxed) }
         }
         #expect(failures.load(ordering: .relaxed) == 0)
         let metrics = try Curl.run("https://127.0.0.1:\(server.port)/metrics", caFile: tls.caCertificatePath)
         #expect(metrics.text.contains("backlot_http_requests_total{route=\"other\",status=\"400\"}"), "\(metrics.text)")
-        #expect(lines.withLock { $0.contains { $0.contains("\"status\":400") && $0.contains("\"path\":\"/api/apps\"") } })
+        #expect(
+            lines.withLock { $0.contains { $0.contains("\"status\":400") && $0.contains("\"path\":\"/api/apps\"") } })
     }
 
     /// A port that cannot be bound fails before anything is started, with a clear error.

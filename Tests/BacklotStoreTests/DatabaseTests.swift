@@ -29,12 +29,16 @@ import Testing
     @Test func twoHandlesOnOneFileSeeEachOthersCommits() throws {
         let dir = try TemporaryDirectory("db-two")
         defer { dir.remove() }
-        let a = try Database(path: dir.at("t.sqlite")), b = try Database(path: dir.at("t.sqlite"))
+        let a = try Database(path: dir.at("t.sqlite"))
+        let b = try Database(path: dir.at("t.sqlite"))
         try a.transaction { try $0.execute("CREATE TABLE t (n INTEGER)") }
-        let writers = 2, each = 200
+        let writers = 2
+        let each = 200
         DispatchQueue.concurrentPerform(iterations: writers) { i in
             let db = i == 0 ? a : b
-            for n in 0..<each { try? db.transaction { _ = try $0.run("INSERT INTO t VALUES (?)", [.integer(Int64(n))]) } }
+            for n in 0..<each {
+                try? db.transaction { _ = try $0.run("INSERT INTO t VALUES (?)", [.integer(Int64(n))]) }
+            }
         }
         #expect(try b.read { try $0.query("SELECT COUNT(*) AS c FROM t") }.first?["c"]?.int == Int64(writers * each))
         #expect(try a.read { try $0.query("PRAGMA journal_mode") }.first?["journal_mode"]?.string == "wal")
@@ -55,7 +59,8 @@ import Testing
         let db = try Database(path: dir.at("t.sqlite"))
         try db.transaction { try $0.execute("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB)") }
         try db.transaction {
-            _ = try $0.run("INSERT INTO t VALUES (?, ?, ?, ?)", [.integer(Int64.max), .real(0.5), .text("é\u{0}x"), .null])
+            _ = try $0.run(
+                "INSERT INTO t VALUES (?, ?, ?, ?)", [.integer(Int64.max), .real(0.5), .text("é\u{0}x"), .null])
         }
         let row = try #require(try db.read { try $0.query("SELECT * FROM t") }.first)
         #expect(row["i"]?.int == Int64.max)

@@ -1,12 +1,13 @@
 import BacklotBasics
 import BacklotContainer
 import BacklotInfoPlist
+import BacklotStore
 import BacklotTestSupport
 import Dispatch
-import BacklotStore
 import Foundation
 import Synchronization
 import Testing
+
 @testable import BacklotTaskScheduler
 
 /// A scheduler on a manual clock and manual conditions, its database in a temporary folder.
@@ -16,8 +17,12 @@ struct Fixture {
     let conditions = ManualConditions()
     let scheduler: TaskScheduler
 
-    init(permitted: Set<String> = ["refresh", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10", "p11", "refresh2"],
-         configure: (inout TaskSchedulerConfiguration) -> Void = { _ in }) throws {
+    init(
+        permitted: Set<String> = [
+            "refresh", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10", "p11", "refresh2",
+        ],
+        configure: (inout TaskSchedulerConfiguration) -> Void = { _ in }
+    ) throws {
         dir = try TemporaryDirectory("tasks")
         var config = TaskSchedulerConfiguration(permittedIdentifiers: permitted, databasePath: dir.at("tasks.sqlite"))
         configure(&config)
@@ -108,7 +113,10 @@ func eventually(_ condition: () -> Bool) -> Bool {
         let f = try Fixture()
         defer { f.dir.remove() }
         let log = Log()
-        f.scheduler.register(forTaskWithIdentifier: "refresh", using: nil) { task in log.add("ran"); task.setTaskCompleted(success: true) }
+        f.scheduler.register(forTaskWithIdentifier: "refresh", using: nil) { task in
+            log.add("ran")
+            task.setTaskCompleted(success: true)
+        }
         let r = AppRefreshTaskRequest(identifier: "refresh")
         r.earliestBeginDate = f.clock.now.addingTimeInterval(900)
         try f.scheduler.submit(r)
@@ -153,7 +161,7 @@ func eventually(_ condition: () -> Bool) -> Bool {
         let log = Log()
         f.scheduler.register(forTaskWithIdentifier: "refresh", using: nil) { task in
             task.expirationHandler = { log.add("expired") }
-            log.add("started")   // and never completes
+            log.add("started")  // and never completes
         }
         try f.scheduler.submit(AppRefreshTaskRequest(identifier: "refresh"))
         #expect(f.scheduler.runDueTasks() == ["refresh"])
@@ -161,13 +169,13 @@ func eventually(_ condition: () -> Bool) -> Bool {
         f.clock.advance(by: 29)
         f.scheduler.runDueTasks()
         #expect(log.all == ["started"])
-        f.clock.advance(by: 1)   // the 30 s refresh budget
+        f.clock.advance(by: 1)  // the 30 s refresh budget
         f.scheduler.runDueTasks()
         #expect(eventually { log.all == ["started", "expired"] })
         f.clock.advance(by: 4)
         f.scheduler.runDueTasks()
         #expect(f.scheduler.runningTaskIdentifiers == ["refresh"])
-        f.clock.advance(by: 1)   // the grace period
+        f.clock.advance(by: 1)  // the grace period
         f.scheduler.runDueTasks()
         #expect(f.scheduler.runningTaskIdentifiers.isEmpty)
         #expect(f.scheduler.history(forTaskWithIdentifier: "refresh").map(\.outcome) == [.killed])
@@ -193,7 +201,9 @@ func eventually(_ condition: () -> Bool) -> Bool {
         let f = try Fixture { $0.failureBackoff = 100 }
         defer { f.dir.remove() }
         let succeed = Mutex(false)
-        f.scheduler.register(forTaskWithIdentifier: "refresh", using: nil) { task in task.setTaskCompleted(success: succeed.withLock { $0 }) }
+        f.scheduler.register(forTaskWithIdentifier: "refresh", using: nil) { task in
+            task.setTaskCompleted(success: succeed.withLock { $0 })
+        }
         func runOnce() -> Bool {
             let ran = f.scheduler.runDueTasks() == ["refresh"]
             if ran { _ = eventually { f.scheduler.runningTaskIdentifiers.isEmpty } }
@@ -202,18 +212,21 @@ func eventually(_ condition: () -> Bool) -> Bool {
         try f.scheduler.submit(AppRefreshTaskRequest(identifier: "refresh"))
         #expect(runOnce())
         try f.scheduler.submit(AppRefreshTaskRequest(identifier: "refresh"))
-        #expect(!runOnce())          // held back 100 s after one failure
+        #expect(!runOnce())  // held back 100 s after one failure
         f.clock.advance(by: 100)
-        #expect(runOnce())           // second failure
+        #expect(runOnce())  // second failure
         try f.scheduler.submit(AppRefreshTaskRequest(identifier: "refresh"))
         f.clock.advance(by: 199)
-        #expect(!runOnce())          // 200 s after two
+        #expect(!runOnce())  // 200 s after two
         f.clock.advance(by: 1)
         succeed.withLock { $0 = true }
         #expect(runOnce())
         try f.scheduler.submit(AppRefreshTaskRequest(identifier: "refresh"))
-        #expect(runOnce())           // a success clears the back-off
-        #expect(f.scheduler.history(forTaskWithIdentifier: "refresh").map(\.outcome) == [.failure, .failure, .success, .success])
+        #expect(runOnce())  // a success clears the back-off
+        #expect(
+            f.scheduler.history(forTaskWithIdentifier: "refresh").map(\.outcome) == [
+                .failure, .failure, .success, .success,
+            ])
     }
 
     @Test func pendingRequestsSurviveARestart() throws {
@@ -241,7 +254,10 @@ func eventually(_ condition: () -> Bool) -> Bool {
         let other = try f.restarted()
         let count = Mutex(0)
         for s in [f.scheduler, other] {
-            s.register(forTaskWithIdentifier: "refresh", using: nil) { t in count.withLock { $0 += 1 }; t.setTaskCompleted(success: true) }
+            s.register(forTaskWithIdentifier: "refresh", using: nil) { t in
+                count.withLock { $0 += 1 }
+                t.setTaskCompleted(success: true)
+            }
         }
         try f.scheduler.submit(AppRefreshTaskRequest(identifier: "refresh"))
         let launched = Mutex<[String]>([])
@@ -259,16 +275,19 @@ func eventually(_ condition: () -> Bool) -> Bool {
         defer { f.dir.remove() }
         let log = Log()
         f.scheduler.register(forTaskWithIdentifier: "p1", using: nil) { task in
-            task.expirationHandler = { log.add("expired"); task.setTaskCompleted(success: false) }
+            task.expirationHandler = {
+                log.add("expired")
+                task.setTaskCompleted(success: false)
+            }
             log.add("launched")
         }
-        #expect(!f.scheduler.simulateLaunch(forTaskWithIdentifier: "p1"))   // nothing pending
+        #expect(!f.scheduler.simulateLaunch(forTaskWithIdentifier: "p1"))  // nothing pending
         let r = ProcessingTaskRequest(identifier: "p1")
         r.requiresExternalPower = true
         r.earliestBeginDate = f.clock.now.addingTimeInterval(86_400)
         try f.scheduler.submit(r)
         f.conditions.update { $0.onExternalPower = false }
-        #expect(f.scheduler.simulateLaunch(forTaskWithIdentifier: "p1"))    // whatever the date and conditions
+        #expect(f.scheduler.simulateLaunch(forTaskWithIdentifier: "p1"))  // whatever the date and conditions
         #expect(eventually { log.all == ["launched"] })
         f.scheduler.simulateExpiration(forTaskWithIdentifier: "p1")
         #expect(eventually { f.scheduler.runningTaskIdentifiers.isEmpty })
@@ -298,10 +317,13 @@ func eventually(_ condition: () -> Bool) -> Bool {
     @Test func registeringAfterTheLaunchFinishedIsRefused() throws {
         let f = try Fixture()
         defer { f.dir.remove() }
-        #expect(f.scheduler.register(forTaskWithIdentifier: "refresh", using: nil) { $0.setTaskCompleted(success: true) })
-        f.scheduler.start(every: 3600)   // the app has finished launching
+        #expect(
+            f.scheduler.register(forTaskWithIdentifier: "refresh", using: nil) { $0.setTaskCompleted(success: true) })
+        f.scheduler.start(every: 3600)  // the app has finished launching
         defer { f.scheduler.stop() }
-        #expect(f.scheduler.register(forTaskWithIdentifier: "p1", using: nil) { $0.setTaskCompleted(success: true) } == false)
+        #expect(
+            f.scheduler.register(forTaskWithIdentifier: "p1", using: nil) { $0.setTaskCompleted(success: true) }
+                == false)
         // The refused handler is not there: a request for it is never launched.
         try f.scheduler.submit(ProcessingTaskRequest(identifier: "p1"))
         #expect(f.scheduler.simulateLaunch(forTaskWithIdentifier: "p1") == false)
@@ -321,7 +343,7 @@ func eventually(_ condition: () -> Bool) -> Bool {
         let first = f.clock.now
         f.scheduler.recordAppLaunch()
         f.clock.advance(by: 90 * 86_400)
-        f.scheduler.recordAppLaunch()   // the 60-day history drops the first launch
+        f.scheduler.recordAppLaunch()  // the 60-day history drops the first launch
         #expect(f.scheduler.appLaunches(inLast: 365).count == 1)
         #expect(AppLaunchRecord.firstLaunch(containerPath: container) == first)
     }
@@ -341,18 +363,25 @@ func eventually(_ condition: () -> Bool) -> Bool {
     @Test func readsInfoPlistAndJSON() throws {
         let dir = try TemporaryDirectory("config")
         defer { dir.remove() }
-        let plist = try dir.write("Info.plist", """
-        <?xml version="1.0" encoding="UTF-8"?>
-        <plist version="1.0"><dict>
-          <key>BGTaskSchedulerPermittedIdentifiers</key><array><string>com.example.refresh</string><string>com.example.clean</string></array>
-          <key>BacklotRefreshTaskBudget</key><integer>10</integer>
-        </dict></plist>
-        """)
-        let fromPlist = try TaskSchedulerConfiguration(settings: try ConfigurationFile.read(path: plist).dictionary ?? [:], source: plist)
+        let plist = try dir.write(
+            "Info.plist",
+            """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict>
+              <key>BGTaskSchedulerPermittedIdentifiers</key><array><string>com.example.refresh</string><string>com.example.clean</string></array>
+              <key>BacklotRefreshTaskBudget</key><integer>10</integer>
+            </dict></plist>
+            """)
+        let fromPlist = try TaskSchedulerConfiguration(
+            settings: try ConfigurationFile.read(path: plist).dictionary ?? [:], source: plist)
         #expect(fromPlist.permittedIdentifiers == ["com.example.refresh", "com.example.clean"])
         #expect(fromPlist.refreshBudget == 10 && fromPlist.processingBudget == 300)
-        let json = try dir.write("config.json", "{ // comments are fine\n \"BGTaskSchedulerPermittedIdentifiers\": [\"a\"], \"BacklotProcessingTaskBudget\": 90.5 }")
-        let fromJSON = try TaskSchedulerConfiguration(settings: try ConfigurationFile.read(path: json).dictionary ?? [:], source: json)
+        let json = try dir.write(
+            "config.json",
+            "{ // comments are fine\n \"BGTaskSchedulerPermittedIdentifiers\": [\"a\"], \"BacklotProcessingTaskBudget\": 90.5 }"
+        )
+        let fromJSON = try TaskSchedulerConfiguration(
+            settings: try ConfigurationFile.read(path: json).dictionary ?? [:], source: json)
         #expect(fromJSON.permittedIdentifiers == ["a"] && fromJSON.processingBudget == 90.5)
     }
 
@@ -366,7 +395,10 @@ func eventually(_ condition: () -> Bool) -> Bool {
         let dir = try TemporaryDirectory("config")
         defer { dir.remove() }
         let path = try dir.write("config.json", json)
-        #expect { try TaskSchedulerConfiguration(settings: try ConfigurationFile.read(path: path).dictionary ?? [:], source: path) } throws: { e in
+        #expect {
+            try TaskSchedulerConfiguration(
+                settings: try ConfigurationFile.read(path: path).dictionary ?? [:], source: path)
+        } throws: { e in
             guard let e = e as? BacklotError else { return false }
             return e.code == .invalidInput && e.message.contains("the key \(key) ") && e.context == path
         }
@@ -375,7 +407,9 @@ func eventually(_ condition: () -> Bool) -> Bool {
 
 @Suite struct LinuxDeviceConditionsTests {
     /// A fake /sys and /proc.
-    func machine(route: Bool, operstate: String = "up", supplies: [(String, [String: String])] = []) throws -> (TemporaryDirectory, LinuxDeviceConditions) {
+    func machine(
+        route: Bool, operstate: String = "up", supplies: [(String, [String: String])] = []
+    ) throws -> (TemporaryDirectory, LinuxDeviceConditions) {
         let dir = try TemporaryDirectory("sys")
         try dir.write("sys/class/net/lo/operstate", "unknown\n")
         try dir.write("sys/class/net/eth0/operstate", operstate + "\n")
@@ -384,17 +418,24 @@ func eventually(_ condition: () -> Bool) -> Bool {
         if route { table += "eth0\t00000000\t0102A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n" }
         try dir.write("proc/net/route", table)
         try dir.write("proc/net/ipv6_route", "")
-        try FileManager.default.createDirectory(atPath: dir.at("sys/class/power_supply"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: dir.at("sys/class/power_supply"), withIntermediateDirectories: true)
         for (name, files) in supplies {
             for (k, v) in files { try dir.write("sys/class/power_supply/\(name)/\(k)", v + "\n") }
         }
-        return (dir, LinuxDeviceConditions(sysRoot: dir.at("sys"), procRoot: dir.at("proc"), meteredFallback: false, nmcli: nil))
+        return (
+            dir,
+            LinuxDeviceConditions(sysRoot: dir.at("sys"), procRoot: dir.at("proc"), meteredFallback: false, nmcli: nil)
+        )
     }
 
     @Test func aDesktopOnEthernet() throws {
         let (dir, source) = try machine(route: true)
         defer { dir.remove() }
-        #expect(source.current() == DeviceConditions(networkAvailable: true, networkMetered: false, onExternalPower: true, batteryLow: false))
+        #expect(
+            source.current()
+                == DeviceConditions(
+                    networkAvailable: true, networkMetered: false, onExternalPower: true, batteryLow: false))
     }
 
     @Test func noDefaultRouteOrInterfaceDownIsOffline() throws {
@@ -407,10 +448,12 @@ func eventually(_ condition: () -> Bool) -> Bool {
     }
 
     @Test func aLaptopOnALowBattery() throws {
-        let (dir, source) = try machine(route: true, supplies: [
-            ("AC", ["type": "Mains", "online": "0"]),
-            ("BAT0", ["type": "Battery", "status": "Discharging", "capacity": "12"]),
-        ])
+        let (dir, source) = try machine(
+            route: true,
+            supplies: [
+                ("AC", ["type": "Mains", "online": "0"]),
+                ("BAT0", ["type": "Battery", "status": "Discharging", "capacity": "12"]),
+            ])
         defer { dir.remove() }
         let c = source.current()
         #expect(!c.onExternalPower && c.batteryLow)
@@ -430,7 +473,8 @@ func eventually(_ condition: () -> Bool) -> Bool {
     @Test func meteredComesFromNetworkManager() throws {
         let (dir, base) = try machine(route: true)
         defer { dir.remove() }
-        let fake = try dir.write("nmcli", "#!/bin/sh\n[ \"$4\" = show ] && [ \"$5\" = eth0 ] && echo 'yes (guessed)'\n", mode: 0o755)
+        let fake = try dir.write(
+            "nmcli", "#!/bin/sh\n[ \"$4\" = show ] && [ \"$5\" = eth0 ] && echo 'yes (guessed)'\n", mode: 0o755)
         var source = base
         source.nmcli = fake
         #expect(source.current().networkMetered)
@@ -455,12 +499,12 @@ func eventually(_ condition: () -> Bool) -> Bool {
         f.clock.step(by: step)
         f.clock.advance(by: 29)
         f.scheduler.runDueTasks()
-        #expect(log.all == ["started"])          // two hours forward are not 30 s of budget
-        f.clock.advance(by: 1)                    // an hour back does not stretch the 30 s
+        #expect(log.all == ["started"])  // two hours forward are not 30 s of budget
+        f.clock.advance(by: 1)  // an hour back does not stretch the 30 s
         f.scheduler.runDueTasks()
         #expect(eventually { log.all == ["started", "expired"] })
         f.clock.step(by: -step)
-        f.clock.advance(by: 5)                    // the grace period, whatever the wall clock did
+        f.clock.advance(by: 5)  // the grace period, whatever the wall clock did
         f.scheduler.runDueTasks()
         #expect(f.scheduler.runningTaskIdentifiers.isEmpty)
         #expect(f.scheduler.history(forTaskWithIdentifier: "refresh").map(\.outcome) == [.killed])
@@ -470,7 +514,9 @@ func eventually(_ condition: () -> Bool) -> Bool {
     func aStepNeitherStretchesNorSkipsTheBackOff(step: Double) throws {
         let f = try Fixture { $0.failureBackoff = 100 }
         defer { f.dir.remove() }
-        f.scheduler.register(forTaskWithIdentifier: "refresh", using: nil) { task in task.setTaskCompleted(success: false) }
+        f.scheduler.register(forTaskWithIdentifier: "refresh", using: nil) { task in
+            task.setTaskCompleted(success: false)
+        }
         func runOnce() -> Bool {
             let ran = f.scheduler.runDueTasks() == ["refresh"]
             if ran { _ = eventually { f.scheduler.runningTaskIdentifiers.isEmpty } }
@@ -480,11 +526,11 @@ func eventually(_ condition: () -> Bool) -> Bool {
         #expect(runOnce())
         try f.scheduler.submit(AppRefreshTaskRequest(identifier: "refresh"))
         f.clock.step(by: step)
-        #expect(!runOnce())          // two hours forward do not end the 100 s back-off
+        #expect(!runOnce())  // two hours forward do not end the 100 s back-off
         f.clock.advance(by: 99)
         #expect(!runOnce())
         f.clock.advance(by: 1)
-        #expect(runOnce())           // an hour back does not make it an hour longer
+        #expect(runOnce())  // an hour back does not make it an hour longer
         // Another scheduler on the same database (the agent, the app) measures it the same way.
         try f.scheduler.submit(AppRefreshTaskRequest(identifier: "refresh"))
         f.clock.step(by: -step)
@@ -501,7 +547,7 @@ func eventually(_ condition: () -> Bool) -> Bool {
         r.earliestBeginDate = f.clock.now.addingTimeInterval(900)
         try f.scheduler.submit(r)
         #expect(f.scheduler.dueTaskRequests().isEmpty)
-        f.clock.step(by: 900)   // the wall clock reached the date
+        f.clock.step(by: 900)  // the wall clock reached the date
         #expect(f.scheduler.dueTaskRequests().map(\.identifier) == ["refresh"])
     }
 

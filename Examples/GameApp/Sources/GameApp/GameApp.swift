@@ -28,7 +28,7 @@ let refreshTask = "com.example.game.refresh"
             task.setTaskCompleted(success: true)
         }
         if CommandLine.arguments.contains("--background-task") {
-            _ = scheduler.runBackgroundLaunch()   // launched by the agent: run what is due, then exit
+            _ = scheduler.runBackgroundLaunch()  // launched by the agent: run what is due, then exit
             return
         }
 
@@ -37,9 +37,10 @@ let refreshTask = "com.example.game.refresh"
             FileHandle.standardError.write(Data("usage: GameApp CATALOG_URL ROOT_PUB [CA_FILE]\n".utf8))
             exit(2)
         }
-        let manager = try AssetPackManager(configuration: .init(
-            containerPath: container, catalogURL: catalog, trustedKeyFile: arguments[arguments.startIndex + 1],
-            caFile: arguments.count > 2 ? arguments[arguments.startIndex + 2] : nil))
+        let manager = try AssetPackManager(
+            configuration: .init(
+                containerPath: container, catalogURL: catalog, trustedKeyFile: arguments[arguments.startIndex + 1],
+                caFile: arguments.count > 2 ? arguments[arguments.startIndex + 2] : nil))
         let levels = try await manager.assetPack(withID: "Levels")
         try await manager.ensureLocalAvailability(of: levels)
         let level = try manager.contents(at: "Levels/1.txt")

@@ -9,7 +9,9 @@ import Foundation
     func shouldDownload(_ assetPack: AssetPack) -> Bool {
         let container = ProcessInfo.processInfo.environment["BACKLOT_CONTAINER"] ?? "."
         let path = container + "/example.log"
-        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+        }
         if let handle = FileHandle(forWritingAtPath: path) {
             handle.seekToEndOfFile()
             handle.write(Data("extension asked about \(assetPack.id)\n".utf8))
