@@ -102,10 +102,10 @@ let package = Package(
         .target(
             name: "BacklotCommands",
             dependencies: [
-                "BacklotAgent", "BacklotAppClips", "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCrypto",
-                "BacklotExtension", "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotInfoPlist",
-                "BacklotJSON", "BacklotPostgres", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore",
-                "BacklotTaskScheduler",
+                "BacklotAgent", "BacklotAppClips", "BacklotBasics", "BacklotCatalog", "BacklotClient",
+                "BacklotContainer", "BacklotCrypto", "BacklotExtension", "BacklotFormat", "BacklotHTTPClient",
+                "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON", "BacklotPostgres", "BacklotRepository",
+                "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTaskScheduler",
             ]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
 

@@ -1,6 +1,7 @@
 import BacklotAgent
 import BacklotBasics
 import BacklotCatalog
+import BacklotContainer
 import BacklotExtension
 import BacklotJSON
 import BacklotRepository
@@ -215,8 +216,8 @@ struct AgentStatusCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let container = URL(fileURLWithPath: arguments[EventCommand.container]).standardizedFileURL.path
         guard
-            FileManager.default.fileExists(atPath: container + "/agent.sqlite")
-                || FileManager.default.fileExists(atPath: container + "/tasks.sqlite")
+            FileManager.default.fileExists(atPath: ContainerLayout(root: container).agentDatabase)
+                || FileManager.default.fileExists(atPath: ContainerLayout(root: container).tasksDatabase)
         else {
             throw BacklotError(
                 .invalidInput, "no agent has used this container yet", context: container,
@@ -224,7 +225,7 @@ struct AgentStatusCommand: Command {
         }
         let store = try AgentStore(containerPath: container)
         let tasks = try TaskScheduler(
-            configuration: .init(permittedIdentifiers: [], databasePath: container + "/tasks.sqlite"))
+            configuration: .init(permittedIdentifiers: [], databasePath: ContainerLayout(root: container).tasksDatabase))
         let running = AgentLock.isHeld(containerPath: container)
         let events = try store.recent(10)
         let runtime = try store.extensionRuntime(on: Date())
