@@ -225,7 +225,8 @@ struct AgentStatusCommand: Command {
         }
         let store = try AgentStore(containerPath: container)
         let tasks = try TaskScheduler(
-            configuration: .init(permittedIdentifiers: [], databasePath: ContainerLayout(root: container).tasksDatabase))
+            configuration: .init(permittedIdentifiers: [], databasePath: ContainerLayout(root: container).tasksDatabase)
+        )
         let running = AgentLock.isHeld(containerPath: container)
         let events = try store.recent(10)
         let runtime = try store.extensionRuntime(on: Date())
