@@ -41,7 +41,10 @@ struct PackageCommand: Command {
         for w in warnings { warn("\(manifestPath):\(w)", io: io) }
         let root = SourceSelection.resolveSourceRoot(
             override: arguments[sourceRoot], manifest: manifest, manifestPath: manifestPath)
-        let selection = try SourceSelection(manifest: manifest, sourceRoot: root)
+        // Listing a large tree takes a while: say how many files were found as it goes.
+        let selecting = FoundCounter(io: io, label: "selecting")
+        let selection = try SourceSelection(manifest: manifest, sourceRoot: root) { selecting.update($0) }
+        selecting.finish()
         for w in selection.warnings { warn(w, io: io) }
 
         let writer = PackWriter(

@@ -57,7 +57,10 @@ public struct SourceSelection: Sendable {
     /// - Throws: ``BacklotError/Code/invalidSource`` naming the selector and the path: a missing file,
     ///   a special file, a link out of the root, a name that is not UTF-8, two sources for one pack
     ///   path, or no file at all.
-    public init(manifest: AssetPackManifest, sourceRoot: String) throws {
+    /// - Parameter found: called with the number of files found so far, every
+    ///   ``foundReportInterval`` files while the tree is walked (a tree of a million files takes a
+    ///   while to list: a command shows that it works).
+    public init(manifest: AssetPackManifest, sourceRoot: String, found: ((Int) -> Void)? = nil) throws {
         guard let status = try FileSystem.status(sourceRoot), status.kind == .directory,
             let root = FileSystem.realPath(sourceRoot)
         else {
@@ -66,7 +69,7 @@ public struct SourceSelection: Sendable {
                 hint: "pass --source-root DIR, or set \"sourceRoot\" relative to the manifest's folder")
         }
         self.sourceRoot = root
-        var walker = Walker(root: root)
+        var walker = Walker(root: root, report: found)
         var candidates: [Candidate] = []
         var exclusions: [(index: Int, glob: Glob)] = []
         var warnings: [String] = []
@@ -214,8 +217,26 @@ struct Candidate {
 }
 
 /// Walks the source root without ever leaving it.
+extension SourceSelection {
+    /// How many files are found between two calls of the `found` callback.
+    public static let foundReportInterval = 10_000
+}
+
 struct Walker {
     let root: String
+    /// Told the number of files found, every ``SourceSelection/foundReportInterval``.
+    var report: ((Int) -> Void)? = nil
+    private(set) var found = 0
+
+    init(root: String, report: ((Int) -> Void)? = nil) {
+        self.root = root
+        self.report = report
+    }
+
+    mutating func count() {
+        found += 1
+        if found % SourceSelection.foundReportInterval == 0 { report?(found) }
+    }
 
     func absolute(_ relative: String) -> String { relative.isEmpty ? root : root + "/" + relative }
 
@@ -315,6 +336,7 @@ struct Walker {
                 var c = try candidate(sourcePath: source, packPath: target, status: st, label: label, inWalk: true)
                 if st.kind == .regular { c.readPath = join(readPrefix, name) }
                 out.append(c)
+                count()
             }
         }
     }
