@@ -212,8 +212,8 @@ if Context.environment["BACKLOT_FUZZ"] == "1" {
         harness("FuzzManifestParser", ["BacklotFormat"]),
         harness("FuzzPropertyList", ["BacklotInfoPlist"]),
         harness("FuzzPackIndex", ["BacklotFormat"]),
-        harness("FuzzCatalog", ["BacklotRepository"]),
-        harness("FuzzHTTPHeaders", ["BacklotServer", "BacklotHTTPClient"]),
-        harness("FuzzManagementAPI", ["BacklotServer"]),
+        harness("FuzzCatalog", ["BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotJSON"]),
+        harness("FuzzHTTPHeaders", ["BacklotServer", "BacklotHTTPServer", "BacklotHTTPClient"]),
+        harness("FuzzManagementAPI", ["BacklotServer", "BacklotHTTPServer", "BacklotRepository"]),
     ]
 }

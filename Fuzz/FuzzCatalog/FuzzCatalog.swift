@@ -1,5 +1,5 @@
 import BacklotCrypto
-import BacklotRepository
+import BacklotCatalog
 import Foundation
 import FuzzSupport
 

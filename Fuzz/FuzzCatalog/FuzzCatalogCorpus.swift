@@ -1,7 +1,7 @@
 import BacklotCrypto
 import BacklotFormat
 import BacklotJSON
-import BacklotRepository
+import BacklotCatalog
 import Foundation
 
 /// The seed corpus of the catalog harness: a signed catalog (one pack with a candidate in

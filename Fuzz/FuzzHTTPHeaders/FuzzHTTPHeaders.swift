@@ -1,5 +1,6 @@
 @testable import BacklotHTTPClient
 @testable import BacklotServer
+import BacklotHTTPServer
 import Foundation
 import FuzzSupport
 #if canImport(Glibc)

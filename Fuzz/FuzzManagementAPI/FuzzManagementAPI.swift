@@ -1,5 +1,6 @@
 import BacklotRepository
 @testable import BacklotServer
+import BacklotHTTPServer
 import Foundation
 import FuzzSupport
 #if canImport(Glibc)
