@@ -176,6 +176,8 @@ public final class HTTPServer: Sendable {
                 option: MHD_OPTION.NOTIFY_COMPLETED, value: unsafeBitCast(Callbacks.completed, to: Int.self),
                 ptr_value: retained.toOpaque()),
             MHD_OptionItem(option: MHD_OPTION.CONNECTION_LIMIT, value: limit, ptr_value: nil),
+            // "%00" stays "%00": a decoded NUL would cut the path short in the C string.
+            MHD_OptionItem(option: MHD_OPTION.UNESCAPE_CALLBACK, value: cmhd_unescape_callback(), ptr_value: nil),
             MHD_OptionItem(
                 option: MHD_OPTION.CONNECTION_MEMORY_LIMIT, value: configuration.connectionMemory, ptr_value: nil),
         ]

@@ -29,3 +29,35 @@ static inline unsigned int cmhd_current_connections(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     return info ? info->num_connections : 0;
 }
+
+// Percent-decoding of the request target (MHD_OPTION_UNESCAPE_CALLBACK) that leaves "%00" as it
+// is: libmicrohttpd's own decoding writes a NUL byte into the C string, and everything after it
+// (".pack", "/../../keys/…") would silently disappear from the path a handler sees.
+static inline int cmhd_hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static size_t cmhd_unescape_keeping_nul(void *cls, struct MHD_Connection *connection, char *value) {
+    (void)cls;
+    (void)connection;
+    char *read = value, *write = value;
+    while (*read) {
+        if (read[0] == '%') {
+            int high = cmhd_hex_digit(read[1]);
+            int low = high < 0 ? -1 : cmhd_hex_digit(read[2]);
+            if (high >= 0 && low >= 0 && (high | low) != 0) {
+                *write++ = (char)(high * 16 + low);
+                read += 3;
+                continue;
+            }
+        }
+        *write++ = *read++;
+    }
+    *write = 0;
+    return (size_t)(write - value);
+}
+
+static inline intptr_t cmhd_unescape_callback(void) { return (intptr_t)cmhd_unescape_keeping_nul; }
