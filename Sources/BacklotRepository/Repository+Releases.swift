@@ -295,19 +295,48 @@ extension Repository {
 
     /// Rolls a pack back on a channel.
     ///
-    /// With a version, that COMPLETE version goes live (any candidate is dropped). Without one, a
+    /// With a version, that COMPLETE version goes live (any candidate is dropped), if it was live
+    /// on the channel before (or is live now): a rollback never publishes what no release did. Without one, a
     /// candidate being rolled out is dropped and the live version stays; with no candidate, the
     /// version that was live before the current one goes live again (the channel keeps a history).
     /// The catalog version still grows.
     /// - Returns: the version live now.
     /// - Throws: `notFound` when the pack is not on the channel or the version does not exist;
-    ///   `conflict` when the version is not COMPLETE, or nothing was live before.
+    ///   `conflict` when the version is not COMPLETE, was never live on the channel, or nothing
+    ///   was live before.
     @discardableResult
     public func rollback(app: String, pack: String, channel: Channel, to version: Int? = nil) throws -> Int {
         let live: Int = try db.transaction { tx in
             try requirePack(&tx, app, pack)
             if let version {
                 try requireComplete(&tx, app, pack, version)
+                // Only back to what this channel served before: a version reaches a channel first
+                // through a release (and, on external and production, its approval).
+                let current = try tx.query(
+                    "SELECT live FROM channel_packs WHERE app = ? AND channel = ? AND pack = ?",
+                    [.text(app), .text(channel.rawValue), .text(pack)]
+                ).first?["live"]?.integer(as: Int.self)
+                // Internal takes any COMPLETE version at once (an uploader may release it there);
+                // external and production only one a reviewer approved there, or that was live there.
+                let approved = try !tx.query(
+                    """
+                    SELECT 1 AS one FROM release_requests WHERE app = ? AND channel = ? AND pack = ? AND version = ? AND status = 'approved'
+                    UNION ALL SELECT 1 AS one FROM live_history WHERE app = ? AND channel = ? AND pack = ? AND version = ?
+                    """,
+                    [
+                        .text(app), .text(channel.rawValue), .text(pack), .integer(Int64(version)),
+                        .text(app), .text(channel.rawValue), .text(pack), .integer(Int64(version)),
+                    ]
+                ).isEmpty
+                guard channel == .internal || approved || current == version else {
+                    throw BacklotError(
+                        .conflict,
+                        "version \(version) was never released on \(channel.rawValue), so it cannot be rolled back to",
+                        context: "\(app)/\(pack)",
+                        hint:
+                            "release it instead (backlot release --version \(version) --channel \(channel.rawValue)), which a reviewer approves"
+                    )
+                }
                 try apply(&tx, app: app, channel: channel, pack: pack, version: version, basisPoints: nil)
                 return version
             }

@@ -59,14 +59,29 @@ struct JSONBody {
         guard let node = root[key] else { return nil }
         if case .null = node.kind { return nil }
         let lowest = allowingZero ? "0" : "above 0"
-        guard case .number(let text) = node.kind, let d = Double(text), d.isFinite, d >= 0, d <= 100,
-            (allowingZero && d == 0) || (d * 100).rounded() >= 1
+        guard case .number(let text) = node.kind, Self.isPlainPercentage(text), let d = Double(text), d.isFinite,
+            d >= 0,
+            d <= 100, (allowingZero && d == 0) || (d * 100).rounded() >= 1
         else {
             throw BacklotError(
-                .invalidInput, "\"\(key)\" must be a number from \(lowest) to 100 (at least 0.01 unless 0)",
+                .invalidInput,
+                "\"\(key)\" must be a number from \(lowest) to 100 with at most two decimals (a rollout moves in steps of 0.01 %)",
                 context: "request body",
                 hint: "give a percentage such as 25 or 12.5")
         }
         return d
+    }
+
+    /// Digits, and at most two decimals that count (`12.5`, `12.50`, `12.500`): a rollout is kept
+    /// in basis points, so `99.999` would be stored as 100 and promote the candidate.
+    static func isPlainPercentage(_ text: String) -> Bool {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count <= 2, let whole = parts.first, !whole.isEmpty, whole.allSatisfy(\.isASCII),
+            whole.allSatisfy(\.isNumber)
+        else { return false }
+        guard parts.count == 2 else { return true }
+        let fraction = parts[1]
+        return !fraction.isEmpty && fraction.allSatisfy { $0.isASCII && $0.isNumber }
+            && fraction.dropFirst(2).allSatisfy { $0 == "0" }
     }
 }

@@ -197,9 +197,15 @@ import Testing
         #expect(try f.repo.rollback(app: app, pack: "Levels", channel: .production) == 1)
         try expectPublishedMatchesRecord(f, .production)
         #expect(try f.repo.channelState(app: app, channel: .production).packs.first?.candidateVersion == nil)
-        // With a version: that one goes live.
+        // With a version: one a reviewer approved on the channel (3, approved as a 5 % candidate)
+        // or that was live there goes live; one never released there is refused, so a rollback
+        // publishes nothing that no release did.
         #expect(try f.repo.rollback(app: app, pack: "Levels", channel: .production, to: 3) == 3)
+        try expectPublishedMatchesRecord(f, .production)
         #expect(try f.repo.rollback(app: app, pack: "Levels", channel: .production) == 1)
+        #expect { try f.repo.rollback(app: app, pack: "Levels", channel: .external, to: 3) } throws: {
+            code($0) == "conflict"
+        }
         try expectPublishedMatchesRecord(f, .production)
         #expect { try f.repo.setRollout(app: app, pack: "Levels", percent: 100.5) } throws: {
             code($0) == "invalidInput"
