@@ -115,6 +115,17 @@ struct CommandSpec: Sendable {
                     guard i < args.count else {
                         throw usageError("the option --\(option.name) needs a value (\(valueName))")
                     }
+                    // The next word is an option, not this one's value (`--reject --json` forgot
+                    // the reason): a value that starts with "--" is given as --name=VALUE.
+                    guard !args[i].hasPrefix("--") else {
+                        throw BacklotError(
+                            .usage,
+                            "the option --\(option.name) needs a value (\(valueName)), not the option \(args[i])",
+                            context: "backlot \(name)",
+                            hint:
+                                "give the value after --\(option.name), or as --\(option.name)=VALUE if it starts with --"
+                        )
+                    }
                     value = args[i]
                     i += 1
                 }

@@ -30,6 +30,28 @@ import Testing
                 && noToken.err.contains("an API token"), "\(noToken.err)")
     }
 
+    /// An option's value is never the next option: `--reject --json` is an error, not a rejection
+    /// whose reason is "--json"; a value that starts with "--" is given as --name=VALUE.
+    @Test func anOptionNeverTakesTheNextOptionAsItsValue() {
+        let reject = run([
+            "approve", "--server", "https://127.0.0.1:1", "--token", "blt_x", "--app", "a", "--request", "1",
+            "--reject", "--json",
+        ])
+        #expect(
+            reject.status == 2 && reject.err.contains("--reject needs a value") && reject.err.contains("--json"),
+            "\(reject.err)")
+        let label = run([
+            "tokens", "create", "--server", "https://127.0.0.1:1", "--token", "blt_x", "--role", "reader", "--label",
+            "--json",
+        ])
+        #expect(label.status == 2 && label.err.contains("--label needs a value"), "\(label.err)")
+        let inline = run([
+            "tokens", "create", "--server", "https://127.0.0.1:1", "--token", "blt_x", "--role", "reader",
+            "--label=--ci",
+        ])
+        #expect(!inline.err.contains("needs a value"), "--name=VALUE takes any value: \(inline.err)")
+    }
+
     @Test func valuesAreCheckedAgainstTheirDeclaredType() {
         let channel = run([
             "release", "--server", "https://h", "--token", "t", "--app", "a", "--pack", "p", "--version", "1",
