@@ -45,17 +45,40 @@ struct TokensCreateCommand: Command {
             JSONMember(key: "label", value: .string(arguments[label] ?? "")),
         ]
         if let e = arguments[expires] { body.append(JSONMember(key: "expiresInSeconds", value: .number(e.seconds))) }
+        let file = try openOutput(arguments[output])  // before the server makes a token nobody could keep
         let r = try api.call("POST", "/api/tokens", json: JSONNode(.object(body)))
-        try printNewToken(r.json, output: arguments[output], json: arguments[jsonFlag], io: io)
+        try printNewToken(r.json, output: arguments[output], file: file, json: arguments[jsonFlag], io: io)
+    }
+
+    /// The file `-o` names, opened (as a temporary file beside it) before the server is asked, so
+    /// that a folder that does not exist, cannot be written or a path that is a folder is refused
+    /// while nothing has changed yet.
+    static func openOutput(_ output: String?) throws -> AtomicFile? {
+        guard let output else { return nil }
+        if try FileSystem.status(output)?.kind == .directory {
+            throw BacklotError(
+                .invalidInput, "is a folder, not a file to write the token to", context: output,
+                hint: "name a file, such as \(output)/ci.token")
+        }
+        return try AtomicFile(path: output, overwrite: true, mode: 0o600)
     }
 
     /// Prints the new token once (or writes it to `output`, mode 0600), and what it is on standard error.
-    static func printNewToken(_ t: JSONNode, output: String?, json: Bool, io: any CommandIO) throws {
+    /// If the file cannot be written after all, the token is printed instead: it exists on the
+    /// server and is shown only this once.
+    static func printNewToken(_ t: JSONNode, output: String?, file: AtomicFile?, json: Bool, io: any CommandIO) throws {
         guard let token = t["token"]?.stringValue else { throw BacklotError(.io, "the server sent no token") }
-        if let output {
-            let file = try AtomicFile(path: output, overwrite: true, mode: 0o600)
-            try file.descriptor.write(Array((token + "\n").utf8))
-            try file.commit()
+        if let output, let file {
+            do {
+                try file.descriptor.write(Array((token + "\n").utf8))
+                try file.commit()
+            } catch {
+                io.out(token + "\n")
+                throw BacklotError(
+                    .io, "the new token could not be written (\(error)); it is printed above, once: keep it",
+                    context: output,
+                    hint: "save it in a file of mode 0600 for --token-file")
+            }
         }
         let id = t["id"].map { "#\(RemoteJSON.text($0)) " } ?? ""
         let what =
@@ -165,8 +188,10 @@ struct TokensRotateCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let id = try TokensRevokeCommand.tokenID(arguments.positionals[0], command: spec.name)
         let api = try APIClient(arguments, io: io, command: spec.name)
+        // Opened first: a rotation whose new secret could not be kept would lock its holder out.
+        let file = try TokensCreateCommand.openOutput(arguments[TokensCreateCommand.output])
         let r = try api.call("POST", "/api/tokens/\(id)/rotate")
         try TokensCreateCommand.printNewToken(
-            r.json, output: arguments[TokensCreateCommand.output], json: arguments[jsonFlag], io: io)
+            r.json, output: arguments[TokensCreateCommand.output], file: file, json: arguments[jsonFlag], io: io)
     }
 }

@@ -235,6 +235,21 @@ import Testing
             try cli.json(["tokens", "list"], token: admin)["tokens"]?.arrayElements?.first {
                 $0["role"]?.stringValue == "admin"
             }?["id"]?.integer(as: Int.self))
+        // A file that cannot be written is refused before the server rotates anything: the admin
+        // is never left with a secret nobody has.
+        for bad in ["/nonexistent-folder/admin.token", NSTemporaryDirectory()] {
+            let refused = cli(["tokens", "rotate", String(adminID), "-o", bad], token: admin)
+            #expect(refused.status == 2, "\(bad): \(refused.err)")
+            #expect(
+                cli(["apps", "list"], token: admin).status == 0, "the admin token still works after refusing \(bad)")
+        }
+        let created = try cli.json(["tokens", "list"], token: admin)["tokens"]?.arrayElements?.count
+        #expect(
+            cli(["tokens", "create", "--role", "reader", "-o", "/nonexistent-folder/r.token"], token: admin).status == 2
+        )
+        #expect(
+            try cli.json(["tokens", "list"], token: admin)["tokens"]?.arrayElements?.count == created,
+            "no token was made")
         let rotated = cli(["tokens", "rotate", String(adminID)], token: admin)
         let newAdmin = rotated.out.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(rotated.status == 0 && newAdmin.hasPrefix("blt_") && newAdmin != admin, "\(rotated)")
