@@ -40,7 +40,7 @@ struct APIClient {
         guard (200..<300).contains(r.status) || accept.contains(r.status) else {
             let error = parsed["error"]
             let message = error?["message"]?.stringValue ?? r.text
-            let code: BacklotError.Code =
+            let kind: BacklotError.Code =
                 switch r.status {
                 case 400, 422: .invalidInput
                 case 401, 403: .forbidden
@@ -50,6 +50,12 @@ struct APIClient {
                 case 503: .unavailable
                 default: .io
                 }
+            // The server's own code (fourEyes, unauthorized, …) is kept for 4xx answers, with the
+            // exit status of its kind; a server that cannot answer now is `unavailable`, whatever it says.
+            let serverCode = error?["code"]?.stringValue.flatMap { $0.isEmpty || $0.count > 64 ? nil : $0 }
+            let code =
+                (400..<500).contains(r.status) && serverCode != nil
+                ? BacklotError.Code(serverCode!, isInvalidInput: kind.isInvalidInput) : kind
             let hint =
                 error?["hint"]?.stringValue
                 ?? (r.status == 401 ? "check the token (--token-file, $BACKLOT_TOKEN or the profile)" : nil)

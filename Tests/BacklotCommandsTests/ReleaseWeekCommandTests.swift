@@ -210,6 +210,7 @@ import Testing
                 "id"]?.integer(as: Int.self))
         let refused = cli(["approve", "--request", String(own), "--json"] + Self.app, token: admin)
         #expect(refused.status != 0 && refused.err.contains("\"error\"") && refused.err.contains("403"), "\(refused)")
+        #expect(refused.err.contains("\"code\":\"fourEyes\""), "the server's code is kept: \(refused.err)")
         let rejected = try cli.json(
             ["reject", "--request", String(own), "--reason", "wrong build"] + Self.app, token: reviewer)
         #expect(
