@@ -158,8 +158,9 @@ let package = Package(
         .testTarget(
             name: "BacklotServerTests",
             dependencies: [
-                "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPServer", "BacklotJSON",
-                "BacklotPostgres", "BacklotRepository", "BacklotServer", "BacklotTestSupport",
+                "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient",
+                "BacklotHTTPServer", "BacklotJSON", "BacklotPostgres", "BacklotRepository", "BacklotServer",
+                "BacklotTestSupport",
             ]),
         .testTarget(
             name: "BacklotClientTests",

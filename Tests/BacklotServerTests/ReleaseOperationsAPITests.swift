@@ -23,6 +23,11 @@ import Testing
         let created = try f.call(
             "POST", "/api/tokens", token: f.admin, json: #"{"role":"uploader","label":"CI","expiresInSeconds":3600}"#)
         #expect(created.status == 201, "\(created.text)")
+        for label in [#"evil\nlabel"#, #"red\u001b[31m"#, #"tab\tbed"#] {
+            let refused = try f.call(
+                "POST", "/api/tokens", token: f.admin, json: "{\"role\":\"reader\",\"label\":\"\(label)\"}")
+            #expect(refused.status == 400 && refused.text.contains("control characters"), "\(label): \(refused.text)")
+        }
         let body = try json(created)
         let secret = try #require(body["token"]?.stringValue)
         let id = try #require(body["id"].flatMap { if case .number(let n) = $0.kind { Int(n) } else { nil } })
