@@ -224,7 +224,7 @@ public final class Repository: Sendable {
         guard try !tx.query("SELECT 1 FROM packs WHERE app = ? AND id = ?", [.text(app), .text(pack)]).isEmpty else {
             throw BacklotError(
                 .notFound, "no such pack", context: "\(app)/\(pack)",
-                hint: "create it first: backlot packs create --app \(app) \(pack)")
+                hint: "a pack is made by its first upload: backlot upload PACK --app \(app)")
         }
     }
 
