@@ -630,7 +630,8 @@ public struct ManagementAPI: Sendable {
         let caller = try repository.authenticate(String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces))
         guard caller.role.includes(role) else {
             throw BacklotError(
-                .forbidden, "a \(caller.role.rawValue) token cannot do this; it needs the \(role.rawValue) role",
+                .forbidden,
+                "\("aeiou".contains(caller.role.rawValue.first ?? "x") ? "an" : "a") \(caller.role.rawValue) token cannot do this; it needs the \(role.rawValue) role",
                 context: "token \(caller.id)")
         }
         return caller
