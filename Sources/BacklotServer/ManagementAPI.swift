@@ -340,6 +340,10 @@ public struct ManagementAPI: Sendable {
                 let channel = try b.channel("channel")
                 let app = call.parameter("app")
                 let pack = try b.string("pack")
+                // The same rule as a pack in the path: an invalid ID is 400, not "no such pack".
+                if let problem = PackID.problem(with: pack) {
+                    throw HTTPError(400, code: "badRequest", problem.message, context: "\"pack\"")
+                }
                 let version = try b.integer("version", as: Int.self, in: 1...Int.max)
                 let rollout = try b.percent("rollout")
                 if try b.bool("dryRun") == true {
@@ -397,7 +401,14 @@ public struct ManagementAPI: Sendable {
             body(fields: ["reason"]) { b in
                 let app = call.parameter("app")
                 let id = try call.number("id")
-                try api.repository.reject(requestID: id, app: app, reason: try b.string("reason"), by: call.caller)
+                let reason = try b.string("reason")
+                guard reason.count <= ManagementAPI.longestReason else {
+                    throw HTTPError(
+                        400, code: "badRequest",
+                        "a rejection's reason has at most \(ManagementAPI.longestReason) characters (this one has \(reason.count))",
+                        context: "\"reason\"")
+                }
+                try api.repository.reject(requestID: id, app: app, reason: reason, by: call.caller)
                 return .json(200, try api.repository.releaseRequest(id, app: app).json.serialized())
             }
         },
@@ -550,6 +561,9 @@ public struct ManagementAPI: Sendable {
 
     /// The largest byte count or offset the API accepts (what SQLite's 64-bit signed integers hold).
     static let largestByteCount = UInt64(Int64.max)
+
+    /// The longest reason a rejection records, in characters (it is shown in `releases list`).
+    static let longestReason = 2000
 
     /// The largest JSON body a route buffers; a larger one gets 413 before it is read.
     public static let bodyLimit = 64 << 10

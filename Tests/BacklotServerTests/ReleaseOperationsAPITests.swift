@@ -228,6 +228,15 @@ import Testing
             #expect(r.status == 200, "\(r.text)")
             try expectPublishedMatchesRecord(f)
         }
+        // An invalid pack ID in a body is 400 as in a path; a reason has a length.
+        let badPack = try f.call(
+            "POST", "/api/apps/com.example.game/releases", token: alice,
+            json: #"{"pack":"../x","version":1,"channel":"internal"}"#)
+        #expect(badPack.status == 400, "\(badPack.text)")
+        let longReason = String(repeating: "x", count: 2001)
+        let tooLong = try f.call(
+            "POST", "/api/apps/com.example.game/releases/1/reject", token: bob, json: "{\"reason\":\"\(longReason)\"}")
+        #expect(tooLong.status == 400 && tooLong.text.contains("at most 2000"), "\(tooLong.status)")
         let rolledBack = try f.call(
             "POST", "/api/apps/com.example.game/packs/Levels/rollback", token: bob, json: #"{"channel":"production"}"#)
         #expect(rolledBack.status == 200 && rolledBack.text.contains("\"version\":1"), "\(rolledBack.text)")
