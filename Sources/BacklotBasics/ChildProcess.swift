@@ -111,6 +111,23 @@ public final class ChildProcess: @unchecked Sendable {
         return ChildProcess(pid: pid, executable: executable, goFD: go, execErrorFD: execError, outputFD: pipeFDs[0])
     }
 
+    /// Runs a program to its end, or until `deadline` (its process group is then killed), with
+    /// its standard output and error captured (the last `limit` bytes kept).
+    ///
+    /// ```swift
+    /// let outcome = try ChildProcess.run(executable: "/usr/bin/openssl", arguments: ["version"], environment: [:], until: .now + .seconds(5))
+    /// ```
+    /// - Throws: ``BacklotError/Code/io`` when the process cannot be created or executed.
+    public static func run(
+        executable: String, arguments: [String], environment: [String: String], until deadline: SuspendingClock.Instant,
+        keepingLast limit: Int = 1 << 20
+    ) throws -> Outcome {
+        let child = try start(
+            executable: executable, arguments: arguments, environment: environment, captureOutput: true)
+        try child.release()
+        return child.wait(until: deadline, keepingLast: limit)
+    }
+
     /// Lets the held child execute its program.
     /// - Throws: ``BacklotError/Code/io`` when it could not be executed (the child is reaped).
     public func release() throws {

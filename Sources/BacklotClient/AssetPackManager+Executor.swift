@@ -13,7 +13,7 @@ extension AssetPackManager {
     /// request and waits for its event (claimed exactly once); if the executor goes away, it takes
     /// the lock and does the work itself.
     func runOrQueue(_ id: String) async throws -> FetchReport {
-        if let executor = ExecutorLock.tryAcquire(container: container.path) {
+        if let executor = try? container.layout.acquire(.executor, waiting: false) {
             defer { executor.release() }
             let report = try await download(id)
             await drainQueue()
@@ -30,7 +30,7 @@ extension AssetPackManager {
             if let event = try container.claim(client: clientID, pack: id) {
                 return try finish(pack, event)
             }
-            if let executor = ExecutorLock.tryAcquire(container: container.path) {
+            if let executor = try? container.layout.acquire(.executor, waiting: false) {
                 defer { executor.release() }
                 if try container.withdraw(request: request) {
                     let report = try await download(id)
@@ -89,7 +89,7 @@ extension AssetPackManager {
         let broadcaster = self.broadcaster
         do {
             let outcome = try await BlockingWork.run { [installer] () -> PackInstaller.Outcome? in
-                try ExecutorLock.holding(container: self.container.path, pack: id) {
+                try self.container.layout.holding(.install(pack: id)) {
                     // Another process may have installed it while this one waited for the lock.
                     if (try? self.container.installed(id))?.digest == release.indexSHA256.hex { return nil }
                     return try installer.install(

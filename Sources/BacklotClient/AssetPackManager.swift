@@ -260,7 +260,7 @@ public actor AssetPackManager {
             let url = try catalogClient.archiveURL(release)
             let installer = makeInstaller()
             _ = try await BlockingWork.run { [installer] in
-                try ExecutorLock.holding(container: self.container.path, pack: id) {
+                try self.container.layout.holding(.install(pack: id)) {
                     try installer.install(
                         id: id, release: release, archiveURL: url,
                         repairing: release.indexSHA256.hex == installed.digest)

@@ -74,8 +74,8 @@ extension ClientContainer {
         let from = source.releaseFolder(release.id, digest: release.digest)
         let folder = releaseFolder(release.id, digest: release.digest)
         let partial = folder + ".partial"
-        try ExecutorLock.holding(container: source.path, pack: release.id) {
-            try ExecutorLock.holding(container: path, pack: release.id) {
+        try source.layout.holding(.install(pack: release.id)) {
+            try layout.holding(.install(pack: release.id)) {
                 if try installed(release.id)?.digest == release.digest { return }
                 if FileSystem.exists(partial) { PackInstaller.removeRelease(partial) }
                 try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)

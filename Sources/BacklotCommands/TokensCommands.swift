@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotJSON
 import BacklotRepository
 import Foundation
@@ -131,7 +132,7 @@ extension TokensListCommand {
     /// `revoked` (with when), `expired`, or `active`: what the server would answer the token now.
     static func state(_ token: JSONNode, now: Date = Date()) -> String {
         if let revoked = token["revoked"]?.stringValue { return "revoked " + revoked }
-        if let text = token["expires"]?.stringValue, let expires = ISO8601DateFormatter().date(from: text),
+        if let text = token["expires"]?.stringValue, let expires = RFC3339.date(text),
             expires <= now
         {
             return "expired"

@@ -132,12 +132,10 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
     static func run(_ path: String, _ arguments: [String]) -> String? {
         // Its standard error is dropped (the shell sends it to /dev/null): only its answer is read.
         guard
-            let child = try? ChildProcess.start(
+            let outcome = try? ChildProcess.run(
                 executable: "/bin/sh", arguments: ["-c", "exec \"$0\" \"$@\" 2>/dev/null", path] + arguments,
-                environment: ProcessInfo.processInfo.environment, captureOutput: true),
-            (try? child.release()) != nil
+                environment: ProcessInfo.processInfo.environment, until: .now + .seconds(2), keepingLast: 4096)
         else { return nil }
-        let outcome = child.wait(until: .now + .seconds(2), keepingLast: 4096)
         return outcome.succeeded ? String(decoding: outcome.output, as: UTF8.self) : nil
     }
 }

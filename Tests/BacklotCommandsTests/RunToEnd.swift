@@ -7,9 +7,7 @@ func runToEnd(
     _ executable: String, _ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
     seconds: Int64 = 120
 ) throws -> (Int32?, String) {
-    let child = try ChildProcess.start(
-        executable: executable, arguments: arguments, environment: environment, captureOutput: true)
-    try child.release()
-    let outcome = child.wait(until: .now + .seconds(seconds))
+    let outcome = try ChildProcess.run(
+        executable: executable, arguments: arguments, environment: environment, until: .now + .seconds(seconds))
     return (outcome.exitStatus, String(decoding: outcome.output, as: UTF8.self))
 }

@@ -9,11 +9,9 @@ import Testing
 /// server certificate (not a CA), and stays within Apple's 825-day limit.
 @Suite struct LocalCertificateAuthorityTests {
     func openssl(_ arguments: [String]) throws -> (Int32?, String) {
-        let child = try ChildProcess.start(
+        let outcome = try ChildProcess.run(
             executable: "/usr/bin/openssl", arguments: arguments, environment: ProcessInfo.processInfo.environment,
-            captureOutput: true)
-        try child.release()
-        let outcome = child.wait(until: .now + .seconds(30))
+            until: .now + .seconds(30))
         return (outcome.exitStatus, String(decoding: outcome.output, as: UTF8.self))
     }
 
