@@ -28,6 +28,8 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
     public var lowBatteryPercent: Int
     /// The `nmcli` to ask (nil: do not ask NetworkManager).
     public var nmcli: String?
+    /// How long `nmcli` may take before it is killed and its answer ignored.
+    public var commandTimeout: Duration = .seconds(2)
 
     public init(
         sysRoot: String = "/sys", procRoot: String = "/proc", meteredFallback: Bool = false,
@@ -56,7 +58,7 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
         let network = route != nil && (up.contains(route!) || route == "*")
         var metered = meteredFallback
         if network, let nmcli, let iface = route,
-            let answer = Self.run(nmcli, ["-g", "GENERAL.METERED", "device", "show", iface])
+            let answer = Self.run(nmcli, ["-g", "GENERAL.METERED", "device", "show", iface], timeout: commandTimeout)
         {
             let value = answer.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
             if value.hasPrefix("yes") { metered = true } else if value.hasPrefix("no") { metered = false }
@@ -128,13 +130,13 @@ public struct LinuxDeviceConditions: DeviceConditionSource {
     }
 
     /// Runs a command and returns its output (the last 4 KiB at most), or nil when it fails or
-    /// takes more than 2 seconds (its process group is then killed), through ``ChildProcess``.
-    static func run(_ path: String, _ arguments: [String]) -> String? {
+    /// takes more than `timeout` (its process group is then killed), through ``ChildProcess``.
+    static func run(_ path: String, _ arguments: [String], timeout: Duration) -> String? {
         // Its standard error is dropped (the shell sends it to /dev/null): only its answer is read.
         guard
             let outcome = try? ChildProcess.run(
                 executable: "/bin/sh", arguments: ["-c", "exec \"$0\" \"$@\" 2>/dev/null", path] + arguments,
-                environment: ProcessInfo.processInfo.environment, until: .now + .seconds(2), keepingLast: 4096)
+                environment: ProcessInfo.processInfo.environment, until: .now + timeout, keepingLast: 4096)
         else { return nil }
         return outcome.succeeded ? String(decoding: outcome.output, as: UTF8.self) : nil
     }

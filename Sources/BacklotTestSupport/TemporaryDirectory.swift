@@ -32,6 +32,22 @@ public struct TemporaryDirectory: Sendable {
         try write(relative, Array(text.utf8), mode: mode)
     }
 
+    /// Writes a program the test will run. The bytes are written by a child process (`cp`), never
+    /// through a descriptor of this one: a descriptor open for writing here, inherited for an
+    /// instant by a process another test is spawning, makes `execve` of the file fail with
+    /// `ETXTBSY` ("text file busy").
+    @discardableResult
+    public func writeExecutable(_ relative: String, _ text: String) throws -> String {
+        let staged = try write(relative + ".source", text)
+        let full = at(relative)
+        let copy = try ChildProcess.run(
+            executable: "/bin/cp", arguments: [staged, full], environment: [:], until: .now + .seconds(60))
+        guard copy.succeeded, chmod(full, 0o755) == 0 else {
+            throw BacklotError(.io, "could not write the program", context: full)
+        }
+        return full
+    }
+
     public func read(_ relative: String) throws -> [UInt8] {
         Array(try Data(contentsOf: URL(fileURLWithPath: at(relative))))
     }

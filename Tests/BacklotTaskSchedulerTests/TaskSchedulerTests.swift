@@ -473,10 +473,12 @@ func eventually(_ condition: () -> Bool) -> Bool {
     @Test func meteredComesFromNetworkManager() throws {
         let (dir, base) = try machine(route: true)
         defer { dir.remove() }
-        let fake = try dir.write(
-            "nmcli", "#!/bin/sh\n[ \"$4\" = show ] && [ \"$5\" = eth0 ] && echo 'yes (guessed)'\n", mode: 0o755)
+        let fake = try dir.writeExecutable(
+            "nmcli", "#!/bin/sh\n[ \"$4\" = show ] && [ \"$5\" = eth0 ] && echo 'yes (guessed)'\n")
         var source = base
         source.nmcli = fake
+        // A loaded machine (CI, other suites starting servers) may take more than the default 2 s.
+        source.commandTimeout = .seconds(120)
         #expect(source.current().networkMetered)
     }
 }
