@@ -1,7 +1,6 @@
 import BacklotBasics
 import BacklotContainer
 import BacklotCrypto
-import BacklotStore
 import Foundation
 
 /// A client's container folder, shared by the app and the background agent:
@@ -14,7 +13,8 @@ import Foundation
 /// Pack IDs are never used as paths: `KEY` is the hex SHA-256 of the ID, shortened.
 public struct ClientContainer: Sendable {
     public let path: String
-    let db: Database
+    /// The container's `state.sqlite`, through its typed operations.
+    let store: StateStore
     /// Where every shared file of the container is.
     public var layout: ContainerLayout { ContainerLayout(root: path) }
 
@@ -34,13 +34,9 @@ public struct ClientContainer: Sendable {
         self.path = absolute
         let layout = ContainerLayout(root: absolute)
         try FileManager.default.createDirectory(atPath: layout.packsFolder, withIntermediateDirectories: true)
-        db = try ContainerSchema.state.open(layout.stateDatabase)
-        if try db.read({ try $0.query("SELECT 1 FROM meta WHERE key = 'deviceID'") }).isEmpty {
-            try db.transaction { tx in
-                try tx.run(
-                    "INSERT INTO meta(key, value) VALUES ('deviceID', ?) ON CONFLICT(key) DO NOTHING",
-                    [.text(UUID().uuidString.lowercased())])
-            }
+        store = try StateStore(layout: layout)
+        if try store.read({ try $0.value(forKey: "deviceID") }) == nil {
+            try store.transaction { tx in try tx.setValueIfMissing(UUID().uuidString.lowercased(), forKey: "deviceID") }
         }
     }
 
@@ -68,19 +64,15 @@ public struct ClientContainer: Sendable {
 
     /// The device identifier, created once per container (for staged rollouts).
     public var deviceID: String {
-        (try? db.read { try $0.query("SELECT value FROM meta WHERE key = 'deviceID'") })?.first?["value"]?.string ?? ""
+        ((try? store.read { try $0.value(forKey: "deviceID") }) ?? nil) ?? ""
     }
 
     func meta(_ key: String) throws -> String? {
-        try db.read { try $0.query("SELECT value FROM meta WHERE key = ?", [.text(key)]) }.first?["value"]?.string
+        try store.read { try $0.value(forKey: key) }
     }
 
     func setMeta(_ key: String, _ value: String) throws {
-        try db.transaction { tx in
-            try tx.run(
-                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                [.text(key), .text(value)])
-        }
+        try store.transaction { tx in try tx.setValue(value, forKey: key) }
     }
 
     /// The folder of a pack's releases.
@@ -90,37 +82,28 @@ public struct ClientContainer: Sendable {
     public func releaseFolder(_ id: String, digest: String) -> String { packFolder(id) + "/" + digest }
 
     public func installed() throws -> [Installed] {
-        try db.read { try $0.query("SELECT * FROM installed ORDER BY id") }.map(Self.installed)
+        try store.read { try $0.installedReleases() }.map(Self.installed)
     }
 
     public func installed(_ id: String) throws -> Installed? {
-        try db.read { try $0.query("SELECT * FROM installed WHERE id = ?", [.text(id)]) }.first.map(Self.installed)
+        try store.read { try $0.installedRelease(id) }.map(Self.installed)
     }
 
-    static func installed(_ r: Database.Row) -> Installed {
+    /// A stored release (another process may have written it): its numbers are converted checked
+    /// (0 when out of range, as for a row of the wrong shape).
+    static func installed(_ r: InstalledRelease) -> Installed {
         Installed(
-            id: r["id"]?.string ?? "", version: Int(r["version"]?.int ?? 0), digest: r["digest"]?.string ?? "",
-            downloadSize: Int(r["download_size"]?.int ?? 0), metadata: r["metadata"]?.string ?? "{}",
-            indexBytes: { if case .blob(let b)? = r["index_bytes"] { b } else { [] } }())
+            id: r.id, version: Int(exactly: r.version) ?? 0, digest: r.digest,
+            downloadSize: Int(exactly: r.downloadSize) ?? 0, metadata: r.metadata, indexBytes: r.indexBytes)
     }
 
     func markInstalled(
         id: String, version: Int, digest: String, downloadSize: Int, metadata: String, indexBytes: [UInt8]
     ) throws {
-        try db.transaction { tx in
-            try tx.run(
-                """
-                INSERT INTO installed(id, version, digest, download_size, metadata, index_bytes, installed) VALUES (?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(id) DO UPDATE SET version = excluded.version, digest = excluded.digest, download_size = excluded.download_size,
-                metadata = excluded.metadata, index_bytes = excluded.index_bytes, installed = excluded.installed
-                """,
-                [
-                    .text(id), .integer(Int64(version)), .text(digest), .integer(Int64(downloadSize)), .text(metadata),
-                    .blob(indexBytes),
-                    .integer(Int64(Date().timeIntervalSince1970)),
-                ])
-            try tx.run("DELETE FROM chunks_done WHERE digest = ?", [.text(digest)])
-        }
+        let release = InstalledRelease(
+            id: id, version: Int64(version), digest: digest, downloadSize: Int64(downloadSize), metadata: metadata,
+            indexBytes: indexBytes, installedAt: Int64(Date().timeIntervalSince1970))
+        try store.transaction { tx in try tx.recordInstalled(release) }
     }
 
     /// Checks every installed file of the container at `path` against its SHA-256.
@@ -150,53 +133,33 @@ public struct ClientContainer: Sendable {
 
     /// Queues a request for the executor; returns its number.
     func enqueue(client: String, pack: String) throws -> Int64 {
-        try db.transaction { tx in
-            try tx.run(
-                "INSERT INTO requests(client, pack, created) VALUES (?, ?, ?)",
-                [.text(client), .text(pack), .integer(Int64(Date().timeIntervalSince1970))])
-            return tx.lastInsertRowID
+        try store.transaction { tx in
+            try tx.enqueueRequest(client: client, pack: pack, created: Int64(Date().timeIntervalSince1970))
         }
     }
 
     /// Takes the oldest queued request (the executor calls this).
     func takeRequest() throws -> (id: Int64, client: String, pack: String)? {
-        try db.transaction { tx in
-            guard let r = try tx.query("SELECT * FROM requests ORDER BY id LIMIT 1").first, let id = r["id"]?.int else {
-                return nil
-            }
-            try tx.run("DELETE FROM requests WHERE id = ?", [.integer(id)])
-            return (id, r["client"]?.string ?? "", r["pack"]?.string ?? "")
-        }
+        try store.transaction { tx in try tx.takeOldestRequest() }.map { ($0.id, $0.client, $0.pack) }
     }
 
     /// Withdraws a queued request (a waiting process that becomes the executor does its own work).
     func withdraw(request id: Int64) throws -> Bool {
-        try db.transaction { tx in try tx.run("DELETE FROM requests WHERE id = ?", [.integer(id)]) == 1 }
+        try store.transaction { tx in try tx.deleteRequest(id) }
     }
 
     /// Records the outcome of a client's queued fetch.
     func post(client: String, pack: String, outcome: FetchOutcome) throws {
         let detail = try outcome.encoded()
-        try db.transaction { tx in
-            try tx.run(
-                "INSERT INTO events(client, pack, kind, detail) VALUES (?, ?, ?, ?)",
-                [.text(client), .text(pack), .text(outcome.kind), .text(detail)])
+        try store.transaction { tx in
+            try tx.postRequestOutcome(client: client, pack: pack, kind: outcome.kind, detail: detail)
         }
     }
 
     /// Claims the next undelivered event for a client and pack: each event is delivered exactly once.
     func claim(client: String, pack: String) throws -> FetchOutcome? {
-        try db.transaction { tx in
-            guard
-                let r = try tx.query(
-                    "SELECT * FROM events WHERE client = ? AND pack = ? AND delivered = 0 ORDER BY seq LIMIT 1",
-                    [.text(client), .text(pack)]
-                ).first, let seq = r["seq"]?.int
-            else { return nil }
-            guard try tx.run("UPDATE events SET delivered = 1 WHERE seq = ? AND delivered = 0", [.integer(seq)]) == 1
-            else { return nil }
-            return FetchOutcome.decoded(r["detail"]?.string ?? "")
-        }
+        try store.transaction { tx in try tx.claimRequestOutcome(client: client, pack: pack) }.map(
+            FetchOutcome.decoded)
     }
 
     /// Removes an installed pack and its files.
@@ -210,24 +173,15 @@ public struct ClientContainer: Sendable {
     }
 
     func removeInstalled(_ id: String) throws {
-        try db.transaction { tx in try tx.run("DELETE FROM installed WHERE id = ?", [.text(id)]) }
+        try store.transaction { tx in try tx.deleteInstalled(id) }
     }
 
     func doneChunks(_ digest: String) throws -> Set<Int> {
-        Set(
-            try db.read { try $0.query("SELECT chunk FROM chunks_done WHERE digest = ?", [.text(digest)]) }.compactMap {
-                $0["chunk"]?.int.map(Int.init)
-            })
+        Set(try store.read { try $0.doneChunks(digest) }.compactMap { Int(exactly: $0) })
     }
 
     func recordChunks(_ digest: String, _ chunks: [Int]) throws {
         guard !chunks.isEmpty else { return }
-        try db.transaction { tx in
-            for c in chunks {
-                try tx.run(
-                    "INSERT OR IGNORE INTO chunks_done(digest, chunk) VALUES (?, ?)",
-                    [.text(digest), .integer(Int64(c))])
-            }
-        }
+        try store.transaction { tx in try tx.recordDoneChunks(digest, chunks.map(Int64.init)) }
     }
 }

@@ -1,7 +1,6 @@
 import BacklotBasics
 import BacklotContainer
 import BacklotCrypto
-import BacklotStore
 import Dispatch
 import Foundation
 import Synchronization
@@ -30,26 +29,12 @@ extension DownloadManager {
         }
     }
 
-    /// The states of a recorded outcome (`url_events.delivered`).
-    enum OutcomeState {
-        /// Posted for the app, which claims it the next time it listens.
-        static let forApp: Int64 = 0
-        /// Delivered; nothing more to do.
-        static let done: Int64 = 1
-        /// Reserved for the extension, whose call has not claimed it yet.
-        static let reserved: Int64 = 2
-        /// Recorded in the transaction that retired the download, not handed to anyone yet.
-        static let recorded: Int64 = 3
-        /// Claimed by the extension's process; the agent has not closed the reservation yet.
-        static let takenByExtension: Int64 = 4
-    }
-
     var roleName: String { role == .agent ? "agent" : "app" }
 
     /// Inserts an outcome record (in the caller's transaction, the one that retires the download).
     static func insertOutcome(
-        _ tx: inout Database.Connection, _ d: URLDownload, kind: String, path: String?, staged: String?,
-        message: String?, code: Int?, state: Int64, owner: String
+        _ tx: StateTransaction, _ d: URLDownload, kind: String, path: String?, staged: String?,
+        message: String?, code: Int?, state: URLOutcomeState, owner: String
     ) throws -> Int64 {
         let fileSize = try d.fileSize.map {
             try CheckedInteger.convert(
@@ -60,19 +45,11 @@ extension DownloadManager {
         let storedCode = try code.map {
             try CheckedInteger.convert($0, to: Int64.self, "the error code", context: d.identifier)
         }
-        _ = try tx.run(
-            """
-            INSERT INTO url_events(identifier, url, file_size, essential, priority, kind, path, message, code, delivered, staged, owner)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """,
-            [
-                .text(d.identifier), .text(d.url.absoluteString), fileSize.map { .integer($0) } ?? .null,
-                .integer(d.isEssential ? 1 : 0),
-                .integer(priority), .text(kind), path.map { .text($0) } ?? .null, message.map { .text($0) } ?? .null,
-                storedCode.map { .integer($0) } ?? .null, .integer(state), staged.map { .text($0) } ?? .null,
-                .text(owner),
-            ])
-        return tx.lastInsertRowID
+        return try tx.recordURLOutcome(
+            URLDownloadRecord(
+                identifier: d.identifier, url: d.url.absoluteString, fileSize: fileSize, essential: d.isEssential,
+                priority: priority),
+            kind: kind, path: path, staged: staged, message: message, code: storedCode, state: state, owner: owner)
     }
 
     /// Retires a download and records its outcome in one transaction: after it commits, the
@@ -85,7 +62,7 @@ extension DownloadManager {
     ///   leaves everything as it was.
     func retire(
         _ d: URLDownload, kind: String, staged: String?, message: String?, code: Int?,
-        within: ((inout Database.Connection) throws -> Void)? = nil
+        within: ((StateTransaction) throws -> Void)? = nil
     ) throws -> Int64? {
         let path: String?
         if staged != nil {
@@ -95,15 +72,13 @@ extension DownloadManager {
         } else {
             path = nil
         }
-        return try container.db.transaction { tx -> Int64? in
-            guard try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)]) == 1 else {
-                return nil
-            }
-            try within?(&tx)  // a throw rolls the whole transaction back, the delete included
-            _ = try tx.run("DELETE FROM url_retries WHERE identifier = ?", [.text(d.identifier)])
+        return try container.store.transaction { tx -> Int64? in
+            guard try tx.unscheduleURLDownload(d.identifier) else { return nil }
+            try within?(tx)  // a throw rolls the whole transaction back, the unscheduling included
+            try tx.clearPauses(d.identifier)
             return try Self.insertOutcome(
-                &tx, d, kind: kind, path: path, staged: staged, message: message, code: code,
-                state: OutcomeState.recorded, owner: roleName)
+                tx, d, kind: kind, path: path, staged: staged, message: message, code: code, state: .recorded,
+                owner: roleName)
         }
     }
 
@@ -111,29 +86,19 @@ extension DownloadManager {
     /// their hand-over path (call it holding the download's lock, before its partial file is
     /// used again). A file found at neither place turns the outcome into a failure.
     func completeStagings(for identifier: String) throws {
-        let rows = try container.db.read {
-            try $0.query(
-                "SELECT seq, path, staged FROM url_events WHERE identifier = ? AND staged IS NOT NULL",
-                [.text(identifier)])
-        }
-        for row in rows {
-            guard let seq = row["seq"]?.int, let path = row["path"]?.string, let staged = row["staged"]?.string else {
-                continue
-            }
+        for outcome in try container.store.read({ try $0.stagedURLOutcomes(of: identifier) }) {
+            guard let path = outcome.path, let staged = outcome.staged else { continue }
             if !FileSystem.exists(path) {
                 if FileSystem.exists(staged) {
                     try SystemCall.retrying("rename", path: path) { rename(staged, path) }
                 } else {
-                    try container.db.transaction { tx in
-                        _ = try tx.run(
-                            "UPDATE url_events SET kind = 'failed', path = NULL, message = ? WHERE seq = ?",
-                            [.text("the downloaded file was lost before it was handed over"), .integer(seq)])
+                    try container.store.transaction { tx in
+                        try tx.markURLOutcomeFailed(
+                            outcome.seq, message: "the downloaded file was lost before it was handed over")
                     }
                 }
             }
-            try container.db.transaction { tx in
-                _ = try tx.run("UPDATE url_events SET staged = NULL WHERE seq = ?", [.integer(seq)])
-            }
+            try container.store.transaction { tx in try tx.clearStaging(outcome.seq) }
         }
     }
 
@@ -151,41 +116,28 @@ extension DownloadManager {
     ///   event is rebuilt from the record.
     func handOver(_ seq: Int64, live: Event? = nil) {
         _ = try? withExclusiveControl {
-            guard
-                let row = try container.db.read({
-                    try $0.query(
-                        "SELECT * FROM url_events WHERE seq = ? AND delivered = ? AND staged IS NULL",
-                        [.integer(seq), .integer(OutcomeState.recorded)])
-                }).first,
-                let id = row["identifier"]?.string, let url = row["url"]?.string.flatMap(URL.init(string:))
+            guard let row = try container.store.read({ try $0.urlOutcome(seq) }), row.state == .recorded,
+                row.staged == nil
             else { return }
             TestStopPoint.reach("handover.underLock")
             let event: Event
-            if let d = try? Self.storedDownload(
-                row, identifier: id, url: url, table: "url_events", container: container)
-            {
-                if row["kind"]?.string == "finished", let path = row["path"]?.string {
+            if let d = try? Self.storedDownload(row.download, table: "url_events", container: container) {
+                if row.kind == "finished", let path = row.path {
                     event = .finished(d, URL(fileURLWithPath: path))
                 } else if let live, case .failed = live {
                     event = live
                 } else {
-                    event = .failed(
-                        d,
-                        DeliveredError(
-                            code: row["code"]?.int.flatMap { Int(exactly: $0) },
-                            message: row["message"]?.string ?? "the download failed"))
+                    event = .failed(d, Self.deliveredError(row))
                 }
                 handover.withLock { $0 = CurrentHandover(seq: seq, thread: pthread_self()) }
                 handler(event, self)
                 handover.withLock { $0 = nil }
             }
-            let closed = try container.db.transaction { tx in
-                try tx.run(
-                    "UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
-                    [.integer(OutcomeState.done), .integer(seq), .integer(OutcomeState.recorded)])
+            let closed = try container.store.transaction { tx in
+                try tx.moveURLOutcome(seq, to: .done, from: [.recorded])
             }
             // not moved by the handler: deleted, as on Apple's platforms
-            if closed == 1, let path = row["path"]?.string { unlink(path) }
+            if closed, let path = row.path { unlink(path) }
         }
     }
 
@@ -193,20 +145,14 @@ extension DownloadManager {
     /// recorded them stopped or crashed first (the agent calls it when it starts; an app's manager
     /// when it is created). Each is delivered once.
     public func deliverRecordedOutcomes() throws {
-        let rows = try container.db.read {
-            try $0.query(
-                "SELECT seq, identifier, staged FROM url_events WHERE delivered = ? AND owner = ? ORDER BY seq",
-                [.integer(OutcomeState.recorded), .text(roleName)])
-        }
-        for row in rows {
-            guard let seq = row["seq"]?.int, let id = row["identifier"]?.string else { continue }
-            if row["staged"]?.string != nil {
+        for row in try container.store.read({ try $0.urlOutcomes(in: .recorded, recordedBy: roleName) }) {
+            if row.staged != nil {
                 // Its partial file is renamed under the download's lock; a process holding it does that itself.
-                guard let lock = lockDownload(id) else { continue }
+                guard let lock = lockDownload(row.download.identifier) else { continue }
                 defer { lock.release() }
-                try completeStagings(for: id)
+                try completeStagings(for: row.download.identifier)
             }
-            handOver(seq)
+            handOver(row.seq)
         }
     }
 
@@ -216,12 +162,9 @@ extension DownloadManager {
     public static func claimReservation(_ seq: Int64, containerPath: String) throws -> Bool {
         let container = try ClientContainer(path: containerPath)
         return try ExclusiveControl.of(container: container.path).run {
-            try container.db.transaction { tx in
-                try tx.run(
-                    "UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
-                    [.integer(OutcomeState.takenByExtension), .integer(seq), .integer(OutcomeState.reserved)])
+            try container.store.transaction { tx in try tx.moveURLOutcome(seq, to: .takenByExtension, from: [.reserved])
             }
-        } == 1
+        }
     }
 
     /// Starts receiving, through this manager's handler, the outcomes of downloads the agent ran.
@@ -263,15 +206,13 @@ extension DownloadManager {
     /// - Returns: the outcome's number.
     @discardableResult
     public func postToApp(_ event: Event, reservedForExtension: Bool = false) throws -> Int64 {
-        let state = reservedForExtension ? OutcomeState.reserved : OutcomeState.forApp
+        let state: URLOutcomeState = reservedForExtension ? .reserved : .forApp
         // From the handler, for an outcome already recorded: that record is posted, in place.
         if let current = handover.withLock({ $0 }), pthread_equal(current.thread, pthread_self()) != 0 {
-            let posted = try container.db.transaction { tx in
-                try tx.run(
-                    "UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
-                    [.integer(state), .integer(current.seq), .integer(OutcomeState.recorded)])
+            let posted = try container.store.transaction { tx in
+                try tx.moveURLOutcome(current.seq, to: state, from: [.recorded])
             }
-            if posted == 1 { return current.seq }
+            if posted { return current.seq }
         }
         let d: URLDownload
         let kind: String
@@ -291,21 +232,17 @@ extension DownloadManager {
         default:
             return 0
         }
-        return try container.db.transaction { tx in
+        return try container.store.transaction { tx in
             try Self.insertOutcome(
-                &tx, d, kind: kind, path: path, staged: nil, message: message, code: code, state: state, owner: roleName
-            )
+                tx, d, kind: kind, path: path, staged: nil, message: message, code: code, state: state, owner: roleName)
         }
     }
 
     /// The file of a posted outcome, if it has one.
     public func postedFile(_ seq: Int64) -> URL? {
-        guard
-            let row = try? container.db.read({
-                try $0.query("SELECT path FROM url_events WHERE seq = ?", [.integer(seq)])
-            }).first,
-            let path = row["path"]?.string
-        else { return nil }
+        guard let outcome = try? container.store.read({ try $0.urlOutcome(seq) }), let path = outcome.path else {
+            return nil
+        }
         return URL(fileURLWithPath: path)
     }
 
@@ -319,17 +256,12 @@ extension DownloadManager {
     public func completeReservation(_ seq: Int64, deliveredToExtension: Bool) throws {
         try withExclusiveControl {
             if deliveredToExtension {
-                let done = try container.db.transaction { tx in
-                    try tx.run(
-                        "UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered IN (?, ?)",
-                        [
-                            .integer(OutcomeState.done), .integer(seq), .integer(OutcomeState.reserved),
-                            .integer(OutcomeState.takenByExtension),
-                        ]) == 1
+                let done = try container.store.transaction { tx in
+                    try tx.moveURLOutcome(seq, to: .done, from: [.reserved, .takenByExtension])
                 }
                 if done, let file = postedFile(seq) { unlink(file.path) }
             } else {
-                try settleUnfinished(where: "seq = ?", [.integer(seq)])
+                try settleUnfinished(only: seq)
             }
         }
     }
@@ -338,31 +270,28 @@ extension DownloadManager {
     /// not claim go to the app; those it claimed were delivered to it (but a file it did not move
     /// goes to the app).
     public func releaseUnfinishedReservations() throws {
-        try withExclusiveControl { try settleUnfinished(where: "1", []) }
+        try withExclusiveControl { try settleUnfinished(only: nil) }
     }
 
     /// The reservations the extension could not finish (call under the exclusive lock).
-    private func settleUnfinished(where condition: String, _ bindings: [Database.Value]) throws {
-        let taken = try container.db.transaction { tx -> [Database.Row] in
-            _ = try tx.run(
-                "UPDATE url_events SET delivered = ? WHERE delivered = ? AND \(condition)",
-                [.integer(OutcomeState.forApp), .integer(OutcomeState.reserved)] + bindings)
-            return try tx.query(
-                "SELECT seq, kind, path FROM url_events WHERE delivered = ? AND \(condition)",
-                [.integer(OutcomeState.takenByExtension)] + bindings)
+    /// - Parameter seq: only that outcome; nil: every one.
+    private func settleUnfinished(only seq: Int64?) throws {
+        let taken = try container.store.transaction { tx -> [URLOutcomeRecord] in
+            try tx.moveURLOutcomes(from: .reserved, to: .forApp, only: seq)
+            return try tx.urlOutcomes(in: .takenByExtension).filter { seq == nil || $0.seq == seq }
         }
         for row in taken {
-            guard let seq = row["seq"]?.int else { continue }
-            let fileLeft = row["kind"]?.string == "finished" && row["path"]?.string.map(FileSystem.exists) == true
-            try container.db.transaction { tx in
-                _ = try tx.run(
-                    "UPDATE url_events SET delivered = ? WHERE seq = ? AND delivered = ?",
-                    [
-                        .integer(fileLeft ? OutcomeState.forApp : OutcomeState.done), .integer(seq),
-                        .integer(OutcomeState.takenByExtension),
-                    ])
+            let fileLeft = row.kind == "finished" && row.path.map(FileSystem.exists) == true
+            try container.store.transaction { tx in
+                try tx.moveURLOutcome(row.seq, to: fileLeft ? .forApp : .done, from: [.takenByExtension])
             }
         }
+    }
+
+    /// The error a recorded failure stands for.
+    static func deliveredError(_ row: URLOutcomeRecord) -> DeliveredError {
+        DeliveredError(
+            code: row.code.flatMap { Int(exactly: $0) }, message: row.message ?? "the download failed")
     }
 
     /// Moves a finished file out of the download manager's way (it deletes what its handler left),
@@ -380,38 +309,21 @@ extension DownloadManager {
         _ = try? withExclusiveControl {
             // Stopped listening while this round waited for the lock (or in a handler): the events stay for the next time.
             while listening.withLock({ $0 != nil }),
-                let row = try container.db.transaction({ tx -> Database.Row? in
-                    guard
-                        let r = try tx.query("SELECT * FROM url_events WHERE delivered = 0 ORDER BY seq LIMIT 1").first,
-                        let seq = r["seq"]?.int
-                    else { return nil }
-                    guard
-                        try tx.run(
-                            "UPDATE url_events SET delivered = 1 WHERE seq = ? AND delivered = 0", [.integer(seq)]) == 1
-                    else { return nil }
-                    return r
+                let row = try container.store.transaction({ tx in
+                    try tx.claimOldestURLOutcome(in: .forApp, movingTo: .done)
                 })
             {
-                guard let id = row["identifier"]?.string, let url = row["url"]?.string.flatMap(URL.init(string:)) else {
+                // A row without a URL, or with a number out of range (written by another process), is skipped, never a trap.
+                guard let d = try? Self.storedDownload(row.download, table: "url_events", container: container) else {
                     continue
                 }
-                // A row with a number out of range (written by another process) is skipped, never a trap.
-                guard
-                    let d = try? Self.storedDownload(
-                        row, identifier: id, url: url, table: "url_events", container: container)
-                else { continue }
-                if row["kind"]?.string == "finished", let path = row["path"]?.string {
+                if row.kind == "finished", let path = row.path {
                     // The extension took it before a crash left its reservation open: it is not delivered twice.
                     guard FileSystem.exists(path) else { continue }
                     handler(.finished(d, URL(fileURLWithPath: path)), self)
                     unlink(path)  // not moved by the handler: deleted, as on Apple's platforms
                 } else {
-                    handler(
-                        .failed(
-                            d,
-                            DeliveredError(
-                                code: row["code"]?.int.flatMap { Int(exactly: $0) },
-                                message: row["message"]?.string ?? "the download failed")), self)
+                    handler(.failed(d, Self.deliveredError(row)), self)
                 }
             }
         }

@@ -238,24 +238,21 @@ public final class DownloadManager: Sendable {
         let priority = try CheckedInteger.convert(
             download.priority, to: Int64.self, "the download's priority", context: download.identifier)
         do {
-            try container.db.transaction { tx in
+            try container.store.transaction { tx in
                 // The install-size cap counts what is installed and what is scheduled or in flight
                 // (each declared size is reserved by its row), checked and reserved in one transaction.
                 if let size = fileSize, let max = installCap(essential: download.isEssential) {
-                    let committed = try Self.committedInstallSize(&tx, essential: download.isEssential)
+                    let committed = try Self.committedInstallSize(tx, essential: download.isEssential)
                     let left = max > committed ? max - committed : 0
                     if UInt64(size) > left {
                         throw BackgroundDownloadError.maxInstallSizeExceeded(needed: UInt64(size), remaining: left)
                     }
                 }
-                try tx.run(
-                    "INSERT INTO url_downloads(identifier, url, file_size, essential, priority, created) VALUES (?, ?, ?, ?, ?, ?)",
-                    [
-                        .text(download.identifier), .text(download.url.absoluteString),
-                        fileSize.map { .integer($0) } ?? .null,
-                        .integer(download.isEssential ? 1 : 0), .integer(priority),
-                        .integer(Int64(Date().timeIntervalSince1970)),
-                    ])
+                try tx.scheduleURLDownload(
+                    URLDownloadRecord(
+                        identifier: download.identifier, url: download.url.absoluteString, fileSize: fileSize,
+                        essential: download.isEssential, priority: priority),
+                    created: Int64(Date().timeIntervalSince1970))
             }
         } catch let e as BacklotError where e.code == .conflict {
             throw BackgroundDownloadError.duplicateIdentifier(download.identifier)
@@ -294,37 +291,32 @@ public final class DownloadManager: Sendable {
 
     /// The downloads scheduled and not finished.
     public func fetchCurrentDownloads() throws -> [URLDownload] {
-        try container.db.read { try $0.query("SELECT * FROM url_downloads ORDER BY priority DESC, created") }.compactMap
-        { r in
-            guard let id = r["identifier"]?.string, let url = r["url"]?.string.flatMap(URL.init(string:)) else {
-                return nil
-            }
-            return try Self.storedDownload(r, identifier: id, url: url, table: "url_downloads", container: container)
+        try container.store.read { try $0.scheduledURLDownloads() }.compactMap { r in
+            try Self.storedDownload(r, table: "url_downloads", container: container)
         }
     }
 
     /// A download read back from the container (which another process may have written): its
     /// size and priority go through ``CheckedInteger``.
+    /// - Returns: nil for a record without an identifier or a URL.
     /// - Throws: ``BacklotError/Code/invalidInput`` naming the column when a stored number is out of range.
     static func storedDownload(
-        _ r: Database.Row, identifier id: String, url: URL, table: String, container: ClientContainer
-    ) throws -> URLDownload {
-        let context = "\(container.path)/state.sqlite, \(table) \(id)"
-        let size = try r["file_size"]?.int.map {
+        _ r: URLDownloadRecord, table: String, container: ClientContainer
+    ) throws -> URLDownload? {
+        guard !r.identifier.isEmpty, let url = URL(string: r.url) else { return nil }
+        let context = "\(container.layout.stateDatabase), \(table) \(r.identifier)"
+        let size = try r.fileSize.map {
             try CheckedInteger.convert($0, to: UInt64.self, "the stored file_size", context: context)
         }
-        let priority = try CheckedInteger.convert(
-            r["priority"]?.int ?? 0, to: Int.self, "the stored priority", context: context)
+        let priority = try CheckedInteger.convert(r.priority, to: Int.self, "the stored priority", context: context)
         return URLDownload(
-            identifier: id, url: url, fileSize: size, isEssential: r["essential"]?.int == 1, priority: priority)
+            identifier: r.identifier, url: url, fileSize: size, isEssential: r.essential, priority: priority)
     }
 
     /// Cancels a download and removes what arrived.
     public func cancel(_ download: URLDownload) throws {
         cancelled.withLock { _ = $0.insert(download.identifier) }
-        try container.db.transaction { tx in
-            try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(download.identifier)])
-        }
+        try container.store.transaction { tx in try tx.unscheduleURLDownload(download.identifier) }
         if running.withLock({ !$0.contains(download.identifier) }) { unlink(partialPath(download.identifier)) }
     }
 
@@ -438,26 +430,29 @@ public final class DownloadManager: Sendable {
     /// downloads of that kind, plus the declared sizes of those scheduled or in flight (their
     /// reservations), except `excluding`'s.
     static func committedInstallSize(
-        _ tx: inout Database.Connection, essential: Bool, excluding: String? = nil
+        _ tx: StateTransaction, essential: Bool, excluding: String? = nil
     ) throws -> UInt64 {
-        let key = essential ? "installedEssential" : "installed"
-        let done =
-            try tx.query("SELECT value FROM meta WHERE key = ?", [.text(key)]).first?["value"]?.string.flatMap(
-                UInt64.init) ?? 0
-        let rows = try tx.query(
-            "SELECT file_size FROM url_downloads WHERE essential = ? AND file_size IS NOT NULL AND identifier != ?",
-            [.integer(essential ? 1 : 0), .text(excluding ?? "")])
-        var total = done
-        for r in rows { total = CheckedInteger.saturatingAdd(total, UInt64(max(0, r["file_size"]?.int ?? 0))) }
+        var total = try installedBytes(tx, essential: essential)
+        for size in try tx.reservedURLDownloadSizes(essential: essential, excluding: excluding) {
+            total = CheckedInteger.saturatingAdd(total, UInt64(max(0, size)))
+        }
         return total
+    }
+
+    /// The `meta` key of the bytes of finished downloads of one kind.
+    static func installedBytesKey(essential: Bool) -> String { essential ? "installedEssential" : "installed" }
+
+    /// The bytes of finished downloads of one kind (0 for a stored value that is not a count).
+    static func installedBytes(_ tx: StateTransaction, essential: Bool) throws -> UInt64 {
+        try tx.value(forKey: installedBytesKey(essential: essential)).flatMap(UInt64.init) ?? 0
     }
 
     /// What is left under the install-size cap for `d` (its own reservation not counted); nil without a cap.
     func installHeadroom(for d: URLDownload) -> UInt64? {
         guard let max = installCap(essential: d.isEssential) else { return nil }
         let committed =
-            (try? container.db.read { tx in
-                try Self.committedInstallSize(&tx, essential: d.isEssential, excluding: d.identifier)
+            (try? container.store.read { tx in
+                try Self.committedInstallSize(tx, essential: d.isEssential, excluding: d.identifier)
             }) ?? 0
         return max > committed ? max - committed : 0
     }
@@ -477,27 +472,19 @@ public final class DownloadManager: Sendable {
     func pausedUntilLater() -> Set<String> {
         let now = Date().timeIntervalSince1970
         return Set(
-            ((try? container.db.read {
-                try $0.query("SELECT identifier FROM url_retries WHERE retry_after > ?", [.real(now)])
-            }) ?? [])
-            .compactMap { $0["identifier"]?.string })
+            (try? container.store.read { try $0.pausedURLDownloads(retryingAfter: now) }) ?? [])
     }
 
     /// After a failed connection: pauses the download (true) with a back-off of 2^n seconds (at
     /// most an hour), or gives up after ``maximumPauses`` in a row (false: it fails).
     func pauseAgain(_ id: String) -> Bool {
         // The stored count is compared before it is incremented: a crafted Int64.max never overflows.
-        let stored =
-            (try? container.db.read {
-                try $0.query("SELECT attempts FROM url_retries WHERE identifier = ?", [.text(id)])
-            })?.first?["attempts"]?.int ?? 0
+        let stored = (try? container.store.read { try $0.pauseCount(id) }) ?? 0
         guard stored < Self.maximumPauses else { return false }
         let attempts = max(0, stored) + 1
         let after = Date().timeIntervalSince1970 + min(3600, pow(2, Double(attempts)))
-        _ = try? container.db.transaction { tx in
-            try tx.run(
-                "INSERT INTO url_retries(identifier, attempts, retry_after) VALUES (?, ?, ?) ON CONFLICT(identifier) DO UPDATE SET attempts = excluded.attempts, retry_after = excluded.retry_after",
-                [.text(id), .integer(attempts), .real(after)])
+        _ = try? container.store.transaction { tx in
+            try tx.pauseURLDownload(id, attempts: attempts, retryAfter: after)
         }
         return true
     }
@@ -506,9 +493,7 @@ public final class DownloadManager: Sendable {
     static let maximumPauses: Int64 = 12
 
     func clearPauses(_ id: String) {
-        _ = try? container.db.transaction { tx in
-            try tx.run("DELETE FROM url_retries WHERE identifier = ?", [.text(id)])
-        }
+        _ = try? container.store.transaction { tx in try tx.clearPauses(id) }
     }
 
     /// Takes the cross-process lock of one download, so that the app and the agent never write
@@ -589,18 +574,15 @@ public final class DownloadManager: Sendable {
             do {
                 seq = try retire(d, kind: "finished", staged: part, message: nil, code: nil) { tx in
                     let committed = try Self.committedInstallSize(
-                        &tx, essential: d.isEssential, excluding: d.identifier)
+                        tx, essential: d.isEssential, excluding: d.identifier)
                     if let cap, CheckedInteger.saturatingAdd(committed, result.size) > cap {
                         throw BackgroundDownloadError.maxInstallSizeExceeded(
                             needed: result.size, remaining: cap > committed ? cap - committed : 0)
                     }
-                    let key = d.isEssential ? "installedEssential" : "installed"
-                    let done =
-                        try tx.query("SELECT value FROM meta WHERE key = ?", [.text(key)]).first?["value"]?.string
-                        .flatMap(UInt64.init) ?? 0
-                    try tx.run(
-                        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                        [.text(key), .text(String(CheckedInteger.saturatingAdd(done, result.size)))])
+                    let done = try Self.installedBytes(tx, essential: d.isEssential)
+                    try tx.setValue(
+                        String(CheckedInteger.saturatingAdd(done, result.size)),
+                        forKey: Self.installedBytesKey(essential: d.isEssential))
                 }
             } catch let e as BackgroundDownloadError {
                 unlink(part)
@@ -659,9 +641,7 @@ public final class DownloadManager: Sendable {
                 TestStopPoint.reach("handover.afterRecord")
                 handOver(seq, live: .failed(d, reported))
             } else {
-                _ = try? container.db.transaction { tx in
-                    try tx.run("DELETE FROM url_downloads WHERE identifier = ?", [.text(d.identifier)])
-                }
+                _ = try? container.store.transaction { tx in try tx.unscheduleURLDownload(d.identifier) }
                 _ = try? withExclusiveControl { handler(.failed(d, reported), self) }
             }
         }

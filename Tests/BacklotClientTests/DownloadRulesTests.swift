@@ -111,7 +111,7 @@ extension DownloadManagerTests {
         try FileSystem.makeDirectory(f.dir.at("c/.download-locks"))
         let held = try #require(app.lockDownload(download.identifier))
         try app.withExclusiveControl {
-            try app.container.db.transaction { tx in
+            try app.container.store.database.transaction { tx in
                 try tx.run(
                     "INSERT INTO url_downloads(identifier, url, file_size, essential, priority, created) VALUES (?, ?, ?, 0, 0, 0)",
                     [.text(download.identifier), .text(url.absoluteString), .integer(Int64(bytes.count))])

@@ -19,7 +19,7 @@ import Testing
         defer { dir.remove() }
         let m = try manager(dir)
         for size in [Int64(-1), Int64.min] {
-            try m.container.db.transaction { tx in
+            try m.container.store.database.transaction { tx in
                 _ = try tx.run("DELETE FROM url_downloads")
                 _ = try tx.run(
                     "INSERT INTO url_downloads(identifier, url, file_size, essential, priority, created) VALUES ('d', 'https://example.com/f', ?, 0, 0, 0)",
@@ -52,7 +52,7 @@ import Testing
             downloadAllowance: .max, essentialDownloadAllowance: .max, domainAllowList: ["example.com"])
         let m = try manager(dir, restrictions: restrictions)
         // A retry count of Int64.max: the download fails instead of pausing, and nothing traps.
-        try m.container.db.transaction { tx in
+        try m.container.store.database.transaction { tx in
             _ = try tx.run(
                 "INSERT INTO url_retries(identifier, attempts, retry_after) VALUES ('r', ?, 0)", [.integer(Int64.max)])
         }

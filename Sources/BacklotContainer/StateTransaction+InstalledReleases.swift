@@ -1,0 +1,60 @@
+import BacklotStore
+
+/// The `installed` table (one release per pack) and `chunks_done` (the chunks of a release being
+/// assembled that are already in place, so that an interrupted install resumes).
+extension StateTransaction {
+    /// Every installed release, by pack ID.
+    public func installedReleases() throws -> [InstalledRelease] {
+        try connection.query("SELECT * FROM installed ORDER BY id").compactMap(Self.installedRelease)
+    }
+
+    /// The installed release of pack `id`, if any.
+    public func installedRelease(_ id: String) throws -> InstalledRelease? {
+        try connection.query("SELECT * FROM installed WHERE id = ?", [.text(id)]).first.flatMap(Self.installedRelease)
+    }
+
+    /// Records `release` as its pack's installed one, and forgets its resumable chunks.
+    public func recordInstalled(_ release: InstalledRelease) throws {
+        try connection.run(
+            """
+            INSERT INTO installed(id, version, digest, download_size, metadata, index_bytes, installed) VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(id) DO UPDATE SET version = excluded.version, digest = excluded.digest, download_size = excluded.download_size,
+            metadata = excluded.metadata, index_bytes = excluded.index_bytes, installed = excluded.installed
+            """,
+            [
+                .text(release.id), .integer(release.version), .text(release.digest), .integer(release.downloadSize),
+                .text(release.metadata), .blob(release.indexBytes), .integer(release.installedAt),
+            ])
+        try connection.run("DELETE FROM chunks_done WHERE digest = ?", [.text(release.digest)])
+    }
+
+    /// Forgets pack `id`'s installed release.
+    public func deleteInstalled(_ id: String) throws {
+        try connection.run("DELETE FROM installed WHERE id = ?", [.text(id)])
+    }
+
+    /// The chunks of release `digest` already in place.
+    public func doneChunks(_ digest: String) throws -> [Int64] {
+        try connection.query("SELECT chunk FROM chunks_done WHERE digest = ?", [.text(digest)]).compactMap {
+            $0["chunk"]?.int
+        }
+    }
+
+    /// Records chunks of release `digest` as in place.
+    public func recordDoneChunks(_ digest: String, _ chunks: [Int64]) throws {
+        for c in chunks {
+            try connection.run(
+                "INSERT OR IGNORE INTO chunks_done(digest, chunk) VALUES (?, ?)", [.text(digest), .integer(c)])
+        }
+    }
+
+    /// A row read back (another process may have written it): a row of the wrong shape is skipped.
+    static func installedRelease(_ r: Database.Row) -> InstalledRelease? {
+        guard let id = r["id"]?.string, let digest = r["digest"]?.string else { return nil }
+        return InstalledRelease(
+            id: id, version: r["version"]?.int ?? 0, digest: digest, downloadSize: r["download_size"]?.int ?? 0,
+            metadata: r["metadata"]?.string ?? "{}",
+            indexBytes: { if case .blob(let b)? = r["index_bytes"] { b } else { [] } }(),
+            installedAt: r["installed"]?.int ?? 0)
+    }
+}
