@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import BacklotTaskScheduler
 import Foundation
 import Synchronization

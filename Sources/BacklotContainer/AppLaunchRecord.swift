@@ -35,6 +35,15 @@ public enum AppLaunchRecord {
         try record(in: ContainerSchema.tasks.open(ContainerLayout(root: containerPath).tasksDatabase), at: date)
     }
 
+    /// The launches recorded in `db` since `date` (at most the last 60 days are kept), oldest first.
+    public static func launches(in db: Database, since date: Date) throws -> [Date] {
+        try db.read {
+            try $0.query("SELECT at FROM app_launches WHERE at >= ? ORDER BY at", [.real(date.timeIntervalSince1970)])
+        }.compactMap { r in
+            if case .real(let t)? = r["at"] { Date(timeIntervalSince1970: t) } else { nil }
+        }
+    }
+
     /// When the app was first launched, from `db`; nil when it never was. Only reads (no write
     /// lock is taken), so the processes that ask before every download don't contend.
     public static func firstLaunch(in db: Database) throws -> Date? {

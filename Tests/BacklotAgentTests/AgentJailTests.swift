@@ -1,6 +1,7 @@
 import BacklotAgent
 import BacklotBasics
 import BacklotClient
+import BacklotContainer
 import BacklotExtension
 import BacklotFormat
 import BacklotJSON

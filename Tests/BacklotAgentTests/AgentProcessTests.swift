@@ -1,6 +1,7 @@
 import BacklotAgent
 import BacklotBasics
 import BacklotClient
+import BacklotContainer
 import BacklotFormat
 import BacklotTaskScheduler
 import BacklotTestSupport

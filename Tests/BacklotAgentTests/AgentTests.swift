@@ -92,7 +92,8 @@ import Testing
         let running = Task { await agent.runQueuedEvents() }
         let digest = try PackReader(path: try f.server.archivePath("Essential")).header.indexDigest.hex
         let container = try ClientContainer(path: f.container)
-        #expect(eventually { container.verifiedChunkCount(forDigest: digest) > 0 })
+        // The first verified chunk (the whole pack takes tens of seconds at 30 kB/s).
+        #expect(eventually(seconds: 120) { container.verifiedChunkCount(forDigest: digest) > 0 })
         f.conditions.set(DeviceConditions(networkAvailable: false))
         await running.value
         #expect(try agent.store.event(seq)?.state == "queued")
@@ -510,8 +511,9 @@ final class ReceivedFiles: @unchecked Sendable {
     }
 }
 
-func eventually(_ condition: () -> Bool) -> Bool {
-    for _ in 0..<1000 {
+/// Polls `condition` every 10 ms for up to `seconds` (a loaded machine may need the whole of it).
+func eventually(seconds: Int = 10, _ condition: () -> Bool) -> Bool {
+    for _ in 0..<(seconds * 100) {
         if condition() { return true }
         usleep(10_000)
     }

@@ -1,6 +1,7 @@
 import BacklotAgent
 import BacklotBasics
 import BacklotClient
+import BacklotContainer
 import BacklotTestSupport
 import Foundation
 import Testing

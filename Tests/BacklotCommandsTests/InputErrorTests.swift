@@ -1,6 +1,7 @@
 import BacklotAgent
 import BacklotBasics
 import BacklotCommands
+import BacklotContainer
 import BacklotCrypto
 import BacklotFormat
 import BacklotStore

@@ -1,19 +1,25 @@
 import BacklotBasics
-import BacklotContainer
-import BacklotExtension
 import BacklotStore
 import Foundation
 
 /// The agent's state in `CONTAINER/agent.sqlite`: the queue of events (`backlot notify` and
 /// `simulate` add to it; the agent takes from it), the extension's runtime per day, and a few
-/// values (the configuration last used, the last periodic check).
+/// values (the configuration last used, the last periodic check), and the children it started.
+/// The agent reads an event's request as the extension protocol's `ContentRequest` (BacklotAgent's
+/// `AgentStore+ContentRequest`); here it is its name, one of ``requestNames``.
+///
+/// ```swift
+/// let store = try AgentStore(containerPath: container)
+/// let seq = try store.enqueue(requestNamed: "install", bypassBudget: false)
+/// ```
 public struct AgentStore: Sendable {
     let db: Database
 
     /// One queued or finished event.
     public struct Event: Sendable, Hashable {
         public let seq: Int64
-        public let request: ContentRequest
+        /// The content request's name (one of ``AgentStore/requestNames``).
+        public let requestName: String
         /// `simulate`: the extension's daily budget does not apply.
         public let bypassBudget: Bool
         public let state: String
@@ -36,13 +42,21 @@ public struct AgentStore: Sendable {
         db = try ContainerSchema.agent.open(ContainerLayout(root: containerPath).agentDatabase)
     }
 
+    /// The names of the content requests an event may carry: those of the extension protocol's
+    /// `ContentRequest` (a test keeps the two equal). A stored row with another name is skipped.
+    public static let requestNames: Set<String> = ["install", "update", "periodic"]
+
     /// Queues an event; returns its number.
+    /// - Throws: ``BacklotError/Code/invalidInput`` for a name not in ``requestNames``.
     @discardableResult
-    public func enqueue(_ request: ContentRequest, bypassBudget: Bool) throws -> Int64 {
+    public func enqueue(requestNamed name: String, bypassBudget: Bool) throws -> Int64 {
+        guard Self.requestNames.contains(name) else {
+            throw BacklotError(.invalidInput, "no such content request: \(name)", context: containerPath)
+        }
         let seq = try db.transaction { tx in
             _ = try tx.run(
                 "INSERT INTO agent_events(request, bypass, created) VALUES (?, ?, ?)",
-                [.text(request.name), .integer(bypassBudget ? 1 : 0), .real(Date().timeIntervalSince1970)])
+                [.text(name), .integer(bypassBudget ? 1 : 0), .real(Date().timeIntervalSince1970)])
             return tx.lastInsertRowID
         }
         WakeChannel.poke(path: ContainerLayout(root: containerPath).agentWakeChannel)  // a running agent runs it now
@@ -50,7 +64,7 @@ public struct AgentStore: Sendable {
     }
 
     /// When the first queued event held for later (the extension's budget) may run, if any.
-    func nextHeldEvent() throws -> Date? {
+    public func nextHeldEvent() throws -> Date? {
         let row = try db.read {
             try $0.query(
                 "SELECT MIN(not_before) AS due FROM agent_events WHERE state = 'queued' AND not_before IS NOT NULL")
@@ -74,7 +88,7 @@ public struct AgentStore: Sendable {
     }
 
     /// Holds an event until the next UTC day, when the extension's budget renews.
-    func holdUntilTomorrow(_ seq: Int64, now: Date) throws {
+    public func holdUntilTomorrow(_ seq: Int64, now: Date) throws {
         let tomorrow = (floor(now.timeIntervalSince1970 / 86_400) + 1) * 86_400
         try db.transaction { tx in
             _ = try tx.run("UPDATE agent_events SET not_before = ? WHERE seq = ?", [.real(tomorrow), .integer(seq)])
@@ -93,18 +107,18 @@ public struct AgentStore: Sendable {
     }
 
     static func event(_ r: Database.Row) -> Event? {
-        guard let seq = r["seq"]?.int, let request = r["request"]?.string.flatMap(ContentRequest.init(name:)) else {
+        guard let seq = r["seq"]?.int, let name = r["request"]?.string, requestNames.contains(name) else {
             return nil
         }
         return Event(
-            seq: seq, request: request, bypassBudget: r["bypass"]?.int == 1, state: r["state"]?.string ?? "queued",
+            seq: seq, requestName: name, bypassBudget: r["bypass"]?.int == 1, state: r["state"]?.string ?? "queued",
             extensionDone: r["extension_done"]?.int == 1, detail: r["detail"]?.string ?? "",
             essentialDone: r["essential_done"]?.int == 1,
             lastProblem: r["last_problem"]?.string)
     }
 
     /// Records why a queued event's last attempt did not finish (it stays queued).
-    func noteProblem(_ seq: Int64, code: String, detail: String) throws {
+    public func noteProblem(_ seq: Int64, code: String, detail: String) throws {
         try db.transaction { tx in
             _ = try tx.run(
                 "UPDATE agent_events SET last_problem = ?, detail = ? WHERE seq = ? AND state = 'queued'",
@@ -112,14 +126,14 @@ public struct AgentStore: Sendable {
         }
     }
 
-    func markEssentialDone(_ seq: Int64) throws {
+    public func markEssentialDone(_ seq: Int64) throws {
         try db.transaction { tx in
             _ = try tx.run("UPDATE agent_events SET essential_done = 1 WHERE seq = ?", [.integer(seq)])
         }
     }
 
     /// The essential URL downloads the extension returned for an event (the essential phase waits for them).
-    func essentialDownloads(_ seq: Int64) throws -> [String] {
+    public func essentialDownloads(_ seq: Int64) throws -> [String] {
         guard
             let text = try db.read({
                 try $0.query("SELECT essential_downloads FROM agent_events WHERE seq = ?", [.integer(seq)])
@@ -128,7 +142,7 @@ public struct AgentStore: Sendable {
         return text.isEmpty ? [] : text.split(separator: "\n").map(String.init)
     }
 
-    func setEssentialDownloads(_ seq: Int64, _ ids: [String]) throws {
+    public func setEssentialDownloads(_ seq: Int64, _ ids: [String]) throws {
         try db.transaction { tx in
             _ = try tx.run(
                 "UPDATE agent_events SET essential_downloads = ? WHERE seq = ?",
@@ -136,7 +150,7 @@ public struct AgentStore: Sendable {
         }
     }
 
-    func finish(_ seq: Int64, state: String, detail: String) throws {
+    public func finish(_ seq: Int64, state: String, detail: String) throws {
         try db.transaction { tx in
             _ = try tx.run(
                 "UPDATE agent_events SET state = ?, detail = ? WHERE seq = ?",
@@ -144,14 +158,14 @@ public struct AgentStore: Sendable {
         }
     }
 
-    func markExtensionDone(_ seq: Int64) throws {
+    public func markExtensionDone(_ seq: Int64) throws {
         try db.transaction { tx in
             _ = try tx.run("UPDATE agent_events SET extension_done = 1 WHERE seq = ?", [.integer(seq)])
         }
     }
 
     /// The packs the extension's `shouldDownload` kept for an event, once it was asked.
-    func accepted(_ seq: Int64) throws -> [String]? {
+    public func accepted(_ seq: Int64) throws -> [String]? {
         guard
             let text = try db.read({ try $0.query("SELECT accepted FROM agent_events WHERE seq = ?", [.integer(seq)]) })
                 .first?["accepted"]?.string
@@ -159,7 +173,7 @@ public struct AgentStore: Sendable {
         return text.isEmpty ? [] : text.split(separator: "\n").map(String.init)
     }
 
-    func setAccepted(_ seq: Int64, _ ids: [String]) throws {
+    public func setAccepted(_ seq: Int64, _ ids: [String]) throws {
         try db.transaction { tx in
             _ = try tx.run(
                 "UPDATE agent_events SET accepted = ? WHERE seq = ?",
@@ -168,7 +182,7 @@ public struct AgentStore: Sendable {
     }
 
     /// Keeps the last 200 finished events and 60 days of runtime.
-    func prune() {
+    public func prune() {
         _ = try? db.transaction { tx in
             _ = try tx.run(
                 "DELETE FROM agent_events WHERE state != 'queued' AND seq <= (SELECT MAX(seq) FROM agent_events) - 200")
@@ -178,7 +192,7 @@ public struct AgentStore: Sendable {
         }
     }
 
-    static func day(_ date: Date) -> String {
+    public static func day(_ date: Date) -> String {
         let f = DateFormatter()
         f.locale = Locale(identifier: "en_US_POSIX")
         f.timeZone = TimeZone(identifier: "UTC")
@@ -195,7 +209,7 @@ public struct AgentStore: Sendable {
         return 0
     }
 
-    func addExtensionRuntime(_ seconds: TimeInterval, on date: Date) throws {
+    public func addExtensionRuntime(_ seconds: TimeInterval, on date: Date) throws {
         try db.transaction { tx in
             _ = try tx.run(
                 "INSERT INTO extension_runtime(day, seconds) VALUES (?, ?) ON CONFLICT(day) DO UPDATE SET seconds = seconds + excluded.seconds",
@@ -219,9 +233,17 @@ public struct AgentStore: Sendable {
         public let event: Int64?
         /// When it started (wall clock, for the record only).
         public let started: Date
+
+        public init(pgid: Int32, token: String, what: String, event: Int64?, started: Date) {
+            self.pgid = pgid
+            self.token = token
+            self.what = what
+            self.event = event
+            self.started = started
+        }
     }
 
-    func recordChild(_ c: Child) throws {
+    public func recordChild(_ c: Child) throws {
         try db.transaction { tx in
             _ = try tx.run(
                 "INSERT OR REPLACE INTO agent_children(pgid, token, what, event, started) VALUES (?, ?, ?, ?, ?)",
@@ -232,7 +254,7 @@ public struct AgentStore: Sendable {
         }
     }
 
-    func removeChild(_ pgid: Int32) throws {
+    public func removeChild(_ pgid: Int32) throws {
         try db.transaction { tx in _ = try tx.run("DELETE FROM agent_children WHERE pgid = ?", [.integer(Int64(pgid))])
         }
     }
