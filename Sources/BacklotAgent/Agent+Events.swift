@@ -272,7 +272,7 @@ extension Agent {
             for await update in updates {
                 guard let self else { return }
                 if case .downloading(_, let progress) = update {
-                    self.state.withLock { $0.progresses[pack.id] = ProgressRef(progress) }
+                    self.state.withLock { $0.progresses[pack.id] = ProgressBox(progress) }
                     while !progress.isFinished && !progress.isCancelled && !Task.isCancelled {
                         let c = self.conditions.current()
                         if self.isStopping || !c.networkAvailable || (unmeteredOnly && c.networkMetered) {

@@ -57,7 +57,7 @@ public final class Agent: Sendable {
     let wake: WakeChannel
 
     struct State {
-        var progresses: [String: ProgressRef] = [:]
+        var progresses: [String: ProgressBox] = [:]
     }
 
     /// What one event did.

@@ -1,7 +1,14 @@
 import Foundation
 
-/// Holds the `Progress` a download reports into (its `cancel()` cancels the download).
-final class ProgressBox: @unchecked Sendable {
-    let progress: Progress
-    init(_ progress: Progress) { self.progress = progress }
+/// A `Progress` handed across threads: the one box for it in Backlot (the executor's downloads,
+/// the agent's pack installs). `Progress` is thread-safe (its counts and `cancel()` take its own
+/// lock), which is why the box may be `Sendable`; the box has no mutable state of its own.
+///
+/// ```swift
+/// let box = ProgressBox(Progress(totalUnitCount: 100))
+/// DispatchQueue.global().async { box.progress.cancel() }
+/// ```
+public final class ProgressBox: @unchecked Sendable {
+    public let progress: Progress
+    public init(_ progress: Progress) { self.progress = progress }
 }

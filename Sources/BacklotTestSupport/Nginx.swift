@@ -88,20 +88,15 @@ public final class Nginx: @unchecked Sendable {
         try process.run()
     }
 
-    /// Waits until `path` answers 200 (true), or about 4 s.
+    /// Waits until `path` answers 200 (true), or about 4 s (curl, through ``ChildProcess``, each
+    /// try under a deadline of its own).
     public func waitUntilServing(_ path: String) -> Bool {
         for _ in 0..<200 {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-            p.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", baseURL + path]
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardError = FileHandle.nullDevice
-            if (try? p.run()) != nil {
-                let code = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                p.waitUntilExit()
-                if code == "200" { return true }
-            }
+            let answer = try? ChildProcess.run(
+                executable: "/usr/bin/curl",
+                arguments: ["-s", "-o", "/dev/null", "--max-time", "2", "-w", "%{http_code}", baseURL + path],
+                environment: [:], until: .now + .seconds(5), keepingLast: 64)
+            if let answer, answer.succeeded, String(decoding: answer.output, as: UTF8.self) == "200" { return true }
             usleep(20_000)
         }
         return false
