@@ -55,13 +55,19 @@ let package = Package(
         // The repository: apps, versions, releases, tokens, signed catalogs, key lists, the published tree.
         .target(
             name: "BacklotRepository",
-            dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotS3", "BacklotStore", "BacklotZstd"]),
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotS3",
+                "BacklotStore", "BacklotZstd",
+            ]),
         // An HTTP(S) server on libmicrohttpd: an epoll pool, a TLS gate, suspended connections for blocking work.
         .target(name: "BacklotHTTPServer", dependencies: ["CMicroHTTPD", "BacklotBasics"]),
         // The hosting server: the published tree over HTTP(S) with Range and ETag, the management API, metrics.
         .target(
             name: "BacklotServer",
-            dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPServer", "BacklotJSON", "BacklotRepository"]),
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPServer", "BacklotJSON",
+                "BacklotRepository",
+            ]),
         // An HTTP(S) client on libcurl, for the CLI and the client library.
         .target(name: "BacklotHTTPClient", dependencies: ["CCurl", "BacklotBasics"]),
         // An S3 client: SigV4 signing, objects, listings, multipart uploads, retries, structured errors.
@@ -69,14 +75,20 @@ let package = Package(
         // The client: AssetPackManager, the delta downloader, the container store.
         .target(
             name: "BacklotClient",
-            dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotContainer", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient", "BacklotInfoPlist", "BacklotJSON", "BacklotStore", "BacklotZstd"]),
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotContainer", "BacklotCrypto", "BacklotFormat",
+                "BacklotHTTPClient", "BacklotInfoPlist", "BacklotJSON", "BacklotStore", "BacklotZstd",
+            ]),
         // Downloader extensions: Apple's protocols, built into an executable the agent runs.
         .target(
             name: "BacklotExtension", dependencies: ["BacklotBasics", "BacklotClient", "BacklotFormat", "BacklotJSON"]),
         // The background agent: events, periodic checks, the extension under limits, background launches.
         .target(
             name: "BacklotAgent",
-            dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotContainer", "BacklotCrypto", "BacklotExtension", "BacklotFormat", "BacklotInfoPlist", "BacklotJSON", "BacklotTaskScheduler"]),
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotContainer", "BacklotCrypto",
+                "BacklotExtension", "BacklotFormat", "BacklotInfoPlist", "BacklotJSON", "BacklotTaskScheduler",
+            ]),
         // App Clips: size budgets, default links, advanced-experience matching, handing packs to the full app.
         .target(name: "BacklotAppClips", dependencies: ["BacklotBasics", "BacklotClient", "BacklotJSON"]),
         // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.
@@ -88,7 +100,12 @@ let package = Package(
         // The command-line interface, as a library so tests can drive it.
         .target(
             name: "BacklotCommands",
-            dependencies: ["BacklotAgent", "BacklotAppClips", "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotContainer", "BacklotCrypto", "BacklotExtension", "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON", "BacklotPostgres", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTaskScheduler"]),
+            dependencies: [
+                "BacklotAgent", "BacklotAppClips", "BacklotBasics", "BacklotCatalog", "BacklotClient",
+                "BacklotContainer", "BacklotCrypto", "BacklotExtension", "BacklotFormat", "BacklotHTTPClient",
+                "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON", "BacklotPostgres", "BacklotRepository",
+                "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTaskScheduler",
+            ]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
 
         // Helper executables for the agent's tests (built with the package, never inside a test).
@@ -100,7 +117,10 @@ let package = Package(
         // Helpers shared by the test targets: temporary folders, seeded data, sample packs.
         .target(
             name: "BacklotTestSupport",
-            dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCrypto", "BacklotFormat", "BacklotPostgres", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotZstd"]),
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCrypto", "BacklotFormat", "BacklotPostgres",
+                "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotZstd",
+            ]),
         .testTarget(name: "BacklotBasicsTests", dependencies: ["BacklotBasics"]),
         .testTarget(
             name: "BacklotCryptoTests", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotTestSupport"]),
@@ -108,44 +128,73 @@ let package = Package(
         .testTarget(name: "BacklotStoreTests", dependencies: ["BacklotBasics", "BacklotStore", "BacklotTestSupport"]),
         .testTarget(
             name: "BacklotContainerTests",
-            dependencies: ["BacklotAgent", "BacklotBasics", "BacklotClient", "BacklotContainer", "BacklotExtension", "BacklotStore", "BacklotTaskScheduler", "BacklotTestSupport"],
+            dependencies: [
+                "BacklotAgent", "BacklotBasics", "BacklotClient", "BacklotContainer", "BacklotExtension",
+                "BacklotStore", "BacklotTaskScheduler", "BacklotTestSupport",
+            ],
             exclude: ["Fixtures"]),
         .testTarget(
             name: "BacklotExtensionTests",
             dependencies: ["BacklotBasics", "BacklotClient", "BacklotExtension", "BacklotFormat", "BacklotJSON"]),
         .testTarget(
             name: "BacklotHTTPClientTests",
-            dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotTestSupport"]),
+            dependencies: [
+                "BacklotBasics", "BacklotCrypto", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotTestSupport",
+            ]),
         .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotBasics", "BacklotJSON"]),
         .testTarget(
             name: "BacklotFormatTests",
-            dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotTestSupport", "BacklotZstd"],
+            dependencies: [
+                "BacklotBasics", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotTestSupport", "BacklotZstd",
+            ],
             exclude: ["Fixtures"]),
         .testTarget(
             name: "BacklotRepositoryTests",
-            dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotPostgres", "BacklotRepository", "BacklotS3", "BacklotStore", "BacklotTestSupport"]),
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotPostgres",
+                "BacklotRepository", "BacklotS3", "BacklotStore", "BacklotTestSupport",
+            ]),
         .testTarget(
             name: "BacklotServerTests",
-            dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotJSON", "BacklotPostgres", "BacklotRepository", "BacklotServer", "BacklotTestSupport"]),
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient",
+                "BacklotHTTPServer", "BacklotJSON", "BacklotPostgres", "BacklotRepository", "BacklotServer",
+                "BacklotTestSupport",
+            ]),
         .testTarget(
             name: "BacklotClientTests",
-            dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotContainer", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport"]),
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotContainer", "BacklotCrypto",
+                "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON",
+                "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport",
+            ]),
         .testTarget(
             name: "BacklotAgentTests",
-            dependencies: ["BacklotAgent", "BacklotBasics", "BacklotClient", "BacklotContainer", "BacklotExtension", "BacklotFormat", "BacklotJSON", "BacklotTaskScheduler", "BacklotTestSupport", "backlot-test-app", "backlot-test-extension"]),
+            dependencies: [
+                "BacklotAgent", "BacklotBasics", "BacklotClient", "BacklotContainer", "BacklotExtension",
+                "BacklotFormat", "BacklotJSON", "BacklotTaskScheduler", "BacklotTestSupport", "backlot-test-app",
+                "backlot-test-extension",
+            ]),
         .testTarget(
             name: "BacklotAppClipsTests",
             dependencies: ["BacklotAppClips", "BacklotBasics", "BacklotClient", "BacklotJSON", "BacklotTestSupport"]),
         .testTarget(
             name: "BacklotTaskSchedulerTests",
-            dependencies: ["BacklotBasics", "BacklotContainer", "BacklotInfoPlist", "BacklotStore", "BacklotTaskScheduler", "BacklotTestSupport"]),
+            dependencies: [
+                "BacklotBasics", "BacklotContainer", "BacklotInfoPlist", "BacklotStore", "BacklotTaskScheduler",
+                "BacklotTestSupport",
+            ]),
         .testTarget(
             name: "BacklotInfoPlistTests", dependencies: ["BacklotBasics", "BacklotInfoPlist"], exclude: ["Fixtures"]),
         .testTarget(
             name: "BacklotS3Tests", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotS3", "BacklotTestSupport"]),
         .testTarget(
             name: "BacklotCommandsTests",
-            dependencies: ["BacklotAgent", "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCommands", "BacklotContainer", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotJSON", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport"]),
+            dependencies: [
+                "BacklotAgent", "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCommands",
+                "BacklotContainer", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer",
+                "BacklotJSON", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport",
+            ]),
     ]
 )
 

@@ -70,9 +70,9 @@ enum EventCommand {
                 guard let configPath else {
                     lock.release()
                     if json {
-                        io.out(
-                            eventJSON(
-                                request.name, state: "queued",
+                        try io.outJSON(
+                            EventOutput(
+                                event: request.name, state: "queued",
                                 detail: "no agent runs and no configuration is known: it runs when backlot agent starts"
                             ))
                     } else {
@@ -98,7 +98,10 @@ enum EventCommand {
                 announced = true
             }
             guard wait else {
-                if json { io.out(eventJSON(request.name, state: "queued", detail: "queued for the running agent")) }
+                if json {
+                    try io.outJSON(
+                        EventOutput(event: request.name, state: "queued", detail: "queued for the running agent"))
+                }
                 return
             }
             // Until the event is over, or its essential phase is (an event held for the extension's
@@ -110,19 +113,21 @@ enum EventCommand {
         }
     }
 
-    static func eventJSON(_ name: String, state: String, detail: String, essentialDone: Bool = false) -> String {
-        JSONNode.object([
-            "event": .string(name), "state": .string(state), "detail": .string(detail),
-            "essentialDone": .bool(essentialDone),
-        ]).prettyPrinted() + "\n"
+    /// `notify --json`, `simulate --json` (docs/json.md).
+    struct EventOutput: Encodable {
+        let event: String
+        let state: String
+        let detail: String
+        var essentialDone = false
     }
 
     static func report(_ event: AgentStore.Event?, json: Bool, io: any CommandIO) throws {
         guard let event else { return }
         if json {
-            io.out(
-                eventJSON(
-                    event.request.name, state: event.state, detail: event.detail, essentialDone: event.essentialDone))
+            try io.outJSON(
+                EventOutput(
+                    event: event.request.name, state: event.state, detail: event.detail,
+                    essentialDone: event.essentialDone))
         }
         switch event.state {
         case _ where json && event.state != "failed": return
@@ -234,34 +239,21 @@ struct AgentStatusCommand: Command {
         let runs = Array(tasks.history().suffix(10).reversed())
         func date(_ d: Date?) -> String { d.map { RFC3339.string($0) } ?? "" }
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "agentRunning": .bool(running),
-                    "configuration": (try store.value("configPath")).map { .string($0) } ?? .null,
-                    "extensionSecondsToday": .number(runtime),
-                    "events": .array(
-                        events.map {
-                            .object([
-                                "seq": .number($0.seq), "request": .string($0.request.name), "state": .string($0.state),
-                                "detail": .string($0.detail),
-                            ])
-                        }),
-                    "pendingTasks": .array(
-                        pending.map { r in
-                            .object([
-                                "identifier": .string(r.identifier),
-                                "kind": .string(r is ProcessingTaskRequest ? "processing" : "refresh"),
-                                "earliestBeginDate": r.earliestBeginDate.map { .string(RFC3339.string($0)) } ?? .null,
-                            ])
-                        }),
-                    "taskRuns": .array(
-                        runs.map {
-                            .object([
-                                "identifier": .string($0.identifier), "started": .string(date($0.started)),
-                                "outcome": .string($0.outcome.rawValue),
-                            ])
-                        }),
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(
+                Output(
+                    agentRunning: running, configuration: try store.value("configPath"),
+                    extensionSecondsToday: runtime,
+                    events: events.map {
+                        .init(seq: $0.seq, request: $0.request.name, state: $0.state, detail: $0.detail)
+                    },
+                    pendingTasks: pending.map { r in
+                        .init(
+                            identifier: r.identifier, kind: r is ProcessingTaskRequest ? "processing" : "refresh",
+                            earliestBeginDate: r.earliestBeginDate.map { RFC3339.string($0) })
+                    },
+                    taskRuns: runs.map {
+                        .init(identifier: $0.identifier, started: date($0.started), outcome: $0.outcome.rawValue)
+                    }))
             return
         }
         io.out(
@@ -280,5 +272,33 @@ struct AgentStatusCommand: Command {
         }
         io.out("task runs (newest first):\(runs.isEmpty ? " none" : "")\n")
         for r in runs { io.out("  \(r.identifier)\t\(date(r.started))\t\(r.outcome.rawValue)\n") }
+    }
+}
+
+extension AgentStatusCommand {
+    /// `agent status --json` (docs/json.md).
+    struct Output: Encodable {
+        struct Event: Encodable {
+            let seq: Int64
+            let request: String
+            let state: String
+            let detail: String
+        }
+        struct PendingTask: Encodable {
+            let identifier: String
+            let kind: String
+            @NullWhenAbsent var earliestBeginDate: String?
+        }
+        struct TaskRun: Encodable {
+            let identifier: String
+            let started: String
+            let outcome: String
+        }
+        let agentRunning: Bool
+        @NullWhenAbsent var configuration: String?
+        let extensionSecondsToday: Double
+        let events: [Event]
+        let pendingTasks: [PendingTask]
+        let taskRuns: [TaskRun]
     }
 }

@@ -153,18 +153,14 @@ struct StatusCommand: Command {
         let container = try ClientContainer(path: arguments[ContainerOption.container])
         let installed = try container.installed()
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "deviceID": .string(container.deviceID),
-                    "packs": .array(
-                        installed.map {
-                            .object([
-                                "pack": .string($0.id), "version": .number($0.version), "digest": .string($0.digest),
-                                "downloadBytes": .number($0.downloadSize),
-                                "path": .string(container.releaseFolder($0.id, digest: $0.digest)),
-                            ])
-                        }),
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(
+                Output(
+                    deviceID: container.deviceID,
+                    packs: installed.map {
+                        .init(
+                            pack: $0.id, version: $0.version, digest: $0.digest, downloadBytes: $0.downloadSize,
+                            path: container.releaseFolder($0.id, digest: $0.digest))
+                    }))
             return
         }
         if installed.isEmpty { io.out("No pack is installed in \(container.path).\n") }
@@ -189,9 +185,32 @@ struct RemoveCommand: Command {
         let id = arguments[PackOptions.pack]
         try container.remove(id)
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["pack": .string(id), "removed": .bool(true)]).prettyPrinted() + "\n")
+            try io.outJSON(Output(pack: id, removed: true))
         } else {
             io.out("Removed \(id).\n")
         }
+    }
+}
+
+extension StatusCommand {
+    /// `status --json` (docs/json.md).
+    struct Output: Encodable {
+        struct Pack: Encodable {
+            let pack: String
+            let version: Int
+            let digest: String
+            let downloadBytes: Int
+            let path: String
+        }
+        let deviceID: String
+        let packs: [Pack]
+    }
+}
+
+extension RemoveCommand {
+    /// `remove --json` (docs/json.md).
+    struct Output: Encodable {
+        let pack: String
+        let removed: Bool
     }
 }

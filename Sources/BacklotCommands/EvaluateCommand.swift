@@ -21,18 +21,11 @@ struct EvaluateCommand: Command {
         let selection = try SourceSelection(manifest: manifest, sourceRoot: root)
         let allWarnings = warnings.map { "\(manifestPath):\($0)" } + selection.warnings
         if arguments[jsonFlag] {
-            let json = JSONNode.object([
-                "pack": .string(manifest.assetPackID.rawValue),
-                "sourceRoot": .string(selection.sourceRoot),
-                "files": .array(
-                    selection.files.map {
-                        .object([
-                            "source": .string($0.sourcePath), "path": .string($0.packPath), "bytes": .number($0.size),
-                        ])
-                    }),
-                "warnings": .array(allWarnings.map { .string($0) }),
-            ])
-            io.out(json.prettyPrinted() + "\n")
+            try io.outJSON(
+                Output(
+                    pack: manifest.assetPackID.rawValue, sourceRoot: selection.sourceRoot,
+                    files: selection.files.map { .init(source: $0.sourcePath, path: $0.packPath, bytes: $0.size) },
+                    warnings: allWarnings))
             return
         }
         for w in allWarnings { warn(w, io: io) }
@@ -40,5 +33,20 @@ struct EvaluateCommand: Command {
         for f in selection.files {
             io.out(f.sourcePath == f.packPath ? "  \(f.packPath)\n" : "  \(f.sourcePath) -> \(f.packPath)\n")
         }
+    }
+}
+
+extension EvaluateCommand {
+    /// `evaluate --json` (docs/json.md).
+    struct Output: Encodable {
+        struct File: Encodable {
+            let source: String
+            let path: String
+            let bytes: UInt64
+        }
+        let pack: String
+        let sourceRoot: String
+        let files: [File]
+        let warnings: [String]
     }
 }

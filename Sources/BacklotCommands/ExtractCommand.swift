@@ -26,16 +26,25 @@ struct ExtractCommand: Command {
         try PackExtractor(pack: pack, jobs: jobs).extract(to: output) { progress.update($0, $1) }
         progress.finish()
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "pack": .string(pack.index.metadata.assetPackID.rawValue), "output": .string(output),
-                    "fileCount": .number(pack.index.files.count), "installBytes": .number(pack.index.installSize),
-                    "digest": .string(pack.packDigest.hex),
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(
+                Output(
+                    pack: pack.index.metadata.assetPackID.rawValue, output: output, fileCount: pack.index.files.count,
+                    installBytes: pack.index.installSize, digest: pack.packDigest.hex))
             return
         }
         io.out(
             "Extracted \(pack.index.files.count) files (\(ByteCount.format(pack.index.installSize))) of \(pack.index.metadata.assetPackID) to \(output)\n"
         )
+    }
+}
+
+extension ExtractCommand {
+    /// `extract --json` (docs/json.md).
+    struct Output: Encodable {
+        let pack: String
+        let output: String
+        let fileCount: Int
+        let installBytes: UInt64
+        let digest: String
     }
 }

@@ -20,42 +20,19 @@ struct InspectCommand: Command {
         let index = pack.index
         let m = index.metadata
         if arguments[jsonFlag] {
-            var members: [JSONMember] = [
-                JSONMember(key: "formatVersion", value: .number(pack.header.formatVersion)),
-                JSONMember(key: "pack", value: .string(m.assetPackID.rawValue)),
-                JSONMember(key: "digest", value: .string(pack.packDigest.hex)),
-                JSONMember(key: "manifest", value: m.json),
-                JSONMember(key: "packBytes", value: .number(pack.fileSize)),
-                JSONMember(key: "installBytes", value: .number(index.installSize)),
-                JSONMember(
-                    key: "index",
-                    value: .object([
-                        "offset": .number(pack.header.indexOffset), "length": .number(pack.header.indexLength),
-                        "sha256": .string(pack.packDigest.hex),
-                    ])),
-            ]
-            if let c = index.chunking {
-                members.append(
-                    JSONMember(
-                        key: "chunking",
-                        value: .object([
-                            "min": .number(c.minimum), "avg": .number(c.average), "max": .number(c.maximum),
-                        ])))
-            }
-            members.append(JSONMember(key: "chunkCount", value: .number(index.chunks.count)))
-            members.append(JSONMember(key: "fileCount", value: .number(index.files.count)))
-            members.append(
-                JSONMember(
-                    key: "files",
-                    value: .array(
-                        index.files.map { f in
-                            .object([
-                                "path": .string(f.path), "bytes": .number(f.size),
-                                "mode": .string(String(f.mode, radix: 8)),
-                                "sha256": .string(f.digest.hex), "chunks": .array(f.chunks.map { .number($0) }),
-                            ])
-                        })))
-            io.out(JSONNode(.object(members)).prettyPrinted() + "\n")
+            try io.outJSON(
+                Output(
+                    formatVersion: pack.header.formatVersion, pack: m.assetPackID.rawValue, digest: pack.packDigest.hex,
+                    manifest: m.json, packBytes: pack.fileSize, installBytes: index.installSize,
+                    index: .init(
+                        offset: pack.header.indexOffset, length: pack.header.indexLength, sha256: pack.packDigest.hex),
+                    chunking: index.chunking.map { .init(min: $0.minimum, avg: $0.average, max: $0.maximum) },
+                    chunkCount: index.chunks.count, fileCount: index.files.count,
+                    files: index.files.map {
+                        .init(
+                            path: $0.path, bytes: $0.size, mode: String($0.mode, radix: 8), sha256: $0.digest.hex,
+                            chunks: $0.chunks)
+                    }))
             return
         }
         let events = m.downloadPolicy.installationEventTypes.map(\.rawValue).joined(separator: ", ")
@@ -89,5 +66,39 @@ struct InspectCommand: Command {
                 + "  " + f.path + "\n"
         }
         io.out(text)
+    }
+}
+
+extension InspectCommand {
+    /// `inspect --json` (docs/json.md); `chunking` only for a chunked pack.
+    struct Output: Encodable {
+        struct Index: Encodable {
+            let offset: UInt64
+            let length: UInt64
+            let sha256: String
+        }
+        struct Chunking: Encodable {
+            let min: Int
+            let avg: Int
+            let max: Int
+        }
+        struct File: Encodable {
+            let path: String
+            let bytes: UInt64
+            let mode: String
+            let sha256: String
+            let chunks: [Int]
+        }
+        let formatVersion: UInt16
+        let pack: String
+        let digest: String
+        let manifest: JSONNode
+        let packBytes: UInt64
+        let installBytes: UInt64
+        let index: Index
+        let chunking: Chunking?
+        let chunkCount: Int
+        let fileCount: Int
+        let files: [File]
     }
 }

@@ -56,19 +56,12 @@ struct PackageCommand: Command {
         progress.finish()
 
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "output": .string(output),
-                    "pack": .string(manifest.assetPackID.rawValue),
-                    "digest": .string(summary.packDigest.hex),
-                    "fileCount": .number(summary.files),
-                    "installBytes": .number(summary.bytesIn),
-                    "packBytes": .number(summary.bytesOut),
-                    "chunkCount": .number(summary.chunks),
-                    "chunkReferenceCount": .number(summary.chunkReferences),
-                    "deduplicatedBytes": .number(summary.deduplicatedBytes),
-                    "seconds": .number(summary.seconds),
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(
+                Output(
+                    output: output, pack: manifest.assetPackID.rawValue, digest: summary.packDigest.hex,
+                    fileCount: summary.files, installBytes: summary.bytesIn, packBytes: summary.bytesOut,
+                    chunkCount: summary.chunks, chunkReferenceCount: summary.chunkReferences,
+                    deduplicatedBytes: summary.deduplicatedBytes, seconds: summary.seconds))
             return
         }
         let ratio = summary.bytesIn == 0 ? 0 : Double(summary.bytesOut) / Double(summary.bytesIn) * 100
@@ -84,5 +77,21 @@ struct PackageCommand: Command {
               time          \(String(format: "%.2f", summary.seconds)) s
 
             """)
+    }
+}
+
+extension PackageCommand {
+    /// `package --json` (docs/json.md).
+    struct Output: Encodable {
+        let output: String
+        let pack: String
+        let digest: String
+        let fileCount: Int
+        let installBytes: UInt64
+        let packBytes: UInt64
+        let chunkCount: Int
+        let chunkReferenceCount: Int
+        let deduplicatedBytes: UInt64
+        let seconds: Double
     }
 }

@@ -40,13 +40,11 @@ struct VerifyCommand: Command {
         try pack.verify(jobs: jobs) { progress.update($0, $1) }
         progress.finish()
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "ok": .bool(true), "path": .string(pack.path),
-                    "pack": .string(pack.index.metadata.assetPackID.rawValue),
-                    "fileCount": .number(pack.index.files.count), "chunkCount": .number(pack.index.chunks.count),
-                    "digest": .string(pack.packDigest.hex),
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(
+                PackOutput(
+                    ok: true, path: pack.path, pack: pack.index.metadata.assetPackID.rawValue,
+                    fileCount: pack.index.files.count, chunkCount: pack.index.chunks.count, digest: pack.packDigest.hex)
+            )
             return
         }
         io.out(
@@ -71,12 +69,8 @@ extension VerifyCommand {
             let repaired = try blocking { try await manager.repair() }
             let left = try manager.verifyInstalled()
             if json {
-                io.out(
-                    JSONNode.object([
-                        "ok": .bool(left.isEmpty), "container": .string(container),
-                        "repaired": .array(repaired.map { .string($0) }),
-                        "damaged": .array(left.map { .string($0) }),
-                    ]).prettyPrinted() + "\n")
+                try io.outJSON(
+                    ContainerOutput(ok: left.isEmpty, container: container, damaged: left, repaired: repaired))
             } else {
                 for id in repaired { io.out("repaired \(id)\n") }
             }
@@ -89,11 +83,7 @@ extension VerifyCommand {
         }
         let damaged = try ClientContainer.verify(path: container)
         if json {
-            io.out(
-                JSONNode.object([
-                    "ok": .bool(damaged.isEmpty), "container": .string(container),
-                    "damaged": .array(damaged.map { .string($0) }),
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(ContainerOutput(ok: damaged.isEmpty, container: container, damaged: damaged, repaired: nil))
         } else {
             for d in damaged { io.out("damaged \(d)\n") }
         }
@@ -105,5 +95,25 @@ extension VerifyCommand {
                 hint: "run backlot verify --container \(container) --repair --catalog URL --trust KEYFILE")
         }
         if !json { io.out("OK \(container): every installed file is intact\n") }
+    }
+}
+
+extension VerifyCommand {
+    /// `verify PACK --json` (docs/json.md).
+    struct PackOutput: Encodable {
+        let ok: Bool
+        let path: String
+        let pack: String
+        let fileCount: Int
+        let chunkCount: Int
+        let digest: String
+    }
+
+    /// `verify --container DIR --json`; `repaired` only with `--repair`.
+    struct ContainerOutput: Encodable {
+        let ok: Bool
+        let container: String
+        let damaged: [String]
+        let repaired: [String]?
     }
 }

@@ -1,0 +1,40 @@
+import BacklotJSON
+import Foundation
+
+/// How `--json` output is written: one object through `Codable` (keys sorted: a fixed order),
+/// laid out by the house printer (``JSONNode/prettyPrinted()``), so that every command's output
+/// looks the same, whichever way it was built. The vocabulary is docs/json.md's.
+///
+/// ```swift
+/// struct Removed: Encodable { let pack: String; let removed: Bool }
+/// try io.outJSON(Removed(pack: "Levels", removed: true))
+/// ```
+enum CommandJSON {
+    static func text(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let compact = String(decoding: try encoder.encode(value), as: UTF8.self)
+        return try JSONReader(source: "the command's output").read(compact).root.prettyPrinted() + "\n"
+    }
+}
+
+extension CommandIO {
+    /// Writes `value` as the command's JSON output (``CommandJSON``).
+    /// - Throws: `EncodingError` for a value JSON cannot hold (a non-finite number).
+    func outJSON(_ value: some Encodable) throws { out(try CommandJSON.text(value)) }
+}
+
+/// An optional written as `null` when absent (Codable leaves the key out): docs/json.md's fields
+/// are always present.
+// swift-format-ignore: UseSynthesizedInitializer
+@propertyWrapper
+struct NullWhenAbsent<Value: Encodable>: Encodable {
+    var wrappedValue: Value?
+    // Spelled out: the memberwise initialisers of the types that use the wrapper need it.
+    init(wrappedValue: Value?) { self.wrappedValue = wrappedValue }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        if let wrappedValue { try c.encode(wrappedValue) } else { try c.encodeNil() }
+    }
+}
