@@ -61,7 +61,9 @@ let package = Package(
         // The hosting server: the published tree over HTTP(S) with Range and ETag, the management API, metrics.
         .target(
             name: "BacklotServer",
-            dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPServer", "BacklotJSON", "BacklotRepository"]),
+            dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPServer", "BacklotJSON", "BacklotRepository"],
+            // The dashboard's files, copied into DashboardAsset+Embedded.swift by scripts/dashboard-embed.
+            exclude: ["Dashboard"]),
         // An HTTP(S) client on libcurl, for the CLI and the client library.
         .target(name: "BacklotHTTPClient", dependencies: ["CCurl", "BacklotBasics"]),
         // An S3 client: SigV4 signing, objects, listings, multipart uploads, retries, structured errors.
