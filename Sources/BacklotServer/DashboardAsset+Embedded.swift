@@ -665,13 +665,13 @@ meter, progress { width: 14rem; max-width: 100%; height: 1rem; }
         const input = h('input', { id: inputId, type: 'number', min: 0, max: 100, step: '0.01', value: String(current), 'data-rollout-input': p.pack });
         const up = ROLLOUT_STEPS.find((s) => s > current);
         const down = [...ROLLOUT_STEPS].reverse().find((s) => s < current);
-        actions.append(
+        append(actions, [
           h('label', { for: inputId }, `Rollout of ${p.pack} (%)`), input,
           h('button', { type: 'button', class: 'action primary', 'data-action': 'set-rollout', 'data-pack': p.pack, on: { click: () => setRollout(app, p.pack, Number(input.value)) } }, 'Set'),
           up !== undefined && up < 100 ? h('button', { type: 'button', class: 'action', 'data-action': 'raise', on: { click: () => setRollout(app, p.pack, up) } }, `Raise to ${up} %`) : null,
           down !== undefined ? h('button', { type: 'button', class: 'action', 'data-action': 'lower', on: { click: () => setRollout(app, p.pack, down) } }, `Lower to ${down} %`) : null,
           h('button', { type: 'button', class: 'action', 'data-action': 'promote', on: { click: () => setRollout(app, p.pack, 100) } }, 'Promote (100 %)'),
-          current > 0 ? h('button', { type: 'button', class: 'action danger', 'data-action': 'halt', on: { click: () => setRollout(app, p.pack, 0) } }, 'Halt (0 %)') : null);
+          current > 0 ? h('button', { type: 'button', class: 'action danger', 'data-action': 'halt', on: { click: () => setRollout(app, p.pack, 0) } }, 'Halt (0 %)') : null]);
       }
       actions.append(
         h('button', { type: 'button', class: 'action', 'data-action': 'rollback', 'data-pack': p.pack, on: { click: () => rollback(app, p.pack, channel) } }, 'Roll back'),
