@@ -30,6 +30,7 @@ test: bootstrap
 	@$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Examples
 	@SWIFT=$(SWIFT) scripts/test
 	@$(SWIFT) build --product backlot >/dev/null && scripts/api-conformance $(BACKLOT)
+	@scripts/dashboard-test $(BACKLOT) $(BUILD_DIR)/dashboard-test
 	@scripts/release-week $(BACKLOT)
 	@SWIFT=$(SWIFT) scripts/example-app $(BACKLOT)
 	@scripts/fuzz --smoke

@@ -66,6 +66,7 @@ public final class HostingServer: Sendable {
                         body: .bytes(Array(metrics.prometheusText().utf8)), route: "metrics"))
             }
             if let answer = api.route(request) { return answer }
+            if let page = Dashboard.respond(to: request) { return .respond(page) }
             return .respond(tree.respond(to: request))
         }
         baseURL = Self.baseURL(host: listening.host, port: http.port, tls: configuration.tls != nil)
