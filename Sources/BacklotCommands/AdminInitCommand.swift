@@ -26,9 +26,7 @@ struct AdminInitCommand: Command {
         let database = try openDatabase(arguments[Self.database])
         let token = try Repository.createInitialAdminToken(in: database, label: arguments[label])
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object(["token": .string(token), "role": .string("admin"), "label": .string(arguments[label])])
-                    .prettyPrinted() + "\n")
+            try io.outJSON(Output(token: token, role: "admin", label: arguments[label]))
             return
         }
         io.out(token + "\n")
@@ -45,5 +43,14 @@ struct AdminInitCommand: Command {
                 hint: "leave --database out for SQLite in the data folder (DIR/meta.sqlite)")
         }
         return try PostgresDatabase(url: url)
+    }
+}
+
+extension AdminInitCommand {
+    /// `admin init --json`: the first admin token, shown this once.
+    struct Output: Encodable {
+        let token: String
+        let role: String
+        let label: String
     }
 }

@@ -238,15 +238,12 @@ public enum BacklotCLI {
     static func report(_ error: BacklotError, json: Bool, io: LineTrackingIO) {
         io.endOpenLine()
         if json {
-            let node = JSONNode.object([
-                "error": .object([
-                    "code": .string(error.code.name),
-                    "message": .string(io.redacted(error.message)),
-                    "context": error.context.map { .string(io.redacted($0)) } ?? .null,
-                    "hint": error.hint.map { .string(io.redacted($0)) } ?? .null,
-                ])
-            ])
-            io.err(node.serialized() + "\n")
+            let output = ErrorOutput(
+                error: .init(
+                    code: error.code.name, message: io.redacted(error.message), context: error.context.map(io.redacted),
+                    hint: error.hint.map(io.redacted)))
+            // An error that JSON cannot hold is not possible: every field is a string.
+            io.err(((try? CommandJSON.line(output)) ?? #"{"error":{"code":"io"}}"#) + "\n")
         } else {
             io.err("error: \(io.redacted(error.description))\n")
         }

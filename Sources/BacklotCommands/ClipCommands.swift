@@ -26,7 +26,7 @@ struct ClipLinkCommand: Command {
         let link = try AppClipLink(
             bundleIdentifier: arguments.positionals[0], parameters: parameters, demo: arguments[demo]
         ).string
-        io.out(arguments[jsonFlag] ? JSONNode.object(["url": .string(link)]).prettyPrinted() + "\n" : link + "\n")
+        if arguments[jsonFlag] { try io.outJSON(Output(url: link)) } else { io.out(link + "\n") }
     }
 }
 
@@ -43,12 +43,10 @@ struct ClipParseCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let link = try AppClipLink(parsing: arguments.positionals[0], demo: arguments[demo])
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "bundleIdentifier": .string(link.bundleIdentifier),
-                    "parameters": .array(
-                        link.parameters.map { .object(["name": .string($0.name), "value": .string($0.value)]) }),
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(
+                Output(
+                    bundleIdentifier: link.bundleIdentifier,
+                    parameters: link.parameters.map { .init(name: $0.name, value: $0.value) }))
         } else {
             io.out("bundle identifier: \(link.bundleIdentifier)\n")
             for p in link.parameters { io.out("\(p.name) = \(p.value)\n") }
@@ -74,11 +72,9 @@ struct ClipMatchCommand: Command {
             throw BacklotError(.checkFailed, "no registered experience matches", context: arguments.positionals[0])
         }
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "id": .string(match.experience.id), "url": .string(match.experience.urlPrefix),
-                    "tiedWith": .array(match.tiedWith.map { .string($0.id) }),
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(
+                Output(
+                    id: match.experience.id, url: match.experience.urlPrefix, tiedWith: match.tiedWith.map(\.id)))
         } else {
             io.out("\(match.experience.id)\t\(match.experience.urlPrefix)\n")
             if !match.tiedWith.isEmpty {
@@ -109,16 +105,50 @@ struct ClipHandoffCommand: Command {
             fromClipContainer: arguments[from], toAppContainer: arguments[to],
             keepClipCopy: arguments[keep])
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "moved": .array(report.moved.map { .string($0) }),
-                    "left": .array(
-                        report.left.map { .object(["pack": .string($0.id), "reason": .string($0.reason)]) }),
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(
+                Output(moved: report.moved, left: report.left.map { .init(pack: $0.id, reason: $0.reason) }))
         } else {
             for id in report.moved { io.out("moved \(id)\n") }
             for l in report.left { io.out("left \(l.id): \(l.reason)\n") }
             if report.moved.isEmpty && report.left.isEmpty { io.out("the clip's container holds no packs\n") }
         }
+    }
+}
+
+extension ClipLinkCommand {
+    /// `clip link --json`.
+    struct Output: Encodable { let url: String }
+}
+
+extension ClipParseCommand {
+    /// `clip parse --json`.
+    struct Output: Encodable {
+        struct Parameter: Encodable {
+            let name: String
+            let value: String
+        }
+        let bundleIdentifier: String
+        let parameters: [Parameter]
+    }
+}
+
+extension ClipMatchCommand {
+    /// `clip match --json`: the experience and those as specific as it.
+    struct Output: Encodable {
+        let id: String
+        let url: String
+        let tiedWith: [String]
+    }
+}
+
+extension ClipHandoffCommand {
+    /// `clip handoff --json`.
+    struct Output: Encodable {
+        struct Left: Encodable {
+            let pack: String
+            let reason: String
+        }
+        let moved: [String]
+        let left: [Left]
     }
 }

@@ -11,11 +11,29 @@ import Foundation
 /// ```
 enum CommandJSON {
     static func text(_ value: some Encodable) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let compact = String(decoding: try encoder.encode(value), as: UTF8.self)
+        let compact = try line(value)
         return try JSONReader(source: "the command's output").read(compact).root.prettyPrinted() + "\n"
     }
+}
+
+extension CommandJSON {
+    /// `value` on one line (errors on standard error), keys sorted.
+    static func line(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}
+
+/// An error under `--json`, on standard error (docs/json.md).
+struct ErrorOutput: Encodable {
+    struct Body: Encodable {
+        let code: String
+        let message: String
+        @NullWhenAbsent var context: String?
+        @NullWhenAbsent var hint: String?
+    }
+    let error: Body
 }
 
 extension CommandIO {

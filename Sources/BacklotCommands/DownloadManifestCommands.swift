@@ -97,12 +97,10 @@ struct DownloadManifestCreateCommand: Command {
         try file.descriptor.write(Array(manifest.encoded.utf8))
         try file.commit()
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "output": .string(output), "platform": .string(platform.rawValue),
-                    "packs": .array(
-                        manifest.assetPacks.map { .object(["pack": .string($0.id), "version": .number($0.version)]) }),
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(
+                Output(
+                    output: output, platform: platform.rawValue,
+                    packs: manifest.assetPacks.map { .init(pack: $0.id, version: $0.version) }))
             return
         }
         io.out(
@@ -130,7 +128,7 @@ struct DownloadManifestUpdateCommand: Command {
                 .usage, "missing argument PACK (archives that changed)", context: "backlot download-manifest update")
         }
         let base = arguments[DownloadManifestCreateCommand.baseURL]
-        var changes: [JSONNode] = []
+        var changes: [Output.Change] = []
         let bytes = try FileDescriptor.readWholeFile(path, atMost: 64 << 20, what: "the download manifest")
         var manifest = try AppleDownloadManifest.decode(bytes, source: path)
         for pack in arguments.positionals.dropFirst() {
@@ -145,10 +143,7 @@ struct DownloadManifestUpdateCommand: Command {
                 AppleDownloadManifest.Entry(
                     id: input.id, baseURL: base, version: next,
                     downloadSize: input.size, downloadPolicy: input.policy, userInfo: input.userInfo))
-            changes.append(
-                .object([
-                    "pack": .string(input.id), "from": previous.map { .number($0) } ?? .null, "version": .number(next),
-                ]))
+            changes.append(Output.Change(pack: input.id, from: previous, version: next))
             if !arguments[jsonFlag] {
                 io.out("\(input.id): version \(previous.map { "\($0) -> \(next)" } ?? "0 (new)")\n")
             }
@@ -157,7 +152,33 @@ struct DownloadManifestUpdateCommand: Command {
         try file.descriptor.write(Array(manifest.encoded.utf8))
         try file.commit()
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["output": .string(path), "packs": .array(changes)]).prettyPrinted() + "\n")
+            try io.outJSON(Output(output: path, packs: changes))
         }
+    }
+}
+
+extension DownloadManifestCreateCommand {
+    /// `download-manifest create --json`.
+    struct Output: Encodable {
+        struct Pack: Encodable {
+            let pack: String
+            let version: Int
+        }
+        let output: String
+        let platform: String
+        let packs: [Pack]
+    }
+}
+
+extension DownloadManifestUpdateCommand {
+    /// `download-manifest update --json`: each pack's version before (null: new) and now.
+    struct Output: Encodable {
+        struct Change: Encodable {
+            let pack: String
+            @NullWhenAbsent var from: Int?
+            let version: Int
+        }
+        let output: String
+        let packs: [Change]
     }
 }

@@ -27,20 +27,14 @@ struct PlistCheckCommand: Command {
         let findings = InfoPlistChecker(defines: defines).check(try PropertyListReader.read(path: path))
         let errors = findings.filter { $0.severity == .error }.count
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "file": .string(path),
-                    "errorCount": .number(errors),
-                    "warningCount": .number(findings.count - errors),
-                    "findings": .array(
-                        findings.map {
-                            .object([
-                                "severity": .string($0.severity.rawValue), "rule": .string($0.rule),
-                                "keyPath": .string($0.keyPath),
-                                "message": .string($0.message), "fix": $0.fix.map(JSONNode.string) ?? .null,
-                            ])
-                        }),
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(
+                Output(
+                    file: path, errorCount: errors, warningCount: findings.count - errors,
+                    findings: findings.map {
+                        .init(
+                            severity: $0.severity.rawValue, rule: $0.rule, keyPath: $0.keyPath, message: $0.message,
+                            fix: $0.fix)
+                    }))
         } else {
             for f in findings { io.out("\(path): \(f)\n") }
             io.out(
@@ -51,5 +45,22 @@ struct PlistCheckCommand: Command {
             throw BacklotError(
                 .checkFailed, "the Info.plist has \(errors) error\(errors == 1 ? "" : "s")", context: path)
         }
+    }
+}
+
+extension PlistCheckCommand {
+    /// `plist check --json`.
+    struct Output: Encodable {
+        struct Finding: Encodable {
+            let severity: String
+            let rule: String
+            let keyPath: String
+            let message: String
+            @NullWhenAbsent var fix: String?
+        }
+        let file: String
+        let errorCount: Int
+        let warningCount: Int
+        let findings: [Finding]
     }
 }

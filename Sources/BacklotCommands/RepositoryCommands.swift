@@ -17,9 +17,7 @@ struct CatalogResignCommand: Command {
         defer { lock.release() }
         let n = try repository.resign(margin: .infinity)
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object(["catalogCount": .number(n), "lifetimeSeconds": .number(Int(Catalog.defaultLifetime))])
-                    .prettyPrinted() + "\n")
+            try io.outJSON(Output(catalogCount: n, lifetimeSeconds: Int(Catalog.defaultLifetime)))
             return
         }
         io.out(
@@ -46,15 +44,31 @@ struct KeysRotateCommand: Command {
         defer { lock.release() }
         let version = try repository.rotateKey()
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "keyListVersion": .number(version), "keyList": .string("v1/keys/root-\(version).json"),
-                    "publicKey": .string(repository.directory.publicKeyPath),
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(
+                Output(
+                    keyListVersion: version, keyList: "v1/keys/root-\(version).json",
+                    publicKey: repository.directory.publicKeyPath))
             return
         }
         io.out(
             "Published key list \(version) (v1/keys/root-\(version).json); new public key in \(repository.directory.publicKeyPath).\n"
         )
+    }
+}
+
+extension CatalogResignCommand {
+    /// `catalog resign --json`.
+    struct Output: Encodable {
+        let catalogCount: Int
+        let lifetimeSeconds: Int
+    }
+}
+
+extension KeysRotateCommand {
+    /// `keys rotate --json`.
+    struct Output: Encodable {
+        let keyListVersion: Int
+        let keyList: String
+        let publicKey: String
     }
 }
