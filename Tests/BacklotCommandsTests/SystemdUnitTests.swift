@@ -23,6 +23,8 @@ import Glibc
             Self.root + "/scripts/install", ["--prefix", prefix, "--binary", ProcessTests.binary])
         #expect(status == 0, "scripts/install: \(output)")
         #expect(FileManager.default.isExecutableFile(atPath: prefix + "/bin/backlot"))
+        // The docs, with the pictures dashboard.md links beside them.
+        #expect(FileManager.default.fileExists(atPath: prefix + "/share/doc/backlot/images/dashboard-apps.png"))
         let serve = prefix + "/lib/systemd/system/backlot-serve.service"
         let agent = prefix + "/lib/systemd/user/backlot-agent@.service"
         for unit in [serve, agent] {
