@@ -557,7 +557,7 @@ public struct ManagementAPI: Sendable {
         ) { api, call in
             .respond(.json(201, try api.repository.rotateToken(id: try call.number("id")).json.serialized()))
         },
-    ]
+    ] + extraRoutes
 
     /// The largest byte count or offset the API accepts (what SQLite's 64-bit signed integers hold).
     static let largestByteCount = UInt64(Int64.max)
@@ -588,7 +588,10 @@ public struct ManagementAPI: Sendable {
                     }
                 }
                 try Self.checkContentType(request, for: route.doc)
-                return try route.handle(self, Call(request: request, parameters: parameters, caller: caller))
+                // The audit trail names the caller of every change this request makes.
+                return try Caller.$current.withValue(caller) {
+                    try route.handle(self, Call(request: request, parameters: parameters, caller: caller))
+                }
             }
             if pathMatched {
                 let allowed = Self.routes.filter { Self.match($0.template, segments) != nil }.map(\.method).joined(
@@ -691,7 +694,15 @@ public struct ManagementAPI: Sendable {
 
     /// A JSON body of at most ``bodyLimit`` bytes holding only `fields`.
     static func body(fields: Set<String>, _ then: @escaping @Sendable (JSONBody) throws -> HTTPResponse) -> HTTPRoute {
-        .buffer(limit: bodyLimit) { bytes in
+        let caller = Caller.current  // the body arrives later, outside the route's scope
+        return .buffer(limit: bodyLimit) { bytes in
+            Caller.$current.withValue(caller) { answer(bytes, fields: fields, then) }
+        }
+    }
+
+    static func answer(
+        _ bytes: [UInt8], fields: Set<String>, _ then: @escaping @Sendable (JSONBody) throws -> HTTPResponse
+    ) -> HTTPResponse {
             do {
                 let root = try JSONReader(
                     source: "request body", allowsComments: false, allowsTrailingCommas: false, maximumDepth: 16
@@ -708,7 +719,6 @@ public struct ManagementAPI: Sendable {
             } catch {
                 return response(for: error)
             }
-        }
     }
 }
 
@@ -717,6 +727,8 @@ final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
     let api: ManagementAPI
     let upload: Upload
     let app: String, pack: String, number: Int
+    /// The request's caller: the upload's end (and its audit entry) comes after the route returned.
+    let caller = Caller.current
 
     init(api: ManagementAPI, upload: Upload, app: String, pack: String, number: Int) {
         self.api = api
@@ -736,6 +748,10 @@ final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
     }
 
     func finish() -> HTTPResponse {
+        Caller.$current.withValue(caller) { finishUpload() }
+    }
+
+    func finishUpload() -> HTTPResponse {
         do {
             let complete = try upload.close()
             api.metrics?.recordUpload(complete ? "completed" : "partial")
