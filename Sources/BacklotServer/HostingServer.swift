@@ -57,7 +57,8 @@ public final class HostingServer: Sendable {
         self.directory = directory
         let metrics = ServerMetrics(version: version)
         self.metrics = metrics
-        repository.onProcessingTime { metrics.recordProcessing($0, seconds: $1) }
+        repository.onProcessed { metrics.recordProcessing($0) }
+        repository.onProcessingTime { _, seconds in metrics.recordProcessingTime(seconds: seconds) }
         let api = ManagementAPI(repository: repository, metrics: metrics)
         let tree = try StaticTree(root: directory.publicTreePath, headers: treeHeaders)
         let downloads = DownloadCounter(repository: repository)

@@ -68,10 +68,14 @@ public final class ServerMetrics: Sendable {
     /// Counts an upload that ended (`completed`, `partial`, `interrupted`, `refused`).
     public func recordUpload(_ outcome: String) { outcomes.withLock { $0["uploads\u{0}\(outcome)", default: 0] += 1 } }
 
-    /// Counts a processed version (`complete`, `failed`, `cancelled`), with the seconds it took when known.
-    public func recordProcessing(_ outcome: String, seconds: Double? = nil) {
+    /// Counts a processed version (`complete`, `failed`, `cancelled`).
+    public func recordProcessing(_ outcome: String) {
         outcomes.withLock { $0["processing\u{0}\(outcome)", default: 0] += 1 }
-        guard let seconds, seconds.isFinite, seconds >= 0 else { return }
+    }
+
+    /// Adds a processing's time to the histogram.
+    public func recordProcessingTime(seconds: Double) {
+        guard seconds.isFinite, seconds >= 0 else { return }
         let bucket = Self.processingBuckets.firstIndex { seconds <= $0 } ?? Self.processingBuckets.count
         processing.withLock {
             $0.buckets[bucket] += 1
