@@ -89,7 +89,8 @@ struct ServeCommand: Command {
     static let quiet = Flag("quiet", help: "No access log.")
     static let metricsTokenFile = Option<String?>(
         "metrics-token-file", "FILE",
-        help: "Require this file's token on /metrics (Authorization: Bearer TOKEN); the file must not be world-readable.")
+        help:
+            "Require this file's token on /metrics (Authorization: Bearer TOKEN); the file must not be world-readable.")
     static let metricsListen = Option<String?>(
         "metrics-listen", "HOST:PORT",
         help: "Serve /metrics on this address only (plain HTTP), not on the main port.")
@@ -138,7 +139,8 @@ struct ServeCommand: Command {
         var st = stat()
         if stat(path, &st) == 0, st.st_mode & 0o004 != 0 {
             throw BacklotError(
-                .invalidInput, "the metrics token file is readable by everyone (mode \(String(st.st_mode & 0o777, radix: 8)))",
+                .invalidInput,
+                "the metrics token file is readable by everyone (mode \(String(st.st_mode & 0o777, radix: 8)))",
                 context: path, hint: "chmod 600 \(path)")
         }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {

@@ -38,7 +38,8 @@ public struct AuditEntry: Sendable, Hashable {
             ]),
             "app": app.map { .string($0) } ?? .null, "pack": pack.map { .string($0) } ?? .null,
             "version": version.map { .number($0) } ?? .null, "action": .string(action),
-            "details": JSONNode(.object(details.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key, value: .string($0.value)) })),
+            "details": JSONNode(
+                .object(details.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key, value: .string($0.value)) })),
         ])
     }
 }

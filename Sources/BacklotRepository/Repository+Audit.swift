@@ -77,7 +77,9 @@ extension Repository {
     ///   - before: only entries older than this id (the `next` of the page before).
     /// - Returns: the entries and the `before` of the next page (nil when there is none).
     /// - Throws: ``BacklotError/Code/invalidInput`` for a limit out of range or an unknown action.
-    public func auditEntries(app: String? = nil, action: String? = nil, limit: Int = 100, before: Int? = nil) throws
+    public func auditEntries(
+        app: String? = nil, action: String? = nil, limit: Int = 100, before: Int? = nil
+    ) throws
         -> (entries: [AuditEntry], next: Int?)
     {
         guard (1...Self.auditPageLimit).contains(limit) else {
@@ -122,7 +124,9 @@ extension Repository {
     static func auditEntry(_ row: Database.Row) -> AuditEntry? {
         guard let id = row["id"]?.integer(as: Int.self), let action = row["action"]?.string else { return nil }
         var details: [String: String] = [:]
-        if let text = row["details"]?.string, let members = try? JSONReader(source: "audit").read(text).root.objectMembers {
+        if let text = row["details"]?.string,
+            let members = try? JSONReader(source: "audit").read(text).root.objectMembers
+        {
             for member in members { details[member.key] = member.value.stringValue ?? "" }
         }
         return AuditEntry(

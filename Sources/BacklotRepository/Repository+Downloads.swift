@@ -65,7 +65,9 @@ extension Repository {
     /// ```
     /// - Returns: the first and last day (`YYYY-MM-DD`) and the rows of those days.
     /// - Throws: `notFound` for an unknown app; `invalidInput` for days outside 1…``longestDownloadReport``.
-    public func downloads(app: String, days: Int = 30, now: Date = Date()) throws -> (
+    public func downloads(
+        app: String, days: Int = 30, now: Date = Date()
+    ) throws -> (
         from: String, to: String, rows: [DownloadCount]
     ) {
         guard (1...Self.longestDownloadReport).contains(days) else {

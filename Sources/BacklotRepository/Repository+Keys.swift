@@ -21,7 +21,8 @@ extension Repository {
             else { continue }
             let path = directory.keysPath + "/" + name
             let text = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let bytes = Data(base64Encoded: text), let key = try? Ed25519.PrivateKey(rawRepresentation: Array(bytes))
+            guard let bytes = Data(base64Encoded: text),
+                let key = try? Ed25519.PrivateKey(rawRepresentation: Array(bytes))
             else { continue }
             retired.append((version, key, modified(path) ?? Date(timeIntervalSince1970: 0)))
         }

@@ -91,7 +91,11 @@ extension Repository {
                             catalog.expires.timeIntervalSince1970.rounded(.down), to: Int64.self,
                             "the catalog's expiry", code: .io)),
                 ])
-            if Self.resigning { try audit(&tx, "catalog.resign", app: app, details: ["channel": channel.rawValue, "version": String(version)], system: Caller.current == nil) }
+            if Self.resigning {
+                try audit(
+                    &tx, "catalog.resign", app: app,
+                    details: ["channel": channel.rawValue, "version": String(version)], system: Caller.current == nil)
+            }
             // Apple's manifests exist only for an app that ever had an .aar (then, also to empty them once its last is withdrawn).
             if try !apple.isEmpty
                 || !tx.query("SELECT 1 FROM versions WHERE app = ? AND format = 'aar' LIMIT 1", [.text(app)]).isEmpty
@@ -290,7 +294,8 @@ extension Repository {
             Data(new.publicKey.rawRepresentation).base64EncodedString() + "\n", to: directory.publicKeyPath)
         try tree.write(signed, at: treeKeys + "/root.json")
         try resign(margin: .infinity)
-        try auditAlone("key.rotate", details: ["keyList": String(next), "keyId": new.publicKey.keyID, "from": old.publicKey.keyID])
+        try auditAlone(
+            "key.rotate", details: ["keyList": String(next), "keyId": new.publicKey.keyID, "from": old.publicKey.keyID])
         return next
     }
 }

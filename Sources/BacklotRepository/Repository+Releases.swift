@@ -28,7 +28,9 @@ extension Repository {
             if let bp { try requireRolloutBase(&tx, app: app, pack: pack, version: version, basisPoints: bp) }
             guard channel != .internal else {
                 try apply(&tx, app: app, channel: channel, pack: pack, version: version, basisPoints: nil)
-                try audit(&tx, "release.request", app: app, pack: pack, version: version, details: ["channel": channel.rawValue, "status": "released"], by: caller)
+                try audit(
+                    &tx, "release.request", app: app, pack: pack, version: version,
+                    details: ["channel": channel.rawValue, "status": "released"], by: caller)
                 return nil
             }
             try tx.run(
@@ -349,7 +351,9 @@ extension Repository {
                     )
                 }
                 try apply(&tx, app: app, channel: channel, pack: pack, version: version, basisPoints: nil)
-                try audit(&tx, "rollback", app: app, pack: pack, version: version, details: ["channel": channel.rawValue, "to": String(version)])
+                try audit(
+                    &tx, "rollback", app: app, pack: pack, version: version,
+                    details: ["channel": channel.rawValue, "to": String(version)])
                 return version
             }
             guard
@@ -365,7 +369,9 @@ extension Repository {
                 try tx.run(
                     "UPDATE channel_packs SET candidate = NULL, rollout_bp = 0 WHERE app = ? AND channel = ? AND pack = ?",
                     [.text(app), .text(channel.rawValue), .text(pack)])
-                try audit(&tx, "rollback", app: app, pack: pack, version: live, details: ["channel": channel.rawValue, "to": String(live), "candidate": "dropped"])
+                try audit(
+                    &tx, "rollback", app: app, pack: pack, version: live,
+                    details: ["channel": channel.rawValue, "to": String(live), "candidate": "dropped"])
                 return live
             }
             // The newest earlier live version that can still be served; entries passed over go.
@@ -391,7 +397,9 @@ extension Repository {
                 "DELETE FROM live_history WHERE app = ? AND channel = ? AND pack = ? AND id >= ?",
                 [.text(app), .text(channel.rawValue), .text(pack), .integer(entry)])
             try apply(&tx, app: app, channel: channel, pack: pack, version: number, basisPoints: nil, remember: false)
-            try audit(&tx, "rollback", app: app, pack: pack, version: number, details: ["channel": channel.rawValue, "from": String(live), "to": String(number)])
+            try audit(
+                &tx, "rollback", app: app, pack: pack, version: number,
+                details: ["channel": channel.rawValue, "from": String(live), "to": String(number)])
             return number
         }
         try publish(app: app, channel: channel)
@@ -425,7 +433,9 @@ extension Repository {
                     "UPDATE channel_packs SET rollout_bp = ? WHERE app = ? AND channel = 'production' AND pack = ?",
                     [.integer(Int64(bp)), .text(app), .text(pack)])
             }
-            try audit(&tx, "rollout.set", app: app, pack: pack, version: candidate, details: ["channel": "production", "percent": Self.percentText(percent)])
+            try audit(
+                &tx, "rollout.set", app: app, pack: pack, version: candidate,
+                details: ["channel": "production", "percent": Self.percentText(percent)])
         }
         try publish(app: app, channel: .production)
     }

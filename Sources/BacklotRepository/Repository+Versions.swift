@@ -132,7 +132,9 @@ extension Repository {
                     .integer(Self.now()), .text(format.rawValue), manifestText.map { .text($0) } ?? .null,
                     archiveSHA256.map { .text($0) } ?? .null, .integer(Self.now()),
                 ])
-            try audit(&tx, "version.create", app: app, pack: pack, version: Int(exactly: next), details: ["bytes": String(size)])
+            try audit(
+                &tx, "version.create", app: app, pack: pack, version: Int(exactly: next),
+                details: ["bytes": String(size)])
             return (
                 try CheckedInteger.convert(
                     next, to: Int.self, "the version number", context: "\(app)/\(pack)", code: .io), true
@@ -327,7 +329,10 @@ extension Repository {
                     let changed = try tx.run(
                         "UPDATE versions SET deleted = 1, state = 'FAILED', reason = ? WHERE id = ? AND \(idle)",
                         [.text(reason), .integer(id), cutoff, leaseNow])
-                    if changed == 1 { try auditVersion(&tx, "version.abandoned", versionID: id, details: ["reason": reason], system: true) }
+                    if changed == 1 {
+                        try auditVersion(
+                            &tx, "version.abandoned", versionID: id, details: ["reason": reason], system: true)
+                    }
                     return changed
                 }) == 1
             else { continue }
@@ -397,7 +402,8 @@ extension Repository {
                             "UPDATE versions SET state = 'FAILED', reason = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
                             [.text(reason), .integer(versionID), .text(instanceID)]) == 1
                     else { return nil }
-                    try auditVersion(&tx, "version.failed", versionID: versionID, details: ["error": reason], system: true)
+                    try auditVersion(
+                        &tx, "version.failed", versionID: versionID, details: ["error": reason], system: true)
                     return try tx.query("SELECT * FROM versions WHERE id = ?", [.integer(versionID)]).first
                 }
                 if let row = row ?? nil { try? archives.removeUpload(uploadRecord(row)) }
@@ -514,7 +520,10 @@ extension Repository {
                     .text(checked.header.indexDigest.hex), .integer(installSize), .text(metadata), .integer(versionID),
                     .text(instanceID),
                 ])
-            if changed == 1 { try auditVersion(&tx, "version.processed", versionID: versionID, details: ["sha256": sha.hex], system: true) }
+            if changed == 1 {
+                try auditVersion(
+                    &tx, "version.processed", versionID: versionID, details: ["sha256": sha.hex], system: true)
+            }
         }
     }
 
@@ -531,7 +540,10 @@ extension Repository {
             let changed = try tx.run(
                 "UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
                 [.text(sha.hex), .text(manifest), .integer(versionID), .text(instanceID)])
-            if changed == 1 { try auditVersion(&tx, "version.processed", versionID: versionID, details: ["sha256": sha.hex], system: true) }
+            if changed == 1 {
+                try auditVersion(
+                    &tx, "version.processed", versionID: versionID, details: ["sha256": sha.hex], system: true)
+            }
         }
     }
 

@@ -182,7 +182,8 @@ enum APISchemas {
                 "version": .integer(minimum: 1, maximum: largestInteger, nullable: true),
                 "action": .string(enumeration: Repository.auditActions),
                 "details": JSONSchema(
-                    type: ["object"], description: "What changed: string values (channel, percent, from, to, reason, …)"),
+                    type: ["object"], description: "What changed: string values (channel, percent, from, to, reason, …)"
+                ),
             ], required: ["id", "time", "actor", "app", "pack", "version", "action", "details"]),
         "AuditPage": .object(
             [

@@ -78,6 +78,8 @@ public final class DownloadCounter: Sendable {
         }
     }
 
+    deinit { timer.withLock { $0 }?.cancel() }
+
     /// Stops the timer and flushes what is left.
     public func stop() {
         let t = timer.withLock { t -> RepeatingTimer? in

@@ -72,7 +72,9 @@ public final class HostingServer: Sendable {
             listening: listening, configuration: configuration,
             observer: { request, route, status, bytes, seconds in
                 metrics.recordRequest(route: route, path: request.path, status: status, bytes: bytes, seconds: seconds)
-                if route == "static" { downloads.record(path: request.path, status: status, bytes: bytes) }
+                if route == "static", request.method == "GET" {
+                    downloads.record(path: request.path, status: status, bytes: bytes)
+                }
                 accessLog?(HostingServer.logLine(request, route: route, status: status, bytes: bytes, seconds: seconds))
             }
         ) { request in
@@ -93,7 +95,8 @@ public final class HostingServer: Sendable {
                 }
             ) { request in
                 guard request.path == "/metrics" else {
-                    return .respond(.error(404, code: "notFound", "this listener serves /metrics only", route: "metrics"))
+                    return .respond(
+                        .error(404, code: "notFound", "this listener serves /metrics only", route: "metrics"))
                 }
                 return .respond(exposition.respond(to: request))
             }

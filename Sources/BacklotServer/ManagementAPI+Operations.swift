@@ -20,7 +20,9 @@ extension ManagementAPI {
                     .init(
                         query: "limit", "Entries per page (default 100).",
                         .integer(minimum: 1, maximum: Int64(Repository.auditPageLimit))),
-                    .init(query: "before", "Only entries older than this id: the next of the page before.", APISchemas.positive),
+                    .init(
+                        query: "before", "Only entries older than this id: the next of the page before.",
+                        APISchemas.positive),
                 ],
                 responses: [.init(200, "One page of entries.", .ref("AuditPage"))])
         ) { api, call in
@@ -36,7 +38,8 @@ extension ManagementAPI {
                     $0, as: Int.self, "the query parameter limit", in: 1...Repository.auditPageLimit, context: "limit")
             }
             let before = try query["before"].map {
-                try CheckedInteger.parse($0, as: Int.self, "the query parameter before", in: 1...Int.max, context: "before")
+                try CheckedInteger.parse(
+                    $0, as: Int.self, "the query parameter before", in: 1...Int.max, context: "before")
             }
             let page = try api.repository.auditEntries(
                 app: app, action: query["action"], limit: limit ?? 100, before: before)

@@ -50,7 +50,10 @@ public struct ManagementAPI: Sendable {
     }
 
     /// Every route of the API.
-    public static let routes: [Route] = [
+    public static let routes: [Route] = releaseRoutes + extraRoutes
+
+    /// Apps, packs, versions, releases and tokens.
+    static let releaseRoutes: [Route] = [
         Route(
             method: "GET", template: "/api/openapi.json", role: nil,
             doc: RouteDoc(
@@ -557,7 +560,7 @@ public struct ManagementAPI: Sendable {
         ) { api, call in
             .respond(.json(201, try api.repository.rotateToken(id: try call.number("id")).json.serialized()))
         },
-    ] + extraRoutes
+    ]
 
     /// The largest byte count or offset the API accepts (what SQLite's 64-bit signed integers hold).
     static let largestByteCount = UInt64(Int64.max)
@@ -703,22 +706,22 @@ public struct ManagementAPI: Sendable {
     static func answer(
         _ bytes: [UInt8], fields: Set<String>, _ then: @escaping @Sendable (JSONBody) throws -> HTTPResponse
     ) -> HTTPResponse {
-            do {
-                let root = try JSONReader(
-                    source: "request body", allowsComments: false, allowsTrailingCommas: false, maximumDepth: 16
-                ).read(bytes).root
-                guard let members = root.objectMembers else {
-                    throw HTTPError(400, code: "badRequest", "the body must be a JSON object", context: "request body")
-                }
-                if let unknown = members.first(where: { !fields.contains($0.key) }) {
-                    throw HTTPError(
-                        400, code: "unknownField", "unknown field \"\(unknown.key)\"", context: "request body",
-                        hint: "the fields allowed: \(fields.sorted().joined(separator: ", "))")
-                }
-                return try then(JSONBody(root: root))
-            } catch {
-                return response(for: error)
+        do {
+            let root = try JSONReader(
+                source: "request body", allowsComments: false, allowsTrailingCommas: false, maximumDepth: 16
+            ).read(bytes).root
+            guard let members = root.objectMembers else {
+                throw HTTPError(400, code: "badRequest", "the body must be a JSON object", context: "request body")
             }
+            if let unknown = members.first(where: { !fields.contains($0.key) }) {
+                throw HTTPError(
+                    400, code: "unknownField", "unknown field \"\(unknown.key)\"", context: "request body",
+                    hint: "the fields allowed: \(fields.sorted().joined(separator: ", "))")
+            }
+            return try then(JSONBody(root: root))
+        } catch {
+            return response(for: error)
+        }
     }
 }
 

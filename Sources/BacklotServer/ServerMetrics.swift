@@ -16,7 +16,9 @@ public final class ServerMetrics: Sendable {
     static let routes = ["static", "api", "metrics", "other"]
     static let statuses = [200, 201, 202, 206, 304, 400, 401, 403, 404, 405, 409, 412, 413, 415, 416, 499, 500, 503]
     /// Upper bounds (seconds) of the request latency histogram's buckets.
-    static let latencyBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    static let latencyBuckets: [Double] = [
+        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+    ]
     /// Upper bounds (seconds) of the processing-time histogram's buckets.
     static let processingBuckets: [Double] = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800]
     /// The build's version, in `backlot_build_info`.
@@ -137,7 +139,8 @@ public final class ServerMetrics: Sendable {
         }
         family("backlot_response_bytes_by_class_total", "counter", "Response body bytes sent, by route class.")
         for c in RouteClass.allCases {
-            out += "backlot_response_bytes_by_class_total{class=\"\(c.label)\"} \(classBytes[c.rawValue].value.load(ordering: .relaxed))\n"
+            out +=
+                "backlot_response_bytes_by_class_total{class=\"\(c.label)\"} \(classBytes[c.rawValue].value.load(ordering: .relaxed))\n"
         }
         family("backlot_request_duration_seconds", "histogram", "Time to answer a request, by route class.")
         for c in RouteClass.allCases {
@@ -170,7 +173,8 @@ public final class ServerMetrics: Sendable {
         out += "backlot_processing_duration_seconds_count \(p.count)\n"
         family(
             "backlot_catalog_expiry_seconds", "gauge",
-            "Seconds until the earliest published catalog expires (negative once expired; no sample when none is published).")
+            "Seconds until the earliest published catalog expires (negative once expired; no sample when none is published)."
+        )
         if let expiry = gauges.earliestCatalogExpiry {
             out += "backlot_catalog_expiry_seconds \(Self.number(expiry.timeIntervalSince(now).rounded(.down)))\n"
         }

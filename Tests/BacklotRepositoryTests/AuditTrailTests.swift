@@ -213,7 +213,9 @@ import Testing
         try repo.addDownloads([DownloadHit(.catalog(app: app), day: today, requests: 1, bytes: 100)])
         let report = try repo.downloads(app: app, days: 2, now: now)
         #expect(report.from == yesterday && report.to == today)
-        let rows = report.rows.map { "\($0.date) \($0.kind) \($0.pack ?? "-") \($0.version ?? 0) \($0.requests) \($0.bytes)" }
+        let rows = report.rows.map {
+            "\($0.date) \($0.kind) \($0.pack ?? "-") \($0.version ?? 0) \($0.requests) \($0.bytes)"
+        }
         #expect(
             rows == [
                 "\(yesterday) pack Levels 1 1 100", "\(today) catalog - 0 4 400", "\(today) pack Levels 1 2 2000",

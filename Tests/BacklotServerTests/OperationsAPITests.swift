@@ -42,7 +42,9 @@ import Testing
     }
 
     /// The samples of every family, as prometheus_client's text parser reads them: `name{labels} value` per line.
-    func parsed(_ text: String, in dir: TemporaryDirectory) throws -> [String: [(labels: [String: String], value: Double)]] {
+    func parsed(
+        _ text: String, in dir: TemporaryDirectory
+    ) throws -> [String: [(labels: [String: String], value: Double)]] {
         let python = Self.root + "/.build/venv/bin/python3"
         guard FileManager.default.isExecutableFile(atPath: python) else {
             Issue.record("no \(python): run scripts/bootstrap (it installs prometheus_client into .build/venv)")
@@ -90,15 +92,18 @@ import Testing
         #expect(try Curl.run(f.server.baseURL + "v1/keys/root.json").status == 200)
         #expect(try Curl.run(f.server.baseURL + "v1/nothing").status == 404)
         let scraped = try Curl.run(f.server.baseURL + "metrics")
-        #expect(scraped.status == 200 && scraped.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        #expect(
+            scraped.status == 200 && scraped.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
         let m = try parsed(scraped.text, in: f.dir)
         func value(_ name: String, _ labels: [String: String] = [:]) -> Double? {
             m[name]?.first { s in labels.allSatisfy { s.labels[$0.key] == $0.value } }?.value
         }
         func type(_ family: String) -> String? { m["#type " + family]?.first?.labels["type"] }
-        #expect(value("backlot_requests_by_class_total", ["class": "catalog", "status": "200"]).map { $0 >= 1 } == true)
+        #expect(
+            value("backlot_requests_by_class_total", ["class": "catalog", "status": "200"]).map { $0 >= 1 } == true)
         #expect(value("backlot_requests_by_class_total", ["class": "pack", "status": "206"]) == 1)
-        #expect(value("backlot_requests_by_class_total", ["class": "keyList", "status": "200"]).map { $0 >= 1 } == true)
+        #expect(
+            value("backlot_requests_by_class_total", ["class": "keyList", "status": "200"]).map { $0 >= 1 } == true)
         #expect(value("backlot_requests_by_class_total", ["class": "api", "status": "201"]).map { $0 >= 3 } == true)
         #expect(value("backlot_requests_by_class_total", ["class": "other", "status": "404"]) == 1)
         #expect(type("backlot_request_duration_seconds") == "histogram")
@@ -205,8 +210,11 @@ import Testing
         let f = try Fixture()
         try uploadAndRelease(f, token: f.admin)
         let sha = try #require(try f.repository.version(app: app, pack: "Levels", number: 1).archiveSHA256)
-        for _ in 0..<3 { #expect(try Curl.run(f.server.baseURL + "v1/apps/\(app)/internal/catalog.json").status == 200) }
-        #expect(try Curl.run(f.server.baseURL + "v1/packs/\(sha).pack", headers: ["Range": "bytes=10-19"]).status == 206)
+        for _ in 0..<3 {
+            #expect(try Curl.run(f.server.baseURL + "v1/apps/\(app)/internal/catalog.json").status == 200)
+        }
+        #expect(
+            try Curl.run(f.server.baseURL + "v1/packs/\(sha).pack", headers: ["Range": "bytes=10-19"]).status == 206)
         #expect(try Curl.run(f.server.baseURL + "v1/packs/\(sha).pack", headers: ["Range": "bytes=0-9"]).status == 206)
         #expect(try Curl.run(f.server.baseURL + "v1/apps/\(app)/internal/nothing.json").status == 404)
         f.server.downloads.flush()
@@ -217,7 +225,9 @@ import Testing
         let rows = (body["rows"]?.arrayElements ?? []).map {
             "\($0["kind"]?.stringValue ?? "?") \($0["pack"]?.stringValue ?? "-") \($0["version"]?.numberText ?? "-") \($0["requests"]?.numberText ?? "?") \($0["bytes"]?.numberText ?? "?")"
         }
-        let catalogBytes = try #require(try f.repository.tree.read("v1/apps/\(app)/internal/catalog.json", atMost: 1 << 20)).count
+        let catalogBytes = try #require(
+            try f.repository.tree.read("v1/apps/\(app)/internal/catalog.json", atMost: 1 << 20)
+        ).count
         #expect(rows == ["catalog - - 3 \(3 * catalogBytes)", "pack Levels 1 2 20"])
         #expect(try f.call("GET", "/api/apps/\(app)/downloads?days=91", token: f.admin).status == 400)
         #expect(try f.call("GET", "/api/apps/com.example.none/downloads", token: f.admin).status == 404)
