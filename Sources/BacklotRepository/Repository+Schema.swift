@@ -112,6 +112,7 @@ extension Repository {
                 CREATE TABLE audit (id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, token_id INTEGER, actor_label TEXT NOT NULL,
                     actor_role TEXT NOT NULL, app TEXT, pack TEXT, version INTEGER, action TEXT NOT NULL, details TEXT NOT NULL);
                 CREATE INDEX audit_by_app ON audit(app, id);
+                CREATE INDEX audit_by_action ON audit(action, id);
                 CREATE TABLE downloads (app TEXT NOT NULL, day TEXT NOT NULL, kind TEXT NOT NULL, pack TEXT NOT NULL, version INTEGER NOT NULL,
                     requests INTEGER NOT NULL, bytes INTEGER NOT NULL, PRIMARY KEY (app, day, kind, pack, version));
                 """,
@@ -120,6 +121,7 @@ extension Repository {
                     actor_label TEXT NOT NULL, actor_role TEXT NOT NULL, app TEXT COLLATE "C", pack TEXT COLLATE "C", version BIGINT,
                     action TEXT NOT NULL, details TEXT NOT NULL);
                 CREATE INDEX audit_by_app ON audit(app, id);
+                CREATE INDEX audit_by_action ON audit(action, id);
                 CREATE TABLE downloads (app TEXT COLLATE "C" NOT NULL, day TEXT COLLATE "C" NOT NULL, kind TEXT COLLATE "C" NOT NULL,
                     pack TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL, requests BIGINT NOT NULL, bytes BIGINT NOT NULL,
                     PRIMARY KEY (app, day, kind, pack, version));
