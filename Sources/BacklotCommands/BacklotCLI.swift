@@ -25,7 +25,7 @@ public enum BacklotCLI {
         AppsListCommand.self, AppsCreateCommand.self, AppsSetCommand.self,
         TokensListCommand.self, TokensCreateCommand.self, TokensRevokeCommand.self, TokensRotateCommand.self,
         UploadCommand.self, PacksListCommand.self, VersionsCommand.self, VersionsDeleteCommand.self,
-        ReleaseCommand.self, ReleasesListCommand.self, ApproveCommand.self, RejectCommand.self,
+        ReleaseCommand.self, ReleasesListCommand.self, ApproveCommand.self, RejectCommand.self, AuditCommand.self,
         RolloutCommand.self, RollbackCommand.self, WithdrawCommand.self,
         CatalogShowCommand.self, CatalogResignCommand.self, KeysRotateCommand.self,
         DownloadManifestCreateCommand.self, DownloadManifestUpdateCommand.self, FetchCommand.self, StatusCommand.self,

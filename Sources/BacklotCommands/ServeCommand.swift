@@ -48,6 +48,7 @@ struct ServeCommand: Command {
         options: RepositoryOptions.options + [
             host, port, tls, tlsCert, tlsKey, hostnames, publicURL, maximumInstallSize, catalogMaxAge,
             threads, connectionsPerAddress, maximumConnections, lease, abandonedUploadsAfter, quiet,
+            metricsTokenFile, metricsListen,
         ])
 
     static let host = Option<String>("host", "ADDRESS", default: "127.0.0.1", help: "Address to listen on.")
@@ -86,6 +87,13 @@ struct ServeCommand: Command {
             "How long a server's claim on an upload, a processing or the re-signing lasts unrenewed: how soon another server takes over from one that died."
     )
     static let quiet = Flag("quiet", help: "No access log.")
+    static let metricsTokenFile = Option<String?>(
+        "metrics-token-file", "FILE",
+        help:
+            "Require this file's token on /metrics (Authorization: Bearer TOKEN); the file must not be world-readable.")
+    static let metricsListen = Option<String?>(
+        "metrics-listen", "HOST:PORT",
+        help: "Serve /metrics on this address only (plain HTTP), not on the main port.")
     static let abandonedUploadsAfter = Option<Int>(
         "abandoned-uploads-after", "SECONDS", default: Int(Repository.defaultAbandonedUploadsAfter),
         showDefault: "604800, 7 days", in: 1...(10 * 366 * 86_400),
@@ -126,6 +134,40 @@ struct ServeCommand: Command {
         return mode
     }
 
+    /// The token of `--metrics-token-file`: one line, not empty, in a file not everyone may read.
+    static func readMetricsToken(_ path: String) throws -> String {
+        var st = stat()
+        if stat(path, &st) == 0, st.st_mode & 0o004 != 0 {
+            throw BacklotError(
+                .invalidInput,
+                "the metrics token file is readable by everyone (mode \(String(st.st_mode & 0o777, radix: 8)))",
+                context: path, hint: "chmod 600 \(path)")
+        }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw BacklotError(.invalidInput, "cannot read the metrics token file", context: path)
+        }
+        let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !token.isEmpty, !token.contains(where: { $0.isWhitespace || $0.isNewline }) else {
+            throw BacklotError(
+                .invalidInput, "the metrics token file must hold one token: a line without spaces", context: path)
+        }
+        return token
+    }
+
+    /// `HOST:PORT` or `[IPv6]:PORT`.
+    static func hostAndPort(_ text: String) throws -> (host: String, port: UInt16) {
+        let bad = BacklotError(
+            .usage, "--metrics-listen takes HOST:PORT (got '\(text)')", context: "backlot serve",
+            hint: "for example 127.0.0.1:9464 or [::1]:9464")
+        guard let colon = text.lastIndex(of: ":") else { throw bad }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, let port = CheckedInteger.parse(text[text.index(after: colon)...], as: UInt16.self) else {
+            throw bad
+        }
+        return (host, port)
+    }
+
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let data = arguments[RepositoryOptions.data]
         let port = arguments[Self.port]
@@ -138,11 +180,14 @@ struct ServeCommand: Command {
                 .usage, "--tls takes auto, off, or CERT.pem,KEY.pem (got '\(mode)')", context: "backlot serve")
         }
         let lease = arguments[Self.lease]
+        let metricsToken = try arguments[metricsTokenFile].map(Self.readMetricsToken)
+        let metricsAddress = try arguments[metricsListen].map(Self.hostAndPort)
         let abandonedAfter = TimeInterval(arguments[abandonedUploadsAfter])
         // bad --storage options are usage errors before anything starts
         _ = try RepositoryOptions.storage(arguments, command: spec.name)
         // The port first: a server that cannot listen stops before it touches the data folder.
         let listener = try ListeningSocket(host: host, port: UInt16(port))
+        let metricsListener = try metricsAddress.map { try ListeningSocket(host: $0.host, port: $0.port) }
         // Then the bucket, before the folder too: a missing bucket or wrong credentials stop the start here.
         let bucket = try RepositoryOptions.bucket(
             arguments, command: spec.name, headers: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge))
@@ -199,7 +244,8 @@ struct ServeCommand: Command {
         try repository.resign(margin: .infinity)
         let server = try HostingServer(
             repository: repository, listening: listener, configuration: configuration,
-            treeHeaders: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge), accessLog: log)
+            treeHeaders: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge), accessLog: log,
+            metricsAccess: MetricsAccess(token: metricsToken, listening: metricsListener), version: BacklotCLI.version)
         // The work servers share: processing a server that died left, and (one server at a time) re-signing catalogs before they expire.
         let lastResign = Mutex(ContinuousClock.now)
         let timer = RepeatingTimer(label: "backlot.shared-work", every: max(1, min(60, Double(lease) / 2))) {
@@ -232,7 +278,9 @@ struct ServeCommand: Command {
         }
         if let trustNote { io.out(trustNote + "\n") }
         if let note = server.limitNote { io.err("warning: \(note)\n") }
-        io.out("Metrics: \(server.baseURL)metrics. Stop with Ctrl-C.\n")
+        io.out(
+            "Metrics: \(server.metricsURL ?? server.baseURL + "metrics")\(metricsToken == nil ? "" : " (with its token)"). Stop with Ctrl-C.\n"
+        )
         // Under a Type=notify unit: ready now, and a watchdog fed while the server answers itself.
         let notifier = ServeNotifier(environment: io.environment, baseURL: server.baseURL, caFile: probeCA) { line in
             io.err(line + "\n")

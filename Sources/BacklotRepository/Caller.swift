@@ -20,3 +20,14 @@ public struct Caller: Sendable, Hashable {
         self.role = role
     }
 }
+
+extension Caller {
+    /// The caller of the API request this thread (or task) is answering, for the audit trail:
+    /// set by the management API around each route, nil for the server's own work and for
+    /// commands run on the data folder.
+    ///
+    /// ```swift
+    /// try Caller.$current.withValue(caller) { try repository.createApp("com.example.game") }
+    /// ```
+    @TaskLocal public static var current: Caller?
+}

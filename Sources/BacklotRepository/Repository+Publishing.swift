@@ -91,6 +91,11 @@ extension Repository {
                             catalog.expires.timeIntervalSince1970.rounded(.down), to: Int64.self,
                             "the catalog's expiry", code: .io)),
                 ])
+            if Self.resigning {
+                try audit(
+                    &tx, "catalog.resign", app: app,
+                    details: ["channel": channel.rawValue, "version": String(version)], system: Caller.current == nil)
+            }
             // Apple's manifests exist only for an app that ever had an .aar (then, also to empty them once its last is withdrawn).
             if try !apple.isEmpty
                 || !tx.query("SELECT 1 FROM versions WHERE app = ? AND format = 'aar' LIMIT 1", [.text(app)]).isEmpty
@@ -258,7 +263,7 @@ extension Repository {
     public func resign(margin: TimeInterval = Catalog.resignMargin, now: Date = Date()) throws -> Int {
         var count = 0
         for c in try publishedChannels() where c.expires.timeIntervalSince(now) < margin {
-            try publish(app: c.app, channel: c.channel, now: now)
+            try Self.$resigning.withValue(true) { try publish(app: c.app, channel: c.channel, now: now) }
             count += 1
         }
         return count
@@ -289,6 +294,8 @@ extension Repository {
             Data(new.publicKey.rawRepresentation).base64EncodedString() + "\n", to: directory.publicKeyPath)
         try tree.write(signed, at: treeKeys + "/root.json")
         try resign(margin: .infinity)
+        try auditAlone(
+            "key.rotate", details: ["keyList": String(next), "keyId": new.publicKey.keyID, "from": old.publicKey.keyID])
         return next
     }
 }

@@ -28,6 +28,9 @@ extension Repository {
             if let bp { try requireRolloutBase(&tx, app: app, pack: pack, version: version, basisPoints: bp) }
             guard channel != .internal else {
                 try apply(&tx, app: app, channel: channel, pack: pack, version: version, basisPoints: nil)
+                try audit(
+                    &tx, "release.request", app: app, pack: pack, version: version,
+                    details: ["channel": channel.rawValue, "status": "released"], by: caller)
                 return nil
             }
             try tx.run(
@@ -48,6 +51,9 @@ extension Repository {
                 throw BacklotError(
                     .io, "the database returned no id for the new release request", context: db.displayName)
             }
+            var details = ["channel": channel.rawValue, "requestId": String(id), "status": "pending"]
+            if let rolloutPercent { details["percent"] = Self.percentText(rolloutPercent) }
+            try audit(&tx, "release.request", app: app, pack: pack, version: version, details: details, by: caller)
             return id
         }
         guard let requestID else {
@@ -268,6 +274,9 @@ extension Repository {
             try apply(
                 &tx, app: request.app, channel: request.channel, pack: request.pack, version: request.version,
                 basisPoints: bp)
+            try audit(
+                &tx, "release.approve", app: request.app, pack: request.pack, version: request.version,
+                details: ["channel": request.channel.rawValue, "requestId": String(requestID)], by: caller)
         }
         TestStopPoint.reach("release.committed")
         try publish(app: request.app, channel: request.channel)
@@ -290,6 +299,10 @@ extension Repository {
                 throw BacklotError(
                     .conflict, "the request is \(request.status), not pending", context: "request \(requestID)")
             }
+            try audit(
+                &tx, "release.reject", app: request.app, pack: request.pack, version: request.version,
+                details: ["channel": request.channel.rawValue, "requestId": String(requestID), "reason": reason],
+                by: caller)
         }
     }
 
@@ -338,6 +351,9 @@ extension Repository {
                     )
                 }
                 try apply(&tx, app: app, channel: channel, pack: pack, version: version, basisPoints: nil)
+                try audit(
+                    &tx, "rollback", app: app, pack: pack, version: version,
+                    details: ["channel": channel.rawValue, "to": String(version)])
                 return version
             }
             guard
@@ -353,6 +369,9 @@ extension Repository {
                 try tx.run(
                     "UPDATE channel_packs SET candidate = NULL, rollout_bp = 0 WHERE app = ? AND channel = ? AND pack = ?",
                     [.text(app), .text(channel.rawValue), .text(pack)])
+                try audit(
+                    &tx, "rollback", app: app, pack: pack, version: live,
+                    details: ["channel": channel.rawValue, "to": String(live), "candidate": "dropped"])
                 return live
             }
             // The newest earlier live version that can still be served; entries passed over go.
@@ -378,6 +397,9 @@ extension Repository {
                 "DELETE FROM live_history WHERE app = ? AND channel = ? AND pack = ? AND id >= ?",
                 [.text(app), .text(channel.rawValue), .text(pack), .integer(entry)])
             try apply(&tx, app: app, channel: channel, pack: pack, version: number, basisPoints: nil, remember: false)
+            try audit(
+                &tx, "rollback", app: app, pack: pack, version: number,
+                details: ["channel": channel.rawValue, "from": String(live), "to": String(number)])
             return number
         }
         try publish(app: app, channel: channel)
@@ -411,6 +433,9 @@ extension Repository {
                     "UPDATE channel_packs SET rollout_bp = ? WHERE app = ? AND channel = 'production' AND pack = ?",
                     [.integer(Int64(bp)), .text(app), .text(pack)])
             }
+            try audit(
+                &tx, "rollout.set", app: app, pack: pack, version: candidate,
+                details: ["channel": "production", "percent": Self.percentText(percent)])
         }
         try publish(app: app, channel: .production)
     }
@@ -426,6 +451,7 @@ extension Repository {
             else {
                 throw BacklotError(.notFound, "the pack is not on \(channel.rawValue)", context: "\(app)/\(pack)")
             }
+            try audit(&tx, "withdraw", app: app, pack: pack, details: ["channel": channel.rawValue])
         }
         try publish(app: app, channel: channel)
     }

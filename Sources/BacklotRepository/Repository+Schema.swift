@@ -105,6 +105,27 @@ extension Repository {
                 ALTER TABLE versions ADD COLUMN declared_sha256 TEXT;
                 ALTER TABLE versions ADD COLUMN upload_activity BIGINT;
                 """),
+        // Pack and version are '' and 0 in downloads when a row counts an app's catalog or key list (a key column is never NULL).
+        SchemaMigration(
+            5, "the audit trail; download counts per app, pack, version, kind and day",
+            sqlite: """
+                CREATE TABLE audit (id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, token_id INTEGER, actor_label TEXT NOT NULL,
+                    actor_role TEXT NOT NULL, app TEXT, pack TEXT, version INTEGER, action TEXT NOT NULL, details TEXT NOT NULL);
+                CREATE INDEX audit_by_app ON audit(app, id);
+                CREATE INDEX audit_by_action ON audit(action, id);
+                CREATE TABLE downloads (app TEXT NOT NULL, day TEXT NOT NULL, kind TEXT NOT NULL, pack TEXT NOT NULL, version INTEGER NOT NULL,
+                    requests INTEGER NOT NULL, bytes INTEGER NOT NULL, PRIMARY KEY (app, day, kind, pack, version));
+                """,
+            postgresql: """
+                CREATE TABLE audit (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, time BIGINT NOT NULL, token_id BIGINT,
+                    actor_label TEXT NOT NULL, actor_role TEXT NOT NULL, app TEXT COLLATE "C", pack TEXT COLLATE "C", version BIGINT,
+                    action TEXT NOT NULL, details TEXT NOT NULL);
+                CREATE INDEX audit_by_app ON audit(app, id);
+                CREATE INDEX audit_by_action ON audit(action, id);
+                CREATE TABLE downloads (app TEXT COLLATE "C" NOT NULL, day TEXT COLLATE "C" NOT NULL, kind TEXT COLLATE "C" NOT NULL,
+                    pack TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL, requests BIGINT NOT NULL, bytes BIGINT NOT NULL,
+                    PRIMARY KEY (app, day, kind, pack, version));
+                """),
     ]
 
     private static let indexes = """

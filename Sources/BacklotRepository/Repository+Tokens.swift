@@ -61,6 +61,8 @@ extension Repository {
             guard let id = rows.first?["id"]?.int else {
                 throw BacklotError(.io, "the database returned no id for the new token", context: db.displayName)
             }
+            try audit(
+                &tx, "token.create", details: ["tokenId": String(id), "tokenLabel": label, "role": role.rawValue])
             return id
         }
         return IssuedToken(
@@ -118,6 +120,7 @@ extension Repository {
             try tx.run(
                 "INSERT INTO tokens(hash, role, label, created) VALUES (?, ?, ?, ?)",
                 [.text(tokenHash(token)), .text(Role.admin.rawValue), .text(label), .integer(now())])
+            try writeAudit(&tx, "token.create", details: ["tokenLabel": label, "role": Role.admin.rawValue])
         }
         return token
     }
@@ -204,6 +207,9 @@ extension Repository {
                 }
             }
             try tx.run("UPDATE tokens SET revoked = ? WHERE id = ?", [.integer(Self.now()), .integer(Int64(id))])
+            try audit(
+                &tx, "token.revoke",
+                details: ["tokenId": String(id), "tokenLabel": info.label, "role": info.role.rawValue])
         }
         return try token(id: id)
     }
@@ -232,6 +238,9 @@ extension Repository {
                     .text(Self.tokenHash(secret)), .integer(now), lifetime.map { .integer(now + $0) } ?? .null,
                     .integer(Int64(id)),
                 ])
+            try audit(
+                &tx, "token.rotate",
+                details: ["tokenId": String(id), "tokenLabel": info.label, "role": info.role.rawValue])
             return info
         }
         let fresh = try token(id: id)

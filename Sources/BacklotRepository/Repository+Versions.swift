@@ -132,6 +132,9 @@ extension Repository {
                     .integer(Self.now()), .text(format.rawValue), manifestText.map { .text($0) } ?? .null,
                     archiveSHA256.map { .text($0) } ?? .null, .integer(Self.now()),
                 ])
+            try audit(
+                &tx, "version.create", app: app, pack: pack, version: Int(exactly: next),
+                details: ["bytes": String(size)])
             return (
                 try CheckedInteger.convert(
                     next, to: Int.self, "the version number", context: "\(app)/\(pack)", code: .io), true
@@ -323,9 +326,14 @@ extension Repository {
             let reason = "the upload saw no bytes for more than \(Int(seconds)) seconds and was removed"
             guard
                 try db.transaction({ tx in
-                    try tx.run(
+                    let changed = try tx.run(
                         "UPDATE versions SET deleted = 1, state = 'FAILED', reason = ? WHERE id = ? AND \(idle)",
                         [.text(reason), .integer(id), cutoff, leaseNow])
+                    if changed == 1 {
+                        try auditVersion(
+                            &tx, "version.abandoned", versionID: id, details: ["reason": reason], system: true)
+                    }
+                    return changed
                 }) == 1
             else { continue }
             let upload = uploadRecord(row)
@@ -348,6 +356,7 @@ extension Repository {
             let changed = try tx.run(
                 "UPDATE versions SET state = 'PROCESSING', lease_owner = NULL, lease_until = NULL WHERE id = ? AND state = 'AWAITING_UPLOAD'",
                 [.integer(versionID)])
+            if changed == 1 { try auditVersion(&tx, "version.uploaded", versionID: versionID) }
             let app =
                 try tx.query("SELECT app FROM versions WHERE id = ?", [.integer(versionID)]).first?["app"]?.string ?? ""
             return (changed, app)
@@ -370,6 +379,7 @@ extension Repository {
     /// renew it and another took over) stops the processing without touching the version.
     func scheduleProcessing(versionID: Int64, app: String) {
         scheduler.schedule(versionID: versionID, app: app) { [self] flag in
+            let started = ContinuousClock.now
             guard (try? claimVersion(versionID, state: .processing)) == true else { return }
             let renewal = RepeatingTimer(label: "backlot.processing-lease", every: max(0.2, leaseDuration / 3)) {
                 [self] in
@@ -392,6 +402,8 @@ extension Repository {
                             "UPDATE versions SET state = 'FAILED', reason = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
                             [.text(reason), .integer(versionID), .text(instanceID)]) == 1
                     else { return nil }
+                    try auditVersion(
+                        &tx, "version.failed", versionID: versionID, details: ["error": reason], system: true)
                     return try tx.query("SELECT * FROM versions WHERE id = ?", [.integer(versionID)]).first
                 }
                 if let row = row ?? nil { try? archives.removeUpload(uploadRecord(row)) }
@@ -399,6 +411,7 @@ extension Repository {
                 // The full error, with any server path, goes to the server's log only.
                 log("processing of \(app) version row \(versionID) \(outcome): \(error)")
             }
+            processingTimeObserver.withLock { $0 }?(outcome, Self.seconds(started.duration(to: .now)))
             let observer = processingObserver.withLock { $0 }
             observer?(outcome)
         }
@@ -497,7 +510,7 @@ extension Repository {
         let indexOffset = try CheckedInteger.convert(
             checked.header.indexOffset, to: Int64.self, "the index offset", context: UploadedPackCheck.source)
         try db.transaction { tx in
-            try tx.run(
+            let changed = try tx.run(
                 """
                 UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, index_offset = ?, index_length = ?, index_sha256 = ?,
                 install_size = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?
@@ -507,6 +520,10 @@ extension Repository {
                     .text(checked.header.indexDigest.hex), .integer(installSize), .text(metadata), .integer(versionID),
                     .text(instanceID),
                 ])
+            if changed == 1 {
+                try auditVersion(
+                    &tx, "version.processed", versionID: versionID, details: ["sha256": sha.hex], system: true)
+            }
         }
     }
 
@@ -520,9 +537,13 @@ extension Repository {
         _ = try AppleArchiveHeader.check(head, fileSize: reader.size, source: "the uploaded archive")
         if !stored { try storeBlob(versionID: versionID, upload: upload, sha: sha) }
         try db.transaction { tx in
-            try tx.run(
+            let changed = try tx.run(
                 "UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
                 [.text(sha.hex), .text(manifest), .integer(versionID), .text(instanceID)])
+            if changed == 1 {
+                try auditVersion(
+                    &tx, "version.processed", versionID: versionID, details: ["sha256": sha.hex], system: true)
+            }
         }
     }
 
@@ -569,6 +590,7 @@ extension Repository {
             else {
                 throw BacklotError(.notFound, "no version \(number) of this pack", context: "\(app)/\(pack)")
             }
+            try audit(&tx, "version.delete", app: app, pack: pack, version: number)
             return id
         }
         if let id { scheduler.cancel(versionID: id) }

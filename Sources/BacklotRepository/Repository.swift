@@ -49,6 +49,8 @@ public final class Repository: Sendable {
     let blobLock = Mutex(())
     /// Called with "complete", "failed" or "cancelled" after each processing.
     let processingObserver = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// Called with the outcome and the seconds it took, after each processing (for the metrics' histogram).
+    let processingTimeObserver = Mutex<(@Sendable (String, Double) -> Void)?>(nil)
     /// Receives the server's log lines (processing outcomes with their full errors).
     let eventLog = Mutex<(@Sendable (String) -> Void)?>(nil)
     /// Versions whose upload a request of this process is receiving now: never taken for abandoned.
@@ -168,6 +170,7 @@ public final class Repository: Sendable {
                 try tx.run(
                     "INSERT INTO apps(id, created, four_eyes) VALUES (?, ?, ?)",
                     [.text(id), .integer(Self.now()), .integer(fourEyes ? 1 : 0)])
+                try audit(&tx, "app.create", app: id, details: ["fourEyes": String(fourEyes)])
             }
         } catch let e as BacklotError where e.code == .conflict {
             throw BacklotError(.conflict, "the app exists already", context: id)
@@ -201,6 +204,7 @@ public final class Repository: Sendable {
         try db.transaction { tx in
             try requireApp(&tx, id)
             try tx.run("UPDATE apps SET four_eyes = ? WHERE id = ?", [.integer(on ? 1 : 0), .text(id)])
+            try audit(&tx, "app.update", app: id, details: ["fourEyes": String(on)])
         }
         return try app(id)
     }
@@ -247,6 +251,7 @@ public final class Repository: Sendable {
             } catch let e as BacklotError where e.code == .conflict {
                 throw BacklotError(.conflict, "the pack exists already", context: "\(app)/\(id)")
             }
+            try audit(&tx, "pack.create", app: app, pack: id)
         }
     }
 

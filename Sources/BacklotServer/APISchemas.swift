@@ -170,5 +170,58 @@ enum APISchemas {
                 "created": time, "expires": optionalTime,
             ], required: ["id", "token", "role", "label", "created", "expires"]),
         "TokenRevoked": .object(["id": positive, "revoked": .boolean], required: ["id", "revoked"]),
+        "AuditEntry": .object(
+            [
+                "id": positive, "time": time,
+                "actor": .object(
+                    [
+                        "tokenId": .integer(minimum: 1, maximum: largestInteger, nullable: true), "label": .string(),
+                        "role": .string(enumeration: Role.allCases.map(\.rawValue) + ["system"]),
+                    ], required: ["tokenId", "label", "role"]),
+                "app": .nullableString(pattern: idPattern), "pack": .nullableString(pattern: idPattern),
+                "version": .integer(minimum: 1, maximum: largestInteger, nullable: true),
+                "action": .string(enumeration: Repository.auditActions),
+                "details": JSONSchema(
+                    type: ["object"], description: "What changed: string values (channel, percent, from, to, reason, …)"
+                ),
+            ], required: ["id", "time", "actor", "app", "pack", "version", "action", "details"]),
+        "AuditPage": .object(
+            [
+                "entries": .array(.ref("AuditEntry")),
+                "next": .integer(minimum: 1, maximum: largestInteger, nullable: true),
+            ], required: ["entries", "next"]),
+        "DownloadRow": .object(
+            [
+                "date": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "pack": .nullableString(pattern: idPattern),
+                "version": .integer(minimum: 1, maximum: largestInteger, nullable: true),
+                "kind": .string(enumeration: ["catalog", "pack", "appleManifest", "applePack"]), "requests": count,
+                "bytes": count,
+            ], required: ["date", "pack", "version", "kind", "requests", "bytes"]),
+        "Downloads": .object(
+            [
+                "app": id, "from": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"),
+                "to": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "rows": .array(.ref("DownloadRow")),
+            ], required: ["app", "from", "to", "rows"]),
+        "SigningKey": .object(
+            [
+                "keyId": .string(pattern: sha256Pattern), "publicKey": .string(), "since": time,
+                "retired": optionalTime,
+            ], required: ["keyId", "publicKey", "since", "retired"]),
+        "Keys": .object(
+            [
+                "current": .object(
+                    ["keyId": .string(pattern: sha256Pattern), "publicKey": .string(), "since": time],
+                    required: ["keyId", "publicKey", "since"]),
+                "history": .array(.ref("SigningKey")),
+                "catalogs": .array(
+                    .object(
+                        [
+                            "app": id, "channel": channel, "version": .unsigned(maximum: UInt64(Int64.max)),
+                            "expires": time,
+                        ], required: ["app", "channel", "version", "expires"])),
+            ], required: ["current", "history", "catalogs"]),
+        "WhoAmI": .object(
+            ["tokenId": positive, "label": .string(), "role": role, "expires": optionalTime],
+            required: ["tokenId", "label", "role", "expires"]),
     ]
 }

@@ -3,6 +3,7 @@ import BacklotCatalog
 import BacklotHTTPServer
 import BacklotRepository
 import Foundation
+import Synchronization
 
 /// `backlot serve`: the published tree of a repository over HTTP(S), the management API under
 /// `/api`, and `GET /metrics`, with a structured access log.
@@ -18,6 +19,12 @@ public final class HostingServer: Sendable {
     public let metrics: ServerMetrics
     public let baseURL: String
     let http: HTTPServer  // internal: tests read its connection counts
+    /// The second listener of `/metrics` (``MetricsAccess/listening``), if any.
+    let metricsHTTP: HTTPServer?
+    /// The download counts, flushed to the metadata store every few seconds and at stop.
+    public let downloads: DownloadCounter
+    /// `http://HOST:PORT/metrics` on the metrics listener, when there is one.
+    public let metricsURL: String?
 
     /// Binds and starts serving.
     /// - Parameters:
@@ -26,48 +33,79 @@ public final class HostingServer: Sendable {
     public convenience init(
         repository: Repository, configuration: HTTPServer.Configuration,
         treeHeaders: PublishedTreeHeaders = PublishedTreeHeaders(),
-        accessLog: (@Sendable (String) -> Void)? = nil
+        accessLog: (@Sendable (String) -> Void)? = nil, metricsAccess: MetricsAccess = MetricsAccess(),
+        version: String = "unknown"
     ) throws {
         try self.init(
             repository: repository, listening: ListeningSocket(host: configuration.host, port: configuration.port),
-            configuration: configuration, treeHeaders: treeHeaders, accessLog: accessLog)
+            configuration: configuration, treeHeaders: treeHeaders, accessLog: accessLog, metricsAccess: metricsAccess,
+            version: version)
     }
 
     /// Starts serving on a socket bound beforehand.
     /// - Parameters:
     ///   - treeHeaders: the published tree's cache rule (its catalog and key-list max-ages).
     ///   - accessLog: receives one JSON line per request.
+    ///   - metricsAccess: a token `/metrics` requires, and a second listener for it alone.
+    ///   - version: the build's version, in `backlot_build_info`.
     public init(
         repository: Repository, listening: ListeningSocket, configuration: HTTPServer.Configuration,
-        treeHeaders: PublishedTreeHeaders = PublishedTreeHeaders(), accessLog: (@Sendable (String) -> Void)? = nil
+        treeHeaders: PublishedTreeHeaders = PublishedTreeHeaders(), accessLog: (@Sendable (String) -> Void)? = nil,
+        metricsAccess: MetricsAccess = MetricsAccess(), version: String = "unknown"
     ) throws {
         let directory = repository.directory
         self.directory = directory
-        let metrics = ServerMetrics()
+        let metrics = ServerMetrics(version: version)
         self.metrics = metrics
         repository.onProcessed { metrics.recordProcessing($0) }
+        repository.onProcessingTime { _, seconds in metrics.recordProcessingTime(seconds: seconds) }
         let api = ManagementAPI(repository: repository, metrics: metrics)
         let tree = try StaticTree(root: directory.publicTreePath, headers: treeHeaders)
-        http = try HTTPServer(
+        let downloads = DownloadCounter(repository: repository)
+        self.downloads = downloads
+        let inFlight = Mutex<HTTPServer?>(nil)
+        let exposition = MetricsExposition(
+            metrics: metrics, repository: repository, token: metricsAccess.token,
+            inFlight: { inFlight.withLock { $0?.requestsInFlight ?? 0 } })
+        let metricsHere = metricsAccess.listening == nil
+        let main = try HTTPServer(
             listening: listening, configuration: configuration,
             observer: { request, route, status, bytes, seconds in
-                metrics.recordRequest(route: route, status: status, bytes: bytes)
+                metrics.recordRequest(route: route, path: request.path, status: status, bytes: bytes, seconds: seconds)
+                if route == "static", request.method == "GET" {
+                    downloads.record(path: request.path, status: status, bytes: bytes)
+                }
                 accessLog?(HostingServer.logLine(request, route: route, status: status, bytes: bytes, seconds: seconds))
             }
         ) { request in
-            if request.path == "/metrics" {
-                guard request.method == "GET" || request.method == "HEAD" else {
-                    return .respond(.error(405, code: "methodNotAllowed", "use GET", route: "metrics"))
-                }
-                return .respond(
-                    HTTPResponse(
-                        status: 200,
-                        headers: [("Content-Type", "text/plain; version=0.0.4"), ("Cache-Control", "no-store")],
-                        body: .bytes(Array(metrics.prometheusText().utf8)), route: "metrics"))
-            }
+            if metricsHere, request.path == "/metrics" { return .respond(exposition.respond(to: request)) }
             if let answer = api.route(request) { return answer }
             if let page = Dashboard.respond(to: request) { return .respond(page) }
             return .respond(tree.respond(to: request))
+        }
+        http = main
+        inFlight.withLock { $0 = main }
+        if let second = metricsAccess.listening {
+            var secondConfiguration = HTTPServer.Configuration(host: second.host, port: 0)
+            secondConfiguration.threads = 1
+            let server = try HTTPServer(
+                listening: second, configuration: secondConfiguration,
+                observer: { request, route, status, bytes, seconds in
+                    metrics.recordRequest(
+                        route: route, path: request.path, status: status, bytes: bytes, seconds: seconds)
+                }
+            ) { request in
+                guard request.path == "/metrics" else {
+                    return .respond(
+                        .error(404, code: "notFound", "this listener serves /metrics only", route: "metrics"))
+                }
+                return .respond(exposition.respond(to: request))
+            }
+            metricsHTTP = server
+            metricsURL = Self.baseURL(host: second.host, port: server.port, tls: false) + "metrics"
+        } else {
+            metricsHTTP = nil
+            metricsURL = nil
         }
         baseURL = Self.baseURL(host: listening.host, port: http.port, tls: configuration.tls != nil)
         if repository.publicURL == nil { repository.setPublicURL(baseURL) }
@@ -85,7 +123,11 @@ public final class HostingServer: Sendable {
     public var limitNote: String? { http.limitNote }
 
     /// Stops accepting, lets requests in flight finish (up to `grace` seconds), and stops.
-    public func stop(grace: Double = 5) { http.stop(grace: grace) }
+    public func stop(grace: Double = 5) {
+        http.stop(grace: grace)
+        metricsHTTP?.stop(grace: grace)
+        downloads.stop()
+    }
 
     static func logLine(_ r: HTTPRequest, route: String, status: Int, bytes: UInt64, seconds: Double) -> String {
         let time = RFC3339.string(Date())

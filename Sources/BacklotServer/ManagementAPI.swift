@@ -50,7 +50,10 @@ public struct ManagementAPI: Sendable {
     }
 
     /// Every route of the API.
-    public static let routes: [Route] = [
+    public static let routes: [Route] = releaseRoutes + extraRoutes
+
+    /// Apps, packs, versions, releases and tokens.
+    static let releaseRoutes: [Route] = [
         Route(
             method: "GET", template: "/api/openapi.json", role: nil,
             doc: RouteDoc(
@@ -588,7 +591,10 @@ public struct ManagementAPI: Sendable {
                     }
                 }
                 try Self.checkContentType(request, for: route.doc)
-                return try route.handle(self, Call(request: request, parameters: parameters, caller: caller))
+                // The audit trail names the caller of every change this request makes.
+                return try Caller.$current.withValue(caller) {
+                    try route.handle(self, Call(request: request, parameters: parameters, caller: caller))
+                }
             }
             if pathMatched {
                 let allowed = Self.routes.filter { Self.match($0.template, segments) != nil }.map(\.method).joined(
@@ -691,23 +697,30 @@ public struct ManagementAPI: Sendable {
 
     /// A JSON body of at most ``bodyLimit`` bytes holding only `fields`.
     static func body(fields: Set<String>, _ then: @escaping @Sendable (JSONBody) throws -> HTTPResponse) -> HTTPRoute {
-        .buffer(limit: bodyLimit) { bytes in
-            do {
-                let root = try JSONReader(
-                    source: "request body", allowsComments: false, allowsTrailingCommas: false, maximumDepth: 16
-                ).read(bytes).root
-                guard let members = root.objectMembers else {
-                    throw HTTPError(400, code: "badRequest", "the body must be a JSON object", context: "request body")
-                }
-                if let unknown = members.first(where: { !fields.contains($0.key) }) {
-                    throw HTTPError(
-                        400, code: "unknownField", "unknown field \"\(unknown.key)\"", context: "request body",
-                        hint: "the fields allowed: \(fields.sorted().joined(separator: ", "))")
-                }
-                return try then(JSONBody(root: root))
-            } catch {
-                return response(for: error)
+        let caller = Caller.current  // the body arrives later, outside the route's scope
+        return .buffer(limit: bodyLimit) { bytes in
+            Caller.$current.withValue(caller) { answer(bytes, fields: fields, then) }
+        }
+    }
+
+    static func answer(
+        _ bytes: [UInt8], fields: Set<String>, _ then: @escaping @Sendable (JSONBody) throws -> HTTPResponse
+    ) -> HTTPResponse {
+        do {
+            let root = try JSONReader(
+                source: "request body", allowsComments: false, allowsTrailingCommas: false, maximumDepth: 16
+            ).read(bytes).root
+            guard let members = root.objectMembers else {
+                throw HTTPError(400, code: "badRequest", "the body must be a JSON object", context: "request body")
             }
+            if let unknown = members.first(where: { !fields.contains($0.key) }) {
+                throw HTTPError(
+                    400, code: "unknownField", "unknown field \"\(unknown.key)\"", context: "request body",
+                    hint: "the fields allowed: \(fields.sorted().joined(separator: ", "))")
+            }
+            return try then(JSONBody(root: root))
+        } catch {
+            return response(for: error)
         }
     }
 }
@@ -717,6 +730,8 @@ final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
     let api: ManagementAPI
     let upload: Upload
     let app: String, pack: String, number: Int
+    /// The request's caller: the upload's end (and its audit entry) comes after the route returned.
+    let caller = Caller.current
 
     init(api: ManagementAPI, upload: Upload, app: String, pack: String, number: Int) {
         self.api = api
@@ -736,6 +751,10 @@ final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
     }
 
     func finish() -> HTTPResponse {
+        Caller.$current.withValue(caller) { finishUpload() }
+    }
+
+    func finishUpload() -> HTTPResponse {
         do {
             let complete = try upload.close()
             api.metrics?.recordUpload(complete ? "completed" : "partial")

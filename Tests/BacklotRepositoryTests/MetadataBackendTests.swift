@@ -347,5 +347,12 @@ extension MetadataBackendTests {
         // New tokens get the next ids.
         let issued = try repo.issueToken(role: .reader)
         #expect(issued.id > (try repo.tokens().map(\.id).filter { $0 != issued.id }.max() ?? 0))
+        // Step 5: the audit trail and the download counts start empty and record from the upgrade on.
+        let entries = try repo.auditEntries().entries
+        #expect(entries.map(\.action) == ["token.create"])
+        #expect(entries.first?.details["tokenId"] == String(issued.id) && entries.first?.tokenID == nil)
+        #expect(try repo.downloads(app: "a").rows.isEmpty)
+        try repo.addDownloads([DownloadHit(.catalog(app: "a"), day: Repository.utcDay(Date()), requests: 2, bytes: 10)])
+        #expect(try repo.downloads(app: "a").rows.map(\.requests) == [2])
     }
 }

@@ -1,0 +1,45 @@
+import BacklotCatalog
+import BacklotJSON
+import Foundation
+
+/// One change in the audit trail (``Repository/auditEntries(app:action:limit:before:)``): when,
+/// who (a token, or the server itself), on what, and what changed.
+///
+/// ```swift
+/// for entry in try repository.auditEntries(app: "com.example.game", limit: 20).entries {
+///     print(entry.time, entry.actorLabel, entry.action, entry.details)
+/// }
+/// ```
+public struct AuditEntry: Sendable, Hashable {
+    /// Grows with every entry: newer entries have larger ids.
+    public let id: Int
+    public let time: Date
+    /// The token that made the change; nil for what the server (or a local command) did by itself.
+    public let tokenID: Int?
+    /// The token's label; `server` for the server's own work, `local` for a command run on the data folder.
+    public let actorLabel: String
+    /// `admin`, `uploader`, `reviewer`, `reader`, or `system` (no token).
+    public let actorRole: String
+    public let app: String?
+    public let pack: String?
+    public let version: Int?
+    /// One of ``Repository/auditActions``.
+    public let action: String
+    /// What changed (`channel`, `percent`, `from`, `to`, `reason`, …).
+    public let details: [String: String]
+
+    /// The entry as `GET /api/audit` returns it (docs/protocol.md).
+    public var json: JSONNode {
+        .object([
+            "id": .number(id), "time": .string(RFC3339.string(time)),
+            "actor": .object([
+                "tokenId": tokenID.map { .number($0) } ?? .null, "label": .string(actorLabel),
+                "role": .string(actorRole),
+            ]),
+            "app": app.map { .string($0) } ?? .null, "pack": pack.map { .string($0) } ?? .null,
+            "version": version.map { .number($0) } ?? .null, "action": .string(action),
+            "details": JSONNode(
+                .object(details.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key, value: .string($0.value)) })),
+        ])
+    }
+}

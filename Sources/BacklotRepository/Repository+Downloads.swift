@@ -1,0 +1,114 @@
+import BacklotBasics
+import BacklotStore
+import Foundation
+
+extension Repository {
+    /// The most days ``downloads(app:days:now:)`` reports.
+    public static let longestDownloadReport = 90
+
+    /// Adds counted downloads to the per app, pack, version, kind and day totals, in one
+    /// transaction. A pack archive is attributed to the newest retained version of that SHA-256,
+    /// an Apple pack to the version live on its channel; a file no version is known for (deleted
+    /// since) is not counted.
+    public func addDownloads(_ hits: [DownloadHit]) throws {
+        guard !hits.isEmpty else { return }
+        try db.transaction { tx in
+            var versions: [DownloadHit.Target: (app: String, pack: String, version: Int)?] = [:]
+            for hit in hits {
+                let row: (app: String, pack: String, version: Int, kind: String)?
+                switch hit.target {
+                case .catalog(let app): row = (app, "", 0, "catalog")
+                case .appleManifest(let app): row = (app, "", 0, "appleManifest")
+                case .pack(let sha):
+                    if versions[hit.target] == nil {
+                        versions[hit.target] = try tx.query(
+                            "SELECT app, pack, number FROM versions WHERE archive_sha256 = ? AND deleted = 0 ORDER BY id DESC LIMIT 1",
+                            [.text(sha)]
+                        ).first.flatMap(Self.versionKey)
+                    }
+                    row = (versions[hit.target] ?? nil).map { ($0.app, $0.pack, $0.version, "pack") }
+                case .applePack(let app, let channel, let pack):
+                    if versions[hit.target] == nil {
+                        versions[hit.target] = try tx.query(
+                            "SELECT app, pack, live AS number FROM channel_packs WHERE app = ? AND channel = ? AND pack = ? AND live IS NOT NULL",
+                            [.text(app), .text(channel), .text(pack)]
+                        ).first.flatMap(Self.versionKey)
+                    }
+                    row = (versions[hit.target] ?? nil).map { ($0.app, $0.pack, $0.version, "applePack") }
+                }
+                guard let row else { continue }
+                try tx.run(
+                    """
+                    INSERT INTO downloads(app, day, kind, pack, version, requests, bytes) VALUES (?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(app, day, kind, pack, version)
+                    DO UPDATE SET requests = downloads.requests + excluded.requests, bytes = downloads.bytes + excluded.bytes
+                    """,
+                    [
+                        .text(row.app), .text(hit.day), .text(row.kind), .text(row.pack), .integer(Int64(row.version)),
+                        .integer(hit.requests), .integer(hit.bytes),
+                    ])
+            }
+        }
+    }
+
+    static func versionKey(_ r: Database.Row) -> (app: String, pack: String, version: Int)? {
+        guard let app = r["app"]?.string, let pack = r["pack"]?.string, let n = r["number"]?.integer(as: Int.self)
+        else { return nil }
+        return (app, pack, n)
+    }
+
+    /// An app's download counts over the last `days` UTC days (today included), oldest first.
+    ///
+    /// ```swift
+    /// let report = try repository.downloads(app: "com.example.game", days: 30)
+    /// print(report.from, report.to, report.rows.count)
+    /// ```
+    /// - Returns: the first and last day (`YYYY-MM-DD`) and the rows of those days.
+    /// - Throws: `notFound` for an unknown app; `invalidInput` for days outside 1…``longestDownloadReport``.
+    public func downloads(
+        app: String, days: Int = 30, now: Date = Date()
+    ) throws -> (
+        from: String, to: String, rows: [DownloadCount]
+    ) {
+        guard (1...Self.longestDownloadReport).contains(days) else {
+            throw BacklotError(
+                .invalidInput, "a download report covers 1…\(Self.longestDownloadReport) days, not \(days)",
+                context: "days")
+        }
+        let to = Self.utcDay(now)
+        let from = Self.utcDay(now.addingTimeInterval(-Double(days - 1) * 86_400))
+        let rows = try db.transaction { tx in
+            try requireApp(&tx, app)
+            return try tx.query(
+                "SELECT * FROM downloads WHERE app = ? AND day >= ? AND day <= ? ORDER BY day, kind, pack, version",
+                [.text(app), .text(from), .text(to)])
+        }
+        return (
+            from, to,
+            rows.compactMap { r in
+                guard let day = r["day"]?.string, let kind = r["kind"]?.string else { return nil }
+                let pack = r["pack"]?.string ?? ""
+                let version = r["version"]?.integer(as: Int.self) ?? 0
+                return DownloadCount(
+                    date: day, pack: pack.isEmpty ? nil : pack, version: version == 0 ? nil : version, kind: kind,
+                    requests: r["requests"]?.int ?? 0, bytes: r["bytes"]?.int ?? 0)
+            }
+        )
+    }
+
+    /// `YYYY-MM-DD` of a time, in UTC.
+    public static func utcDay(_ date: Date) -> String {
+        let days = Int64((date.timeIntervalSince1970 / 86_400).rounded(.down))
+        return utcDay(daysSinceEpoch: days)
+    }
+
+    /// `YYYY-MM-DD` of a day number (days since 1970-01-01), in UTC.
+    public static func utcDay(daysSinceEpoch: Int64) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+        let c = calendar.dateComponents(
+            [.year, .month, .day], from: Date(timeIntervalSince1970: Double(daysSinceEpoch) * 86_400))
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : String(n) }
+        return "\(c.year ?? 1970)-\(two(c.month ?? 1))-\(two(c.day ?? 1))"
+    }
+}

@@ -1,0 +1,57 @@
+import BacklotBasics
+import BacklotCatalog
+import BacklotCrypto
+import Foundation
+
+extension Repository {
+    /// The signing keys, newest first: the current one (retired nil), then each one a rotation
+    /// replaced (``rotateKey()`` keeps it as `keys/signing-N.key`, N its key list version).
+    /// Times are those of the files: a key's `since` is when the key before it was retired (the
+    /// first key's, when the first key list was written).
+    /// - Throws: what reading the key files throws.
+    public func signingKeys() throws -> [SigningKeyInfo] {
+        func modified(_ path: String) -> Date? {
+            (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+        }
+        var retired: [(version: Int, key: Ed25519.PrivateKey, at: Date)] = []
+        for raw in (try? FileSystem.entryNames(directory.keysPath)) ?? [] {
+            let name = String(decoding: raw, as: UTF8.self)
+            guard name.hasPrefix("signing-"), name.hasSuffix(".key"),
+                let version = CheckedInteger.parse(name.dropFirst(8).dropLast(4), as: Int.self)
+            else { continue }
+            let path = directory.keysPath + "/" + name
+            let text = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let bytes = Data(base64Encoded: text),
+                let key = try? Ed25519.PrivateKey(rawRepresentation: Array(bytes))
+            else { continue }
+            retired.append((version, key, modified(path) ?? Date(timeIntervalSince1970: 0)))
+        }
+        retired.sort { $0.version < $1.version }
+        let first =
+            modified(directory.publicTreePath + "/v1/keys/root-1.json") ?? modified(directory.publicKeyPath)
+            ?? Date(timeIntervalSince1970: 0)
+        func info(_ key: Ed25519.PrivateKey, since: Date, retired: Date?) -> SigningKeyInfo {
+            SigningKeyInfo(
+                keyID: key.publicKey.keyID, publicKey: Data(key.publicKey.rawRepresentation).base64EncodedString(),
+                since: since, retired: retired)
+        }
+        var keys: [SigningKeyInfo] = []
+        var since = first
+        for r in retired {
+            keys.append(info(r.key, since: since, retired: r.at))
+            since = r.at
+        }
+        keys.append(info(try directory.signingKey(), since: since, retired: nil))
+        return keys.reversed()
+    }
+
+    /// Every published catalog with its version and expiry, by app and channel.
+    public func catalogs() throws -> [(app: String, channel: Channel, version: UInt64, expires: Date)] {
+        try db.read { try $0.query("SELECT * FROM catalogs ORDER BY app, channel", []) }.compactMap { r in
+            guard let app = r["app"]?.string, let channel = r["channel"]?.string.flatMap(Channel.init(rawValue:)),
+                let version = r["version"]?.integer(as: UInt64.self)
+            else { return nil }
+            return (app, channel, version, Date(timeIntervalSince1970: Double(r["expires"]?.int ?? 0)))
+        }
+    }
+}
