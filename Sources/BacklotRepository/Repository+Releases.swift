@@ -285,6 +285,12 @@ extension Repository {
     /// Rejects a pending request.
     /// - Parameter app: when given, the request must belong to this app (else `notFound`).
     public func reject(requestID: Int, app: String? = nil, reason: String, by caller: Caller? = nil) throws {
+        // Shown in `releases list`, the dashboard and the audit trail: one line of text.
+        if let problem = DisplayText.problem(in: reason) {
+            throw BacklotError(
+                .invalidInput, "a rejection's reason \(problem)", context: "reason",
+                hint: "give the reason as one line of text")
+        }
         let request = try releaseRequest(requestID, app: app)
         try db.transaction { tx in
             guard

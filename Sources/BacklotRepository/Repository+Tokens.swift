@@ -41,12 +41,10 @@ extension Repository {
                 "a token's label has at most \(Self.longestTokenLabel) characters (this one has \(label.count))",
                 context: "label")
         }
-        // Shown in tables and logs: no control characters (a newline breaks a table, an escape
-        // sequence drives the terminal of whoever lists the tokens).
-        guard !label.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        // Shown in tables, logs and the dashboard: one line of text (DisplayText).
+        if let problem = DisplayText.problem(in: label) {
             throw BacklotError(
-                .invalidInput, "a token's label may not hold control characters (newlines, tabs, escapes)",
-                context: "label", hint: "give a label of one line of text")
+                .invalidInput, "a token's label \(problem)", context: "label", hint: "give a label of one line of text")
         }
         let token = Self.newTokenText()
         let now = Self.now()

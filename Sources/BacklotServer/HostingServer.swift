@@ -79,7 +79,8 @@ public final class HostingServer: Sendable {
             }
         ) { request in
             if metricsHere, request.path == "/metrics" { return .respond(exposition.respond(to: request)) }
-            if let answer = api.route(request) { return answer }
+            // API answers hold secrets (a new token) and per-caller data: never stored by a cache on the way.
+            if let answer = api.route(request) { return answer.addingHeaders(ManagementAPI.responseHeaders) }
             if let page = Dashboard.respond(to: request) { return .respond(page) }
             return .respond(tree.respond(to: request))
         }

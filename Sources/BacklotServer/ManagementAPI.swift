@@ -572,6 +572,11 @@ public struct ManagementAPI: Sendable {
     public static let bodyLimit = 64 << 10
 
     /// Answers `/api/…` requests; nil for other paths.
+    /// Headers on every answer of the API: no cache keeps it, no browser sniffs it for another type.
+    public static let responseHeaders: [(name: String, value: String)] = [
+        (name: "Cache-Control", value: "no-store"), (name: "X-Content-Type-Options", value: "nosniff"),
+    ]
+
     public func route(_ request: HTTPRequest) -> HTTPRoute? {
         guard request.path == "/api" || request.path.hasPrefix("/api/") else { return nil }
         do {

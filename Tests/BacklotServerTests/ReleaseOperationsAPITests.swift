@@ -23,10 +23,16 @@ import Testing
         let created = try f.call(
             "POST", "/api/tokens", token: f.admin, json: #"{"role":"uploader","label":"CI","expiresInSeconds":3600}"#)
         #expect(created.status == 201, "\(created.text)")
-        for label in [#"evil\nlabel"#, #"red\u001b[31m"#, #"tab\tbed"#] {
+        // The new secret is in this answer: no cache on the way may keep it (nor any API answer).
+        for answer in [created, try f.call("GET", "/api/tokens", token: f.admin)] {
+            #expect(answer.headers["cache-control"] == "no-store", "\(answer.headers)")
+            #expect(answer.headers["x-content-type-options"] == "nosniff", "\(answer.headers)")
+        }
+        for label in [#"evil\nlabel"#, #"red\u001b[31m"#, #"tab\tbed"#, #"c1\u009b2J"#, #"gnp.\u202Eexe"#] {
             let refused = try f.call(
                 "POST", "/api/tokens", token: f.admin, json: "{\"role\":\"reader\",\"label\":\"\(label)\"}")
-            #expect(refused.status == 400 && refused.text.contains("control characters"), "\(label): \(refused.text)")
+            #expect(
+                refused.status == 400 && refused.text.contains("control"), "\(label): \(refused.text)")
         }
         let body = try json(created)
         let secret = try #require(body["token"]?.stringValue)
@@ -237,6 +243,12 @@ import Testing
         let tooLong = try f.call(
             "POST", "/api/apps/com.example.game/releases/1/reject", token: bob, json: "{\"reason\":\"\(longReason)\"}")
         #expect(tooLong.status == 400 && tooLong.text.contains("at most 2000"), "\(tooLong.status)")
+        // A reason is shown in terminals and pages: no escape sequence, no reordering.
+        for reason in [#"ok\u001b[2J\u001b[31mFAKE: approved"#, #"line\nbreak"#, #"\u2066isolated"#] {
+            let refused = try f.call(
+                "POST", "/api/apps/com.example.game/releases/1/reject", token: bob, json: "{\"reason\":\"\(reason)\"}")
+            #expect(refused.status == 400 && refused.text.contains("control"), "\(reason): \(refused.text)")
+        }
         let rolledBack = try f.call(
             "POST", "/api/apps/com.example.game/packs/Levels/rollback", token: bob, json: #"{"channel":"production"}"#)
         #expect(rolledBack.status == 200 && rolledBack.text.contains("\"version\":1"), "\(rolledBack.text)")

@@ -293,8 +293,17 @@
       } catch (e) {
         if (id !== state.renderId) return;
         if (e instanceof ApiError && e.status === 401) return; // api() already went back to sign-in
+        if (e instanceof ApiError) {
+          // The server refused the token itself (too long, say): forget it and ask again.
+          sessionStorage.removeItem(TOKEN_KEY);
+          showFrame(false);
+          pageSignIn(main);
+          say(`The server could not check the token — ${describe(e)}`, 'error');
+          return;
+        }
         showFrame(false);
-        main.replaceChildren(h('p', { class: 'notice error' }, `The server could not check the token — ${describe(e)}`));
+        main.replaceChildren(h('p', { class: 'notice error' }, `The server could not check the token — ${describe(e)}`),
+          h('p', {}, h('button', { type: 'button', on: { click: () => { signOut(); } } }, 'Sign in again')));
         return;
       }
       if (id !== state.renderId) return;
@@ -367,7 +376,18 @@
     event.preventDefault();
     const token = document.getElementById('token').value.trim();
     if (!token) return;
-    sessionStorage.setItem(TOKEN_KEY, token);
+    // A token is printable ASCII with no space (blt_ and 64 hex digits); anything else cannot be
+    // sent as a header, and is refused here with the reason.
+    if (!/^[\x21-\x7e]{1,4096}$/.test(token)) {
+      say('That is not an API token: a token is one word of printable ASCII (it starts with blt_), at most 4,096 characters.', 'error');
+      return;
+    }
+    try {
+      sessionStorage.setItem(TOKEN_KEY, token);
+    } catch (e) {
+      say(`The browser would not keep the token in this tab: ${e.message}`, 'error');
+      return;
+    }
     state.who = null;
     state.apps = null;
     state.refused = null;
@@ -605,13 +625,15 @@
   async function pageReleases(id, ...args) {
     const { app, info, picker } = await chooseApp(args, 'releases');
     if (!app) return h('div', {}, h('h1', {}, 'Release requests'), noApps());
-    const status = args[1] || 'all';
+    // Only the statuses the server knows: a link cannot make the page repeat text of its own.
+    const statuses = ['all', 'pending', 'approved', 'rejected', 'superseded'];
+    const status = statuses.includes(args[1]) ? args[1] : 'all';
     const query = status === 'all' ? '' : `?status=${enc(status)}`;
     const releases = (await api('GET', `/api/apps/${enc(app)}/releases${query}`)).releases.slice().reverse();
     const filter = h('div', { class: 'field' },
       h('label', { for: 'release-status' }, 'Show'),
       h('select', { id: 'release-status', on: { change: (e) => go(`#/releases/${enc(app)}/${e.target.value}`) } },
-        ['all', 'pending', 'approved', 'rejected'].map((s) => h('option', { value: s, selected: s === status }, s))));
+        statuses.map((s) => h('option', { value: s, selected: s === status }, s))));
     const rows = releases.map((r) => releaseRow(app, info, r));
     return h('div', {}, h('h1', {}, `Release requests of ${app}`),
       h('div', { class: 'row' }, picker, filter),
