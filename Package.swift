@@ -146,6 +146,16 @@ let package = Package(
         .testTarget(
             name: "BacklotCommandsTests",
             dependencies: ["BacklotAgent", "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCommands", "BacklotContainer", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotJSON", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport"]),
+        // Apple's code on Backlot (docs/porting.md): the seeds' snippets and code written from Apple's
+        // declarations, with only the imports changed, as an app, an extension and compiled test sources.
+        .executableTarget(
+            name: "backlot-apple-sample-app", dependencies: ["BacklotClient"], path: "Tests/AppleSamples/SampleApp"),
+        .executableTarget(
+            name: "backlot-apple-sample-extension", dependencies: ["BacklotClient", "BacklotExtension"],
+            path: "Tests/AppleSamples/SampleExtension"),
+        .testTarget(
+            name: "BacklotAppleSourceTests",
+            dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotExtension", "BacklotJSON", "BacklotTaskScheduler", "BacklotTestSupport", "backlot-apple-sample-app", "backlot-apple-sample-extension"]),
     ]
 )
 

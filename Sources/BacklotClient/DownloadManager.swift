@@ -20,6 +20,9 @@ public struct URLDownload: Sendable, Hashable {
     public let isEssential: Bool
     /// Higher runs first.
     public let priority: Int
+    /// Where the download is, as the manager that handed it over saw it (Apple's `BADownload.state`);
+    /// not part of a download's identity (two values that differ only in their state are equal).
+    public internal(set) var state: State = .created
 
     public init(identifier: String, url: URL, fileSize: UInt64? = nil, isEssential: Bool = false, priority: Int = 0) {
         self.identifier = identifier
@@ -27,6 +30,19 @@ public struct URLDownload: Sendable, Hashable {
         self.fileSize = fileSize
         self.isEssential = isEssential
         self.priority = priority
+    }
+
+    public static func == (a: URLDownload, b: URLDownload) -> Bool {
+        a.identifier == b.identifier && a.url == b.url && a.fileSize == b.fileSize && a.isEssential == b.isEssential
+            && a.priority == b.priority
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(identifier)
+        hasher.combine(url)
+        hasher.combine(fileSize)
+        hasher.combine(isEssential)
+        hasher.combine(priority)
     }
 }
 
