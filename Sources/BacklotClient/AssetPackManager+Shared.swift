@@ -83,7 +83,8 @@ extension AssetPackManager.Configuration {
         func string(_ key: String) throws -> String? {
             guard let value = settings[key] else { return nil }
             guard let s = value.string, !s.isEmpty else {
-                throw BacklotError(.invalidInput, "the key \(key) must be a non-empty string, not \(value.typeName)", context: source)
+                throw BacklotError(
+                    .invalidInput, "the key \(key) must be a non-empty string, not \(value.typeName)", context: source)
             }
             return s
         }
@@ -102,7 +103,8 @@ extension AssetPackManager.Configuration {
         }
         guard let keyFile = try string("BacklotTrustedKey") else {
             throw BacklotError(
-                .usage, "the configuration lacks BacklotTrustedKey: name the repository's public key file (its root.pub)",
+                .usage,
+                "the configuration lacks BacklotTrustedKey: name the repository's public key file (its root.pub)",
                 context: source)
         }
         let key = try PublicKeyFile.read(path: path(keyFile))

@@ -134,7 +134,9 @@ public final class BADownloadManager: Sendable {
     }
 
     /// The same, giving up at `date` (`Date()` tries once): `(false, error)` when not acquired by then.
-    public func withExclusiveControl(beforeDate date: Date, perform performHandler: @escaping (Bool, (any Error)?) -> Void) {
+    public func withExclusiveControl(
+        beforeDate date: Date, perform performHandler: @escaping (Bool, (any Error)?) -> Void
+    ) {
         do {
             let ran: Void? = try ExclusiveControl.of(container: manager.container.path).run(before: date) {
                 performHandler(true, nil)
@@ -200,10 +202,18 @@ final class DelegateSlot: Sendable {
             target?.downloadDidPause(d.with(state: .waiting))
         case .failed(let d, let error):
             written.withLock { _ = $0.removeValue(forKey: d.identifier) }
-            if let target { target.download(d.with(state: .failed), failedWithError: error) } else { keep(event, manager) }
+            if let target {
+                target.download(d.with(state: .failed), failedWithError: error)
+            } else {
+                keep(event, manager)
+            }
         case .finished(let d, let url):
             written.withLock { _ = $0.removeValue(forKey: d.identifier) }
-            if let target { target.download(d.with(state: .finished), finishedWithFileURL: url) } else { keep(event, manager) }
+            if let target {
+                target.download(d.with(state: .finished), finishedWithFileURL: url)
+            } else {
+                keep(event, manager)
+            }
         }
     }
 

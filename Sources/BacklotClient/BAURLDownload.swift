@@ -58,7 +58,9 @@ extension URLDownload {
     }
 
     /// A non-essential download of unknown size (Apple's first initialiser, deprecated in iOS 16.4).
-    public init(identifier: String, request: URLRequest, applicationGroupIdentifier: String, priority: Priority = .default) {
+    public init(
+        identifier: String, request: URLRequest, applicationGroupIdentifier: String, priority: Priority = .default
+    ) {
         self.init(
             identifier: identifier, url: request.url ?? URL(fileURLWithPath: "/"), fileSize: nil, isEssential: false,
             priority: Self.stored(priority))

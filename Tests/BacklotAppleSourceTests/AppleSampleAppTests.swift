@@ -22,7 +22,9 @@ import Testing
     }
 
     /// Publishes the seed's "Tutorial" pack (a video and a level) and writes the app's configuration.
-    static func tutorial(_ f: ClientFixture, extra: [String: Any] = [:], dropping: String? = nil) throws -> (
+    static func tutorial(
+        _ f: ClientFixture, extra: [String: Any] = [:], dropping: String? = nil
+    ) throws -> (
         config: String, video: [UInt8]
     ) {
         let seed: UInt64 = 17
@@ -111,7 +113,8 @@ import Testing
             try AssetPackManager.Configuration.fromEnvironment([:], executablePath: nil)
         } throws: { ($0 as? BacklotError)?.message.contains("BACKLOT_CONTAINER") == true }
         #expect {
-            try AssetPackManager.Configuration.fromEnvironment(["BACKLOT_CONTAINER": f.dir.at("d")], executablePath: nil)
+            try AssetPackManager.Configuration.fromEnvironment(
+                ["BACKLOT_CONTAINER": f.dir.at("d")], executablePath: nil)
         } throws: { ($0 as? BacklotError)?.message.contains("BACKLOT_CONFIG") == true }
         let (noCatalog, _) = try Self.tutorial(f, dropping: "BacklotCatalogURL")
         #expect {

@@ -45,7 +45,8 @@ enum AppSide2022 {
         let download = BAURLDownload(
             identifier: "intro", request: request, essential: false, fileSize: 8_000_000,
             applicationGroupIdentifier: "group.com.example.game", priority: .default)
-        let legacy = BAURLDownload(identifier: "legacy", request: request, fileSize: 10, applicationGroupIdentifier: "g")
+        let legacy = BAURLDownload(
+            identifier: "legacy", request: request, fileSize: 10, applicationGroupIdentifier: "g")
         manager.withExclusiveControl { acquiredLock, error in
             guard acquiredLock, error == nil else { return }
             try? manager.scheduleDownload(download)
@@ -84,7 +85,9 @@ struct EveryEntryPointExtension: BADownloaderExtension {
                 priority: .max)
         ]
     }
-    func backgroundDownload(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async -> (
+    func backgroundDownload(
+        _ download: BADownload, didReceive challenge: URLAuthenticationChallenge
+    ) async -> (
         URLSession.AuthChallengeDisposition, URLCredential?
     ) {
         (.performDefaultHandling, nil)
