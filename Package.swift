@@ -155,7 +155,7 @@ let package = Package(
             path: "Tests/AppleSamples/SampleExtension"),
         .testTarget(
             name: "BacklotAppleSourceTests",
-            dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotExtension", "BacklotJSON", "BacklotTaskScheduler", "BacklotTestSupport", "backlot-apple-sample-app", "backlot-apple-sample-extension"]),
+            dependencies: ["BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotExtension", "BacklotHTTPClient", "BacklotJSON", "BacklotTaskScheduler", "BacklotTestSupport", "backlot-apple-sample-app", "backlot-apple-sample-extension"]),
     ]
 )
 

@@ -50,6 +50,7 @@ public final class BADownloadManager: Sendable {
         manager = try DownloadManager(
             containerPath: containerPath, restrictions: restrictions, caFile: caFile, role: .app,
             routing: { event, manager in slot.deliver(event, manager: manager) })
+        manager.setChallengeResponder { download, challenge in slot.answer(download, challenge) }
     }
 
     /// The manager the environment describes (``shared``).
@@ -217,10 +218,48 @@ final class DelegateSlot: Sendable {
         }
     }
 
+    /// The delegate's answer to a challenge, waited for (at most ``answerTimeout``; then the
+    /// challenge is cancelled); without a delegate, default handling.
+    func answer(
+        _ download: URLDownload, _ challenge: URLAuthenticationChallenge
+    ) -> (URLSession.AuthChallengeDisposition, URLCredential?) {
+        guard let target = delegate else { return (.performDefaultHandling, nil) }
+        let box = AnswerBox()
+        target.download(download.with(state: .downloading), didReceive: challenge) { disposition, credential in
+            box.set(disposition, credential)
+        }
+        return box.wait(seconds: Self.answerTimeout)
+    }
+
+    /// Seconds the delegate has to answer a challenge.
+    static let answerTimeout = 60
+
     /// No delegate (or it went away): the outcome is kept for the next one; this process stops
     /// listening, so that the agent wakes the extension for what it runs from now on.
     private func keep(_ event: DownloadManager.Event, _ manager: DownloadManager) {
         try? manager.stopListening()
         _ = try? manager.postToApp(event)
+    }
+}
+
+/// One challenge's answer, given once from any thread.
+final class AnswerBox: @unchecked Sendable {
+    private let answered = DispatchSemaphore(value: 0)
+    private let value = Mutex<(URLSession.AuthChallengeDisposition, URLCredential?)?>(nil)
+
+    func set(_ disposition: URLSession.AuthChallengeDisposition, _ credential: URLCredential?) {
+        let first = value.withLock { v -> Bool in
+            guard v == nil else { return false }
+            v = (disposition, credential)
+            return true
+        }
+        if first { answered.signal() }
+    }
+
+    func wait(seconds: Int) -> (URLSession.AuthChallengeDisposition, URLCredential?) {
+        guard answered.wait(timeout: .now() + .seconds(seconds)) == .success else {
+            return (.cancelAuthenticationChallenge, nil)
+        }
+        return value.withLock { $0 } ?? (.cancelAuthenticationChallenge, nil)
     }
 }

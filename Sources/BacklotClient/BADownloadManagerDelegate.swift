@@ -27,7 +27,8 @@ public protocol BADownloadManagerDelegate: AnyObject {
     func download(
         _ download: BADownload, didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void)
-    /// An authentication challenge (Apple's async form). Both defaults answer `.performDefaultHandling`.
+    /// An authentication challenge (Apple's async form). The completion-handler form's default asks
+    /// this one, whose default answers `.performDefaultHandling`.
     func download(
         _ download: BADownload, didReceive challenge: URLAuthenticationChallenge
     ) async -> (URLSession.AuthChallengeDisposition, URLCredential?)
@@ -47,7 +48,13 @@ extension BADownloadManagerDelegate {
         _ download: BADownload, didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
-        completionHandler(.performDefaultHandling, nil)
+        // A delegate that implements only the async form is asked through it.
+        let delegate = Unchecked(value: self)
+        let asked = Unchecked(value: challenge)
+        Task {
+            let (disposition, credential) = await delegate.value.download(download, didReceive: asked.value)
+            completionHandler(disposition, credential)
+        }
     }
     public func download(
         _ download: BADownload, didReceive challenge: URLAuthenticationChallenge
@@ -56,4 +63,10 @@ extension BADownloadManagerDelegate {
     }
     public func download(_ download: BADownload, failedWithError error: any Error) {}
     public func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {}
+}
+
+/// A value handed to a task that runs the delegate's async method (the delegate is the app's object,
+/// called from one thread at a time).
+struct Unchecked<T>: @unchecked Sendable {
+    let value: T
 }
