@@ -197,6 +197,20 @@ let package = Package(
                 "BacklotContainer", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer",
                 "BacklotJSON", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport",
             ]),
+        // Apple's code on Backlot (docs/porting.md): the seeds' snippets and code written from Apple's
+        // declarations, with only the imports changed, as an app, an extension and compiled test sources.
+        .executableTarget(
+            name: "backlot-apple-sample-app", dependencies: ["BacklotClient"], path: "Tests/AppleSamples/SampleApp"),
+        .executableTarget(
+            name: "backlot-apple-sample-extension", dependencies: ["BacklotClient", "BacklotExtension"],
+            path: "Tests/AppleSamples/SampleExtension"),
+        .testTarget(
+            name: "BacklotAppleSourceTests",
+            dependencies: [
+                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotExtension", "BacklotHTTPClient",
+                "BacklotJSON", "BacklotTaskScheduler", "BacklotTestSupport", "backlot-apple-sample-app",
+                "backlot-apple-sample-extension",
+            ]),
     ]
 )
 

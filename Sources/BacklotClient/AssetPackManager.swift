@@ -306,6 +306,7 @@ public actor AssetPackManager {
     }
 
     /// Updates out-of-date packs and removes obsolete ones.
+    @discardableResult
     public func checkForUpdates() async throws -> (updatingIDs: Set<String>, removedIDs: Set<String>) {
         let offered = try await offered()
         var updating = Set<String>()
@@ -354,12 +355,21 @@ public actor AssetPackManager {
         try Data(contentsOf: URL(fileURLWithPath: try resolve(path, in: id)), options: options)
     }
 
-    /// An open, read-only descriptor for a file; the caller closes it.
-    public nonisolated func descriptor(for path: String, searchingInAssetPackWithID id: String? = nil) throws -> Int32 {
+    /// An open, read-only handle of a file (Apple's returns a descriptor the caller closes): close
+    /// it with `try handle.close()`; one not closed is closed when it is released.
+    ///
+    /// ```swift
+    /// let video = try manager.descriptor(for: "Videos/Introduction.m4v")
+    /// defer { try? video.close() }
+    /// ```
+    /// - Throws: ``ManagedBackgroundAssetsError`` when no installed pack holds the file, or the error of `open`.
+    public nonisolated func descriptor(
+        for path: String, searchingInAssetPackWithID id: String? = nil
+    ) throws -> FileHandle {
         let full = try resolve(path, in: id)
         let fd = open(full, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SystemCall.error("open", path: full) }
-        return fd
+        return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }
 
     /// The URL of the file that `path` resolves to in the merged namespace (a path no pack holds

@@ -20,6 +20,9 @@ public struct URLDownload: Sendable, Hashable {
     public let isEssential: Bool
     /// Higher runs first.
     public let priority: Int
+    /// Where the download is, as the manager that handed it over saw it (Apple's `BADownload.state`);
+    /// not part of a download's identity (two values that differ only in their state are equal).
+    public internal(set) var state: State = .created
 
     public init(identifier: String, url: URL, fileSize: UInt64? = nil, isEssential: Bool = false, priority: Int = 0) {
         self.identifier = identifier
@@ -27,6 +30,19 @@ public struct URLDownload: Sendable, Hashable {
         self.fileSize = fileSize
         self.isEssential = isEssential
         self.priority = priority
+    }
+
+    public static func == (a: URLDownload, b: URLDownload) -> Bool {
+        a.identifier == b.identifier && a.url == b.url && a.fileSize == b.fileSize && a.isEssential == b.isEssential
+            && a.priority == b.priority
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(identifier)
+        hasher.combine(url)
+        hasher.combine(fileSize)
+        hasher.combine(isEssential)
+        hasher.combine(priority)
     }
 }
 
@@ -144,6 +160,8 @@ public final class DownloadManager: Sendable {
     private let resumePending = Atomic<Bool>(false)
     private let agentWatch = Mutex<RepeatingTimer?>(nil)
     private let launchSeen = Atomic<Bool>(false)
+    /// Who answers HTTP authentication challenges (``setChallengeResponder(_:)``).
+    let challengeResponder = Mutex<ChallengeResponder?>(nil)
 
     /// - Parameter isAppClip: the container is an App Clip's: essential downloads are refused
     ///   (``BackgroundDownloadError/essentialDownloadNotPermitted(_:)``).
@@ -542,15 +560,17 @@ public final class DownloadManager: Sendable {
             let limit = [d.fileSize, remaining.map { CheckedInteger.saturatingAdd(already, $0) }, headroom].compactMap {
                 $0
             }.min()
-            let id = d.identifier
-            let result = try http.download(
-                d.url.absoluteString, to: part, from: already, limit: limit,
-                progress: { [handler, self] received, _ in
-                    handler(.progress(d, received: received, expected: d.fileSize ?? 0), self)
-                },
-                isCancelled: { [self] in
-                    self.cancelled.withLock { $0.contains(id) } || (!foreground && access(takeover, F_OK) == 0)
-                })
+            // A 401 is put to the challenge responder (the app's delegate): a credential it gives
+            // is sent with the request again, at most a few times.
+            var challenges = 0
+            var result = try transfer(d, to: part, from: already, limit: limit, headers: [:], foreground: foreground)
+            while result.status == 401,
+                let credentials = try answerChallenge(d, headers: result.headers, previousFailures: challenges)
+            {
+                challenges += 1
+                result = try transfer(
+                    d, to: part, from: already, limit: limit, headers: credentials, foreground: foreground)
+            }
             answered = true
             // A server that ignored the Range sent the whole file again (the part restarted at 0).
             if remaining != nil {
@@ -646,6 +666,24 @@ public final class DownloadManager: Sendable {
             }
         }
         return .done
+    }
+
+    /// One HTTP transfer of a download into its partial file, reporting progress, stopped when
+    /// the download is cancelled or (in the background) promoted to the foreground elsewhere.
+    private func transfer(
+        _ d: URLDownload, to part: String, from already: UInt64, limit: UInt64?, headers: [String: String],
+        foreground: Bool
+    ) throws -> (status: Int, headers: [String: String], size: UInt64) {
+        let id = d.identifier
+        let takeover = takeoverPath(id)
+        return try http.download(
+            d.url.absoluteString, to: part, from: already, limit: limit, headers: headers,
+            progress: { [handler, self] received, _ in
+                handler(.progress(d, received: received, expected: d.fileSize ?? 0), self)
+            },
+            isCancelled: { [self] in
+                self.cancelled.withLock { $0.contains(id) } || (!foreground && access(takeover, F_OK) == 0)
+            })
     }
 
     /// Runs the downloads scheduled so far that no process runs (the agent calls it each round,

@@ -55,4 +55,36 @@ final class ExclusiveControl: Sendable {
         }
         return try result!.get()
     }
+
+    /// Like ``run(_:)``, giving up at `deadline` (a deadline now or past makes one attempt).
+    /// - Returns: nil when the lock was not acquired in time, else what `body` returned.
+    func run<T>(before deadline: Date, _ body: () throws -> T) throws -> T? {
+        let me = pthread_self()
+        let reentered = owner.withLock { o -> Bool in
+            guard let current = o, pthread_equal(current.thread, me) != 0 else { return false }
+            o = (me, current.depth + 1)
+            return true
+        }
+        if reentered {
+            defer { owner.withLock { o in o = o.map { ($0.thread, $0.depth - 1) } } }
+            return try body()
+        }
+        while true {
+            var result: Result<T, any Error>?
+            try turn.withLockIfAvailable { held in
+                guard let lock = try layout.acquire(.exclusiveControl, waiting: false) else { return }
+                held = lock
+                owner.withLock { $0 = (me, 1) }
+                defer {
+                    owner.withLock { $0 = nil }
+                    held?.release()
+                    held = nil
+                }
+                result = Result { try body() }
+            }
+            if let result { return try result.get() }
+            if Date() >= deadline { return nil }
+            usleep(5_000)
+        }
+    }
 }

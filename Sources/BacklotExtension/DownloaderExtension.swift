@@ -34,6 +34,16 @@ public protocol DownloaderExtension {
 
     /// A download failed while the app was not listening; it may be scheduled again here.
     func backgroundDownload(_ download: URLDownload, failedWithError error: any Error)
+
+    /// An authentication challenge for a download (Apple's `backgroundDownload(_:didReceive:)`);
+    /// the default answers `.performDefaultHandling`.
+    func backgroundDownload(
+        _ download: URLDownload, didReceive challenge: URLAuthenticationChallenge
+    ) async -> (URLSession.AuthChallengeDisposition, URLCredential?)
+
+    /// Apple's deprecated `extensionWillTerminate()`: never called (the agent ends an extension
+    /// call by its time limit, as iOS does, without notice).
+    func extensionWillTerminate()
 }
 
 extension DownloaderExtension {
@@ -42,6 +52,12 @@ extension DownloaderExtension {
     ) -> Set<URLDownload> { [] }
     public func backgroundDownload(_ download: URLDownload, finishedWithFileURL fileURL: URL) {}
     public func backgroundDownload(_ download: URLDownload, failedWithError error: any Error) {}
+    public func backgroundDownload(
+        _ download: URLDownload, didReceive challenge: URLAuthenticationChallenge
+    ) async -> (URLSession.AuthChallengeDisposition, URLCredential?) {
+        (.performDefaultHandling, nil)
+    }
+    public func extensionWillTerminate() {}
 
     /// The executable's entry point: answers the one call the agent passes (see docs/protocol.md).
     public static func main() {

@@ -40,10 +40,10 @@ import Glibc
 
         let data = try manager.contents(at: "Levels/level1.dat")
         #expect(data == (try Data(contentsOf: URL(fileURLWithPath: source + "/Levels/level1.dat"))))
-        let fd = try manager.descriptor(for: "readme.txt", searchingInAssetPackWithID: "Levels")
+        let handle = try manager.descriptor(for: "readme.txt", searchingInAssetPackWithID: "Levels")
         var st = stat()
-        #expect(fstat(fd, &st) == 0 && st.st_mode & 0o222 == 0, "installed files are read-only")
-        close(fd)
+        #expect(fstat(handle.fileDescriptor, &st) == 0 && st.st_mode & 0o222 == 0, "installed files are read-only")
+        try handle.close()
         let folder = manager.url(for: "readme.txt").deletingLastPathComponent().path
         #expect(try sameFiles(source, folder))
         #expect { try manager.contents(at: "nope.txt") } throws: {

@@ -77,9 +77,9 @@ import Testing
         }
         #expect(try ClientContainer.verify(path: f.dir.at("container")).isEmpty)
         // The installed files are read-only, the executable stays executable.
-        let raw = try manager.descriptor(for: "bin/tool", searchingInAssetPackWithID: "Small")
-        let fd = FileDescriptor(rawValue: raw, path: "bin/tool")
-        defer { fd.close() }
+        let handle = try manager.descriptor(for: "bin/tool", searchingInAssetPackWithID: "Small")
+        defer { try? handle.close() }
+        let fd = FileDescriptor(rawValue: handle.fileDescriptor, path: "bin/tool")
         #expect(try FileSystem.status(of: fd).mode & 0o777 == 0o555)
     }
 }

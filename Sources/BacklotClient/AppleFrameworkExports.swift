@@ -1,0 +1,9 @@
+// What `import BackgroundAssets` brings on Apple's platforms, brought by `import BacklotClient`:
+// Foundation (URL, Data, Progress, Date) and, on Linux, FoundationNetworking (URLRequest,
+// URLAuthenticationChallenge, URLCredential, URLSession.AuthChallengeDisposition), so that code
+// written for Apple's framework builds by changing the import alone (docs/porting.md).
+@_exported import Foundation
+
+#if canImport(FoundationNetworking)
+@_exported import FoundationNetworking
+#endif

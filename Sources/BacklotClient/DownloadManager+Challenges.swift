@@ -1,0 +1,80 @@
+import BacklotBasics
+import Foundation
+import Synchronization
+
+/// HTTP authentication for URL downloads (Apple's `download(_:didReceive:completionHandler:)`): a
+/// server that answers 401 with `WWW-Authenticate: Basic realm="…"` is answered by the app.
+extension DownloadManager {
+    /// Answers an authentication challenge for a download: a disposition and, for
+    /// `.useCredential`, the credential (a user and a password, for Basic authentication).
+    public typealias ChallengeResponder =
+        @Sendable (URLDownload, URLAuthenticationChallenge) -> (URLSession.AuthChallengeDisposition, URLCredential?)
+
+    /// The most challenges one attempt answers (a credential the server refuses again is asked for again).
+    static let maximumChallenges = 3
+
+    /// Sets who answers HTTP authentication challenges of this manager's downloads (nil: nobody,
+    /// and a 401 fails the download as any other error status does). `BADownloadManager` sets its
+    /// delegate's `download(_:didReceive:completionHandler:)` here.
+    ///
+    /// ```swift
+    /// manager.setChallengeResponder { download, challenge in
+    ///     (.useCredential, URLCredential(user: "game", password: secret, persistence: .forSession))
+    /// }
+    /// ```
+    public func setChallengeResponder(_ responder: ChallengeResponder?) {
+        challengeResponder.withLock { $0 = responder }
+    }
+
+    /// The headers to send again after a 401, or nil to let it fail.
+    /// - Throws: ``BacklotError/Code/cancelled`` when the app cancels the challenge.
+    func answerChallenge(
+        _ d: URLDownload, headers: [String: String], previousFailures: Int
+    ) throws -> [String: String]? {
+        guard previousFailures < Self.maximumChallenges, let responder = challengeResponder.withLock({ $0 }),
+            let header = headers["www-authenticate"], let realm = Self.basicRealm(header)
+        else { return nil }
+        let https = d.url.scheme?.lowercased() == "https"
+        let space = URLProtectionSpace(
+            host: d.url.host ?? "", port: d.url.port ?? (https ? 443 : 80), protocol: d.url.scheme, realm: realm,
+            authenticationMethod: NSURLAuthenticationMethodHTTPBasic)
+        let response = HTTPURLResponse(url: d.url, statusCode: 401, httpVersion: "HTTP/1.1", headerFields: headers)
+        let challenge = URLAuthenticationChallenge(
+            protectionSpace: space, proposedCredential: nil, previousFailureCount: previousFailures,
+            failureResponse: response, error: nil, sender: ChallengeSender())
+        let (disposition, credential) = responder(d, challenge)
+        switch disposition {
+        case .useCredential:
+            guard let user = credential?.user, let password = credential?.password else { return nil }
+            return ["Authorization": "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()]
+        case .cancelAuthenticationChallenge:
+            throw BacklotError(
+                .cancelled, "the app cancelled the authentication challenge of \(d.url)", context: d.identifier)
+        default:
+            // Default handling (no stored credential here) and a rejected protection space: the 401 stands.
+            return nil
+        }
+    }
+
+    /// The realm of a `Basic` challenge (`Basic realm="Levels"`), or nil for another scheme.
+    static func basicRealm(_ header: String) -> String? {
+        let trimmed = header.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("basic") else { return nil }
+        guard let r = trimmed.range(of: "realm=", options: .caseInsensitive) else { return "" }
+        var value = trimmed[r.upperBound...]
+        if value.hasPrefix("\"") {
+            value = value.dropFirst()
+            return String(value.prefix { $0 != "\"" })
+        }
+        return String(value.prefix { $0 != "," && $0 != " " })
+    }
+}
+
+/// The challenge's sender: the answer is the responder's return value, so its calls do nothing.
+final class ChallengeSender: NSObject, URLAuthenticationChallengeSender {
+    func use(_ credential: URLCredential, for challenge: URLAuthenticationChallenge) {}
+    func continueWithoutCredential(for challenge: URLAuthenticationChallenge) {}
+    func cancel(_ challenge: URLAuthenticationChallenge) {}
+    func performDefaultHandling(for challenge: URLAuthenticationChallenge) {}
+    func rejectProtectionSpaceAndContinue(with challenge: URLAuthenticationChallenge) {}
+}

@@ -1,0 +1,155 @@
+import BacklotBasics
+import BacklotClient
+import BacklotHTTPClient
+import BacklotTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// HTTP authentication for URL downloads (Apple's `download(_:didReceive:completionHandler:)`),
+/// against a real nginx that requires Basic authentication.
+@Suite(.serialized) struct AuthenticationChallengeTests {
+    /// nginx serving `file.bin` under `auth_basic "Levels"` for the user `game`, password `secret`.
+    final class ProtectedServer {
+        let dir: TemporaryDirectory
+        let port = Nginx.freePort()
+        let child: ChildProcess
+        let bytes: [UInt8]
+        var url: URL { URL(string: "http://127.0.0.1:\(port)/file.bin")! }
+
+        init() throws {
+            dir = try TemporaryDirectory("auth-nginx")
+            let seed: UInt64 = 401
+            print("AuthenticationChallengeTests: seed \(seed)")
+            var g = SeededGenerator(seed: seed)
+            bytes = g.bytes(200_000)
+            try dir.write("root/file.bin", bytes)
+            try dir.write("htpasswd", "game:{PLAIN}secret\n")
+            try FileManager.default.createDirectory(atPath: dir.at("tmp"), withIntermediateDirectories: true)
+            let user = getuid() == 0 ? "user root;" : ""
+            try dir.write(
+                "nginx.conf",
+                """
+                daemon off;
+                master_process off;
+                \(user)
+                pid \(dir.at("nginx.pid"));
+                error_log \(dir.at("error.log"));
+                events { worker_connections 16; }
+                http {
+                    access_log off;
+                    client_body_temp_path \(dir.at("tmp"));
+                    proxy_temp_path \(dir.at("tmp"));
+                    fastcgi_temp_path \(dir.at("tmp"));
+                    scgi_temp_path \(dir.at("tmp"));
+                    uwsgi_temp_path \(dir.at("tmp"));
+                    server {
+                        listen 127.0.0.1:\(port);
+                        root \(dir.at("root"));
+                        auth_basic "Levels";
+                        auth_basic_user_file \(dir.at("htpasswd"));
+                    }
+                }
+                """)
+            child = try ChildProcess.start(
+                executable: "/usr/sbin/nginx",
+                arguments: ["-c", dir.at("nginx.conf"), "-p", dir.path, "-e", dir.at("error.log")],
+                environment: [:], captureOutput: true)
+            try child.release()
+            let client = HTTPClient()
+            for _ in 0..<200 {
+                if (try? client.send("GET", url.absoluteString))?.status == 401 { return }
+                usleep(25_000)
+            }
+            throw BacklotError(.unavailable, "nginx did not start", context: dir.at("error.log"))
+        }
+
+        deinit {
+            child.signalGroup(SIGTERM)
+            _ = child.wait(until: .now + .seconds(10))
+            dir.remove()
+        }
+    }
+
+    /// Answers each challenge with the next of `answers`, and records what it was asked and told.
+    final class Answering: BADownloadManagerDelegate, @unchecked Sendable {
+        let answers: [(URLSession.AuthChallengeDisposition, URLCredential?)]
+        let asked = Mutex<[(realm: String?, method: String, failures: Int, status: Int?)]>([])
+        let outcome = Mutex<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let destination: String
+
+        init(_ answers: [(URLSession.AuthChallengeDisposition, URLCredential?)], destination: String) {
+            self.answers = answers
+            self.destination = destination
+        }
+
+        func download(
+            _ download: BADownload, didReceive challenge: URLAuthenticationChallenge,
+            completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+        ) {
+            let n = asked.withLock { a -> Int in
+                a.append(
+                    (
+                        challenge.protectionSpace.realm, challenge.protectionSpace.authenticationMethod,
+                        challenge.previousFailureCount, (challenge.failureResponse as? HTTPURLResponse)?.statusCode
+                    ))
+                return a.count - 1
+            }
+            let (disposition, credential) = answers[min(n, answers.count - 1)]
+            completionHandler(disposition, credential)
+        }
+
+        func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {
+            try? FileManager.default.moveItem(atPath: fileURL.path, toPath: destination)
+            outcome.withLock { $0 = "finished" }
+            done.signal()
+        }
+
+        func download(_ download: BADownload, failedWithError error: any Error) {
+            outcome.withLock { $0 = "failed: \(error)" }
+            done.signal()
+        }
+    }
+
+    static func run(
+        _ server: ProtectedServer, _ answers: [(URLSession.AuthChallengeDisposition, URLCredential?)], name: String
+    ) throws -> Answering {
+        let container = server.dir.at("device-\(name)")
+        let manager = try BADownloadManager(containerPath: container)
+        let delegate = Answering(answers, destination: server.dir.at("\(name).bin"))
+        manager.delegate = delegate
+        try manager.scheduleDownload(
+            BAURLDownload(
+                identifier: name, request: URLRequest(url: server.url), essential: false,
+                fileSize: server.bytes.count, applicationGroupIdentifier: "group.com.example.game", priority: .default))
+        #expect(delegate.done.wait(timeout: .now() + 120) == .success, "the download ends")
+        manager.delegate = nil
+        return delegate
+    }
+
+    @Test func theDelegatesCredentialIsSentAndARefusedOneIsAskedForAgain() throws {
+        let server = try ProtectedServer()
+        let wrong = URLCredential(user: "game", password: "guess", persistence: .forSession)
+        let right = URLCredential(user: "game", password: "secret", persistence: .forSession)
+        let d = try Self.run(server, [(.useCredential, wrong), (.useCredential, right)], name: "retry")
+        #expect(d.outcome.withLock { $0 } == "finished")
+        let asked = d.asked.withLock { $0 }
+        #expect(asked.count == 2)
+        #expect(asked.map(\.realm) == ["Levels", "Levels"])
+        #expect(asked.allSatisfy { $0.method == NSURLAuthenticationMethodHTTPBasic && $0.status == 401 })
+        #expect(asked.map(\.failures) == [0, 1], "the second challenge counts the refused credential")
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: server.dir.at("retry.bin")))) == server.bytes)
+    }
+
+    @Test func cancellingOrDefaultHandlingFailsTheDownload() throws {
+        let server = try ProtectedServer()
+        let cancelled = try Self.run(server, [(.cancelAuthenticationChallenge, nil)], name: "cancel")
+        #expect(cancelled.outcome.withLock { $0 }?.contains("cancelled the authentication challenge") == true)
+        let declined = try Self.run(server, [(.performDefaultHandling, nil)], name: "default")
+        #expect(declined.outcome.withLock { $0 }?.contains("401") == true, "\(declined.outcome.withLock { $0 } ?? "")")
+        let rejected = try Self.run(server, [(.rejectProtectionSpace, nil)], name: "reject")
+        #expect(rejected.outcome.withLock { $0 }?.contains("401") == true)
+        #expect(!FileSystem.exists(server.dir.at("cancel.bin")) && !FileSystem.exists(server.dir.at("default.bin")))
+    }
+}
