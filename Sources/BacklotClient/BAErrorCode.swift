@@ -1,6 +1,7 @@
 import Foundation
 
-/// The error domain of Apple's `BAErrorCode`.
+/// The error domain of Apple's `BAErrorCode` (Apple's name, kept).
+// swift-format-ignore: AlwaysUseLowerCamelCase
 public let BAErrorDomain = "com.apple.backgroundassets.error"
 
 /// Apple's Background Assets error codes, with their raw values (the numbers

@@ -94,7 +94,8 @@ public final class Nginx: @unchecked Sendable {
         for _ in 0..<200 {
             let answer = try? ChildProcess.run(
                 executable: "/usr/bin/curl",
-                arguments: ["-s", "-o", "/dev/null", "--max-time", "2", "-w", "%{http_code}", baseURL + path],
+                // HEAD: a large file behind `limit_rate` answers at once.
+                arguments: ["-s", "-I", "-o", "/dev/null", "--max-time", "2", "-w", "%{http_code}", baseURL + path],
                 environment: [:], until: .now + .seconds(5), keepingLast: 64)
             if let answer, answer.succeeded, String(decoding: answer.output, as: UTF8.self) == "200" { return true }
             usleep(20_000)

@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (Apple's code is kept as the seeds wrote it: only the import changed, see below.)
 // The Swift snippets of the seed lesson bgtaskscheduler-lesson (« Tâches et actualisation en
 // arrière-plan »), compiled against BacklotTaskScheduler. Changed lines, and only these:
 //   `import BackgroundTasks` → `import BacklotTaskScheduler` (once, here: a Swift file imports at its top);

@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (Apple's code is kept as the seeds wrote it: only the import changed, see below.)
 // An app written against Apple's Background Assets, run on Backlot by BacklotAppleSourceTests
 // (AppleSampleAppTests) against a real `backlot serve`. The seed's snippets
 // (managed-background-assets-2025) are kept as written, each inside a function of its own (the
