@@ -57,7 +57,8 @@ extension Catalog {
             JSONMember(key: "version", value: .number(r.version)),
         ]
         if !r.deltas.isEmpty {
-            m.append(JSONMember(key: "deltas", value: .array(r.deltas.sorted { $0.base.hex < $1.base.hex }.map(\.json))))
+            m.append(
+                JSONMember(key: "deltas", value: .array(r.deltas.sorted { $0.base.hex < $1.base.hex }.map(\.json))))
         }
         if let language = r.language { m.append(JSONMember(key: "language", value: .string(language))) }
         if let userInfo = r.userInfo { m.append(JSONMember(key: "userInfo", value: userInfo)) }

@@ -67,7 +67,8 @@ extension PackInstaller {
         let sorted = chunks.sorted { $0.entry.offset < $1.entry.offset }
         var runs: [[(chunk: Int, entry: PackDelta.Entry)]] = []
         for item in sorted {
-            if let last = runs.last?.last, let first = runs.last?.first, item.entry.offset == last.entry.range.upperBound,
+            if let last = runs.last?.last, let first = runs.last?.first,
+                item.entry.offset == last.entry.range.upperBound,
                 item.entry.range.upperBound - first.entry.offset <= maximumRangeBytes
             {
                 runs[runs.count - 1].append(item)

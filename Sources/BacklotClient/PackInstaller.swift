@@ -62,16 +62,18 @@ struct PackInstaller: Sendable {
 
         // 1. A delta from the installed release, when the catalog offers one: its prefix, and the
         //    index rebuilt from it (checked as the archive's would be). Any failure: no delta.
-        let delta = repairing ? nil : previous.flatMap { deltaPlan(release: release, previous: $0, archiveURL: archiveURL) }
+        let delta =
+            repairing ? nil : previous.flatMap { deltaPlan(release: release, previous: $0, archiveURL: archiveURL) }
         var deltaBytes = UInt64(delta?.prefixBytes ?? 0)
         downloaded += deltaBytes
 
         // 1. Header and index, checked against the catalog.
         let headBytes: [UInt8]
         if delta?.index != nil {
-            headBytes = PackHeader(
-                indexOffset: release.indexOffset, indexLength: release.indexLength, indexDigest: release.indexSHA256
-            ).encoded
+            headBytes =
+                PackHeader(
+                    indexOffset: release.indexOffset, indexLength: release.indexLength, indexDigest: release.indexSHA256
+                ).encoded
         } else {
             headBytes = try rangeWithRetries(url, 0, UInt64(PackHeader.size) - 1)
             downloaded += UInt64(headBytes.count)
@@ -342,8 +344,7 @@ struct PackInstaller: Sendable {
             let entry = String(decoding: name, as: UTF8.self)
             if entry.hasSuffix(".partial") { Self.removeRelease(container.packFolder(id) + "/" + entry) }
         }
-        try? container.setMeta(
-            "delta." + id, "{\"deltaBytes\":\(deltaBytes),\"deltaChunks\":\(deltaChunks),\"digest\":\"\(digest)\"}")
+        try? container.recordDeltaUse(id, digest: digest, bytes: deltaBytes, chunks: deltaChunks)
         return Outcome(
             downloadedBytes: downloaded + fetched.value, reusedChunks: reused, downloadedChunks: missing.count,
             linkedFiles: linked.count, deltaBytes: deltaBytes, deltaChunks: deltaChunks)

@@ -23,7 +23,8 @@ extension PackDelta {
                 try decompressor.decompress(frame, prefix: $0, expectedSize: Int(entry.targetSize))
             }
         } catch let e as BacklotError {
-            throw BacklotError(.corruptArchive, e.message, context: location, hint: "the chunk is fetched whole instead")
+            throw BacklotError(
+                .corruptArchive, e.message, context: location, hint: "the chunk is fetched whole instead")
         }
         let id = SHA256.hash(plain)
         guard id == entry.target else {

@@ -115,7 +115,8 @@ public struct PackDelta: Sendable, Hashable {
         var r = ByteReader(bytes, base: 0, source: source)
         let bad = { (message: String) in
             BacklotError(
-                .corruptArchive, message, context: source, hint: "the delta is damaged: the full chunks are fetched instead")
+                .corruptArchive, message, context: source,
+                hint: "the delta is damaged: the full chunks are fetched instead")
         }
         guard Array(try r.take(8, "the magic")) == magic else { throw bad("not a Backlot delta (no BKLTDLTA)") }
         guard try r.u16("the version") == formatVersion else { throw bad("a delta of another format version") }

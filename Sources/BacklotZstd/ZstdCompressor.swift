@@ -62,10 +62,12 @@ public final class ZstdCompressor {
     public func compress(_ input: UnsafeRawBufferPointer, prefix: UnsafeRawBufferPointer) throws -> [UInt8] {
         let status = ZSTD_CCtx_refPrefix(context, prefix.baseAddress, prefix.count)
         if ZSTD_isError(status) != 0 {
-            throw BacklotError(.library, "zstd refused the reference prefix: \(String(cString: ZSTD_getErrorName(status)))")
+            throw BacklotError(
+                .library, "zstd refused the reference prefix: \(String(cString: ZSTD_getErrorName(status)))")
         }
         // The window must reach back over the whole prefix (and the input) for matches into it.
-        let needed = max(10, Int32((prefix.count + input.count).bitWidth - (prefix.count + input.count).leadingZeroBitCount))
+        let needed = max(
+            10, Int32((prefix.count + input.count).bitWidth - (prefix.count + input.count).leadingZeroBitCount))
         ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, min(needed, 27))
         defer { ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, 0) }
         return try compress(input)

@@ -67,8 +67,10 @@ import Glibc
 
     /// The catalog's current release of Levels.
     static func release(_ f: ClientFixture) throws -> Catalog.Release {
-        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: f.repository.catalogPath(app: f.app, channel: .internal))))
-        let catalog = try Catalog.verify(bytes, trusting: [f.pinned], app: f.app, channel: .internal, now: Date(), source: "c")
+        let bytes = Array(
+            try Data(contentsOf: URL(fileURLWithPath: f.repository.catalogPath(app: f.app, channel: .internal))))
+        let catalog = try Catalog.verify(
+            bytes, trusting: [f.pinned], app: f.app, channel: .internal, now: Date(), source: "c")
         return try #require(catalog.packs.first { $0.id.rawValue == "Levels" }).release
     }
 
@@ -85,12 +87,9 @@ import Glibc
             #expect(try Array(Data(contentsOf: URL(fileURLWithPath: folder + "/" + name))) == bytes, "\(name)")
         }
         #expect(try FileSystem.entryNames(folder).count == files.count)
-        let meta = try c.meta("delta.Levels") ?? ""
-        let number = { (key: String) -> UInt64 in
-            guard let r = meta.range(of: "\"\(key)\":") else { return 0 }
-            return UInt64(meta[r.upperBound...].prefix { $0.isNumber }) ?? 0
-        }
-        return (report, number("deltaBytes"), Int(number("deltaChunks")))
+        let use = try #require(try c.lastDeltaUse("Levels"))
+        #expect(use.digest == installed.digest)
+        return (report, use.bytes, use.chunks)
     }
 
     /// Bytes the same update costs without deltas (header, index, missing chunks).
@@ -115,7 +114,8 @@ import Glibc
         #expect(r.deltaChunks > 0 && r.deltaBytes > 0, "\(r)")
         #expect(r.report.downloadedChunks == 0, "every changed chunk came from the delta: \(r)")
         let without = try Self.withoutDeltas(f, from: one, to: two)
-        #expect(r.report.downloadedBytes * 4 < without, "\(r.report.downloadedBytes) with the delta, \(without) without")
+        #expect(
+            r.report.downloadedBytes * 4 < without, "\(r.report.downloadedBytes) with the delta, \(without) without")
         // A first install ignores deltas.
         let first = try await Self.fetch(f, "fresh", expecting: v.files)
         #expect(first.deltaChunks == 0)
@@ -191,14 +191,19 @@ import Glibc
         let compressor = ZstdCompressor()
         var frames: [[UInt8]] = []
         for e in honest.delta.entries {
-            let prefix = try e.bases.flatMap { id in try base.readChunk(base.index.chunks.firstIndex { $0.id == id }!, using: d) }
+            let prefix = try e.bases.flatMap { id in
+                try base.readChunk(base.index.chunks.firstIndex { $0.id == id }!, using: d)
+            }
             let plain = try target.readChunk(target.index.chunks.firstIndex { $0.id == e.target }!, using: d)
             frames.append(try compressor.compress(plain + [UInt8](repeating: 0, count: 1 << 20), prefix: prefix))
         }
         var offset = honest.delta.prefixLength
         var entries: [PackDelta.Entry] = []
         for (e, frame) in zip(honest.delta.entries, frames) {
-            entries.append(.init(target: e.target, offset: offset, length: UInt32(frame.count), targetSize: e.targetSize, bases: e.bases))
+            entries.append(
+                .init(
+                    target: e.target, offset: offset, length: UInt32(frame.count), targetSize: e.targetSize,
+                    bases: e.bases))
             offset += UInt64(frame.count)
         }
         let crafted = PackDelta(
