@@ -3,6 +3,7 @@ import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotRepository
+import BacklotS3
 import BacklotTestSupport
 import BacklotZstd
 import Foundation
@@ -221,6 +222,52 @@ import Glibc
         #expect(try Self.release(f).deltas == [listed])
         let r = try await Self.fetch(f, "c", expecting: v.files)
         #expect(r.deltaChunks == 0 && r.report.downloadedChunks == entries.count, "\(r)")
+    }
+
+    /// The same update from a repository that publishes to a bucket of a real radosgw: the delta
+    /// files and their list are objects of the bucket, written before the catalog, read by Range.
+    @Test func aBucketTreeServesDeltasToo() async throws {
+        let store = try ObjectStore.shared()
+        let (s3, bucket) = try store.newBucket("delta")
+        let dir = try TemporaryDirectory("bucket-delta")
+        defer { dir.remove() }
+        let app = "com.example.game"
+        let tree = try S3PublishedTree(client: s3, bucket: bucket, prefix: "cdn")
+        let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")), tree: tree)
+        try BucketEdgeInstallTests.allowAnonymousReads(store, bucket: bucket, prefix: "cdn", in: dir)
+        try repo.createApp(app)
+        try repo.createPack(app: app, id: "Levels")
+        let src = TemporaryDirectory.Named(dir.at("src"))
+        try SamplePack.writeTree(in: src.asTemporary, seed: 1526)
+        print("DeltaInstallTests seed 1526")
+        let publish = { () throws -> Int in
+            let path = try SamplePack.build(
+                in: src.asTemporary, manifestJSON: SamplePack.manifest(id: "Levels"), averageChunkSize: 16 << 10)
+            let v = try repo.uploadAndProcess(
+                app: app, pack: "Levels", bytes: Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+            try repo.release(app: app, pack: "Levels", version: v.number, channel: .internal)
+            return v.number
+        }
+        _ = try publish()
+        let manager = try AssetPackManager(
+            configuration: .init(
+                containerPath: dir.at("container"),
+                catalogURL: URL(string: store.endpoint + "/\(bucket)/cdn/v1/apps/\(app)/internal/catalog.json")!,
+                app: app, channel: .internal, trustedKeys: [try PublicKeyFile.read(path: repo.directory.publicKeyPath)],
+                platform: .linux))
+        _ = try await manager.fetch(packWithID: "Levels")
+        var level = try src.asTemporary.read("src/Levels/level1.dat")
+        level.replaceSubrange(200_000..<200_040, with: [UInt8](repeating: 0x41, count: 40))
+        level.insert(contentsOf: Array("an insertion of a few bytes".utf8), at: 30_000)
+        try src.asTemporary.write("src/Levels/level1.dat", level)
+        _ = try publish()
+        #expect(try tree.fileNames(in: "v1/deltas").count == 2, "the delta and its list are in the bucket")
+        let report = try await manager.fetch(packWithID: "Levels")
+        #expect(report.version == 2 && report.downloadedChunks == 0, "\(report)")
+        let c = try ClientContainer(path: dir.at("container"))
+        let use = try #require(try c.lastDeltaUse("Levels"))
+        #expect(use.chunks > 0 && use.bytes > 0, "\(use)")
+        #expect(try sameFiles(src.path + "/src", manager.url(for: "readme.txt").deletingLastPathComponent().path))
     }
 
     @Test func aSkippedVersionGetsWholeChunks() async throws {
