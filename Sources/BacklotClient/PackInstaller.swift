@@ -318,7 +318,9 @@ struct PackInstaller: Sendable {
             throw error
         }
         try container.recordChunks(digest, rest)
-        progress?(downloadTotal, downloadTotal)
+        // Ends at 100 % even with nothing left to fetch whole (every chunk came from a delta): a
+        // progress of 0 of 0 never finishes, and `fetch` waits for its bar to.
+        progress?(max(1, downloadTotal), max(1, downloadTotal))
 
         // 4. Every byte written came from a chunk that had its SHA-256 (and the index that lists the
         //    chunks of each file had the catalog's), and every file was checked and made
