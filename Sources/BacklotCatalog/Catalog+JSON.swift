@@ -56,6 +56,10 @@ extension Catalog {
             JSONMember(key: "platforms", value: .array(r.platforms.map { .string($0.rawValue) })),
             JSONMember(key: "version", value: .number(r.version)),
         ]
+        if !r.deltas.isEmpty {
+            m.append(
+                JSONMember(key: "deltas", value: .array(r.deltas.sorted { $0.base.hex < $1.base.hex }.map(\.json))))
+        }
         if let language = r.language { m.append(JSONMember(key: "language", value: .string(language))) }
         if let userInfo = r.userInfo { m.append(JSONMember(key: "userInfo", value: userInfo)) }
         return m
@@ -109,7 +113,7 @@ extension Catalog {
         }
         let archive = Fields(node: try f.object("archive"), path: f.path + ".archive", source: f.source)
         let index = Fields(node: try f.object("index"), path: f.path + ".index", source: f.source)
-        return Release(
+        var release = Release(
             version: try f.integer("version", in: 1...Int(Int32.max)), downloadPolicy: policy, platforms: platforms,
             userInfo: f.node["userInfo"], language: f.node["language"]?.stringValue,
             installSize: try f.integer("installSize", in: 0...maximumSize),
@@ -119,6 +123,8 @@ extension Catalog {
             indexOffset: try index.integer("offset", in: UInt64(PackHeader.size)...maximumSize),
             indexLength: try index.integer("length", in: 1...PackHeader.maximumIndexLength),
             indexSHA256: try index.digest("sha256"))
+        release.deltas = try decodeDeltas(f)
+        return release
     }
 
     /// The largest size or offset a catalog may state (2^62 bytes): every size a client later

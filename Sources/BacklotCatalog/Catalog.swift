@@ -35,6 +35,9 @@ public struct Catalog: Sendable, Hashable {
         public var indexOffset: UInt64
         public var indexLength: UInt64
         public var indexSHA256: SHA256Digest
+        /// Deltas into this release from older versions (docs/protocol.md §3), sorted by base; empty
+        /// when there are none or the catalog predates them.
+        public var deltas: [Delta] = []
 
         public init(
             version: Int, downloadPolicy: DownloadPolicy, platforms: [Platform], userInfo: JSONNode?, language: String?,

@@ -131,4 +131,17 @@ struct CatalogClient: Sendable {
         }
         return url
     }
+
+    /// A delta's URL (docs/protocol.md §3): accepted only in exactly the form the repository writes,
+    /// `../../../deltas/SHA256.delta` (64 lowercase hex digits), and resolved beside the
+    /// archive's folder (`BASE/v1/deltas/`), so it cannot leave the repository whatever it says. Nil
+    /// for any other form (the delta is then not used).
+    static func deltaURL(_ delta: Catalog.Delta, archiveURL: URL) -> URL? {
+        let prefix = "../../../deltas/"
+        guard delta.url.hasPrefix(prefix), delta.url.hasSuffix(".delta") else { return nil }
+        let name = delta.url.dropFirst(prefix.count).dropLast(".delta".count)
+        guard name.utf8.count == 64, name.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+        else { return nil }
+        return URL(string: "../deltas/\(name).delta", relativeTo: archiveURL)?.absoluteURL
+    }
 }

@@ -39,6 +39,10 @@ struct PackInstaller: Sendable {
         let reusedChunks: Int
         let downloadedChunks: Int
         let linkedFiles: Int
+        /// Of the bytes downloaded, those read from a delta file (its prefix and frames), and the
+        /// chunks rebuilt from it (each checked against its ID; ``downloadedChunks`` counts the others).
+        var deltaBytes: UInt64 = 0
+        var deltaChunks = 0
     }
 
     /// - Parameter repairing: rebuild the release even if it is the installed one (damaged files are
@@ -56,9 +60,24 @@ struct PackInstaller: Sendable {
         let url = archiveURL.absoluteString
         var downloaded: UInt64 = 0
 
+        // 1. A delta from the installed release, when the catalog offers one: its prefix, and the
+        //    index rebuilt from it (checked as the archive's would be). Any failure: no delta.
+        let delta =
+            repairing ? nil : previous.flatMap { deltaPlan(release: release, previous: $0, archiveURL: archiveURL) }
+        var deltaBytes = UInt64(delta?.prefixBytes ?? 0)
+        downloaded += deltaBytes
+
         // 1. Header and index, checked against the catalog.
-        let headBytes = try rangeWithRetries(url, 0, UInt64(PackHeader.size) - 1)
-        downloaded += UInt64(headBytes.count)
+        let headBytes: [UInt8]
+        if delta?.index != nil {
+            headBytes =
+                PackHeader(
+                    indexOffset: release.indexOffset, indexLength: release.indexLength, indexDigest: release.indexSHA256
+                ).encoded
+        } else {
+            headBytes = try rangeWithRetries(url, 0, UInt64(PackHeader.size) - 1)
+            downloaded += UInt64(headBytes.count)
+        }
         let header = try PackHeader.decode(headBytes, fileSize: release.archiveSize, source: url)
         guard header.indexDigest == release.indexSHA256, header.indexOffset == release.indexOffset,
             header.indexLength == release.indexLength
@@ -68,8 +87,13 @@ struct PackInstaller: Sendable {
                 "the archive's header does not match the catalog (index \(header.indexDigest.short)… at \(header.indexOffset))",
                 context: url, hint: "the server mixes archives and catalogs; try again later")
         }
-        let indexBytes = try rangeWithRetries(url, header.indexOffset, header.indexOffset + header.indexLength - 1)
-        downloaded += UInt64(indexBytes.count)
+        let indexBytes: [UInt8]
+        if let rebuilt = delta?.index {
+            indexBytes = rebuilt
+        } else {
+            indexBytes = try rangeWithRetries(url, header.indexOffset, header.indexOffset + header.indexLength - 1)
+            downloaded += UInt64(indexBytes.count)
+        }
         guard SHA256.hash(indexBytes) == release.indexSHA256 else {
             throw BacklotError(
                 .untrusted, "the archive's index does not have the SHA-256 the catalog names", context: url)
@@ -173,6 +197,7 @@ struct PackInstaller: Sendable {
         // 3a. Chunks finished before a crash, and chunks the installed release has: checked, then used.
         let finished = try container.doneChunks(digest)
         var missing: [Int] = []
+        var viaDelta: [(chunk: Int, entry: PackDelta.Entry)] = []
         var reused = 0
         var recorded: [Int] = []
         for c in wanted {
@@ -195,9 +220,30 @@ struct PackInstaller: Sendable {
                 done.add(UInt64(bytes.count))
                 continue
             }
+            if let entry = delta?.entries[chunk.id], entry.targetSize == chunk.uncompressedSize,
+                entry.bases.allSatisfy({ localChunks[$0] != nil })
+            {
+                viaDelta.append((c, entry))
+                continue
+            }
             missing.append(c)
         }
         try container.recordChunks(digest, recorded)
+
+        // 3a'. Chunks rebuilt from the delta: frames fetched by Range in runs, each applied to the
+        //      base chunks read from the installed release (re-hashed first) and checked against
+        //      its ID; whatever fails (a 404, a changed frame, a base no longer intact) is fetched whole.
+        var deltaChunks = 0
+        if let delta, !viaDelta.isEmpty {
+            let result = try applyDelta(
+                delta, viaDelta, localChunks: localChunks, placements: targets, files: files, digest: digest,
+                isCancelled: isCancelled)
+            deltaBytes += result.bytes
+            downloaded += result.bytes
+            deltaChunks = viaDelta.count - result.fallback.count
+            done.add(result.plainBytes)
+            missing = (missing + result.fallback).sorted()
+        }
 
         // 3b. Runs of missing chunks, fetched in parallel. Progress counts the bytes downloaded
         // against the bytes there are to download (not the installed size), and ends at 100 %.
@@ -272,7 +318,9 @@ struct PackInstaller: Sendable {
             throw error
         }
         try container.recordChunks(digest, rest)
-        progress?(downloadTotal, downloadTotal)
+        // Ends at 100 % even with nothing left to fetch whole (every chunk came from a delta): a
+        // progress of 0 of 0 never finishes, and `fetch` waits for its bar to.
+        progress?(max(1, downloadTotal), max(1, downloadTotal))
 
         // 4. Every byte written came from a chunk that had its SHA-256 (and the index that lists the
         //    chunks of each file had the catalog's), and every file was checked and made
@@ -298,9 +346,10 @@ struct PackInstaller: Sendable {
             let entry = String(decoding: name, as: UTF8.self)
             if entry.hasSuffix(".partial") { Self.removeRelease(container.packFolder(id) + "/" + entry) }
         }
+        try? container.recordDeltaUse(id, digest: digest, bytes: deltaBytes, chunks: deltaChunks)
         return Outcome(
             downloadedBytes: downloaded + fetched.value, reusedChunks: reused, downloadedChunks: missing.count,
-            linkedFiles: linked.count)
+            linkedFiles: linked.count, deltaBytes: deltaBytes, deltaChunks: deltaChunks)
     }
 
     /// Groups sorted missing chunks into runs of adjacent chunks (gaps up to `mergeGap` are fetched

@@ -104,16 +104,26 @@ struct FetchCommand: Command {
             return out
         }
         if json {
+            // What came as deltas: recorded in the container by the install (whichever process ran it).
+            let container = try ClientContainer(path: arguments[ContainerOption.container])
+            let deltas = try reports.map { r -> ClientContainer.DeltaUse? in
+                guard r.downloadedBytes > 0, let use = try container.lastDeltaUse(r.id),
+                    use.digest == (try container.installed(r.id))?.digest
+                else { return nil }
+                return use
+            }
             io.out(
                 JSONNode.object([
                     "packs": .array(
-                        reports.map {
+                        zip(reports, deltas).map { r, use in
                             .object([
-                                "pack": .string($0.id), "version": .number($0.version),
-                                "downloadedBytes": .number($0.downloadedBytes),
-                                "downloadedChunkCount": .number($0.downloadedChunks),
-                                "reusedChunkCount": .number($0.reusedChunks),
-                                "linkedFileCount": .number($0.linkedFiles),
+                                "pack": .string(r.id), "version": .number(r.version),
+                                "downloadedBytes": .number(r.downloadedBytes),
+                                "downloadedChunkCount": .number(r.downloadedChunks),
+                                "reusedChunkCount": .number(r.reusedChunks),
+                                "linkedFileCount": .number(r.linkedFiles),
+                                "deltaBytes": .number(use?.bytes ?? 0),
+                                "deltaChunkCount": .number(use?.chunks ?? 0),
                             ])
                         })
                 ]).prettyPrinted() + "\n")

@@ -6,7 +6,8 @@ import BacklotJSON
 struct DiffCommand: Command {
     static let spec = CommandSpec(
         name: "diff",
-        summary: "Show what a client holding OLD must download to get NEW (chunks, bytes, Range requests).",
+        summary:
+            "Show what a client holding OLD must download to get NEW (chunks, bytes, Range requests), without and with a delta.",
         arguments: [.init("OLD", help: "The pack the client holds."), .init("NEW", help: "The pack it wants.")],
         options: [jsonFlag])
 
@@ -14,10 +15,18 @@ struct DiffCommand: Command {
         let old = try PackReader(path: arguments.positionals[0])
         let new = try PackReader(path: arguments.positionals[1])
         let d = PackDiff(old: old.index, new: new)
+        // With a delta from OLD, as the server makes it when it processes NEW (docs/format.md §14).
+        let delta = try DeltaBuilder().build(base: old, target: new)
+        let c = DeltaCost(old: old.index, new: new, delta: delta)
         if arguments[jsonFlag] {
             io.out(
                 JSONNode.object([
                     "downloadBytes": .number(d.downloadBytes),
+                    "deltaDownloadBytes": .number(c.downloadBytes),
+                    "deltaBytes": .number(c.deltaBytes),
+                    "deltaChunkCount": .number(c.deltaChunks),
+                    "deltaWholeChunkCount": .number(c.wholeChunks),
+                    "deltaRangeRequestCount": .number(c.rangeRequests),
                     "downloadChunkCount": .number(d.downloadChunks),
                     "newPackBytes": .number(d.newPackBytes),
                     "reusedChunkCount": .number(d.reusedChunks),
@@ -38,6 +47,7 @@ struct DiffCommand: Command {
               chunks        \(d.downloadChunks) to fetch, \(d.reusedChunks) reused (\(ByteCount.format(d.reusedBytes)))
               requests      \(d.rangeRequests) Range requests (header, index, \(d.rangeRequests - 2) chunk runs)
               files         \(d.filesChanged) new or changed, \(d.filesRemoved) removed, \(d.filesUnchanged) unchanged
+              with a delta  \(ByteCount.format(c.downloadBytes)) (\(c.downloadBytes) bytes: \(c.deltaChunks) chunks rebuilt from a \(ByteCount.format(c.deltaFileBytes)) delta, \(c.wholeChunks) fetched whole)
 
             """)
     }

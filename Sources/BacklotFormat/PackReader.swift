@@ -63,6 +63,16 @@ public final class PackReader: Sendable {
         return try Self.decode(compressed, chunk: chunk, chunkIndex: chunkIndex, using: decompressor, source: path)
     }
 
+    /// The index's bytes as the pack holds them (the ones its digest covers), read again and checked.
+    /// - Throws: ``BacklotError/Code/corruptArchive`` when they changed since the pack was opened.
+    public func indexBytes() throws -> [UInt8] {
+        let bytes = try descriptor.read(count: Int(header.indexLength), at: header.indexOffset)
+        guard SHA256.hash(bytes) == header.indexDigest else {
+            throw BacklotError(.corruptArchive, "the index changed since the pack was opened", context: path)
+        }
+        return bytes
+    }
+
     /// Reads the frames of the chunks that lie in `range` of the pack with one read, for
     /// ``decode(_:chunk:chunkIndex:using:source:)`` of each (a run of small chunks costs one
     /// system call, not one each). `range` must lie before the index.

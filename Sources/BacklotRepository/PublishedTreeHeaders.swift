@@ -50,13 +50,15 @@ public struct PublishedTreeHeaders: Sendable, Hashable {
         return "application/octet-stream"
     }
 
-    /// The SHA-256 (hex) of `v1/packs/SHA256.pack`, or nil for any other path.
+    /// The SHA-256 (hex) of `v1/packs/SHA256.pack` (or of a delta file, `v1/deltas/SHA256.delta`,
+    /// also named by the SHA-256 of its bytes), or nil for any other path.
     public static func contentAddress(_ relative: String) -> Substring? {
         let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "v1", parts[1] == "packs", parts[2].hasSuffix(".pack"),
-            parts[2].utf8.count == 69
+        guard parts.count == 3, parts[0] == "v1",
+            (parts[1] == "packs" && parts[2].hasSuffix(".pack") && parts[2].utf8.count == 69)
+                || (parts[1] == "deltas" && parts[2].hasSuffix(".delta") && parts[2].utf8.count == 70)
         else { return nil }
-        let sha = parts[2].dropLast(5)
+        let sha = parts[2].prefix(64)
         return sha.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) ? sha : nil
     }
 

@@ -158,7 +158,7 @@ extension Repository {
         else {
             throw BacklotError(.io, "stored metadata of \(app)/\(pack)/\(number) is invalid")
         }
-        return Catalog.Release(
+        var release = Catalog.Release(
             version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io),
             downloadPolicy: policy, platforms: platforms, userInfo: meta["userInfo"],
             language: meta["language"]?.stringValue, installSize: v["install_size"]?.integer(as: UInt64.self) ?? 0,
@@ -166,6 +166,8 @@ extension Repository {
             archiveSize: v["declared_size"]?.integer(as: UInt64.self) ?? 0, archiveSHA256: sha,
             indexOffset: v["index_offset"]?.integer(as: UInt64.self) ?? 0,
             indexLength: v["index_length"]?.integer(as: UInt64.self) ?? 0, indexSHA256: indexSHA)
+        release.deltas = try publishedDeltas(into: indexSHA)
+        return release
     }
 
     /// An `.aar` release, as Apple's download manifest lists it.

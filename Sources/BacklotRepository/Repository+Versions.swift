@@ -509,6 +509,8 @@ extension Repository {
             checked.header.indexLength, to: Int64.self, "the index length", context: UploadedPackCheck.source)
         let indexOffset = try CheckedInteger.convert(
             checked.header.indexOffset, to: Int64.self, "the index offset", context: UploadedPackCheck.source)
+        // Deltas from earlier versions are published before the version can be released (Repository+Deltas.swift).
+        buildDeltas(app: row["app"]?.string ?? "", pack: pack, number: row["number"]?.int ?? 0, archive: sha.hex)
         try db.transaction { tx in
             let changed = try tx.run(
                 """

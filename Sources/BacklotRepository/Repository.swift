@@ -57,6 +57,8 @@ public final class Repository: Sendable {
     let activeUploads = Mutex<Set<Int64>>([])
     /// The absolute URL the published tree is reachable at (Apple's download manifests need absolute pack URLs).
     let publicURLStorage = Mutex<String?>(nil)
+    /// How many earlier versions get a delta into each new one (Repository+Deltas.swift).
+    let deltaBasesStorage = Mutex(Repository.defaultDeltaBases)
 
     /// Sets the absolute base URL of the published tree (`https://host/`), for Apple download manifests.
     public func setPublicURL(_ url: String) {

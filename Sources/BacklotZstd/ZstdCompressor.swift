@@ -48,6 +48,36 @@ public final class ZstdCompressor {
         try input.withUnsafeBytes { try compress($0) }
     }
 
+    /// Compresses `input` into one frame that refers to `prefix` (a *reference prefix*, zstd's
+    /// `ZSTD_CCtx_refPrefix`): matches may point into `prefix`, so an input that resembles it —
+    /// a new version of a chunk against the old one — takes a few bytes. The frame can only be
+    /// decompressed with the very same `prefix` (``ZstdDecompressor/decompress(_:prefix:expectedSize:)``);
+    /// it records no dictionary ID, so a wrong prefix gives wrong bytes, which the caller's
+    /// SHA-256 check of the result catches. The prefix is used for this frame only.
+    ///
+    /// ```swift
+    /// let delta = try ZstdCompressor().compress(newChunk, prefix: oldChunk)
+    /// ```
+    /// - Throws: ``BacklotError/Code/library`` when zstd refuses (a prefix over 2 GiB).
+    public func compress(_ input: UnsafeRawBufferPointer, prefix: UnsafeRawBufferPointer) throws -> [UInt8] {
+        let status = ZSTD_CCtx_refPrefix(context, prefix.baseAddress, prefix.count)
+        if ZSTD_isError(status) != 0 {
+            throw BacklotError(
+                .library, "zstd refused the reference prefix: \(String(cString: ZSTD_getErrorName(status)))")
+        }
+        // The window must reach back over the whole prefix (and the input) for matches into it.
+        let needed = max(
+            10, Int32((prefix.count + input.count).bitWidth - (prefix.count + input.count).leadingZeroBitCount))
+        ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, min(needed, 27))
+        defer { ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, 0) }
+        return try compress(input)
+    }
+
+    /// ``compress(_:prefix:)`` of arrays.
+    public func compress(_ input: [UInt8], prefix: [UInt8]) throws -> [UInt8] {
+        try input.withUnsafeBytes { i in try prefix.withUnsafeBytes { p in try compress(i, prefix: p) } }
+    }
+
     /// The most bytes a frame for `count` input bytes can take.
     public static func bound(forInputSize count: Int) -> Int { ZSTD_compressBound(count) }
 }

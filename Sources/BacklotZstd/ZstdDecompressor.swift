@@ -59,6 +59,37 @@ public final class ZstdDecompressor {
         try input.withUnsafeBytes { try decompress($0, expectedSize: expectedSize) }
     }
 
+    /// Decompresses exactly one frame made by ``ZstdCompressor/compress(_:prefix:)`` against the
+    /// same `prefix` (zstd's `ZSTD_DCtx_refPrefix`), into a buffer of exactly `expectedSize` bytes:
+    /// as for ``decompress(_:expectedSize:)``, a frame that declares or produces more is refused
+    /// without taking more memory. A wrong prefix is not detected here (the frame holds no
+    /// checksum): it gives other bytes or an error, and callers check the result's SHA-256.
+    ///
+    /// ```swift
+    /// let chunk = try ZstdDecompressor().decompress(delta, prefix: oldChunk, expectedSize: 70_000)
+    /// ```
+    /// - Throws: ``BacklotError/Code/corruptArchive`` when the input is not one valid frame of that size.
+    public func decompress(
+        _ input: UnsafeRawBufferPointer, prefix: UnsafeRawBufferPointer, expectedSize: Int
+    ) throws -> [UInt8] {
+        let status = ZSTD_DCtx_refPrefix(context, prefix.baseAddress, prefix.count)
+        if ZSTD_isError(status) != 0 {
+            throw BacklotError(
+                .library, "zstd refused the reference prefix: \(String(cString: ZSTD_getErrorName(status)))")
+        }
+        // A frame refused before it is decompressed leaves the prefix referenced: drop it, so the
+        // next frame of this context is decoded without it.
+        defer { ZSTD_DCtx_reset(context, ZSTD_reset_session_only) }
+        return try decompress(input, expectedSize: expectedSize)
+    }
+
+    /// ``decompress(_:prefix:expectedSize:)`` of arrays.
+    public func decompress(_ input: [UInt8], prefix: [UInt8], expectedSize: Int) throws -> [UInt8] {
+        try input.withUnsafeBytes { i in
+            try prefix.withUnsafeBytes { p in try decompress(i, prefix: p, expectedSize: expectedSize) }
+        }
+    }
+
     /// The libzstd version, such as `1.5.4`.
     public static var libraryVersion: String { String(cString: ZSTD_versionString()) }
 }

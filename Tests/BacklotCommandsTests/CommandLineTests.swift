@@ -95,6 +95,16 @@ import Testing
         #expect(diff.status == 0)
         for key in ["downloadBytes", "downloadChunkCount", "newPackBytes"] { #expect(diff.out.contains("\"\(key)\"")) }
         #expect(diff.out.contains("\"downloadChunkCount\": 1"))
+        // With a delta the one changed chunk is rebuilt from the old one: less than without.
+        #expect(
+            diff.out.contains("\"deltaChunkCount\": 1") && diff.out.contains("\"deltaWholeChunkCount\": 0"),
+            "\(diff.out)")
+        let number = { (key: String) -> Int in
+            guard let r = diff.out.range(of: "\"\(key)\": ") else { return -1 }
+            return Int(diff.out[r.upperBound...].prefix { $0.isNumber }) ?? -1
+        }
+        #expect(
+            number("deltaDownloadBytes") > 0 && number("deltaDownloadBytes") < number("downloadBytes"), "\(diff.out)")
     }
 
     @Test func aCorruptPackFailsVerifyWithStatusOne() throws {

@@ -1,0 +1,113 @@
+import BacklotBasics
+import BacklotCatalog
+import BacklotCrypto
+import BacklotFormat
+import Foundation
+
+extension Repository {
+    /// Earlier versions that get a delta into each new version, by default.
+    public static let defaultDeltaBases = 3
+
+    /// How many earlier versions of a pack (the newest ones `COMPLETE` before it) get a delta into
+    /// each version processed from now on (0: none).
+    public var deltaBases: Int { deltaBasesStorage.withLock { $0 } }
+
+    /// Sets ``deltaBases`` (0…16).
+    public func setDeltaBases(_ count: Int) { deltaBasesStorage.withLock { $0 = max(0, min(count, 16)) } }
+
+    /// The delta files of the published tree, beside the packs: `v1/deltas/SHA256.delta`, named by
+    /// the SHA-256 of the file, and `v1/deltas/DIGEST.json`, the list of the deltas into the version
+    /// whose pack digest is `DIGEST` (what publishing puts in the catalog).
+    static let deltaFolder = "v1/deltas"
+
+    /// Makes the deltas into a version that was just verified, from the ``deltaBases`` versions
+    /// before it, and writes them to the published tree before the version can be released (so a
+    /// catalog never names a delta that is not there). A delta is an optimisation: a failure is
+    /// logged, and clients fetch whole chunks.
+    func buildDeltas(app: String, pack: String, number: Int64, archive: String) {
+        let started = ContinuousClock.now
+        do {
+            let made = try buildDeltasNow(app: app, pack: pack, number: number, archive: archive)
+            if made > 0 {
+                log("deltas for \(app)/\(pack) version \(number): \(made) made in \(ContinuousClock.now - started)")
+            }
+        } catch {
+            log("deltas for \(app)/\(pack) version \(number) were not made: \(error)")
+        }
+    }
+
+    private func buildDeltasNow(app: String, pack: String, number: Int64, archive: String) throws -> Int {
+        let count = deltaBases
+        guard count > 0 else { return 0 }
+        let rows = try db.read {
+            try $0.query(
+                """
+                SELECT archive_sha256 FROM versions WHERE app = ? AND pack = ? AND number < ? AND state = 'COMPLETE'
+                AND format = 'pack' AND deleted = 0 AND archive_sha256 IS NOT NULL ORDER BY number DESC LIMIT ?
+                """, [.text(app), .text(pack), .integer(number), .integer(Int64(count))])
+        }
+        let bases = rows.compactMap { $0["archive_sha256"]?.string }.filter { $0 != archive }
+        guard !bases.isEmpty else { return 0 }
+        let (target, targetReader) = try deltaInput(archive)
+        defer { targetReader.close() }
+        let listPath = "\(Self.deltaFolder)/\(target.packDigest.hex).json"
+        var list = try publishedDeltas(into: target.packDigest)
+        let builder = DeltaBuilder()
+        var made = 0
+        try tree.makeFolder(Self.deltaFolder)
+        for sha in bases {
+            let (base, baseReader) = try deltaInput(sha)
+            defer { baseReader.close() }
+            guard base.packDigest != target.packDigest, !list.contains(where: { $0.base == base.packDigest }) else {
+                continue
+            }
+            let result = try builder.build(base: base, target: target)
+            guard !result.delta.entries.isEmpty || !result.delta.indexDelta.isEmpty else { continue }
+            let digest = SHA256.hash(result.bytes)
+            try tree.write(result.bytes, at: "\(Self.deltaFolder)/\(digest.hex).delta")
+            list.append(
+                Catalog.Delta(
+                    base: base.packDigest, url: "../../../deltas/\(digest.hex).delta", size: UInt64(result.bytes.count),
+                    sha256: digest, prefixLength: result.delta.prefixLength))
+            made += 1
+            log(
+                "delta \(base.packDigest.short)… → \(target.packDigest.short)…: \(result.bytes.count) bytes for \(result.delta.entries.count) of \(result.missingChunks) missing chunks (\(result.replacedBytes) of \(result.missingBytes) bytes)"
+            )
+        }
+        // The list last: it names only delta files that are written.
+        if made > 0 { try tree.write(Catalog.encodeDeltaList(list), at: listPath) }
+        return made
+    }
+
+    /// The deltas into the version of pack digest `target` that the tree holds (empty when none).
+    func publishedDeltas(into target: SHA256Digest) throws -> [Catalog.Delta] {
+        let relative = "\(Self.deltaFolder)/\(target.hex).json"
+        guard let bytes = try tree.read(relative, atMost: 1 << 20) else { return [] }
+        return (try? Catalog.decodeDeltaList(bytes, source: relative)) ?? []
+    }
+
+    /// A stored archive as the delta builder reads it (header and index checked).
+    private func deltaInput(_ sha: String) throws -> (DeltaBuilder.Input, any ArchiveReader) {
+        guard let reader = try archives.readBlob(sha) else {
+            throw BacklotError(.io, "the archive \(sha) is missing from the archive store")
+        }
+        do {
+            let size = reader.size
+            let source = "archive \(sha)"
+            let header = try PackHeader.decode(
+                try reader.read(count: Int(min(UInt64(PackHeader.size), size)), at: 0), fileSize: size, source: source)
+            let indexBytes = try reader.read(count: Int(header.indexLength), at: header.indexOffset)
+            guard SHA256.hash(indexBytes) == header.indexDigest else {
+                throw BacklotError(.corruptArchive, "the index does not have the header's SHA-256", context: source)
+            }
+            let index = try PackIndex.decode(indexBytes, header: header, source: source)
+            let input = DeltaBuilder.Input(
+                index: index, indexBytes: indexBytes, packDigest: header.indexDigest,
+                read: { count, offset in try reader.read(count: count, at: offset) })
+            return (input, reader)
+        } catch {
+            reader.close()
+            throw error
+        }
+    }
+}

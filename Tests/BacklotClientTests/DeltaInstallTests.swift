@@ -1,0 +1,287 @@
+import BacklotBasics
+import BacklotCatalog
+import BacklotCrypto
+import BacklotFormat
+import BacklotRepository
+import BacklotS3
+import BacklotTestSupport
+import BacklotZstd
+import Foundation
+import Testing
+
+@testable import BacklotClient
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Updates through chunk deltas (docs/format.md §14, docs/protocol.md §3) against a real
+/// `backlot serve` (HostingServer over the repository's tree), and every fault of issue 15 §3:
+/// the client always ends with the exact files of the new version.
+@Suite(.serialized) struct DeltaInstallTests {
+    /// A tree of a few files; each version applies small edits (overwrites, insertions, deletions)
+    /// drawn from the seed to some of them.
+    struct Versions {
+        let f: ClientFixture
+        var files: [String: [UInt8]] = [:]
+        var g: SeededGenerator
+        var number = 0
+
+        init(_ f: ClientFixture, seed: UInt64) {
+            print("DeltaInstallTests seed \(seed)")
+            self.f = f
+            g = SeededGenerator(seed: seed)
+            for i in 0..<6 { files["f\(i).dat"] = g.text(120_000 + i * 10_000) }
+            files["noise.bin"] = g.bytes(200_000)
+        }
+
+        /// Edits `count` files a little, packages, uploads and processes the next version, and
+        /// releases it on internal when `release`.
+        mutating func next(editing count: Int, release: Bool = true) throws -> Int {
+            if number > 0 {
+                for name in files.keys.sorted().prefix(count) {
+                    var bytes = files[name]!
+                    let at = Int(g.next() % UInt64(bytes.count - 500))
+                    switch g.next() % 3 {
+                    case 0: bytes.replaceSubrange(at..<at + 60, with: g.text(60))
+                    case 1: bytes.insert(contentsOf: g.text(150), at: at)
+                    default: bytes.removeSubrange(at..<at + 120)
+                    }
+                    files[name] = bytes
+                }
+            }
+            number += 1
+            let src = TemporaryDirectory.Named(f.dir.at("versions/\(number)"))
+            for (name, bytes) in files { try src.asTemporary.write("src/" + name, bytes) }
+            let path = try SamplePack.build(
+                in: src.asTemporary, manifestJSON: SamplePack.manifest(id: "Levels"), averageChunkSize: 16 << 10)
+            if (try? f.repository.packs(app: f.app).contains("Levels")) != true {
+                try f.repository.createPack(app: f.app, id: "Levels")
+            }
+            let v = try f.repository.uploadAndProcess(
+                app: f.app, pack: "Levels", bytes: Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+            #expect(v.state == .complete, "\(v)")
+            if release { try f.repository.release(app: f.app, pack: "Levels", version: v.number, channel: .internal) }
+            return v.number
+        }
+    }
+
+    /// The catalog's current release of Levels.
+    static func release(_ f: ClientFixture) throws -> Catalog.Release {
+        let bytes = Array(
+            try Data(contentsOf: URL(fileURLWithPath: f.repository.catalogPath(app: f.app, channel: .internal))))
+        let catalog = try Catalog.verify(
+            bytes, trusting: [f.pinned], app: f.app, channel: .internal, now: Date(), source: "c")
+        return try #require(catalog.packs.first { $0.id.rawValue == "Levels" }).release
+    }
+
+    /// Fetches Levels into `container` and checks the installed files are exactly `files`.
+    static func fetch(
+        _ f: ClientFixture, _ container: String, expecting files: [String: [UInt8]]
+    ) async throws -> (report: AssetPackManager.FetchReport, deltaBytes: UInt64, deltaChunks: Int) {
+        let manager = try f.manager(container: container)
+        let report = try await manager.fetch(packWithID: "Levels")
+        let c = try ClientContainer(path: f.dir.at(container))
+        let installed = try #require(try c.installed("Levels"))
+        let folder = c.releaseFolder("Levels", digest: installed.digest)
+        for (name, bytes) in files {
+            #expect(try Array(Data(contentsOf: URL(fileURLWithPath: folder + "/" + name))) == bytes, "\(name)")
+        }
+        #expect(try FileSystem.entryNames(folder).count == files.count)
+        let use = try #require(try c.lastDeltaUse("Levels"))
+        #expect(use.digest == installed.digest)
+        return (report, use.bytes, use.chunks)
+    }
+
+    /// Bytes the same update costs without deltas (header, index, missing chunks).
+    static func withoutDeltas(_ f: ClientFixture, from a: Int, to b: Int) throws -> UInt64 {
+        let path = { (n: Int) throws -> String in
+            let sha = try f.repository.version(app: f.app, pack: "Levels", number: n).archiveSHA256!
+            return f.repository.directory.publicTreePath + "/v1/packs/\(sha).pack"
+        }
+        return PackDiff(old: try PackReader(path: try path(a)).index, new: try PackReader(path: try path(b)))
+            .downloadBytes
+    }
+
+    @Test func anUpdateThroughADeltaCostsLessAndGivesTheSameFiles() async throws {
+        let f = try ClientFixture()
+        var v = Versions(f, seed: 1520)
+        let one = try v.next(editing: 0)
+        _ = try await Self.fetch(f, "c", expecting: v.files)
+        let two = try v.next(editing: 3)
+        let release = try Self.release(f)
+        #expect(release.deltas.count == 1, "a delta from version 1")
+        let r = try await Self.fetch(f, "c", expecting: v.files)
+        #expect(r.deltaChunks > 0 && r.deltaBytes > 0, "\(r)")
+        #expect(r.report.downloadedChunks == 0, "every changed chunk came from the delta: \(r)")
+        let without = try Self.withoutDeltas(f, from: one, to: two)
+        #expect(
+            r.report.downloadedBytes * 4 < without, "\(r.report.downloadedBytes) with the delta, \(without) without")
+        // A first install ignores deltas.
+        let first = try await Self.fetch(f, "fresh", expecting: v.files)
+        #expect(first.deltaChunks == 0)
+    }
+
+    @Test func aChangedDeltaIsCaughtByTheTargetHashAndTheChunksAreFetchedWhole() async throws {
+        let f = try ClientFixture()
+        var v = Versions(f, seed: 1521)
+        _ = try v.next(editing: 0)
+        _ = try await Self.fetch(f, "c", expecting: v.files)
+        _ = try v.next(editing: 4)
+        let delta = try #require(try Self.release(f).deltas.first)
+        let path = f.repository.directory.publicTreePath + "/v1/deltas/\(delta.sha256.hex).delta"
+        var bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+        // Every frame damaged in its middle (the prefix is left intact: the index still rebuilds).
+        let prefix = try PackDelta.decodePrefix(
+            Array(bytes.prefix(Int(delta.prefixLength))), base: delta.base, target: try Self.release(f).indexSHA256,
+            fileSize: delta.size, source: "t")
+        for e in prefix.entries { bytes[Int(e.offset) + Int(e.length) / 2] ^= 0x5A }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let r = try await Self.fetch(f, "c", expecting: v.files)
+        #expect(r.deltaChunks == 0, "\(r)")
+        #expect(r.report.downloadedChunks == prefix.entries.count, "each fell back to its whole chunk: \(r)")
+    }
+
+    @Test func aDeltaMissingFromTheServerFallsBackToWholeChunks() async throws {
+        let f = try ClientFixture()
+        var v = Versions(f, seed: 1522)
+        _ = try v.next(editing: 0)
+        _ = try await Self.fetch(f, "c", expecting: v.files)
+        _ = try v.next(editing: 3)
+        let delta = try #require(try Self.release(f).deltas.first)
+        #expect(unlink(f.repository.directory.publicTreePath + "/v1/deltas/\(delta.sha256.hex).delta") == 0)
+        let r = try await Self.fetch(f, "c", expecting: v.files)
+        #expect(r.deltaChunks == 0 && r.report.downloadedChunks > 0, "\(r)")
+    }
+
+    @Test func aBaseTheClientNoLongerHasIntactIsFetchedWhole() async throws {
+        let f = try ClientFixture()
+        var v = Versions(f, seed: 1523)
+        _ = try v.next(editing: 0)
+        _ = try await Self.fetch(f, "c", expecting: v.files)
+        _ = try v.next(editing: 6)
+        // Every installed file of version 1 damaged: no base chunk has its SHA-256 any more.
+        let c = try ClientContainer(path: f.dir.at("c"))
+        let folder = c.releaseFolder("Levels", digest: try #require(try c.installed("Levels")).digest)
+        for name in try FileSystem.entryNames(folder) {
+            let path = folder + "/" + String(decoding: name, as: UTF8.self)
+            chmod(path, 0o644)
+            var bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+            for i in stride(from: 0, to: bytes.count, by: 4096) { bytes[i] ^= 1 }
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+        }
+        let r = try await Self.fetch(f, "c", expecting: v.files)
+        #expect(r.deltaChunks == 0 && r.report.downloadedChunks > 0, "\(r)")
+    }
+
+    @Test func aDeltaWhoseOutputExceedsTheDeclaredSizeIsStoppedThere() async throws {
+        let f = try ClientFixture()
+        var v = Versions(f, seed: 1524)
+        let one = try v.next(editing: 0)
+        _ = try await Self.fetch(f, "c", expecting: v.files)
+        let two = try v.next(editing: 3)
+        // A delta crafted by hand: each frame rebuilds its chunk followed by 1 MiB more.
+        let reader = { (n: Int) throws -> PackReader in
+            let sha = try f.repository.version(app: f.app, pack: "Levels", number: n).archiveSHA256!
+            return try PackReader(path: f.repository.directory.publicTreePath + "/v1/packs/\(sha).pack")
+        }
+        let base = try reader(one)
+        let target = try reader(two)
+        let honest = try DeltaBuilder().build(base: base, target: target)
+        let d = ZstdDecompressor()
+        let compressor = ZstdCompressor()
+        var frames: [[UInt8]] = []
+        for e in honest.delta.entries {
+            let prefix = try e.bases.flatMap { id in
+                try base.readChunk(base.index.chunks.firstIndex { $0.id == id }!, using: d)
+            }
+            let plain = try target.readChunk(target.index.chunks.firstIndex { $0.id == e.target }!, using: d)
+            frames.append(try compressor.compress(plain + [UInt8](repeating: 0, count: 1 << 20), prefix: prefix))
+        }
+        var offset = honest.delta.prefixLength
+        var entries: [PackDelta.Entry] = []
+        for (e, frame) in zip(honest.delta.entries, frames) {
+            entries.append(
+                .init(
+                    target: e.target, offset: offset, length: UInt32(frame.count), targetSize: e.targetSize,
+                    bases: e.bases))
+            offset += UInt64(frame.count)
+        }
+        let crafted = PackDelta(
+            base: honest.delta.base, target: honest.delta.target, indexDelta: honest.delta.indexDelta,
+            targetIndexLength: honest.delta.targetIndexLength, entries: entries)
+        let bytes = crafted.encodedPrefix + frames.flatMap { $0 }
+        let sha = SHA256.hash(bytes)
+        let tree = f.repository.directory.publicTreePath + "/v1/deltas/"
+        try Data(bytes).write(to: URL(fileURLWithPath: tree + "\(sha.hex).delta"))
+        let listed = Catalog.Delta(
+            base: crafted.base, url: "../../../deltas/\(sha.hex).delta", size: UInt64(bytes.count), sha256: sha,
+            prefixLength: crafted.prefixLength)
+        try Data(Catalog.encodeDeltaList([listed])).write(to: URL(fileURLWithPath: tree + "\(crafted.target.hex).json"))
+        try f.repository.publish(app: f.app, channel: .internal)
+        #expect(try Self.release(f).deltas == [listed])
+        let r = try await Self.fetch(f, "c", expecting: v.files)
+        #expect(r.deltaChunks == 0 && r.report.downloadedChunks == entries.count, "\(r)")
+    }
+
+    /// The same update from a repository that publishes to a bucket of a real radosgw: the delta
+    /// files and their list are objects of the bucket, written before the catalog, read by Range.
+    @Test func aBucketTreeServesDeltasToo() async throws {
+        let store = try ObjectStore.shared()
+        let (s3, bucket) = try store.newBucket("delta")
+        let dir = try TemporaryDirectory("bucket-delta")
+        defer { dir.remove() }
+        let app = "com.example.game"
+        let tree = try S3PublishedTree(client: s3, bucket: bucket, prefix: "cdn")
+        let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")), tree: tree)
+        try BucketEdgeInstallTests.allowAnonymousReads(store, bucket: bucket, prefix: "cdn", in: dir)
+        try repo.createApp(app)
+        try repo.createPack(app: app, id: "Levels")
+        let src = TemporaryDirectory.Named(dir.at("src"))
+        try SamplePack.writeTree(in: src.asTemporary, seed: 1526)
+        print("DeltaInstallTests seed 1526")
+        let publish = { () throws -> Int in
+            let path = try SamplePack.build(
+                in: src.asTemporary, manifestJSON: SamplePack.manifest(id: "Levels"), averageChunkSize: 16 << 10)
+            let v = try repo.uploadAndProcess(
+                app: app, pack: "Levels", bytes: Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+            try repo.release(app: app, pack: "Levels", version: v.number, channel: .internal)
+            return v.number
+        }
+        _ = try publish()
+        let manager = try AssetPackManager(
+            configuration: .init(
+                containerPath: dir.at("container"),
+                catalogURL: URL(string: store.endpoint + "/\(bucket)/cdn/v1/apps/\(app)/internal/catalog.json")!,
+                app: app, channel: .internal, trustedKeys: [try PublicKeyFile.read(path: repo.directory.publicKeyPath)],
+                platform: .linux))
+        _ = try await manager.fetch(packWithID: "Levels")
+        var level = try src.asTemporary.read("src/Levels/level1.dat")
+        level.replaceSubrange(200_000..<200_040, with: [UInt8](repeating: 0x41, count: 40))
+        level.insert(contentsOf: Array("an insertion of a few bytes".utf8), at: 30_000)
+        try src.asTemporary.write("src/Levels/level1.dat", level)
+        _ = try publish()
+        #expect(try tree.fileNames(in: "v1/deltas").count == 2, "the delta and its list are in the bucket")
+        let report = try await manager.fetch(packWithID: "Levels")
+        #expect(report.version == 2 && report.downloadedChunks == 0, "\(report)")
+        let c = try ClientContainer(path: dir.at("container"))
+        let use = try #require(try c.lastDeltaUse("Levels"))
+        #expect(use.chunks > 0 && use.bytes > 0, "\(use)")
+        #expect(try sameFiles(src.path + "/src", manager.url(for: "readme.txt").deletingLastPathComponent().path))
+    }
+
+    @Test func aSkippedVersionGetsWholeChunks() async throws {
+        let f = try ClientFixture()
+        f.repository.setDeltaBases(1)
+        var v = Versions(f, seed: 1525)
+        _ = try v.next(editing: 0)
+        _ = try await Self.fetch(f, "c", expecting: v.files)
+        _ = try v.next(editing: 3, release: false)
+        _ = try v.next(editing: 3)
+        let release = try Self.release(f)
+        #expect(release.deltas.count == 1, "only 2 → 3")
+        let r = try await Self.fetch(f, "c", expecting: v.files)
+        #expect(r.deltaChunks == 0 && r.report.downloadedChunks > 0, "\(r)")
+        #expect(r.deltaBytes == 0, "no delta is read for a version the client does not hold")
+    }
+}
