@@ -126,7 +126,9 @@ let package = Package(
         .testTarget(name: "BacklotBasicsTests", dependencies: ["BacklotBasics"]),
         .testTarget(
             name: "BacklotCryptoTests", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotTestSupport"]),
-        .testTarget(name: "BacklotZstdTests", dependencies: ["BacklotBasics", "BacklotTestSupport", "BacklotZstd"]),
+        .testTarget(
+            name: "BacklotZstdTests",
+            dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotTestSupport", "BacklotZstd"]),
         .testTarget(name: "BacklotStoreTests", dependencies: ["BacklotBasics", "BacklotStore", "BacklotTestSupport"]),
         .testTarget(
             name: "BacklotContainerTests",
@@ -168,7 +170,7 @@ let package = Package(
             dependencies: [
                 "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotContainer", "BacklotCrypto",
                 "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON",
-                "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport",
+                "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport", "BacklotZstd",
             ]),
         .testTarget(
             name: "BacklotAgentTests",
