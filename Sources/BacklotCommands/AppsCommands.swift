@@ -7,12 +7,15 @@ enum Switch: String, ArgumentValue, CaseIterable {
     var isOn: Bool { self == .on }
 }
 
-/// The app object of `--json` output: `{"app","created","fourEyes"}` (an older server sends the ID alone).
+/// The app object of `--json` output: `{"app","created","fourEyes","quotaBytes"}` (an older server
+/// sends the ID alone, or no quota).
 func appJSON(_ a: JSONNode) -> JSONNode {
-    if let id = a.stringValue { return .object(["app": .string(id), "created": .null, "fourEyes": .null]) }
+    if let id = a.stringValue {
+        return .object(["app": .string(id), "created": .null, "fourEyes": .null, "quotaBytes": .null])
+    }
     return .object([
         "app": RemoteJSON.string(a["id"]), "created": RemoteJSON.string(a["created"]),
-        "fourEyes": RemoteJSON.value(a["fourEyes"]),
+        "fourEyes": RemoteJSON.value(a["fourEyes"]), "quotaBytes": RemoteJSON.number(a["quotaBytes"]),
     ])
 }
 

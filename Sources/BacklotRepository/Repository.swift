@@ -185,14 +185,14 @@ public final class Repository: Sendable {
 
     /// Every app, sorted by ID.
     public func appList() throws -> [AppInfo] {
-        try db.read { try $0.query("SELECT * FROM apps ORDER BY id", []) }.compactMap(Self.appInfo)
+        try db.read { try $0.query("SELECT * FROM apps ORDER BY id", []) }.compactMap(appInfo)
     }
 
     /// One app. - Throws: `notFound`.
     public func app(_ id: String) throws -> AppInfo {
         guard
             let info = try db.read({ try $0.query("SELECT * FROM apps WHERE id = ?", [.text(id)]) }).first.flatMap(
-                Self.appInfo)
+                appInfo)
         else {
             throw BacklotError(
                 .notFound, "no such app", context: id, hint: "create it first: backlot apps create \(id)")
@@ -211,11 +211,11 @@ public final class Repository: Sendable {
         return try app(id)
     }
 
-    static func appInfo(_ row: Database.Row) -> AppInfo? {
+    func appInfo(_ row: Database.Row) -> AppInfo? {
         guard let id = row["id"]?.string else { return nil }
         return AppInfo(
             id: id, created: Date(timeIntervalSince1970: Double(row["created"]?.int ?? 0)),
-            fourEyes: (row["four_eyes"]?.int ?? 0) != 0)
+            fourEyes: (row["four_eyes"]?.int ?? 0) != 0, quotaBytes: quotaBytes)
     }
 
     func requireApp(_ tx: inout any MetadataConnection, _ app: String) throws {

@@ -32,7 +32,9 @@ enum APISchemas {
             description:
                 "Every error: a stable code, a message that does not repeat its context, the thing it is about, and what to do."
         ),
-        "App": .object(["id": id, "created": time, "fourEyes": .boolean], required: ["id", "created", "fourEyes"]),
+        "App": .object(
+            ["id": id, "created": time, "fourEyes": .boolean, "quotaBytes": count],
+            required: ["id", "created", "fourEyes", "quotaBytes"]),
         "AppList": .object(["apps": .array(.ref("App"))], required: ["apps"]),
         "AppCreate": .object(["id": id, "fourEyes": .boolean], required: ["id"]),
         "AppChange": .object(["fourEyes": .boolean], required: ["fourEyes"]),
