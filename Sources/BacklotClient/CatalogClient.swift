@@ -1,5 +1,6 @@
 import BacklotBasics
 import BacklotCatalog
+import BacklotContainer
 import BacklotCrypto
 import BacklotHTTPClient
 import Foundation
@@ -23,7 +24,7 @@ struct CatalogClient: Sendable {
 
     /// The key list this container accepted after a rotation, if any.
     func storedKeys() throws -> KeyList? {
-        guard let text = try container.meta("keyList"), let bytes = Data(base64Encoded: text) else { return nil }
+        guard let text = try container.meta(.keyList), let bytes = Data(base64Encoded: text) else { return nil }
         return try? KeyList.decode(Array(bytes), source: "container key list")
     }
 
@@ -34,7 +35,7 @@ struct CatalogClient: Sendable {
                 .io, "the catalog answered \(response.status)", context: catalogURL.absoluteString,
                 hint: response.status == 404 ? "nothing is released on this channel yet, or the URL is wrong" : nil)
         }
-        let lastSeen = try container.meta("catalogVersion").flatMap { CheckedInteger.parse($0, as: UInt64.self) }
+        let lastSeen = try container.meta(.catalogVersion).flatMap { CheckedInteger.parse($0, as: UInt64.self) }
         let keys = try currentKeys()
         return try remember(
             verify(response.body, keys: keys, lastSeen: lastSeen, now: now), envelope: response.body, keys: keys)
@@ -61,7 +62,7 @@ struct CatalogClient: Sendable {
             return pinned
         }
         let newest = try KeyList.follow(from: start, fetch: { try list("root-\($0).json") })
-        if newest != stored { try container.setMeta("keyList", Data(newest.payload).base64EncodedString()) }
+        if newest != stored { try container.setMeta(.keyList, Data(newest.payload).base64EncodedString()) }
         return newest.keys
     }
 
@@ -88,11 +89,11 @@ struct CatalogClient: Sendable {
     /// Keeps the version (against rollbacks) and the verified envelope with the keys that verified
     /// it, so that offline tools (an App Clip handoff) can check it again later.
     private func remember(_ catalog: Catalog, envelope: [UInt8], keys: [Ed25519.PublicKey]) throws -> Catalog {
-        try container.setMeta("catalogVersion", String(catalog.version))
-        try container.setMeta("catalogEnvelope", Data(envelope).base64EncodedString())
+        try container.setMeta(.catalogVersion, String(catalog.version))
+        try container.setMeta(.catalogEnvelope, Data(envelope).base64EncodedString())
         try container.setMeta(
-            "catalogKeys", keys.map { Data($0.rawRepresentation).base64EncodedString() }.joined(separator: ","))
-        try container.setMeta("catalogFor", catalog.app + "\n" + catalog.channel.rawValue)
+            .catalogKeys, keys.map { Data($0.rawRepresentation).base64EncodedString() }.joined(separator: ","))
+        try container.setMeta(.catalogFor, catalog.app + "\n" + catalog.channel.rawValue)
         return catalog
     }
 

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 
 extension ClientContainer {
     /// What the last install of a pack read from a delta file (docs/format.md §14).
@@ -18,7 +19,7 @@ extension ClientContainer {
     /// ```
     /// - Throws: the container database's errors.
     public func lastDeltaUse(_ id: String) throws -> DeltaUse? {
-        guard let text = try meta("delta." + id) else { return nil }
+        guard let text = try meta(.lastDeltaUse(ofPack: id)) else { return nil }
         let parts = text.split(separator: " ")
         guard parts.count == 3, let bytes = CheckedInteger.parse(String(parts[1]), as: UInt64.self),
             let chunks = CheckedInteger.parse(String(parts[2]), as: Int.self)
@@ -28,6 +29,6 @@ extension ClientContainer {
 
     /// Records what an install read from a delta (``lastDeltaUse(_:)``).
     func recordDeltaUse(_ id: String, digest: String, bytes: UInt64, chunks: Int) throws {
-        try setMeta("delta." + id, "\(digest) \(bytes) \(chunks)")
+        try setMeta(.lastDeltaUse(ofPack: id), "\(digest) \(bytes) \(chunks)")
     }
 }

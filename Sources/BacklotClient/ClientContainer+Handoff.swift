@@ -12,10 +12,10 @@ import Glibc
 extension ClientContainer {
     /// Whether the container was marked as an App Clip's (by a manager configured so): essential
     /// downloads are refused and installation events skip essential packs, in every process.
-    public var isMarkedAppClip: Bool { (try? meta("isAppClip")) == "1" }
+    public var isMarkedAppClip: Bool { (try? meta(.isAppClip)) == "1" }
 
     func markAppClip() throws {
-        if !isMarkedAppClip { try setMeta("isAppClip", "1") }
+        if !isMarkedAppClip { try setMeta(.isAppClip, "1") }
     }
 
     /// How many chunks of the release with this index digest are verified and written so far
@@ -33,8 +33,8 @@ extension ClientContainer {
     /// - Throws: ``BacklotError/Code/untrusted`` when it no longer verifies (it expired, or the
     ///   stored copy was altered).
     public func lastVerifiedCatalog(now: Date = Date()) throws -> Catalog? {
-        guard let text = try meta("catalogEnvelope"), let envelope = Data(base64Encoded: text),
-            let keyText = try meta("catalogKeys"), let target = try meta("catalogFor")
+        guard let text = try meta(.catalogEnvelope), let envelope = Data(base64Encoded: text),
+            let keyText = try meta(.catalogKeys), let target = try meta(.catalogFor)
         else { return nil }
         let keys = try keyText.split(separator: ",").map { part -> Ed25519.PublicKey in
             guard let raw = Data(base64Encoded: String(part)) else {

@@ -35,8 +35,8 @@ public struct ClientContainer: Sendable {
         let layout = ContainerLayout(root: absolute)
         try FileManager.default.createDirectory(atPath: layout.packsFolder, withIntermediateDirectories: true)
         store = try StateStore(layout: layout)
-        if try store.read({ try $0.value(forKey: "deviceID") }) == nil {
-            try store.transaction { tx in try tx.setValueIfMissing(UUID().uuidString.lowercased(), forKey: "deviceID") }
+        if try store.read({ try $0.value(forKey: .deviceID) }) == nil {
+            try store.transaction { tx in try tx.setValueIfMissing(UUID().uuidString.lowercased(), forKey: .deviceID) }
         }
     }
 
@@ -64,14 +64,14 @@ public struct ClientContainer: Sendable {
 
     /// The device identifier, created once per container (for staged rollouts).
     public var deviceID: String {
-        ((try? store.read { try $0.value(forKey: "deviceID") }) ?? nil) ?? ""
+        ((try? store.read { try $0.value(forKey: .deviceID) }) ?? nil) ?? ""
     }
 
-    func meta(_ key: String) throws -> String? {
+    func meta(_ key: StateKey) throws -> String? {
         try store.read { try $0.value(forKey: key) }
     }
 
-    func setMeta(_ key: String, _ value: String) throws {
+    func setMeta(_ key: StateKey, _ value: String) throws {
         try store.transaction { tx in try tx.setValue(value, forKey: key) }
     }
 

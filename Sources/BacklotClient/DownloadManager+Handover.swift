@@ -332,8 +332,8 @@ extension DownloadManager {
     /// Runs `body` (the downloader extension's `downloads(for:)`) while scheduling from any other
     /// process is refused with ``BackgroundDownloadError/schedulingBlockedDuringContentRequest(_:)``.
     public func blockingScheduling<T>(_ body: () throws -> T) throws -> T {
-        try container.setMeta("contentRequest", String(getpid()))
-        defer { try? container.setMeta("contentRequest", "") }
+        try container.setMeta(.contentRequest, String(getpid()))
+        defer { try? container.setMeta(.contentRequest, "") }
         return try body()
     }
 }

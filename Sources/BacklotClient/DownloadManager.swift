@@ -243,7 +243,7 @@ public final class DownloadManager: Sendable {
 
     func schedule(_ download: URLDownload) throws {
         try check(download)
-        if let holder = try container.meta("contentRequest").flatMap({ CheckedInteger.parse($0, as: Int32.self) }),
+        if let holder = try container.meta(.contentRequest).flatMap({ CheckedInteger.parse($0, as: Int32.self) }),
             holder > 0, holder != getpid(), kill(holder, 0) == 0 || errno == EPERM
         {
             throw BackgroundDownloadError.schedulingBlockedDuringContentRequest(download.identifier)
@@ -360,14 +360,14 @@ public final class DownloadManager: Sendable {
         if launchSeen.load(ordering: .relaxed) { return true }
         guard
             AppLaunchRecord.firstLaunch(containerPath: container.path) != nil
-                || (try? container.meta("launched")) == "1"
+                || (try? container.meta(.launched)) == "1"
         else { return false }
         launchSeen.store(true, ordering: .relaxed)
         return true
     }
 
     func used(_ essential: Bool) -> UInt64 {
-        (try? container.meta(essential ? "usedEssential" : "used")).flatMap { $0.flatMap(UInt64.init) } ?? 0
+        (try? container.meta(essential ? .usedEssential : .used)).flatMap { $0.flatMap(UInt64.init) } ?? 0
     }
 
     /// Counts bytes fetched outside this manager (such as a manifest the agent fetched) against
@@ -375,7 +375,7 @@ public final class DownloadManager: Sendable {
     public func countTowardsAllowance(bytes: UInt64, essential: Bool) throws {
         guard restrictions?.appliesBeforeFirstLaunch == true, !launched else { return }
         try container.setMeta(
-            essential ? "usedEssential" : "used", String(CheckedInteger.saturatingAdd(used(essential), bytes)))
+            essential ? .usedEssential : .used, String(CheckedInteger.saturatingAdd(used(essential), bytes)))
     }
 
     /// Before the app's first launch, whether `url`'s host may be contacted: Apple's
@@ -401,13 +401,15 @@ public final class DownloadManager: Sendable {
     /// Apple counts the manifest download.
     public func countCatalogFetch() throws {
         guard restrictions?.appliesBeforeFirstLaunch == true, !launched,
-            let text = try container.meta("catalogEnvelope"), let envelope = Data(base64Encoded: text)
+            let text = try container.meta(.catalogEnvelope), let envelope = Data(base64Encoded: text)
         else { return }
         try countTowardsAllowance(bytes: UInt64(envelope.count), essential: false)
     }
 
     func installed(_ essential: Bool) -> UInt64 {
-        (try? container.meta(essential ? "installedEssential" : "installed")).flatMap { $0.flatMap(UInt64.init) } ?? 0
+        (try? container.meta(essential ? .installedEssentialBytes : .installedBytes)).flatMap {
+            $0.flatMap(UInt64.init)
+        } ?? 0
     }
 
     /// What remains of the allowance before the first launch (nil when downloads are not
@@ -458,7 +460,9 @@ public final class DownloadManager: Sendable {
     }
 
     /// The `meta` key of the bytes of finished downloads of one kind.
-    static func installedBytesKey(essential: Bool) -> String { essential ? "installedEssential" : "installed" }
+    static func installedBytesKey(essential: Bool) -> StateKey {
+        essential ? .installedEssentialBytes : .installedBytes
+    }
 
     /// The bytes of finished downloads of one kind (0 for a stored value that is not a count).
     static func installedBytes(_ tx: StateTransaction, essential: Bool) throws -> UInt64 {

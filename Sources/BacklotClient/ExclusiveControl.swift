@@ -32,26 +32,10 @@ final class ExclusiveControl: Sendable {
     private init(layout: ContainerLayout) { self.layout = layout }
 
     func run<T>(_ body: () throws -> T) throws -> T {
-        let me = pthread_self()
-        let reentered = owner.withLock { o -> Bool in
-            guard let current = o, pthread_equal(current.thread, me) != 0 else { return false }
-            o = (me, current.depth + 1)
-            return true
-        }
-        if reentered {
-            defer { owner.withLock { o in o = o.map { ($0.thread, $0.depth - 1) } } }
-            return try body()
-        }
+        if let again = reentered(body) { return try again.get() }
         var result: Result<T, any Error>?
         try turn.withLock { held in
-            held = try layout.acquire(.exclusiveControl, waiting: true)
-            owner.withLock { $0 = (me, 1) }
-            defer {
-                owner.withLock { $0 = nil }
-                held?.release()
-                held = nil
-            }
-            result = Result { try body() }
+            result = holding(try layout.acquire(.exclusiveControl, waiting: true), in: &held, body)
         }
         return try result!.get()
     }
@@ -59,32 +43,43 @@ final class ExclusiveControl: Sendable {
     /// Like ``run(_:)``, giving up at `deadline` (a deadline now or past makes one attempt).
     /// - Returns: nil when the lock was not acquired in time, else what `body` returned.
     func run<T>(before deadline: Date, _ body: () throws -> T) throws -> T? {
-        let me = pthread_self()
-        let reentered = owner.withLock { o -> Bool in
-            guard let current = o, pthread_equal(current.thread, me) != 0 else { return false }
-            o = (me, current.depth + 1)
-            return true
-        }
-        if reentered {
-            defer { owner.withLock { o in o = o.map { ($0.thread, $0.depth - 1) } } }
-            return try body()
-        }
+        if let again = reentered(body) { return try again.get() }
         while true {
             var result: Result<T, any Error>?
             try turn.withLockIfAvailable { held in
                 guard let lock = try layout.acquire(.exclusiveControl, waiting: false) else { return }
-                held = lock
-                owner.withLock { $0 = (me, 1) }
-                defer {
-                    owner.withLock { $0 = nil }
-                    held?.release()
-                    held = nil
-                }
-                result = Result { try body() }
+                result = holding(lock, in: &held, body)
             }
             if let result { return try result.get() }
             if Date() >= deadline { return nil }
             usleep(5_000)
         }
+    }
+
+    /// `body`'s outcome when this thread holds the control already (a handler calling again), or
+    /// nil when it does not.
+    private func reentered<T>(_ body: () throws -> T) -> Result<T, any Error>? {
+        let me = pthread_self()
+        let again = owner.withLock { o -> Bool in
+            guard let current = o, pthread_equal(current.thread, me) != 0 else { return false }
+            o = (me, current.depth + 1)
+            return true
+        }
+        guard again else { return nil }
+        defer { owner.withLock { o in o = o.map { ($0.thread, $0.depth - 1) } } }
+        return Result { try body() }
+    }
+
+    /// Runs `body` holding `lock` (kept in `held` meanwhile, with this thread as the owner), then releases it.
+    private func holding<T>(_ lock: FileLock?, in held: inout FileLock?, _ body: () throws -> T) -> Result<T, any Error>
+    {
+        held = lock
+        owner.withLock { $0 = (pthread_self(), 1) }
+        defer {
+            owner.withLock { $0 = nil }
+            held?.release()
+            held = nil
+        }
+        return Result { try body() }
     }
 }

@@ -9,7 +9,7 @@ import BacklotStore
 /// ```swift
 /// let store = try StateStore(layout: ContainerLayout(root: container))
 /// let installed = try store.read { try $0.installedReleases() }
-/// try store.transaction { tx in try tx.setValue("7", forKey: "catalogVersion") }
+/// try store.transaction { tx in try tx.setValue("7", forKey: .catalogVersion) }
 /// ```
 public struct StateStore: Sendable {
     /// The database, for the container's migrations test and nothing else.

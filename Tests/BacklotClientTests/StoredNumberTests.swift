@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotContainer
 import BacklotStore
 import BacklotTestSupport
 import Foundation
@@ -58,12 +59,12 @@ import Testing
         }
         #expect(m.pauseAgain("r") == false)
         // Bytes used at UInt64.max: more bytes saturate, and the allowance left is 0.
-        try m.container.setMeta("used", String(UInt64.max))
+        try m.container.setMeta(.used, String(UInt64.max))
         try m.countTowardsAllowance(bytes: 10, essential: false)
         #expect(m.used(false) == .max)
         #expect(m.remainingAllowance(essential: false) == 0)
         // Installed bytes at UInt64.max: a download of any size is over BAMaxInstallSize, reported without a trap.
-        try m.container.setMeta("installed", String(UInt64.max))
+        try m.container.setMeta(.installedBytes, String(UInt64.max))
         let capped = try manager(
             dir,
             restrictions: DownloadRestrictions(

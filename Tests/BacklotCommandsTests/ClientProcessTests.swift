@@ -16,7 +16,7 @@ import Glibc
 /// `backlot fetch` as a real process: kill -9 in the middle of an install, then a restart that
 /// completes with identical files and fetches only what was missing; two processes at once.
 @Suite(.serialized) struct ClientProcessTests {
-    final class Setup: @unchecked Sendable {
+    final class Setup: FetchProcessSetup, @unchecked Sendable {
         let dir: TemporaryDirectory
         let repository: Repository
         let server: HTTPServer
@@ -70,30 +70,6 @@ import Glibc
         deinit {
             server.stop(grace: 0)
             dir.remove()
-        }
-
-        func fetch(container: String) throws -> Process {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: ProcessTests.binary)
-            p.arguments = [
-                "fetch", "--catalog", "http://127.0.0.1:\(server.port)/v1/apps/a/internal/catalog.json",
-                "--trust", repository.directory.publicKeyPath, "--container", dir.at(container), "--json",
-            ]
-            p.standardOutput = Pipe()
-            p.standardError = FileHandle(forWritingAtPath: "/dev/stderr") ?? FileHandle.nullDevice
-            try p.run()
-            return p
-        }
-
-        func report(_ p: Process) -> String {
-            String(decoding: (p.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        }
-
-        func doneChunks(_ container: String) -> Int {
-            guard FileSystem.exists(dir.at(container) + "/state.sqlite"),
-                let db = try? Database(path: dir.at(container) + "/state.sqlite")
-            else { return 0 }
-            return Int((try? db.read { try $0.query("SELECT COUNT(*) AS n FROM chunks_done") })?.first?["n"]?.int ?? 0)
         }
     }
 
