@@ -290,8 +290,11 @@ struct ServeCommand: Command {
         done.wait()
         notifier?.stopping()
         io.out("Stopping: letting requests in flight finish…\n")
-        timer.cancel()
+        // Nothing of the server may still run when the process exits: exit() tears down OpenSSL,
+        // which libcurl and libpq on another thread would still be using.
+        timer.cancelAndWait()
         server.stop(grace: 5)
+        repository.stopProcessing()
         repository.releaseLease(Repository.resigningLease)
         io.out("Stopped.\n")
     }

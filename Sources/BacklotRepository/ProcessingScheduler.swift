@@ -25,6 +25,7 @@ final class ProcessingScheduler: Sendable {
         var runningApps: Set<String> = []
         var running: [Int64: Flag] = [:]
         var workers = 0
+        var stopping = false
     }
 
     private let state = Mutex(State())
@@ -41,6 +42,7 @@ final class ProcessingScheduler: Sendable {
     func schedule(versionID: Int64, app: String, work: @escaping @Sendable (Flag) -> Void) {
         idle.enter()
         let (queued, startWorker) = state.withLock { s -> (Bool, Bool) in
+            if s.stopping { return (false, false) }
             if s.running[versionID] != nil || s.queues[app]?.contains(where: { $0.id == versionID }) == true {
                 return (false, false)
             }
@@ -76,6 +78,25 @@ final class ProcessingScheduler: Sendable {
 
     /// Waits until nothing is queued or running.
     func waitUntilIdle() { idle.wait() }
+
+    /// Whether ``stop()`` was called: a job that finds its flag set then was interrupted, not
+    /// cancelled, and leaves its version for another server or the next start.
+    var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// Stops for good (the server is stopping): drops what is queued, tells what runs to stop,
+    /// waits for it, and schedules nothing more.
+    func stop() {
+        let dropped = state.withLock { s -> Int in
+            s.stopping = true
+            for flag in s.running.values { flag.set() }
+            let count = s.queues.values.reduce(0) { $0 + $1.count }
+            s.queues = [:]
+            s.turns = []
+            return count
+        }
+        for _ in 0..<dropped { idle.leave() }
+        idle.wait()
+    }
 
     /// A worker: takes the next app's next job in turn until none can run.
     private func runJobs() {

@@ -368,6 +368,12 @@ extension Repository {
     /// Waits until queued processing is done (for tests and the CLI's synchronous paths).
     public func waitForProcessing() { scheduler.waitUntilIdle() }
 
+    /// Stops processing for good, before the server exits: queued versions are left queued in the
+    /// database, a running one stops at its next chunk and is left `PROCESSING` without an owner,
+    /// so that the next start, or another server sharing the database, takes each up again.
+    /// Returns when no processing runs.
+    public func stopProcessing() { scheduler.stop() }
+
     /// Observes processing outcomes (for metrics).
     public func onProcessed(_ observer: @escaping @Sendable (String) -> Void) {
         processingObserver.withLock { $0 = observer }
@@ -376,7 +382,8 @@ extension Repository {
     /// Queues a version's processing behind its app's other uploads; apps take turns. The job
     /// first claims the version's lease: when another server holds it, this one leaves it alone;
     /// while processing, the lease is renewed, and a lease lost (this server was too slow to
-    /// renew it and another took over) stops the processing without touching the version.
+    /// renew it and another took over) stops the processing without touching the version, as
+    /// ``stopProcessing()`` does.
     func scheduleProcessing(versionID: Int64, app: String) {
         scheduler.schedule(versionID: versionID, app: app) { [self] flag in
             let started = ContinuousClock.now
@@ -386,13 +393,18 @@ extension Repository {
                 if (try? renewVersionLease(versionID)) == false { flag.set() }
             }
             defer {
-                renewal.cancel()
+                renewal.cancelAndWait()  // no renewal after the release, nor while the process exits
                 releaseVersionLease(versionID, state: nil)
             }
             let outcome: String
             do {
                 try process(versionID: versionID, isCancelled: { flag.isSet })
                 outcome = "complete"
+            } catch let error as BacklotError where error.code == .cancelled && scheduler.isStopping {
+                outcome = "interrupted"
+                log(
+                    "processing of \(app) version row \(versionID) stopped with the server: the next start (or another server) takes it up again"
+                )
             } catch {
                 let cancelled = (error as? BacklotError)?.code == .cancelled
                 let reason = Self.clientReason(for: error)

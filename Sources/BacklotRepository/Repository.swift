@@ -47,7 +47,7 @@ public final class Repository: Sendable {
     let scheduler: ProcessingScheduler
     /// Storing a blob and collecting garbage exclude each other (a new blob is never taken for garbage).
     let blobLock = Mutex(())
-    /// Called with "complete", "failed" or "cancelled" after each processing.
+    /// Called with "complete", "failed", "cancelled" or "interrupted" (the server stopped) after each processing.
     let processingObserver = Mutex<(@Sendable (String) -> Void)?>(nil)
     /// Called with the outcome and the seconds it took, after each processing (for the metrics' histogram).
     let processingTimeObserver = Mutex<(@Sendable (String, Double) -> Void)?>(nil)

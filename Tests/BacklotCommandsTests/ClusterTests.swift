@@ -210,7 +210,8 @@ import Glibc
         }
         #expect(try c.s3.headObject(bucket: c.bucket, key: "c/blobs/\(sha).pack") != nil)
         #expect(try c.s3.listAllObjects(bucket: c.bucket, prefix: "c/uploads/").isEmpty)
-        #expect(a.terminate() == 0 && b.terminate() == 0)
+        #expect(a.terminate() == 0, "\(a.ending)")
+        #expect(b.terminate() == 0, "\(b.ending)")
     }
 
     @Test(.enabled(if: PostgresCluster.isInstalled))

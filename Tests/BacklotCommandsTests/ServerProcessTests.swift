@@ -23,6 +23,9 @@ import Glibc
         let process = Process()
         let baseURL: String
         private let output = Pipe()
+        /// Where the server's standard error goes, for the message of a test that fails.
+        private let errorPath =
+            FileManager.default.temporaryDirectory.appendingPathComponent("backlot-serve-\(UUID().uuidString).log").path
 
         /// - Parameter environment: added to (or, with an empty value, removed from) this process's environment.
         init(data: String, tls: String = "off", arguments: [String]? = nil, environment: [String: String] = [:]) throws
@@ -35,7 +38,8 @@ import Glibc
                 process.environment = env
             }
             process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
+            _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: errorPath) ?? FileHandle.nullDevice
             try process.run()
             var text = ""
             let handle = output.fileHandleForReading
@@ -60,6 +64,17 @@ import Glibc
             process.waitUntilExit()
             return process.terminationStatus
         }
+
+        /// How the process ended and the end of what it wrote to standard error (once it has ended).
+        var ending: String {
+            let how =
+                process.terminationReason == .uncaughtSignal
+                ? "killed by signal \(process.terminationStatus)" : "exit status \(process.terminationStatus)"
+            let text = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
+            return how + "; standard error ends with:\n" + text.suffix(4000)
+        }
+
+        deinit { try? FileManager.default.removeItem(atPath: errorPath) }
     }
 
     func api(
@@ -99,13 +114,13 @@ import Glibc
         #expect(server.baseURL.hasPrefix("https://"))
         #expect(
             try HTTPClient(caFile: dir.at("ca.pem")).send("GET", server.baseURL + "v1/keys/root.json").status == 200)
-        #expect(server.terminate() == 0)
+        #expect(server.terminate() == 0, "\(server.ending)")
         // The same with --tls-cert and --tls-key.
         let again = try Server(
             data: dir.at("data"), arguments: ["--tls-cert", dir.at("cert.pem"), "--tls-key", dir.at("key.pem")])
         #expect(again.baseURL.hasPrefix("https://"))
         #expect(try HTTPClient(caFile: dir.at("ca.pem")).send("GET", again.baseURL + "v1/keys/root.json").status == 200)
-        #expect(again.terminate() == 0)
+        #expect(again.terminate() == 0, "\(again.ending)")
     }
 
     @Test func aTLSKeyOpenToEveryoneAndHalfAPairAreRefused() throws {
@@ -140,7 +155,7 @@ import Glibc
         defer { dir.remove() }
         let server = try Server(data: dir.at("data"))
         #expect(try HTTPClient().send("GET", server.baseURL + "v1/keys/root.json").status == 200)
-        #expect(server.terminate() == 0)
+        #expect(server.terminate() == 0, "\(server.ending)")
     }
 
     @Test func serveRemovesUploadsAbandonedForLongerThanItIsTold() throws {

@@ -168,6 +168,39 @@ import Testing
         #expect(metrics.contains("outcome=\"cancelled\"} 1"), "\(metrics)")
     }
 
+    @Test func processingStoppedWithTheServerIsTakenUpAtTheNextStart() throws {
+        let f = try Fixture()
+        // 2 GiB of file bytes from one chunk (seconds of hashing), and a small upload queued behind it.
+        try f.upload(
+            app: "a", pack: "Big", try CraftedPack.repeatedChunk(id: "Big", references: 512, correctDigest: true))
+        try f.upload(app: "a", pack: "Levels", try smallPack("Levels", seed: 4))
+        func versions(_ repository: Repository) throws -> [String] {
+            try repository.db.read {
+                try $0.query("SELECT pack, state, lease_owner FROM versions ORDER BY id").map {
+                    "\($0["pack"]?.string ?? "") \($0["state"]?.string ?? "") \($0["lease_owner"]?.string ?? "-")"
+                }
+            }
+        }
+        // Stopped while the big one is being processed (its lease is held) and the small one waits.
+        for _ in 0..<2000 where try versions(f.repository).first?.hasSuffix(" -") != false { usleep(5_000) }
+        #expect(try versions(f.repository).first?.hasPrefix("Big PROCESSING ") == true)
+        f.server.stop(grace: 0)
+        f.repository.stopProcessing()
+        #expect(f.outcomes.withLock { $0 } == ["interrupted"])
+        #expect(try versions(f.repository) == ["Big PROCESSING -", "Levels PROCESSING -"])
+        #expect(f.events.withLock { $0.contains { $0.contains("stopped with the server") } })
+        // Nothing more is scheduled once stopped.
+        #expect(try f.repository.takeOverAbandonedProcessing() == 2)
+        f.repository.waitForProcessing()
+        #expect(try versions(f.repository) == ["Big PROCESSING -", "Levels PROCESSING -"])
+
+        // The next start on the same data folder processes both.
+        let next = try Repository(directory: RepositoryDirectory(path: f.dir.at("data")))
+        #expect(try next.takeOverAbandonedProcessing() == 2)
+        next.waitForProcessing()
+        #expect(try versions(next) == ["Big COMPLETE -", "Levels COMPLETE -"])
+    }
+
     @Test func failedReasonsNameNoServerPath() throws {
         let f = try Fixture()
         var bytes = try smallPack("Levels", seed: 5)
