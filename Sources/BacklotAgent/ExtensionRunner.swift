@@ -73,7 +73,7 @@ struct ExtensionRunner: Sendable {
         defer { FileSystem.removeTree(dir) }
         let callPath = dir + "/call.json"
         let replyPath = dir + "/reply.json"
-        try Data(call.json.serialized().utf8).write(to: URL(fileURLWithPath: callPath))
+        try Data(try call.encoded()).write(to: URL(fileURLWithPath: callPath))
 
         var env = ProcessInfo.processInfo.environment
         env["BACKLOT_CONTAINER"] = containerPath
@@ -127,8 +127,7 @@ struct ExtensionRunner: Sendable {
                 hint: "an extension's main must be DownloaderExtension.main() (use @main on the struct)")
         }
         do {
-            return try ExtensionReply(
-                json: try JSONReader(source: replyPath).read(bytes).root, source: "the extension's answer")
+            return try ExtensionReply(decoding: bytes, source: "the extension's answer")
         } catch {
             throw BacklotError(.extensionFailed, "the extension's answer is not valid: \(error)", context: executable)
         }

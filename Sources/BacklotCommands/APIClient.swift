@@ -19,27 +19,64 @@ struct APIClient {
         http = HTTPClient(caFile: arguments[ServerOptions.ca])
     }
 
-    /// Calls a route; returns the parsed JSON body of a 2xx answer (or of a status in `accept`),
-    /// throws the server's error otherwise, with the server's context and hint.
+    /// A 2xx answer (or one of a status the call accepts): its status and body.
+    struct Answer {
+        let status: Int
+        let body: [UInt8]
+        let route: String
+
+        /// The body as `T`, through `JSONDecoder`.
+        /// - Throws: ``BacklotError/Code/io`` naming the field that is not what this backlot expects.
+        func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            do {
+                return try JSONDecoder().decode(T.self, from: Data(body))
+            } catch let error as DecodingError {
+                var what = error.explained
+                // The toolchain's decoder reports a number that does not fit its field (a negative
+                // size, a fraction, 2^64) as JSON that does not parse, with no field named.
+                if case .dataCorrupted(let c) = error, c.codingPath.isEmpty,
+                    (try? JSONReader(source: route, allowsComments: false, allowsTrailingCommas: false).read(body))
+                        != nil
+                {
+                    what = "a number in it does not fit its field (negative, fractional or too large)"
+                }
+                throw BacklotError(
+                    .io, "the server's answer is not what this backlot expects: \(what)", context: route,
+                    hint: "is it a Backlot server of the same version? (backlot --version)")
+            }
+        }
+    }
+
+    /// The error object of an answer that is not 2xx (docs/protocol.md).
+    private struct ErrorAnswer: Decodable {
+        struct Body: Decodable {
+            let code: String?
+            let message: String?
+            let context: String?
+            let hint: String?
+        }
+        let error: Body?
+    }
+
+    /// Calls a route with `json` (encoded with `JSONEncoder`) or `body`; returns a 2xx answer (or
+    /// one of a status in `accept`), throws the server's error otherwise, with its context and hint.
     @discardableResult
     func call(
-        _ method: String, _ path: String, json: JSONNode? = nil, accept: Set<Int> = [], body: HTTPClient.Body? = nil,
-        headers: [String: String] = [:], progress: (@Sendable (UInt64, UInt64) -> Void)? = nil
-    ) throws -> (status: Int, json: JSONNode) {
+        _ method: String, _ path: String, json: (any Encodable)? = nil, accept: Set<Int> = [],
+        body: HTTPClient.Body? = nil, headers: [String: String] = [:],
+        progress: (@Sendable (UInt64, UInt64) -> Void)? = nil
+    ) throws -> Answer {
         var h = headers
         h["Authorization"] = "Bearer \(token)"
         var payload = body
         if let json {
             h["Content-Type"] = "application/json"
-            payload = .bytes(Array(json.serialized().utf8))
+            payload = .bytes(Array(try JSONEncoder().encode(json)))
         }
         let r = try http.send(method, server + path, headers: h, body: payload, progress: progress)
-        let parsed =
-            (try? JSONReader(source: "response", allowsComments: false, allowsTrailingCommas: false).read(r.body).root)
-            ?? .null
         guard (200..<300).contains(r.status) || accept.contains(r.status) else {
-            let error = parsed["error"]
-            let message = error?["message"]?.stringValue ?? r.text
+            let error = (try? JSONDecoder().decode(ErrorAnswer.self, from: Data(r.body)))?.error
+            let message = error?.message ?? r.text
             let kind: BacklotError.Code =
                 switch r.status {
                 case 400, 422: .invalidInput
@@ -52,19 +89,24 @@ struct APIClient {
                 }
             // The server's own code (fourEyes, unauthorized, …) is kept for 4xx answers, with the
             // exit status of its kind; a server that cannot answer now is `unavailable`, whatever it says.
-            let serverCode = error?["code"]?.stringValue.flatMap { $0.isEmpty || $0.count > 64 ? nil : $0 }
+            let serverCode = error?.code.flatMap { $0.isEmpty || $0.count > 64 ? nil : $0 }
             let code =
                 (400..<500).contains(r.status) && serverCode != nil
                 ? BacklotError.Code(serverCode!, isInvalidInput: kind.isInvalidInput) : kind
             let hint =
-                error?["hint"]?.stringValue
-                ?? (r.status == 401 ? "check the token (--token-file, $BACKLOT_TOKEN or the profile)" : nil)
+                error?.hint ?? (r.status == 401 ? "check the token (--token-file, $BACKLOT_TOKEN or the profile)" : nil)
             throw BacklotError(
-                code, "the server answered \(r.status): \(message)",
-                context: error?["context"]?.stringValue ?? "\(method) \(path)",
+                code, "the server answered \(r.status): \(message)", context: error?.context ?? "\(method) \(path)",
                 hint: hint)
         }
-        return (r.status, parsed)
+        return Answer(status: r.status, body: r.body, route: "\(method) \(path)")
+    }
+
+    /// Calls a route and decodes its 2xx answer as `T` (``call(_:_:json:accept:body:headers:progress:)``).
+    func call<T: Decodable>(
+        _ method: String, _ path: String, json: (any Encodable)? = nil, as type: T.Type
+    ) throws -> T {
+        try call(method, path, json: json).decode(T.self)
     }
 
     static func segment(_ s: String) -> String {

@@ -1,22 +1,9 @@
 import BacklotBasics
-import BacklotJSON
 
 /// On or off, as `--four-eyes on|off` spells it.
 enum Switch: String, ArgumentValue, CaseIterable {
     case on, off
     var isOn: Bool { self == .on }
-}
-
-/// The app object of `--json` output: `{"app","created","fourEyes","quotaBytes"}` (an older server
-/// sends the ID alone, or no quota).
-func appJSON(_ a: JSONNode) -> JSONNode {
-    if let id = a.stringValue {
-        return .object(["app": .string(id), "created": .null, "fourEyes": .null, "quotaBytes": .null])
-    }
-    return .object([
-        "app": RemoteJSON.string(a["id"]), "created": RemoteJSON.string(a["created"]),
-        "fourEyes": RemoteJSON.value(a["fourEyes"]), "quotaBytes": RemoteJSON.number(a["quotaBytes"]),
-    ])
 }
 
 /// `backlot apps create APP [--four-eyes]`.
@@ -32,12 +19,14 @@ struct AppsCreateCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments.positionals[0]
-        let body: JSONNode =
-            arguments[fourEyes]
-            ? .object(["id": .string(app), "fourEyes": .bool(true)]) : .object(["id": .string(app)])
-        let r = try api.call("POST", "/api/apps", json: body)
+        struct Body: Encodable {
+            let id: String
+            let fourEyes: Bool?
+        }
+        let created = try api.call(
+            "POST", "/api/apps", json: Body(id: app, fourEyes: arguments[fourEyes] ? true : nil), as: RemoteApp.self)
         if arguments[jsonFlag] {
-            io.out(appJSON(r.json).prettyPrinted() + "\n")
+            try io.outJSON(created)
         } else {
             io.out(
                 "Created app \(app)\(arguments[fourEyes] ? " (four-eyes: a request cannot be approved by the token that made it)" : "").\n"
@@ -56,15 +45,14 @@ struct AppsListCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
-        let apps = (try api.call("GET", "/api/apps").json["apps"]?.arrayElements ?? []).map(appJSON)
+        let list = try api.call("GET", "/api/apps", as: RemoteApp.List.self)
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["apps": .array(apps)]).prettyPrinted() + "\n")
+            try io.outJSON(list)
             return
         }
-        if apps.isEmpty { io.out("No apps yet (backlot apps create APP).\n") }
-        for a in apps {
-            let eyes = a["fourEyes"].map { RemoteJSON.text($0) == "yes" ? "four-eyes" : "-" } ?? "-"
-            io.out("\(a["app"]?.stringValue ?? "?")\tcreated \(RemoteJSON.text(a["created"]))\t\(eyes)\n")
+        if list.apps.isEmpty { io.out("No apps yet (backlot apps create APP).\n") }
+        for a in list.apps {
+            io.out("\(a.app)\tcreated \(a.created ?? "-")\t\(a.fourEyes == true ? "four-eyes" : "-")\n")
         }
     }
 }
@@ -84,9 +72,11 @@ struct AppsSetCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments.positionals[0]
-        let r = try api.call("PATCH", APIClient.app(app), json: .object(["fourEyes": .bool(arguments[fourEyes].isOn)]))
+        struct Body: Encodable { let fourEyes: Bool }
+        let changed = try api.call(
+            "PATCH", APIClient.app(app), json: Body(fourEyes: arguments[fourEyes].isOn), as: RemoteApp.self)
         if arguments[jsonFlag] {
-            io.out(appJSON(r.json).prettyPrinted() + "\n")
+            try io.outJSON(changed)
         } else {
             io.out("\(app): four-eyes \(arguments[fourEyes].rawValue).\n")
         }

@@ -21,24 +21,22 @@ struct AuditCommand: Command {
         var query = ["limit=\(arguments[limit])"]
         if let app = arguments[app] { query.append("app=\(APIClient.segment(app))") }
         if let action = arguments[action] { query.append("action=\(APIClient.segment(action))") }
-        let r = try api.call("GET", "/api/audit?" + query.joined(separator: "&"))
-        let entries = r.json["entries"]?.arrayElements ?? []
+        let list = try api.call("GET", "/api/audit?" + query.joined(separator: "&"), as: RemoteAuditEntry.List.self)
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["entries": .array(entries)]).prettyPrinted() + "\n")
+            try io.outJSON(list)
             return
         }
-        if entries.isEmpty { io.out("No audit entries.\n") }
-        for e in entries {
-            let actor = e["actor"]
-            var who = actor?["label"]?.stringValue ?? "?"
-            if who.isEmpty { who = "token \(RemoteJSON.text(actor?["tokenId"]))" }
-            var line = "\(e["time"]?.stringValue ?? "?")\t\(who) (\(actor?["role"]?.stringValue ?? "?"))"
-            line += "\t\(e["action"]?.stringValue ?? "?")"
-            var target = e["app"]?.stringValue ?? ""
-            if let pack = e["pack"]?.stringValue { target += "/" + pack }
-            if let v = e["version"], v.kind != .null { target += " v\(RemoteJSON.text(v))" }
+        if list.entries.isEmpty { io.out("No audit entries.\n") }
+        for e in list.entries {
+            let who = e.actor.label.isEmpty ? "token \(RemoteNumber.text(e.actor.tokenId))" : e.actor.label
+            var line = "\(e.time)\t\(who) (\(e.actor.role))\t\(e.action)"
+            var target = e.app ?? ""
+            if let pack = e.pack { target += "/" + pack }
+            if let v = e.version { target += " v\(v)" }
             if !target.isEmpty { line += "\t" + target }
-            let details = (e["details"]?.objectMembers ?? []).map { "\($0.key)=\($0.value.stringValue ?? "")" }
+            let details = e.details.sorted { $0.key < $1.key }.map {
+                "\($0.key)=\($0.value.stringValue ?? $0.value.serialized())"
+            }
             if !details.isEmpty { line += "\t" + details.joined(separator: " ") }
             io.out(Self.printable(line) + "\n")
         }

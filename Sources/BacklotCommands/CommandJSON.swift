@@ -56,3 +56,18 @@ struct NullWhenAbsent<Value: Encodable>: Encodable {
         if let wrappedValue { try c.encode(wrappedValue) } else { try c.encodeNil() }
     }
 }
+
+/// Read back (the management API's answers use the same types): `null` or an absent key is nil.
+extension NullWhenAbsent: Decodable where Value: Decodable {
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        self.init(wrappedValue: c.decodeNil() ? nil : try c.decode(Value.self))
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// An absent key decodes as nil (the synthesized decoder would throw `keyNotFound`).
+    func decode<T: Decodable>(_ type: NullWhenAbsent<T>.Type, forKey key: Key) throws -> NullWhenAbsent<T> {
+        NullWhenAbsent(wrappedValue: try decodeIfPresent(T.self, forKey: key))
+    }
+}

@@ -36,7 +36,14 @@ struct UploadCommand: Command {
         let json = arguments[jsonFlag]
         let id: String
         let size: UInt64
-        var versionBody: [JSONMember]
+        /// `POST …/versions`: what the server is told of the archive before it is sent.
+        struct NewVersion: Encodable {
+            let size: UInt64
+            var format: String? = nil
+            var manifest: JSONNode? = nil
+            var archiveSHA256 = ""
+        }
+        var versionBody: NewVersion
         if path.hasSuffix(".aar") {
             // An Apple Archive from ba-package: stored as is; its manifest says what it is.
             guard let manifestPath = arguments[manifest] else {
@@ -47,32 +54,28 @@ struct UploadCommand: Command {
             id = manifest.assetPackID.rawValue
             let text = try String(contentsOfFile: manifestPath, encoding: .utf8)
             let node = try JSONReader(source: manifestPath).read(text).root
-            versionBody = [
-                JSONMember(key: "size", value: .number(size)), JSONMember(key: "format", value: .string("aar")),
-                JSONMember(key: "manifest", value: node),
-            ]
+            versionBody = NewVersion(size: size, format: "aar", manifest: node)
         } else {
             let pack = try PackReader(path: path)  // checks header and index before sending anything
             id = pack.index.metadata.assetPackID.rawValue
             size = pack.fileSize
-            versionBody = [JSONMember(key: "size", value: .number(size))]
+            versionBody = NewVersion(size: size)
         }
-        let digest = try SHA256.hash(fileAt: path).hex
-        versionBody.append(JSONMember(key: "archiveSHA256", value: .string(digest)))
+        versionBody.archiveSHA256 = try SHA256.hash(fileAt: path).hex
         let base = "\(APIClient.app(app))/packs"
-        try api.call("POST", base, json: .object(["id": .string(id)]), accept: [409])
+        struct NewPack: Encodable { let id: String }
+        try api.call("POST", base, json: NewPack(id: id), accept: [409])
         let versions = "\(base)/\(APIClient.segment(id))/versions"
-        let created = try api.call("POST", versions, json: JSONNode(.object(versionBody)))
-        guard let number = created.json["version"]?.integer(as: Int.self) else {
-            throw BacklotError(.io, "the server did not say which version it created")
-        }
+        let answer = try api.call("POST", versions, json: versionBody)
+        let created = try answer.decode(RemoteVersion.self)
+        let number = created.version
         var offset: UInt64 = 0
         var outcome = "created"
-        if created.status == 200 {
+        if answer.status == 200 {
             // A version with this archive exists: continue its upload, or say which version it is.
-            let state = created.json["state"]?.stringValue ?? "?"
+            let state = created.state
             if state == "AWAITING_UPLOAD" {
-                offset = min(size, created.json["received"]?.integer(as: UInt64.self) ?? 0)
+                offset = min(size, created.receivedBytes ?? 0)
                 let percent = size == 0 ? 0 : Int(Double(offset) / Double(size) * 100)
                 note(
                     "resuming version \(number) at \(percent) % (\(ByteCount.format(offset)) of \(ByteCount.format(size)) are on the server)",
@@ -104,12 +107,10 @@ struct UploadCommand: Command {
                 // the upload still held by a server that stopped (409 until its lease runs out):
                 // ask where the upload is and go on from there, backing off up to 3 s a try.
                 attempts += 1
-                let status = try api.call("GET", "\(versions)/\(number)")
+                let status = try api.call("GET", "\(versions)/\(number)", as: RemoteVersion.self)
                 // The whole archive arrived, only the answer was lost: processing has it.
-                if ["PROCESSING", "COMPLETE", "FAILED"].contains(status.json["state"]?.stringValue ?? "") { break }
-                guard status.json["state"]?.stringValue == "AWAITING_UPLOAD",
-                    let received = status.json["received"]?.integer(as: UInt64.self)
-                else { throw e }
+                if ["PROCESSING", "COMPLETE", "FAILED"].contains(status.state) { break }
+                guard status.state == "AWAITING_UPLOAD", let received = status.receivedBytes else { throw e }
                 note("upload interrupted (\(e.message)); resuming at byte \(received)", io: io)
                 offset = received
                 usleep(useconds_t(min(200_000 * attempts, 3_000_000)))
@@ -121,36 +122,41 @@ struct UploadCommand: Command {
     }
 
     /// Polls the version until processing is over (saying so on standard error while it waits).
-    static func waitForProcessing(api: APIClient, path: String, wait: Bool, io: any CommandIO) throws -> JSONNode {
-        guard wait else { return try api.call("GET", path).json }
+    static func waitForProcessing(api: APIClient, path: String, wait: Bool, io: any CommandIO) throws -> RemoteVersion {
+        guard wait else { return try api.call("GET", path, as: RemoteVersion.self) }
         // Said before the first look, so that it is said whether processing takes a second or an hour.
         note("verifying on the server…", io: io)
-        var info = try api.call("GET", path).json
-        while info["state"]?.stringValue == "PROCESSING" || info["state"]?.stringValue == "AWAITING_UPLOAD" {
+        var info = try api.call("GET", path, as: RemoteVersion.self)
+        while info.state == "PROCESSING" || info.state == "AWAITING_UPLOAD" {
             usleep(100_000)
-            info = try api.call("GET", path).json
+            info = try api.call("GET", path, as: RemoteVersion.self)
         }
         return info
     }
 
     /// - Parameter outcome: `created` (a new version), `resumed` (an unfinished upload continued) or `existing` (an identical archive's version).
     static func report(
-        _ info: JSONNode, app: String, pack: String, number: Int, outcome: String, json: Bool, io: any CommandIO
+        _ info: RemoteVersion, app: String, pack: String, number: Int, outcome: String, json: Bool, io: any CommandIO
     ) throws {
         if json {
-            var node = RemoteJSON.version(info)
-            if case .object(let members) = node.kind {
-                node = JSONNode(.object(members + [JSONMember(key: "outcome", value: .string(outcome))]))
+            /// The version, with `outcome` beside its fields.
+            struct Output: Encodable {
+                let version: RemoteVersion
+                let outcome: String
+                enum Keys: CodingKey { case outcome }
+                func encode(to encoder: any Encoder) throws {
+                    try version.encode(to: encoder)
+                    var c = encoder.container(keyedBy: Keys.self)
+                    try c.encode(outcome, forKey: .outcome)
+                }
             }
-            io.out(node.prettyPrinted() + "\n")
+            try io.outJSON(Output(version: info, outcome: outcome))
         } else {
-            io.out(
-                "\(app)/\(pack) version \(number): \(info["state"]?.stringValue ?? "?")\(info["reason"]?.stringValue.map { " (\($0))" } ?? "")\n"
-            )
+            io.out("\(app)/\(pack) version \(number): \(info.state)\(info.reason.map { " (\($0))" } ?? "")\n")
         }
-        if info["state"]?.stringValue == "FAILED" {
+        if info.state == "FAILED" {
             throw BacklotError(
-                .checkFailed, "processing failed: \(info["reason"]?.stringValue ?? "no reason given")",
+                .checkFailed, "processing failed: \(info.reason ?? "no reason given")",
                 context: "\(app)/\(pack)/\(number)")
         }
     }
@@ -181,27 +187,37 @@ struct ReleaseCommand: Command {
         let pack = arguments[PackOptions.pack]
         let channel = arguments[PackOptions.channel].rawValue
         let version = arguments[PackOptions.version]
-        var body: [JSONMember] = [
-            JSONMember(key: "pack", value: .string(pack)), JSONMember(key: "version", value: .number(version)),
-            JSONMember(key: "channel", value: .string(channel)),
-        ]
-        if let r = arguments[rollout] { body.append(JSONMember(key: "rollout", value: .number(r))) }
+        struct Body: Encodable {
+            let pack: String
+            let version: Int
+            let channel: String
+            let rollout: Double?
+            var dryRun: Bool? = nil
+        }
+        var body = Body(pack: pack, version: version, channel: channel, rollout: arguments[rollout])
         if arguments[dryRun] {
-            body.append(JSONMember(key: "dryRun", value: .bool(true)))
-            let plan = try api.call("POST", "\(APIClient.app(app))/releases", json: JSONNode(.object(body))).json
-            try printPlan(plan, app: app, json: arguments[jsonFlag], io: io)
+            body.dryRun = true
+            var plan = try api.call("POST", "\(APIClient.app(app))/releases", json: body, as: RemoteReleasePlan.self)
+            plan.app = app
+            try printPlan(plan, json: arguments[jsonFlag], io: io)
             return
         }
-        let r = try api.call("POST", "\(APIClient.app(app))/releases", json: JSONNode(.object(body)))
-        let request = r.json["request"]
+        struct Answer: Decodable { let request: RemoteReleaseRequest? }
+        let request = try api.call("POST", "\(APIClient.app(app))/releases", json: body, as: Answer.self).request
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "app": .string(app), "pack": .string(pack), "version": .number(version),
-                    "channel": .string(channel),
-                    "released": .bool(request == nil), "request": request.map(RemoteJSON.request) ?? .null,
-                ]).prettyPrinted() + "\n")
-        } else if let id = request?["id"]?.integer(as: Int.self) {
+            struct Output: Encodable {
+                let app: String
+                let pack: String
+                let version: Int
+                let channel: String
+                let released: Bool
+                @NullWhenAbsent var request: RemoteReleaseRequest?
+            }
+            try io.outJSON(
+                Output(
+                    app: app, pack: pack, version: version, channel: channel, released: request == nil,
+                    request: request))
+        } else if let id = request?.id {
             io.out(
                 "Release request \(id): \(app)/\(pack) version \(version) to \(channel) awaits a reviewer (backlot approve --app \(app) --request \(id), or --pack \(pack) --channel \(channel))\n"
             )
@@ -213,38 +229,19 @@ struct ReleaseCommand: Command {
 }
 
 extension ReleaseCommand {
-    /// The dry run's catalog change: `{"dryRun","needsApproval","change":{"channel","pack","from","to","catalogVersion"}}`.
-    static func printPlan(_ plan: JSONNode, app: String, json: Bool, io: any CommandIO) throws {
-        let change = plan["change"]
-        let from = change?["from"]
-        let to = change?["to"]
-        func side(_ s: JSONNode?) -> JSONNode {
-            .object([
-                "version": RemoteJSON.number(s?["version"]), "rolloutPercent": RemoteJSON.number(s?["rolloutPercent"]),
-            ])
-        }
+    /// The dry run's catalog change (``RemoteReleasePlan``).
+    static func printPlan(_ plan: RemoteReleasePlan, json: Bool, io: any CommandIO) throws {
         if json {
-            io.out(
-                JSONNode.object([
-                    "dryRun": .bool(true), "app": .string(app),
-                    "needsApproval": RemoteJSON.value(plan["needsApproval"]),
-                    "channel": RemoteJSON.string(change?["channel"]), "pack": RemoteJSON.string(change?["pack"]),
-                    "from": side(from), "to": side(to), "catalogVersion": RemoteJSON.number(change?["catalogVersion"]),
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(plan)
             return
-        }
-        func text(_ s: JSONNode?) -> String {
-            guard let v = s?["version"], v.kind != .null else { return "nothing" }
-            let p = s?["rolloutPercent"].flatMap { $0.kind == .null ? nil : RemoteJSON.text($0) }
-            return "version \(RemoteJSON.text(v))" + (p.map { " at \($0) %" } ?? " for every device")
         }
         io.out(
             """
-            Dry run, nothing changed: \(app)/\(change?["pack"]?.stringValue ?? "?") on \(change?["channel"]?.stringValue ?? "?")
-              from            \(text(from))
-              to              \(text(to))
-              catalog version \(RemoteJSON.text(change?["catalogVersion"]))
-              needs approval  \(RemoteJSON.text(plan["needsApproval"]))
+            Dry run, nothing changed: \(plan.app)/\(plan.pack) on \(plan.channel)
+              from            \(plan.from.text)
+              to              \(plan.to.text)
+              catalog version \(plan.catalogVersion)
+              needs approval  \(plan.needsApproval ? "yes" : "no")
 
             """)
     }
@@ -281,14 +278,11 @@ struct ApproveCommand: Command {
             throw BacklotError(
                 .usage, "give --request N, or --pack ID and --channel CHANNEL", context: "backlot \(command)")
         }
-        let list =
-            try api.call("GET", "\(APIClient.app(app))/releases?channel=\(channel)&status=pending").json["releases"]?
-            .arrayElements ?? []
-        let pending = list.filter {
-            $0["pack"]?.stringValue == pack && $0["channel"]?.stringValue == channel
-                && $0["status"]?.stringValue == "pending"
-        }
-        guard let only = pending.first?["id"]?.integer(as: Int.self) else {
+        let list = try api.call(
+            "GET", "\(APIClient.app(app))/releases?channel=\(channel)&status=pending",
+            as: RemoteReleaseRequest.List.self)
+        let pending = list.releases.filter { $0.pack == pack && $0.channel == channel && $0.status == "pending" }
+        guard let only = pending.first?.id else {
             throw BacklotError(
                 .notFound, "no release request of \(pack) is pending on \(channel)", context: "\(app)/\(pack)",
                 hint: "backlot releases list --app \(app) --pending")
@@ -305,9 +299,10 @@ struct ApproveCommand: Command {
                 api: api, app: app, request: number, reason: reason, json: arguments[jsonFlag], io: io)
             return
         }
-        let r = try api.call("POST", "\(APIClient.app(app))/releases/\(number)/approve")
+        let approved = try api.call(
+            "POST", "\(APIClient.app(app))/releases/\(number)/approve", as: RemoteReleaseRequest.self)
         if arguments[jsonFlag] {
-            io.out(RemoteJSON.request(r.json).prettyPrinted() + "\n")
+            try io.outJSON(approved)
         } else {
             io.out("Approved release request \(number); the catalog is re-signed and published.\n")
         }
@@ -335,10 +330,12 @@ struct RejectCommand: Command {
 
     static func reject(api: APIClient, app: String, request: Int, reason: String, json: Bool, io: any CommandIO) throws
     {
-        let r = try api.call(
-            "POST", "\(APIClient.app(app))/releases/\(request)/reject", json: .object(["reason": .string(reason)]))
+        struct Body: Encodable { let reason: String }
+        let rejected = try api.call(
+            "POST", "\(APIClient.app(app))/releases/\(request)/reject", json: Body(reason: reason),
+            as: RemoteReleaseRequest.self)
         if json {
-            io.out(RemoteJSON.request(r.json).prettyPrinted() + "\n")
+            try io.outJSON(rejected)
         } else {
             io.out("Rejected release request \(request).\n")
         }

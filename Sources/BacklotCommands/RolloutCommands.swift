@@ -1,5 +1,4 @@
 import BacklotBasics
-import BacklotJSON
 import BacklotRepository
 
 /// `backlot rollout --app A --pack P --percent N`: raise, lower, halt (0) or complete (100) a staged production rollout.
@@ -20,15 +19,19 @@ struct RolloutCommand: Command {
         let app = arguments[PackOptions.app]
         let pack = arguments[PackOptions.pack]
         let p = arguments[percent]
-        try api.call("POST", "\(APIClient.pack(app, pack))/rollout", json: .object(["percent": .number(p)]))
-        let shown = p == p.rounded() ? String(Int(p)) : String(p)
+        struct Body: Encodable { let percent: Double }
+        try api.call("POST", "\(APIClient.pack(app, pack))/rollout", json: Body(percent: p))
+        let shown = RemoteNumber.text(p)
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "app": .string(app), "pack": .string(pack), "channel": .string("production"),
-                    "rolloutPercent": .number(p),
-                    "promoted": .bool(p == 100), "halted": .bool(p == 0),
-                ]).prettyPrinted() + "\n")
+            struct Output: Encodable {
+                let app: String
+                let pack: String
+                var channel = "production"
+                let rolloutPercent: Double
+                let promoted: Bool
+                let halted: Bool
+            }
+            try io.outJSON(Output(app: app, pack: pack, rolloutPercent: p, promoted: p == 100, halted: p == 0))
         } else if p == 100 {
             io.out(
                 "\(app)/\(pack): the candidate is live on production for every device; the catalog is re-signed and published.\n"
@@ -59,16 +62,23 @@ struct RollbackCommand: Command {
         let app = arguments[PackOptions.app]
         let pack = arguments[PackOptions.pack]
         let channel = arguments[PackOptions.channel].rawValue
-        var body: [JSONMember] = [JSONMember(key: "channel", value: .string(channel))]
-        if let v = arguments[PackOptions.optionalVersion] { body.append(JSONMember(key: "version", value: .number(v))) }
-        let r = try api.call("POST", "\(APIClient.pack(app, pack))/rollback", json: JSONNode(.object(body)))
-        let live = r.json["version"]?.integer(as: Int.self) ?? arguments[PackOptions.optionalVersion]
+        struct Body: Encodable {
+            let channel: String
+            let version: Int?
+        }
+        struct Answer: Decodable { let version: Int? }
+        let r = try api.call(
+            "POST", "\(APIClient.pack(app, pack))/rollback",
+            json: Body(channel: channel, version: arguments[PackOptions.optionalVersion]), as: Answer.self)
+        let live = r.version ?? arguments[PackOptions.optionalVersion]
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "app": .string(app), "pack": .string(pack), "channel": .string(channel),
-                    "version": live.map { .number($0) } ?? .null,
-                ]).prettyPrinted() + "\n")
+            struct Output: Encodable {
+                let app: String
+                let pack: String
+                let channel: String
+                @NullWhenAbsent var version: Int?
+            }
+            try io.outJSON(Output(app: app, pack: pack, channel: channel, version: live))
         } else {
             io.out(
                 "\(app)/\(pack) on \(channel): version \(live.map(String.init) ?? "?") is live; the catalog is re-signed and published.\n"
@@ -90,12 +100,16 @@ struct WithdrawCommand: Command {
         let app = arguments[PackOptions.app]
         let pack = arguments[PackOptions.pack]
         let channel = arguments[PackOptions.channel].rawValue
-        try api.call("POST", "\(APIClient.pack(app, pack))/withdraw", json: .object(["channel": .string(channel)]))
+        struct Body: Encodable { let channel: String }
+        try api.call("POST", "\(APIClient.pack(app, pack))/withdraw", json: Body(channel: channel))
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "app": .string(app), "pack": .string(pack), "channel": .string(channel), "withdrawn": .bool(true),
-                ]).prettyPrinted() + "\n")
+            struct Output: Encodable {
+                let app: String
+                let pack: String
+                let channel: String
+                var withdrawn = true
+            }
+            try io.outJSON(Output(app: app, pack: pack, channel: channel))
         } else {
             io.out("Withdrew \(app)/\(pack) from \(channel); the catalog is re-signed and published.\n")
         }
@@ -119,17 +133,19 @@ struct ReleasesListCommand: Command {
         var query: [String] = []
         if let channel { query.append("channel=\(channel.rawValue)") }
         if arguments[pending] { query.append("status=pending") }
-        let r = try api.call(
-            "GET", "\(APIClient.app(app))/releases" + (query.isEmpty ? "" : "?" + query.joined(separator: "&")))
+        let answer = try api.call(
+            "GET", "\(APIClient.app(app))/releases" + (query.isEmpty ? "" : "?" + query.joined(separator: "&")),
+            as: RemoteReleaseRequest.List.self)
         // Filtered here too, so that a server that ignores the query still gives what was asked.
-        let list = (r.json["releases"]?.arrayElements ?? []).filter {
-            (channel == nil || $0["channel"]?.stringValue == channel?.rawValue)
-                && (!arguments[pending] || $0["status"]?.stringValue == "pending")
+        let list = answer.releases.filter {
+            (channel == nil || $0.channel == channel?.rawValue) && (!arguments[pending] || $0.status == "pending")
         }
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object(["app": .string(app), "releases": .array(list.map(RemoteJSON.request))]).prettyPrinted()
-                    + "\n")
+            struct Output: Encodable {
+                let app: String
+                let releases: [RemoteReleaseRequest]
+            }
+            try io.outJSON(Output(app: app, releases: list))
             return
         }
         if list.isEmpty {
@@ -138,15 +154,12 @@ struct ReleasesListCommand: Command {
             )
         }
         for q in list {
-            var line =
-                "#\(RemoteJSON.text(q["id"]))\t\(q["pack"]?.stringValue ?? "?") v\(RemoteJSON.text(q["version"]))\t\(q["channel"]?.stringValue ?? "?")"
-            if let p = q["rolloutPercent"], p.kind != .null { line += " at \(RemoteJSON.text(p)) %" }
-            line += "\t\(q["status"]?.stringValue ?? "?")"
-            line += "\tasked by \(RemoteJSON.who(q["requestedBy"])) \(RemoteJSON.text(q["requested"]))"
-            if let decided = q["decided"]?.stringValue {
-                line += "\tdecided by \(RemoteJSON.who(q["decidedBy"])) \(decided)"
-            }
-            if let reason = q["reason"]?.stringValue { line += "\t(\(reason))" }
+            var line = "#\(q.id)\t\(q.pack) v\(q.version)\t\(q.channel)"
+            if let p = q.rolloutPercent { line += " at \(RemoteNumber.text(p)) %" }
+            line += "\t\(q.status)"
+            line += "\tasked by \(q.requestedBy?.text ?? "-") \(q.requested ?? "-")"
+            if let decided = q.decided { line += "\tdecided by \(q.decidedBy?.text ?? "-") \(decided)" }
+            if let reason = q.reason { line += "\t(\(reason))" }
             io.out(line + "\n")
         }
     }
@@ -165,53 +178,20 @@ struct CatalogShowCommand: Command {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments[PackOptions.app]
         let channel = arguments[PackOptions.channel].rawValue
-        let c = try api.call("GET", "\(APIClient.app(app))/channels/\(channel)").json
-        let packs = c["packs"]?.arrayElements ?? []
+        var c = try api.call("GET", "\(APIClient.app(app))/channels/\(channel)", as: RemoteChannel.self)
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "app": .string(app), "channel": .string(channel),
-                    "catalogVersion": RemoteJSON.number(c["catalogVersion"]),
-                    "expires": RemoteJSON.string(c["expires"]), "signingKey": RemoteJSON.string(c["signingKey"]),
-                    "packs": .array(
-                        packs.map { p in
-                            .object([
-                                "pack": RemoteJSON.string(p["pack"]),
-                                "live": p["live"].flatMap {
-                                    $0.kind == .null
-                                        ? nil
-                                        : JSONNode.object([
-                                            "version": RemoteJSON.number($0["version"]),
-                                            "archiveSHA256": RemoteJSON.string($0["archiveSHA256"]),
-                                        ])
-                                } ?? .null,
-                                "candidate": p["candidate"].flatMap {
-                                    $0.kind == .null
-                                        ? nil
-                                        : JSONNode.object([
-                                            "version": RemoteJSON.number($0["version"]),
-                                            "rolloutPercent": RemoteJSON.number($0["rolloutPercent"]),
-                                        ])
-                                } ?? .null,
-                            ])
-                        }),
-                ]).prettyPrinted() + "\n")
+            (c.app, c.channel) = (app, channel)
+            try io.outJSON(c)
             return
         }
         io.out(
-            "\(app) \(channel): catalog version \(RemoteJSON.text(c["catalogVersion"])), expires \(RemoteJSON.text(c["expires"])), signed by \(RemoteJSON.text(c["signingKey"]))\n"
+            "\(app) \(channel): catalog version \(RemoteNumber.text(c.catalogVersion)), expires \(c.expires ?? "-"), signed by \(c.signingKey ?? "-")\n"
         )
-        if packs.isEmpty { io.out("  no packs released\n") }
-        for p in packs {
-            var line = "  \(p["pack"]?.stringValue ?? "?")\tlive "
-            if let live = p["live"], live.kind != .null {
-                line += "v\(RemoteJSON.text(live["version"]))"
-            } else {
-                line += "none"
-            }
-            if let cand = p["candidate"], cand.kind != .null {
-                line +=
-                    "\tcandidate v\(RemoteJSON.text(cand["version"])) at \(RemoteJSON.text(cand["rolloutPercent"])) %"
+        if c.packs.isEmpty { io.out("  no packs released\n") }
+        for p in c.packs {
+            var line = "  \(p.pack)\tlive " + (p.live.map { "v\($0.version)" } ?? "none")
+            if let cand = p.candidate {
+                line += "\tcandidate v\(cand.version) at \(cand.rolloutPercent.map(RemoteNumber.text) ?? "-") %"
             }
             io.out(line + "\n")
         }

@@ -1,23 +1,7 @@
 import BacklotBasics
 import BacklotCatalog
-import BacklotJSON
 import BacklotRepository
 import Foundation
-
-/// A token object for `--json`: `{"id","label","role","created","lastUsed","expires","revoked"}`, with `"token"` once, when it is made.
-func tokenJSON(_ t: JSONNode) -> JSONNode {
-    var members: [JSONMember] = [
-        JSONMember(key: "id", value: RemoteJSON.number(t["id"])),
-        JSONMember(key: "label", value: RemoteJSON.string(t["label"])),
-        JSONMember(key: "role", value: RemoteJSON.string(t["role"])),
-        JSONMember(key: "created", value: RemoteJSON.string(t["created"])),
-        JSONMember(key: "lastUsed", value: RemoteJSON.string(t["lastUsed"])),
-        JSONMember(key: "expires", value: RemoteJSON.string(t["expires"])),
-        JSONMember(key: "revoked", value: RemoteJSON.value(t["revoked"])),
-    ]
-    if let token = t["token"]?.stringValue { members.append(JSONMember(key: "token", value: .string(token))) }
-    return JSONNode(.object(members))
-}
 
 /// `backlot tokens create --role ROLE [--label TEXT] [--expires 30d]`: prints the new token once.
 struct TokensCreateCommand: Command {
@@ -41,14 +25,17 @@ struct TokensCreateCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
-        var body: [JSONMember] = [
-            JSONMember(key: "role", value: .string(arguments[role].rawValue)),
-            JSONMember(key: "label", value: .string(arguments[label] ?? "")),
-        ]
-        if let e = arguments[expires] { body.append(JSONMember(key: "expiresInSeconds", value: .number(e.seconds))) }
+        struct Body: Encodable {
+            let role: String
+            let label: String
+            let expiresInSeconds: Int?
+        }
+        let body = Body(
+            role: arguments[role].rawValue, label: arguments[label] ?? "", expiresInSeconds: arguments[expires]?.seconds
+        )
         let file = try openOutput(arguments[output])  // before the server makes a token nobody could keep
-        let r = try api.call("POST", "/api/tokens", json: JSONNode(.object(body)))
-        try printNewToken(r.json, output: arguments[output], file: file, json: arguments[jsonFlag], io: io)
+        let made = try api.call("POST", "/api/tokens", json: body).decode(RemoteToken.self)
+        try printNewToken(made, output: arguments[output], file: file, json: arguments[jsonFlag], io: io)
     }
 
     /// The file `-o` names, opened (as a temporary file beside it) before the server is asked, so
@@ -67,8 +54,10 @@ struct TokensCreateCommand: Command {
     /// Prints the new token once (or writes it to `output`, mode 0600), and what it is on standard error.
     /// If the file cannot be written after all, the token is printed instead: it exists on the
     /// server and is shown only this once.
-    static func printNewToken(_ t: JSONNode, output: String?, file: AtomicFile?, json: Bool, io: any CommandIO) throws {
-        guard let token = t["token"]?.stringValue else { throw BacklotError(.io, "the server sent no token") }
+    static func printNewToken(
+        _ t: RemoteToken, output: String?, file: AtomicFile?, json: Bool, io: any CommandIO
+    ) throws {
+        guard let token = t.token else { throw BacklotError(.io, "the server sent no token") }
         if let output, let file {
             do {
                 try file.descriptor.write(Array((token + "\n").utf8))
@@ -81,16 +70,11 @@ struct TokensCreateCommand: Command {
                     hint: "save it in a file of mode 0600 for --token-file")
             }
         }
-        let id = t["id"].map { "#\(RemoteJSON.text($0)) " } ?? ""
-        let what =
-            "token \(id)(\(t["role"]?.stringValue ?? "?"))\(t["expires"]?.stringValue.map { ", expires \($0)" } ?? "")"
+        let what = "token #\(t.id) (\(t.role))\(t.expires.map { ", expires \($0)" } ?? "")"
         if json {
-            var shown = tokenJSON(t)
-            if let output, case .object(var members) = shown.kind {
-                members = members.filter { $0.key != "token" } + [JSONMember(key: "tokenFile", value: .string(output))]
-                shown = JSONNode(.object(members))
-            }
-            io.out(shown.prettyPrinted() + "\n")
+            var shown = t
+            if let output { (shown.token, shown.tokenFile) = (nil, output) }
+            try io.outJSON(shown)
         } else if let output {
             io.out("Wrote \(what) to \(output) (mode 0600): use it with --token-file \(output)\n")
         } else {
@@ -112,17 +96,16 @@ struct TokensListCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
-        let tokens = (try api.call("GET", "/api/tokens").json["tokens"]?.arrayElements ?? []).map(tokenJSON)
+        let list = try api.call("GET", "/api/tokens", as: RemoteToken.List.self)
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["tokens": .array(tokens)]).prettyPrinted() + "\n")
+            try io.outJSON(list)
             return
         }
         io.out("ID\tROLE\tLABEL\tCREATED\tLAST USED\tEXPIRES\tSTATE\n")
-        for t in tokens {
-            let state = Self.state(t)
-            let label = t["label"]?.stringValue ?? ""
+        for t in list.tokens {
+            let label = t.label ?? ""
             io.out(
-                "\(RemoteJSON.text(t["id"]))\t\(RemoteJSON.text(t["role"]))\t\(label.isEmpty ? "-" : label)\t\(RemoteJSON.text(t["created"]))\t\(RemoteJSON.text(t["lastUsed"]))\t\(RemoteJSON.text(t["expires"]))\t\(state)\n"
+                "\(t.id)\t\(t.role)\t\(label.isEmpty ? "-" : label)\t\(t.created ?? "-")\t\(t.lastUsed ?? "-")\t\(t.expires ?? "-")\t\(Self.state(t))\n"
             )
         }
     }
@@ -130,13 +113,9 @@ struct TokensListCommand: Command {
 
 extension TokensListCommand {
     /// `revoked` (with when), `expired`, or `active`: what the server would answer the token now.
-    static func state(_ token: JSONNode, now: Date = Date()) -> String {
-        if let revoked = token["revoked"]?.stringValue { return "revoked " + revoked }
-        if let text = token["expires"]?.stringValue, let expires = RFC3339.date(text),
-            expires <= now
-        {
-            return "expired"
-        }
+    static func state(_ token: RemoteToken, now: Date = Date()) -> String {
+        if let revoked = token.revoked { return "revoked " + revoked }
+        if let text = token.expires, let expires = RFC3339.date(text), expires <= now { return "expired" }
         return "active"
     }
 }
@@ -155,7 +134,11 @@ struct TokensRevokeCommand: Command {
         let api = try APIClient(arguments, io: io, command: spec.name)
         try api.call("DELETE", "/api/tokens/\(id)")
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["id": .number(id), "revoked": .bool(true)]).prettyPrinted() + "\n")
+            struct Output: Encodable {
+                let id: Int
+                var revoked = true
+            }
+            try io.outJSON(Output(id: id))
         } else {
             io.out("Revoked token #\(id); it is refused from now on.\n")
         }
@@ -191,8 +174,8 @@ struct TokensRotateCommand: Command {
         let api = try APIClient(arguments, io: io, command: spec.name)
         // Opened first: a rotation whose new secret could not be kept would lock its holder out.
         let file = try TokensCreateCommand.openOutput(arguments[TokensCreateCommand.output])
-        let r = try api.call("POST", "/api/tokens/\(id)/rotate")
+        let rotated = try api.call("POST", "/api/tokens/\(id)/rotate").decode(RemoteToken.self)
         try TokensCreateCommand.printNewToken(
-            r.json, output: arguments[TokensCreateCommand.output], file: file, json: arguments[jsonFlag], io: io)
+            rotated, output: arguments[TokensCreateCommand.output], file: file, json: arguments[jsonFlag], io: io)
     }
 }

@@ -1,5 +1,4 @@
 import BacklotBasics
-import BacklotJSON
 import BacklotRepository
 
 /// `backlot versions --app APP --pack ID`: a pack's versions with their state.
@@ -14,19 +13,20 @@ struct VersionsCommand: Command {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments[PackOptions.app]
         let pack = arguments[PackOptions.pack]
-        let r = try api.call("GET", "\(APIClient.pack(app, pack))/versions")
-        let list = r.json["versions"]?.arrayElements ?? []
+        let list = try api.call("GET", "\(APIClient.pack(app, pack))/versions", as: RemoteVersion.List.self).versions
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "app": .string(app), "pack": .string(pack), "versions": .array(list.map(RemoteJSON.version)),
-                ]).prettyPrinted() + "\n")
+            struct Output: Encodable {
+                let app: String
+                let pack: String
+                let versions: [RemoteVersion]
+            }
+            try io.outJSON(Output(app: app, pack: pack, versions: list))
             return
         }
         if list.isEmpty { io.out("\(app)/\(pack) has no versions.\n") }
         for v in list {
             io.out(
-                "\(RemoteJSON.text(v["version"]))\t\(v["state"]?.stringValue ?? "?")\t\(RemoteJSON.text(v["size"])) bytes\(v["reason"]?.stringValue.map { "\t\($0)" } ?? "")\n"
+                "\(v.version)\t\(v.state)\t\(RemoteNumber.text(v.packBytes)) bytes\(v.reason.map { "\t\($0)" } ?? "")\n"
             )
         }
     }
@@ -47,10 +47,13 @@ struct VersionsDeleteCommand: Command {
         let version = arguments[PackOptions.version]
         try api.call("DELETE", "\(APIClient.pack(app, pack))/versions/\(version)")
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "app": .string(app), "pack": .string(pack), "version": .number(version), "deleted": .bool(true),
-                ]).prettyPrinted() + "\n")
+            struct Output: Encodable {
+                let app: String
+                let pack: String
+                let version: Int
+                var deleted = true
+            }
+            try io.outJSON(Output(app: app, pack: pack, version: version))
         } else {
             io.out("Deleted \(app)/\(pack) version \(version).\n")
         }
@@ -68,25 +71,19 @@ struct PacksListCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments[PackOptions.app]
-        let r = try api.call("GET", "\(APIClient.app(app))/packs")
-        // Each pack is an object ({"id","created","versions","latest"}); older servers send its ID alone.
-        let packs: [JSONNode] = (r.json["packs"]?.arrayElements ?? []).map { p in
-            if let id = p.stringValue {
-                return .object(["pack": .string(id), "created": .null, "versionCount": .null, "latestVersion": .null])
-            }
-            return .object([
-                "pack": RemoteJSON.string(p["id"]), "created": RemoteJSON.string(p["created"]),
-                "versionCount": RemoteJSON.number(p["versions"]), "latestVersion": RemoteJSON.number(p["latest"]),
-            ])
-        }
+        let packs = try api.call("GET", "\(APIClient.app(app))/packs", as: RemotePack.List.self).packs
         if arguments[jsonFlag] {
-            io.out(JSONNode.object(["app": .string(app), "packs": .array(packs)]).prettyPrinted() + "\n")
+            struct Output: Encodable {
+                let app: String
+                let packs: [RemotePack]
+            }
+            try io.outJSON(Output(app: app, packs: packs))
             return
         }
         if packs.isEmpty { io.out("\(app) has no packs yet (backlot upload creates them).\n") }
         for p in packs {
             io.out(
-                "\(p["pack"]?.stringValue ?? "?")\t\(RemoteJSON.text(p["versionCount"])) versions\tlatest \(RemoteJSON.text(p["latestVersion"]))\tcreated \(RemoteJSON.text(p["created"]))\n"
+                "\(p.pack)\t\(RemoteNumber.text(p.versionCount)) versions\tlatest \(RemoteNumber.text(p.latestVersion))\tcreated \(p.created ?? "-")\n"
             )
         }
     }

@@ -25,8 +25,7 @@ enum ExtensionHost {
         }
         do {
             let bytes = try FileDescriptor.readWholeFile(arguments[2], atMost: 64 << 20, what: "the agent's call")
-            let call = try ExtensionCall(
-                json: try JSONReader(source: arguments[2]).read(bytes).root, source: arguments[2])
+            let call = try ExtensionCall(decoding: bytes, source: arguments[2])
             var reply = ExtensionReply()
             switch call {
             case .shouldDownload(let packs):
@@ -50,7 +49,7 @@ enum ExtensionHost {
             }
             TestStopPoint.reach("handover.extensionAnswered", defaultTerm: true)
             let out = arguments[3]
-            try Data(reply.json.serialized().utf8).write(to: URL(fileURLWithPath: out + ".tmp"))
+            try Data(try reply.encoded()).write(to: URL(fileURLWithPath: out + ".tmp"))
             guard rename(out + ".tmp", out) == 0 else { throw SystemCall.error("rename", path: out) }
             return 0
         } catch {

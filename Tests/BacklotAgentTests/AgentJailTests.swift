@@ -113,8 +113,7 @@ extension AgentEventTests {
         (#"{"decline": ["Essential"]}"#, ["Essential"]),  // an explicit decision holds for every pack
     ])
     func theAnswersDefaultsAreDefinedOnce(answer: String, declined: [String]) throws {
-        let reply = try ExtensionReply(
-            json: try JSONReader(source: "test").read(Array(answer.utf8)).root, source: "test")
+        let reply = try ExtensionReply(decoding: Array(answer.utf8), source: "test")
         let packs = [
             AssetPack(
                 id: "Essential", downloadSize: 1, version: 1, userInfo: nil, language: nil,
@@ -125,16 +124,13 @@ extension AgentEventTests {
         ]
         #expect(packs.filter(reply.declines).map(\.id) == declined)
         // What the host writes reads back the same.
-        let again = try ExtensionReply(
-            json: try JSONReader(source: "test").read(Array(reply.json.serialized().utf8)).root, source: "test")
+        let again = try ExtensionReply(decoding: try reply.encoded(), source: "test")
         #expect(again == reply)
     }
 
     @Test func anAnswerThatIsNotAListOfIDsIsAFailedCall() {
         #expect(throws: BacklotError.self) {
-            _ = try ExtensionReply(
-                json: try JSONReader(source: "test").read(Array(#"{"download": "Essential"}"#.utf8)).root,
-                source: "test")
+            _ = try ExtensionReply(decoding: Array(#"{"download": "Essential"}"#.utf8), source: "test")
         }
     }
 

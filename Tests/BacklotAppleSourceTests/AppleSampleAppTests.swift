@@ -136,7 +136,7 @@ import Testing
         let pack = AssetPack(
             id: "Tutorial", downloadSize: 10, version: 1, userInfo: nil, language: nil, downloadPolicy: .onDemand,
             digest: String(repeating: "0", count: 64))
-        let call = try dir.write("call.json", ExtensionCall.shouldDownload([pack]).json.serialized())
+        let call = try dir.write("call.json", try ExtensionCall.shouldDownload([pack]).encoded())
         let outcome = try ChildProcess.run(
             executable: Self.binaries + "/backlot-apple-sample-extension",
             arguments: ["--backlot-extension-call", call, dir.at("reply.json")], environment: [:],

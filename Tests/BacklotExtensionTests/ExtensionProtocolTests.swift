@@ -18,9 +18,10 @@ import Testing
         downloadPolicy: .prefetch(installationEventTypes: [.firstInstallation, .subsequentUpdate]),
         digest: String(repeating: "a", count: 64))
 
-    func throughText(_ node: JSONNode) throws -> JSONNode {
-        try JSONReader(source: "call.json").read(node.prettyPrinted()).root
+    func call(_ text: String) throws -> ExtensionCall {
+        try ExtensionCall(decoding: Array(text.utf8), source: "call.json")
     }
+    func reply(_ text: String) throws -> ExtensionReply { try ExtensionReply(decoding: Array(text.utf8), source: "r") }
 
     @Test func everyCallSurvivesItsText() throws {
         let calls: [ExtensionCall] = [
@@ -32,13 +33,13 @@ import Testing
             .failed(Self.download, message: "the server answered 404", code: 404, outcome: nil),
         ]
         for call in calls {
-            #expect(try ExtensionCall(json: try throughText(call.json), source: "call.json") == call, "\(call.name)")
+            #expect(try ExtensionCall(decoding: try call.encoded(), source: "call.json") == call, "\(call.name)")
         }
     }
 
     @Test func answersSurviveTheirTextAndDecideAsDocumented() throws {
         let reply = ExtensionReply(accepted: ["A"], declined: nil, downloads: [Self.download])
-        #expect(try ExtensionReply(json: try throughText(reply.json), source: "reply.json") == reply)
+        #expect(try ExtensionReply(decoding: try reply.encoded(), source: "reply.json") == reply)
         let essential = AssetPack(
             id: "E", downloadSize: 1, version: 1, userInfo: nil, language: nil,
             downloadPolicy: .essential(installationEventTypes: []), digest: "")
@@ -49,7 +50,7 @@ import Testing
         // `decline` names what is turned down, essential or not.
         #expect(ExtensionReply(declined: ["E"]).declines(essential) && !ExtensionReply(declined: ["E"]).declines(other))
         // `{}` decides nothing.
-        let empty = try ExtensionReply(json: try JSONReader(source: "reply.json").read("{}").root, source: "reply.json")
+        let empty = try self.reply("{}")
         #expect(!empty.declines(other) && !empty.declines(essential))
     }
 
@@ -57,32 +58,43 @@ import Testing
         let base =
             #"{"call":"finished","filePath":"/f","download":{"identifier":"d","url":"https://x/y","fileSize":SIZE},"outcome":OUTCOME}"#
         for (size, outcome, key) in [
-            ("-1", "1", "fileSize"), ("1e3", "1", "fileSize"), ("18446744073709551616", "1", "fileSize"),
-            ("\"12\"", "1", "fileSize"), ("1", "0", "outcome"), ("1", "1.5", "outcome"), ("1", "1e400", "outcome"),
+            ("-1", "1", "download.fileSize"), ("9223372036854775808", "1", "download.fileSize"),
+            ("18446744073709551616", "1", "download.fileSize"), ("1e400", "1", "download.fileSize"),
+            ("\"12\"", "1", "download.fileSize"), ("1", "0", "outcome"), ("1", "1.5", "outcome"),
+            ("1", "1e400", "outcome"), ("1", "true", "outcome"), ("1", "{}", "outcome"),
         ] {
             let text = base.replacingOccurrences(of: "SIZE", with: size).replacingOccurrences(
                 of: "OUTCOME", with: outcome)
             do {
-                _ = try ExtensionCall(json: try JSONReader(source: "call.json").read(text).root, source: "call.json")
+                _ = try call(text)
                 Issue.record("accepted \(text)")
             } catch let e as BacklotError {
-                #expect(e.code == .invalidInput && e.message.contains(key), "\(e)")
+                #expect(e.code == .invalidInput && e.message.contains("the key \(key)"), "\(e)")
+                #expect(e.context == "call.json", "\(e)")
             }
         }
+        // JSON does not tell 1000 from 1e3 or 1000.0: the number is what counts.
+        let exact = try call(
+            base.replacingOccurrences(of: "SIZE", with: "1e3").replacingOccurrences(of: "OUTCOME", with: "2.0"))
+        #expect(
+            exact
+                == .finished(
+                    URLDownload(identifier: "d", url: URL(string: "https://x/y")!, fileSize: 1000), filePath: "/f",
+                    outcome: 2))
         for text in [
             #"{"call":"unknown"}"#, #"{"call":"shouldDownload"}"#,
             #"{"call":"downloads","request":"sometimes","manifestPath":"/m"}"#,
             #"{"call":"finished","filePath":"/f","download":{"identifier":"","url":"https://x"}}"#,
+            #"{"call":"shouldDownload","packs":{}}"#, #"[]"#, #"{"call":"#,
         ] {
-            #expect(throws: BacklotError.self, "\(text)") {
-                try ExtensionCall(json: try JSONReader(source: "call.json").read(text).root, source: "call.json")
-            }
+            let e = try #require(throws: BacklotError.self, "\(text)") { try call(text) }
+            #expect(e.code == .invalidInput && e.context == "call.json", "\(e)")
         }
-        #expect(throws: BacklotError.self) {
-            try ExtensionReply(json: try JSONReader(source: "r").read(#"{"download":"A"}"#).root, source: "r")
-        }
-        #expect(throws: BacklotError.self) {
-            try ExtensionReply(json: try JSONReader(source: "r").read(#"{"decline":[1]}"#).root, source: "r")
+        for text in [
+            #"{"download":"A"}"#, #"{"decline":[1]}"#, #"{"downloads":[{"identifier":"d"}]}"#, #"{"downloads":7}"#,
+        ] {
+            let e = try #require(throws: BacklotError.self, "\(text)") { try reply(text) }
+            #expect(e.code == .invalidInput && e.context == "r", "\(e)")
         }
     }
 }
