@@ -10,17 +10,7 @@ extension DecodingError {
     /// }
     /// ```
     public var explained: String {
-        func path(_ keys: [any CodingKey]) -> String {
-            var text = ""
-            for key in keys {
-                if let i = key.intValue {
-                    text += "[\(i)]"
-                } else {
-                    text += (text.isEmpty ? "" : ".") + key.stringValue
-                }
-            }
-            return text.isEmpty ? "the top level" : text
-        }
+        func path(_ keys: [any CodingKey]) -> String { keys.isEmpty ? "the top level" : keys.pathText }
         switch self {
         case .typeMismatch(let type, let c):
             return "\(path(c.codingPath)): expected \(Self.name(type)), \(c.debugDescription)"
@@ -43,5 +33,16 @@ extension DecodingError {
         case is Double.Type, is Decimal.Type: "a number"
         default: "\(type)"
         }
+    }
+}
+
+extension Array where Element == any CodingKey {
+    /// A coding path as messages spell it: `packs[0].downloadSize` (empty for the top level).
+    public var pathText: String {
+        var text = ""
+        for key in self {
+            if let i = key.intValue { text += "[\(i)]" } else { text += (text.isEmpty ? "" : ".") + key.stringValue }
+        }
+        return text
     }
 }

@@ -26,7 +26,7 @@ extension AssetPack {
             else {
                 throw BacklotError(
                     .invalidInput,
-                    "a pack in the extension call (\(ExtensionMessageCoding.path(c.codingPath))) needs an id, a downloadSize, a version, a digest and a valid downloadPolicy",
+                    "a pack in the extension call (\(c.codingPath.pathText)) needs an id, a downloadSize, a version, a digest and a valid downloadPolicy",
                     context: source)
             }
             let userInfo = try c.decodeIfPresent(JSONNode.self, forKey: .userInfo).flatMap {

@@ -29,15 +29,6 @@ enum ExtensionMessageCoding {
     }
 
     static func source(_ decoder: any Decoder) -> String { decoder.userInfo[sourceKey] as? String ?? "the message" }
-
-    /// The coding path of `key` under `container`, as messages spell it: `packs[0].downloadSize`.
-    static func path(_ keys: [any CodingKey]) -> String {
-        var text = ""
-        for key in keys {
-            if let i = key.intValue { text += "[\(i)]" } else { text += (text.isEmpty ? "" : ".") + key.stringValue }
-        }
-        return text
-    }
 }
 
 extension KeyedDecodingContainer {
@@ -49,7 +40,7 @@ extension KeyedDecodingContainer {
         _ type: T.Type, forKey key: Key, in range: ClosedRange<T>? = nil, source: String
     ) throws -> T? {
         let bounds = range ?? T.min...T.max
-        let name = ExtensionMessageCoding.path(codingPath + [key])
+        let name = (codingPath + [key]).pathText
         func refused(_ what: String) -> BacklotError {
             BacklotError(
                 .invalidInput,
@@ -72,7 +63,7 @@ extension KeyedDecodingContainer {
     func requiredString(forKey key: Key, source: String) throws -> String {
         guard let s = try? decodeIfPresent(String.self, forKey: key) else {
             throw BacklotError(
-                .invalidInput, "the key \(ExtensionMessageCoding.path(codingPath + [key])) must be a string",
+                .invalidInput, "the key \((codingPath + [key]).pathText) must be a string",
                 context: source)
         }
         return s

@@ -19,7 +19,7 @@ extension URLDownload {
             else {
                 throw BacklotError(
                     .invalidInput,
-                    "a download (\(ExtensionMessageCoding.path(c.codingPath))) needs an identifier and a URL",
+                    "a download (\(c.codingPath.pathText)) needs an identifier and a URL",
                     context: source)
             }
             download = URLDownload(
