@@ -120,8 +120,9 @@ let package = Package(
         .target(
             name: "BacklotTestSupport",
             dependencies: [
-                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCrypto", "BacklotFormat", "BacklotPostgres",
-                "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotZstd",
+                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCrypto", "BacklotFormat",
+                "BacklotHTTPClient", "BacklotPostgres", "BacklotRepository", "BacklotS3", "BacklotServer",
+                "BacklotStore", "BacklotZstd",
             ]),
         .testTarget(name: "BacklotBasicsTests", dependencies: ["BacklotBasics"]),
         .testTarget(

@@ -139,6 +139,7 @@ public final class Agent: Sendable {
         ) { event, manager in
             Agent.route(event, manager: manager, runner: runner, handoffs: handoffs, log: log)
         }
+        if let runner { downloads.setChallengeResponder(Agent.challengeResponder(runner: runner, log: log)) }
         // What a stopped or crashed agent left: reservations the extension did not take go to the
         // app; outcomes recorded and never handed over are routed now.
         try downloads.releaseUnfinishedReservations()

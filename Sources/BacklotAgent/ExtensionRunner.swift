@@ -69,7 +69,9 @@ struct ExtensionRunner: Sendable {
             limit = min(limit, left)
         }
         let dir = ContainerLayout(root: containerPath).extensionCallsFolder + "/" + UUID().uuidString.lowercased()
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        // Private (0700): a challenge's answer holds a password.
+        try FileManager.default.createDirectory(
+            atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { FileSystem.removeTree(dir) }
         let callPath = dir + "/call.json"
         let replyPath = dir + "/reply.json"

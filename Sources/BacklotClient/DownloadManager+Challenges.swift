@@ -34,14 +34,7 @@ extension DownloadManager {
         guard previousFailures < Self.maximumChallenges, let responder = challengeResponder.withLock({ $0 }),
             let header = headers["www-authenticate"], let realm = Self.basicRealm(header)
         else { return nil }
-        let https = d.url.scheme?.lowercased() == "https"
-        let space = URLProtectionSpace(
-            host: d.url.host ?? "", port: d.url.port ?? (https ? 443 : 80), protocol: d.url.scheme, realm: realm,
-            authenticationMethod: NSURLAuthenticationMethodHTTPBasic)
-        let response = HTTPURLResponse(url: d.url, statusCode: 401, httpVersion: "HTTP/1.1", headerFields: headers)
-        let challenge = URLAuthenticationChallenge(
-            protectionSpace: space, proposedCredential: nil, previousFailureCount: previousFailures,
-            failureResponse: response, error: nil, sender: ChallengeSender())
+        let challenge = Self.basicChallenge(for: d, realm: realm, previousFailures: previousFailures, headers: headers)
         let (disposition, credential) = responder(d, challenge)
         switch disposition {
         case .useCredential:
@@ -49,11 +42,34 @@ extension DownloadManager {
             return ["Authorization": "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()]
         case .cancelAuthenticationChallenge:
             throw BacklotError(
-                .cancelled, "the app cancelled the authentication challenge of \(d.url)", context: d.identifier)
+                .cancelled,
+                "the authentication challenge of \(d.url) was cancelled (by the app's delegate, or by the extension for a download the agent runs)",
+                context: d.identifier)
         default:
             // Default handling (no stored credential here) and a rejected protection space: the 401 stands.
             return nil
         }
+    }
+
+    /// The challenge of a 401 with `WWW-Authenticate: Basic realm="REALM"` for a download, as
+    /// Apple's frameworks pass it: the protection space of the download's host, port and scheme,
+    /// Basic authentication, how many credentials were refused before, and the 401 response.
+    ///
+    /// ```swift
+    /// let challenge = DownloadManager.basicChallenge(for: download, realm: "Levels", previousFailures: 0)
+    /// let (disposition, credential) = await ext.backgroundDownload(download, didReceive: challenge)
+    /// ```
+    public static func basicChallenge(
+        for d: URLDownload, realm: String, previousFailures: Int, headers: [String: String] = [:]
+    ) -> URLAuthenticationChallenge {
+        let https = d.url.scheme?.lowercased() == "https"
+        let space = URLProtectionSpace(
+            host: d.url.host ?? "", port: d.url.port ?? (https ? 443 : 80), protocol: d.url.scheme, realm: realm,
+            authenticationMethod: NSURLAuthenticationMethodHTTPBasic)
+        let response = HTTPURLResponse(url: d.url, statusCode: 401, httpVersion: "HTTP/1.1", headerFields: headers)
+        return URLAuthenticationChallenge(
+            protectionSpace: space, proposedCredential: nil, previousFailureCount: previousFailures,
+            failureResponse: response, error: nil, sender: ChallengeSender())
     }
 
     /// The realm of a `Basic` challenge (`Basic realm="Levels"`), or nil for another scheme.

@@ -21,6 +21,10 @@ public enum ExtensionCall: Sendable, Hashable {
     case finished(URLDownload, filePath: String, outcome: Int64? = nil)
     /// A URL download's failure; `outcome` as for ``finished(_:filePath:outcome:)``.
     case failed(URLDownload, message: String, code: Int?, outcome: Int64? = nil)
+    /// A URL download the agent runs was answered 401 with `WWW-Authenticate: Basic realm="…"`:
+    /// the extension's `backgroundDownload(_:didReceive:)` answers (``ExtensionReply/challenge``).
+    /// `previousFailureCount`: how many credentials the server refused before in this attempt.
+    case challenge(URLDownload, realm: String, previousFailureCount: Int)
 
     public var name: String {
         switch self {
@@ -28,6 +32,7 @@ public enum ExtensionCall: Sendable, Hashable {
         case .downloads: "downloads"
         case .finished: "finished"
         case .failed: "failed"
+        case .challenge: "challenge"
         }
     }
 
@@ -46,7 +51,8 @@ public enum ExtensionCall: Sendable, Hashable {
 
 extension ExtensionCall: Codable {
     private enum Keys: String, CodingKey {
-        case call, packs, request, manifestPath, extensionInfo, download, filePath, outcome, message, code
+        case call, packs, request, manifestPath, extensionInfo, download, filePath, outcome, message, code, realm
+        case previousFailureCount
     }
 
     private struct Info: Codable {
@@ -98,9 +104,16 @@ extension ExtensionCall: Codable {
                 try c.decode(URLDownload.Message.self, forKey: .download).download,
                 message: (try? c.decodeIfPresent(String.self, forKey: .message)) ?? "",
                 code: try c.checkedInteger(Int.self, forKey: .code, source: source), outcome: try outcome())
+        case "challenge":
+            self = .challenge(
+                try c.decode(URLDownload.Message.self, forKey: .download).download,
+                realm: try c.requiredString(forKey: .realm, source: source),
+                previousFailureCount: try c.checkedInteger(
+                    Int.self, forKey: .previousFailureCount, in: 0...Int.max, source: source) ?? 0)
         default:
             throw BacklotError(
-                .invalidInput, "the extension call names no known call (shouldDownload, downloads, finished, failed)",
+                .invalidInput,
+                "the extension call names no known call (shouldDownload, downloads, finished, failed, challenge)",
                 context: source)
         }
     }
@@ -123,6 +136,10 @@ extension ExtensionCall: Codable {
             try c.encode(message, forKey: .message)
             try c.encode(code, forKey: .code)
             try c.encodeIfPresent(outcome, forKey: .outcome)
+        case .challenge(let d, let realm, let failures):
+            try c.encode(URLDownload.Message(d), forKey: .download)
+            try c.encode(realm, forKey: .realm)
+            try c.encode(failures, forKey: .previousFailureCount)
         }
     }
 }

@@ -46,6 +46,14 @@ enum ExtensionHost {
                     ext.backgroundDownload(
                         d, failedWithError: DownloadManager.DeliveredError(code: code, message: message))
                 }
+            case .challenge(let d, let realm, let failures):
+                let challenge = DownloadManager.basicChallenge(for: d, realm: realm, previousFailures: failures)
+                nonisolated(unsafe) let ext = ext  // used by the one task, while this thread waits for it
+                nonisolated(unsafe) let asked = challenge
+                let answer = BlockingWork.waitFor {
+                    ChallengeAnswer(await ext.backgroundDownload(d, didReceive: asked))
+                }
+                reply.challenge = answer
             }
             TestStopPoint.reach("handover.extensionAnswered", defaultTerm: true)
             let out = arguments[3]

@@ -22,11 +22,17 @@ public struct ExtensionReply: Sendable, Hashable {
     public var declined: [String]?
     /// For `downloads`: what to schedule.
     public var downloads: [URLDownload] = []
+    /// For `challenge`: the extension's answer (nil: `.performDefaultHandling`, the 401 stands).
+    public var challenge: ChallengeAnswer?
 
-    public init(accepted: [String]? = nil, declined: [String]? = nil, downloads: [URLDownload] = []) {
+    public init(
+        accepted: [String]? = nil, declined: [String]? = nil, downloads: [URLDownload] = [],
+        challenge: ChallengeAnswer? = nil
+    ) {
         self.accepted = accepted
         self.declined = declined
         self.downloads = downloads
+        self.challenge = challenge
     }
 
     /// Whether this answer turns `pack` down (see the type's summary for the defaults).
@@ -48,7 +54,7 @@ public struct ExtensionReply: Sendable, Hashable {
 }
 
 extension ExtensionReply: Codable {
-    private enum Keys: String, CodingKey { case download, decline, downloads }
+    private enum Keys: String, CodingKey { case download, decline, downloads, challenge }
 
     public init(from decoder: any Decoder) throws {
         let source = ExtensionMessageCoding.source(decoder)
@@ -64,6 +70,7 @@ extension ExtensionReply: Codable {
         accepted = try ids(.download)
         declined = try ids(.decline)
         downloads = try c.decodeIfPresent([URLDownload.Message].self, forKey: .downloads)?.map(\.download) ?? []
+        challenge = try c.decodeIfPresent(ChallengeAnswer.self, forKey: .challenge)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -71,5 +78,6 @@ extension ExtensionReply: Codable {
         try c.encodeIfPresent(accepted, forKey: .download)
         try c.encodeIfPresent(declined, forKey: .decline)
         try c.encode(downloads.map(URLDownload.Message.init), forKey: .downloads)
+        try c.encodeIfPresent(challenge, forKey: .challenge)
     }
 }

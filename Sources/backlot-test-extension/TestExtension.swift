@@ -2,7 +2,8 @@
 // and behaves as CONTAINER/test-extension.json says:
 //   {"mode": "normal" | "hang" | "crash", "decline": [pack IDs], "downloads": [{identifier, url, fileSize, essential}],
 //    "moveTo": folder for finished files, "trySchedule": true (schedule a download during downloads(for:) and log the answer),
-//    "crashOnFinished": true}
+//    "crashOnFinished": true, "challenge": "credentials" (answers with "credentials": {user, password}) | "cancel"
+//    (default: performDefaultHandling)}
 //   further modes: "grandchild" (starts `sleep 600` in its process group with its standard output, logs "grandchild PID", then
 //   answers), "grandchild-hang" (the same, then hangs), "flood" (prints "floodBytes" bytes, 64 MiB by default, then answers),
 //   "empty-answer" (answers `{}` to shouldDownload), "sleep" (sleeps "seconds" seconds, then answers)
@@ -132,5 +133,23 @@ import Glibc
 
     func backgroundDownload(_ download: URLDownload, failedWithError error: any Error) {
         log("failed \(download.identifier): \(error)")
+    }
+
+    func backgroundDownload(
+        _ download: URLDownload, didReceive challenge: URLAuthenticationChallenge
+    ) async -> (URLSession.AuthChallengeDisposition, URLCredential?) {
+        log(
+            "challenge \(download.identifier) realm=\(challenge.protectionSpace.realm ?? "-") failures=\(challenge.previousFailureCount) method=\(challenge.protectionSpace.authenticationMethod)"
+        )
+        switch settings["challenge"] as? String {
+        case "cancel": return (.cancelAuthenticationChallenge, nil)
+        case "credentials":
+            let c = settings["credentials"] as? [String: String] ?? [:]
+            return (
+                .useCredential,
+                URLCredential(user: c["user"] ?? "", password: c["password"] ?? "", persistence: .forSession)
+            )
+        default: return (.performDefaultHandling, nil)
+        }
     }
 }

@@ -9,68 +9,6 @@ import Testing
 /// HTTP authentication for URL downloads (Apple's `download(_:didReceive:completionHandler:)`),
 /// against a real nginx that requires Basic authentication.
 @Suite(.serialized) struct AuthenticationChallengeTests {
-    /// nginx serving `file.bin` under `auth_basic "Levels"` for the user `game`, password `secret`.
-    final class ProtectedServer {
-        let dir: TemporaryDirectory
-        let port = Nginx.freePort()
-        let child: ChildProcess
-        let bytes: [UInt8]
-        var url: URL { URL(string: "http://127.0.0.1:\(port)/file.bin")! }
-
-        init() throws {
-            dir = try TemporaryDirectory("auth-nginx")
-            let seed: UInt64 = 401
-            print("AuthenticationChallengeTests: seed \(seed)")
-            var g = SeededGenerator(seed: seed)
-            bytes = g.bytes(200_000)
-            try dir.write("root/file.bin", bytes)
-            try dir.write("htpasswd", "game:{PLAIN}secret\n")
-            try FileManager.default.createDirectory(atPath: dir.at("tmp"), withIntermediateDirectories: true)
-            let user = getuid() == 0 ? "user root;" : ""
-            try dir.write(
-                "nginx.conf",
-                """
-                daemon off;
-                master_process off;
-                \(user)
-                pid \(dir.at("nginx.pid"));
-                error_log \(dir.at("error.log"));
-                events { worker_connections 16; }
-                http {
-                    access_log off;
-                    client_body_temp_path \(dir.at("tmp"));
-                    proxy_temp_path \(dir.at("tmp"));
-                    fastcgi_temp_path \(dir.at("tmp"));
-                    scgi_temp_path \(dir.at("tmp"));
-                    uwsgi_temp_path \(dir.at("tmp"));
-                    server {
-                        listen 127.0.0.1:\(port);
-                        root \(dir.at("root"));
-                        auth_basic "Levels";
-                        auth_basic_user_file \(dir.at("htpasswd"));
-                    }
-                }
-                """)
-            child = try ChildProcess.start(
-                executable: "/usr/sbin/nginx",
-                arguments: ["-c", dir.at("nginx.conf"), "-p", dir.path, "-e", dir.at("error.log")],
-                environment: [:], captureOutput: true)
-            try child.release()
-            let client = HTTPClient()
-            for _ in 0..<200 {
-                if (try? client.send("GET", url.absoluteString))?.status == 401 { return }
-                usleep(25_000)
-            }
-            throw BacklotError(.unavailable, "nginx did not start", context: dir.at("error.log"))
-        }
-
-        deinit {
-            child.signalGroup(SIGTERM)
-            _ = child.wait(until: .now + .seconds(10))
-            dir.remove()
-        }
-    }
-
     /// Answers each challenge with the next of `answers`, and records what it was asked and told.
     final class Answering: BADownloadManagerDelegate, @unchecked Sendable {
         let answers: [(URLSession.AuthChallengeDisposition, URLCredential?)]
@@ -113,7 +51,7 @@ import Testing
     }
 
     static func run(
-        _ server: ProtectedServer, _ answers: [(URLSession.AuthChallengeDisposition, URLCredential?)], name: String
+        _ server: BasicAuthServer, _ answers: [(URLSession.AuthChallengeDisposition, URLCredential?)], name: String
     ) throws -> Answering {
         let container = server.dir.at("device-\(name)")
         let manager = try BADownloadManager(containerPath: container)
@@ -129,7 +67,7 @@ import Testing
     }
 
     @Test func theDelegatesCredentialIsSentAndARefusedOneIsAskedForAgain() throws {
-        let server = try ProtectedServer()
+        let server = try BasicAuthServer(seed: 401)
         let wrong = URLCredential(user: "game", password: "guess", persistence: .forSession)
         let right = URLCredential(user: "game", password: "secret", persistence: .forSession)
         let d = try Self.run(server, [(.useCredential, wrong), (.useCredential, right)], name: "retry")
@@ -143,7 +81,7 @@ import Testing
     }
 
     @Test func cancellingOrDefaultHandlingFailsTheDownload() throws {
-        let server = try ProtectedServer()
+        let server = try BasicAuthServer(seed: 401)
         let cancelled = try Self.run(server, [(.cancelAuthenticationChallenge, nil)], name: "cancel")
         #expect(cancelled.outcome.withLock { $0 }?.contains("cancelled the authentication challenge") == true)
         let declined = try Self.run(server, [(.performDefaultHandling, nil)], name: "default")
