@@ -112,7 +112,8 @@ let package = Package(
 
         // Helper executables for the agent's tests (built with the package, never inside a test).
         .executableTarget(
-            name: "backlot-test-extension", dependencies: ["BacklotClient", "BacklotContainer", "BacklotExtension"]),
+            name: "backlot-test-extension",
+            dependencies: ["BacklotClient", "BacklotContainer", "BacklotCrypto", "BacklotExtension"]),
         .executableTarget(
             name: "backlot-test-app", dependencies: ["BacklotClient", "BacklotContainer", "BacklotTaskScheduler"]),
 
@@ -176,9 +177,9 @@ let package = Package(
         .testTarget(
             name: "BacklotAgentTests",
             dependencies: [
-                "BacklotAgent", "BacklotBasics", "BacklotClient", "BacklotContainer", "BacklotExtension",
-                "BacklotFormat", "BacklotJSON", "BacklotTaskScheduler", "BacklotTestSupport", "backlot-test-app",
-                "backlot-test-extension",
+                "BacklotAgent", "BacklotBasics", "BacklotClient", "BacklotContainer", "BacklotCrypto",
+                "BacklotExtension", "BacklotFormat", "BacklotJSON", "BacklotTaskScheduler", "BacklotTestSupport",
+                "backlot-test-app", "backlot-test-extension",
             ]),
         .testTarget(
             name: "BacklotAppClipsTests",
@@ -210,9 +211,9 @@ let package = Package(
         .testTarget(
             name: "BacklotAppleSourceTests",
             dependencies: [
-                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotExtension", "BacklotHTTPClient",
-                "BacklotJSON", "BacklotTaskScheduler", "BacklotTestSupport", "backlot-apple-sample-app",
-                "backlot-apple-sample-extension",
+                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCrypto", "BacklotExtension",
+                "BacklotHTTPClient", "BacklotJSON", "BacklotTaskScheduler", "BacklotTestSupport",
+                "backlot-apple-sample-app", "backlot-apple-sample-extension",
             ]),
     ]
 )

@@ -7,8 +7,9 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Authentication challenges of the URL downloads the agent runs: the app is not there to answer,
-/// so the extension is woken for its `backgroundDownload(_:didReceive:)` (Apple's routing).
+/// Authentication challenges of the URL downloads the agent runs — HTTP Basic authentication, and
+/// the server's certificates of an HTTPS download: the app is not there to answer, so the
+/// extension is woken for its `backgroundDownload(_:didReceive:)` (Apple's routing).
 extension Agent {
     /// Puts each challenge to the extension (an extension call under its time limit and budget);
     /// when the call cannot be made or fails, the answer is `.performDefaultHandling` and the 401
@@ -17,9 +18,14 @@ extension Agent {
         runner: ExtensionRunner, log: @escaping @Sendable (String) -> Void
     ) -> DownloadManager.ChallengeResponder {
         { download, challenge in
-            let call = ExtensionCall.challenge(
-                download, realm: challenge.protectionSpace.realm ?? "",
-                previousFailureCount: challenge.previousFailureCount)
+            let call =
+                if let space = challenge.protectionSpace as? ServerTrustProtectionSpace {
+                    ExtensionCall.serverTrust(download, certificates: space.certificateChain)
+                } else {
+                    ExtensionCall.challenge(
+                        download, realm: challenge.protectionSpace.realm ?? "",
+                        previousFailureCount: challenge.previousFailureCount)
+                }
             do {
                 let answer =
                     try runner.call(call, bypassBudget: false).challenge

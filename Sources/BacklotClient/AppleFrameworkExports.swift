@@ -7,3 +7,10 @@
 #if canImport(FoundationNetworking)
 @_exported import FoundationNetworking
 #endif
+
+#if canImport(FoundationNetworking)
+/// Apple's name for a server-trust challenge's method. swift-corelibs-foundation declares it
+/// unavailable (it has no Security framework); Backlot delivers such challenges
+/// (``ServerTrustProtectionSpace``), so the name is available again, with Apple's value.
+public let NSURLAuthenticationMethodServerTrust = "NSURLAuthenticationMethodServerTrust"
+#endif

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCrypto
 import Foundation
 import Synchronization
 
@@ -70,6 +71,40 @@ extension DownloadManager {
         return URLAuthenticationChallenge(
             protectionSpace: space, proposedCredential: nil, previousFailureCount: previousFailures,
             failureResponse: response, error: nil, sender: ChallengeSender())
+    }
+
+    /// A server-trust challenge for an HTTPS download (``ServerTrustProtectionSpace``).
+    public static func serverTrustChallenge(for d: URLDownload, certificates: [Data]) -> URLAuthenticationChallenge {
+        URLAuthenticationChallenge(
+            protectionSpace: ServerTrustProtectionSpace(url: d.url, certificateChain: certificates),
+            proposedCredential: nil, previousFailureCount: 0, failureResponse: nil, error: nil,
+            sender: ChallengeSender())
+    }
+
+    /// Before an HTTPS download's first transfer, when someone answers challenges: the server's
+    /// certificates are read (a connection that sends nothing) and put to the responder. Returns
+    /// the public key to pin when it trusts them (`.useCredential`), nil to check the certificate
+    /// as usual (default handling, a rejected protection space, or a server that presented none).
+    /// - Throws: ``BacklotError/Code/cancelled`` when the challenge is cancelled.
+    func answerServerTrust(_ d: URLDownload) throws -> String? {
+        guard d.url.scheme?.lowercased() == "https", let responder = challengeResponder.withLock({ $0 }) else {
+            return nil
+        }
+        let pem = (try? http.serverCertificates(of: d.url.absoluteString)) ?? []
+        let chain = pem.flatMap(CertificateKey.derCertificates(inPEM:))
+        guard let leaf = chain.first else { return nil }  // unreachable now: the transfer says why
+        let (disposition, _) = responder(d, Self.serverTrustChallenge(for: d, certificates: chain.map { Data($0) }))
+        switch disposition {
+        case .useCredential:
+            return "sha256//" + Data(try CertificateKey.publicKeySHA256(ofCertificateDER: leaf)).base64EncodedString()
+        case .cancelAuthenticationChallenge:
+            throw BacklotError(
+                .cancelled,
+                "the server-trust challenge of \(d.url) was cancelled (by the app's delegate, or by the extension for a download the agent runs)",
+                context: d.identifier)
+        default:
+            return nil
+        }
     }
 
     /// The realm of a `Basic` challenge (`Basic realm="Levels"`), or nil for another scheme.

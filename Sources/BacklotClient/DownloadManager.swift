@@ -566,14 +566,18 @@ public final class DownloadManager: Sendable {
             }.min()
             // A 401 is put to the challenge responder (the app's delegate): a credential it gives
             // is sent with the request again, at most a few times.
+            // An HTTPS server's certificates are put to it first (a server-trust challenge): a key it
+            // trusts is pinned for every transfer of this attempt.
+            let pin = try answerServerTrust(d)
             var challenges = 0
-            var result = try transfer(d, to: part, from: already, limit: limit, headers: [:], foreground: foreground)
+            var result = try transfer(
+                d, to: part, from: already, limit: limit, headers: [:], pin: pin, foreground: foreground)
             while result.status == 401,
                 let credentials = try answerChallenge(d, headers: result.headers, previousFailures: challenges)
             {
                 challenges += 1
                 result = try transfer(
-                    d, to: part, from: already, limit: limit, headers: credentials, foreground: foreground)
+                    d, to: part, from: already, limit: limit, headers: credentials, pin: pin, foreground: foreground)
             }
             answered = true
             // A server that ignored the Range sent the whole file again (the part restarted at 0).
@@ -676,12 +680,12 @@ public final class DownloadManager: Sendable {
     /// the download is cancelled or (in the background) promoted to the foreground elsewhere.
     private func transfer(
         _ d: URLDownload, to part: String, from already: UInt64, limit: UInt64?, headers: [String: String],
-        foreground: Bool
+        pin: String? = nil, foreground: Bool
     ) throws -> (status: Int, headers: [String: String], size: UInt64) {
         let id = d.identifier
         let takeover = takeoverPath(id)
         return try http.download(
-            d.url.absoluteString, to: part, from: already, limit: limit, headers: headers,
+            d.url.absoluteString, to: part, from: already, limit: limit, headers: headers, pinnedPublicKey: pin,
             progress: { [handler, self] received, _ in
                 handler(.progress(d, received: received, expected: d.fileSize ?? 0), self)
             },

@@ -25,6 +25,10 @@ public enum ExtensionCall: Sendable, Hashable {
     /// the extension's `backgroundDownload(_:didReceive:)` answers (``ExtensionReply/challenge``).
     /// `previousFailureCount`: how many credentials the server refused before in this attempt.
     case challenge(URLDownload, realm: String, previousFailureCount: Int)
+    /// An HTTPS download the agent runs: the certificates its server presented (DER, leaf first),
+    /// for the extension's `backgroundDownload(_:didReceive:)` to trust (pinned for the
+    /// transfer), refuse, or leave to the usual check (``ServerTrustProtectionSpace``).
+    case serverTrust(URLDownload, certificates: [Data])
 
     public var name: String {
         switch self {
@@ -33,6 +37,7 @@ public enum ExtensionCall: Sendable, Hashable {
         case .finished: "finished"
         case .failed: "failed"
         case .challenge: "challenge"
+        case .serverTrust: "serverTrust"
         }
     }
 
@@ -52,7 +57,7 @@ public enum ExtensionCall: Sendable, Hashable {
 extension ExtensionCall: Codable {
     private enum Keys: String, CodingKey {
         case call, packs, request, manifestPath, extensionInfo, download, filePath, outcome, message, code, realm
-        case previousFailureCount
+        case previousFailureCount, certificates
     }
 
     private struct Info: Codable {
@@ -110,10 +115,18 @@ extension ExtensionCall: Codable {
                 realm: try c.requiredString(forKey: .realm, source: source),
                 previousFailureCount: try c.checkedInteger(
                     Int.self, forKey: .previousFailureCount, in: 0...Int.max, source: source) ?? 0)
+        case "serverTrust":
+            let download = try c.decode(URLDownload.Message.self, forKey: .download).download
+            guard let certificates = try? c.decode([Data].self, forKey: .certificates), certificates.count <= 16 else {
+                throw BacklotError(
+                    .invalidInput, "the key certificates must be an array of at most 16 certificates (base64 DER)",
+                    context: source)
+            }
+            self = .serverTrust(download, certificates: certificates)
         default:
             throw BacklotError(
                 .invalidInput,
-                "the extension call names no known call (shouldDownload, downloads, finished, failed, challenge)",
+                "the extension call names no known call (shouldDownload, downloads, finished, failed, challenge, serverTrust)",
                 context: source)
         }
     }
@@ -140,6 +153,9 @@ extension ExtensionCall: Codable {
             try c.encode(URLDownload.Message(d), forKey: .download)
             try c.encode(realm, forKey: .realm)
             try c.encode(failures, forKey: .previousFailureCount)
+        case .serverTrust(let d, let certificates):
+            try c.encode(URLDownload.Message(d), forKey: .download)
+            try c.encode(certificates, forKey: .certificates)
         }
     }
 }

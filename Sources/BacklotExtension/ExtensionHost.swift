@@ -46,8 +46,15 @@ enum ExtensionHost {
                     ext.backgroundDownload(
                         d, failedWithError: DownloadManager.DeliveredError(code: code, message: message))
                 }
-            case .challenge(let d, let realm, let failures):
-                let challenge = DownloadManager.basicChallenge(for: d, realm: realm, previousFailures: failures)
+            case .challenge, .serverTrust:
+                let (d, challenge): (URLDownload, URLAuthenticationChallenge) =
+                    switch call {
+                    case .serverTrust(let d, let certificates):
+                        (d, DownloadManager.serverTrustChallenge(for: d, certificates: certificates))
+                    case .challenge(let d, let realm, let failures):
+                        (d, DownloadManager.basicChallenge(for: d, realm: realm, previousFailures: failures))
+                    default: fatalError("unreachable")
+                    }
                 nonisolated(unsafe) let ext = ext  // used by the one task, while this thread waits for it
                 nonisolated(unsafe) let asked = challenge
                 let answer = BlockingWork.waitFor {

@@ -133,10 +133,15 @@ public struct HTTPClient: Sendable {
 extension HTTPClient {
     /// Downloads `url` into the file at `path`, appending from byte `offset` (a Range request when
     /// `offset` > 0), at most `limit` bytes in all.
+    /// - Parameter pinnedPublicKey: `sha256//BASE64` of the one public key the server may present
+    ///   (what the app trusted in a server-trust challenge, ``serverCertificates(of:)``): the
+    ///   certificate is then not checked against a CA, only its key.
     /// - Returns: the status, the headers and the file's size afterwards.
-    /// - Throws: ``BacklotError/Code/io`` for transport failures or a body past `limit`.
+    /// - Throws: ``BacklotError/Code/io`` for transport failures or a body past `limit`;
+    ///   ``BacklotError/Code/tls`` when the server's key is not the pinned one.
     public func download(
         _ url: String, to path: String, from offset: UInt64, limit: UInt64?, headers: [String: String] = [:],
+        pinnedPublicKey: String? = nil,
         progress: (@Sendable (UInt64, UInt64) -> Void)? = nil, isCancelled: (@Sendable () -> Bool)? = nil
     ) throws -> (status: Int, headers: [String: String], size: UInt64) {
         guard let handle = curl_easy_init() else { throw BacklotError(.library, "libcurl could not start a transfer") }
@@ -150,6 +155,13 @@ extension HTTPClient {
         for (k, v) in headers { list = curl_slist_append(list, "\(k): \(v)") }
         if offset > 0 { list = curl_slist_append(list, "Range: bytes=\(offset)-") }
         configure(handle, url: url, headers: list)
+        if let pinnedPublicKey {
+            // The app trusted this key (a server-trust challenge): the connection must present
+            // it, whoever signed the certificate.
+            _ = ccurl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 0)
+            _ = ccurl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 0)
+            _ = ccurl_setopt_str(handle, CURLOPT_PINNEDPUBLICKEY, pinnedPublicKey)
+        }
         let context = Unmanaged.passUnretained(sink).toOpaque()
         _ = ccurl_setopt_write(handle, FileCallbacks.write)
         _ = ccurl_setopt_ptr(handle, CURLOPT_WRITEDATA, context)

@@ -3,12 +3,13 @@
 //   {"mode": "normal" | "hang" | "crash", "decline": [pack IDs], "downloads": [{identifier, url, fileSize, essential}],
 //    "moveTo": folder for finished files, "trySchedule": true (schedule a download during downloads(for:) and log the answer),
 //    "crashOnFinished": true, "challenge": "credentials" (answers with "credentials": {user, password}) | "cancel"
-//    (default: performDefaultHandling)}
+//    (default: performDefaultHandling), "trustSHA256": hex SHA-256 of the one leaf certificate a server-trust challenge accepts}
 //   further modes: "grandchild" (starts `sleep 600` in its process group with its standard output, logs "grandchild PID", then
 //   answers), "grandchild-hang" (the same, then hangs), "flood" (prints "floodBytes" bytes, 64 MiB by default, then answers),
 //   "empty-answer" (answers `{}` to shouldDownload), "sleep" (sleeps "seconds" seconds, then answers)
 import BacklotClient
 import BacklotContainer
+import BacklotCrypto
 import BacklotExtension
 import Foundation
 
@@ -141,6 +142,12 @@ import Glibc
         log(
             "challenge \(download.identifier) realm=\(challenge.protectionSpace.realm ?? "-") failures=\(challenge.previousFailureCount) method=\(challenge.protectionSpace.authenticationMethod)"
         )
+        if let space = challenge.protectionSpace as? ServerTrustProtectionSpace {
+            // "trustSHA256": the hex SHA-256 of the leaf certificate to trust (anything else is cancelled).
+            let leaf = space.certificateChain.first.map { SHA256.hash(Array($0)).hex } ?? "-"
+            log("server trust \(download.identifier) certificates=\(space.certificateChain.count) leaf=\(leaf)")
+            return (leaf == settings["trustSHA256"] as? String ? .useCredential : .cancelAuthenticationChallenge, nil)
+        }
         switch settings["challenge"] as? String {
         case "cancel": return (.cancelAuthenticationChallenge, nil)
         case "credentials":

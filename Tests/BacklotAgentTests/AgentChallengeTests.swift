@@ -1,5 +1,6 @@
 import BacklotAgent
 import BacklotBasics
+import BacklotCrypto
 import BacklotTestSupport
 import Foundation
 import Testing
@@ -8,8 +9,10 @@ import Testing
 /// the app is not there, so the extension is woken for its `backgroundDownload(_:didReceive:)`,
 /// and its answer is applied to the transfer.
 @Suite(.serialized) struct AgentChallengeTests {
-    func run(_ settings: [String: Any]) async throws -> (AgentFixture, BasicAuthServer) {
-        let protected = try BasicAuthServer(seed: 4011)
+    func run(
+        _ settings: [String: Any], tls: LocalCertificateAuthority.Issued? = nil
+    ) async throws -> (AgentFixture, NginxFileServer) {
+        let protected = try NginxFileServer(seed: 4011, tls: tls)
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
         try f.extensionSettings(
@@ -66,5 +69,28 @@ import Testing
             "\(f.extensionLog)")
         #expect(f.extensionLog.filter { $0.hasPrefix("challenge protected") }.count == 1)
         #expect(!FileManager.default.fileExists(atPath: f.container + "/extension-received/protected"))
+    }
+
+    @Test func anHTTPSServersCertificatesArePutToTheExtension() async throws {
+        let issued = try LocalCertificateAuthority.create(commonName: "Extension CA").issueServerCertificate(
+            dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"])
+        let leaf = SHA256.hash(CertificateKey.derCertificates(inPEM: issued.certificatePEM)[0]).hex
+        // Pinned: trusted though no CA the agent knows signed it; then the 401 is answered too.
+        let (f, protected) = try await run(
+            ["trustSHA256": leaf, "challenge": "credentials", "credentials": ["user": "game", "password": "secret"]],
+            tls: issued)
+        #expect(eventually { f.extensionLog.contains("finished protected moved=true") }, "\(f.extensionLog)")
+        #expect(f.extensionLog.contains("server trust protected certificates=1 leaf=\(leaf)"), "\(f.extensionLog)")
+        let received = try Data(contentsOf: URL(fileURLWithPath: f.container + "/extension-received/protected"))
+        #expect(Array(received) == protected.bytes)
+
+        // Another certificate: the extension cancels, and the download fails.
+        let (g, other) = try await run(["trustSHA256": String(repeating: "0", count: 64)], tls: issued)
+        defer { withExtendedLifetime(other) {} }
+        #expect(
+            eventually {
+                g.extensionLog.contains { $0.hasPrefix("failed protected: ") && $0.contains("server-trust") }
+            },
+            "\(g.extensionLog)")
     }
 }

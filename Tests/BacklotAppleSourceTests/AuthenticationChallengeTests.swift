@@ -51,7 +51,7 @@ import Testing
     }
 
     static func run(
-        _ server: BasicAuthServer, _ answers: [(URLSession.AuthChallengeDisposition, URLCredential?)], name: String
+        _ server: NginxFileServer, _ answers: [(URLSession.AuthChallengeDisposition, URLCredential?)], name: String
     ) throws -> Answering {
         let container = server.dir.at("device-\(name)")
         let manager = try BADownloadManager(containerPath: container)
@@ -67,7 +67,7 @@ import Testing
     }
 
     @Test func theDelegatesCredentialIsSentAndARefusedOneIsAskedForAgain() throws {
-        let server = try BasicAuthServer(seed: 401)
+        let server = try NginxFileServer(seed: 401)
         let wrong = URLCredential(user: "game", password: "guess", persistence: .forSession)
         let right = URLCredential(user: "game", password: "secret", persistence: .forSession)
         let d = try Self.run(server, [(.useCredential, wrong), (.useCredential, right)], name: "retry")
@@ -81,7 +81,7 @@ import Testing
     }
 
     @Test func cancellingOrDefaultHandlingFailsTheDownload() throws {
-        let server = try BasicAuthServer(seed: 401)
+        let server = try NginxFileServer(seed: 401)
         let cancelled = try Self.run(server, [(.cancelAuthenticationChallenge, nil)], name: "cancel")
         let why = cancelled.outcome.withLock { $0 } ?? ""
         #expect(why.contains("authentication challenge of") && why.contains("was cancelled"), "\(why)")

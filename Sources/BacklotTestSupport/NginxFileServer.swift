@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCrypto
 import BacklotHTTPClient
 import Foundation
 
@@ -6,23 +7,33 @@ import Foundation
 import Glibc
 #endif
 
-/// nginx serving `file.bin` under `auth_basic "Levels"` for the user `game`, password `secret`.
-public final class BasicAuthServer {
+/// nginx serving `file.bin` (seeded bytes) on loopback: under `auth_basic "Levels"` for the user
+/// `game`, password `secret` (by default), and over TLS with a given certificate and key.
+public final class NginxFileServer {
     public let dir: TemporaryDirectory
     public let port = Nginx.freePort()
     let child: ChildProcess
     public let bytes: [UInt8]
-    public var url: URL { URL(string: "http://127.0.0.1:\(port)/file.bin")! }
+    public let isTLS: Bool
+    public var url: URL { URL(string: "\(isTLS ? "https" : "http")://127.0.0.1:\(port)/file.bin")! }
 
-    /// - Parameter seed: makes `file.bin`'s bytes (printed, so that a failure can be replayed).
-    public init(seed: UInt64) throws {
+    /// - Parameters:
+    ///   - seed: makes `file.bin`'s bytes (printed, so that a failure can be replayed).
+    ///   - basicAuth: whether a user and password are required.
+    ///   - tls: the server's certificate and key (PEM), for HTTPS.
+    public init(seed: UInt64, basicAuth: Bool = true, tls: LocalCertificateAuthority.Issued? = nil) throws {
         dir = try TemporaryDirectory("auth-nginx")
-        print("BasicAuthServer: seed \(seed)")
+        isTLS = tls != nil
+        print("NginxFileServer: seed \(seed)")
         var g = SeededGenerator(seed: seed)
         bytes = g.bytes(200_000)
         try dir.write("root/file.bin", bytes)
         try dir.write("htpasswd", "game:{PLAIN}secret\n")
         try FileManager.default.createDirectory(atPath: dir.at("tmp"), withIntermediateDirectories: true)
+        if let tls {
+            try dir.write("cert.pem", tls.certificatePEM)
+            try dir.write("key.pem", tls.privateKeyPEM, mode: 0o600)
+        }
         let user = getuid() == 0 ? "user root;" : ""
         try dir.write(
             "nginx.conf",
@@ -41,10 +52,10 @@ public final class BasicAuthServer {
                 scgi_temp_path \(dir.at("tmp"));
                 uwsgi_temp_path \(dir.at("tmp"));
                 server {
-                    listen 127.0.0.1:\(port);
+                    listen 127.0.0.1:\(port)\(isTLS ? " ssl" : "");
                     root \(dir.at("root"));
-                    auth_basic "Levels";
-                    auth_basic_user_file \(dir.at("htpasswd"));
+                    \(basicAuth ? "auth_basic \"Levels\"; auth_basic_user_file \(dir.at("htpasswd"));" : "")
+                    \(tls == nil ? "" : "ssl_certificate \(dir.at("cert.pem")); ssl_certificate_key \(dir.at("key.pem"));")
                 }
             }
             """)
@@ -53,9 +64,10 @@ public final class BasicAuthServer {
             arguments: ["-c", dir.at("nginx.conf"), "-p", dir.path, "-e", dir.at("error.log")],
             environment: [:], captureOutput: true)
         try child.release()
-        let client = HTTPClient()
+        // Up when it answers (what it answers does not matter: its certificate is not trusted here).
         for _ in 0..<200 {
-            if (try? client.send("GET", url.absoluteString))?.status == 401 { return }
+            if (try? HTTPClient().serverCertificates(of: url.absoluteString)) != nil && isTLS { return }
+            if !isTLS, (try? HTTPClient().send("GET", url.absoluteString)) != nil { return }
             usleep(25_000)
         }
         throw BacklotError(.unavailable, "nginx did not start", context: dir.at("error.log"))

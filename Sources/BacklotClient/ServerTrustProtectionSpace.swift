@@ -1,0 +1,39 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The protection space of a server-trust challenge (`NSURLAuthenticationMethodServerTrust`) for
+/// an HTTPS download. Apple's carries a `SecTrust` (`serverTrust`), which Linux has not: this one
+/// carries the certificates the server presented, DER, leaf first, for an app to pin or refuse.
+///
+/// ```swift
+/// func download(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge,
+///               completionHandler: @escaping (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+///     guard let space = challenge.protectionSpace as? ServerTrustProtectionSpace else {
+///         return completionHandler(.performDefaultHandling, nil)
+///     }
+///     let pinned = space.certificateChain.first.map { SHA256.hash(Array($0)) } == expectedLeafDigest
+///     completionHandler(pinned ? .useCredential : .cancelAuthenticationChallenge, nil)
+/// }
+/// ```
+///
+/// `.useCredential` (with any credential, or none: Linux has no `URLCredential(trust:)`) trusts
+/// the server's key for this download, whoever signed its certificate: the transfer is then made
+/// with that key pinned. `.performDefaultHandling` and `.rejectProtectionSpace` check the
+/// certificate as usual (the CA file, or the system's CAs); `.cancelAuthenticationChallenge`
+/// fails the download.
+public final class ServerTrustProtectionSpace: URLProtectionSpace, @unchecked Sendable {  // immutable after init
+    /// The certificates the server presented, DER, leaf first.
+    public let certificateChain: [Data]
+
+    public init(url: URL, certificateChain: [Data]) {
+        self.certificateChain = certificateChain
+        super.init(
+            host: url.host ?? "", port: url.port ?? 443, protocol: url.scheme, realm: nil,
+            authenticationMethod: NSURLAuthenticationMethodServerTrust)
+    }
+
+    public required init?(coder: NSCoder) { nil }
+}
