@@ -12,5 +12,6 @@
 /// Apple's name for a server-trust challenge's method. swift-corelibs-foundation declares it
 /// unavailable (it has no Security framework); Backlot delivers such challenges
 /// (``ServerTrustProtectionSpace``), so the name is available again, with Apple's value.
+// swift-format-ignore: AlwaysUseLowerCamelCase
 public let NSURLAuthenticationMethodServerTrust = "NSURLAuthenticationMethodServerTrust"
 #endif
