@@ -250,9 +250,29 @@ public final class Agent: Sendable {
 
     /// One round: queued events, the periodic check when it is due, due tasks.
     public func round() async {
+        if !isStopping { reclaimSpaceIfLow() }
         await runQueuedEvents()
         if !isStopping && conditions.current().networkAvailable { downloads.resumeScheduled() }
         if !isStopping { enqueuePeriodicIfDue() }
         if !isStopping, let launcher { launcher.launchDue(scheduler: scheduler) }
+    }
+}
+
+extension Agent {
+    /// Low disk space: under `BacklotMinimumFreeSpace` free on the container's file system, what
+    /// nobody needs is deleted (``ClientContainer/reclaimSpace(minimumFree:)``), and each is logged.
+    func reclaimSpaceIfLow() {
+        do {
+            for item in try manager.reclaimSpace(minimumFree: configuration.minimumFreeSpace) {
+                switch item {
+                case .urlDownload(let id, let bytes):
+                    log("low space: deleted the finished file of download \(id) nobody claimed (\(bytes) bytes)")
+                case .pack(let id, let bytes):
+                    log("low space: deleted pack \(id) (\(bytes) bytes; neither essential nor in use)")
+                }
+            }
+        } catch {
+            log("low space: could not free space: \(error)")
+        }
     }
 }

@@ -32,6 +32,7 @@ import Foundation
 /// | `BacklotPollInterval` | seconds between the agent's rounds | 5 |
 /// | `BacklotBandwidthLimit` | bytes per second per connection for pack downloads (0: none) | 0 |
 /// | `BacklotMaximumRangeBytes` | the largest Range request (progress is kept after each) | 2 MiB |
+/// | `BacklotMinimumFreeSpace` | bytes kept free on the container's file system: under it, finished files nobody claimed, then packs neither essential nor in use, are deleted, oldest first (0: never) | 128 MiB |
 ///
 /// plus the task scheduler's keys (``TaskSchedulerConfiguration``). In JSON every key must be
 /// known; in an Info.plist, unknown `BA…`, `BG…` and `Backlot…` keys are refused and others ignored.
@@ -56,6 +57,7 @@ public struct AgentConfiguration: Sendable {
     public var pollInterval: TimeInterval = 5
     public var bandwidthLimit: UInt64 = 0
     public var maximumRangeBytes: UInt64 = 2 << 20
+    public var minimumFreeSpace: UInt64 = ClientContainer.defaultMinimumFreeSpace
     public var scheduler: TaskSchedulerConfiguration
 
     static let appleKeys = [
@@ -67,7 +69,7 @@ public struct AgentConfiguration: Sendable {
         "BacklotCatalogURL", "BacklotTrustedKey", "BacklotCAFile", "BacklotPlatform", "BacklotExtensionPath",
         "BacklotExtensionTimeLimit", "BacklotExtensionDailyBudget", "BacklotAppExecutable", "BacklotAppArguments",
         "BacklotPrefetchRequiresUnmetered", "BacklotNetworkMetered", "BacklotPeriodicCheckInterval",
-        "BacklotPollInterval", "BacklotBandwidthLimit", "BacklotMaximumRangeBytes",
+        "BacklotPollInterval", "BacklotBandwidthLimit", "BacklotMaximumRangeBytes", "BacklotMinimumFreeSpace",
     ]
     public static var keys: [String] { appleKeys + backlotKeys + TaskSchedulerConfiguration.keys }
 
@@ -193,6 +195,8 @@ public struct AgentConfiguration: Sendable {
             ?? periodicCheckInterval
         pollInterval = try ConfigurationKey.seconds("BacklotPollInterval", in: settings, source: source) ?? pollInterval
         bandwidthLimit = try ConfigurationKey.bytes("BacklotBandwidthLimit", in: settings, source: source) ?? 0
+        minimumFreeSpace =
+            try ConfigurationKey.bytes("BacklotMinimumFreeSpace", in: settings, source: source) ?? minimumFreeSpace
         maximumRangeBytes =
             try ConfigurationKey.bytes("BacklotMaximumRangeBytes", in: settings, source: source) ?? maximumRangeBytes
         guard maximumRangeBytes >= 64 << 10 else {

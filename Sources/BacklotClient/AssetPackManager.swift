@@ -305,7 +305,8 @@ public actor AssetPackManager {
         (try? container.installed(id)) != nil
     }
 
-    /// Updates out-of-date packs and removes obsolete ones.
+    /// Updates out-of-date packs and removes obsolete ones. `removedIDs` also names, once, the
+    /// packs the agent deleted to free space since the last call (``ClientContainer/reclaimSpace(minimumFree:)``).
     @discardableResult
     public func checkForUpdates() async throws -> (updatingIDs: Set<String>, removedIDs: Set<String>) {
         let offered = try await offered()
@@ -322,7 +323,15 @@ public actor AssetPackManager {
                 removed.insert(installed.id)
             }
         }
+        // Packs the agent deleted to free space are reported once, as removed.
+        removed.formUnion(try container.takeEvictedPacks())
         return (updating, removed)
+    }
+
+    /// Frees space on the container's file system when it has less than `minimumFree` bytes
+    /// available (what the agent does each round): ``ClientContainer/reclaimSpace(minimumFree:)``.
+    public nonisolated func reclaimSpace(minimumFree: UInt64) throws -> [ClientContainer.Reclaimed] {
+        try container.reclaimSpace(minimumFree: minimumFree)
     }
 
     /// Removes an installed pack.

@@ -32,6 +32,9 @@ public struct StateKey: Sendable, Hashable {
     public static let installedBytes = StateKey("installed")
     public static let installedEssentialBytes = StateKey("installedEssential")
 
+    /// The packs deleted to free space that the app has not been told of yet (a JSON array of IDs).
+    public static let evictedPacks = StateKey("evictedPacks")
+
     /// What the last install of pack `id` took from a delta file.
     public static func lastDeltaUse(ofPack id: String) -> StateKey { StateKey("delta." + id) }
 }

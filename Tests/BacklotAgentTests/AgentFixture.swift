@@ -18,10 +18,11 @@ final class AgentFixture: @unchecked Sendable {
     static let prefetch = #"{"prefetch": {"installationEventTypes": ["firstInstallation"]}}"#
     static let updateOnly = #"{"prefetch": {"installationEventTypes": ["subsequentUpdate"]}}"#
 
-    init() throws {
+    /// - Parameter container: where the device container is (default: a folder of the fixture's).
+    init(container: String? = nil) throws {
         server = try ClientFixture()
-        container = server.dir.at("device")
-        try FileManager.default.createDirectory(atPath: container, withIntermediateDirectories: true)
+        self.container = container ?? server.dir.at("device")
+        try FileManager.default.createDirectory(atPath: self.container, withIntermediateDirectories: true)
     }
 
     /// The folder holding the built executables (`backlot`, the test extension and app).

@@ -66,14 +66,14 @@ import Testing
         "BacklotPollInterval", "BacklotExtensionTimeLimit", "BacklotExtensionDailyBudget",
         "BacklotPeriodicCheckInterval",
         "BacklotRefreshTaskBudget", "BacklotTaskFailureBackoff", "BacklotBandwidthLimit", "BacklotMaximumRangeBytes",
-        "BAMaxInstallSize",
+        "BacklotMinimumFreeSpace", "BAMaxInstallSize",
     ])
     func anAgentConfigurationNumberThatDoesNotFitExitsTwoAndNamesTheKey(key: String) throws {
         let dir = try TemporaryDirectory("cli-config")
         defer { dir.remove() }
         let isBytes =
             key.hasSuffix("Limit") && key.hasPrefix("BacklotBandwidth") || key.hasSuffix("Bytes")
-            || key.hasSuffix("Size")
+            || key.hasSuffix("Size") || key.hasSuffix("Space")
         let values =
             [
                 "9223372036854775808", "18446744073709551616", "1000000000000000000000000000000", "1e400", "-1e400",
