@@ -1,5 +1,6 @@
 import BacklotFormat
 import BacklotJSON
+import Foundation
 
 /// An asset pack as the catalog describes it (Apple's `AssetPack`).
 public struct AssetPack: Sendable, Hashable, Identifiable {
@@ -11,8 +12,10 @@ public struct AssetPack: Sendable, Hashable, Identifiable {
     public let version: Int
     /// The manifest's `userInfo`, as written.
     public let userInfo: JSONNode?
-    /// The pack's BCP-47 language, if it is localized.
-    public let language: String?
+    /// The pack's BCP-47 language as the manifest spells it (`fr`, `pt-BR`), if it is localized.
+    public let languageIdentifier: String?
+    /// The language for which this pack is localized (Apple's, iOS 27); nil when it is not.
+    public var language: Locale.Language? { languageIdentifier.map(Locale.Language.init(identifier:)) }
     /// When the pack is fetched.
     public let downloadPolicy: DownloadPolicy
     /// The pack digest (SHA-256 of the archive's index) of this release.
@@ -26,7 +29,7 @@ public struct AssetPack: Sendable, Hashable, Identifiable {
         self.downloadSize = downloadSize
         self.version = version
         self.userInfo = userInfo
-        self.language = language
+        self.languageIdentifier = language
         self.downloadPolicy = downloadPolicy
         self.digest = digest
     }

@@ -112,6 +112,8 @@ public actor AssetPackManager {
 
     public nonisolated let configuration: Configuration
     nonisolated let container: ClientContainer
+    /// The languages of the localized packs of the catalog last read (``resolvedLanguage``).
+    nonisolated let knownLanguages = Mutex<[String]>([])
     nonisolated let catalogClient: CatalogClient
     nonisolated let http: HTTPClient
     private var inFlight: [String: Task<Void, any Error>] = [:]
@@ -140,6 +142,7 @@ public actor AssetPackManager {
     /// The catalog's packs for this device and platform, by ID.
     func offered() async throws -> [String: (AssetPack, Catalog.Release)] {
         let catalog = try await BlockingWork.run { try self.catalogClient.fetch() }
+        defer { knownLanguages.withLock { $0 = Array(Set(catalog.packs.compactMap { $0.release.language })) } }
         var out: [String: (AssetPack, Catalog.Release)] = [:]
         for entry in catalog.packs {
             // A candidate not built for this platform is no candidate here: the device stays on the
@@ -174,9 +177,10 @@ public actor AssetPackManager {
 
     // MARK: Downloads
 
-    /// Returns once the pack is installed and verified. With `requireLatestVersion` false, an
-    /// installed release is used as it is and the catalog is not consulted.
-    public func ensureLocalAvailability(of pack: AssetPack, requireLatestVersion: Bool = true) async throws {
+    /// Returns once the pack is installed and verified. With `requireLatestVersion` false (the
+    /// default, as Apple's), an installed release is used as it is and the catalog is not
+    /// consulted; with true, an older installed release is updated first.
+    public func ensureLocalAvailability(of pack: AssetPack, requireLatestVersion: Bool = false) async throws {
         if !requireLatestVersion, (try? container.installed(pack.id)) != nil { return }
         _ = try await fetch(packWithID: pack.id)
     }
@@ -237,7 +241,7 @@ public actor AssetPackManager {
         for (id, (pack, release)) in try await offered().sorted(by: { $0.key < $1.key })
         where release.downloadPolicy.installationEventTypes.contains(event) {
             if container.isMarkedAppClip, case .essential = release.downloadPolicy { continue }
-            try await ensureLocalAvailability(of: pack)
+            try await ensureLocalAvailability(of: pack, requireLatestVersion: true)
             done.append(id)
         }
         return done
@@ -316,7 +320,7 @@ public actor AssetPackManager {
             if let (pack, release) = offered[installed.id] {
                 if installed.digest != release.indexSHA256.hex {
                     updating.insert(installed.id)
-                    try await ensureLocalAvailability(of: pack)
+                    try await ensureLocalAvailability(of: pack, requireLatestVersion: true)
                 }
             } else {
                 try await remove(assetPackWithID: installed.id)
@@ -326,6 +330,21 @@ public actor AssetPackManager {
         // Packs the agent deleted to free space are reported once, as removed.
         removed.formUnion(try container.takeEvictedPacks())
         return (updating, removed)
+    }
+
+    /// Makes several packs available at once (Apple's batch form, iOS 27): their downloads run
+    /// together, and it returns when all are installed.
+    /// - Parameter requireLatestVersions: also update the packs installed at an older release.
+    /// - Throws: the first error of a pack (the others go on and are kept when they finish).
+    public func ensureLocalAvailability(
+        of assetPacks: Set<AssetPack>, requireLatestVersions shouldUpdate: Bool = false
+    ) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for pack in assetPacks.sorted(by: { $0.id < $1.id }) {
+                group.addTask { try await self.ensureLocalAvailability(of: pack, requireLatestVersion: shouldUpdate) }
+            }
+            try await group.waitForAll()
+        }
     }
 
     /// Frees space on the container's file system when it has less than `minimumFree` bytes

@@ -35,6 +35,12 @@ public struct StateKey: Sendable, Hashable {
     /// The packs deleted to free space that the app has not been told of yet (a JSON array of IDs).
     public static let evictedPacks = StateKey("evictedPacks")
 
+    /// The language the app chose for its localized packs (AssetPackManager's `resolvedLanguage`), BCP-47.
+    public static let resolvedLanguage = StateKey("resolvedLanguage")
+    /// The localized packs AssetPackManager's `reconcilePreferredLanguages()` downloaded (a JSON array of IDs): the
+    /// ones it may remove again; packs the app downloaded itself are never in it.
+    public static let languagePacks = StateKey("languagePacks")
+
     /// What the last install of pack `id` took from a delta file.
     public static func lastDeltaUse(ofPack id: String) -> StateKey { StateKey("delta." + id) }
 }

@@ -46,7 +46,7 @@ extension AssetPack {
             try c.encode(pack.digest, forKey: .digest)
             try c.encode(pack.downloadPolicy.json, forKey: .downloadPolicy)
             try c.encode(pack.userInfo ?? JSONNode(.null), forKey: .userInfo)
-            try c.encode(pack.language, forKey: .language)
+            try c.encode(pack.languageIdentifier, forKey: .language)
         }
     }
 }

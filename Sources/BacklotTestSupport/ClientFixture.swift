@@ -50,7 +50,7 @@ public final class ClientFixture: @unchecked Sendable {
     @discardableResult
     public func publish(
         id: String = "Levels", seed: UInt64 = 42, edit: Bool = false, policy: String = #"{"onDemand": {}}"#,
-        channel: Channel = .internal, chunkSize: Int = 16 << 10
+        channel: Channel = .internal, chunkSize: Int = 16 << 10, language: String? = nil
     ) throws -> (source: String, version: Int) {
         let src = TemporaryDirectory.Named(dir.at("src-\(id)-\(seed)-\(edit)"))
         try SamplePack.writeTree(in: src.asTemporary, seed: seed)
@@ -60,7 +60,8 @@ public final class ClientFixture: @unchecked Sendable {
             try src.asTemporary.write("src/Levels/level1.dat", level)
         }
         let path = try SamplePack.build(
-            in: src.asTemporary, manifestJSON: SamplePack.manifest(id: id, policy: policy), averageChunkSize: chunkSize)
+            in: src.asTemporary, manifestJSON: SamplePack.manifest(id: id, policy: policy, language: language),
+            averageChunkSize: chunkSize)
         if (try? repository.packs(app: app).contains(id)) != true { try repository.createPack(app: app, id: id) }
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         let v = try repository.uploadAndProcess(app: app, pack: id, bytes: bytes)

@@ -7,9 +7,11 @@ public enum SamplePack {
     /// A manifest with one `directory` selector over the whole root.
     public static func manifest(
         id: String = "Sample", selectors: String = #"[{"directory": "."}]"#,
-        policy: String = #"{"onDemand": {}}"#, platforms: String = #"["linux"]"#
+        policy: String = #"{"onDemand": {}}"#, platforms: String = #"["linux"]"#, language: String? = nil
     ) -> String {
-        #"{"assetPackID": "\#(id)", "downloadPolicy": \#(policy), "fileSelectors": \#(selectors), "platforms": \#(platforms)}"#
+        let localized = language.map { #", "language": "\#($0)""# } ?? ""
+        return
+            #"{"assetPackID": "\#(id)", "downloadPolicy": \#(policy), "fileSelectors": \#(selectors), "platforms": \#(platforms)\#(localized)}"#
     }
 
     /// Writes a small mixed tree (text, random bytes, a duplicate, an empty file, an executable).
