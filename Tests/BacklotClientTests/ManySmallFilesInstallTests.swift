@@ -68,7 +68,8 @@ import Testing
         let v2 = f.dir.at("small-v2")
         try writeTree(v2, count: count, seed: seed, changed: changed)
         try publish(f, source: v2)
-        try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Small"))
+        try await manager.ensureLocalAvailability(
+            of: try await manager.assetPack(withID: "Small"), requireLatestVersion: true)
         for i in changed.sorted().prefix(20) {
             let relative = "small/\(i / 100)/file-\(i)"
             #expect(

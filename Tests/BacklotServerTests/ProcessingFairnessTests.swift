@@ -194,9 +194,9 @@ import Testing
         f.repository.waitForProcessing()
         #expect(try versions(f.repository) == ["Big PROCESSING -", "Levels PROCESSING -"])
 
-        // The next start on the same data folder processes both.
+        // The next start on the same data folder processes both (a repository takes up, as it
+        // opens, the processing nobody holds).
         let next = try Repository(directory: RepositoryDirectory(path: f.dir.at("data")))
-        #expect(try next.takeOverAbandonedProcessing() == 2)
         next.waitForProcessing()
         #expect(try versions(next) == ["Big COMPLETE -", "Levels COMPLETE -"])
     }
