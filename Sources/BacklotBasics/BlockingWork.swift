@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The one bridge from async code to blocking work — a transfer, file I/O, a child process, a
 /// SQLite transaction that may wait for a lock. The work runs on a thread of its own, never on
@@ -16,24 +15,5 @@ public enum BlockingWork {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
         }
-    }
-
-    /// The way back, for a process's blocking entry point that must call an async method (a
-    /// downloader extension's `backgroundDownload(_:didReceive:)`, called from its `main`): runs
-    /// `body` as a task and blocks this thread until it returns. Never call it from async code.
-    ///
-    /// ```swift
-    /// let answer = BlockingWork.waitFor { await ext.backgroundDownload(download, didReceive: challenge) }
-    /// ```
-    public static func waitFor<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
-        let result = Mutex<T?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            let value = await body()
-            result.withLock { $0 = value }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0! }
     }
 }

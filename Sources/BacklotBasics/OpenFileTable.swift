@@ -12,22 +12,26 @@ import Glibc
 /// if !OpenFileTable.anyHeld(under: releaseFolder) { FileSystem.removeTree(releaseFolder) }
 /// ```
 public enum OpenFileTable {
-    /// Whether any process holds a file under `folder` open, or has one mapped. A folder that
-    /// cannot be resolved is reported held (never deleted on a guess).
-    public static func anyHeld(under folder: String) -> Bool {
-        guard let real = FileSystem.realPath(folder) else { return FileSystem.exists(folder) }
+    /// Whether any process holds `path` open or mapped, or (for a folder) a file under it. A path
+    /// that cannot be resolved is reported held (never deleted on a guess).
+    public static func anyHeld(under path: String) -> Bool {
+        guard let real = FileSystem.realPath(path) else { return FileSystem.exists(path) }
+        let exact = Array(real.utf8)
         let prefix = Array((real.hasSuffix("/") ? real : real + "/").utf8)
+        func matches(_ target: some Collection<UInt8>) -> Bool {
+            target.starts(with: prefix) || target.elementsEqual(exact)
+        }
         for pid in (try? FileSystem.entryNames("/proc")) ?? [] where pid.allSatisfy({ $0 >= 48 && $0 <= 57 }) {
             let base = "/proc/" + String(decoding: pid, as: UTF8.self)
             for fd in (try? FileSystem.entryNames(base + "/fd")) ?? [] {
-                if let target = link(base + "/fd/" + String(decoding: fd, as: UTF8.self)), target.starts(with: prefix) {
+                if let target = link(base + "/fd/" + String(decoding: fd, as: UTF8.self)), matches(target) {
                     return true
                 }
             }
             if let maps = untilEnd(base + "/maps", atMost: 64 << 20) {
                 for line in maps.split(separator: UInt8(ascii: "\n")) {
                     // The path is the sixth field; it starts at the first "/".
-                    if let slash = line.firstIndex(of: UInt8(ascii: "/")), line[slash...].starts(with: prefix) {
+                    if let slash = line.firstIndex(of: UInt8(ascii: "/")), matches(line[slash...]) {
                         return true
                     }
                 }

@@ -43,16 +43,25 @@ extension AssetPackManager {
         let localized = offered.values.map(\.0).filter { $0.languageIdentifier != nil }
         let resolved = resolvedLanguageIdentifier(available: localized.compactMap(\.languageIdentifier))
         let wanted = localized.filter { $0.languageIdentifier == resolved }
-        var mine = Self.decodeIDs(try container.meta(.languagePacks))
         for pack in wanted.sorted(by: { $0.id < $1.id }) where !assetPackIsAvailableLocally(withID: pack.id) {
             try await ensureLocalAvailability(of: pack, requireLatestVersion: false)
-            mine.insert(pack.id)
+            try recordLanguagePack(pack.id, downloaded: true)  // at once: a later failure forgets nothing
         }
+        let mine = ClientContainer.decodeIDs(try container.meta(.languagePacks))
         for pack in localized where pack.languageIdentifier != resolved && mine.contains(pack.id) {
             if assetPackIsAvailableLocally(withID: pack.id) { try await remove(assetPackWithID: pack.id) }
-            mine.remove(pack.id)
+            try recordLanguagePack(pack.id, downloaded: false)
         }
-        try container.setMeta(.languagePacks, try Self.encodeIDs(mine))
+    }
+
+    /// Adds or removes one pack of the list of those reconciling downloaded, in one transaction
+    /// (two reconciliations at once each keep their changes).
+    nonisolated func recordLanguagePack(_ id: String, downloaded: Bool) throws {
+        try container.updateMeta(.languagePacks) { text in
+            var ids = ClientContainer.decodeIDs(text)
+            if downloaded { ids.insert(id) } else { ids.remove(id) }
+            return try ClientContainer.encodeIDs(ids)
+        }
     }
 
     /// The app's choice, else the best of `available` for the device's preferred languages.
@@ -72,12 +81,4 @@ extension AssetPackManager {
         available.sorted().first { Locale.Language(identifier: $0).maximalIdentifier == chosen }
     }
 
-    static func decodeIDs(_ text: String?) -> Set<String> {
-        guard let text, let ids = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) else { return [] }
-        return Set(ids)
-    }
-
-    static func encodeIDs(_ ids: Set<String>) throws -> String {
-        String(decoding: try JSONEncoder().encode(ids.sorted()), as: UTF8.self)
-    }
 }

@@ -37,7 +37,7 @@ extension ClientContainer {
         guard minimumFree > 0, !enough() else { return [] }
         var done: [Reclaimed] = []
         // 1. Finished files left for the app, under the exclusive lock (the app claims under it).
-        try layout.holding(.exclusiveControl) {
+        try ExclusiveControl.of(container: path).run {  // re-entrant: a delegate inside withExclusiveControl may call this
             for outcome in try store.read({ try $0.urlOutcomes(in: .forApp) }) where !enough() {
                 guard outcome.kind == "finished", let file = outcome.path, outcome.staged == nil,
                     let size = (try? FileSystem.status(file))??.size, !OpenFileTable.anyHeld(under: file)
@@ -58,11 +58,14 @@ extension ClientContainer {
             $0.installedAt != $1.installedAt
                 ? $0.installedAt < $1.installedAt : Array($0.id.utf8).lexicographicallyPrecedes(Array($1.id.utf8))
         }
-        for release in releases where !enough() {
-            guard let (_, index) = PackInstaller.decodeStored(release.indexBytes) else { continue }
-            if case .essential = index.metadata.downloadPolicy { continue }
-            guard let lock = try layout.acquire(.install(pack: release.id), waiting: false) else { continue }
+        for listed in releases where !enough() {
+            guard let lock = try layout.acquire(.install(pack: listed.id), waiting: false) else { continue }
             defer { lock.release() }
+            // Read again under the lock: an update may have replaced the release since the list was made.
+            guard let release = try store.read({ try $0.installedRelease(listed.id) }),
+                let (_, index) = PackInstaller.decodeStored(release.indexBytes)
+            else { continue }
+            if case .essential = index.metadata.downloadPolicy { continue }
             let folder = releaseFolder(release.id, digest: release.digest)
             guard !OpenFileTable.anyHeld(under: folder) else { continue }
             let bytes = index.files.reduce(UInt64(0)) { CheckedInteger.saturatingAdd($0, $1.size) }
@@ -89,12 +92,13 @@ extension ClientContainer {
         }
     }
 
-    private static func decodeIDs(_ text: String?) -> Set<String> {
+    /// A set of pack IDs as a meta value holds it (a JSON array, sorted); nil or text of another shape is none.
+    static func decodeIDs(_ text: String?) -> Set<String> {
         guard let text, let ids = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) else { return [] }
         return Set(ids)
     }
 
-    private static func encodeIDs(_ ids: Set<String>) throws -> String {
+    static func encodeIDs(_ ids: Set<String>) throws -> String {
         String(decoding: try JSONEncoder().encode(ids.sorted()), as: UTF8.self)
     }
 }

@@ -75,6 +75,11 @@ public struct ClientContainer: Sendable {
         try store.transaction { tx in try tx.setValue(value, forKey: key) }
     }
 
+    /// Changes a meta value in one transaction: `change` gets the value stored (nil when none).
+    func updateMeta(_ key: StateKey, _ change: (String?) throws -> String) throws {
+        try store.transaction { tx in try tx.setValue(try change(try tx.value(forKey: key)), forKey: key) }
+    }
+
     /// The folder of a pack's releases.
     public func packFolder(_ id: String) -> String { layout.packFolder(id) }
 

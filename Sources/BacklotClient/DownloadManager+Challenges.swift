@@ -83,8 +83,10 @@ extension DownloadManager {
 
     /// Before an HTTPS download's first transfer, when someone answers challenges: the server's
     /// certificates are read (a connection that sends nothing) and put to the responder. Returns
-    /// the public key to pin when it trusts them (`.useCredential`), nil to check the certificate
-    /// as usual (default handling, a rejected protection space, or a server that presented none).
+    /// the public key to pin when it trusts them (`.useCredential` with no user: Linux has no
+    /// `URLCredential(trust:)`), nil to check the certificate as usual (default handling, a
+    /// rejected protection space, a credential with a user and password, or a server that
+    /// presented none).
     /// - Throws: ``BacklotError/Code/cancelled`` when the challenge is cancelled.
     func answerServerTrust(_ d: URLDownload) throws -> String? {
         guard d.url.scheme?.lowercased() == "https", let responder = challengeResponder.withLock({ $0 }) else {
@@ -93,9 +95,14 @@ extension DownloadManager {
         let pem = (try? http.serverCertificates(of: d.url.absoluteString)) ?? []
         let chain = pem.flatMap(CertificateKey.derCertificates(inPEM:))
         guard let leaf = chain.first else { return nil }  // unreachable now: the transfer says why
-        let (disposition, _) = responder(d, Self.serverTrustChallenge(for: d, certificates: chain.map { Data($0) }))
+        let (disposition, credential) = responder(
+            d, Self.serverTrustChallenge(for: d, certificates: chain.map { Data($0) }))
         switch disposition {
-        case .useCredential:
+        case .useCredential where credential?.user == nil:
+            // Trusting the server is `.useCredential` without a user (Apple's is a credential of the
+            // trust itself); one with a user and a password answers HTTP authentication, and given
+            // here (a responder that answers every challenge alike) it trusts nothing: the
+            // certificate is checked as usual.
             return "sha256//" + Data(try CertificateKey.publicKeySHA256(ofCertificateDER: leaf)).base64EncodedString()
         case .cancelAuthenticationChallenge:
             throw BacklotError(

@@ -19,11 +19,12 @@ import FoundationNetworking
 /// }
 /// ```
 ///
-/// `.useCredential` (with any credential, or none: Linux has no `URLCredential(trust:)`) trusts
-/// the server's key for this download, whoever signed its certificate: the transfer is then made
-/// with that key pinned. `.performDefaultHandling` and `.rejectProtectionSpace` check the
-/// certificate as usual (the CA file, or the system's CAs); `.cancelAuthenticationChallenge`
-/// fails the download.
+/// `.useCredential` with no credential (Linux has no `URLCredential(trust:)`) trusts the server's
+/// key for this download, whoever signed its certificate: the transfer is then made with that key
+/// pinned. `.useCredential` with a user and a password (HTTP authentication's answer, given by a
+/// delegate that answers every challenge alike) trusts nothing. `.performDefaultHandling` and
+/// `.rejectProtectionSpace` check the certificate as usual (the CA file, or the system's CAs);
+/// `.cancelAuthenticationChallenge` fails the download.
 public final class ServerTrustProtectionSpace: URLProtectionSpace, @unchecked Sendable {  // immutable after init
     /// The certificates the server presented, DER, leaf first.
     public let certificateChain: [Data]

@@ -34,7 +34,7 @@ struct TokensCreateCommand: Command {
             role: arguments[role].rawValue, label: arguments[label] ?? "", expiresInSeconds: arguments[expires]?.seconds
         )
         let file = try openOutput(arguments[output])  // before the server makes a token nobody could keep
-        let made = try api.call("POST", "/api/tokens", json: body).decode(RemoteToken.self)
+        let made = try api.call("POST", "/api/tokens", json: body)
         try printNewToken(made, output: arguments[output], file: file, json: arguments[jsonFlag], io: io)
     }
 
@@ -55,9 +55,13 @@ struct TokensCreateCommand: Command {
     /// If the file cannot be written after all, the token is printed instead: it exists on the
     /// server and is shown only this once.
     static func printNewToken(
-        _ t: RemoteToken, output: String?, file: AtomicFile?, json: Bool, io: any CommandIO
+        _ answer: APIClient.Answer, output: String?, file: AtomicFile?, json: Bool, io: any CommandIO
     ) throws {
-        guard let token = t.token else { throw BacklotError(.io, "the server sent no token") }
+        // The secret first: the token exists on the server, and is shown only this once.
+        struct Secret: Decodable { let token: String? }
+        guard let token = (try? answer.decode(Secret.self))?.token else {
+            throw BacklotError(.io, "the server sent no token", context: answer.route)
+        }
         if let output, let file {
             do {
                 try file.descriptor.write(Array((token + "\n").utf8))
@@ -69,6 +73,16 @@ struct TokensCreateCommand: Command {
                     context: output,
                     hint: "save it in a file of mode 0600 for --token-file")
             }
+        }
+        let t: RemoteToken
+        do {
+            t = try answer.decode(RemoteToken.self)
+        } catch {
+            if output == nil { io.out(token + "\n") }
+            throw BacklotError(
+                .io,
+                "the new token is \(output.map { "in \($0)" } ?? "printed above, once"), but the rest of the answer could not be read: \(error)",
+                context: answer.route, hint: "keep the token; backlot tokens list shows what it is")
         }
         let what = "token #\(t.id) (\(t.role))\(t.expires.map { ", expires \($0)" } ?? "")"
         if json {
@@ -174,7 +188,7 @@ struct TokensRotateCommand: Command {
         let api = try APIClient(arguments, io: io, command: spec.name)
         // Opened first: a rotation whose new secret could not be kept would lock its holder out.
         let file = try TokensCreateCommand.openOutput(arguments[TokensCreateCommand.output])
-        let rotated = try api.call("POST", "/api/tokens/\(id)/rotate").decode(RemoteToken.self)
+        let rotated = try api.call("POST", "/api/tokens/\(id)/rotate")
         try TokensCreateCommand.printNewToken(
             rotated, output: arguments[TokensCreateCommand.output], file: file, json: arguments[jsonFlag], io: io)
     }

@@ -60,8 +60,10 @@ extension DownloaderExtension {
     public func extensionWillTerminate() {}
 
     /// The executable's entry point: answers the one call the agent passes (see docs/protocol.md).
-    public static func main() {
-        exit(ExtensionHost.serve(Self(), arguments: CommandLine.arguments))
+    /// It is async, so that `backgroundDownload(_:didReceive:)` is awaited as Apple's is, on any
+    /// actor the extension gives it (the main actor included).
+    public static func main() async {
+        exit(await ExtensionHost.serve(Self(), arguments: CommandLine.arguments))
     }
 }
 

@@ -13,7 +13,7 @@ enum ExtensionHost {
         return try DownloadManager.claimReservation(outcome, containerPath: container)
     }
 
-    static func serve(_ ext: some DownloaderExtension, arguments: [String]) -> Int32 {
+    static func serve(_ ext: some DownloaderExtension, arguments: [String]) async -> Int32 {
         // Apple's calls refused in an extension are refused
         DownloadManager.isExtensionProcess.store(true, ordering: .relaxed)
         guard arguments.count == 4, arguments[1] == "--backlot-extension-call" else {
@@ -46,21 +46,12 @@ enum ExtensionHost {
                     ext.backgroundDownload(
                         d, failedWithError: DownloadManager.DeliveredError(code: code, message: message))
                 }
-            case .challenge, .serverTrust:
-                let (d, challenge): (URLDownload, URLAuthenticationChallenge) =
-                    switch call {
-                    case .serverTrust(let d, let certificates):
-                        (d, DownloadManager.serverTrustChallenge(for: d, certificates: certificates))
-                    case .challenge(let d, let realm, let failures):
-                        (d, DownloadManager.basicChallenge(for: d, realm: realm, previousFailures: failures))
-                    default: fatalError("unreachable")
-                    }
-                nonisolated(unsafe) let ext = ext  // used by the one task, while this thread waits for it
-                nonisolated(unsafe) let asked = challenge
-                let answer = BlockingWork.waitFor {
-                    ChallengeAnswer(await ext.backgroundDownload(d, didReceive: asked))
-                }
-                reply.challenge = answer
+            case .challenge(let d, let realm, let failures):
+                let challenge = DownloadManager.basicChallenge(for: d, realm: realm, previousFailures: failures)
+                reply.challenge = ChallengeAnswer(await ext.backgroundDownload(d, didReceive: challenge))
+            case .serverTrust(let d, let certificates):
+                let challenge = DownloadManager.serverTrustChallenge(for: d, certificates: certificates)
+                reply.challenge = ChallengeAnswer(await ext.backgroundDownload(d, didReceive: challenge))
             }
             TestStopPoint.reach("handover.extensionAnswered", defaultTerm: true)
             let out = arguments[3]

@@ -157,10 +157,15 @@ extension HTTPClient {
         configure(handle, url: url, headers: list)
         if let pinnedPublicKey {
             // The app trusted this key (a server-trust challenge): the connection must present
-            // it, whoever signed the certificate.
+            // it, whoever signed the certificate. The pin is set first, and a libcurl that cannot
+            // pin refuses the transfer: checking is never turned off without it.
+            guard ccurl_setopt_str(handle, CURLOPT_PINNEDPUBLICKEY, pinnedPublicKey) == CURLE_OK else {
+                throw BacklotError(
+                    .tls, "this libcurl cannot pin a server's public key, so the trusted key cannot be required",
+                    context: url, hint: "install a libcurl built with OpenSSL (Debian's libcurl4-openssl-dev)")
+            }
             _ = ccurl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 0)
             _ = ccurl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 0)
-            _ = ccurl_setopt_str(handle, CURLOPT_PINNEDPUBLICKEY, pinnedPublicKey)
         }
         let context = Unmanaged.passUnretained(sink).toOpaque()
         _ = ccurl_setopt_write(handle, FileCallbacks.write)

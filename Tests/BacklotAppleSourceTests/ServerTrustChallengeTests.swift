@@ -17,6 +17,8 @@ import Testing
     final class Pinning: BADownloadManagerDelegate, @unchecked Sendable {
         let pinned: SHA256Digest?
         let fallback: URLSession.AuthChallengeDisposition
+        /// Answers the server-trust challenge as HTTP authentication's, with a user and password.
+        var passwordForTrust = false
         let shown = Mutex<[(method: String, chain: [Data])]>([])
         let outcome = Mutex<String?>(nil)
         let done = DispatchSemaphore(value: 0)
@@ -35,7 +37,10 @@ import Testing
             let space = challenge.protectionSpace
             let chain = (space as? ServerTrustProtectionSpace)?.certificateChain ?? []
             shown.withLock { $0.append((space.authenticationMethod, chain)) }
-            if space.authenticationMethod == NSURLAuthenticationMethodServerTrust {
+            if space.authenticationMethod == NSURLAuthenticationMethodServerTrust, passwordForTrust {
+                completionHandler(
+                    .useCredential, URLCredential(user: "game", password: "secret", persistence: .forSession))
+            } else if space.authenticationMethod == NSURLAuthenticationMethodServerTrust {
                 let leaf = chain.first.map { SHA256.hash(Array($0)) }
                 completionHandler(pinned != nil && leaf == pinned ? .useCredential : fallback, nil)
             } else {
@@ -113,6 +118,12 @@ import Testing
             #expect(failed.hasPrefix("failed") && failed.contains("certificate"), "\(name): \(failed)")
         }
         #expect(!FileSystem.exists(s.server.dir.at("r.bin")) && !FileSystem.exists(s.server.dir.at("default.bin")))
+        // A delegate that answers every challenge with its password trusts no server by it.
+        let everything = Pinning(pinned: nil, otherwise: .useCredential, destination: s.server.dir.at("all.bin"))
+        everything.passwordForTrust = true
+        try s.run(everything, name: "everything")
+        let failed = everything.outcome.withLock { $0 } ?? ""
+        #expect(failed.hasPrefix("failed") && failed.contains("certificate"), "\(failed)")
     }
 
     @Test func theTransferMeetsThePinnedKeyOrNothing() throws {
