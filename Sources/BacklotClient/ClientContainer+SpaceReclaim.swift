@@ -37,7 +37,8 @@ extension ClientContainer {
         guard minimumFree > 0, !enough() else { return [] }
         var done: [Reclaimed] = []
         // 1. Finished files left for the app, under the exclusive lock (the app claims under it).
-        try ExclusiveControl.of(container: path).run {  // re-entrant: a delegate inside withExclusiveControl may call this
+        // Re-entrant: a delegate already inside withExclusiveControl may call this.
+        try ExclusiveControl.of(container: path).run {
             for outcome in try store.read({ try $0.urlOutcomes(in: .forApp) }) where !enough() {
                 guard outcome.kind == "finished", let file = outcome.path, outcome.staged == nil,
                     let size = (try? FileSystem.status(file))??.size, !OpenFileTable.anyHeld(under: file)
