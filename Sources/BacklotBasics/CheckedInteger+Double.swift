@@ -36,6 +36,12 @@ extension CheckedInteger {
 
     /// A number of seconds for a message ("600 s"), whole, without converting to an integer type
     /// (a stored or configured Double may be huge or infinite).
+    /// A number as text for people: `12` when it is whole, `2.5` otherwise (never a trap, whatever
+    /// its size).
+    public static func numberText(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+
     public static func secondsText(_ seconds: Double) -> String {
         seconds.isFinite
             ? String(format: "%.0f", seconds) : (seconds.isNaN ? "an unknown number of" : "infinitely many")

@@ -142,9 +142,7 @@ extension Repository {
     @TaskLocal static var resigning = false
 
     /// A percentage as the audit trail writes it: `10`, `12.5`.
-    static func percentText(_ percent: Double) -> String {
-        percent.rounded() == percent ? String(Int(percent)) : String(percent)
-    }
+    static func percentText(_ percent: Double) -> String { CheckedInteger.numberText(percent) }
 
     /// A duration in seconds.
     static func seconds(_ d: Duration) -> Double {
