@@ -69,10 +69,13 @@ struct PackInstaller: Sendable {
 
         // 1. Header and index, checked against the catalog.
         let headBytes: [UInt8]
-        if delta?.index != nil {
+        if let rebuilt = delta?.index, let version = PackIndex.formatVersion(ofIndex: rebuilt),
+            PackHeader.formatVersions.contains(version)
+        {
             headBytes =
                 PackHeader(
-                    indexOffset: release.indexOffset, indexLength: release.indexLength, indexDigest: release.indexSHA256
+                    formatVersion: version, indexOffset: release.indexOffset, indexLength: release.indexLength,
+                    indexDigest: release.indexSHA256
                 ).encoded
         } else {
             headBytes = try rangeWithRetries(url, 0, UInt64(PackHeader.size) - 1)
@@ -290,7 +293,7 @@ struct PackInstaller: Sendable {
                         let start = Int(chunk.offset - first.offset)
                         let plain = try PackReader.decode(
                             Array(body[start..<start + Int(chunk.compressedSize)]), chunk: chunk, chunkIndex: c,
-                            using: decompressor, source: url)
+                            dictionary: index.dictionary, using: decompressor, source: url)
                         for p in placements[c] { try files.account(p, writing: plain) }
                         done.add(UInt64(plain.count))
                     }

@@ -27,6 +27,7 @@ struct InspectCommand: Command {
                     index: .init(
                         offset: pack.header.indexOffset, length: pack.header.indexLength, sha256: pack.packDigest.hex),
                     chunking: index.chunking.map { .init(min: $0.minimum, avg: $0.average, max: $0.maximum) },
+                    dictionary: index.dictionary.map { .init(bytes: $0.bytes.count, id: $0.id) },
                     chunkCount: index.chunks.count, fileCount: index.files.count,
                     files: index.files.map {
                         .init(
@@ -54,6 +55,9 @@ struct InspectCommand: Command {
               files         \(index.files.count)
 
             """
+        if let d = index.dictionary {
+            text += "  dictionary    \(ByteCount.format(UInt64(d.bytes.count))) (zstd dictionary \(d.id))\n"
+        }
         guard arguments[files] else {
             if !index.files.isEmpty { text += "  (list them with --files)\n" }
             io.out(text)
@@ -82,6 +86,10 @@ extension InspectCommand {
             let avg: Int
             let max: Int
         }
+        struct Dictionary: Encodable {
+            let bytes: Int
+            let id: UInt32
+        }
         struct File: Encodable {
             let path: String
             let bytes: UInt64
@@ -97,6 +105,7 @@ extension InspectCommand {
         let installBytes: UInt64
         let index: Index
         let chunking: Chunking?
+        let dictionary: Dictionary?
         let chunkCount: Int
         let fileCount: Int
         let files: [File]

@@ -16,15 +16,22 @@ struct PackageCommand: Command {
         "chunk-size", "KIB", default: Chunker.defaultAverageSize >> 10, in: 4...1024,
         help: "Average chunk size in KiB, a power of two from 4 to 1024.")
     static let force = Flag("force", help: "Replace OUT if it exists.")
+    static let noDictionary = Flag(
+        "no-dictionary",
+        help:
+            "Train no zstd dictionary: always a format-1 pack, which Backlot before format 2 reads (larger with many small files)."
+    )
     static let spec = CommandSpec(
         name: "package",
         summary: "Build a .pack from a manifest and the files it selects.",
         discussion: """
             The pack is written beside OUT, flushed and renamed into place: on failure nothing is left.
             The same manifest and files always give a byte-identical pack.
+            With 1,000 files of 16 KiB or less, a zstd dictionary is trained on them and stored in the pack
+            (format version 2, docs/format.md §5) when it makes the pack smaller.
             """,
         arguments: [.init("MANIFEST", help: "The manifest (JSON; comments allowed).")],
-        options: [output, sourceRoot, jobs, level, chunkSize, force, jsonFlag])
+        options: [output, sourceRoot, jobs, level, chunkSize, force, noDictionary, jsonFlag])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let manifestPath = arguments.positionals[0]
@@ -50,7 +57,7 @@ struct PackageCommand: Command {
         let writer = PackWriter(
             options: .init(
                 level: Int32(level), jobs: jobs, averageChunkSize: chunkKiB << 10,
-                overwrite: arguments[force]))
+                overwrite: arguments[force], dictionary: !arguments[noDictionary]))
         let progress = ProgressReporter(io: io, label: "packaging")
         let summary = try writer.write(manifest: manifest, selection: selection, to: output) { progress.update($0, $1) }
         progress.finish()

@@ -71,8 +71,8 @@ public struct DeltaBuilder: Sendable {
         func chunk(_ c: Int, using decompressor: ZstdDecompressor) throws -> [UInt8] {
             let chunk = index.chunks[c]
             return try PackReader.decode(
-                try read(Int(chunk.compressedSize), chunk.offset), chunk: chunk, chunkIndex: c, using: decompressor,
-                source: "pack \(packDigest.short)…")
+                try read(Int(chunk.compressedSize), chunk.offset), chunk: chunk, chunkIndex: c,
+                dictionary: index.dictionary, using: decompressor, source: "pack \(packDigest.short)…")
         }
     }
 

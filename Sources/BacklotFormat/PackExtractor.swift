@@ -216,7 +216,7 @@ public struct PackExtractor: Sendable {
                 return try frames.bytes.withUnsafeBytes { b in
                     try PackReader.decode(
                         UnsafeRawBufferPointer(rebasing: b[at..<at + Int(c.compressedSize)]), chunk: c, chunkIndex: ref,
-                        using: decompressor, source: pack.path)
+                        dictionary: pack.index.dictionary, using: decompressor, source: pack.path)
                 }
             } catch let e as BacklotError {
                 throw BacklotError(

@@ -9,8 +9,9 @@ public struct PackHeader: Sendable, Hashable {
     public static let magic: [UInt8] = Array("BKLTPACK".utf8)
     /// The header's size in bytes.
     public static let size = 64
-    /// The only format version this build reads and writes.
-    public static let currentFormatVersion: UInt16 = 1
+    /// The format versions this build reads and writes: 1, and 2 (a pack with a zstd
+    /// dictionary and a compact index, `docs/format.md` §3).
+    public static let formatVersions: ClosedRange<UInt16> = 1...2
     /// The largest index a reader accepts.
     /// The largest index, in bytes: one limit, enforced identically when packaging (``PackWriter``
     /// refuses to write a larger one), when the server processes an upload (``PackReader``), and by
@@ -24,8 +25,9 @@ public struct PackHeader: Sendable, Hashable {
     /// SHA-256 of the index: the pack's identity (its pack digest).
     public let indexDigest: SHA256Digest
 
-    public init(indexOffset: UInt64, indexLength: UInt64, indexDigest: SHA256Digest) {
-        formatVersion = PackHeader.currentFormatVersion
+    public init(formatVersion: UInt16 = 1, indexOffset: UInt64, indexLength: UInt64, indexDigest: SHA256Digest) {
+        precondition(PackHeader.formatVersions.contains(formatVersion), "no such format version")
+        self.formatVersion = formatVersion
         self.indexOffset = indexOffset
         self.indexLength = indexLength
         self.indexDigest = indexDigest
@@ -70,12 +72,12 @@ public struct PackHeader: Sendable, Hashable {
         }
         var r = ByteReader(Array(bytes[8..<size]), base: 8, source: source)
         let version = try r.u16("the format version")
-        guard version == currentFormatVersion else {
+        guard formatVersions.contains(version) else {
             throw BacklotError(
                 .invalidInput,
-                "the pack has format version \(version); this Backlot reads version \(currentFormatVersion)",
+                "the pack has format version \(version); this Backlot reads versions \(formatVersions.lowerBound)…\(formatVersions.upperBound)",
                 context: source,
-                hint: version > currentFormatVersion
+                hint: version > formatVersions.upperBound
                     ? "it was made by a newer Backlot: upgrade Backlot to read it" : "package it again")
         }
         let reserved = try r.u16("reserved bytes")
@@ -105,6 +107,6 @@ public struct PackHeader: Sendable, Hashable {
                 "the index (offset \(offset), \(length) bytes) does not end at the end of the file (\(fileSize) bytes)",
                 context: source, hint: "the pack is truncated or has extra bytes: package or download it again")
         }
-        return PackHeader(indexOffset: offset, indexLength: length, indexDigest: digest)
+        return PackHeader(formatVersion: version, indexOffset: offset, indexLength: length, indexDigest: digest)
     }
 }

@@ -11,6 +11,8 @@ extension PackIndex {
         public static let fileCount = 1 << 24
         public static let fileSize: UInt64 = 1 << 48
         public static let chunkReferencesPerFile = 1 << 24
+        /// The largest zstd dictionary a version-2 index may hold.
+        public static let dictionaryBytes = 1 << 20
     }
 
     /// Decodes an index and checks every rule of the format, so that nothing a reader later
@@ -20,8 +22,12 @@ extension PackIndex {
     /// - Throws: ``BacklotError/Code/corruptArchive`` naming the rule, the record and its offset.
     public static func decode(_ bytes: [UInt8], header: PackHeader, source: String) throws -> PackIndex {
         var r = ByteReader(bytes, base: header.indexOffset, source: source)
-        guard Array(try r.take(8, "the index magic")) == magic else {
-            throw r.fail("the index does not start with BKLTINDX")
+        let compact = header.formatVersion >= 2
+        let expectedMagic = compact ? compactMagic : magic
+        guard Array(try r.take(8, "the index magic")) == expectedMagic else {
+            throw r.fail(
+                "the index does not start with \(String(decoding: expectedMagic, as: UTF8.self)), as a pack of format version \(header.formatVersion) must"
+            )
         }
 
         let metaLength = Int(try r.u32("the metadata length"))
@@ -33,9 +39,29 @@ extension PackIndex {
         let (metadata, chunking) = try decodeMetadata(
             metaBytes, source: "\(source) (index metadata at offset \(header.indexOffset + UInt64(metaStart)))")
 
+        var dictionary: ZstdDictionary? = nil
+        if compact {
+            let dictionaryLength = Int(try r.u32("the dictionary length"))
+            guard dictionaryLength >= ZstdDictionary.minimumSize, dictionaryLength <= Limits.dictionaryBytes else {
+                throw r.fail(
+                    "the dictionary is \(dictionaryLength) bytes; \(ZstdDictionary.minimumSize)…\(Limits.dictionaryBytes) allowed"
+                )
+            }
+            let dictionaryStart = r.offset
+            let dictionaryBytes = Array(try r.take(dictionaryLength, "the dictionary"))
+            do {
+                dictionary = try ZstdDictionary(bytes: dictionaryBytes)
+            } catch let e as BacklotError {
+                r.offset = dictionaryStart
+                throw r.fail("the dictionary: \(e.message)")
+            }
+        }
+
+        let chunkRecord = compact ? 40 : 48
         let chunkCount = Int(try r.u32("the chunk count"))
-        guard chunkCount <= r.remaining / 48 else {
-            throw r.fail("the index declares \(chunkCount) chunks but has room for at most \(r.remaining / 48)")
+        guard chunkCount <= r.remaining / chunkRecord else {
+            throw r.fail(
+                "the index declares \(chunkCount) chunks but has room for at most \(r.remaining / chunkRecord)")
         }
         var chunks: [Chunk] = []
         chunks.reserveCapacity(chunkCount)
@@ -44,7 +70,8 @@ extension PackIndex {
         for i in 0..<chunkCount {
             let recordStart = r.offset
             let id = try r.digest("chunk \(i)'s ID")
-            let offset = try r.u64("chunk \(i)'s offset")
+            // Version 2 stores no offsets: chunks tile the data region, so each is where the previous ends.
+            let offset = compact ? expectedOffset : try r.u64("chunk \(i)'s offset")
             let compressed = try r.u32("chunk \(i)'s compressed size")
             let uncompressed = try r.u32("chunk \(i)'s uncompressed size")
             func bad(_ m: String) -> BacklotError {
@@ -70,70 +97,104 @@ extension PackIndex {
             }
             chunks.append(Chunk(id: id, offset: offset, compressedSize: compressed, uncompressedSize: uncompressed))
         }
+        seen = []
         guard expectedOffset == header.indexOffset else {
             throw r.fail("the chunks end at \(expectedOffset) but the index starts at \(header.indexOffset)")
         }
 
+        // The smallest file record: version 1 (length, a 1-byte path, mode, size, SHA-256, count)
+        // 51 bytes; version 2 (shared length, suffix length, a 1-byte suffix, mode, count) 11.
+        let smallestFile = compact ? 11 : 51
         let fileCount = Int(try r.u32("the file count"))
-        guard fileCount <= Limits.fileCount, fileCount <= r.remaining / 51 else {
+        guard fileCount <= Limits.fileCount, fileCount <= r.remaining / smallestFile else {
             throw r.fail(
-                "the index declares \(fileCount) files but has room for at most \(min(Limits.fileCount, r.remaining / 51))"
+                "the index declares \(fileCount) files but has room for at most \(min(Limits.fileCount, r.remaining / smallestFile))"
             )
         }
         var files: [File] = []
         files.reserveCapacity(fileCount)
         var referenced = [Bool](repeating: false, count: chunkCount)
+        let emptyDigest = SHA256.hash([UInt8]())
+        // The current path's bytes, and the previous one's.
+        var path: [UInt8] = []
+        var previous: [UInt8] = []
+        path.reserveCapacity(4096)
+        previous.reserveCapacity(4096)
         // Paths come in byte order, so a file that is an ancestor folder of a later path ("a"
         // before "a.txt" before "a/b") is always a prefix of every path between them: the stack
-        // holds the earlier paths that are prefixes of the current one, and is checked and
-        // trimmed in time proportional to the path, with no set of every path.
-        var prefixes: [Range<Int>] = []
-        var previous: Range<Int>? = nil
+        // holds the lengths of the earlier paths that are prefixes of the current one, and is
+        // checked and trimmed in time proportional to the path, with no set of every path.
+        var prefixes: [Int] = []
         for i in 0..<fileCount {
             let recordStart = r.offset
-            let pathLength = Int(try r.u16("file \(i)'s path length"))
-            let pathRange = r.offset..<(r.offset + pathLength)
-            let pathBytes = try r.take(pathLength, "file \(i)'s path")
             func bad(_ m: String) -> BacklotError {
                 r.offset = recordStart
                 return r.fail("file \(i): \(m)")
             }
-            guard pathLength >= 1, pathLength <= 4096 else { throw bad("path length \(pathLength) is outside 1…4096") }
-            guard let path = String(validating: pathBytes, as: UTF8.self) else {
+            swap(&path, &previous)
+            let common: Int
+            if compact {
+                // Front coding: the bytes shared with the previous path, then the rest.
+                let shared = Int(try r.u16("file \(i)'s shared path length"))
+                let suffixLength = Int(try r.u16("file \(i)'s path suffix length"))
+                let suffix = try r.take(suffixLength, "file \(i)'s path suffix")
+                guard shared <= previous.count else {
+                    throw bad("shares \(shared) bytes with the previous path, which has \(previous.count)")
+                }
+                guard suffixLength >= 1, shared + suffixLength <= 4096 else {
+                    throw bad("path length \(shared + suffixLength) is outside 1…4096 or repeats the previous path")
+                }
+                // Canonical: the shared length is the whole common prefix (one encoding per index).
+                guard shared == previous.count || suffix.first! != previous[shared] else {
+                    throw bad("shares \(shared) bytes with the previous path, but they have more in common")
+                }
+                path.removeAll(keepingCapacity: true)
+                path += previous[0..<shared]
+                path += suffix
+                common = shared
+            } else {
+                let pathLength = Int(try r.u16("file \(i)'s path length"))
+                let pathBytes = try r.take(pathLength, "file \(i)'s path")
+                guard pathLength >= 1, pathLength <= 4096 else {
+                    throw bad("path length \(pathLength) is outside 1…4096")
+                }
+                path.removeAll(keepingCapacity: true)
+                path += pathBytes
+                common = zip(path, previous).prefix { $0 == $1 }.count
+            }
+            guard let text = String(validating: path, as: UTF8.self) else {
                 throw bad("the path is not valid UTF-8")
             }
-            if !SelectorPath.isNormalFilePath(pathBytes) {
-                if case .failure(let problem) = SelectorPath.normalize(path, allowRoot: false) {
-                    throw bad("unsafe path \"\(path)\": \(problem.message)")
+            if !SelectorPath.isNormalFilePath(path) {
+                if case .failure(let problem) = SelectorPath.normalize(text, allowRoot: false) {
+                    throw bad("unsafe path \"\(text)\": \(problem.message)")
                 }
-                throw bad("the path \"\(path)\" is not in normal form")
+                throw bad("the path \"\(text)\" is not in normal form")
             }
-            try bytes.withUnsafeBufferPointer { all in
-                let current = UnsafeBufferPointer(rebasing: all[pathRange])
-                if let previous {
-                    let before = UnsafeBufferPointer(rebasing: all[previous])
-                    guard before.lexicographicallyPrecedes(current) else {
-                        throw bad(
-                            before.elementsEqual(current)
-                                ? "the path \"\(path)\" appears twice" : "the path \"\(path)\" is out of order")
-                    }
-                }
-                while let top = prefixes.last, !current.starts(with: UnsafeBufferPointer(rebasing: all[top])) {
-                    prefixes.removeLast()
-                }
-                for p in prefixes where current[p.count] == UInt8(ascii: "/") {
+            if i > 0 {
+                // Ordered by bytes: after the common prefix, the current path has the larger byte
+                // (or goes on where the previous one ends).
+                guard common < path.count, common == previous.count || path[common] > previous[common] else {
                     throw bad(
-                        "\"\(path)\" lies under \"\(String(decoding: UnsafeBufferPointer(rebasing: all[p]), as: UTF8.self))\", which is a file"
-                    )
+                        common == path.count && common == previous.count
+                            ? "the path \"\(text)\" appears twice" : "the path \"\(text)\" is out of order")
                 }
             }
-            prefixes.append(pathRange)
-            previous = pathRange
-            let mode = try r.u32("file \(i)'s mode")
+            while let top = prefixes.last, top > common { prefixes.removeLast() }
+            for p in prefixes where path[p] == UInt8(ascii: "/") {
+                throw bad("\"\(text)\" lies under \"\(String(decoding: path[0..<p], as: UTF8.self))\", which is a file")
+            }
+            prefixes.append(path.count)
+            let mode = compact ? UInt32(try r.u16("file \(i)'s mode")) : try r.u32("file \(i)'s mode")
             guard mode == 0o644 || mode == 0o755 else { throw bad("mode \(String(mode, radix: 8)) is not 644 or 755") }
-            let size = try r.u64("file \(i)'s size")
-            guard size <= Limits.fileSize else { throw bad("size \(size) exceeds the limit of \(Limits.fileSize)") }
-            let digest = try r.digest("file \(i)'s SHA-256")
+            // Version 2 stores no size (it is the sum of the chunks') and a SHA-256 only for a
+            // file of two chunks or more (an empty file's is that of no bytes, a one-chunk
+            // file's is its chunk's ID).
+            let declaredSize = compact ? nil : try r.u64("file \(i)'s size")
+            if let declaredSize, declaredSize > Limits.fileSize {
+                throw bad("size \(declaredSize) exceeds the limit of \(Limits.fileSize)")
+            }
+            let declaredDigest = compact ? nil : try r.digest("file \(i)'s SHA-256")
             let refCount = Int(try r.u32("file \(i)'s chunk count"))
             guard refCount <= Limits.chunkReferencesPerFile, refCount <= r.remaining / 4 else {
                 throw bad("declares \(refCount) chunk references but the index has room for \(r.remaining / 4)")
@@ -148,8 +209,17 @@ extension PackIndex {
                 total += UInt64(chunks[ref].uncompressedSize)
                 refs.append(ref)
             }
-            guard total == size else { throw bad("declares \(size) bytes but its chunks hold \(total)") }
-            files.append(File(path: path, mode: mode, size: size, digest: digest, chunks: refs))
+            guard total <= Limits.fileSize else {
+                throw bad("its chunks hold \(total) bytes, over the limit of \(Limits.fileSize)")
+            }
+            if let declaredSize, total != declaredSize {
+                throw bad("declares \(declaredSize) bytes but its chunks hold \(total)")
+            }
+            let digest =
+                if let declaredDigest { declaredDigest } else if refCount >= 2 {
+                    try r.digest("file \(i)'s SHA-256")
+                } else if refCount == 1 { chunks[refs[0]].id } else { emptyDigest }
+            files.append(File(path: text, mode: mode, size: total, digest: digest, chunks: refs))
         }
         guard r.remaining == 0 else { throw r.fail("\(r.remaining) unexpected bytes after the last file record") }
         if let unused = referenced.firstIndex(of: false) {
@@ -157,7 +227,7 @@ extension PackIndex {
                 .corruptArchive, "chunk \(unused) is not used by any file", context: source,
                 hint: "the pack is damaged or crafted: package it again")
         }
-        return PackIndex(metadata: metadata, chunking: chunking, chunks: chunks, files: files)
+        return PackIndex(metadata: metadata, chunking: chunking, chunks: chunks, files: files, dictionary: dictionary)
     }
 
     static func decodeMetadata(

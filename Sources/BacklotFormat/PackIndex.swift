@@ -1,6 +1,7 @@
 import BacklotBasics
 import BacklotCrypto
 import BacklotJSON
+import BacklotZstd
 
 /// A pack's index: its metadata, chunk table and file table (`docs/format.md` §3).
 ///
@@ -54,18 +55,26 @@ public struct PackIndex: Sendable, Hashable {
     public let chunking: (minimum: Int, average: Int, maximum: Int)?
     public let chunks: [Chunk]
     public let files: [File]
+    /// The zstd dictionary every chunk's frame is decoded with (`docs/format.md` §5), or nil.
+    /// A pack with one is of format version 2, a pack without one of version 1.
+    public let dictionary: ZstdDictionary?
 
     public init(
-        metadata: PackMetadata, chunking: (minimum: Int, average: Int, maximum: Int)?, chunks: [Chunk], files: [File]
+        metadata: PackMetadata, chunking: (minimum: Int, average: Int, maximum: Int)?, chunks: [Chunk], files: [File],
+        dictionary: ZstdDictionary? = nil
     ) {
         self.metadata = metadata
         self.chunking = chunking
         self.chunks = chunks
         self.files = files
+        self.dictionary = dictionary
     }
 
+    /// The format version the index is encoded in: 2 with a dictionary, 1 without.
+    public var formatVersion: UInt16 { dictionary == nil ? 1 : 2 }
+
     public static func == (a: PackIndex, b: PackIndex) -> Bool {
-        a.metadata == b.metadata && a.chunks == b.chunks && a.files == b.files
+        a.metadata == b.metadata && a.chunks == b.chunks && a.files == b.files && a.dictionary == b.dictionary
             && a.chunking?.minimum == b.chunking?.minimum && a.chunking?.average == b.chunking?.average
             && a.chunking?.maximum == b.chunking?.maximum
     }
@@ -74,6 +83,7 @@ public struct PackIndex: Sendable, Hashable {
         hasher.combine(metadata)
         hasher.combine(chunks)
         hasher.combine(files)
+        hasher.combine(dictionary)
     }
 
     /// Total uncompressed size of the files (the install size).

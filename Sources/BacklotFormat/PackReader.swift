@@ -60,7 +60,9 @@ public final class PackReader: Sendable {
     public func readChunk(_ chunkIndex: Int, using decompressor: ZstdDecompressor) throws -> [UInt8] {
         let chunk = index.chunks[chunkIndex]
         let compressed = try descriptor.read(count: Int(chunk.compressedSize), at: chunk.offset)
-        return try Self.decode(compressed, chunk: chunk, chunkIndex: chunkIndex, using: decompressor, source: path)
+        return try Self.decode(
+            compressed, chunk: chunk, chunkIndex: chunkIndex, dictionary: index.dictionary, using: decompressor,
+            source: path)
     }
 
     /// The index's bytes as the pack holds them (the ones its digest covers), read again and checked.
@@ -74,32 +76,35 @@ public final class PackReader: Sendable {
     }
 
     /// Reads the frames of the chunks that lie in `range` of the pack with one read, for
-    /// ``decode(_:chunk:chunkIndex:using:source:)`` of each (a run of small chunks costs one
+    /// ``decode(_:chunk:chunkIndex:dictionary:using:source:)`` of each (a run of small chunks costs one
     /// system call, not one each). `range` must lie before the index.
     func readFrames(_ range: Range<UInt64>) throws -> [UInt8] {
         precondition(range.upperBound <= header.indexOffset, "frames lie before the index")
         return try descriptor.read(count: Int(range.upperBound - range.lowerBound), at: range.lowerBound)
     }
 
-    /// Decompresses and checks the frame of `chunk` (shared by readers of local and downloaded packs).
+    /// Decompresses and checks the frame of `chunk` (shared by readers of local and downloaded
+    /// packs), with the pack's dictionary (``PackIndex/dictionary``).
     public static func decode(
-        _ compressed: [UInt8], chunk: PackIndex.Chunk, chunkIndex: Int,
+        _ compressed: [UInt8], chunk: PackIndex.Chunk, chunkIndex: Int, dictionary: ZstdDictionary?,
         using decompressor: ZstdDecompressor, source: String
     ) throws -> [UInt8] {
         try compressed.withUnsafeBytes {
-            try decode($0, chunk: chunk, chunkIndex: chunkIndex, using: decompressor, source: source)
+            try decode(
+                $0, chunk: chunk, chunkIndex: chunkIndex, dictionary: dictionary, using: decompressor, source: source)
         }
     }
 
-    /// ``decode(_:chunk:chunkIndex:using:source:)`` of a frame that is part of a larger buffer.
+    /// ``decode(_:chunk:chunkIndex:dictionary:using:source:)`` of a frame that is part of a larger buffer.
     public static func decode(
-        _ compressed: UnsafeRawBufferPointer, chunk: PackIndex.Chunk, chunkIndex: Int,
+        _ compressed: UnsafeRawBufferPointer, chunk: PackIndex.Chunk, chunkIndex: Int, dictionary: ZstdDictionary?,
         using decompressor: ZstdDecompressor, source: String
     ) throws -> [UInt8] {
         let location = "\(source): chunk \(chunkIndex) at offset \(chunk.offset)"
         let plain: [UInt8]
         do {
-            plain = try decompressor.decompress(compressed, expectedSize: Int(chunk.uncompressedSize))
+            plain = try decompressor.decompress(
+                compressed, expectedSize: Int(chunk.uncompressedSize), dictionary: dictionary)
         } catch let e as BacklotError {
             throw BacklotError(
                 .corruptArchive, e.message, context: location, hint: "the pack is damaged: package or download it again"

@@ -28,15 +28,20 @@ public struct PackWriter: Sendable {
         public var averageChunkSize: Int
         /// Replace an existing output file.
         public var overwrite: Bool
+        /// Train a zstd dictionary when the pack has many small files and it pays (a pack of
+        /// format version 2, `docs/format.md` §5); false always makes a version-1 pack, which
+        /// Backlot releases before format version 2 can read.
+        public var dictionary: Bool
 
         public init(
             level: Int32 = 3, jobs: Int = ProcessInfo.processInfo.activeProcessorCount,
-            averageChunkSize: Int = Chunker.defaultAverageSize, overwrite: Bool = false
+            averageChunkSize: Int = Chunker.defaultAverageSize, overwrite: Bool = false, dictionary: Bool = true
         ) {
             self.level = level
             self.jobs = max(1, jobs)
             self.averageChunkSize = averageChunkSize
             self.overwrite = overwrite
+            self.dictionary = dictionary
         }
     }
 
@@ -77,9 +82,13 @@ public struct PackWriter: Sendable {
         TemporaryFiles.shared.register(output.temporaryPath)
         defer { TemporaryFiles.shared.unregister(output.temporaryPath) }
         do {
+            let root = try DirectoryHandle(path: selection.sourceRoot)
+            let dictionary =
+                options.dictionary
+                ? try PackDictionary.train(
+                    for: selection.files, root: root, level: options.level, jobs: options.jobs) : nil
             var state = BuildState(
-                output: output, jobs: options.jobs, level: options.level,
-                root: try DirectoryHandle(path: selection.sourceRoot))
+                output: output, jobs: options.jobs, level: options.level, dictionary: dictionary, root: root)
             try state.output.descriptor.write([UInt8](repeating: 0, count: PackHeader.size))
             state.offset = UInt64(PackHeader.size)
             let chunker = Chunker(averageSize: options.averageChunkSize)
@@ -123,7 +132,7 @@ public struct PackWriter: Sendable {
             let index = PackIndex(
                 metadata: PackMetadata(manifest),
                 chunking: (chunker.minimumSize, chunker.averageSize, chunker.maximumSize),
-                chunks: state.chunks, files: fileEntries)
+                chunks: state.chunks, files: fileEntries, dictionary: dictionary)
             let indexBytes = index.encoded
             guard UInt64(indexBytes.count) <= PackHeader.maximumIndexLength else {
                 throw BacklotError(
@@ -137,7 +146,8 @@ public struct PackWriter: Sendable {
             try state.writeBuffered(indexBytes)
             try state.flushWrites()
             let header = PackHeader(
-                indexOffset: indexOffset, indexLength: UInt64(indexBytes.count), indexDigest: digest)
+                formatVersion: index.formatVersion, indexOffset: indexOffset, indexLength: UInt64(indexBytes.count),
+                indexDigest: digest)
             // Verify before anything is visible: the index must pass every rule a reader applies
             // (paths, metadata size, limits), so package never writes a pack that verify refuses.
             do {
@@ -166,6 +176,8 @@ private struct BuildState {
     let output: AtomicFile
     let jobs: Int
     let level: Int32
+    /// The dictionary every chunk is compressed against, if the pack has one.
+    let dictionary: ZstdDictionary?
     var chunks: [PackIndex.Chunk] = []
     var known: [SHA256Digest: Int] = [:]
     /// The chunks of each file, by file number.
@@ -184,11 +196,12 @@ private struct BuildState {
     /// The source root; every file is opened beneath it, through no link (``DirectoryHandle``).
     let root: DirectoryHandle
 
-    init(output: AtomicFile, jobs: Int, level: Int32, root: DirectoryHandle) {
+    init(output: AtomicFile, jobs: Int, level: Int32, dictionary: ZstdDictionary?, root: DirectoryHandle) {
         self.root = root
         self.output = output
         self.jobs = jobs
         self.level = level
+        self.dictionary = dictionary
         writeBuffer.reserveCapacity(8 << 20)
     }
 
@@ -263,8 +276,9 @@ private struct BuildState {
         let next = AtomicCounter()
         let alreadyStored = self.known
         let level = self.level
+        let dictionary = self.dictionary
         DispatchQueue.concurrentPerform(iterations: jobs) { _ in
-            let compressor = ZstdCompressor(level: level)
+            let compressor = ZstdCompressor(level: level, dictionary: dictionary)
             while true {
                 let i = next.increment()
                 guard i < work.count else { return }
@@ -324,8 +338,9 @@ private struct BuildState {
         let alreadyStored = known
         let level = self.level
         let root = self.root
+        let dictionary = self.dictionary
         DispatchQueueRunner.run(jobs: min(jobs, work.count)) {
-            let compressor = ZstdCompressor(level: level)
+            let compressor = ZstdCompressor(level: level, dictionary: dictionary)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: SmallBatch.fileLimit + 1, alignment: 16)
             defer { buffer.deallocate() }
             while !failures.hasFailure {

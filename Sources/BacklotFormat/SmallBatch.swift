@@ -38,18 +38,14 @@ struct SmallBatch {
         let pieces: [Piece]
     }
 
-    /// Per-file results written by the worker threads.
-    typealias Results = IndexedResults<Packed>
-
-    /// Reads `file` (opened once, beneath the root and through no link, and checked to be the
-    /// regular file of the size selected) into `buffer`, which holds ``fileLimit`` + 1 bytes,
-    /// and cuts, hashes and compresses it.
+    /// Reads the whole of `file` (opened once, beneath the root and through no link, and checked
+    /// to be the regular file of the size selected) into `buffer`, which holds at least its size
+    /// + 1 bytes; returns the size.
     /// - Throws: ``BacklotError/Code/invalidSource`` if the file changed since it was selected,
     ///   ``BacklotError/Code/io``.
-    static func pack(
-        _ file: SourceSelection.File, root: DirectoryHandle, buffer: UnsafeMutableRawBufferPointer, chunker: Chunker,
-        compressor: ZstdCompressor, alreadyStored: [SHA256Digest: Int]
-    ) throws -> Packed {
+    static func read(
+        _ file: SourceSelection.File, root: DirectoryHandle, into buffer: UnsafeMutableRawBufferPointer
+    ) throws -> Int {
         let (fd, openedSize) = try root.openRegularFile(file.readPath)
         defer { fd.close() }
         guard openedSize == file.size else {
@@ -74,6 +70,22 @@ struct SmallBatch {
                 "the file changed while it was being packaged (\(file.size) bytes when selected, \(filled)\(filled == wanted ? " or more" : "") read)",
                 context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
         }
+        return filled
+    }
+
+    /// Per-file results written by the worker threads.
+    typealias Results = IndexedResults<Packed>
+
+    /// Reads `file` (opened once, beneath the root and through no link, and checked to be the
+    /// regular file of the size selected) into `buffer`, which holds ``fileLimit`` + 1 bytes,
+    /// and cuts, hashes and compresses it.
+    /// - Throws: ``BacklotError/Code/invalidSource`` if the file changed since it was selected,
+    ///   ``BacklotError/Code/io``.
+    static func pack(
+        _ file: SourceSelection.File, root: DirectoryHandle, buffer: UnsafeMutableRawBufferPointer, chunker: Chunker,
+        compressor: ZstdCompressor, alreadyStored: [SHA256Digest: Int]
+    ) throws -> Packed {
+        let filled = try read(file, root: root, into: buffer)
         let content = UnsafeRawBufferPointer(rebasing: buffer[0..<filled])
         var pieces: [Packed.Piece] = []
         var position = 0

@@ -83,11 +83,13 @@ struct UploadedPackCheck {
             if verified[ref] {
                 // Checked once already: the same bytes decompress to the same content.
                 plain = try compressed.withUnsafeBytes {
-                    try decompressor.decompress($0, expectedSize: Int(chunk.uncompressedSize))
+                    try decompressor.decompress(
+                        $0, expectedSize: Int(chunk.uncompressedSize), dictionary: index.dictionary)
                 }
             } else {
                 plain = try PackReader.decode(
-                    compressed, chunk: chunk, chunkIndex: ref, using: decompressor, source: source)
+                    compressed, chunk: chunk, chunkIndex: ref, dictionary: index.dictionary, using: decompressor,
+                    source: source)
                 verified[ref] = true
             }
             if uses[ref] > 1, cached + plain.count <= cacheBytes {

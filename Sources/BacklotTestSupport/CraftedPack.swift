@@ -35,14 +35,19 @@ public struct CraftedPack: Sendable {
     public let bytes: [UInt8]
 
     /// Builds the pack: one chunk per distinct file content (empty files have none), files in the
-    /// order given unless `sorted` (by bytes, as a valid pack has them).
-    public init(id: String = "Crafted", files: [File], sorted: Bool = true, chunkSize: Int = 64 << 10) throws {
+    /// order given unless `sorted` (by bytes, as a valid pack has them). With a `dictionary`, the
+    /// frames are compressed against it and the pack is of format version 2 (where a file of one
+    /// chunk or none has no digest of its own: a false `digest` only shows in larger files).
+    public init(
+        id: String = "Crafted", files: [File], sorted: Bool = true, chunkSize: Int = 64 << 10,
+        dictionary: ZstdDictionary? = nil
+    ) throws {
         let ordered = sorted ? files.sorted { BytePath.precedes($0.path, $1.path) } : files
         var chunks: [PackIndex.Chunk] = []
         var frames: [UInt8] = []
         var byDigest: [SHA256Digest: Int] = [:]
         var entries: [PackIndex.File] = []
-        let compressor = ZstdCompressor(level: 3)
+        let compressor = ZstdCompressor(level: 3, dictionary: dictionary)
         for file in ordered {
             var refs: [Int] = []
             var start = 0
@@ -70,11 +75,11 @@ public struct CraftedPack: Sendable {
         }
         let metadata = PackMetadata(
             assetPackID: try PackID(id), downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil)
-        index = PackIndex(metadata: metadata, chunking: nil, chunks: chunks, files: entries)
+        index = PackIndex(metadata: metadata, chunking: nil, chunks: chunks, files: entries, dictionary: dictionary)
         let indexBytes = index.encoded
         header = PackHeader(
-            indexOffset: UInt64(PackHeader.size + frames.count), indexLength: UInt64(indexBytes.count),
-            indexDigest: SHA256.hash(indexBytes))
+            formatVersion: index.formatVersion, indexOffset: UInt64(PackHeader.size + frames.count),
+            indexLength: UInt64(indexBytes.count), indexDigest: SHA256.hash(indexBytes))
         bytes = header.encoded + frames + indexBytes
     }
 

@@ -30,13 +30,15 @@ public enum SamplePack {
     @discardableResult
     public static func build(
         in dir: TemporaryDirectory, manifestJSON: String = manifest(), name: String = "out.pack",
-        jobs: Int = 2, level: Int32 = 3, averageChunkSize: Int = 16 << 10, sourceRoot: String? = nil
+        jobs: Int = 2, level: Int32 = 3, averageChunkSize: Int = 16 << 10, sourceRoot: String? = nil,
+        dictionary: Bool = true
     ) throws -> String {
         let (m, _) = try AssetPackManifest.load(Array(manifestJSON.utf8), source: "manifest.json")
         let selection = try SourceSelection(manifest: m, sourceRoot: sourceRoot ?? dir.at("src"))
         let out = dir.at(name)
         _ = try PackWriter(
-            options: .init(level: level, jobs: jobs, averageChunkSize: averageChunkSize, overwrite: true)
+            options: .init(
+                level: level, jobs: jobs, averageChunkSize: averageChunkSize, overwrite: true, dictionary: dictionary)
         )
         .write(manifest: m, selection: selection, to: out)
         return out

@@ -3,8 +3,10 @@ import CZstd
 
 /// Compresses buffers into single zstd frames. Not thread-safe: give each worker its own.
 ///
-/// Output is deterministic for a given input, level and libzstd version: no threads, no checksum
-/// (Backlot checks content with SHA-256), content size recorded in the frame header.
+/// Output is deterministic for a given input, level, dictionary and libzstd version: no threads,
+/// no checksum (Backlot checks content with SHA-256), content size recorded in the frame header.
+/// With a ``ZstdDictionary``, every frame is compressed against it and records no dictionary ID
+/// (the reader knows which dictionary its frames need: a pack holds one).
 ///
 /// ```swift
 /// let compressor = ZstdCompressor(level: 3)
@@ -12,13 +14,20 @@ import CZstd
 /// ```
 public final class ZstdCompressor {
     private let context: OpaquePointer
+    /// The dictionary's compression tables at ``level`` (a `ZSTD_CDict` the dictionary owns and
+    /// keeps while this compressor holds it), when there is one.
+    private let dictionaryTables: OpaquePointer?
     /// The compression level (1…19; 3 is zstd's default).
     public let level: Int32
+    /// The dictionary every frame is compressed against, if any.
+    public let dictionary: ZstdDictionary?
 
-    public init(level: Int32 = 3) {
+    public init(level: Int32 = 3, dictionary: ZstdDictionary? = nil) {
         guard let ctx = ZSTD_createCCtx() else { fatalError("zstd could not allocate a compression context") }
         context = ctx
         self.level = level
+        self.dictionary = dictionary
+        dictionaryTables = dictionary?.compressionTables(level: level)
         ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, level)
         ZSTD_CCtx_setParameter(ctx, ZSTD_c_checksumFlag, 0)
         ZSTD_CCtx_setParameter(ctx, ZSTD_c_contentSizeFlag, 1)
@@ -34,7 +43,13 @@ public final class ZstdCompressor {
         let bound = ZSTD_compressBound(input.count)
         var output = [UInt8](repeating: 0, count: bound)
         let written = output.withUnsafeMutableBytes { out in
-            ZSTD_compress2(context, out.baseAddress, bound, input.baseAddress, input.count)
+            if let dictionaryTables {
+                // Content size recorded, no checksum, no dictionary ID: 1–4 bytes less a frame.
+                let frame = ZSTD_frameParameters(contentSizeFlag: 1, checksumFlag: 0, noDictIDFlag: 1)
+                return ZSTD_compress_usingCDict_advanced(
+                    context, out.baseAddress, bound, input.baseAddress, input.count, dictionaryTables, frame)
+            }
+            return ZSTD_compress2(context, out.baseAddress, bound, input.baseAddress, input.count)
         }
         if ZSTD_isError(written) != 0 {
             throw BacklotError(.library, "zstd compression failed: \(String(cString: ZSTD_getErrorName(written)))")

@@ -22,11 +22,15 @@ public final class ZstdDecompressor {
 
     deinit { ZSTD_freeDCtx(context) }
 
-    /// Decompresses exactly one frame that must expand to exactly `expectedSize` bytes.
+    /// Decompresses exactly one frame that must expand to exactly `expectedSize` bytes, with the
+    /// dictionary it was compressed against (nil for none; a frame compressed without one decodes
+    /// the same with one).
     /// - Throws: ``BacklotError/Code/corruptArchive`` when the input is not one valid frame of that size.
-    public func decompress(_ input: UnsafeRawBufferPointer, expectedSize: Int) throws -> [UInt8] {
+    public func decompress(
+        _ input: UnsafeRawBufferPointer, expectedSize: Int, dictionary: ZstdDictionary?
+    ) throws -> [UInt8] {
         var output = [UInt8](repeating: 0, count: expectedSize)
-        let produced = try output.withUnsafeMutableBytes { try decompress(input, into: $0) }
+        let produced = try output.withUnsafeMutableBytes { try decompress(input, into: $0, dictionary: dictionary) }
         guard produced == expectedSize else {
             throw BacklotError(
                 .corruptArchive, "the zstd frame expands to \(produced) bytes, not the \(expectedSize) declared")
@@ -34,8 +38,13 @@ public final class ZstdDecompressor {
         return output
     }
 
-    /// Decompresses exactly one frame into `output`, which must be large enough; returns the size produced.
-    public func decompress(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws -> Int {
+    /// Decompresses exactly one frame into `output`, which must be large enough, with the
+    /// dictionary it was compressed against (nil for none); returns the size produced.
+    /// - Throws: ``BacklotError/Code/corruptArchive`` when the input is not one valid frame that
+    ///   fits, or names another dictionary.
+    public func decompress(
+        _ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer, dictionary: ZstdDictionary?
+    ) throws -> Int {
         let frameSize = ZSTD_findFrameCompressedSize(input.baseAddress, input.count)
         if ZSTD_isError(frameSize) != 0 || frameSize != input.count {
             throw BacklotError(.corruptArchive, "the bytes are not exactly one zstd frame")
@@ -46,7 +55,21 @@ public final class ZstdDecompressor {
             throw BacklotError(
                 .corruptArchive, "the zstd frame declares \(declared) bytes, more than the \(output.count) allowed")
         }
-        let produced = ZSTD_decompressDCtx(context, output.baseAddress, output.count, input.baseAddress, input.count)
+        let named = ZSTD_getDictID_fromFrame(input.baseAddress, input.count)
+        if named != 0, named != dictionary?.id {
+            throw BacklotError(
+                .corruptArchive,
+                "the zstd frame needs dictionary \(named), but \(dictionary.map { "the pack's is \($0.id)" } ?? "the pack has none")"
+            )
+        }
+        let produced =
+            if let dictionary {
+                ZSTD_decompress_usingDDict(
+                    context, output.baseAddress, output.count, input.baseAddress, input.count,
+                    dictionary.decodingTables)
+            } else {
+                ZSTD_decompressDCtx(context, output.baseAddress, output.count, input.baseAddress, input.count)
+            }
         if ZSTD_isError(produced) != 0 {
             throw BacklotError(
                 .corruptArchive, "zstd could not decompress the frame: \(String(cString: ZSTD_getErrorName(produced)))")
@@ -55,8 +78,8 @@ public final class ZstdDecompressor {
     }
 
     /// Decompresses exactly one frame that must expand to exactly `expectedSize` bytes.
-    public func decompress(_ input: [UInt8], expectedSize: Int) throws -> [UInt8] {
-        try input.withUnsafeBytes { try decompress($0, expectedSize: expectedSize) }
+    public func decompress(_ input: [UInt8], expectedSize: Int, dictionary: ZstdDictionary?) throws -> [UInt8] {
+        try input.withUnsafeBytes { try decompress($0, expectedSize: expectedSize, dictionary: dictionary) }
     }
 
     /// Decompresses exactly one frame made by ``ZstdCompressor/compress(_:prefix:)`` against the
@@ -80,7 +103,7 @@ public final class ZstdDecompressor {
         // A frame refused before it is decompressed leaves the prefix referenced: drop it, so the
         // next frame of this context is decoded without it.
         defer { ZSTD_DCtx_reset(context, ZSTD_reset_session_only) }
-        return try decompress(input, expectedSize: expectedSize)
+        return try decompress(input, expectedSize: expectedSize, dictionary: nil)
     }
 
     /// ``decompress(_:prefix:expectedSize:)`` of arrays.

@@ -23,8 +23,8 @@ import Testing
         let data = frames.flatMap { $0 }
         let indexBytes = index.encoded
         let header = PackHeader(
-            indexOffset: UInt64(PackHeader.size + data.count), indexLength: UInt64(indexBytes.count),
-            indexDigest: SHA256.hash(indexBytes))
+            formatVersion: index.formatVersion, indexOffset: UInt64(PackHeader.size + data.count),
+            indexLength: UInt64(indexBytes.count), indexDigest: SHA256.hash(indexBytes))
         try Data(header.encoded + data + indexBytes).write(to: URL(fileURLWithPath: path))
     }
 
@@ -91,9 +91,9 @@ import Testing
             if let chunk = pack.index.chunks.first(where: { $0.range.contains(UInt64(position)) }) {
                 let range = Int(chunk.offset)..<Int(chunk.offset) + Int(chunk.compressedSize)
                 let before = try? ZstdDecompressor().decompress(
-                    Array(bytes[range]), expectedSize: Int(chunk.uncompressedSize))
+                    Array(bytes[range]), expectedSize: Int(chunk.uncompressedSize), dictionary: nil)
                 let after = try? ZstdDecompressor().decompress(
-                    Array(flipped[range]), expectedSize: Int(chunk.uncompressedSize))
+                    Array(flipped[range]), expectedSize: Int(chunk.uncompressedSize), dictionary: nil)
                 if let after, after == before {
                     print(
                         "everyFlippedBitIsCaught: the flip at \(position) changes no content (a bit zstd does not read)"
@@ -245,11 +245,18 @@ import Testing
             ($0 as? BacklotError)?.message.contains("not a Backlot pack") == true
         }
         var newer = bytes
-        newer[8] = 2
-        try Data(newer).write(to: URL(fileURLWithPath: dir.at("v2.pack")))
-        #expect { try PackReader(path: dir.at("v2.pack")) } throws: {
+        newer[8] = 3
+        try Data(newer).write(to: URL(fileURLWithPath: dir.at("v3.pack")))
+        #expect { try PackReader(path: dir.at("v3.pack")) } throws: {
             guard let e = $0 as? BacklotError else { return false }
             return e.code == .invalidInput && e.hint?.contains("newer Backlot") == true
+        }
+        // A version-1 index labelled version 2 is read by version 2's layout, and refused.
+        var relabelled = bytes
+        relabelled[8] = 2
+        try Data(relabelled).write(to: URL(fileURLWithPath: dir.at("v2.pack")))
+        #expect { try PackReader(path: dir.at("v2.pack")) } throws: {
+            ($0 as? BacklotError)?.code == .corruptArchive
         }
     }
 

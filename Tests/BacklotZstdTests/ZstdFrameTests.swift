@@ -14,7 +14,7 @@ import Testing
             for level in [1, 3, 19] {
                 let frame = try ZstdCompressor(level: Int32(level)).compress(text)
                 #expect(frame.count <= ZstdCompressor.bound(forInputSize: text.count))
-                #expect(try d.decompress(frame, expectedSize: text.count) == text)
+                #expect(try d.decompress(frame, expectedSize: text.count, dictionary: nil) == text)
             }
         }
     }
@@ -24,10 +24,10 @@ import Testing
         let frame = try ZstdCompressor().compress(plain)
         #expect(frame.count < 1 << 12, "a run compresses to a few bytes: a bomb")
         let d = ZstdDecompressor()
-        #expect(throws: BacklotError.self) { try d.decompress(frame, expectedSize: 1000) }
-        #expect(throws: BacklotError.self) { try d.decompress(frame, expectedSize: (1 << 20) + 1) }
+        #expect(throws: BacklotError.self) { try d.decompress(frame, expectedSize: 1000, dictionary: nil) }
+        #expect(throws: BacklotError.self) { try d.decompress(frame, expectedSize: (1 << 20) + 1, dictionary: nil) }
         // After a refusal the context still works.
-        #expect(try d.decompress(frame, expectedSize: 1 << 20) == plain)
+        #expect(try d.decompress(frame, expectedSize: 1 << 20, dictionary: nil) == plain)
     }
 
     @Test func whatIsNotExactlyOneFrameIsCorrupt() throws {
@@ -35,7 +35,7 @@ import Testing
         let d = ZstdDecompressor()
         for bad in [[], Array(frame.dropLast()), frame + frame, frame + [0], [UInt8](repeating: 0x28, count: 16)] {
             do {
-                _ = try d.decompress(bad, expectedSize: 13)
+                _ = try d.decompress(bad, expectedSize: 13, dictionary: nil)
                 Issue.record("\(bad.count) bytes were accepted as a frame")
             } catch let e as BacklotError {
                 #expect(e.code == .corruptArchive)

@@ -1,0 +1,88 @@
+import BacklotBasics
+import BacklotZstd
+import Dispatch
+
+/// How ``PackWriter`` decides whether a pack gets a zstd dictionary, and trains it
+/// (`docs/format.md` §5): a pack of many small files compresses each one as its own frame, so
+/// without a dictionary every frame starts from nothing, and text files of a few KB compress
+/// far worse than inside a tar.zst.
+///
+/// The dictionary is trained on an even spread of the small files (every n-th, in pack order,
+/// up to ``sampleBudget`` bytes), with fixed parameters on one thread, so the same files give the
+/// same dictionary whatever the thread count. It is kept only when it pays: compressing the
+/// samples with it must save, scaled to all the small files, more than twice its own size.
+enum PackDictionary {
+    /// Files up to this size are the ones a dictionary helps (one chunk each: the chunker's
+    /// smallest chunk is 16 KiB by default).
+    static let fileLimit: UInt64 = 16 << 10
+    /// Fewer small files than this get no dictionary (it would not pay for itself).
+    static let minimumFiles = 1_000
+    /// The dictionary's largest size. zstd advises about 100 KB; on the small-files benchmark
+    /// (50,000 files) 64 KiB gave smaller packs than 112, 86 or 32 KiB.
+    static let maximumCapacity = 64 << 10
+    /// The dictionary's size for `sampleBytes` of samples: a 128th of them (zstd advises a
+    /// hundredth), between 8 and ``maximumCapacity`` KiB, so that a pack of a thousand small
+    /// files does not carry a dictionary larger than what it saves.
+    static func capacity(forSamples sampleBytes: UInt64) -> Int {
+        Int(min(UInt64(maximumCapacity), max(8 << 10, sampleBytes / 128)))
+    }
+    /// The samples' total size (zstd's advice: about a hundred times the dictionary).
+    static let sampleBudget: UInt64 = 8 << 20
+
+    /// The dictionary for `files`, or nil when there are too few small files or it would not pay.
+    /// - Throws: ``BacklotError/Code/invalidSource`` if a sampled file changed since it was
+    ///   selected, ``BacklotError/Code/io``.
+    static func train(
+        for files: [SourceSelection.File], root: DirectoryHandle, level: Int32, jobs: Int
+    ) throws -> ZstdDictionary? {
+        var candidates = 0
+        var candidateBytes: UInt64 = 0
+        for f in files where f.size >= 1 && f.size <= fileLimit {
+            candidates += 1
+            candidateBytes += f.size
+        }
+        guard candidates >= minimumFiles else { return nil }
+        let every = max(1, Int((candidateBytes + sampleBudget - 1) / sampleBudget))
+        var samples: [[UInt8]] = []
+        samples.reserveCapacity(candidates / every + 1)
+        var seen = 0
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(fileLimit) + 1, alignment: 16)
+        defer { buffer.deallocate() }
+        for f in files where f.size >= 1 && f.size <= fileLimit {
+            defer { seen += 1 }
+            guard seen % every == 0 else { continue }
+            let count = try SmallBatch.read(f, root: root, into: buffer)
+            samples.append(Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
+        }
+        let sampled = samples.reduce(UInt64(0)) { $0 + UInt64($1.count) }
+        guard let dictionary = ZstdDictionary.train(samples: samples, capacity: capacity(forSamples: sampled)) else {
+            return nil
+        }
+
+        // What it saves on the samples, compressed both ways on the worker threads.
+        let plain = IndexedResults<Int>(count: samples.count)
+        let withDictionary = IndexedResults<Int>(count: samples.count)
+        let next = AtomicCounter()
+        let failures = FirstFailure()
+        let work = samples
+        DispatchQueueRunner.run(jobs: jobs) {
+            let alone = ZstdCompressor(level: level)
+            let against = ZstdCompressor(level: level, dictionary: dictionary)
+            while !failures.hasFailure {
+                let i = next.increment()
+                guard i < work.count else { return }
+                do {
+                    plain.set(i, try alone.compress(work[i]).count)
+                    withDictionary.set(i, try against.compress(work[i]).count)
+                } catch {
+                    failures.record(i, error)
+                }
+            }
+        }
+        if let error = failures.first { throw error }
+        var saved: Int64 = 0
+        for i in 0..<work.count { saved += Int64(plain.get(i)) - Int64(withDictionary.get(i)) }
+        let expected = Double(saved) * Double(candidateBytes) / Double(max(1, sampled))
+        return expected > Double(2 * dictionary.bytes.count) ? dictionary : nil
+    }
+}
