@@ -43,8 +43,10 @@ enum PackDictionary {
         }
         guard candidates >= minimumFiles else { return nil }
         let every = max(1, Int((candidateBytes + sampleBudget - 1) / sampleBudget))
-        var samples: [[UInt8]] = []
-        samples.reserveCapacity(candidates / every + 1)
+        // The samples end to end, read straight into one buffer (no copy of each).
+        var joined: [UInt8] = []
+        var sizes: [Int] = []
+        joined.reserveCapacity(Int(min(candidateBytes, sampleBudget + fileLimit)))
         var seen = 0
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(fileLimit) + 1, alignment: 16)
         defer { buffer.deallocate() }
@@ -52,37 +54,48 @@ enum PackDictionary {
             defer { seen += 1 }
             guard seen % every == 0 else { continue }
             let count = try SmallBatch.read(f, root: root, into: buffer)
-            samples.append(Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
+            joined += UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+            sizes.append(count)
         }
-        let sampled = samples.reduce(UInt64(0)) { $0 + UInt64($1.count) }
-        guard let dictionary = ZstdDictionary.train(samples: samples, capacity: capacity(forSamples: sampled)) else {
-            return nil
-        }
+        let sampled = UInt64(joined.count)
+        guard
+            let dictionary = ZstdDictionary.train(
+                joined: joined, sizes: sizes, capacity: capacity(forSamples: sampled))
+        else { return nil }
 
         // What it saves on the samples, compressed both ways on the worker threads.
-        let plain = IndexedResults<Int>(count: samples.count)
-        let withDictionary = IndexedResults<Int>(count: samples.count)
+        var starts: [Int] = []
+        starts.reserveCapacity(sizes.count)
+        var at = 0
+        for size in sizes {
+            starts.append(at)
+            at += size
+        }
+        let saved = AtomicCounter()
         let next = AtomicCounter()
         let failures = FirstFailure()
-        let work = samples
+        let samples = joined
+        let bounds = starts
+        let lengths = sizes
         DispatchQueueRunner.run(jobs: jobs) {
             let alone = ZstdCompressor(level: level)
             let against = ZstdCompressor(level: level, dictionary: dictionary)
             while !failures.hasFailure {
                 let i = next.increment()
-                guard i < work.count else { return }
+                guard i < lengths.count else { return }
                 do {
-                    plain.set(i, try alone.compress(work[i]).count)
-                    withDictionary.set(i, try against.compress(work[i]).count)
+                    try samples.withUnsafeBytes { all in
+                        let sample = UnsafeRawBufferPointer(rebasing: all[bounds[i]..<bounds[i] + lengths[i]])
+                        _ = saved.valueAdd(try alone.compress(sample).count - (try against.compress(sample).count))
+                    }
                 } catch {
                     failures.record(i, error)
                 }
             }
         }
         if let error = failures.first { throw error }
-        var saved: Int64 = 0
-        for i in 0..<work.count { saved += Int64(plain.get(i)) - Int64(withDictionary.get(i)) }
-        let expected = Double(saved) * Double(candidateBytes) / Double(max(1, sampled))
+        // The total saved is a sum of integers, the same whatever order the threads add them in.
+        let expected = Double(saved.valueAdd(0)) * Double(candidateBytes) / Double(max(1, sampled))
         return expected > Double(2 * dictionary.bytes.count) ? dictionary : nil
     }
 }

@@ -21,6 +21,14 @@ extension PackIndex {
     /// Every count is checked against the bytes left before anything is allocated for it.
     /// - Throws: ``BacklotError/Code/corruptArchive`` naming the rule, the record and its offset.
     public static func decode(_ bytes: [UInt8], header: PackHeader, source: String) throws -> PackIndex {
+        try decode(bytes, header: header, source: source, keepingFiles: true)
+    }
+
+    /// ``decode(_:header:source:)`` that checks every rule but, unless `keepingFiles`, keeps no
+    /// record (the result has no chunks and no files, and chunk IDs are checked for repeats by
+    /// sorting them rather than with a set): what `package` runs on the index it wrote, without a
+    /// second copy of 200,000 records in memory.
+    static func decode(_ bytes: [UInt8], header: PackHeader, source: String, keepingFiles: Bool) throws -> PackIndex {
         var r = ByteReader(bytes, base: header.indexOffset, source: source)
         let compact = header.formatVersion >= 2
         let expectedMagic = compact ? compactMagic : magic
@@ -63,9 +71,19 @@ extension PackIndex {
             throw r.fail(
                 "the index declares \(chunkCount) chunks but has room for at most \(r.remaining / chunkRecord)")
         }
+        // Kept: every chunk record and a set of the IDs seen; checking only: each chunk's size,
+        // and the IDs, sorted at the end to find a repeat (a third of the memory).
         var chunks: [Chunk] = []
-        chunks.reserveCapacity(chunkCount)
-        var seen = Set<SHA256Digest>(minimumCapacity: chunkCount)
+        var seen = Set<SHA256Digest>()
+        var sizes: [UInt32] = []
+        var ids: [SHA256Digest] = []
+        if keepingFiles {
+            chunks.reserveCapacity(chunkCount)
+            seen.reserveCapacity(chunkCount)
+        } else {
+            sizes.reserveCapacity(chunkCount)
+            ids.reserveCapacity(chunkCount)
+        }
         var expectedOffset = UInt64(PackHeader.size)
         for i in 0..<chunkCount {
             let recordStart = r.offset
@@ -90,14 +108,29 @@ extension PackIndex {
                         ? "offset \(offset) overlaps the previous chunk (which ends at \(expectedOffset))"
                         : "offset \(offset) leaves a gap after the previous chunk (which ends at \(expectedOffset))")
             }
-            guard seen.insert(id).inserted else { throw bad("ID \(id.short)… appears twice") }
+            if keepingFiles {
+                guard seen.insert(id).inserted else { throw bad("ID \(id.short)… appears twice") }
+            }
             expectedOffset += UInt64(compressed)
             guard expectedOffset <= header.indexOffset else {
                 throw bad("ends at \(expectedOffset), past the start of the index (\(header.indexOffset))")
             }
-            chunks.append(Chunk(id: id, offset: offset, compressedSize: compressed, uncompressedSize: uncompressed))
+            if keepingFiles {
+                chunks.append(
+                    Chunk(id: id, offset: offset, compressedSize: compressed, uncompressedSize: uncompressed))
+            } else {
+                sizes.append(uncompressed)
+                ids.append(id)
+            }
         }
         seen = []
+        if !keepingFiles {
+            ids.sort()
+            if let i = ids.indices.dropFirst().first(where: { ids[$0] == ids[$0 - 1] }) {
+                throw r.fail("chunk ID \(ids[i].short)… appears twice")
+            }
+            ids = []
+        }
         guard expectedOffset == header.indexOffset else {
             throw r.fail("the chunks end at \(expectedOffset) but the index starts at \(header.indexOffset)")
         }
@@ -112,7 +145,7 @@ extension PackIndex {
             )
         }
         var files: [File] = []
-        files.reserveCapacity(fileCount)
+        if keepingFiles { files.reserveCapacity(fileCount) }
         var referenced = [Bool](repeating: false, count: chunkCount)
         let emptyDigest = SHA256.hash([UInt8]())
         // The current path's bytes, and the previous one's.
@@ -200,14 +233,14 @@ extension PackIndex {
                 throw bad("declares \(refCount) chunk references but the index has room for \(r.remaining / 4)")
             }
             var refs: [Int] = []
-            refs.reserveCapacity(refCount)
+            if keepingFiles { refs.reserveCapacity(refCount) }
             var total: UInt64 = 0
             for _ in 0..<refCount {
                 let ref = Int(try r.u32("file \(i)'s chunk reference"))
                 guard ref < chunkCount else { throw bad("refers to chunk \(ref), but there are \(chunkCount)") }
                 referenced[ref] = true
-                total += UInt64(chunks[ref].uncompressedSize)
-                refs.append(ref)
+                total += UInt64(keepingFiles ? chunks[ref].uncompressedSize : sizes[ref])
+                if keepingFiles || refs.isEmpty { refs.append(ref) }
             }
             guard total <= Limits.fileSize else {
                 throw bad("its chunks hold \(total) bytes, over the limit of \(Limits.fileSize)")
@@ -218,8 +251,8 @@ extension PackIndex {
             let digest =
                 if let declaredDigest { declaredDigest } else if refCount >= 2 {
                     try r.digest("file \(i)'s SHA-256")
-                } else if refCount == 1 { chunks[refs[0]].id } else { emptyDigest }
-            files.append(File(path: text, mode: mode, size: total, digest: digest, chunks: refs))
+                } else if refCount == 1, keepingFiles { chunks[refs[0]].id } else { emptyDigest }
+            if keepingFiles { files.append(File(path: text, mode: mode, size: total, digest: digest, chunks: refs)) }
         }
         guard r.remaining == 0 else { throw r.fail("\(r.remaining) unexpected bytes after the last file record") }
         if let unused = referenced.firstIndex(of: false) {

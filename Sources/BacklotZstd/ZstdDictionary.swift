@@ -76,11 +76,18 @@ public final class ZstdDictionary: @unchecked Sendable, Hashable {
     ///
     /// zstd advises samples of about a hundred times the capacity in all, a few thousand of them.
     public static func train(samples: [[UInt8]], capacity: Int) -> ZstdDictionary? {
-        guard !samples.isEmpty, capacity >= 1024, let count = UInt32(exactly: samples.count) else { return nil }
         var joined: [UInt8] = []
         joined.reserveCapacity(samples.reduce(0) { $0 + $1.count })
         for s in samples { joined += s }
-        let sizes = samples.map(\.count)
+        return train(joined: joined, sizes: samples.map(\.count), capacity: capacity)
+    }
+
+    /// ``train(samples:capacity:)`` of samples laid end to end in `joined`, `sizes` their lengths
+    /// in order (no copy of them is made).
+    public static func train(joined: [UInt8], sizes: [Int], capacity: Int) -> ZstdDictionary? {
+        guard !sizes.isEmpty, capacity >= 1024, let count = UInt32(exactly: sizes.count),
+            sizes.reduce(0, +) == joined.count
+        else { return nil }
         var output = [UInt8](repeating: 0, count: capacity)
         var parameters = ZDICT_fastCover_params_t()
         parameters.k = 2048
