@@ -61,7 +61,7 @@ extension PackInstaller {
     ///   disk, the container's database) and cancellation; a delta that fails is a fallback.
     func applyDelta(
         _ delta: DeltaPlan, _ chunks: [(chunk: Int, entry: PackDelta.Entry)],
-        localChunks: [SHA256Digest: (path: String, offset: UInt64, size: Int)], placements: [[Placement]],
+        localChunks: [SHA256Digest: (path: String, offset: UInt64, size: Int)], placements: ChunkPlacements,
         files: OpenFiles, digest: String, isCancelled: @escaping @Sendable () -> Bool
     ) throws -> DeltaResult {
         let sorted = chunks.sorted { $0.entry.offset < $1.entry.offset }

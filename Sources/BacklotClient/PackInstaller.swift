@@ -90,7 +90,7 @@ struct PackInstaller: Sendable {
                 "the archive's header does not match the catalog (index \(header.indexDigest.short)… at \(header.indexOffset))",
                 context: url, hint: "the server mixes archives and catalogs; try again later")
         }
-        let indexBytes: [UInt8]
+        var indexBytes: [UInt8]
         if let rebuilt = delta?.index {
             indexBytes = rebuilt
         } else {
@@ -102,6 +102,11 @@ struct PackInstaller: Sendable {
                 .untrusted, "the archive's index does not have the SHA-256 the catalog names", context: url)
         }
         let index = try PackIndex.decode(indexBytes, header: header, source: url)
+        // What the container keeps (the header and the index, for updates and repairs), made now
+        // while little else is in memory, and the index's bytes not kept twice (200,000 files:
+        // a 12 MB copy at the end, when the most is in memory, was the install's peak).
+        let stored = headBytes + indexBytes
+        indexBytes = []
         guard index.metadata.assetPackID.rawValue == id else {
             throw BacklotError(
                 .untrusted, "the archive is the pack \(index.metadata.assetPackID), not \(id)", context: url)
@@ -172,29 +177,13 @@ struct PackInstaller: Sendable {
                 hint: "free some disk space")
         }
 
-        // Where each chunk goes.
-        // Where each chunk goes: (file number, offset), indexed by chunk; compact for packs of many chunks.
-        var targets = [[Placement]](repeating: [], count: index.chunks.count)
-        var paths: [String] = []
-        var assembled: [PackIndex.File] = []
-        for file in index.files where !linked.contains(BytePath.Key(file.path)) {
-            let number = Int32(paths.count)
-            paths.append(partial + "/" + file.path)
-            assembled.append(file)
-            var offset: UInt64 = 0
-            for c in file.chunks {
-                targets[c].append(Placement(file: number, offset: offset))
-                offset += UInt64(index.chunks[c].uncompressedSize)
-            }
-        }
-        let wanted = targets.indices.filter { !targets[$0].isEmpty }
+        // Where each chunk goes: (file number, offset), grouped by chunk, for the files not linked.
+        let targets = ChunkPlacements(index: index) { !linked.contains(BytePath.Key(index.files[$0].path)) }
+        let wanted = (0..<targets.chunkCount).filter { !targets[$0].isEmpty }
         let done = AtomicBytes()
-        // Each file is flushed by the thread that writes its last chunk, so the disk works while the network does.
-        var placementsPerFile = [Int](repeating: 0, count: paths.count)
-        for places in targets { for p in places { placementsPerFile[Int(p.file)] += 1 } }
+        // Each file is checked, made read-only and closed by the thread that writes its last chunk.
         let files = OpenFiles(
-            paths: paths, files: assembled, placements: placementsPerFile, chunkIDs: index.chunks.map(\.id), source: url
-        )
+            folder: partial, files: index.files, placements: targets.perFile, chunks: index.chunks, source: url)
         defer { files.closeAll() }
 
         // 3a. Chunks finished before a crash, and chunks the installed release has: checked, then used.
@@ -207,10 +196,11 @@ struct PackInstaller: Sendable {
             let chunk = index.chunks[c]
             let places = targets[c]
             if finished.contains(c),
-                let bytes = try? Self.read(paths[Int(places[0].file)], places[0].offset, Int(chunk.uncompressedSize)),
+                let bytes = try? Self.read(
+                    files.path(of: places.first!.file), places.first!.offset, Int(chunk.uncompressedSize)),
                 SHA256.hash(bytes) == chunk.id
             {
-                for p in places { try files.account(p, writing: p == places[0] ? nil : bytes) }
+                for p in places { try files.account(p, writing: p == places.first! ? nil : bytes) }
                 done.add(UInt64(bytes.count))
                 continue
             }
@@ -340,7 +330,7 @@ struct PackInstaller: Sendable {
             id: id, version: release.version, digest: digest,
             downloadSize: try CheckedInteger.convert(
                 release.archiveSize, to: Int.self, "the archive size", context: url),
-            metadata: index.metadata.json.serialized(), indexBytes: headBytes + indexBytes)
+            metadata: index.metadata.json.serialized(), indexBytes: stored)
         if let previous, previous.digest != digest {
             Self.removeRelease(container.releaseFolder(id, digest: previous.digest))
         }
@@ -498,37 +488,36 @@ struct PackInstaller: Sendable {
     }
 }
 
-/// Where one chunk's bytes go: a file (by number) and an offset in it.
-struct Placement: Sendable, Equatable {
-    let file: Int32
-    let offset: UInt64
-}
-
 /// The files being assembled, shared by the download threads: each is created (or, after a
 /// crash, reopened) by the first write of one of its chunks, and as soon as its last chunk is
 /// written it is checked against its SHA-256, made read-only and closed, so no more files are
 /// open than are being written. Nothing is flushed per file: ``syncAll(holding:)`` flushes the
 /// file system once, before the release is switched.
 final class OpenFiles: Sendable {
-    let paths: [String]
+    /// The release being assembled; each file is at its index path beneath it.
+    let folder: String
+    /// The index's file records (for each file's path, size and SHA-256), by file number.
     let files: [PackIndex.File]
-    /// The index's chunk IDs: a file of one chunk has that chunk's SHA-256, and every chunk
+    /// The index's chunk table: a file of one chunk has that chunk's SHA-256, and every chunk
     /// written was checked against its ID first, so such a file is not read back.
-    let chunkIDs: [SHA256Digest]
+    let chunks: [PackIndex.Chunk]
     let source: String
     private let open = Mutex<[Int32: FileDescriptor]>([:])
-    private let remaining: Mutex<[Int]>
+    private let remaining: Mutex<[Int32]>
 
     /// - Parameters:
-    ///   - files: the index's record of each file (for its SHA-256), in the order of `paths`.
-    ///   - placements: how many chunk writes each file will receive.
-    init(paths: [String], files: [PackIndex.File], placements: [Int], chunkIDs: [SHA256Digest], source: String) {
-        self.paths = paths
+    ///   - files: the index's records, by file number (``Placement/file``).
+    ///   - placements: how many chunk writes each file will receive (0 for a file not written).
+    init(folder: String, files: [PackIndex.File], placements: [Int32], chunks: [PackIndex.Chunk], source: String) {
+        self.folder = folder
         self.files = files
-        self.chunkIDs = chunkIDs
+        self.chunks = chunks
         self.source = source
         remaining = Mutex(placements)
     }
+
+    /// Where file `file` is written (made when asked: no path is kept for each of 200,000 files).
+    func path(of file: Int32) -> String { folder + "/" + files[Int(file)].path }
 
     /// The mode of an installed file: read-only, executable if it was.
     static func installedMode(_ mode: UInt32) -> mode_t { mode == 0o755 ? 0o555 : 0o444 }
@@ -536,7 +525,7 @@ final class OpenFiles: Sendable {
     func descriptor(_ file: Int32) throws -> FileDescriptor {
         try open.withLock { files in
             if let fd = files[file] { return fd }
-            let path = paths[Int(file)]
+            let path = self.path(of: file)
             var raw = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
             if raw < 0 && errno == EEXIST {
                 // Left by an earlier attempt (already sanitized): kept, at the size the index says.
@@ -565,7 +554,7 @@ final class OpenFiles: Sendable {
         guard complete else { return }
         let file = files[Int(place.file)]
         if file.chunks.count == 1 {
-            try file.check(chunkIDs[file.chunks[0]], source: source)
+            try file.check(chunks[file.chunks[0]].id, source: source)
         } else {
             try file.check(try SHA256.hash(descriptor: fd), source: source)
         }

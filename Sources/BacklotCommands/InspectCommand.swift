@@ -32,7 +32,7 @@ struct InspectCommand: Command {
                     files: index.files.map {
                         .init(
                             path: $0.path, bytes: $0.size, mode: String($0.mode, radix: 8), sha256: $0.digest.hex,
-                            chunks: $0.chunks)
+                            chunks: Array($0.chunks))
                     }))
             return
         }

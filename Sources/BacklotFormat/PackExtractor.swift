@@ -122,7 +122,7 @@ public struct PackExtractor: Sendable {
         /// How many whole files, from `file` on; 0 for a run of one file's chunks.
         let wholeFiles: Int
         /// For a run: the chunks and where they go in the file.
-        let chunks: ArraySlice<Int>
+        let chunks: Slice<ChunkList>
         let fileOffset: UInt64
 
         var isWhole: Bool { wholeFiles > 0 }
@@ -137,7 +137,9 @@ public struct PackExtractor: Sendable {
         var groupFiles = 0
         var groupBytes = 0
         func closeGroup() {
-            if groupFiles > 0 { out.append(Unit(file: groupStart, wholeFiles: groupFiles, chunks: [], fileOffset: 0)) }
+            if groupFiles > 0 {
+                out.append(Unit(file: groupStart, wholeFiles: groupFiles, chunks: ChunkList([])[...], fileOffset: 0))
+            }
             groupFiles = 0
             groupBytes = 0
         }

@@ -38,9 +38,13 @@ public struct PackIndex: Sendable, Hashable {
         /// SHA-256 of the whole file.
         public let digest: SHA256Digest
         /// Indexes into ``PackIndex/chunks``, in file order.
-        public let chunks: [Int]
+        public let chunks: ChunkList
 
         public init(path: String, mode: UInt32, size: UInt64, digest: SHA256Digest, chunks: [Int]) {
+            self.init(path: path, mode: mode, size: size, digest: digest, chunks: ChunkList(chunks))
+        }
+
+        public init(path: String, mode: UInt32, size: UInt64, digest: SHA256Digest, chunks: ChunkList) {
             self.path = path
             self.mode = mode
             self.size = size

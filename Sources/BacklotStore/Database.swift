@@ -147,30 +147,46 @@ public final class Database: Sendable {
                 throw failure(sql)
             }
             defer { sqlite3_finalize(statement) }
-            let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-            for (i, value) in bindings.enumerated() {
-                let index = Int32(i + 1)
-                let rc: Int32
-                switch value {
-                case .null: rc = sqlite3_bind_null(statement, index)
-                case .integer(let v): rc = sqlite3_bind_int64(statement, index, v)
-                case .real(let v): rc = sqlite3_bind_double(statement, index, v)
-                // Text by its byte count (a NUL inside stays), blobs up to SQLite's 32-bit limit.
-                case .text(let v):
-                    var bytes = Array(v.utf8)
-                    guard let count = Int32(exactly: bytes.count) else { throw tooLarge(sql, bytes.count) }
-                    bytes.append(0)
-                    rc = bytes.withUnsafeBufferPointer { b in
-                        b.withMemoryRebound(to: CChar.self) {
-                            sqlite3_bind_text(statement, index, $0.baseAddress, count, transient)
-                        }
+            return try bind(bindings, from: 0, to: statement, sql: sql) { try rows(of: statement, sql: sql) }
+        }
+
+        /// Binds `bindings[i...]` to `statement`, then runs `body` inside every binding's scope:
+        /// text and blobs are bound in place (`SQLITE_STATIC`, their memory valid until `body`
+        /// returns), so a large blob (a release's 12 MB index) is not copied for SQLite.
+        private func bind<T>(
+            _ bindings: [Value], from i: Int, to statement: OpaquePointer, sql: String, then body: () throws -> T
+        ) throws -> T {
+            guard i < bindings.count else { return try body() }
+            let index = Int32(i + 1)
+            func next() throws -> T { try bind(bindings, from: i + 1, to: statement, sql: sql, then: body) }
+            func check(_ rc: Int32) throws { guard rc == SQLITE_OK else { throw failure(sql) } }
+            switch bindings[i] {
+            case .null: try check(sqlite3_bind_null(statement, index))
+            case .integer(let v): try check(sqlite3_bind_int64(statement, index, v))
+            case .real(let v): try check(sqlite3_bind_double(statement, index, v))
+            // Text by its byte count (a NUL inside stays), blobs up to SQLite's 32-bit limit.
+            case .text(let v):
+                var bytes = Array(v.utf8)
+                guard let count = Int32(exactly: bytes.count) else { throw tooLarge(sql, bytes.count) }
+                bytes.append(0)
+                return try bytes.withUnsafeBufferPointer { b in
+                    try b.withMemoryRebound(to: CChar.self) {
+                        try check(sqlite3_bind_text(statement, index, $0.baseAddress, count, nil))
+                        return try next()
                     }
-                case .blob(let v):
-                    guard let count = Int32(exactly: v.count) else { throw tooLarge(sql, v.count) }
-                    rc = v.withUnsafeBytes { sqlite3_bind_blob(statement, index, $0.baseAddress, count, transient) }
                 }
-                guard rc == SQLITE_OK else { throw failure(sql) }
+            case .blob(let v):
+                guard let count = Int32(exactly: v.count) else { throw tooLarge(sql, v.count) }
+                return try v.withUnsafeBytes {
+                    try check(sqlite3_bind_blob(statement, index, $0.baseAddress, count, nil))
+                    return try next()
+                }
             }
+            return try next()
+        }
+
+        /// Steps `statement` to its end and returns its rows.
+        private func rows(of statement: OpaquePointer, sql: String) throws -> [Row] {
             var rows: [Row] = []
             while true {
                 let step = sqlite3_step(statement)

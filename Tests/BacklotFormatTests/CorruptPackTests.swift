@@ -134,7 +134,8 @@ import Testing
         func file(_ i: Int, path: String? = nil, size: UInt64? = nil, chunks: [Int]? = nil) -> PackIndex.File {
             let o = index.files[i]
             return PackIndex.File(
-                path: path ?? o.path, mode: o.mode, size: size ?? o.size, digest: o.digest, chunks: chunks ?? o.chunks)
+                path: path ?? o.path, mode: o.mode, size: size ?? o.size, digest: o.digest,
+                chunks: chunks ?? Array(o.chunks))
         }
         let c0 = index.chunks[0]
         let c1 = index.chunks[1]
