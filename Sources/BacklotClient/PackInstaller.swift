@@ -503,6 +503,8 @@ final class OpenFiles: Sendable {
     let chunks: [PackIndex.Chunk]
     let source: String
     private let open = Mutex<[Int32: FileDescriptor]>([:])
+    /// How many chunk writes each file receives (read without a lock: it never changes).
+    private let pieces: [Int32]
     private let remaining: Mutex<[Int32]>
 
     /// - Parameters:
@@ -513,6 +515,7 @@ final class OpenFiles: Sendable {
         self.files = files
         self.chunks = chunks
         self.source = source
+        pieces = placements
         remaining = Mutex(placements)
     }
 
@@ -522,29 +525,47 @@ final class OpenFiles: Sendable {
     /// The mode of an installed file: read-only, executable if it was.
     static func installedMode(_ mode: UInt32) -> mode_t { mode == 0o755 ? 0o555 : 0o444 }
 
+    /// The open descriptor of a file written in several pieces, made by the first of them.
     func descriptor(_ file: Int32) throws -> FileDescriptor {
         try open.withLock { files in
             if let fd = files[file] { return fd }
-            let path = self.path(of: file)
-            var raw = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
-            if raw < 0 && errno == EEXIST {
-                // Left by an earlier attempt (already sanitized): kept, at the size the index says.
-                raw = Glibc.open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-                if raw >= 0 && ftruncate(raw, off_t(self.files[Int(file)].size)) != 0 {
-                    let err = errno
-                    Glibc.close(raw)
-                    throw SystemCall.error("truncate", path: path, errno: err)
-                }
-            }
-            guard raw >= 0 else { throw SystemCall.error("open", path: path) }
-            let fd = FileDescriptor(rawValue: raw, path: path)
+            let fd = try create(file)
             files[file] = fd
             return fd
         }
     }
 
+    /// Creates file `file` (or, left by an earlier attempt and already sanitized, opens it and
+    /// keeps it at the size the index says).
+    private func create(_ file: Int32) throws -> FileDescriptor {
+        let path = self.path(of: file)
+        var raw = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        if raw < 0 && errno == EEXIST {
+            raw = Glibc.open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+            if raw >= 0 && ftruncate(raw, off_t(files[Int(file)].size)) != 0 {
+                let err = errno
+                Glibc.close(raw)
+                throw SystemCall.error("truncate", path: path, errno: err)
+            }
+        }
+        guard raw >= 0 else { throw SystemCall.error("open", path: path) }
+        return FileDescriptor(rawValue: raw, path: path)
+    }
+
     /// Writes a chunk at its place (or only counts it, when `bytes` is nil: it is there already).
+    ///
+    /// A file of one piece (most files of a pack of small files) is written by the one thread
+    /// that has its chunk, with no lock: created, written, checked, made read-only and closed.
+    /// Holding the shared table's lock across the creation of every file made the download
+    /// threads queue behind each other's `open` (16 % of a 50,000-file install in `perf`).
     func account(_ place: Placement, writing bytes: [UInt8]?) throws {
+        if pieces[Int(place.file)] == 1 {
+            let fd = try create(place.file)
+            defer { fd.close() }
+            if let bytes { try bytes.withUnsafeBytes { try fd.write($0, at: place.offset) } }
+            try finish(place.file, fd)
+            return
+        }
         let fd = try descriptor(place.file)
         if let bytes { try bytes.withUnsafeBytes { try fd.write($0, at: place.offset) } }
         let complete = remaining.withLock { r -> Bool in
@@ -552,7 +573,14 @@ final class OpenFiles: Sendable {
             return r[Int(place.file)] == 0
         }
         guard complete else { return }
-        let file = files[Int(place.file)]
+        try finish(place.file, fd)
+        open.withLock { _ = $0.removeValue(forKey: place.file) }
+        fd.close()
+    }
+
+    /// Checks a file whose every piece is written against its SHA-256 and makes it read-only.
+    private func finish(_ number: Int32, _ fd: FileDescriptor) throws {
+        let file = files[Int(number)]
         if file.chunks.count == 1 {
             try file.check(chunks[file.chunks[0]].id, source: source)
         } else {
@@ -561,8 +589,6 @@ final class OpenFiles: Sendable {
         guard fchmod(fd.rawValue, Self.installedMode(file.mode)) == 0 else {
             throw SystemCall.error("chmod", path: fd.path)
         }
-        open.withLock { _ = $0.removeValue(forKey: place.file) }
-        fd.close()
     }
 
     /// Makes every file written durable with one flush of the file system that holds `folder`
