@@ -124,7 +124,7 @@ public struct PackWriter: Sendable {
             let chunkCount = state.stored.chunks.count
             let indexBytes = state.takeIndex(
                 files: selection.files, digests: &digests, metadata: PackMetadata(manifest),
-                chunking: (chunker.minimumSize, chunker.averageSize, chunker.maximumSize), dictionary: dictionary)
+                chunking: (chunker.minimumSize, chunker.averageSize, chunker.maximumSize))
             guard UInt64(indexBytes.count) <= PackHeader.maximumIndexLength else {
                 throw BacklotError(
                     .invalidSource,
@@ -137,7 +137,7 @@ public struct PackWriter: Sendable {
             try state.writeBuffered(indexBytes)
             try state.flushWrites()
             let header = PackHeader(
-                formatVersion: dictionary == nil ? 1 : 2, indexOffset: indexOffset,
+                formatVersion: PackIndex.formatVersion(ofIndex: indexBytes) ?? 1, indexOffset: indexOffset,
                 indexLength: UInt64(indexBytes.count),
                 indexDigest: digest)
             // Verify before anything is visible: the index must pass every rule a reader applies
@@ -205,7 +205,7 @@ private struct BuildState {
     /// chunking needed, before): 200,000 files take tens of MB less at the peak.
     mutating func takeIndex(
         files: [SourceSelection.File], digests: inout [SHA256Digest?], metadata: PackMetadata,
-        chunking: (minimum: Int, average: Int, maximum: Int), dictionary: ZstdDictionary?
+        chunking: (minimum: Int, average: Int, maximum: Int)
     ) -> [UInt8] {
         readBuffer = []
         let chunks = stored.take()
