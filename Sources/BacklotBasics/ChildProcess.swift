@@ -52,6 +52,10 @@ public final class ChildProcess: @unchecked Sendable {
         public var outputBytes = 0
         /// How long it ran, on the monotonic clock.
         public var elapsed: Duration = .zero
+        /// Its largest resident set (the kernel's `ru_maxrss`), 0 when it could not be reaped.
+        public var peakResidentBytes: UInt64 = 0
+        /// The CPU time it used, user and system (`ru_utime` + `ru_stime`).
+        public var cpuTime: Duration = .zero
 
         /// Whether output was dropped to keep within the bound.
         public var outputTruncated: Bool { outputBytes > output.count }
@@ -74,7 +78,9 @@ public final class ChildProcess: @unchecked Sendable {
             Self.signalGroup(pid, SIGKILL)
             var status: Int32 = 0
             var sig: Int32 = 0
-            _ = clinux_reap(pid, &status, &sig)
+            var rss = 0
+            var cpu: Int64 = 0
+            _ = clinux_reap(pid, &status, &sig, &rss, &cpu)
         }
     }
 
@@ -145,7 +151,9 @@ public final class ChildProcess: @unchecked Sendable {
         if n == MemoryLayout<Int32>.size {
             var status: Int32 = 0
             var sig: Int32 = 0
-            _ = clinux_reap(pid, &status, &sig)
+            var rss = 0
+            var cpu: Int64 = 0
+            _ = clinux_reap(pid, &status, &sig, &rss, &cpu)
             reaped = true
             throw SystemCall.error("execve", path: executable, errno: e)
         }
@@ -202,9 +210,13 @@ public final class ChildProcess: @unchecked Sendable {
         if exited { drainOutput(into: &kept, atMost: 8 << 20) }
         var status: Int32 = -1
         var sig: Int32 = 0
-        if clinux_reap(pid, &status, &sig) == 0 {
+        var rss = 0
+        var cpu: Int64 = 0
+        if clinux_reap(pid, &status, &sig, &rss, &cpu) == 0 {
             outcome.exitStatus = status >= 0 ? status : nil
             outcome.signal = sig != 0 ? sig : nil
+            outcome.peakResidentBytes = UInt64(max(0, rss)) * 1024
+            outcome.cpuTime = .microseconds(cpu)
         }
         reaped = true
         outcome.elapsed = SuspendingClock.now - started

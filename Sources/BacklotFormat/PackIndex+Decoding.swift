@@ -8,7 +8,15 @@ extension PackIndex {
     public enum Limits {
         public static let metadataBytes = 1 << 20
         public static let chunkBytes: UInt32 = 4 << 20
-        public static let fileCount = 1 << 24
+        /// The most files a pack may hold. Every reader keeps a record of about 100 bytes a file
+        /// (and a client a row of its state), so this bounds what one pack can make a device or the
+        /// server hold, whatever the index's size.
+        public static let fileCount = 1 << 20
+        /// The most bytes the paths of a pack's files may hold in all, once decoded. Version 2
+        /// front-codes its paths, so an index of 11 bytes a file could otherwise declare a million
+        /// 4 KiB paths (4 GB) in 11 MB; this is the largest index, so no version-2 pack holds more
+        /// path bytes than a version-1 pack could. Checked before each path is built.
+        public static let pathBytes = Int(PackHeader.maximumIndexLength)
         public static let fileSize: UInt64 = 1 << 48
         public static let chunkReferencesPerFile = 1 << 24
         /// The largest zstd dictionary a version-2 index may hold.
@@ -139,10 +147,17 @@ extension PackIndex {
         // 51 bytes; version 2 (shared length, suffix length, a 1-byte suffix, mode, count) 11.
         let smallestFile = compact ? 11 : 51
         let fileCount = Int(try r.u32("the file count"))
-        guard fileCount <= Limits.fileCount, fileCount <= r.remaining / smallestFile else {
-            throw r.fail(
-                "the index declares \(fileCount) files but has room for at most \(min(Limits.fileCount, r.remaining / smallestFile))"
+        guard fileCount <= Limits.fileCount else {
+            throw BacklotError(
+                .corruptArchive,
+                "the index declares \(fileCount) files; a pack may hold at most \(Limits.fileCount) (docs/format.md §10)",
+                context: "\(source) at offset \(header.indexOffset + UInt64(r.offset - 4))",
+                hint:
+                    "the pack was not made by this version of Backlot, or was crafted: package the content as several packs"
             )
+        }
+        guard fileCount <= r.remaining / smallestFile else {
+            throw r.fail("the index declares \(fileCount) files but has room for at most \(r.remaining / smallestFile)")
         }
         var files: [File] = []
         if keepingFiles { files.reserveCapacity(fileCount) }
@@ -158,6 +173,8 @@ extension PackIndex {
         // holds the lengths of the earlier paths that are prefixes of the current one, and is
         // checked and trimmed in time proportional to the path, with no set of every path.
         var prefixes: [Int] = []
+        // The bytes of the paths decoded so far, checked against the limit before each is built.
+        var decodedPathBytes = 0
         for i in 0..<fileCount {
             let recordStart = r.offset
             func bad(_ m: String) -> BacklotError {
@@ -177,6 +194,8 @@ extension PackIndex {
                 guard suffixLength >= 1, shared + suffixLength <= 4096 else {
                     throw bad("path length \(shared + suffixLength) is outside 1…4096 or repeats the previous path")
                 }
+                decodedPathBytes += shared + suffixLength
+                guard decodedPathBytes <= Limits.pathBytes else { throw pathBytesExceeded(decodedPathBytes, bad) }
                 // Canonical: the shared length is the whole common prefix (one encoding per index).
                 guard shared == previous.count || suffix.first! != previous[shared] else {
                     throw bad("shares \(shared) bytes with the previous path, but they have more in common")
@@ -191,6 +210,8 @@ extension PackIndex {
                 guard pathLength >= 1, pathLength <= 4096 else {
                     throw bad("path length \(pathLength) is outside 1…4096")
                 }
+                decodedPathBytes += pathLength
+                guard decodedPathBytes <= Limits.pathBytes else { throw pathBytesExceeded(decodedPathBytes, bad) }
                 path.removeAll(keepingCapacity: true)
                 path += pathBytes
                 common = zip(path, previous).prefix { $0 == $1 }.count
@@ -261,6 +282,18 @@ extension PackIndex {
                 hint: "the pack is damaged or crafted: package it again")
         }
         return PackIndex(metadata: metadata, chunking: chunking, chunks: chunks, files: files, dictionary: dictionary)
+    }
+
+    /// The error for paths that hold more than ``Limits/pathBytes`` once decoded.
+    private static func pathBytesExceeded(_ total: Int, _ bad: (String) -> BacklotError) -> BacklotError {
+        let e = bad(
+            "the paths decoded so far hold \(total) bytes; a pack's paths may hold at most \(Limits.pathBytes) in all (docs/format.md §10)"
+        )
+        return BacklotError(
+            e.code, e.message, context: e.context,
+            hint:
+                "the pack was crafted or is not of this version of Backlot: package the content as several packs, or use shorter paths"
+        )
     }
 
     static func decodeMetadata(

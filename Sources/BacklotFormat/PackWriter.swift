@@ -78,6 +78,7 @@ public struct PackWriter: Sendable {
         progress: (@Sendable (UInt64, UInt64) -> Void)? = nil
     ) throws -> Summary {
         let start = Date()
+        try Self.checkLimits(selection, path: path)
         let output = try AtomicFile(path: path, overwrite: options.overwrite)
         TemporaryFiles.shared.register(output.temporaryPath)
         defer { TemporaryFiles.shared.unregister(output.temporaryPath) }
@@ -159,6 +160,31 @@ public struct PackWriter: Sendable {
         } catch {
             output.discard()
             throw error
+        }
+    }
+}
+
+extension PackWriter {
+    /// Refuses, before anything is read, a selection that no reader would accept: more files, or
+    /// more path bytes in all, than a pack may hold (`docs/format.md` §10).
+    /// - Parameters: fileCount, pathBytes: the limits (the format's, but in tests).
+    static func checkLimits(
+        _ selection: SourceSelection, path: String, fileCount: Int = PackIndex.Limits.fileCount,
+        pathBytes: Int = PackIndex.Limits.pathBytes
+    ) throws {
+        let count = selection.files.count
+        guard count <= fileCount else {
+            throw BacklotError(
+                .invalidSource,
+                "the manifest selects \(count) files; a pack may hold at most \(fileCount) (docs/format.md §10)",
+                context: path, hint: "split the content into several packs (each with its own file selectors)")
+        }
+        let total = selection.files.reduce(0) { $0 + $1.packPath.utf8.count }
+        guard total <= pathBytes else {
+            throw BacklotError(
+                .invalidSource,
+                "the selected files' paths hold \(total) bytes; a pack's paths may hold at most \(pathBytes) in all (docs/format.md §10)",
+                context: path, hint: "split the content into several packs, or use shorter paths")
         }
     }
 }
