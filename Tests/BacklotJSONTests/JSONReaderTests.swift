@@ -105,3 +105,28 @@ struct JSONReaderTests {
         }
     }
 }
+
+/// The reader's value budget: memory follows a bound, not the number of values a text declares.
+@Suite struct JSONValueBudgetTests {
+    @Test func aTextOfMoreValuesThanTheBudgetIsRefusedNamingIt() throws {
+        let reader = JSONReader(source: "t.json", maximumValues: 10)
+        // Nine elements and the array: ten values.
+        #expect(try reader.read("[0,1,2,3,4,5,6,7,[]]").root.arrayElements?.count == 9)
+        #expect {
+            try reader.read("[0,1,2,3,4,5,6,7,8,9]")
+        } throws: { e in
+            let e = e as? BacklotError
+            return e?.code == .invalidJSON && e?.message.contains("more than 10 values") == true
+                && e?.context == "t.json:1:20"
+        }
+        // Keys are not values; members' values are.
+        #expect(throws: Never.self) { try reader.read(#"{"a":0,"b":1,"c":[2,3,4,5,6,7]}"#) }
+    }
+
+    @Test func theDefaultBudgetHoldsAMillionValues() throws {
+        let text = "[" + String(repeating: "0,", count: JSONReader.standardMaximumValues - 2) + "0]"
+        #expect(
+            try JSONReader(source: "t").read(text).root.arrayElements?.count == JSONReader.standardMaximumValues - 1)
+        #expect(throws: BacklotError.self) { try JSONReader(source: "t").read("[0," + text.dropFirst()) }
+    }
+}
