@@ -245,7 +245,11 @@ public enum BacklotCLI {
             // An error that JSON cannot hold is not possible: every field is a string.
             io.err(((try? CommandJSON.line(output)) ?? #"{"error":{"code":"io"}}"#) + "\n")
         } else {
-            io.err("error: \(io.redacted(error.description))\n")
+            // The context is a path or a name from outside: shown on one line, every control
+            // escaped (the message and hint are escaped but for their line breaks by `io`).
+            let shown = BacklotError(
+                error.code, error.message, context: error.context.map { TerminalText.escaped($0) }, hint: error.hint)
+            io.err("error: \(io.redacted(shown.description))\n")
         }
     }
 

@@ -118,6 +118,7 @@ final class LineTrackingIO: CommandIO {
     }
 
     func out(_ text: String) {
+        let text = safe(text)
         lineOpen.withLock { open in
             if open {
                 base.err("\n")
@@ -128,11 +129,27 @@ final class LineTrackingIO: CommandIO {
     }
 
     func err(_ text: String) {
+        let text = safe(text)
         lineOpen.withLock { open in
             if open && !text.hasPrefix("\r") { base.err("\n") }
             base.err(text)
             if !text.isEmpty { open = !text.hasSuffix("\n") }
         }
+    }
+
+    /// Human text with every character a terminal would obey rather than show escaped
+    /// (``TerminalText/sanitized(_:)``: a name from a pack, a manifest, a catalog or the API that
+    /// holds ESC, BEL, `\r` or a bidirectional control cannot act on the terminal), but for the
+    /// line breaks and tabs of the layout and a progress bar's own `\r` and erase-line sequence.
+    /// Under `--json` nothing is changed (JSON escapes what it must; a program wants the bytes).
+    private func safe(_ text: String) -> String {
+        guard !json else { return text }
+        var body = Substring(text)
+        let redraw = body.hasPrefix("\r")
+        if redraw { body = body.dropFirst() }
+        let erase = body.hasSuffix("\u{1B}[K")
+        if erase { body = body.dropLast(3) }
+        return (redraw ? "\r" : "") + TerminalText.sanitized(String(body)) + (erase ? "\u{1B}[K" : "")
     }
 
     /// Ends the open line, if there is one (a bar that finished, or a failure while one was drawn).

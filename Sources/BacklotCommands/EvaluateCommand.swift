@@ -31,7 +31,10 @@ struct EvaluateCommand: Command {
         for w in allWarnings { warn(w, io: io) }
         io.out("\(manifest.assetPackID): \(selection.files.count) files from \(selection.sourceRoot)\n")
         for f in selection.files {
-            io.out(f.sourcePath == f.packPath ? "  \(f.packPath)\n" : "  \(f.sourcePath) -> \(f.packPath)\n")
+            io.out(
+                f.sourcePath == f.packPath
+                    ? "  \(TerminalText.quoted(f.packPath))\n"
+                    : "  \(TerminalText.quoted(f.sourcePath)) -> \(TerminalText.quoted(f.packPath))\n")
         }
     }
 }

@@ -67,7 +67,7 @@ struct InspectCommand: Command {
             let size = ByteCount.format(f.size)
             text +=
                 "  " + String(f.mode, radix: 8) + "  " + size + String(repeating: " ", count: max(0, 10 - size.count))
-                + "  " + f.path + "\n"
+                + "  " + TerminalText.quoted(f.path) + "\n"
         }
         io.out(text)
     }

@@ -85,7 +85,7 @@ extension VerifyCommand {
         if json {
             try io.outJSON(ContainerOutput(ok: damaged.isEmpty, container: container, damaged: damaged, repaired: nil))
         } else {
-            for d in damaged { io.out("damaged \(d)\n") }
+            for d in damaged { io.out("damaged \(TerminalText.quoted(d))\n") }
         }
         guard damaged.isEmpty else {
             throw BacklotError(
