@@ -233,6 +233,7 @@ if Context.environment["BACKLOT_FUZZ"] == "1" {
         harness("FuzzManifestParser", ["BacklotFormat"]),
         harness("FuzzPropertyList", ["BacklotInfoPlist"]),
         harness("FuzzPackIndex", ["BacklotFormat"]),
+        harness("FuzzPackDelta", ["BacklotCrypto", "BacklotFormat", "BacklotZstd"]),
         harness("FuzzCatalog", ["BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotJSON"]),
         harness("FuzzHTTPHeaders", ["BacklotServer", "BacklotHTTPServer", "BacklotHTTPClient"]),
         harness("FuzzManagementAPI", ["BacklotServer", "BacklotHTTPServer", "BacklotRepository"]),
