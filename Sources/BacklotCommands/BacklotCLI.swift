@@ -213,8 +213,13 @@ public enum BacklotCLI {
                             "check the path\(path.hasPrefix("/") ? "" : " (relative to \(FileManager.default.currentDirectoryPath))")"
                     )
                 }
-                // unreadable, or a folder where a file goes
-                if access(path, R_OK) != 0 || (try? FileSystem.status(path))?.kind == .directory {
+                // Unreadable, or a folder where a file goes (opened as a file: EISDIR). Any other
+                // failure about a folder named on the command line (a container without the room
+                // to install, say) is the command's, and keeps its message and hint.
+                if access(path, R_OK) != 0
+                    || ((try? FileSystem.status(path))?.kind == .directory
+                        && error.message.hasSuffix(SystemCall.describe(EISDIR)))
+                {
                     return BacklotError(
                         .invalidInput, "this input of backlot \(command) cannot be read (\(error.message))",
                         context: path,

@@ -102,6 +102,52 @@ import Glibc
         #expect(!String(decoding: status.output, as: UTF8.self).contains("Crafted"))
     }
 
+    @Test func fetchRefusesTerabytesDeclaredByOneChunkWithinBounds() throws {
+        let fixture = try ClientFixture()
+        // 16 MB of references to one 4 MiB chunk of zeros: one file of 16 TB.
+        let pack = try CraftedPack.repeatedChunk(id: "Crafted", references: 4_000_000, correctDigest: false)
+        #expect(pack.count < 16 << 20)
+        try publish(pack, installSize: 4_000_000 * UInt64(CraftedPack.chunkSize), in: fixture)
+        let outcome = try ChildProcess.run(
+            executable: ProcessTests.binary,
+            arguments: [
+                "fetch", "--catalog", fixture.catalogURL().absoluteString, "--trust",
+                fixture.repository.directory.publicKeyPath, "--container", fixture.dir.at("device"),
+            ], environment: ["HOME": "/nonexistent"], until: .now + .seconds(120))
+        let output = String(decoding: outcome.output, as: UTF8.self)
+        #expect(outcome.exitStatus != nil && outcome.exitStatus != 0, "\(output)")
+        #expect(outcome.exitStatus == 1, "a failure of the install, not of the input: \(output)")
+        #expect(
+            output.contains("installing Crafted needs 16777216000000 bytes but only")
+                && output.contains("hint: free some disk space"), "\(output.suffix(2000))")
+        #expect(outcome.peakResidentBytes < Self.memoryLimit, "fetch peaked at \(outcome.peakResidentBytes >> 20) MiB")
+        #expect(outcome.cpuTime < Self.cpuLimit, "fetch used \(outcome.cpuTime) of CPU")
+        print(
+            "AmplificationProcessTests: fetch refused 16 TB from one chunk at \(outcome.peakResidentBytes >> 20) MiB, \(outcome.cpuTime) of CPU"
+        )
+    }
+
+    /// Puts `pack` in the fixture's tree as is and signs a catalog naming it (what a compromised
+    /// publisher could do), as version 1 of pack "Crafted" on the internal channel.
+    func publish(_ pack: [UInt8], installSize: UInt64, in fixture: ClientFixture) throws {
+        let header = try PackHeader.decode(
+            Array(pack.prefix(PackHeader.size)), fileSize: UInt64(pack.count), source: "crafted")
+        let sha = SHA256.hash(pack)
+        let packs = fixture.repository.directory.publicTreePath + "/v1/packs"
+        try FileManager.default.createDirectory(atPath: packs, withIntermediateDirectories: true)
+        try Data(pack).write(to: URL(fileURLWithPath: packs + "/\(sha.hex).pack"))
+        let release = Catalog.Release(
+            version: 1, downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil,
+            installSize: installSize, archiveURL: "../../../packs/\(sha.hex).pack", archiveSize: UInt64(pack.count),
+            archiveSHA256: sha, indexOffset: header.indexOffset, indexLength: header.indexLength,
+            indexSHA256: header.indexDigest)
+        try fixture.publishCatalog(
+            Catalog(
+                app: fixture.app, channel: .internal, version: UInt64(Date().timeIntervalSince1970) + 1000,
+                issued: Date(), expires: Date().addingTimeInterval(86_400),
+                packs: [Catalog.Entry(id: try PackID("Crafted"), release: release)]))
+    }
+
     @Test func theServerFailsTheUploadWithinBoundsAndPublishesNothing() throws {
         let dir = try TemporaryDirectory("amplifier-server")
         defer { dir.remove() }
