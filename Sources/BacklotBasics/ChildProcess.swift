@@ -78,9 +78,7 @@ public final class ChildProcess: @unchecked Sendable {
             Self.signalGroup(pid, SIGKILL)
             var status: Int32 = 0
             var sig: Int32 = 0
-            var rss = 0
-            var cpu: Int64 = 0
-            _ = clinux_reap(pid, &status, &sig, &rss, &cpu)
+            _ = clinux_reap(pid, &status, &sig, nil)
         }
     }
 
@@ -151,9 +149,7 @@ public final class ChildProcess: @unchecked Sendable {
         if n == MemoryLayout<Int32>.size {
             var status: Int32 = 0
             var sig: Int32 = 0
-            var rss = 0
-            var cpu: Int64 = 0
-            _ = clinux_reap(pid, &status, &sig, &rss, &cpu)
+            _ = clinux_reap(pid, &status, &sig, nil)
             reaped = true
             throw SystemCall.error("execve", path: executable, errno: e)
         }
@@ -210,13 +206,13 @@ public final class ChildProcess: @unchecked Sendable {
         if exited { drainOutput(into: &kept, atMost: 8 << 20) }
         var status: Int32 = -1
         var sig: Int32 = 0
-        var rss = 0
-        var cpu: Int64 = 0
-        if clinux_reap(pid, &status, &sig, &rss, &cpu) == 0 {
+        var usage = rusage()
+        if clinux_reap(pid, &status, &sig, &usage) == 0 {
             outcome.exitStatus = status >= 0 ? status : nil
             outcome.signal = sig != 0 ? sig : nil
-            outcome.peakResidentBytes = UInt64(max(0, rss)) * 1024
-            outcome.cpuTime = .microseconds(cpu)
+            outcome.peakResidentBytes = UInt64(max(0, usage.ru_maxrss)) * 1024
+            func micro(_ t: timeval) -> Int64 { Int64(t.tv_sec) * 1_000_000 + Int64(t.tv_usec) }
+            outcome.cpuTime = .microseconds(micro(usage.ru_utime) + micro(usage.ru_stime))
         }
         reaped = true
         outcome.elapsed = SuspendingClock.now - started

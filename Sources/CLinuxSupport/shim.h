@@ -25,7 +25,6 @@ static inline int clinux_open_beneath(int dirfd, const char *path) {
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <sys/resource.h>
 
 /// Starts `path` with `argv` and `envp` as the leader of a new process group, its standard input,
 /// output and error on `in_fd`, `out_fd` and `err_fd`; no other descriptor of the caller is
@@ -104,22 +103,16 @@ static inline int clinux_has_exited(pid_t pid) {
 }
 
 /// Reaps the child `pid` (blocking): `*exit_status` is its exit status or -1, `*signal_number`
-/// the signal that ended it or 0, `*peak_rss_kib` its largest resident set in KiB and
-/// `*cpu_microseconds` the CPU time it used (user and system), from wait4(2). Returns 0, or -1
-/// with errno.
-static inline int clinux_reap(pid_t pid, int *exit_status, int *signal_number, long *peak_rss_kib,
-                              long long *cpu_microseconds) {
+/// the signal that ended it or 0, and `usage` (a `struct rusage`, or NULL) receives what it used,
+/// from wait4(2). The structure is passed as a pointer only, so that this header need not include
+/// <sys/resource.h> (whose enums clash with Glibc's module). Returns 0, or -1 with errno.
+static inline int clinux_reap(pid_t pid, int *exit_status, int *signal_number, void *usage) {
     int status = 0;
-    struct rusage usage;
-    memset(&usage, 0, sizeof usage);
     pid_t r;
-    do { r = wait4(pid, &status, 0, &usage); } while (r < 0 && errno == EINTR);
+    do { r = wait4(pid, &status, 0, (struct rusage *)usage); } while (r < 0 && errno == EINTR);
     if (r < 0) return -1;
     *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     *signal_number = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    *peak_rss_kib = usage.ru_maxrss;
-    *cpu_microseconds = (long long)usage.ru_utime.tv_sec * 1000000 + usage.ru_utime.tv_usec
-        + (long long)usage.ru_stime.tv_sec * 1000000 + usage.ru_stime.tv_usec;
     return 0;
 }
 
