@@ -147,7 +147,9 @@ import Testing
         expectRefused(
             patched(chunksAt, [0xFF, 0xFF, 0, 0]), like: pack, "declares 65535 chunks but has room for at most")
         expectRefused(
-            patched(filesAt, [0xFF, 0xFF, 0xFF, 0]), like: pack, "declares 16777215 files but has room for at most")
+            patched(filesAt, [0xFF, 0xFF, 0xFF, 0]), like: pack, "declares 16777215 files; a pack may hold at most")
+        expectRefused(
+            patched(filesAt, [0xFF, 0xFF, 0x0F, 0]), like: pack, "declares 1048575 files but has room for at most")
         // Shared bytes beyond the previous path, fewer than the paths have in common, a path
         // that repeats or goes back.
         expectRefused(patched(first, [1, 0]), like: pack, "shares 1 bytes with the previous path, which has 0")

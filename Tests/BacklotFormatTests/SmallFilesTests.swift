@@ -109,7 +109,8 @@ import Testing
         } throws: { error in
             let e = error as? BacklotError
             return e?.code == .corruptArchive
-                && (e?.message.contains("declares \(declared) files but has room for at most") ?? false)
+                && (e?.message.contains(
+                    "declares \(declared) files; a pack may hold at most \(PackIndex.Limits.fileCount)") ?? false)
         }
     }
 
