@@ -28,9 +28,11 @@ public final class EdgeCache: @unchecked Sendable {
         .appendingPathComponent("contrib/nginx/edge.conf").path
 
     /// Renders `contrib/nginx/edge.conf` for `origin` (`host:port`) and the tree's path there
-    /// (`/bucket/prefix`, or "" for `backlot serve`), and starts nginx with it.
+    /// (`/bucket/prefix`, or "" for `backlot serve`), starts nginx with it on a port from
+    /// ``FreePort`` (another when nginx finds it taken), and waits until it listens.
+    /// - Throws: ``Requirement/Missing`` without nginx; what nginx logged when it does not start.
     public init(origin: String, originPath: String, workDirectory: String) throws {
-        port = Nginx.freePort()
+        let nginx = try Requirement.nginx.path()
         directory = workDirectory
         for sub in ["", "/cache", "/tmp", "/logs"] {
             try FileManager.default.createDirectory(atPath: workDirectory + sub, withIntermediateDirectories: true)
@@ -46,46 +48,28 @@ public final class EdgeCache: @unchecked Sendable {
             for sub in ["/cache", "/tmp"] { chown(workDirectory + sub, nobody.pointee.pw_uid, nobody.pointee.pw_gid) }
         }
         let template = try String(contentsOfFile: Self.configurationTemplate, encoding: .utf8)
-        let rendered =
-            template
-            .replacingOccurrences(of: "@LISTEN@", with: "127.0.0.1:\(port)")
-            .replacingOccurrences(of: "@ORIGIN_PATH@", with: originPath)
-            .replacingOccurrences(of: "@ORIGIN@", with: origin)
-            .replacingOccurrences(of: "@CACHE_DIR@", with: workDirectory)
         let configuration = workDirectory + "/edge.conf"
         let log = workDirectory + "/error.log"
-        try ("daemon off;\npid \(workDirectory)/nginx.pid;\nerror_log \(log);\n" + rendered)
-            .write(toFile: configuration, atomically: true, encoding: .utf8)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-c", configuration, "-p", workDirectory, "-e", log]
-        // Never the test's own output (a leftover nginx would hold it open): it logs to its error log.
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        (port, process) = try FreePort.starting("the nginx edge") { port in
+            let rendered =
+                template
+                .replacingOccurrences(of: "@LISTEN@", with: "127.0.0.1:\(port)")
+                .replacingOccurrences(of: "@ORIGIN_PATH@", with: originPath)
+                .replacingOccurrences(of: "@ORIGIN@", with: origin)
+                .replacingOccurrences(of: "@CACHE_DIR@", with: workDirectory)
+            try ("daemon off;\npid \(workDirectory)/nginx.pid;\nerror_log \(log);\n" + rendered)
+                .write(toFile: configuration, atomically: true, encoding: .utf8)
+            let process = try Nginx.start(
+                nginx, ["-c", configuration, "-p", workDirectory, "-e", log], port: port, errorLog: log,
+                pidFile: workDirectory + "/nginx.pid")
+            return (port, process)
+        }
     }
 
-    /// Waits until the edge answers `path` (any HTTP status), or about 4 s; false if it never did.
+    /// Whether the edge accepts connections (it does from its start on, unless nginx has ended since).
     public func waitUntilListening(_ path: String = "v1/keys/root.json") -> Bool {
-        for _ in 0..<200 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var a = sockaddr_in()
-            a.sin_family = sa_family_t(AF_INET)
-            a.sin_addr.s_addr = inet_addr("127.0.0.1")
-            a.sin_port = port.bigEndian
-            let ok =
-                withUnsafePointer(to: &a) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                    }
-                } == 0
-            close(fd)
-            if ok { return true }
-            if !process.isRunning { return false }
-            usleep(20_000)
-        }
-        return false
+        Wait.holds(within: .seconds(10), poll: .milliseconds(20)) { !process.isRunning || Nginx.accepts(port) }
+            && process.isRunning
     }
 
     /// What nginx logged (why it would not start).

@@ -26,7 +26,8 @@ import Glibc
 public final class PostgresCluster: @unchecked Sendable {
     /// The folder holding the data directory, the socket and the log (removed by ``stop()``).
     public let folder: String
-    public let port: UInt16
+    /// Its port, chosen by ``FreePort`` (set once, when the first start finds one free).
+    public private(set) var port: UInt16 = 0
     public let superuser = "backlot"
     public let password: String
     public var dataDirectory: String { folder + "/data" }
@@ -54,20 +55,14 @@ public final class PostgresCluster: @unchecked Sendable {
         cluster?.stop()
     }
 
-    /// Whether this machine has PostgreSQL 15's server programs.
-    public static var isInstalled: Bool { FileSystem.exists(binaries + "/initdb") }
-
-    /// Creates and starts a cluster.
-    /// - Throws: ``BacklotError/Code/io`` with the server's log when it does not start.
+    /// Creates and starts a cluster, on a port from ``FreePort`` (another one when the server
+    /// finds it taken).
+    /// - Throws: ``Requirement/Missing`` without PostgreSQL 15 (tests that use a cluster say
+    ///   `.requires(.postgres)`); ``BacklotError/Code/io`` with the server's log when it does not start.
     public init() throws {
-        guard Self.isInstalled else {
-            throw BacklotError(
-                .io, "PostgreSQL 15 is not installed", context: Self.binaries,
-                hint: "apt-get install postgresql-15 (scripts/bootstrap does)")
-        }
+        try Requirement.postgres.require()
         folder = try FileSystem.makeTemporaryDirectory(
             in: FileManager.default.temporaryDirectory.path, prefix: "backlot-pg-")
-        port = Self.freePort()
         var bytes = [UInt8](repeating: 0, count: 12)
         var generator = SystemRandomNumberGenerator()
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
@@ -88,7 +83,10 @@ public final class PostgresCluster: @unchecked Sendable {
                     "-E", "UTF8", "--locale=C",
                 ])
             unlink(passwordFile)
-            try start()
+            port = try FreePort.starting("PostgreSQL") { port in
+                try launch(port: port)
+                return port
+            }
         } catch {
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             FileSystem.removeTree(folder)
@@ -121,15 +119,42 @@ public final class PostgresCluster: @unchecked Sendable {
         while waitpid(process.processIdentifier, &status, 0) < 0 && errno == EINTR {}
     }
 
-    /// Starts the server (after ``stopServer()``), waiting until it accepts connections.
+    /// Starts the server again (after ``stopServer()``) on its port, waiting until it accepts
+    /// connections. The port is outside the kernel's ephemeral range (``FreePort``), so nothing
+    /// but another explicit bind takes it meanwhile; a start that finds it taken is tried again
+    /// for up to 10 s before it fails.
     public func start() throws {
-        try Self.run(
-            Self.binaries + "/pg_ctl",
-            [
-                "-D", dataDirectory, "-l", logPath, "-w", "-s", "-t", "30", "start", "-o",
-                "-k \(folder) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
-                    + "-c full_page_writes=off -c shared_buffers=32MB -c max_connections=200",
-            ])
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            do {
+                return try launch(port: port)
+            } catch let error as FreePort.InUse where ContinuousClock.now < deadline {
+                _ = error
+                usleep(200_000)
+            }
+        }
+    }
+
+    /// `pg_ctl start` on `port`.
+    /// - Throws: ``FreePort/InUse`` when the server could not bind the port; what pg_ctl said otherwise.
+    private func launch(port: UInt16) throws {
+        let logStart = (try? FileManager.default.attributesOfItem(atPath: logPath)[.size] as? Int) ?? 0
+        do {
+            try Self.run(
+                Self.binaries + "/pg_ctl",
+                [
+                    "-D", dataDirectory, "-l", logPath, "-w", "-s", "-t", "30", "start", "-o",
+                    "-k \(folder) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
+                        + "-c full_page_writes=off -c shared_buffers=32MB -c max_connections=200",
+                ])
+        } catch {
+            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            let thisStart = String(log.utf8.dropFirst(logStart)) ?? log
+            if FreePort.saysAddressInUse(thisStart) {
+                throw FreePort.InUse(port: port, detail: String(thisStart.suffix(500)))
+            }
+            throw error
+        }
     }
 
     /// Stops the server (fast shutdown: connections are closed), keeping its data.
@@ -176,9 +201,6 @@ public final class PostgresCluster: @unchecked Sendable {
         let admin = try administration()
         try admin.read { try $0.execute(sql) }
     }
-
-    /// A port nobody listens on now.
-    static func freePort() -> UInt16 { Nginx.freePort() }
 
     /// Runs a PostgreSQL program (as the `postgres` user when this is root), its output captured,
     /// for at most a minute.

@@ -236,11 +236,11 @@ extension AgentProcessTests {
             f.extensionLog.last { $0.hasPrefix("grandchild ") }.flatMap { Int32($0.dropFirst("grandchild ".count)) })
         kill(agent.processIdentifier, SIGTERM)
         // A watchdog only: the agent must stop on its own, not wait for the grandchild's 600 s.
-        for _ in 0..<300 where agent.isRunning { usleep(100_000) }
-        let stopped = !agent.isRunning
+        let stopped = Wait.holds(within: .seconds(30), poll: .milliseconds(100)) { !agent.isRunning }
         if !stopped { kill(agent.processIdentifier, SIGKILL) }
         agent.waitUntilExit()
-        #expect(stopped && agent.terminationStatus == 0)
+        #expect(stopped, "the agent did not stop within 30 s of SIGTERM")
+        #expect(agent.terminationStatus == 0)
         #expect(eventually { !isAlive(grandchild) })
         #expect(try AgentStore(containerPath: f.container).children().isEmpty)
         // it goes on at the next start
@@ -313,16 +313,10 @@ extension AgentProcessTests {
         #expect(try f.installed().contains("NewEssential"))  // today, not at the next UTC day
     }
 
-    /// libfaketime, when installed (scripts/bootstrap installs Debian's `faketime` for the tests).
-    static let libfaketime = [
-        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
-        "/usr/lib/faketime/libfaketime.so.1",
-    ].first { FileManager.default.fileExists(atPath: $0) }
-
     /// Runs `backlot notify --app-install` (the agent in that process) with a hanging extension
     /// limited to 3 s, and steps its wall clock by `step` while the call runs.
     func stepTheClock(during call: String, by step: String) throws -> (charged: TimeInterval, detail: String) {
-        let lib = try #require(Self.libfaketime, "install Debian's faketime (scripts/bootstrap)")
+        let lib = try Requirement.libfaketime.path()
         let f = try AgentFixture()
         try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
         try f.extensionSettings(["mode": "hang"])
@@ -348,8 +342,7 @@ extension AgentProcessTests {
             "\((try? String(contentsOfFile: f.server.dir.at("notify.log"), encoding: .utf8)) ?? "")")
         try (step + "\n").write(toFile: offset, atomically: true, encoding: .utf8)
         // A watchdog only: the call must end on its own, long before this.
-        for _ in 0..<600 where notify.isRunning { usleep(100_000) }
-        let finished = !notify.isRunning
+        let finished = Wait.holds(within: .seconds(60), poll: .milliseconds(100)) { !notify.isRunning }
         if !finished { kill(notify.processIdentifier, SIGKILL) }
         notify.waitUntilExit()
         #expect(finished, "the extension's limit was stretched by the clock step")
@@ -358,7 +351,7 @@ extension AgentProcessTests {
         return (try chargedRuntime(store), detail)
     }
 
-    @Test(.enabled(if: libfaketime != nil), arguments: ["-1h", "+2h"])
+    @Test(.requires(.libfaketime), arguments: ["-1h", "+2h"])
     func aStepOfTheWallClockNeitherStretchesTheLimitNorMovesTheBudget(step: String) throws {
         let (charged, detail) = try stepTheClock(during: "shouldDownload", by: step)
         #expect(

@@ -13,7 +13,7 @@ import Glibc
 /// Low disk space on a small file system of the test's own (a 48 MiB tmpfs, mounted by the test:
 /// it needs root, as CI has): under `BacklotMinimumFreeSpace` free, the agent deletes finished
 /// files nobody claimed, then packs neither essential nor in use, oldest first, and the app is told.
-@Suite(.serialized, .enabled(if: getuid() == 0)) struct AgentSpaceTests {
+@Suite(.serialized, .requires(.root)) struct AgentSpaceTests {
     /// A tmpfs of `mebibytes` at a new folder, unmounted at the end.
     final class SmallFileSystem {
         let dir: TemporaryDirectory

@@ -245,7 +245,10 @@ import Testing
     @Test func aURLDownloadPausesWhileItsServerCannotBeReachedAndGoesOnAfter() async throws {
         let f = try AgentFixture()
         try f.server.publish(id: "Later", seed: 3)
-        let port = Nginx.freePort()  // nothing listens there yet
+        // Nothing listens there yet: held (bound, never listening: connections are refused) until
+        // nginx starts on it, outside the ephemeral range so that nothing else takes it meanwhile.
+        let reserved = try FreePort.reserved()
+        let port = reserved.port
         try f.extensionSettings([
             "downloads": [["identifier": "later-file", "url": "http://127.0.0.1:\(port)/file.bin"]]
         ])
@@ -262,6 +265,7 @@ import Testing
         chmod(f.server.dir.path, 0o755)
         try FileManager.default.createDirectory(atPath: f.server.dir.at("www"), withIntermediateDirectories: true)
         try Data(repeating: 7, count: 5000).write(to: URL(fileURLWithPath: f.server.dir.at("www/file.bin")))
+        reserved.release()
         let nginx = try Nginx(root: f.server.dir.at("www"), workDirectory: f.server.dir.at("nginx"), port: port)
         defer { nginx.stop() }
         #expect(

@@ -21,9 +21,34 @@ import Glibc
     /// Opened by the cancellation test once it has cancelled: the slow server holds Range answers until then.
     static let gate = Atomic<Bool>(false)
 
-    func faultyServer(_ f: ClientFixture, _ fault: Fault) throws -> (HTTPServer, AssetPackManager) {
+    /// What the flaky server saw: for each range, when it answered 503 and when the range was asked again.
+    final class RetryLog: Sendable {
+        struct Range: Sendable {
+            var refusedAt: ContinuousClock.Instant
+            var askedAgainAt: ContinuousClock.Instant?
+        }
+        let ranges = Mutex<[String: Range]>([:])
+
+        /// Whether this request for `range` is the first (to be refused); records when.
+        func firstAsk(_ range: String) -> Bool {
+            let now = ContinuousClock.now
+            return ranges.withLock { all in
+                if all[range] == nil {
+                    all[range] = Range(refusedAt: now)
+                    return true
+                }
+                if all[range]!.askedAgainAt == nil { all[range]!.askedAgainAt = now }
+                return false
+            }
+        }
+    }
+
+    static let retryAfterSeconds = 1
+
+    func faultyServer(
+        _ f: ClientFixture, _ fault: Fault, retryLog: RetryLog = RetryLog()
+    ) throws -> (HTTPServer, AssetPackManager) {
         let tree = try StaticTree(root: f.repository.directory.publicTreePath)
-        let count = Mutex(0)
         let server = try HTTPServer(configuration: .init(port: 0)) { request in
             guard request.path.hasPrefix("/v1/packs/"), let range = request.header("Range"),
                 !range.hasPrefix("bytes=0-63")
@@ -36,12 +61,10 @@ import Glibc
                 return .respond(.error(500, code: "internal", "broken"))
             case .flaky:
                 // Fails the first time each range is asked, with Retry-After: the retry succeeds.
-                let n = count.withLock { c -> Int in
-                    c += 1
-                    return c
-                }
+                guard retryLog.firstAsk(range) else { return .respond(r) }
                 return .respond(
-                    n % 2 == 1 ? HTTPResponse(status: 503, headers: [("Retry-After", "1")], route: "static") : r)
+                    HTTPResponse(
+                        status: 503, headers: [("Retry-After", String(FaultTests.retryAfterSeconds))], route: "static"))
             case .truncated, .endless:
                 guard case .descriptor(let fd, let offset, let length) = r.body else { return .respond(r) }
                 r.body = .descriptor(fd, offset: offset, length: fault == .truncated ? length / 2 : length + 4096)
@@ -51,7 +74,8 @@ import Glibc
                 usleep(2_500_000)
                 return .respond(r)
             case .slow:
-                for _ in 0..<3000 where !FaultTests.gate.load(ordering: .relaxed) { usleep(10_000) }  // 30 s at most
+                // 30 s at most: the client's stall timeout (then the test fails, its cancel never came).
+                _ = Wait.holds(within: .seconds(30)) { FaultTests.gate.load(ordering: .relaxed) }
                 return .respond(r)
             }
         }
@@ -99,12 +123,27 @@ import Glibc
         #expect(!manager.assetPackIsAvailableLocally(withID: "Levels"))
     }
 
+    /// Every range is refused once with 503 and `Retry-After: 1`: the client asks it again, and
+    /// never sooner than a second later (the server's clock: from its 503 to the next request of
+    /// that range, which is the client's wait plus a loopback round trip). Without Retry-After it
+    /// would retry after its own back-off of 100–300 ms.
     @Test func retryAfterIsHonoured() async throws {
         let f = try ClientFixture()
         try f.publish()
-        let (server, manager) = try faultyServer(f, .flaky)
+        let log = RetryLog()
+        let (server, manager) = try faultyServer(f, .flaky, retryLog: log)
         defer { server.stop(grace: 0) }
+        let started = ContinuousClock.now
         #expect(try await manager.fetch(packWithID: "Levels").version == 1)
+        let elapsed = ContinuousClock.now - started
+        let ranges = log.ranges.withLock { $0 }
+        let wanted = Duration.seconds(Self.retryAfterSeconds)
+        #expect(!ranges.isEmpty, "no range was refused: the fault never applied")
+        for (range, seen) in ranges.sorted(by: { $0.key < $1.key }) {
+            let again = try #require(seen.askedAgainAt, "\(range) was refused and never asked again")
+            #expect(again - seen.refusedAt >= wanted, "\(range) was asked again after \(again - seen.refusedAt)")
+        }
+        #expect(elapsed >= wanted, "the fetch took \(elapsed)")
     }
 
     @Test func damagedInstalledFilesAreFoundAndRepairedFetchingLittle() async throws {

@@ -20,9 +20,12 @@ import Glibc
         let dir: TemporaryDirectory
         let repository: Repository
         let server: HTTPServer
+        /// Holds the server's Range answers: the point where a fetch is killed.
+        let gate = RangeGate()
         let source: String
         let packBytes: Int
-        /// The bytes of big.bin in the second version (its second half replaced).
+        /// The bytes of big.bin in the first version, and in the second (its second half replaced).
+        let original: [UInt8]
         let updatedBig: [UInt8]
 
         /// A 40 MiB pack (random data: five 8 MiB Range requests) behind a server that delays each Range answer.
@@ -47,6 +50,7 @@ import Glibc
             try repository.release(app: "a", pack: "Big", version: 1, channel: .internal)
             // A second version: the second half of big.bin replaced.
             var big = try dir.read("src/big.bin")
+            original = big
             big.replaceSubrange((big.count / 2)..., with: g.bytes(big.count - big.count / 2))
             updatedBig = big
             try dir.write("src2/big.bin", big)
@@ -61,8 +65,11 @@ import Glibc
             try upload2.close()
             repository.waitForProcessing()
             let tree = try StaticTree(root: repository.directory.publicTreePath)
-            server = try HTTPServer(configuration: .init(port: 0)) { request in
-                if request.header("Range") != nil { usleep(delayMicroseconds) }
+            let gate = self.gate
+            gate.open(delayMicroseconds: delayMicroseconds)
+            // A thread per connection: an answer held at the gate holds no other connection's.
+            server = try HTTPServer(configuration: .init(port: 0, threads: 0)) { request in
+                if request.header("Range") != nil { gate.pass() }
                 return .respond(tree.respond(to: request))
             }
         }
@@ -78,56 +85,61 @@ import Glibc
         return UInt64(json[r.upperBound...].prefix { $0.isNumber }) ?? 0
     }
 
-    /// Starts a fetch, kills it with SIGKILL once some chunks are recorded (plus a random delay drawn
-    /// from the seed), checks that no half-installed release is visible, restarts it, and checks the result.
+    /// Starts a fetch and kills it with SIGKILL between recorded chunks and its install (the
+    /// server holds a Range answer meanwhile: ``FetchProcessSetup/fetchKilledMidway``), at a
+    /// moment drawn from the seed; checks what it left (the previous release, intact; chunks of
+    /// the new one recorded, in a `.partial` folder), restarts it, and checks that the restart
+    /// finishes with identical files fetching only what was missing.
     func killAndRestart(
         _ s: Setup, container: String, version: Int, expected: [UInt8], g: inout SeededGenerator, label: String
     ) throws {
-        let before = try ClientContainer(path: s.dir.at(container)).installed().first?.version
-        let doneBefore = s.doneChunks(container)
-        let first = try s.fetch(container: container)
-        for _ in 0..<600 where first.isRunning && s.doneChunks(container) == doneBefore { usleep(10_000) }
-        usleep(useconds_t(g.next() % 150_000))
-        let wasRunning = first.isRunning
-        kill(first.processIdentifier, SIGKILL)
-        first.waitUntilExit()
-        // Never half-installed: the previous release, or the new one, complete.
+        let before = try ClientContainer(path: s.dir.at(container)).installed().first
+        // Chunks are recorded about once a delayed round of Range answers (250 ms); an update
+        // records the chunks it reuses first. An install is killed after its first or second
+        // round (drawn from the seed), an update (half as long) after its first.
+        let records = before == nil ? 1 + Int(g.next() % 2) : 2
+        let recorded = try s.fetchKilledMidway(
+            container: container, gate: s.gate, delay: 250_000, records: records, allowing: Int(g.next() % 2),
+            label: label)
+        // Never half-installed: the previous release as it was; the new one's chunks kept for the restart.
         let visible = try ClientContainer(path: s.dir.at(container)).installed().first
-        #expect(visible?.version == before || visible?.version == version, "\(label)")
+        #expect(visible?.version == before?.version, "\(label): the kill came after the install")
+        #expect(!s.partialReleases(container, pack: "Big").isEmpty, "\(label): no partial release left")
         if let visible {
             let folder = try ClientContainer(path: s.dir.at(container)).releaseFolder("Big", digest: visible.digest)
-            #expect(FileSystem.exists(folder + "/big.bin") && FileSystem.exists(folder + "/small.txt"), "\(label)")
+            #expect(try Array(Data(contentsOf: URL(fileURLWithPath: folder + "/big.bin"))) == s.original, "\(label)")
+            #expect(FileSystem.exists(folder + "/small.txt"), "\(label)")
         }
+        s.gate.open()  // the restart, undelayed
         let second = try s.fetch(container: container)
-        second.waitUntilExit()
+        try Wait.untilExit(of: second, "\(label): the restarted fetch ends", timeout: .seconds(300))
         let json = s.report(second)
         #expect(second.terminationStatus == 0, "\(label): \(json)")
-        if wasRunning && visible?.version == before {
-            #expect(
-                Self.downloaded(json) < UInt64(s.packBytes), "\(label): the restart fetched everything again: \(json)")
-        }
+        #expect(
+            Self.downloaded(json) < UInt64(s.packBytes),
+            "\(label): the restart fetched everything again (\(recorded) chunks were recorded): \(json)")
         let installed = try #require(try ClientContainer(path: s.dir.at(container)).installed().first)
         #expect(installed.version == version, "\(label)")
         let folder = try ClientContainer(path: s.dir.at(container)).releaseFolder("Big", digest: installed.digest)
         #expect(try Array(Data(contentsOf: URL(fileURLWithPath: folder + "/big.bin"))) == expected, "\(label)")
+        #expect(s.partialReleases(container, pack: "Big").isEmpty, "\(label): a partial release is left behind")
     }
 
     /// Twenty kill -9s at moments drawn from a printed seed: ten during first installs, ten during updates.
     @Test func killedMidInstallOrUpdateTheNextRunFinishesWithIdenticalFilesAndNothingHalfInstalled() throws {
         var g = SeededGenerator.fromEnvironment()
         print("killedMidInstallOrUpdate seed: \(g.seed) (BACKLOT_TEST_SEED replays it)")
-        let s = try Setup(delayMicroseconds: 100_000)
-        let original = try s.dir.read("src/big.bin")
+        let s = try Setup(delayMicroseconds: 0)
         for round in 0..<10 {
             try killAndRestart(
-                s, container: "install-\(round)", version: 1, expected: original, g: &g, label: "install round \(round)"
-            )
+                s, container: "install-\(round)", version: 1, expected: s.original, g: &g,
+                label: "install round \(round)")
         }
         // Ten containers hold version 1; then version 2 is released and each update is interrupted once.
         for round in 0..<10 {
             let p = try s.fetch(container: "update-\(round)")
-            p.waitUntilExit()
-            #expect(p.terminationStatus == 0)
+            try Wait.untilExit(of: p, "the fetch of update-\(round) ends", timeout: .seconds(300))
+            #expect(p.terminationStatus == 0, "\(s.report(p))")
         }
         try s.repository.release(app: "a", pack: "Big", version: 2, channel: .internal)
         for round in 0..<10 {
@@ -141,8 +153,8 @@ import Glibc
         let s = try Setup(delayMicroseconds: 50_000)
         let a = try s.fetch(container: "shared")
         let b = try s.fetch(container: "shared")
-        a.waitUntilExit()
-        b.waitUntilExit()
+        try Wait.untilExit(of: a, "the first fetch ends", timeout: .seconds(300))
+        try Wait.untilExit(of: b, "the second fetch ends", timeout: .seconds(300))
         #expect(a.terminationStatus == 0 && b.terminationStatus == 0, "\(s.report(a)) \(s.report(b))")
         let total = Self.downloaded(s.report(a)) + Self.downloaded(s.report(b))
         #expect(

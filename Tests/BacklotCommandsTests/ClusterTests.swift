@@ -19,7 +19,7 @@ import Glibc
 /// signing key: uploads and releases through both at once, an upload begun on one finished on the
 /// other, a release request decided through both at once, and kill -9 of a server in the middle
 /// of processing and in the middle of a publication, the other finishing the work.
-@Suite(.serialized) struct ClusterTests {
+@Suite(.serialized, .requires(.postgres)) struct ClusterTests {
     typealias Server = ServerProcessTests.Server
 
     /// The shared engines and what every server of the cluster is started with.
@@ -94,16 +94,19 @@ import Glibc
             return value
         }
 
-        /// Waits until the version is processed (or failed), asking `server`.
+        /// Waits until the version is processed (or failed), asking `server`, and returns its state;
+        /// throws when that takes longer than 60 s.
         func state(_ server: Server, pack: String, version: Int) throws -> String {
             var state = ""
-            for _ in 0..<600 where state != "COMPLETE" && state != "FAILED" {
-                usleep(50_000)
+            return try Wait.value(
+                "\(pack) version \(version) is COMPLETE or FAILED on \(server.baseURL)", timeout: .seconds(60),
+                poll: .milliseconds(50), detail: { "state \(state)" }
+            ) {
                 state =
                     try json(api(server, "GET", "/api/apps/a/packs/\(pack)/versions/\(version)"))["state"]?.stringValue
                     ?? ""
+                return state == "COMPLETE" || state == "FAILED" ? state : nil
             }
-            return state
         }
 
         /// The catalog in the bucket, verified with the cluster's key.
@@ -130,7 +133,7 @@ import Glibc
         func size(_ file: String) throws -> UInt64 { try FileDescriptor.openForReading(file).size() }
     }
 
-    @Test(.enabled(if: PostgresCluster.isInstalled))
+    @Test
     func twoServersShareUploadsReleasesAndRequestsThroughOneDatabaseAndBucket() throws {
         let c = try Cluster("cluster-share")
         defer { c.dir.remove() }
@@ -214,7 +217,7 @@ import Glibc
         #expect(b.terminate() == 0, "\(b.ending)")
     }
 
-    @Test(.enabled(if: PostgresCluster.isInstalled))
+    @Test
     func theBucketOutOfReachIsA503WithRetryAfterAndTheServerGoesOnWhenItIsBack() throws {
         try ObjectStore.withPrivateGateway { objects in
             let c = try Cluster("cluster-gateway", objects: objects)
@@ -243,7 +246,7 @@ import Glibc
         }
     }
 
-    @Test(.enabled(if: PostgresCluster.isInstalled))
+    @Test
     func aServerKilledMidProcessingOrMidPublicationLeavesTheWorkToTheOther() throws {
         let c = try Cluster("cluster-kill")
         defer { c.dir.remove() }
@@ -253,9 +256,16 @@ import Glibc
         _ = try c.api(a, "POST", "/api/apps/a/packs", json: #"{"id":"Levels"}"#)
         let file = try c.archive("Levels", seed: 7, size: 200_000)
         _ = try c.api(a, "POST", "/api/apps/a/packs/Levels/versions", json: "{\"size\":\(try c.size(file))}")
-        _ = try? c.put(a, pack: "Levels", version: 1, file: file, from: 0, length: try c.size(file))
-        a.process.waitUntilExit()
-        #expect(a.process.terminationReason == .uncaughtSignal && a.process.terminationStatus == SIGKILL)
+        // Accepted (202) and processed after the answer, or cut by the kill before the answer left.
+        do {
+            let put = try c.put(a, pack: "Levels", version: 1, file: file, from: 0, length: try c.size(file))
+            #expect(put.status == 202, "\(put.status) \(put.text)")
+        } catch let e as BacklotError {
+            #expect(e.code == .transport, "\(e)")
+        }
+        try a.waitForEnd("killed at processing.beforeStore")
+        #expect(a.killedBySIGKILL, "\(a.ending)")
+        #expect(a.standardError.contains("stop point processing.beforeStore reached"), "\(a.ending)")
         // B, started afterwards, takes the processing over once A's lease has run out.
         let b = try c.start("b")
         defer { _ = b.terminate() }
@@ -263,9 +273,13 @@ import Glibc
 
         // A again, now dying after it wrote a catalog and before its transaction committed.
         a = try c.start("a", stopAt: "publish.afterCatalog:KILL")
-        _ = try? c.api(a, "POST", "/api/apps/a/releases", json: #"{"pack":"Levels","version":1,"channel":"internal"}"#)
-        a.process.waitUntilExit()
-        #expect(a.process.terminationReason == .uncaughtSignal)
+        #expect(throws: BacklotError.self, "the release the server dies in gets no answer") {
+            _ = try c.api(
+                a, "POST", "/api/apps/a/releases", json: #"{"pack":"Levels","version":1,"channel":"internal"}"#)
+        }
+        try a.waitForEnd("killed at publish.afterCatalog")
+        #expect(a.killedBySIGKILL, "\(a.ending)")
+        #expect(a.standardError.contains("stop point publish.afterCatalog reached"), "\(a.ending)")
         let written = try c.catalog()
         #expect(written.packs.map(\.release.version) == [1], "the catalog A wrote before dying verifies")
         // B's next publication is above it: the version only grows, whichever server wrote last.

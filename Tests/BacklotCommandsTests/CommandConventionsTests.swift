@@ -151,46 +151,55 @@ import Testing
         let values = try bash(
             #"COMP_WORDS=(backlot release --channel p); COMP_CWORD=3; _backlot; echo "${COMPREPLY[@]}""#)
         #expect(values.trimmingCharacters(in: .whitespacesAndNewlines) == "production", "\(values)")
-        // zsh and fish where they are installed: parse-checked, then asked for completions.
-        func shell(_ binary: String, _ arguments: [String]) throws -> (Int32, String) {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: binary)
-            p.arguments = arguments
-            let pipe = Pipe()
-            p.standardOutput = pipe
-            try p.run()
-            let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            p.waitUntilExit()
-            return (p.terminationStatus, out)
-        }
-        if let zsh = ["/usr/bin/zsh", "/bin/zsh"].first(where: FileSystem.exists) {
-            let file = try dir.write("_backlot", run(["completion", "zsh"]).out)
-            #expect(try shell(zsh, ["-n", file]).0 == 0, "zsh -n")
-            // compadd and compdef stubbed to print what the function offers.
-            let probe = try dir.write(
-                "probe.zsh",
-                """
-                compdef() { :; }; compadd() { [[ "$1" == "--" ]] && shift; print -r -- "$@"; }; _files() { print FILES; }
-                source \(file)
-                words=(backlot tokens ''); CURRENT=3; _backlot
-                words=(backlot release --channel ''); CURRENT=4; _backlot
-                """)
-            let (status, out) = try shell(zsh, ["-f", probe])
-            #expect(
-                status == 0 && out.contains("list create revoke rotate")
-                    && out.contains("internal external production"), "\(out)")
-        } else {
-            print("zsh is not installed: its completion script is not checked")
-        }
-        if let fish = ["/usr/bin/fish", "/bin/fish"].first(where: FileSystem.exists) {
-            let file = try dir.write("backlot.fish", run(["completion", "fish"]).out)
-            #expect(try shell(fish, ["--no-execute", file]).0 == 0, "fish --no-execute")
-            let (status, out) = try shell(fish, ["-c", "source \(file); complete -C 'backlot tokens r'"])
-            #expect(status == 0 && out.contains("revoke") && out.contains("rotate"), "\(out)")
-        } else {
-            print("fish is not installed: its completion script is not checked")
-        }
         #expect(run(["completion", "tcsh"]).status == 2)
+    }
+
+    /// Runs `binary` with `arguments`, returning its exit status and standard output (60 s at most).
+    func shell(_ binary: String, _ arguments: [String]) throws -> (Int32, String) {
+        let outcome = try ChildProcess.run(
+            executable: binary, arguments: arguments, environment: ProcessInfo.processInfo.environment,
+            until: .now + .seconds(60))
+        #expect(!outcome.timedOut, "\(binary) \(arguments) took longer than 60 s")
+        return (outcome.exitStatus ?? -1, String(decoding: outcome.output, as: UTF8.self))
+    }
+
+    /// zsh's completion script: parse-checked, then asked for completions (zsh is required: scripts/bootstrap installs it).
+    @Test(.requires(.zsh)) func zshCompletionIsGeneratedFromTheCommandTable() throws {
+        let zsh = try Requirement.zsh.path()
+        let dir = try TemporaryDirectory("cli-completion-zsh")
+        defer { dir.remove() }
+        let script = run(["completion", "zsh"])
+        #expect(script.status == 0)
+        let file = try dir.write("_backlot", script.out)
+        let parsed = try shell(zsh, ["-n", file])
+        #expect(parsed.0 == 0, "zsh -n: \(parsed.1)")
+        // compadd and compdef stubbed to print what the function offers.
+        let probe = try dir.write(
+            "probe.zsh",
+            """
+            compdef() { :; }; compadd() { [[ "$1" == "--" ]] && shift; print -r -- "$@"; }; _files() { print FILES; }
+            source \(file)
+            words=(backlot tokens ''); CURRENT=3; _backlot
+            words=(backlot release --channel ''); CURRENT=4; _backlot
+            """)
+        let (status, out) = try shell(zsh, ["-f", probe])
+        #expect(
+            status == 0 && out.contains("list create revoke rotate") && out.contains("internal external production"),
+            "\(out)")
+    }
+
+    /// fish's completion script: parse-checked, then asked for completions (fish is required: scripts/bootstrap installs it).
+    @Test(.requires(.fish)) func fishCompletionIsGeneratedFromTheCommandTable() throws {
+        let fish = try Requirement.fish.path()
+        let dir = try TemporaryDirectory("cli-completion-fish")
+        defer { dir.remove() }
+        let script = run(["completion", "fish"])
+        #expect(script.status == 0)
+        let file = try dir.write("backlot.fish", script.out)
+        let parsed = try shell(fish, ["--no-execute", file])
+        #expect(parsed.0 == 0, "fish --no-execute: \(parsed.1)")
+        let (status, out) = try shell(fish, ["-c", "source \(file); complete -C 'backlot tokens r'"])
+        #expect(status == 0 && out.contains("revoke") && out.contains("rotate"), "\(out)")
     }
 
     @Test func progressShowsTheRateAndTheTimeLeft() {

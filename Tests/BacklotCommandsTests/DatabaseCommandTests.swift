@@ -13,7 +13,7 @@ import Testing
         return (status, io.standardOutput, io.standardError)
     }
 
-    @Test(.enabled(if: PostgresCluster.isInstalled)) func adminInitPrintsTheFirstTokenOnceAndRefusesASecond() throws {
+    @Test(.requires(.postgres)) func adminInitPrintsTheFirstTokenOnceAndRefusesASecond() throws {
         let cluster = try PostgresCluster.shared()
         let url = try cluster.createDatabase("cli")
         let first = run(["admin", "init", "--database", url])
@@ -31,7 +31,7 @@ import Testing
         #expect(resign.status == 0, "\(resign.err)")
     }
 
-    @Test(.enabled(if: PostgresCluster.isInstalled)) func aWrongPasswordNamesTheUserAndNeverPrintsThePassword() throws {
+    @Test(.requires(.postgres)) func aWrongPasswordNamesTheUserAndNeverPrintsThePassword() throws {
         let cluster = try PostgresCluster.shared()
         let role = "bob\(UInt32.random(in: 0...UInt32.max))"
         try cluster.administer("CREATE ROLE \(role) LOGIN PASSWORD 'right-password'")
@@ -43,7 +43,10 @@ import Testing
     }
 
     @Test func anUnreachableDatabaseStopsTheServerBeforeItServesAndNamesWhere() throws {
-        let port = Nginx.freePort()
+        // Bound and never listening for as long as the test runs: connections to it are refused.
+        let nobody = try FreePort.bound()
+        defer { nobody.release() }
+        let port = nobody.port
         let dir = try TemporaryDirectory("cli-db")
         defer { dir.remove() }
         let url = "postgresql://backlot@127.0.0.1:\(port)/backlot?connect_timeout=2"

@@ -11,34 +11,27 @@ import Glibc
 /// `backlot serve --metrics-token-file FILE --metrics-listen HOST:PORT` as a real process:
 /// `/metrics` leaves the main port, needs its token on its own, and bad values stop the start.
 @Suite(.serialized) struct ServeMetricsOptionsTests {
-    /// A port nothing listens on now (bound to 0, read, closed).
-    func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(fd >= 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        try #require(bound)
-        return UInt16(bigEndian: address.sin_port)
-    }
-
     @Test func metricsMoveToTheirListenerAndNeedTheirToken() throws {
         let dir = try TemporaryDirectory("serve-metrics")
         defer { dir.remove() }
         let tokenFile = dir.at("metrics.token")
         try Data("metrics-secret\n".utf8).write(to: URL(fileURLWithPath: tokenFile))
         chmod(tokenFile, 0o600)
-        let port = try freePort()
-        let server = try ServerProcessTests.Server(
-            data: dir.at("data"),
-            arguments: ["--tls", "off", "--metrics-token-file", tokenFile, "--metrics-listen", "127.0.0.1:\(port)"])
+        // The metrics listener binds its port itself: another port is tried when it finds one taken.
+        let (port, server) = try FreePort.starting("backlot serve --metrics-listen") { port in
+            do {
+                return (
+                    port,
+                    try ServerProcessTests.Server(
+                        data: dir.at("data"),
+                        arguments: [
+                            "--tls", "off", "--metrics-token-file", tokenFile, "--metrics-listen", "127.0.0.1:\(port)",
+                        ])
+                )
+            } catch  where FreePort.saysAddressInUse("\(error)") {
+                throw FreePort.InUse(port: port, detail: "\(error)")
+            }
+        }
         defer { _ = server.terminate() }
         let client = HTTPClient()
         #expect(try client.send("GET", server.baseURL + "metrics").status == 404, "not on the main port")

@@ -35,15 +35,20 @@ import Glibc
         try process.run()
         var text = ""
         if let marker {
-            let handle = output.fileHandleForReading
-            while !text.contains(marker) {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
+            do {
+                text = try Wait.output(of: output.fileHandleForReading, "backlot serve prints \"\(marker)\"") {
+                    $0.contains(marker)
+                }
+            } catch {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                throw error
             }
             if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         }
-        process.waitUntilExit()
+        try Wait.untilExit(
+            of: process, marker == nil ? "backlot serve ends by itself" : "backlot serve stops on SIGTERM",
+            timeout: .seconds(120))
         text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         return (
             process.terminationStatus, text,

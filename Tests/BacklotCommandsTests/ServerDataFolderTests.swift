@@ -41,12 +41,15 @@ import Glibc
             process.standardError = errors
             try process.run()
             guard !expectFailure else { return }
-            var text = ""
-            let handle = output.fileHandleForReading
-            while !text.contains("\n"), process.isRunning {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
+            let text: String
+            do {
+                text = try Wait.output(of: output.fileHandleForReading, "backlot serve prints its address") {
+                    $0.contains("\n")
+                }
+            } catch {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                throw error
             }
             guard let line = text.split(separator: "\n").first, let at = line.range(of: " at ") else {
                 throw BacklotError(.io, "backlot serve printed no address: \(text) \(stderrText())")
@@ -221,27 +224,16 @@ import Glibc
         defer { dir.remove() }
         let data = dir.at("data")
         let first = try Serve(data: data)
-        let port = try #require(URL(string: first.baseURL)?.port)
         first.terminate()
         let catalogBefore = try Data(contentsOf: URL(fileURLWithPath: data + "/public/v1/keys/root.json"))
         var before = stat()
         stat(data + "/public/v1/keys/root.json", &before)
-        // Someone else holds the port: the server stops before it opens, locks or re-signs anything.
-        let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Someone else holds a port, and listens on it: the server stops before it opens, locks or re-signs anything.
+        let held = try FreePort.bound()
+        let holder = held.takeDescriptor()
         defer { close(holder) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var one: Int32 = 1
-        setsockopt(holder, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        #expect(
-            withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(holder, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            } == 0)
-        listen(holder, 1)
+        let port = Int(held.port)
+        #expect(listen(holder, 1) == 0)
         for folder in [data, dir.at("fresh")] {
             let refused = try Serve(data: folder, port: UInt16(port), expectFailure: true)
             #expect(refused.exitStatus() == 1)

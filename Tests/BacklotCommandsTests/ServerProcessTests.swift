@@ -6,6 +6,7 @@ import BacklotFormat
 import BacklotHTTPClient
 import BacklotJSON
 import BacklotRepository
+import BacklotStore
 import BacklotTestSupport
 import Foundation
 import Synchronization
@@ -41,27 +42,55 @@ import Glibc
             _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
             process.standardError = FileHandle(forWritingAtPath: errorPath) ?? FileHandle.nullDevice
             try process.run()
-            var text = ""
-            let handle = output.fileHandleForReading
-            while !text.contains("\n"), process.isRunning {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
+            // The first line it prints names its address; it has 60 s to print it.
+            let text: String
+            do {
+                text = try Wait.output(of: output.fileHandleForReading, "backlot serve prints its address") {
+                    $0.contains("\n")
+                }
+            } catch {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                throw BacklotError(.io, "\(error); standard error ends with: \(Self.tail(errorPath))")
             }
             guard let line = text.split(separator: "\n").first, let at = line.range(of: " at ") else {
-                throw BacklotError(.io, "backlot serve printed no address: \(text)")
+                process.waitUntilExit()  // it closed its output: it has ended, or is ending
+                throw BacklotError(
+                    .io, "backlot serve printed no address: \(text); standard error ends with: \(Self.tail(errorPath))")
             }
             baseURL = String(line[at.upperBound...])
         }
 
+        /// The end of what the server wrote to standard error so far.
+        var standardError: String { Self.tail(errorPath) }
+
+        static func tail(_ path: String) -> String {
+            String(((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").suffix(4000))
+        }
+
+        /// Waits (60 s at most) until the process has ended by itself.
+        func waitForEnd(_ why: String) throws {
+            try Wait.untilExit(of: process, "backlot serve ends (\(why))", timeout: .seconds(60))
+        }
+
+        /// Whether it was ended by SIGKILL.
+        var killedBySIGKILL: Bool {
+            !process.isRunning && process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
+        }
+
         func kill9() {
-            kill(process.processIdentifier, SIGKILL)
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
 
+        /// SIGTERM, then its exit status once it has stopped; -1 when it did not stop within 60 s
+        /// (it is then killed).
         func terminate() -> Int32 {
+            // Never a signal to a process already reaped: its ID may be another's by now.
+            guard process.isRunning else { return process.terminationStatus }
             kill(process.processIdentifier, SIGTERM)
-            process.waitUntilExit()
+            guard (try? Wait.untilExit(of: process, "backlot serve stops on SIGTERM", timeout: .seconds(60))) != nil
+            else { return -1 }
             return process.terminationStatus
         }
 
@@ -70,8 +99,7 @@ import Glibc
             let how =
                 process.terminationReason == .uncaughtSignal
                 ? "killed by signal \(process.terminationStatus)" : "exit status \(process.terminationStatus)"
-            let text = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
-            return how + "; standard error ends with:\n" + text.suffix(4000)
+            return how + "; standard error ends with:\n" + standardError
         }
 
         deinit { try? FileManager.default.removeItem(atPath: errorPath) }
@@ -172,9 +200,12 @@ import Glibc
             try api(server, token, "POST", "/api/apps/a/packs/Levels/versions", json: #"{"size":1000}"#).status == 201)
         // The shared-work round runs every second with --lease 2: the version goes once it is over a second old.
         var status = 200
-        for _ in 0..<300 where status == 200 {
-            usleep(100_000)
+        try Wait.until(
+            "the upload that never began is removed (version 1 answers 404)", timeout: .seconds(30),
+            poll: .milliseconds(100), detail: { "status \(status)" }
+        ) {
             status = try api(server, token, "GET", "/api/apps/a/packs/Levels/versions/1").status
+            return status != 200
         }
         #expect(status == 404, "the upload that never began is removed")
         let help = try Process.run(
@@ -207,12 +238,23 @@ import Glibc
         ]
         try curl.run()
         var arrived: UInt64 = 0
-        for _ in 0..<400 where arrived == 0 {
-            usleep(25_000)
-            arrived = try received(server, token, version: 1)
+        do {
+            try Wait.until(
+                "the server has stored some bytes of the upload", timeout: .seconds(30), poll: .milliseconds(25)
+            ) {
+                arrived = try received(server, token, version: 1)
+                return arrived > 0
+            }
+        } catch {
+            server.kill9()
+            kill(curl.processIdentifier, SIGKILL)
+            curl.waitUntilExit()
+            throw error
         }
         server.kill9()
-        curl.waitUntilExit()
+        try Wait.untilExit(of: curl, "curl ends once its server is gone", timeout: .seconds(30))
+        #expect(server.killedBySIGKILL, "\(server.ending)")
+        #expect(curl.terminationStatus != 0, "curl finished the upload: the kill came after it")
         #expect(arrived > 0 && arrived < size, "the upload was not caught in flight (\(arrived) of \(size))")
 
         server = try Server(data: dir.at("data"))
@@ -224,73 +266,166 @@ import Glibc
             headers: ["Authorization": "Bearer \(token)", "Upload-Offset": String(resumeAt)],
             body: .file(path: path, offset: resumeAt, length: size - resumeAt))
         #expect(rest.status == 202, "\(rest.text)")
-        var state = ""
-        for _ in 0..<400 where state != "COMPLETE" && state != "FAILED" {
-            usleep(25_000)
-            let r = try api(server, token, "GET", "/api/apps/a/packs/Levels/versions/1")
-            state = try JSONReader(source: "r").read(r.body).root["state"]?.stringValue ?? ""
-        }
-        #expect(state == "COMPLETE")
+        #expect(try processed(server, token, version: 1) == "COMPLETE")
     }
 
+    /// Releases version `version` of Levels on internal through the API of the server at `url`.
+    func releaseRequest(
+        _ url: String, _ token: String, version: Int, stallTimeout: Int = 20
+    ) throws -> HTTPClient.Response {
+        try HTTPClient(stallTimeout: stallTimeout).send(
+            "POST", url + "api/apps/a/releases",
+            headers: ["Authorization": "Bearer \(token)", "Content-Type": "application/json"],
+            body: .bytes(Array("{\"pack\":\"Levels\",\"version\":\(version),\"channel\":\"internal\"}".utf8)))
+    }
+
+    /// Waits (60 s at most) until version `version` of Levels is processed, and returns its state.
+    func processed(_ server: Server, _ token: String, version: Int) throws -> String {
+        var state = ""
+        return try Wait.value(
+            "Levels version \(version) is COMPLETE or FAILED", timeout: .seconds(60), poll: .milliseconds(25),
+            detail: { "state \(state)" }
+        ) {
+            let r = try api(server, token, "GET", "/api/apps/a/packs/Levels/versions/\(version)")
+            state = try JSONReader(source: "r").read(r.body).root["state"]?.stringValue ?? ""
+            return state == "COMPLETE" || state == "FAILED" ? state : nil
+        }
+    }
+
+    /// Releases cut by kill -9: at the stop points of a release (its transaction committed, and its
+    /// publication before and after the catalog is written), and at a moment drawn from the seed
+    /// while releases follow one another. Every release before the kill succeeds, the one the kill
+    /// cuts gets no answer, the catalog on disk always verifies, and the restart republishes what
+    /// the database committed.
     @Test func killedDuringReleasesTheCatalogAlwaysVerifies() throws {
         var g = SeededGenerator.fromEnvironment()
         print("killedDuringReleasesTheCatalogAlwaysVerifies seed: \(g.seed) (BACKLOT_TEST_SEED replays it)")
         let dir = try TemporaryDirectory("kill-release")
         defer { dir.remove() }
-        var server = try Server(data: dir.at("data"))
+        // The first server stops at a point of the first publication: nothing is published before
+        // (serve republishes every channel with a release at its start, which would reach it too).
+        let first = g.next() % 2 == 0 ? "publish.beforeCatalog" : "publish.afterCatalog"
+        var server = try Server(data: dir.at("data"), environment: ["BACKLOT_TEST_STOP_AT": first + ":KILL"])
+        defer { _ = server.terminate() }
         let token = try String(contentsOfFile: dir.at("data/admin-token"), encoding: .utf8).trimmingCharacters(
             in: .whitespacesAndNewlines)
-        _ = try api(server, token, "POST", "/api/apps", json: #"{"id":"a"}"#)
-        _ = try api(server, token, "POST", "/api/apps/a/packs", json: #"{"id":"Levels"}"#)
+        #expect(try api(server, token, "POST", "/api/apps", json: #"{"id":"a"}"#).status == 201)
+        #expect(try api(server, token, "POST", "/api/apps/a/packs", json: #"{"id":"Levels"}"#).status == 201)
         for (number, seed) in [(1, UInt64(1)), (2, UInt64(2))] {
             let path = try archive(in: dir, seed: seed)
             let size = try FileDescriptor.openForReading(path).size()
-            _ = try api(server, token, "POST", "/api/apps/a/packs/Levels/versions", json: "{\"size\":\(size)}")
-            _ = try HTTPClient().send(
+            let created = try api(
+                server, token, "POST", "/api/apps/a/packs/Levels/versions", json: "{\"size\":\(size)}")
+            #expect(created.status == 201, "\(created.text)")
+            let put = try HTTPClient().send(
                 "PUT", server.baseURL + "api/apps/a/packs/Levels/versions/\(number)/archive",
                 headers: ["Authorization": "Bearer \(token)"], body: .file(path: path, offset: 0, length: size))
+            #expect(put.status == 202, "\(put.text)")
         }
-        usleep(300_000)
+        for number in [1, 2] { #expect(try processed(server, token, version: number) == "COMPLETE") }
         let pinned = try PublicKeyFile.read(path: dir.at("data/root.pub"))
         let catalogPath = dir.at("data/public/v1/apps/a/internal/catalog.json")
+        func catalogOnDisk(_ source: String, newerThan: UInt64) throws -> Catalog {
+            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: catalogPath)))
+            return try Catalog.verify(
+                bytes, trusting: [pinned], app: "a", channel: .internal, now: Date(), newerThan: newerThan,
+                source: source)
+        }
+        func release(_ version: Int) throws -> HTTPClient.Response {
+            try releaseRequest(server.baseURL, token, version: version)
+        }
+        /// A release the server dies in: no answer, and the server ended by SIGKILL at `point`.
+        func releaseCutAt(_ point: String, version: Int, _ label: String) throws {
+            #expect(throws: BacklotError.self, "\(label): the release the kill cuts gets no answer") {
+                _ = try release(version)
+            }
+            try server.waitForEnd("killed at \(point)")
+            #expect(server.killedBySIGKILL, "\(label): \(server.ending)")
+            #expect(server.standardError.contains("stop point \(point) reached"), "\(label): \(server.ending)")
+        }
+
+        /// What the database has live on internal (the version number).
+        func liveInDatabase() throws -> Int? {
+            let db = try Database(path: dir.at("data/meta.sqlite"))
+            return try db.read { try $0.query("SELECT live FROM channel_packs WHERE channel = 'internal'") }.first?[
+                "live"]?.int.map(Int.init)
+        }
+        /// Starts the server again and checks what it republished: newer than `lastVersion`, valid,
+        /// naming what the database committed.
+        func restart(_ label: String, stopAt: String = "", newerThan lastVersion: UInt64) throws -> Catalog {
+            server = try Server(data: dir.at("data"), environment: ["BACKLOT_TEST_STOP_AT": stopAt])
+            let republished = try catalogOnDisk(label, newerThan: lastVersion + 1)
+            #expect(republished.packs.map(\.release.version) == [try liveInDatabase()], "\(label)")
+            return republished
+        }
+
+        // Round 0: the first publication cut before or after its catalog is written.
         var lastVersion: UInt64 = 0
-        for round in 0..<3 {
-            // Release back and forth from a background thread; kill -9 after a random delay.
-            let url = server.baseURL
-            let stop = Atomic<Bool>(false)
-            let worker = Thread {
-                var i = 0
-                while !stop.load(ordering: .relaxed) {
-                    let version = i % 2 + 1
-                    _ = try? HTTPClient(stallTimeout: 2).send(
-                        "POST", url + "api/apps/a/releases",
-                        headers: ["Authorization": "Bearer \(token)", "Content-Type": "application/json"],
-                        body: .bytes(
-                            Array("{\"pack\":\"Levels\",\"version\":\(version),\"channel\":\"internal\"}".utf8)))
-                    i += 1
+        try releaseCutAt(first, version: 1, "round 0 (\(first))")
+        if first == "publish.beforeCatalog" {
+            #expect(!FileSystem.exists(catalogPath), "nothing was published before the kill")
+        } else {
+            let written = try catalogOnDisk("the catalog written before the kill", newerThan: 0)
+            #expect(written.packs.map(\.release.version) == [1])
+            lastVersion = written.version
+        }
+        #expect(try liveInDatabase() == 1, "the release was committed before its publication")
+
+        // Round 1: killed once a release is committed, before anything is published for it.
+        lastVersion = try restart("restart 1", stopAt: "release.committed:KILL", newerThan: lastVersion).version
+        try releaseCutAt("release.committed", version: 2, "round 1")
+        let kept = try catalogOnDisk("round 1's catalog", newerThan: lastVersion)
+        #expect(
+            kept.version == lastVersion && kept.packs.map(\.release.version) == [1],
+            "nothing published after the commit")
+        #expect(try liveInDatabase() == 2)
+
+        // Round 2: releases back and forth from a thread, every one checked, and kill -9 at a
+        // moment drawn from the seed once some have succeeded.
+        lastVersion = try restart("restart 2", newerThan: lastVersion).version
+        let outcomes = Mutex<[String]>([])
+        let succeeded = Atomic<Int>(0)
+        let finished = Atomic<Bool>(false)
+        let url = server.baseURL
+        let worker = Thread {
+            defer { finished.store(true, ordering: .releasing) }
+            var version = 2
+            while true {
+                version = version % 2 + 1
+                do {
+                    let r = try releaseRequest(url, token, version: version, stallTimeout: 5)
+                    outcomes.withLock { $0.append("\(r.status)") }
+                    guard r.status == 200 else { return }
+                    succeeded.add(1, ordering: .relaxed)
+                } catch {
+                    outcomes.withLock { $0.append("no answer: \(error)") }
+                    return
                 }
             }
-            worker.start()
-            usleep(useconds_t(20_000 + Int(g.next() % 200_000)))
-            server.kill9()
-            stop.store(true, ordering: .relaxed)
-            usleep(50_000)
-            if FileSystem.exists(catalogPath) {
-                let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: catalogPath)))
-                let catalog = try Catalog.verify(
-                    bytes, trusting: [pinned], app: "a", channel: .internal, now: Date(), newerThan: lastVersion,
-                    source: "round \(round)")
-                lastVersion = catalog.version
-            }
-            server = try Server(data: dir.at("data"))
-            // On restart every catalog is republished from the database, newer and valid.
-            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: catalogPath)))
-            let catalog = try Catalog.verify(
-                bytes, trusting: [pinned], app: "a", channel: .internal, now: Date(), newerThan: lastVersion,
-                source: "restart \(round)")
-            lastVersion = catalog.version
         }
-        _ = server.terminate()
+        worker.start()
+        do {
+            try Wait.until("a release succeeds", timeout: .seconds(30), detail: { "\(outcomes.withLock { $0 })" }) {
+                succeeded.load(ordering: .relaxed) > 0 || finished.load(ordering: .acquiring)
+            }
+            usleep(useconds_t(g.next() % 200_000))
+        } catch {
+            server.kill9()
+            throw error
+        }
+        server.kill9()
+        try Wait.until("the releasing thread stops at the kill", timeout: .seconds(30)) {
+            finished.load(ordering: .acquiring)
+        }
+        let seen = outcomes.withLock { $0 }
+        #expect(server.killedBySIGKILL, "round 2: \(server.ending)")
+        #expect(succeeded.load(ordering: .relaxed) > 0, "round 2: no release succeeded before the kill: \(seen)")
+        // Every release answered 200 until the kill; the one it cut (or the next) got no answer.
+        #expect(seen.dropLast().allSatisfy { $0 == "200" }, "round 2: \(seen)")
+        #expect(seen.last?.hasPrefix("no answer: ") == true, "round 2: \(seen)")
+        let onDisk = try catalogOnDisk("round 2", newerThan: lastVersion)
+        #expect(onDisk.packs.count == 1, "round 2")
+        lastVersion = try restart("restart 3", newerThan: onDisk.version).version
+        #expect(server.terminate() == 0, "\(server.ending)")
     }
 }

@@ -231,7 +231,7 @@ import Testing
         #expect(admins.first?["n"] == .integer(1))
     }
 
-    @Test func concurrentReadThenWriteTransactionsLoseNoUpdate() throws {
+    @Test(.requires(.postgres)) func concurrentReadThenWriteTransactionsLoseNoUpdate() throws {
         let url = try PostgresCluster.shared().createDatabase("counter")
         let setup = try PostgresDatabase(url: url)
         try setup.transaction { tx in
@@ -260,7 +260,7 @@ import Testing
                 == .integer(Int64(writers * increments)))
     }
 
-    @Test func aRestartedServerFailsTheCallDuringTheOutageAndTheNextOneWorks() throws {
+    @Test(.requires(.postgres)) func aRestartedServerFailsTheCallDuringTheOutageAndTheNextOneWorks() throws {
         // A cluster of its own: stopping the shared one would disturb other tests.
         let cluster = try PostgresCluster()
         defer { cluster.stop() }
@@ -289,7 +289,7 @@ import Testing
         #expect(try repo.packs(app: "com.example.after") == ["Levels"])
     }
 
-    @Test func aWrongPasswordSaysAuthenticationFailedForThatUser() throws {
+    @Test(.requires(.postgres)) func aWrongPasswordSaysAuthenticationFailedForThatUser() throws {
         let cluster = try PostgresCluster.shared()
         let role = "alice\(UInt32.random(in: 0...UInt32.max))"
         try cluster.administer("CREATE ROLE \(role) LOGIN PASSWORD 'right-password'")
@@ -305,8 +305,10 @@ import Testing
     }
 
     @Test func anUnreachableServerIsNamedByHostPortAndDatabase() throws {
-        // A port nobody listens on: bound and closed just now.
-        let port = Nginx.freePort()
+        // A port nobody listens on: bound (never listening, so connections are refused) for as long as the test runs.
+        let nobody = try FreePort.bound()
+        defer { nobody.release() }
+        let port = nobody.port
         #expect {
             _ = try PostgresDatabase(url: "postgresql://backlot@127.0.0.1:\(port)/meta", connectTimeout: 2)
         } throws: {

@@ -1,3 +1,4 @@
+import BacklotTestSupport
 import Dispatch
 import Foundation
 import Synchronization
@@ -62,8 +63,9 @@ import Testing
         let started = DispatchSemaphore(value: 0)
         scheduler.schedule(versionID: 1, app: "a") { flag in
             started.signal()
-            while !flag.isSet { usleep(1000) }
-            order.add("a1 stopped")
+            // Told to stop within 30 s, or the order says it never was.
+            let told = Wait.holds(within: .seconds(30), poll: .milliseconds(1)) { flag.isSet }
+            order.add(told ? "a1 stopped" : "a1 never told to stop")
         }
         scheduler.schedule(versionID: 2, app: "a") { _ in order.add("a2") }
         started.wait()

@@ -135,15 +135,21 @@ import Glibc
             process.standardInput = input
             process.standardOutput = output
             try process.run()
-            var text = ""
-            let handle = output.fileHandleForReading
-            // Until the whole "open N" line arrived.
-            while !text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().contains(where: {
-                $0.hasPrefix("open ")
-            }) {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
+            // Until the whole "open N" line arrived (2 minutes at most: 10,000 connections take a while).
+            let text: String
+            do {
+                text = try Wait.output(
+                    of: output.fileHandleForReading, "the idle clients say how many connections they opened",
+                    timeout: .seconds(120)
+                ) {
+                    $0.split(separator: "\n", omittingEmptySubsequences: false).dropLast().contains {
+                        $0.hasPrefix("open ")
+                    }
+                }
+            } catch {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                throw error
             }
             print("idle clients: \(text.trimmingCharacters(in: .whitespacesAndNewlines))")
             let line = text.split(separator: "\n").first { $0.hasPrefix("open ") }

@@ -11,7 +11,7 @@ import Testing
 /// `Retry-After` (never 401 or 500), the published tree is still served, and the server recovers
 /// by itself when the database is back.
 @Suite(.serialized) struct DatabaseOutageTests {
-    @Test(.enabled(if: PostgresCluster.isInstalled)) func theAPIAnswers503WhileTheDatabaseIsDownAndRecoversByItself()
+    @Test(.requires(.postgres)) func theAPIAnswers503WhileTheDatabaseIsDownAndRecoversByItself()
         throws
     {
         let cluster = try PostgresCluster()  // its own: stopping the shared one would disturb other tests

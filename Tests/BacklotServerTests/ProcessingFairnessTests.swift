@@ -82,14 +82,12 @@ import Testing
             try version(app, pack, number)["state"]?.stringValue ?? ""
         }
 
-        /// Polls until the version leaves PROCESSING (bounded by count, not by time).
+        /// Polls until the version leaves PROCESSING, and returns its state; throws after 60 s.
         func waitForState(_ app: String, _ pack: String, _ number: Int) throws -> String {
-            for _ in 0..<2000 {
+            try Wait.value("\(app)/\(pack) version \(number) leaves PROCESSING", timeout: .seconds(60)) {
                 let s = try state(app, pack, number)
-                if s != "PROCESSING" { return s }
-                usleep(10_000)
+                return s != "PROCESSING" ? s : nil
             }
-            return "PROCESSING"
         }
     }
 
@@ -182,7 +180,9 @@ import Testing
             }
         }
         // Stopped while the big one is being processed (its lease is held) and the small one waits.
-        for _ in 0..<2000 where try versions(f.repository).first?.hasSuffix(" -") != false { usleep(5_000) }
+        try Wait.until("the big version's processing holds its lease", timeout: .seconds(30), poll: .milliseconds(5)) {
+            try versions(f.repository).first?.hasSuffix(" -") == false
+        }
         #expect(try versions(f.repository).first?.hasPrefix("Big PROCESSING ") == true)
         f.server.stop(grace: 0)
         f.repository.stopProcessing()
