@@ -126,4 +126,6 @@ public struct HTTPError: Error, Sendable {
     public init(_ status: Int, code: String, _ message: String, context: String? = nil, hint: String? = nil) {
         response = .error(status, code: code, message, context: context, hint: hint)
     }
+    /// An error answered with `response` as it is.
+    public init(response: HTTPResponse) { self.response = response }
 }

@@ -53,6 +53,12 @@ public final class HTTPServer: Sendable {
         public var connectionMemory: Int
         /// Threads for the work a request waits for (uploads ending, publication); plain HTTP only.
         public var workerThreads: Int
+        /// Seconds a buffered body (``HTTPRoute/buffer(limit:then:)``: a JSON call, at most its
+        /// limit) may take in all, from the request's head on: past it, the next bytes that arrive
+        /// close the connection (a client that sends nothing more is closed by
+        /// ``connectionTimeout``). The idle time-out alone lets a client trickle a small body for
+        /// ever. Streamed bodies (uploads) have no such deadline.
+        public var bufferedBodyDeadline: Double
 
         /// Two event-loop threads per core, at least two.
         public static var defaultThreads: Int { max(2, ProcessInfo.processInfo.activeProcessorCount * 2) }
@@ -67,7 +73,7 @@ public final class HTTPServer: Sendable {
             threads: Int = Configuration.defaultThreads,
             connectionsPerAddress: Int = Configuration.defaultConnectionsPerAddress,
             connectionLimit: Int = Configuration.defaultConnectionLimit, connectionMemory: Int = 32 << 10,
-            workerThreads: Int = 4
+            workerThreads: Int = 4, bufferedBodyDeadline: Double = 30
         ) {
             self.host = host
             self.port = port
@@ -78,6 +84,7 @@ public final class HTTPServer: Sendable {
             self.connectionLimit = connectionLimit
             self.connectionMemory = connectionMemory
             self.workerThreads = workerThreads
+            self.bufferedBodyDeadline = bufferedBodyDeadline
         }
     }
 
@@ -139,10 +146,16 @@ public final class HTTPServer: Sendable {
                 .invalidInput, "\(name) must be in \(range.lowerBound)…\(range.upperBound) (got \(value))",
                 context: "backlot serve")
         }
+        guard configuration.bufferedBodyDeadline.isFinite, configuration.bufferedBodyDeadline > 0 else {
+            throw BacklotError(
+                .invalidInput, "bufferedBodyDeadline must be a positive number of seconds", context: "backlot serve")
+        }
         let (limit, note) = Self.connectionBudget(configuration.connectionLimit)
         let pooled = configuration.tls == nil && configuration.threads > 0
         let workers = pooled ? BlockingWorkers(threads: configuration.workerThreads) : nil
-        let ctx = ServerContext(handler: handler, observer: observer, workers: workers)
+        let ctx = ServerContext(
+            handler: handler, observer: observer, workers: workers,
+            bufferedBodyDeadline: configuration.bufferedBodyDeadline)
         let retained = Unmanaged.passRetained(ctx)
         var flags = MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ITC.rawValue
         if pooled {
@@ -178,6 +191,8 @@ public final class HTTPServer: Sendable {
             MHD_OptionItem(option: MHD_OPTION.CONNECTION_LIMIT, value: limit, ptr_value: nil),
             // "%00" stays "%00": a decoded NUL would cut the path short in the C string.
             MHD_OptionItem(option: MHD_OPTION.UNESCAPE_CALLBACK, value: cmhd_unescape_callback(), ptr_value: nil),
+            // An encoded slash, backslash or NUL in the path (read before decoding) marks the request for a 400.
+            MHD_OptionItem(option: MHD_OPTION.URI_LOG_CALLBACK, value: cmhd_uri_log_callback(), ptr_value: nil),
             MHD_OptionItem(
                 option: MHD_OPTION.CONNECTION_MEMORY_LIMIT, value: configuration.connectionMemory, ptr_value: nil),
         ]
@@ -328,11 +343,17 @@ final class ServerContext: Sendable {
     let workers: BlockingWorkers?
     /// Connections suspended while a worker prepares their answer.
     let suspended = Atomic<Int>(0)
+    /// ``HTTPServer/Configuration/bufferedBodyDeadline``.
+    let bufferedBodyDeadline: Double
 
-    init(handler: @escaping HTTPServer.Handler, observer: HTTPServer.Observer?, workers: BlockingWorkers?) {
+    init(
+        handler: @escaping HTTPServer.Handler, observer: HTTPServer.Observer?, workers: BlockingWorkers?,
+        bufferedBodyDeadline: Double
+    ) {
         self.handler = handler
         self.observer = observer
         self.workers = workers
+        self.bufferedBodyDeadline = bufferedBodyDeadline
     }
 }
 
@@ -354,6 +375,9 @@ final class RequestState: @unchecked Sendable {
     var bytes: UInt64 = 0
     /// Body bytes read and dropped after the request was refused.
     var discarded = 0
+    /// The buffered body went past ``HTTPServer/Configuration/bufferedBodyDeadline`` and the
+    /// connection was closed (logged as 408).
+    var timedOut = false
     /// A worker is preparing the answer (the connection is suspended).
     var preparing = false
     /// The answer a worker prepared, queued when the connection is resumed.
@@ -388,7 +412,9 @@ private enum Callbacks {
     static let access: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, conCls in
         guard let cls, let connection, let conCls, let uploadSize else { return MHD_Result.NO }
         let server = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
-        if conCls.pointee == nil {
+        // The URI log callback marked a target whose path holds an encoded slash, backslash or NUL.
+        let badTarget = conCls.pointee == cmhd_bad_target()
+        if conCls.pointee == nil || badTarget {
             // First call: only the head is known. Decide the route; answer on a later call (keeps the connection alive).
             let request = HTTPRequest(
                 method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
@@ -396,6 +422,14 @@ private enum Callbacks {
                 query: values(connection, MHD_ValueKind.GET_ARGUMENT_KIND, lowercased: false),
                 remoteAddress: clientAddress(connection))
             server.inFlight.wrappingAdd(1, ordering: .relaxed)
+            // Refused before any handler sees them: an encoded separator in the path, and a body
+            // framed two ways (RFC 9112 §6.1: a proxy in front may read the other framing, and
+            // take the rest of this body for a request of its own).
+            if let refusal = badTarget ? Self.encodedSeparator : Self.framingRefusal(request) {
+                let state = RequestState(request: request, route: .respond(refusal))
+                conCls.pointee = Unmanaged.passRetained(state).toOpaque()
+                return queue(refusal, on: connection, state: state)
+            }
             let hasBody =
                 (request.header("Content-Length").map { $0 != "0" } ?? false)
                 || request.header("Transfer-Encoding") != nil
@@ -440,9 +474,17 @@ private enum Callbacks {
                 do { try receiver.receive(chunk) } catch let e as HTTPError {
                     state.failure = e.response
                 } catch {
-                    state.failure = .error(500, code: "internal", "\(error)")
+                    // Never the error's text: it may name a server path.
+                    state.failure = .error(
+                        500, code: "internal", "the server could not take the body (its log has the details)")
                 }
             case .buffer(let limit, _):
+                if Date().timeIntervalSince(state.started) > server.bufferedBodyDeadline {
+                    // A body trickled in under the idle time-out: it gets no more time, and no
+                    // answer (libmicrohttpd answers only before a body or after all of it).
+                    state.timedOut = true
+                    return MHD_Result.NO
+                }
                 if chunk.count > limit - state.buffer.count {
                     state.failure = Self.tooLarge(limit: limit)
                 } else {
@@ -484,7 +526,8 @@ private enum Callbacks {
     static let noContent: MHD_ContentReaderCallback = { _, _, _, _ in -2 }  // MHD_CONTENT_READER_END_WITH_ERROR
 
     static let completed: MHD_RequestCompletedCallback = { cls, _, conCls, termination in
-        guard let cls, let conCls, let raw = conCls.pointee else { return }
+        // A request refused before its state was made leaves the URI log callback's mark (or nothing).
+        guard let cls, let conCls, let raw = conCls.pointee, raw != cmhd_bad_target() else { return }
         let server = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
         conCls.pointee = nil
@@ -501,8 +544,26 @@ private enum Callbacks {
         server.inFlight.wrappingAdd(-1, ordering: .relaxed)
         let status =
             termination == MHD_RequestTerminationCode.REQUEST_TERMINATED_COMPLETED_OK
-            ? state.status : (state.answered ? state.status : 499)
+            ? state.status : (state.answered ? state.status : (state.timedOut ? 408 : 499))
         server.observer?(state.request, state.routeLabel, status, state.bytes, Date().timeIntervalSince(state.started))
+    }
+
+    /// The 400 for a path holding `%2F`, `%5C` or `%00` (any case).
+    static let encodedSeparator: HTTPResponse = {
+        HTTPResponse.error(
+            400, code: "badPath", "the path holds an encoded slash, backslash or NUL (%2F, %5C or %00)",
+            hint: "write separators as \"/\"; a name never holds one")
+    }()
+
+    /// The 400 for a request whose body is framed both by `Content-Length` and by
+    /// `Transfer-Encoding` (RFC 9112 §6.1), nil for any other request.
+    static func framingRefusal(_ request: HTTPRequest) -> HTTPResponse? {
+        guard request.header("Content-Length") != nil, request.header("Transfer-Encoding") != nil else { return nil }
+        var r = HTTPResponse.error(
+            400, code: "badRequest", "the request has both Content-Length and Transfer-Encoding",
+            context: "request head", hint: "send one of them (RFC 9112 §6.1)")
+        r.headers.append(("Connection", "close"))
+        return r
     }
 
     /// The 413 for a body over a buffering route's limit.

@@ -14,8 +14,9 @@ extension Repository {
     ///     version stays for the others (above 0, at most 100).
     ///   - caller: who asks (recorded, and checked against the app's four-eyes rule at approval).
     /// - Returns: the pending request, or nil when it was released at once.
-    /// - Throws: `notFound`; `conflict` for a version that is not COMPLETE, or a rollout when
-    ///   production has no live version of the pack to stay on; `invalidInput` for a bad percentage.
+    /// - Throws: `notFound` for an unknown app; `conflict` for a pack or version the app does not
+    ///   have, a version that is not COMPLETE, or a rollout when production has no live version of
+    ///   the pack to stay on; `invalidInput` for a bad percentage.
     @discardableResult
     public func release(
         app: String, pack: String, version: Int, channel: Channel, rolloutPercent: Double? = nil,
@@ -23,8 +24,7 @@ extension Repository {
     ) throws -> ReleaseRequest? {
         let bp = try Self.basisPoints(rolloutPercent, channel: channel)
         let requestID: Int64? = try db.transaction { tx in
-            try requirePack(&tx, app, pack)
-            try requireComplete(&tx, app, pack, version)
+            try requireNamedVersion(&tx, app, pack, version)
             if let bp { try requireRolloutBase(&tx, app: app, pack: pack, version: version, basisPoints: bp) }
             guard channel != .internal else {
                 try apply(&tx, app: app, channel: channel, pack: pack, version: version, basisPoints: nil)
@@ -72,8 +72,7 @@ extension Repository {
     ) throws -> ReleasePlan {
         let bp = try Self.basisPoints(rolloutPercent, channel: channel)
         return try db.transaction { tx in
-            try requirePack(&tx, app, pack)
-            try requireComplete(&tx, app, pack, version)
+            try requireNamedVersion(&tx, app, pack, version)
             if let bp { try requireRolloutBase(&tx, app: app, pack: pack, version: version, basisPoints: bp) }
             let row = try tx.query(
                 "SELECT live, candidate, rollout_bp FROM channel_packs WHERE app = ? AND channel = ? AND pack = ?",
@@ -127,6 +126,19 @@ extension Repository {
             throw BacklotError(
                 .conflict, "version \(version) is live on production already", context: "\(app)/\(pack)",
                 hint: "roll out another version, or change the current rollout (backlot rollout)")
+        }
+    }
+
+    /// A pack and version a release names in its body, not its path: the app must exist (404),
+    /// and a pack or version it does not have is a conflict with what it holds (409), as a version
+    /// that is not COMPLETE — a 404 would say the app in the path is missing.
+    func requireNamedVersion(_ tx: inout any MetadataConnection, _ app: String, _ pack: String, _ version: Int) throws {
+        try requireApp(&tx, app)
+        do {
+            try requirePack(&tx, app, pack)
+            try requireComplete(&tx, app, pack, version)
+        } catch let e as BacklotError where e.code == .notFound {
+            throw BacklotError(.conflict, e.message, context: e.context, hint: e.hint)
         }
     }
 
@@ -320,15 +332,21 @@ extension Repository {
     /// version that was live before the current one goes live again (the channel keeps a history).
     /// The catalog version still grows.
     /// - Returns: the version live now.
-    /// - Throws: `notFound` when the pack is not on the channel or the version does not exist;
-    ///   `conflict` when the version is not COMPLETE, was never live on the channel, or nothing
-    ///   was live before.
+    /// - Throws: `notFound` for an unknown app or pack; `conflict` when the pack is not on the
+    ///   channel, the version does not exist or is not COMPLETE, was never live on the channel, or
+    ///   nothing was live before (the pack exists: each is a state it is not in, not a missing pack).
     @discardableResult
     public func rollback(app: String, pack: String, channel: Channel, to version: Int? = nil) throws -> Int {
         let live: Int = try db.transaction { tx in
             try requirePack(&tx, app, pack)
             if let version {
-                try requireComplete(&tx, app, pack, version)
+                do {
+                    try requireComplete(&tx, app, pack, version)
+                } catch let e as BacklotError where e.code == .notFound {
+                    throw BacklotError(
+                        .conflict, "no version \(version) of this pack to roll back to", context: "\(app)/\(pack)",
+                        hint: "name a version that was live on \(channel.rawValue) (backlot versions lists them)")
+                }
                 // Only back to what this channel served before: a version reaches a channel first
                 // through a release (and, on external and production, its approval).
                 let current = try tx.query(
@@ -369,7 +387,7 @@ extension Repository {
                 ).first,
                 let live = row["live"]?.integer(as: Int.self)
             else {
-                throw BacklotError(.notFound, "the pack is not on \(channel.rawValue)", context: "\(app)/\(pack)")
+                throw BacklotError(.conflict, "the pack is not on \(channel.rawValue)", context: "\(app)/\(pack)")
             }
             if row["candidate"]?.int != nil {
                 try tx.run(
@@ -447,6 +465,7 @@ extension Repository {
     }
 
     /// Removes a pack from a channel: clients then report it as obsolete.
+    /// - Throws: `notFound` for an unknown app or pack; `conflict` when the pack is not on the channel.
     public func withdraw(app: String, pack: String, channel: Channel) throws {
         try db.transaction { tx in
             try requirePack(&tx, app, pack)
@@ -455,7 +474,8 @@ extension Repository {
                     "DELETE FROM channel_packs WHERE app = ? AND channel = ? AND pack = ?",
                     [.text(app), .text(channel.rawValue), .text(pack)]) == 1
             else {
-                throw BacklotError(.notFound, "the pack is not on \(channel.rawValue)", context: "\(app)/\(pack)")
+                // The pack exists (requirePack): it is in the wrong state for this, not missing.
+                throw BacklotError(.conflict, "the pack is not on \(channel.rawValue)", context: "\(app)/\(pack)")
             }
             try audit(&tx, "withdraw", app: app, pack: pack, details: ["channel": channel.rawValue])
         }

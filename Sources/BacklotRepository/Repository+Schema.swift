@@ -126,6 +126,11 @@ extension Repository {
                     pack TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL, requests BIGINT NOT NULL, bytes BIGINT NOT NULL,
                     PRIMARY KEY (app, day, kind, pack, version));
                 """),
+        // NULL for versions made before this step, and for those a command on the data folder made (no token).
+        SchemaMigration(
+            6, "the token that created each version (who may continue its upload)",
+            sqlite: "ALTER TABLE versions ADD COLUMN created_by INTEGER;",
+            postgresql: "ALTER TABLE versions ADD COLUMN created_by BIGINT;"),
     ]
 
     private static let indexes = """

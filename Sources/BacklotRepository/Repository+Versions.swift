@@ -56,6 +56,8 @@ extension Repository {
     /// let (version, created) = try repository.openVersion(app: "com.example.game", pack: "Levels", size: 5_000, archiveSHA256: digest)
     /// if !created { print("already version \(version.number), \(version.received) bytes received") }
     /// ```
+    /// The version records the token that created it (``Caller/current``): only that token, or an
+    /// admin token, may upload its archive (``beginUpload(app:pack:number:offset:by:)``).
     /// - Parameter archiveSHA256: the archive's SHA-256, 64 lowercase hex digits.
     /// - Throws: what ``createVersion(app:pack:size:format:manifest:)`` throws; `invalidInput` for a digest that is not 64 lowercase hex digits.
     public func openVersion(
@@ -91,6 +93,7 @@ extension Repository {
                 .invalidInput, "a pack archive of \(size) bytes is impossible", context: "size",
                 hint: "declare the archive's exact size in bytes")
         }
+        let creator = Caller.current
         let (number, created): (Int, Bool) = try db.transaction { tx in
             try requirePack(&tx, app, pack)
             if let sha = archiveSHA256,
@@ -123,14 +126,15 @@ extension Repository {
             let next = try CheckedInteger.add(last, 1, "the next version number", context: "\(app)/\(pack)", code: .io)
             try tx.run(
                 """
-                INSERT INTO versions(app, pack, number, state, declared_size, created, format, manifest, declared_sha256, upload_activity)
-                VALUES (?, ?, ?, 'AWAITING_UPLOAD', ?, ?, ?, ?, ?, ?)
+                INSERT INTO versions(app, pack, number, state, declared_size, created, format, manifest, declared_sha256, upload_activity, created_by)
+                VALUES (?, ?, ?, 'AWAITING_UPLOAD', ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(app), .text(pack), .integer(next),
                     .integer(try CheckedInteger.convert(size, to: Int64.self, "the declared size")),
                     .integer(Self.now()), .text(format.rawValue), manifestText.map { .text($0) } ?? .null,
                     archiveSHA256.map { .text($0) } ?? .null, .integer(Self.now()),
+                    creator.map { .integer(Int64($0.id)) } ?? .null,
                 ])
             try audit(
                 &tx, "version.create", app: app, pack: pack, version: Int(exactly: next),
@@ -230,10 +234,20 @@ extension Repository {
     /// With a shared archive store (a bucket), the upload is leased to this server in the
     /// metadata while the request runs, so that two servers never append to one upload at once;
     /// a server that dies leaves a lease that runs out after ``leaseDuration``.
-    /// - Throws: `conflict` when the version is not awaiting an upload, the offset is wrong, or
-    ///   another upload to it is running (here or on another server).
-    public func beginUpload(app: String, pack: String, number: Int, offset: UInt64) throws -> Upload {
+    ///
+    /// An upload belongs to the token that created its version: another token — unless it is an
+    /// admin token — may neither continue nor finish it (it could otherwise put other bytes in
+    /// an archive whose digest was not declared).
+    /// - Parameter caller: who asks (default ``Caller/current``); nil, a command on the data folder, may upload any version.
+    /// - Throws: `forbidden` when the version was created by another token and `caller` is not an
+    ///   admin (naming the token that may continue it); `conflict` when the version is not
+    ///   awaiting an upload, the offset is wrong, or another upload to it is running (here or on
+    ///   another server).
+    public func beginUpload(
+        app: String, pack: String, number: Int, offset: UInt64, by caller: Caller? = Caller.current
+    ) throws -> Upload {
         let row = try versionRow(app: app, pack: pack, number: number)
+        try requireUploader(row, caller, label: "\(app)/\(pack)/\(number)")
         guard row["state"]?.string == VersionState.awaitingUpload.rawValue, let id = row["id"]?.int else {
             throw BacklotError(
                 .conflict, "the version is not awaiting an upload (it is \(row["state"]?.string ?? "?"))",
@@ -270,6 +284,19 @@ extension Repository {
         return Upload(
             repository: self, versionID: id, declared: record.declared, sink: sink, label: record.label,
             leaseOwner: leased ? owner : nil)
+    }
+
+    /// Refuses `caller` an upload of the version `row` that another token created, unless it is an admin.
+    func requireUploader(_ row: Database.Row, _ caller: Caller?, label: String) throws {
+        guard let creator = row["created_by"]?.integer(as: Int.self), let caller, caller.id != creator,
+            caller.role != .admin
+        else { return }
+        let ownerLabel = (try? token(id: creator))?.label ?? ""
+        let owner = ownerLabel.isEmpty ? "token \(creator)" : "token \(creator) (\"\(ownerLabel)\")"
+        throw BacklotError(
+            .forbidden, "this version's upload belongs to \(owner): only that token or an admin token may upload it",
+            context: label,
+            hint: "continue the upload with \(owner), or create a new version with this token")
     }
 
     /// Records an upload's progress in a shared store, renewing its lease.
@@ -665,6 +692,8 @@ public final class Upload: @unchecked Sendable {
     /// When the upload's activity was last recorded (``Repository/removeAbandonedUploads(olderThan:now:)`` reads it).
     private var touched = ContinuousClock.now
     private var closed = false
+    /// This request's close moved the version to processing.
+    private var completed = false
 
     init(
         repository: Repository, versionID: Int64, declared: UInt64, sink: any UploadSink, label: String,
@@ -704,11 +733,13 @@ public final class Upload: @unchecked Sendable {
     }
 
     /// Ends this request's part of the upload, making what arrived durable; when everything
-    /// arrived, processing starts.
-    /// - Returns: whether the upload is complete.
+    /// arrived, processing starts — unless `completing` is false (the caller's token was revoked
+    /// meanwhile): the bytes stay, the version stays `AWAITING_UPLOAD`, and a request of a token
+    /// that may upload it finishes it (a `PUT` at the last byte, with an empty body).
+    /// - Returns: whether the upload is complete (always false without `completing`).
     @discardableResult
-    public func close() throws -> Bool {
-        guard !closed else { return received == declared }
+    public func close(completing: Bool = true) throws -> Bool {
+        guard !closed else { return completed }
         closed = true
         _ = repository.activeUploads.withLock { $0.remove(versionID) }
         defer {
@@ -716,8 +747,9 @@ public final class Upload: @unchecked Sendable {
         }
         let received = try sink.finish()
         try? repository.touchUpload(versionID: versionID)
-        guard received == declared else { return false }
+        guard completing, received == declared else { return false }
         try repository.uploadFinished(versionID: versionID)
+        completed = true
         return true
     }
 

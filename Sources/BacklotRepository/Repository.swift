@@ -73,7 +73,9 @@ public final class Repository: Sendable {
         eventLog.withLock { $0 = log }
     }
 
-    func log(_ line: String) {
+    /// Writes a line to the server's log (``onEvent(_:)``): what API clients are not shown, such
+    /// as the full error behind a 500 answer.
+    public func log(_ line: String) {
         let sink = eventLog.withLock { $0 }
         sink?(line)
     }

@@ -1,3 +1,4 @@
+import BacklotCatalog
 import BacklotFormat
 import BacklotRepository
 
@@ -21,6 +22,95 @@ enum APISchemas {
     static let percent = JSONSchema.number(minimum: 0, maximum: 100)
     static let role = JSONSchema.string(enumeration: Role.allCases.map(\.rawValue))
 
+    /// Text others read (a token's label, a rejection's reason), as ``DisplayText/problem(in:)``
+    /// allows it: no control character (Cc: U+0000–U+001F, U+007F–U+009F; newlines and tabs too)
+    /// and no bidirectional control (U+200E, U+200F, U+202A–U+202E, U+2066–U+2069).
+    static let displayTextPattern =
+        #"^[^\u0000-\u001F\u007F-\u009F\u200E\u200F\u202A-\u202E\u2066-\u2069]*$"#
+
+    /// A rollout's share, as the server reads it (``JSONBody/percent(_:allowingZero:)``): 0.01 to
+    /// 100, any number of decimals, rounded down to the basis point.
+    static let rolloutShare = JSONSchema.number(
+        minimum: JSONBody.lowestPercent, maximum: 100,
+        description: "A percentage from 0.01 to 100; kept in basis points, rounded down (99.999 is 99.99)")
+
+    /// The largest archive a version may declare: the quota of every app (``Repository/quotaBytes``,
+    /// Apple's 200 GB; `backlot serve` does not change it, and a test checks the two agree).
+    static let largestArchive: Int64 = 200_000_000_000
+
+    /// A version's declared size for an archive of `format`: at least its header, at most the quota.
+    static func archiveSize(_ format: ArchiveFormat) -> JSONSchema {
+        let header = format == .pack ? PackHeader.size : AppleArchiveHeader.prefixLength
+        return .integer(
+            minimum: Int64(header), maximum: largestArchive,
+            description:
+                "The archive's exact size in bytes: at least its header (\(header) bytes), at most the app's quota")
+    }
+
+    /// A selector's file or folder (``SelectorPath``): not empty, relative (no leading '/'), no '\\'
+    /// or NUL. The server checks the rest ('..', empty or '.' components, lengths) and says which rule.
+    static let selectorPath = JSONSchema.string(
+        pattern: #"^[^/\\\u0000][^\\\u0000]*$"#,
+        description:
+            "Relative to the source root, '/'-separated; no '..', empty or '.' component (checked by the server)")
+    /// A selector's glob (`filePattern`, `fileExclusion`): as a path, but '\\' escapes.
+    static let selectorGlob = JSONSchema.string(
+        pattern: #"^[^/\u0000][^\u0000]*$"#,
+        description: "A glob relative to the source root (*, **, ?, [..], \\ escapes; checked by the server)")
+    static let installationEvents = JSONSchema.array(
+        .string(enumeration: InstallationEventType.allCases.map(\.rawValue)), minItems: 1)
+
+    /// What a file selector may be: one kind each (docs/manifest.md).
+    static let selectors: [String: JSONSchema] = [
+        "file": .object(["file": selectorPath], required: ["file"]),
+        "directory": .object(["directory": selectorPath], required: ["directory"]),
+        "filePattern": .object(["filePattern": selectorGlob], required: ["filePattern"]),
+        "fileExclusion": .object(["fileExclusion": selectorGlob], required: ["fileExclusion"]),
+        "fileMapping": .object(
+            ["fileSource": selectorPath, "fileDestination": selectorPath], required: ["fileSource", "fileDestination"]),
+        "directoryMapping": .object(
+            ["directorySource": selectorPath, "directoryDestination": selectorPath],
+            required: ["directorySource", "directoryDestination"]),
+    ]
+
+    /// An `.aar`'s pack manifest, the JSON given to ba-package (``AssetPackManifest``, checked by
+    /// `ManifestChecker`): what JSON Schema can say of it. Its `assetPackID` must also be the pack
+    /// of the path, which no schema can say (docs/protocol.md §7).
+    static let manifest = JSONSchema.object(
+        [
+            "assetPackID": JSONSchema.string(
+                pattern: idPattern, description: "The pack's ID: the pack of the request's path"),
+            "downloadPolicy": JSONSchema(
+                anyOf: [
+                    .object(["onDemand": .object([:])], required: ["onDemand"]),
+                    .object(
+                        [
+                            "essential": .object(
+                                ["installationEventTypes": installationEvents], required: ["installationEventTypes"])
+                        ],
+                        required: ["essential"]),
+                    .object(
+                        [
+                            "prefetch": .object(
+                                ["installationEventTypes": installationEvents], required: ["installationEventTypes"])
+                        ],
+                        required: ["prefetch"]),
+                ], description: "Exactly one of onDemand ({}), essential or prefetch (with installationEventTypes)"),
+            "fileSelectors": .array(
+                JSONSchema(anyOf: selectors.sorted { $0.key < $1.key }.map(\.value)), minItems: 1,
+                contains: JSONSchema(
+                    anyOf: selectors.filter { $0.key != "fileExclusion" }.sorted { $0.key < $1.key }.map(\.value)),
+                description: "At least one selector that selects (not only fileExclusion)"),
+            "platforms": .array(.string(enumeration: Platform.allCases.map(\.rawValue)), minItems: 1),
+            "userInfo": .anyValue(description: "Your own data, kept as is"),
+            "sourceRoot": .string(pattern: #"^[^\\]+$"#, description: "The folder selectors are relative to"),
+            "language": .string(
+                pattern: "^([A-Za-z]{2,3}(-[A-Za-z]{4})?(-([A-Za-z]{2}|[0-9]{3}))?)?$",
+                description: "A BCP-47 tag language[-Script][-REGION], or empty (ignored)"),
+            "toolsVersion": .anyValue(description: "Written by ba-package inside archives; ignored"),
+        ], required: ["assetPackID", "downloadPolicy", "fileSelectors", "platforms"],
+        description: "The pack manifest given to ba-package (docs/manifest.md)")
+
     static let all: [String: JSONSchema] = [
         "Error": .object(
             [
@@ -36,7 +126,7 @@ enum APISchemas {
             ["id": id, "created": time, "fourEyes": .boolean, "quotaBytes": count],
             required: ["id", "created", "fourEyes", "quotaBytes"]),
         "AppList": .object(["apps": .array(.ref("App"))], required: ["apps"]),
-        "AppCreate": .object(["id": id, "fourEyes": .boolean], required: ["id"]),
+        "AppCreate": .object(["id": id, "fourEyes": .nullableBoolean], required: ["id"]),
         "AppChange": .object(["fourEyes": .boolean], required: ["fourEyes"]),
         "Pack": .object(
             [
@@ -61,14 +151,26 @@ enum APISchemas {
                 "format",
             ]),
         "VersionList": .object(["versions": .array(.ref("Version"))], required: ["versions"]),
-        "VersionCreate": .object(
-            [
-                "size": .integer(
-                    minimum: Int64(min(PackHeader.size, AppleArchiveHeader.prefixLength)), maximum: largestInteger,
-                    description: "The archive's exact size in bytes (at least a header; at most the app's quota)"),
-                "format": .string(enumeration: ArchiveFormat.allCases.map(\.rawValue)),
-                "manifest": .anyObject, "archiveSHA256": .string(pattern: sha256Pattern),
-            ], required: ["size"]),
+        "VersionCreate": JSONSchema(
+            anyOf: [
+                .object(
+                    [
+                        "size": archiveSize(.pack),
+                        "format": JSONSchema.string(enumeration: [ArchiveFormat.pack.rawValue]).orNull,
+                        "manifest": .anyValue(description: "Not read for a pack"),
+                        "archiveSHA256": .nullableString(pattern: sha256Pattern),
+                    ], required: ["size"], description: "A Backlot pack (format pack, absent or null)"),
+                .object(
+                    [
+                        "size": archiveSize(.appleArchive),
+                        "format": .string(enumeration: [ArchiveFormat.appleArchive.rawValue]),
+                        "manifest": .ref("AssetPackManifest"),
+                        "archiveSHA256": .nullableString(pattern: sha256Pattern),
+                    ], required: ["size", "format", "manifest"],
+                    description: "An .aar from ba-package with its manifest, whose assetPackID is the pack of the path"),
+            ],
+            description: "With archiveSHA256, an existing version of that archive is answered instead (200)"),
+        "AssetPackManifest": manifest,
         "Deleted": .object(["deleted": .boolean], required: ["deleted"]),
         "TokenReference": .object(["id": positive, "label": .string()], required: ["id", "label"]),
         "ReleaseRequest": .object(
@@ -85,11 +187,22 @@ enum APISchemas {
                 "decided", "decidedBy", "reason",
             ]),
         "ReleaseList": .object(["releases": .array(.ref("ReleaseRequest"))], required: ["releases"]),
-        "ReleaseCreate": .object(
-            [
-                "pack": id, "version": positive, "channel": channel,
-                "rollout": .number(minimum: 0.01, maximum: 100, nullable: true), "dryRun": .boolean,
-            ], required: ["pack", "version", "channel"]),
+        "ReleaseCreate": JSONSchema(
+            anyOf: [
+                .object(
+                    [
+                        "pack": id, "version": positive, "channel": .string(enumeration: [Channel.production.rawValue]),
+                        "rollout": rolloutShare.orNull, "dryRun": .nullableBoolean,
+                    ], required: ["pack", "version", "channel"],
+                    description: "To production, optionally as a staged rollout to that share of devices"),
+                .object(
+                    [
+                        "pack": id, "version": positive,
+                        "channel": .string(enumeration: [Channel.internal.rawValue, Channel.external.rawValue]),
+                        "rollout": .null, "dryRun": .nullableBoolean,
+                    ], required: ["pack", "version", "channel"],
+                    description: "To internal or external: staged rollouts are for production only"),
+            ]),
         "Released": .object(["released": .boolean], required: ["released"]),
         "ReleaseRequested": .object(
             ["released": .boolean, "request": .ref("ReleaseRequest")], required: ["released", "request"]),
@@ -111,7 +224,12 @@ enum APISchemas {
                         "catalogVersion": .unsigned(maximum: UInt64(Int64.max)),
                     ], required: ["channel", "pack", "from", "to", "catalogVersion"]),
             ], required: ["dryRun", "needsApproval", "change"]),
-        "Rejection": .object(["reason": .string()], required: ["reason"]),
+        "Rejection": .object(
+            [
+                "reason": .string(
+                    pattern: displayTextPattern, maxLength: ManagementAPI.longestReason,
+                    description: "One line of text: no control or bidirectional characters")
+            ], required: ["reason"]),
         "ChannelPack": .object(
             [
                 "pack": id,
@@ -143,8 +261,10 @@ enum APISchemas {
         "RolloutChange": .object(
             [
                 "percent": JSONSchema(
-                    anyOf: [.number(minimum: 0, maximum: 0), .number(minimum: 0.01, maximum: 100)],
-                    description: "0 halts the rollout, 100 promotes the candidate; otherwise at least 0.01")
+                    anyOf: [.number(minimum: 0, maximum: 0), .number(minimum: JSONBody.lowestPercent, maximum: 100)],
+                    description:
+                        "0 halts the rollout, 100 promotes the candidate; otherwise from 0.01, rounded down to the basis point (99.999 is 99.99)"
+                )
             ],
             required: ["percent"]),
         "RollbackRequest": .object(
@@ -162,7 +282,10 @@ enum APISchemas {
         "TokenList": .object(["tokens": .array(.ref("Token"))], required: ["tokens"]),
         "TokenCreate": .object(
             [
-                "role": role, "label": .string(maxLength: Repository.longestTokenLabel),
+                "role": role,
+                "label": .nullableString(
+                    pattern: displayTextPattern, maxLength: Repository.longestTokenLabel,
+                    description: "One line of text: no control or bidirectional characters; null or absent is \"\""),
                 "expiresInSeconds": .integer(
                     minimum: Repository.shortestTokenLifetime, maximum: Repository.longestTokenLifetime, nullable: true),
             ], required: ["role"]),

@@ -35,6 +35,8 @@ public final class JSONSchema: Encodable, Sendable {
     let required: [String]?
     let closed: Bool
     let items: JSONSchema?
+    let minItems: Int?
+    let contains: JSONSchema?
     let anyOf: [JSONSchema]?
     let description: String?
 
@@ -43,7 +45,7 @@ public final class JSONSchema: Encodable, Sendable {
         enumeration: [String]? = nil,
         minimum: Number? = nil, maximum: Number? = nil, minLength: Int? = nil, maxLength: Int? = nil,
         properties: [String: JSONSchema]? = nil, required: [String]? = nil, closed: Bool = false,
-        items: JSONSchema? = nil,
+        items: JSONSchema? = nil, minItems: Int? = nil, contains: JSONSchema? = nil,
         anyOf: [JSONSchema]? = nil, description: String? = nil
     ) {
         self.ref = ref
@@ -59,6 +61,8 @@ public final class JSONSchema: Encodable, Sendable {
         self.required = required
         self.closed = closed
         self.items = items
+        self.minItems = minItems
+        self.contains = contains
         self.anyOf = anyOf
         self.description = description
     }
@@ -76,11 +80,12 @@ public final class JSONSchema: Encodable, Sendable {
             maxLength: maxLength, description: description)
     }
 
-    /// A string or the other values the server sends for it: `"type": ["string", "null"]`.
+    /// A string or null: `"type": ["string", "null"]` (a pattern or a length applies to a string only).
     public static func nullableString(
-        pattern: String? = nil, format: String? = nil, description: String? = nil
+        pattern: String? = nil, format: String? = nil, maxLength: Int? = nil, description: String? = nil
     ) -> JSONSchema {
-        JSONSchema(type: ["string", "null"], format: format, pattern: pattern, description: description)
+        JSONSchema(
+            type: ["string", "null"], format: format, pattern: pattern, maxLength: maxLength, description: description)
     }
 
     /// A whole number within a range.
@@ -112,6 +117,15 @@ public final class JSONSchema: Encodable, Sendable {
 
     public static var boolean: JSONSchema { JSONSchema(type: ["boolean"]) }
 
+    /// true, false or null (an optional flag the server reads null as absent for).
+    public static var nullableBoolean: JSONSchema { JSONSchema(type: ["boolean", "null"]) }
+
+    /// Only null (a member one shape of an `anyOf` leaves out: absent, or null).
+    public static var null: JSONSchema { JSONSchema(type: ["null"]) }
+
+    /// Any JSON value (`{}`): a member the server does not read in that shape.
+    public static func anyValue(description: String? = nil) -> JSONSchema { JSONSchema(description: description) }
+
     /// An object with exactly these properties (`additionalProperties: false`), some required.
     public static func object(
         _ properties: [String: JSONSchema], required: [String] = [], description: String? = nil
@@ -124,7 +138,12 @@ public final class JSONSchema: Encodable, Sendable {
     /// An object whose members are not described (an `.aar` manifest, checked by the server).
     public static var anyObject: JSONSchema { JSONSchema(type: ["object"]) }
 
-    public static func array(_ items: JSONSchema) -> JSONSchema { JSONSchema(type: ["array"], items: items) }
+    /// An array of `items`, with at least `minItems` of them, one of which matches `contains` when given.
+    public static func array(
+        _ items: JSONSchema, minItems: Int? = nil, contains: JSONSchema? = nil, description: String? = nil
+    ) -> JSONSchema {
+        JSONSchema(type: ["array"], items: items, minItems: minItems, contains: contains, description: description)
+    }
 
     /// This schema, or null.
     public var orNull: JSONSchema { JSONSchema(anyOf: [self, JSONSchema(type: ["null"])]) }
@@ -137,7 +156,7 @@ public final class JSONSchema: Encodable, Sendable {
         case type, format, pattern
         case enumeration = "enum"
         case minimum, maximum, minLength, maxLength, properties, required
-        case additionalProperties, items, anyOf, description
+        case additionalProperties, items, minItems, contains, anyOf, description
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -159,6 +178,8 @@ public final class JSONSchema: Encodable, Sendable {
         if let required, !required.isEmpty { try c.encode(required, forKey: .required) }
         if closed { try c.encode(false, forKey: .additionalProperties) }
         try c.encodeIfPresent(items, forKey: .items)
+        try c.encodeIfPresent(minItems, forKey: .minItems)
+        try c.encodeIfPresent(contains, forKey: .contains)
         try c.encodeIfPresent(anyOf, forKey: .anyOf)
         try c.encodeIfPresent(description, forKey: .description)
     }

@@ -52,6 +52,21 @@ public struct ManagementAPI: Sendable {
     /// Every route of the API.
     public static let routes: [Route] = releaseRoutes + extraRoutes
 
+    /// The request's token checked again, for work that is done after the head arrived: the end
+    /// of a buffered body, the parts and the end of an upload. The token is read from the
+    /// database each time (``Repository/authenticate(_:)``), so a revocation or a rotation made
+    /// meanwhile — on any server of the database — stops a request that was opened before it.
+    struct Reauthorization: Sendable {
+        let api: ManagementAPI
+        let request: HTTPRequest
+        let role: Role
+        /// The caller now. - Throws: `unauthorized` (revoked, expired, rotated away), `forbidden`.
+        func check() throws -> Caller { try api.authorize(request, needs: role) }
+    }
+
+    /// The check of the request whose route is running (nil on a route that needs no token).
+    @TaskLocal static var reauthorization: Reauthorization?
+
     /// Apps, packs, versions, releases and tokens.
     static let releaseRoutes: [Route] = [
         Route(
@@ -267,6 +282,10 @@ public struct ManagementAPI: Sendable {
                                 ]),
                         ]),
                     .init(
+                        403,
+                        "The version was created by another token and this one is not an admin token (the message names the token that may upload it)."
+                    ),
+                    .init(
                         409,
                         "The version is not awaiting an upload, the offset is not the bytes received, or another upload to it is running."
                     ),
@@ -279,7 +298,9 @@ public struct ManagementAPI: Sendable {
             let app = call.parameter("app")
             let pack = call.parameter("pack")
             let number = try call.number("version")
-            let upload = try api.repository.beginUpload(app: app, pack: pack, number: number, offset: offset)
+            // Only the token that created the version, or an admin, may upload its archive (403 otherwise).
+            let upload = try api.repository.beginUpload(
+                app: app, pack: pack, number: number, offset: offset, by: call.caller)
             // offset equals the bytes received, so it is at most the declared size: no overflow here.
             if let length = call.request.header("Content-Length").flatMap({ CheckedInteger.parse($0, as: UInt64.self) }
             ), length > upload.declared - offset {
@@ -290,7 +311,10 @@ public struct ManagementAPI: Sendable {
                     "the upload of \(length) bytes from byte \(offset) would go past the \(upload.declared) bytes declared",
                     context: "\(app)/\(pack)/\(number)", hint: "send exactly the bytes the version still lacks")
             }
-            return .receive(UploadReceiver(api: api, upload: upload, app: app, pack: pack, number: number))
+            return .receive(
+                UploadReceiver(
+                    api: api, upload: upload, app: app, pack: pack, number: number,
+                    reauthorization: ManagementAPI.reauthorization))
         },
         Route(
             method: "GET", template: "/api/apps/{app}/releases", role: .reader,
@@ -336,7 +360,9 @@ public struct ManagementAPI: Sendable {
                                 parameters: ["app": "$response.body#/request/app", "id": "$response.body#/request/id"]),
                         ]),
                     .init(
-                        409, "The version is not COMPLETE, or a rollout with no live version on production to stay on."),
+                        409,
+                        "The app has no such pack or version, the version is not COMPLETE, or a rollout with no live version on production to stay on."
+                    ),
                 ])
         ) { api, call in
             body(fields: ["pack", "version", "channel", "rollout", "dryRun"]) { b in
@@ -438,7 +464,10 @@ public struct ManagementAPI: Sendable {
                 body: .ref("RollbackRequest"),
                 responses: [
                     .init(200, "What is live now.", .ref("RolledBack")),
-                    .init(409, "The version is not COMPLETE, or no earlier version was live."),
+                    .init(
+                        409,
+                        "The pack is not on that channel; the version does not exist, is not COMPLETE or was never live there; or no earlier version was live."
+                    ),
                 ])
         ) { api, call in
             body(fields: ["channel", "version"]) { b in
@@ -489,7 +518,9 @@ public struct ManagementAPI: Sendable {
             doc: RouteDoc(
                 "withdraw", tag: "releases", "Remove the pack from a channel (clients report it obsolete).",
                 body: .ref("WithdrawRequest"),
-                responses: [.init(200, "Withdrawn.", .ref("Withdrawn"))])
+                responses: [
+                    .init(200, "Withdrawn.", .ref("Withdrawn")), .init(409, "The pack is not on that channel."),
+                ])
         ) { api, call in
             body(fields: ["channel"]) { b in
                 try api.repository.withdraw(
@@ -597,8 +628,11 @@ public struct ManagementAPI: Sendable {
                 }
                 try Self.checkContentType(request, for: route.doc)
                 // The audit trail names the caller of every change this request makes.
+                let check = route.role.map { Reauthorization(api: self, request: request, role: $0) }
                 return try Caller.$current.withValue(caller) {
-                    try route.handle(self, Call(request: request, parameters: parameters, caller: caller))
+                    try Self.$reauthorization.withValue(check) {
+                        try route.handle(self, Call(request: request, parameters: parameters, caller: caller))
+                    }
                 }
             }
             if pathMatched {
@@ -613,7 +647,7 @@ public struct ManagementAPI: Sendable {
                 404, code: "notFound", "no such API route", context: "\(request.method) \(request.path)",
                 hint: "GET /api/openapi.json lists the routes")
         } catch {
-            return .respond(Self.response(for: error))
+            return .respond(Self.response(for: error, log: repository.log))
         }
     }
 
@@ -666,7 +700,11 @@ public struct ManagementAPI: Sendable {
     /// Seconds a client is told to wait (`Retry-After`) while a backend cannot be reached.
     static let unavailableRetryAfter = 5
 
-    static func response(for error: any Error) -> HTTPResponse {
+    /// The answer to an error. It never names a server path (an io error's context is the file
+    /// that failed, a SQLite database's name is its file): a context that is one is left out, a
+    /// path in the message or the hint is written `[path]`; `log` (the server's log) gets the
+    /// whole error of every 5xx answer.
+    static func response(for error: any Error, log: ((String) -> Void)? = nil) -> HTTPResponse {
         if let e = error as? HTTPError {
             var r = e.response
             r.route = "api"
@@ -675,14 +713,58 @@ public struct ManagementAPI: Sendable {
         }
         if let e = error as? BacklotError {
             let status = Self.status(for: e.code)
+            if status >= 500 { log?("API answer \(status): \(e)") }
             var r = HTTPResponse.error(
-                status, code: e.code.name, e.message, context: e.context, hint: e.hint, route: "api")
+                status, code: e.code.name, Self.withoutServerPaths(e.message),
+                context: e.context.flatMap(Self.publicContext), hint: e.hint.map(Self.withoutServerPaths),
+                route: "api")
             if status == 401 { r.headers.append(("WWW-Authenticate", "Bearer")) }
             // The database or the object store is unreachable: the instance recovers by itself.
             if status == 503 { r.headers.append(("Retry-After", String(ManagementAPI.unavailableRetryAfter))) }
             return r
         }
-        return .error(500, code: "internal", "\(error)", route: "api")
+        log?("API answer 500: \(error)")
+        return .error(
+            500, code: "internal", "the server failed (an internal error; the server's log has the details)",
+            route: "api")
+    }
+
+    /// Paths of this server's own URLs, which an answer may name (`GET /api/openapi.json`).
+    static let urlPathPrefixes = ["/api", "/v1/", "/metrics", "/dashboard"]
+
+    /// Whether `word` (starting with "/") is an absolute path of the server's file system rather than one of its URLs.
+    static func isServerPath(_ word: Substring) -> Bool {
+        word.hasPrefix("/") && !urlPathPrefixes.contains { word.hasPrefix($0) }
+    }
+
+    /// A context the answer may carry: nil when it is a server path (the file an io error names).
+    static func publicContext(_ context: String) -> String? {
+        isServerPath(Substring(context)) ? nil : withoutServerPaths(context)
+    }
+
+    /// `text` with every absolute server path in it (a word starting with "/" after a space, a
+    /// quote or a parenthesis, or at the start) written `[path]`.
+    static func withoutServerPaths(_ text: String) -> String {
+        guard text.contains("/") else { return text }
+        var out = ""
+        var rest = Substring(text)
+        var previous: Character = " "
+        while let c = rest.first {
+            if c == "/", " \"'(\n=".contains(previous) {
+                let end = rest.firstIndex { " \"',):\n".contains($0) } ?? rest.endIndex
+                let word = rest[..<end]
+                if isServerPath(word) {
+                    out += "[path]"
+                    rest = rest[end...]
+                    previous = "]"
+                    continue
+                }
+            }
+            out.append(c)
+            previous = c
+            rest = rest.dropFirst()
+        }
+        return out
     }
 
     /// The HTTP status of an error code. The database or the object store out of reach
@@ -701,15 +783,29 @@ public struct ManagementAPI: Sendable {
     }
 
     /// A JSON body of at most ``bodyLimit`` bytes holding only `fields`.
+    ///
+    /// The body arrives later, outside the route's scope: the token is checked again once it has
+    /// arrived and before anything is done (a token revoked or rotated while a client trickled
+    /// the body in gets 401 and nothing is done), and that check's caller is the one the change
+    /// is made and audited as. (The server also gives the body
+    /// ``HTTPServer/Configuration/bufferedBodyDeadline`` seconds in all.)
     static func body(fields: Set<String>, _ then: @escaping @Sendable (JSONBody) throws -> HTTPResponse) -> HTTPRoute {
-        let caller = Caller.current  // the body arrives later, outside the route's scope
+        let caller = Caller.current
+        let check = reauthorization
         return .buffer(limit: bodyLimit) { bytes in
-            Caller.$current.withValue(caller) { answer(bytes, fields: fields, then) }
+            let now: Caller?
+            do { now = try check?.check() ?? caller } catch {
+                return response(for: error, log: check?.api.repository.log)
+            }
+            return Caller.$current.withValue(now) {
+                answer(bytes, fields: fields, log: check?.api.repository.log, then)
+            }
         }
     }
 
     static func answer(
-        _ bytes: [UInt8], fields: Set<String>, _ then: @escaping @Sendable (JSONBody) throws -> HTTPResponse
+        _ bytes: [UInt8], fields: Set<String>, log: ((String) -> Void)? = nil,
+        _ then: @escaping @Sendable (JSONBody) throws -> HTTPResponse
     ) -> HTTPResponse {
         do {
             let root = try JSONReader(
@@ -725,38 +821,74 @@ public struct ManagementAPI: Sendable {
             }
             return try then(JSONBody(root: root))
         } catch {
-            return response(for: error)
+            return response(for: error, log: log)
         }
     }
 }
 
 /// Streams an upload's body into the repository.
+///
+/// The token that opened the request is checked again every ``recheckBytes`` bytes or
+/// ``recheckInterval`` seconds while the body arrives, and before the upload ends: a token revoked
+/// or rotated meanwhile gets 401, what arrived before stays (for a token that may continue), and
+/// the version is not completed.
 final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
     let api: ManagementAPI
     let upload: Upload
     let app: String, pack: String, number: Int
     /// The request's caller: the upload's end (and its audit entry) comes after the route returned.
     let caller = Caller.current
+    let reauthorization: ManagementAPI.Reauthorization?
+    /// Bytes taken since the token was last checked, and when it was.
+    private var unchecked = 0
+    private var checked = ContinuousClock.now
 
-    init(api: ManagementAPI, upload: Upload, app: String, pack: String, number: Int) {
+    /// How many bytes, and how many seconds, an upload goes on before its token is checked again.
+    static let recheckBytes = 4 << 20
+    static let recheckInterval: Duration = .seconds(5)
+
+    init(
+        api: ManagementAPI, upload: Upload, app: String, pack: String, number: Int,
+        reauthorization: ManagementAPI.Reauthorization?
+    ) {
         self.api = api
         self.upload = upload
         self.app = app
         self.pack = pack
         self.number = number
+        self.reauthorization = reauthorization
+    }
+
+    /// The answer to `error`, with the upload ended first (without completing it).
+    func refuse(_ error: any Error) -> HTTPResponse {
+        _ = try? upload.close(completing: false)
+        api.metrics?.recordUpload("refused")
+        return ManagementAPI.response(for: error, log: api.repository.log)
+    }
+
+    /// A refusal while the body arrives, which the server answers as it is (with the API's headers here).
+    func midBody(_ error: any Error) -> HTTPError {
+        var r = refuse(error)
+        r.headers += ManagementAPI.responseHeaders
+        return HTTPError(response: r)
     }
 
     func receive(_ bytes: UnsafeRawBufferPointer) throws {
-        do { try upload.append(bytes) } catch let e as BacklotError {
-            _ = try? upload.close()
-            api.metrics?.recordUpload("refused")
-            throw HTTPError(
-                ManagementAPI.status(for: e.code), code: e.code.name, e.message, context: e.context, hint: e.hint)
+        if let reauthorization, unchecked >= Self.recheckBytes || ContinuousClock.now - checked >= Self.recheckInterval
+        {
+            do { _ = try reauthorization.check() } catch { throw midBody(error) }
+            unchecked = 0
+            checked = .now
         }
+        do { try upload.append(bytes) } catch { throw midBody(error) }
+        unchecked += bytes.count
     }
 
     func finish() -> HTTPResponse {
-        Caller.$current.withValue(caller) { finishUpload() }
+        // The token, checked once more before the upload may complete.
+        let now: Caller?
+        do { now = try reauthorization?.check() ?? caller } catch { return refuse(error) }
+        return Caller.$current.withValue(now) { finishUpload() }
     }
 
     func finishUpload() -> HTTPResponse {
@@ -768,12 +900,14 @@ final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
             r.headers.append(("Upload-Offset", String(version.received)))
             return r
         } catch {
-            return ManagementAPI.response(for: error)
+            return ManagementAPI.response(for: error, log: api.repository.log)
         }
     }
 
     func abort() {
-        _ = try? upload.close()
+        // A chunked body cut off after its last byte would complete the upload here: only for a token that still works.
+        let allowed = reauthorization.map { (try? $0.check()) != nil } ?? true
+        _ = try? upload.close(completing: allowed)
         api.metrics?.recordUpload("interrupted")
     }
 }

@@ -40,11 +40,27 @@ public struct StaticTree: Sendable {
     /// The `Cache-Control` and `Content-Type` rule (docs/protocol.md §1), with its max-ages.
     public let headers: PublishedTreeHeaders
 
+    /// Headers on every answer of the tree — files, 304s, errors and 404s alike: no browser
+    /// sniffs a file for another type than it is sent as, and a file opened in a browser (an
+    /// uploaded pack's bytes, a catalog) runs nothing, loads nothing and is sandboxed, whatever
+    /// it holds. (The dashboard's pages have their own policy.)
+    public static let securityHeaders: [(name: String, value: String)] = [
+        (name: "X-Content-Type-Options", value: "nosniff"),
+        (name: "Content-Security-Policy", value: "default-src 'none'; sandbox"),
+    ]
+
     /// Answers a GET or HEAD for a path of the tree, with the conditional requests of RFC 9110 §13
     /// evaluated in its order: `If-Match` (412), `If-Unmodified-Since` (412, only without
     /// `If-Match`), `If-None-Match` (304), `If-Modified-Since` (304, only without `If-None-Match`),
-    /// then `Range` guarded by `If-Range` (a stale validator gets the whole file, 200).
+    /// then `Range` guarded by `If-Range` (a stale validator gets the whole file, 200). Every
+    /// answer carries ``securityHeaders``.
     public func respond(to request: HTTPRequest) -> HTTPResponse {
+        var r = answer(request)
+        r.headers += Self.securityHeaders
+        return r
+    }
+
+    func answer(_ request: HTTPRequest) -> HTTPResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
             var r = HTTPResponse.error(
                 405, code: "methodNotAllowed", "the published tree is read-only: use GET or HEAD", route: "static")

@@ -61,3 +61,33 @@ static size_t cmhd_unescape_keeping_nul(void *cls, struct MHD_Connection *connec
 }
 
 static inline intptr_t cmhd_unescape_callback(void) { return (intptr_t)cmhd_unescape_keeping_nul; }
+
+// A request target whose path holds an encoded "/", "\" or NUL ("%2F", "%5C", "%00", any case).
+// Decoded, "%2F" would be a separator the router never saw ("/api%2Ftokens" routed as
+// "/api/tokens"), "%5C" a separator to Windows-minded proxies and "%00" the end of the C string:
+// such a request is answered 400 before it is routed. The check reads the target as the client
+// sent it (MHD_OPTION_URI_LOG_CALLBACK runs before any decoding), the path only: the query is
+// decoded as usual.
+// The callback's answer marks such a request with a pointer that is never dereferenced (the
+// value 1: no object lives there), which becomes the request's first `*con_cls`.
+static inline void *cmhd_bad_target(void) { return (void *)(intptr_t)1; }
+
+static inline int cmhd_target_has_encoded_separator(const char *uri) {
+    if (uri == NULL) return 0;
+    for (const char *p = uri; *p && *p != '?'; p++) {
+        if (p[0] != '%' || p[1] == 0 || p[2] == 0) continue;
+        int high = cmhd_hex_digit(p[1]), low = cmhd_hex_digit(p[2]);
+        if (high < 0 || low < 0) continue;
+        int byte = high * 16 + low;
+        if (byte == '/' || byte == '\\' || byte == 0) return 1;
+    }
+    return 0;
+}
+
+static void *cmhd_uri_log(void *cls, const char *uri, struct MHD_Connection *connection) {
+    (void)cls;
+    (void)connection;
+    return cmhd_target_has_encoded_separator(uri) ? cmhd_bad_target() : NULL;
+}
+
+static inline intptr_t cmhd_uri_log_callback(void) { return (intptr_t)cmhd_uri_log; }

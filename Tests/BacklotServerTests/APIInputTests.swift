@@ -145,22 +145,26 @@ import Glibc
             try f.call(
                 "PUT", "/api/apps/b/packs/Levels/versions/1/archive", token: f.admin, file: f.packArchive(seed: 7)
             ).status == 404)
+        // A release names its pack and version in the body: b's Levels has no version 1 (a's is
+        // not reachable), a conflict with what b holds; an unknown app in the path is 404.
         #expect(
             try f.call(
                 "POST", "/api/apps/b/releases", token: f.admin,
                 json: #"{"pack":"Levels","version":1,"channel":"internal"}"#
-            ).status == 404)
+            ).status == 409)
+        // b's own Levels exists and has no version 1 (a's is not reachable): nothing to roll back to.
         #expect(
             try f.call(
                 "POST", "/api/apps/b/packs/Levels/rollback", token: reviewer,
                 json: #"{"channel":"internal","version":1}"#
-            ).status == 404)
+            ).status == 409)
         #expect(
             try f.call("POST", "/api/apps/b/packs/Levels/rollout", token: reviewer, json: #"{"percent":50}"#).status
                 == 409)
+        // b's own Levels exists but is on no channel: a conflict, as for the rollout above.
         #expect(
             try f.call("POST", "/api/apps/b/packs/Levels/withdraw", token: reviewer, json: #"{"channel":"production"}"#)
-                .status == 404)
+                .status == 409)
         #expect(try f.call("GET", "/api/apps/missing/releases", token: f.admin).status == 404)
         // b's list does not show a's request; a's request is still pending, and a can approve it.
         #expect(try f.call("GET", "/api/apps/b/releases", token: f.admin).text.contains("\"releases\":[]"))
