@@ -150,7 +150,7 @@ public enum RFC3339 {
     public static func string(_ date: Date) -> String {
         let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
         let (days, secondOfDay) = floorDivide(seconds, 86_400)
-        let (year, month, day) = civil(fromDays: days)
+        let (year, month, day) = CivilDate.date(fromDays: days)
         func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let y = String(year)
         let paddedYear = year >= 0 && year < 1000 ? String(repeating: "0", count: 4 - y.count) + y : y
@@ -174,7 +174,7 @@ public enum RFC3339 {
         guard b[4] == 0x2D, b[7] == 0x2D, b[10] == 0x54, b[13] == 0x3A, b[16] == 0x3A,
             let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
             let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-            (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+            (1...12).contains(month), day >= 1, day <= CivilDate.daysIn(month: month, year: year),
             hour <= 23, minute <= 59, second <= 59
         else { return nil }
         var offset: Int64 = 0
@@ -187,46 +187,14 @@ public enum RFC3339 {
             offset = (oh * 3600 + om * 60) * (b[19] == 0x2B ? 1 : -1)
         }
         let seconds =
-            days(fromYear: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second - offset
+            CivilDate.days(fromYear: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
+            - offset
         return Date(timeIntervalSince1970: TimeInterval(seconds))
-    }
-
-    private static func isLeap(_ year: Int64) -> Bool { year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) }
-
-    private static func daysIn(month: Int64, year: Int64) -> Int64 {
-        switch month {
-        case 2: isLeap(year) ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
     }
 
     private static func floorDivide(_ a: Int64, _ b: Int64) -> (Int64, Int64) {
         let q = a / b
         let r = a % b
         return r < 0 ? (q - 1, r + b) : (q, r)
-    }
-
-    /// Days since 1970-01-01 of a date of the proleptic Gregorian calendar (H. Hinnant's algorithm).
-    private static func days(fromYear year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = floorDivide(y, 400).0
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
-
-    /// The date of a day counted from 1970-01-01 (the inverse of ``days(fromYear:month:day:)``).
-    private static func civil(fromDays z: Int64) -> (Int64, Int64, Int64) {
-        let shifted = z + 719_468
-        let era = floorDivide(shifted, 146_097).0
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }

@@ -1,3 +1,5 @@
+import BacklotBasics
+
 /// HTTP dates (RFC 9110 §5.6.7): `Last-Modified` is written as an IMF-fixdate
 /// (`Sun, 06 Nov 1994 08:49:37 GMT`); `If-Modified-Since`, `If-Unmodified-Since` and `If-Range`
 /// are read in any of the three forms a recipient must accept (IMF-fixdate, RFC 850, asctime).
@@ -19,7 +21,7 @@ public enum HTTPDate {
     public static func format(_ seconds: Int64) -> String {
         let day = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - day * 86_400
-        let (y, m, d) = civil(fromDays: day)
+        let (y, m, d) = CivilDate.date(fromDays: day)
         let weekday = Int(((day % 7) + 11) % 7)  // 1970-01-01 was a Thursday
         func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
         return
@@ -82,28 +84,6 @@ public enum HTTPDate {
             let h = digits(time[0..<2]), let mi = digits(time[3..<5]), let s = digits(time[6..<8]),
             (1...31).contains(day), h < 24, mi < 60, s < 61
         else { return nil }
-        return days(fromCivil: year, month, day) * 86_400 + h * 3600 + mi * 60 + s
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-    static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+        return CivilDate.days(fromYear: year, month: month, day: day) * 86_400 + h * 3600 + mi * 60 + s
     }
 }
