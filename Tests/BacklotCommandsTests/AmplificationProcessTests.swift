@@ -31,8 +31,12 @@ import Glibc
         return made
     }
 
-    /// Runs `backlot ARGS` to its end (at most two minutes) and checks it refused the pack within the bounds.
-    func expectRefusedWithinBounds(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    /// Runs `backlot ARGS` to its end (at most two minutes) and checks that it failed printing
+    /// `phrase` (by default the path-bytes limit), within the bounds; returns how it ended.
+    @discardableResult
+    func expectRefused(
+        _ arguments: [String], with phrase: String = refusal, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> ChildProcess.Outcome {
         let outcome = try ChildProcess.run(
             executable: ProcessTests.binary, arguments: arguments, environment: ["HOME": "/nonexistent"],
             until: .now + .seconds(120))
@@ -41,8 +45,7 @@ import Glibc
         #expect(
             !outcome.timedOut && outcome.exitStatus != nil && outcome.exitStatus != 0, "\(command): \(output)",
             sourceLocation: sourceLocation)
-        #expect(
-            output.contains(Self.refusal), "\(command) printed: \(output.suffix(2000))", sourceLocation: sourceLocation)
+        #expect(output.contains(phrase), "\(command) printed: \(output.suffix(2000))", sourceLocation: sourceLocation)
         #expect(
             outcome.peakResidentBytes > 0 && outcome.peakResidentBytes < Self.memoryLimit,
             "\(command) peaked at \(outcome.peakResidentBytes >> 20) MiB", sourceLocation: sourceLocation)
@@ -52,6 +55,7 @@ import Glibc
         print(
             "AmplificationProcessTests: \(arguments[0]) refused it at \(outcome.peakResidentBytes >> 20) MiB, \(outcome.cpuTime) of CPU"
         )
+        return outcome
     }
 
     @Test func everyCommandThatReadsAPackRefusesTheAmplifierWithinBounds() throws {
@@ -62,36 +66,21 @@ import Glibc
         try Data(pack).write(to: URL(fileURLWithPath: dir.at("amplifier.pack")))
         try SamplePack.writeTree(in: dir)
         let small = try SamplePack.build(in: dir)
-        try expectRefusedWithinBounds(["inspect", dir.at("amplifier.pack")])
-        try expectRefusedWithinBounds(["inspect", "--files", dir.at("amplifier.pack")])
-        try expectRefusedWithinBounds(["inspect", "--json", dir.at("amplifier.pack")])
-        try expectRefusedWithinBounds(["verify", dir.at("amplifier.pack")])
-        try expectRefusedWithinBounds(["extract", dir.at("amplifier.pack"), "-o", dir.at("out")])
+        try expectRefused(["inspect", dir.at("amplifier.pack")])
+        try expectRefused(["inspect", "--files", dir.at("amplifier.pack")])
+        try expectRefused(["inspect", "--json", dir.at("amplifier.pack")])
+        try expectRefused(["verify", dir.at("amplifier.pack")])
+        try expectRefused(["extract", dir.at("amplifier.pack"), "-o", dir.at("out")])
         #expect(!FileSystem.exists(dir.at("out")))
-        try expectRefusedWithinBounds(["diff", small, dir.at("amplifier.pack")])
-        try expectRefusedWithinBounds(["diff", dir.at("amplifier.pack"), small])
+        try expectRefused(["diff", small, dir.at("amplifier.pack")])
+        try expectRefused(["diff", dir.at("amplifier.pack"), small])
     }
 
     @Test func fetchRefusesTheAmplifierFromASignedCatalogWithinBounds() throws {
         let fixture = try ClientFixture()
-        let pack = try amplifier()
-        let header = try PackHeader.decode(
-            Array(pack.prefix(PackHeader.size)), fileSize: UInt64(pack.count), source: "amplifier")
-        let sha = SHA256.hash(pack)
-        let packs = fixture.repository.directory.publicTreePath + "/v1/packs"
-        try FileManager.default.createDirectory(atPath: packs, withIntermediateDirectories: true)
-        try Data(pack).write(to: URL(fileURLWithPath: packs + "/\(sha.hex).pack"))
         // A catalog a compromised publisher could have signed: it names the pack as it is.
-        let release = Catalog.Release(
-            version: 1, downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil, installSize: 0,
-            archiveURL: "../../../packs/\(sha.hex).pack", archiveSize: UInt64(pack.count), archiveSHA256: sha,
-            indexOffset: header.indexOffset, indexLength: header.indexLength, indexSHA256: header.indexDigest)
-        try fixture.publishCatalog(
-            Catalog(
-                app: fixture.app, channel: .internal, version: UInt64(Date().timeIntervalSince1970) + 1000,
-                issued: Date(), expires: Date().addingTimeInterval(86_400),
-                packs: [Catalog.Entry(id: try PackID("Crafted"), release: release)]))
-        try expectRefusedWithinBounds([
+        try publish(try amplifier(), installSize: 0, in: fixture)
+        try expectRefused([
             "fetch", "--catalog", fixture.catalogURL().absoluteString, "--trust",
             fixture.repository.directory.publicKeyPath, "--container", fixture.dir.at("device"),
         ])
@@ -108,23 +97,14 @@ import Glibc
         let pack = try CraftedPack.repeatedChunk(id: "Crafted", references: 4_000_000, correctDigest: false)
         #expect(pack.count < 16 << 20)
         try publish(pack, installSize: 4_000_000 * UInt64(CraftedPack.chunkSize), in: fixture)
-        let outcome = try ChildProcess.run(
-            executable: ProcessTests.binary,
-            arguments: [
+        let outcome = try expectRefused(
+            [
                 "fetch", "--catalog", fixture.catalogURL().absoluteString, "--trust",
                 fixture.repository.directory.publicKeyPath, "--container", fixture.dir.at("device"),
-            ], environment: ["HOME": "/nonexistent"], until: .now + .seconds(120))
+            ], with: "installing Crafted needs 16777216000000 bytes but only")
         let output = String(decoding: outcome.output, as: UTF8.self)
-        #expect(outcome.exitStatus != nil && outcome.exitStatus != 0, "\(output)")
         #expect(outcome.exitStatus == 1, "a failure of the install, not of the input: \(output)")
-        #expect(
-            output.contains("installing Crafted needs 16777216000000 bytes but only")
-                && output.contains("hint: free some disk space"), "\(output.suffix(2000))")
-        #expect(outcome.peakResidentBytes < Self.memoryLimit, "fetch peaked at \(outcome.peakResidentBytes >> 20) MiB")
-        #expect(outcome.cpuTime < Self.cpuLimit, "fetch used \(outcome.cpuTime) of CPU")
-        print(
-            "AmplificationProcessTests: fetch refused 16 TB from one chunk at \(outcome.peakResidentBytes >> 20) MiB, \(outcome.cpuTime) of CPU"
-        )
+        #expect(output.contains("hint: free some disk space"), "\(output.suffix(2000))")
     }
 
     /// Puts `pack` in the fixture's tree as is and signs a catalog naming it (what a compromised
@@ -212,7 +192,7 @@ import Glibc
         #expect(manifest.count < 16 << 20)
         try Data(manifest).write(to: URL(fileURLWithPath: fixture.dir.at("M.json")))
         try fixture.dir.write("src/a", Array("a".utf8))
-        try expect(["evaluate", fixture.dir.at("M.json"), "--source-root", fixture.dir.at("src")], refusedWith: limit)
+        try expectRefused(["evaluate", fixture.dir.at("M.json"), "--source-root", fixture.dir.at("src")], with: limit)
         // A catalog (unsigned: the envelope is read before any signature can be checked).
         let catalog = Self.tinyValues {
             #"{"payloadType":"application/vnd.backlot.catalog+json","payload":"","signatures":["# + $0 + "]}"
@@ -221,34 +201,11 @@ import Glibc
         try FileManager.default.createDirectory(
             atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path, withIntermediateDirectories: true)
         try Data(catalog).write(to: URL(fileURLWithPath: path))
-        try expect(
+        try expectRefused(
             [
                 "fetch", "--catalog", fixture.catalogURL().absoluteString, "--trust",
                 fixture.repository.directory.publicKeyPath, "--container", fixture.dir.at("device"),
-            ], refusedWith: limit)
-    }
-
-    func expect(
-        _ arguments: [String], refusedWith phrase: String, sourceLocation: SourceLocation = #_sourceLocation
-    ) throws {
-        let outcome = try ChildProcess.run(
-            executable: ProcessTests.binary, arguments: arguments, environment: ["HOME": "/nonexistent"],
-            until: .now + .seconds(120))
-        let output = String(decoding: outcome.output, as: UTF8.self)
-        #expect(
-            outcome.exitStatus != nil && outcome.exitStatus != 0, "\(arguments[0]): \(output)",
-            sourceLocation: sourceLocation)
-        #expect(
-            output.contains(phrase), "\(arguments[0]) printed: \(output.suffix(2000))", sourceLocation: sourceLocation)
-        #expect(
-            outcome.peakResidentBytes > 0 && outcome.peakResidentBytes < Self.memoryLimit,
-            "\(arguments[0]) peaked at \(outcome.peakResidentBytes >> 20) MiB", sourceLocation: sourceLocation)
-        #expect(
-            outcome.cpuTime < Self.cpuLimit, "\(arguments[0]) used \(outcome.cpuTime) of CPU",
-            sourceLocation: sourceLocation)
-        print(
-            "AmplificationProcessTests: \(arguments[0]) refused tiny JSON values at \(outcome.peakResidentBytes >> 20) MiB, \(outcome.cpuTime) of CPU"
-        )
+            ], with: limit)
     }
 
     /// The largest resident set of a running process so far (`VmHWM` in /proc/PID/status).
