@@ -43,12 +43,13 @@ struct ServeCommand: Command {
             DIR). They share the work through leases in the database: an upload begun on one is
             resumed on another, processing is claimed by one server and taken over when its server
             dies (after --lease seconds), publications of a channel take turns, and one server at a
-            time re-signs catalogs before they expire.
+            time re-signs catalogs before they expire. A database records the storage it was first
+            used with (the data folder, or the bucket) and refuses a server with other storage.
             """,
         options: RepositoryOptions.options + [
             host, port, tls, tlsCert, tlsKey, hostnames, publicURL, maximumInstallSize, catalogMaxAge,
             threads, connectionsPerAddress, maximumConnections, lease, abandonedUploadsAfter, quiet,
-            metricsTokenFile, metricsListen,
+            metricsTokenFile, metricsListen, adoptStorage,
         ])
 
     static let host = Option<String>("host", "ADDRESS", default: "127.0.0.1", help: "Address to listen on.")
@@ -87,6 +88,11 @@ struct ServeCommand: Command {
             "How long a server's claim on an upload, a processing or the re-signing lasts unrenewed: how soon another server takes over from one that died."
     )
     static let quiet = Flag("quiet", help: "No access log.")
+    static let adoptStorage = Flag(
+        "adopt-storage",
+        help:
+            "Record this server's storage (DIR, or --storage) in the database, replacing the one it records (after moving or copying the storage)."
+    )
     static let metricsTokenFile = Option<String?>(
         "metrics-token-file", "FILE",
         help:
@@ -208,6 +214,7 @@ struct ServeCommand: Command {
             let local = try LocalTLS.prepare(in: directory, hostnames: hostnames)
             tls = (local.certificatePEM, local.privateKeyPEM)
             probeCA = local.caCertificatePath
+            if let warning = local.caWarning { io.err("warning: \(warning)\n") }
             trustNote = """
                 TLS: local CA \(local.caCertificatePath)
                      SHA-256 fingerprint \(local.caFingerprint)
@@ -236,7 +243,7 @@ struct ServeCommand: Command {
         configuration.connectionLimit = arguments[maximumConnections] ?? configuration.connectionLimit
         let repository = try Repository(
             directory: directory, maximumInstallSize: maximumInstallSize, database: database, tree: tree,
-            archives: bucket?.archives, leaseDuration: Double(lease))
+            archives: bucket?.archives, leaseDuration: Double(lease), adoptStorage: arguments[adoptStorage])
         repository.onEvent { line in io.err(line + "\n") }
         repository.setPublicURL(
             arguments[publicURL] ?? HostingServer.baseURL(host: host, port: listener.port, tls: tls != nil))

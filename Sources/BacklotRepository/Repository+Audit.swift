@@ -9,7 +9,7 @@ extension Repository {
         "app.create", "app.update", "pack.create", "version.create", "version.uploaded", "version.processed",
         "version.failed", "version.delete", "version.abandoned", "release.request", "release.approve",
         "release.reject", "rollout.set", "rollback", "withdraw", "token.create", "token.revoke", "token.rotate",
-        "key.rotate", "catalog.resign",
+        "key.rotate", "catalog.resign", "storage.adopt",
     ]
 
     /// The most entries one page of ``auditEntries(app:action:limit:before:)`` holds.

@@ -131,6 +131,17 @@ extension Repository {
             6, "the token that created each version (who may continue its upload)",
             sqlite: "ALTER TABLE versions ADD COLUMN created_by INTEGER;",
             postgresql: "ALTER TABLE versions ADD COLUMN created_by BIGINT;"),
+        // One row (id 1): the storage the first server recorded (Repository+StorageRecord.swift).
+        SchemaMigration(
+            7, "the storage the repository's archives and tree are in (servers sharing a database share it)",
+            sqlite: """
+                CREATE TABLE storage_record (id INTEGER PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL, description TEXT NOT NULL,
+                    recorded INTEGER NOT NULL, recorded_by TEXT NOT NULL);
+                """,
+            postgresql: """
+                CREATE TABLE storage_record (id BIGINT PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL, description TEXT NOT NULL,
+                    recorded BIGINT NOT NULL, recorded_by TEXT NOT NULL);
+                """),
     ]
 
     private static let indexes = """

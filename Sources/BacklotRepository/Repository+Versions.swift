@@ -112,13 +112,7 @@ extension Repository {
             {
                 return (same, false)
             }
-            let used = try quotaUse(&tx, app: app, replacing: (pack, size))
-            guard used <= quotaBytes else {
-                throw BacklotError(
-                    .quotaExceeded,
-                    "this version would bring the app to \(used) bytes, \(used - quotaBytes) over its quota of \(quotaBytes)",
-                    context: "\(app)/\(pack)", hint: "delete versions you no longer need (backlot versions delete)")
-            }
+            try requireQuota(&tx, app: app, pack: pack, size: size)
             let last =
                 try tx.query(
                     "SELECT MAX(number) AS n FROM versions WHERE app = ? AND pack = ?", [.text(app), .text(pack)]
@@ -148,25 +142,64 @@ extension Repository {
     }
 
     /// Apple's quota rule: per pack, the largest retained version; summed over the app's packs.
+    /// A version still awaiting its upload counts the bytes stored so far, not the size it
+    /// declared: a declaration reserves nothing (else one token could hold an app's whole quota
+    /// by declaring it and sending nothing), and the check is made again when the last byte
+    /// arrives (``uploadFinished(versionID:)``), where `replacing` is that version at its size.
     func quotaUse(
         _ tx: inout any MetadataConnection, app: String, replacing: (pack: String, size: UInt64)
     ) throws -> UInt64 {
         let rows = try tx.query(
-            """
-            SELECT pack, MAX(declared_size) AS m FROM versions
-            WHERE app = ? AND deleted = 0 AND state != 'FAILED' GROUP BY pack
-            """, [.text(app)])
-        var total: UInt64 = 0
-        var sawPack = false
-        for r in rows {
-            var m = r["m"]?.integer(as: UInt64.self) ?? 0
-            if r["pack"]?.string == replacing.pack {
-                m = max(m, replacing.size)
-                sawPack = true
-            }
-            total = try CheckedInteger.add(total, m, "the app's quota use", context: app)
+            "SELECT * FROM versions WHERE app = ? AND deleted = 0 AND state != 'FAILED'", [.text(app)])
+        var largest: [String: UInt64] = [replacing.pack: replacing.size]
+        for row in rows {
+            let pack = row["pack"]?.string ?? ""
+            let bytes =
+                row["state"]?.string == VersionState.awaitingUpload.rawValue
+                ? archives.receivedBytes(uploadRecord(row)) : (row["declared_size"]?.integer(as: UInt64.self) ?? 0)
+            largest[pack] = max(largest[pack] ?? 0, bytes)
         }
-        return sawPack ? total : try CheckedInteger.add(total, replacing.size, "the app's quota use", context: app)
+        return try largest.values.reduce(0) { try CheckedInteger.add($0, $1, "the app's quota use", context: app) }
+    }
+
+    /// Refuses a version of `size` bytes of `pack` that would bring `app` over its quota. The
+    /// app's row is written first, so that checks of one app take turns (two uploads finishing
+    /// at once cannot both take the last of the quota).
+    /// - Throws: `quotaExceeded`, saying by how much and what to do.
+    func requireQuota(
+        _ tx: inout any MetadataConnection, app: String, pack: String, size: UInt64, finishing: Bool = false
+    ) throws {
+        try tx.run("UPDATE apps SET four_eyes = four_eyes WHERE id = ?", [.text(app)])
+        let used = try quotaUse(&tx, app: app, replacing: (pack, size))
+        guard used > quotaBytes else { return }
+        throw BacklotError(
+            .quotaExceeded,
+            "this version would bring the app to \(used) bytes, \(used - quotaBytes) over its quota of \(quotaBytes)",
+            context: "\(app)/\(pack)",
+            hint: finishing
+                ? "its bytes are kept: delete versions you no longer need (backlot versions delete), then finish the upload (run backlot upload again, or PUT at its last byte with an empty body)"
+                : "delete versions you no longer need (backlot versions delete)")
+    }
+
+    /// ``requireQuota(_:app:pack:size:finishing:)`` for the upload of a version at its declared size;
+    /// nothing for a version no longer awaiting its upload.
+    func requireQuota(_ tx: inout any MetadataConnection, versionID: Int64) throws {
+        guard
+            let row = try tx.query(
+                "SELECT app, pack, declared_size FROM versions WHERE id = ? AND state = 'AWAITING_UPLOAD'",
+                [.integer(versionID)]
+            ).first
+        else { return }
+        try requireQuota(
+            &tx, app: row["app"]?.string ?? "", pack: row["pack"]?.string ?? "",
+            size: row["declared_size"]?.integer(as: UInt64.self) ?? 0, finishing: true)
+    }
+
+    /// Refuses an upload in progress that can no longer fit in its app's quota (another version
+    /// took the room meanwhile), so that it stops early rather than at its last byte.
+    /// - Throws: `quotaExceeded`; the bytes received stay.
+    func requireQuota(forUpload versionID: Int64) throws {
+        try db.transaction { tx in try requireQuota(&tx, versionID: versionID) }
     }
 
     /// One version. - Throws: `notFound`.
@@ -376,9 +409,13 @@ extension Repository {
         return removed
     }
 
-    /// Marks a fully received upload for processing.
+    /// Marks a fully received upload for processing, once the quota allows it (the version now
+    /// counts its declared size).
+    /// - Throws: `quotaExceeded` when it would bring the app over its quota: it stays awaiting
+    ///   its upload, with every byte, and a later request finishes it.
     func uploadFinished(versionID: Int64) throws {
         let (changed, app) = try db.transaction { tx in
+            try requireQuota(&tx, versionID: versionID)
             // The upload's lease ends with it: processing claims its own.
             let changed = try tx.run(
                 "UPDATE versions SET state = 'PROCESSING', lease_owner = NULL, lease_until = NULL WHERE id = ? AND state = 'AWAITING_UPLOAD'",
@@ -708,8 +745,9 @@ public final class Upload: @unchecked Sendable {
         _ = repository.activeUploads.withLock { $0.insert(versionID) }
     }
 
-    /// Appends bytes. - Throws: `quotaExceeded` past the declared size (nothing past it is written);
-    ///   `conflict` when the upload's lease was lost to another request.
+    /// Appends bytes. - Throws: `quotaExceeded` past the declared size (nothing past it is written),
+    ///   or when the app's quota can no longer hold the version (checked every 30 s; what arrived
+    ///   stays); `conflict` when the upload's lease was lost to another request.
     public func append(_ bytes: UnsafeRawBufferPointer) throws {
         guard received + UInt64(bytes.count) <= declared else {
             throw BacklotError(
@@ -729,6 +767,7 @@ public final class Upload: @unchecked Sendable {
         if ContinuousClock.now - touched > .seconds(30) {
             try? repository.touchUpload(versionID: versionID)
             touched = .now
+            try repository.requireQuota(forUpload: versionID)
         }
     }
 
@@ -737,6 +776,8 @@ public final class Upload: @unchecked Sendable {
     /// meanwhile): the bytes stay, the version stays `AWAITING_UPLOAD`, and a request of a token
     /// that may upload it finishes it (a `PUT` at the last byte, with an empty body).
     /// - Returns: whether the upload is complete (always false without `completing`).
+    /// - Throws: `quotaExceeded` when the complete version would bring its app over its quota
+    ///   (every byte stays; finishing it again once room was made starts processing).
     @discardableResult
     public func close(completing: Bool = true) throws -> Bool {
         guard !closed else { return completed }

@@ -101,13 +101,21 @@ public final class Repository: Sendable {
     ///     (``LocalArchiveStore``). A shared store (``S3ArchiveStore``) lets several servers on one
     ///     database take each other's uploads and processing over.
     ///   - leaseDuration: seconds a lease lasts unrenewed (``defaultLeaseDuration``).
+    ///   - adoptStorage: record this repository's storage in the database even when the database
+    ///     records another (the storage was moved or copied); see below.
+    ///
+    /// The database records the storage (the data folder, or the bucket) it was first opened
+    /// with, and a repository with other storage is refused: two servers sharing a database
+    /// without sharing a bucket would each see versions whose archives only the other has.
     /// - Throws: ``BacklotError/Code/unavailable`` when the database cannot be reached;
-    ///   ``BacklotError/Code/invalidInput`` when its schema is newer than this build knows.
+    ///   ``BacklotError/Code/invalidInput`` when its schema is newer than this build knows;
+    ///   ``BacklotError/Code/conflict`` when the database records other storage than this one's.
     public init(
         directory: RepositoryDirectory, quotaBytes: UInt64 = 200_000_000_000, maximumPacksPerApp: Int = 100,
         maximumInstallSize: UInt64 = Repository.defaultMaximumInstallSize, processingWorkers: Int = 2,
         database: (any MetadataDatabase)? = nil, tree: (any PublishedTreeStore)? = nil,
-        archives: (any ArchiveStore)? = nil, leaseDuration: Double = Repository.defaultLeaseDuration
+        archives: (any ArchiveStore)? = nil, leaseDuration: Double = Repository.defaultLeaseDuration,
+        adoptStorage: Bool = false
     ) throws {
         self.directory = directory
         self.tree = tree ?? LocalPublishedTree(directory: directory)
@@ -130,6 +138,7 @@ public final class Repository: Sendable {
         }
         db = try database ?? SQLiteMetadataDatabase(path: directory.path + "/meta.sqlite", mode: 0o600)
         try SchemaMigration.apply(Self.schemaSteps, to: db)
+        try checkStorageRecord(adopting: adoptStorage)
         if database == nil, !(try hadAdminToken()) {
             let token = try createToken(role: .admin, label: "initial admin")
             try RepositoryDirectory.writeSecret(token + "\n", to: adminTokenPath)

@@ -33,6 +33,9 @@ public struct RepositoryDirectory: Sendable {
     public var publicTreePath: String { path + "/public" }
     /// Where files of the published tree are written before they are renamed into it (never served).
     public var stagingPath: String { path + "/staging" }
+    /// A random name of this folder's storage, made once (``storageID()``): how a shared database
+    /// tells two folders apart (``Repository/storageRecord``).
+    public var storageIDPath: String { path + "/storage-id" }
 
     /// Opens (and on first use initialises) a data folder.
     ///
@@ -209,6 +212,33 @@ public struct RepositoryDirectory: Sendable {
     }
 
     /// Writes a file readable by the owner only (0600), atomically.
+    /// This folder's storage ID: a random UUID written to ``storageIDPath`` the first time it is
+    /// asked for, the same ever after (it moves with the folder when the folder is moved or copied).
+    /// - Throws: ``BacklotError/Code/io`` when the file cannot be read or written.
+    public func storageID() throws -> String {
+        if FileSystem.exists(storageIDPath) {
+            let text = (try? String(contentsOfFile: storageIDPath, encoding: .utf8)) ?? ""
+            let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard UUID(uuidString: id) != nil else {
+                throw BacklotError(
+                    .invalidInput, "the folder's storage ID is not a UUID", context: storageIDPath,
+                    hint:
+                        "restore the file from a backup of the folder, or remove it if no database records this folder yet"
+                )
+            }
+            return id.lowercased()
+        }
+        let id = UUID().uuidString.lowercased()
+        do {
+            let file = try AtomicFile(path: storageIDPath, overwrite: false, mode: 0o600)
+            try file.descriptor.write(Array((id + "\n").utf8))
+            try file.commit()
+        } catch let e as BacklotError where e.code == .alreadyExists {
+            return try storageID()  // another process made it first: theirs is the folder's
+        }
+        return id
+    }
+
     public static func writeSecret(_ text: String, to path: String) throws {
         let file = try AtomicFile(path: path, overwrite: true, mode: 0o600)
         try file.descriptor.write(Array(text.utf8))

@@ -289,7 +289,10 @@ public struct ManagementAPI: Sendable {
                         409,
                         "The version is not awaiting an upload, the offset is not the bytes received, or another upload to it is running."
                     ),
-                    .init(413, "The body would go past the declared size."),
+                    .init(
+                        413,
+                        "The body would go past the declared size, or the complete version would bring the app over its quota (the bytes stay; finish it once there is room)."
+                    ),
                 ])
         ) { api, call in
             let offset = try CheckedInteger.parse(

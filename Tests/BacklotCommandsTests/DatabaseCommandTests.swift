@@ -60,6 +60,22 @@ import Testing
         #expect(initialisation.status == 1 && initialisation.err.contains("127.0.0.1:\(port)"), "\(initialisation.err)")
     }
 
+    /// Two data folders on one database without a shared bucket (issue #25, F8): the second is
+    /// refused before it serves anything, naming the folder the database belongs to.
+    @Test(.requires(.postgres)) func aSecondFolderOnOneDatabaseIsRefusedWithWhatToDo() throws {
+        let url = try PostgresCluster.shared().createDatabase("two_folders")
+        let dir = try TemporaryDirectory("cli-two-folders")
+        defer { dir.remove() }
+        let first = run(["catalog", "resign", "--data", dir.at("one"), "--database", url])
+        #expect(first.status == 0, "\(first.err)")
+        let serve = run(["serve", "--data", dir.at("two"), "--database", url, "--port", "0", "--tls", "off", "--quiet"])
+        #expect(serve.status == 2, "\(serve)")
+        #expect(serve.err.contains(dir.at("one")) && serve.err.contains("--storage"), "\(serve.err)")
+        #expect(serve.err.contains("--adopt-storage") && !serve.out.contains("Serving"), "\(serve.err)")
+        let again = run(["catalog", "resign", "--data", dir.at("one"), "--database", url])
+        #expect(again.status == 0, "\(again.err)")
+    }
+
     @Test func aDatabaseThatIsNotPostgreSQLIsAUsageError() throws {
         let r = run(["admin", "init", "--database", "mysql://root@127.0.0.1/backlot"])
         #expect(r.status == 2 && r.err.contains("postgresql://"), "\(r.err)")

@@ -186,6 +186,10 @@ import Testing
         defer { dir.remove() }
         let url = backend == .postgresql ? try PostgresCluster.shared().createDatabase("openers") : nil
         let openers = 4
+        // Copies of one folder (one storage ID): a database belongs to one storage (StorageRecordTests).
+        let folder = try RepositoryDirectory(path: dir.at("data"))
+        _ = try folder.storageID()
+        for i in 0..<openers { try FileManager.default.copyItem(atPath: folder.path, toPath: dir.at("data\(i)")) }
         let failures = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: openers) { i in
             do {

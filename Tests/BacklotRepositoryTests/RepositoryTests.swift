@@ -178,13 +178,66 @@ import Testing
         try repo.createPack(app: "a", id: "p1")
         try repo.createPack(app: "a", id: "p2")
         #expect { try repo.createPack(app: "a", id: "p3") } throws: { ($0 as? BacklotError)?.code == .quotaExceeded }
-        _ = try repo.createVersion(app: "a", pack: "p1", size: 6000)
-        _ = try repo.createVersion(app: "a", pack: "p1", size: 5000)  // p1 still counts 6000
+        // A version awaiting its upload counts what it stored: 5,999 of its 6,000 bytes here.
+        let v1 = try repo.createVersion(app: "a", pack: "p1", size: 6000)
+        let upload = try repo.beginUpload(app: "a", pack: "p1", number: v1.number, offset: 0)
+        try [UInt8](repeating: 7, count: 5999).withUnsafeBytes { try upload.append($0) }
+        #expect(try upload.close() == false)
+        _ = try repo.createVersion(app: "a", pack: "p1", size: 5000)  // p1 still counts 5,999
         #expect { try repo.createVersion(app: "a", pack: "p2", size: 4500) } throws: {
             guard let e = $0 as? BacklotError else { return false }
-            return e.code == .quotaExceeded && e.message.contains("500 over")
+            return e.code == .quotaExceeded && e.message.contains("499 over")
         }
         _ = try repo.createVersion(app: "a", pack: "p2", size: 4000)
+        #expect { try repo.createVersion(app: "a", pack: "p2", size: 10_001) } throws: {
+            ($0 as? BacklotError)?.code == .invalidInput  // larger than the whole quota: impossible
+        }
+    }
+
+    /// A declared size reserves nothing (a token that declares the whole quota and sends nothing
+    /// holds none of it); the quota is checked again when the last byte arrives, and a version
+    /// refused then keeps its bytes and is finished once there is room.
+    @Test(arguments: Backend.allCases) func aDeclarationReservesNothingAndTheLastByteIsChecked(
+        _ backend: Backend
+    ) throws {
+        let dir = try TemporaryDirectory("quota-reserve")
+        defer { dir.remove() }
+        let src = try TemporaryDirectory("src")
+        defer { src.remove() }
+        try SamplePack.writeTree(in: src, seed: 42)
+        let pack = Array(
+            try Data(
+                contentsOf: URL(
+                    fileURLWithPath: try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: "Levels")))))
+        let quota = UInt64(pack.count) + 1000
+        let repo = try backend.repository(at: dir.at("data"), label: "quota-reserve", quotaBytes: quota)
+        try repo.createApp("a")
+        try repo.createPack(app: "a", id: "Levels")
+        try repo.createPack(app: "a", id: "Other")
+        let levels = try repo.createVersion(app: "a", pack: "Levels", size: UInt64(pack.count))
+        // The pack's declaration holds nothing: 1,500 more bytes may be declared beside it.
+        let other = try repo.createVersion(app: "a", pack: "Other", size: 1500)
+        let partial = try repo.beginUpload(app: "a", pack: "Other", number: other.number, offset: 0)
+        try [UInt8](repeating: 1, count: 1499).withUnsafeBytes { try partial.append($0) }
+        #expect(try partial.close() == false)
+
+        let upload = try repo.beginUpload(app: "a", pack: "Levels", number: levels.number, offset: 0)
+        try pack.withUnsafeBytes { try upload.append($0) }
+        #expect { try upload.close() } throws: {
+            guard let e = $0 as? BacklotError else { return false }
+            return e.code == .quotaExceeded && e.message.contains("499 over") && (e.hint ?? "").contains("kept")
+        }
+        var now = try repo.version(app: "a", pack: "Levels", number: levels.number)
+        #expect(now.state == .awaitingUpload)
+        #expect(now.received == UInt64(pack.count))
+
+        try repo.deleteVersion(app: "a", pack: "Other", number: other.number)
+        let finishing = try repo.beginUpload(
+            app: "a", pack: "Levels", number: levels.number, offset: UInt64(pack.count))
+        #expect(try finishing.close() == true)
+        repo.waitForProcessing()
+        now = try repo.version(app: "a", pack: "Levels", number: levels.number)
+        #expect(now.state == .complete)
     }
 
     @Test(arguments: Backend.allCases) func tokensAreStoredHashedAndTheAdminTokenIsWrittenOnce(

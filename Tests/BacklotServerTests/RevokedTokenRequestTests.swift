@@ -275,6 +275,8 @@ final class SlowHTTPConnection {
         let url = try PostgresCluster.shared().createDatabase("revoked")
         let a = try Repository(directory: RepositoryDirectory(path: dir.at("a")), database: PostgresDatabase(url: url))
         let admin = try a.createInitialAdminToken()
+        // A copy of a's folder: servers sharing a database share its storage (StorageRecordTests).
+        try FileManager.default.copyItem(atPath: dir.at("a"), toPath: dir.at("b"))
         let b = try Repository(directory: RepositoryDirectory(path: dir.at("b")), database: PostgresDatabase(url: url))
         let serverA = try HostingServer(repository: a, configuration: .init(port: 0))
         let serverB = try HostingServer(repository: b, configuration: .init(port: 0))

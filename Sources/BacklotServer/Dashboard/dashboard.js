@@ -816,7 +816,8 @@
 
   const ACTIONS = ['app.create', 'app.update', 'pack.create', 'version.create', 'version.uploaded', 'version.processed',
     'version.failed', 'version.delete', 'version.abandoned', 'release.request', 'release.approve', 'release.reject',
-    'rollout.set', 'rollback', 'withdraw', 'token.create', 'token.revoke', 'token.rotate', 'key.rotate', 'catalog.resign'];
+    'rollout.set', 'rollback', 'withdraw', 'token.create', 'token.revoke', 'token.rotate', 'key.rotate', 'catalog.resign',
+    'storage.adopt'];
 
   async function pageActivity(id, app, action) {
     const list = await apps();
