@@ -3,7 +3,7 @@ SWIFT ?= swift
 BUILD_DIR := .build
 BACKLOT := $(BUILD_DIR)/debug/backlot
 
-.PHONY: all bootstrap build demo demo-cluster test bench clean install
+.PHONY: all bootstrap build demo demo-cluster test bench clean install deb
 
 all: build
 
@@ -24,7 +24,9 @@ demo-cluster: build
 
 # The module graph against Package.swift and docs/architecture.md, swift format lint, the tests (with the
 # explicit import check), schemathesis against a live server, the README's release week in bash and zsh,
-# the example app against a server, then a short seeded pass of every fuzz harness (scripts/fuzz --smoke).
+# the example app against a server, libbacklot and its C, C++, Python, Rust and C# bindings against a server,
+# a downloader extension written in Python, the Debian package installed and removed, then a short seeded
+# pass of every fuzz harness (scripts/fuzz --smoke).
 test: bootstrap
 	@scripts/module-graph --check
 	@$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Examples
@@ -33,6 +35,8 @@ test: bootstrap
 	@scripts/dashboard-test $(BACKLOT) $(BUILD_DIR)/dashboard-test
 	@scripts/release-week $(BACKLOT)
 	@SWIFT=$(SWIFT) scripts/example-app $(BACKLOT)
+	@SWIFT=$(SWIFT) scripts/capi-test $(BACKLOT)
+	@SWIFT=$(SWIFT) scripts/deb-test
 	@scripts/fuzz --smoke
 
 # Builds the libFuzzer harnesses and runs each for FUZZ_SECONDS; crash inputs go to Fuzz/Findings/.
@@ -47,6 +51,10 @@ INSTALL_FLAGS ?=
 install: bootstrap
 	$(SWIFT) build -c release
 	@scripts/install --prefix $(PREFIX) --binary $(BUILD_DIR)/release/backlot $(INSTALL_FLAGS)
+
+# The Debian package backlot_VERSION_amd64.deb in .build/deb (release build; docs/packaging.md).
+deb: bootstrap
+	@SWIFT=$(SWIFT) scripts/deb
 
 # Release build, a generated ~1 GiB corpus, and side-by-side runs against the peers.
 bench:

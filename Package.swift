@@ -5,6 +5,9 @@
 //   C shims ← BacklotBasics ← BacklotCrypto, BacklotZstd, BacklotJSON ← BacklotFormat ← BacklotCommands ← backlot
 import PackageDescription
 
+/// Where the package is: libbacklot's linker flags name its symbol map by absolute path.
+let packageRoot = Context.packageDirectory
+
 /// A C library found by pkg-config, wrapped as a `C*` module (module.modulemap + shim.h).
 func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
     .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
@@ -20,6 +23,9 @@ let package = Package(
         .library(name: "BacklotClient", targets: ["BacklotClient"]),
         .library(name: "BacklotExtension", targets: ["BacklotExtension"]),
         .library(name: "BacklotTaskScheduler", targets: ["BacklotTaskScheduler"]),
+        // libbacklot: the client as a C library (include/backlot/backlot.h), for every language
+        // that calls C. Built as libBacklotCAPI.so with the soname libbacklot.so.0; installed as libbacklot.so.
+        .library(name: "BacklotCAPI", type: .dynamic, targets: ["BacklotCAPI"]),
     ],
     targets: [
         // C shims: the only place C headers are imported.
@@ -31,6 +37,8 @@ let package = Package(
         systemLibrary("CPostgreSQL", pkgConfig: "libpq", apt: "libpq-dev"),
         // Linux calls missing from Swift's Glibc module (openat2), header only.
         .systemLibrary(name: "CLinuxSupport"),
+        // libbacklot's public header (include/backlot/backlot.h), which BacklotCAPI implements.
+        .systemLibrary(name: "CBacklot"),
 
         // Shared vocabulary: structured errors, atomic files, directory walking.
         .target(name: "BacklotBasics", dependencies: ["CLinuxSupport"]),
@@ -109,6 +117,16 @@ let package = Package(
                 "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTaskScheduler",
             ]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
+        // The C interface over the client: handles, statuses, callbacks (libbacklot).
+        .target(
+            name: "BacklotCAPI",
+            dependencies: ["CBacklot", "BacklotBasics", "BacklotCatalog", "BacklotClient"],
+            linkerSettings: [
+                .unsafeFlags([
+                    "-Xlinker", "-soname=libbacklot.so.0",
+                    "-Xlinker", "--version-script=\(packageRoot)/include/backlot/libbacklot.map",
+                ])
+            ]),
 
         // Helper executables for the agent's tests (built with the package, never inside a test).
         .executableTarget(

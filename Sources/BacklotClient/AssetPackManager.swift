@@ -360,6 +360,18 @@ public actor AssetPackManager {
 
     // MARK: Files
 
+    /// Where the file `path` of an installed pack is (a Backlot addition, for callers that open
+    /// files themselves: libbacklot's `backlot_path`, a game engine's own file loader). Installed
+    /// packs are searched as ``contents(at:searchingInAssetPackWithID:options:)`` searches them.
+    ///
+    /// ```swift
+    /// let file = try manager.path(for: "Levels/level1.json")   // "/…/container/packs/Levels/…/Levels/level1.json"
+    /// ```
+    /// - Throws: ``ManagedBackgroundAssetsError`` when no installed pack holds the file.
+    public nonisolated func path(for path: String, searchingInAssetPackWithID id: String? = nil) throws -> String {
+        try resolve(path, in: id)
+    }
+
     /// Installed packs searched for `path`: the one named, or all of them in pack-ID order (the
     /// first pack, by the UTF-8 bytes of its ID, that holds the path wins).
     nonisolated func resolve(_ path: String, in id: String?) throws -> String {

@@ -16,7 +16,7 @@ import Glibc
 /// ```
 public enum BacklotCLI {
     /// The version printed by `backlot --version`.
-    public static let version = "0.1.0"
+    public static let version = BacklotVersion.current
 
     static let commands: [any Command.Type] = [
         TemplateCommand.self, EvaluateCommand.self, PackageCommand.self, InspectCommand.self,

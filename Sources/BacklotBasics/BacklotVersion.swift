@@ -1,0 +1,6 @@
+/// Backlot's version: what `backlot --version`, the server's metrics and `backlot_version()` of
+/// libbacklot say, and what `make deb` names the package with.
+public enum BacklotVersion {
+    /// The release, as semantic versioning writes it.
+    public static let current = "0.1.0"
+}

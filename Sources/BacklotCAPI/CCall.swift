@@ -1,0 +1,33 @@
+import CBacklot
+
+/// The managers C callers hold handles to.
+let managers = HandleTable<CManager>()
+
+/// Runs the body of an exported function: BACKLOT_OK when it returns, else the status of what
+/// it threw, recorded with its message as the calling thread's last error. No Swift error
+/// crosses into C.
+func cCall(_ body: () throws -> Void) -> backlot_status {
+    do {
+        try body()
+        return CStatus.ok
+    } catch {
+        let (status, message) = CStatus.of(error)
+        LastError.set(status, message)
+        return status
+    }
+}
+
+/// The open manager of a C handle.
+/// - Throws: ``CallError`` for NULL, a forged handle or a closed one.
+func manager(_ handle: OpaquePointer?) throws -> CManager {
+    let m = try managers.lookup(UInt(bitPattern: handle))
+    guard !m.isClosed else { throw CallError.closedHandle }
+    return m
+}
+
+/// Writes through an out pointer the caller must give.
+/// - Throws: ``CallError`` (invalid argument) when it is NULL.
+func output<T>(_ pointer: UnsafeMutablePointer<T>?, _ what: String) throws -> UnsafeMutablePointer<T> {
+    guard let pointer else { throw CallError.invalidArgument("\(what) is NULL") }
+    return pointer
+}

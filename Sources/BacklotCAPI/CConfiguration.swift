@@ -1,0 +1,52 @@
+import BacklotBasics
+import BacklotCatalog
+import BacklotClient
+import CBacklot
+import Foundation
+
+/// A C `backlot_config` as the client's configuration, every member checked.
+enum CConfiguration {
+    /// - Throws: ``CallError`` (invalid argument) for NULL, an uninitialised struct, a required
+    ///   member missing or a number out of range; ``BacklotError/Code/usage`` for a catalog URL of
+    ///   the wrong shape or an `app`/`channel` that is not the URL's; what reading the key file throws.
+    static func read(_ pointer: UnsafePointer<backlot_config>?) throws -> AssetPackManager.Configuration {
+        let c = try CMemory.sized(
+            pointer, "config", defaults: CDefaults.config, minimumSize: CDefaults.firstConfigSize)
+        let container = try CMemory.string(c.container_path, "config->container_path")
+        guard !container.isEmpty else { throw CallError.invalidArgument("config->container_path is empty") }
+        let urlText = try CMemory.string(c.catalog_url, "config->catalog_url")
+        let keyFile = try CMemory.string(c.trusted_key_path, "config->trusted_key_path")
+        let caFile = try CMemory.optionalString(c.ca_path, "config->ca_path")
+        guard let url = URL(string: urlText) else {
+            throw BacklotError(
+                .usage, "config->catalog_url is not a URL", context: urlText,
+                hint: "give the channel's catalog: https://HOST/v1/apps/APP/CHANNEL/catalog.json")
+        }
+        var configuration = try AssetPackManager.Configuration(
+            containerPath: container, catalogURL: url, trustedKeyFile: keyFile, caFile: caFile)
+        if let app = try CMemory.optionalString(c.app, "config->app"), app != configuration.app {
+            throw BacklotError(
+                .usage, "config->app is \(app), but the catalog URL is for \(configuration.app)", context: urlText,
+                hint: "leave config->app NULL, or give the catalog URL of \(app)")
+        }
+        if let channel = try CMemory.optionalString(c.channel, "config->channel"),
+            channel != configuration.channel.rawValue
+        {
+            throw BacklotError(
+                .usage, "config->channel is \(channel), but the catalog URL is for \(configuration.channel.rawValue)",
+                context: urlText, hint: "leave config->channel NULL, or give that channel's catalog URL")
+        }
+        guard let limit = Int(exactly: c.bandwidth_limit) else {
+            throw CallError.invalidArgument("config->bandwidth_limit \(c.bandwidth_limit) is too large")
+        }
+        configuration.bandwidthLimit = limit
+        if c.stall_timeout != 0 { configuration.stallTimeout = Int(c.stall_timeout) }
+        switch c.retries {
+        case -1: break
+        case 0...1000: configuration.retries = Int(c.retries)
+        default:
+            throw CallError.invalidArgument("config->retries is \(c.retries): give 0…1000, or -1 for the default (4)")
+        }
+        return configuration
+    }
+}

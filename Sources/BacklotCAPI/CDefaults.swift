@@ -1,0 +1,34 @@
+import CBacklot
+
+/// The values the _init functions of the header's structs set, and what members a caller built
+/// against an older header did not give keep.
+enum CDefaults {
+    static var config: backlot_config {
+        backlot_config(
+            size: MemoryLayout<backlot_config>.size, container_path: nil, catalog_url: nil, trusted_key_path: nil,
+            ca_path: nil, app: nil, channel: nil, bandwidth_limit: 0, stall_timeout: 0, retries: -1)
+    }
+
+    static var packInfo: backlot_pack_info {
+        backlot_pack_info(size: MemoryLayout<backlot_pack_info>.size, id: nil, version: 0, download_size: 0, status: 0)
+    }
+
+    static var urlDownload: backlot_url_download {
+        backlot_url_download(
+            size: MemoryLayout<backlot_url_download>.size, identifier: nil, url: nil, file_size: -1, essential: 0,
+            priority: 0)
+    }
+
+    static var downloadDelegate: backlot_download_delegate {
+        backlot_download_delegate(
+            size: MemoryLayout<backlot_download_delegate>.size, began: nil, paused: nil, wrote: nil, failed: nil,
+            finished: nil)
+    }
+
+    /// The size of each struct in the first release of the interface (ABI version 1): a caller
+    /// passing less did not initialise it.
+    static let firstConfigSize = MemoryLayout<backlot_config>.size
+    static let firstURLDownloadSize = MemoryLayout<backlot_url_download>.size
+    static let firstDelegateSize = MemoryLayout<backlot_download_delegate>.size
+    static let firstPackInfoSize = MemoryLayout<backlot_pack_info>.size
+}

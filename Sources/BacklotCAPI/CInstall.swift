@@ -1,0 +1,34 @@
+import BacklotClient
+import CBacklot
+
+/// `backlot_ensure_local_availability` and `backlot_ensure_latest_availability`.
+enum CInstall {
+    /// Installs a pack (unless one is installed and `latest` is false), blocking, with progress
+    /// callbacks on the calling thread.
+    static func ensure(
+        _ handle: OpaquePointer?, _ packID: UnsafePointer<CChar>?, latest: Bool, _ progress: backlot_progress_fn?,
+        _ context: CContext
+    ) throws {
+        let m = try manager(handle)
+        let id = try CMemory.string(packID, "pack_id")
+        let client = m.manager
+        if !latest, client.assetPackIsAvailableLocally(withID: id) {
+            progress?(context.pointer, 0, 0)
+            return
+        }
+        var last: (completed: UInt64, total: UInt64)? = nil
+        let report: () -> Void = {
+            guard let progress, let now = m.progress(of: id) else { return }
+            if let last, last == now { return }
+            last = now
+            progress(context.pointer, now.completed, now.total)
+        }
+        try m.waitingFor(id) {
+            _ = try BlockingCall.run(polling: progress == nil ? nil : report) {
+                try await client.fetch(packWithID: id)
+            }
+        }
+        let total = last?.total ?? 0
+        if last.map({ $0.completed != total }) ?? true { progress?(context.pointer, total, total) }
+    }
+}

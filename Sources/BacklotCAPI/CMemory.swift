@@ -1,0 +1,82 @@
+import CBacklot
+import Foundation
+
+/// Memory handed across the C boundary: every buffer the library gives a caller is `malloc`'d,
+/// so that `backlot_free` is `free`; and C strings in are read as UTF-8 or refused.
+enum CMemory {
+    /// A `malloc`'d, NUL-terminated copy of `text`. Stops the process only if memory is exhausted
+    /// (as `malloc` failing leaves nothing else to do).
+    static func duplicate(_ text: String) -> UnsafeMutablePointer<CChar> {
+        let bytes = Array(text.utf8)
+        let pointer = allocate(bytes.count + 1).assumingMemoryBound(to: CChar.self)
+        bytes.withUnsafeBytes { source in
+            if let base = source.baseAddress { memcpy(pointer, base, bytes.count) }
+        }
+        pointer[bytes.count] = 0
+        return pointer
+    }
+
+    /// `count` bytes from `malloc` (at least 1).
+    static func allocate(_ count: Int) -> UnsafeMutableRawPointer {
+        guard let pointer = malloc(max(1, count)) else { fatalError("libbacklot: out of memory (\(count) bytes)") }
+        return pointer
+    }
+
+    /// Strings as one `malloc`'d block: `count` pointers, a NULL, then the strings they point at;
+    /// one `free` releases it all. nil for no strings.
+    static func stringList(_ strings: [String]) -> UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? {
+        guard !strings.isEmpty else { return nil }
+        let pointerBytes = (strings.count + 1) * MemoryLayout<UnsafeMutablePointer<CChar>?>.stride
+        let texts = strings.map { Array($0.utf8) + [0] }
+        let total = pointerBytes + texts.reduce(0) { $0 + $1.count }
+        let block = allocate(total)
+        let pointers = block.bindMemory(to: UnsafeMutablePointer<CChar>?.self, capacity: strings.count + 1)
+        var offset = pointerBytes
+        for (i, text) in texts.enumerated() {
+            let destination = (block + offset).bindMemory(to: CChar.self, capacity: text.count)
+            text.withUnsafeBytes { source in
+                if let base = source.baseAddress { memcpy(destination, base, text.count) }
+            }
+            pointers[i] = destination
+            offset += text.count
+        }
+        pointers[strings.count] = nil
+        return pointers
+    }
+
+    /// A C string argument as a Swift string.
+    /// - Throws: ``CallError`` (invalid argument) for NULL or bytes that are not UTF-8, naming `what`.
+    static func string(_ pointer: UnsafePointer<CChar>?, _ what: String) throws -> String {
+        guard let pointer else { throw CallError.invalidArgument("\(what) is NULL") }
+        guard let text = String(validatingCString: pointer) else {
+            throw CallError.invalidArgument("\(what) is not UTF-8")
+        }
+        return text
+    }
+
+    /// An optional C string argument: nil for NULL.
+    static func optionalString(_ pointer: UnsafePointer<CChar>?, _ what: String) throws -> String? {
+        guard pointer != nil else { return nil }
+        return try string(pointer, what)
+    }
+
+    /// A struct of the header that starts with its `size`, as much of it as the caller gave:
+    /// members past the caller's size keep `defaults`' values (a caller built against an older,
+    /// smaller struct), members past ours are ignored (a newer one).
+    /// - Throws: ``CallError`` for NULL or a size smaller than `minimumSize` (the first release's).
+    static func sized<T>(_ pointer: UnsafePointer<T>?, _ what: String, defaults: T, minimumSize: Int) throws -> T {
+        guard let pointer else { throw CallError.invalidArgument("\(what) is NULL") }
+        let given = UnsafeRawPointer(pointer).load(as: Int.self)
+        guard given >= minimumSize else {
+            throw CallError.invalidArgument(
+                "\(what)'s size is \(given), less than \(minimumSize): initialise it with its _init function first")
+        }
+        var value = defaults
+        withUnsafeMutableBytes(of: &value) { destination in
+            if let base = destination.baseAddress {
+                memcpy(base, UnsafeRawPointer(pointer), min(given, MemoryLayout<T>.size))
+            }
+        }
+        return value
+    }
+}

@@ -1,0 +1,10 @@
+/// A C string the library makes once and hands out for the life of the process (the version, the
+/// status names, ""). `@unchecked Sendable` is proven by its use: written once, before it is
+/// shared, never written or freed again, so every thread only ever reads it.
+struct StaticCString: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<CChar>
+
+    init(_ text: String) { pointer = CMemory.duplicate(text) }
+
+    var constant: UnsafePointer<CChar> { UnsafePointer(pointer) }
+}
