@@ -36,6 +36,7 @@ test: bootstrap
 	@scripts/release-week $(BACKLOT)
 	@SWIFT=$(SWIFT) scripts/example-app $(BACKLOT)
 	@SWIFT=$(SWIFT) scripts/capi-test $(BACKLOT)
+	@scripts/python-extension-test $(BACKLOT)
 	@SWIFT=$(SWIFT) scripts/deb-test
 	@scripts/fuzz --smoke
 
