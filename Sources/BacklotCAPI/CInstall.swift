@@ -1,5 +1,6 @@
 import BacklotClient
 import CBacklot
+import Foundation
 
 /// `backlot_ensure_local_availability` and `backlot_ensure_latest_availability`.
 enum CInstall {
@@ -16,6 +17,7 @@ enum CInstall {
             progress?(context.pointer, 0, 0)
             return
         }
+        let finishedBefore = m.finishedDownloads(of: id).count
         var last: (completed: UInt64, total: UInt64)? = nil
         let report: () -> Void = {
             guard let progress, let now = m.progress(of: id) else { return }
@@ -23,12 +25,22 @@ enum CInstall {
             last = now
             progress(context.pointer, now.completed, now.total)
         }
-        try m.waitingFor(id) {
-            _ = try BlockingCall.run(polling: progress == nil ? nil : report) {
+        let fetched = try m.waitingFor(id) {
+            try BlockingCall.run(polling: progress == nil ? nil : report) {
                 try await client.fetch(packWithID: id)
             }
         }
-        let total = last?.total ?? 0
+        var total = last?.total ?? 0
+        if progress != nil, last == nil, fetched.downloadedChunks + fetched.reusedChunks + fetched.linkedFiles > 0 {
+            // A download over before the first poll: its size comes with the status update that
+            // ended it, which may arrive just after the call returned (wait 200 ms at most).
+            let deadline = ContinuousClock.now + .milliseconds(200)
+            while m.finishedDownloads(of: id).count == finishedBefore, ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+            let ended = m.finishedDownloads(of: id)
+            total = ended.count > finishedBefore ? ended.total : 0
+        }
         if last.map({ $0.completed != total }) ?? true { progress?(context.pointer, total, total) }
     }
 }

@@ -14,6 +14,9 @@ final class CManager: Sendable {
     let delegate = Mutex<CDownloadDelegate?>(nil)
     /// The progress of each pack's running download, from the manager's status updates.
     private let progress = Mutex<[String: Progress]>([:])
+    /// The byte counts each pack's last download ended with (what a caller that never saw the
+    /// download running is told at the end).
+    private let finished = Mutex<[String: (count: Int, total: UInt64)]>([:])
     /// Packs whose download was cancelled before its progress was known: cancelled once it is.
     private let cancelRequested = Mutex<Set<String>>([])
     /// How many C calls are waiting for each pack (a cancel request lasts while one is).
@@ -43,7 +46,12 @@ final class CManager: Sendable {
         case .downloading(let pack, let p):
             progress.withLock { $0[pack.id] = p }
             if isClosed || cancelRequested.withLock({ $0.contains(pack.id) }) { p.cancel() }
-        case .finished(let pack), .failed(let pack, _):
+        case .finished(let pack):
+            if let p = progress.withLock({ $0.removeValue(forKey: pack.id) }) {
+                let total = UInt64(clamping: max(0, p.totalUnitCount))
+                finished.withLock { $0[pack.id] = (($0[pack.id]?.count ?? 0) + 1, total) }
+            }
+        case .failed(let pack, _):
             progress.withLock { $0[pack.id] = nil }
         default:
             break
@@ -54,6 +62,11 @@ final class CManager: Sendable {
     func progress(of id: String) -> (completed: UInt64, total: UInt64)? {
         guard let p = progress.withLock({ $0[id] }) else { return nil }
         return (UInt64(clamping: max(0, p.completedUnitCount)), UInt64(clamping: max(0, p.totalUnitCount)))
+    }
+
+    /// How many downloads of the pack finished, and the size the last one installed.
+    func finishedDownloads(of id: String) -> (count: Int, total: UInt64) {
+        finished.withLock { $0[id] } ?? (0, 0)
     }
 
     /// Cancels a pack's running download, or the next one that starts while a call waits for it.
@@ -103,6 +116,9 @@ final class CManager: Sendable {
         }
         for s in open { s.end() }
         if let downloads = downloadsManager.withLock({ $0 }) { downloads.delegate = nil }
-        delegate.withLock { $0 = nil }
+        delegate.withLock { slot -> CDownloadDelegate? in
+            defer { slot = nil }
+            return slot
+        }?.retire()
     }
 }

@@ -60,6 +60,21 @@ enum CMemory {
         return try string(pointer, what)
     }
 
+    /// Initialises a caller's struct of `size` bytes (its size in the caller's header): the first
+    /// bytes from `defaults`, as many as both know; bytes past ours (members of a newer header)
+    /// zero; the `size` member set to `size`. Nothing happens for NULL or a size that cannot even
+    /// hold the `size` member.
+    static func initialise<T>(_ pointer: UnsafeMutablePointer<T>?, size: Int, with defaults: T) {
+        guard let pointer, size >= MemoryLayout<Int>.size else { return }
+        let raw = UnsafeMutableRawPointer(pointer)
+        var value = defaults
+        withUnsafeBytes(of: &value) { source in
+            if let base = source.baseAddress { memcpy(raw, base, min(size, MemoryLayout<T>.size)) }
+        }
+        if size > MemoryLayout<T>.size { memset(raw + MemoryLayout<T>.size, 0, size - MemoryLayout<T>.size) }
+        raw.storeBytes(of: size, as: Int.self)
+    }
+
     /// A struct of the header that starts with its `size`, as much of it as the caller gave:
     /// members past the caller's size keep `defaults`' values (a caller built against an older,
     /// smaller struct), members past ours are ignored (a newer one).

@@ -67,6 +67,15 @@ enum CStatus {
         BacklotError.Code.tls.name: backlot_status(BACKLOT_ERR_TLS),
     ]
 
+    /// The name of a status, as `backlot_status_name` gives it.
+    static func name(of status: backlot_status) -> String {
+        if let named = names.first(where: { $0.0 == status }) { return named.1 }
+        if let apple = BAErrorCodeNames.all.first(where: { apple($0.0) == status }) {
+            return "BACKLOT_ERR_BA_\(apple.1)"
+        }
+        return "BACKLOT_ERR_UNKNOWN (\(status))"
+    }
+
     /// Apple's `BAErrorCode` `code` as a status.
     static func apple(_ code: Int) -> backlot_status {
         guard let value = Int32(exactly: code), value >= 0, value < 1_000_000 else { return internalError }

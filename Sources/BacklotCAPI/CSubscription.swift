@@ -14,7 +14,11 @@ final class CSubscription: Sendable {
     private let callback: Callback
     private let context: CContext
     private let queue = DispatchQueue(label: "org.backlot.capi.subscription")
-    private static let onQueue = DispatchSpecificKey<Bool>()
+    /// Which subscription's queue a thread is running: each queue carries its own number, so that
+    /// ending one subscription from another's callback still waits for the first's callback.
+    private static let onQueue = DispatchSpecificKey<UInt64>()
+    private static let numbers = Atomic<UInt64>(1)
+    private let number = CSubscription.numbers.wrappingAdd(1, ordering: .relaxed).oldValue
     private let ended = Atomic<Bool>(false)
     private let task = Mutex<Task<Void, Never>?>(nil)
     /// Downloads running, with the progress and the byte count last sent (used on `queue` only,
@@ -26,7 +30,7 @@ final class CSubscription: Sendable {
         self.packID = packID
         self.callback = callback
         self.context = context
-        queue.setSpecific(key: Self.onQueue, value: true)
+        queue.setSpecific(key: Self.onQueue, value: number)
         let updates = manager.statusUpdates
         let started = Task { [weak self] in
             for await update in updates {
@@ -47,7 +51,7 @@ final class CSubscription: Sendable {
             t?.cancel()
             t = nil
         }
-        if DispatchQueue.getSpecific(key: Self.onQueue) != true { queue.sync {} }
+        if DispatchQueue.getSpecific(key: Self.onQueue) != number { queue.sync {} }
     }
 
     private func deliver(_ update: AssetPackManager.DownloadStatusUpdate) {

@@ -25,6 +25,7 @@ public func backlotContents(
                 hint: "map it instead: backlot_descriptor and mmap")
         }
         let buffer = CMemory.allocate(count)
+        buffer.storeBytes(of: 0, as: UInt8.self)  // a 0-byte file: one byte holding 0
         do {
             let got = try file.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: count), at: 0)
             guard got == count else {

@@ -29,33 +29,33 @@ public func backlotStatusName(_ status: backlot_status) -> UnsafePointer<CChar>?
     (statusNames[status] ?? unknownStatusName).constant
 }
 
-@_cdecl("backlot_config_init")
-public func backlotConfigInit(_ config: UnsafeMutablePointer<backlot_config>?) {
-    guard let config else { return }
-    config.pointee = CDefaults.config
+@_cdecl("backlot_config_init_size")
+public func backlotConfigInitSize(_ config: UnsafeMutablePointer<backlot_config>?, _ size: Int) {
+    CMemory.initialise(config, size: size, with: CDefaults.config)
 }
 
-@_cdecl("backlot_pack_info_init")
-public func backlotPackInfoInit(_ info: UnsafeMutablePointer<backlot_pack_info>?) {
-    guard let info else { return }
-    info.pointee = CDefaults.packInfo
+@_cdecl("backlot_pack_info_init_size")
+public func backlotPackInfoInitSize(_ info: UnsafeMutablePointer<backlot_pack_info>?, _ size: Int) {
+    CMemory.initialise(info, size: size, with: CDefaults.packInfo)
 }
 
 @_cdecl("backlot_pack_info_clear")
 public func backlotPackInfoClear(_ info: UnsafeMutablePointer<backlot_pack_info>?) {
     guard let info else { return }
+    let size = info.pointee.size
+    guard size >= CDefaults.firstPackInfoSize else { return }  // never initialised: nothing of ours in it
     free(info.pointee.id)
-    info.pointee = CDefaults.packInfo
+    CMemory.initialise(info, size: size, with: CDefaults.packInfo)
 }
 
-@_cdecl("backlot_url_download_init")
-public func backlotURLDownloadInit(_ download: UnsafeMutablePointer<backlot_url_download>?) {
-    guard let download else { return }
-    download.pointee = CDefaults.urlDownload
+@_cdecl("backlot_url_download_init_size")
+public func backlotURLDownloadInitSize(_ download: UnsafeMutablePointer<backlot_url_download>?, _ size: Int) {
+    CMemory.initialise(download, size: size, with: CDefaults.urlDownload)
 }
 
-@_cdecl("backlot_download_delegate_init")
-public func backlotDownloadDelegateInit(_ delegate: UnsafeMutablePointer<backlot_download_delegate>?) {
-    guard let delegate else { return }
-    delegate.pointee = CDefaults.downloadDelegate
+@_cdecl("backlot_download_delegate_init_size")
+public func backlotDownloadDelegateInitSize(
+    _ delegate: UnsafeMutablePointer<backlot_download_delegate>?, _ size: Int
+) {
+    CMemory.initialise(delegate, size: size, with: CDefaults.downloadDelegate)
 }

@@ -63,16 +63,19 @@ public func backlotSetDownloadDelegate(
     cCall {
         let m = try manager(handle)
         let downloads = try m.downloads()
-        guard delegate != nil else {
-            downloads.delegate = nil
-            m.delegate.withLock { $0 = nil }
-            return
+        var made: CDownloadDelegate? = nil
+        if delegate != nil {
+            let functions = try CMemory.sized(
+                delegate, "delegate", defaults: CDefaults.downloadDelegate, minimumSize: CDefaults.firstDelegateSize)
+            made = CDownloadDelegate(functions, context: CContext(pointer: context))
         }
-        let functions = try CMemory.sized(
-            delegate, "delegate", defaults: CDefaults.downloadDelegate, minimumSize: CDefaults.firstDelegateSize)
-        let made = CDownloadDelegate(functions, context: CContext(pointer: context))
-        m.delegate.withLock { $0 = made }  // the download manager holds its delegate weakly
+        // The download manager holds its delegate weakly: the manager's slot keeps it alive.
+        let previous = m.delegate.withLock { slot -> CDownloadDelegate? in
+            defer { slot = made }
+            return slot
+        }
         downloads.delegate = made
+        previous?.retire()  // once this returns, the previous delegate's functions run no more
     }
 }
 
@@ -96,6 +99,9 @@ public func backlotWithExclusiveControl(
             downloads.withExclusiveControl(beforeDate: Date(timeIntervalSinceNow: timeout), perform: run)
         }
         if let failure { throw failure }
+    }
+    if status == CStatus.ok, returned != CStatus.ok {
+        LastError.set(returned, "the body of backlot_with_exclusive_control returned \(CStatus.name(of: returned))")
     }
     return status == CStatus.ok ? returned : status
 }

@@ -17,6 +17,7 @@
 #include <backlot/backlot.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -152,6 +153,29 @@ static void test_version_and_names(void) {
     backlot_free(NULL);
 }
 
+/* A struct initialised with the size an older or a newer header gives it: the library writes
+   exactly that many bytes (members it does not know are zero), never past them. */
+static void test_struct_sizes(void) {
+    unsigned char buffer[sizeof(backlot_config) + 64];
+    size_t older = offsetof(backlot_config, retries); /* a header without the last member */
+    memset(buffer, 0xAB, sizeof buffer);
+    backlot_config_init_size((backlot_config *)(void *)buffer, older);
+    size_t recorded;
+    memcpy(&recorded, buffer, sizeof recorded);
+    CHECK(recorded == older, "the size recorded is the caller's (%zu)", recorded);
+    int untouched = 1;
+    for (size_t i = older; i < sizeof buffer; i++) untouched &= buffer[i] == 0xAB;
+    CHECK(untouched, "nothing is written past a smaller struct");
+    memset(buffer, 0xAB, sizeof buffer);
+    backlot_config_init_size((backlot_config *)(void *)buffer, sizeof(backlot_config) + 32);
+    int zeroed = 1;
+    for (size_t i = sizeof(backlot_config); i < sizeof(backlot_config) + 32; i++) zeroed &= buffer[i] == 0;
+    CHECK(zeroed, "members of a newer header are zero");
+    CHECK(buffer[sizeof(backlot_config) + 32] == 0xAB, "nothing past a larger struct either");
+    backlot_config_init_size(NULL, sizeof(backlot_config));
+    backlot_config_init_size((backlot_config *)(void *)buffer, 3); /* too small to hold its size: nothing */
+}
+
 static void test_invalid_arguments(void) {
     backlot_manager *m = (backlot_manager *)1;
     CHECK_STATUS(backlot_manager_open(NULL, &m), BACKLOT_ERR_INVALID_ARGUMENT);
@@ -284,6 +308,12 @@ static void test_install_and_read(void) {
     }
     free(expected);
     free(source);
+
+    uint8_t *empty = NULL;
+    size_t empty_length = 9;
+    CHECK_STATUS(backlot_contents(m, "Levels/empty.txt", NULL, &empty, &empty_length), BACKLOT_OK);
+    CHECK(empty != NULL && empty_length == 0 && empty[0] == 0, "an empty file: a 1-byte buffer holding 0");
+    backlot_free(empty);
 
     char *path = NULL;
     CHECK_STATUS(backlot_path(m, "Levels/1.txt", NULL, &path), BACKLOT_OK);
@@ -642,6 +672,8 @@ static void test_url_downloads(void) {
     int ran = 0;
     CHECK_STATUS(backlot_with_exclusive_control(m, 5.0, exclusive_body, &ran), BACKLOT_OK);
     CHECK_STATUS(backlot_with_exclusive_control(m, -1, exclusive_body, &ran), BACKLOT_ERR_CONFLICT);
+    CHECK(strstr(backlot_last_error_message(), "BACKLOT_ERR_CONFLICT") != NULL, "the body's status is the last error: %s",
+          backlot_last_error_message());
     CHECK(ran == 2, "the body ran under exclusive control twice");
     CHECK_STATUS(backlot_set_download_delegate(m, NULL, NULL), BACKLOT_OK);
     backlot_manager_close(m);
@@ -682,6 +714,7 @@ int main(int argc, char **argv) {
         void (*run)(void);
     } tests[] = {
         {"version and names", test_version_and_names},
+        {"struct sizes", test_struct_sizes},
         {"invalid arguments", test_invalid_arguments},
         {"install and read", test_install_and_read},
         {"closed handle", test_closed_handle},

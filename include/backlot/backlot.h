@@ -19,10 +19,15 @@
  *  - Handles are opaque. A NULL, forged or closed handle is refused (BACKLOT_ERR_INVALID_ARGUMENT,
  *    BACKLOT_ERR_CLOSED_HANDLE), never followed: they are entries of a table with generations.
  *  - Every function may be called from any thread, on one handle or on several, at once.
- *  - Callbacks run on a thread of the library's or, for progress, on the thread that called;
- *    they may call back into the library (but must not close the handle they were given for).
- *  - Structs that may grow start with a `size` member, which the matching _init function sets.
- *    A caller built against an older header passes its smaller size and keeps working.
+ *  - Callbacks run on the library's threads or, for progress and exclusive control, on the
+ *    thread that called; they may call back into the library (but must not close the handle
+ *    they were given for).
+ *  - Structs that may grow start with a `size` member. Their _init functions (inline, below) call
+ *    the library's _init_size function with the struct's size as the caller's header has it, so
+ *    that the library fills exactly that much: a caller built against an older, smaller struct
+ *    keeps working with a newer library (members it does not know keep their defaults), and a
+ *    newer caller's members are ignored by an older library. Bindings in other languages call
+ *    the _init_size functions with their own struct's size.
  *
  *     backlot_config config;
  *     backlot_config_init(&config);
@@ -138,8 +143,10 @@ typedef struct backlot_config {
     int32_t retries;              /* attempts after the first for a failed request; -1: 4 */
 } backlot_config;
 
-/* Fills a configuration with its defaults (NULL strings, no limit, 60 s, 4 retries) and its size. */
-void backlot_config_init(backlot_config *config);
+/* Fills the first `size` bytes of a configuration with its defaults (NULL strings, no limit, 60 s,
+   4 retries) and sets config->size to `size`. Call it as backlot_config_init(&config). */
+void backlot_config_init_size(backlot_config *config, size_t size);
+static inline void backlot_config_init(backlot_config *config) { backlot_config_init_size(config, sizeof *config); }
 
 /* Opens a manager. On success *out is the handle (close it with backlot_manager_close); on a
    failure *out is NULL. Nothing is downloaded yet. Errors: INVALID_ARGUMENT (a required member
@@ -161,8 +168,8 @@ typedef void (*backlot_progress_fn)(void *context, uint64_t completed_bytes, uin
 
 /* Returns once the pack is installed and verified (Apple's ensureLocalAvailability(of:)): an
    installed release is used as it is; otherwise the catalog's current release is downloaded.
-   Blocks. `progress` may be NULL; it is called as bytes arrive and once at the end with
-   completed == total. Errors: ASSET_PACK_NOT_FOUND, UNTRUSTED, STALE_CATALOG, TLS, IO,
+   Blocks. `progress` may be NULL; it is called as bytes are installed and once at the end with
+   completed == total (0 and 0 when the pack was installed already). Errors: ASSET_PACK_NOT_FOUND, UNTRUSTED, STALE_CATALOG, TLS, IO,
    CORRUPT_ARCHIVE, CANCELLED (backlot_cancel from another thread, or the handle closed). */
 backlot_status backlot_ensure_local_availability(
     backlot_manager *manager, const char *pack_id, backlot_progress_fn progress, void *context);
@@ -219,7 +226,9 @@ typedef struct backlot_pack_info {
     uint32_t status;      /* BACKLOT_PACK_* bits */
 } backlot_pack_info;
 
-void backlot_pack_info_init(backlot_pack_info *info);
+/* Fills the first `size` bytes with the initial state (id NULL) and sets info->size to `size`. */
+void backlot_pack_info_init_size(backlot_pack_info *info, size_t size);
+static inline void backlot_pack_info_init(backlot_pack_info *info) { backlot_pack_info_init_size(info, sizeof *info); }
 
 /* Frees what a backlot_pack_info holds (not the struct itself) and sets it to its initial state. */
 void backlot_pack_info_clear(backlot_pack_info *info);
@@ -255,7 +264,8 @@ typedef struct backlot_status_update {
     const char *error_message; /* for FAILED: its message; else ""; valid during the call only */
 } backlot_status_update;
 
-/* Called for each update, in order, on one thread of the library's per subscription. */
+/* Called for each update, in order and one at a time per subscription, on a thread of the
+   library's (not always the same one). */
 typedef void (*backlot_status_fn)(void *context, const backlot_status_update *update);
 
 /* Subscribes to the updates of one pack's downloads (`pack_id`) or of every pack (NULL). *out is
@@ -278,7 +288,12 @@ typedef struct backlot_url_download {
     int64_t priority;        /* higher runs first; 0 is Apple's default */
 } backlot_url_download;
 
-void backlot_url_download_init(backlot_url_download *download);
+/* Fills the first `size` bytes with the defaults (NULL strings, file_size -1, not essential,
+   priority 0) and sets download->size to `size`. */
+void backlot_url_download_init_size(backlot_url_download *download, size_t size);
+static inline void backlot_url_download_init(backlot_url_download *download) {
+    backlot_url_download_init_size(download, sizeof *download);
+}
 
 /* Schedules a download for the background agent (or this process) to run; its outcome goes to the
    delegate (backlot_set_download_delegate) or to the downloader extension. Errors:
@@ -307,17 +322,24 @@ typedef struct backlot_download_delegate {
     void (*finished)(void *context, const char *identifier, const char *file_path);
 } backlot_download_delegate;
 
-void backlot_download_delegate_init(backlot_download_delegate *delegate);
+/* Fills the first `size` bytes with NULL members and sets delegate->size to `size`. */
+void backlot_download_delegate_init_size(backlot_download_delegate *delegate, size_t size);
+static inline void backlot_download_delegate_init(backlot_download_delegate *delegate) {
+    backlot_download_delegate_init_size(delegate, sizeof *delegate);
+}
 
 /* Sets the delegate (copied) and its context; NULL removes it, and outcomes go to the downloader
-   extension again. */
+   extension again. Once it returns (and once backlot_manager_close returns), no function of the
+   previous delegate runs any more, so its context may be freed; called from within a delegate
+   function, it does not wait for that one. */
 backlot_status backlot_set_download_delegate(
     backlot_manager *manager, const backlot_download_delegate *delegate, void *context);
 
-/* Runs `body` while holding the container's exclusive control of its downloads, shared by the
-   app, its extension and the agent (Apple's withExclusiveControl). Waits at most `timeout`
-   seconds (a negative timeout waits as long as it takes; 0 tries once): BACKLOT_ERR_UNAVAILABLE
-   when not acquired by then. Returns what `body` returns otherwise. */
+/* Runs `body` on the calling thread while holding the container's exclusive control of its
+   downloads, shared by the app, its extension and the agent (Apple's withExclusiveControl). Waits
+   at most `timeout` seconds (a negative timeout waits as long as it takes; 0 tries once):
+   BACKLOT_ERR_UNAVAILABLE when not acquired by then. Returns what `body` returns otherwise (a
+   status other than BACKLOT_OK is then the thread's last error, "the body returned …"). */
 typedef backlot_status (*backlot_exclusive_fn)(void *context);
 backlot_status backlot_with_exclusive_control(
     backlot_manager *manager, double timeout, backlot_exclusive_fn body, void *context);

@@ -3,7 +3,8 @@
 
     python3 scripts/lib/c_header.py HEADER [PREFIX]
 
-Comments and preprocessor lines are dropped, then each statement (up to a ';') that is not a
+Comments, preprocessor lines and `static inline` functions (the header's own, not the library's)
+are dropped, then each statement (up to a ';') that is not a
 typedef, enum or struct and reads `TYPE NAME(` is a declaration of NAME. PREFIX (backlot_) keeps
 only names that start with it. scripts/capi-test compares the result with the symbols libbacklot
 exports and with include/backlot/symbols.txt.
@@ -18,6 +19,8 @@ text = open(sys.argv[1], encoding="utf-8").read()
 text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
 text = re.sub(r"//[^\n]*", "", text)
 text = re.sub(r"^\s*#.*$", "", text, flags=re.M)
+# Inline functions are the header's own (they call exported ones): no symbol of the library.
+text = re.sub(r"static\s+inline\b[^{;]*\{[^}]*\}", "", text)
 text = text.replace('extern "C" {', "")
 declaration = re.compile(r"^[A-Za-z_][\w\s\*]*?\b(" + re.escape(prefix) + r"\w+)\s*\(")
 names = set()
