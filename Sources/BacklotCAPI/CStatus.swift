@@ -1,6 +1,7 @@
 import BacklotBasics
 import BacklotClient
 import CBacklot
+import Foundation
 
 /// The status a C caller gets for an error: the stable numbers of `backlot.h`, one per
 /// ``BacklotError/Code``, Apple's `ManagedBackgroundAssetsError` cases, and Apple's `BAErrorCode`
@@ -97,6 +98,9 @@ enum CStatus {
         case let e as DownloadManager.DeliveredError:
             return (e.code.map(apple) ?? backlot_status(BACKLOT_ERR_IO), e.message)
         case is CancellationError: return (cancelled, "the operation was cancelled")
+        case let e as CocoaError:
+            // Foundation's file operations (making the container's folders): an operating-system failure.
+            return (backlot_status(BACKLOT_ERR_IO), e.localizedDescription)
         default: return (internalError, "an unexpected error inside libbacklot: \(error)")
         }
     }

@@ -13,6 +13,9 @@ private let unknownStatusName = StaticCString("BACKLOT_ERR_UNKNOWN")
 @_cdecl("backlot_version")
 public func backlotVersion() -> UnsafePointer<CChar>? { versionString.constant }
 
+@_cdecl("backlot_abi_version")
+public func backlotABIVersion() -> UInt32 { UInt32(BACKLOT_ABI_VERSION) }
+
 @_cdecl("backlot_free")
 public func backlotFree(_ buffer: UnsafeMutableRawPointer?) { free(buffer) }
 

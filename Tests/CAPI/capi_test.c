@@ -142,6 +142,7 @@ static void *fresh_thread_error(void *unused) {
 
 static void test_version_and_names(void) {
     CHECK(backlot_version() != NULL && strlen(backlot_version()) > 0, "backlot_version is empty");
+    CHECK(backlot_abi_version() == BACKLOT_ABI_VERSION, "the ABI version %u", backlot_abi_version());
     CHECK(strcmp(backlot_status_name(BACKLOT_ERR_UNTRUSTED), "BACKLOT_ERR_UNTRUSTED") == 0, "status name");
     CHECK(strcmp(backlot_status_name(BACKLOT_OK), "BACKLOT_OK") == 0, "status name of OK");
     CHECK(strcmp(backlot_status_name(BACKLOT_ERR_BA(101)), "BACKLOT_ERR_BA_DOWNLOAD_NOT_SCHEDULED") == 0,
@@ -202,7 +203,15 @@ static void test_invalid_arguments(void) {
     CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_USAGE);
     config.app = NULL;
     config.trusted_key_path = "/nonexistent/root.pub";
-    CHECK(backlot_manager_open(&config, &m) != BACKLOT_OK && m == NULL, "a missing key file is refused");
+    CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_IO);
+    CHECK(m == NULL, "a missing key file is refused");
+    config.trusted_key_path = env("BACKLOT_TEST_ROOT_PUB");
+    char *under_file = join(env("BACKLOT_TEST_ROOT_PUB"), "container"); /* beneath a regular file */
+    config.container_path = under_file;
+    CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_IO);
+    CHECK(strstr(backlot_last_error_message(), "unexpected") == NULL, "a plain I/O error: %s", backlot_last_error_message());
+    free(under_file);
+    config.container_path = "/tmp/never-made";
     backlot_config uninitialised;
     memset(&uninitialised, 0, sizeof uninitialised);
     uninitialised.container_path = "/tmp/x";

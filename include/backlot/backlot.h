@@ -125,6 +125,10 @@ void backlot_free(void *buffer);
 /* The library's version ("1.4.0"), a static string. */
 const char *backlot_version(void);
 
+/* The BACKLOT_ABI_VERSION the library was built with: a program (or a binding loading the
+   library at run time) built against a newer header can check that what it needs is there. */
+uint32_t backlot_abi_version(void);
+
 /* ---- The manager ------------------------------------------------------------------------- */
 
 /* Apple's AssetPackManager over one container: create it with backlot_manager_open. */
@@ -151,7 +155,8 @@ static inline void backlot_config_init(backlot_config *config) { backlot_config_
 /* Opens a manager. On success *out is the handle (close it with backlot_manager_close); on a
    failure *out is NULL. Nothing is downloaded yet. Errors: INVALID_ARGUMENT (a required member
    NULL, config->size smaller than the first release's), USAGE (not a catalog URL), INVALID_INPUT
-   (the key file), IO (the container). */
+   (a key file that is not a public key), IO (a key file that cannot be read, a container folder
+   that cannot be made or opened). */
 backlot_status backlot_manager_open(const backlot_config *config, backlot_manager **out);
 
 /* Closes a manager: calls running on it on other threads end soon (downloads with
@@ -162,8 +167,10 @@ void backlot_manager_close(backlot_manager *manager);
 /* The container's device identifier (for staged rollouts), into *out: free it with backlot_free. */
 backlot_status backlot_device_id(backlot_manager *manager, char **out);
 
-/* Progress of a download: bytes of the pack installed so far, and in all. Called on the thread
-   that called backlot_ensure_local_availability, which it may call into (not to close). */
+/* Progress of a download: bytes of the pack's files installed so far, and in all (the pack's
+   install size: the catalog's figure until the pack's index is read, then the index's). Called on
+   the thread that called backlot_ensure_local_availability, as chunks are installed (a chunk is
+   about 1 MiB: a slow download reports every few seconds), which it may call into (not to close). */
 typedef void (*backlot_progress_fn)(void *context, uint64_t completed_bytes, uint64_t total_bytes);
 
 /* Returns once the pack is installed and verified (Apple's ensureLocalAvailability(of:)): an
@@ -222,7 +229,8 @@ typedef struct backlot_pack_info {
     size_t size;          /* set by backlot_pack_info_init: sizeof(backlot_pack_info) */
     char *id;             /* owned by the struct: free with backlot_pack_info_clear */
     int64_t version;      /* the release's version */
-    uint64_t download_size; /* bytes of its archive */
+    uint64_t download_size; /* bytes of its archive (what a first install downloads at most; the
+                               install size, which progress counts, is the files' bytes) */
     uint32_t status;      /* BACKLOT_PACK_* bits */
 } backlot_pack_info;
 
