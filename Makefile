@@ -67,6 +67,7 @@ bench:
 	@scripts/bench-small $(BUILD_DIR)/release/backlot
 	@scripts/bench-idle $(BUILD_DIR)/release/backlot
 	@scripts/bench-cluster $(BUILD_DIR)/release/backlot
+	@scripts/bench-capi $(BUILD_DIR)/release/backlot $(BUILD_DIR)/release/libBacklotCAPI.so
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -100,7 +100,12 @@ enum CStatus {
         case is CancellationError: return (cancelled, "the operation was cancelled")
         case let e as CocoaError:
             // Foundation's file operations (making the container's folders): an operating-system failure.
-            return (backlot_status(BACKLOT_ERR_IO), e.localizedDescription)
+            let what = e.filePath ?? e.userInfo[NSFilePathErrorKey] as? String ?? "a file"
+            let why = (e.userInfo[NSUnderlyingErrorKey] as? NSError)?.localizedDescription ?? e.localizedDescription
+            return (
+                backlot_status(BACKLOT_ERR_IO),
+                "\(what): \(why)\n  hint: the container path must be a folder this process may create and write"
+            )
         default: return (internalError, "an unexpected error inside libbacklot: \(error)")
         }
     }
