@@ -76,8 +76,8 @@ let package = Package(
                 "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPServer", "BacklotJSON",
                 "BacklotRepository",
             ],
-            // The dashboard's files, copied into DashboardAsset+Embedded.swift by scripts/dashboard-embed.
-            exclude: ["Dashboard"]),
+            // The dashboard's files, compiled into the binary as byte arrays (PackageResources).
+            resources: [.embedInCode("Dashboard")]),
         // An HTTP(S) client on libcurl, for the CLI and the client library.
         .target(name: "BacklotHTTPClient", dependencies: ["CCurl", "BacklotBasics"]),
         // An S3 client: SigV4 signing, objects, listings, multipart uploads, retries, structured errors.

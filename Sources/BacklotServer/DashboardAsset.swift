@@ -3,9 +3,10 @@ import BacklotCrypto
 /// One file of the web dashboard, embedded in the binary: its name under `/dashboard/`, its media
 /// type, its bytes and a strong `ETag` (the SHA-256 of the bytes), computed once.
 ///
-/// The files themselves are kept in `Sources/BacklotServer/Dashboard/` and copied into
-/// `DashboardAsset+Embedded.swift` by `scripts/dashboard-embed` (a test fails when the two differ),
-/// so the binary needs no resource bundle next to it wherever it is installed.
+/// The files are kept in `Sources/BacklotServer/Dashboard/` and compiled into the binary by
+/// SwiftPM (`.embedInCode("Dashboard")`: each file becomes a byte array of `PackageResources`),
+/// so the binary needs no resource bundle next to it wherever it is installed. ``embedded`` names
+/// them; a test fails when a file of the folder is not named there.
 ///
 /// ```swift
 /// let js = DashboardAsset.named("dashboard.js")
@@ -21,9 +22,9 @@ struct DashboardAsset: Sendable {
     /// `"SHA256-HEX"`, quoted as an entity tag.
     let etag: String
 
-    init(name: String, text: String) {
+    init(name: String, bytes: [UInt8]) {
         self.name = name
-        bytes = Array(text.utf8)
+        self.bytes = bytes
         contentType = Self.contentType(name)
         etag = "\"\(SHA256.hash(bytes).hex)\""
     }
@@ -40,9 +41,16 @@ struct DashboardAsset: Sendable {
         }
     }
 
+    /// The files of `Sources/BacklotServer/Dashboard/`, by name.
+    static let embedded: [(name: String, bytes: [UInt8])] = [
+        ("index.html", PackageResources.index_html),
+        ("dashboard.css", PackageResources.dashboard_css),
+        ("dashboard.js", PackageResources.dashboard_js),
+    ]
+
     /// Every embedded file, by name.
     static let all: [String: DashboardAsset] = Dictionary(
-        uniqueKeysWithValues: embedded.map { ($0.name, DashboardAsset(name: $0.name, text: $0.text)) })
+        uniqueKeysWithValues: embedded.map { ($0.name, DashboardAsset(name: $0.name, bytes: $0.bytes)) })
 
     /// The embedded file called `name`, or nil.
     static func named(_ name: String) -> DashboardAsset? { all[name] }

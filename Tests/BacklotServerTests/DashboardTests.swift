@@ -139,11 +139,13 @@ import Testing
 
     @Test func embeddedFilesAreTheSourceFiles() throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: Self.sourceFolder.path).sorted()
-        #expect(names == DashboardAsset.embedded.map(\.name).sorted())
+        #expect(
+            names == DashboardAsset.embedded.map(\.name).sorted(),
+            "every file of Sources/BacklotServer/Dashboard/ is named in DashboardAsset.embedded")
         for name in names {
             let bytes = Array(try Data(contentsOf: Self.sourceFolder.appendingPathComponent(name)))
             let same = DashboardAsset.named(name)?.bytes == bytes
-            #expect(same, "\(name) differs from its embedded copy: run scripts/dashboard-embed")
+            #expect(same, "\(name) differs from its embedded copy (a stale build?)")
         }
     }
 }
