@@ -5,53 +5,75 @@ import Foundation
 import Synchronization
 
 /// One `backlot_subscribe`: the manager's status updates (of one pack, or all), handed to a C
-/// callback in order on a serial queue of its own, with a `DOWNLOADING` update again each time a
-/// running download's byte count moves (polled every 100 ms while one runs).
+/// callback in order on one thread of its own that lives as long as the subscription, with a
+/// `DOWNLOADING` update again each time a running download's byte count moves (polled every
+/// 100 ms while one runs). One long-lived thread, not a dispatch queue's passing workers: runtimes
+/// that attach every native thread that calls into them (Mono, the JVM) pay for each new thread,
+/// and some deadlock when one exits during a collection.
 final class CSubscription: Sendable {
     typealias Callback = @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<backlot_status_update>?) -> Void
 
     private let packID: String?
     private let callback: Callback
     private let context: CContext
-    private let queue = DispatchQueue(label: "org.backlot.capi.subscription")
-    /// Which subscription's queue a thread is running: each queue carries its own number, so that
-    /// ending one subscription from another's callback still waits for the first's callback.
-    private static let onQueue = DispatchSpecificKey<UInt64>()
-    private static let numbers = Atomic<UInt64>(1)
-    private let number = CSubscription.numbers.wrappingAdd(1, ordering: .relaxed).oldValue
+    /// Updates not yet delivered, and whether the subscription ended.
+    private let inbox = Mutex<(updates: [AssetPackManager.DownloadStatusUpdate], ended: Bool)>(([], false))
     private let ended = Atomic<Bool>(false)
+    private let wake = DispatchSemaphore(value: 0)
+    /// Signalled once the delivering thread has left its loop (no callback runs after that).
+    private let stopped = DispatchSemaphore(value: 0)
     private let task = Mutex<Task<Void, Never>?>(nil)
-    /// Downloads running, with the progress and the byte count last sent (used on `queue` only,
-    /// behind a lock all the same so the type is checked).
+    /// Downloads running, with their progress and the byte count last sent.
     private let running = Mutex<[String: (progress: Progress, sent: Int64)]>([:])
-    private let timer = Mutex<(any DispatchSourceTimer)?>(nil)
+    /// This subscription's number, which its thread carries in its thread dictionary.
+    private let number = CSubscription.numbers.wrappingAdd(1, ordering: .relaxed).oldValue
+    private static let numbers = Atomic<UInt64>(1)
+    private static let threadKey = "org.backlot.capi.subscription"
 
     init(manager: AssetPackManager, packID: String?, callback: @escaping Callback, context: CContext) {
         self.packID = packID
         self.callback = callback
         self.context = context
-        queue.setSpecific(key: Self.onQueue, value: number)
+        let thread = Thread { [self] in deliverUntilEnded() }
+        thread.name = "backlot subscription \(number)"
+        thread.start()
         let updates = manager.statusUpdates
         let started = Task { [weak self] in
             for await update in updates {
                 guard let self, !self.ended.load(ordering: .acquiring) else { return }
                 if let id = self.packID, update.assetPack.id != id { continue }
-                self.queue.async { self.deliver(update) }
+                self.inbox.withLock { $0.updates.append(update) }
+                self.wake.signal()
             }
         }
         task.withLock { $0 = started }
     }
 
-    /// Stops the callbacks: once this returns none runs again, unless it is called from the
-    /// callback itself (which then finishes normally).
+    /// Stops the callbacks: once this returns none runs again, unless it is called from this
+    /// subscription's callback (which then finishes normally, and no other follows).
     func end() {
         guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        inbox.withLock { $0.ended = true }
         task.withLock { $0?.cancel() }
-        timer.withLock { t in
-            t?.cancel()
-            t = nil
+        wake.signal()
+        if (Thread.current.threadDictionary[Self.threadKey] as? UInt64) != number { stopped.wait() }
+    }
+
+    /// The subscription's thread: waits for updates (or, while downloads run, for the next poll).
+    private func deliverUntilEnded() {
+        Thread.current.threadDictionary[Self.threadKey] = number
+        defer { stopped.signal() }
+        while true {
+            let polling = running.withLock { !$0.isEmpty }
+            _ = wake.wait(timeout: polling ? .now() + .milliseconds(100) : .distantFuture)
+            let (batch, over) = inbox.withLock { box -> ([AssetPackManager.DownloadStatusUpdate], Bool) in
+                defer { box.updates = [] }
+                return (box.updates, box.ended)
+            }
+            if over { return }
+            for update in batch { deliver(update) }
+            poll()
         }
-        if DispatchQueue.getSpecific(key: Self.onQueue) != number { queue.sync {} }
     }
 
     private func deliver(_ update: AssetPackManager.DownloadStatusUpdate) {
@@ -63,7 +85,6 @@ final class CSubscription: Sendable {
             let completed = progress.completedUnitCount
             running.withLock { $0[id] = (progress, completed) }
             send(kind: BACKLOT_UPDATE_DOWNLOADING, id, completed: completed, total: progress.totalUnitCount)
-            startPolling()
         case .finished:
             let last = running.withLock { $0.removeValue(forKey: id) }
             let total = last?.progress.totalUnitCount ?? 0
@@ -75,18 +96,7 @@ final class CSubscription: Sendable {
         }
     }
 
-    /// Every 100 ms while downloads run: a `DOWNLOADING` update for each whose count moved.
-    private func startPolling() {
-        timer.withLock { t in
-            guard t == nil, !ended.load(ordering: .acquiring) else { return }
-            let source = DispatchSource.makeTimerSource(queue: queue)
-            source.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
-            source.setEventHandler { [weak self] in self?.poll() }
-            source.resume()
-            t = source
-        }
-    }
-
+    /// A `DOWNLOADING` update for each running download whose count moved since the last one.
     private func poll() {
         let moved = running.withLock { r -> [(String, Int64, Int64)] in
             var out: [(String, Int64, Int64)] = []
@@ -99,12 +109,6 @@ final class CSubscription: Sendable {
         }
         for (id, completed, total) in moved.sorted(by: { $0.0 < $1.0 }) {
             send(kind: BACKLOT_UPDATE_DOWNLOADING, id, completed: completed, total: total)
-        }
-        if running.withLock({ $0.isEmpty }) {
-            timer.withLock { t in
-                t?.cancel()
-                t = nil
-            }
         }
     }
 

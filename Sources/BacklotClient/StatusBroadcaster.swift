@@ -24,10 +24,14 @@ final class Broadcaster: Sendable {
     /// How many streams listen now.
     var listenerCount: Int { listeners.withLock { $0.count } }
 
+    /// Hands `update` to every stream that listens for it. Nothing is yielded or finished under
+    /// the lock: yielding takes the receiving task's own lock, and a task being cancelled holds
+    /// that one while its stream's termination handler waits for ours.
     func send(_ update: AssetPackManager.DownloadStatusUpdate) {
-        var ended: [AsyncStream<AssetPackManager.DownloadStatusUpdate>.Continuation] = []
-        listeners.withLock { list in
-            for l in list where l.id == nil || l.id == update.assetPack.id { l.continuation.yield(update) }
+        typealias Continuation = AsyncStream<AssetPackManager.DownloadStatusUpdate>.Continuation
+        let (targets, ended) = listeners.withLock { list -> ([Continuation], [Continuation]) in
+            let targets = list.filter { $0.id == nil || $0.id == update.assetPack.id }.map(\.continuation)
+            var ended: [Continuation] = []
             list.removeAll { l in
                 guard l.id != nil, l.id == update.assetPack.id else { return false }
                 switch update {
@@ -37,8 +41,9 @@ final class Broadcaster: Sendable {
                 default: return false
                 }
             }
+            return (targets, ended)
         }
-        // Finished outside the lock: finishing runs onTermination, which takes it.
+        for c in targets { c.yield(update) }
         for c in ended { c.finish() }
     }
 }

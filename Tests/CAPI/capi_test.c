@@ -148,6 +148,10 @@ static void test_version_and_names(void) {
     CHECK(strcmp(backlot_status_name(BACKLOT_ERR_BA(101)), "BACKLOT_ERR_BA_DOWNLOAD_NOT_SCHEDULED") == 0,
           "an Apple code's name is %s", backlot_status_name(BACKLOT_ERR_BA(101)));
     CHECK(strcmp(backlot_status_name(987654), "BACKLOT_ERR_UNKNOWN") == 0, "an unknown status");
+    CHECK(BACKLOT_ERR_BA_DOWNLOAD_NOT_SCHEDULED == BACKLOT_ERR_BA(101), "named Apple codes");
+    CHECK(strcmp(backlot_status_name(BACKLOT_ERR_BA_SESSION_DOWNLOAD_NOT_PERMITTED_BEFORE_APP_LAUNCH),
+                 "BACKLOT_ERR_BA_SESSION_DOWNLOAD_NOT_PERMITTED_BEFORE_APP_LAUNCH") == 0,
+          "the header's Apple names are the library's");
     pthread_t t;
     pthread_create(&t, NULL, fresh_thread_error, NULL);
     pthread_join(t, NULL);
@@ -538,6 +542,20 @@ static void record_update(void *context, const backlot_status_update *u) {
     pthread_mutex_unlock(&log->lock);
 }
 
+struct self_ending {
+    backlot_manager *manager;
+    uint64_t subscription;
+    atomic_int calls;
+    backlot_status ended;
+};
+
+/* Unsubscribes itself on its first update (the header allows it). */
+static void end_on_first(void *context, const backlot_status_update *u) {
+    (void)u;
+    struct self_ending *s = context;
+    if (atomic_fetch_add(&s->calls, 1) == 0) s->ended = backlot_unsubscribe(s->manager, s->subscription);
+}
+
 static int wait_for_kind(struct update_log *log, int kind) {
     double deadline = now_seconds() + 60;
     for (;;) {
@@ -581,6 +599,22 @@ static void test_status_updates(void) {
     pthread_mutex_lock(&log.lock);
     CHECK(log.count == n, "no update after backlot_unsubscribe (%d then %d)", n, log.count);
     pthread_mutex_unlock(&log.lock);
+    /* A subscription that ends itself from its callback, while downloads run: no deadlock, and
+       no call after the first (ten rounds: the race it guards against is timing-dependent). */
+    for (int round = 0; round < 10; round++) {
+        struct self_ending s;
+        memset(&s, 0, sizeof s);
+        s.manager = m;
+        s.ended = -1;
+        uint64_t number = 0;
+        CHECK_STATUS(backlot_subscribe(m, NULL, end_on_first, &s, &number), BACKLOT_OK);
+        s.subscription = number;
+        CHECK_STATUS(backlot_remove(m, "Levels"), BACKLOT_OK);
+        CHECK_STATUS(backlot_ensure_local_availability(m, "Levels", NULL, NULL), BACKLOT_OK);
+        usleep(50000);
+        CHECK(atomic_load(&s.calls) == 1 && s.ended == BACKLOT_OK, "round %d: %d calls, unsubscribe gave %d", round,
+              atomic_load(&s.calls), s.ended);
+    }
     backlot_manager_close(m);
     pthread_mutex_destroy(&log.lock);
     free(container);

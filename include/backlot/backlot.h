@@ -103,7 +103,24 @@ enum {
 
     /* Apple's BAErrorCode values, each at 1000 + Apple's number (BACKLOT_ERR_BA(101) is
        downloadNotScheduled). */
-    BACKLOT_ERR_BA_BASE = 1000
+    BACKLOT_ERR_BA_BASE = 1000,
+    BACKLOT_ERR_BA_DOWNLOAD_INVALID = 1000,
+    BACKLOT_ERR_BA_CALL_FROM_EXTENSION_NOT_ALLOWED = 1050,
+    BACKLOT_ERR_BA_CALL_FROM_INACTIVE_PROCESS_NOT_ALLOWED = 1051,
+    BACKLOT_ERR_BA_CALLER_CONNECTION_NOT_ACCEPTED = 1055,
+    BACKLOT_ERR_BA_CALLER_CONNECTION_INVALID = 1056,
+    BACKLOT_ERR_BA_DOWNLOAD_ALREADY_SCHEDULED = 1100,
+    BACKLOT_ERR_BA_DOWNLOAD_NOT_SCHEDULED = 1101,
+    BACKLOT_ERR_BA_DOWNLOAD_FAILED_TO_START = 1102,
+    BACKLOT_ERR_BA_DOWNLOAD_ALREADY_FAILED = 1103,
+    BACKLOT_ERR_BA_DOWNLOAD_ESSENTIAL_DOWNLOAD_NOT_PERMITTED = 1109,
+    BACKLOT_ERR_BA_DOWNLOAD_BACKGROUND_ACTIVITY_PROHIBITED = 1111,
+    BACKLOT_ERR_BA_DOWNLOAD_WOULD_EXCEED_ALLOWANCE = 1112,
+    BACKLOT_ERR_BA_DOWNLOAD_DOES_NOT_EXIST = 1113,
+    BACKLOT_ERR_BA_SESSION_DOWNLOAD_DISALLOWED_BY_DOMAIN = 1202,
+    BACKLOT_ERR_BA_SESSION_DOWNLOAD_DISALLOWED_BY_ALLOWANCE = 1203,
+    BACKLOT_ERR_BA_SESSION_DOWNLOAD_ALLOWANCE_EXCEEDED = 1204,
+    BACKLOT_ERR_BA_SESSION_DOWNLOAD_NOT_PERMITTED_BEFORE_APP_LAUNCH = 1206
 };
 #define BACKLOT_ERR_BA(apple_code) (BACKLOT_ERR_BA_BASE + (apple_code))
 
@@ -272,8 +289,8 @@ typedef struct backlot_status_update {
     const char *error_message; /* for FAILED: its message; else ""; valid during the call only */
 } backlot_status_update;
 
-/* Called for each update, in order and one at a time per subscription, on a thread of the
-   library's (not always the same one). */
+/* Called for each update, in order, on one thread of the library's per subscription that lives
+   as long as the subscription. */
 typedef void (*backlot_status_fn)(void *context, const backlot_status_update *update);
 
 /* Subscribes to the updates of one pack's downloads (`pack_id`) or of every pack (NULL). *out is
