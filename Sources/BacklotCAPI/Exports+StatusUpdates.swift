@@ -15,12 +15,19 @@ public func backlotSubscribe(
         let target = try output(out, "out")
         let subscription = CSubscription(
             manager: m.manager, packID: id, callback: callback, context: CContext(pointer: context))
-        target.pointee = m.subscriptions.withLock { s in
+        let number = m.subscriptions.withLock { s in
             let number = s.next
             s.next += 1
             s.open[number] = subscription
             return number
         }
+        if m.isClosed {
+            // Closed meanwhile: close may have ended the open subscriptions before this one was added.
+            _ = m.subscriptions.withLock { $0.open.removeValue(forKey: number) }
+            subscription.end()
+            throw CallError.closedHandle
+        }
+        target.pointee = number
     }
 }
 

@@ -69,13 +69,24 @@ public func backlotSetDownloadDelegate(
                 delegate, "delegate", defaults: CDefaults.downloadDelegate, minimumSize: CDefaults.firstDelegateSize)
             made = CDownloadDelegate(functions, context: CContext(pointer: context))
         }
-        // The download manager holds its delegate weakly: the manager's slot keeps it alive.
+        // The download manager holds its delegate weakly: the manager's slot keeps it alive. Both
+        // are set under the slot's lock, so that two calls at once leave one of them in place.
         let previous = m.delegate.withLock { slot -> CDownloadDelegate? in
-            defer { slot = made }
+            defer {
+                slot = made
+                downloads.delegate = made
+            }
             return slot
         }
-        downloads.delegate = made
         previous?.retire()  // once this returns, the previous delegate's functions run no more
+        if m.isClosed {
+            // Closed meanwhile: close took the slot before this call filled it.
+            m.delegate.withLock { slot -> CDownloadDelegate? in
+                defer { slot = nil }
+                return slot
+            }?.retire()
+            throw CallError.closedHandle
+        }
     }
 }
 
