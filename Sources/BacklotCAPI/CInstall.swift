@@ -19,10 +19,16 @@ enum CInstall {
         }
         let finishedBefore = m.finishedDownloads(of: id).count
         var last: (completed: UInt64, total: UInt64)? = nil
+        var lastCall = ContinuousClock.now
         let report: () -> Void = {
-            guard let progress, let now = m.progress(of: id) else { return }
-            if let last, last == now { return }
-            last = now
+            guard let progress else { return }
+            // As bytes are installed, and at least once a second even when nothing moved: a
+            // binding's only chance to run code on this thread (Python's Ctrl-C) while it waits.
+            let now = m.progress(of: id) ?? last ?? (0, 0)
+            if let last, last == now, ContinuousClock.now - lastCall < .seconds(1) { return }
+            if last == nil, now == (0, 0), ContinuousClock.now - lastCall < .seconds(1) { return }
+            if m.progress(of: id) != nil { last = now }
+            lastCall = .now
             progress(context.pointer, now.completed, now.total)
         }
         let fetched = try m.waitingFor(id) {

@@ -187,7 +187,8 @@ backlot_status backlot_device_id(backlot_manager *manager, char **out);
 /* Progress of a download: bytes of the pack's files installed so far, and in all (the pack's
    install size: the catalog's figure until the pack's index is read, then the index's). Called on
    the thread that called backlot_ensure_local_availability, as chunks are installed (a chunk is
-   about 1 MiB: a slow download reports every few seconds), which it may call into (not to close). */
+   about 1 MiB), and at least once a second while the call waits even when nothing moved (the same
+   numbers again: a binding's chance to notice an interrupt), which it may call into (not to close). */
 typedef void (*backlot_progress_fn)(void *context, uint64_t completed_bytes, uint64_t total_bytes);
 
 /* Returns once the pack is installed and verified (Apple's ensureLocalAvailability(of:)): an
