@@ -44,6 +44,18 @@ enum CMemory {
         return pointers
     }
 
+    /// Hands `strings` to a caller's `char ***` and `size_t *`, sorted by their UTF-8 bytes, as
+    /// one block (``stringList(_:)``; NULL and 0 for none).
+    static func writeList(
+        _ strings: some Collection<String>,
+        to list: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+        count: UnsafeMutablePointer<Int>
+    ) {
+        let sorted = strings.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        list.pointee = stringList(sorted)
+        count.pointee = sorted.count
+    }
+
     /// A C string argument as a Swift string.
     /// - Throws: ``CallError`` (invalid argument) for NULL or bytes that are not UTF-8, naming `what`.
     static func string(_ pointer: UnsafePointer<CChar>?, _ what: String) throws -> String {

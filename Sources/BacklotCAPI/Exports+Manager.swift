@@ -74,9 +74,7 @@ public func backlotCheckForUpdates(
         let countOut = try output(count, "count")
         let client = m.manager
         let updated = try BlockingCall.run { try await client.checkForUpdates().updatingIDs }
-        let sorted = updated.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
-        idsOut.pointee = CMemory.stringList(sorted)
-        countOut.pointee = sorted.count
+        CMemory.writeList(updated, to: idsOut, count: countOut)
     }
 }
 
@@ -128,9 +126,7 @@ public func backlotAllAssetPacks(
         let countOut = try output(count, "count")
         let client = m.manager
         let packs = try BlockingCall.run { try await client.allAssetPacks.map(\.id) }
-        let sorted = packs.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
-        idsOut.pointee = CMemory.stringList(sorted)
-        countOut.pointee = sorted.count
+        CMemory.writeList(packs, to: idsOut, count: countOut)
     }
 }
 
@@ -146,8 +142,6 @@ public func backlotInstalledPacks(
         let idsOut = try output(ids, "ids")
         let countOut = try output(count, "count")
         let installed = try ClientContainer(path: m.configuration.containerPath).installed().map(\.id)
-        let sorted = installed.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
-        idsOut.pointee = CMemory.stringList(sorted)
-        countOut.pointee = sorted.count
+        CMemory.writeList(installed, to: idsOut, count: countOut)
     }
 }

@@ -50,9 +50,7 @@ public func backlotCurrentDownloads(
         let idsOut = try output(ids, "identifiers")
         let countOut = try output(count, "count")
         let current = try m.downloads().fetchCurrentDownloads().map(\.identifier)
-        let sorted = current.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
-        idsOut.pointee = CMemory.stringList(sorted)
-        countOut.pointee = sorted.count
+        CMemory.writeList(current, to: idsOut, count: countOut)
     }
 }
 
