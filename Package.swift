@@ -166,6 +166,7 @@ let package = Package(
                 "BacklotBasics", "BacklotCrypto", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotTestSupport",
             ]),
         .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotBasics", "BacklotJSON"]),
+        .testTarget(name: "BacklotCatalogTests", dependencies: ["BacklotCatalog", "BacklotFormat"]),
         .testTarget(
             name: "BacklotFormatTests",
             dependencies: [

@@ -106,13 +106,13 @@ public struct AgentConfiguration: Sendable {
         guard let text = try ConfigurationKey.string(catalogKey, in: settings, source: source) else {
             throw ConfigurationKey.error(
                 "BacklotCatalogURL", source: source,
-                "is missing: give the catalog URL (…/v1/apps/APP/CHANNEL/catalog.json) here or as BAManifestURL")
+                "is missing: give the catalog URL (…/\(PublishedTreeLayout.catalogTemplate)) here or as BAManifestURL")
         }
         guard let url = URL(string: text), let target = try? AssetPackManager.Configuration.target(ofCatalogURL: url)
         else {
             throw ConfigurationKey.error(
                 catalogKey, source: source,
-                "must be a Backlot catalog URL (http(s)://HOST/…/v1/apps/APP/CHANNEL/catalog.json), not \(text)")
+                "must be a Backlot catalog URL (http(s)://HOST/…/\(PublishedTreeLayout.catalogTemplate)), not \(text)")
         }
         // HTTPS, as the docs (and Apple, for BAManifestURL) require; plain HTTP only to this machine.
         if url.scheme?.lowercased() == "http", !Self.isLoopback(url.host ?? "") {

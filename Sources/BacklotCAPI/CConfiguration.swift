@@ -20,7 +20,7 @@ enum CConfiguration {
         guard let url = URL(string: urlText) else {
             throw BacklotError(
                 .usage, "config->catalog_url is not a URL", context: urlText,
-                hint: "give the channel's catalog: https://HOST/v1/apps/APP/CHANNEL/catalog.json")
+                hint: "give the channel's catalog: https://HOST/\(PublishedTreeLayout.catalogTemplate)")
         }
         var configuration = try AssetPackManager.Configuration(
             containerPath: container, catalogURL: url, trustedKeyFile: keyFile, caFile: caFile)

@@ -92,13 +92,13 @@ extension AssetPackManager.Configuration {
         guard let text = try string(catalogKey) else {
             throw BacklotError(
                 .usage,
-                "the configuration lacks BacklotCatalogURL: give the catalog URL (…/v1/apps/APP/CHANNEL/catalog.json) there or as BAManifestURL",
+                "the configuration lacks BacklotCatalogURL: give the catalog URL (…/\(PublishedTreeLayout.catalogTemplate)) there or as BAManifestURL",
                 context: source)
         }
         guard let url = URL(string: text), let target = try? Self.target(ofCatalogURL: url) else {
             throw BacklotError(
                 .invalidInput,
-                "the key \(catalogKey) must be a Backlot catalog URL (http(s)://HOST/…/v1/apps/APP/CHANNEL/catalog.json), not \(text)",
+                "the key \(catalogKey) must be a Backlot catalog URL (http(s)://HOST/…/\(PublishedTreeLayout.catalogTemplate)), not \(text)",
                 context: source)
         }
         guard let keyFile = try string("BacklotTrustedKey") else {

@@ -64,15 +64,14 @@ public actor AssetPackManager {
         public static func target(ofCatalogURL url: URL) throws -> (app: String, channel: Channel) {
             let parts = BytePath.components(url.path, omittingEmpty: true)
             guard url.scheme == "https" || url.scheme == "http", parts.count >= 5,
-                BytePath.same(parts[parts.count - 1], "catalog.json"),
-                BytePath.same(parts[parts.count - 5], "v1"), BytePath.same(parts[parts.count - 4], "apps"),
-                let channel = Channel(rawValue: parts[parts.count - 2]), (try? PackID(parts[parts.count - 3])) != nil
+                case .catalog(let app, let channel)? = PublishedTreeLayout(path: parts.suffix(5).joined(separator: "/")),
+                (try? PackID(app)) != nil
             else {
                 throw BacklotError(
-                    .usage, "a catalog URL is http(s) and ends in /v1/apps/APP/CHANNEL/catalog.json",
+                    .usage, "a catalog URL is http(s) and ends in /\(PublishedTreeLayout.catalogTemplate)",
                     context: url.absoluteString)
             }
-            return (parts[parts.count - 3], channel)
+            return (app, channel)
         }
 
         /// A configuration from what an app ships: the catalog URL (its app and channel are read

@@ -48,8 +48,8 @@ struct CatalogClient: Sendable {
     /// changed), which is kept. So a key rotated away stops being trusted at the next check.
     /// Without any published list that names the pinned key, the pinned keys are trusted as they are.
     func currentKeys() throws -> [Ed25519.PublicKey] {
-        let list: (String) throws -> [UInt8]? = { name in
-            let url = URL(string: "../../../keys/\(name)", relativeTo: catalogURL)!.absoluteURL
+        let list: (PublishedTreeLayout) throws -> [UInt8]? = { file in
+            let url = URL(string: file.path, relativeTo: baseURL)!.absoluteURL
             let r = try http.send("GET", url.absoluteString, bodyLimit: Self.maximumKeyListBytes)
             return r.status == 200 ? r.body : nil
         }
@@ -57,11 +57,11 @@ struct CatalogClient: Sendable {
         guard
             let start = try stored
                 ?? KeyList.anchor(
-                    pinned: pinned, current: { try list("root.json") }, fetch: { try list("root-\($0).json") })
+                    pinned: pinned, current: { try list(.currentKeyList) }, fetch: { try list(.keyList(version: $0)) })
         else {
             return pinned
         }
-        let newest = try KeyList.follow(from: start, fetch: { try list("root-\($0).json") })
+        let newest = try KeyList.follow(from: start, fetch: { try list(.keyList(version: $0)) })
         if newest != stored { try container.setMeta(.keyList, Data(newest.payload).base64EncodedString()) }
         return newest.keys
     }
@@ -97,9 +97,9 @@ struct CatalogClient: Sendable {
         return catalog
     }
 
-    /// The repository's base URL: the catalog URL without `v1/apps/APP/CHANNEL/catalog.json`
-    /// (the folder four levels above the catalog's), always ending in `/`.
-    var baseURL: URL { URL(string: "../../../../", relativeTo: catalogURL)!.absoluteURL }
+    /// The repository's base URL: the folder that holds the catalog's tree (``PublishedTreeLayout``),
+    /// always ending in `/`.
+    var baseURL: URL { URL(string: PublishedTreeLayout.baseFromCatalog, relativeTo: catalogURL)!.absoluteURL }
 
     /// An archive URL from the catalog, resolved against it (RFC 3986); refused unless it stays
     /// on the catalog's scheme, host and port and inside the repository's base path (compared as
@@ -124,7 +124,8 @@ struct CatalogClient: Sendable {
         else {
             throw refuse("leaves the catalog's server")
         }
-        let base = (baseURL.path.hasSuffix("/") ? baseURL.path : baseURL.path + "/") + "v1/packs/"
+        let base =
+            (baseURL.path.hasSuffix("/") ? baseURL.path : baseURL.path + "/") + PublishedTreeLayout.packsFolder + "/"
         guard url.path.utf8.starts(with: base.utf8),
             BytePath.isSafeRelative(String(decoding: url.path.utf8.dropFirst(base.utf8.count), as: UTF8.self))
         else {
@@ -133,16 +134,13 @@ struct CatalogClient: Sendable {
         return url
     }
 
-    /// A delta's URL (docs/protocol.md §3): accepted only in exactly the form the repository writes,
-    /// `../../../deltas/SHA256.delta` (64 lowercase hex digits), and resolved beside the
-    /// archive's folder (`BASE/v1/deltas/`), so it cannot leave the repository whatever it says. Nil
-    /// for any other form (the delta is then not used).
+    /// A delta's URL (docs/protocol.md §3): accepted only in exactly the form the repository writes
+    /// (``PublishedTreeLayout/referenceFromCatalog``: a delta named by 64 lower-case hex digits), and
+    /// resolved in the tree of the archive's folder (`BASE/v1/deltas/`, where `BASE/v1/packs/` holds
+    /// the archive), so it cannot leave the repository whatever it says. Nil for any other form (the
+    /// delta is then not used).
     static func deltaURL(_ delta: Catalog.Delta, archiveURL: URL) -> URL? {
-        let prefix = "../../../deltas/"
-        guard delta.url.hasPrefix(prefix), delta.url.hasSuffix(".delta") else { return nil }
-        let name = delta.url.dropFirst(prefix.count).dropLast(".delta".count)
-        guard name.utf8.count == 64, name.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
-        else { return nil }
-        return URL(string: "../deltas/\(name).delta", relativeTo: archiveURL)?.absoluteURL
+        guard let file = PublishedTreeLayout(referenceFromCatalog: delta.url), case .delta = file else { return nil }
+        return URL(string: PublishedTreeLayout.rootFromPack + file.path, relativeTo: archiveURL)?.absoluteURL
     }
 }

@@ -13,7 +13,7 @@ struct FetchCommand: Command {
         name: "fetch",
         summary: "Install or update packs in a container from a signed catalog, downloading only missing chunks.",
         discussion:
-            "Without --pack or --event, every pack the catalog offers is fetched. The catalog URL names the app and channel (…/v1/apps/APP/CHANNEL/catalog.json).",
+            "Without --pack or --event, every pack the catalog offers is fetched. The catalog URL names the app and channel (…/\(PublishedTreeLayout.catalogTemplate)).",
         options: [ContainerOption.container] + deviceOptions + [packs, event, jsonFlag])
 
     static let catalog = Option<String>(

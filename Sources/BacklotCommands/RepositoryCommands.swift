@@ -46,12 +46,12 @@ struct KeysRotateCommand: Command {
         if arguments[jsonFlag] {
             try io.outJSON(
                 Output(
-                    keyListVersion: version, keyList: "v1/keys/root-\(version).json",
+                    keyListVersion: version, keyList: PublishedTreeLayout.keyList(version: version).path,
                     publicKey: repository.directory.publicKeyPath))
             return
         }
         io.out(
-            "Published key list \(version) (v1/keys/root-\(version).json); new public key in \(repository.directory.publicKeyPath).\n"
+            "Published key list \(version) (\(PublishedTreeLayout.keyList(version: version).path)); new public key in \(repository.directory.publicKeyPath).\n"
         )
     }
 }

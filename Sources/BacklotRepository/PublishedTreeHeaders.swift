@@ -1,3 +1,5 @@
+import BacklotCatalog
+
 /// The `Cache-Control` and `Content-Type` of every file of the published tree, decided by its path
 /// (docs/protocol.md §1, row by row): the one rule for `backlot serve`, for the objects written to
 /// a bucket, and so for any CDN in front of either.
@@ -28,42 +30,25 @@ public struct PublishedTreeHeaders: Sendable, Hashable {
 
     /// `Cache-Control` for a path relative to the tree's root (`v1/…`).
     public func cacheControl(_ relative: String) -> String {
-        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
-        let name = parts.last.map(String.init) ?? relative
-        if Self.contentAddress(relative) != nil { return "public, max-age=31536000, immutable" }
-        if parts.count == 3, parts[0] == "v1", parts[1] == "keys" {
-            if name == "root.json" { return "public, max-age=\(keyListMaxAge)" }
-            if name.hasPrefix("root-"), name.hasSuffix(".json") { return "public, max-age=31536000, immutable" }
+        switch PublishedTreeLayout(path: relative) {
+        case .pack?, .delta?, .keyList?: return "public, max-age=31536000, immutable"
+        case .currentKeyList?: return "public, max-age=\(keyListMaxAge)"
+        case .applePack?: return "no-cache"
+        default: return relative.hasSuffix(".json") ? "public, max-age=\(catalogMaxAge)" : "no-cache"
         }
-        if Self.isApplePack(parts) { return "no-cache" }
-        if name.hasSuffix(".json") { return "public, max-age=\(catalogMaxAge)" }
-        return "no-cache"
     }
 
     /// `Content-Type` for a path relative to the tree's root.
     public static func contentType(_ relative: String) -> String {
-        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
-        let name = parts.last.map(String.init) ?? relative
-        if isApplePack(parts) { return "application/octet-stream" }
-        if name.hasSuffix(".json") { return "application/json" }
-        if name.hasSuffix(".pub") || name.hasSuffix(".pem") { return "text/plain; charset=utf-8" }
+        if case .applePack? = PublishedTreeLayout(path: relative) { return "application/octet-stream" }
+        if relative.hasSuffix(".json") { return "application/json" }
+        if relative.hasSuffix(".pub") || relative.hasSuffix(".pem") { return "text/plain; charset=utf-8" }
         return "application/octet-stream"
     }
 
     /// The SHA-256 (hex) of `v1/packs/SHA256.pack` (or of a delta file, `v1/deltas/SHA256.delta`,
     /// also named by the SHA-256 of its bytes), or nil for any other path.
-    public static func contentAddress(_ relative: String) -> Substring? {
-        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "v1",
-            (parts[1] == "packs" && parts[2].hasSuffix(".pack") && parts[2].utf8.count == 69)
-                || (parts[1] == "deltas" && parts[2].hasSuffix(".delta") && parts[2].utf8.count == 70)
-        else { return nil }
-        let sha = parts[2].prefix(64)
-        return sha.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) ? sha : nil
-    }
-
-    /// `v1/apple/APP/CHANNEL/PLATFORM/packs/ID`: an `.aar` under its pack ID, whatever the ID ends with.
-    static func isApplePack(_ parts: [Substring]) -> Bool {
-        parts.count == 7 && parts[0] == "v1" && parts[1] == "apple" && parts[5] == "packs"
+    public static func contentAddress(_ relative: String) -> String? {
+        PublishedTreeLayout(path: relative)?.contentAddress
     }
 }

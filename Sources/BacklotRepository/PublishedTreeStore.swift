@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 
 /// Where the published tree (docs/protocol.md §1: key lists, catalogs, packs, Apple manifests and
 /// `.aar` files) is written: the data folder's `public/` (``LocalPublishedTree``, the default) or
@@ -54,7 +55,8 @@ public enum PublishedTreePath {
     /// - Throws: ``BacklotError/Code/invalidInput``.
     public static func validate(_ relative: String) throws {
         let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.first == "v1", !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }),
+        guard parts.first.map(String.init) == PublishedTreeLayout.root,
+            !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }),
             !relative.contains("\\"), !relative.utf8.contains(0)
         else {
             throw BacklotError(

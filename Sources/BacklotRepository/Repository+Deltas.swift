@@ -15,11 +15,6 @@ extension Repository {
     /// Sets ``deltaBases`` (0…16).
     public func setDeltaBases(_ count: Int) { deltaBasesStorage.withLock { $0 = max(0, min(count, 16)) } }
 
-    /// The delta files of the published tree, beside the packs: `v1/deltas/SHA256.delta`, named by
-    /// the SHA-256 of the file, and `v1/deltas/DIGEST.json`, the list of the deltas into the version
-    /// whose pack digest is `DIGEST` (what publishing puts in the catalog).
-    static let deltaFolder = "v1/deltas"
-
     /// Makes the deltas into a version that was just verified, from the ``deltaBases`` versions
     /// before it, and writes them to the published tree before the version can be released (so a
     /// catalog never names a delta that is not there). A delta is an optimisation: a failure is
@@ -50,11 +45,11 @@ extension Repository {
         guard !bases.isEmpty else { return 0 }
         let (target, targetReader) = try deltaInput(archive)
         defer { targetReader.close() }
-        let listPath = "\(Self.deltaFolder)/\(target.packDigest.hex).json"
+        let listPath = PublishedTreeLayout.deltaList(packDigest: target.packDigest.hex).path
         var list = try publishedDeltas(into: target.packDigest)
         let builder = DeltaBuilder()
         var made = 0
-        try tree.makeFolder(Self.deltaFolder)
+        try tree.makeFolder(PublishedTreeLayout.deltasFolder)
         for sha in bases {
             let (base, baseReader) = try deltaInput(sha)
             defer { baseReader.close() }
@@ -64,10 +59,11 @@ extension Repository {
             let result = try builder.build(base: base, target: target)
             guard !result.delta.entries.isEmpty || !result.delta.indexDelta.isEmpty else { continue }
             let digest = SHA256.hash(result.bytes)
-            try tree.write(result.bytes, at: "\(Self.deltaFolder)/\(digest.hex).delta")
+            let file = PublishedTreeLayout.delta(sha256: digest.hex)
+            try tree.write(result.bytes, at: file.path)
             list.append(
                 Catalog.Delta(
-                    base: base.packDigest, url: "../../../deltas/\(digest.hex).delta", size: UInt64(result.bytes.count),
+                    base: base.packDigest, url: file.referenceFromCatalog, size: UInt64(result.bytes.count),
                     sha256: digest, prefixLength: result.delta.prefixLength))
             made += 1
             log(
@@ -81,7 +77,7 @@ extension Repository {
 
     /// The deltas into the version of pack digest `target` that the tree holds (empty when none).
     func publishedDeltas(into target: SHA256Digest) throws -> [Catalog.Delta] {
-        let relative = "\(Self.deltaFolder)/\(target.hex).json"
+        let relative = PublishedTreeLayout.deltaList(packDigest: target.hex).path
         guard let bytes = try tree.read(relative, atMost: 1 << 20) else { return [] }
         return (try? Catalog.decodeDeltaList(bytes, source: relative)) ?? []
     }

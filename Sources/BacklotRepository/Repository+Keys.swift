@@ -28,7 +28,8 @@ extension Repository {
         }
         retired.sort { $0.version < $1.version }
         let first =
-            modified(directory.publicTreePath + "/v1/keys/root-1.json") ?? modified(directory.publicKeyPath)
+            modified(directory.publicTreePath + "/" + PublishedTreeLayout.keyList(version: 1).path) ?? modified(
+                directory.publicKeyPath)
             ?? Date(timeIntervalSince1970: 0)
         func info(_ key: Ed25519.PrivateKey, since: Date, retired: Date?) -> SigningKeyInfo {
             SigningKeyInfo(

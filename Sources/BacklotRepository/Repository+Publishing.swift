@@ -13,7 +13,7 @@ import Glibc
 extension Repository {
     /// The catalog's path in the published tree.
     public func catalogPath(app: String, channel: Channel) -> String {
-        directory.publicTreePath + "/v1/apps/\(app)/\(channel.rawValue)/catalog.json"
+        directory.publicTreePath + "/" + PublishedTreeLayout.catalog(app: app, channel: channel).path
     }
 
     /// Builds, signs and atomically publishes the catalog of one app and channel.
@@ -28,7 +28,7 @@ extension Repository {
     /// serialization failure, the catalog is simply written again with a higher version.
     public func publish(app: String, channel: Channel, now: Date = Date()) throws {
         let key = try directory.signingKey()
-        let relative = "v1/apps/\(app)/\(channel.rawValue)/catalog.json"
+        let relative = PublishedTreeLayout.catalog(app: app, channel: channel).path
         let copied = Set(try channelArchives(app: app, channel: channel))
         for sha in copied.sorted() { try linkIntoTree(sha) }
         try db.transaction { tx in
@@ -107,7 +107,7 @@ extension Repository {
             for sha in archives where !copied.contains(sha) { try linkIntoTree(sha) }
             let signed = try SignedEnvelope.sign(payload: catalog.payload, type: Catalog.payloadType, with: [key])
                 .encoded
-            try tree.makeFolder("v1/apps/\(app)/\(channel.rawValue)")
+            try tree.makeFolder(PublishedTreeLayout.catalogFolder(app: app, channel: channel))
             TestStopPoint.reach("publish.beforeCatalog")
             try tree.write(signed, at: relative)
             TestStopPoint.reach("publish.afterCatalog")
@@ -162,7 +162,7 @@ extension Repository {
             version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io),
             downloadPolicy: policy, platforms: platforms, userInfo: meta["userInfo"],
             language: meta["language"]?.stringValue, installSize: v["install_size"]?.integer(as: UInt64.self) ?? 0,
-            archiveURL: "../../../packs/\(sha.hex).pack",
+            archiveURL: PublishedTreeLayout.pack(sha256: sha.hex).referenceFromCatalog,
             archiveSize: v["declared_size"]?.integer(as: UInt64.self) ?? 0, archiveSHA256: sha,
             indexOffset: v["index_offset"]?.integer(as: UInt64.self) ?? 0,
             indexLength: v["index_length"]?.integer(as: UInt64.self) ?? 0, indexSHA256: indexSHA)
@@ -205,30 +205,36 @@ extension Repository {
 
     /// The folder of Apple download manifests for one app, channel and platform.
     public func appleManifestFolder(app: String, channel: Channel, platform: Platform) -> String {
-        directory.publicTreePath + "/v1/apple/\(app)/\(channel.rawValue)/\(platform.rawValue.lowercased())"
+        directory.publicTreePath + "/" + PublishedTreeLayout.appleFolder(app: app, channel: channel, platform: platform)
     }
 
     /// Writes Apple's download manifest for each Apple platform (`…/PLATFORM/manifest.json`) with each
     /// pack's archive at `…/PLATFORM/packs/ID` (the manifest's base URL + "/" + ID, as Apple requires).
     func publishAppleManifests(app: String, channel: Channel, entries: [AppleEntry]) throws {
         guard let base = publicURL else { return }
-        guard try !entries.isEmpty || tree.exists("v1/apple/\(app)/\(channel.rawValue)") else { return }
+        guard try !entries.isEmpty || tree.exists(PublishedTreeLayout.appleFolder(app: app, channel: channel)) else {
+            return
+        }
         for platform in [Platform.iOS, .macOS, .tvOS, .visionOS] {
-            let relative = "v1/apple/\(app)/\(channel.rawValue)/\(platform.rawValue.lowercased())"
-            try tree.makeFolder(relative + "/packs")
+            let packs = PublishedTreeLayout.applePacksFolder(app: app, channel: channel, platform: platform)
+            try tree.makeFolder(packs)
             var manifest = AppleDownloadManifest()
             var keep = Set<String>()
             for e in entries where e.platforms.contains(platform) {
-                try archives.publishBlob(e.sha256, to: tree, at: relative + "/packs/" + e.pack, replacing: true)
+                let file = PublishedTreeLayout.applePack(app: app, channel: channel, platform: platform, pack: e.pack)
+                try archives.publishBlob(e.sha256, to: tree, at: file.path, replacing: true)
                 keep.insert(e.pack)
                 manifest.set(
                     AppleDownloadManifest.Entry(
-                        id: e.pack, baseURL: base + relative + "/packs", version: e.version,
+                        id: e.pack, baseURL: base + packs, version: e.version,
                         downloadSize: e.size, downloadPolicy: e.policy, userInfo: e.userInfo))
             }
-            try tree.write(Array(manifest.encoded.utf8), at: relative + "/manifest.json")
-            for name in try tree.fileNames(in: relative + "/packs") where !keep.contains(name) {
-                try tree.remove(relative + "/packs/" + name)
+            try tree.write(
+                Array(manifest.encoded.utf8),
+                at: PublishedTreeLayout.appleManifest(app: app, channel: channel, platform: platform).path)
+            for name in try tree.fileNames(in: packs) where !keep.contains(name) {
+                try tree.remove(
+                    PublishedTreeLayout.applePack(app: app, channel: channel, platform: platform, pack: name).path)
             }
         }
     }
@@ -236,7 +242,7 @@ extension Repository {
     /// Makes a blob visible at its content-addressed URL (in the folder a hard link, a copy across
     /// file systems; in a bucket an upload unless the object is there already).
     func linkIntoTree(_ sha: String) throws {
-        try archives.publishBlob(sha, to: tree, at: "v1/packs/\(sha).pack", replacing: false)
+        try archives.publishBlob(sha, to: tree, at: PublishedTreeLayout.pack(sha256: sha).path, replacing: false)
     }
 
     /// Every (app, channel) that has a catalog or a release: a channel whose first release was
@@ -276,17 +282,17 @@ extension Repository {
     @discardableResult
     public func rotateKey() throws -> Int {
         let old = try directory.signingKey()
-        let treeKeys = "v1/keys"
+        let treeKeys = PublishedTreeLayout.keysFolder
         let versions = try tree.fileNames(in: treeKeys).compactMap { name -> Int? in
-            guard name.hasPrefix("root-"), name.hasSuffix(".json") else { return nil }
-            return CheckedInteger.parse(name.dropFirst(5).dropLast(5), as: Int.self)
+            guard case .keyList(let version)? = PublishedTreeLayout(path: treeKeys + "/" + name) else { return nil }
+            return version
         }
         let next = try CheckedInteger.add(versions.max() ?? 1, 1, "the next key list version", context: treeKeys)
         let new = try Ed25519.PrivateKey()
         let signed = try SignedEnvelope.sign(
             payload: KeyList(version: next, keys: [new.publicKey]).payload, type: KeyList.payloadType, with: [old, new]
         ).encoded
-        try tree.write(signed, at: treeKeys + "/root-\(next).json")
+        try tree.write(signed, at: PublishedTreeLayout.keyList(version: next).path)
         try RepositoryDirectory.writeSecret(
             Data(old.rawRepresentation).base64EncodedString() + "\n",
             to: directory.keysPath + "/signing-\(next - 1).key")
@@ -294,7 +300,7 @@ extension Repository {
             Data(new.rawRepresentation).base64EncodedString() + "\n", to: directory.signingKeyPath)
         try RepositoryDirectory.writePublic(
             Data(new.publicKey.rawRepresentation).base64EncodedString() + "\n", to: directory.publicKeyPath)
-        try tree.write(signed, at: treeKeys + "/root.json")
+        try tree.write(signed, at: PublishedTreeLayout.currentKeyList.path)
         try resign(margin: .infinity)
         try auditAlone(
             "key.rotate", details: ["keyList": String(next), "keyId": new.publicKey.keyID, "from": old.publicKey.keyID])

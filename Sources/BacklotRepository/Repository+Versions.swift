@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotJSON
@@ -685,14 +686,16 @@ extension Repository {
         // Listed before the live set is read: a blob stored meanwhile (by any server) had its
         // SHA-256 recorded before it was stored, so it is either not listed here or live below.
         let blobs = try archives.blobNames()
-        let packs = try tree.fileNames(in: "v1/packs").filter { $0.hasSuffix(".pack") }
+        let packs = try tree.fileNames(in: PublishedTreeLayout.packsFolder).compactMap {
+            PublishedTreeLayout(path: PublishedTreeLayout.packsFolder + "/" + $0)?.contentAddress
+        }
         let live = Set(
             try db.read {
                 try $0.query("SELECT archive_sha256 FROM versions WHERE deleted = 0 AND archive_sha256 IS NOT NULL")
             }
             .compactMap { $0["archive_sha256"]?.string })
         for sha in blobs where !live.contains(sha) { try archives.removeBlob(sha) }
-        for name in packs where !live.contains(String(name.dropLast(5))) { try tree.remove("v1/packs/" + name) }
+        for sha in packs where !live.contains(sha) { try tree.remove(PublishedTreeLayout.pack(sha256: sha).path) }
         // Uploads of deleted and failed versions. In a bucket, each is cleaned once (its row then says nothing is left).
         let dead = "((deleted = 1 AND state != 'PROCESSING') OR state = 'FAILED')"
         let rows = try db.read {

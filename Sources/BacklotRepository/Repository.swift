@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotStore
@@ -126,14 +127,15 @@ public final class Repository: Sendable {
         self.maximumPacksPerApp = maximumPacksPerApp
         self.maximumInstallSize = maximumInstallSize
         scheduler = ProcessingScheduler(workers: processingWorkers)
-        try directory.makeTreeDirectory(directory.publicTreePath + "/v1/packs")
-        try directory.makeTreeDirectory(directory.publicTreePath + "/v1/apps")
+        try directory.makeTreeDirectory(directory.publicTreePath + "/" + PublishedTreeLayout.packsFolder)
+        try directory.makeTreeDirectory(directory.publicTreePath + "/" + PublishedTreeLayout.appsFolder)
         try directory.repairModes()
         if tree != nil {
             // The folder made the first key list (RepositoryDirectory.init): the tree must serve it too.
             let local = LocalPublishedTree(directory: directory)
-            for name in try local.fileNames(in: "v1/keys") where !(try self.tree.exists("v1/keys/" + name)) {
-                try self.tree.copyFile(from: try local.path("v1/keys/" + name), to: "v1/keys/" + name, replacing: false)
+            let keys = PublishedTreeLayout.keysFolder
+            for name in try local.fileNames(in: keys) where !(try self.tree.exists(keys + "/" + name)) {
+                try self.tree.copyFile(from: try local.path(keys + "/" + name), to: keys + "/" + name, replacing: false)
             }
         }
         db = try database ?? SQLiteMetadataDatabase(path: directory.path + "/meta.sqlite", mode: 0o600)

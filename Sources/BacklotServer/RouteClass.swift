@@ -1,3 +1,5 @@
+import BacklotCatalog
+
 /// What kind of request a response answered, for `/metrics`: the published tree's files by
 /// their role (docs/protocol.md §1), the API, the dashboard, `/metrics` itself, or anything else.
 ///
@@ -22,8 +24,8 @@ public enum RouteClass: Int, CaseIterable, Sendable {
         }
     }
 
-    /// Classifies a response by the route label it carries and the request's path (compared as
-    /// bytes, without allocating): `static` responses by where the path points in the tree.
+    /// Classifies a response by the route label it carries and the request's path: `static`
+    /// responses by what the path names in the tree (``PublishedTreeLayout``).
     public init(route: String, path: String) {
         switch route {
         case "api": self = .api
@@ -34,18 +36,16 @@ public enum RouteClass: Int, CaseIterable, Sendable {
         }
     }
 
-    /// The class of a path of the published tree (`.other` for paths that are none of its kinds).
+    /// The class of a path of the published tree (`.other` for deltas, delta lists and paths that
+    /// are none of the tree's kinds).
     static func treeClass(_ path: String) -> RouteClass {
-        let p = path.utf8
-        if p.starts(with: "/v1/packs/".utf8) { return .pack }
-        if p.starts(with: "/v1/keys/".utf8) { return .keyList }
-        if p.starts(with: "/v1/apps/".utf8) {
-            return p.reversed().starts(with: "/catalog.json".utf8.reversed()) ? .catalog : .other
+        switch PublishedTreeLayout(path: path) {
+        case .catalog?: .catalog
+        case .currentKeyList?, .keyList?: .keyList
+        case .pack?: .pack
+        case .appleManifest?: .appleManifest
+        case .applePack?: .applePack
+        default: .other
         }
-        if p.starts(with: "/v1/apple/".utf8) {
-            if p.reversed().starts(with: "/manifest.json".utf8.reversed()) { return .appleManifest }
-            return TreePath.applePack(path) != nil ? .applePack : .other
-        }
-        return .other
     }
 }

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotHTTPServer
 import BacklotRepository
 import Foundation
@@ -209,5 +210,5 @@ public struct StaticTree: Sendable {
     }
 
     /// The SHA-256 of `v1/packs/SHA256.pack`, or nil for any other path.
-    static func contentAddress(_ relative: String) -> Substring? { PublishedTreeHeaders.contentAddress(relative) }
+    static func contentAddress(_ relative: String) -> String? { PublishedTreeLayout(path: relative)?.contentAddress }
 }

@@ -32,7 +32,7 @@ public final class ClientFixture: @unchecked Sendable {
     public var pinned: Ed25519.PublicKey { try! PublicKeyFile.read(path: repository.directory.publicKeyPath) }
 
     public func catalogURL(_ channel: Channel = .internal) -> URL {
-        URL(string: server.baseURL + "v1/apps/\(app)/\(channel.rawValue)/catalog.json")!
+        URL(string: server.baseURL + PublishedTreeLayout.catalog(app: app, channel: channel).path)!
     }
 
     public func manager(
@@ -81,7 +81,8 @@ public final class ClientFixture: @unchecked Sendable {
         let catalog = try Catalog.verify(
             bytes, trusting: [pinned], app: app, channel: channel, now: Date(), source: "c")
         let release = catalog.packs.first { $0.id.rawValue == id }!.release
-        return repository.directory.publicTreePath + "/v1/packs/\(release.archiveSHA256.hex).pack"
+        return repository.directory.publicTreePath + "/"
+            + PublishedTreeLayout.pack(sha256: release.archiveSHA256.hex).path
     }
 }
 

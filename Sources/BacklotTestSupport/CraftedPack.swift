@@ -98,12 +98,14 @@ extension ClientFixture {
         catalogVersion: UInt64? = nil, archiveURL: String? = nil
     ) throws {
         let sha = SHA256.hash(pack.bytes)
-        let packs = repository.directory.publicTreePath + "/v1/packs"
-        try FileManager.default.createDirectory(atPath: packs, withIntermediateDirectories: true)
-        try Data(pack.bytes).write(to: URL(fileURLWithPath: packs + "/\(sha.hex).pack"))
+        let file = PublishedTreeLayout.pack(sha256: sha.hex)
+        try FileManager.default.createDirectory(
+            atPath: repository.directory.publicTreePath + "/" + PublishedTreeLayout.packsFolder,
+            withIntermediateDirectories: true)
+        try Data(pack.bytes).write(to: URL(fileURLWithPath: repository.directory.publicTreePath + "/" + file.path))
         let release = Catalog.Release(
             version: version, downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil,
-            installSize: pack.index.installSize, archiveURL: archiveURL ?? "../../../packs/\(sha.hex).pack",
+            installSize: pack.index.installSize, archiveURL: archiveURL ?? file.referenceFromCatalog,
             archiveSize: UInt64(pack.bytes.count), archiveSHA256: sha,
             indexOffset: pack.header.indexOffset, indexLength: pack.header.indexLength,
             indexSHA256: pack.header.indexDigest)

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import Foundation
 
 #if canImport(Glibc)
@@ -67,7 +68,7 @@ public final class EdgeCache: @unchecked Sendable {
     }
 
     /// Whether the edge accepts connections (it does from its start on, unless nginx has ended since).
-    public func waitUntilListening(_ path: String = "v1/keys/root.json") -> Bool {
+    public func waitUntilListening(_ path: String = PublishedTreeLayout.currentKeyList.path) -> Bool {
         Wait.holds(within: .seconds(10), poll: .milliseconds(20)) { !process.isRunning || Nginx.accepts(port) }
             && process.isRunning
     }

@@ -1,0 +1,162 @@
+import BacklotBasics
+import BacklotFormat
+
+/// One file of the published tree (docs/protocol.md §1), the one place that spells the tree's paths.
+///
+/// The server builds the paths it writes from it, its download counters and cache headers parse
+/// the paths they see with it, and the client resolves what a catalog names with it: no other
+/// module writes `v1/…` out by hand.
+///
+/// Paths are relative to the tree's root and never start with `/`. Parsing is exact: a path parses
+/// only when ``path`` would give it back byte for byte (an upper-case digest, an empty component,
+/// `.` or `..`, an unknown channel or platform, or any extra component gives nil).
+///
+/// ```swift
+/// let catalog = PublishedTreeLayout.catalog(app: "com.example.game", channel: .production)
+/// catalog.path                                   // "v1/apps/com.example.game/production/catalog.json"
+/// PublishedTreeLayout(path: catalog.path)        // catalog
+/// PublishedTreeLayout.archiveReference(sha256: digest)   // "../../../packs/DIGEST.pack", as a catalog names it
+/// ```
+public enum PublishedTreeLayout: Hashable, Sendable {
+    /// `v1/apps/APP/CHANNEL/catalog.json`: the signed catalog of one app and channel.
+    case catalog(app: String, channel: Channel)
+    /// `v1/packs/SHA256.pack`: an archive, named by the SHA-256 of its bytes (64 lower-case hex digits).
+    case pack(sha256: String)
+    /// `v1/deltas/SHA256.delta`: a delta between two archives, named by the SHA-256 of its bytes.
+    case delta(sha256: String)
+    /// `v1/deltas/DIGEST.json`: the deltas made into the version whose pack digest is DIGEST (what
+    /// publishing copies into the catalog).
+    case deltaList(packDigest: String)
+    /// `v1/keys/root.json`: the current key list.
+    case currentKeyList
+    /// `v1/keys/root-N.json`: key list number N (N ≥ 1), kept for ever so a client can follow the chain.
+    case keyList(version: Int)
+    /// `v1/apple/APP/CHANNEL/PLATFORM/manifest.json`: Apple's download manifest for one platform.
+    case appleManifest(app: String, channel: Channel, platform: Platform)
+    /// `v1/apple/APP/CHANNEL/PLATFORM/packs/ID`: an Apple archive (`.aar`) under its pack's ID.
+    case applePack(app: String, channel: Channel, platform: Platform, pack: String)
+
+    /// The first component of every path: the layout's version.
+    public static let root = "v1"
+    /// The folder of archives, `v1/packs`.
+    public static let packsFolder = root + "/packs"
+    /// The folder of deltas, `v1/deltas`.
+    public static let deltasFolder = root + "/deltas"
+    /// The folder of catalogs, `v1/apps`.
+    public static let appsFolder = root + "/apps"
+    /// The folder of key lists, `v1/keys`.
+    public static let keysFolder = root + "/keys"
+
+    /// How people are told where a catalog is, in help texts and errors.
+    public static let catalogTemplate = "\(appsFolder)/APP/CHANNEL/catalog.json"
+
+    /// The folder of one app and channel's catalog, `v1/apps/APP/CHANNEL`.
+    public static func catalogFolder(app: String, channel: Channel) -> String {
+        "\(appsFolder)/\(app)/\(channel.rawValue)"
+    }
+
+    /// The folder of one app and channel's Apple manifests, `v1/apple/APP/CHANNEL`.
+    public static func appleFolder(app: String, channel: Channel) -> String {
+        "\(root)/apple/\(app)/\(channel.rawValue)"
+    }
+
+    /// The folder of one platform's Apple manifest, `v1/apple/APP/CHANNEL/PLATFORM`.
+    public static func appleFolder(app: String, channel: Channel, platform: Platform) -> String {
+        appleFolder(app: app, channel: channel) + "/" + platform.rawValue.lowercased()
+    }
+
+    /// The folder of one platform's Apple archives, `v1/apple/APP/CHANNEL/PLATFORM/packs`: the
+    /// manifest's base URL, to which Apple's framework appends `/ID`.
+    public static func applePacksFolder(app: String, channel: Channel, platform: Platform) -> String {
+        appleFolder(app: app, channel: channel, platform: platform) + "/packs"
+    }
+
+    /// The file's path relative to the tree's root.
+    public var path: String {
+        switch self {
+        case .catalog(let app, let channel): Self.catalogFolder(app: app, channel: channel) + "/catalog.json"
+        case .pack(let sha): "\(Self.packsFolder)/\(sha).pack"
+        case .delta(let sha): "\(Self.deltasFolder)/\(sha).delta"
+        case .deltaList(let digest): "\(Self.deltasFolder)/\(digest).json"
+        case .currentKeyList: Self.keysFolder + "/root.json"
+        case .keyList(let version): "\(Self.keysFolder)/root-\(version).json"
+        case .appleManifest(let app, let channel, let platform):
+            Self.appleFolder(app: app, channel: channel, platform: platform) + "/manifest.json"
+        case .applePack(let app, let channel, let platform, let pack):
+            Self.applePacksFolder(app: app, channel: channel, platform: platform) + "/" + pack
+        }
+    }
+
+    /// What a path relative to the tree's root names, or nil for any path the tree does not hold
+    /// in this form. A leading `/` (a request's path) is accepted; any other deviation is not.
+    /// Components are compared as bytes: a path parses only if ``path`` gives it back byte for byte
+    /// (Swift's `==` would take the Kelvin sign for a `K`).
+    public init?(path: some StringProtocol) {
+        var bytes = Substring(path).utf8[...]
+        if bytes.first == UInt8(ascii: "/") { bytes = bytes.dropFirst() }
+        let relative = String(decoding: bytes, as: UTF8.self)
+        guard let file = Self.parse(relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)),
+            file.path.utf8.elementsEqual(bytes)
+        else { return nil }
+        self = file
+    }
+
+    /// The file that `parts` would name, before the byte-for-byte check of ``init(path:)``.
+    private static func parse(_ parts: [String]) -> PublishedTreeLayout? {
+        guard parts.count >= 3, parts[0] == root, !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." })
+        else { return nil }
+        switch (parts[1], parts.count) {
+        case ("apps", 5):
+            guard let channel = Channel(rawValue: parts[3]), parts[4] == "catalog.json" else { return nil }
+            return .catalog(app: parts[2], channel: channel)
+        case ("packs", 3):
+            guard let sha = digest(parts[2], suffix: ".pack") else { return nil }
+            return .pack(sha256: sha)
+        case ("deltas", 3):
+            if let digest = digest(parts[2], suffix: ".json") { return .deltaList(packDigest: digest) }
+            guard let sha = digest(parts[2], suffix: ".delta") else { return nil }
+            return .delta(sha256: sha)
+        case ("keys", 3):
+            if parts[2] == "root.json" { return .currentKeyList }
+            guard parts[2].hasPrefix("root-"), parts[2].hasSuffix(".json"),
+                let version = CheckedInteger.parse(parts[2].dropFirst(5).dropLast(5), as: Int.self), version >= 1
+            else { return nil }
+            return .keyList(version: version)
+        case ("apple", 6):
+            guard let channel = Channel(rawValue: parts[3]), let platform = platform(parts[4]),
+                parts[5] == "manifest.json"
+            else { return nil }
+            return .appleManifest(app: parts[2], channel: channel, platform: platform)
+        case ("apple", 7):
+            guard let channel = Channel(rawValue: parts[3]), let platform = platform(parts[4]),
+                parts[5] == "packs"
+            else { return nil }
+            return .applePack(app: parts[2], channel: channel, platform: platform, pack: parts[6])
+        default:
+            return nil
+        }
+    }
+
+    /// The SHA-256 (hex) that names a pack's or a delta's bytes, nil for any other file.
+    public var contentAddress: String? {
+        switch self {
+        case .pack(let sha), .delta(let sha): sha
+        default: nil
+        }
+    }
+
+    /// The platform whose folder is `name` (the platform's name in lower case).
+    static func platform(_ name: String) -> Platform? {
+        Platform.allCases.first { $0.rawValue.lowercased() == name }
+    }
+
+    /// The 64 lower-case hex digits of `name` before `suffix`, or nil.
+    static func digest(_ name: String, suffix: String) -> String? {
+        guard name.hasSuffix(suffix) else { return nil }
+        let sha = name.utf8.dropLast(suffix.utf8.count)
+        guard sha.count == 64, sha.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+            return nil
+        }
+        return String(decoding: sha, as: UTF8.self)
+    }
+}
