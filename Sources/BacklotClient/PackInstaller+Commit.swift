@@ -1,0 +1,69 @@
+import BacklotBasics
+import BacklotCatalog
+import BacklotFormat
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension PackInstaller {
+    /// Phase 4's end: every byte written came from a chunk that had its SHA-256 (and the index
+    /// that lists the chunks of each file had the catalog's), and every file was checked and made
+    /// read-only when its last chunk was written (``OpenFiles``): the linked and empty files are
+    /// made read-only too, and the file system is flushed once.
+    func finishAssembly(_ plan: InstallPlan, _ folder: PreparedFolder, files: OpenFiles) throws {
+        for file in plan.index.files where file.chunks.isEmpty || folder.linked.contains(BytePath.Key(file.path)) {
+            try FileSystem.setMode(folder.partial + "/" + file.path, OpenFiles.installedMode(file.mode))
+        }
+        try files.syncAll(holding: folder.partial)
+    }
+
+    /// Phase 5: switches to the new release with one rename (readers see the old release until
+    /// then), records it in the container, and removes the release it replaced and every attempt
+    /// at another release that never finished.
+    /// - Throws: what the rename and the container's database throw.
+    func commit(
+        id: String, release: Catalog.Release, _ plan: InstallPlan, _ folder: PreparedFolder,
+        previous: ClientContainer.Installed?
+    ) throws {
+        if FileSystem.exists(folder.final) { Self.removeRelease(folder.final) }
+        try SystemCall.retrying("rename", path: folder.final) { rename(folder.partial, folder.final) }
+        FileSystem.syncDirectory(container.packFolder(id))
+        try container.markInstalled(
+            id: id, version: release.version, digest: plan.digest,
+            downloadSize: try CheckedInteger.convert(
+                release.archiveSize, to: Int.self, "the archive size", context: plan.url),
+            metadata: plan.index.metadata.json.serialized(), indexBytes: plan.stored)
+        if let previous, previous.digest != plan.digest {
+            Self.removeRelease(container.releaseFolder(id, digest: previous.digest))
+        }
+        for name in (try? FileSystem.entryNames(container.packFolder(id))) ?? [] {
+            let entry = String(decoding: name, as: UTF8.self)
+            if entry.hasSuffix(".partial") { Self.removeRelease(container.packFolder(id) + "/" + entry) }
+        }
+    }
+
+    /// Splits stored header + index bytes.
+    static func decodeStored(_ bytes: [UInt8]) -> (header: PackHeader, index: PackIndex)? {
+        guard bytes.count > PackHeader.size,
+            let header = try? PackHeader.decode(Array(bytes.prefix(PackHeader.size)), fileSize: nil, source: "stored")
+        else { return nil }
+        guard
+            let index = try? PackIndex.decode(Array(bytes.dropFirst(PackHeader.size)), header: header, source: "stored")
+        else { return nil }
+        return (header, index)
+    }
+
+    /// Removes a release folder whose files are read-only. Only folders are made writable: the
+    /// files may be hard links shared with another release (or container), whose modes must stay.
+    static func removeRelease(_ folder: String) {
+        if let walker = FileManager.default.enumerator(atPath: folder) {
+            for case let p as String in walker where (try? FileSystem.linkStatus(folder + "/" + p))??.kind == .directory
+            {
+                chmod(folder + "/" + p, 0o755)
+            }
+        }
+        FileSystem.removeTree(folder)
+    }
+}

@@ -1,0 +1,94 @@
+import BacklotBasics
+import BacklotCatalog
+import BacklotCrypto
+import BacklotFormat
+import Foundation
+
+/// Phase 1 of an install: what the release is, checked against the catalog before anything is
+/// written.
+struct InstallPlan {
+    /// The archive's URL, as errors name it.
+    let url: String
+    /// The release's index SHA-256 (hex): the name of its folder and of its progress records.
+    let digest: String
+    let header: PackHeader
+    let index: PackIndex
+    /// The header and index bytes the container keeps, for updates and repairs.
+    let stored: [UInt8]
+    /// The delta from the installed release that the catalog offers, when it could be read.
+    let delta: DeltaPlan?
+    /// Bytes read from the archive for the header and the index (the delta's prefix is counted
+    /// with the delta's bytes).
+    let downloadedBytes: UInt64
+}
+
+extension PackInstaller {
+    /// Phase 1: the archive's header and index, from the archive by Range or rebuilt from a delta's
+    /// prefix when the catalog offers a delta from `previous`, and checked against the catalog:
+    /// the header's index position and SHA-256, the index's SHA-256, its pack ID and install size.
+    /// - Parameter previous: the installed release a delta may start from (nil when repairing).
+    /// - Throws: ``BacklotError/Code/untrusted`` for an archive that is not what the catalog
+    ///   names; what the transfer throws.
+    func verifiedRelease(
+        id: String, release: Catalog.Release, archiveURL: URL, previous: ClientContainer.Installed?
+    ) throws -> InstallPlan {
+        let url = archiveURL.absoluteString
+        var downloaded: UInt64 = 0
+        // A delta from the installed release, when the catalog offers one: its prefix, and the
+        // index rebuilt from it (checked as the archive's would be). Any failure: no delta.
+        let delta = previous.flatMap { deltaPlan(release: release, previous: $0, archiveURL: archiveURL) }
+
+        let headBytes: [UInt8]
+        if let rebuilt = delta?.index, let version = PackIndex.formatVersion(ofIndex: rebuilt),
+            PackHeader.formatVersions.contains(version)
+        {
+            headBytes =
+                PackHeader(
+                    formatVersion: version, indexOffset: release.indexOffset, indexLength: release.indexLength,
+                    indexDigest: release.indexSHA256
+                ).encoded
+        } else {
+            headBytes = try rangeWithRetries(url, 0, UInt64(PackHeader.size) - 1)
+            downloaded += UInt64(headBytes.count)
+        }
+        let header = try PackHeader.decode(headBytes, fileSize: release.archiveSize, source: url)
+        guard header.indexDigest == release.indexSHA256, header.indexOffset == release.indexOffset,
+            header.indexLength == release.indexLength
+        else {
+            throw BacklotError(
+                .untrusted,
+                "the archive's header does not match the catalog (index \(header.indexDigest.short)… at \(header.indexOffset))",
+                context: url, hint: "the server mixes archives and catalogs; try again later")
+        }
+        let indexBytes: [UInt8]
+        if let rebuilt = delta?.index {
+            indexBytes = rebuilt
+        } else {
+            indexBytes = try rangeWithRetries(url, header.indexOffset, header.indexOffset + header.indexLength - 1)
+            downloaded += UInt64(indexBytes.count)
+        }
+        guard SHA256.hash(indexBytes) == release.indexSHA256 else {
+            throw BacklotError(
+                .untrusted, "the archive's index does not have the SHA-256 the catalog names", context: url)
+        }
+        let index = try PackIndex.decode(indexBytes, header: header, source: url)
+        // What the container keeps, made now while little else is in memory (200,000 files: a 12 MB
+        // copy at the end, when the most is in memory, was the install's peak); the index's own
+        // bytes are let go when this phase returns.
+        let stored = headBytes + indexBytes
+        guard index.metadata.assetPackID.rawValue == id else {
+            throw BacklotError(
+                .untrusted, "the archive is the pack \(index.metadata.assetPackID), not \(id)", context: url)
+        }
+        guard index.installSize == release.installSize else {
+            throw BacklotError(
+                .untrusted,
+                "the catalog says \(id) installs \(release.installSize) bytes, but its index holds \(index.installSize)",
+                context: url,
+                hint: "the catalog and the archive disagree: the publisher must fix the release")
+        }
+        return InstallPlan(
+            url: url, digest: release.indexSHA256.hex, header: header, index: index, stored: stored, delta: delta,
+            downloadedBytes: downloaded)
+    }
+}

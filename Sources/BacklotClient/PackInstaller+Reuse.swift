@@ -1,0 +1,193 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotFormat
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Phase 2 of an install: the folder the release is assembled in, and what it takes from the
+/// installed release.
+struct PreparedFolder {
+    /// The release's folder once committed, and the folder it is assembled in until then.
+    let final: String
+    let partial: String
+    /// Files hard-linked, unchanged, from the installed release (by path, as bytes).
+    let linked: Set<BytePath.Key>
+    /// Where the installed release holds each chunk it has: a file, an offset, a size.
+    let localChunks: [SHA256Digest: (path: String, offset: UInt64, size: Int)]
+    /// Where each chunk of the files not linked goes.
+    let placements: ChunkPlacements
+}
+
+/// Phase 2's verdict on each chunk that must be written: reused, rebuilt from a delta, or fetched.
+struct ChunkSources {
+    /// Chunks to fetch from the archive, by number, sorted.
+    var missing: [Int] = []
+    /// Chunks a delta can rebuild from local chunks.
+    var viaDelta: [(chunk: Int, entry: PackDelta.Entry)] = []
+    /// Chunks taken from the installed release.
+    var reused = 0
+}
+
+extension PackInstaller {
+    /// Phase 2a: makes `RELEASE.partial` (keeping what an earlier attempt left only where it cannot
+    /// mislead this one), its folders and empty files, links the files that did not change from
+    /// the installed release (each re-hashed first), and checks there is room for the rest.
+    /// - Throws: ``BacklotError/Code/io`` when the disk lacks room; what the file system throws.
+    func prepareFolder(id: String, _ plan: InstallPlan, previous: ClientContainer.Installed?) throws -> PreparedFolder {
+        let index = plan.index
+        let folder = container.releaseFolder(id, digest: plan.digest)
+        let partial = folder + ".partial"
+        try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+        // Chunks found there are re-hashed before use, but links, special files and hard links (a
+        // file shared with a release, which writing would damage) are removed, and linked files are
+        // linked again.
+        try Self.sanitize(partial)
+        // Paths are byte strings (BytePath): an NFC and an NFD name are two files, never one.
+        var oldFiles: [BytePath.Key: PackIndex.File] = [:]
+        var localChunks: [SHA256Digest: (path: String, offset: UInt64, size: Int)] = [:]
+        if let previous, let old = Self.decodeStored(previous.indexBytes) {
+            let oldFolder = container.releaseFolder(id, digest: previous.digest)
+            for file in old.index.files {
+                oldFiles[BytePath.Key(file.path)] = file
+                var offset: UInt64 = 0
+                for c in file.chunks {
+                    let chunk = old.index.chunks[c]
+                    if localChunks[chunk.id] == nil {
+                        localChunks[chunk.id] = (oldFolder + "/" + file.path, offset, Int(chunk.uncompressedSize))
+                    }
+                    offset += UInt64(chunk.uncompressedSize)
+                }
+            }
+        }
+        var linked = Set<BytePath.Key>()
+        var needed: UInt64 = 0
+        var madeFolders = Set<BytePath.Key>()
+        for file in index.files {
+            let target = partial + "/" + file.path
+            for dir in BytePath.ancestors(of: file.path) where madeFolders.insert(BytePath.Key(dir)).inserted {
+                try FileSystem.makeDirectory(partial + "/" + dir)
+            }
+            if let old = oldFiles[BytePath.Key(file.path)], old.digest == file.digest, let previous {
+                let source = container.releaseFolder(id, digest: previous.digest) + "/" + file.path
+                // An unchanged file is linked only if it is still intact (installed files may have
+                // been altered, or replaced by a link), and what is linked is that very file.
+                if Self.linkVerified(source, to: target, digest: file.digest) {
+                    linked.insert(BytePath.Key(file.path))
+                    continue
+                }
+            }
+            needed += file.size
+            // Files with content are created by the first write of one of their chunks
+            // (OpenFiles), so a file costs one open, not two; an empty file has no chunk, and
+            // its digest must be that of no bytes.
+            guard file.chunks.isEmpty else { continue }
+            try file.check(SHA256.hash([]), source: plan.url)
+            let fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+            guard fd >= 0 else { throw SystemCall.error("create", path: target) }
+            close(fd)
+        }
+        if let free = FileSystem.availableBytes(at: partial), free < needed {
+            throw BacklotError(
+                .io, "installing \(id) needs \(needed) bytes but only \(free) are free", context: container.path,
+                hint: "free some disk space")
+        }
+        // Where each chunk goes: (file number, offset), grouped by chunk, for the files not linked.
+        let placements = ChunkPlacements(index: index) { !linked.contains(BytePath.Key(index.files[$0].path)) }
+        return PreparedFolder(
+            final: folder, partial: partial, linked: linked, localChunks: localChunks, placements: placements)
+    }
+
+    /// Phase 2b: writes every chunk that need not be fetched — one recorded as written before a
+    /// crash and still intact in the folder, or one the installed release has (re-hashed) — and
+    /// sorts the others into those a delta can rebuild and those to fetch.
+    /// - Throws: what writing the release throws (``OpenFiles/account(_:writing:)``) and the
+    ///   container's database.
+    func reuseChunks(_ plan: InstallPlan, _ folder: PreparedFolder, files: OpenFiles) throws -> ChunkSources {
+        let index = plan.index
+        let placements = folder.placements
+        let finished = try container.doneChunks(plan.digest)
+        var sources = ChunkSources()
+        var recorded: [Int] = []
+        for c in 0..<placements.chunkCount where !placements[c].isEmpty {
+            let chunk = index.chunks[c]
+            let places = placements[c]
+            if finished.contains(c),
+                let bytes = try? Self.read(
+                    files.path(of: places.first!.file), places.first!.offset, Int(chunk.uncompressedSize)),
+                SHA256.hash(bytes) == chunk.id
+            {
+                for p in places { try files.account(p, writing: p == places.first! ? nil : bytes) }
+                continue
+            }
+            if let local = folder.localChunks[chunk.id],
+                let bytes = try? Self.read(local.path, local.offset, local.size),
+                SHA256.hash(bytes) == chunk.id
+            {
+                for p in places { try files.account(p, writing: bytes) }
+                sources.reused += 1
+                recorded.append(c)
+                continue
+            }
+            if let entry = plan.delta?.entries[chunk.id], entry.targetSize == chunk.uncompressedSize,
+                entry.bases.allSatisfy({ folder.localChunks[$0] != nil })
+            {
+                sources.viaDelta.append((c, entry))
+                continue
+            }
+            sources.missing.append(c)
+        }
+        try container.recordChunks(plan.digest, recorded)
+        return sources
+    }
+
+    /// Removes from an earlier attempt's folder everything but folders and regular files with a
+    /// single name (no links, no special files, no hard links shared with another release).
+    static func sanitize(_ folder: String) throws {
+        for name in try FileSystem.entryNames(folder) {
+            let path = folder + "/" + String(decoding: name, as: UTF8.self)
+            guard let st = try FileSystem.linkStatus(path) else { continue }
+            switch st.kind {
+            case .directory:
+                chmodIfNeeded(path, st)
+                try sanitize(path)
+            case .regular where st.linkCount == 1:
+                // A file finished (and made read-only) before the crash is written again only if
+                // its chunks were not all recorded: it must be writable for that.
+                if st.mode & 0o200 == 0 { chmod(path, 0o644) }
+            default:
+                if unlink(path) != 0 && errno != ENOENT { throw SystemCall.error("remove", path: path) }
+            }
+        }
+    }
+
+    private static func chmodIfNeeded(_ path: String, _ st: FileSystem.Status) {
+        if st.mode & 0o700 != 0o700 { chmod(path, 0o755) }
+    }
+
+    /// Hard-links `source` (a regular file, never through a link) to `target` when its SHA-256 is
+    /// `digest`, replacing whatever `target` was; true when `target` is then that same file.
+    static func linkVerified(_ source: String, to target: String, digest: SHA256Digest) -> Bool {
+        let fd = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return false }
+        let descriptor = FileDescriptor(rawValue: fd, path: source)
+        defer { descriptor.close() }
+        guard let st = try? FileSystem.status(of: descriptor), st.kind == .regular,
+            (try? SHA256.hash(descriptor: descriptor)) == digest
+        else { return false }
+        if let existing = try? FileSystem.linkStatus(target) {
+            if existing.kind == .regular, existing.isSameFile(as: st) { return true }
+            guard unlink(target) == 0 else { return false }
+        }
+        guard link(source, target) == 0, let made = try? FileSystem.linkStatus(target) else { return false }
+        return made.kind == .regular && made.isSameFile(as: st)
+    }
+
+    static func read(_ path: String, _ offset: UInt64, _ count: Int) throws -> [UInt8] {
+        let fd = try FileDescriptor.openForReading(path)
+        defer { fd.close() }
+        return try fd.read(count: count, at: offset)
+    }
+}
