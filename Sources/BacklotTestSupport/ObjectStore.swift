@@ -35,23 +35,12 @@ public final class ObjectStore: Sendable {
     private static let privateStore = Mutex<Result<ObjectStore, BacklotError>?>(nil)
     private static let counter = Mutex(0)
 
-    /// The repository's `scripts/services`.
-    public static let script: String = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("scripts/services").path
-
     private init(directory: String) throws {
         self.directory = directory
         let started = ContinuousClock.now
         try Self.run(["start", "radosgw", directory, "--owner", String(getpid()), "--remove"], directory: directory)
         startDuration = ContinuousClock.now - started
-        let env = try Self.run(["env", directory], directory: directory)
-        var values: [String: String] = [:]
-        for line in env.split(separator: "\n") {
-            if let eq = line.firstIndex(of: "=") {
-                values[String(line[..<eq])] = String(line[line.index(after: eq)...])
-            }
-        }
+        let values = try ServicesScript.environment(of: directory)
         guard let endpoint = values["BACKLOT_S3_ENDPOINT"] else {
             throw BacklotError(.io, "scripts/services env printed no BACKLOT_S3_ENDPOINT", context: directory)
         }
@@ -155,23 +144,9 @@ public final class ObjectStore: Sendable {
         FileSystem.removeTree(directory)
     }
 
-    /// Runs `scripts/services ARGS` (in a process group of its own, output captured; the daemons
-    /// it starts write to the cluster's logs, never to this pipe) and returns what it printed.
+    /// ``ServicesScript/run(_:folder:)`` on this cluster's folder.
     @discardableResult
     static func run(_ arguments: [String], directory: String) throws -> String {
-        let child = try ChildProcess.start(
-            executable: script, arguments: arguments, environment: ProcessInfo.processInfo.environment,
-            captureOutput: true)
-        try child.release()
-        let outcome = child.wait(until: .now + .seconds(300), keepingLast: 1 << 20)
-        let printed = String(decoding: outcome.output, as: UTF8.self)
-        guard outcome.succeeded else {
-            throw BacklotError(
-                .io,
-                "scripts/services \(arguments.joined(separator: " ")) failed (\(outcome.exitStatus.map { "exit \($0)" } ?? "killed")): \(printed)",
-                context: directory,
-                hint: "the Ceph logs are in \(directory)/log; missing packages: run scripts/bootstrap")
-        }
-        return printed
+        try ServicesScript.run(arguments, folder: directory)
     }
 }

@@ -8,11 +8,14 @@ import Synchronization
 import Glibc
 #endif
 
-/// A throwaway PostgreSQL 15 cluster (Debian `postgresql-15`) for tests: `initdb` into a temporary
-/// folder, `pg_ctl start` on a free loopback port, a fresh database per test
-/// (``createDatabase(_:)``), and `pg_ctl stop` plus removal of the folder in ``stop()`` and in
-/// `deinit`. As root, `initdb` and `postgres` run as the `postgres` user (`runuser`), which they
-/// require.
+/// A throwaway PostgreSQL 15 cluster (Debian `postgresql-15`) for tests, started by
+/// `scripts/services start postgres` (scripts/lib/postgres.sh: exactly as the demo and the
+/// benchmarks start theirs) in a temporary folder, on a free loopback port, with a fresh database
+/// per test (``createDatabase(_:)``); ``stop()`` and `deinit` stop it and remove the folder. As
+/// root, `initdb` and `postgres` run as the `postgres` user, which they require.
+///
+/// Nothing is left running when the test process dies instead: the script's watcher (`--owner`)
+/// stops the cluster and removes its folder once this process has gone.
 ///
 /// Connections over TCP need a password (`scram-sha-256`): the superuser `backlot` has
 /// ``password``, and ``url(database:user:password:)`` puts it in the URI. The Unix socket is
@@ -23,15 +26,17 @@ import Glibc
 /// let url = try cluster.createDatabase("repo")
 /// let db = try PostgresDatabase(url: url)
 /// ```
-public final class PostgresCluster: @unchecked Sendable {
-    /// The folder holding the data directory, the socket and the log (removed by ``stop()``).
+public final class PostgresCluster: Sendable {
+    /// The services folder: the cluster is in `FOLDER/postgres` (data, socket, log), removed by ``stop()``.
     public let folder: String
-    /// Its port, chosen by ``FreePort`` (set once, when the first start finds one free).
-    public private(set) var port: UInt16 = 0
+    /// Its port, chosen when the cluster first started and kept by every restart.
+    public let port: UInt16
     public let superuser = "backlot"
     public let password: String
-    public var dataDirectory: String { folder + "/data" }
-    public var logPath: String { folder + "/server.log" }
+    /// The folder of the Unix socket.
+    public var socketFolder: String { folder + "/postgres" }
+    public var dataDirectory: String { folder + "/postgres/data" }
+    public var logPath: String { folder + "/postgres/log" }
     private let stopped = Mutex(false)
     private let counter = Mutex(0)
 
@@ -55,111 +60,48 @@ public final class PostgresCluster: @unchecked Sendable {
         cluster?.stop()
     }
 
-    /// Creates and starts a cluster, on a port from ``FreePort`` (another one when the server
-    /// finds it taken).
+    /// Creates and starts a cluster (`scripts/services start postgres`).
     /// - Throws: ``Requirement/Missing`` without PostgreSQL 15 (tests that use a cluster say
-    ///   `.requires(.postgres)`); ``BacklotError/Code/io`` with the server's log when it does not start.
+    ///   `.requires(.postgres)`); ``BacklotError/Code/io`` with what the script said when it does not start.
     public init() throws {
         try Requirement.postgres.require()
         folder = try FileSystem.makeTemporaryDirectory(
             in: FileManager.default.temporaryDirectory.path, prefix: "backlot-pg-")
-        var bytes = [UInt8](repeating: 0, count: 12)
-        var generator = SystemRandomNumberGenerator()
-        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255, using: &generator) }
-        password = bytes.map { String(format: "%02x", $0) }.joined()
+        // As root, the postgres user must reach the cluster's folder inside this one.
+        chmod(folder, 0o755)
         do {
-            try startWatchdog()
-            chmod(folder, 0o755)
-            if getuid() == 0 { try Self.run("/bin/chown", ["postgres:postgres", folder], asPostgres: false) }
-            let passwordFile = folder + "/password"
-            try password.write(toFile: passwordFile, atomically: false, encoding: .utf8)
-            chmod(passwordFile, 0o600)
-            if getuid() == 0 { try Self.run("/bin/chown", ["postgres:postgres", passwordFile], asPostgres: false) }
-            try Self.run(
-                Self.binaries + "/initdb",
-                [
-                    "-D", dataDirectory, "-U", superuser, "--pwfile", passwordFile,
-                    "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync", "--no-instructions",
-                    "-E", "UTF8", "--locale=C",
-                ])
-            unlink(passwordFile)
-            port = try FreePort.starting("PostgreSQL") { port in
-                try launch(port: port)
-                return port
+            try ServicesScript.run(Self.startArguments(folder), folder: folder)
+            let values = try ServicesScript.environment(of: folder)
+            guard let port = values["BACKLOT_POSTGRES_PORT"].flatMap({ CheckedInteger.parse($0, as: UInt16.self) }),
+                let password = values["BACKLOT_POSTGRES_PASSWORD"]
+            else {
+                throw BacklotError(.io, "scripts/services env printed no PostgreSQL port or password", context: folder)
             }
+            self.port = port
+            self.password = password
         } catch {
-            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            _ = try? ServicesScript.run(["stop", folder], folder: folder)
             FileSystem.removeTree(folder)
-            throw BacklotError(
-                .io, "could not start a PostgreSQL cluster: \(error)\n\(log.suffix(2000))", context: folder)
+            throw BacklotError(.io, "could not start a PostgreSQL cluster: \(error)", context: folder)
         }
     }
 
     deinit { stop() }
 
-    /// A detached shell that stops the server and removes the folder once this process is gone,
-    /// however it ended (a crash runs no `deinit` and no `atexit` handler).
-    private func startWatchdog() throws {
-        let asPostgres = getuid() == 0 ? "/usr/sbin/runuser -u postgres -- " : ""
-        let script =
-            "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; "
-            + "\(asPostgres)\(Self.binaries)/pg_ctl -D '\(dataDirectory)' -m immediate -s stop >/dev/null 2>&1; rm -rf '\(folder)'"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-        process.arguments = ["--fork", "/bin/sh", "-c", script]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // `setsid --fork` exits at once, leaving the shell to init. Reap it here, with waitpid
-        // (Foundation left it a zombie): an unreaped child of the test process makes Swift
-        // Testing's exit-test waiter (waitid(P_ALL, WNOWAIT)) see that zombie for ever and never
-        // the exit test's own child, so the exit test hangs.
-        var status: Int32 = 0
-        while waitpid(process.processIdentifier, &status, 0) < 0 && errno == EINTR {}
+    private static func startArguments(_ folder: String) -> [String] {
+        ["start", "postgres", folder, "--owner", String(getpid()), "--remove"]
     }
 
     /// Starts the server again (after ``stopServer()``) on its port, waiting until it accepts
-    /// connections. The port is outside the kernel's ephemeral range (``FreePort``), so nothing
-    /// but another explicit bind takes it meanwhile; a start that finds it taken is tried again
-    /// for up to 10 s before it fails.
+    /// connections. The port is outside the kernel's ephemeral range, so nothing but another
+    /// explicit bind takes it meanwhile; a start that finds it taken is tried again for 10 s.
     public func start() throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while true {
-            do {
-                return try launch(port: port)
-            } catch let error as FreePort.InUse where ContinuousClock.now < deadline {
-                _ = error
-                usleep(200_000)
-            }
-        }
-    }
-
-    /// `pg_ctl start` on `port`.
-    /// - Throws: ``FreePort/InUse`` when the server could not bind the port; what pg_ctl said otherwise.
-    private func launch(port: UInt16) throws {
-        let logStart = (try? FileManager.default.attributesOfItem(atPath: logPath)[.size] as? Int) ?? 0
-        do {
-            try Self.run(
-                Self.binaries + "/pg_ctl",
-                [
-                    "-D", dataDirectory, "-l", logPath, "-w", "-s", "-t", "30", "start", "-o",
-                    "-k \(folder) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
-                        + "-c full_page_writes=off -c shared_buffers=32MB -c max_connections=200",
-                ])
-        } catch {
-            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            let thisStart = String(log.utf8.dropFirst(logStart)) ?? log
-            if FreePort.saysAddressInUse(thisStart) {
-                throw FreePort.InUse(port: port, detail: String(thisStart.suffix(500)))
-            }
-            throw error
-        }
+        try ServicesScript.run(Self.startArguments(folder), folder: folder)
     }
 
     /// Stops the server (fast shutdown: connections are closed), keeping its data.
     public func stopServer() throws {
-        try Self.run(Self.binaries + "/pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "-s", "stop"])
+        try ServicesScript.run(["stop", folder, "postgres"], folder: folder)
     }
 
     /// Stops the server and removes its folder; later calls do nothing.
@@ -169,7 +111,7 @@ public final class PostgresCluster: @unchecked Sendable {
             return !was
         }
         guard first else { return }
-        _ = try? Self.run(Self.binaries + "/pg_ctl", ["-D", dataDirectory, "-m", "immediate", "-w", "-s", "stop"])
+        _ = try? ServicesScript.run(["stop", folder], folder: folder)
         FileSystem.removeTree(folder)
     }
 
@@ -180,7 +122,7 @@ public final class PostgresCluster: @unchecked Sendable {
 
     /// A connection to the `postgres` database over the Unix socket, for administration.
     public func administration() throws -> PostgresDatabase {
-        try PostgresDatabase(url: "postgresql://\(superuser)@/postgres?host=\(folder)&port=\(port)")
+        try PostgresDatabase(url: "postgresql://\(superuser)@/postgres?host=\(socketFolder)&port=\(port)")
     }
 
     /// Creates a new, empty database (named `label` and a counter) and returns its URI.
@@ -200,30 +142,5 @@ public final class PostgresCluster: @unchecked Sendable {
     public func administer(_ sql: String) throws {
         let admin = try administration()
         try admin.read { try $0.execute(sql) }
-    }
-
-    /// Runs a PostgreSQL program (as the `postgres` user when this is root), its output captured,
-    /// for at most a minute.
-    /// - Throws: ``BacklotError/Code/io`` with the output when it fails or takes longer.
-    @discardableResult
-    static func run(_ executable: String, _ arguments: [String], asPostgres: Bool = true) throws -> String {
-        let asRoot = asPostgres && getuid() == 0
-        let child = try ChildProcess.start(
-            executable: asRoot ? "/usr/sbin/runuser" : executable,
-            arguments: asRoot ? ["-u", "postgres", "--", executable] + arguments : arguments,
-            environment: ProcessInfo.processInfo.environment, captureOutput: true)
-        try child.release()
-        let outcome = child.wait(until: .now + .seconds(60), keepingLast: 64 << 10)
-        let text = String(decoding: outcome.output, as: UTF8.self)
-        guard outcome.succeeded else {
-            let how =
-                outcome.timedOut
-                ? "took longer than 60 s"
-                : "failed (status \(outcome.exitStatus.map(String.init) ?? "?"), signal \(outcome.signal.map(String.init) ?? "none"))"
-            throw BacklotError(
-                .io, "\(executable.split(separator: "/").last.map(String.init) ?? executable) \(how): \(text)",
-                context: executable)
-        }
-        return text
     }
 }

@@ -9,7 +9,7 @@ import Testing
         var environment = ProcessInfo.processInfo.environment
         if let path { environment["PATH"] = path }
         let child = try ChildProcess.start(
-            executable: ObjectStore.script, arguments: arguments, environment: environment, captureOutput: true)
+            executable: ServicesScript.path, arguments: arguments, environment: environment, captureOutput: true)
         try child.release()
         let outcome = child.wait(until: .now + .seconds(60), keepingLast: 1 << 16)
         return (outcome.exitStatus, String(decoding: outcome.output, as: UTF8.self))
