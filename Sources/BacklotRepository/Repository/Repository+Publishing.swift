@@ -150,14 +150,7 @@ extension Repository {
         else {
             throw BacklotError(.conflict, "the version is not processed", context: "\(app)/\(pack)/\(number)")
         }
-        let meta = try JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(
-            Array(metaText.utf8)
-        ).root
-        guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)),
-            let platforms = meta["platforms"].flatMap(Platform.list(json:))
-        else {
-            throw BacklotError(.io, "stored metadata of \(app)/\(pack)/\(number) is invalid")
-        }
+        let (meta, policy, platforms) = try Self.storedMetadata(metaText, of: "\(app)/\(pack)/\(number)")
         var release = Catalog.Release(
             version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io),
             downloadPolicy: policy, platforms: platforms, userInfo: meta["userInfo"],
@@ -168,6 +161,23 @@ extension Repository {
             indexLength: v["index_length"]?.integer(as: UInt64.self) ?? 0, indexSHA256: indexSHA)
         release.deltas = try publishedDeltas(into: indexSHA)
         return release
+    }
+
+    /// A processed version's stored metadata (the `metadata` column: its pack manifest's fields),
+    /// with the download policy and platforms every release needs.
+    /// - Throws: ``BacklotError/Code/io`` when the stored text is not what processing wrote.
+    static func storedMetadata(
+        _ text: String, of version: String
+    ) throws -> (meta: JSONNode, policy: DownloadPolicy, platforms: [Platform]) {
+        let meta = try JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(
+            Array(text.utf8)
+        ).root
+        guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)),
+            let platforms = meta["platforms"].flatMap(Platform.list(json:))
+        else {
+            throw BacklotError(.io, "stored metadata of \(version) is invalid")
+        }
+        return (meta, policy, platforms)
     }
 
     /// An `.aar` release, as Apple's download manifest lists it.
@@ -188,14 +198,7 @@ extension Repository {
         guard let v = rows.first, let sha = v["archive_sha256"]?.string, let metaText = v["metadata"]?.string else {
             throw BacklotError(.conflict, "the version is not processed", context: "\(app)/\(pack)/\(number)")
         }
-        let meta = try JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(
-            Array(metaText.utf8)
-        ).root
-        guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)),
-            let platforms = meta["platforms"].flatMap(Platform.list(json:))
-        else {
-            throw BacklotError(.io, "stored manifest of \(app)/\(pack)/\(number) is invalid")
-        }
+        let (meta, policy, platforms) = try Self.storedMetadata(metaText, of: "\(app)/\(pack)/\(number)")
         return AppleEntry(
             pack: pack,
             version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io),
