@@ -15,7 +15,7 @@ import Glibc
 /// (``Configuration/threads``): a connection costs a descriptor and at most
 /// ``Configuration/connectionMemory`` bytes, not a thread, so 10,000 idle or slow clients are held
 /// while others are served. No pool thread waits for long: what a request may have to wait for
-/// (the end of an upload, a management call that publishes) runs on ``BlockingWorkers`` while its
+/// (the end of an upload, a management call that publishes) runs on a `BlockingPool` of its own while its
 /// connection is suspended. HTTPS keeps one thread per connection, as libmicrohttpd has no thread
 /// pool for connections handed over by ``TLSGate`` (`MHD_USE_NO_LISTEN_SOCKET`).
 ///
@@ -152,7 +152,7 @@ public final class HTTPServer: Sendable {
         }
         let (limit, note) = Self.connectionBudget(configuration.connectionLimit)
         let pooled = configuration.tls == nil && configuration.threads > 0
-        let workers = pooled ? BlockingWorkers(threads: configuration.workerThreads) : nil
+        let workers = pooled ? BlockingPool(threads: configuration.workerThreads, name: "backlot-work") : nil
         let ctx = ServerContext(
             handler: handler, observer: observer, workers: workers,
             bufferedBodyDeadline: configuration.bufferedBodyDeadline)
@@ -340,14 +340,14 @@ final class ServerContext: Sendable {
     let observer: HTTPServer.Observer?
     let inFlight = Atomic<Int>(0)
     /// Where waiting work runs; nil with one thread per connection (TLS), where it runs inline.
-    let workers: BlockingWorkers?
+    let workers: BlockingPool?
     /// Connections suspended while a worker prepares their answer.
     let suspended = Atomic<Int>(0)
     /// ``HTTPServer/Configuration/bufferedBodyDeadline``.
     let bufferedBodyDeadline: Double
 
     init(
-        handler: @escaping HTTPServer.Handler, observer: HTTPServer.Observer?, workers: BlockingWorkers?,
+        handler: @escaping HTTPServer.Handler, observer: HTTPServer.Observer?, workers: BlockingPool?,
         bufferedBodyDeadline: Double
     ) {
         self.handler = handler
