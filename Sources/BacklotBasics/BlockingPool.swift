@@ -1,3 +1,4 @@
+import CLinuxSupport
 import Dispatch
 import Foundation
 import Synchronization
@@ -60,8 +61,11 @@ public final class BlockingPool: Sendable {
         self.name = name
         for index in 0..<count {
             running.enter()
-            let thread = Thread { [self] in work() }
-            thread.name = "\(name)\(index + 1)"
+            let threadName = "\(name)\(index + 1)"
+            let thread = Thread { [self] in
+                clinux_name_this_thread(threadName)  // Foundation's `Thread.name` leaves the kernel's name alone
+                work()
+            }
             thread.start()
         }
     }
@@ -83,11 +87,11 @@ public final class BlockingPool: Sendable {
         guard queued else { return false }
         if threads == nil {
             running.enter()
-            let thread = Thread { [running] in
+            let thread = Thread { [running, name] in
+                clinux_name_this_thread(name)
                 job()
                 running.leave()
             }
-            thread.name = name
             thread.start()
         } else {
             available.signal()

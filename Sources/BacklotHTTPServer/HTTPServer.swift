@@ -311,6 +311,9 @@ public final class HTTPServer: Sendable {
 }
 
 /// The daemon pointer, owned by the server.
+// Safe because: `pointer` is a `let` to the `MHD_Daemon`, whose calls used here (`MHD_add_connection`,
+// `MHD_quiesce_daemon`, `MHD_stop_daemon`) libmicrohttpd makes thread-safe; `add` runs under `open`'s `Mutex`, so
+// no connection is added once the daemon is closing.
 private final class DaemonBox: @unchecked Sendable {
     let pointer: OpaquePointer
     private let open = Mutex(true)
@@ -362,6 +365,9 @@ final class ServerContext: Sendable {
 /// Only one thread touches it at a time: the connection's event-loop thread, or the worker that
 /// prepares its answer while the connection is suspended (libmicrohttpd calls nothing for a
 /// suspended connection; suspending and resuming order the accesses).
+// Safe because: (the paragraph above) libmicrohttpd owns its lifetime through `con_cls` and calls a connection one
+// at a time; the suspension orders the worker's accesses. `ConnectionModelTests` exercises the handover on many
+// connections at once.
 final class RequestState: @unchecked Sendable {
     let request: HTTPRequest
     /// nil until a worker has asked the handler (a request without a body that may wait).
@@ -404,6 +410,8 @@ final class RequestState: @unchecked Sendable {
 }
 
 /// A connection pointer carried to the worker that resumes it.
+// Safe because: the worker only passes the pointer to `MHD_resume_connection`, which libmicrohttpd allows from any
+// thread for a suspended connection (`MHD_ALLOW_SUSPEND_RESUME` with `MHD_USE_ITC`).
 private struct ConnectionHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }

@@ -23,6 +23,8 @@ import Glibc
 /// let url = try cluster.createDatabase("repo")
 /// let db = try PostgresDatabase(url: url)
 /// ```
+// Safe because: `port` is its only `var`, written while the cluster starts (in `shared()`, under
+// `sharedCluster`'s `Mutex`), before any other thread can have it; everything else is `let` or behind a `Mutex`.
 public final class PostgresCluster: @unchecked Sendable {
     /// The folder holding the data directory, the socket and the log (removed by ``stop()``).
     public let folder: String

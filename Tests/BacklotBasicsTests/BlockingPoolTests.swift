@@ -6,15 +6,26 @@ import Testing
 
 /// The bridge to blocking work: its bound, the cancellation of queued work, errors, the threads
 /// the work runs on, stopping; and the way back from synchronous code (`waitForAsync`).
-/// No test measures time: every wait is for a state, under a deadline.
+/// No test measures time: every wait is for a state, under a deadline. The test functions never
+/// block their thread (one of Swift's cooperative pool, which the tasks under test need too).
 @Suite struct BlockingPoolTests {
+    /// Waits (up to 30 s) without blocking the thread until `condition` holds; false if it never did.
+    static func settled(_ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(nanoseconds: 1_000_000)
+        }
+        return true
+    }
+
     /// The calling thread's name as the kernel has it (what `ps -L` and `top -H` show).
     static func name() -> String {
         let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
         return comm.trimmingCharacters(in: .newlines)
     }
 
-    /// Waits (up to 30 s) until `condition` holds; false if it never did.
+    /// Waits (up to 30 s), blocking the thread (a pool's), until `condition` holds; false if it never did.
     static func eventually(_ condition: () -> Bool) -> Bool {
         let deadline = ContinuousClock.now + .seconds(30)
         while !condition() {
@@ -46,9 +57,9 @@ import Testing
                 return try await group.reduce(into: []) { $0.append($1) }
             }
         }
-        #expect(Self.eventually { counts.started.load(ordering: .acquiring) == 2 }, "both threads took a body")
+        #expect(await Self.settled { counts.started.load(ordering: .acquiring) == 2 }, "both threads took a body")
         // Both threads are held at the gate: nothing else can start, however long this looks.
-        for _ in 0..<50 { usleep(1000) }
+        try await Task.sleep(nanoseconds: 50_000_000)
         let startedNow = counts.started.load(ordering: .acquiring)
         #expect(startedNow == 2, "a third body started while two were running")
         for _ in 0..<8 { gate.signal() }
@@ -61,16 +72,15 @@ import Testing
     @Test func workCancelledWhileQueuedNeverStartsAndThrowsCancellation() async throws {
         let pool = BlockingPool(threads: 1, name: "bp-cancel")
         defer { pool.stop() }
-        let blockerStarted = DispatchSemaphore(value: 0)
+        let counts = Counts()
         let release = DispatchSemaphore(value: 0)
         let blocker = Task {
             try await pool.run {
-                blockerStarted.signal()
+                counts.started.wrappingAdd(1, ordering: .acquiringAndReleasing)
                 _ = release.wait(timeout: .now() + 30)
             }
         }
-        #expect(blockerStarted.wait(timeout: .now() + 30) == .success, "the pool's one thread is busy")
-        let counts = Counts()
+        #expect(await Self.settled { counts.started.load(ordering: .acquiring) == 1 }, "the pool's one thread is busy")
         let queued = Task { try await pool.run { counts.ran.store(true, ordering: .releasing) } }
         queued.cancel()
         await #expect(throws: CancellationError.self) { try await queued.value }
@@ -99,16 +109,16 @@ import Testing
     @Test func workStartedRunsToItsEndWhenCancelled() async throws {
         let pool = BlockingPool(threads: 1, name: "bp-started")
         defer { pool.stop() }
-        let started = DispatchSemaphore(value: 0)
+        let counts = Counts()
         let release = DispatchSemaphore(value: 0)
         let task = Task {
             try await pool.run { () -> Int in
-                started.signal()
+                counts.started.wrappingAdd(1, ordering: .acquiringAndReleasing)
                 _ = release.wait(timeout: .now() + 30)
                 return 42
             }
         }
-        #expect(started.wait(timeout: .now() + 30) == .success)
+        #expect(await Self.settled { counts.started.load(ordering: .acquiring) == 1 })
         task.cancel()
         release.signal()
         #expect(try await task.value == 42, "a body that started is not interrupted: its result is returned")
@@ -176,7 +186,12 @@ import Testing
         }
     }
 
-    @Test func waitForAsyncReturnsThrowsAndPollsOnTheWaitingThread() throws {
+    /// From a thread of its own, as the command line's main thread and libbacklot's callers are.
+    @Test func waitForAsyncReturnsThrowsAndPollsOnTheWaitingThread() async throws {
+        try await BlockingPool.unbounded.run { try Self.waitForAsyncFromAThread() }
+    }
+
+    static func waitForAsyncFromAThread() throws {
         #expect(try BlockingPool.waitForAsync { () async throws -> Int in 3 } == 3)
         #expect(throws: BacklotError.self) {
             try BlockingPool.waitForAsync { () async throws -> Int in throw BacklotError(.io, "no") }
