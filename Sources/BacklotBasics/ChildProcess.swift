@@ -26,7 +26,8 @@ import Glibc
 /// let outcome = child.wait(until: .now + .seconds(3), keepingLast: 1 << 20)
 /// ```
 // Safe because: its descriptors and `var`s are used only by the one caller that starts, releases and waits for
-// the child (the agent's runner, a test); other threads only call `signalGroup(_:)`, which reads `pid`, a `let`, and `reaped`, an `Atomic`.
+// the child (the agent's runner, a test); other threads only call `signalGroup(_:)`, which reads `pid`, a `let`,
+// and `reaped`, an `Atomic` (`ChildProcessConcurrencyTests` does this).
 public final class ChildProcess: @unchecked Sendable {
     /// The child's process ID, which is also its process group's.
     public let pid: Int32
