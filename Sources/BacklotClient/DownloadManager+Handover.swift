@@ -104,9 +104,7 @@ extension DownloadManager {
 
     /// The outcome the handler is being given on this thread, if it has a record: ``postToApp(_:reservedForExtension:)``
     /// from the handler then posts that record instead of a new one.
-    // Safe because: both fields are `let` values (`pthread_t` is an integer handle on Linux, compared, never
-    // dereferenced); only `pthread_t` not being declared `Sendable` keeps the compiler from checking it.
-    struct CurrentHandover: @unchecked Sendable {
+    struct CurrentHandover: Sendable {
         let seq: Int64
         let thread: pthread_t
     }

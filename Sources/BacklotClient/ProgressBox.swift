@@ -8,9 +8,7 @@ import Foundation
 /// let box = ProgressBox(Progress(totalUnitCount: 100))
 /// DispatchQueue.global().async { box.progress.cancel() }
 /// ```
-// Safe because: its one field is `let`, and Foundation's `Progress` is thread-safe (its counts and `cancel()` are
-// locked inside it), though not declared `Sendable` on Linux.
-public final class ProgressBox: @unchecked Sendable {
+public final class ProgressBox: Sendable {
     public let progress: Progress
     public init(_ progress: Progress) { self.progress = progress }
 }

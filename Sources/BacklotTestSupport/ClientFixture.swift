@@ -8,9 +8,7 @@ import BacklotServer
 import Foundation
 
 /// A repository served over HTTP on loopback, packs built from sample trees, and client containers.
-// Safe because: every field is `let` and `Sendable` but `TemporaryDirectory` and the server, which are immutable
-// after init; a test builds it once and only reads it from its tasks.
-public final class ClientFixture: @unchecked Sendable {
+public final class ClientFixture: Sendable {
     public let dir: TemporaryDirectory
     public let repository: Repository
     public let server: HostingServer

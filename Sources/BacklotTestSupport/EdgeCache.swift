@@ -13,9 +13,7 @@ import Glibc
 /// defer { edge.stop() }
 /// // clients use edge.baseURL + "v1/apps/APP/CHANNEL/catalog.json"
 /// ```
-// Safe because: every field is `let`; `Process` is not declared `Sendable`, but it is only read and terminated,
-// which Foundation locks.
-public final class EdgeCache: @unchecked Sendable {
+public final class EdgeCache: Sendable {
     public let port: UInt16
     public let process: Process
     public let directory: String
