@@ -84,7 +84,7 @@ extension Agent {
                         let call = ExtensionCall.shouldDownload(candidates)
                         let bypass = event.bypassBudget
                         let seq = event.seq
-                        let reply = try await BlockingWork.run {
+                        let reply = try await BlockingPool.shared.run {
                             try runner.call(call, bypassBudget: bypass, event: seq)
                         }
                         let kept = candidates.filter { !reply.declines($0) }.map(\.id)
@@ -94,6 +94,8 @@ extension Agent {
                         budgetWaits = true
                     } catch let e as BacklotError where e.code == .cancelled {
                         throw Deferral(reason: "stopping")
+                    } catch is CancellationError {
+                        throw Deferral(reason: "stopping")  // cancelled before the call started
                     } catch {
                         report.extensionFailures.append("shouldDownload: \(error)")  // the default: every candidate
                         try store.setAccepted(event.seq, candidates.map(\.id))
@@ -166,13 +168,15 @@ extension Agent {
             let bypass = event.bypassBudget
             let seq = event.seq
             let downloads = self.downloads
-            returned = try await BlockingWork.run {
+            returned = try await BlockingPool.shared.run {
                 try downloads.blockingScheduling { try runner.call(call, bypassBudget: bypass, event: seq).downloads }
             }
         } catch let e as BacklotError where e.code == .budgetExhausted {
             return true
         } catch let e as BacklotError where e.code == .cancelled {
             throw Deferral(reason: "stopping")
+        } catch is CancellationError {
+            throw Deferral(reason: "stopping")  // cancelled before the call started
         } catch {
             report.extensionFailures.append("downloads(for:): \(error)")
             try store.markExtensionDone(event.seq)

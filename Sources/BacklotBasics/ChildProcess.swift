@@ -1,4 +1,5 @@
 import CLinuxSupport
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -24,6 +25,9 @@ import Glibc
 /// try child.release()
 /// let outcome = child.wait(until: .now + .seconds(3), keepingLast: 1 << 20)
 /// ```
+// Safe because: its descriptors and `var`s are used only by the one caller that starts, releases and waits for
+// the child (the agent's runner, a test); other threads only call `signalGroup(_:)`, which reads `pid`, a `let`,
+// and `reaped`, an `Atomic` (`ChildProcessConcurrencyTests` does this).
 public final class ChildProcess: @unchecked Sendable {
     /// The child's process ID, which is also its process group's.
     public let pid: Int32
@@ -34,7 +38,8 @@ public final class ChildProcess: @unchecked Sendable {
     private let pidFD: Int32
     /// When the child was released (it runs from then on).
     public private(set) var started: SuspendingClock.Instant = .now
-    private var reaped = false
+    /// Set once the child was reaped: `signalGroup(_:)` reads it from any thread.
+    private let reaped = Atomic<Bool>(false)
 
     /// How a child ended.
     public struct Outcome: Sendable, Hashable {
@@ -74,7 +79,7 @@ public final class ChildProcess: @unchecked Sendable {
 
     deinit {
         for fd in [goFD, execErrorFD, outputFD, pidFD] where fd >= 0 { close(fd) }
-        if !reaped {
+        if !reaped.load(ordering: .acquiring) {
             Self.signalGroup(pid, SIGKILL)
             var status: Int32 = 0
             var sig: Int32 = 0
@@ -150,14 +155,14 @@ public final class ChildProcess: @unchecked Sendable {
             var status: Int32 = 0
             var sig: Int32 = 0
             _ = clinux_reap(pid, &status, &sig, nil)
-            reaped = true
+            reaped.store(true, ordering: .releasing)
             throw SystemCall.error("execve", path: executable, errno: e)
         }
     }
 
     /// Sends `signal` to the child's whole process group.
     public func signalGroup(_ signal: Int32) {
-        if !reaped { Self.signalGroup(pid, signal) }
+        if !reaped.load(ordering: .acquiring) { Self.signalGroup(pid, signal) }
     }
 
     /// Sends `signal` to the process group `group` (one recorded earlier); false when none is left.
@@ -214,7 +219,7 @@ public final class ChildProcess: @unchecked Sendable {
             func micro(_ t: timeval) -> Int64 { Int64(t.tv_sec) * 1_000_000 + Int64(t.tv_usec) }
             outcome.cpuTime = .microseconds(micro(usage.ru_utime) + micro(usage.ru_stime))
         }
-        reaped = true
+        reaped.store(true, ordering: .releasing)
         outcome.elapsed = SuspendingClock.now - started
         outcome.output = kept.bytes
         outcome.outputBytes = kept.total

@@ -7,6 +7,8 @@ import Dispatch
 /// let timer = RepeatingTimer(label: "backlot.poll", every: 1) { poll() }
 /// timer.cancel()
 /// ```
+// Safe because: both fields are `let`, and a Dispatch source and queue are thread-safe (libdispatch locks `cancel`,
+// `schedule` and the handler), though not declared `Sendable`.
 public final class RepeatingTimer: @unchecked Sendable {
     private let source: any DispatchSourceTimer
     private let queue: DispatchQueue

@@ -1,3 +1,4 @@
+import BacklotBasics
 import BacklotClient
 import CBacklot
 import Foundation
@@ -32,7 +33,7 @@ enum CInstall {
             progress(context.pointer, now.completed, now.total)
         }
         let fetched = try m.waitingFor(id) {
-            try BlockingCall.run(polling: progress == nil ? nil : report) {
+            try BlockingPool.waitForAsync(polling: progress == nil ? nil : report) {
                 try await client.fetch(packWithID: id)
             }
         }

@@ -73,7 +73,7 @@ public func backlotCheckForUpdates(
         let idsOut = try output(ids, "updating_ids")
         let countOut = try output(count, "count")
         let client = m.manager
-        let updated = try BlockingCall.run { try await client.checkForUpdates().updatingIDs }
+        let updated = try BlockingPool.waitForAsync { try await client.checkForUpdates().updatingIDs }
         CMemory.writeList(updated, to: idsOut, count: countOut)
     }
 }
@@ -84,7 +84,7 @@ public func backlotRemove(_ handle: OpaquePointer?, _ packID: UnsafePointer<CCha
         let m = try manager(handle)
         let id = try CMemory.string(packID, "pack_id")
         let client = m.manager
-        try BlockingCall.run { try await client.remove(assetPackWithID: id) }
+        try BlockingPool.waitForAsync { try await client.remove(assetPackWithID: id) }
     }
 }
 
@@ -101,7 +101,7 @@ public func backlotAssetPack(
                 "info's size is \(target.pointee.size): initialise it with backlot_pack_info_init")
         }
         let client = m.manager
-        let (pack, status) = try BlockingCall.run {
+        let (pack, status) = try BlockingPool.waitForAsync {
             let pack = try await client.assetPack(withID: id)
             return (pack, try await client.status(ofAssetPackWithID: id))
         }
@@ -125,7 +125,7 @@ public func backlotAllAssetPacks(
         let idsOut = try output(ids, "ids")
         let countOut = try output(count, "count")
         let client = m.manager
-        let packs = try BlockingCall.run { try await client.allAssetPacks.map(\.id) }
+        let packs = try BlockingPool.waitForAsync { try await client.allAssetPacks.map(\.id) }
         CMemory.writeList(packs, to: idsOut, count: countOut)
     }
 }

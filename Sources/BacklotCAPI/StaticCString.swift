@@ -1,6 +1,7 @@
 /// A C string the library makes once and hands out for the life of the process (the version, the
 /// status names, ""). `@unchecked Sendable` is proven by its use: written once, before it is
 /// shared, never written or freed again, so every thread only ever reads it.
+// Safe because: written once before it is shared, never written or freed again (see above).
 struct StaticCString: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<CChar>
 

@@ -59,9 +59,10 @@ extension AssetPackManager {
         }
     }
 
-    /// The executor's second duty: the requests other processes queued.
+    /// The executor's second duty: the requests other processes queued. A cancelled task takes
+    /// none (they stay queued for the next executor).
     func drainQueue() async {
-        while let request = try? container.takeRequest() {
+        while !Task.isCancelled, let request = try? container.takeRequest() {
             do {
                 let report = try await download(request.pack)
                 try? container.post(client: request.client, pack: request.pack, outcome: .finished(report))
@@ -88,7 +89,7 @@ extension AssetPackManager {
         let box = ProgressBox(progress)
         let broadcaster = self.broadcaster
         do {
-            let outcome = try await BlockingWork.run { [installer] () -> PackInstaller.Outcome? in
+            let outcome = try await BlockingPool.unbounded.run { [installer] () -> PackInstaller.Outcome? in
                 try self.container.layout.holding(.install(pack: id)) {
                     // Another process may have installed it while this one waited for the lock.
                     if (try? self.container.installed(id))?.digest == release.indexSHA256.hex { return nil }

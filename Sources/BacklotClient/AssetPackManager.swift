@@ -140,7 +140,7 @@ public actor AssetPackManager {
 
     /// The catalog's packs for this device and platform, by ID.
     func offered() async throws -> [String: (AssetPack, Catalog.Release)] {
-        let catalog = try await BlockingWork.run { try self.catalogClient.fetch() }
+        let catalog = try await BlockingPool.shared.run { try self.catalogClient.fetch() }
         defer { knownLanguages.withLock { $0 = Array(Set(catalog.packs.compactMap { $0.release.language })) } }
         var out: [String: (AssetPack, Catalog.Release)] = [:]
         for entry in catalog.packs {
@@ -262,7 +262,7 @@ public actor AssetPackManager {
             guard let installed = try container.installed(id), let (_, release) = offered[id] else { continue }
             let url = try catalogClient.archiveURL(release)
             let installer = makeInstaller()
-            _ = try await BlockingWork.run { [installer] in
+            _ = try await BlockingPool.unbounded.run { [installer] in
                 try self.container.layout.holding(.install(pack: id)) {
                     try installer.install(
                         id: id, release: release, archiveURL: url,

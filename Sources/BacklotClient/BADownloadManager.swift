@@ -174,6 +174,8 @@ public final class BADownloadManager: Sendable {
 
 /// The delegate (weak) and what is needed to turn ``DownloadManager/Event``s into its calls.
 final class DelegateSlot: Sendable {
+    // Safe because: it lives only inside `current`'s `Mutex`, which every read and write of the weak reference
+    // holds; the delegate protocol is the app's (Apple's, not `Sendable`).
     private struct Weak: @unchecked Sendable { weak var value: (any BADownloadManagerDelegate)? }
     private let current = Mutex(Weak())
     /// Bytes reported so far per download, for `didWriteBytes`'s increment.
@@ -243,7 +245,7 @@ final class DelegateSlot: Sendable {
 }
 
 /// One challenge's answer, given once from any thread.
-final class AnswerBox: @unchecked Sendable {
+final class AnswerBox: Sendable {
     private let answered = DispatchSemaphore(value: 0)
     private let value = Mutex<(URLSession.AuthChallengeDisposition, URLCredential?)?>(nil)
 

@@ -67,6 +67,9 @@ extension BADownloadManagerDelegate {
 
 /// A value handed to a task that runs the delegate's async method (the delegate is the app's object,
 /// called from one thread at a time).
+// Safe because: it carries the app's delegate or a value for it into the one task that calls the delegate's async
+// method; the delegate is called from one thread at a time, as Apple's documents it, and nothing else reads the
+// value.
 struct Unchecked<T>: @unchecked Sendable {
     let value: T
 }

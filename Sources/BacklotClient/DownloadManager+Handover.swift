@@ -104,7 +104,7 @@ extension DownloadManager {
 
     /// The outcome the handler is being given on this thread, if it has a record: ``postToApp(_:reservedForExtension:)``
     /// from the handler then posts that record instead of a new one.
-    struct CurrentHandover: @unchecked Sendable {
+    struct CurrentHandover: Sendable {
         let seq: Int64
         let thread: pthread_t
     }

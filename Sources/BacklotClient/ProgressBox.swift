@@ -8,7 +8,7 @@ import Foundation
 /// let box = ProgressBox(Progress(totalUnitCount: 100))
 /// DispatchQueue.global().async { box.progress.cancel() }
 /// ```
-public final class ProgressBox: @unchecked Sendable {
+public final class ProgressBox: Sendable {
     public let progress: Progress
     public init(_ progress: Progress) { self.progress = progress }
 }

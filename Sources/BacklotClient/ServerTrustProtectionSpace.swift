@@ -25,6 +25,8 @@ import FoundationNetworking
 /// delegate that answers every challenge alike) trusts nothing. `.performDefaultHandling` and
 /// `.rejectProtectionSpace` check the certificate as usual (the CA file, or the system's CAs);
 /// `.cancelAuthenticationChallenge` fails the download.
+// Safe because: immutable after init (its one field is `let`, and `URLProtectionSpace`'s are set once by
+// `super.init`); Swift cannot check a subclass of a non-Sendable Foundation class.
 public final class ServerTrustProtectionSpace: URLProtectionSpace, @unchecked Sendable {  // immutable after init
     /// The certificates the server presented, DER, leaf first.
     public let certificateChain: [Data]

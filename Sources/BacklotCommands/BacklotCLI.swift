@@ -265,37 +265,30 @@ public enum BacklotCLI {
             // registered, and a signal ignored in between would be lost (a service stopped right
             // after it started would never stop). One that comes before registration ends the
             // process, which is what it asks for.
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                if let action = interruptAction.withLock({ $0 }) {
-                    action(sig)
-                    return
+            // Made under the lock that keeps it: a source is not Sendable, so it never leaves it.
+            interruptSources.withLock { sources in
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                source.setEventHandler {
+                    if let action = interruptAction.withLock({ $0 }) {
+                        action(sig)
+                        return
+                    }
+                    TemporaryFiles.shared.removeAll()
+                    _exit(128 + sig)  // not exit(): other threads are still running
                 }
-                TemporaryFiles.shared.removeAll()
-                _exit(128 + sig)  // not exit(): other threads are still running
+                source.resume()
+                sources.append(source)
             }
-            source.resume()
-            interruptSources.withLock { $0.append(source) }
         }
     }
 
-    private static let interruptSources = InterruptSources()
+    /// Keeps the signal sources alive for the life of the process.
+    private static let interruptSources = Mutex<[any DispatchSourceSignal]>([])
     private static let interruptAction = Mutex<(@Sendable (Int32) -> Void)?>(nil)
 
     /// Replaces the default reaction to SIGINT/SIGTERM (clean up and exit) with `action`, for
     /// long-running commands that stop gracefully.
     static func onInterrupt(_ action: @escaping @Sendable (Int32) -> Void) {
         interruptAction.withLock { $0 = action }
-    }
-}
-
-/// Keeps signal sources alive for the life of the process.
-final class InterruptSources: @unchecked Sendable {
-    private var sources: [any DispatchSourceSignal] = []
-    private let lock = NSLock()
-    func withLock(_ body: (inout [any DispatchSourceSignal]) -> Void) {
-        lock.lock()
-        defer { lock.unlock() }
-        body(&sources)
     }
 }

@@ -285,6 +285,9 @@ func parseHeaderLine(_ data: UnsafeMutablePointer<CChar>?, _ count: Int, into he
 
 /// A download's destination, reached from libcurl's callbacks. Writes only a 200 (from the start)
 /// or a 206 (at the offset) body.
+// Safe because: libcurl calls the callbacks that reach it (through `CURLOPT_WRITEDATA`/`HEADERDATA`, an unretained
+// pointer whose lifetime the transfer's call covers) on the thread inside `curl_easy_perform`, one at a time; it is
+// read only after that call returned.
 private final class FileSink: @unchecked Sendable {
     let fd: Int32
     var offset: UInt64
@@ -362,6 +365,9 @@ private enum FileCallbacks {
 }
 
 /// One transfer's state, reached from libcurl's callbacks.
+// Safe because: libcurl calls the callbacks that reach it (an unretained pointer in
+// `CURLOPT_WRITEDATA`/`HEADERDATA`, alive for the transfer's call) on the thread inside `curl_easy_perform`, one at
+// a time; it is read only after that call returned.
 private final class Transfer: @unchecked Sendable {
     var body: [UInt8] = []
     var headers: [String: String] = [:]

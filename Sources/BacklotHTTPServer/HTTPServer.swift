@@ -15,7 +15,7 @@ import Glibc
 /// (``Configuration/threads``): a connection costs a descriptor and at most
 /// ``Configuration/connectionMemory`` bytes, not a thread, so 10,000 idle or slow clients are held
 /// while others are served. No pool thread waits for long: what a request may have to wait for
-/// (the end of an upload, a management call that publishes) runs on ``BlockingWorkers`` while its
+/// (the end of an upload, a management call that publishes) runs on a `BlockingPool` of its own while its
 /// connection is suspended. HTTPS keeps one thread per connection, as libmicrohttpd has no thread
 /// pool for connections handed over by ``TLSGate`` (`MHD_USE_NO_LISTEN_SOCKET`).
 ///
@@ -152,7 +152,7 @@ public final class HTTPServer: Sendable {
         }
         let (limit, note) = Self.connectionBudget(configuration.connectionLimit)
         let pooled = configuration.tls == nil && configuration.threads > 0
-        let workers = pooled ? BlockingWorkers(threads: configuration.workerThreads) : nil
+        let workers = pooled ? BlockingPool(threads: configuration.workerThreads, name: "backlot-work") : nil
         let ctx = ServerContext(
             handler: handler, observer: observer, workers: workers,
             bufferedBodyDeadline: configuration.bufferedBodyDeadline)
@@ -311,6 +311,9 @@ public final class HTTPServer: Sendable {
 }
 
 /// The daemon pointer, owned by the server.
+// Safe because: `pointer` is a `let` to the `MHD_Daemon`, whose calls used here (`MHD_add_connection`,
+// `MHD_quiesce_daemon`, `MHD_stop_daemon`) libmicrohttpd makes thread-safe; `add` runs under `open`'s `Mutex`, so
+// no connection is added once the daemon is closing.
 private final class DaemonBox: @unchecked Sendable {
     let pointer: OpaquePointer
     private let open = Mutex(true)
@@ -340,14 +343,14 @@ final class ServerContext: Sendable {
     let observer: HTTPServer.Observer?
     let inFlight = Atomic<Int>(0)
     /// Where waiting work runs; nil with one thread per connection (TLS), where it runs inline.
-    let workers: BlockingWorkers?
+    let workers: BlockingPool?
     /// Connections suspended while a worker prepares their answer.
     let suspended = Atomic<Int>(0)
     /// ``HTTPServer/Configuration/bufferedBodyDeadline``.
     let bufferedBodyDeadline: Double
 
     init(
-        handler: @escaping HTTPServer.Handler, observer: HTTPServer.Observer?, workers: BlockingWorkers?,
+        handler: @escaping HTTPServer.Handler, observer: HTTPServer.Observer?, workers: BlockingPool?,
         bufferedBodyDeadline: Double
     ) {
         self.handler = handler
@@ -362,6 +365,9 @@ final class ServerContext: Sendable {
 /// Only one thread touches it at a time: the connection's event-loop thread, or the worker that
 /// prepares its answer while the connection is suspended (libmicrohttpd calls nothing for a
 /// suspended connection; suspending and resuming order the accesses).
+// Safe because: (the paragraph above) libmicrohttpd owns its lifetime through `con_cls` and calls a connection one
+// at a time; the suspension orders the worker's accesses. `ConnectionModelTests` exercises the handover on many
+// connections at once.
 final class RequestState: @unchecked Sendable {
     let request: HTTPRequest
     /// nil until a worker has asked the handler (a request without a body that may wait).
@@ -404,6 +410,8 @@ final class RequestState: @unchecked Sendable {
 }
 
 /// A connection pointer carried to the worker that resumes it.
+// Safe because: the worker only passes the pointer to `MHD_resume_connection`, which libmicrohttpd allows from any
+// thread for a suspended connection (`MHD_ALLOW_SUSPEND_RESUME` with `MHD_USE_ITC`).
 private struct ConnectionHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }

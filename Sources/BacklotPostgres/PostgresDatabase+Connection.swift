@@ -6,6 +6,9 @@ import Foundation
 extension PostgresDatabase {
     /// What the last statements of a call met, kept by reference so that the copy of the
     /// connection handed to a transaction's body reports back to ``PostgresDatabase``.
+    // Safe because: a `CallState` belongs to one `Connection`, which is used by one call at a time:
+    // `PostgresDatabase` hands a connection to a single body while it holds the connection's slot, and reads the
+    // state only after that body returned.
     final class CallState: @unchecked Sendable {
         /// The SQLSTATE of the last failure.
         var sqlState: String?
@@ -21,6 +24,8 @@ extension PostgresDatabase {
     }
 
     /// The connection, usable only inside ``PostgresDatabase/transaction(_:)`` or ``PostgresDatabase/read(_:)``.
+    // Safe because: the libpq handle (`PGconn`, which libpq allows on any thread but not on two at once) is used
+    // only by the call that holds its slot in `PostgresDatabase`'s pool.
     struct Connection: MetadataConnection, @unchecked Sendable {
         let handle: OpaquePointer?
         let name: String

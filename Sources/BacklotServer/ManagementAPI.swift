@@ -835,6 +835,9 @@ public struct ManagementAPI: Sendable {
 /// ``recheckInterval`` seconds while the body arrives, and before the upload ends: a token revoked
 /// or rotated meanwhile gets 401, what arrived before stays (for a token that may continue), and
 /// the version is not completed.
+// Safe because: its two `var`s are touched only by the request's own calls (`receive`, `finish`, `abort`), which
+// libmicrohttpd makes one at a time on the connection's thread or on the worker while the connection is suspended
+// (see `RequestState`).
 final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
     let api: ManagementAPI
     let upload: Upload

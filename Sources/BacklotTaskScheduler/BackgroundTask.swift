@@ -14,6 +14,8 @@ import Synchronization
 ///     task.expirationHandler = { work.cancel() }
 /// }
 /// ```
+// Safe because: its mutable state is behind `state`'s `Mutex` and every other field is `let`; Swift checks no open
+// class (Apple's `BGTask` is subclassed).
 public class BackgroundTask: @unchecked Sendable {
     /// The identifier of the request that launched it.
     public let identifier: String
@@ -92,9 +94,11 @@ public class BackgroundTask: @unchecked Sendable {
 }
 
 /// A launched app-refresh task (Apple's `BGAppRefreshTask`).
+// Safe because: it adds no state to `BackgroundTask`.
 public final class AppRefreshTask: BackgroundTask, @unchecked Sendable {}
 
 /// A launched processing task (Apple's `BGProcessingTask`).
+// Safe because: it adds no state to `BackgroundTask`.
 public final class ProcessingTask: BackgroundTask, @unchecked Sendable {}
 
 /// How a task ended; stored in the scheduler's history.

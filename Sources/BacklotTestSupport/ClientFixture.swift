@@ -8,7 +8,7 @@ import BacklotServer
 import Foundation
 
 /// A repository served over HTTP on loopback, packs built from sample trees, and client containers.
-public final class ClientFixture: @unchecked Sendable {
+public final class ClientFixture: Sendable {
     public let dir: TemporaryDirectory
     public let repository: Repository
     public let server: HostingServer

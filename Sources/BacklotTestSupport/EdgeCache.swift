@@ -14,7 +14,7 @@ import Glibc
 /// defer { edge.stop() }
 /// // clients use edge.baseURL + "v1/apps/APP/CHANNEL/catalog.json"
 /// ```
-public final class EdgeCache: @unchecked Sendable {
+public final class EdgeCache: Sendable {
     public let port: UInt16
     public let process: Process
     public let directory: String

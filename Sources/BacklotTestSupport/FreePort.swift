@@ -23,7 +23,7 @@ import Glibc
 /// let nobody = try FreePort.bound()            // connections to nobody.port are refused while it lives
 /// let nginx = try FreePort.starting("nginx") { port in try startNginx(port) }  // throws FreePort.InUse to retry
 /// ```
-public final class FreePort: @unchecked Sendable {  // the descriptor is closed once, under the lock
+public final class FreePort: Sendable {  // the descriptor is closed once, under the lock
     public let port: UInt16
     private let descriptor: Mutex<Int32>
 

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// Debian's nginx serving a folder on loopback, as a real peer for tests (parity, a slow CDN).
-public final class Nginx: @unchecked Sendable {
+public final class Nginx: Sendable {
     public let port: UInt16
     public let process: Process
     public let errorLog: String

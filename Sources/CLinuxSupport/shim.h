@@ -148,3 +148,14 @@ static inline int clinux_ofd_conflicts(int fd, int exclusive) {
     if (fcntl(fd, F_OFD_GETLK, &l) != 0) return -1;
     return l.l_type != F_UNLCK ? 1 : 0;
 }
+
+#include <pthread.h>
+
+/// Names the calling thread (what `ps -L`, `top -H` and gdb show): the first 15 bytes of `name`,
+/// the kernel's limit. A new thread otherwise keeps the name of the thread that made it.
+static inline void clinux_name_this_thread(const char *name) {
+    char kept[16];
+    strncpy(kept, name, sizeof kept - 1);
+    kept[sizeof kept - 1] = '\0';
+    pthread_setname_np(pthread_self(), kept);
+}

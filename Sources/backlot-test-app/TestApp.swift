@@ -20,6 +20,8 @@ func log(_ container: String, _ line: String) {
 let arguments = CommandLine.arguments
 if arguments.count == 4, arguments[1] == "listen" {
     let container = arguments[2]
+    // Safe because: `manager` is written once, before the manager it names can deliver its first event, and only
+    // read afterwards.
     final class Box: @unchecked Sendable { var manager: DownloadManager? }
     let box = Box()
     let manager = try DownloadManager(containerPath: container) { event in

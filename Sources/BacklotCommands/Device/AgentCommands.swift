@@ -30,7 +30,7 @@ struct AgentCommand: Command {
         let configuration = try AgentConfiguration(path: arguments[config], containerPath: container)
         let agent = try Agent(containerPath: container, configuration: configuration, log: agentLog(io))
         BacklotCLI.onInterrupt { _ in agent.stop() }
-        try blocking {
+        try BlockingPool.waitForAsync {
             if arguments[once] { await agent.round() } else { await agent.run() }
         }
         if arguments[once] { agent.drain() }
@@ -87,7 +87,7 @@ enum EventCommand {
                     containerPath: container, configuration: configuration, lock: lock, log: agentLog(io))
                 BacklotCLI.onInterrupt { _ in agent.stop() }
                 // The events, then the URL downloads they scheduled (this process is the agent for now).
-                tried.formUnion(try blocking { await agent.runUntilQueueSettles() })
+                tried.formUnion(try BlockingPool.waitForAsync { await agent.runUntilQueueSettles() })
                 if !agent.isStopping && agent.untriedEvents(besides: tried) { continue }
                 return try report(store.event(seq), json: json, io: io)
             }

@@ -58,7 +58,7 @@ struct FetchCommand: Command {
         let packs = arguments[Self.packs]
         let event = arguments[Self.event]
         let json = arguments[jsonFlag]
-        let reports = try blocking {
+        let reports = try BlockingPool.waitForAsync {
             var ids = packs
             if ids.isEmpty {
                 let all = try await manager.allAssetPacks
@@ -136,20 +136,6 @@ struct FetchCommand: Command {
         }
     }
 }
-
-/// Runs async work from the synchronous CLI.
-func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let semaphore = DispatchSemaphore(value: 0)
-    let box = ResultBox<T>()
-    Task.detached {
-        do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
-        semaphore.signal()
-    }
-    semaphore.wait()
-    return try box.result!.get()
-}
-
-final class ResultBox<T>: @unchecked Sendable { var result: Result<T, any Error>? }
 
 /// `backlot status --container DIR`: what is installed (offline).
 struct StatusCommand: Command {

@@ -66,7 +66,7 @@ extension VerifyCommand {
             try device.add(catalog, for: FetchCommand.catalog.info, from: nil, command: spec.name)
             try device.add(trust, for: FetchCommand.trust.info, from: nil, command: spec.name)
             let manager = try FetchCommand.manager(device, container: container)
-            let repaired = try blocking { try await manager.repair() }
+            let repaired = try BlockingPool.waitForAsync { try await manager.repair() }
             let left = try manager.verifyInstalled()
             if json {
                 try io.outJSON(

@@ -718,6 +718,9 @@ extension Repository {
 }
 
 /// An upload in progress: bytes are appended at the end, never past the declared size.
+// Safe because: an upload belongs to one request; libmicrohttpd calls a connection's handler on one thread at a
+// time, and the worker that ends it runs while the connection is suspended (suspend and resume order the accesses,
+// as for `RequestState`); its shared effects go through `Repository`'s `Mutex`es and the database.
 public final class Upload: @unchecked Sendable {
     let repository: Repository
     let versionID: Int64
