@@ -9,9 +9,12 @@ import Testing
 /// No test measures time: every wait is for a state, under a deadline. The test functions never
 /// block their thread (one of Swift's cooperative pool, which the tasks under test need too).
 @Suite struct BlockingPoolTests {
-    /// Waits (up to 30 s) without blocking the thread until `condition` holds; false if it never did.
+    /// Waits without blocking the thread until `condition` holds; false if it never did. The
+    /// deadline only bounds a hang: on 2 cores Swift's cooperative pool has 2 threads, and in a full
+    /// `swift test` other suites' synchronous tests hold them for minutes, so a task this test
+    /// starts may not run for that long (30 s was seen to fail so, at 177 s into the test).
     static func settled(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(600)
         while !condition() {
             guard ContinuousClock.now < deadline else { return false }
             try? await Task.sleep(nanoseconds: 1_000_000)
@@ -25,9 +28,10 @@ import Testing
         return comm.trimmingCharacters(in: .newlines)
     }
 
-    /// Waits (up to 30 s), blocking the thread (a pool's), until `condition` holds; false if it never did.
+    /// Waits, blocking the thread (a pool's), until `condition` holds; false if it never did (the
+    /// deadline, as ``settled(_:)``'s, only bounds a hang).
     static func eventually(_ condition: () -> Bool) -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(600)
         while !condition() {
             guard ContinuousClock.now < deadline else { return false }
             usleep(1000)
@@ -48,7 +52,7 @@ import Testing
                             let now = counts.running.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
                             counts.most.max(now, ordering: .acquiringAndReleasing)
                             counts.started.wrappingAdd(1, ordering: .acquiringAndReleasing)
-                            _ = gate.wait(timeout: .now() + 30)
+                            _ = gate.wait(timeout: .now() + 600)
                             counts.running.wrappingSubtract(1, ordering: .acquiringAndReleasing)
                             return index
                         }
@@ -77,7 +81,7 @@ import Testing
         let blocker = Task {
             try await pool.run {
                 counts.started.wrappingAdd(1, ordering: .acquiringAndReleasing)
-                _ = release.wait(timeout: .now() + 30)
+                _ = release.wait(timeout: .now() + 600)
             }
         }
         #expect(await Self.settled { counts.started.load(ordering: .acquiring) == 1 }, "the pool's one thread is busy")
@@ -114,7 +118,7 @@ import Testing
         let task = Task {
             try await pool.run { () -> Int in
                 counts.started.wrappingAdd(1, ordering: .acquiringAndReleasing)
-                _ = release.wait(timeout: .now() + 30)
+                _ = release.wait(timeout: .now() + 600)
                 return 42
             }
         }
@@ -204,7 +208,7 @@ import Testing
                 counts.pollThreads.withLock { _ = $0.insert(Thread.current == waiter) }
             }, every: 0.001
         ) { () async throws -> Int in
-            let deadline = ContinuousClock.now + .seconds(30)
+            let deadline = ContinuousClock.now + .seconds(600)
             while counts.started.load(ordering: .acquiring) < 3, ContinuousClock.now < deadline {
                 try await Task.sleep(nanoseconds: 1_000_000)
             }
