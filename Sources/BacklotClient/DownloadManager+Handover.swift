@@ -181,15 +181,21 @@ extension DownloadManager {
         }
     }
 
-    /// Stops receiving them; later events go to the extension.
+    /// Stops receiving them; later events go to the extension. Unless it is called under the
+    /// exclusive control (from a handler, or inside ``withExclusiveControl(_:)``), it returns once
+    /// the last round of polling has ended and released what it held.
     public func stopListening() throws {
-        try withExclusiveControl {
-            listening.withLock { state in
-                guard let s = state else { return }
-                s.timer.cancel()
-                s.lock.release()
-                state = nil
+        let stopped = try withExclusiveControl {
+            listening.withLock { state -> ListeningState? in
+                defer { state = nil }
+                state?.timer.cancel()
+                state?.lock.release()
+                return state
             }
+        }
+        // The polling round takes the control: it can end only once this thread holds it no more.
+        if let stopped, !ExclusiveControl.of(container: container.path).isHeldByCurrentThread {
+            stopped.timer.cancelAndWait()
         }
     }
 

@@ -56,6 +56,11 @@ final class ExclusiveControl: Sendable {
         }
     }
 
+    /// Whether the calling thread holds the control now (it runs inside ``run(_:)``'s body).
+    var isHeldByCurrentThread: Bool {
+        owner.withLock { o in o.map { pthread_equal($0.thread, pthread_self()) != 0 } ?? false }
+    }
+
     /// `body`'s outcome when this thread holds the control already (a handler calling again), or
     /// nil when it does not.
     private func reentered<T>(_ body: () throws -> T) -> Result<T, any Error>? {

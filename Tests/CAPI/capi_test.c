@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -200,6 +201,11 @@ static void test_invalid_arguments(void) {
     config.retries = -7;
     CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_INVALID_ARGUMENT);
     config.retries = -1;
+    config.bandwidth_limit = UINT64_MAX; /* no Int64 holds it: refused, never a trap */
+    CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(backlot_last_error_message(), "bandwidth_limit") != NULL, "the message names the field: %s",
+          backlot_last_error_message());
+    config.bandwidth_limit = 0;
     config.catalog_url = "https://example.com/not/a/catalog";
     CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_USAGE);
     config.catalog_url = env("BACKLOT_TEST_CATALOG_URL");
@@ -717,7 +723,8 @@ static void test_url_downloads(void) {
     CHECK_STATUS(backlot_with_exclusive_control(m, -1, exclusive_body, &ran), BACKLOT_ERR_CONFLICT);
     CHECK(strstr(backlot_last_error_message(), "BACKLOT_ERR_CONFLICT") != NULL, "the body's status is the last error: %s",
           backlot_last_error_message());
-    CHECK(ran == 2, "the body ran under exclusive control twice");
+    CHECK_STATUS(backlot_with_exclusive_control(m, NAN, exclusive_body, &ran), BACKLOT_ERR_INVALID_ARGUMENT);
+    CHECK(ran == 2, "the body ran under exclusive control twice (never for a NaN timeout)");
     CHECK_STATUS(backlot_set_download_delegate(m, NULL, NULL), BACKLOT_OK);
     backlot_manager_close(m);
     pthread_mutex_destroy(&log.lock);

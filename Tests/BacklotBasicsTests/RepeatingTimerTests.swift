@@ -1,0 +1,44 @@
+import BacklotBasics
+import Dispatch
+import Synchronization
+import Testing
+
+/// The timer's end: once `cancelAndWait` returns, no call runs and what the body captured is
+/// released (a process may exit then without leaving it behind: libbacklot's leak check saw the
+/// body of a cancelled listener still held at exit); from inside the body, it does not wait for itself.
+@Suite struct RepeatingTimerTests {
+    final class Captured: Sendable {}
+
+    @Test func cancelAndWaitReleasesTheBody() {
+        let calls = Atomic<Int>(0)
+        weak var captured: Captured?
+        let timer: RepeatingTimer
+        do {
+            let object = Captured()
+            captured = object
+            timer = RepeatingTimer(label: "backlot.test-timer", every: 0.001, after: 0) {
+                withExtendedLifetime(object) { _ = calls.add(1, ordering: .relaxed) }
+            }
+        }
+        #expect(captured != nil, "the timer holds its body")
+        timer.cancelAndWait()
+        #expect(captured == nil, "the body and what it captured are released when cancelAndWait returns")
+        let after = calls.load(ordering: .relaxed)
+        timer.cancelAndWait()  // a second call returns at once
+        #expect(calls.load(ordering: .relaxed) == after, "no call runs after cancelAndWait")
+    }
+
+    @Test func cancelAndWaitFromTheBodyDoesNotWaitForItself() {
+        let returned = DispatchSemaphore(value: 0)
+        let slot = Mutex<RepeatingTimer?>(nil)
+        let timer = RepeatingTimer(label: "backlot.test-timer-self", every: 0.001, after: 0) {
+            guard let me = slot.withLock({ $0 }) else { return }
+            me.cancelAndWait()
+            returned.signal()
+        }
+        slot.withLock { $0 = timer }
+        #expect(returned.wait(timeout: .now() + 600) == .success, "cancelAndWait from the body returned")
+        timer.cancelAndWait()
+        slot.withLock { $0 = nil }
+    }
+}
