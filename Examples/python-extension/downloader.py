@@ -17,7 +17,7 @@ What it decides comes from policy.json, next to this file (see README.md):
       "downloads": [{"identifier": "intro", "url": "https://…", "fileSize": 1234,
                      "essential": false, "priority": 0}],
                                                URL downloads for `downloads` calls (essential ones
-                                               are left out of periodic requests)
+                                               are left out of periodic and languageChange requests)
       "downloadFolder": "python-extension-downloads",
                                                where finished files are moved, inside the container
       "credentials": {"REALM": {"user": "…", "password": "…"}},
@@ -58,7 +58,9 @@ INT64 = (-(1 << 63), (1 << 63) - 1)
 UINT64_MAX = (1 << 64) - 1
 LOCK_WAIT_SECONDS = 20  # under the agent's default 60 s limit for one call
 DISPOSITIONS = ("useCredential", "performDefaultHandling", "cancelAuthenticationChallenge", "rejectProtectionSpace")
-REQUESTS = ("install", "update", "periodic")
+REQUESTS = ("install", "update", "periodic", "languageChange")
+# Requests that may return only non-essential downloads (every one but the installation events).
+NON_ESSENTIAL_REQUESTS = ("periodic", "languageChange")
 CALLS = ("shouldDownload", "downloads", "finished", "failed", "challenge", "serverTrust")
 LOG_NAME = "python-extension.log"
 # What the container's state.sqlite holds for a URL download outcome (url_events.delivered).
@@ -418,8 +420,8 @@ def downloads(call, policy, log, container):
     remaining = dict(call["remaining"])
     chosen = []
     for d in policy["downloads"]:
-        if call["request"] == "periodic" and d["essential"]:
-            log(f"downloads: leaving out {describe(d)}: a periodic request takes no essential download")
+        if call["request"] in NON_ESSENTIAL_REQUESTS and d["essential"]:
+            log(f"downloads: leaving out {describe(d)}: a {call['request']} request takes no essential download")
             continue
         left = remaining[d["essential"]]
         if left is not None and d["fileSize"] is not None:

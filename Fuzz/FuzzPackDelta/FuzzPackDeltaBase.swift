@@ -51,7 +51,7 @@ final class FuzzPackDeltaBase: Sendable {
                 atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try Data(contents).write(to: URL(fileURLWithPath: full))
         }
-        let (manifest, _) = try AssetPackManifest.load(
+        let (manifest, _) = try PackManifest.load(
             Array(
                 #"{"assetPackID":"Delta","downloadPolicy":{"onDemand":{}},"fileSelectors":[{"directory":"."}],"platforms":["linux"]}"#
                     .utf8), source: name)

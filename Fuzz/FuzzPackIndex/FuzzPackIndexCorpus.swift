@@ -35,7 +35,7 @@ enum FuzzPackIndexCorpus {
                 try Data(contents).write(to: URL(fileURLWithPath: full))
                 try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: full)
             }
-            let (manifest, _) = try AssetPackManifest.load(Array(manifestText.utf8), source: name)
+            let (manifest, _) = try PackManifest.load(Array(manifestText.utf8), source: name)
             let selection = try SourceSelection(manifest: manifest, sourceRoot: src)
             _ = try PackWriter(options: .init(level: 19, jobs: 1, averageChunkSize: 4 << 10, overwrite: true))
                 .write(manifest: manifest, selection: selection, to: directory + "/" + name)

@@ -66,7 +66,9 @@ extension Agent {
         try downloads.checkHostBeforeFirstLaunch(manager.configuration.catalogURL)
         let offered = try await manager.allAssetPacks.sorted { $0.id < $1.id }
         try downloads.countCatalogFetch()
-        if event.request != .periodic {
+        if event.request == .languageChange {
+            try await reconcileLanguages(event, into: &report)
+        } else if event.request != .periodic {
             let installEvent: InstallationEventType = event.request == .install ? .firstInstallation : .subsequentUpdate
             var candidates = offered.filter { $0.downloadPolicy.installationEventTypes.contains(installEvent) }
             if configuration.scheduler.isAppClip {
@@ -152,6 +154,23 @@ extension Agent {
         return report
     }
 
+    /// A `languageChange` request: the extension's `downloads(for:)` with it, then the localized
+    /// packs reconciled with the preferred languages (those of the new language made available,
+    /// those of others that reconciling had downloaded removed).
+    func reconcileLanguages(_ event: AgentStore.Event, into report: inout EventReport) async throws {
+        if try await runExtensionDownloads(event, into: &report) {
+            try store.holdUntilTomorrow(event.seq, now: clock.now)
+            throw Deferral(reason: "the extension's daily budget is used up; the language change runs when it renews")
+        }
+        try waitForNetwork(metered: !configuration.prefetchRequiresUnmetered)
+        let before = Set(try ClientContainer(path: containerPath).installed().map(\.id))
+        try await manager.reconcilePreferredLanguages()
+        let after = Set(try ClientContainer(path: containerPath).installed().map(\.id))
+        report.packs = after.subtracting(before).sorted()
+        let removed = before.subtracting(after).sorted()
+        if !removed.isEmpty { log("languageChange: removed the localized packs \(removed.joined(separator: ", "))") }
+    }
+
     /// The extension's `downloads(for:)`, once per event, with scheduling blocked while it runs.
     /// - Returns: true when it could not run because the daily budget is used up (the event waits).
     func runExtensionDownloads(_ event: AgentStore.Event, into report: inout EventReport) async throws -> Bool {
@@ -184,8 +203,9 @@ extension Agent {
         }
         var essential: [String] = []
         for d in returned {
-            if event.request == .periodic && d.isEssential {
-                report.refused.append("\(d.identifier): a periodic request may only return non-essential downloads")
+            if !event.request.allowsEssentialDownloads && d.isEssential {
+                report.refused.append(
+                    "\(d.identifier): a \(event.request.name) request may only return non-essential downloads")
                 continue
             }
             if configuration.scheduler.isAppClip && d.isEssential {

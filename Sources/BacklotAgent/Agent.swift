@@ -48,6 +48,8 @@ public final class Agent: Sendable {
     let launcher: AppLauncher?
     let state = Mutex<State>(State())
     let stopFlag: StopFlag
+    /// The last complaint about `BacklotPreferredLanguages` (each is logged once).
+    let lastLanguageWarning = Mutex<String?>(nil)
     /// One agent per container, for as long as this one lives.
     let lock: AgentLock
     /// Outcomes being handed to the extension.
@@ -106,13 +108,16 @@ public final class Agent: Sendable {
         var schedulerConfig = configuration.scheduler
         schedulerConfig.databasePath = ContainerLayout(root: path).tasksDatabase
         scheduler = try TaskScheduler(configuration: schedulerConfig, clock: clock, conditions: self.conditions)
-        manager = try AssetPackManager(configuration: configuration.managerConfiguration(containerPath: path))
+        let manager = try AssetPackManager(configuration: configuration.managerConfiguration(containerPath: path))
+        manager.setPreferredLanguages(configuration.preferredLanguages)
+        self.manager = manager
         let stopFlag = StopFlag()
         self.stopFlag = stopFlag
         let runner = configuration.extensionPath.map {
             ExtensionRunner(
                 executable: $0, containerPath: path, store: store, timeLimit: configuration.extensionTimeLimit,
-                dailyBudget: configuration.extensionDailyBudget, log: log, isStopping: { stopFlag.isSet })
+                dailyBudget: configuration.extensionDailyBudget, log: log, isStopping: { stopFlag.isSet },
+                preferredLanguages: { manager.preferredLanguages })
         }
         extensionRunner = runner
         launcher = configuration.appExecutable.map { executable in
@@ -251,6 +256,7 @@ public final class Agent: Sendable {
     /// One round: queued events, the periodic check when it is due, due tasks.
     public func round() async {
         if !isStopping { reclaimSpaceIfLow() }
+        if !isStopping { enqueueLanguageChangeIfChanged() }
         await runQueuedEvents()
         if !isStopping && conditions.current().networkAvailable { downloads.resumeScheduled() }
         if !isStopping { enqueuePeriodicIfDue() }

@@ -59,6 +59,10 @@ public struct AgentConfiguration: Sendable {
     public var maximumRangeBytes: UInt64 = 2 << 20
     public var minimumFreeSpace: UInt64 = ClientContainer.defaultMinimumFreeSpace
     public var scheduler: TaskSchedulerConfiguration
+    /// The device's preferred languages, most preferred first (`BacklotPreferredLanguages`, BCP-47);
+    /// nil: the environment's (``PreferredLanguages/current(environment:)``). The agent reads the
+    /// key again each round: a change is a `languageChange` content request.
+    public var preferredLanguages: [String]?
 
     static let appleKeys = [
         "BAManifestURL", "BAInitialDownloadRestrictions", "BAMaxInstallSize", "BAEssentialMaxInstallSize",
@@ -70,6 +74,7 @@ public struct AgentConfiguration: Sendable {
         "BacklotExtensionTimeLimit", "BacklotExtensionDailyBudget", "BacklotAppExecutable", "BacklotAppArguments",
         "BacklotPrefetchRequiresUnmetered", "BacklotNetworkMetered", "BacklotPeriodicCheckInterval",
         "BacklotPollInterval", "BacklotBandwidthLimit", "BacklotMaximumRangeBytes", "BacklotMinimumFreeSpace",
+        "BacklotPreferredLanguages",
     ]
     public static var keys: [String] { appleKeys + backlotKeys + TaskSchedulerConfiguration.keys }
 
@@ -181,6 +186,7 @@ public struct AgentConfiguration: Sendable {
             throw ConfigurationKey.error(
                 "BacklotAppExecutable", source: source, "names \(e), which is not an executable file")
         }
+        preferredLanguages = try Self.preferredLanguages(in: settings, source: source)
         if let args = settings["BacklotAppArguments"] {
             guard let list = args.array?.compactMap(\.string), list.count == args.array?.count else {
                 throw ConfigurationKey.error("BacklotAppArguments", source: source, "must be an array of strings")
@@ -203,6 +209,30 @@ public struct AgentConfiguration: Sendable {
             throw ConfigurationKey.error("BacklotMaximumRangeBytes", source: source, "must be at least 65536 bytes")
         }
         scheduler = try TaskSchedulerConfiguration(settings: settings, source: source, databasePath: databasePath)
+    }
+
+    /// `BacklotPreferredLanguages` as the configuration file at `path` says it now (nil when absent).
+    /// - Throws: ``BacklotError`` when the file cannot be read or the key is wrong.
+    public static func preferredLanguages(atPath path: String) throws -> [String]? {
+        let (root, _) = try ConfigurationFile.load(path: path)
+        return try preferredLanguages(in: root.dictionary ?? [:], source: path)
+    }
+
+    /// `BacklotPreferredLanguages` of a configuration: nil when absent.
+    /// - Throws: ``BacklotError`` (`invalidInput`) naming the key when it is not an array of language tags.
+    static func preferredLanguages(in settings: [String: PlistValue], source: String) throws -> [String]? {
+        guard let value = settings["BacklotPreferredLanguages"] else { return nil }
+        guard let list = value.array?.compactMap(\.string), list.count == value.array?.count, list.count <= 64,
+            list.allSatisfy({
+                !$0.isEmpty && $0.utf8.count <= 64
+                    && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+            })
+        else {
+            throw ConfigurationKey.error(
+                "BacklotPreferredLanguages", source: source,
+                "must be an array of at most 64 BCP-47 language tags, most preferred first (\"fr-CA\", \"en\")")
+        }
+        return list
     }
 
     /// Whether `host` names this machine (127.0.0.0/8, ::1, localhost).

@@ -30,6 +30,9 @@ struct ExtensionRunner: Sendable {
     let log: @Sendable (String) -> Void
     /// The agent is stopping: a running call is ended (SIGKILL) at once.
     var isStopping: @Sendable () -> Bool = { false }
+    /// The device's preferred languages, given to the extension as `LANGUAGE` (what
+    /// ``PreferredLanguages/current(environment:)`` reads), so that it resolves the languages the agent does.
+    var preferredLanguages: @Sendable () -> [String] = { [] }
     /// One call at a time (shared by the copies of this runner), so that calls never overlap and
     /// the daily budget is counted exactly.
     let gate = ExtensionGate()
@@ -79,6 +82,8 @@ struct ExtensionRunner: Sendable {
 
         var env = ProcessInfo.processInfo.environment
         env["BACKLOT_CONTAINER"] = containerPath
+        let languages = preferredLanguages()
+        if !languages.isEmpty { env["LANGUAGE"] = languages.joined(separator: ":") }
         let child: ChildProcess
         do {
             child = try Supervisor.start(

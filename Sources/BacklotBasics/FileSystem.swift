@@ -48,6 +48,8 @@ public enum FileSystem {
         public var device: UInt64 = 0
         public var inode: UInt64 = 0
         public var linkCount: UInt64 = 0
+        /// The bytes the file takes on its file system (its blocks, which a sparse file has fewer of).
+        public var allocatedBytes: UInt64 = 0
 
         init(_ st: stat) {
             kind = Kind(mode: st.st_mode)
@@ -56,6 +58,7 @@ public enum FileSystem {
             device = UInt64(st.st_dev)
             inode = UInt64(st.st_ino)
             linkCount = UInt64(st.st_nlink)
+            allocatedBytes = UInt64(clamping: st.st_blocks) &* 512
         }
 
         /// Whether both name the same file (device and inode).

@@ -113,6 +113,8 @@ public actor AssetPackManager {
     nonisolated let container: ClientContainer
     /// The languages of the localized packs of the catalog last read (``resolvedLanguage``).
     nonisolated let knownLanguages = Mutex<[String]>([])
+    /// The device's preferred languages as the agent's configuration names them (``setPreferredLanguages(_:)``).
+    nonisolated let configuredLanguages = Mutex<[String]?>(nil)
     nonisolated let catalogClient: CatalogClient
     nonisolated let http: HTTPClient
     private var inFlight: [String: Task<Void, any Error>] = [:]
@@ -334,15 +336,13 @@ public actor AssetPackManager {
     /// Makes several packs available at once (Apple's batch form, iOS 27): their downloads run
     /// together, and it returns when all are installed.
     /// - Parameter requireLatestVersions: also update the packs installed at an older release.
-    /// - Throws: the first error of a pack (the others go on and are kept when they finish).
+    /// - Throws: ``LocalAvailabilityError`` once every pack has ended, when some failed: it names
+    ///   the packs that are available and each failure with its error.
     public func ensureLocalAvailability(
         of assetPacks: Set<AssetPack>, requireLatestVersions shouldUpdate: Bool = false
     ) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for pack in assetPacks.sorted(by: { $0.id < $1.id }) {
-                group.addTask { try await self.ensureLocalAvailability(of: pack, requireLatestVersion: shouldUpdate) }
-            }
-            try await group.waitForAll()
+        try await ensureEach(assetPacks) { pack in
+            try await self.ensureLocalAvailability(of: pack, requireLatestVersion: shouldUpdate)
         }
     }
 
@@ -374,11 +374,16 @@ public actor AssetPackManager {
     /// Installed packs searched for `path`: the one named, or all of them in pack-ID order (the
     /// first pack, by the UTF-8 bytes of its ID, that holds the path wins).
     nonisolated func resolve(_ path: String, in id: String?) throws -> String {
+        let packs = try container.installed().filter { id == nil || $0.id == id }
+        if let id, packs.isEmpty { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
+        return try resolve(path, among: packs)
+    }
+
+    /// The first of `packs`, in pack-ID order, that holds `path`.
+    nonisolated func resolve(_ path: String, among packs: [ClientContainer.Installed]) throws -> String {
         guard case .success(let clean) = SelectorPath.normalize(path, allowRoot: false) else {
             throw ManagedBackgroundAssetsError.fileNotFound(at: path)
         }
-        let packs = try container.installed().filter { id == nil || $0.id == id }
-        if let id, packs.isEmpty { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
         for p in packs.sorted(by: { Array($0.id.utf8).lexicographicallyPrecedes(Array($1.id.utf8)) }) {
             let full = container.releaseFolder(p.id, digest: p.digest) + "/" + clean
             if (try? FileSystem.linkStatus(full))??.kind == .regular { return full }
@@ -405,7 +410,11 @@ public actor AssetPackManager {
     public nonisolated func descriptor(
         for path: String, searchingInAssetPackWithID id: String? = nil
     ) throws -> FileHandle {
-        let full = try resolve(path, in: id)
+        try openReadOnly(try resolve(path, in: id))
+    }
+
+    /// A read-only handle of a resolved file, closed when it is released.
+    nonisolated func openReadOnly(_ full: String) throws -> FileHandle {
         let fd = open(full, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SystemCall.error("open", path: full) }
         return FileHandle(fileDescriptor: fd, closeOnDealloc: true)

@@ -44,7 +44,7 @@ public struct AgentStore: Sendable {
 
     /// The names of the content requests an event may carry: those of the extension protocol's
     /// `ContentRequest` (a test keeps the two equal). A stored row with another name is skipped.
-    public static let requestNames: Set<String> = ["install", "update", "periodic"]
+    public static let requestNames: Set<String> = ["install", "update", "periodic", "languageChange"]
 
     /// Queues an event; returns its number.
     /// - Throws: ``BacklotError/Code/invalidInput`` for a name not in ``requestNames``.

@@ -1,10 +1,10 @@
 import BacklotBasics
 import BacklotJSON
 
-extension AssetPackManifest {
+extension PackManifest {
     /// What reading a manifest found: the manifest when there is no error, and every diagnostic.
     public struct ParseResult: Sendable {
-        public let manifest: AssetPackManifest?
+        public let manifest: PackManifest?
         public let diagnostics: [ManifestDiagnostic]
 
         public var errors: [ManifestDiagnostic] { diagnostics.filter { $0.severity == .error } }
@@ -32,9 +32,9 @@ extension AssetPackManifest {
     ///   rule and fix); ``BacklotError/Code/invalidJSON``; ``BacklotError/Code/io``.
     ///
     /// ```swift
-    /// let (manifest, warnings) = try AssetPackManifest.load(path: "Manifest.json")
+    /// let (manifest, warnings) = try PackManifest.load(path: "Manifest.json")
     /// ```
-    public static func load(path: String) throws -> (manifest: AssetPackManifest, warnings: [ManifestDiagnostic]) {
+    public static func load(path: String) throws -> (manifest: PackManifest, warnings: [ManifestDiagnostic]) {
         let bytes = try FileDescriptor.readWholeFile(
             path, atMost: 16 << 20, what: "the manifest", code: .invalidManifest)
         return try load(bytes, source: path)
@@ -43,7 +43,7 @@ extension AssetPackManifest {
     /// Reads manifest bytes; see ``load(path:)``.
     public static func load(
         _ bytes: [UInt8], source: String
-    ) throws -> (manifest: AssetPackManifest, warnings: [ManifestDiagnostic]) {
+    ) throws -> (manifest: PackManifest, warnings: [ManifestDiagnostic]) {
         let result = try parse(bytes, source: source)
         guard let manifest = result.manifest else {
             let errors = result.errors
@@ -84,7 +84,7 @@ struct ManifestChecker {
                 severity: .warning, rule: rule, jsonPath: path, position: position, message: message, fix: fix))
     }
 
-    mutating func check(root: JSONNode) -> AssetPackManifest? {
+    mutating func check(root: JSONNode) -> PackManifest? {
         guard let members = root.objectMembers else {
             fail(
                 "root.object", "(root)", root.position, "a manifest is a JSON object, not \(root.typeName)",
@@ -126,7 +126,7 @@ struct ManifestChecker {
         let userInfo = root["userInfo"]
 
         guard let id, let policy, let selectors, let platforms, !hasErrors else { return nil }
-        return AssetPackManifest(
+        return PackManifest(
             assetPackID: id, downloadPolicy: policy, fileSelectors: selectors, platforms: platforms,
             userInfo: userInfo, sourceRoot: sourceRoot, language: language)
     }

@@ -130,7 +130,7 @@ public struct PackMetadata: Sendable, Hashable {
         self.language = language
     }
 
-    public init(_ manifest: AssetPackManifest) {
+    public init(_ manifest: PackManifest) {
         self.init(
             assetPackID: manifest.assetPackID, downloadPolicy: manifest.downloadPolicy, platforms: manifest.platforms,
             userInfo: manifest.userInfo, language: manifest.language)
@@ -138,7 +138,7 @@ public struct PackMetadata: Sendable, Hashable {
 
     /// The metadata as the canonical manifest JSON stored in the index.
     public var json: JSONNode {
-        AssetPackManifest(
+        PackManifest(
             assetPackID: assetPackID, downloadPolicy: downloadPolicy, fileSelectors: [], platforms: platforms,
             userInfo: userInfo, language: language
         ).normalizedJSON

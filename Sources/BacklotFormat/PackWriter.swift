@@ -12,7 +12,7 @@ import Foundation
 /// when complete (written beside it, flushed, then renamed).
 ///
 /// ```swift
-/// let (manifest, _) = try AssetPackManifest.load(path: "Manifest.json")
+/// let (manifest, _) = try PackManifest.load(path: "Manifest.json")
 /// let selection = try SourceSelection(manifest: manifest, sourceRoot: "Assets")
 /// let summary = try PackWriter(options: .init(jobs: 2)).write(manifest: manifest, selection: selection, to: "Tutorial.pack")
 /// print(summary.packDigest)
@@ -74,7 +74,7 @@ public struct PackWriter: Sendable {
     ///   ``BacklotError/Code/invalidSource`` if a file changed while being read, ``BacklotError/Code/io``.
     ///   Nothing is left at `path` on failure.
     public func write(
-        manifest: AssetPackManifest, selection: SourceSelection, to path: String,
+        manifest: PackManifest, selection: SourceSelection, to path: String,
         progress: (@Sendable (UInt64, UInt64) -> Void)? = nil
     ) throws -> Summary {
         let start = Date()

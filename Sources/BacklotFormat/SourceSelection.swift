@@ -39,8 +39,7 @@ public struct SourceSelection: Sendable {
 
     /// Where selector paths start: `--source-root` if given, else the manifest's `sourceRoot`
     /// (relative to the manifest's folder), else the current directory.
-    public static func resolveSourceRoot(override: String?, manifest: AssetPackManifest, manifestPath: String) -> String
-    {
+    public static func resolveSourceRoot(override: String?, manifest: PackManifest, manifestPath: String) -> String {
         let cwd = FileManager.default.currentDirectoryPath
         if let override { return absolute(override, relativeTo: cwd) }
         if let root = manifest.sourceRoot {
@@ -62,7 +61,7 @@ public struct SourceSelection: Sendable {
     /// - Parameter found: called with the number of files found so far, every
     ///   ``foundReportInterval`` files while the tree is walked (a tree of a million files takes a
     ///   while to list: a command shows that it works).
-    public init(manifest: AssetPackManifest, sourceRoot: String, found: ((Int) -> Void)? = nil) throws {
+    public init(manifest: PackManifest, sourceRoot: String, found: ((Int) -> Void)? = nil) throws {
         guard let status = try FileSystem.status(sourceRoot), status.kind == .directory,
             let root = FileSystem.realPath(sourceRoot)
         else {

@@ -73,7 +73,7 @@ enum APISchemas {
             required: ["directorySource", "directoryDestination"]),
     ]
 
-    /// An `.aar`'s pack manifest, the JSON given to ba-package (``AssetPackManifest``, checked by
+    /// An `.aar`'s pack manifest, the JSON given to ba-package (``PackManifest``, checked by
     /// `ManifestChecker`): what JSON Schema can say of it. Its `assetPackID` must also be the pack
     /// of the path, which no schema can say (docs/protocol.md §7).
     static let manifest = JSONSchema.object(

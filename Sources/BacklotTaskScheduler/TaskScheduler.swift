@@ -193,6 +193,38 @@ public final class TaskScheduler: Sendable {
         try? store.cancel(identifier)
     }
 
+    /// Submits a request without blocking the caller (Apple's iOS 27 `submitTaskRequest(_:completionHandler:)`,
+    /// which replaces ``submit(_:)``): `completionHandler` runs on a background queue with nil, or
+    /// with the error ``submit(_:)`` throws.
+    ///
+    /// ```swift
+    /// BGTaskScheduler.shared.submitTaskRequest(request) { error in
+    ///     if let error { print("Could not schedule: \(error)") }
+    /// }
+    /// ```
+    public func submitTaskRequest(
+        _ taskRequest: TaskRequest, completionHandler: @escaping @Sendable ((any Swift.Error)?) -> Void
+    ) {
+        DispatchQueue.global().async {
+            do {
+                try self.submit(taskRequest)
+                completionHandler(nil)
+            } catch {
+                completionHandler(error)
+            }
+        }
+    }
+
+    /// Submits a request (Apple's iOS 27 `submitTaskRequest(_:) async throws`), off the caller's thread.
+    /// - Throws: what ``submit(_:)`` throws.
+    public func submitTaskRequest(_ taskRequest: TaskRequest) async throws {
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Swift.Error>) in
+            submitTaskRequest(taskRequest) { error in
+                if let error { done.resume(throwing: error) } else { done.resume() }
+            }
+        }
+    }
+
     /// Cancels every pending request.
     public func cancelAllTaskRequests() {
         try? store.cancelAll()

@@ -33,7 +33,7 @@ public enum SamplePack {
         jobs: Int = 2, level: Int32 = 3, averageChunkSize: Int = 16 << 10, sourceRoot: String? = nil,
         dictionary: Bool = true
     ) throws -> String {
-        let (m, _) = try AssetPackManifest.load(Array(manifestJSON.utf8), source: "manifest.json")
+        let (m, _) = try PackManifest.load(Array(manifestJSON.utf8), source: "manifest.json")
         let selection = try SourceSelection(manifest: m, sourceRoot: sourceRoot ?? dir.at("src"))
         let out = dir.at(name)
         _ = try PackWriter(

@@ -32,7 +32,7 @@ import Testing
     @discardableResult
     func publish(_ f: ClientFixture, source: String) throws -> UInt16 {
         let dir = TemporaryDirectory(existing: f.dir.path)
-        let (manifest, _) = try AssetPackManifest.load(Array(SamplePack.manifest(id: "Small").utf8), source: "m")
+        let (manifest, _) = try PackManifest.load(Array(SamplePack.manifest(id: "Small").utf8), source: "m")
         let selection = try SourceSelection(manifest: manifest, sourceRoot: source)
         let out = dir.at("small-\(UUID().uuidString).pack")
         _ = try PackWriter(options: .init(jobs: 2, overwrite: true)).write(

@@ -278,7 +278,7 @@ struct AppleManifestShapeTests {
 
     @Test(arguments: shapes)
     func shapeGetsItsVerdict(_ shape: Shape) throws {
-        let result = try AssetPackManifest.parse(Array(shape.json.utf8), source: "Manifest.json")
+        let result = try PackManifest.parse(Array(shape.json.utf8), source: "Manifest.json")
         switch shape.verdict {
         case .accept:
             #expect(result.manifest != nil, "\(result.diagnostics)")
@@ -294,7 +294,7 @@ struct AppleManifestShapeTests {
 
     @Test func escapedSlashesAndUserInfoSurvive() throws {
         let m12 = Self.shapes.first { $0.name.hasPrefix("M12") }!
-        let (manifest, _) = try AssetPackManifest.load(Array(m12.json.utf8), source: "M.json")
+        let (manifest, _) = try PackManifest.load(Array(m12.json.utf8), source: "M.json")
         #expect(manifest.fileSelectors == [.file("Terrain/us.bin")])
         #expect(manifest.userInfo?.serialized() == #"{"payloadSHA256":"abc","regionID":"us"}"#)
     }
@@ -306,7 +306,7 @@ struct AppleManifestShapeTests {
         var text = try String(contentsOf: fixture, encoding: .utf8)
         #expect(text.contains("“essential”"), "the fixture keeps Apple's curly quotes in comments")
         // Unfilled, it parses as JSON but names the placeholders.
-        let unfilled = try AssetPackManifest.parse(Array(text.utf8), source: "Manifest.json")
+        let unfilled = try PackManifest.parse(Array(text.utf8), source: "Manifest.json")
         #expect(unfilled.errors.contains { $0.rule == "assetPackID.rule" && $0.message.contains("placeholder") })
         #expect(unfilled.errors.contains { $0.rule == "path.placeholder" })
 
@@ -318,7 +318,7 @@ struct AppleManifestShapeTests {
         try dir.write("Manifest.json", text)
         try dir.write("src/Videos/Introduction.m4v", [UInt8](repeating: 7, count: 10_000))
         try dir.write("src/Textures/a.png", "png")
-        let (manifest, warnings) = try AssetPackManifest.load(path: dir.at("Manifest.json"))
+        let (manifest, warnings) = try PackManifest.load(path: dir.at("Manifest.json"))
         #expect(warnings.isEmpty)
         #expect(manifest.platforms == [.iOS, .macOS, .tvOS, .visionOS])
         let selection = try SourceSelection(manifest: manifest, sourceRoot: dir.at("src"))
@@ -333,7 +333,7 @@ struct AppleManifestShapeTests {
         let text = ManifestTemplate.text.replacingOccurrences(of: "[Asset-Pack ID]", with: "Tutorial")
             .replacingOccurrences(of: "[Path to File]", with: "a").replacingOccurrences(
                 of: "[Path to Directory]", with: "b")
-        let result = try AssetPackManifest.parse(Array(text.utf8), source: "Manifest.json")
+        let result = try PackManifest.parse(Array(text.utf8), source: "Manifest.json")
         #expect(result.manifest != nil && result.warnings.isEmpty, "\(result.diagnostics)")
     }
 }

@@ -78,7 +78,7 @@ import Testing
         let dir = try TemporaryDirectory("writer-limits")
         defer { dir.remove() }
         for name in ["a.txt", "bb.txt", "ccc.txt"] { try dir.write("src/\(name)", Array(name.utf8)) }
-        let (m, _) = try AssetPackManifest.load(
+        let (m, _) = try PackManifest.load(
             Array(
                 #"{"assetPackID":"L","downloadPolicy":{"onDemand":{}},"fileSelectors":[{"directory":"."}],"platforms":["linux"]}"#
                     .utf8), source: "M.json")

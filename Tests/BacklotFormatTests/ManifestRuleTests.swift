@@ -185,7 +185,7 @@ struct ManifestRuleTests {
 
     @Test(arguments: errorCases)
     func eachRuleIsReportedByNameWithPathPositionAndFix(_ c: Case) throws {
-        let result = try AssetPackManifest.parse(Array(c.json.utf8), source: "M.json")
+        let result = try PackManifest.parse(Array(c.json.utf8), source: "M.json")
         #expect(result.manifest == nil)
         let hit = result.errors.first { $0.rule == c.rule }
         #expect(hit != nil, "expected \(c.rule); got \(result.diagnostics)")
@@ -199,7 +199,7 @@ struct ManifestRuleTests {
             #""assetPackID": "a b""#, #""downloadPolicy": {"onDemand": {}, "essential": {}}"#, Self.selectors,
             #""platforms": ["iPadOS"]"#)
         #expect {
-            try AssetPackManifest.load(Array(json.utf8), source: "M.json")
+            try PackManifest.load(Array(json.utf8), source: "M.json")
         } throws: { error in
             guard let e = error as? BacklotError, e.code == .invalidManifest, e.exitStatus == 2 else { return false }
             return e.message.contains("3 errors")
@@ -210,7 +210,7 @@ struct ManifestRuleTests {
 
     @Test func caseMismatchedKeySuggestsTheRealOne() throws {
         let json = Self.manifest(#""assetPackId": "T""#, Self.policy, Self.selectors, Self.platforms)
-        let result = try AssetPackManifest.parse(Array(json.utf8), source: "M.json")
+        let result = try PackManifest.parse(Array(json.utf8), source: "M.json")
         #expect(result.errors.contains { $0.rule == "key.unknown" && $0.fix == "did you mean \"assetPackID\"?" })
     }
 
@@ -243,7 +243,7 @@ struct ManifestRuleTests {
 
     @Test(arguments: warningCases)
     func acceptedWithAWarning(_ c: WarningCase) throws {
-        let result = try AssetPackManifest.parse(Array(c.json.utf8), source: "M.json")
+        let result = try PackManifest.parse(Array(c.json.utf8), source: "M.json")
         #expect(result.manifest != nil, "\(result.diagnostics)")
         #expect(result.warnings.contains { $0.rule == c.rule }, "\(result.diagnostics)")
     }
@@ -259,7 +259,7 @@ struct ManifestRuleTests {
               "language": "zh-Hans-CN"
             }
             """
-        let (m, warnings) = try AssetPackManifest.load(Array(json.utf8), source: "M.json")
+        let (m, warnings) = try PackManifest.load(Array(json.utf8), source: "M.json")
         #expect(warnings.isEmpty)
         #expect(m.platforms == [.iOS, .linux])
         #expect(m.downloadPolicy == .prefetch(installationEventTypes: [.firstInstallation, .subsequentUpdate]))
@@ -281,7 +281,7 @@ struct ManifestRuleTests {
               {"directorySource": "raw", "directoryDestination": "Textures"}
             ]
             """)
-        let (m, _) = try AssetPackManifest.load(Array(json.utf8), source: "M.json")
+        let (m, _) = try PackManifest.load(Array(json.utf8), source: "M.json")
         #expect(
             m.fileSelectors == [
                 .file("a"), .directory("d"), .filePattern("Audio/*.wav"), .fileExclusion("**/draft.png"),

@@ -111,7 +111,7 @@ import Testing
         defer { dir.remove() }
         try SamplePack.writeTree(in: dir)
         try dir.write("existing.pack", "keep me")
-        let (m, _) = try AssetPackManifest.load(Array(SamplePack.manifest().utf8), source: "M.json")
+        let (m, _) = try PackManifest.load(Array(SamplePack.manifest().utf8), source: "M.json")
         let selection = try SourceSelection(manifest: m, sourceRoot: dir.at("src"))
         #expect(throws: BacklotError.self) {
             try PackWriter().write(manifest: m, selection: selection, to: dir.at("existing.pack"))

@@ -72,7 +72,7 @@ import Testing
         for mark in Self.extenders {
             let json =
                 #"{"assetPackID": "P", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"fileSource": "a", "fileDestination": "../\#(mark)x"}], "platforms": ["linux"]}"#
-            let result = try AssetPackManifest.parse(Array(json.utf8), source: "m.json")
+            let result = try PackManifest.parse(Array(json.utf8), source: "m.json")
             #expect(result.manifest == nil, "accepted a destination out of the pack")
             #expect(result.diagnostics.contains { $0.rule == "path.parent" })
         }
@@ -114,7 +114,7 @@ import Testing
         try dir.write("outside/sub/f", Array("secret!".utf8))
         try dir.write("src/f", Array("public!".utf8))
         try dir.write("src/sub/f", Array("public!".utf8))
-        let (manifest, _) = try AssetPackManifest.load(Array(SamplePack.manifest(id: "Swap").utf8), source: "m")
+        let (manifest, _) = try PackManifest.load(Array(SamplePack.manifest(id: "Swap").utf8), source: "m")
         for victim in ["f", "sub"] {
             let selection = try SourceSelection(manifest: manifest, sourceRoot: dir.at("src"))
             let moved = dir.at("src/\(victim).orig")

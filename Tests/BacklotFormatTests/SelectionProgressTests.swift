@@ -20,7 +20,7 @@ import Testing
             "M.json",
             #"{"assetPackID":"Many","downloadPolicy":{"onDemand":{}},"fileSelectors":[{"directory":"."}],"platforms":["linux"]}"#
         )
-        let (manifest, _) = try AssetPackManifest.load(path: manifestPath)
+        let (manifest, _) = try PackManifest.load(path: manifestPath)
         var reports: [Int] = []
         let selection = try SourceSelection(manifest: manifest, sourceRoot: dir.at("src")) { reports.append($0) }
         #expect(reports == [SourceSelection.foundReportInterval, 2 * SourceSelection.foundReportInterval])

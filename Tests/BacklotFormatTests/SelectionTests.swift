@@ -12,7 +12,7 @@ import Glibc
 /// What selectors pick from a real directory tree, and the bad inputs they must refuse.
 @Suite struct SelectionTests {
     func select(_ selectors: String, in dir: TemporaryDirectory) throws -> SourceSelection {
-        let (m, _) = try AssetPackManifest.load(Array(SamplePack.manifest(selectors: selectors).utf8), source: "M.json")
+        let (m, _) = try PackManifest.load(Array(SamplePack.manifest(selectors: selectors).utf8), source: "M.json")
         return try SourceSelection(manifest: m, sourceRoot: dir.at("src"))
     }
 
@@ -224,7 +224,7 @@ import Glibc
     @Test func sourceRootResolvesAgainstTheManifestFolderAndMayClimb() throws {
         let json =
             #"{"assetPackID": "T", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"file": "a"}], "platforms": ["iOS"], "sourceRoot": "../stage"}"#
-        let (m, _) = try AssetPackManifest.load(Array(json.utf8), source: "M.json")
+        let (m, _) = try PackManifest.load(Array(json.utf8), source: "M.json")
         #expect(
             SourceSelection.resolveSourceRoot(override: nil, manifest: m, manifestPath: "/p/tools/M.json") == "/p/stage"
         )

@@ -57,7 +57,7 @@ import Testing
         let out = dir.at("out")
         try PackExtractor(pack: pack, jobs: 2).extract(to: out)
         let selection = try SourceSelection(
-            manifest: try AssetPackManifest.load(Array(SamplePack.manifest().utf8), source: "m").0,
+            manifest: try PackManifest.load(Array(SamplePack.manifest().utf8), source: "m").0,
             sourceRoot: dir.at("src"))
         #expect(selection.files.count == pack.index.files.count)
         for file in selection.files {
@@ -77,7 +77,7 @@ import Testing
         defer { dir.remove() }
         try dir.write("src/a.txt", "hello")
         try dir.write("src/b.txt", "world")
-        let (m, _) = try AssetPackManifest.load(Array(SamplePack.manifest().utf8), source: "m")
+        let (m, _) = try PackManifest.load(Array(SamplePack.manifest().utf8), source: "m")
         let selection = try SourceSelection(manifest: m, sourceRoot: dir.at("src"))
         try dir.write("src/b.txt", "world, and more")
         #expect {

@@ -191,20 +191,26 @@ struct NotifyCommand: Command {
     }
 }
 
-/// `backlot simulate --container DIR --app-install|--app-update|--periodic`: fire an event now, bypassing the budget.
+/// `backlot simulate --container DIR --app-install|--app-update|--periodic|--language-change`: fire an event now, bypassing the budget.
 struct SimulateCommand: Command {
     static let spec = CommandSpec(
         name: "simulate",
         summary:
-            "Fire an install, update or periodic event now, bypassing the extension's daily budget (as backgroundassets-debug --simulate).",
-        options: [EventCommand.container, install, update, periodic, EventCommand.config, jsonFlag])
+            "Fire an install, update, periodic or language-change event now, bypassing the extension's daily budget (as backgroundassets-debug --simulate).",
+        options: [EventCommand.container, install, update, periodic, languageChange, EventCommand.config, jsonFlag])
     static let install = Flag("app-install", help: "An install event.")
     static let update = Flag("app-update", help: "An update event.")
     static let periodic = Flag("periodic", help: "A periodic check.")
+    static let languageChange = Flag(
+        "language-change", help: "A change of the preferred languages: the localized packs are reconciled.")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let r = try EventCommand.request(
-            arguments, allowed: [(install, .install), (update, .update), (periodic, .periodic)], command: "simulate")
+            arguments,
+            allowed: [
+                (install, .install), (update, .update), (periodic, .periodic), (languageChange, .languageChange),
+            ],
+            command: "simulate")
         try EventCommand.fire(
             r, bypassBudget: true, container: arguments[EventCommand.container], arguments: arguments, io: io)
     }

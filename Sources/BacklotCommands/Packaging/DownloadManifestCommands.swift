@@ -19,7 +19,7 @@ struct ManifestInput {
                     .invalidInput, "no manifest beside the archive (looked for \(manifestPath))", context: path,
                     hint: "put the manifest you gave ba-package next to it with the same name and a .json extension")
             }
-            let (m, _) = try AssetPackManifest.load(path: manifestPath)
+            let (m, _) = try PackManifest.load(path: manifestPath)
             let size = try AppleArchiveHeader.check(fileAt: path).size
             return ManifestInput(
                 id: m.assetPackID.rawValue, size: size, policy: m.downloadPolicy, platforms: m.platforms,

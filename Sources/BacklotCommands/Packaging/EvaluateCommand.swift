@@ -15,7 +15,7 @@ struct EvaluateCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let manifestPath = arguments.positionals[0]
-        let (manifest, warnings) = try AssetPackManifest.load(path: manifestPath)
+        let (manifest, warnings) = try PackManifest.load(path: manifestPath)
         let root = SourceSelection.resolveSourceRoot(
             override: arguments[sourceRoot], manifest: manifest, manifestPath: manifestPath)
         let selection = try SourceSelection(manifest: manifest, sourceRoot: root)

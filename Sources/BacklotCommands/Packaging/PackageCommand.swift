@@ -44,7 +44,7 @@ struct PackageCommand: Command {
                 .usage, "--chunk-size must be a power of two (4, 8, 16 … 1024), not \(chunkKiB)",
                 context: "backlot package")
         }
-        let (manifest, warnings) = try AssetPackManifest.load(path: manifestPath)
+        let (manifest, warnings) = try PackManifest.load(path: manifestPath)
         for w in warnings { warn("\(manifestPath):\(w)", io: io) }
         let root = SourceSelection.resolveSourceRoot(
             override: arguments[sourceRoot], manifest: manifest, manifestPath: manifestPath)

@@ -49,7 +49,7 @@ struct UploadCommand: Command {
             guard let manifestPath = arguments[manifest] else {
                 throw usage("an .aar needs --manifest FILE (the manifest given to ba-package)")
             }
-            let (manifest, _) = try AssetPackManifest.load(path: manifestPath)
+            let (manifest, _) = try PackManifest.load(path: manifestPath)
             size = try AppleArchiveHeader.check(fileAt: path).size
             id = manifest.assetPackID.rawValue
             let text = try String(contentsOfFile: manifestPath, encoding: .utf8)

@@ -80,7 +80,7 @@ extension Repository {
                     context: "manifest")
             }
             let text = manifest.serialized()
-            let (parsed, _) = try AssetPackManifest.load(Array(text.utf8), source: "manifest")
+            let (parsed, _) = try PackManifest.load(Array(text.utf8), source: "manifest")
             guard parsed.assetPackID.rawValue == pack else {
                 throw BacklotError(
                     .invalidInput, "the manifest is for the pack \(parsed.assetPackID), not \(pack)",

@@ -13,7 +13,7 @@ import BacklotJSON
 /// ```
 ///
 /// Read one with ``load(path:)`` or ``parse(_:source:)``; see `docs/format.md` for every rule.
-public struct AssetPackManifest: Sendable, Hashable {
+public struct PackManifest: Sendable, Hashable {
     /// The pack's identifier.
     public var assetPackID: PackID
     /// When the pack is downloaded.
@@ -43,7 +43,7 @@ public struct AssetPackManifest: Sendable, Hashable {
     }
 }
 
-extension AssetPackManifest {
+extension PackManifest {
     /// The normalised manifest stored in a pack's index: ID, policy, platforms, userInfo, language.
     /// Selectors and the source root are packaging instructions, not part of the pack.
     public var normalizedJSON: JSONNode {
@@ -74,3 +74,9 @@ extension DownloadPolicy {
         return JSONNode(.object([JSONMember(key: name, value: body)]))
     }
 }
+
+/// The former name of ``PackManifest``, kept for one release. `AssetPackManifest` is now Apple's
+/// type in BacklotClient (the packs a catalog offers); a module that imports both spells this one
+/// `PackManifest`.
+@available(*, deprecated, renamed: "PackManifest")
+public typealias AssetPackManifest = PackManifest
