@@ -240,11 +240,21 @@ extension Agent {
         }
     }
 
-    /// A read-only copy of the verified catalog for the extension (deleted after the call).
+    /// A read-only copy of the verified catalog for the extension (deleted after the call), its
+    /// archive URLs made absolute (the catalog's are relative to where it was fetched from, which
+    /// the copy's place is not): what ``AssetPackManifest/allDownloads(for:)`` downloads.
     func writeManifestCopy() throws -> String {
         let container = try ClientContainer(path: containerPath)
-        guard let catalog = try container.lastVerifiedCatalog() else {
+        guard var catalog = try container.lastVerifiedCatalog() else {
             throw BacklotError(.untrusted, "no verified catalog to give the extension", context: containerPath)
+        }
+        let base = manager.configuration.catalogURL
+        func absolute(_ url: String) -> String { URL(string: url, relativeTo: base)?.absoluteString ?? url }
+        catalog.packs = catalog.packs.map { entry in
+            var entry = entry
+            entry.release.archiveURL = absolute(entry.release.archiveURL)
+            if let candidate = entry.candidate { entry.candidate?.archiveURL = absolute(candidate.archiveURL) }
+            return entry
         }
         let folder = ContainerLayout(root: containerPath).extensionCallsFolder
         let path = folder + "/manifest-\(UUID().uuidString.lowercased()).json"

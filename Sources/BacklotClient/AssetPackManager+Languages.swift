@@ -96,14 +96,14 @@ extension AssetPackManager {
         return URL(fileURLWithPath: container.layout.missingFolder + "/" + clean)
     }
 
-    /// Where `path` is among the installed packs localized for `language`.
+    /// Where `path` is among the installed packs localized for `language`: those of the installed
+    /// language that best matches it (``PreferredLanguages/best(among:preferred:)``: `de` serves `de-AT`).
     nonisolated func resolveLocalized(_ path: String, _ language: Locale.Language) throws -> String {
-        let wanted = language.maximalIdentifier
-        let packs = try container.installed().filter { installed in
-            guard let id = Self.languageIdentifier(ofMetadata: installed.metadata) else { return false }
-            return Locale.Language(identifier: id).maximalIdentifier == wanted
-        }
-        return try resolve(path, among: packs)
+        let installed = try container.installed().map { ($0, Self.languageIdentifier(ofMetadata: $0.metadata)) }
+        let languages = Set(installed.compactMap(\.1))
+        guard let chosen = PreferredLanguages.best(among: Array(languages), preferred: [language.minimalIdentifier])
+        else { throw ManagedBackgroundAssetsError.fileNotFound(at: path) }
+        return try resolve(path, among: installed.filter { $0.1 == chosen }.map(\.0))
     }
 
     /// The `language` of an installed release's stored metadata (the normalised manifest), if any.

@@ -102,10 +102,13 @@ public struct AssetPackManifest: Sendable, Hashable {
         return localizedAssetPacks(for: resolvedLanguage)
     }
 
-    /// The localized packs of `language` (any spelling of it: `fr` and `fr-Latn-FR` are one).
+    /// The localized packs of the catalog's language that best matches `language`
+    /// (``PreferredLanguages/best(among:preferred:)``: the packs of `de` for `de-AT`); empty when none does.
     public func localizedAssetPacks(for language: Locale.Language) -> Set<AssetPack> {
-        let wanted = language.maximalIdentifier
-        return assetPacks.filter { $0.language?.maximalIdentifier == wanted }
+        let available = Set(assetPacks.compactMap(\.languageIdentifier))
+        guard let chosen = PreferredLanguages.best(among: Array(available), preferred: [language.minimalIdentifier])
+        else { return [] }
+        return assetPacks.filter { $0.languageIdentifier == chosen }
     }
 
     /// The URL download of a pack's archive file (named by the pack's ID), when its URL is known.

@@ -82,6 +82,15 @@ import Glibc
         log(
             "downloads \(request.name) manifest=\(catalog > 0 ? "read" : "missing") mode=\(mode) remaining=\(extensionInfo.restrictedDownloadSizeRemaining.map(String.init) ?? "nil")"
         )
+        // What Apple's AssetPackManifest reads of the copy: its packs, the language the agent's
+        // preferred languages resolve to, and the archive downloads the request would make.
+        if let manifest = try? AssetPackManifest(contentsOf: manifestURL, appGroupID: "group.com.example.test") {
+            func ids(_ packs: some Sequence<String>) -> String { packs.sorted().joined(separator: ",") }
+            let archives = manifest.allDownloads(for: request)
+            log(
+                "manifest \(request.name) packs=\(ids(manifest.assetPacks.map(\.id))) resolved=\(manifest.resolvedLanguage?.minimalIdentifier ?? "none") localized=\(ids(manifest.localizedAssetPacks.map(\.id))) archives=\(ids(archives.map(\.identifier))) absolute=\(archives.allSatisfy { $0.url.host != nil })"
+            )
+        }
         if settings["trySchedule"] as? Bool == true,
             let manager = try? DownloadManager(containerPath: container, handler: { _ in })
         {
