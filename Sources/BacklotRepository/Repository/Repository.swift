@@ -1,10 +1,7 @@
 import BacklotBasics
 import BacklotCatalog
-import BacklotCrypto
-import BacklotFormat
 import BacklotStore
 import Foundation
-import Synchronization
 
 /// A pack repository: apps, packs, versions (upload → processing → COMPLETE/FAILED), releases per
 /// channel with approvals and staged rollouts, tokens, and the signed published tree.
