@@ -284,10 +284,10 @@ enum APISchemas {
             [
                 "role": role,
                 "label": .nullableString(
-                    pattern: displayTextPattern, maxLength: Repository.longestTokenLabel,
+                    pattern: displayTextPattern, maxLength: Tokens.longestLabel,
                     description: "One line of text: no control or bidirectional characters; null or absent is \"\""),
                 "expiresInSeconds": .integer(
-                    minimum: Repository.shortestTokenLifetime, maximum: Repository.longestTokenLifetime, nullable: true),
+                    minimum: Tokens.shortestLifetime, maximum: Tokens.longestLifetime, nullable: true),
             ], required: ["role"]),
         "IssuedToken": .object(
             [
@@ -305,7 +305,7 @@ enum APISchemas {
                     ], required: ["tokenId", "label", "role"]),
                 "app": .nullableString(pattern: idPattern), "pack": .nullableString(pattern: idPattern),
                 "version": .integer(minimum: 1, maximum: largestInteger, nullable: true),
-                "action": .string(enumeration: Repository.auditActions),
+                "action": .string(enumeration: AuditLog.actions),
                 "details": JSONSchema(
                     type: ["object"], description: "What changed: string values (channel, percent, from, to, reason, …)"
                 ),

@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 
 /// Counts the published tree's successful responses (2xx and 206) per path and UTC day in
-/// memory, and hands them to the metadata store in batches (``Repository/addDownloads(_:)``):
+/// memory, and hands them to the metadata store in batches (``DownloadCounts/add(_:)``):
 /// every few seconds and at stop. Per request, one dictionary update under a lock: the key is
 /// the request's own path string (no copy), classified only when flushed.
 ///
@@ -62,11 +62,11 @@ public final class DownloadCounter: Sendable {
                 guard let target = TreePath.target(key.path) else { continue }
                 hits.append(
                     DownloadHit(
-                        target, day: Repository.utcDay(daysSinceEpoch: key.day), requests: value.requests,
+                        target, day: DownloadCounts.utcDay(daysSinceEpoch: key.day), requests: value.requests,
                         bytes: value.bytes))
             }
             do {
-                try repository.addDownloads(hits)
+                try repository.downloads.add(hits)
             } catch {
                 counts.withLock { c in
                     for (key, value) in taken {

@@ -57,8 +57,8 @@ public final class HostingServer: Sendable {
         self.directory = directory
         let metrics = ServerMetrics(version: version)
         self.metrics = metrics
-        repository.onProcessed { metrics.recordProcessing($0) }
-        repository.onProcessingTime { _, seconds in metrics.recordProcessingTime(seconds: seconds) }
+        repository.uploads.onProcessed { metrics.recordProcessing($0) }
+        repository.uploads.onProcessingTime { _, seconds in metrics.recordProcessingTime(seconds: seconds) }
         let api = ManagementAPI(repository: repository, metrics: metrics)
         let tree = try StaticTree(root: directory.publicTreePath, headers: treeHeaders)
         let downloads = DownloadCounter(repository: repository)
@@ -109,7 +109,7 @@ public final class HostingServer: Sendable {
             metricsURL = nil
         }
         baseURL = Self.baseURL(host: listening.host, port: http.port, tls: configuration.tls != nil)
-        if repository.publicURL == nil { repository.setPublicURL(baseURL) }
+        if repository.publication.publicURL == nil { repository.publication.setPublicURL(baseURL) }
     }
 
     /// `http(s)://HOST:PORT/`, with an IPv6 address in brackets.

@@ -16,10 +16,10 @@ extension ManagementAPI {
                 "listAudit", tag: "audit", "The audit trail, newest first, one page at a time.",
                 parameters: [
                     .init(query: "app", "Only this app's entries.", APISchemas.id),
-                    .init(query: "action", "Only this action.", .string(enumeration: Repository.auditActions)),
+                    .init(query: "action", "Only this action.", .string(enumeration: AuditLog.actions)),
                     .init(
                         query: "limit", "Entries per page (default 100).",
-                        .integer(minimum: 1, maximum: Int64(Repository.auditPageLimit))),
+                        .integer(minimum: 1, maximum: Int64(AuditLog.pageLimit))),
                     .init(
                         query: "before", "Only entries older than this id: the next of the page before.",
                         APISchemas.positive),
@@ -35,13 +35,13 @@ extension ManagementAPI {
             }
             let limit = try query["limit"].map {
                 try CheckedInteger.parse(
-                    $0, as: Int.self, "the query parameter limit", in: 1...Repository.auditPageLimit, context: "limit")
+                    $0, as: Int.self, "the query parameter limit", in: 1...AuditLog.pageLimit, context: "limit")
             }
             let before = try query["before"].map {
                 try CheckedInteger.parse(
                     $0, as: Int.self, "the query parameter before", in: 1...Int.max, context: "before")
             }
-            let page = try api.repository.auditEntries(
+            let page = try api.repository.audit.entries(
                 app: app, action: query["action"], limit: limit ?? 100, before: before)
             return .respond(
                 .json(
@@ -58,17 +58,17 @@ extension ManagementAPI {
                 parameters: [
                     .init(
                         query: "days", "Days back from today, today included (default 30).",
-                        .integer(minimum: 1, maximum: Int64(Repository.longestDownloadReport)))
+                        .integer(minimum: 1, maximum: Int64(DownloadCounts.longestReport)))
                 ],
                 responses: [.init(200, "The counts.", .ref("Downloads"))])
         ) { api, call in
             let days = try call.request.query["days"].map {
                 try CheckedInteger.parse(
-                    $0, as: Int.self, "the query parameter days", in: 1...Repository.longestDownloadReport,
+                    $0, as: Int.self, "the query parameter days", in: 1...DownloadCounts.longestReport,
                     context: "days")
             }
             let app = call.parameter("app")
-            let report = try api.repository.downloads(app: app, days: days ?? 30)
+            let report = try api.repository.downloads.report(app: app, days: days ?? 30)
             return .respond(
                 .json(
                     200,
@@ -83,11 +83,11 @@ extension ManagementAPI {
                 "getKeys", tag: "keys", "The signing key, the rotation history, and each catalog's expiry.",
                 responses: [.init(200, "The keys and catalogs.", .ref("Keys"))])
         ) { api, _ in
-            let keys = try api.repository.signingKeys()
+            let keys = try api.repository.publication.signingKeys()
             guard let current = keys.first else {
                 throw BacklotError(.io, "the repository has no signing key")
             }
-            let catalogs = try api.repository.catalogs().map { c in
+            let catalogs = try api.repository.publication.catalogs().map { c in
                 JSONNode.object([
                     "app": .string(c.app), "channel": .string(c.channel.rawValue), "version": .number(c.version),
                     "expires": .string(RFC3339.string(c.expires)),
@@ -111,7 +111,7 @@ extension ManagementAPI {
                 responses: [.init(200, "The caller.", .ref("WhoAmI"))])
         ) { api, call in
             guard let caller = call.caller else { throw BacklotError(.unauthorized, "this route needs a token") }
-            let info = try api.repository.token(id: caller.id)
+            let info = try api.repository.tokens.token(id: caller.id)
             return .respond(
                 .json(
                     200,

@@ -54,7 +54,7 @@ public struct ManagementAPI: Sendable {
 
     /// The request's token checked again, for work that is done after the head arrived: the end
     /// of a buffered body, the parts and the end of an upload. The token is read from the
-    /// database each time (``Repository/authenticate(_:)``), so a revocation or a rotation made
+    /// database each time (``Tokens/authenticate(_:)``), so a revocation or a rotation made
     /// meanwhile — on any server of the database — stops a request that was opened before it.
     struct Reauthorization: Sendable {
         let api: ManagementAPI
@@ -87,7 +87,7 @@ public struct ManagementAPI: Sendable {
                 "listApps", tag: "apps", "List apps.", responses: [.init(200, "Every app, by ID.", .ref("AppList"))])
         ) { api, _ in
             .respond(
-                .json(200, JSONNode.object(["apps": .array(try api.repository.appList().map(\.json))]).serialized()))
+                .json(200, JSONNode.object(["apps": .array(try api.repository.apps.list().map(\.json))]).serialized()))
         },
         Route(
             method: "POST", template: "/api/apps", role: .admin,
@@ -101,7 +101,7 @@ public struct ManagementAPI: Sendable {
                 ])
         ) { api, _ in
             body(fields: ["id", "fourEyes"]) { b in
-                let app = try api.repository.createApp(try b.string("id"), fourEyes: try b.bool("fourEyes") ?? false)
+                let app = try api.repository.apps.create(try b.string("id"), fourEyes: try b.bool("fourEyes") ?? false)
                 return .json(201, app.json.serialized())
             }
         },
@@ -116,7 +116,7 @@ public struct ManagementAPI: Sendable {
                     throw BacklotError(
                         .invalidInput, "\"fourEyes\" is required: true or false", context: "request body")
                 }
-                return .json(200, try api.repository.setFourEyes(app: call.parameter("app"), on).json.serialized())
+                return .json(200, try api.repository.apps.setFourEyes(app: call.parameter("app"), on).json.serialized())
             }
         },
         Route(
@@ -129,7 +129,7 @@ public struct ManagementAPI: Sendable {
                 .json(
                     200,
                     JSONNode.object([
-                        "packs": .array(try api.repository.packList(app: call.parameter("app")).map(\.json))
+                        "packs": .array(try api.repository.apps.packList(app: call.parameter("app")).map(\.json))
                     ]).serialized()))
         },
         Route(
@@ -152,7 +152,7 @@ public struct ManagementAPI: Sendable {
         ) { api, call in
             body(fields: ["id"]) { b in
                 let id = try b.string("id")
-                try api.repository.createPack(app: call.parameter("app"), id: id)
+                try api.repository.apps.createPack(app: call.parameter("app"), id: id)
                 return .json(
                     201, JSONNode.object(["app": .string(call.parameter("app")), "id": .string(id)]).serialized())
             }
@@ -163,7 +163,7 @@ public struct ManagementAPI: Sendable {
                 "listVersions", tag: "versions", "List a pack's versions, newest first.",
                 responses: [.init(200, "The versions.", .ref("VersionList"))])
         ) { api, call in
-            let list = try api.repository.versions(app: call.parameter("app"), pack: call.parameter("pack"))
+            let list = try api.repository.uploads.versions(app: call.parameter("app"), pack: call.parameter("pack"))
             return .respond(.json(200, JSONNode.object(["versions": .array(list.map(\.json))]).serialized()))
         },
         Route(
@@ -204,7 +204,7 @@ public struct ManagementAPI: Sendable {
                 }
                 let app = call.parameter("app")
                 let pack = call.parameter("pack")
-                let (v, created) = try api.repository.openVersion(
+                let (v, created) = try api.repository.uploads.openVersion(
                     app: app, pack: pack,
                     size: try b.integer("size", as: UInt64.self, in: 1...ManagementAPI.largestByteCount),
                     format: format, manifest: b.root["manifest"], archiveSHA256: try b.optionalString("archiveSHA256"))
@@ -222,7 +222,7 @@ public struct ManagementAPI: Sendable {
             .respond(
                 .json(
                     200,
-                    try api.repository.version(
+                    try api.repository.uploads.version(
                         app: call.parameter("app"), pack: call.parameter("pack"), number: call.number("version")
                     ).json.serialized()))
         },
@@ -234,7 +234,7 @@ public struct ManagementAPI: Sendable {
                     .init(200, "Deleted.", .ref("Deleted")), .init(409, "The version is released on a channel."),
                 ])
         ) { api, call in
-            try api.repository.deleteVersion(
+            try api.repository.uploads.deleteVersion(
                 app: call.parameter("app"), pack: call.parameter("pack"), number: call.number("version"))
             return .respond(.json(200, "{\"deleted\":true}"))
         },
@@ -302,7 +302,7 @@ public struct ManagementAPI: Sendable {
             let pack = call.parameter("pack")
             let number = try call.number("version")
             // Only the token that created the version, or an admin, may upload its archive (403 otherwise).
-            let upload = try api.repository.beginUpload(
+            let upload = try api.repository.uploads.beginUpload(
                 app: app, pack: pack, number: number, offset: offset, by: call.caller)
             // offset equals the bytes received, so it is at most the declared size: no overflow here.
             if let length = call.request.header("Content-Length").flatMap({ CheckedInteger.parse($0, as: UInt64.self) }
@@ -338,7 +338,7 @@ public struct ManagementAPI: Sendable {
                 }
                 channel = c
             }
-            let list = try api.repository.releaseRequests(
+            let list = try api.repository.releases.requests(
                 app: call.parameter("app"), channel: channel, status: call.request.query["status"])
             return .respond(.json(200, JSONNode.object(["releases": .array(list.map(\.json))]).serialized()))
         },
@@ -381,11 +381,11 @@ public struct ManagementAPI: Sendable {
                 if try b.bool("dryRun") == true {
                     return .json(
                         200,
-                        try api.repository.planRelease(
+                        try api.repository.releases.plan(
                             app: app, pack: pack, version: version, channel: channel, rolloutPercent: rollout
                         ).json.serialized())
                 }
-                let request = try api.repository.release(
+                let request = try api.repository.releases.release(
                     app: app, pack: pack, version: version, channel: channel, rolloutPercent: rollout, by: call.caller)
                 if let request {
                     return .json(
@@ -418,8 +418,8 @@ public struct ManagementAPI: Sendable {
         ) { api, call in
             let app = call.parameter("app")
             let id = try call.number("id")
-            try api.repository.approve(requestID: id, app: app, by: call.caller)
-            return .respond(.json(200, try api.repository.releaseRequest(id, app: app).json.serialized()))
+            try api.repository.releases.approve(requestID: id, app: app, by: call.caller)
+            return .respond(.json(200, try api.repository.releases.request(id, app: app).json.serialized()))
         },
         Route(
             method: "POST", template: "/api/apps/{app}/releases/{id}/reject", role: .reviewer,
@@ -440,8 +440,8 @@ public struct ManagementAPI: Sendable {
                         "a rejection's reason has at most \(ManagementAPI.longestReason) characters (this one has \(reason.count))",
                         context: "\"reason\"")
                 }
-                try api.repository.reject(requestID: id, app: app, reason: reason, by: call.caller)
-                return .json(200, try api.repository.releaseRequest(id, app: app).json.serialized())
+                try api.repository.releases.reject(requestID: id, app: app, reason: reason, by: call.caller)
+                return .json(200, try api.repository.releases.request(id, app: app).json.serialized())
             }
         },
         Route(
@@ -456,7 +456,9 @@ public struct ManagementAPI: Sendable {
             .respond(
                 .json(
                     200,
-                    try api.repository.channelState(app: call.parameter("app"), channel: call.channel("channel")).json
+                    try api.repository.releases.channelState(
+                        app: call.parameter("app"), channel: call.channel("channel")
+                    ).json
                         .serialized()))
         },
         Route(
@@ -482,7 +484,7 @@ public struct ManagementAPI: Sendable {
                     ? try b.integer("version", as: Int.self, in: 1...Int.max) : nil
                 let app = call.parameter("app")
                 let pack = call.parameter("pack")
-                let live = try api.repository.rollback(app: app, pack: pack, channel: channel, to: version)
+                let live = try api.repository.releases.rollback(app: app, pack: pack, channel: channel, to: version)
                 return .json(
                     200,
                     JSONNode.object([
@@ -509,8 +511,8 @@ public struct ManagementAPI: Sendable {
                 }
                 let app = call.parameter("app")
                 let pack = call.parameter("pack")
-                try api.repository.setRollout(app: app, pack: pack, percent: p)
-                let state = try api.repository.channelState(app: app, channel: .production).packs.first {
+                try api.repository.releases.setRollout(app: app, pack: pack, percent: p)
+                let state = try api.repository.releases.channelState(app: app, channel: .production).packs.first {
                     $0.pack == pack
                 }
                 return .json(200, ChannelState.packJSON(state, pack: pack, channel: .production).serialized())
@@ -526,7 +528,7 @@ public struct ManagementAPI: Sendable {
                 ])
         ) { api, call in
             body(fields: ["channel"]) { b in
-                try api.repository.withdraw(
+                try api.repository.releases.withdraw(
                     app: call.parameter("app"), pack: call.parameter("pack"), channel: try b.channel("channel"))
                 return .json(200, "{\"withdrawn\":true}")
             }
@@ -538,7 +540,9 @@ public struct ManagementAPI: Sendable {
                 responses: [.init(200, "The tokens, oldest first.", .ref("TokenList"))])
         ) { api, _ in
             .respond(
-                .json(200, JSONNode.object(["tokens": .array(try api.repository.tokens().map(\.json))]).serialized()))
+                .json(
+                    200, JSONNode.object(["tokens": .array(try api.repository.tokens.list().map(\.json))]).serialized())
+            )
         },
         Route(
             method: "POST", template: "/api/tokens", role: .admin,
@@ -565,8 +569,8 @@ public struct ManagementAPI: Sendable {
                     } == true
                     ? try b.integer(
                         "expiresInSeconds", as: Int64.self,
-                        in: Repository.shortestTokenLifetime...Repository.longestTokenLifetime) : nil
-                let token = try api.repository.issueToken(
+                        in: Tokens.shortestLifetime...Tokens.longestLifetime) : nil
+                let token = try api.repository.tokens.issue(
                     role: role, label: try b.optionalString("label") ?? "", expiresIn: lifetime)
                 return .json(201, token.json.serialized())
             }
@@ -579,7 +583,7 @@ public struct ManagementAPI: Sendable {
                     .init(200, "Revoked.", .ref("TokenRevoked")), .init(409, "It is the last admin token that works."),
                 ])
         ) { api, call in
-            let info = try api.repository.revokeToken(id: try call.number("id"))
+            let info = try api.repository.tokens.revoke(id: try call.number("id"))
             return .respond(.json(200, JSONNode.object(["id": .number(info.id), "revoked": .bool(true)]).serialized()))
         },
         Route(
@@ -592,7 +596,7 @@ public struct ManagementAPI: Sendable {
                     .init(409, "The token was revoked."),
                 ])
         ) { api, call in
-            .respond(.json(201, try api.repository.rotateToken(id: try call.number("id")).json.serialized()))
+            .respond(.json(201, try api.repository.tokens.rotate(id: try call.number("id")).json.serialized()))
         },
     ]
 
@@ -689,7 +693,8 @@ public struct ManagementAPI: Sendable {
                 .unauthorized, "this route needs a token", context: "Authorization",
                 hint: "send Authorization: Bearer TOKEN")
         }
-        let caller = try repository.authenticate(String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces))
+        let caller = try repository.tokens.authenticate(
+            String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces))
         guard caller.role.includes(role) else {
             throw BacklotError(
                 .forbidden,
@@ -901,7 +906,7 @@ final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
         do {
             let complete = try upload.close()
             api.metrics?.recordUpload(complete ? "completed" : "partial")
-            let version = try api.repository.version(app: app, pack: pack, number: number)
+            let version = try api.repository.uploads.version(app: app, pack: pack, number: number)
             var r = HTTPResponse.json(complete ? 202 : 200, version.json.serialized())
             r.headers.append(("Upload-Offset", String(version.received)))
             return r

@@ -32,10 +32,10 @@ struct MetricsExposition: Sendable {
             }
         }
         var gauges = ServerMetrics.Gauges(inFlight: inFlight())
-        if let channels = try? repository.publishedChannels() {
+        if let channels = try? repository.publication.publishedChannels() {
             gauges.earliestCatalogExpiry = channels.map(\.expires).min()
         }
-        gauges.lastResign = (try? repository.lastResign()) ?? nil
+        gauges.lastResign = (try? repository.audit.lastResign()) ?? nil
         return HTTPResponse(
             status: 200, headers: [("Content-Type", "text/plain; version=0.0.4"), ("Cache-Control", "no-store")],
             body: .bytes(Array(metrics.prometheusText(gauges).utf8)), route: "metrics")

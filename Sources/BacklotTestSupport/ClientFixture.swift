@@ -21,7 +21,7 @@ public final class ClientFixture: Sendable {
         server = try HostingServer(
             repository: repository, configuration: .init(port: 0),
             treeHeaders: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge))
-        try repository.createApp(app)
+        try repository.apps.create(app)
     }
 
     deinit {
@@ -62,14 +62,16 @@ public final class ClientFixture: Sendable {
         let path = try SamplePack.build(
             in: src.asTemporary, manifestJSON: SamplePack.manifest(id: id, policy: policy, language: language),
             averageChunkSize: chunkSize)
-        if (try? repository.packs(app: app).contains(id)) != true { try repository.createPack(app: app, id: id) }
+        if (try? repository.apps.packs(app: app).contains(id)) != true {
+            try repository.apps.createPack(app: app, id: id)
+        }
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        let v = try repository.uploadAndProcess(app: app, pack: id, bytes: bytes)
-        try repository.release(app: app, pack: id, version: v.number, channel: channel)
-        if channel != .internal, let request = try repository.releaseRequests(app: app).last,
+        let v = try repository.uploads.uploadAndProcess(app: app, pack: id, bytes: bytes)
+        try repository.releases.release(app: app, pack: id, version: v.number, channel: channel)
+        if channel != .internal, let request = try repository.releases.requests(app: app).last,
             request.status == "pending"
         {
-            try repository.approve(requestID: request.id)
+            try repository.releases.approve(requestID: request.id)
         }
         return (src.path + "/src", v.number)
     }
@@ -77,7 +79,7 @@ public final class ClientFixture: Sendable {
     /// The published archive of the current release of a pack on a channel.
     public func archivePath(_ id: String = "Levels", channel: Channel = .internal) throws -> String {
         let bytes = Array(
-            try Data(contentsOf: URL(fileURLWithPath: repository.catalogPath(app: app, channel: channel))))
+            try Data(contentsOf: URL(fileURLWithPath: repository.publication.catalogPath(app: app, channel: channel))))
         let catalog = try Catalog.verify(
             bytes, trusting: [pinned], app: app, channel: channel, now: Date(), source: "c")
         let release = catalog.packs.first { $0.id.rawValue == id }!.release

@@ -121,7 +121,7 @@ extension ClientFixture {
         let envelope = try SignedEnvelope.sign(
             payload: payload ?? catalog.payload, type: Catalog.payloadType,
             with: [try repository.directory.signingKey()])
-        let path = repository.catalogPath(app: app, channel: channel)
+        let path = repository.publication.catalogPath(app: app, channel: channel)
         try FileManager.default.createDirectory(
             atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path, withIntermediateDirectories: true)
         try Data(envelope.encoded).write(to: URL(fileURLWithPath: path))

@@ -35,11 +35,11 @@ import Testing
         try src.write("src/Videos/Introduction.m4v", video)
         try src.write("src/Levels/1.txt", "level one\n")
         let pack = try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: "Tutorial"))
-        if (try? f.repository.packs(app: f.app).contains("Tutorial")) != true {
-            try f.repository.createPack(app: f.app, id: "Tutorial")
-            let v = try f.repository.uploadAndProcess(
+        if (try? f.repository.apps.packs(app: f.app).contains("Tutorial")) != true {
+            try f.repository.apps.createPack(app: f.app, id: "Tutorial")
+            let v = try f.repository.uploads.uploadAndProcess(
                 app: f.app, pack: "Tutorial", bytes: Array(try Data(contentsOf: URL(fileURLWithPath: pack))))
-            try f.repository.release(app: f.app, pack: "Tutorial", version: v.number, channel: .internal)
+            try f.repository.releases.release(app: f.app, pack: "Tutorial", version: v.number, channel: .internal)
         }
         if !FileSystem.exists(f.dir.at("root.pub")) {
             try FileManager.default.copyItem(atPath: f.repository.directory.publicKeyPath, toPath: f.dir.at("root.pub"))

@@ -68,19 +68,20 @@ import Testing
         try SamplePack.writeTree(in: src.asTemporary, seed: 5)
         let path = try SamplePack.build(
             in: src.asTemporary, manifestJSON: SamplePack.manifest(id: "Levels", policy: #"{"onDemand": {}}"#))
-        try repo.createApp(app)
-        try repo.createPack(app: app, id: "Levels")
+        try repo.apps.create(app)
+        try repo.apps.createPack(app: app, id: "Levels")
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        let v = try repo.uploadAndProcess(app: app, pack: "Levels", bytes: bytes)
-        try repo.release(app: app, pack: "Levels", version: v.number, channel: .internal)
+        let v = try repo.uploads.uploadAndProcess(app: app, pack: "Levels", bytes: bytes)
+        try repo.releases.release(app: app, pack: "Levels", version: v.number, channel: .internal)
         #expect(
-            !FileSystem.exists(repo.catalogPath(app: app, channel: .internal)),
+            !FileSystem.exists(repo.publication.catalogPath(app: app, channel: .internal)),
             "the catalog is in the bucket, not the folder")
 
         // Anonymous reads straight from the bucket: the tree is readable, a Range of a pack too.
         let anonymous = HTTPClient(stallTimeout: 5)
         let base = store.endpoint + "/\(bucket)/cdn/"
-        let sha = try #require(try repo.version(app: app, pack: "Levels", number: v.number).archiveSHA256 as String?)
+        let sha = try #require(
+            try repo.uploads.version(app: app, pack: "Levels", number: v.number).archiveSHA256 as String?)
         #expect(try anonymous.send("GET", base + "v1/apps/\(app)/internal/catalog.json").status == 200)
         let range = try anonymous.send("GET", base + "v1/packs/\(sha).pack", headers: ["Range": "bytes=0-1048575"])
         #expect(range.status == 206 || range.status == 200, "\(range.status) \(range.text)")

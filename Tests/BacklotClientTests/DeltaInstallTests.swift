@@ -55,13 +55,15 @@ import Glibc
             for (name, bytes) in files { try src.asTemporary.write("src/" + name, bytes) }
             let path = try SamplePack.build(
                 in: src.asTemporary, manifestJSON: SamplePack.manifest(id: "Levels"), averageChunkSize: 16 << 10)
-            if (try? f.repository.packs(app: f.app).contains("Levels")) != true {
-                try f.repository.createPack(app: f.app, id: "Levels")
+            if (try? f.repository.apps.packs(app: f.app).contains("Levels")) != true {
+                try f.repository.apps.createPack(app: f.app, id: "Levels")
             }
-            let v = try f.repository.uploadAndProcess(
+            let v = try f.repository.uploads.uploadAndProcess(
                 app: f.app, pack: "Levels", bytes: Array(try Data(contentsOf: URL(fileURLWithPath: path))))
             #expect(v.state == .complete, "\(v)")
-            if release { try f.repository.release(app: f.app, pack: "Levels", version: v.number, channel: .internal) }
+            if release {
+                try f.repository.releases.release(app: f.app, pack: "Levels", version: v.number, channel: .internal)
+            }
             return v.number
         }
     }
@@ -69,7 +71,8 @@ import Glibc
     /// The catalog's current release of Levels.
     static func release(_ f: ClientFixture) throws -> Catalog.Release {
         let bytes = Array(
-            try Data(contentsOf: URL(fileURLWithPath: f.repository.catalogPath(app: f.app, channel: .internal))))
+            try Data(
+                contentsOf: URL(fileURLWithPath: f.repository.publication.catalogPath(app: f.app, channel: .internal))))
         let catalog = try Catalog.verify(
             bytes, trusting: [f.pinned], app: f.app, channel: .internal, now: Date(), source: "c")
         return try #require(catalog.packs.first { $0.id.rawValue == "Levels" }).release
@@ -96,7 +99,7 @@ import Glibc
     /// Bytes the same update costs without deltas (header, index, missing chunks).
     static func withoutDeltas(_ f: ClientFixture, from a: Int, to b: Int) throws -> UInt64 {
         let path = { (n: Int) throws -> String in
-            let sha = try f.repository.version(app: f.app, pack: "Levels", number: n).archiveSHA256!
+            let sha = try f.repository.uploads.version(app: f.app, pack: "Levels", number: n).archiveSHA256!
             return f.repository.directory.publicTreePath + "/v1/packs/\(sha).pack"
         }
         return PackDiff(old: try PackReader(path: try path(a)).index, new: try PackReader(path: try path(b)))
@@ -182,7 +185,7 @@ import Glibc
         let two = try v.next(editing: 3)
         // A delta crafted by hand: each frame rebuilds its chunk followed by 1 MiB more.
         let reader = { (n: Int) throws -> PackReader in
-            let sha = try f.repository.version(app: f.app, pack: "Levels", number: n).archiveSHA256!
+            let sha = try f.repository.uploads.version(app: f.app, pack: "Levels", number: n).archiveSHA256!
             return try PackReader(path: f.repository.directory.publicTreePath + "/v1/packs/\(sha).pack")
         }
         let base = try reader(one)
@@ -218,7 +221,7 @@ import Glibc
             base: crafted.base, url: "../../../deltas/\(sha.hex).delta", size: UInt64(bytes.count), sha256: sha,
             prefixLength: crafted.prefixLength)
         try Data(Catalog.encodeDeltaList([listed])).write(to: URL(fileURLWithPath: tree + "\(crafted.target.hex).json"))
-        try f.repository.publish(app: f.app, channel: .internal)
+        try f.repository.publication.publish(app: f.app, channel: .internal)
         #expect(try Self.release(f).deltas == [listed])
         let r = try await Self.fetch(f, "c", expecting: v.files)
         #expect(r.deltaChunks == 0 && r.report.downloadedChunks == entries.count, "\(r)")
@@ -235,17 +238,17 @@ import Glibc
         let tree = try S3PublishedTree(client: s3, bucket: bucket, prefix: "cdn")
         let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")), tree: tree)
         try BucketEdgeInstallTests.allowAnonymousReads(store, bucket: bucket, prefix: "cdn", in: dir)
-        try repo.createApp(app)
-        try repo.createPack(app: app, id: "Levels")
+        try repo.apps.create(app)
+        try repo.apps.createPack(app: app, id: "Levels")
         let src = TemporaryDirectory.Named(dir.at("src"))
         try SamplePack.writeTree(in: src.asTemporary, seed: 1526)
         print("DeltaInstallTests seed 1526")
         let publish = { () throws -> Int in
             let path = try SamplePack.build(
                 in: src.asTemporary, manifestJSON: SamplePack.manifest(id: "Levels"), averageChunkSize: 16 << 10)
-            let v = try repo.uploadAndProcess(
+            let v = try repo.uploads.uploadAndProcess(
                 app: app, pack: "Levels", bytes: Array(try Data(contentsOf: URL(fileURLWithPath: path))))
-            try repo.release(app: app, pack: "Levels", version: v.number, channel: .internal)
+            try repo.releases.release(app: app, pack: "Levels", version: v.number, channel: .internal)
             return v.number
         }
         _ = try publish()
@@ -272,7 +275,7 @@ import Glibc
 
     @Test func aSkippedVersionGetsWholeChunks() async throws {
         let f = try ClientFixture()
-        f.repository.setDeltaBases(1)
+        f.repository.publication.setDeltaBases(1)
         var v = Versions(f, seed: 1525)
         _ = try v.next(editing: 0)
         _ = try await Self.fetch(f, "c", expecting: v.files)

@@ -44,7 +44,7 @@ import Testing
         let f = try ClientFixture(catalogMaxAge: 1)
         // What is measured is the edge's slices of archives: contrib/nginx/edge.conf does not cache
         // v1/deltas/ yet (it passes them through), so the update must take whole chunks.
-        f.repository.setDeltaBases(0)
+        f.repository.publication.setDeltaBases(0)
         let origin = URL(string: f.server.baseURL)!
         let edge = try EdgeCache(origin: "127.0.0.1:\(origin.port!)", originPath: "", workDirectory: f.dir.at("edge"))
         defer { edge.stop() }

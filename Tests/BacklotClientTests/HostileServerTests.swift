@@ -110,7 +110,10 @@ import Testing
         try f.publishCrafted(CraftedPack(files: [.init(path: "a", bytes: [1, 2, 3])]))
         let good = try Catalog.decode(
             SignedEnvelope.open(
-                Array(Data(contentsOf: URL(fileURLWithPath: f.repository.catalogPath(app: f.app, channel: .internal)))),
+                Array(
+                    Data(
+                        contentsOf: URL(
+                            fileURLWithPath: f.repository.publication.catalogPath(app: f.app, channel: .internal)))),
                 expecting: Catalog.payloadType, trusting: [f.pinned], source: "c"), source: "c")
         let text = String(decoding: good.payload, as: UTF8.self)
         let huge = [
@@ -198,7 +201,7 @@ import Testing
         try f.publish()
         var keys = [f.pinned]
         for rotation in 1...3 {
-            try f.repository.rotateKey()
+            try f.repository.publication.rotateKey()
             keys.append(f.pinned)
             for (i, key) in keys.enumerated() {
                 // A container that fetched before (it follows from its stored list) and a fresh one.
@@ -219,7 +222,7 @@ import Testing
     @Test func malformedSignatureEntriesAreSkipped() async throws {
         let f = try ClientFixture()
         try f.publish()
-        let path = f.repository.catalogPath(app: f.app, channel: .internal)
+        let path = f.repository.publication.catalogPath(app: f.app, channel: .internal)
         let root = try JSONReader(source: "c").read(Array(try Data(contentsOf: URL(fileURLWithPath: path)))).root
         let valid = try #require(root["signatures"]?.arrayElements?.first)
         let junk: [JSONNode] = [
@@ -299,7 +302,10 @@ import Testing
         try f.publishCrafted(pack)
         let good = try Catalog.decode(
             SignedEnvelope.open(
-                Array(Data(contentsOf: URL(fileURLWithPath: f.repository.catalogPath(app: f.app, channel: .internal)))),
+                Array(
+                    Data(
+                        contentsOf: URL(
+                            fileURLWithPath: f.repository.publication.catalogPath(app: f.app, channel: .internal)))),
                 expecting: Catalog.payloadType, trusting: [f.pinned], source: "c"), source: "c")
         var lying = good
         lying.packs[0].release.installSize = 1 << 40

@@ -37,12 +37,12 @@ import Testing
         let out = dir.at("small-\(UUID().uuidString).pack")
         _ = try PackWriter(options: .init(jobs: 2, overwrite: true)).write(
             manifest: manifest, selection: selection, to: out)
-        if (try? f.repository.packs(app: f.app).contains("Small")) != true {
-            try f.repository.createPack(app: f.app, id: "Small")
+        if (try? f.repository.apps.packs(app: f.app).contains("Small")) != true {
+            try f.repository.apps.createPack(app: f.app, id: "Small")
         }
-        let v = try f.repository.uploadAndProcess(
+        let v = try f.repository.uploads.uploadAndProcess(
             app: f.app, pack: "Small", bytes: Array(try Data(contentsOf: URL(fileURLWithPath: out))))
-        try f.repository.release(app: f.app, pack: "Small", version: v.number, channel: .internal)
+        try f.repository.releases.release(app: f.app, pack: "Small", version: v.number, channel: .internal)
         return try PackReader(path: out).header.formatVersion
     }
 

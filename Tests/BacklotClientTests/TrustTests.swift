@@ -33,8 +33,8 @@ import Testing
             "no valid signature by a trusted key")
         // The production catalog is not the internal one.
         try f.publish(channel: .production)
-        let productionPath = f.repository.catalogPath(app: f.app, channel: .production)
-        let internalPath = f.repository.catalogPath(app: f.app, channel: .internal)
+        let productionPath = f.repository.publication.catalogPath(app: f.app, channel: .production)
+        let internalPath = f.repository.publication.catalogPath(app: f.app, channel: .internal)
         let saved = try Data(contentsOf: URL(fileURLWithPath: internalPath))
         try FileManager.default.removeItem(atPath: internalPath)
         try FileManager.default.copyItem(atPath: productionPath, toPath: internalPath)
@@ -44,15 +44,16 @@ import Testing
             { _ = try await f.manager(app: "com.other").assetPack(withID: "Levels") }, "not com.other/internal")
 
         // Expired: signed long ago.
-        try f.repository.publish(app: f.app, channel: .internal, now: Date(timeIntervalSinceNow: -30 * 86_400))
+        try f.repository.publication.publish(
+            app: f.app, channel: .internal, now: Date(timeIntervalSinceNow: -30 * 86_400))
         await untrusted({ _ = try await f.manager(container: "c2").assetPack(withID: "Levels") }, "expired")
 
         // Rollback: a client that saw a newer catalog refuses an older one.
-        try f.repository.publish(app: f.app, channel: .internal)
+        try f.repository.publication.publish(app: f.app, channel: .internal)
         let older = try Data(contentsOf: URL(fileURLWithPath: internalPath))
         let manager = try f.manager(container: "c3")
         _ = try await manager.assetPack(withID: "Levels")
-        try f.repository.publish(app: f.app, channel: .internal, now: Date(timeIntervalSinceNow: 10))
+        try f.repository.publication.publish(app: f.app, channel: .internal, now: Date(timeIntervalSinceNow: 10))
         _ = try await manager.assetPack(withID: "Levels")
         try older.write(to: URL(fileURLWithPath: internalPath))
         await untrusted({ _ = try await manager.assetPack(withID: "Levels") }, "older than one already seen")
@@ -62,7 +63,7 @@ import Testing
         let f = try ClientFixture()
         try f.publish()
         let pinned = f.pinned
-        #expect(try f.repository.rotateKey() == 2)
+        #expect(try f.repository.publication.rotateKey() == 2)
         let manager = try f.manager(keys: [pinned])
         #expect(try await manager.assetPack(withID: "Levels").version == 1)
     }
@@ -70,7 +71,7 @@ import Testing
     @Test func mixedOrCorruptArchivesAreRefusedAndTheInstalledReleaseStays() async throws {
         let f = try ClientFixture()
         // The archive's chunks are what is checked here: no delta may bring the edited one instead.
-        f.repository.setDeltaBases(0)
+        f.repository.publication.setDeltaBases(0)
         let (source, _) = try f.publish()
         let manager = try f.manager()
         _ = try await manager.fetch(packWithID: "Levels")

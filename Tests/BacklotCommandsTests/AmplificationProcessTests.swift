@@ -197,7 +197,7 @@ import Glibc
         let catalog = Self.tinyValues {
             #"{"payloadType":"application/vnd.backlot.catalog+json","payload":"","signatures":["# + $0 + "]}"
         }
-        let path = fixture.repository.catalogPath(app: fixture.app, channel: .internal)
+        let path = fixture.repository.publication.catalogPath(app: fixture.app, channel: .internal)
         try FileManager.default.createDirectory(
             atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path, withIntermediateDirectories: true)
         try Data(catalog).write(to: URL(fileURLWithPath: path))

@@ -32,8 +32,8 @@ import Glibc
         init(delayMicroseconds: UInt32) throws {
             dir = try TemporaryDirectory("fetch-kill")
             repository = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
-            try repository.createApp("a")
-            try repository.createPack(app: "a", id: "Big")
+            try repository.apps.create("a")
+            try repository.apps.createPack(app: "a", id: "Big")
             var g = SeededGenerator(seed: 99)
             try dir.write("src/big.bin", g.bytes(40 << 20))
             try dir.write("src/small.txt", g.text(10_000))
@@ -42,12 +42,12 @@ import Glibc
                 in: dir, manifestJSON: SamplePack.manifest(id: "Big"), averageChunkSize: 256 << 10)
             let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
             packBytes = bytes.count
-            let v = try repository.createVersion(app: "a", pack: "Big", size: UInt64(bytes.count))
-            let upload = try repository.beginUpload(app: "a", pack: "Big", number: v.number, offset: 0)
+            let v = try repository.uploads.createVersion(app: "a", pack: "Big", size: UInt64(bytes.count))
+            let upload = try repository.uploads.beginUpload(app: "a", pack: "Big", number: v.number, offset: 0)
             try bytes.withUnsafeBytes { try upload.append($0) }
             try upload.close()
-            repository.waitForProcessing()
-            try repository.release(app: "a", pack: "Big", version: 1, channel: .internal)
+            repository.uploads.waitForProcessing()
+            try repository.releases.release(app: "a", pack: "Big", version: 1, channel: .internal)
             // A second version: the second half of big.bin replaced.
             var big = try dir.read("src/big.bin")
             original = big
@@ -59,11 +59,11 @@ import Glibc
                 in: dir, manifestJSON: SamplePack.manifest(id: "Big"), name: "v2.pack", averageChunkSize: 256 << 10,
                 sourceRoot: dir.at("src2"))
             let bytes2 = Array(try Data(contentsOf: URL(fileURLWithPath: path2)))
-            let v2 = try repository.createVersion(app: "a", pack: "Big", size: UInt64(bytes2.count))
-            let upload2 = try repository.beginUpload(app: "a", pack: "Big", number: v2.number, offset: 0)
+            let v2 = try repository.uploads.createVersion(app: "a", pack: "Big", size: UInt64(bytes2.count))
+            let upload2 = try repository.uploads.beginUpload(app: "a", pack: "Big", number: v2.number, offset: 0)
             try bytes2.withUnsafeBytes { try upload2.append($0) }
             try upload2.close()
-            repository.waitForProcessing()
+            repository.uploads.waitForProcessing()
             let tree = try StaticTree(root: repository.directory.publicTreePath)
             let gate = self.gate
             gate.open(delayMicroseconds: delayMicroseconds)
@@ -141,7 +141,7 @@ import Glibc
             try Wait.untilExit(of: p, "the fetch of update-\(round) ends", timeout: .seconds(300))
             #expect(p.terminationStatus == 0, "\(s.report(p))")
         }
-        try s.repository.release(app: "a", pack: "Big", version: 2, channel: .internal)
+        try s.repository.releases.release(app: "a", pack: "Big", version: 2, channel: .internal)
         for round in 0..<10 {
             try killAndRestart(
                 s, container: "update-\(round)", version: 2, expected: s.updatedBig, g: &g,

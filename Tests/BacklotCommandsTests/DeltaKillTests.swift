@@ -29,8 +29,8 @@ import Glibc
         init() throws {
             dir = try TemporaryDirectory("delta-kill")
             repository = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
-            try repository.createApp("a")
-            try repository.createPack(app: "a", id: "Big")
+            try repository.apps.create("a")
+            try repository.apps.createPack(app: "a", id: "Big")
             var g = SeededGenerator(seed: 1530)
             var big = g.bytes(40 << 20)
             try dir.write("src/big.bin", big)
@@ -41,7 +41,7 @@ import Glibc
             updated = big
             try dir.write("src2/big.bin", big)
             try Self.publish(repository, dir, in: "src2", name: "v2.pack")
-            try repository.release(app: "a", pack: "Big", version: 1, channel: .internal)
+            try repository.releases.release(app: "a", pack: "Big", version: 1, channel: .internal)
             let tree = try StaticTree(root: repository.directory.publicTreePath)
             let gate = self.gate
             // A thread per connection: an answer held at the gate holds no other connection's.
@@ -58,7 +58,7 @@ import Glibc
                 in: dir, manifestJSON: SamplePack.manifest(id: "Big"), name: name, averageChunkSize: 64 << 10,
                 sourceRoot: dir.at(source))
             let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-            _ = try repository.uploadAndProcess(app: "a", pack: "Big", bytes: bytes)
+            _ = try repository.uploads.uploadAndProcess(app: "a", pack: "Big", bytes: bytes)
         }
 
         deinit {
@@ -86,7 +86,7 @@ import Glibc
             try Wait.untilExit(of: p, "the first install into c\(round) ends", timeout: .seconds(300))
             #expect(p.terminationStatus == 0, "\(s.report(p))")
         }
-        try s.repository.release(app: "a", pack: "Big", version: 2, channel: .internal)
+        try s.repository.releases.release(app: "a", pack: "Big", version: 2, channel: .internal)
         // An update left alone: what a restarted one may fetch whole at most (chunks the delta does
         // not rebuild), and the delta bytes it reads.
         let calm = try s.fetch(container: "c4")

@@ -55,7 +55,7 @@ import Glibc
             run(["approve", "--app", "com.example.game", "--request", "1"], token: uploader).0 != 0,
             "an uploader cannot approve")
         #expect(run(["approve", "--app", "com.example.game", "--request", "1"], token: reviewer).0 == 0)
-        let catalogPath = repository.catalogPath(app: "com.example.game", channel: .production)
+        let catalogPath = repository.publication.catalogPath(app: "com.example.game", channel: .production)
         #expect(FileSystem.exists(catalogPath))
 
         // A corrupt archive is refused before upload by the CLI itself.

@@ -49,7 +49,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
         let repo = try Repository(
             directory: RepositoryDirectory(path: path), quotaBytes: quotaBytes, maximumPacksPerApp: maximumPacksPerApp,
             database: database(label), tree: storage?.tree, archives: storage?.archives)
-        if isShared { _ = try repo.createInitialAdminToken() }
+        if isShared { _ = try repo.tokens.createInitialAdmin() }
         return repo
     }
 }

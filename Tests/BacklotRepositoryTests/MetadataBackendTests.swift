@@ -44,13 +44,13 @@ import Testing
         let dir = try TemporaryDirectory("conflict")
         defer { dir.remove() }
         let repo = try backend.repository(at: dir.at("data"), label: "conflict")
-        try repo.createApp("com.example.game")
-        #expect { try repo.createApp("com.example.game") } throws: {
+        try repo.apps.create("com.example.game")
+        #expect { try repo.apps.create("com.example.game") } throws: {
             let e = $0 as? BacklotError
             return e?.code == .conflict && e?.message.contains("exists already") == true
         }
-        try repo.createPack(app: "com.example.game", id: "Levels")
-        #expect { try repo.createPack(app: "com.example.game", id: "Levels") } throws: {
+        try repo.apps.createPack(app: "com.example.game", id: "Levels")
+        #expect { try repo.apps.createPack(app: "com.example.game", id: "Levels") } throws: {
             ($0 as? BacklotError)?.code == .conflict
         }
         // Straight at the database: a duplicate key, and a pack of an app that does not exist.
@@ -71,9 +71,9 @@ import Testing
             ($0 as? BacklotError)?.code == .conflict
         }
         // The failed transactions left nothing behind, and the database takes the next change.
-        #expect(try repo.apps() == ["com.example.game"])
-        try repo.createApp("com.example.other")
-        #expect(try repo.apps() == ["com.example.game", "com.example.other"])
+        #expect(try repo.apps.ids() == ["com.example.game"])
+        try repo.apps.create("com.example.other")
+        #expect(try repo.apps.ids() == ["com.example.game", "com.example.other"])
     }
 
     @Test(arguments: Backend.databases) func numbersTextAndBytesRoundTripWithoutLoss(_ backend: Backend) throws {
@@ -133,13 +133,13 @@ import Testing
             }
         }
         let repo = try Repository(directory: RepositoryDirectory(path: dir.at("data")))
-        #expect(try repo.apps() == ["com.example.old"])
+        #expect(try repo.apps.ids() == ["com.example.old"])
         // Step 4: the old tokens got ids in the order they were made, no expiry, no revocation; apps no four-eyes rule.
-        let tokens = try repo.tokens()
+        let tokens = try repo.tokens.list()
         #expect(tokens.map(\.id) == [1, 2] && tokens.map(\.label) == ["old admin", "old reviewer"])
         #expect(tokens.allSatisfy { $0.expires == nil && $0.revoked == nil && $0.lastUsed == nil })
-        #expect(try repo.appList().map(\.fourEyes) == [false])
-        let request = try repo.releaseRequest(1)
+        #expect(try repo.apps.list().map(\.fourEyes) == [false])
+        let request = try repo.releases.request(1)
         #expect(request.status == "pending" && request.requestedBy == nil && request.decidedBy == nil)
         #expect(try repo.db.read { try $0.query("SELECT COUNT(*) AS n FROM live_history", []) }.first?["n"]?.int == 0)
         let columns = try repo.db.read { try $0.query("SELECT name FROM pragma_table_info('versions')", []) }.compactMap
@@ -222,7 +222,7 @@ import Testing
         let outcomes = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 3) { _ in
             do {
-                _ = try Repository.createInitialAdminToken(in: open())
+                _ = try Tokens.createInitialAdmin(in: open())
                 outcomes.withLock { $0.append("made") }
             } catch let e as BacklotError where e.code == .conflict {
                 outcomes.withLock { $0.append("refused") }
@@ -273,24 +273,24 @@ import Testing
         let repo = try Repository(
             directory: RepositoryDirectory(path: dir.at("data")),
             database: PostgresDatabase(url: cluster.createDatabase("restart")))
-        try repo.createApp("com.example.before")
+        try repo.apps.create("com.example.before")
 
         try cluster.stopServer()
-        #expect { try repo.apps() } throws: {
+        #expect { try repo.apps.ids() } throws: {
             let e = $0 as? BacklotError
             return e?.code == .unavailable && e?.message.contains("127.0.0.1:\(cluster.port)") == true
         }
-        #expect { try repo.createApp("com.example.during") } throws: { ($0 as? BacklotError)?.code == .unavailable }
+        #expect { try repo.apps.create("com.example.during") } throws: { ($0 as? BacklotError)?.code == .unavailable }
         try cluster.start()
-        #expect(try repo.apps() == ["com.example.before"])
-        try repo.createApp("com.example.after")
+        #expect(try repo.apps.ids() == ["com.example.before"])
+        try repo.apps.create("com.example.after")
 
         // A restart between two calls: the next call finds the connection dead, connects again and runs.
         try cluster.stopServer()
         try cluster.start()
-        #expect(try repo.apps() == ["com.example.after", "com.example.before"])
-        try repo.createPack(app: "com.example.after", id: "Levels")
-        #expect(try repo.packs(app: "com.example.after") == ["Levels"])
+        #expect(try repo.apps.ids() == ["com.example.after", "com.example.before"])
+        try repo.apps.createPack(app: "com.example.after", id: "Levels")
+        #expect(try repo.apps.packs(app: "com.example.after") == ["Levels"])
     }
 
     @Test(.requires(.postgres)) func aWrongPasswordSaysAuthenticationFailedForThatUser() throws {
@@ -339,26 +339,28 @@ extension MetadataBackendTests {
         try database.transaction { tx in
             try tx.run(
                 "INSERT INTO tokens(hash, role, label, created) VALUES (?, 'admin', 'first', 10)",
-                [.text(Repository.tokenHash(secret))])
+                [.text(Tokens.hash(secret))])
             try tx.run("INSERT INTO tokens(hash, role, label, created) VALUES ('other', 'reader', 'second', 20)")
             try tx.run("INSERT INTO apps(id, created) VALUES ('a', 1)")
         }
         let repo = try Repository(
             directory: RepositoryDirectory(path: dir.at("data")), database: backend == .sqlite ? nil : database)
-        let caller = try repo.authenticate(secret)
+        let caller = try repo.tokens.authenticate(secret)
         #expect(caller.role == .admin && caller.label == "first")
-        #expect(try repo.tokens().map(\.label) == ["first", "second"])
-        #expect(Set(try repo.tokens().map(\.id)).count == 2)
-        #expect(try repo.app("a").fourEyes == false)
+        #expect(try repo.tokens.list().map(\.label) == ["first", "second"])
+        #expect(Set(try repo.tokens.list().map(\.id)).count == 2)
+        #expect(try repo.apps.app("a").fourEyes == false)
         // New tokens get the next ids.
-        let issued = try repo.issueToken(role: .reader)
-        #expect(issued.id > (try repo.tokens().map(\.id).filter { $0 != issued.id }.max() ?? 0))
+        let issued = try repo.tokens.issue(role: .reader)
+        #expect(issued.id > (try repo.tokens.list().map(\.id).filter { $0 != issued.id }.max() ?? 0))
         // Step 5: the audit trail and the download counts start empty and record from the upgrade on.
-        let entries = try repo.auditEntries().entries
+        let entries = try repo.audit.entries().entries
         #expect(entries.map(\.action) == ["token.create"])
         #expect(entries.first?.details["tokenId"] == String(issued.id) && entries.first?.tokenID == nil)
-        #expect(try repo.downloads(app: "a").rows.isEmpty)
-        try repo.addDownloads([DownloadHit(.catalog(app: "a"), day: Repository.utcDay(Date()), requests: 2, bytes: 10)])
-        #expect(try repo.downloads(app: "a").rows.map(\.requests) == [2])
+        #expect(try repo.downloads.report(app: "a").rows.isEmpty)
+        try repo.downloads.add([
+            DownloadHit(.catalog(app: "a"), day: DownloadCounts.utcDay(Date()), requests: 2, bytes: 10)
+        ])
+        #expect(try repo.downloads.report(app: "a").rows.map(\.requests) == [2])
     }
 }

@@ -20,8 +20,8 @@ import Testing
         init(_ backend: Backend) throws {
             dir = try TemporaryDirectory("repo")
             repo = try backend.repository(at: dir.at("data"))
-            try repo.createApp("com.example.game")
-            try repo.createPack(app: "com.example.game", id: "Levels")
+            try repo.apps.create("com.example.game")
+            try repo.apps.createPack(app: "com.example.game", id: "Levels")
         }
 
         /// Builds a pack of the sample tree and uploads it as a new version, in `parts` requests.
@@ -34,19 +34,19 @@ import Testing
             let path = try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: id))
             var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
             if corrupt { bytes[1000] ^= 0xFF }
-            let v = try repo.createVersion(app: "com.example.game", pack: "Levels", size: UInt64(bytes.count))
+            let v = try repo.uploads.createVersion(app: "com.example.game", pack: "Levels", size: UInt64(bytes.count))
             let step = (bytes.count + parts - 1) / parts
             var offset = 0
             while offset < bytes.count {
-                let upload = try repo.beginUpload(
+                let upload = try repo.uploads.beginUpload(
                     app: "com.example.game", pack: "Levels", number: v.number, offset: UInt64(offset))
                 let end = min(offset + step, bytes.count)
                 try bytes[offset..<end].withUnsafeBytes { try upload.append($0) }
                 try upload.close()
                 offset = end
             }
-            repo.waitForProcessing()
-            return try repo.version(app: "com.example.game", pack: "Levels", number: v.number)
+            repo.uploads.waitForProcessing()
+            return try repo.uploads.version(app: "com.example.game", pack: "Levels", number: v.number)
         }
 
         /// A file of the published tree, or nil.
@@ -69,7 +69,7 @@ import Testing
         let v1 = try f.upload(parts: 3)
         #expect(v1.state == .complete, "\(v1)")
         #expect(v1.number == 1 && v1.archiveSHA256 != nil)
-        try f.repo.release(app: "com.example.game", pack: "Levels", version: 1, channel: .internal)
+        try f.repo.releases.release(app: "com.example.game", pack: "Levels", version: 1, channel: .internal)
         let catalog = try f.catalog(.internal)
         #expect(catalog.packs.map(\.id.rawValue) == ["Levels"])
         let release = catalog.packs[0].release
@@ -94,36 +94,38 @@ import Testing
         let wrong = try f.upload(id: "Other")
         #expect(wrong.state == .failed && wrong.reason?.contains("not Levels") == true, "\(wrong)")
         #expect(throws: BacklotError.self) {
-            try f.repo.release(app: "com.example.game", pack: "Levels", version: 1, channel: .internal)
+            try f.repo.releases.release(app: "com.example.game", pack: "Levels", version: 1, channel: .internal)
         }
         #expect(try f.catalogBytes(.internal) == nil)
 
-        let v = try f.repo.createVersion(app: "com.example.game", pack: "Levels", size: 100)
-        let upload = try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
+        let v = try f.repo.uploads.createVersion(app: "com.example.game", pack: "Levels", size: 100)
+        let upload = try f.repo.uploads.beginUpload(
+            app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
         let bytes = [UInt8](repeating: 1, count: 101)
         #expect { try bytes.withUnsafeBytes { try upload.append($0) } } throws: {
             ($0 as? BacklotError)?.code == .quotaExceeded
         }
         try upload.close()
-        #expect(try f.repo.version(app: "com.example.game", pack: "Levels", number: v.number).received == 0)
+        #expect(try f.repo.uploads.version(app: "com.example.game", pack: "Levels", number: v.number).received == 0)
     }
 
     @Test(arguments: Backend.allCases) func resumingAtTheWrongOffsetOrTwiceAtOnceIsAConflict(_ backend: Backend) throws
     {
         let f = try Fixture(backend)
         defer { f.dir.remove() }
-        let v = try f.repo.createVersion(app: "com.example.game", pack: "Levels", size: 1000)
-        let first = try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
+        let v = try f.repo.uploads.createVersion(app: "com.example.game", pack: "Levels", size: 1000)
+        let first = try f.repo.uploads.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
         #expect {
-            try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
+            try f.repo.uploads.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
         } throws: { ($0 as? BacklotError)?.code == .conflict }
         try [UInt8](repeating: 7, count: 300).withUnsafeBytes { try first.append($0) }
         try first.close()
-        #expect(try f.repo.version(app: "com.example.game", pack: "Levels", number: v.number).received == 300)
+        #expect(try f.repo.uploads.version(app: "com.example.game", pack: "Levels", number: v.number).received == 300)
         #expect {
-            try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
+            try f.repo.uploads.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 0)
         } throws: { ($0 as? BacklotError)?.code == .conflict }
-        let resumed = try f.repo.beginUpload(app: "com.example.game", pack: "Levels", number: v.number, offset: 300)
+        let resumed = try f.repo.uploads.beginUpload(
+            app: "com.example.game", pack: "Levels", number: v.number, offset: 300)
         try resumed.close()
     }
 
@@ -132,40 +134,44 @@ import Testing
         defer { f.dir.remove() }
         _ = try f.upload(seed: 1)
         _ = try f.upload(seed: 2)
-        let request = try f.repo.release(app: "com.example.game", pack: "Levels", version: 1, channel: .production)
+        let request = try f.repo.releases.release(
+            app: "com.example.game", pack: "Levels", version: 1, channel: .production)
         #expect(request?.status == "pending")
         #expect(try f.catalogBytes(.production) == nil)
-        try f.repo.approve(requestID: request!.id)
+        try f.repo.releases.approve(requestID: request!.id)
         let first = try f.catalog(.production)
         #expect(first.packs[0].release.version == 1 && first.packs[0].candidate == nil)
 
-        let staged = try f.repo.release(
+        let staged = try f.repo.releases.release(
             app: "com.example.game", pack: "Levels", version: 2, channel: .production, rolloutPercent: 25)
-        #expect(throws: BacklotError.self) { try f.repo.approve(requestID: request!.id) }
-        try f.repo.approve(requestID: staged!.id)
+        #expect(throws: BacklotError.self) { try f.repo.releases.approve(requestID: request!.id) }
+        try f.repo.releases.approve(requestID: staged!.id)
         let rolling = try f.catalog(.production)
         #expect(
             rolling.packs[0].release.version == 1 && rolling.packs[0].candidate?.version == 2
                 && rolling.packs[0].rolloutBasisPoints == 2500)
         #expect(rolling.version > first.version)
 
-        try f.repo.setRollout(app: "com.example.game", pack: "Levels", percent: 100)
+        try f.repo.releases.setRollout(app: "com.example.game", pack: "Levels", percent: 100)
         #expect(try f.catalog(.production).packs[0].release.version == 2)
-        try f.repo.rollback(app: "com.example.game", pack: "Levels", channel: .production, to: 1)
+        try f.repo.releases.rollback(app: "com.example.game", pack: "Levels", channel: .production, to: 1)
         let rolledBack = try f.catalog(.production)
         #expect(rolledBack.packs[0].release.version == 1 && rolledBack.version > rolling.version)
 
-        let rejected = try f.repo.release(app: "com.example.game", pack: "Levels", version: 2, channel: .external)
-        try f.repo.reject(requestID: rejected!.id, reason: "broken level")
-        #expect(try f.repo.releaseRequest(rejected!.id).status == "rejected")
+        let rejected = try f.repo.releases.release(
+            app: "com.example.game", pack: "Levels", version: 2, channel: .external)
+        try f.repo.releases.reject(requestID: rejected!.id, reason: "broken level")
+        #expect(try f.repo.releases.request(rejected!.id).status == "rejected")
 
         #expect(throws: BacklotError.self) {
-            try f.repo.deleteVersion(app: "com.example.game", pack: "Levels", number: 1)
+            try f.repo.uploads.deleteVersion(app: "com.example.game", pack: "Levels", number: 1)
         }
-        try f.repo.withdraw(app: "com.example.game", pack: "Levels", channel: .production)
+        try f.repo.releases.withdraw(app: "com.example.game", pack: "Levels", channel: .production)
         #expect(try f.catalog(.production).packs.isEmpty)
-        try f.repo.deleteVersion(app: "com.example.game", pack: "Levels", number: 2)
-        #expect(throws: BacklotError.self) { try f.repo.version(app: "com.example.game", pack: "Levels", number: 2) }
+        try f.repo.uploads.deleteVersion(app: "com.example.game", pack: "Levels", number: 2)
+        #expect(throws: BacklotError.self) {
+            try f.repo.uploads.version(app: "com.example.game", pack: "Levels", number: 2)
+        }
     }
 
     @Test(arguments: Backend.allCases) func quotaCountsEachPacksLargestVersionAndSaysByHowMuch(
@@ -174,22 +180,24 @@ import Testing
         let dir = try TemporaryDirectory("quota")
         defer { dir.remove() }
         let repo = try backend.repository(at: dir.at("data"), label: "quota", quotaBytes: 10_000, maximumPacksPerApp: 2)
-        try repo.createApp("a")
-        try repo.createPack(app: "a", id: "p1")
-        try repo.createPack(app: "a", id: "p2")
-        #expect { try repo.createPack(app: "a", id: "p3") } throws: { ($0 as? BacklotError)?.code == .quotaExceeded }
+        try repo.apps.create("a")
+        try repo.apps.createPack(app: "a", id: "p1")
+        try repo.apps.createPack(app: "a", id: "p2")
+        #expect { try repo.apps.createPack(app: "a", id: "p3") } throws: {
+            ($0 as? BacklotError)?.code == .quotaExceeded
+        }
         // A version awaiting its upload counts what it stored: 5,999 of its 6,000 bytes here.
-        let v1 = try repo.createVersion(app: "a", pack: "p1", size: 6000)
-        let upload = try repo.beginUpload(app: "a", pack: "p1", number: v1.number, offset: 0)
+        let v1 = try repo.uploads.createVersion(app: "a", pack: "p1", size: 6000)
+        let upload = try repo.uploads.beginUpload(app: "a", pack: "p1", number: v1.number, offset: 0)
         try [UInt8](repeating: 7, count: 5999).withUnsafeBytes { try upload.append($0) }
         #expect(try upload.close() == false)
-        _ = try repo.createVersion(app: "a", pack: "p1", size: 5000)  // p1 still counts 5,999
-        #expect { try repo.createVersion(app: "a", pack: "p2", size: 4500) } throws: {
+        _ = try repo.uploads.createVersion(app: "a", pack: "p1", size: 5000)  // p1 still counts 5,999
+        #expect { try repo.uploads.createVersion(app: "a", pack: "p2", size: 4500) } throws: {
             guard let e = $0 as? BacklotError else { return false }
             return e.code == .quotaExceeded && e.message.contains("499 over")
         }
-        _ = try repo.createVersion(app: "a", pack: "p2", size: 4000)
-        #expect { try repo.createVersion(app: "a", pack: "p2", size: 10_001) } throws: {
+        _ = try repo.uploads.createVersion(app: "a", pack: "p2", size: 4000)
+        #expect { try repo.uploads.createVersion(app: "a", pack: "p2", size: 10_001) } throws: {
             ($0 as? BacklotError)?.code == .invalidInput  // larger than the whole quota: impossible
         }
     }
@@ -211,32 +219,32 @@ import Testing
                     fileURLWithPath: try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: "Levels")))))
         let quota = UInt64(pack.count) + 1000
         let repo = try backend.repository(at: dir.at("data"), label: "quota-reserve", quotaBytes: quota)
-        try repo.createApp("a")
-        try repo.createPack(app: "a", id: "Levels")
-        try repo.createPack(app: "a", id: "Other")
-        let levels = try repo.createVersion(app: "a", pack: "Levels", size: UInt64(pack.count))
+        try repo.apps.create("a")
+        try repo.apps.createPack(app: "a", id: "Levels")
+        try repo.apps.createPack(app: "a", id: "Other")
+        let levels = try repo.uploads.createVersion(app: "a", pack: "Levels", size: UInt64(pack.count))
         // The pack's declaration holds nothing: 1,500 more bytes may be declared beside it.
-        let other = try repo.createVersion(app: "a", pack: "Other", size: 1500)
-        let partial = try repo.beginUpload(app: "a", pack: "Other", number: other.number, offset: 0)
+        let other = try repo.uploads.createVersion(app: "a", pack: "Other", size: 1500)
+        let partial = try repo.uploads.beginUpload(app: "a", pack: "Other", number: other.number, offset: 0)
         try [UInt8](repeating: 1, count: 1499).withUnsafeBytes { try partial.append($0) }
         #expect(try partial.close() == false)
 
-        let upload = try repo.beginUpload(app: "a", pack: "Levels", number: levels.number, offset: 0)
+        let upload = try repo.uploads.beginUpload(app: "a", pack: "Levels", number: levels.number, offset: 0)
         try pack.withUnsafeBytes { try upload.append($0) }
         #expect { try upload.close() } throws: {
             guard let e = $0 as? BacklotError else { return false }
             return e.code == .quotaExceeded && e.message.contains("499 over") && (e.hint ?? "").contains("kept")
         }
-        var now = try repo.version(app: "a", pack: "Levels", number: levels.number)
+        var now = try repo.uploads.version(app: "a", pack: "Levels", number: levels.number)
         #expect(now.state == .awaitingUpload)
         #expect(now.received == UInt64(pack.count))
 
-        try repo.deleteVersion(app: "a", pack: "Other", number: other.number)
-        let finishing = try repo.beginUpload(
+        try repo.uploads.deleteVersion(app: "a", pack: "Other", number: other.number)
+        let finishing = try repo.uploads.beginUpload(
             app: "a", pack: "Levels", number: levels.number, offset: UInt64(pack.count))
         #expect(try finishing.close() == true)
-        repo.waitForProcessing()
-        now = try repo.version(app: "a", pack: "Levels", number: levels.number)
+        repo.uploads.waitForProcessing()
+        now = try repo.uploads.version(app: "a", pack: "Levels", number: levels.number)
         #expect(now.state == .complete)
     }
 
@@ -255,14 +263,14 @@ import Testing
         case .postgresql, .bucket:
             // No token file with a shared database: the first admin token is made once, on request.
             #expect(!FileSystem.exists(repo.adminTokenPath))
-            #expect(try !repo.hasAdminToken())
-            admin = try repo.createInitialAdminToken()
-            #expect { try repo.createInitialAdminToken() } throws: { ($0 as? BacklotError)?.code == .conflict }
+            #expect(try !repo.tokens.hasAdmin())
+            admin = try repo.tokens.createInitialAdmin()
+            #expect { try repo.tokens.createInitialAdmin() } throws: { ($0 as? BacklotError)?.code == .conflict }
         }
-        #expect(try repo.role(ofToken: admin) == .admin)
-        let uploader = try repo.createToken(role: .uploader)
-        #expect(try repo.role(ofToken: uploader) == .uploader)
-        #expect(try repo.role(ofToken: "blt_nope") == nil)
+        #expect(try repo.tokens.role(ofToken: admin) == .admin)
+        let uploader = try repo.tokens.create(role: .uploader)
+        #expect(try repo.tokens.role(ofToken: uploader) == .uploader)
+        #expect(try repo.tokens.role(ofToken: "blt_nope") == nil)
         switch backend {
         case .sqlite:
             let dump = try String(
@@ -276,7 +284,7 @@ import Testing
             #expect(!"\(stored)".contains(admin) && !"\(stored)".contains(uploader))
             // Reopening on the same database keeps the one admin token and makes no file.
             let again = try Repository(directory: RepositoryDirectory(path: dir.at("data")), database: database)
-            #expect(try again.role(ofToken: admin) == .admin && !FileSystem.exists(repo.adminTokenPath))
+            #expect(try again.tokens.role(ofToken: admin) == .admin && !FileSystem.exists(repo.adminTokenPath))
         }
     }
 
@@ -284,14 +292,14 @@ import Testing
         let f = try Fixture(backend)
         defer { f.dir.remove() }
         _ = try f.upload()
-        try f.repo.release(app: "com.example.game", pack: "Levels", version: 1, channel: .internal)
+        try f.repo.releases.release(app: "com.example.game", pack: "Levels", version: 1, channel: .internal)
         let pinned = f.key
         let before = try f.catalog(.internal)
-        #expect(try f.repo.resign(margin: 0) == 0)
-        #expect(try f.repo.resign(margin: .infinity) == 1)
+        #expect(try f.repo.publication.resign(margin: 0) == 0)
+        #expect(try f.repo.publication.resign(margin: .infinity) == 1)
         #expect(try f.catalog(.internal).version > before.version)
 
-        #expect(try f.repo.rotateKey() == 2)
+        #expect(try f.repo.publication.rotateKey() == 2)
         let bytes = try #require(try f.catalogBytes(.internal))
         #expect(throws: BacklotError.self) {
             try Catalog.verify(

@@ -59,7 +59,7 @@ import Testing
         try SamplePack.writeTree(in: src, seed: seed)
         let path = try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: "Levels"))
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        return try repo.uploadAndProcess(app: app, pack: "Levels", bytes: bytes)
+        return try repo.uploads.uploadAndProcess(app: app, pack: "Levels", bytes: bytes)
     }
 
     /// Every file of the local tree, relative (`v1/…`), sorted.
@@ -91,28 +91,28 @@ import Testing
         #expect(remote.prefix == "cdn/public")
         let repo = try Repository(
             directory: directory, tree: BothTrees(folder: LocalPublishedTree(directory: directory), bucket: remote))
-        try repo.createApp(Self.app)
-        try repo.createPack(app: Self.app, id: "Levels")
+        try repo.apps.create(Self.app)
+        try repo.apps.createPack(app: Self.app, id: "Levels")
         let v1 = try Self.upload(repo, seed: 7)
         let v2 = try Self.upload(repo, seed: 8)
         #expect(v1.state == .complete && v2.state == .complete, "\(v1) \(v2)")
-        try repo.release(app: Self.app, pack: "Levels", version: 1, channel: .internal)
-        try repo.release(app: Self.app, pack: "Levels", version: 2, channel: .internal)
+        try repo.releases.release(app: Self.app, pack: "Levels", version: 1, channel: .internal)
+        try repo.releases.release(app: Self.app, pack: "Levels", version: 2, channel: .internal)
         // An .aar for iOS: Apple's download manifests (one per Apple platform) and the archive under its pack ID.
-        repo.setPublicURL("https://cdn.example.com/")
-        try repo.createPack(app: Self.app, id: "Intro")
+        repo.publication.setPublicURL("https://cdn.example.com/")
+        try repo.apps.createPack(app: Self.app, id: "Intro")
         let aar = AppleArchiveBuilder.archive(files: [("intro.txt", Array("hello from the bucket".utf8))])
         let manifest = try JSONReader(source: "manifest", allowsComments: false, allowsTrailingCommas: false)
             .read(Array(SamplePack.manifest(id: "Intro", platforms: #"["iOS"]"#).utf8)).root
-        let apple = try repo.createVersion(
+        let apple = try repo.uploads.createVersion(
             app: Self.app, pack: "Intro", size: UInt64(aar.count), format: .appleArchive, manifest: manifest)
-        let upload = try repo.beginUpload(app: Self.app, pack: "Intro", number: apple.number, offset: 0)
+        let upload = try repo.uploads.beginUpload(app: Self.app, pack: "Intro", number: apple.number, offset: 0)
         try aar.withUnsafeBytes { try upload.append($0) }
         try upload.close()
-        repo.waitForProcessing()
-        #expect(try repo.version(app: Self.app, pack: "Intro", number: apple.number).state == .complete)
-        try repo.release(app: Self.app, pack: "Intro", version: apple.number, channel: .internal)
-        try repo.rotateKey()
+        repo.uploads.waitForProcessing()
+        #expect(try repo.uploads.version(app: Self.app, pack: "Intro", number: apple.number).state == .complete)
+        try repo.releases.release(app: Self.app, pack: "Intro", version: apple.number, channel: .internal)
+        try repo.publication.rotateKey()
 
         let files = try Self.localFiles(directory.publicTreePath)
         #expect(
@@ -161,7 +161,7 @@ import Testing
                 .cacheControl == "public, max-age=45")
 
         // A withdrawn .aar leaves both trees alike (its archive removed from the platform's packs).
-        try repo.withdraw(app: Self.app, pack: "Intro", channel: .internal)
+        try repo.releases.withdraw(app: Self.app, pack: "Intro", channel: .internal)
         #expect(
             try s3.headObject(bucket: bucket, key: "cdn/public/v1/apple/\(Self.app)/internal/ios/packs/Intro") == nil)
         #expect(
@@ -179,16 +179,16 @@ import Testing
         let repo = try Repository(directory: directory, tree: tree)
         // The first key list, which the folder made, is in the bucket from the start.
         #expect(try tree.fileNames(in: "v1/keys") == ["root-1.json", "root.json"])
-        try repo.createApp(Self.app)
-        try repo.createPack(app: Self.app, id: "Levels")
+        try repo.apps.create(Self.app)
+        try repo.apps.createPack(app: Self.app, id: "Levels")
         let v1 = try Self.upload(repo, seed: 11)
-        try repo.release(app: Self.app, pack: "Levels", version: 1, channel: .production)
-        if let request = try repo.releaseRequests(app: Self.app).last, request.status == "pending" {
-            try repo.approve(requestID: request.id)
+        try repo.releases.release(app: Self.app, pack: "Levels", version: 1, channel: .production)
+        if let request = try repo.releases.requests(app: Self.app).last, request.status == "pending" {
+            try repo.releases.approve(requestID: request.id)
         }
 
         // Nothing but the key lists went to the folder; the catalog in the bucket verifies and names an archive that is there.
-        #expect(!FileSystem.exists(repo.catalogPath(app: Self.app, channel: .production)))
+        #expect(!FileSystem.exists(repo.publication.catalogPath(app: Self.app, channel: .production)))
         let key = try PublicKeyFile.read(path: directory.publicKeyPath)
         let signed = try s3.getObject(bucket: bucket, key: "v1/apps/\(Self.app)/production/catalog.json").bytes
         let catalog = try Catalog.verify(
@@ -203,7 +203,7 @@ import Testing
         let stray = String(repeating: "0", count: 64)
         try tree.write([1, 2, 3], at: "v1/packs/\(stray).pack")
         #expect(try tree.exists("v1/packs/\(stray).pack"))
-        try repo.collectGarbage()
+        try repo.uploads.collectGarbage()
         #expect(try tree.fileNames(in: "v1/packs") == ["\(sha).pack"])
         #expect(try !tree.exists("v1/packs/\(stray).pack"))
         #expect(try tree.exists("v1/apps/\(Self.app)"), "a folder exists in a bucket when a key is under it")
@@ -222,21 +222,23 @@ import Testing
         let directory = try RepositoryDirectory(path: dir.at("data"))
         // A year of the folder: releases and a key rotation, all in DIR/public.
         let local = try Repository(directory: directory)
-        try local.createApp(Self.app)
-        try local.createPack(app: Self.app, id: "Levels")
+        try local.apps.create(Self.app)
+        try local.apps.createPack(app: Self.app, id: "Levels")
         _ = try Self.upload(local, seed: 21)
-        try local.release(app: Self.app, pack: "Levels", version: 1, channel: .internal)
-        try local.rotateKey()
+        try local.releases.release(app: Self.app, pack: "Levels", version: 1, channel: .internal)
+        try local.publication.rotateKey()
         let before = try Self.localFiles(directory.publicTreePath)
         let key = try PublicKeyFile.read(path: directory.publicKeyPath)
         let folderCatalog = try Catalog.verify(
-            Array(Data(contentsOf: URL(fileURLWithPath: local.catalogPath(app: Self.app, channel: .internal)))),
+            Array(
+                Data(contentsOf: URL(fileURLWithPath: local.publication.catalogPath(app: Self.app, channel: .internal)))
+            ),
             trusting: [key], app: Self.app, channel: .internal, now: Date(), source: "the folder's catalog")
 
         // Then the same folder with the bucket as its tree, as `backlot serve --storage` starts: every channel is republished.
         let moved = try Repository(
             directory: directory, tree: S3PublishedTree(client: s3, bucket: bucket, prefix: "tree"))
-        try moved.resign(margin: .infinity)
+        try moved.publication.resign(margin: .infinity)
         #expect(
             try s3.listAllObjects(bucket: bucket).map(\.key).sorted() == before.map { "tree/" + $0 },
             "every file of the folder's tree is in the bucket")

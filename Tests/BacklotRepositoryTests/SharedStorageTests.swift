@@ -42,9 +42,9 @@ import Testing
             b = try Repository(
                 directory: RepositoryDirectory(path: dir.at("b"), signingKeyFile: first.signingKeyPath),
                 database: PostgresDatabase(url: url), tree: tree, archives: store, leaseDuration: lease)
-            _ = try a.createInitialAdminToken()
-            try a.createApp(SharedStorageTests.app)
-            try b.createPack(app: SharedStorageTests.app, id: "Levels")
+            _ = try a.tokens.createInitialAdmin()
+            try a.apps.create(SharedStorageTests.app)
+            try b.apps.createPack(app: SharedStorageTests.app, id: "Levels")
         }
 
         /// The object keys under `prefix` in the bucket.
@@ -61,11 +61,11 @@ import Testing
 
         /// Sends `bytes[range]` to `repo` as one request.
         func send(_ repo: Repository, _ number: Int, _ bytes: [UInt8], _ range: Range<Int>) throws -> UInt64 {
-            let upload = try repo.beginUpload(
+            let upload = try repo.uploads.beginUpload(
                 app: SharedStorageTests.app, pack: "Levels", number: number, offset: UInt64(range.lowerBound))
             try bytes[range].withUnsafeBytes { try upload.append($0) }
             try upload.close()
-            return try repo.version(app: SharedStorageTests.app, pack: "Levels", number: number).received
+            return try repo.uploads.version(app: SharedStorageTests.app, pack: "Levels", number: number).received
         }
 
         func remove() { dir.remove() }
@@ -89,7 +89,7 @@ import Testing
         let p = try Pair("shared-upload")
         defer { p.remove() }
         let bytes = try Self.pack(p.dir, seed: 11, size: 11 << 20)
-        let v = try p.a.createVersion(app: Self.app, pack: "Levels", size: UInt64(bytes.count))
+        let v = try p.a.uploads.createVersion(app: Self.app, pack: "Levels", size: UInt64(bytes.count))
         let id = try #require(
             try p.a.db.read { try $0.query("SELECT id FROM versions WHERE number = ?", [.integer(Int64(v.number))]) }
                 .first?["id"]?.int)
@@ -108,14 +108,16 @@ import Testing
                 5 << 20
             ])
         // A wrong offset is refused, naming where the upload is.
-        #expect { try p.b.beginUpload(app: Self.app, pack: "Levels", number: v.number, offset: 3 << 20) } throws: {
+        #expect {
+            try p.b.uploads.beginUpload(app: Self.app, pack: "Levels", number: v.number, offset: 3 << 20)
+        } throws: {
             ($0 as? BacklotError)?.message.contains("at byte \(7 << 20)") == true
         }
         // The rest on A: the upload completes, is processed by one of them, and stored as a blob.
         #expect(try p.send(p.a, v.number, bytes, (7 << 20)..<bytes.count) == UInt64(bytes.count))
-        p.a.waitForProcessing()
-        p.b.waitForProcessing()
-        let done = try p.b.version(app: Self.app, pack: "Levels", number: v.number)
+        p.a.uploads.waitForProcessing()
+        p.b.uploads.waitForProcessing()
+        let done = try p.b.uploads.version(app: Self.app, pack: "Levels", number: v.number)
         #expect(done.state == .complete, "\(done)")
         #expect(done.archiveSHA256 == SHA256.hash(bytes).hex)
         #expect(try p.keys("content/uploads/").isEmpty, "the upload, its parts and tails are gone")
@@ -125,7 +127,7 @@ import Testing
             #expect(!FileSystem.exists(p.dir.at(folder)), "\(folder)")
         }
         // Released through B, the pack is published by a copy inside the bucket, byte for byte.
-        try p.b.release(app: Self.app, pack: "Levels", version: v.number, channel: .internal)
+        try p.b.releases.release(app: Self.app, pack: "Levels", version: v.number, channel: .internal)
         let release = try p.catalog(.internal).packs[0].release
         #expect(release.archiveSHA256.hex == done.archiveSHA256)
         let published = try #require(try p.a.tree.read("v1/packs/\(release.archiveSHA256.hex).pack", atMost: 64 << 20))
@@ -143,12 +145,12 @@ import Testing
         let p = try Pair("shared-lease", lease: 1.5)
         defer { p.remove() }
         let bytes = try Self.pack(p.dir, seed: 12, size: 200_000)
-        let v = try p.a.createVersion(app: Self.app, pack: "Levels", size: UInt64(bytes.count))
+        let v = try p.a.uploads.createVersion(app: Self.app, pack: "Levels", size: UInt64(bytes.count))
         // As if a server had received the whole upload, taken its processing and died at once:
         // the archive is complete in the bucket, the version PROCESSING, leased to a server that
         // will never renew the lease.
-        let row = try p.a.versionRow(app: Self.app, pack: "Levels", number: v.number)
-        let sink = try p.store.openUpload(p.a.uploadRecord(row)) { _, _ in }
+        let row = try p.a.uploads.versionRow(app: Self.app, pack: "Levels", number: v.number)
+        let sink = try p.store.openUpload(p.a.uploads.uploadRecord(row)) { _, _ in }
         try bytes.withUnsafeBytes { try sink.append($0) }
         #expect(try sink.finish() == UInt64(bytes.count))
         try p.a.db.transaction { tx in
@@ -156,15 +158,15 @@ import Testing
                 "UPDATE versions SET state = 'PROCESSING', lease_owner = 'dead-server', lease_until = ? WHERE number = ?",
                 [.integer(Repository.nowMilliseconds() + 1500), .integer(Int64(v.number))])
         }
-        #expect(try p.b.takeOverAbandonedProcessing() == 0, "the dead server's lease is still running")
+        #expect(try p.b.uploads.takeOverAbandonedProcessing() == 0, "the dead server's lease is still running")
         // Once the lease has run out (1.5 s), B's next round takes the processing over.
         try Wait.until(
             "B takes over the processing abandoned by the dead server", timeout: .seconds(30), poll: .milliseconds(200)
         ) {
-            try p.b.takeOverAbandonedProcessing() > 0
+            try p.b.uploads.takeOverAbandonedProcessing() > 0
         }
-        p.b.waitForProcessing()
-        let done = try p.a.version(app: Self.app, pack: "Levels", number: v.number)
+        p.b.uploads.waitForProcessing()
+        let done = try p.a.uploads.version(app: Self.app, pack: "Levels", number: v.number)
         #expect(done.state == .complete && done.archiveSHA256 == SHA256.hash(bytes).hex, "\(done)")
     }
 
@@ -173,7 +175,7 @@ import Testing
         let p = try Pair("shared-publish")
         defer { p.remove() }
         for seed in [21, 22] as [UInt64] {
-            _ = try p.a.uploadAndProcess(
+            _ = try p.a.uploads.uploadAndProcess(
                 app: Self.app, pack: "Levels", bytes: try Self.pack(p.dir, seed: seed, size: 50_000))
         }
         let seen = Mutex<[UInt64]>([])
@@ -184,7 +186,7 @@ import Testing
                     if worker == 2 {
                         seen.withLock { $0.append((try? p.catalog(.internal).version) ?? 0) }
                     } else {
-                        try (worker == 0 ? p.a : p.b).release(
+                        try (worker == 0 ? p.a : p.b).releases.release(
                             app: Self.app, pack: "Levels", version: 1 + (round + worker) % 2, channel: .internal)
                     }
                 } catch {
@@ -212,12 +214,14 @@ import Testing
     {
         let p = try Pair("shared-approve")
         defer { p.remove() }
-        _ = try p.a.uploadAndProcess(app: Self.app, pack: "Levels", bytes: try Self.pack(p.dir, seed: 31, size: 50_000))
-        let request = try #require(try p.a.release(app: Self.app, pack: "Levels", version: 1, channel: .production))
+        _ = try p.a.uploads.uploadAndProcess(
+            app: Self.app, pack: "Levels", bytes: try Self.pack(p.dir, seed: 31, size: 50_000))
+        let request = try #require(
+            try p.a.releases.release(app: Self.app, pack: "Levels", version: 1, channel: .production))
         let outcomes = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 2) { i in
             do {
-                try (i == 0 ? p.a : p.b).approve(requestID: request.id)
+                try (i == 0 ? p.a : p.b).releases.approve(requestID: request.id)
                 outcomes.withLock { $0.append("approved") }
             } catch let e as BacklotError {
                 outcomes.withLock { $0.append(e.code == .conflict ? "conflict" : "\(e)") }
@@ -232,25 +236,26 @@ import Testing
     @Test func oneServerAtATimeResignsAndAnotherTakesOverWhenItStops() throws {
         let p = try Pair("shared-resign")
         defer { p.remove() }
-        _ = try p.a.uploadAndProcess(app: Self.app, pack: "Levels", bytes: try Self.pack(p.dir, seed: 51, size: 50_000))
-        try p.a.release(app: Self.app, pack: "Levels", version: 1, channel: .internal)
+        _ = try p.a.uploads.uploadAndProcess(
+            app: Self.app, pack: "Levels", bytes: try Self.pack(p.dir, seed: 51, size: 50_000))
+        try p.a.releases.release(app: Self.app, pack: "Levels", version: 1, channel: .internal)
         // A catalog signed ten days ago: it expires in four, inside the re-signing margin.
-        try p.a.publish(app: Self.app, channel: .internal, now: Date().addingTimeInterval(-10 * 86_400))
+        try p.a.publication.publish(app: Self.app, channel: .internal, now: Date().addingTimeInterval(-10 * 86_400))
         let old = try p.catalog(.internal)
         // A holds the re-signing lease and re-signs; B, meanwhile, does not.
         try p.a.shareWork(resigning: true)
         let renewed = try p.catalog(.internal)
         #expect(renewed.version > old.version && renewed.expires.timeIntervalSinceNow > 13 * 86_400)
-        try p.a.publish(app: Self.app, channel: .internal, now: Date().addingTimeInterval(-10 * 86_400))
+        try p.a.publication.publish(app: Self.app, channel: .internal, now: Date().addingTimeInterval(-10 * 86_400))
         let again = try p.catalog(.internal)
         try p.b.shareWork(resigning: true)
         #expect(try p.catalog(.internal).version == again.version, "B does not re-sign while A holds the lease")
         // A stops (a graceful stop gives the lease up): B takes it at its next round.
-        p.a.releaseLease(Repository.resigningLease)
+        p.a.leases.release(Repository.resigningLease)
         try p.b.shareWork(resigning: true)
         let byB = try p.catalog(.internal)
         #expect(byB.version > again.version && byB.expires.timeIntervalSinceNow > 13 * 86_400)
-        #expect(try !p.a.acquireLease(Repository.resigningLease, for: 180), "B holds it now")
+        #expect(try !p.a.leases.acquire(Repository.resigningLease, for: 180), "B holds it now")
     }
 
     @Test func anUploadSurvivesTheGatewayStoppingAndStartingAgain() throws {
@@ -258,7 +263,7 @@ import Testing
             let p = try Pair("shared-gateway", objects: objects)
             defer { p.remove() }
             let bytes = try Self.pack(p.dir, seed: 41, size: 7 << 20)
-            let v = try p.a.createVersion(app: Self.app, pack: "Levels", size: UInt64(bytes.count))
+            let v = try p.a.uploads.createVersion(app: Self.app, pack: "Levels", size: UInt64(bytes.count))
             #expect(try p.send(p.a, v.number, bytes, 0..<(6 << 20)) == 6 << 20)
             try objects.stopGateway()
             var restarted = false
@@ -271,11 +276,11 @@ import Testing
             try objects.startGateway()
             restarted = true
             // Back up, it resumes from the bytes the object store holds.
-            let at = try p.b.version(app: Self.app, pack: "Levels", number: v.number).received
+            let at = try p.b.uploads.version(app: Self.app, pack: "Levels", number: v.number).received
             #expect(at == 6 << 20)
             #expect(try p.send(p.b, v.number, bytes, Int(at)..<bytes.count) == UInt64(bytes.count))
-            p.b.waitForProcessing()
-            #expect(try p.a.version(app: Self.app, pack: "Levels", number: v.number).state == .complete)
+            p.b.uploads.waitForProcessing()
+            #expect(try p.a.uploads.version(app: Self.app, pack: "Levels", number: v.number).state == .complete)
         }
     }
 }

@@ -16,7 +16,7 @@ import Testing
         let database: any MetadataDatabase =
             try backend.database("storage_record") ?? SQLiteMetadataDatabase(path: dir.at("shared.sqlite"))
         let first = try Repository(directory: RepositoryDirectory(path: dir.at("one")), database: database)
-        try first.createApp("com.example.game")
+        try first.apps.create("com.example.game")
         // The same folder again: its record.
         _ = try Repository(directory: RepositoryDirectory(path: dir.at("one")), database: database)
 
@@ -36,13 +36,13 @@ import Testing
         // Adopting another folder replaces the record (audited); the first is refused from then on.
         let adopted = try Repository(
             directory: RepositoryDirectory(path: dir.at("two")), database: database, adoptStorage: true)
-        let entries = try adopted.auditEntries(action: "storage.adopt").entries
+        let entries = try adopted.audit.entries(action: "storage.adopt").entries
         #expect(entries.count == 1)
         #expect(entries.first?.details["to"]?.contains(dir.at("two")) == true)
         #expect(throws: BacklotError.self) {
             try Repository(directory: RepositoryDirectory(path: dir.at("one")), database: database)
         }
-        #expect(try adopted.apps() == ["com.example.game"])  // the metadata itself is untouched
+        #expect(try adopted.apps.ids() == ["com.example.game"])  // the metadata itself is untouched
     }
 
     @Test func aStorageIDThatIsNotAUUIDIsRefusedWithWhatToDo() throws {

@@ -134,7 +134,7 @@ import Glibc
 
     @Test func objectsOfAnotherAppAreNotFoundThroughItsPath() throws {
         let f = try prepared()
-        let reviewer = try f.repository.createToken(role: .reviewer)
+        let reviewer = try f.repository.tokens.create(role: .reviewer)
         let approve = try f.call("POST", "/api/apps/b/releases/1/approve", token: reviewer)
         #expect(approve.status == 404, "\(approve.text)")
         let reject = try f.call("POST", "/api/apps/b/releases/1/reject", token: reviewer, json: #"{"reason":"no"}"#)

@@ -59,8 +59,8 @@ import Testing
             try call(
                 "PUT", "/api/apps/com.example.game/packs/Tutorial/versions/1/archive", file: dir.at("Tutorial.aar")
             ).status == 202)
-        repository.waitForProcessing()
-        #expect(try repository.version(app: "com.example.game", pack: "Tutorial", number: 1).state == .complete)
+        repository.uploads.waitForProcessing()
+        #expect(try repository.uploads.version(app: "com.example.game", pack: "Tutorial", number: 1).state == .complete)
 
         // A file that is not an Apple Archive fails processing with the reason.
         try dir.write("fake.aar", Array("PK\u{3}\u{4}".utf8) + [UInt8](repeating: 1, count: 100))
@@ -68,8 +68,8 @@ import Testing
             "POST", "/api/apps/com.example.game/packs/Tutorial/versions",
             json: "{\"size\":104,\"format\":\"aar\",\"manifest\":\(manifest)}")
         _ = try call("PUT", "/api/apps/com.example.game/packs/Tutorial/versions/2/archive", file: dir.at("fake.aar"))
-        repository.waitForProcessing()
-        let failed = try repository.version(app: "com.example.game", pack: "Tutorial", number: 2)
+        repository.uploads.waitForProcessing()
+        let failed = try repository.uploads.version(app: "com.example.game", pack: "Tutorial", number: 2)
         #expect(failed.state == .failed && failed.reason?.contains("not an Apple Archive") == true)
 
         #expect(

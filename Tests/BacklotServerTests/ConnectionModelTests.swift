@@ -236,13 +236,13 @@ import Glibc
         let configuration = HTTPServer.Configuration(port: 0, threads: 2, connectionsPerAddress: 0)
         let server = try HostingServer(repository: repository, configuration: configuration)
         defer { server.stop(grace: 0) }
-        let token = try repository.createToken(role: .uploader)
-        try repository.createApp("a")
-        try repository.createPack(app: "a", id: "Levels")
+        let token = try repository.tokens.create(role: .uploader)
+        try repository.apps.create("a")
+        try repository.apps.createPack(app: "a", id: "Levels")
         let size = 100_000
         let uploads = 3 * configuration.threads
         let versions = try (0..<uploads).map { _ in
-            try repository.createVersion(app: "a", pack: "Levels", size: UInt64(size)).number
+            try repository.uploads.createVersion(app: "a", pack: "Levels", size: UInt64(size)).number
         }
 
         // Each upload sends its head and a first part of its body, then stalls.
@@ -269,7 +269,7 @@ import Glibc
             let answer = Self.readResponse(fd)
             #expect(answer.hasPrefix("HTTP/1.1 202"), "version \(number): \(answer.prefix(200))")
         }
-        repository.waitForProcessing()
+        repository.uploads.waitForProcessing()
         #expect(Self.eventually { server.http.requestsInFlight == 0 })
     }
 
@@ -279,10 +279,10 @@ import Glibc
         let repository = try repository(dir)
         let server = try HostingServer(repository: repository, configuration: .init(port: 0, threads: 2))
         defer { server.stop(grace: 0) }
-        let token = try repository.createToken(role: .uploader)
-        try repository.createApp("a")
-        try repository.createPack(app: "a", id: "Levels")
-        let number = try repository.createVersion(app: "a", pack: "Levels", size: 3000).number
+        let token = try repository.tokens.create(role: .uploader)
+        try repository.apps.create("a")
+        try repository.apps.createPack(app: "a", id: "Levels")
+        let number = try repository.uploads.createVersion(app: "a", pack: "Levels", size: 3000).number
         let fd = Self.connectLoopback(server.port)
         defer { close(fd) }
         let head =
@@ -303,7 +303,7 @@ import Glibc
         #expect(deleted.hasPrefix("HTTP/1.1 403"), "\(deleted.prefix(200))")  // an uploader may not delete
         _ = Self.sendAll(fd, Array("GET /v1/keys/root.json HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
         #expect(Self.readResponse(fd).hasPrefix("HTTP/1.1 200"))
-        repository.waitForProcessing()
+        repository.uploads.waitForProcessing()
     }
 
     @Test func threadsZeroRunsOneThreadPerConnectionAndStillServesAndUploads() throws {
@@ -313,10 +313,10 @@ import Glibc
         let server = try HostingServer(
             repository: repository, configuration: .init(port: 0, threads: 0, connectionsPerAddress: 0))
         defer { server.stop(grace: 0) }
-        let token = try repository.createToken(role: .uploader)
-        try repository.createApp("a")
-        try repository.createPack(app: "a", id: "Levels")
-        let number = try repository.createVersion(app: "a", pack: "Levels", size: 2000).number
+        let token = try repository.tokens.create(role: .uploader)
+        try repository.apps.create("a")
+        try repository.apps.createPack(app: "a", id: "Levels")
+        let number = try repository.uploads.createVersion(app: "a", pack: "Levels", size: 2000).number
         let idle = (0..<20).map { _ in Self.connectLoopback(server.port) }
         defer { for fd in idle where fd >= 0 { close(fd) } }
         #expect(Self.eventually { server.http.openConnections == 20 })
@@ -330,6 +330,6 @@ import Glibc
         #expect(Self.readResponse(fd).hasPrefix("HTTP/1.1 202"))
         let served = try Curl.run("http://127.0.0.1:\(server.port)/v1/keys/root.json")
         #expect(served.status == 200)
-        repository.waitForProcessing()
+        repository.uploads.waitForProcessing()
     }
 }

@@ -21,13 +21,13 @@ import Testing
         let repository = try Repository(
             directory: RepositoryDirectory(path: dir.at("data")),
             database: PostgresDatabase(url: cluster.createDatabase("outage")))
-        let admin = try repository.createInitialAdminToken()
+        let admin = try repository.tokens.createInitialAdmin()
         let server = try HostingServer(repository: repository, configuration: .init(port: 0))
         defer { server.stop(grace: 0) }
         func apps() throws -> Curl.Result {
             try Curl.run(server.baseURL + "api/apps", headers: ["Authorization": "Bearer \(admin)"])
         }
-        try repository.createApp("com.example.game")
+        try repository.apps.create("com.example.game")
         #expect(try apps().status == 200)
 
         try cluster.stopServer()

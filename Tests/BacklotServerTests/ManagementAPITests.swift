@@ -60,7 +60,7 @@ import Testing
         }
 
         func waitUntilProcessed(_ app: String, _ pack: String, _ number: Int) throws -> JSONNode {
-            repository.waitForProcessing()
+            repository.uploads.waitForProcessing()
             let r = try call("GET", "/api/apps/\(app)/packs/\(pack)/versions/\(number)", token: admin)
             return try JSONReader(source: "r").read(r.body).root
         }
@@ -73,7 +73,7 @@ import Testing
             none.status == 401 && none.headers["www-authenticate"] == "Bearer"
                 && none.text.contains("\"code\":\"unauthorized\""))
         #expect(try f.call("GET", "/api/apps", token: "blt_wrong").status == 401)
-        let reader = try f.repository.createToken(role: .reader)
+        let reader = try f.repository.tokens.create(role: .reader)
         #expect(try f.call("GET", "/api/apps", token: reader).status == 200)
         let forbidden = try f.call("POST", "/api/apps", token: reader, json: #"{"id":"a"}"#)
         #expect(forbidden.status == 403 && forbidden.text.contains("needs the admin role"))
@@ -176,7 +176,7 @@ import Testing
             "POST", "/api/apps/com.example.game/releases", token: f.admin,
             json: #"{"pack":"Levels","version":1,"channel":"production"}"#)
         #expect(request.status == 202)
-        let reviewer = try f.repository.createToken(role: .reviewer)
+        let reviewer = try f.repository.tokens.create(role: .reviewer)
         #expect(try f.call("POST", "/api/apps/com.example.game/releases/1/approve", token: reviewer).status == 200)
         #expect(try Curl.run(f.server.baseURL + "v1/apps/com.example.game/production/catalog.json").status == 200)
         let metrics = try Curl.run(f.server.baseURL + "metrics").text

@@ -83,10 +83,10 @@ import Testing
     @Test func metricsParseWithPrometheusClientAndHaveEveryFamilyAfterRealTraffic() throws {
         let f = try Fixture()
         try uploadAndRelease(f, token: f.admin)
-        try f.repository.resign(margin: .infinity)
+        try f.repository.publication.resign(margin: .infinity)
         let catalogPath = "v1/apps/\(app)/internal/catalog.json"
         #expect(try Curl.run(f.server.baseURL + catalogPath).status == 200)
-        let sha = try #require(try f.repository.version(app: app, pack: "Levels", number: 1).archiveSHA256)
+        let sha = try #require(try f.repository.uploads.version(app: app, pack: "Levels", number: 1).archiveSHA256)
         let range = try Curl.run(f.server.baseURL + "v1/packs/\(sha).pack", headers: ["Range": "bytes=0-99"])
         #expect(range.status == 206 && range.body.count == 100)
         #expect(try Curl.run(f.server.baseURL + "v1/keys/root.json").status == 200)
@@ -169,8 +169,8 @@ import Testing
 
     @Test func theAuditTrailNamesTheCallerAndPagesThroughTheAPI() throws {
         let f = try Fixture()
-        let uploader = try f.repository.issueToken(role: .uploader, label: "CI")
-        let reader = try f.repository.createToken(role: .reader, label: "wall screen")
+        let uploader = try f.repository.tokens.issue(role: .uploader, label: "CI")
+        let reader = try f.repository.tokens.create(role: .reader, label: "wall screen")
         try uploadAndRelease(f, token: uploader.token)
         let r = try f.call("GET", "/api/audit?app=\(app)&limit=3", token: reader)
         #expect(r.status == 200, "\(r.text)")
@@ -200,16 +200,16 @@ import Testing
         }
         #expect(try f.call("GET", "/api/audit").status == 401)
         // A refused change writes nothing.
-        let before = try f.repository.auditEntries().entries.count
+        let before = try f.repository.audit.entries().entries.count
         #expect(try f.call("POST", "/api/apps", token: f.admin, json: #"{"id":"\#(app)"}"#).status == 409)
         #expect(try f.call("POST", "/api/apps", token: reader, json: #"{"id":"b"}"#).status == 403)
-        #expect(try f.repository.auditEntries().entries.count == before)
+        #expect(try f.repository.audit.entries().entries.count == before)
     }
 
     @Test func downloadsAreCountedFromTheTreesOwnResponses() throws {
         let f = try Fixture()
         try uploadAndRelease(f, token: f.admin)
-        let sha = try #require(try f.repository.version(app: app, pack: "Levels", number: 1).archiveSHA256)
+        let sha = try #require(try f.repository.uploads.version(app: app, pack: "Levels", number: 1).archiveSHA256)
         for _ in 0..<3 {
             #expect(try Curl.run(f.server.baseURL + "v1/apps/\(app)/internal/catalog.json").status == 200)
         }
@@ -221,7 +221,7 @@ import Testing
         let r = try f.call("GET", "/api/apps/\(app)/downloads?days=7", token: f.admin)
         #expect(r.status == 200, "\(r.text)")
         let body = try json(r)
-        #expect(body["to"]?.stringValue == Repository.utcDay(Date()))
+        #expect(body["to"]?.stringValue == DownloadCounts.utcDay(Date()))
         let rows = (body["rows"]?.arrayElements ?? []).map {
             "\($0["kind"]?.stringValue ?? "?") \($0["pack"]?.stringValue ?? "-") \($0["version"]?.numberText ?? "-") \($0["requests"]?.numberText ?? "?") \($0["bytes"]?.numberText ?? "?")"
         }
@@ -236,7 +236,7 @@ import Testing
     @Test func keysAndWhoAmI() throws {
         let f = try Fixture()
         try uploadAndRelease(f, token: f.admin)
-        let reviewer = try f.repository.issueToken(role: .reviewer, label: "rm", expiresIn: 3600)
+        let reviewer = try f.repository.tokens.issue(role: .reviewer, label: "rm", expiresIn: 3600)
         let me = try json(try f.call("GET", "/api/whoami", token: reviewer.token))
         #expect(me["tokenId"]?.numberText == String(reviewer.id) && me["role"]?.stringValue == "reviewer")
         #expect(me["label"]?.stringValue == "rm" && me["expires"]?.stringValue != nil)
@@ -245,7 +245,7 @@ import Testing
         let oldKey = try #require(first["current"]?["keyId"]?.stringValue)
         #expect(first["history"]?.arrayElements?.count == 1)
         #expect(first["catalogs"]?.arrayElements?.first?["channel"]?.stringValue == "internal")
-        try Caller.$current.withValue(nil) { _ = try f.repository.rotateKey() }
+        try Caller.$current.withValue(nil) { _ = try f.repository.publication.rotateKey() }
         let second = try json(try f.call("GET", "/api/keys", token: reviewer.token))
         let history = second["history"]?.arrayElements ?? []
         #expect(history.count == 2)

@@ -36,7 +36,7 @@ import Testing
                 in: .whitespacesAndNewlines)
             repository.onEvent { [events] line in events.append(line) }
             let metrics = server.metrics
-            repository.onProcessed { [outcomes] outcome in
+            repository.uploads.onProcessed { [outcomes] outcome in
                 metrics.recordProcessing(outcome)
                 outcomes.append(outcome)
             }
@@ -152,7 +152,7 @@ import Testing
         // Deleting them answers at once and stops their processing instead of waiting for it.
         #expect(try f.call("DELETE", "/api/apps/heavy/packs/Bomb/versions/2").status == 200)
         #expect(try f.call("DELETE", "/api/apps/heavy/packs/Bomb/versions/1").status == 200)
-        f.repository.waitForProcessing()
+        f.repository.uploads.waitForProcessing()
         let outcomes = f.outcomes.withLock { $0 }
         #expect(
             outcomes.filter { $0 == "complete" }.count == 1 && outcomes.filter { $0 == "cancelled" }.count == 1,
@@ -185,19 +185,19 @@ import Testing
         }
         #expect(try versions(f.repository).first?.hasPrefix("Big PROCESSING ") == true)
         f.server.stop(grace: 0)
-        f.repository.stopProcessing()
+        f.repository.uploads.stopProcessing()
         #expect(f.outcomes.withLock { $0 } == ["interrupted"])
         #expect(try versions(f.repository) == ["Big PROCESSING -", "Levels PROCESSING -"])
         #expect(f.events.withLock { $0.contains { $0.contains("stopped with the server") } })
         // Nothing more is scheduled once stopped.
-        #expect(try f.repository.takeOverAbandonedProcessing() == 2)
-        f.repository.waitForProcessing()
+        #expect(try f.repository.uploads.takeOverAbandonedProcessing() == 2)
+        f.repository.uploads.waitForProcessing()
         #expect(try versions(f.repository) == ["Big PROCESSING -", "Levels PROCESSING -"])
 
         // The next start on the same data folder processes both (a repository takes up, as it
         // opens, the processing nobody holds).
         let next = try Repository(directory: RepositoryDirectory(path: f.dir.at("data")))
-        next.waitForProcessing()
+        next.uploads.waitForProcessing()
         #expect(try versions(next) == ["Big COMPLETE -", "Levels COMPLETE -"])
     }
 
@@ -221,7 +221,7 @@ import Testing
         // The server's log has the full story.
         #expect(f.events.withLock { $0.filter { $0.contains("failed") }.count } == 3)
         #expect(
-            Repository.withoutPaths("chunk 3 of /srv/data/uploads/7.part: bad (see /x/y)")
+            Uploads.withoutPaths("chunk 3 of /srv/data/uploads/7.part: bad (see /x/y)")
                 == "chunk 3 of [path]: bad (see [path])")
     }
 }

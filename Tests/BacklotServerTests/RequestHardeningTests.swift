@@ -70,10 +70,10 @@ import Testing
 
     @Test func anotherUploaderCanNeitherResumeNorFinishAnUpload() throws {
         let f = try Fixture()
-        try f.repository.createApp(f.app)
-        try f.repository.createPack(app: f.app, id: "Levels")
-        let owner = try f.repository.issueToken(role: .uploader, label: "CI main")
-        let intruder = try f.repository.issueToken(role: .uploader, label: "CI fork")
+        try f.repository.apps.create(f.app)
+        try f.repository.apps.createPack(app: f.app, id: "Levels")
+        let owner = try f.repository.tokens.issue(role: .uploader, label: "CI main")
+        let intruder = try f.repository.tokens.issue(role: .uploader, label: "CI fork")
         let bytes = [UInt8](repeating: 3, count: 2000)
         let number = try f.createVersion(size: bytes.count, token: owner.token)
         #expect(try f.put(number, Array(bytes.prefix(500)), offset: 0, token: owner.token).status == 200)
@@ -85,7 +85,7 @@ import Testing
             #expect(refused.text.contains("token \(owner.id)") && refused.text.contains("CI main"), "\(refused.text)")
             #expect(!refused.text.contains(owner.token) && !refused.text.contains(intruder.token))
         }
-        let v = try f.repository.version(app: f.app, pack: "Levels", number: number)
+        let v = try f.repository.uploads.version(app: f.app, pack: "Levels", number: number)
         #expect(v.state == .awaitingUpload && v.received == 500)
         // The owner, and an admin, may continue.
         #expect(try f.put(number, Array(bytes[500..<1000]), offset: 500, token: owner.token).status == 200)
@@ -95,37 +95,37 @@ import Testing
 
     @Test func aVersionFoundByItsDigestIsStillUploadedOnlyByItsToken() throws {
         let f = try Fixture()
-        try f.repository.createApp(f.app)
-        try f.repository.createPack(app: f.app, id: "Levels")
-        let owner = try f.repository.issueToken(role: .uploader, label: "first")
-        let other = try f.repository.issueToken(role: .uploader, label: "second")
+        try f.repository.apps.create(f.app)
+        try f.repository.apps.createPack(app: f.app, id: "Levels")
+        let owner = try f.repository.tokens.issue(role: .uploader, label: "first")
+        let other = try f.repository.tokens.issue(role: .uploader, label: "second")
         let sha = String(repeating: "ab", count: 32)
         let number = try f.createVersion(size: 1000, token: owner.token, sha: sha)
         let found = try f.createVersion(size: 1000, token: other.token, sha: sha)
         #expect(found == number)
         let substituted = try f.put(number, [UInt8](repeating: 9, count: 1000), offset: 0, token: other.token)
         #expect(substituted.status == 403, "\(substituted.text)")
-        #expect(try f.repository.version(app: f.app, pack: "Levels", number: number).received == 0)
+        #expect(try f.repository.uploads.version(app: f.app, pack: "Levels", number: number).received == 0)
     }
 
     @Test func theRepositoryRecordsWhoCreatedAVersion() throws {
         let f = try Fixture()
-        try f.repository.createApp(f.app)
-        try f.repository.createPack(app: f.app, id: "Levels")
-        let a = try f.repository.authenticate(try f.repository.issueToken(role: .uploader, label: "a").token)
-        let b = try f.repository.authenticate(try f.repository.issueToken(role: .uploader, label: "b").token)
-        let admin = try f.repository.authenticate(f.admin)
+        try f.repository.apps.create(f.app)
+        try f.repository.apps.createPack(app: f.app, id: "Levels")
+        let a = try f.repository.tokens.authenticate(try f.repository.tokens.issue(role: .uploader, label: "a").token)
+        let b = try f.repository.tokens.authenticate(try f.repository.tokens.issue(role: .uploader, label: "b").token)
+        let admin = try f.repository.tokens.authenticate(f.admin)
         let v = try Caller.$current.withValue(a) {
-            try f.repository.createVersion(app: f.app, pack: "Levels", size: 1000)
+            try f.repository.uploads.createVersion(app: f.app, pack: "Levels", size: 1000)
         }
         #expect {
-            try f.repository.beginUpload(app: f.app, pack: "Levels", number: v.number, offset: 0, by: b)
+            try f.repository.uploads.beginUpload(app: f.app, pack: "Levels", number: v.number, offset: 0, by: b)
         } throws: { ($0 as? BacklotError)?.code == .forbidden }
-        try f.repository.beginUpload(app: f.app, pack: "Levels", number: v.number, offset: 0, by: a).close()
-        try f.repository.beginUpload(app: f.app, pack: "Levels", number: v.number, offset: 0, by: admin).close()
+        try f.repository.uploads.beginUpload(app: f.app, pack: "Levels", number: v.number, offset: 0, by: a).close()
+        try f.repository.uploads.beginUpload(app: f.app, pack: "Levels", number: v.number, offset: 0, by: admin).close()
         // A command on the data folder (no token) made it: any uploader may upload it.
-        let local = try f.repository.createVersion(app: f.app, pack: "Levels", size: 1000)
-        try f.repository.beginUpload(app: f.app, pack: "Levels", number: local.number, offset: 0, by: b).close()
+        let local = try f.repository.uploads.createVersion(app: f.app, pack: "Levels", size: 1000)
+        try f.repository.uploads.beginUpload(app: f.app, pack: "Levels", number: local.number, offset: 0, by: b).close()
     }
 
     // MARK: Encoded separators and double framing
@@ -160,7 +160,7 @@ import Testing
         let answer = try #require(c.answer())
         #expect(answer.status == 400, "\(answer.body)")
         #expect(answer.body.contains("Content-Length and Transfer-Encoding"), "\(answer.body)")
-        #expect(try f.repository.apps().isEmpty)
+        #expect(try f.repository.apps.ids().isEmpty)
         // Each framing alone is accepted.
         let plain = try SlowHTTPConnection(port: f.server.port)
         plain.send(
@@ -201,13 +201,13 @@ import Testing
 
     @Test func aFailureOfTheFileSystemIsAnsweredWithoutItsPath() throws {
         let f = try Fixture()
-        try f.repository.createApp(f.app)
-        try f.repository.createPack(app: f.app, id: "Levels")
+        try f.repository.apps.create(f.app)
+        try f.repository.apps.createPack(app: f.app, id: "Levels")
         let src = try TemporaryDirectory("src")
         defer { src.remove() }
         try SamplePack.writeTree(in: src, seed: 7)
         let pack = try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: "Levels"))
-        let v = try f.repository.uploadAndProcess(
+        let v = try f.repository.uploads.uploadAndProcess(
             app: f.app, pack: "Levels", bytes: Array(try Data(contentsOf: URL(fileURLWithPath: pack))))
         #expect(v.state == .complete, "\(v.reason ?? "")")
         // Publishing stages its files in DIR/staging: without it, the release fails on the server's side.

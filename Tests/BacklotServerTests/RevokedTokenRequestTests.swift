@@ -143,9 +143,9 @@ final class SlowHTTPConnection {
 
         /// A version awaiting an upload of `size` bytes, created by `token`.
         func version(size: Int, token: String) throws -> Int {
-            if (try? repository.app("com.example.game")) == nil {
-                try repository.createApp("com.example.game")
-                try repository.createPack(app: "com.example.game", id: "Levels")
+            if (try? repository.apps.app("com.example.game")) == nil {
+                try repository.apps.create("com.example.game")
+                try repository.apps.createPack(app: "com.example.game", id: "Levels")
             }
             let r = try call(
                 "POST", "/api/apps/com.example.game/packs/Levels/versions", token: token, json: "{\"size\":\(size)}")
@@ -154,28 +154,28 @@ final class SlowHTTPConnection {
         }
 
         func state(_ number: Int) throws -> VersionInfo {
-            try repository.version(app: "com.example.game", pack: "Levels", number: number)
+            try repository.uploads.version(app: "com.example.game", pack: "Levels", number: number)
         }
     }
 
     @Test func aRevokedAdminTokenTricklingATokenRequestGets401AndMintsNothing() throws {
         let f = try Fixture()
-        let second = try f.repository.issueToken(role: .admin, label: "second admin")
-        let before = try f.repository.tokens().count
+        let second = try f.repository.tokens.issue(role: .admin, label: "second admin")
+        let before = try f.repository.tokens.list().count
         let body = Array(#"{"role":"admin","label":"minted"}"#.utf8)
         let c = try SlowHTTPConnection(port: f.server.port)
         c.sendHead("POST", "/api/tokens", token: second.token, length: body.count, type: "application/json")
         c.send(Array(body.prefix(5)))
         Thread.sleep(forTimeInterval: 0.3)
         // Revoked through another instance of the database, while the body is still arriving.
-        try f.other.revokeToken(id: second.id)
+        try f.other.tokens.revoke(id: second.id)
         c.send(Array(body.dropFirst(5)))
         let answer = try #require(c.answer())
         #expect(answer.status == 401, "\(answer.body)")
         #expect(answer.headers["www-authenticate"] == "Bearer")
         #expect(answer.body.contains("revoked"), "\(answer.body)")
-        #expect(try f.repository.tokens().count == before)
-        #expect(try f.repository.tokens().allSatisfy { $0.label != "minted" })
+        #expect(try f.repository.tokens.list().count == before)
+        #expect(try f.repository.tokens.list().allSatisfy { $0.label != "minted" })
     }
 
     @Test func aTokenRotatedWhileItsJSONBodyArrivesGets401AndChangesNothing() throws {
@@ -185,11 +185,11 @@ final class SlowHTTPConnection {
         c.sendHead("POST", "/api/apps", token: f.admin, length: body.count, type: "application/json")
         c.send(Array(body.prefix(3)))
         Thread.sleep(forTimeInterval: 0.3)
-        let rotated = try f.other.rotateToken(id: try f.repository.authenticate(f.admin).id)
+        let rotated = try f.other.tokens.rotate(id: try f.repository.tokens.authenticate(f.admin).id)
         c.send(Array(body.dropFirst(3)))
         let answer = try #require(c.answer())
         #expect(answer.status == 401, "\(answer.body)")
-        #expect(try f.repository.apps().isEmpty)
+        #expect(try f.repository.apps.ids().isEmpty)
         // The new secret works.
         #expect(
             try f.call("POST", "/api/apps", token: rotated.token, json: #"{"id":"com.example.late"}"#).status == 201)
@@ -210,14 +210,14 @@ final class SlowHTTPConnection {
         Thread.sleep(forTimeInterval: 0.5)
         c.send([body.last!])
         #expect(c.answer() == nil)  // closed, unanswered
-        #expect(try f.repository.apps().isEmpty)
+        #expect(try f.repository.apps.ids().isEmpty)
         // A body sent at once is within the deadline.
         #expect(try f.call("POST", "/api/apps", token: f.admin, json: #"{"id":"com.example.fast"}"#).status == 201)
     }
 
     @Test func anUploadWhoseTokenIsRevokedBeforeItsLastByteIsNotCompleted() throws {
         let f = try Fixture()
-        let uploader = try f.repository.issueToken(role: .uploader, label: "CI")
+        let uploader = try f.repository.tokens.issue(role: .uploader, label: "CI")
         let bytes = [UInt8](repeating: 7, count: 4096)
         let number = try f.version(size: bytes.count, token: uploader.token)
         let c = try SlowHTTPConnection(port: f.server.port)
@@ -226,14 +226,14 @@ final class SlowHTTPConnection {
             length: bytes.count, type: "application/octet-stream")
         c.send(Array(bytes.prefix(1000)))
         Thread.sleep(forTimeInterval: 0.3)
-        try f.other.revokeToken(id: uploader.id)
+        try f.other.tokens.revoke(id: uploader.id)
         c.send(Array(bytes.dropFirst(1000)))
         let answer = try #require(c.answer())
         #expect(answer.status == 401, "\(answer.body)")
         // The bytes may stay; the version does not complete.
         let v = try f.state(number)
         #expect(v.state == .awaitingUpload, "\(v.state)")
-        f.repository.waitForProcessing()
+        f.repository.uploads.waitForProcessing()
         #expect(try f.state(number).state == .awaitingUpload)
         // A token that works may end it: an empty PUT at the last byte.
         let end = try Curl.run(
@@ -247,7 +247,7 @@ final class SlowHTTPConnection {
 
     @Test func aLongUploadChecksItsTokenAgainOnTheWay() throws {
         let f = try Fixture()
-        let uploader = try f.repository.issueToken(role: .uploader, label: "CI")
+        let uploader = try f.repository.tokens.issue(role: .uploader, label: "CI")
         let size = 6 << 20
         let number = try f.version(size: size, token: uploader.token)
         let c = try SlowHTTPConnection(port: f.server.port)
@@ -257,7 +257,7 @@ final class SlowHTTPConnection {
         let part = [UInt8](repeating: 1, count: 1 << 20)
         c.send(part)
         Thread.sleep(forTimeInterval: 0.3)
-        try f.other.revokeToken(id: uploader.id)
+        try f.other.tokens.revoke(id: uploader.id)
         // More than the interval between checks, then the rest: refused on the way.
         Thread.sleep(
             forTimeInterval: Double(UploadReceiver.recheckInterval.components.seconds) + 0.5)
@@ -274,7 +274,7 @@ final class SlowHTTPConnection {
         defer { dir.remove() }
         let url = try PostgresCluster.shared().createDatabase("revoked")
         let a = try Repository(directory: RepositoryDirectory(path: dir.at("a")), database: PostgresDatabase(url: url))
-        let admin = try a.createInitialAdminToken()
+        let admin = try a.tokens.createInitialAdmin()
         // A copy of a's folder: servers sharing a database share its storage (StorageRecordTests).
         try FileManager.default.copyItem(atPath: dir.at("a"), toPath: dir.at("b"))
         let b = try Repository(directory: RepositoryDirectory(path: dir.at("b")), database: PostgresDatabase(url: url))
@@ -284,7 +284,7 @@ final class SlowHTTPConnection {
             serverA.stop(grace: 0)
             serverB.stop(grace: 0)
         }
-        let second = try a.issueToken(role: .admin, label: "second admin")
+        let second = try a.tokens.issue(role: .admin, label: "second admin")
         let body = Array(#"{"role":"admin","label":"minted"}"#.utf8)
         let c = try SlowHTTPConnection(port: serverA.port)
         c.sendHead("POST", "/api/tokens", token: second.token, length: body.count, type: "application/json")
@@ -297,6 +297,6 @@ final class SlowHTTPConnection {
         c.send(Array(body.dropFirst(4)))
         let answer = try #require(c.answer())
         #expect(answer.status == 401, "\(answer.body)")
-        #expect(try a.tokens().allSatisfy { $0.label != "minted" })
+        #expect(try a.tokens.list().allSatisfy { $0.label != "minted" })
     }
 }

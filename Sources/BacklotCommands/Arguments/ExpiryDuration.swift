@@ -8,7 +8,7 @@ struct ExpiryDuration: ArgumentValue, CustomStringConvertible {
     let text: String
 
     /// What the server accepts (``Repository/shortestTokenLifetime`` to ``Repository/longestTokenLifetime``).
-    static let range = Int(Repository.shortestTokenLifetime)...Int(Repository.longestTokenLifetime)
+    static let range = Int(Tokens.shortestLifetime)...Int(Tokens.longestLifetime)
 
     init?(argument text: String) {
         guard let unit = text.last, let scale = ["s": 1, "m": 60, "h": 3600, "d": 86_400][String(unit)],

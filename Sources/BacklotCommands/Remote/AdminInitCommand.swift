@@ -24,7 +24,7 @@ struct AdminInitCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let database = try openDatabase(arguments[Self.database])
-        let token = try Repository.createInitialAdminToken(in: database, label: arguments[label])
+        let token = try Tokens.createInitialAdmin(in: database, label: arguments[label])
         if arguments[jsonFlag] {
             try io.outJSON(Output(token: token, role: "admin", label: arguments[label]))
             return

@@ -8,7 +8,7 @@ struct AuditCommand: Command {
     static let action = Option<String?>(
         "action", "ACTION", help: "Only this action (app.create, version.uploaded, release.approve, …).")
     static let limit = Option<Int>(
-        "limit", "N", default: 100, in: 1...Repository.auditPageLimit, help: "How many entries, newest first.")
+        "limit", "N", default: 100, in: 1...AuditLog.pageLimit, help: "How many entries, newest first.")
     static let spec = CommandSpec(
         name: "audit",
         summary:

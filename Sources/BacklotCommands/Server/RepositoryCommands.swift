@@ -15,7 +15,7 @@ struct CatalogResignCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let (repository, lock) = try RepositoryOptions.open(arguments, command: spec.name)
         defer { lock.release() }
-        let n = try repository.resign(margin: .infinity)
+        let n = try repository.publication.resign(margin: .infinity)
         if arguments[jsonFlag] {
             try io.outJSON(Output(catalogCount: n, lifetimeSeconds: Int(Catalog.defaultLifetime)))
             return
@@ -42,7 +42,7 @@ struct KeysRotateCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let (repository, lock) = try RepositoryOptions.open(arguments, command: spec.name)
         defer { lock.release() }
-        let version = try repository.rotateKey()
+        let version = try repository.publication.rotateKey()
         if arguments[jsonFlag] {
             try io.outJSON(
                 Output(

@@ -245,10 +245,10 @@ struct ServeCommand: Command {
             directory: directory, maximumInstallSize: maximumInstallSize, database: database, tree: tree,
             archives: bucket?.archives, leaseDuration: Double(lease), adoptStorage: arguments[adoptStorage])
         repository.onEvent { line in io.err(line + "\n") }
-        repository.setPublicURL(
+        repository.publication.setPublicURL(
             arguments[publicURL] ?? HostingServer.baseURL(host: host, port: listener.port, tls: tls != nil))
         // Republish every channel that has a catalog or a release: a crash may have left one behind its database state.
-        try repository.resign(margin: .infinity)
+        try repository.publication.resign(margin: .infinity)
         let server = try HostingServer(
             repository: repository, listening: listener, configuration: configuration,
             treeHeaders: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge), accessLog: log,
@@ -277,7 +277,7 @@ struct ServeCommand: Command {
         if let database {
             io.out("Metadata: \(database.displayName)\n")
             let how =
-                try repository.hasAdminToken()
+                try repository.tokens.hasAdmin()
                 ? "the token backlot admin init printed" : "no admin token yet: run backlot admin init --database URL"
             io.out("Management API: \(server.baseURL)api (\(how))\n")
         } else {
@@ -301,8 +301,8 @@ struct ServeCommand: Command {
         // which libcurl and libpq on another thread would still be using.
         timer.cancelAndWait()
         server.stop(grace: 5)
-        repository.stopProcessing()
-        repository.releaseLease(Repository.resigningLease)
+        repository.uploads.stopProcessing()
+        repository.leases.release(Repository.resigningLease)
         io.out("Stopped.\n")
     }
 }

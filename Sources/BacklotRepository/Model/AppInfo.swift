@@ -5,7 +5,7 @@ import Foundation
 /// An app as the API reports it.
 ///
 /// ```swift
-/// let app = try repository.setFourEyes(app: "com.example.game", true)
+/// let app = try repository.apps.setFourEyes(app: "com.example.game", true)
 /// print(app.json.serialized())   // {"id":"com.example.game","created":"…","fourEyes":true}
 /// ```
 public struct AppInfo: Sendable, Hashable {

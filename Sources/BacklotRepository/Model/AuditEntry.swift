@@ -2,11 +2,11 @@ import BacklotCatalog
 import BacklotJSON
 import Foundation
 
-/// One change in the audit trail (``Repository/auditEntries(app:action:limit:before:)``): when,
+/// One change in the audit trail (``AuditLog/entries(app:action:limit:before:)``): when,
 /// who (a token, or the server itself), on what, and what changed.
 ///
 /// ```swift
-/// for entry in try repository.auditEntries(app: "com.example.game", limit: 20).entries {
+/// for entry in try repository.audit.entries(app: "com.example.game", limit: 20).entries {
 ///     print(entry.time, entry.actorLabel, entry.action, entry.details)
 /// }
 /// ```
@@ -23,7 +23,7 @@ public struct AuditEntry: Sendable, Hashable {
     public let app: String?
     public let pack: String?
     public let version: Int?
-    /// One of ``Repository/auditActions``.
+    /// One of ``AuditLog/actions``.
     public let action: String
     /// What changed (`channel`, `percent`, `from`, `to`, `reason`, …).
     public let details: [String: String]

@@ -1,11 +1,11 @@
-/// Who made an API call: the token's id and label, and its role (what ``Repository/authenticate(_:)`` found).
+/// Who made an API call: the token's id and label, and its role (what ``Tokens/authenticate(_:)`` found).
 ///
 /// Release requests record the caller that asked and the one that decided, so that an app's
 /// four-eyes rule can refuse an approval by the token that asked.
 ///
 /// ```swift
-/// let caller = try repository.authenticate(bearerText)
-/// try repository.approve(requestID: 3, app: "com.example.game", by: caller)
+/// let caller = try repository.tokens.authenticate(bearerText)
+/// try repository.releases.approve(requestID: 3, app: "com.example.game", by: caller)
 /// ```
 public struct Caller: Sendable, Hashable {
     /// The token's id (as `GET /api/tokens` lists it).
@@ -27,7 +27,7 @@ extension Caller {
     /// commands run on the data folder.
     ///
     /// ```swift
-    /// try Caller.$current.withValue(caller) { try repository.createApp("com.example.game") }
+    /// try Caller.$current.withValue(caller) { try repository.apps.create("com.example.game") }
     /// ```
     @TaskLocal public static var current: Caller?
 }

@@ -7,7 +7,7 @@ import Foundation
 /// says the same (a test reads both).
 ///
 /// ```swift
-/// let state = try repository.channelState(app: "com.example.game", channel: .production)
+/// let state = try repository.releases.channelState(app: "com.example.game", channel: .production)
 /// print(state.packs.first?.candidatePercent ?? 0)
 /// ```
 public struct ChannelState: Sendable, Hashable {

@@ -1,10 +1,10 @@
 import BacklotJSON
 
-/// One row of ``Repository/downloads(app:days:now:)``: requests and bytes of an app's catalog
+/// One row of ``DownloadCounts/report(app:days:now:)``: requests and bytes of an app's catalog
 /// (pack and version nil), a pack version's archive, or Apple's manifest or pack, on one UTC day.
 ///
 /// ```swift
-/// let rows = try repository.downloads(app: "com.example.game", days: 7).rows
+/// let rows = try repository.downloads.report(app: "com.example.game", days: 7).rows
 /// let packBytes = rows.filter { $0.kind == "pack" }.reduce(0) { $0 + $1.bytes }
 /// ```
 public struct DownloadCount: Sendable, Hashable {

@@ -1,9 +1,9 @@
 /// Requests and bytes the server answered for one file of the published tree on one UTC day,
-/// as ``Repository/addDownloads(_:)`` records them (the server counts them in memory and hands
+/// as ``DownloadCounts/add(_:)`` records them (the server counts them in memory and hands
 /// them over in batches).
 ///
 /// ```swift
-/// try repository.addDownloads([DownloadHit(.catalog(app: "com.example.game"), day: "2026-12-01", requests: 3, bytes: 4_096)])
+/// try repository.downloads.add([DownloadHit(.catalog(app: "com.example.game"), day: "2026-12-01", requests: 3, bytes: 4_096)])
 /// ```
 public struct DownloadHit: Sendable, Hashable {
     /// What was downloaded, as the tree's path names it.

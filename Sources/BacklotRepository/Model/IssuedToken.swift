@@ -5,7 +5,7 @@ import Foundation
 /// A token just made or rotated, with its secret: shown once (only its SHA-256 is stored).
 ///
 /// ```swift
-/// let issued = try repository.issueToken(role: .reviewer, label: "release manager", expiresIn: 86_400)
+/// let issued = try repository.tokens.issue(role: .reviewer, label: "release manager", expiresIn: 86_400)
 /// print(issued.token)   // blt_…
 /// ```
 public struct IssuedToken: Sendable, Hashable {

@@ -5,7 +5,7 @@ import Foundation
 /// A pack as the API lists it: its versions counted (deleted ones not), and its newest version.
 ///
 /// ```swift
-/// for pack in try repository.packList(app: "com.example.game") { print(pack.id, pack.latest ?? 0) }
+/// for pack in try repository.apps.packList(app: "com.example.game") { print(pack.id, pack.latest ?? 0) }
 /// ```
 public struct PackInfo: Sendable, Hashable {
     public let id: String

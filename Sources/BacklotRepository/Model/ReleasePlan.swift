@@ -8,7 +8,7 @@ import BacklotJSON
 /// `to` is what it would serve, a nil percentage meaning every device.
 ///
 /// ```swift
-/// let plan = try repository.planRelease(app: "com.example.game", pack: "Levels", version: 3, channel: .production, rolloutPercent: 10)
+/// let plan = try repository.releases.plan(app: "com.example.game", pack: "Levels", version: 3, channel: .production, rolloutPercent: 10)
 /// print(plan.json.serialized())
 /// ```
 public struct ReleasePlan: Sendable, Hashable {

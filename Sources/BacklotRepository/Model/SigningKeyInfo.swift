@@ -5,7 +5,7 @@ import Foundation
 /// A signing key of the repository, current or retired, as `GET /api/keys` lists it (never the private part).
 ///
 /// ```swift
-/// for key in try repository.signingKeys() { print(key.keyID, key.retired == nil ? "current" : "retired") }
+/// for key in try repository.publication.signingKeys() { print(key.keyID, key.retired == nil ? "current" : "retired") }
 /// ```
 public struct SigningKeyInfo: Sendable, Hashable {
     /// The key's id in signatures (``BacklotCrypto/Ed25519/PublicKey/keyID``).

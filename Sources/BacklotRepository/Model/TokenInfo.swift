@@ -5,7 +5,7 @@ import Foundation
 /// A token as `GET /api/tokens` lists it: never its secret nor the secret's hash.
 ///
 /// ```swift
-/// for token in try repository.tokens() where token.revoked == nil { print(token.id, token.label) }
+/// for token in try repository.tokens.list() where token.revoked == nil { print(token.id, token.label) }
 /// ```
 public struct TokenInfo: Sendable, Hashable {
     public let id: Int

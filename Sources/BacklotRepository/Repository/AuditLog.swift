@@ -3,32 +3,38 @@ import BacklotJSON
 import BacklotStore
 import Foundation
 
-extension Repository {
+/// The audit trail (table `audit`): who changed what, written inside each change's own
+/// transaction by the service that makes the change (``record(_:_:app:pack:version:details:by:system:)``),
+/// and read a page at a time (``entries(app:action:limit:before:)``).
+///
+/// ```swift
+/// let page = try repository.audit.entries(app: "com.example.game", limit: 50)
+/// for entry in page.entries { print(entry.action, entry.actorLabel) }
+/// ```
+public final class AuditLog: Sendable {
+    let db: any MetadataDatabase
+
+    init(db: any MetadataDatabase) {
+        self.db = db
+    }
+
     /// Every action the audit trail records (docs/protocol.md, "The audit trail").
-    public static let auditActions: [String] = [
+    public static let actions: [String] = [
         "app.create", "app.update", "pack.create", "version.create", "version.uploaded", "version.processed",
         "version.failed", "version.delete", "version.abandoned", "release.request", "release.approve",
         "release.reject", "rollout.set", "rollback", "withdraw", "token.create", "token.revoke", "token.rotate",
         "key.rotate", "catalog.resign", "storage.adopt",
     ]
 
-    /// The most entries one page of ``auditEntries(app:action:limit:before:)`` holds.
-    public static let auditPageLimit = 500
+    /// The most entries one page of ``entries(app:action:limit:before:)`` holds.
+    public static let pageLimit = 500
 
     /// Records a change in the audit trail, inside the change's own transaction (so that a
     /// change rolled back leaves no entry). The actor is `caller`, else ``Caller/current``; with
     /// `system` (the server's own work: processing, re-signing, removals) or no caller, no token
-    /// (`server`, or `local` for a command run on the data folder).
-    func audit(
-        _ tx: inout any MetadataConnection, _ action: String, app: String? = nil, pack: String? = nil,
-        version: Int? = nil, details: [String: String] = [:], by caller: Caller? = nil, system: Bool = false
-    ) throws {
-        try Self.writeAudit(
-            &tx, action, app: app, pack: pack, version: version, details: details, by: caller, system: system)
-    }
-
-    /// ``audit(_:_:app:pack:version:details:by:system:)`` where no repository is open yet (`admin init`).
-    static func writeAudit(
+    /// (`server`, or `local` for a command run on the data folder). Needs no open repository
+    /// (`admin init` records the first admin token with it).
+    static func record(
         _ tx: inout any MetadataConnection, _ action: String, app: String? = nil, pack: String? = nil,
         version: Int? = nil, details: [String: String] = [:], by caller: Caller? = nil, system: Bool = false
     ) throws {
@@ -42,55 +48,44 @@ extension Repository {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
-                .integer(Self.now()), actor.map { .integer(Int64($0.id)) } ?? .null,
+                .integer(Repository.now()), actor.map { .integer(Int64($0.id)) } ?? .null,
                 .text(actor?.label ?? (system ? "server" : "local")), .text(actor?.role.rawValue ?? "system"),
                 app.map { .text($0) } ?? .null, pack.map { .text($0) } ?? .null,
                 version.map { .integer(Int64($0)) } ?? .null, .text(action), .text(detailText),
             ])
     }
 
-    /// Records a change of the version row `versionID` (its app, pack and number read in the same transaction).
-    func auditVersion(
-        _ tx: inout any MetadataConnection, _ action: String, versionID: Int64, details: [String: String] = [:],
-        system: Bool = false
-    ) throws {
-        let row = try tx.query("SELECT app, pack, number FROM versions WHERE id = ?", [.integer(versionID)]).first
-        try audit(
-            &tx, action, app: row?["app"]?.string, pack: row?["pack"]?.string,
-            version: row?["number"]?.integer(as: Int.self), details: details, system: system)
-    }
-
     /// Records a change that has no transaction of its own (a key rotation writes files), in one of its own.
-    func auditAlone(_ action: String, details: [String: String] = [:], system: Bool = false) throws {
-        try db.transaction { tx in try audit(&tx, action, details: details, system: system) }
+    func recordAlone(_ action: String, details: [String: String] = [:], system: Bool = false) throws {
+        try db.transaction { tx in try Self.record(&tx, action, details: details, system: system) }
     }
 
     /// One page of the audit trail, newest first.
     ///
     /// ```swift
-    /// var page = try repository.auditEntries(limit: 100)
-    /// while let next = page.next { page = try repository.auditEntries(limit: 100, before: next) }
+    /// var page = try repository.audit.entries(limit: 100)
+    /// while let next = page.next { page = try repository.audit.entries(limit: 100, before: next) }
     /// ```
     /// - Parameters:
-    ///   - app: only this app's entries; `action`: only this action (one of ``auditActions``).
-    ///   - limit: 1…``auditPageLimit`` entries.
+    ///   - app: only this app's entries; `action`: only this action (one of ``actions``).
+    ///   - limit: 1…``pageLimit`` entries.
     ///   - before: only entries older than this id (the `next` of the page before).
     /// - Returns: the entries and the `before` of the next page (nil when there is none).
     /// - Throws: ``BacklotError/Code/invalidInput`` for a limit out of range or an unknown action.
-    public func auditEntries(
+    public func entries(
         app: String? = nil, action: String? = nil, limit: Int = 100, before: Int? = nil
     ) throws
         -> (entries: [AuditEntry], next: Int?)
     {
-        guard (1...Self.auditPageLimit).contains(limit) else {
+        guard (1...Self.pageLimit).contains(limit) else {
             throw BacklotError(
-                .invalidInput, "a page of the audit trail has 1…\(Self.auditPageLimit) entries, not \(limit)",
+                .invalidInput, "a page of the audit trail has 1…\(Self.pageLimit) entries, not \(limit)",
                 context: "limit")
         }
-        if let action, !Self.auditActions.contains(action) {
+        if let action, !Self.actions.contains(action) {
             throw BacklotError(
                 .invalidInput, "no such action: \(action)", context: "action",
-                hint: "one of \(Self.auditActions.joined(separator: ", "))")
+                hint: "one of \(Self.actions.joined(separator: ", "))")
         }
         var conditions: [String] = []
         var bindings: [Database.Value] = []
@@ -110,18 +105,18 @@ extension Repository {
         let sql =
             "SELECT * FROM audit\(conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")) ORDER BY id DESC LIMIT ?"
         let rows = try db.read { try $0.query(sql, bindings) }
-        let entries = rows.prefix(limit).compactMap(Self.auditEntry)
+        let entries = rows.prefix(limit).compactMap(Self.entry)
         return (entries, rows.count > limit ? entries.last?.id : nil)
     }
 
-    /// When the server last re-signed a catalog because it was about to expire (``resign(margin:now:)``), or nil.
+    /// When the server last re-signed a catalog because it was about to expire (``Publication/resign(margin:now:)``), or nil.
     public func lastResign() throws -> Date? {
         try db.read {
             try $0.query("SELECT MAX(time) AS t FROM audit WHERE action = 'catalog.resign'", []).first?["t"]?.int
         }.map { Date(timeIntervalSince1970: Double($0)) }
     }
 
-    static func auditEntry(_ row: Database.Row) -> AuditEntry? {
+    static func entry(_ row: Database.Row) -> AuditEntry? {
         guard let id = row["id"]?.integer(as: Int.self), let action = row["action"]?.string else { return nil }
         var details: [String: String] = [:]
         if let text = row["details"]?.string,
@@ -134,23 +129,5 @@ extension Repository {
             tokenID: row["token_id"]?.integer(as: Int.self), actorLabel: row["actor_label"]?.string ?? "",
             actorRole: row["actor_role"]?.string ?? "system", app: row["app"]?.string, pack: row["pack"]?.string,
             version: row["version"]?.integer(as: Int.self), action: action, details: details)
-    }
-}
-
-extension Repository {
-    /// Whether ``publish(app:channel:now:)`` runs for ``resign(margin:now:)`` (the audit trail's `catalog.resign`).
-    @TaskLocal static var resigning = false
-
-    /// A percentage as the audit trail writes it: `10`, `12.5`.
-    static func percentText(_ percent: Double) -> String { CheckedInteger.numberText(percent) }
-
-    /// A duration in seconds.
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
-
-    /// Observes each processing's outcome (`complete`, `failed`, `cancelled`) and the seconds it took.
-    public func onProcessingTime(_ observer: @escaping @Sendable (String, Double) -> Void) {
-        processingTimeObserver.withLock { $0 = observer }
     }
 }

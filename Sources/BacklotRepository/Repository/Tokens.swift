@@ -4,41 +4,55 @@ import BacklotCrypto
 import BacklotStore
 import Foundation
 
-extension Repository {
+/// The tokens (table `tokens`): made, authenticated, listed, revoked and rotated. Only a
+/// token's SHA-256 is stored; its text is shown once, when it is made.
+///
+/// ```swift
+/// let uploader = try repository.tokens.issue(role: .uploader, label: "CI", expiresIn: 90 * 86_400)
+/// let caller = try repository.tokens.authenticate(uploader.token)
+/// try repository.tokens.revoke(id: uploader.id)
+/// ```
+public final class Tokens: Sendable {
+    let db: any MetadataDatabase
+
+    init(db: any MetadataDatabase) {
+        self.db = db
+    }
+
     /// The longest lifetime a token may be given: ten years, in seconds.
-    public static let longestTokenLifetime: Int64 = 315_360_000
+    public static let longestLifetime: Int64 = 315_360_000
     /// The shortest: one minute.
-    public static let shortestTokenLifetime: Int64 = 60
+    public static let shortestLifetime: Int64 = 60
     /// The longest token label, in characters.
-    public static let longestTokenLabel = 200
+    public static let longestLabel = 200
     /// How often at most a token's last use is recorded (seconds): not a write per request.
     public static let lastUseResolution: Int64 = 60
 
-    static func tokenHash(_ token: String) -> String { SHA256.hash(Array(token.utf8)).hex }
+    static func hash(_ token: String) -> String { SHA256.hash(Array(token.utf8)).hex }
 
     /// Creates a token; only its SHA-256 is stored. Returns the token text (shown once).
     ///
     /// ```swift
-    /// let uploader = try repository.createToken(role: .uploader, label: "CI")
+    /// let uploader = try repository.tokens.create(role: .uploader, label: "CI")
     /// ```
-    public func createToken(role: Role, label: String = "") throws -> String {
-        try issueToken(role: role, label: label).token
+    public func create(role: Role, label: String = "") throws -> String {
+        try issue(role: role, label: label).token
     }
 
     /// Creates a token with its id, optionally expiring.
-    /// - Parameter expiresIn: seconds it works for (``shortestTokenLifetime``…``longestTokenLifetime``); nil: until revoked.
+    /// - Parameter expiresIn: seconds it works for (``shortestLifetime``…``longestLifetime``); nil: until revoked.
     /// - Throws: ``BacklotError/Code/invalidInput`` for a lifetime outside that range.
-    public func issueToken(role: Role, label: String = "", expiresIn: Int64? = nil) throws -> IssuedToken {
-        if let expiresIn, !(Self.shortestTokenLifetime...Self.longestTokenLifetime).contains(expiresIn) {
+    public func issue(role: Role, label: String = "", expiresIn: Int64? = nil) throws -> IssuedToken {
+        if let expiresIn, !(Self.shortestLifetime...Self.longestLifetime).contains(expiresIn) {
             throw BacklotError(
                 .invalidInput,
-                "a token lasts \(Self.shortestTokenLifetime)…\(Self.longestTokenLifetime) seconds, not \(expiresIn)",
+                "a token lasts \(Self.shortestLifetime)…\(Self.longestLifetime) seconds, not \(expiresIn)",
                 context: "expiresInSeconds", hint: "give at least a minute and at most ten years, or no expiry")
         }
-        guard label.count <= Self.longestTokenLabel else {
+        guard label.count <= Self.longestLabel else {
             throw BacklotError(
                 .invalidInput,
-                "a token's label has at most \(Self.longestTokenLabel) characters (this one has \(label.count))",
+                "a token's label has at most \(Self.longestLabel) characters (this one has \(label.count))",
                 context: "label")
         }
         // Shown in tables, logs and the dashboard: one line of text (DisplayText).
@@ -46,20 +60,20 @@ extension Repository {
             throw BacklotError(
                 .invalidInput, "a token's label \(problem)", context: "label", hint: "give a label of one line of text")
         }
-        let token = Self.newTokenText()
-        let now = Self.now()
+        let token = Self.newText()
+        let now = Repository.now()
         let expires = expiresIn.map { now + $0 }
         let id: Int64 = try db.transaction { tx in
             let rows = try tx.query(
                 "INSERT INTO tokens(hash, role, label, created, expires) VALUES (?, ?, ?, ?, ?) RETURNING id",
                 [
-                    .text(Self.tokenHash(token)), .text(role.rawValue), .text(label), .integer(now),
+                    .text(Self.hash(token)), .text(role.rawValue), .text(label), .integer(now),
                     expires.map { .integer($0) } ?? .null,
                 ])
             guard let id = rows.first?["id"]?.int else {
                 throw BacklotError(.io, "the database returned no id for the new token", context: db.displayName)
             }
-            try audit(
+            try AuditLog.record(
                 &tx, "token.create", details: ["tokenId": String(id), "tokenLabel": label, "role": role.rawValue])
             return id
         }
@@ -71,19 +85,19 @@ extension Repository {
     }
 
     /// Whether a usable (unrevoked, unexpired) admin token exists.
-    public func hasAdminToken() throws -> Bool {
-        try db.read { try Self.hasUsableAdminToken(&$0) }
+    public func hasAdmin() throws -> Bool {
+        try db.read { try Self.hasUsableAdmin(&$0) }
     }
 
-    static func hasUsableAdminToken(_ tx: inout any MetadataConnection) throws -> Bool {
+    static func hasUsableAdmin(_ tx: inout any MetadataConnection) throws -> Bool {
         try !tx.query(
             "SELECT 1 FROM tokens WHERE role = 'admin' AND revoked IS NULL AND (expires IS NULL OR expires > ?) LIMIT 1",
-            [.integer(now())]
+            [.integer(Repository.now())]
         ).isEmpty
     }
 
     /// Whether any admin token was ever made (the data folder's first one is made only once).
-    func hadAdminToken() throws -> Bool {
+    func hadAdmin() throws -> Bool {
         try !db.read { try $0.query("SELECT 1 FROM tokens WHERE role = 'admin' LIMIT 1", []) }.isEmpty
     }
 
@@ -91,36 +105,44 @@ extension Repository {
     /// init`); returns its text, which is shown once (only its SHA-256 is stored).
     /// - Throws: ``BacklotError/Code/conflict`` when a usable admin token exists already (checked and
     ///   created in one transaction, so two callers at once make one token).
-    public func createInitialAdminToken(label: String = "initial admin") throws -> String {
-        try Self.createInitialAdminToken(in: db, label: label)
+    public func createInitialAdmin(label: String = "initial admin") throws -> String {
+        try Self.createInitialAdmin(in: db, label: label)
     }
 
     /// The same on a database alone (no data folder): migrates its schema first. When every admin
     /// token expired or was revoked, this makes a new one (the way back in).
     ///
     /// ```swift
-    /// let token = try Repository.createInitialAdminToken(in: PostgresDatabase(url: url))
+    /// let token = try Tokens.createInitialAdmin(in: PostgresDatabase(url: url))
     /// ```
     /// - Throws: ``BacklotError/Code/conflict`` when a usable admin token exists; what migrating throws.
-    public static func createInitialAdminToken(
+    public static func createInitialAdmin(
         in db: any MetadataDatabase, label: String = "initial admin"
     ) throws -> String {
-        try SchemaMigration.apply(schemaSteps, to: db)
-        let token = newTokenText()
+        try SchemaMigration.apply(Repository.schemaSteps, to: db)
+        let token = newText()
         try db.transaction { tx in
             // One writer at a time decides whether the first admin token exists.
             try tx.lockUntilCommit("backlot initial admin token")
-            guard try !hasUsableAdminToken(&tx) else {
+            guard try !hasUsableAdmin(&tx) else {
                 throw BacklotError(
                     .conflict, "an admin token exists already", context: db.displayName,
                     hint: "use it to make more tokens (backlot tokens create); admin init only makes the first")
             }
             try tx.run(
                 "INSERT INTO tokens(hash, role, label, created) VALUES (?, ?, ?, ?)",
-                [.text(tokenHash(token)), .text(Role.admin.rawValue), .text(label), .integer(now())])
-            try writeAudit(&tx, "token.create", details: ["tokenLabel": label, "role": Role.admin.rawValue])
+                [.text(hash(token)), .text(Role.admin.rawValue), .text(label), .integer(Repository.now())])
+            try AuditLog.record(&tx, "token.create", details: ["tokenLabel": label, "role": Role.admin.rawValue])
         }
         return token
+    }
+
+    /// A new token's text: `blt_` and 64 hex digits of 32 random bytes.
+    static func newText() -> String {
+        var random = [UInt8](repeating: 0, count: 32)
+        var generator = SystemRandomNumberGenerator()
+        for i in random.indices { random[i] = UInt8.random(in: 0...255, using: &generator) }
+        return "blt_" + random.map { String(format: "%02x", $0) }.joined()
     }
 
     /// The role of a usable token, or nil when it is unknown, expired or revoked.
@@ -135,13 +157,13 @@ extension Repository {
     /// - Throws: ``BacklotError/Code/unauthorized`` for an unknown token, an expired one (saying
     ///   when it expired) and a revoked one; ``BacklotError/Code/unavailable`` without a database.
     public func authenticate(_ token: String) throws -> Caller {
-        let hash = Self.tokenHash(token)
+        let hash = Self.hash(token)
         let rows = try db.read { try $0.query("SELECT * FROM tokens WHERE hash = ?", [.text(hash)]) }
-        guard let row = rows.first, let info = Self.tokenInfo(row) else {
+        guard let row = rows.first, let info = Self.info(row) else {
             throw BacklotError(
                 .unauthorized, "the token is not valid", hint: "ask an admin for a token (backlot tokens create)")
         }
-        let now = Self.now()
+        let now = Repository.now()
         if let revoked = info.revoked {
             throw BacklotError(
                 .unauthorized, "the token was revoked at \(RFC3339.string(revoked))", context: "token \(info.id)",
@@ -162,14 +184,14 @@ extension Repository {
     }
 
     /// Every token, oldest first: never a secret nor a hash.
-    public func tokens() throws -> [TokenInfo] {
-        try db.read { try $0.query("SELECT * FROM tokens ORDER BY id", []) }.compactMap(Self.tokenInfo)
+    public func list() throws -> [TokenInfo] {
+        try db.read { try $0.query("SELECT * FROM tokens ORDER BY id", []) }.compactMap(Self.info)
     }
 
     /// One token. - Throws: `notFound`.
     public func token(id: Int) throws -> TokenInfo {
         guard let row = try db.read({ try $0.query("SELECT * FROM tokens WHERE id = ?", [.integer(Int64(id))]) }).first,
-            let info = Self.tokenInfo(row)
+            let info = Self.info(row)
         else {
             throw BacklotError(
                 .notFound, "no such token", context: "token \(id)", hint: "list them: backlot tokens list")
@@ -180,22 +202,22 @@ extension Repository {
     /// Revokes a token: every server refuses it from the next request on. Revoking a revoked token changes nothing.
     /// - Throws: `notFound`; `conflict` when it is the last usable admin token.
     @discardableResult
-    public func revokeToken(id: Int) throws -> TokenInfo {
+    public func revoke(id: Int) throws -> TokenInfo {
         try db.transaction { tx in
             try tx.lockUntilCommit("backlot initial admin token")
             guard let row = try tx.query("SELECT * FROM tokens WHERE id = ?", [.integer(Int64(id))]).first,
-                let info = Self.tokenInfo(row)
+                let info = Self.info(row)
             else {
                 throw BacklotError(
                     .notFound, "no such token", context: "token \(id)", hint: "list them: backlot tokens list")
             }
             guard info.revoked == nil else { return }
-            if info.role == .admin, info.isUsable(at: Date(timeIntervalSince1970: Double(Self.now()))) {
+            if info.role == .admin, info.isUsable(at: Date(timeIntervalSince1970: Double(Repository.now()))) {
                 let others =
                     try tx.query(
                         """
                         SELECT COUNT(*) AS n FROM tokens WHERE role = 'admin' AND id != ? AND revoked IS NULL AND (expires IS NULL OR expires > ?)
-                        """, [.integer(Int64(id)), .integer(Self.now())]
+                        """, [.integer(Int64(id)), .integer(Repository.now())]
                     ).first?["n"]?.int ?? 0
                 guard others > 0 else {
                     throw BacklotError(
@@ -204,8 +226,8 @@ extension Repository {
                         hint: "create another admin token first (backlot tokens create --role admin)")
                 }
             }
-            try tx.run("UPDATE tokens SET revoked = ? WHERE id = ?", [.integer(Self.now()), .integer(Int64(id))])
-            try audit(
+            try tx.run("UPDATE tokens SET revoked = ? WHERE id = ?", [.integer(Repository.now()), .integer(Int64(id))])
+            try AuditLog.record(
                 &tx, "token.revoke",
                 details: ["tokenId": String(id), "tokenLabel": info.label, "role": info.role.rawValue])
         }
@@ -214,12 +236,12 @@ extension Repository {
 
     /// Gives a token a new secret (same id, role and label; a lifetime it had starts again): the old secret stops working at once.
     /// - Throws: `notFound`; `conflict` for a revoked token.
-    public func rotateToken(id: Int) throws -> IssuedToken {
-        let secret = Self.newTokenText()
-        let now = Self.now()
+    public func rotate(id: Int) throws -> IssuedToken {
+        let secret = Self.newText()
+        let now = Repository.now()
         let info: TokenInfo = try db.transaction { tx in
             guard let row = try tx.query("SELECT * FROM tokens WHERE id = ?", [.integer(Int64(id))]).first,
-                let info = Self.tokenInfo(row)
+                let info = Self.info(row)
             else {
                 throw BacklotError(
                     .notFound, "no such token", context: "token \(id)", hint: "list them: backlot tokens list")
@@ -233,10 +255,10 @@ extension Repository {
             try tx.run(
                 "UPDATE tokens SET hash = ?, created = ?, expires = ?, last_used = NULL WHERE id = ?",
                 [
-                    .text(Self.tokenHash(secret)), .integer(now), lifetime.map { .integer(now + $0) } ?? .null,
+                    .text(Self.hash(secret)), .integer(now), lifetime.map { .integer(now + $0) } ?? .null,
                     .integer(Int64(id)),
                 ])
-            try audit(
+            try AuditLog.record(
                 &tx, "token.rotate",
                 details: ["tokenId": String(id), "tokenLabel": info.label, "role": info.role.rawValue])
             return info
@@ -247,7 +269,7 @@ extension Repository {
             expires: fresh.expires)
     }
 
-    static func tokenInfo(_ row: Database.Row) -> TokenInfo? {
+    static func info(_ row: Database.Row) -> TokenInfo? {
         guard let id = row["id"]?.integer(as: Int.self), let role = row["role"]?.string.flatMap(Role.init(rawValue:))
         else { return nil }
         func date(_ column: String) -> Date? { row[column]?.int.map { Date(timeIntervalSince1970: Double($0)) } }

@@ -5,12 +5,57 @@ import BacklotFormat
 import BacklotJSON
 import BacklotStore
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-extension Repository {
+/// The published tree's signed metadata (table `catalogs`): each channel's catalog built from
+/// its releases, signed and written atomically; Apple's download manifests; the deltas between
+/// versions (``Publication/buildDeltas(app:pack:number:archive:)``); the signing keys and
+/// their rotation; the re-signing of catalogs before they expire.
+///
+/// ```swift
+/// try repository.publication.publish(app: "com.example.game", channel: .production)
+/// let resigned = try repository.publication.resign()
+/// let keyList = try repository.publication.rotateKey()
+/// ```
+public final class Publication: Sendable {
+    let db: any MetadataDatabase
+    let directory: RepositoryDirectory
+    let tree: any PublishedTreeStore
+    let archives: any ArchiveStore
+    let audit: AuditLog
+    let log: EventLog
+    /// The absolute URL the published tree is reachable at (Apple's download manifests need absolute pack URLs).
+    let publicURLStorage = Mutex<String?>(nil)
+    /// How many earlier versions get a delta into each new one (Publication+Deltas.swift).
+    let deltaBasesStorage = Mutex(Publication.defaultDeltaBases)
+
+    init(
+        db: any MetadataDatabase, directory: RepositoryDirectory, tree: any PublishedTreeStore,
+        archives: any ArchiveStore, audit: AuditLog, log: EventLog
+    ) {
+        self.db = db
+        self.directory = directory
+        self.tree = tree
+        self.archives = archives
+        self.audit = audit
+        self.log = log
+    }
+
+    /// Whether ``publish(app:channel:now:)`` runs for ``resign(margin:now:)`` (the audit trail's `catalog.resign`).
+    @TaskLocal static var resigning = false
+
+    /// Sets the absolute base URL of the published tree (`https://host/`), for Apple download manifests.
+    public func setPublicURL(_ url: String) {
+        publicURLStorage.withLock { $0 = url.hasSuffix("/") ? url : url + "/" }
+    }
+
+    /// The absolute base URL of the published tree, when one was set (``setPublicURL(_:)``).
+    public var publicURL: String? { publicURLStorage.withLock { $0 } }
+
     /// The catalog's path in the published tree.
     public func catalogPath(app: String, channel: Channel) -> String {
         directory.publicTreePath + "/" + PublishedTreeLayout.catalog(app: app, channel: channel).path
@@ -29,17 +74,12 @@ extension Repository {
     public func publish(app: String, channel: Channel, now: Date = Date()) throws {
         let key = try directory.signingKey()
         let relative = PublishedTreeLayout.catalog(app: app, channel: channel).path
-        let copied = Set(try channelArchives(app: app, channel: channel))
+        let copied = Set(try db.read { try Releases.channelArchives(&$0, app: app, channel: channel) })
         for sha in copied.sorted() { try linkIntoTree(sha) }
         try db.transaction { tx in
             // Catalog versions of one app and channel grow one writer at a time, across processes too.
             try tx.lockUntilCommit("backlot catalog \(app) \(channel.rawValue)")
-            let rows = try tx.query(
-                """
-                SELECT c.pack, c.live, c.candidate, c.rollout_bp, v.format FROM channel_packs c
-                JOIN versions v ON v.app = c.app AND v.pack = c.pack AND v.number = c.live
-                WHERE c.app = ? AND c.channel = ? ORDER BY c.pack
-                """, [.text(app), .text(channel.rawValue)])
+            let rows = try Releases.catalogRows(&tx, app: app, channel: channel)
             var entries: [Catalog.Entry] = []
             var archives: [String] = []
             var apple: [AppleEntry] = []
@@ -61,10 +101,7 @@ extension Repository {
                         id: try PackID(pack), release: release, candidate: candidate,
                         rolloutBasisPoints: row["rollout_bp"]?.integer(as: Int.self) ?? 0))
             }
-            let recorded =
-                try tx.query(
-                    "SELECT version FROM catalogs WHERE app = ? AND channel = ?", [.text(app), .text(channel.rawValue)]
-                ).first?["version"]?.integer(as: UInt64.self) ?? 0
+            let recorded = try Self.recordedVersion(&tx, app: app, channel: channel)
             let previous = max(
                 recorded, try publishedCatalogVersion(at: relative, app: app, channel: channel, key: key))
             guard previous < UInt64(Int64.max) else {
@@ -92,14 +129,12 @@ extension Repository {
                             "the catalog's expiry", code: .io)),
                 ])
             if Self.resigning {
-                try audit(
+                try AuditLog.record(
                     &tx, "catalog.resign", app: app,
                     details: ["channel": channel.rawValue, "version": String(version)], system: Caller.current == nil)
             }
             // Apple's manifests exist only for an app that ever had an .aar (then, also to empty them once its last is withdrawn).
-            if try !apple.isEmpty
-                || !tx.query("SELECT 1 FROM versions WHERE app = ? AND format = 'aar' LIMIT 1", [.text(app)]).isEmpty
-            {
+            if try !apple.isEmpty || Uploads.hasAppleArchive(&tx, app: app) {
                 try publishAppleManifests(app: app, channel: channel, entries: apple)
             }
             // Archives first, then the catalog that names them: a client never sees a catalog whose
@@ -114,19 +149,23 @@ extension Repository {
         }
     }
 
-    /// The archives (SHA-256 hex) a channel's catalog names: each pack's live version and candidate.
-    func channelArchives(app: String, channel: Channel) throws -> [String] {
-        try db.read {
-            try $0.query(
-                """
-                SELECT DISTINCT v.archive_sha256 AS sha FROM channel_packs c
-                JOIN versions v ON v.app = c.app AND v.pack = c.pack AND (v.number = c.live OR v.number = c.candidate)
-                WHERE c.app = ? AND c.channel = ? AND v.format = 'pack' AND v.archive_sha256 IS NOT NULL ORDER BY sha
-                """, [.text(app), .text(channel.rawValue)])
-        }.compactMap { $0["sha"]?.string }
+    /// The catalog version recorded for a channel (0 when none was published): what the next one must exceed.
+    static func recordedVersion(_ tx: inout any MetadataConnection, app: String, channel: Channel) throws -> UInt64 {
+        try tx.query(
+            "SELECT version FROM catalogs WHERE app = ? AND channel = ?", [.text(app), .text(channel.rawValue)]
+        ).first?["version"]?.integer(as: UInt64.self) ?? 0
     }
 
-    /// The version of the catalog the tree holds now, when it is one this key signed (0 else):
+    /// The catalog recorded for a channel: its `version` and `expires`, nil when none was published.
+    static func recordedCatalog(
+        _ tx: inout any MetadataConnection, app: String, channel: Channel
+    ) throws -> Database.Row? {
+        try tx.query(
+            "SELECT version, expires FROM catalogs WHERE app = ? AND channel = ?",
+            [.text(app), .text(channel.rawValue)]
+        ).first
+    }
+
     /// what the next version must exceed.
     func publishedCatalogVersion(
         at relative: String, app: String, channel: Channel, key: Ed25519.PrivateKey
@@ -141,10 +180,8 @@ extension Repository {
 
     func release(_ tx: inout any MetadataConnection, app: String, pack: String, number: Int64) throws -> Catalog.Release
     {
-        let rows = try tx.query(
-            "SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ?",
-            [.text(app), .text(pack), .integer(number)])
-        guard let v = rows.first, let sha = v["archive_sha256"]?.string.flatMap(SHA256Digest.init(hex:)),
+        guard let v = try Uploads.storedVersion(&tx, app: app, pack: pack, number: number),
+            let sha = v["archive_sha256"]?.string.flatMap(SHA256Digest.init(hex:)),
             let indexSHA = v["index_sha256"]?.string.flatMap(SHA256Digest.init(hex:)),
             let metaText = v["metadata"]?.string
         else {
@@ -178,68 +215,6 @@ extension Repository {
             throw BacklotError(.io, "stored metadata of \(version) is invalid")
         }
         return (meta, policy, platforms)
-    }
-
-    /// An `.aar` release, as Apple's download manifest lists it.
-    struct AppleEntry {
-        let pack: String
-        let version: Int
-        let size: UInt64
-        let sha256: String
-        let policy: DownloadPolicy
-        let platforms: [Platform]
-        let userInfo: JSONNode?
-    }
-
-    func appleEntry(_ tx: inout any MetadataConnection, app: String, pack: String, number: Int64) throws -> AppleEntry {
-        let rows = try tx.query(
-            "SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ?",
-            [.text(app), .text(pack), .integer(number)])
-        guard let v = rows.first, let sha = v["archive_sha256"]?.string, let metaText = v["metadata"]?.string else {
-            throw BacklotError(.conflict, "the version is not processed", context: "\(app)/\(pack)/\(number)")
-        }
-        let (meta, policy, platforms) = try Self.storedMetadata(metaText, of: "\(app)/\(pack)/\(number)")
-        return AppleEntry(
-            pack: pack,
-            version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io),
-            size: v["declared_size"]?.integer(as: UInt64.self) ?? 0, sha256: sha, policy: policy,
-            platforms: platforms, userInfo: meta["userInfo"])
-    }
-
-    /// The folder of Apple download manifests for one app, channel and platform.
-    public func appleManifestFolder(app: String, channel: Channel, platform: Platform) -> String {
-        directory.publicTreePath + "/" + PublishedTreeLayout.appleFolder(app: app, channel: channel, platform: platform)
-    }
-
-    /// Writes Apple's download manifest for each Apple platform (`…/PLATFORM/manifest.json`) with each
-    /// pack's archive at `…/PLATFORM/packs/ID` (the manifest's base URL + "/" + ID, as Apple requires).
-    func publishAppleManifests(app: String, channel: Channel, entries: [AppleEntry]) throws {
-        guard let base = publicURL else { return }
-        guard try !entries.isEmpty || tree.exists(PublishedTreeLayout.appleFolder(app: app, channel: channel)) else {
-            return
-        }
-        for platform in [Platform.iOS, .macOS, .tvOS, .visionOS] {
-            let packs = PublishedTreeLayout.applePacksFolder(app: app, channel: channel, platform: platform)
-            try tree.makeFolder(packs)
-            var manifest = AppleDownloadManifest()
-            var keep = Set<String>()
-            for e in entries where e.platforms.contains(platform) {
-                let file = PublishedTreeLayout.applePack(app: app, channel: channel, platform: platform, pack: e.pack)
-                try archives.publishBlob(e.sha256, to: tree, at: file.path, replacing: true)
-                keep.insert(e.pack)
-                manifest.set(
-                    AppleDownloadManifest.Entry(
-                        id: e.pack, baseURL: base + packs, version: e.version,
-                        downloadSize: e.size, downloadPolicy: e.policy, userInfo: e.userInfo))
-            }
-            try tree.write(
-                Array(manifest.encoded.utf8),
-                at: PublishedTreeLayout.appleManifest(app: app, channel: channel, platform: platform).path)
-            for name in try tree.fileNames(in: packs) where !keep.contains(name) {
-                try tree.remove(
-                    PublishedTreeLayout.applePack(app: app, channel: channel, platform: platform, pack: name).path)
-            }
-        }
     }
 
     /// Makes a blob visible at its content-addressed URL (in the folder a hard link, a copy across
@@ -278,35 +253,5 @@ extension Repository {
             count += 1
         }
         return count
-    }
-
-    /// Makes a new signing key, publishes key list N+1 signed by the old and new keys, and re-signs every catalog with the new key.
-    /// - Returns: the new key list version.
-    @discardableResult
-    public func rotateKey() throws -> Int {
-        let old = try directory.signingKey()
-        let treeKeys = PublishedTreeLayout.keysFolder
-        let versions = try tree.fileNames(in: treeKeys).compactMap { name -> Int? in
-            guard case .keyList(let version)? = PublishedTreeLayout(path: treeKeys + "/" + name) else { return nil }
-            return version
-        }
-        let next = try CheckedInteger.add(versions.max() ?? 1, 1, "the next key list version", context: treeKeys)
-        let new = try Ed25519.PrivateKey()
-        let signed = try SignedEnvelope.sign(
-            payload: KeyList(version: next, keys: [new.publicKey]).payload, type: KeyList.payloadType, with: [old, new]
-        ).encoded
-        try tree.write(signed, at: PublishedTreeLayout.keyList(version: next).path)
-        try RepositoryDirectory.writeSecret(
-            Data(old.rawRepresentation).base64EncodedString() + "\n",
-            to: directory.keysPath + "/signing-\(next - 1).key")
-        try RepositoryDirectory.writeSecret(
-            Data(new.rawRepresentation).base64EncodedString() + "\n", to: directory.signingKeyPath)
-        try RepositoryDirectory.writePublic(
-            Data(new.publicKey.rawRepresentation).base64EncodedString() + "\n", to: directory.publicKeyPath)
-        try tree.write(signed, at: PublishedTreeLayout.currentKeyList.path)
-        try resign(margin: .infinity)
-        try auditAlone(
-            "key.rotate", details: ["keyList": String(next), "keyId": new.publicKey.keyID, "from": old.publicKey.keyID])
-        return next
     }
 }

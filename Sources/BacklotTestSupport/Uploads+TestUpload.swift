@@ -1,6 +1,6 @@
 import BacklotRepository
 
-extension Repository {
+extension Uploads {
     /// Creates a version of `pack` for `bytes` (an archive), uploads them in one piece and waits
     /// for processing: the upload → processing step every publishing test goes through.
     /// - Returns: the version as processing left it (COMPLETE, or FAILED with its reason).

@@ -4,7 +4,9 @@ import BacklotCrypto
 import BacklotFormat
 import Foundation
 
-extension Repository {
+/// Deltas: made when a version is processed (``Uploads`` calls ``buildDeltas(app:pack:number:archive:)``),
+/// published beside the packs, and named in the catalog's releases.
+extension Publication {
     /// Earlier versions that get a delta into each new version, by default.
     public static let defaultDeltaBases = 3
 
@@ -34,13 +36,7 @@ extension Repository {
     private func buildDeltasNow(app: String, pack: String, number: Int64, archive: String) throws -> Int {
         let count = deltaBases
         guard count > 0 else { return 0 }
-        let rows = try db.read {
-            try $0.query(
-                """
-                SELECT archive_sha256 FROM versions WHERE app = ? AND pack = ? AND number < ? AND state = 'COMPLETE'
-                AND format = 'pack' AND deleted = 0 AND archive_sha256 IS NOT NULL ORDER BY number DESC LIMIT ?
-                """, [.text(app), .text(pack), .integer(number), .integer(Int64(count))])
-        }
+        let rows = try db.read { try Uploads.deltaBases(&$0, app: app, pack: pack, before: number, limit: count) }
         let bases = rows.compactMap { $0["archive_sha256"]?.string }.filter { $0 != archive }
         guard !bases.isEmpty else { return 0 }
         let (target, targetReader) = try deltaInput(archive)

@@ -3,7 +3,8 @@ import BacklotCatalog
 import BacklotCrypto
 import Foundation
 
-extension Repository {
+/// The signing keys: the current one, those a rotation retired, and the rotation itself.
+extension Publication {
     /// The signing keys, newest first: the current one (retired nil), then each one a rotation
     /// replaced (``rotateKey()`` keeps it as `keys/signing-N.key`, N its key list version).
     /// Times are those of the files: a key's `since` is when the key before it was retired (the
@@ -44,6 +45,36 @@ extension Repository {
         }
         keys.append(info(try directory.signingKey(), since: since, retired: nil))
         return keys.reversed()
+    }
+
+    /// Makes a new signing key, publishes key list N+1 signed by the old and new keys, and re-signs every catalog with the new key.
+    /// - Returns: the new key list version.
+    @discardableResult
+    public func rotateKey() throws -> Int {
+        let old = try directory.signingKey()
+        let treeKeys = PublishedTreeLayout.keysFolder
+        let versions = try tree.fileNames(in: treeKeys).compactMap { name -> Int? in
+            guard case .keyList(let version)? = PublishedTreeLayout(path: treeKeys + "/" + name) else { return nil }
+            return version
+        }
+        let next = try CheckedInteger.add(versions.max() ?? 1, 1, "the next key list version", context: treeKeys)
+        let new = try Ed25519.PrivateKey()
+        let signed = try SignedEnvelope.sign(
+            payload: KeyList(version: next, keys: [new.publicKey]).payload, type: KeyList.payloadType, with: [old, new]
+        ).encoded
+        try tree.write(signed, at: PublishedTreeLayout.keyList(version: next).path)
+        try RepositoryDirectory.writeSecret(
+            Data(old.rawRepresentation).base64EncodedString() + "\n",
+            to: directory.keysPath + "/signing-\(next - 1).key")
+        try RepositoryDirectory.writeSecret(
+            Data(new.rawRepresentation).base64EncodedString() + "\n", to: directory.signingKeyPath)
+        try RepositoryDirectory.writePublic(
+            Data(new.publicKey.rawRepresentation).base64EncodedString() + "\n", to: directory.publicKeyPath)
+        try tree.write(signed, at: PublishedTreeLayout.currentKeyList.path)
+        try resign(margin: .infinity)
+        try audit.recordAlone(
+            "key.rotate", details: ["keyList": String(next), "keyId": new.publicKey.keyID, "from": old.publicKey.keyID])
+        return next
     }
 
     /// Every published catalog with its version and expiry, by app and channel.

@@ -2,15 +2,28 @@ import BacklotBasics
 import BacklotStore
 import Foundation
 
-extension Repository {
-    /// The most days ``downloads(app:days:now:)`` reports.
-    public static let longestDownloadReport = 90
+/// Download counts (table `downloads`): the requests and bytes the server counted, per app,
+/// pack, version, kind and UTC day.
+///
+/// ```swift
+/// let report = try repository.downloads.report(app: "com.example.game", days: 7)
+/// for row in report.rows { print(row.date, row.kind, row.requests) }
+/// ```
+public final class DownloadCounts: Sendable {
+    let db: any MetadataDatabase
+
+    init(db: any MetadataDatabase) {
+        self.db = db
+    }
+
+    /// The most days ``report(app:days:now:)`` reports.
+    public static let longestReport = 90
 
     /// Adds counted downloads to the per app, pack, version, kind and day totals, in one
     /// transaction. A pack archive is attributed to the newest retained version of that SHA-256,
     /// an Apple pack to the version live on its channel; a file no version is known for (deleted
     /// since) is not counted.
-    public func addDownloads(_ hits: [DownloadHit]) throws {
+    public func add(_ hits: [DownloadHit]) throws {
         guard !hits.isEmpty else { return }
         try db.transaction { tx in
             var versions: [DownloadHit.Target: (app: String, pack: String, version: Int)?] = [:]
@@ -21,18 +34,13 @@ extension Repository {
                 case .appleManifest(let app): row = (app, "", 0, "appleManifest")
                 case .pack(let sha):
                     if versions[hit.target] == nil {
-                        versions[hit.target] = try tx.query(
-                            "SELECT app, pack, number FROM versions WHERE archive_sha256 = ? AND deleted = 0 ORDER BY id DESC LIMIT 1",
-                            [.text(sha)]
-                        ).first.flatMap(Self.versionKey)
+                        versions[hit.target] = try Uploads.newestVersion(&tx, archive: sha).flatMap(Self.versionKey)
                     }
                     row = (versions[hit.target] ?? nil).map { ($0.app, $0.pack, $0.version, "pack") }
                 case .applePack(let app, let channel, let pack):
                     if versions[hit.target] == nil {
-                        versions[hit.target] = try tx.query(
-                            "SELECT app, pack, live AS number FROM channel_packs WHERE app = ? AND channel = ? AND pack = ? AND live IS NOT NULL",
-                            [.text(app), .text(channel), .text(pack)]
-                        ).first.flatMap(Self.versionKey)
+                        versions[hit.target] = try Releases.liveVersion(&tx, app: app, channel: channel, pack: pack)
+                            .flatMap(Self.versionKey)
                     }
                     row = (versions[hit.target] ?? nil).map { ($0.app, $0.pack, $0.version, "applePack") }
                 }
@@ -60,25 +68,25 @@ extension Repository {
     /// An app's download counts over the last `days` UTC days (today included), oldest first.
     ///
     /// ```swift
-    /// let report = try repository.downloads(app: "com.example.game", days: 30)
+    /// let report = try repository.downloads.report(app: "com.example.game", days: 30)
     /// print(report.from, report.to, report.rows.count)
     /// ```
     /// - Returns: the first and last day (`YYYY-MM-DD`) and the rows of those days.
-    /// - Throws: `notFound` for an unknown app; `invalidInput` for days outside 1…``longestDownloadReport``.
-    public func downloads(
+    /// - Throws: `notFound` for an unknown app; `invalidInput` for days outside 1…``longestReport``.
+    public func report(
         app: String, days: Int = 30, now: Date = Date()
     ) throws -> (
         from: String, to: String, rows: [DownloadCount]
     ) {
-        guard (1...Self.longestDownloadReport).contains(days) else {
+        guard (1...Self.longestReport).contains(days) else {
             throw BacklotError(
-                .invalidInput, "a download report covers 1…\(Self.longestDownloadReport) days, not \(days)",
+                .invalidInput, "a download report covers 1…\(Self.longestReport) days, not \(days)",
                 context: "days")
         }
         let to = Self.utcDay(now)
         let from = Self.utcDay(now.addingTimeInterval(-Double(days - 1) * 86_400))
         let rows = try db.transaction { tx in
-            try requireApp(&tx, app)
+            try Apps.requireApp(&tx, app)
             return try tx.query(
                 "SELECT * FROM downloads WHERE app = ? AND day >= ? AND day <= ? ORDER BY day, kind, pack, version",
                 [.text(app), .text(from), .text(to)])

@@ -1,0 +1,156 @@
+import BacklotBasics
+import BacklotFormat
+import BacklotStore
+import Foundation
+
+/// The apps and their packs (tables `apps` and `packs`): made, listed, and an app's four-eyes
+/// rule. A pack is made by its first upload (``createPack(app:id:)``), up to
+/// ``maximumPacksPerApp`` per app.
+///
+/// ```swift
+/// try repository.apps.create("com.example.game", fourEyes: true)
+/// try repository.apps.createPack(app: "com.example.game", id: "Levels")
+/// print(try repository.apps.packList(app: "com.example.game").map(\.id))
+/// ```
+public final class Apps: Sendable {
+    let db: any MetadataDatabase
+    /// Per-app quota (reported in ``AppInfo``; ``Uploads`` enforces it).
+    let quotaBytes: UInt64
+    /// Packs per app.
+    let maximumPacksPerApp: Int
+
+    init(db: any MetadataDatabase, quotaBytes: UInt64, maximumPacksPerApp: Int) {
+        self.db = db
+        self.quotaBytes = quotaBytes
+        self.maximumPacksPerApp = maximumPacksPerApp
+    }
+
+    /// Creates an app.
+    /// - Parameter fourEyes: whether its release requests must be approved by another token than the one that asked.
+    /// - Throws: `conflict` if it exists; `invalidPackID` for a bad ID.
+    @discardableResult
+    public func create(_ id: String, fourEyes: Bool = false) throws -> AppInfo {
+        _ = try PackID(id)
+        do {
+            try db.transaction { tx in
+                try tx.run(
+                    "INSERT INTO apps(id, created, four_eyes) VALUES (?, ?, ?)",
+                    [.text(id), .integer(Repository.now()), .integer(fourEyes ? 1 : 0)])
+                try AuditLog.record(&tx, "app.create", app: id, details: ["fourEyes": String(fourEyes)])
+            }
+        } catch let e as BacklotError where e.code == .conflict {
+            throw BacklotError(.conflict, "the app exists already", context: id)
+        }
+        return try app(id)
+    }
+
+    /// The IDs of every app, sorted.
+    public func ids() throws -> [String] { try list().map(\.id) }
+
+    /// Every app, sorted by ID.
+    public func list() throws -> [AppInfo] {
+        try db.read { try $0.query("SELECT * FROM apps ORDER BY id", []) }.compactMap(appInfo)
+    }
+
+    /// One app. - Throws: `notFound`.
+    public func app(_ id: String) throws -> AppInfo {
+        guard
+            let info = try db.read({ try $0.query("SELECT * FROM apps WHERE id = ?", [.text(id)]) }).first.flatMap(
+                appInfo)
+        else {
+            throw BacklotError(
+                .notFound, "no such app", context: id, hint: "create it first: backlot apps create \(id)")
+        }
+        return info
+    }
+
+    /// Turns an app's four-eyes rule on or off. - Throws: `notFound`.
+    @discardableResult
+    public func setFourEyes(app id: String, _ on: Bool) throws -> AppInfo {
+        try db.transaction { tx in
+            try Apps.requireApp(&tx, id)
+            try tx.run("UPDATE apps SET four_eyes = ? WHERE id = ?", [.integer(on ? 1 : 0), .text(id)])
+            try AuditLog.record(&tx, "app.update", app: id, details: ["fourEyes": String(on)])
+        }
+        return try app(id)
+    }
+
+    func appInfo(_ row: Database.Row) -> AppInfo? {
+        guard let id = row["id"]?.string else { return nil }
+        return AppInfo(
+            id: id, created: Date(timeIntervalSince1970: Double(row["created"]?.int ?? 0)),
+            fourEyes: (row["four_eyes"]?.int ?? 0) != 0, quotaBytes: quotaBytes)
+    }
+
+    static func requireApp(_ tx: inout any MetadataConnection, _ app: String) throws {
+        guard try !tx.query("SELECT 1 FROM apps WHERE id = ?", [.text(app)]).isEmpty else {
+            throw BacklotError(
+                .notFound, "no such app", context: app, hint: "create it first: backlot apps create \(app)")
+        }
+    }
+
+    static func requirePack(_ tx: inout any MetadataConnection, _ app: String, _ pack: String) throws {
+        try requireApp(&tx, app)
+        guard try !tx.query("SELECT 1 FROM packs WHERE app = ? AND id = ?", [.text(app), .text(pack)]).isEmpty else {
+            throw BacklotError(
+                .notFound, "no such pack", context: "\(app)/\(pack)",
+                hint: "a pack is made by its first upload: backlot upload PACK --app \(app)")
+        }
+    }
+
+    /// Creates a pack (ID rule as in manifests). - Throws: `conflict`, `quotaExceeded` past the pack limit.
+    public func createPack(app: String, id: String) throws {
+        _ = try PackID(id)
+        try db.transaction { tx in
+            try Apps.requireApp(&tx, app)
+            let count =
+                try tx.query("SELECT COUNT(*) AS n FROM packs WHERE app = ?", [.text(app)]).first?["n"]?.int ?? 0
+            guard count < maximumPacksPerApp else {
+                throw BacklotError(
+                    .quotaExceeded, "the app has \(count) packs, the most allowed", context: app,
+                    hint: "remove a pack, or raise the limit")
+            }
+            do {
+                try tx.run(
+                    "INSERT INTO packs(app, id, created) VALUES (?, ?, ?)",
+                    [.text(app), .text(id), .integer(Repository.now())])
+            } catch let e as BacklotError where e.code == .conflict {
+                throw BacklotError(.conflict, "the pack exists already", context: "\(app)/\(id)")
+            }
+            try AuditLog.record(&tx, "pack.create", app: app, pack: id)
+        }
+    }
+
+    /// The IDs of an app's packs, sorted. - Throws: `notFound` for an unknown app.
+    public func packs(app: String) throws -> [String] { try packList(app: app).map(\.id) }
+
+    /// An app's packs, sorted by ID, with their version counts and newest versions. - Throws: `notFound` for an unknown app.
+    public func packList(app: String) throws -> [PackInfo] {
+        try db.transaction { tx in
+            try Apps.requireApp(&tx, app)
+            return try tx.query(
+                """
+                SELECT p.id AS id, p.created AS created, COUNT(v.number) AS n, MAX(v.number) AS latest FROM packs p
+                LEFT JOIN versions v ON v.app = p.app AND v.pack = p.id AND v.deleted = 0
+                WHERE p.app = ? GROUP BY p.id, p.created ORDER BY p.id
+                """, [.text(app)]
+            ).compactMap { row in
+                guard let id = row["id"]?.string else { return nil }
+                return PackInfo(
+                    id: id, created: Date(timeIntervalSince1970: Double(row["created"]?.int ?? 0)),
+                    versions: row["n"]?.integer(as: Int.self) ?? 0, latest: row["latest"]?.integer(as: Int.self))
+            }
+        }
+    }
+
+    /// Whether the app's four-eyes rule is on (its release requests need another token to approve them).
+    static func hasFourEyes(_ tx: inout any MetadataConnection, _ app: String) throws -> Bool {
+        (try tx.query("SELECT four_eyes FROM apps WHERE id = ?", [.text(app)]).first?["four_eyes"]?.int ?? 0) != 0
+    }
+
+    /// Writes the app's row, so that the quota checks of one app take turns (``Uploads`` checks
+    /// its quota after this, in the same transaction).
+    static func takeQuotaTurn(_ tx: inout any MetadataConnection, _ app: String) throws {
+        try tx.run("UPDATE apps SET four_eyes = four_eyes WHERE id = ?", [.text(app)])
+    }
+}

@@ -1,0 +1,81 @@
+import BacklotBasics
+import BacklotCatalog
+import BacklotStore
+import Foundation
+
+/// What each channel serves (`channel_packs`), as the API reports it and as the other services read it.
+extension Releases {
+    /// What a channel publishes, from the record (``ChannelState``). - Throws: `notFound` for an unknown app.
+    public func channelState(app: String, channel: Channel) throws -> ChannelState {
+        let key = try directory.signingKey().publicKey.keyID
+        return try db.transaction { tx in
+            try Apps.requireApp(&tx, app)
+            let catalog = try Publication.recordedCatalog(&tx, app: app, channel: channel)
+            let rows = try tx.query(
+                """
+                SELECT c.pack AS pack, c.live AS live, c.candidate AS candidate, c.rollout_bp AS bp, v.archive_sha256 AS sha FROM channel_packs c
+                LEFT JOIN versions v ON v.app = c.app AND v.pack = c.pack AND v.number = c.live
+                WHERE c.app = ? AND c.channel = ? AND c.live IS NOT NULL ORDER BY c.pack
+                """, [.text(app), .text(channel.rawValue)])
+            let packs = rows.compactMap { r -> ChannelState.Pack? in
+                guard let pack = r["pack"]?.string else { return nil }
+                let candidate = r["candidate"]?.integer(as: Int.self)
+                return ChannelState.Pack(
+                    pack: pack, liveVersion: r["live"]?.integer(as: Int.self), liveArchiveSHA256: r["sha"]?.string,
+                    candidateVersion: candidate,
+                    candidatePercent: candidate == nil ? nil : Double(r["bp"]?.int ?? 0) / 100)
+            }
+            return ChannelState(
+                app: app, channel: channel, catalogVersion: catalog?["version"]?.integer(as: UInt64.self),
+                expires: catalog?["expires"]?.int.map { Date(timeIntervalSince1970: Double($0)) }, signingKey: key,
+                packs: packs)
+        }
+    }
+
+    /// The packs a channel's catalog lists (`pack`, `live`, `candidate`, `rollout_bp`, and the live
+    /// version's `format`), by pack.
+    static func catalogRows(
+        _ tx: inout any MetadataConnection, app: String, channel: Channel
+    ) throws -> [Database.Row] {
+        try tx.query(
+            """
+            SELECT c.pack, c.live, c.candidate, c.rollout_bp, v.format FROM channel_packs c
+            JOIN versions v ON v.app = c.app AND v.pack = c.pack AND v.number = c.live
+            WHERE c.app = ? AND c.channel = ? ORDER BY c.pack
+            """, [.text(app), .text(channel.rawValue)])
+    }
+
+    /// The archives (SHA-256 hex) a channel's catalog names: each pack's live version and candidate.
+    static func channelArchives(
+        _ tx: inout any MetadataConnection, app: String, channel: Channel
+    ) throws -> [String] {
+        try tx.query(
+            """
+            SELECT DISTINCT v.archive_sha256 AS sha FROM channel_packs c
+            JOIN versions v ON v.app = c.app AND v.pack = c.pack AND (v.number = c.live OR v.number = c.candidate)
+            WHERE c.app = ? AND c.channel = ? AND v.format = 'pack' AND v.archive_sha256 IS NOT NULL ORDER BY sha
+            """, [.text(app), .text(channel.rawValue)]
+        ).compactMap { $0["sha"]?.string }
+    }
+
+    /// The version live on a channel (`app`, `pack`, and the live version as `number`), nil when
+    /// the pack is not on the channel.
+    static func liveVersion(
+        _ tx: inout any MetadataConnection, app: String, channel: String, pack: String
+    ) throws -> Database.Row? {
+        try tx.query(
+            "SELECT app, pack, live AS number FROM channel_packs WHERE app = ? AND channel = ? AND pack = ? AND live IS NOT NULL",
+            [.text(app), .text(channel), .text(pack)]
+        ).first
+    }
+
+    /// A channel whose live version or candidate is version `number` of the pack, nil when none.
+    static func channelUsing(
+        _ tx: inout any MetadataConnection, app: String, pack: String, number: Int
+    ) throws -> String? {
+        try tx.query(
+            "SELECT channel FROM channel_packs WHERE app = ? AND pack = ? AND (live = ? OR candidate = ?)",
+            [.text(app), .text(pack), .integer(Int64(number)), .integer(Int64(number))]
+        ).first?["channel"]?.string
+    }
+}

@@ -1,0 +1,165 @@
+import BacklotBasics
+import BacklotCatalog
+import BacklotStore
+import Foundation
+
+/// Changing what a channel serves after a release: rollbacks, the production rollout's share, withdrawals.
+extension Releases {
+    /// Rolls a pack back on a channel.
+    ///
+    /// With a version, that COMPLETE version goes live (any candidate is dropped), if it was live
+    /// on the channel before (or is live now): a rollback never publishes what no release did. Without one, a
+    /// candidate being rolled out is dropped and the live version stays; with no candidate, the
+    /// version that was live before the current one goes live again (the channel keeps a history).
+    /// The catalog version still grows.
+    /// - Returns: the version live now.
+    /// - Throws: `notFound` for an unknown app or pack; `conflict` when the pack is not on the
+    ///   channel, the version does not exist or is not COMPLETE, was never live on the channel, or
+    ///   nothing was live before (the pack exists: each is a state it is not in, not a missing pack).
+    @discardableResult
+    public func rollback(app: String, pack: String, channel: Channel, to version: Int? = nil) throws -> Int {
+        let live: Int = try db.transaction { tx in
+            try Apps.requirePack(&tx, app, pack)
+            if let version {
+                do {
+                    try Uploads.requireComplete(&tx, app, pack, version)
+                } catch let e as BacklotError where e.code == .notFound {
+                    throw BacklotError(
+                        .conflict, "no version \(version) of this pack to roll back to", context: "\(app)/\(pack)",
+                        hint: "name a version that was live on \(channel.rawValue) (backlot versions lists them)")
+                }
+                // Only back to what this channel served before: a version reaches a channel first
+                // through a release (and, on external and production, its approval).
+                let current = try tx.query(
+                    "SELECT live FROM channel_packs WHERE app = ? AND channel = ? AND pack = ?",
+                    [.text(app), .text(channel.rawValue), .text(pack)]
+                ).first?["live"]?.integer(as: Int.self)
+                // Internal takes any COMPLETE version at once (an uploader may release it there);
+                // external and production only one a reviewer approved there, or that was live there.
+                let approved = try !tx.query(
+                    """
+                    SELECT 1 AS one FROM release_requests WHERE app = ? AND channel = ? AND pack = ? AND version = ? AND status = 'approved'
+                    UNION ALL SELECT 1 AS one FROM live_history WHERE app = ? AND channel = ? AND pack = ? AND version = ?
+                    """,
+                    [
+                        .text(app), .text(channel.rawValue), .text(pack), .integer(Int64(version)),
+                        .text(app), .text(channel.rawValue), .text(pack), .integer(Int64(version)),
+                    ]
+                ).isEmpty
+                guard channel == .internal || approved || current == version else {
+                    throw BacklotError(
+                        .conflict,
+                        "version \(version) was never released on \(channel.rawValue), so it cannot be rolled back to",
+                        context: "\(app)/\(pack)",
+                        hint:
+                            "release it instead (backlot release --version \(version) --channel \(channel.rawValue)), which a reviewer approves"
+                    )
+                }
+                try apply(&tx, app: app, channel: channel, pack: pack, version: version, basisPoints: nil)
+                try AuditLog.record(
+                    &tx, "rollback", app: app, pack: pack, version: version,
+                    details: ["channel": channel.rawValue, "to": String(version)])
+                return version
+            }
+            guard
+                let row = try tx.query(
+                    "SELECT live, candidate FROM channel_packs WHERE app = ? AND channel = ? AND pack = ?",
+                    [.text(app), .text(channel.rawValue), .text(pack)]
+                ).first,
+                let live = row["live"]?.integer(as: Int.self)
+            else {
+                throw BacklotError(.conflict, "the pack is not on \(channel.rawValue)", context: "\(app)/\(pack)")
+            }
+            if row["candidate"]?.int != nil {
+                try tx.run(
+                    "UPDATE channel_packs SET candidate = NULL, rollout_bp = 0 WHERE app = ? AND channel = ? AND pack = ?",
+                    [.text(app), .text(channel.rawValue), .text(pack)])
+                try AuditLog.record(
+                    &tx, "rollback", app: app, pack: pack, version: live,
+                    details: ["channel": channel.rawValue, "to": String(live), "candidate": "dropped"])
+                return live
+            }
+            // The newest earlier live version that can still be served; entries passed over go.
+            let history = try tx.query(
+                """
+                SELECT h.id AS id, h.version AS version, v.state AS state FROM live_history h
+                LEFT JOIN versions v ON v.app = h.app AND v.pack = h.pack AND v.number = h.version AND v.deleted = 0
+                WHERE h.app = ? AND h.channel = ? AND h.pack = ? ORDER BY h.id DESC
+                """, [.text(app), .text(channel.rawValue), .text(pack)])
+            guard
+                let previous = history.first(where: {
+                    $0["state"]?.string == VersionState.complete.rawValue
+                        && $0["version"]?.integer(as: Int.self) != live
+                }),
+                let number = previous["version"]?.integer(as: Int.self), let entry = previous["id"]?.int
+            else {
+                throw BacklotError(
+                    .conflict, "no earlier version was live on \(channel.rawValue) to go back to",
+                    context: "\(app)/\(pack)",
+                    hint: "name the version to put live (--version N)")
+            }
+            try tx.run(
+                "DELETE FROM live_history WHERE app = ? AND channel = ? AND pack = ? AND id >= ?",
+                [.text(app), .text(channel.rawValue), .text(pack), .integer(entry)])
+            try apply(&tx, app: app, channel: channel, pack: pack, version: number, basisPoints: nil, remember: false)
+            try AuditLog.record(
+                &tx, "rollback", app: app, pack: pack, version: number,
+                details: ["channel": channel.rawValue, "from": String(live), "to": String(number)])
+            return number
+        }
+        try publication.publish(app: app, channel: channel)
+        return live
+    }
+
+    /// Changes the production candidate's rollout share: 100 makes it the live version; 0 halts
+    /// it (it stays the candidate, no device takes it, raise the share again to resume).
+    /// - Throws: `conflict` when there is no candidate; `invalidInput` outside 0…100.
+    public func setRollout(app: String, pack: String, percent: Double) throws {
+        guard percent.isFinite, percent >= 0, percent <= 100 else {
+            throw BacklotError(
+                .invalidInput, "the rollout percentage must be 0…100", context: "percent",
+                hint: "0 halts the rollout, 100 releases to every device")
+        }
+        let bp = Int((percent * 100).rounded())
+        try db.transaction { tx in
+            try Apps.requirePack(&tx, app, pack)
+            let rows = try tx.query(
+                "SELECT candidate FROM channel_packs WHERE app = ? AND channel = 'production' AND pack = ?",
+                [.text(app), .text(pack)])
+            guard let candidate = rows.first?["candidate"]?.integer(as: Int.self) else {
+                throw BacklotError(
+                    .conflict, "no staged rollout on production", context: "\(app)/\(pack)",
+                    hint: "start one: backlot release --channel production --rollout PERCENT")
+            }
+            if bp >= 10_000 {
+                try apply(&tx, app: app, channel: .production, pack: pack, version: candidate, basisPoints: nil)
+            } else {
+                try tx.run(
+                    "UPDATE channel_packs SET rollout_bp = ? WHERE app = ? AND channel = 'production' AND pack = ?",
+                    [.integer(Int64(bp)), .text(app), .text(pack)])
+            }
+            try AuditLog.record(
+                &tx, "rollout.set", app: app, pack: pack, version: candidate,
+                details: ["channel": "production", "percent": Self.percentText(percent)])
+        }
+        try publication.publish(app: app, channel: .production)
+    }
+
+    /// Removes a pack from a channel: clients then report it as obsolete.
+    /// - Throws: `notFound` for an unknown app or pack; `conflict` when the pack is not on the channel.
+    public func withdraw(app: String, pack: String, channel: Channel) throws {
+        try db.transaction { tx in
+            try Apps.requirePack(&tx, app, pack)
+            guard
+                try tx.run(
+                    "DELETE FROM channel_packs WHERE app = ? AND channel = ? AND pack = ?",
+                    [.text(app), .text(channel.rawValue), .text(pack)]) == 1
+            else {
+                // The pack exists (requirePack): it is in the wrong state for this, not missing.
+                throw BacklotError(.conflict, "the pack is not on \(channel.rawValue)", context: "\(app)/\(pack)")
+            }
+            try AuditLog.record(&tx, "withdraw", app: app, pack: pack, details: ["channel": channel.rawValue])
+        }
+        try publication.publish(app: app, channel: channel)
+    }
+}

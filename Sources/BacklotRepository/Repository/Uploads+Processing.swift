@@ -1,0 +1,251 @@
+import BacklotBasics
+import BacklotCrypto
+import BacklotFormat
+import BacklotStore
+import Foundation
+
+/// Processing: an uploaded archive verified fully, stored by SHA-256, its deltas made, the version
+/// COMPLETE or FAILED; fair between apps, leased to one server, taken over when a server died.
+extension Uploads {
+    /// Waits until queued processing is done (for tests and the CLI's synchronous paths).
+    public func waitForProcessing() { scheduler.waitUntilIdle() }
+
+    /// Stops processing for good, before the server exits: queued versions are left queued in the
+    /// database, a running one stops at its next chunk and is left `PROCESSING` without an owner,
+    /// so that the next start, or another server sharing the database, takes each up again.
+    /// Returns when no processing runs.
+    public func stopProcessing() { scheduler.stop() }
+
+    /// Observes processing outcomes (for metrics).
+    public func onProcessed(_ observer: @escaping @Sendable (String) -> Void) {
+        processingObserver.withLock { $0 = observer }
+    }
+
+    /// Observes each processing's outcome (`complete`, `failed`, `cancelled`) and the seconds it took.
+    public func onProcessingTime(_ observer: @escaping @Sendable (String, Double) -> Void) {
+        processingTimeObserver.withLock { $0 = observer }
+    }
+
+    /// A duration in seconds.
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    /// Schedules the processing of every uploaded version that nobody processes: no lease, or a
+    /// lease that ran out (its server died). Each job claims its version first, so a version is
+    /// processed by one server however many look at once.
+    /// - Returns: how many versions were scheduled.
+    @discardableResult
+    public func takeOverAbandonedProcessing() throws -> Int {
+        let rows = try db.read {
+            try $0.query(
+                """
+                SELECT id, app FROM versions WHERE state = 'PROCESSING' AND deleted = 0 AND (lease_owner IS NULL OR lease_until < ?) ORDER BY id
+                """, [.integer(Repository.nowMilliseconds())])
+        }
+        var scheduled = 0
+        for row in rows {
+            guard let id = row["id"]?.int, let app = row["app"]?.string else { continue }
+            scheduleProcessing(versionID: id, app: app)
+            scheduled += 1
+        }
+        return scheduled
+    }
+
+    /// Queues a version's processing behind its app's other uploads; apps take turns. The job
+    /// first claims the version's lease: when another server holds it, this one leaves it alone;
+    /// while processing, the lease is renewed, and a lease lost (this server was too slow to
+    /// renew it and another took over) stops the processing without touching the version, as
+    /// ``stopProcessing()`` does.
+    func scheduleProcessing(versionID: Int64, app: String) {
+        scheduler.schedule(versionID: versionID, app: app) { [self] flag in
+            let started = ContinuousClock.now
+            guard (try? claimVersion(versionID, state: .processing)) == true else { return }
+            let renewal = RepeatingTimer(label: "backlot.processing-lease", every: max(0.2, leaseDuration / 3)) {
+                [self] in
+                if (try? renewVersionLease(versionID)) == false { flag.set() }
+            }
+            defer {
+                renewal.cancelAndWait()  // no renewal after the release, nor while the process exits
+                releaseVersionLease(versionID, state: nil)
+            }
+            let outcome: String
+            do {
+                try process(versionID: versionID, isCancelled: { flag.isSet })
+                outcome = "complete"
+            } catch let error as BacklotError where error.code == .cancelled && scheduler.isStopping {
+                outcome = "interrupted"
+                log(
+                    "processing of \(app) version row \(versionID) stopped with the server: the next start (or another server) takes it up again"
+                )
+            } catch {
+                let cancelled = (error as? BacklotError)?.code == .cancelled
+                let reason = Self.clientReason(for: error)
+                let row = try? db.transaction { tx -> Database.Row? in
+                    guard
+                        try tx.run(
+                            "UPDATE versions SET state = 'FAILED', reason = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
+                            [.text(reason), .integer(versionID), .text(instanceID)]) == 1
+                    else { return nil }
+                    try auditVersion(
+                        &tx, "version.failed", versionID: versionID, details: ["error": reason], system: true)
+                    return try tx.query("SELECT * FROM versions WHERE id = ?", [.integer(versionID)]).first
+                }
+                if let row = row ?? nil { try? archives.removeUpload(uploadRecord(row)) }
+                outcome = cancelled ? "cancelled" : "failed"
+                // The full error, with any server path, goes to the server's log only.
+                log("processing of \(app) version row \(versionID) \(outcome): \(error)")
+            }
+            processingTimeObserver.withLock { $0 }?(outcome, Self.seconds(started.duration(to: .now)))
+            let observer = processingObserver.withLock { $0 }
+            observer?(outcome)
+        }
+    }
+
+    /// What API clients are shown of a processing failure: what is wrong with the archive (named
+    /// "the archive", never by a server path), or that the server failed (its log has the details).
+    static func clientReason(for error: any Error) -> String {
+        guard let e = error as? BacklotError, e.code == .corruptArchive || e.code == .cancelled || e.code.isInvalidInput
+        else {
+            return "the server could not process the archive (an internal error; the server's log has the details)"
+        }
+        var text = e.context.map { "\($0): \(e.message)" } ?? e.message
+        if let hint = e.hint { text += " (\(hint))" }
+        return withoutPaths(text)
+    }
+
+    /// Replaces every absolute path (a word starting with "/") with "[path]"; paths inside a pack are relative.
+    static func withoutPaths(_ text: String) -> String {
+        var out = ""
+        var inPath = false
+        var previous: Character = " "
+        for c in text {
+            if inPath {
+                if c == " " || c == "\"" || c == "'" || c == "," || c == ")" || c == ":" || c == "\n" {
+                    inPath = false
+                    out.append(c)
+                }
+            } else if c == "/"
+                && (previous == " " || previous == "(" || previous == "\"" || previous == "'" || previous == "\n")
+            {
+                inPath = true
+                out += "[path]"
+            } else {
+                out.append(c)
+            }
+            previous = c
+        }
+        return out
+    }
+
+    /// Verifies the archive fully (read back from the archive store: a bucket's object by
+    /// ranges), checks its pack ID, records sizes and stores it as a blob.
+    func process(versionID: Int64, isCancelled: @escaping () -> Bool = { false }) throws {
+        let rows = try db.read { try $0.query("SELECT * FROM versions WHERE id = ?", [.integer(versionID)]) }
+        guard let row = rows.first, let pack = row["pack"]?.string,
+            row["state"]?.string == VersionState.processing.rawValue
+        else { return }
+        guard row["deleted"]?.int == 0 else {
+            throw BacklotError(.cancelled, "processing was cancelled: the version was deleted")
+        }
+        let declared = row["declared_size"]?.integer(as: UInt64.self) ?? 0
+        let upload = uploadRecord(row)
+        // The upload, or — when a crash came between storing it as a blob and recording that — the blob.
+        var stored = false
+        var reader = try archives.readUpload(upload)
+        if reader == nil, let sha = row["archive_sha256"]?.string {
+            reader = try archives.readBlob(sha)
+            stored = reader != nil
+        }
+        guard let reader else { throw BacklotError(.invalidInput, "the uploaded archive is missing") }
+        defer { reader.close() }
+        guard reader.size == declared else {
+            throw BacklotError(.invalidInput, "the archive has \(reader.size) bytes, not the \(declared) declared")
+        }
+        let sha = try reader.sha256()
+        if let declaredSHA = row["declared_sha256"]?.string, declaredSHA != sha.hex {
+            throw BacklotError(
+                .invalidInput, "the archive's SHA-256 is \(sha.hex), not the \(declaredSHA) declared",
+                hint: "upload the archive whose digest was declared, as a new version")
+        }
+        if row["format"]?.string == ArchiveFormat.appleArchive.rawValue {
+            try processAppleArchive(
+                versionID: versionID, upload: upload, reader: reader, stored: stored,
+                manifest: row["manifest"]?.string ?? "", sha: sha)
+            return
+        }
+        let checked = try UploadedPackCheck.run(
+            reader: reader, maximumInstallSize: maximumInstallSize, isCancelled: isCancelled)
+        log(
+            "processed \(row["app"]?.string ?? "")/\(pack) version \(row["number"]?.int ?? 0): \(checked.index.chunks.count) distinct chunks, "
+                + "\(checked.decompressions) decompressions, \(checked.hashedFileBytes) file bytes hashed, install size \(checked.installSize)"
+        )
+        guard checked.index.metadata.assetPackID.rawValue == pack else {
+            throw BacklotError(
+                .invalidInput, "the archive is the pack \(checked.index.metadata.assetPackID), not \(pack)",
+                hint: "upload it to the pack named in its manifest")
+        }
+        TestStopPoint.reach("processing.beforeStore")
+        if !stored { try storeBlob(versionID: versionID, upload: upload, sha: sha) }
+        let metadata = checked.index.metadata.json.serialized()
+        let installSize = try CheckedInteger.convert(
+            checked.installSize, to: Int64.self, "the install size", context: UploadedPackCheck.source)
+        let indexLength = try CheckedInteger.convert(
+            checked.header.indexLength, to: Int64.self, "the index length", context: UploadedPackCheck.source)
+        let indexOffset = try CheckedInteger.convert(
+            checked.header.indexOffset, to: Int64.self, "the index offset", context: UploadedPackCheck.source)
+        // Deltas from earlier versions are published before the version can be released (Publication+Deltas.swift).
+        publication.buildDeltas(
+            app: row["app"]?.string ?? "", pack: pack, number: row["number"]?.int ?? 0, archive: sha.hex)
+        try db.transaction { tx in
+            let changed = try tx.run(
+                """
+                UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, index_offset = ?, index_length = ?, index_sha256 = ?,
+                install_size = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?
+                """,
+                [
+                    .text(sha.hex), .integer(indexOffset), .integer(indexLength),
+                    .text(checked.header.indexDigest.hex), .integer(installSize), .text(metadata), .integer(versionID),
+                    .text(instanceID),
+                ])
+            if changed == 1 {
+                try auditVersion(
+                    &tx, "version.processed", versionID: versionID, details: ["sha256": sha.hex], system: true)
+            }
+        }
+    }
+
+    /// An `.aar` is stored as is: its header is checked (it cannot be decompressed here: LZFSE has
+    /// no Debian library), its size must be the declared one, and its manifest was checked at creation.
+    func processAppleArchive(
+        versionID: Int64, upload: UploadRecord, reader: any ArchiveReader, stored: Bool, manifest: String,
+        sha: SHA256Digest
+    ) throws {
+        let head = try reader.read(count: Int(min(UInt64(AppleArchiveHeader.prefixLength), reader.size)), at: 0)
+        _ = try AppleArchiveHeader.check(head, fileSize: reader.size, source: "the uploaded archive")
+        if !stored { try storeBlob(versionID: versionID, upload: upload, sha: sha) }
+        try db.transaction { tx in
+            let changed = try tx.run(
+                "UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
+                [.text(sha.hex), .text(manifest), .integer(versionID), .text(instanceID)])
+            if changed == 1 {
+                try auditVersion(
+                    &tx, "version.processed", versionID: versionID, details: ["sha256": sha.hex], system: true)
+            }
+        }
+    }
+
+    /// Stores a verified upload as the blob `sha`, recording the SHA-256 first, so that a crash in
+    /// between leaves a version that processing can finish from the blob. Runs under the blob
+    /// lock, like garbage collection (which also lists blobs before it reads which are live), so a
+    /// new blob is never collected.
+    func storeBlob(versionID: Int64, upload: UploadRecord, sha: SHA256Digest) throws {
+        try blobLock.withLock { _ in
+            try db.transaction { tx in
+                try tx.run(
+                    "UPDATE versions SET archive_sha256 = ? WHERE id = ?", [.text(sha.hex), .integer(versionID)])
+            }
+            try archives.storeBlob(from: upload, sha: sha)
+        }
+    }
+}

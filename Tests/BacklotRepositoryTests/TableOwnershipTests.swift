@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+
+/// Each table of the metadata database has one owner among the repository's services, and only
+/// the owner's files (`Service.swift`, `Service+Concern.swift`) hold SQL on it: another service
+/// goes through the owner's API. A read that joins another service's table lives with the
+/// service that owns the statement's first table; those joins are listed here, so a new one is
+/// a decision, not an accident.
+@Suite struct TableOwnershipTests {
+    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Sources/BacklotRepository/Repository").path
+
+    /// Table → the service that owns it (the prefix of its files' names).
+    static let owners: [String: String] = [
+        "apps": "Apps", "packs": "Apps", "versions": "Uploads", "channel_packs": "Releases",
+        "live_history": "Releases", "release_requests": "Releases", "catalogs": "Publication",
+        "tokens": "Tokens", "audit": "AuditLog", "downloads": "DownloadCounts", "leases": "Leases",
+        "storage_record": "Repository",
+    ]
+
+    /// Reads of another service's table, by file: each a join (or union) from the file's own table.
+    static let joins: Set<String> = [
+        "Apps.swift versions",  // packList: each pack's version count
+        "Releases+Channels.swift versions",  // channelState, catalogRows, channelArchives: the live version's row
+        "Releases+Rollouts.swift versions",  // rollback: the earlier live versions still COMPLETE
+        "Publication.swift channel_packs",  // publishedChannels: channels with a release but no catalog yet
+    ]
+
+    /// The service a file belongs to: its name up to `+` or `.swift` (`Upload.swift` is the uploads').
+    static func service(of file: String) -> String {
+        let base = String(file.prefix { $0 != "+" && $0 != "." })
+        return base == "Upload" ? "Uploads" : base
+    }
+
+    @Test func onlyATablesOwnerWritesItAndReadsOfAnothersAreTheListedJoins() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.folder).filter {
+            $0.hasSuffix(".swift") && $0 != "Repository+Schema.swift"
+        }
+        #expect(files.count > 10, "no sources in \(Self.folder)")
+        var foreignReads: Set<String> = []
+        for file in files {
+            let text = try String(contentsOfFile: Self.folder + "/" + file, encoding: .utf8)
+            let service = Self.service(of: file)
+            for match in text.matches(of: /(INSERT INTO|UPDATE|DELETE FROM|FROM|JOIN) ([a-z_]+)/) {
+                let verb = String(match.output.1)
+                let table = String(match.output.2)
+                let owner = try #require(Self.owners[table], "\(file) names the table \(table), which has no owner")
+                guard owner != service else { continue }
+                #expect(verb == "FROM" || verb == "JOIN", "\(file) writes \(table) (\(verb)), which \(owner) owns")
+                foreignReads.insert("\(file) \(table)")
+            }
+        }
+        #expect(foreignReads == Self.joins)
+    }
+}
