@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import BacklotClient
 import BacklotContainer
 import BacklotExtension
@@ -164,11 +165,36 @@ extension Agent {
         }
         try waitForNetwork(metered: !configuration.prefetchRequiresUnmetered)
         let before = Set(try ClientContainer(path: containerPath).installed().map(\.id))
-        try await manager.reconcilePreferredLanguages()
+        do {
+            // Each pack as the agent fetches a prefetch pack: the allowance and hosts before the
+            // first launch, unmetered if so configured, stopped with the agent or the network.
+            try await manager.reconcilePreferredLanguages { pack in
+                if let refusal = try self.refusalBeforeFirstLaunch(pack, essential: false) {
+                    throw BacklotError(.invalidInput, refusal, context: pack.id)
+                }
+                try await self.fetch(pack, unmeteredOnly: self.configuration.prefetchRequiresUnmetered)
+            }
+        } catch let e as AssetPackManager.LocalAvailabilityError {
+            // Waiting for the network or a stop, or an error that may pass: the event stays queued.
+            if let passing = e.failures.values.first(where: Self.mayPass) {
+                throw Deferral(reason: "the language change waits: \(passing)")
+            }
+            for (pack, failure) in e.failures.sorted(by: { $0.key.id < $1.key.id }) {
+                report.refused.append("\(pack.id): \(failure)")
+            }
+        }
         let after = Set(try ClientContainer(path: containerPath).installed().map(\.id))
         report.packs = after.subtracting(before).sorted()
         let removed = before.subtracting(after).sorted()
         if !removed.isEmpty { log("languageChange: removed the localized packs \(removed.joined(separator: ", "))") }
+    }
+
+    /// Whether an error of a pack's download may pass by itself (the event is tried again): a
+    /// deferral (network, stop), a cancellation, an I/O error.
+    static func mayPass(_ error: any Error) -> Bool {
+        if error is Deferral || error is CancellationError { return true }
+        if let e = error as? BacklotError { return e.code == .io || e.code == .cancelled }
+        return false
     }
 
     /// The extension's `downloads(for:)`, once per event, with scheduling blocked while it runs.
@@ -248,12 +274,16 @@ extension Agent {
         guard var catalog = try container.lastVerifiedCatalog() else {
             throw BacklotError(.untrusted, "no verified catalog to give the extension", context: containerPath)
         }
-        let base = manager.configuration.catalogURL
-        func absolute(_ url: String) -> String { URL(string: url, relativeTo: base)?.absoluteString ?? url }
+        // Checked as an install checks them: a URL that leaves the published tree stays as the
+        // catalog wrote it (relative), which the extension's AssetPackManifest gives no download.
+        let manager = self.manager
+        func absolute(_ release: Catalog.Release) -> String {
+            (try? manager.archiveURL(of: release).absoluteString) ?? release.archiveURL
+        }
         catalog.packs = catalog.packs.map { entry in
             var entry = entry
-            entry.release.archiveURL = absolute(entry.release.archiveURL)
-            if let candidate = entry.candidate { entry.candidate?.archiveURL = absolute(candidate.archiveURL) }
+            entry.release.archiveURL = absolute(entry.release)
+            if let candidate = entry.candidate { entry.candidate?.archiveURL = absolute(candidate) }
             return entry
         }
         let folder = ContainerLayout(root: containerPath).extensionCallsFolder

@@ -11,7 +11,9 @@ extension Agent {
     /// wrong value now keeps what the agent had, and says so once.
     func currentPreferredLanguages() -> [String]? {
         do {
-            return try AgentConfiguration.preferredLanguages(atPath: configuration.sourcePath)
+            let languages = try AgentConfiguration.preferredLanguages(atPath: configuration.sourcePath)
+            lastLanguageWarning.withLock { $0 = nil }  // a later complaint is said again
+            return languages
         } catch {
             let message = "languages: \(error); keeping the preferred languages the agent had"
             let isNew = lastLanguageWarning.withLock { last in

@@ -117,7 +117,8 @@ public final class Agent: Sendable {
             ExtensionRunner(
                 executable: $0, containerPath: path, store: store, timeLimit: configuration.extensionTimeLimit,
                 dailyBudget: configuration.extensionDailyBudget, log: log, isStopping: { stopFlag.isSet },
-                preferredLanguages: { manager.preferredLanguages })
+                preferredLanguages: { manager.preferredLanguages },
+                resolvedLanguage: { manager.resolvedLanguage?.maximalIdentifier })
         }
         extensionRunner = runner
         launcher = configuration.appExecutable.map { executable in
@@ -212,6 +213,9 @@ public final class Agent: Sendable {
         }
         launcher?.stopAll(scheduler: scheduler)
         handoffs.wait()  // the stop flag ends extension calls at once; their outcomes go to the app
+        // No URL transfer may outlive the loop: the process exits next, and its exit handlers free
+        // what libcurl and OpenSSL use (a transfer still running then crashed the agent at exit).
+        if !downloads.stop() { log("agent: a URL download's handler did not return; stopping without it") }
         log("agent: stopped")
     }
 

@@ -222,17 +222,32 @@ public struct AgentConfiguration: Sendable {
     /// - Throws: ``BacklotError`` (`invalidInput`) naming the key when it is not an array of language tags.
     static func preferredLanguages(in settings: [String: PlistValue], source: String) throws -> [String]? {
         guard let value = settings["BacklotPreferredLanguages"] else { return nil }
-        guard let list = value.array?.compactMap(\.string), list.count == value.array?.count, list.count <= 64,
-            list.allSatisfy({
-                !$0.isEmpty && $0.utf8.count <= 64
-                    && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
-            })
-        else {
-            throw ConfigurationKey.error(
-                "BacklotPreferredLanguages", source: source,
-                "must be an array of at most 64 BCP-47 language tags, most preferred first (\"fr-CA\", \"en\")")
+        let rule = "an array of at most 64 BCP-47 language tags, most preferred first (\"fr-CA\", \"en\")"
+        guard let elements = value.array, elements.count <= 64 else {
+            throw ConfigurationKey.error("BacklotPreferredLanguages", source: source, "must be \(rule)")
         }
-        return list
+        return try elements.enumerated().map { index, element in
+            guard let tag = element.string, isLanguageTag(tag) else {
+                throw ConfigurationKey.error(
+                    "BacklotPreferredLanguages", source: source,
+                    "element \(index) (\(element.string.map { "\"\($0.prefix(64))\"" } ?? "not a string")) is not a language tag: it must be \(rule)"
+                )
+            }
+            return tag
+        }
+    }
+
+    /// A BCP-47 tag as a configuration writes it: a primary subtag of 2 to 8 ASCII letters, then
+    /// subtags of 1 to 8 ASCII letters or digits, separated by `-` (or `_`, as `LANG` writes them).
+    static func isLanguageTag(_ tag: String) -> Bool {
+        let parts = tag.split(separator: "-", omittingEmptySubsequences: false).flatMap {
+            $0.split(separator: "_", omittingEmptySubsequences: false)
+        }
+        guard let first = parts.first, (2...8).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isLetter })
+        else { return false }
+        return parts.dropFirst().allSatisfy { p in
+            (1...8).contains(p.count) && p.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+        }
     }
 
     /// Whether `host` names this machine (127.0.0.0/8, ::1, localhost).

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotClient
 import BacklotContainer
 import BacklotExtension
 import BacklotJSON
@@ -33,6 +34,9 @@ struct ExtensionRunner: Sendable {
     /// The device's preferred languages, given to the extension as `LANGUAGE` (what
     /// ``PreferredLanguages/current(environment:)`` reads), so that it resolves the languages the agent does.
     var preferredLanguages: @Sendable () -> [String] = { [] }
+    /// The language the agent resolved for localized packs, given as `BACKLOT_RESOLVED_LANGUAGE`
+    /// (what ``AssetPackManifest/init(contentsOf:appGroupID:)`` takes first).
+    var resolvedLanguage: @Sendable () -> String? = { nil }
     /// One call at a time (shared by the copies of this runner), so that calls never overlap and
     /// the daily budget is counted exactly.
     let gate = ExtensionGate()
@@ -84,6 +88,7 @@ struct ExtensionRunner: Sendable {
         env["BACKLOT_CONTAINER"] = containerPath
         let languages = preferredLanguages()
         if !languages.isEmpty { env["LANGUAGE"] = languages.joined(separator: ":") }
+        env[BacklotClient.AssetPackManifest.resolvedLanguageEnvironmentKey] = resolvedLanguage()
         let child: ChildProcess
         do {
             child = try Supervisor.start(

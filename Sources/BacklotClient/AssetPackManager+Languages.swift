@@ -43,6 +43,18 @@ extension AssetPackManager {
     ///   available (the others are, and packs of other languages are removed only when none failed),
     ///   or a trust or network error.
     public func reconcilePreferredLanguages() async throws {
+        try await reconcilePreferredLanguages { pack in
+            try await self.ensureLocalAvailability(of: pack, requireLatestVersion: false)
+        }
+    }
+
+    /// ``reconcilePreferredLanguages()``, making each pack of the language available with `ensure`
+    /// (the background agent's, which applies its own download rules) instead of
+    /// ``ensureLocalAvailability(of:requireLatestVersion:)``.
+    /// - Throws: ``LocalAvailabilityError`` naming what `ensure` threw for each pack that failed.
+    public func reconcilePreferredLanguages(
+        makingAvailableWith ensure: @escaping @Sendable (AssetPack) async throws -> Void
+    ) async throws {
         let offered = try await offered()
         let localized = offered.values.map(\.0).filter { $0.languageIdentifier != nil }
         let resolved = resolvedLanguageIdentifier(available: localized.compactMap(\.languageIdentifier))
@@ -50,7 +62,7 @@ extension AssetPackManager {
             $0.languageIdentifier == resolved && !assetPackIsAvailableLocally(withID: $0.id)
         }
         try await ensureEach(wanted) { pack in
-            try await self.ensureLocalAvailability(of: pack, requireLatestVersion: false)
+            try await ensure(pack)
             try self.recordLanguagePack(pack.id, downloaded: true)  // at once: a later failure forgets nothing
         }
         let mine = ClientContainer.decodeIDs(try container.meta(.languagePacks))
@@ -97,12 +109,13 @@ extension AssetPackManager {
     }
 
     /// Where `path` is among the installed packs localized for `language`: those of the installed
-    /// language that best matches it (``PreferredLanguages/best(among:preferred:)``: `de` serves `de-AT`).
+    /// language that is it, or best matches it (``PreferredLanguages/match(_:among:)``: `de` serves `de-AT`).
     nonisolated func resolveLocalized(_ path: String, _ language: Locale.Language) throws -> String {
         let installed = try container.installed().map { ($0, Self.languageIdentifier(ofMetadata: $0.metadata)) }
         let languages = Set(installed.compactMap(\.1))
-        guard let chosen = PreferredLanguages.best(among: Array(languages), preferred: [language.minimalIdentifier])
-        else { throw ManagedBackgroundAssetsError.fileNotFound(at: path) }
+        guard let chosen = PreferredLanguages.match(Self.identifier(language), among: Array(languages)) else {
+            throw ManagedBackgroundAssetsError.fileNotFound(at: path)
+        }
         return try resolve(path, among: installed.filter { $0.1 == chosen }.map(\.0))
     }
 
@@ -125,7 +138,7 @@ extension AssetPackManager {
     /// The app's choice, else the best of `available` for the device's preferred languages.
     nonisolated func resolvedLanguageIdentifier(available: [String]) -> String? {
         if let chosen = try? container.meta(.resolvedLanguage), !chosen.isEmpty {
-            return Self.spelling(of: chosen, in: available) ?? chosen
+            return PreferredLanguages.match(chosen, among: available) ?? chosen
         }
         return PreferredLanguages.best(among: available, preferred: preferredLanguages)
     }
@@ -146,10 +159,5 @@ extension AssetPackManager {
     /// A language as stored: its maximal BCP-47 identifier (`fr` is `fr-Latn-FR`), so that every
     /// spelling of one language compares equal.
     static func identifier(_ language: Locale.Language) -> String { language.maximalIdentifier }
-
-    /// Of `available` (as the manifests spell them), the one that is `chosen` (a maximal identifier).
-    static func spelling(of chosen: String, in available: [String]) -> String? {
-        available.sorted().first { Locale.Language(identifier: $0).maximalIdentifier == chosen }
-    }
 
 }

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCatalog
 import Foundation
 
 /// The manifest of the catalog and what the device holds of each pack (Apple's iOS 26.4 and 27
@@ -16,10 +17,18 @@ extension AssetPackManager {
         get async throws {
             let offered = try await offered()
             let languages = Array(Set(offered.values.compactMap(\.0.languageIdentifier)))
+            let resolved = resolvedLanguageIdentifier(available: languages)
             return AssetPackManifest(
-                packs: Array(offered.values), catalogURL: configuration.catalogURL,
-                resolvedLanguage: resolvedLanguageIdentifier(available: languages))
+                packs: Array(offered.values), archiveURL: { try? self.archiveURL(of: $0) },
+                resolvedLanguage: resolved.flatMap { PreferredLanguages.match($0, among: languages) })
         }
+    }
+
+    /// Where a release's archive is: its URL resolved against the catalog's and checked as an
+    /// install checks it (same scheme, host and port; inside the published tree's packs folder).
+    /// - Throws: ``BacklotError`` (`untrusted`) for a URL that leaves the tree.
+    public nonisolated func archiveURL(of release: Catalog.Release) throws -> URL {
+        try catalogClient.archiveURL(release)
     }
 
     /// The same, given to a handler on another thread (the form of Apple's Objective-C
@@ -33,13 +42,19 @@ extension AssetPackManager {
     }
 
     /// How the installed release of a pack stands against `assetPack` (Apple's iOS 26.4
-    /// `status(relativeTo:)`): `.upToDate` when it is that release, `.outOfDate` and
-    /// `.updateAvailable` when it is another, `.downloadAvailable` when none is installed; with
+    /// `status(relativeTo:)`): `.upToDate` when it is that release, `.outOfDate` when it is another
+    /// (and `.updateAvailable` too when `assetPack`'s version is the higher), `.downloadAvailable`
+    /// when none is installed; with
     /// `.downloaded` and `.downloading` as ``localStatus(ofAssetPackWithID:)`` says. No network.
     public func status(relativeTo assetPack: AssetPack) async throws -> AssetPack.Status {
         var status = localStatus(ofAssetPackWithID: assetPack.id)
         if let installed = try container.installed(assetPack.id) {
-            status.formUnion(installed.digest == assetPack.digest ? .upToDate : [.outOfDate, .updateAvailable])
+            if installed.digest == assetPack.digest {
+                status.insert(.upToDate)
+            } else {
+                status.insert(.outOfDate)
+                if assetPack.version > installed.version { status.insert(.updateAvailable) }
+            }
         } else {
             status.insert(.downloadAvailable)
         }

@@ -35,28 +35,37 @@ public struct AssetPackManifest: Sendable, Hashable {
     /// (``AssetPackManager/resolvedLanguage``), else the best match of the device's preferred
     /// languages (``PreferredLanguages``) among ``availableLanguages``; nil when none matches.
     public let resolvedLanguage: Locale.Language?
-    /// The packs' archives by ID, resolved to absolute URLs.
+    /// The packs' archives by ID, at absolute URLs the catalog's checks allowed.
     let archives: [String: Archive]
+    /// ``resolvedLanguage`` as the catalog spells it.
+    let resolvedIdentifier: String?
 
-    init(packs: [(AssetPack, Catalog.Release)], catalogURL: URL?, resolvedLanguage: String?) {
+    /// - Parameters:
+    ///   - archiveURL: where a release's archive is, or nil when it may not be downloaded.
+    ///   - resolvedLanguage: the resolved language, as the catalog spells it.
+    init(
+        packs: [(AssetPack, Catalog.Release)], archiveURL: (Catalog.Release) -> URL?, resolvedLanguage: String?
+    ) {
         assetPacks = Set(packs.map(\.0))
         primaryLanguage = nil
         let languages = Set(packs.compactMap(\.0.languageIdentifier)).sorted()
         availableLanguages = languages.map(Locale.Language.init(identifier:))
+        resolvedIdentifier = resolvedLanguage
         self.resolvedLanguage = resolvedLanguage.map(Locale.Language.init(identifier:))
         var archives: [String: Archive] = [:]
         for (pack, release) in packs {
-            if let url = URL(string: release.archiveURL, relativeTo: catalogURL)?.absoluteURL, url.scheme != nil {
-                archives[pack.id] = Archive(url: url, size: release.archiveSize)
-            }
+            if let url = archiveURL(release) { archives[pack.id] = Archive(url: url, size: release.archiveSize) }
         }
         self.archives = archives
     }
 
     /// Reads a manifest file: the catalog copy the agent hands a downloader extension
-    /// (`downloads(for:manifestURL:extensionInfo:)`), whose archive URLs the agent made absolute.
-    /// Each pack is its live release (which device is in a staged rollout's share only the
-    /// app's ``AssetPackManager/manifest`` knows), for this platform (Linux).
+    /// (`downloads(for:manifestURL:extensionInfo:)`), whose archive URLs the agent checked and made
+    /// absolute (an archive whose URL is not an absolute http(s) URL gets no download). Each pack is
+    /// its live release (which device is in a staged rollout's share only the app's
+    /// ``AssetPackManager/manifest`` knows), for this platform (Linux). ``resolvedLanguage`` is the
+    /// agent's (`BACKLOT_RESOLVED_LANGUAGE`, which it gives the extension), else the best match of
+    /// the preferred languages of the environment.
     ///
     /// ```swift
     /// let manifest = try AssetPackManifest(contentsOf: manifestURL, appGroupID: "group.com.example.game")
@@ -85,10 +94,24 @@ public struct AssetPackManifest: Sendable, Hashable {
             guard entry.release.platforms.contains(.linux) else { return nil }
             return (AssetPackManager.pack(entry.id.rawValue, entry.release), entry.release)
         }
-        let available = Set(packs.compactMap(\.0.languageIdentifier))
-        self.init(
-            packs: packs, catalogURL: nil,
-            resolvedLanguage: PreferredLanguages.best(among: Array(available), preferred: PreferredLanguages.current()))
+        let available = Array(Set(packs.compactMap(\.0.languageIdentifier)))
+        let environment = ProcessInfo.processInfo.environment
+        let resolved =
+            environment[Self.resolvedLanguageEnvironmentKey].flatMap { PreferredLanguages.match($0, among: available) }
+            ?? PreferredLanguages.best(
+                among: available, preferred: PreferredLanguages.current(environment: environment))
+        self.init(packs: packs, archiveURL: Self.absoluteHTTPURL, resolvedLanguage: resolved)
+    }
+
+    /// The variable in which the agent gives a downloader extension the language it resolved.
+    public static let resolvedLanguageEnvironmentKey = "BACKLOT_RESOLVED_LANGUAGE"
+
+    /// A release's archive URL when it is an absolute http(s) URL with a host (what the agent writes).
+    static func absoluteHTTPURL(_ release: Catalog.Release) -> URL? {
+        guard let url = URL(string: release.archiveURL), url.scheme == "https" || url.scheme == "http",
+            url.host?.isEmpty == false
+        else { return nil }
+        return url
     }
 
     /// The pack with this ID, or nil when the catalog does not offer it.
@@ -96,18 +119,18 @@ public struct AssetPackManifest: Sendable, Hashable {
         assetPacks.first { $0.id == id }
     }
 
-    /// The localized packs of ``resolvedLanguage`` (empty when it is nil).
+    /// The localized packs of ``resolvedLanguage`` (empty when it is nil): the packs that
+    /// ``AssetPackManager/reconcilePreferredLanguages()`` makes available.
     public var localizedAssetPacks: Set<AssetPack> {
-        guard let resolvedLanguage else { return [] }
-        return localizedAssetPacks(for: resolvedLanguage)
+        guard let resolvedIdentifier else { return [] }
+        return assetPacks.filter { $0.languageIdentifier == resolvedIdentifier }
     }
 
-    /// The localized packs of the catalog's language that best matches `language`
-    /// (``PreferredLanguages/best(among:preferred:)``: the packs of `de` for `de-AT`); empty when none does.
+    /// The localized packs of the catalog's language that is `language`, or best matches it
+    /// (``PreferredLanguages/match(_:among:)``: the packs of `de` for `de-AT`); empty when none does.
     public func localizedAssetPacks(for language: Locale.Language) -> Set<AssetPack> {
-        let available = Set(assetPacks.compactMap(\.languageIdentifier))
-        guard let chosen = PreferredLanguages.best(among: Array(available), preferred: [language.minimalIdentifier])
-        else { return [] }
+        let available = Array(Set(assetPacks.compactMap(\.languageIdentifier)))
+        guard let chosen = PreferredLanguages.match(language.maximalIdentifier, among: available) else { return [] }
         return assetPacks.filter { $0.languageIdentifier == chosen }
     }
 

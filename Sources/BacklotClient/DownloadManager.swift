@@ -158,6 +158,8 @@ public final class DownloadManager: Sendable {
     /// The recorded outcome the handler is being given, and on which thread.
     let handover = Mutex<CurrentHandover?>(nil)
     private let resumePending = Atomic<Bool>(false)
+    /// ``stop()`` was called: transfers end at once and stay scheduled, and nothing new starts.
+    private let stopping = Atomic<Bool>(false)
     private let agentWatch = Mutex<RepeatingTimer?>(nil)
     private let launchSeen = Atomic<Bool>(false)
     /// Who answers HTTP authentication challenges (``setChallengeResponder(_:)``).
@@ -483,9 +485,11 @@ public final class DownloadManager: Sendable {
     func runScheduled() {
         resumePending.store(false, ordering: .relaxed)
         var skip = pausedUntilLater()  // run by another process (the app, or the agent), or paused
-        while let next = (try? fetchCurrentDownloads())?.first(where: { d in
-            !skip.contains(d.identifier) && running.withLock { !$0.contains(d.identifier) }
-        }) {
+        while !stopping.load(ordering: .acquiring),
+            let next = (try? fetchCurrentDownloads())?.first(where: { d in
+                !skip.contains(d.identifier) && running.withLock { !$0.contains(d.identifier) }
+            })
+        {
             if run(next) != .done { skip.insert(next.identifier) }
         }
     }
@@ -652,6 +656,12 @@ public final class DownloadManager: Sendable {
             {
                 // The app promoted it to the foreground: it goes on there, from what arrived.
                 return .elsewhere
+            } else if let e = error as? BacklotError, e.code == .cancelled, stopping.load(ordering: .acquiring),
+                cancelled.withLock({ !$0.contains(d.identifier) })
+            {
+                // This process stops (the agent on SIGTERM): the download stays scheduled with what
+                // arrived, for the next start.
+                return .paused
             } else if let e = error as? BacklotError, e.code == .cancelled {
                 unlink(part)
             } else if role == .agent, !answered, let e = error as? BacklotError, e.code == .io, pauseAgain(d.identifier)
@@ -691,6 +701,7 @@ public final class DownloadManager: Sendable {
             },
             isCancelled: { [self] in
                 self.cancelled.withLock { $0.contains(id) } || (!foreground && access(takeover, F_OK) == 0)
+                    || self.stopping.load(ordering: .acquiring)
             })
     }
 
@@ -706,4 +717,18 @@ public final class DownloadManager: Sendable {
 
     /// Waits until the background queue has run everything scheduled so far (for tools and tests).
     public func waitUntilIdle() { queue.sync {} }
+
+    /// Stops this process's part in the downloads before it exits: a transfer running now ends
+    /// (what arrived is kept, the download stays scheduled for the next start), none starts, and it
+    /// returns once the background queue is idle, so that no transfer is left using the network
+    /// libraries while the process exits; or after `seconds`, when the queue is held elsewhere (a
+    /// handler that does not return). Never call it from a handler.
+    /// - Returns: whether the queue was idle in time.
+    @discardableResult
+    public func stop(waitingAtMost seconds: Double = 10) -> Bool {
+        stopping.store(true, ordering: .releasing)
+        let idle = DispatchSemaphore(value: 0)
+        queue.async { idle.signal() }
+        return idle.wait(timeout: .now() + seconds) == .success
+    }
 }

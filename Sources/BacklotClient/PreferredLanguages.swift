@@ -28,6 +28,25 @@ public enum PreferredLanguages {
         return out
     }
 
+    /// The identifier of `available` that is `language`: the same identifier (case aside), else
+    /// the same language once both are maximised (`zh-Hant` is `zh-Hant-TW`, `pt-BR` is not `pt-PT`),
+    /// else the best match by ``best(among:preferred:)`` (`de` for `de-AT`, `fr-CA` for `fr`). Nil
+    /// when none matches. Every place that picks the packs of a language picks them so.
+    ///
+    /// ```swift
+    /// PreferredLanguages.match("pt-BR", among: ["pt", "pt-BR"])  // "pt-BR"
+    /// PreferredLanguages.match("de-AT", among: ["de", "fr"])     // "de"
+    /// ```
+    public static func match(_ language: String, among available: [String]) -> String? {
+        let sorted = available.sorted()
+        if let same = sorted.first(where: { $0.lowercased() == language.lowercased() }) { return same }
+        let maximal = Locale.Language(identifier: language).maximalIdentifier
+        // Of the spellings of the same language (`pt` and `pt-BR` are both pt-Latn-BR), the most explicit.
+        let same = sorted.filter { Locale.Language(identifier: $0).maximalIdentifier == maximal }
+        if let explicit = same.max(by: { $0.utf8.count < $1.utf8.count }) { return explicit }
+        return best(among: sorted, preferred: [language])
+    }
+
     /// The identifier of `available` that best matches `preferred`: for each preferred language in
     /// turn, the same identifier (case aside), else one of the same language (`fr` for `fr-CA`,
     /// `fr-FR` for `fr`). Nil when none matches.

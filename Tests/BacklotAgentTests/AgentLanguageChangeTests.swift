@@ -59,7 +59,8 @@ import Testing
         #expect {
             try AgentConfiguration(path: bad, containerPath: f.container)
         } throws: { error in
-            "\(error)".contains("BacklotPreferredLanguages") && "\(error)".contains("language tags")
+            "\(error)".contains("BacklotPreferredLanguages") && "\(error)".contains("element 1 (\"<script>\")")
+                && "\(error)".contains("language tags")
         }
         let config = try f.writeConfig(["BacklotPreferredLanguages": ["fr"]])
         let agent = try f.agent(config: config)

@@ -106,6 +106,9 @@ import Testing
         try f.publish(id: "Levels", seed: 3, edit: true)
         let v2 = try await manager.assetPack(withID: "Levels")
         #expect(try await manager.status(relativeTo: v2) == [.downloaded, .outOfDate, .updateAvailable])
+        // Installed at version 2, against version 1: another release, but no update.
+        try await manager.ensureLocalAvailability(of: v2, requireLatestVersion: true)
+        #expect(try await manager.status(relativeTo: v1) == [.downloaded, .outOfDate])
     }
 
     @Test func aBatchThatPartlyFailsNamesEachFailureAndKeepsTheRest() async throws {

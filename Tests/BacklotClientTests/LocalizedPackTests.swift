@@ -73,4 +73,29 @@ import Testing
         #expect(PreferredLanguages.best(among: ["fr-FR"], preferred: ["fr"]) == "fr-FR")
         #expect(PreferredLanguages.best(among: ["de"], preferred: ["ja", "en"]) == nil)
     }
+
+    @Test func aLanguageMatchesItsOwnVariantBeforeASiblingOne() {
+        #expect(PreferredLanguages.match("pt-BR", among: ["pt", "pt-BR"]) == "pt-BR")
+        #expect(PreferredLanguages.match("pt-Latn-BR", among: ["pt", "pt-BR"]) == "pt-BR")
+        #expect(PreferredLanguages.match("zh-Hant", among: ["zh-Hans", "zh-Hant"]) == "zh-Hant")
+        #expect(PreferredLanguages.match("zh-Hant-TW", among: ["zh-Hans", "zh-Hant"]) == "zh-Hant")
+        #expect(PreferredLanguages.match("de-AT", among: ["de", "fr"]) == "de")
+        #expect(PreferredLanguages.match("fr-Latn-FR", among: ["fr-CA"]) == "fr-CA")
+        #expect(PreferredLanguages.match("FR", among: ["de", "fr"]) == "fr")
+        #expect(PreferredLanguages.match("ja", among: ["de", "fr"]) == nil)
+    }
+
+    @Test func anAppsChoiceTheCatalogSpellsOtherwiseIsTheCatalogsVariant() async throws {
+        let f = try ClientFixture()
+        try f.publish(id: "Voice-frCA", seed: 1, language: "fr-CA")
+        try f.publish(id: "Voice-de", seed: 2, language: "de")
+        let manager = try f.manager()
+        manager.resolvedLanguage = Locale.Language(identifier: "fr")
+        let manifest = try await manager.manifest
+        #expect(manifest.resolvedLanguage == Locale.Language(identifier: "fr-CA"))
+        #expect(manifest.localizedAssetPacks.map(\.id) == ["Voice-frCA"])
+        try await manager.reconcilePreferredLanguages()
+        #expect(manager.assetPackIsAvailableLocally(withID: "Voice-frCA"))
+        #expect(!manager.assetPackIsAvailableLocally(withID: "Voice-de"))
+    }
 }
