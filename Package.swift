@@ -59,12 +59,12 @@ let package = Package(
         .target(name: "BacklotPostgres", dependencies: ["CPostgreSQL", "BacklotBasics", "BacklotStore"]),
         // What server and client share: the signed catalog, its envelope, the key list, channels, the rollout rule.
         .target(
-            name: "BacklotCatalog", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotFormat", "BacklotJSON"]),
+            name: "BacklotProtocol", dependencies: ["BacklotBasics", "BacklotCrypto", "BacklotFormat", "BacklotJSON"]),
         // The repository: apps, versions, releases, tokens, signed catalogs, key lists, the published tree.
         .target(
             name: "BacklotRepository",
             dependencies: [
-                "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotS3",
+                "BacklotBasics", "BacklotProtocol", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotS3",
                 "BacklotStore", "BacklotZstd",
             ]),
         // An HTTP(S) server on libmicrohttpd: an epoll pool, a TLS gate, suspended connections for blocking work.
@@ -73,7 +73,8 @@ let package = Package(
         .target(
             name: "BacklotServer",
             dependencies: [
-                "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPServer", "BacklotJSON",
+                "BacklotBasics", "BacklotProtocol", "BacklotCrypto", "BacklotFormat", "BacklotHTTPServer",
+                "BacklotJSON",
                 "BacklotRepository",
             ],
             // The dashboard's files, compiled into the binary as byte arrays (PackageResources).
@@ -86,7 +87,7 @@ let package = Package(
         .target(
             name: "BacklotClient",
             dependencies: [
-                "BacklotBasics", "BacklotCatalog", "BacklotContainer", "BacklotCrypto", "BacklotFormat",
+                "BacklotBasics", "BacklotProtocol", "BacklotContainer", "BacklotCrypto", "BacklotFormat",
                 "BacklotHTTPClient", "BacklotInfoPlist", "BacklotJSON", "BacklotStore", "BacklotZstd",
             ]),
         // Downloader extensions: Apple's protocols, built into an executable the agent runs.
@@ -96,7 +97,7 @@ let package = Package(
         .target(
             name: "BacklotAgent",
             dependencies: [
-                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotContainer", "BacklotCrypto",
+                "BacklotBasics", "BacklotProtocol", "BacklotClient", "BacklotContainer", "BacklotCrypto",
                 "BacklotExtension", "BacklotFormat", "BacklotInfoPlist", "BacklotJSON", "BacklotTaskScheduler",
             ]),
         // App Clips: size budgets, default links, advanced-experience matching, handing packs to the full app.
@@ -111,7 +112,7 @@ let package = Package(
         .target(
             name: "BacklotCommands",
             dependencies: [
-                "BacklotAgent", "BacklotAppClips", "BacklotBasics", "BacklotCatalog", "BacklotClient",
+                "BacklotAgent", "BacklotAppClips", "BacklotBasics", "BacklotProtocol", "BacklotClient",
                 "BacklotContainer", "BacklotCrypto", "BacklotExtension", "BacklotFormat", "BacklotHTTPClient",
                 "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON", "BacklotPostgres", "BacklotRepository",
                 "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTaskScheduler",
@@ -120,7 +121,7 @@ let package = Package(
         // The C interface over the client: handles, statuses, callbacks (libbacklot).
         .target(
             name: "BacklotCAPI",
-            dependencies: ["CBacklot", "BacklotBasics", "BacklotCatalog", "BacklotClient"],
+            dependencies: ["CBacklot", "BacklotBasics", "BacklotProtocol", "BacklotClient"],
             linkerSettings: [
                 .unsafeFlags([
                     "-Xlinker", "-soname=libbacklot.so.0",
@@ -139,7 +140,7 @@ let package = Package(
         .target(
             name: "BacklotTestSupport",
             dependencies: [
-                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCrypto", "BacklotFormat",
+                "BacklotBasics", "BacklotProtocol", "BacklotClient", "BacklotCrypto", "BacklotFormat",
                 "BacklotHTTPClient", "BacklotPostgres", "BacklotRepository", "BacklotS3", "BacklotServer",
                 "BacklotStore", "BacklotZstd",
             ]),
@@ -166,7 +167,7 @@ let package = Package(
                 "BacklotBasics", "BacklotCrypto", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotTestSupport",
             ]),
         .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotBasics", "BacklotJSON"]),
-        .testTarget(name: "BacklotCatalogTests", dependencies: ["BacklotCatalog", "BacklotFormat"]),
+        .testTarget(name: "BacklotProtocolTests", dependencies: ["BacklotProtocol", "BacklotFormat"]),
         .testTarget(
             name: "BacklotFormatTests",
             dependencies: [
@@ -176,20 +177,20 @@ let package = Package(
         .testTarget(
             name: "BacklotRepositoryTests",
             dependencies: [
-                "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotPostgres",
+                "BacklotBasics", "BacklotProtocol", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotPostgres",
                 "BacklotRepository", "BacklotS3", "BacklotStore", "BacklotTestSupport",
             ]),
         .testTarget(
             name: "BacklotServerTests",
             dependencies: [
-                "BacklotBasics", "BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient",
+                "BacklotBasics", "BacklotProtocol", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient",
                 "BacklotHTTPServer", "BacklotJSON", "BacklotPostgres", "BacklotRepository", "BacklotServer",
                 "BacklotTestSupport",
             ]),
         .testTarget(
             name: "BacklotClientTests",
             dependencies: [
-                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotContainer", "BacklotCrypto",
+                "BacklotBasics", "BacklotProtocol", "BacklotClient", "BacklotContainer", "BacklotCrypto",
                 "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON",
                 "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport", "BacklotZstd",
             ]),
@@ -216,7 +217,7 @@ let package = Package(
         .testTarget(
             name: "BacklotCommandsTests",
             dependencies: [
-                "BacklotAgent", "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCommands",
+                "BacklotAgent", "BacklotBasics", "BacklotProtocol", "BacklotClient", "BacklotCommands",
                 "BacklotContainer", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer",
                 "BacklotJSON", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport",
             ]),
@@ -230,7 +231,7 @@ let package = Package(
         .testTarget(
             name: "BacklotAppleSourceTests",
             dependencies: [
-                "BacklotBasics", "BacklotCatalog", "BacklotClient", "BacklotCrypto", "BacklotExtension",
+                "BacklotBasics", "BacklotProtocol", "BacklotClient", "BacklotCrypto", "BacklotExtension",
                 "BacklotHTTPClient", "BacklotJSON", "BacklotTaskScheduler", "BacklotTestSupport",
                 "backlot-apple-sample-app", "backlot-apple-sample-extension",
             ]),
@@ -253,8 +254,8 @@ if Context.environment["BACKLOT_FUZZ"] == "1" {
         harness("FuzzPropertyList", ["BacklotInfoPlist"]),
         harness("FuzzPackIndex", ["BacklotFormat"]),
         harness("FuzzPackDelta", ["BacklotCrypto", "BacklotFormat", "BacklotZstd"]),
-        harness("FuzzCatalog", ["BacklotCatalog", "BacklotCrypto", "BacklotFormat", "BacklotJSON"]),
+        harness("FuzzCatalog", ["BacklotProtocol", "BacklotCrypto", "BacklotFormat", "BacklotJSON"]),
         harness("FuzzHTTPHeaders", ["BacklotServer", "BacklotHTTPServer", "BacklotHTTPClient"]),
-        harness("FuzzManagementAPI", ["BacklotServer", "BacklotHTTPServer", "BacklotRepository"]),
+        harness("FuzzManagementAPI", ["BacklotServer", "BacklotHTTPServer", "BacklotProtocol", "BacklotRepository"]),
     ]
 }

@@ -1,12 +1,14 @@
 import BacklotCrypto
-import BacklotCatalog
+import BacklotProtocol
 import Foundation
 import FuzzSupport
 
 /// The key the seed corpus's envelopes are signed with (a fixed test key, never a real one), so
 /// that unaltered seeds pass `SignedEnvelope.open` and reach the payload decoders.
 let trusted: Ed25519.PublicKey = {
-    guard let key = try? Ed25519.PrivateKey(rawRepresentation: FuzzCatalogKey.seed) else { fatalError("the fuzz key does not load") }
+    guard let key = try? Ed25519.PrivateKey(rawRepresentation: FuzzCatalogKey.seed) else {
+        fatalError("the fuzz key does not load")
+    }
     return key.publicKey
 }()
 
@@ -23,8 +25,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         _ = try? KeyList.decode(envelope.payload, source: "fuzz")
     }
     _ = try? SignedEnvelope.open(bytes, expecting: Catalog.payloadType, trusting: [trusted], source: "fuzz")
-    if let catalog = try? Catalog.verify(bytes, trusting: [trusted], app: "com.example.app", channel: .production,
-                                         now: Date(timeIntervalSince1970: 1_700_000_000), source: "fuzz") {
+    if let catalog = try? Catalog.verify(
+        bytes, trusting: [trusted], app: "com.example.app", channel: .production,
+        now: Date(timeIntervalSince1970: 1_700_000_000), source: "fuzz")
+    {
         for entry in catalog.packs { _ = entry.release(forDevice: "fuzz-device") }
     }
     _ = try? KeyList(version: 1, keys: [trusted]).accept(next: bytes, source: "fuzz")

@@ -1,8 +1,11 @@
-import BacklotRepository
-@testable import BacklotServer
 import BacklotHTTPServer
+import BacklotProtocol
+import BacklotRepository
 import Foundation
 import FuzzSupport
+
+@testable import BacklotServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,7 +18,8 @@ let api: (ManagementAPI, token: String) = {
         let repository = try Repository(directory: try RepositoryDirectory(path: path))
         repositoryPath = path
         atexit { if let repositoryPath { try? FileManager.default.removeItem(atPath: repositoryPath) } }
-        let token = try String(contentsOfFile: repository.adminTokenPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try String(contentsOfFile: repository.adminTokenPath, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         return (ManagementAPI(repository: repository), token)
     } catch {
         fatalError("FuzzManagementAPI: cannot make the repository: \(error)")
@@ -23,27 +27,41 @@ let api: (ManagementAPI, token: String) = {
 }()
 nonisolated(unsafe) var repositoryPath: String?
 
-/// Every body field any route accepts.
-let allFields: Set<String> = ["id", "size", "format", "manifest", "pack", "version", "channel", "rollout", "reason", "percent", "role", "label"]
+/// The body read as every endpoint's body type, as the routes read theirs (``RequestBodyDecoder``).
+func decodeAsEveryBody(_ body: [UInt8]) {
+    func read<T: Decodable>(_ type: T.Type) { _ = ManagementAPI.answer(body, as: T.self) { _ in .json(200, "{}") } }
+    read(API.AppCreate.self)
+    read(API.AppChange.self)
+    read(API.PackCreate.self)
+    read(API.VersionCreate.self)
+    read(API.ReleaseCreate.self)
+    read(API.Rejection.self)
+    read(API.RolloutChange.self)
+    read(API.RollbackRequest.self)
+    read(API.WithdrawRequest.self)
+    read(API.TokenCreate.self)
+}
 
 /// libFuzzer harness for the management API's request handling without a socket: path routing,
 /// authorisation and the JSON body decoding, through `ManagementAPI.route` on a real repository.
 ///
 /// The input is an HTTP request head and body: `METHOD PATH`, header lines, an empty line, the
 /// body. `$ADMIN` in a header stands for the repository's admin token. The body is also decoded
-/// directly (`ManagementAPI.body` and every `JSONBody` accessor), which needs no repository.
+/// directly as every endpoint's body type (``decodeAsEveryBody(_:)``), which needs no repository.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = FuzzDriver.bytes(data, size)
     let (api, token) = api
-    var head: [UInt8] = bytes, body: [UInt8] = []
+    var head: [UInt8] = bytes
+    var body: [UInt8] = []
     if let split = bytes.firstRange(of: [UInt8(ascii: "\n"), UInt8(ascii: "\n")]) {
         head = Array(bytes[..<split.lowerBound])
         body = Array(bytes[split.upperBound...])
     }
     let lines = head.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
     let requestLine = (lines.first ?? "").split(separator: " ", maxSplits: 1).map(String.init)
-    let method = requestLine.first ?? "GET", target = requestLine.count > 1 ? requestLine[1] : "/api"
+    let method = requestLine.first ?? "GET"
+    let target = requestLine.count > 1 ? requestLine[1] : "/api"
     var headers: [String: String] = [:]
     for line in lines.dropFirst() {
         guard let colon = line.firstIndex(of: ":") else { continue }
@@ -60,17 +78,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         break
     }
 
-    if case .buffer(let limit, let then) = ManagementAPI.body(fields: allFields, { b in
-        for field in allFields {
-            _ = try? b.string(field)
-            _ = try? b.integer(field, as: Int.self, in: 1...Int.max)
-            _ = try? b.integer(field, as: UInt64.self, in: 0...UInt64.max)
-            _ = try? b.percent(field)
-        }
-        return .json(200, "{}")
-    }), body.count <= limit {
-        _ = then(body)
-    }
+    if body.count <= ManagementAPI.bodyLimit { decodeAsEveryBody(body) }
     return 0
 }
 

@@ -1,9 +1,9 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotClient
 import BacklotContainer
 import BacklotExtension
 import BacklotFormat
+import BacklotProtocol
 import BacklotTaskScheduler
 import Dispatch
 import Foundation

@@ -1,10 +1,10 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotClient
 import BacklotContainer
 import BacklotCrypto
 import BacklotFormat
 import BacklotInfoPlist
+import BacklotProtocol
 import BacklotTaskScheduler
 import Foundation
 

@@ -1,6 +1,6 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotClient
+import BacklotProtocol
 import CBacklot
 import Foundation
 

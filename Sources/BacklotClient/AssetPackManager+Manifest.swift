@@ -1,5 +1,5 @@
 import BacklotBasics
-import BacklotCatalog
+import BacklotProtocol
 import Foundation
 
 /// The manifest of the catalog and what the device holds of each pack (Apple's iOS 26.4 and 27

@@ -1,7 +1,7 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotFormat
 import BacklotInfoPlist
+import BacklotProtocol
 import Foundation
 
 /// The process's manager, as on Apple's platforms (`AssetPackManager.shared`), configured from the

@@ -1,10 +1,10 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotContainer
 import BacklotCrypto
 import BacklotFormat
 import BacklotHTTPClient
 import BacklotJSON
+import BacklotProtocol
 import Foundation
 import Synchronization
 

@@ -1,6 +1,6 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotFormat
+import BacklotProtocol
 import Foundation
 
 /// The asset packs a channel's catalog offers, and their languages (Apple's `AssetPackManifest`,

@@ -1,8 +1,8 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotContainer
 import BacklotCrypto
 import BacklotHTTPClient
+import BacklotProtocol
 import Foundation
 
 /// Fetches and trusts a catalog: signature by a pinned key (following key rotations published

@@ -1,8 +1,8 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotContainer
 import BacklotCrypto
 import BacklotFormat
+import BacklotProtocol
 import Foundation
 
 #if canImport(Glibc)

@@ -1,6 +1,6 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotFormat
+import BacklotProtocol
 import Foundation
 
 #if canImport(Glibc)

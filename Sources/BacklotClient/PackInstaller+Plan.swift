@@ -1,7 +1,7 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
+import BacklotProtocol
 import Foundation
 
 /// Phase 1 of an install: what the release is, checked against the catalog before anything is

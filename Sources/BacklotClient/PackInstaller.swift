@@ -1,8 +1,8 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotHTTPClient
+import BacklotProtocol
 import BacklotZstd
 import Dispatch
 import Foundation

@@ -1,3 +1,4 @@
+import BacklotBasics
 import BacklotJSON
 import Foundation
 
@@ -99,34 +100,4 @@ extension CommandIO {
     /// Writes `value` as the command's JSON output (``CommandJSON``).
     /// - Throws: `EncodingError` for a value JSON cannot hold (a non-finite number).
     func outJSON(_ value: some Encodable) throws { out(try CommandJSON.text(value)) }
-}
-
-/// An optional written as `null` when absent (Codable leaves the key out): docs/json.md's fields
-/// are always present.
-// swift-format-ignore: UseSynthesizedInitializer
-@propertyWrapper
-struct NullWhenAbsent<Value: Encodable>: Encodable {
-    var wrappedValue: Value?
-    // Spelled out: the memberwise initialisers of the types that use the wrapper need it.
-    init(wrappedValue: Value?) { self.wrappedValue = wrappedValue }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        if let wrappedValue { try c.encode(wrappedValue) } else { try c.encodeNil() }
-    }
-}
-
-/// Read back (the management API's answers use the same types): `null` or an absent key is nil.
-extension NullWhenAbsent: Decodable where Value: Decodable {
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        self.init(wrappedValue: c.decodeNil() ? nil : try c.decode(Value.self))
-    }
-}
-
-extension KeyedDecodingContainer {
-    /// An absent key decodes as nil (the synthesized decoder would throw `keyNotFound`).
-    func decode<T: Decodable>(_ type: NullWhenAbsent<T>.Type, forKey key: Key) throws -> NullWhenAbsent<T> {
-        NullWhenAbsent(wrappedValue: try decodeIfPresent(T.self, forKey: key))
-    }
 }

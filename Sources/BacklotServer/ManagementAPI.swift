@@ -1,8 +1,8 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotFormat
 import BacklotHTTPServer
 import BacklotJSON
+import BacklotProtocol
 import BacklotRepository
 import Foundation
 
@@ -18,15 +18,24 @@ public struct ManagementAPI: Sendable {
         self.metrics = metrics
     }
 
-    /// One route: method, path template (`{app}`-style parameters), the role it needs.
+    /// One route: an endpoint of ``API/endpoints`` (method, path template, role, documentation)
+    /// and the handler that answers it.
     public struct Route: Sendable {
-        public let method: String
-        public let template: String
-        /// nil: no token needed.
-        public let role: Role?
-        /// What the OpenAPI document says of it.
-        public let doc: RouteDoc
+        public let endpoint: any EndpointDescription
         let handle: @Sendable (ManagementAPI, Call) throws -> HTTPRoute
+
+        init<Request, Response>(
+            _ endpoint: Endpoint<Request, Response>,
+            handle: @escaping @Sendable (ManagementAPI, Call) throws -> HTTPRoute
+        ) {
+            self.endpoint = endpoint
+            self.handle = handle
+        }
+
+        public var method: String { endpoint.method }
+        public var template: String { endpoint.template }
+        public var role: Role? { endpoint.role }
+        public var doc: EndpointDoc { endpoint.doc }
     }
 
     /// A matched call: parameters from the path, the request, and the caller (nil on a route that needs no token).
@@ -43,13 +52,13 @@ public struct ManagementAPI: Sendable {
         /// A channel named in the path: 400 otherwise.
         func channel(_ name: String) throws -> Channel {
             guard let channel = Channel(rawValue: parameter(name)) else {
-                throw BacklotError(.invalidInput, "the channel must be internal, external or production", context: name)
+                throw BacklotError(.invalidInput, "the channel must be \(Channel.caseList)", context: name)
             }
             return channel
         }
     }
 
-    /// Every route of the API.
+    /// Every route of the API: one per endpoint of ``API/endpoints``, in its order (a test checks both).
     public static let routes: [Route] = releaseRoutes + extraRoutes
 
     /// The request's token checked again, for work that is done after the head arrived: the end
@@ -69,235 +78,76 @@ public struct ManagementAPI: Sendable {
 
     /// Apps, packs, versions, releases and tokens.
     static let releaseRoutes: [Route] = [
-        Route(
-            method: "GET", template: "/api/openapi.json", role: nil,
-            doc: RouteDoc(
-                "getOpenAPI", tag: "meta", "This document (generated from the server's route table).",
-                usesDatabase: false,
-                responses: [.init(200, "The OpenAPI document.", .anyObject)])
-        ) { _, _ in
+        Route(API.getOpenAPI) { _, _ in
             .respond(
                 HTTPResponse(
                     status: 200, headers: [("Content-Type", "application/json")], body: .bytes(OpenAPIDocument.bytes),
                     route: "api"))
         },
-        Route(
-            method: "GET", template: "/api/apps", role: .reader,
-            doc: RouteDoc(
-                "listApps", tag: "apps", "List apps.", responses: [.init(200, "Every app, by ID.", .ref("AppList"))])
-        ) { api, _ in
-            .respond(
-                .json(200, JSONNode.object(["apps": .array(try api.repository.apps.list().map(\.json))]).serialized()))
+        Route(API.listApps) { api, _ in
+            .respond(try json(200, API.AppList(apps: try api.repository.apps.list().map(API.App.init))))
         },
-        Route(
-            method: "POST", template: "/api/apps", role: .admin,
-            doc: RouteDoc(
-                "createApp", tag: "apps", "Create an app, optionally with the four-eyes rule.", body: .ref("AppCreate"),
-                responses: [
-                    .init(
-                        201, "The app.", .ref("App"),
-                        links: [.init("createPack", to: "createPack", parameters: ["app": "$response.body#/id"])]),
-                    .init(409, "The app exists already."),
-                ])
-        ) { api, _ in
-            body(fields: ["id", "fourEyes"]) { b in
-                let app = try api.repository.apps.create(try b.string("id"), fourEyes: try b.bool("fourEyes") ?? false)
-                return .json(201, app.json.serialized())
+        Route(API.createApp) { api, _ in
+            body(API.AppCreate.self) { b in
+                try json(201, API.App(try api.repository.apps.create(b.id, fourEyes: b.fourEyes ?? false)))
             }
         },
-        Route(
-            method: "PATCH", template: "/api/apps/{app}", role: .admin,
-            doc: RouteDoc(
-                "changeApp", tag: "apps", "Turn the app's four-eyes rule on or off.", body: .ref("AppChange"),
-                responses: [.init(200, "The app.", .ref("App"))])
-        ) { api, call in
-            body(fields: ["fourEyes"]) { b in
-                guard let on = try b.bool("fourEyes") else {
-                    throw BacklotError(
-                        .invalidInput, "\"fourEyes\" is required: true or false", context: "request body")
-                }
-                return .json(200, try api.repository.apps.setFourEyes(app: call.parameter("app"), on).json.serialized())
+        Route(API.changeApp) { api, call in
+            body(API.AppChange.self) { b in
+                try json(200, API.App(try api.repository.apps.setFourEyes(app: call.parameter("app"), b.fourEyes)))
             }
         },
-        Route(
-            method: "GET", template: "/api/apps/{app}/packs", role: .reader,
-            doc: RouteDoc(
-                "listPacks", tag: "packs", "List an app's packs with their version counts.",
-                responses: [.init(200, "The packs, by ID.", .ref("PackList"))])
-        ) { api, call in
+        Route(API.listPacks) { api, call in
             .respond(
-                .json(
+                try json(
                     200,
-                    JSONNode.object([
-                        "packs": .array(try api.repository.apps.packList(app: call.parameter("app")).map(\.json))
-                    ]).serialized()))
+                    API.PackList(packs: try api.repository.apps.packList(app: call.parameter("app")).map(API.Pack.init))
+                ))
         },
-        Route(
-            method: "POST", template: "/api/apps/{app}/packs", role: .uploader,
-            doc: RouteDoc(
-                "createPack", tag: "packs", "Create a pack.", body: .ref("PackCreate"),
-                responses: [
-                    .init(
-                        201, "The pack.", .ref("PackCreated"),
-                        links: [
-                            .init(
-                                "createVersion", to: "createVersion",
-                                parameters: ["app": "$response.body#/app", "pack": "$response.body#/id"]),
-                            .init(
-                                "listVersions", to: "listVersions",
-                                parameters: ["app": "$response.body#/app", "pack": "$response.body#/id"]),
-                        ]),
-                    .init(409, "The pack exists already."), .init(413, "The app has the most packs allowed."),
-                ])
-        ) { api, call in
-            body(fields: ["id"]) { b in
-                let id = try b.string("id")
-                try api.repository.apps.createPack(app: call.parameter("app"), id: id)
-                return .json(
-                    201, JSONNode.object(["app": .string(call.parameter("app")), "id": .string(id)]).serialized())
+        Route(API.createPack) { api, call in
+            body(API.PackCreate.self) { b in
+                try api.repository.apps.createPack(app: call.parameter("app"), id: b.id)
+                return try json(201, API.PackCreated(app: call.parameter("app"), id: b.id))
             }
         },
-        Route(
-            method: "GET", template: "/api/apps/{app}/packs/{pack}/versions", role: .reader,
-            doc: RouteDoc(
-                "listVersions", tag: "versions", "List a pack's versions, newest first.",
-                responses: [.init(200, "The versions.", .ref("VersionList"))])
-        ) { api, call in
+        Route(API.listVersions) { api, call in
             let list = try api.repository.uploads.versions(app: call.parameter("app"), pack: call.parameter("pack"))
-            return .respond(.json(200, JSONNode.object(["versions": .array(list.map(\.json))]).serialized()))
+            return .respond(try json(200, API.VersionList(versions: list.map(API.Version.init))))
         },
-        Route(
-            method: "POST", template: "/api/apps/{app}/packs/{pack}/versions", role: .uploader,
-            doc: RouteDoc(
-                "createVersion", tag: "versions",
-                "Create the next version, awaiting an upload of exactly size bytes; with archiveSHA256, find a version of that archive instead.",
-                body: .ref("VersionCreate"),
-                responses: [
-                    .init(
-                        201, "The new version, awaiting its upload.", .ref("Version"),
-                        headers: [(name: "Location", description: "The version's URL.", schema: .string())],
-                        links: [
-                            .init(
-                                "uploadArchive", to: "uploadArchive",
-                                parameters: [
-                                    "app": "$response.body#/app", "pack": "$response.body#/pack",
-                                    "version": "$response.body#/version",
-                                ]),
-                            .init(
-                                "getVersion", to: "getVersion",
-                                parameters: [
-                                    "app": "$response.body#/app", "pack": "$response.body#/pack",
-                                    "version": "$response.body#/version",
-                                ]),
-                        ]),
-                    .init(
-                        200,
-                        "A version of this archive (same SHA-256 and size) exists and is not FAILED: nothing was created; "
-                            + "AWAITING_UPLOAD resumes at received.", .ref("Version")),
-                    .init(413, "The version would bring the app over its quota."),
-                ])
-        ) { api, call in
-            body(fields: ["size", "format", "manifest", "archiveSHA256"]) { b in
-                let formatText = try b.optionalString("format") ?? "pack"
-                guard let format = ArchiveFormat(rawValue: formatText) else {
-                    throw BacklotError(.invalidInput, "\"format\" must be pack or aar", context: "request body")
-                }
+        Route(API.createVersion) { api, call in
+            body(API.VersionCreate.self) { b in
                 let app = call.parameter("app")
                 let pack = call.parameter("pack")
+                let size = try CheckedInteger.convert(
+                    b.size, to: UInt64.self, "\"size\"", in: 1...API.Limits.largestByteCount, context: "request body")
                 let (v, created) = try api.repository.uploads.openVersion(
-                    app: app, pack: pack,
-                    size: try b.integer("size", as: UInt64.self, in: 1...ManagementAPI.largestByteCount),
-                    format: format, manifest: b.root["manifest"], archiveSHA256: try b.optionalString("archiveSHA256"))
-                var r = HTTPResponse.json(created ? 201 : 200, v.json.serialized())
-                if created { r.headers.append(("Location", "/api/apps/\(app)/packs/\(pack)/versions/\(v.number)")) }
+                    app: app, pack: pack, size: size, format: b.format ?? .pack, manifest: b.manifest,
+                    archiveSHA256: b.archiveSHA256)
+                var r = try json(created ? 201 : 200, API.Version(v))
+                if created {
+                    r.headers.append(
+                        ("Location", API.getVersion.path(["app": app, "pack": pack, "version": "\(v.number)"])))
+                }
                 return r
             }
         },
-        Route(
-            method: "GET", template: "/api/apps/{app}/packs/{pack}/versions/{version}", role: .reader,
-            doc: RouteDoc(
-                "getVersion", tag: "versions", "One version: its state, bytes received, digest.",
-                responses: [.init(200, "The version.", .ref("Version"))])
-        ) { api, call in
+        Route(API.getVersion) { api, call in
             .respond(
-                .json(
+                try json(
                     200,
-                    try api.repository.uploads.version(
-                        app: call.parameter("app"), pack: call.parameter("pack"), number: call.number("version")
-                    ).json.serialized()))
+                    API.Version(
+                        try api.repository.uploads.version(
+                            app: call.parameter("app"), pack: call.parameter("pack"), number: call.number("version")))))
         },
-        Route(
-            method: "DELETE", template: "/api/apps/{app}/packs/{pack}/versions/{version}", role: .admin,
-            doc: RouteDoc(
-                "deleteVersion", tag: "versions", "Delete a version no channel uses.",
-                responses: [
-                    .init(200, "Deleted.", .ref("Deleted")), .init(409, "The version is released on a channel."),
-                ])
-        ) { api, call in
+        Route(API.deleteVersion) { api, call in
             try api.repository.uploads.deleteVersion(
                 app: call.parameter("app"), pack: call.parameter("pack"), number: call.number("version"))
-            return .respond(.json(200, "{\"deleted\":true}"))
+            return .respond(try json(200, API.Deleted()))
         },
-        Route(
-            method: "PUT", template: "/api/apps/{app}/packs/{pack}/versions/{version}/archive", role: .uploader,
-            doc: RouteDoc(
-                "uploadArchive", tag: "versions",
-                "Upload the archive, or its next part from Upload-Offset (the bytes received so far).",
-                parameters: [
-                    .init(
-                        header: "Upload-Offset", "The byte this part starts at: the version's received (0 by default).",
-                        APISchemas.count)
-                ],
-                rawBody: "application/octet-stream",
-                responses: [
-                    .init(
-                        200, "Part of the archive arrived; continue from received.", .ref("Version"),
-                        headers: [
-                            (
-                                name: "Upload-Offset",
-                                description: "The bytes received now: where the next part starts.",
-                                schema: .string(pattern: "^[0-9]+$")
-                            )
-                        ]),
-                    .init(
-                        202, "The whole archive arrived; it is being processed.", .ref("Version"),
-                        headers: [
-                            (
-                                name: "Upload-Offset", description: "The bytes received now (the size).",
-                                schema: .string(pattern: "^[0-9]+$")
-                            )
-                        ],
-                        links: [
-                            .init(
-                                "getVersion", to: "getVersion",
-                                parameters: [
-                                    "app": "$response.body#/app", "pack": "$response.body#/pack",
-                                    "version": "$response.body#/version",
-                                ]),
-                            .init(
-                                "createRelease", to: "createRelease", parameters: ["app": "$response.body#/app"],
-                                requestBody: [
-                                    "pack": "$response.body#/pack", "version": "$response.body#/version",
-                                    "channel": "external",
-                                ]),
-                        ]),
-                    .init(
-                        403,
-                        "The version was created by another token and this one is not an admin token (the message names the token that may upload it)."
-                    ),
-                    .init(
-                        409,
-                        "The version is not awaiting an upload, the offset is not the bytes received, or another upload to it is running."
-                    ),
-                    .init(
-                        413,
-                        "The body would go past the declared size, or the complete version would bring the app over its quota (the bytes stay; finish it once there is room)."
-                    ),
-                ])
-        ) { api, call in
+        Route(API.uploadArchive) { api, call in
             let offset = try CheckedInteger.parse(
                 call.request.header("Upload-Offset") ?? "0", as: UInt64.self, "the Upload-Offset header",
-                in: 0...ManagementAPI.largestByteCount, context: call.request.path)
+                in: 0...API.Limits.largestByteCount, context: call.request.path)
             let app = call.parameter("app")
             let pack = call.parameter("pack")
             let number = try call.number("version")
@@ -319,295 +169,137 @@ public struct ManagementAPI: Sendable {
                     api: api, upload: upload, app: app, pack: pack, number: number,
                     reauthorization: ManagementAPI.reauthorization))
         },
-        Route(
-            method: "GET", template: "/api/apps/{app}/releases", role: .reader,
-            doc: RouteDoc(
-                "listReleases", tag: "releases", "List release requests, oldest first: who asked, who decided, when.",
-                parameters: [
-                    .init(query: "channel", "Only this channel's requests.", APISchemas.channel),
-                    .init(
-                        query: "status", "Only requests of this status.", .string(enumeration: ReleaseRequest.statuses)),
-                ],
-                responses: [.init(200, "The requests.", .ref("ReleaseList"))])
-        ) { api, call in
+        Route(API.listReleases) { api, call in
             var channel: Channel? = nil
             if let text = call.request.query["channel"] {
                 guard let c = Channel(rawValue: text) else {
                     throw BacklotError(
-                        .invalidInput, "the channel must be internal, external or production", context: "channel")
+                        .invalidInput, "the channel must be \(Channel.caseList)", context: "channel")
                 }
                 channel = c
             }
             let list = try api.repository.releases.requests(
                 app: call.parameter("app"), channel: channel, status: call.request.query["status"])
-            return .respond(.json(200, JSONNode.object(["releases": .array(list.map(\.json))]).serialized()))
+            return .respond(try json(200, API.ReleaseList(releases: list.map(API.ReleaseRequest.init))))
         },
-        Route(
-            method: "POST", template: "/api/apps/{app}/releases", role: .uploader,
-            doc: RouteDoc(
-                "createRelease", tag: "releases",
-                "Release a COMPLETE version: at once on internal, as a request on external and production; dryRun says what would change.",
-                body: .ref("ReleaseCreate"),
-                responses: [
-                    .init(
-                        200, "Released on internal; or, with dryRun, the change it would make (nothing written).",
-                        JSONSchema(anyOf: [.ref("Released"), .ref("ReleasePlan")])),
-                    .init(
-                        202, "A request awaiting a reviewer.", .ref("ReleaseRequested"),
-                        links: [
-                            .init(
-                                "approveRelease", to: "approveRelease",
-                                parameters: ["app": "$response.body#/request/app", "id": "$response.body#/request/id"]),
-                            .init(
-                                "rejectRelease", to: "rejectRelease",
-                                parameters: ["app": "$response.body#/request/app", "id": "$response.body#/request/id"]),
-                        ]),
-                    .init(
-                        409,
-                        "The app has no such pack or version, the version is not COMPLETE, or a rollout with no live version on production to stay on."
-                    ),
-                ])
-        ) { api, call in
-            body(fields: ["pack", "version", "channel", "rollout", "dryRun"]) { b in
-                let channel = try b.channel("channel")
+        Route(API.createRelease) { api, call in
+            body(API.ReleaseCreate.self) { b in
                 let app = call.parameter("app")
-                let pack = try b.string("pack")
                 // The same rule as a pack in the path: an invalid ID is 400, not "no such pack".
-                if let problem = PackID.problem(with: pack) {
+                if let problem = PackID.problem(with: b.pack) {
                     throw HTTPError(400, code: "badRequest", problem.message, context: "\"pack\"")
                 }
-                let version = try b.integer("version", as: Int.self, in: 1...Int.max)
-                let rollout = try b.percent("rollout")
-                if try b.bool("dryRun") == true {
-                    return .json(
-                        200,
-                        try api.repository.releases.plan(
-                            app: app, pack: pack, version: version, channel: channel, rolloutPercent: rollout
-                        ).json.serialized())
+                let version = try CheckedInteger.convert(
+                    b.version, to: Int.self, "\"version\"", in: 1...Int.max, context: "request body")
+                if let rollout = b.rollout, rollout.basisPoints == 0 {
+                    throw API.RolloutShare.outOfRange("rollout", allowingZero: false)
+                }
+                let rollout = b.rollout?.percent
+                if b.dryRun == true {
+                    let plan = try api.repository.releases.plan(
+                        app: app, pack: b.pack, version: version, channel: b.channel, rolloutPercent: rollout)
+                    return try json(200, API.ReleaseOutcome(plan: API.ReleasePlan(plan)))
                 }
                 let request = try api.repository.releases.release(
-                    app: app, pack: pack, version: version, channel: channel, rolloutPercent: rollout, by: call.caller)
+                    app: app, pack: b.pack, version: version, channel: b.channel, rolloutPercent: rollout,
+                    by: call.caller)
                 if let request {
-                    return .json(
-                        202, JSONNode.object(["released": .bool(false), "request": request.json]).serialized())
+                    return try json(202, API.ReleaseOutcome(released: false, request: API.ReleaseRequest(request)))
                 }
-                return .json(200, JSONNode.object(["released": .bool(true)]).serialized())
+                return try json(200, API.ReleaseOutcome(released: true))
             }
         },
-        Route(
-            method: "POST", template: "/api/apps/{app}/releases/{id}/approve", role: .reviewer,
-            doc: RouteDoc(
-                "approveRelease", tag: "releases",
-                "Approve a pending request: its version goes live, or is rolled out.",
-                responses: [
-                    .init(
-                        200, "The approved request.", .ref("ReleaseRequest"),
-                        links: [
-                            .init(
-                                "getChannel", to: "getChannel",
-                                parameters: ["app": "$response.body#/app", "channel": "$response.body#/channel"])
-                        ]),
-                    .init(
-                        403,
-                        "The app's four-eyes rule: the token that made the request cannot approve it (code fourEyes)."),
-                    .init(
-                        409,
-                        "The request is not pending, its version is no longer COMPLETE, or a rollout with no live version to stay on."
-                    ),
-                ])
-        ) { api, call in
+        Route(API.approveRelease) { api, call in
             let app = call.parameter("app")
             let id = try call.number("id")
             try api.repository.releases.approve(requestID: id, app: app, by: call.caller)
-            return .respond(.json(200, try api.repository.releases.request(id, app: app).json.serialized()))
+            return .respond(try json(200, API.ReleaseRequest(try api.repository.releases.request(id, app: app))))
         },
-        Route(
-            method: "POST", template: "/api/apps/{app}/releases/{id}/reject", role: .reviewer,
-            doc: RouteDoc(
-                "rejectRelease", tag: "releases", "Reject a pending request, saying why.", body: .ref("Rejection"),
-                responses: [
-                    .init(200, "The rejected request.", .ref("ReleaseRequest")),
-                    .init(409, "The request is not pending."),
-                ])
-        ) { api, call in
-            body(fields: ["reason"]) { b in
+        Route(API.rejectRelease) { api, call in
+            body(API.Rejection.self) { b in
                 let app = call.parameter("app")
                 let id = try call.number("id")
-                let reason = try b.string("reason")
-                guard reason.count <= ManagementAPI.longestReason else {
+                guard b.reason.count <= API.Limits.longestReason else {
                     throw HTTPError(
                         400, code: "badRequest",
-                        "a rejection's reason has at most \(ManagementAPI.longestReason) characters (this one has \(reason.count))",
+                        "a rejection's reason has at most \(API.Limits.longestReason) characters (this one has \(b.reason.count))",
                         context: "\"reason\"")
                 }
-                try api.repository.releases.reject(requestID: id, app: app, reason: reason, by: call.caller)
-                return .json(200, try api.repository.releases.request(id, app: app).json.serialized())
+                try api.repository.releases.reject(requestID: id, app: app, reason: b.reason, by: call.caller)
+                return try json(200, API.ReleaseRequest(try api.repository.releases.request(id, app: app)))
             }
         },
-        Route(
-            method: "GET", template: "/api/apps/{app}/channels/{channel}", role: .reader,
-            doc: RouteDoc(
-                "getChannel", tag: "releases",
-                "What the channel publishes: per pack the live version and the candidate being rolled out.",
-                responses: [
-                    .init(200, "The channel's record (the signed catalog says the same).", .ref("ChannelState"))
-                ])
-        ) { api, call in
+        Route(API.getChannel) { api, call in
             .respond(
-                .json(
+                try json(
                     200,
-                    try api.repository.releases.channelState(
-                        app: call.parameter("app"), channel: call.channel("channel")
-                    ).json
-                        .serialized()))
+                    API.ChannelState(
+                        try api.repository.releases.channelState(
+                            app: call.parameter("app"), channel: call.channel("channel")))))
         },
-        Route(
-            method: "POST", template: "/api/apps/{app}/packs/{pack}/rollback", role: .reviewer,
-            doc: RouteDoc(
-                "rollback", tag: "releases",
-                "Roll back: to a version; without one, drop the candidate, or put the version live before the current one back.",
-                body: .ref("RollbackRequest"),
-                responses: [
-                    .init(200, "What is live now.", .ref("RolledBack")),
-                    .init(
-                        409,
-                        "The pack is not on that channel; the version does not exist, is not COMPLETE or was never live there; or no earlier version was live."
-                    ),
-                ])
-        ) { api, call in
-            body(fields: ["channel", "version"]) { b in
-                let channel = try b.channel("channel")
-                let version =
-                    b.root["version"].map { node -> Bool in
-                        if case .null = node.kind { return false } else { return true }
-                    } == true
-                    ? try b.integer("version", as: Int.self, in: 1...Int.max) : nil
-                let app = call.parameter("app")
+        Route(API.rollback) { api, call in
+            body(API.RollbackRequest.self) { b in
+                let version = try b.version.map {
+                    try CheckedInteger.convert(
+                        $0, to: Int.self, "\"version\"", in: 1...Int.max, context: "request body")
+                }
                 let pack = call.parameter("pack")
-                let live = try api.repository.releases.rollback(app: app, pack: pack, channel: channel, to: version)
-                return .json(
-                    200,
-                    JSONNode.object([
-                        "channel": .string(channel.rawValue), "pack": .string(pack), "version": .number(live),
-                    ]).serialized())
+                let live = try api.repository.releases.rollback(
+                    app: call.parameter("app"), pack: pack, channel: b.channel, to: version)
+                return try json(200, API.RolledBack(channel: b.channel, pack: pack, version: live))
             }
         },
-        Route(
-            method: "POST", template: "/api/apps/{app}/packs/{pack}/rollout", role: .reviewer,
-            doc: RouteDoc(
-                "rollout", tag: "releases",
-                "Change the production candidate's share: 0 halts, 100 promotes it to live.",
-                body: .ref("RolloutChange"),
-                responses: [
-                    .init(200, "The pack on production now.", .ref("Rollout")),
-                    .init(409, "No staged rollout on production."),
-                ])
-        ) { api, call in
-            body(fields: ["percent"]) { b in
-                guard let p = try b.percent("percent", allowingZero: true) else {
-                    throw BacklotError(
-                        .invalidInput, "\"percent\" is required: a number from 0 to 100", context: "request body",
-                        hint: "0 halts the rollout, 100 releases the candidate to every device")
-                }
+        Route(API.rollout) { api, call in
+            body(API.RolloutChange.self) { b in
                 let app = call.parameter("app")
                 let pack = call.parameter("pack")
-                try api.repository.releases.setRollout(app: app, pack: pack, percent: p)
+                try api.repository.releases.setRollout(app: app, pack: pack, percent: b.percent.percent)
                 let state = try api.repository.releases.channelState(app: app, channel: .production).packs.first {
                     $0.pack == pack
                 }
-                return .json(200, ChannelState.packJSON(state, pack: pack, channel: .production).serialized())
+                return try json(200, API.Rollout(channel: .production, pack: API.ChannelPack(state, pack: pack)))
             }
         },
-        Route(
-            method: "POST", template: "/api/apps/{app}/packs/{pack}/withdraw", role: .reviewer,
-            doc: RouteDoc(
-                "withdraw", tag: "releases", "Remove the pack from a channel (clients report it obsolete).",
-                body: .ref("WithdrawRequest"),
-                responses: [
-                    .init(200, "Withdrawn.", .ref("Withdrawn")), .init(409, "The pack is not on that channel."),
-                ])
-        ) { api, call in
-            body(fields: ["channel"]) { b in
+        Route(API.withdraw) { api, call in
+            body(API.WithdrawRequest.self) { b in
                 try api.repository.releases.withdraw(
-                    app: call.parameter("app"), pack: call.parameter("pack"), channel: try b.channel("channel"))
-                return .json(200, "{\"withdrawn\":true}")
+                    app: call.parameter("app"), pack: call.parameter("pack"), channel: b.channel)
+                return try json(200, API.Withdrawn())
             }
         },
-        Route(
-            method: "GET", template: "/api/tokens", role: .admin,
-            doc: RouteDoc(
-                "listTokens", tag: "tokens", "List tokens (never their secrets).",
-                responses: [.init(200, "The tokens, oldest first.", .ref("TokenList"))])
-        ) { api, _ in
-            .respond(
-                .json(
-                    200, JSONNode.object(["tokens": .array(try api.repository.tokens.list().map(\.json))]).serialized())
-            )
+        Route(API.listTokens) { api, _ in
+            .respond(try json(200, API.TokenList(tokens: try api.repository.tokens.list().map(API.Token.init))))
         },
-        Route(
-            method: "POST", template: "/api/tokens", role: .admin,
-            doc: RouteDoc(
-                "createToken", tag: "tokens", "Create a token, optionally expiring; its secret is shown once.",
-                body: .ref("TokenCreate"),
-                responses: [
-                    .init(
-                        201, "The token and its secret.", .ref("IssuedToken"),
-                        links: [
-                            .init("rotateToken", to: "rotateToken", parameters: ["id": "$response.body#/id"]),
-                            .init("revokeToken", to: "revokeToken", parameters: ["id": "$response.body#/id"]),
-                        ])
-                ])
-        ) { api, _ in
-            body(fields: ["role", "label", "expiresInSeconds"]) { b in
-                guard let role = Role(rawValue: try b.string("role")) else {
-                    throw BacklotError(
-                        .invalidInput, "\"role\" must be admin, uploader, reviewer or reader", context: "request body")
+        Route(API.createToken) { api, _ in
+            body(API.TokenCreate.self) { b in
+                let lifetime = try b.expiresInSeconds.map {
+                    try CheckedInteger.convert(
+                        $0, to: Int64.self, "\"expiresInSeconds\"",
+                        in: API.Limits.shortestTokenLifetime...API.Limits.longestTokenLifetime, context: "request body")
                 }
-                let lifetime =
-                    b.root["expiresInSeconds"].map { node -> Bool in
-                        if case .null = node.kind { return false } else { return true }
-                    } == true
-                    ? try b.integer(
-                        "expiresInSeconds", as: Int64.self,
-                        in: Tokens.shortestLifetime...Tokens.longestLifetime) : nil
-                let token = try api.repository.tokens.issue(
-                    role: role, label: try b.optionalString("label") ?? "", expiresIn: lifetime)
-                return .json(201, token.json.serialized())
+                let token = try api.repository.tokens.issue(role: b.role, label: b.label ?? "", expiresIn: lifetime)
+                return try json(201, API.IssuedToken(token))
             }
         },
-        Route(
-            method: "DELETE", template: "/api/tokens/{id}", role: .admin,
-            doc: RouteDoc(
-                "revokeToken", tag: "tokens", "Revoke a token: every server refuses it at once.",
-                responses: [
-                    .init(200, "Revoked.", .ref("TokenRevoked")), .init(409, "It is the last admin token that works."),
-                ])
-        ) { api, call in
+        Route(API.revokeToken) { api, call in
             let info = try api.repository.tokens.revoke(id: try call.number("id"))
-            return .respond(.json(200, JSONNode.object(["id": .number(info.id), "revoked": .bool(true)]).serialized()))
+            return .respond(try json(200, API.TokenRevoked(id: info.id)))
         },
-        Route(
-            method: "POST", template: "/api/tokens/{id}/rotate", role: .admin,
-            doc: RouteDoc(
-                "rotateToken", tag: "tokens",
-                "Give a token a new secret (same id, role, label); the old secret stops working at once.",
-                responses: [
-                    .init(201, "The token and its new secret.", .ref("IssuedToken")),
-                    .init(409, "The token was revoked."),
-                ])
-        ) { api, call in
-            .respond(.json(201, try api.repository.tokens.rotate(id: try call.number("id")).json.serialized()))
+        Route(API.rotateToken) { api, call in
+            .respond(try json(201, API.IssuedToken(try api.repository.tokens.rotate(id: try call.number("id")))))
         },
     ]
 
-    /// The largest byte count or offset the API accepts (what SQLite's 64-bit signed integers hold).
-    static let largestByteCount = UInt64(Int64.max)
-
-    /// The longest reason a rejection records, in characters (it is shown in `releases list`).
-    static let longestReason = 2000
+    /// `value` as the JSON body of an answer (`JSONEncoder`, sorted keys).
+    /// - Throws: `EncodingError` for a value JSON cannot hold (a non-finite number).
+    static func json(_ status: Int, _ value: some Encodable) throws -> HTTPResponse {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return .json(status, String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
 
     /// The largest JSON body a route buffers; a larger one gets 413 before it is read.
-    public static let bodyLimit = 64 << 10
+    public static let bodyLimit = API.Limits.bodyBytes
 
     /// Answers `/api/…` requests; nil for other paths.
     /// Headers on every answer of the API: no cache keeps it, no browser sniffs it for another type.
@@ -624,7 +316,7 @@ public struct ManagementAPI: Sendable {
             }
             var pathMatched = false
             for route in Self.routes {
-                guard let parameters = Self.match(route.template, segments) else { continue }
+                guard let parameters = route.endpoint.match(segments) else { continue }
                 pathMatched = true
                 guard route.method == request.method else { continue }
                 let caller = try route.role.map { try authorize(request, needs: $0) }
@@ -643,7 +335,7 @@ public struct ManagementAPI: Sendable {
                 }
             }
             if pathMatched {
-                let allowed = Self.routes.filter { Self.match($0.template, segments) != nil }.map(\.method).joined(
+                let allowed = Self.routes.filter { $0.endpoint.match(segments) != nil }.map(\.method).joined(
                     separator: ", ")
                 var r = HTTPResponse.error(
                     405, code: "methodNotAllowed", "use \(allowed)", context: request.path, route: "api")
@@ -659,7 +351,7 @@ public struct ManagementAPI: Sendable {
     }
 
     /// A body of another type than the route reads is 415; a body without `Content-Type` is read as the route's type.
-    static func checkContentType(_ request: HTTPRequest, for doc: RouteDoc) throws {
+    static func checkContentType(_ request: HTTPRequest, for doc: EndpointDoc) throws {
         guard let expected = doc.body != nil ? "application/json" : doc.rawBody,
             let given = request.header("Content-Type")
         else { return }
@@ -672,16 +364,6 @@ public struct ManagementAPI: Sendable {
                 "this route reads \(expected), not \(media.isEmpty ? "an empty type" : media)",
                 context: "Content-Type", hint: "send Content-Type: \(expected)")
         }
-    }
-
-    static func match(_ template: String, _ segments: [String]) -> [String: String]? {
-        let parts = template.split(separator: "/").map(String.init)
-        guard parts.count == segments.count else { return nil }
-        var parameters: [String: String] = [:]
-        for (p, s) in zip(parts, segments) {
-            if p.hasPrefix("{") { parameters[String(p.dropFirst().dropLast())] = s } else if p != s { return nil }
-        }
-        return parameters
     }
 
     /// The caller of a request that needs `role`: its bearer token must be known, unexpired,
@@ -790,14 +472,16 @@ public struct ManagementAPI: Sendable {
         }
     }
 
-    /// A JSON body of at most ``bodyLimit`` bytes holding only `fields`.
+    /// A JSON body of at most ``bodyLimit`` bytes, read as the endpoint's body type `T`
+    /// (``RequestBodyDecoder``: only `T`'s members, each checked, 400 naming the one that is not).
     ///
     /// The body arrives later, outside the route's scope: the token is checked again once it has
     /// arrived and before anything is done (a token revoked or rotated while a client trickled
     /// the body in gets 401 and nothing is done), and that check's caller is the one the change
     /// is made and audited as. (The server also gives the body
     /// ``HTTPServer/Configuration/bufferedBodyDeadline`` seconds in all.)
-    static func body(fields: Set<String>, _ then: @escaping @Sendable (JSONBody) throws -> HTTPResponse) -> HTTPRoute {
+    static func body<T: Decodable>(_ type: T.Type, _ then: @escaping @Sendable (T) throws -> HTTPResponse) -> HTTPRoute
+    {
         let caller = Caller.current
         let check = reauthorization
         return .buffer(limit: bodyLimit) { bytes in
@@ -806,28 +490,20 @@ public struct ManagementAPI: Sendable {
                 return response(for: error, log: check?.api.repository.log)
             }
             return Caller.$current.withValue(now) {
-                answer(bytes, fields: fields, log: check?.api.repository.log, then)
+                answer(bytes, as: T.self, log: check?.api.repository.log, then)
             }
         }
     }
 
-    static func answer(
-        _ bytes: [UInt8], fields: Set<String>, log: ((String) -> Void)? = nil,
-        _ then: @escaping @Sendable (JSONBody) throws -> HTTPResponse
+    /// The answer to a buffered body: `then` of the body read as `T`, or the error's answer.
+    static func answer<T: Decodable>(
+        _ bytes: [UInt8], as type: T.Type, log: ((String) -> Void)? = nil, _ then: (T) throws -> HTTPResponse
     ) -> HTTPResponse {
         do {
             let root = try JSONReader(
                 source: "request body", allowsComments: false, allowsTrailingCommas: false, maximumDepth: 16
             ).read(bytes).root
-            guard let members = root.objectMembers else {
-                throw HTTPError(400, code: "badRequest", "the body must be a JSON object", context: "request body")
-            }
-            if let unknown = members.first(where: { !fields.contains($0.key) }) {
-                throw HTTPError(
-                    400, code: "unknownField", "unknown field \"\(unknown.key)\"", context: "request body",
-                    hint: "the fields allowed: \(fields.sorted().joined(separator: ", "))")
-            }
-            return try then(JSONBody(root: root))
+            return try then(try RequestBodyDecoder.decode(T.self, from: root))
         } catch {
             return response(for: error, log: log)
         }
@@ -907,7 +583,7 @@ final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
             let complete = try upload.close()
             api.metrics?.recordUpload(complete ? "completed" : "partial")
             let version = try api.repository.uploads.version(app: app, pack: pack, number: number)
-            var r = HTTPResponse.json(complete ? 202 : 200, version.json.serialized())
+            var r = try ManagementAPI.json(complete ? 202 : 200, API.Version(version))
             r.headers.append(("Upload-Offset", String(version.received)))
             return r
         } catch {

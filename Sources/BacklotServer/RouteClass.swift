@@ -1,4 +1,4 @@
-import BacklotCatalog
+import BacklotProtocol
 
 /// What kind of request a response answered, for `/metrics`: the published tree's files by
 /// their role (docs/protocol.md §1), the API, the dashboard, `/metrics` itself, or anything else.

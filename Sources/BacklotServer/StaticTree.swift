@@ -1,6 +1,6 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotHTTPServer
+import BacklotProtocol
 import BacklotRepository
 import Foundation
 

@@ -1,4 +1,4 @@
-import BacklotCatalog
+import BacklotProtocol
 import BacklotRepository
 
 /// What a request's path of the published tree is a download of, for the download counts.

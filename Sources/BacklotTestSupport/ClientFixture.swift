@@ -1,8 +1,8 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotClient
 import BacklotCrypto
 import BacklotFormat
+import BacklotProtocol
 import BacklotRepository
 import BacklotServer
 import Foundation

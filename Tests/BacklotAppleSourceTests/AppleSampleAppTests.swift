@@ -1,8 +1,8 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotClient
 import BacklotExtension
 import BacklotJSON
+import BacklotProtocol
 import BacklotTestSupport
 import Foundation
 import Testing

@@ -1,7 +1,7 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotClient
 import BacklotHTTPClient
+import BacklotProtocol
 import BacklotRepository
 import BacklotS3
 import BacklotTestSupport

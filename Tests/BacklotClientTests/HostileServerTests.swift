@@ -7,8 +7,8 @@ import BacklotTestSupport
 import Foundation
 import Testing
 
-@testable import BacklotCatalog
 @testable import BacklotClient
+@testable import BacklotProtocol
 @testable import BacklotRepository
 
 /// A server that lies (signed catalogs and archives crafted to break the client's rules), drips,

@@ -1,9 +1,9 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotHTTPClient
 import BacklotJSON
+import BacklotProtocol
 import BacklotTestSupport
 import Foundation
 import Synchronization

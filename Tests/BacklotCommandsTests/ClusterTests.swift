@@ -1,9 +1,9 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCommands
 import BacklotCrypto
 import BacklotHTTPClient
 import BacklotJSON
+import BacklotProtocol
 import BacklotRepository
 import BacklotS3
 import BacklotTestSupport

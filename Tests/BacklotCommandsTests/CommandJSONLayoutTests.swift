@@ -1,3 +1,4 @@
+import BacklotBasics
 import BacklotJSON
 import BacklotTestSupport
 import Foundation

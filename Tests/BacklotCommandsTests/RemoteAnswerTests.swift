@@ -1,12 +1,13 @@
 import BacklotBasics
 import BacklotJSON
+import BacklotProtocol
 import Testing
 
 @testable import BacklotCommands
 
-/// The management API's answers read through `Codable` and printed in docs/json.md's vocabulary:
-/// renamed fields, null for what an answer lacks, and an answer of the wrong shape refused with
-/// the field named.
+/// The management API's answers read through the endpoints' `Codable` types (``API``) and printed
+/// in docs/json.md's vocabulary: renamed fields at the command line's edge, null for what an answer
+/// leaves null, and an answer of the wrong shape refused with the field named.
 @Suite struct RemoteAnswerTests {
     func answer(_ text: String) -> APIClient.Answer {
         APIClient.Answer(status: 200, body: Array(text.utf8), route: "GET /api/apps/a/packs/P/versions")
@@ -14,63 +15,75 @@ import Testing
 
     @Test func aVersionIsRenamedToTheVocabularyOfTheCommandLine() throws {
         let v = try answer(
-            #"{"app":"a","pack":"P","version":2,"state":"COMPLETE","reason":null,"size":10,"received":10,"installSize":20,"archiveSHA256":"ab","format":"pack","lease":"x"}"#
-        ).decode(RemoteVersion.self)
+            #"{"app":"a","pack":"P","version":2,"state":"COMPLETE","reason":null,"size":10,"received":10,"installSize":20,"archiveSHA256":"ab","format":"pack"}"#
+        ).decode(API.Version.self)
         #expect(
-            try CommandJSON.line(v)
+            try CommandJSON.line(VersionOutput(v))
                 == #"{"app":"a","archiveSHA256":"ab","format":"pack","installBytes":20,"pack":"P","packBytes":10,"reason":null,"receivedBytes":10,"state":"COMPLETE","version":2}"#
         )
-        // What an answer lacks is null in the output, never left out.
-        let bare = try answer(#"{"version":1,"state":"AWAITING_UPLOAD"}"#).decode(RemoteVersion.self)
+        // What the answer leaves null (or out) is null in the output, never left out.
+        let bare = try answer(
+            #"{"app":"a","pack":"P","version":1,"state":"AWAITING_UPLOAD","size":10,"received":0,"format":"pack"}"#
+        ).decode(API.Version.self)
         #expect(
-            try CommandJSON.line(bare)
-                == #"{"app":null,"archiveSHA256":null,"format":null,"installBytes":null,"pack":null,"packBytes":null,"reason":null,"receivedBytes":null,"state":"AWAITING_UPLOAD","version":1}"#
+            try CommandJSON.line(VersionOutput(bare))
+                == #"{"app":"a","archiveSHA256":null,"format":"pack","installBytes":null,"pack":"P","packBytes":10,"reason":null,"receivedBytes":0,"state":"AWAITING_UPLOAD","version":1}"#
         )
     }
 
-    @Test func anOlderServersBareIDsBecomeObjects() throws {
-        let apps = try answer(#"{"apps":["a"]}"#).decode(RemoteApp.List.self)
+    @Test func appsAndPacksAreNamedAsEveryCommandNamesThem() throws {
+        let apps = try answer(
+            #"{"apps":[{"id":"a","created":"2026-12-01T00:00:00Z","fourEyes":true,"quotaBytes":200000000000}]}"#
+        ).decode(API.AppList.self)
         #expect(
-            try CommandJSON.line(apps) == #"{"apps":[{"app":"a","created":null,"fourEyes":null,"quotaBytes":null}]}"#)
-        let packs = try answer(#"{"packs":["P",{"id":"Q","created":"2026-12-01T00:00:00Z","versions":3,"latest":3}]}"#)
-            .decode(RemotePack.List.self)
+            try CommandJSON.line(AppOutput.List(apps: apps.apps.map(AppOutput.init)))
+                == #"{"apps":[{"app":"a","created":"2026-12-01T00:00:00Z","fourEyes":true,"quotaBytes":200000000000}]}"#
+        )
+        let packs = try answer(
+            #"{"packs":[{"id":"P","created":"2026-12-01T00:00:00Z","versions":0,"latest":null},{"id":"Q","created":"2026-12-01T00:00:00Z","versions":3,"latest":3}]}"#
+        ).decode(API.PackList.self)
         #expect(
-            try CommandJSON.line(packs.packs)
-                == #"[{"created":null,"latestVersion":null,"pack":"P","versionCount":null},{"created":"2026-12-01T00:00:00Z","latestVersion":3,"pack":"Q","versionCount":3}]"#
+            try CommandJSON.line(packs.packs.map(PackOutput.init))
+                == #"[{"created":"2026-12-01T00:00:00Z","latestVersion":null,"pack":"P","versionCount":0},{"created":"2026-12-01T00:00:00Z","latestVersion":3,"pack":"Q","versionCount":3}]"#
         )
     }
 
     @Test func aReleasePlanPutsItsChangeAtTheTop() throws {
-        var plan = try answer(
+        let outcome = try answer(
             #"{"dryRun":true,"needsApproval":true,"change":{"channel":"production","pack":"P","from":{"version":1,"rolloutPercent":null},"to":{"version":2,"rolloutPercent":2.5},"catalogVersion":7}}"#
-        ).decode(RemoteReleasePlan.self)
-        plan.app = "a"
+        ).decode(API.ReleaseOutcome.self)
+        let plan = ReleasePlanOutput(try #require(outcome.plan), app: "a")
         #expect(
             try CommandJSON.line(plan)
                 == #"{"app":"a","catalogVersion":7,"channel":"production","dryRun":true,"from":{"rolloutPercent":null,"version":1},"needsApproval":true,"pack":"P","to":{"rolloutPercent":2.5,"version":2}}"#
         )
         #expect(plan.from.text == "version 1 for every device" && plan.to.text == "version 2 at 2.5 %")
+        // A release made at once is not a plan.
+        #expect(try answer(#"{"released":true}"#).decode(API.ReleaseOutcome.self).plan == nil)
     }
 
-    @Test func auditDetailsKeepWhatTheServerWrote() throws {
-        let list = try answer(
-            #"{"entries":[{"id":9,"time":"2026-12-01T00:00:00Z","actor":{"tokenId":null,"label":"server","role":"system"},"app":"a","pack":null,"version":null,"action":"catalog.resign","details":{"channel":"beta","count":3,"big":18446744073709551615,"share":0.25,"list":[true,null]}}]}"#
-        ).decode(RemoteAuditEntry.List.self)
+    @Test func auditEntriesArePrintedAsTheServerSendsThem() throws {
+        let page = try answer(
+            #"{"entries":[{"id":9,"time":"2026-12-01T00:00:00Z","actor":{"tokenId":null,"label":"server","role":"system"},"app":"a","pack":null,"version":null,"action":"catalog.resign","details":{"channel":"beta","count":"3"}}],"next":null}"#
+        ).decode(API.AuditPage.self)
         #expect(
-            try CommandJSON.line(list)
-                == #"{"entries":[{"action":"catalog.resign","actor":{"label":"server","role":"system","tokenId":null},"app":"a","details":{"big":18446744073709551615,"channel":"beta","count":3,"list":[true,null],"share":0.25},"id":9,"pack":null,"time":"2026-12-01T00:00:00Z","version":null}]}"#
+            try CommandJSON.line(page.entries)
+                == #"[{"action":"catalog.resign","actor":{"label":"server","role":"system","tokenId":null},"app":"a","details":{"channel":"beta","count":"3"},"id":9,"pack":null,"time":"2026-12-01T00:00:00Z","version":null}]"#
         )
     }
 
     @Test(arguments: [
-        (#"{"versions":[{"version":1,"state":3}]}"#, "versions[0].state: expected a string"),
-        (#"{"versions":[{"state":"COMPLETE"}]}"#, "versions[0].version: missing"),
-        (#"{"versions":[{"version":1,"state":"COMPLETE","size":-5}]}"#, "a number in it does not fit its field"),
+        (#"{"versions":[{"app":"a","pack":"P","version":1,"state":3}]}"#, "versions[0].state: expected a string"),
+        (#"{"versions":[{"state":"COMPLETE"}]}"#, "versions[0].app: missing"),
+        (
+            #"{"versions":[{"app":"a","pack":"P","version":1,"state":"COMPLETE","size":-5,"received":0,"format":"pack"}]}"#,
+            "a number in it does not fit its field"
+        ),
         (#"{"versions":{}}"#, "versions"),
         (#"{"versions":[{"#, "the top level"),
     ])
     func anAnswerOfTheWrongShapeNamesTheField(body: String, named: String) throws {
-        let error = try #require(throws: BacklotError.self) { try answer(body).decode(RemoteVersion.List.self) }
+        let error = try #require(throws: BacklotError.self) { try answer(body).decode(API.VersionList.self) }
         #expect(error.code == .io)
         #expect(error.message.contains(named), "\(error.message)")
         #expect(error.context == "GET /api/apps/a/packs/P/versions" && error.hint?.contains("--version") == true)

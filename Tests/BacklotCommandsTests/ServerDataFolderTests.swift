@@ -1,7 +1,7 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotHTTPClient
 import BacklotJSON
+import BacklotProtocol
 import BacklotRepository
 import BacklotTestSupport
 import Foundation

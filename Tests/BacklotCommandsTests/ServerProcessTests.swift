@@ -1,10 +1,10 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCommands
 import BacklotCrypto
 import BacklotFormat
 import BacklotHTTPClient
 import BacklotJSON
+import BacklotProtocol
 import BacklotRepository
 import BacklotStore
 import BacklotTestSupport

@@ -1,4 +1,4 @@
-import BacklotCatalog
+import BacklotProtocol
 import BacklotTestSupport
 import Foundation
 import Testing

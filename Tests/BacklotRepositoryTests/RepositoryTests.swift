@@ -1,7 +1,7 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
+import BacklotProtocol
 import BacklotTestSupport
 import Foundation
 import Testing

@@ -1,8 +1,8 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotJSON
+import BacklotProtocol
 import BacklotS3
 import BacklotTestSupport
 import Foundation

@@ -1,8 +1,8 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotPostgres
+import BacklotProtocol
 import BacklotS3
 import BacklotStore
 import BacklotTestSupport

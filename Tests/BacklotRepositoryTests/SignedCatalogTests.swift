@@ -5,7 +5,7 @@ import BacklotJSON
 import Foundation
 import Testing
 
-@testable import BacklotCatalog
+@testable import BacklotProtocol
 @testable import BacklotRepository
 
 struct SignedCatalogTests {

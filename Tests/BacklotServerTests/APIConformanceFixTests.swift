@@ -1,5 +1,6 @@
 import BacklotBasics
 import BacklotJSON
+import BacklotProtocol
 import BacklotRepository
 import BacklotTestSupport
 import Foundation
@@ -15,10 +16,50 @@ import Testing
 @Suite(.serialized) struct APIConformanceFixTests {
     typealias Fixture = ManagementAPITests.Fixture
 
-    static func body(_ json: String) throws -> JSONBody {
-        JSONBody(
+    static func body(_ json: String) throws -> Body {
+        Body(
             root: try JSONReader(source: "request body", allowsComments: false, allowsTrailingCommas: false)
                 .read(Array(json.utf8)).root)
+    }
+
+    /// A body of one field, read as the server reads a member of an endpoint's body type
+    /// (``RequestBodyDecoder``), then held to the route's range.
+    struct Body {
+        let root: JSONNode
+
+        /// The body's one member, whatever its name, as `T` (nil: absent or null).
+        struct Field<T: Decodable>: Decodable {
+            struct Key: CodingKey {
+                let stringValue: String
+                var intValue: Int? { nil }
+                init?(stringValue: String) { self.stringValue = stringValue }
+                init?(intValue: Int) { nil }
+            }
+            let value: T?
+            init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: Key.self)
+                value = try c.allKeys.first.flatMap { try c.decodeIfPresent(T.self, forKey: $0) }
+            }
+        }
+
+        func integer<T: FixedWidthInteger & Decodable>(
+            _ key: String, as type: T.Type, in range: ClosedRange<T>
+        ) throws
+            -> T
+        {
+            guard let value = try RequestBodyDecoder.decode(Field<T>.self, from: root).value else {
+                throw BacklotError(.invalidInput, "\"\(key)\" is missing", context: "request body")
+            }
+            return try CheckedInteger.convert(value, to: T.self, "\"\(key)\"", in: range, context: "request body")
+        }
+
+        func percent(_ key: String, allowingZero: Bool = false) throws -> Double? {
+            guard let share = try RequestBodyDecoder.decode(Field<API.RolloutShare>.self, from: root).value else {
+                return nil
+            }
+            if share.basisPoints == 0 && !allowingZero { throw API.RolloutShare.outOfRange(key, allowingZero: false) }
+            return share.percent
+        }
     }
 
     // MARK: whole numbers
@@ -56,7 +97,7 @@ import Testing
             _ = try Self.body(#"{"version":18446744073709551615.0}"#).integer("version", as: Int.self, in: 1...Int.max)
             Issue.record("accepted")
         } catch let e as BacklotError {
-            #expect(e.message.contains("\"version\"") && e.message.contains("1…\(Int.max)"), "\(e.message)")
+            #expect(e.message.contains("\"version\"") && e.message.contains("…\(Int.max)"), "\(e.message)")
         }
     }
 
@@ -118,7 +159,7 @@ import Testing
         #expect(change.contains(#""minimum":0.01"#) && change.contains(#""maximum":0"#), "\(change)")
         let release = try Self.encoded(APISchemas.all["ReleaseCreate"])
         #expect(release.contains(#""minimum":0.01"#), "\(release)")
-        #expect(JSONBody.lowestPercent == 0.01)
+        #expect(API.Limits.lowestPercent == 0.01)
     }
 
     // MARK: null, staged rollouts, sizes

@@ -1,7 +1,7 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCrypto
 import BacklotJSON
+import BacklotProtocol
 import BacklotTestSupport
 import Foundation
 import Testing
@@ -226,7 +226,7 @@ import Testing
             let r = try f.call(
                 "POST", "/api/apps/com.example.game/packs/Levels/rollout", token: bob, json: "{\"percent\":\(percent)}")
             #expect(
-                r.status == 200 && r.text.contains("\"rolloutPercent\":\(kept)}"), "\(percent): \(r.text)")
+                r.status == 200 && r.text.contains("\"rolloutPercent\":\(kept),"), "\(percent): \(r.text)")
             try expectPublishedMatchesRecord(f)
         }
         for percent in ["12.50", "0", "50", "100"] {

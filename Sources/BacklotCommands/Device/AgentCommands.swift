@@ -1,9 +1,9 @@
 import BacklotAgent
 import BacklotBasics
-import BacklotCatalog
 import BacklotContainer
 import BacklotExtension
 import BacklotJSON
+import BacklotProtocol
 import BacklotRepository
 import BacklotTaskScheduler
 import Dispatch

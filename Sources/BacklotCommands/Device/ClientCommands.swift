@@ -1,8 +1,8 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotClient
 import BacklotFormat
 import BacklotJSON
+import BacklotProtocol
 import BacklotRepository
 import Dispatch
 import Foundation

@@ -1,4 +1,4 @@
-import BacklotCatalog
+import BacklotProtocol
 import BacklotRepository
 
 /// The coordinates of a pack, declared once: `--app`, `--pack`, `--version`, `--channel`.

@@ -1,6 +1,7 @@
 import BacklotBasics
 import BacklotHTTPClient
 import BacklotJSON
+import BacklotProtocol
 import Foundation
 
 /// The CLI's side of the management API, connected with the options of ``ServerOptions``.
@@ -47,17 +48,6 @@ struct APIClient {
         }
     }
 
-    /// The error object of an answer that is not 2xx (docs/protocol.md).
-    private struct ErrorAnswer: Decodable {
-        struct Body: Decodable {
-            let code: String?
-            let message: String?
-            let context: String?
-            let hint: String?
-        }
-        let error: Body?
-    }
-
     /// Calls a route with `json` (encoded with `JSONEncoder`) or `body`; returns a 2xx answer (or
     /// one of a status in `accept`), throws the server's error otherwise, with its context and hint.
     @discardableResult
@@ -75,7 +65,7 @@ struct APIClient {
         }
         let r = try http.send(method, server + path, headers: h, body: payload, progress: progress)
         guard (200..<300).contains(r.status) || accept.contains(r.status) else {
-            let error = (try? JSONDecoder().decode(ErrorAnswer.self, from: Data(r.body)))?.error
+            let error = (try? JSONDecoder().decode(API.ErrorAnswer.self, from: Data(r.body)))?.error
             let message = error?.message ?? r.text
             let kind: BacklotError.Code =
                 switch r.status {
@@ -89,7 +79,7 @@ struct APIClient {
                 }
             // The server's own code (fourEyes, unauthorized, …) is kept for 4xx answers, with the
             // exit status of its kind; a server that cannot answer now is `unavailable`, whatever it says.
-            let serverCode = error?.code.flatMap { $0.isEmpty || $0.count > 64 ? nil : $0 }
+            let serverCode = error.map(\.code).flatMap { $0.isEmpty || $0.count > 64 ? nil : $0 }
             let code =
                 (400..<500).contains(r.status) && serverCode != nil
                 ? BacklotError.Code(serverCode!, isInvalidInput: kind.isInvalidInput) : kind
@@ -102,19 +92,30 @@ struct APIClient {
         return Answer(status: r.status, body: r.body, route: "\(method) \(path)")
     }
 
-    /// Calls a route and decodes its 2xx answer as `T` (``call(_:_:json:accept:body:headers:progress:)``).
-    func call<T: Decodable>(
-        _ method: String, _ path: String, json: (any Encodable)? = nil, as type: T.Type
-    ) throws -> T {
-        try call(method, path, json: json).decode(T.self)
+    /// Calls `endpoint` with the path's `parameters`, the `query` (each value percent-encoded)
+    /// and `body`; returns its 2xx answer (or one of a status in `accept`) undecoded.
+    @discardableResult
+    func call<Request: Encodable, Response>(
+        _ endpoint: Endpoint<Request, Response>, _ parameters: [String: String] = [:],
+        query: [(name: String, value: String)] = [], body: Request? = nil, accept: Set<Int> = []
+    ) throws -> Answer {
+        try call(endpoint.method, endpoint.path(parameters) + Self.query(query), json: body, accept: accept)
     }
 
-    static func segment(_ s: String) -> String {
-        s.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._"))) ?? s
+    /// Calls `endpoint` (``call(_:_:query:body:accept:)``) and decodes its 2xx answer as the endpoint's answer type.
+    func send<Request: Encodable, Response: Decodable>(
+        _ endpoint: Endpoint<Request, Response>, _ parameters: [String: String] = [:],
+        query: [(name: String, value: String)] = [], body: Request? = nil
+    ) throws -> Response {
+        try call(endpoint, parameters, query: query, body: body).decode(Response.self)
     }
 
-    /// `/api/apps/APP`.
-    static func app(_ app: String) -> String { "/api/apps/\(segment(app))" }
-    /// `/api/apps/APP/packs/PACK`.
-    static func pack(_ app: String, _ pack: String) -> String { "/api/apps/\(segment(app))/packs/\(segment(pack))" }
+    /// `?name=value&…`, each value percent-encoded; "" for none.
+    static func query(_ items: [(name: String, value: String)]) -> String {
+        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._"))
+        guard !items.isEmpty else { return "" }
+        return "?"
+            + items.map { "\($0.name)=\($0.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? $0.value)" }
+            .joined(separator: "&")
+    }
 }

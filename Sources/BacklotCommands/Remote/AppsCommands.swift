@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotProtocol
 
 /// On or off, as `--four-eyes on|off` spells it.
 enum Switch: String, ArgumentValue, CaseIterable {
@@ -19,14 +20,10 @@ struct AppsCreateCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments.positionals[0]
-        struct Body: Encodable {
-            let id: String
-            let fourEyes: Bool?
-        }
-        let created = try api.call(
-            "POST", "/api/apps", json: Body(id: app, fourEyes: arguments[fourEyes] ? true : nil), as: RemoteApp.self)
+        let created = try api.send(
+            API.createApp, body: API.AppCreate(id: app, fourEyes: arguments[fourEyes] ? true : nil))
         if arguments[jsonFlag] {
-            try io.outJSON(created)
+            try io.outJSON(AppOutput(created))
         } else {
             io.out(
                 "Created app \(app)\(arguments[fourEyes] ? " (four-eyes: a request cannot be approved by the token that made it)" : "").\n"
@@ -45,14 +42,14 @@ struct AppsListCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
-        let list = try api.call("GET", "/api/apps", as: RemoteApp.List.self)
+        let list = try api.send(API.listApps)
         if arguments[jsonFlag] {
-            try io.outJSON(list)
+            try io.outJSON(AppOutput.List(apps: list.apps.map(AppOutput.init)))
             return
         }
         if list.apps.isEmpty { io.out("No apps yet (backlot apps create APP).\n") }
         for a in list.apps {
-            io.out("\(a.app)\tcreated \(a.created ?? "-")\t\(a.fourEyes == true ? "four-eyes" : "-")\n")
+            io.out("\(a.id)\tcreated \(a.created)\t\(a.fourEyes ? "four-eyes" : "-")\n")
         }
     }
 }
@@ -72,11 +69,10 @@ struct AppsSetCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments.positionals[0]
-        struct Body: Encodable { let fourEyes: Bool }
-        let changed = try api.call(
-            "PATCH", APIClient.app(app), json: Body(fourEyes: arguments[fourEyes].isOn), as: RemoteApp.self)
+        let changed = try api.send(
+            API.changeApp, ["app": app], body: API.AppChange(fourEyes: arguments[fourEyes].isOn))
         if arguments[jsonFlag] {
-            try io.outJSON(changed)
+            try io.outJSON(AppOutput(changed))
         } else {
             io.out("\(app): four-eyes \(arguments[fourEyes].rawValue).\n")
         }

@@ -1,6 +1,5 @@
 import BacklotBasics
-import BacklotJSON
-import BacklotRepository
+import BacklotProtocol
 
 /// `backlot audit [--app A] [--action X] [--limit N] [--json]`: the audit trail, newest first.
 struct AuditCommand: Command {
@@ -8,7 +7,7 @@ struct AuditCommand: Command {
     static let action = Option<String?>(
         "action", "ACTION", help: "Only this action (app.create, version.uploaded, release.approve, …).")
     static let limit = Option<Int>(
-        "limit", "N", default: 100, in: 1...AuditLog.pageLimit, help: "How many entries, newest first.")
+        "limit", "N", default: 100, in: 1...API.Limits.auditPageLimit, help: "How many entries, newest first.")
     static let spec = CommandSpec(
         name: "audit",
         summary:
@@ -18,12 +17,14 @@ struct AuditCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
-        var query = ["limit=\(arguments[limit])"]
-        if let app = arguments[app] { query.append("app=\(APIClient.segment(app))") }
-        if let action = arguments[action] { query.append("action=\(APIClient.segment(action))") }
-        let list = try api.call("GET", "/api/audit?" + query.joined(separator: "&"), as: RemoteAuditEntry.List.self)
+        var query = [(name: "limit", value: "\(arguments[limit])")]
+        if let app = arguments[app] { query.append((name: "app", value: app)) }
+        if let action = arguments[action] { query.append((name: "action", value: action)) }
+        let list = try api.send(API.listAudit, query: query)
         if arguments[jsonFlag] {
-            try io.outJSON(list)
+            /// `audit --json` (docs/json.md): the entries, as the API sends them.
+            struct Output: Encodable { let entries: [API.AuditEntry] }
+            try io.outJSON(Output(entries: list.entries))
             return
         }
         if list.entries.isEmpty { io.out("No audit entries.\n") }
@@ -35,7 +36,7 @@ struct AuditCommand: Command {
             if let v = e.version { target += " v\(v)" }
             if !target.isEmpty { line += "\t" + target }
             let details = e.details.sorted { $0.key < $1.key }.map {
-                "\($0.key)=\($0.value.stringValue ?? $0.value.serialized())"
+                "\($0.key)=\($0.value)"
             }
             if !details.isEmpty { line += "\t" + details.joined(separator: " ") }
             io.out(Self.printable(line) + "\n")

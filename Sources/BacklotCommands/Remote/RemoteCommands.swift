@@ -1,10 +1,9 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotHTTPClient
 import BacklotJSON
-import BacklotRepository
+import BacklotProtocol
 import Foundation
 
 /// `backlot upload PACK --app APP`: creates the next version and uploads the archive.
@@ -36,14 +35,8 @@ struct UploadCommand: Command {
         let json = arguments[jsonFlag]
         let id: String
         let size: UInt64
-        /// `POST …/versions`: what the server is told of the archive before it is sent.
-        struct NewVersion: Encodable {
-            let size: UInt64
-            var format: String? = nil
-            var manifest: JSONNode? = nil
-            var archiveSHA256 = ""
-        }
-        var versionBody: NewVersion
+        // `POST …/versions`: what the server is told of the archive before it is sent.
+        var versionBody: API.VersionCreate
         if path.hasSuffix(".aar") {
             // An Apple Archive from ba-package: stored as is; its manifest says what it is.
             guard let manifestPath = arguments[manifest] else {
@@ -54,38 +47,38 @@ struct UploadCommand: Command {
             id = manifest.assetPackID.rawValue
             let text = try String(contentsOfFile: manifestPath, encoding: .utf8)
             let node = try JSONReader(source: manifestPath).read(text).root
-            versionBody = NewVersion(size: size, format: "aar", manifest: node)
+            versionBody = API.VersionCreate(size: size, format: .appleArchive, manifest: node)
         } else {
             let pack = try PackReader(path: path)  // checks header and index before sending anything
             id = pack.index.metadata.assetPackID.rawValue
             size = pack.fileSize
-            versionBody = NewVersion(size: size)
+            versionBody = API.VersionCreate(size: size)
         }
         versionBody.archiveSHA256 = try SHA256.hash(fileAt: path).hex
-        let base = "\(APIClient.app(app))/packs"
-        struct NewPack: Encodable { let id: String }
-        try api.call("POST", base, json: NewPack(id: id), accept: [409])
-        let versions = "\(base)/\(APIClient.segment(id))/versions"
-        let answer = try api.call("POST", versions, json: versionBody)
-        let created = try answer.decode(RemoteVersion.self)
+        try api.call(API.createPack, ["app": app], body: API.PackCreate(id: id), accept: [409])
+        let answer = try api.call(API.createVersion, ["app": app, "pack": id], body: versionBody)
+        let created = try answer.decode(API.Version.self)
+        let version = { (number: Int) in ["app": app, "pack": id, "version": "\(number)"] }
         let number = created.version
         var offset: UInt64 = 0
         var outcome = "created"
         if answer.status == 200 {
             // A version with this archive exists: continue its upload, or say which version it is.
             let state = created.state
-            if state == "AWAITING_UPLOAD" {
-                offset = min(size, created.receivedBytes ?? 0)
+            if state == .awaitingUpload {
+                offset = min(size, created.received)
                 let percent = size == 0 ? 0 : Int(Double(offset) / Double(size) * 100)
                 note(
                     "resuming version \(number) at \(percent) % (\(ByteCount.format(offset)) of \(ByteCount.format(size)) are on the server)",
                     io: io)
                 outcome = "resumed"
             } else {
-                note("\(path) is already version \(number) of \(app)/\(id) (\(state)); nothing was created", io: io)
+                note(
+                    "\(path) is already version \(number) of \(app)/\(id) (\(state.rawValue)); nothing was created",
+                    io: io)
                 // Waited for only while the server is still verifying it.
                 let info = try waitForProcessing(
-                    api: api, path: "\(versions)/\(number)", wait: state == "PROCESSING" && !arguments[noWait], io: io)
+                    api: api, version: version(number), wait: state == .processing && !arguments[noWait], io: io)
                 try report(info, app: app, pack: id, number: number, outcome: "existing", json: json, io: io)
                 return
             }
@@ -95,7 +88,7 @@ struct UploadCommand: Command {
         while true {
             do {
                 try api.call(
-                    "PUT", "\(versions)/\(number)/archive",
+                    API.uploadArchive.method, API.uploadArchive.path(version(number)),
                     body: .file(path: path, offset: offset, length: size - offset),
                     headers: ["Upload-Offset": String(offset), "Content-Type": "application/octet-stream"],
                     progress: { [offset] sent, _ in progress.update(offset + sent, size) })
@@ -107,41 +100,45 @@ struct UploadCommand: Command {
                 // the upload still held by a server that stopped (409 until its lease runs out):
                 // ask where the upload is and go on from there, backing off up to 3 s a try.
                 attempts += 1
-                let status = try api.call("GET", "\(versions)/\(number)", as: RemoteVersion.self)
+                let status = try api.send(API.getVersion, version(number))
                 // The whole archive arrived, only the answer was lost: processing has it.
-                if ["PROCESSING", "COMPLETE", "FAILED"].contains(status.state) { break }
-                guard status.state == "AWAITING_UPLOAD", let received = status.receivedBytes else { throw e }
+                if status.state != .awaitingUpload { break }
+                let received = status.received
                 note("upload interrupted (\(e.message)); resuming at byte \(received)", io: io)
                 offset = received
                 usleep(useconds_t(min(200_000 * attempts, 3_000_000)))
             }
         }
         progress.complete()
-        let info = try waitForProcessing(api: api, path: "\(versions)/\(number)", wait: !arguments[noWait], io: io)
+        let info = try waitForProcessing(api: api, version: version(number), wait: !arguments[noWait], io: io)
         try report(info, app: app, pack: id, number: number, outcome: outcome, json: json, io: io)
     }
 
     /// Polls the version until processing is over (saying so on standard error while it waits).
-    static func waitForProcessing(api: APIClient, path: String, wait: Bool, io: any CommandIO) throws -> RemoteVersion {
-        guard wait else { return try api.call("GET", path, as: RemoteVersion.self) }
+    static func waitForProcessing(
+        api: APIClient, version: [String: String], wait: Bool, io: any CommandIO
+    ) throws
+        -> API.Version
+    {
+        guard wait else { return try api.send(API.getVersion, version) }
         // Said before the first look, so that it is said whether processing takes a second or an hour.
         note("verifying on the server…", io: io)
-        var info = try api.call("GET", path, as: RemoteVersion.self)
-        while info.state == "PROCESSING" || info.state == "AWAITING_UPLOAD" {
+        var info = try api.send(API.getVersion, version)
+        while info.state == .processing || info.state == .awaitingUpload {
             usleep(100_000)
-            info = try api.call("GET", path, as: RemoteVersion.self)
+            info = try api.send(API.getVersion, version)
         }
         return info
     }
 
     /// - Parameter outcome: `created` (a new version), `resumed` (an unfinished upload continued) or `existing` (an identical archive's version).
     static func report(
-        _ info: RemoteVersion, app: String, pack: String, number: Int, outcome: String, json: Bool, io: any CommandIO
+        _ info: API.Version, app: String, pack: String, number: Int, outcome: String, json: Bool, io: any CommandIO
     ) throws {
         if json {
             /// The version, with `outcome` beside its fields.
             struct Output: Encodable {
-                let version: RemoteVersion
+                let version: VersionOutput
                 let outcome: String
                 enum Keys: CodingKey { case outcome }
                 func encode(to encoder: any Encoder) throws {
@@ -150,11 +147,11 @@ struct UploadCommand: Command {
                     try c.encode(outcome, forKey: .outcome)
                 }
             }
-            try io.outJSON(Output(version: info, outcome: outcome))
+            try io.outJSON(Output(version: VersionOutput(info), outcome: outcome))
         } else {
-            io.out("\(app)/\(pack) version \(number): \(info.state)\(info.reason.map { " (\($0))" } ?? "")\n")
+            io.out("\(app)/\(pack) version \(number): \(info.state.rawValue)\(info.reason.map { " (\($0))" } ?? "")\n")
         }
-        if info.state == "FAILED" {
+        if info.state == .failed {
             throw BacklotError(
                 .checkFailed, "processing failed: \(info.reason ?? "no reason given")",
                 context: "\(app)/\(pack)/\(number)")
@@ -187,23 +184,20 @@ struct ReleaseCommand: Command {
         let pack = arguments[PackOptions.pack]
         let channel = arguments[PackOptions.channel].rawValue
         let version = arguments[PackOptions.version]
-        struct Body: Encodable {
-            let pack: String
-            let version: Int
-            let channel: String
-            let rollout: Double?
-            var dryRun: Bool? = nil
-        }
-        var body = Body(pack: pack, version: version, channel: channel, rollout: arguments[rollout])
+        var body = API.ReleaseCreate(
+            pack: pack, version: version, channel: arguments[PackOptions.channel],
+            rollout: arguments[rollout].map { API.RolloutShare(percent: $0) })
         if arguments[dryRun] {
             body.dryRun = true
-            var plan = try api.call("POST", "\(APIClient.app(app))/releases", json: body, as: RemoteReleasePlan.self)
-            plan.app = app
-            try printPlan(plan, json: arguments[jsonFlag], io: io)
+            guard let plan = try api.send(API.createRelease, ["app": app], body: body).plan else {
+                throw BacklotError(
+                    .io, "the server's answer to a dry run is not a plan", context: API.createRelease.operationID,
+                    hint: "is it a Backlot server of the same version? (backlot --version)")
+            }
+            try printPlan(ReleasePlanOutput(plan, app: app), json: arguments[jsonFlag], io: io)
             return
         }
-        struct Answer: Decodable { let request: RemoteReleaseRequest? }
-        let request = try api.call("POST", "\(APIClient.app(app))/releases", json: body, as: Answer.self).request
+        let request = try api.send(API.createRelease, ["app": app], body: body).request
         if arguments[jsonFlag] {
             struct Output: Encodable {
                 let app: String
@@ -211,7 +205,7 @@ struct ReleaseCommand: Command {
                 let version: Int
                 let channel: String
                 let released: Bool
-                @NullWhenAbsent var request: RemoteReleaseRequest?
+                @NullWhenAbsent var request: API.ReleaseRequest?
             }
             try io.outJSON(
                 Output(
@@ -229,8 +223,8 @@ struct ReleaseCommand: Command {
 }
 
 extension ReleaseCommand {
-    /// The dry run's catalog change (``RemoteReleasePlan``).
-    static func printPlan(_ plan: RemoteReleasePlan, json: Bool, io: any CommandIO) throws {
+    /// The dry run's catalog change (``ReleasePlanOutput``).
+    static func printPlan(_ plan: ReleasePlanOutput, json: Bool, io: any CommandIO) throws {
         if json {
             try io.outJSON(plan)
             return
@@ -274,17 +268,17 @@ struct ApproveCommand: Command {
     static func requestNumber(_ arguments: ParsedArguments, api: APIClient, app: String, command: String) throws -> Int
     {
         if let n = arguments[request] { return n }
-        guard let pack = arguments[pack], let channel = arguments[channel]?.rawValue else {
+        guard let pack = arguments[pack], let channel = arguments[channel] else {
             throw BacklotError(
                 .usage, "give --request N, or --pack ID and --channel CHANNEL", context: "backlot \(command)")
         }
-        let list = try api.call(
-            "GET", "\(APIClient.app(app))/releases?channel=\(channel)&status=pending",
-            as: RemoteReleaseRequest.List.self)
+        let list = try api.send(
+            API.listReleases, ["app": app],
+            query: [(name: "channel", value: channel.rawValue), (name: "status", value: "pending")])
         let pending = list.releases.filter { $0.pack == pack && $0.channel == channel && $0.status == "pending" }
         guard let only = pending.first?.id else {
             throw BacklotError(
-                .notFound, "no release request of \(pack) is pending on \(channel)", context: "\(app)/\(pack)",
+                .notFound, "no release request of \(pack) is pending on \(channel.rawValue)", context: "\(app)/\(pack)",
                 hint: "backlot releases list --app \(app) --pending")
         }
         return only  // one pending request per pack and channel: a newer one supersedes the older
@@ -299,8 +293,7 @@ struct ApproveCommand: Command {
                 api: api, app: app, request: number, reason: reason, json: arguments[jsonFlag], io: io)
             return
         }
-        let approved = try api.call(
-            "POST", "\(APIClient.app(app))/releases/\(number)/approve", as: RemoteReleaseRequest.self)
+        let approved = try api.send(API.approveRelease, ["app": app, "id": "\(number)"])
         if arguments[jsonFlag] {
             try io.outJSON(approved)
         } else {
@@ -330,10 +323,8 @@ struct RejectCommand: Command {
 
     static func reject(api: APIClient, app: String, request: Int, reason: String, json: Bool, io: any CommandIO) throws
     {
-        struct Body: Encodable { let reason: String }
-        let rejected = try api.call(
-            "POST", "\(APIClient.app(app))/releases/\(request)/reject", json: Body(reason: reason),
-            as: RemoteReleaseRequest.self)
+        let rejected = try api.send(
+            API.rejectRelease, ["app": app, "id": "\(request)"], body: API.Rejection(reason: reason))
         if json {
             try io.outJSON(rejected)
         } else {

@@ -1,5 +1,5 @@
 import BacklotBasics
-import BacklotRepository
+import BacklotProtocol
 
 /// `backlot rollout --app A --pack P --percent N`: raise, lower, halt (0) or complete (100) a staged production rollout.
 struct RolloutCommand: Command {
@@ -19,8 +19,8 @@ struct RolloutCommand: Command {
         let app = arguments[PackOptions.app]
         let pack = arguments[PackOptions.pack]
         let p = arguments[percent]
-        struct Body: Encodable { let percent: Double }
-        try api.call("POST", "\(APIClient.pack(app, pack))/rollout", json: Body(percent: p))
+        try api.call(
+            API.rollout, ["app": app, "pack": pack], body: API.RolloutChange(percent: API.RolloutShare(percent: p)))
         let shown = RemoteNumber.text(p)
         if arguments[jsonFlag] {
             struct Output: Encodable {
@@ -62,15 +62,11 @@ struct RollbackCommand: Command {
         let app = arguments[PackOptions.app]
         let pack = arguments[PackOptions.pack]
         let channel = arguments[PackOptions.channel].rawValue
-        struct Body: Encodable {
-            let channel: String
-            let version: Int?
-        }
-        struct Answer: Decodable { let version: Int? }
-        let r = try api.call(
-            "POST", "\(APIClient.pack(app, pack))/rollback",
-            json: Body(channel: channel, version: arguments[PackOptions.optionalVersion]), as: Answer.self)
-        let live = r.version ?? arguments[PackOptions.optionalVersion]
+        let r = try api.send(
+            API.rollback, ["app": app, "pack": pack],
+            body: API.RollbackRequest(
+                channel: arguments[PackOptions.channel], version: arguments[PackOptions.optionalVersion]))
+        let live: Int? = r.version
         if arguments[jsonFlag] {
             struct Output: Encodable {
                 let app: String
@@ -100,8 +96,9 @@ struct WithdrawCommand: Command {
         let app = arguments[PackOptions.app]
         let pack = arguments[PackOptions.pack]
         let channel = arguments[PackOptions.channel].rawValue
-        struct Body: Encodable { let channel: String }
-        try api.call("POST", "\(APIClient.pack(app, pack))/withdraw", json: Body(channel: channel))
+        try api.call(
+            API.withdraw, ["app": app, "pack": pack], body: API.WithdrawRequest(channel: arguments[PackOptions.channel])
+        )
         if arguments[jsonFlag] {
             struct Output: Encodable {
                 let app: String
@@ -130,20 +127,19 @@ struct ReleasesListCommand: Command {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments[PackOptions.app]
         let channel = arguments[PackOptions.optionalChannel]
-        var query: [String] = []
-        if let channel { query.append("channel=\(channel.rawValue)") }
-        if arguments[pending] { query.append("status=pending") }
-        let answer = try api.call(
-            "GET", "\(APIClient.app(app))/releases" + (query.isEmpty ? "" : "?" + query.joined(separator: "&")),
-            as: RemoteReleaseRequest.List.self)
+        var query: [(name: String, value: String)] = []
+        if let channel { query.append((name: "channel", value: channel.rawValue)) }
+        if arguments[pending] { query.append((name: "status", value: "pending")) }
+        let answer = try api.send(API.listReleases, ["app": app], query: query)
         // Filtered here too, so that a server that ignores the query still gives what was asked.
         let list = answer.releases.filter {
-            (channel == nil || $0.channel == channel?.rawValue) && (!arguments[pending] || $0.status == "pending")
+            (channel == nil || $0.channel.rawValue == channel?.rawValue)
+                && (!arguments[pending] || $0.status == "pending")
         }
         if arguments[jsonFlag] {
             struct Output: Encodable {
                 let app: String
-                let releases: [RemoteReleaseRequest]
+                let releases: [API.ReleaseRequest]
             }
             try io.outJSON(Output(app: app, releases: list))
             return
@@ -154,10 +150,10 @@ struct ReleasesListCommand: Command {
             )
         }
         for q in list {
-            var line = "#\(q.id)\t\(q.pack) v\(q.version)\t\(q.channel)"
+            var line = "#\(q.id)\t\(q.pack) v\(q.version)\t\(q.channel.rawValue)"
             if let p = q.rolloutPercent { line += " at \(RemoteNumber.text(p)) %" }
             line += "\t\(q.status)"
-            line += "\tasked by \(q.requestedBy?.text ?? "-") \(q.requested ?? "-")"
+            line += "\tasked by \(q.requestedBy?.text ?? "-") \(q.requested)"
             if let decided = q.decided { line += "\tdecided by \(q.decidedBy?.text ?? "-") \(decided)" }
             if let reason = q.reason { line += "\t(\(reason))" }
             io.out(line + "\n")
@@ -178,20 +174,19 @@ struct CatalogShowCommand: Command {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments[PackOptions.app]
         let channel = arguments[PackOptions.channel].rawValue
-        var c = try api.call("GET", "\(APIClient.app(app))/channels/\(channel)", as: RemoteChannel.self)
+        let c = try api.send(API.getChannel, ["app": app, "channel": channel])
         if arguments[jsonFlag] {
-            (c.app, c.channel) = (app, channel)
             try io.outJSON(c)
             return
         }
         io.out(
-            "\(app) \(channel): catalog version \(RemoteNumber.text(c.catalogVersion)), expires \(c.expires ?? "-"), signed by \(c.signingKey ?? "-")\n"
+            "\(app) \(channel): catalog version \(RemoteNumber.text(c.catalogVersion)), expires \(c.expires ?? "-"), signed by \(c.signingKey)\n"
         )
         if c.packs.isEmpty { io.out("  no packs released\n") }
         for p in c.packs {
             var line = "  \(p.pack)\tlive " + (p.live.map { "v\($0.version)" } ?? "none")
             if let cand = p.candidate {
-                line += "\tcandidate v\(cand.version) at \(cand.rolloutPercent.map(RemoteNumber.text) ?? "-") %"
+                line += "\tcandidate v\(cand.version) at \(RemoteNumber.text(cand.rolloutPercent)) %"
             }
             io.out(line + "\n")
         }

@@ -1,6 +1,5 @@
 import BacklotBasics
-import BacklotCatalog
-import BacklotRepository
+import BacklotProtocol
 import Foundation
 
 /// `backlot tokens create --role ROLE [--label TEXT] [--expires 30d]`: prints the new token once.
@@ -25,16 +24,11 @@ struct TokensCreateCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
-        struct Body: Encodable {
-            let role: String
-            let label: String
-            let expiresInSeconds: Int?
-        }
-        let body = Body(
-            role: arguments[role].rawValue, label: arguments[label] ?? "", expiresInSeconds: arguments[expires]?.seconds
-        )
+        let body = API.TokenCreate(
+            role: arguments[role], label: arguments[label] ?? "",
+            expiresInSeconds: arguments[expires].map { Int64($0.seconds) })
         let file = try openOutput(arguments[output])  // before the server makes a token nobody could keep
-        let made = try api.call("POST", "/api/tokens", json: body)
+        let made = try api.call(API.createToken, body: body)
         try printNewToken(made, output: arguments[output], file: file, json: arguments[jsonFlag], io: io)
     }
 
@@ -74,9 +68,9 @@ struct TokensCreateCommand: Command {
                     hint: "save it in a file of mode 0600 for --token-file")
             }
         }
-        let t: RemoteToken
+        let t: TokenOutput
         do {
-            t = try answer.decode(RemoteToken.self)
+            t = TokenOutput(try answer.decode(API.IssuedToken.self))
         } catch {
             if output == nil { io.out(token + "\n") }
             throw BacklotError(
@@ -110,16 +104,16 @@ struct TokensListCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
-        let list = try api.call("GET", "/api/tokens", as: RemoteToken.List.self)
+        let list = TokenOutput.List(tokens: try api.send(API.listTokens).tokens.map(TokenOutput.init))
         if arguments[jsonFlag] {
             try io.outJSON(list)
             return
         }
         io.out("ID\tROLE\tLABEL\tCREATED\tLAST USED\tEXPIRES\tSTATE\n")
         for t in list.tokens {
-            let label = t.label ?? ""
+            let label = t.label
             io.out(
-                "\(t.id)\t\(t.role)\t\(label.isEmpty ? "-" : label)\t\(t.created ?? "-")\t\(t.lastUsed ?? "-")\t\(t.expires ?? "-")\t\(Self.state(t))\n"
+                "\(t.id)\t\(t.role)\t\(label.isEmpty ? "-" : label)\t\(t.created)\t\(t.lastUsed ?? "-")\t\(t.expires ?? "-")\t\(Self.state(t))\n"
             )
         }
     }
@@ -127,7 +121,7 @@ struct TokensListCommand: Command {
 
 extension TokensListCommand {
     /// `revoked` (with when), `expired`, or `active`: what the server would answer the token now.
-    static func state(_ token: RemoteToken, now: Date = Date()) -> String {
+    static func state(_ token: TokenOutput, now: Date = Date()) -> String {
         if let revoked = token.revoked { return "revoked " + revoked }
         if let text = token.expires, let expires = RFC3339.date(text), expires <= now { return "expired" }
         return "active"
@@ -146,7 +140,7 @@ struct TokensRevokeCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let id = try tokenID(arguments.positionals[0], command: spec.name)
         let api = try APIClient(arguments, io: io, command: spec.name)
-        try api.call("DELETE", "/api/tokens/\(id)")
+        try api.call(API.revokeToken, ["id": "\(id)"])
         if arguments[jsonFlag] {
             struct Output: Encodable {
                 let id: Int
@@ -188,7 +182,7 @@ struct TokensRotateCommand: Command {
         let api = try APIClient(arguments, io: io, command: spec.name)
         // Opened first: a rotation whose new secret could not be kept would lock its holder out.
         let file = try TokensCreateCommand.openOutput(arguments[TokensCreateCommand.output])
-        let rotated = try api.call("POST", "/api/tokens/\(id)/rotate")
+        let rotated = try api.call(API.rotateToken, ["id": "\(id)"])
         try TokensCreateCommand.printNewToken(
             rotated, output: arguments[TokensCreateCommand.output], file: file, json: arguments[jsonFlag], io: io)
     }

@@ -1,5 +1,5 @@
 import BacklotBasics
-import BacklotRepository
+import BacklotProtocol
 
 /// `backlot versions --app APP --pack ID`: a pack's versions with their state.
 struct VersionsCommand: Command {
@@ -13,12 +13,12 @@ struct VersionsCommand: Command {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments[PackOptions.app]
         let pack = arguments[PackOptions.pack]
-        let list = try api.call("GET", "\(APIClient.pack(app, pack))/versions", as: RemoteVersion.List.self).versions
+        let list = try api.send(API.listVersions, ["app": app, "pack": pack]).versions.map(VersionOutput.init)
         if arguments[jsonFlag] {
             struct Output: Encodable {
                 let app: String
                 let pack: String
-                let versions: [RemoteVersion]
+                let versions: [VersionOutput]
             }
             try io.outJSON(Output(app: app, pack: pack, versions: list))
             return
@@ -26,7 +26,7 @@ struct VersionsCommand: Command {
         if list.isEmpty { io.out("\(app)/\(pack) has no versions.\n") }
         for v in list {
             io.out(
-                "\(v.version)\t\(v.state)\t\(RemoteNumber.text(v.packBytes)) bytes\(v.reason.map { "\t\($0)" } ?? "")\n"
+                "\(v.version)\t\(v.state)\t\(v.packBytes) bytes\(v.reason.map { "\t\($0)" } ?? "")\n"
             )
         }
     }
@@ -45,7 +45,7 @@ struct VersionsDeleteCommand: Command {
         let app = arguments[PackOptions.app]
         let pack = arguments[PackOptions.pack]
         let version = arguments[PackOptions.version]
-        try api.call("DELETE", "\(APIClient.pack(app, pack))/versions/\(version)")
+        try api.call(API.deleteVersion, ["app": app, "pack": pack, "version": "\(version)"])
         if arguments[jsonFlag] {
             struct Output: Encodable {
                 let app: String
@@ -71,11 +71,11 @@ struct PacksListCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments[PackOptions.app]
-        let packs = try api.call("GET", "\(APIClient.app(app))/packs", as: RemotePack.List.self).packs
+        let packs = try api.send(API.listPacks, ["app": app]).packs.map(PackOutput.init)
         if arguments[jsonFlag] {
             struct Output: Encodable {
                 let app: String
-                let packs: [RemotePack]
+                let packs: [PackOutput]
             }
             try io.outJSON(Output(app: app, packs: packs))
             return
@@ -83,7 +83,7 @@ struct PacksListCommand: Command {
         if packs.isEmpty { io.out("\(app) has no packs yet (backlot upload creates them).\n") }
         for p in packs {
             io.out(
-                "\(p.pack)\t\(RemoteNumber.text(p.versionCount)) versions\tlatest \(RemoteNumber.text(p.latestVersion))\tcreated \(p.created ?? "-")\n"
+                "\(p.pack)\t\(p.versionCount) versions\tlatest \(RemoteNumber.text(p.latestVersion))\tcreated \(p.created)\n"
             )
         }
     }

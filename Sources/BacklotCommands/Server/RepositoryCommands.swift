@@ -1,6 +1,6 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotJSON
+import BacklotProtocol
 import BacklotRepository
 
 /// `backlot catalog resign --data DIR`: re-signs every catalog (for trees served by other hosts).

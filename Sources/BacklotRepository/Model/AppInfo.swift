@@ -1,12 +1,11 @@
-import BacklotCatalog
-import BacklotJSON
+import BacklotProtocol
 import Foundation
 
-/// An app as the API reports it.
+/// An app, as the repository records it (the management API sends it as `API.App`).
 ///
 /// ```swift
 /// let app = try repository.apps.setFourEyes(app: "com.example.game", true)
-/// print(app.json.serialized())   // {"id":"com.example.game","created":"…","fourEyes":true}
+/// print(app.fourEyes)   // true
 /// ```
 public struct AppInfo: Sendable, Hashable {
     public let id: String
@@ -15,12 +14,4 @@ public struct AppInfo: Sendable, Hashable {
     public let fourEyes: Bool
     /// The storage the app may use (Apple's rule: per pack, the largest retained version; summed).
     public let quotaBytes: UInt64
-
-    /// `{"id","created","fourEyes","quotaBytes"}`.
-    public var json: JSONNode {
-        .object([
-            "id": .string(id), "created": .string(RFC3339.string(created)), "fourEyes": .bool(fourEyes),
-            "quotaBytes": .number(quotaBytes),
-        ])
-    }
 }

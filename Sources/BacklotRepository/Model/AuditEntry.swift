@@ -1,5 +1,4 @@
-import BacklotCatalog
-import BacklotJSON
+import BacklotProtocol
 import Foundation
 
 /// One change in the audit trail (``AuditLog/entries(app:action:limit:before:)``): when,
@@ -27,19 +26,4 @@ public struct AuditEntry: Sendable, Hashable {
     public let action: String
     /// What changed (`channel`, `percent`, `from`, `to`, `reason`, …).
     public let details: [String: String]
-
-    /// The entry as `GET /api/audit` returns it (docs/protocol.md).
-    public var json: JSONNode {
-        .object([
-            "id": .number(id), "time": .string(RFC3339.string(time)),
-            "actor": .object([
-                "tokenId": tokenID.map { .number($0) } ?? .null, "label": .string(actorLabel),
-                "role": .string(actorRole),
-            ]),
-            "app": app.map { .string($0) } ?? .null, "pack": pack.map { .string($0) } ?? .null,
-            "version": version.map { .number($0) } ?? .null, "action": .string(action),
-            "details": JSONNode(
-                .object(details.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key, value: .string($0.value)) })),
-        ])
-    }
 }

@@ -1,3 +1,5 @@
+import BacklotProtocol
+
 /// Who made an API call: the token's id and label, and its role (what ``Tokens/authenticate(_:)`` found).
 ///
 /// Release requests record the caller that asked and the one that decided, so that an app's

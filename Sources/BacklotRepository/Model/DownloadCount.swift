@@ -1,5 +1,3 @@
-import BacklotJSON
-
 /// One row of ``DownloadCounts/report(app:days:now:)``: requests and bytes of an app's catalog
 /// (pack and version nil), a pack version's archive, or Apple's manifest or pack, on one UTC day.
 ///
@@ -16,13 +14,4 @@ public struct DownloadCount: Sendable, Hashable {
     public let kind: String
     public let requests: Int64
     public let bytes: Int64
-
-    /// The row as `GET /api/apps/{app}/downloads` returns it.
-    public var json: JSONNode {
-        .object([
-            "date": .string(date), "pack": pack.map { .string($0) } ?? .null,
-            "version": version.map { .number($0) } ?? .null, "kind": .string(kind), "requests": .number(requests),
-            "bytes": .number(bytes),
-        ])
-    }
 }

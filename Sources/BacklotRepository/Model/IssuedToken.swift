@@ -1,5 +1,4 @@
-import BacklotCatalog
-import BacklotJSON
+import BacklotProtocol
 import Foundation
 
 /// A token just made or rotated, with its secret: shown once (only its SHA-256 is stored).
@@ -16,13 +15,4 @@ public struct IssuedToken: Sendable, Hashable {
     public let label: String
     public let created: Date
     public let expires: Date?
-
-    /// `{"id","token","role","label","created","expires"}`.
-    public var json: JSONNode {
-        .object([
-            "id": .number(id), "token": .string(token), "role": .string(role.rawValue), "label": .string(label),
-            "created": .string(RFC3339.string(created)),
-            "expires": expires.map { .string(RFC3339.string($0)) } ?? .null,
-        ])
-    }
 }

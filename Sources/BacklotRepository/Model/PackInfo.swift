@@ -1,5 +1,4 @@
-import BacklotCatalog
-import BacklotJSON
+import BacklotProtocol
 import Foundation
 
 /// A pack as the API lists it: its versions counted (deleted ones not), and its newest version.
@@ -14,12 +13,4 @@ public struct PackInfo: Sendable, Hashable {
     public let versions: Int
     /// The number of its newest version, nil when it has none.
     public let latest: Int?
-
-    /// `{"id","created","versions","latest"}`.
-    public var json: JSONNode {
-        .object([
-            "id": .string(id), "created": .string(RFC3339.string(created)), "versions": .number(versions),
-            "latest": latest.map { .number($0) } ?? .null,
-        ])
-    }
 }

@@ -1,5 +1,4 @@
-import BacklotCatalog
-import BacklotJSON
+import BacklotProtocol
 
 /// What a release would change, without changing it (`"dryRun": true`).
 ///
@@ -9,7 +8,7 @@ import BacklotJSON
 ///
 /// ```swift
 /// let plan = try repository.releases.plan(app: "com.example.game", pack: "Levels", version: 3, channel: .production, rolloutPercent: 10)
-/// print(plan.json.serialized())
+/// print(plan.toVersion, plan.toPercent ?? 100)   // 3 10.0
 /// ```
 public struct ReleasePlan: Sendable, Hashable {
     public let channel: Channel
@@ -22,21 +21,4 @@ public struct ReleasePlan: Sendable, Hashable {
     public let catalogVersion: UInt64
     /// Whether a reviewer must approve it (external and production).
     public let needsApproval: Bool
-
-    /// `{"dryRun":true,"needsApproval","change":{"channel","pack","from":{"version","rolloutPercent"},"to":{…},"catalogVersion"}}`.
-    public var json: JSONNode {
-        .object([
-            "dryRun": .bool(true), "needsApproval": .bool(needsApproval),
-            "change": .object([
-                "channel": .string(channel.rawValue), "pack": .string(pack),
-                "from": .object([
-                    "version": fromVersion.map { .number($0) } ?? .null,
-                    "rolloutPercent": fromPercent.map { .number($0) } ?? .null,
-                ]),
-                "to": .object(["version": .number(toVersion), "rolloutPercent": toPercent.map { .number($0) } ?? .null]
-                ),
-                "catalogVersion": .number(catalogVersion),
-            ]),
-        ])
-    }
 }

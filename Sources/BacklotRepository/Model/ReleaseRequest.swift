@@ -1,5 +1,4 @@
-import BacklotCatalog
-import BacklotJSON
+import BacklotProtocol
 import Foundation
 
 /// A request to release a version on the external or production channel, awaiting a reviewer.
@@ -22,16 +21,5 @@ public struct ReleaseRequest: Sendable, Hashable {
     public let reason: String?
 
     /// The statuses a request can have.
-    public static let statuses = ["pending", "approved", "rejected", "superseded"]
-
-    public var json: JSONNode {
-        .object([
-            "id": .number(id), "app": .string(app), "channel": .string(channel.rawValue), "pack": .string(pack),
-            "version": .number(version),
-            "rolloutPercent": rolloutPercent.map { JSONNode.number($0) } ?? .null, "status": .string(status),
-            "requested": .string(RFC3339.string(requested)), "requestedBy": requestedBy?.json ?? .null,
-            "decided": decided.map { .string(RFC3339.string($0)) } ?? .null, "decidedBy": decidedBy?.json ?? .null,
-            "reason": reason.map(JSONNode.string) ?? .null,
-        ])
-    }
+    public static let statuses = API.releaseStatuses
 }

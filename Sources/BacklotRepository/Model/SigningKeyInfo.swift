@@ -1,5 +1,4 @@
-import BacklotCatalog
-import BacklotJSON
+import BacklotProtocol
 import Foundation
 
 /// A signing key of the repository, current or retired, as `GET /api/keys` lists it (never the private part).
@@ -16,12 +15,4 @@ public struct SigningKeyInfo: Sendable, Hashable {
     public let since: Date
     /// When a rotation replaced it; nil for the current key.
     public let retired: Date?
-
-    /// `{"keyId","publicKey","since","retired"}` (times RFC 3339 UTC; retired null for the current key).
-    public var json: JSONNode {
-        .object([
-            "keyId": .string(keyID), "publicKey": .string(publicKey), "since": .string(RFC3339.string(since)),
-            "retired": retired.map { .string(RFC3339.string($0)) } ?? .null,
-        ])
-    }
 }

@@ -1,5 +1,4 @@
-import BacklotCatalog
-import BacklotJSON
+import BacklotProtocol
 import Foundation
 
 /// A token as `GET /api/tokens` lists it: never its secret nor the secret's hash.
@@ -21,15 +20,4 @@ public struct TokenInfo: Sendable, Hashable {
 
     /// Whether it still opens the API at `now`.
     public func isUsable(at now: Date = Date()) -> Bool { revoked == nil && (expires.map { $0 > now } ?? true) }
-
-    /// `{"id","label","role","created","lastUsed","expires","revoked"}`: times as RFC 3339 UTC strings or null.
-    public var json: JSONNode {
-        .object([
-            "id": .number(id), "label": .string(label), "role": .string(role.rawValue),
-            "created": .string(RFC3339.string(created)),
-            "lastUsed": lastUsed.map { .string(RFC3339.string($0)) } ?? .null,
-            "expires": expires.map { .string(RFC3339.string($0)) } ?? .null,
-            "revoked": revoked.map { .string(RFC3339.string($0)) } ?? .null,
-        ])
-    }
 }

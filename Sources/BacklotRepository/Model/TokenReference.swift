@@ -1,5 +1,3 @@
-import BacklotJSON
-
 /// A token named in a record (who asked for a release, who decided): its id and its label then.
 public struct TokenReference: Sendable, Hashable {
     public let id: Int
@@ -11,7 +9,4 @@ public struct TokenReference: Sendable, Hashable {
     }
 
     public init(_ caller: Caller) { self.init(id: caller.id, label: caller.label) }
-
-    /// `{"id","label"}`.
-    public var json: JSONNode { .object(["id": .number(id), "label": .string(label)]) }
 }

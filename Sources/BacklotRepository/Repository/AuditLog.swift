@@ -1,5 +1,6 @@
 import BacklotBasics
 import BacklotJSON
+import BacklotProtocol
 import BacklotStore
 import Foundation
 
@@ -19,15 +20,10 @@ public final class AuditLog: Sendable {
     }
 
     /// Every action the audit trail records (docs/protocol.md, "The audit trail").
-    public static let actions: [String] = [
-        "app.create", "app.update", "pack.create", "version.create", "version.uploaded", "version.processed",
-        "version.failed", "version.delete", "version.abandoned", "release.request", "release.approve",
-        "release.reject", "rollout.set", "rollback", "withdraw", "token.create", "token.revoke", "token.rotate",
-        "key.rotate", "catalog.resign", "storage.adopt",
-    ]
+    public static let actions = API.auditActions
 
     /// The most entries one page of ``entries(app:action:limit:before:)`` holds.
-    public static let pageLimit = 500
+    public static let pageLimit = API.Limits.auditPageLimit
 
     /// Records a change in the audit trail, inside the change's own transaction (so that a
     /// change rolled back leaves no entry). The actor is `caller`, else ``Caller/current``; with

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotProtocol
 import BacklotStore
 import Foundation
 
@@ -17,7 +18,7 @@ public final class DownloadCounts: Sendable {
     }
 
     /// The most days ``report(app:days:now:)`` reports.
-    public static let longestReport = 90
+    public static let longestReport = API.Limits.longestDownloadReport
 
     /// Adds counted downloads to the per app, pack, version, kind and day totals, in one
     /// transaction. A pack archive is attributed to the newest retained version of that SHA-256,

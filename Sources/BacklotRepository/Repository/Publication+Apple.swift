@@ -1,7 +1,7 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotFormat
 import BacklotJSON
+import BacklotProtocol
 import BacklotStore
 import Foundation
 

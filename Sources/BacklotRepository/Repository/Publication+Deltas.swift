@@ -1,7 +1,7 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
+import BacklotProtocol
 import Foundation
 
 /// Deltas: made when a version is processed (``Uploads`` calls ``buildDeltas(app:pack:number:archive:)``),

@@ -1,6 +1,6 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCrypto
+import BacklotProtocol
 import Foundation
 
 /// The signing keys: the current one, those a rotation retired, and the rotation itself.

@@ -1,8 +1,8 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCrypto
 import BacklotFormat
 import BacklotJSON
+import BacklotProtocol
 import BacklotStore
 import Foundation
 import Synchronization

@@ -1,5 +1,5 @@
 import BacklotBasics
-import BacklotCatalog
+import BacklotProtocol
 import BacklotStore
 import Foundation
 
@@ -119,7 +119,7 @@ public final class Repository: Sendable {
     ///   ``BacklotError/Code/invalidInput`` when its schema is newer than this build knows;
     ///   ``BacklotError/Code/conflict`` when the database records other storage than this one's.
     public init(
-        directory: RepositoryDirectory, quotaBytes: UInt64 = 200_000_000_000, maximumPacksPerApp: Int = 100,
+        directory: RepositoryDirectory, quotaBytes: UInt64 = API.Limits.quotaBytes, maximumPacksPerApp: Int = 100,
         maximumInstallSize: UInt64 = Repository.defaultMaximumInstallSize, processingWorkers: Int = 2,
         database: (any MetadataDatabase)? = nil, tree: (any PublishedTreeStore)? = nil,
         archives: (any ArchiveStore)? = nil, leaseDuration: Double = Repository.defaultLeaseDuration,

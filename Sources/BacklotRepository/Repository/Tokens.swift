@@ -1,6 +1,6 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCrypto
+import BacklotProtocol
 import BacklotStore
 import Foundation
 
@@ -20,11 +20,11 @@ public final class Tokens: Sendable {
     }
 
     /// The longest lifetime a token may be given: ten years, in seconds.
-    public static let longestLifetime: Int64 = 315_360_000
+    public static let longestLifetime = API.Limits.longestTokenLifetime
     /// The shortest: one minute.
-    public static let shortestLifetime: Int64 = 60
+    public static let shortestLifetime = API.Limits.shortestTokenLifetime
     /// The longest token label, in characters.
-    public static let longestLabel = 200
+    public static let longestLabel = API.Limits.longestTokenLabel
     /// How often at most a token's last use is recorded (seconds): not a write per request.
     public static let lastUseResolution: Int64 = 60
 

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotProtocol
 import Foundation
 import Synchronization
 

@@ -1,5 +1,5 @@
 import BacklotBasics
-import BacklotCatalog
+import BacklotProtocol
 import BacklotStore
 import Foundation
 

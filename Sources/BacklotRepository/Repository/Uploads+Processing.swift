@@ -1,6 +1,7 @@
 import BacklotBasics
 import BacklotCrypto
 import BacklotFormat
+import BacklotProtocol
 import BacklotStore
 import Foundation
 

@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotProtocol
 import BacklotStore
 import Foundation
 

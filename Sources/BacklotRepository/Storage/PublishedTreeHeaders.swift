@@ -1,4 +1,4 @@
-import BacklotCatalog
+import BacklotProtocol
 
 /// The `Cache-Control` and `Content-Type` of every file of the published tree, decided by its path
 /// (docs/protocol.md §1, row by row): the one rule for `backlot serve`, for the objects written to

@@ -1,5 +1,5 @@
 import BacklotBasics
-import BacklotCatalog
+import BacklotProtocol
 
 /// Where the published tree (docs/protocol.md §1: key lists, catalogs, packs, Apple manifests and
 /// `.aar` files) is written: the data folder's `public/` (``LocalPublishedTree``, the default) or

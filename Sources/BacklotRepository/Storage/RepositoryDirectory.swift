@@ -1,6 +1,6 @@
 import BacklotBasics
-import BacklotCatalog
 import BacklotCrypto
+import BacklotProtocol
 import Foundation
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 /// The processing state of an uploaded version (App Store Connect's names).
-public enum VersionState: String, Sendable, Hashable {
+public enum VersionState: String, Sendable, Hashable, CaseIterable {
     case awaitingUpload = "AWAITING_UPLOAD"
     case processing = "PROCESSING"
     case complete = "COMPLETE"

@@ -1,5 +1,5 @@
-import BacklotCatalog
 import BacklotFormat
+import BacklotProtocol
 import Testing
 
 /// The published tree's layout as docs/protocol.md §1 gives it: every path built and parsed back,

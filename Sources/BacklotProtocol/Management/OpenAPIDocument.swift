@@ -1,9 +1,8 @@
-import BacklotRepository
 import Foundation
 
 /// The OpenAPI 3.1 document served at `GET /api/openapi.json` and kept as docs/openapi.json,
-/// generated from ``ManagementAPI/routes`` (each route's ``RouteDoc``): the route table is its
-/// only source. Encoded once with `JSONEncoder` (sorted keys, pretty-printed).
+/// generated from ``API/endpoints`` (each endpoint's ``EndpointDoc``): the endpoint list, from which the
+/// server's route table is made too, is its only source. Encoded once with `JSONEncoder` (sorted keys, pretty-printed).
 ///
 /// ```swift
 /// let json = String(decoding: OpenAPIDocument.bytes, as: UTF8.self)
@@ -14,7 +13,7 @@ public enum OpenAPIDocument {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         // Every part is a value this module builds: encoding cannot fail.
-        return Array((try? encoder.encode(document(ManagementAPI.routes))) ?? Data("{}".utf8)) + [0x0A]
+        return Array((try? encoder.encode(document(API.endpoints))) ?? Data("{}".utf8)) + [0x0A]
     }()
 
     /// The document as text.
@@ -82,10 +81,10 @@ public enum OpenAPIDocument {
         Apps, asset packs, versions (upload, processing), releases per channel with approvals, staged rollouts and rollbacks, \
         and tokens. JSON over HTTPS with bearer tokens (roles admin, uploader, reviewer, reader). Every error is \
         {"error":{"code","message","context","hint"}}. A method a path does not have gets 405 with Allow. Published catalogs \
-        and archives are static files outside /api (docs/protocol.md). Generated from the server's route table.
+        and archives are static files outside /api (docs/protocol.md). Generated from the endpoint list the server's route table is made of.
         """
 
-    static func document(_ routes: [ManagementAPI.Route]) -> Document {
+    static func document(_ routes: [any EndpointDescription]) -> Document {
         var paths: [String: [String: Operation]] = [:]
         for route in routes {
             paths[route.template, default: [:]][route.method.lowercased()] = operation(
@@ -99,7 +98,7 @@ public enum OpenAPIDocument {
 
     static let error = JSONSchema.ref("Error")
 
-    static func operation(_ route: ManagementAPI.Route, allowed: [String]) -> Operation {
+    static func operation(_ route: any EndpointDescription, allowed: [String]) -> Operation {
         let doc = route.doc
         var parameters = pathParameters(route.template)
         parameters += doc.parameters.map {
@@ -109,7 +108,7 @@ public enum OpenAPIDocument {
         var responses: [String: Response] = [:]
         func add(
             _ status: Int, _ description: String, _ schema: JSONSchema? = nil, headers: [String: Header] = [:],
-            links: [RouteDoc.Link] = []
+            links: [EndpointDoc.Link] = []
         ) {
             let key = String(status)
             if let existing = responses[key] {
@@ -162,7 +161,7 @@ public enum OpenAPIDocument {
         var requestBody: RequestBody? = nil
         if let body = doc.body {
             requestBody = RequestBody(content: ["application/json": MediaType(schema: body)])
-            add(413, "The body is larger than \(ManagementAPI.bodyLimit) bytes.")
+            add(413, "The body is larger than \(API.Limits.bodyBytes) bytes.")
             add(415, "A Content-Type other than application/json.")
         } else if let raw = doc.rawBody {
             requestBody = RequestBody(content: [raw: MediaType(schema: .binary)])

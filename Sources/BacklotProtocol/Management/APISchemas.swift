@@ -1,45 +1,43 @@
-import BacklotCatalog
 import BacklotFormat
-import BacklotRepository
 
 /// The named schemas of the OpenAPI document (`components.schemas`): exactly what the server
 /// sends and accepts. Objects the server sends list every member it writes, all required, with
 /// `additionalProperties: false`; a member the server may write as null says so.
-enum APISchemas {
+public enum APISchemas {
     /// App and pack IDs (``PackID``): a letter or digit, then letters, digits, '.', '_' or '-', at most 255 characters.
-    static let idPattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$"
-    static let sha256Pattern = "^[0-9a-f]{64}$"
-    static let channels = ["internal", "external", "production"]
-    static let largestInteger = Int64.max
+    public static let idPattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$"
+    public static let sha256Pattern = "^[0-9a-f]{64}$"
+    public static let channels = ["internal", "external", "production"]
+    public static let largestInteger = Int64.max
 
-    static let time = JSONSchema.string(format: "date-time", description: "RFC 3339, UTC, whole seconds")
-    static let optionalTime = JSONSchema.nullableString(
+    public static let time = JSONSchema.string(format: "date-time", description: "RFC 3339, UTC, whole seconds")
+    public static let optionalTime = JSONSchema.nullableString(
         format: "date-time", description: "RFC 3339, UTC, whole seconds; null when not set")
-    static let id = JSONSchema.string(pattern: idPattern)
-    static let positive = JSONSchema.integer(minimum: 1, maximum: largestInteger)
-    static let count = JSONSchema.integer(minimum: 0, maximum: largestInteger)
-    static let channel = JSONSchema.string(enumeration: channels)
-    static let percent = JSONSchema.number(minimum: 0, maximum: 100)
-    static let role = JSONSchema.string(enumeration: Role.allCases.map(\.rawValue))
+    public static let id = JSONSchema.string(pattern: idPattern)
+    public static let positive = JSONSchema.integer(minimum: 1, maximum: largestInteger)
+    public static let count = JSONSchema.integer(minimum: 0, maximum: largestInteger)
+    public static let channel = JSONSchema.string(enumeration: channels)
+    public static let percent = JSONSchema.number(minimum: 0, maximum: 100)
+    public static let role = JSONSchema.string(enumeration: Role.allCases.map(\.rawValue))
 
     /// Text others read (a token's label, a rejection's reason), as ``DisplayText/problem(in:)``
     /// allows it: no control character (Cc: U+0000–U+001F, U+007F–U+009F; newlines and tabs too)
     /// and no bidirectional control (U+200E, U+200F, U+202A–U+202E, U+2066–U+2069).
-    static let displayTextPattern =
+    public static let displayTextPattern =
         #"^[^\u0000-\u001F\u007F-\u009F\u200E\u200F\u202A-\u202E\u2066-\u2069]*$"#
 
-    /// A rollout's share, as the server reads it (``JSONBody/percent(_:allowingZero:)``): 0.01 to
+    /// A rollout's share, as the server reads it (``API/RolloutShare``): 0.01 to
     /// 100, any number of decimals, rounded down to the basis point.
-    static let rolloutShare = JSONSchema.number(
-        minimum: JSONBody.lowestPercent, maximum: 100,
+    public static let rolloutShare = JSONSchema.number(
+        minimum: API.Limits.lowestPercent, maximum: 100,
         description: "A percentage from 0.01 to 100; kept in basis points, rounded down (99.999 is 99.99)")
 
     /// The largest archive a version may declare: the quota of every app (``Repository/quotaBytes``,
     /// Apple's 200 GB; `backlot serve` does not change it, and a test checks the two agree).
-    static let largestArchive: Int64 = 200_000_000_000
+    public static let largestArchive = Int64(API.Limits.quotaBytes)
 
     /// A version's declared size for an archive of `format`: at least its header, at most the quota.
-    static func archiveSize(_ format: ArchiveFormat) -> JSONSchema {
+    public static func archiveSize(_ format: ArchiveFormat) -> JSONSchema {
         let header = format == .pack ? PackHeader.size : AppleArchiveHeader.prefixLength
         return .integer(
             minimum: Int64(header), maximum: largestArchive,
@@ -49,19 +47,19 @@ enum APISchemas {
 
     /// A selector's file or folder (``SelectorPath``): not empty, relative (no leading '/'), no '\\'
     /// or NUL. The server checks the rest ('..', empty or '.' components, lengths) and says which rule.
-    static let selectorPath = JSONSchema.string(
+    public static let selectorPath = JSONSchema.string(
         pattern: #"^[^/\\\u0000][^\\\u0000]*$"#,
         description:
             "Relative to the source root, '/'-separated; no '..', empty or '.' component (checked by the server)")
     /// A selector's glob (`filePattern`, `fileExclusion`): as a path, but '\\' escapes.
-    static let selectorGlob = JSONSchema.string(
+    public static let selectorGlob = JSONSchema.string(
         pattern: #"^[^/\u0000][^\u0000]*$"#,
         description: "A glob relative to the source root (*, **, ?, [..], \\ escapes; checked by the server)")
-    static let installationEvents = JSONSchema.array(
+    public static let installationEvents = JSONSchema.array(
         .string(enumeration: InstallationEventType.allCases.map(\.rawValue)), minItems: 1)
 
     /// What a file selector may be: one kind each (docs/manifest.md).
-    static let selectors: [String: JSONSchema] = [
+    public static let selectors: [String: JSONSchema] = [
         "file": .object(["file": selectorPath], required: ["file"]),
         "directory": .object(["directory": selectorPath], required: ["directory"]),
         "filePattern": .object(["filePattern": selectorGlob], required: ["filePattern"]),
@@ -76,7 +74,7 @@ enum APISchemas {
     /// An `.aar`'s pack manifest, the JSON given to ba-package (``PackManifest``, checked by
     /// `ManifestChecker`): what JSON Schema can say of it. Its `assetPackID` must also be the pack
     /// of the path, which no schema can say (docs/protocol.md §7).
-    static let manifest = JSONSchema.object(
+    public static let manifest = JSONSchema.object(
         [
             "assetPackID": JSONSchema.string(
                 pattern: idPattern, description: "The pack's ID: the pack of the request's path"),
@@ -111,7 +109,7 @@ enum APISchemas {
         ], required: ["assetPackID", "downloadPolicy", "fileSelectors", "platforms"],
         description: "The pack manifest given to ba-package (docs/manifest.md)")
 
-    static let all: [String: JSONSchema] = [
+    public static let all: [String: JSONSchema] = [
         "Error": .object(
             [
                 "error": .object(
@@ -177,7 +175,7 @@ enum APISchemas {
             [
                 "id": positive, "app": id, "channel": channel, "pack": id, "version": positive,
                 "rolloutPercent": .number(minimum: 0, maximum: 100, nullable: true),
-                "status": .string(enumeration: ReleaseRequest.statuses), "requested": time,
+                "status": .string(enumeration: API.releaseStatuses), "requested": time,
                 "requestedBy": JSONSchema.ref("TokenReference").orNull,
                 "decided": optionalTime, "decidedBy": JSONSchema.ref("TokenReference").orNull,
                 "reason": .nullableString(),
@@ -227,7 +225,7 @@ enum APISchemas {
         "Rejection": .object(
             [
                 "reason": .string(
-                    pattern: displayTextPattern, maxLength: ManagementAPI.longestReason,
+                    pattern: displayTextPattern, maxLength: API.Limits.longestReason,
                     description: "One line of text: no control or bidirectional characters")
             ], required: ["reason"]),
         "ChannelPack": .object(
@@ -261,7 +259,7 @@ enum APISchemas {
         "RolloutChange": .object(
             [
                 "percent": JSONSchema(
-                    anyOf: [.number(minimum: 0, maximum: 0), .number(minimum: JSONBody.lowestPercent, maximum: 100)],
+                    anyOf: [.number(minimum: 0, maximum: 0), .number(minimum: API.Limits.lowestPercent, maximum: 100)],
                     description:
                         "0 halts the rollout, 100 promotes the candidate; otherwise from 0.01, rounded down to the basis point (99.999 is 99.99)"
                 )
@@ -284,10 +282,10 @@ enum APISchemas {
             [
                 "role": role,
                 "label": .nullableString(
-                    pattern: displayTextPattern, maxLength: Tokens.longestLabel,
+                    pattern: displayTextPattern, maxLength: API.Limits.longestTokenLabel,
                     description: "One line of text: no control or bidirectional characters; null or absent is \"\""),
                 "expiresInSeconds": .integer(
-                    minimum: Tokens.shortestLifetime, maximum: Tokens.longestLifetime, nullable: true),
+                    minimum: API.Limits.shortestTokenLifetime, maximum: API.Limits.longestTokenLifetime, nullable: true),
             ], required: ["role"]),
         "IssuedToken": .object(
             [
@@ -305,7 +303,7 @@ enum APISchemas {
                     ], required: ["tokenId", "label", "role"]),
                 "app": .nullableString(pattern: idPattern), "pack": .nullableString(pattern: idPattern),
                 "version": .integer(minimum: 1, maximum: largestInteger, nullable: true),
-                "action": .string(enumeration: AuditLog.actions),
+                "action": .string(enumeration: API.auditActions),
                 "details": JSONSchema(
                     type: ["object"], description: "What changed: string values (channel, percent, from, to, reason, …)"
                 ),
@@ -319,7 +317,7 @@ enum APISchemas {
             [
                 "date": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "pack": .nullableString(pattern: idPattern),
                 "version": .integer(minimum: 1, maximum: largestInteger, nullable: true),
-                "kind": .string(enumeration: ["catalog", "pack", "appleManifest", "applePack"]), "requests": count,
+                "kind": .string(enumeration: API.downloadKinds), "requests": count,
                 "bytes": count,
             ], required: ["date", "pack", "version", "kind", "requests", "bytes"]),
         "Downloads": .object(

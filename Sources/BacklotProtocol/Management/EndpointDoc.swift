@@ -1,5 +1,5 @@
-/// What the OpenAPI document says of one route, declared beside its handler in
-/// ``ManagementAPI/routes``: the document is generated from that table and nothing else.
+/// What the OpenAPI document says of one endpoint, declared with it in ``API/endpoints``: the
+/// document is generated from that list and nothing else.
 ///
 /// The statuses every route shares are added by ``OpenAPIDocument``: 400, 404, 405 (with
 /// `Allow`) and 503 (with `Retry-After`) on every route of the database; 401 (with
@@ -7,10 +7,10 @@
 /// body. A route lists the rest: its successes, its 409s, its own 403s and 413s.
 ///
 /// ```swift
-/// RouteDoc("createApp", tag: "apps", "Create an app.", body: .ref("AppCreate"),
+/// EndpointDoc("createApp", tag: "apps", "Create an app.", body: .ref("AppCreate"),
 ///          responses: [.init(201, "The app.", .ref("App")), .init(409, "The app exists already.")])
 /// ```
-public struct RouteDoc: Sendable {
+public struct EndpointDoc: Sendable {
     /// One response a route can give.
     public struct Response: Sendable {
         public let status: Int

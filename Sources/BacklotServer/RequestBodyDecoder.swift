@@ -1,0 +1,159 @@
+import BacklotBasics
+import BacklotHTTPServer
+import BacklotJSON
+import BacklotProtocol
+
+/// Reads a request body (a JSON object ``JSONReader`` parsed) into the endpoint's `Decodable`
+/// body type (``API``), with the rules of the OpenAPI document and 400 errors that name the field:
+/// a member the type does not have is refused (`unknownField`, listing those it has); whole numbers
+/// are read exactly from their text through ``CheckedInteger`` (`3621.0` is 3621; an exponent, a
+/// real fraction or a value outside the type is refused, never trapped on); a string enumeration
+/// (``WireEnumeration``) names its cases; a ``API/RolloutShare`` is rounded down from the exact
+/// decimal; a ``JSONNode`` member is kept as it is. An absent member and `null` are both nil for
+/// an optional member.
+///
+/// ```swift
+/// let create = try RequestBodyDecoder.decode(API.AppCreate.self, from: root)
+/// ```
+struct RequestBodyDecoder {
+    /// `T` from `root`, which must be an object holding only `T`'s members.
+    /// - Throws: ``BacklotError/Code/invalidInput`` (or `HTTPError` 400 `unknownField`) naming the member.
+    static func decode<T: Decodable>(_ type: T.Type, from root: JSONNode) throws -> T {
+        guard let members = root.objectMembers else {
+            throw HTTPError(400, code: "badRequest", "the body must be a JSON object", context: "request body")
+        }
+        let reader = Reader(members: members)
+        let value = try T(from: reader)
+        if let unknown = members.first(where: { !reader.read.value.contains($0.key) }) {
+            throw HTTPError(
+                400, code: "unknownField", "unknown field \"\(unknown.key)\"", context: "request body",
+                hint: "the fields allowed: \(reader.read.value.sorted().joined(separator: ", "))")
+        }
+        return value
+    }
+
+    /// The fields read so far (the decoder is used by one thread, once).
+    final class Fields: @unchecked Sendable {
+        var value: Set<String> = []
+    }
+
+    struct Reader: Decoder {
+        let members: [JSONMember]
+        let read = Fields()
+        var codingPath: [any CodingKey] { [] }
+        var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+        func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+            KeyedDecodingContainer(Keyed<Key>(reader: self))
+        }
+        func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+            throw HTTPError(
+                400, code: "badRequest", "the body must be a JSON object of fields", context: "request body")
+        }
+        func singleValueContainer() throws -> any SingleValueDecodingContainer {
+            throw HTTPError(
+                400, code: "badRequest", "the body must be a JSON object of fields", context: "request body")
+        }
+
+        func node(_ key: String) -> JSONNode? {
+            read.value.insert(key)
+            return members.first { $0.key == key }?.value
+        }
+    }
+
+    struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
+        let reader: Reader
+        var codingPath: [any CodingKey] { [] }
+        var allKeys: [Key] { reader.members.compactMap { Key(stringValue: $0.key) } }
+
+        func contains(_ key: Key) -> Bool {
+            guard let node = reader.node(key.stringValue) else { return false }
+            if case .null = node.kind { return false }
+            return true
+        }
+        func decodeNil(forKey key: Key) throws -> Bool { !contains(key) }
+
+        func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+            guard case .bool(let b)? = reader.node(key.stringValue)?.kind else {
+                throw BacklotError(
+                    .invalidInput, "\"\(key.stringValue)\" is required: true or false", context: "request body")
+            }
+            return b
+        }
+
+        func decode(_ type: String.Type, forKey key: Key) throws -> String {
+            guard let s = reader.node(key.stringValue)?.stringValue else {
+                throw BacklotError(.invalidInput, "\"\(key.stringValue)\" must be a string", context: "request body")
+            }
+            return s
+        }
+
+        func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+            let name = key.stringValue
+            if let integer = T.self as? any FixedWidthInteger.Type {
+                return try Self.integer(integer, name, reader.node(name)) as! T
+            }
+            if let enumeration = T.self as? any WireEnumeration.Type {
+                return try Self.enumeration(enumeration, name, reader.node(name)) as! T
+            }
+            if T.self == API.RolloutShare.self {
+                guard case .number(let text)? = reader.node(name)?.kind else {
+                    throw API.RolloutShare.outOfRange(name)
+                }
+                return try API.RolloutShare(exactNumber: text, field: name) as! T
+            }
+            if T.self == JSONNode.self {
+                guard let node = reader.node(name) else {
+                    throw BacklotError(.invalidInput, "\"\(name)\" is required", context: "request body")
+                }
+                return node as! T
+            }
+            throw BacklotError(.invalidInput, "\"\(name)\" cannot be read here", context: "request body")
+        }
+
+        /// A whole number of type `T` read exactly from the node's text, never through a `Double`.
+        static func integer<T: FixedWidthInteger>(_ type: T.Type, _ key: String, _ node: JSONNode?) throws -> T {
+            let what = "\"\(key)\""
+            let wanted = "a whole number in \(T.min)…\(T.max)"
+            let hint = "give \"\(key)\" as a JSON number without an exponent, such as 12 (or 12.0)"
+            guard case .number(let text)? = node?.kind, !text.contains(where: { $0 == "e" || $0 == "E" }),
+                let decimal = JSONDecimal(text)
+            else {
+                throw BacklotError(.invalidInput, "\(what) must be \(wanted)", context: "request body", hint: hint)
+            }
+            guard decimal.isWhole else {
+                throw BacklotError(
+                    .invalidInput, "\(what) is \(text.prefix(64)), which is not \(wanted)", context: "request body",
+                    hint: hint)
+            }
+            guard let digits = decimal.wholeDigits(atMost: 40), let value = CheckedInteger.parse(digits, as: T.self)
+            else {
+                throw BacklotError(
+                    .invalidInput, "\(what) is \(text.prefix(64)), outside \(T.min)…\(T.max)",
+                    context: "request body", hint: "give \(wanted)")
+            }
+            return value
+        }
+
+        static func enumeration<T: WireEnumeration>(_ type: T.Type, _ key: String, _ node: JSONNode?) throws -> T {
+            guard let text = node?.stringValue, let value = T(rawValue: text) else {
+                throw BacklotError(
+                    .invalidInput, "\"\(key)\" must be \(T.caseList)", context: "request body")
+            }
+            return value
+        }
+
+        func nestedContainer<NestedKey: CodingKey>(
+            keyedBy type: NestedKey.Type, forKey key: Key
+        ) throws
+            -> KeyedDecodingContainer<NestedKey>
+        {
+            throw BacklotError(.invalidInput, "\"\(key.stringValue)\" cannot be an object", context: "request body")
+        }
+        func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+            throw BacklotError(.invalidInput, "\"\(key.stringValue)\" cannot be an array", context: "request body")
+        }
+        func superDecoder() throws -> any Decoder { reader }
+        func superDecoder(forKey key: Key) throws -> any Decoder { reader }
+    }
+}
