@@ -3,7 +3,7 @@ SWIFT ?= swift
 BUILD_DIR := .build
 BACKLOT := $(BUILD_DIR)/debug/backlot
 
-.PHONY: all bootstrap build demo demo-cluster test bench clean install deb
+.PHONY: all bootstrap build demo demo-cluster test bench clean install install-runtime-deps deb
 
 all: build
 
@@ -25,8 +25,9 @@ demo-cluster: build
 # The module graph against Package.swift and docs/architecture.md, swift format lint, the tests (with the
 # explicit import check), schemathesis against a live server, the README's release week in bash and zsh,
 # the example app against a server, libbacklot and its C, C++, Python, Rust and C# bindings against a server,
-# a downloader extension written in Python, the Debian package installed and removed, then a short seeded
-# pass of every fuzz harness (scripts/fuzz --smoke).
+# a downloader extension written in Python, the Debian package installed and removed, what `make install`
+# installs run with the Swift toolchain hidden (scripts/install-test), then a short seeded pass of every fuzz
+# harness (scripts/fuzz --smoke).
 test: bootstrap
 	@scripts/module-graph --check
 	@$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests Examples
@@ -38,6 +39,7 @@ test: bootstrap
 	@SWIFT=$(SWIFT) scripts/capi-test $(BACKLOT)
 	@scripts/python-extension-test $(BACKLOT)
 	@SWIFT=$(SWIFT) scripts/deb-test
+	@SWIFT=$(SWIFT) scripts/install-test
 	@scripts/fuzz --smoke
 
 # Builds the libFuzzer harnesses and runs each for FUZZ_SECONDS; crash inputs go to Fuzz/Findings/.
@@ -46,12 +48,22 @@ FUZZ_SECONDS ?= 600
 fuzz:
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz
 
-# A release build, installed with its systemd units and docs under PREFIX (scripts/install --help).
+# A release build, installed with the Swift runtime it needs (PREFIX/lib/backlot/swift, its RUNPATH), its
+# systemd units and docs under PREFIX (scripts/install --help). It needs the Swift toolchain and the build's
+# packages (scripts/bootstrap --build), never the test stack; the installed files run without the toolchain.
+# A server that gets the installed files (DESTDIR, a copy) needs only the Debian libraries they link:
+# make install-runtime-deps (scripts/bootstrap --runtime). The Debian package is the other way (make deb).
 PREFIX ?= /usr/local
+DESTDIR ?=
 INSTALL_FLAGS ?=
-install: bootstrap
-	$(SWIFT) build -c release
-	@scripts/install --prefix $(PREFIX) --binary $(BUILD_DIR)/release/backlot $(INSTALL_FLAGS)
+install:
+	@scripts/bootstrap --build
+	$(SWIFT) build -c release --product backlot
+	@SWIFT=$(SWIFT) scripts/install --prefix $(PREFIX) --binary $(BUILD_DIR)/release/backlot $(if $(DESTDIR),--destdir $(DESTDIR)) $(INSTALL_FLAGS)
+
+# On the server: only the Debian libraries the installed backlot runs with (no toolchain, no test stack).
+install-runtime-deps:
+	@scripts/bootstrap --runtime
 
 # The Debian package backlot_VERSION_amd64.deb in .build/deb (release build; docs/packaging.md).
 deb: bootstrap

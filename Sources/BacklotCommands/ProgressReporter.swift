@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 
 /// Shows how far a long operation is: a redrawn bar on a terminal with the rate and the time
-/// left, a plain line every 10 % otherwise.
+/// left, a plain line every 10 % otherwise; nothing under `--json`, whose standard error carries
+/// only warnings and the error (docs/json.md).
 ///
 /// ```
 /// uploading [#########---------------------]  31%  66.2 MiB / 215 MiB  12.4 MiB/s  12 s left
@@ -20,6 +21,8 @@ final class ProgressReporter: Sendable {
     private let io: any CommandIO
     private let label: String
     private let state = Mutex(State())
+    /// Under `--json`: no bar and no plain lines.
+    private let silent: Bool
 
     /// Below this size, nothing is printed when not on a terminal (the summary says it all).
     static let plainLineThreshold: UInt64 = 64 << 20
@@ -27,6 +30,7 @@ final class ProgressReporter: Sendable {
     init(io: any CommandIO, label: String) {
         self.io = io
         self.label = label
+        silent = (io as? LineTrackingIO)?.json ?? false
     }
 
     /// The rate and time left after `elapsed` seconds in which `moved` of the `remaining` bytes went:
@@ -53,6 +57,7 @@ final class ProgressReporter: Sendable {
     }
 
     private func draw(_ done: UInt64, _ total: UInt64, force: Bool) {
+        guard !silent else { return }
         let fraction = total == 0 ? 1 : min(1, Double(done) / Double(total))
         let now = Date().timeIntervalSinceReferenceDate
         // The rate is measured from the first report (an upload resumed at 70 % starts there).

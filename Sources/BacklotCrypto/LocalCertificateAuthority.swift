@@ -224,16 +224,28 @@ public struct LocalCertificateAuthority: Sendable {
         return md.map { String(format: "%02X", $0) }.joined(separator: ":")
     }
 
-    /// The certificate's expiry time.
+    /// The certificate's subject, as OpenSSL writes it on one line without the leading slash
+    /// (`CN=Backlot Local CA (host)/O=Backlot`).
+    public static func subject(ofCertificate pem: String) throws -> String {
+        let cert = try Certificate.load(pem)
+        defer { X509_free(cert) }
+        var buffer = [CChar](repeating: 0, count: 512)
+        guard X509_NAME_oneline(X509_get_subject_name(cert), &buffer, Int32(buffer.count)) != nil else {
+            throw Certificate.failure("read a certificate's subject")
+        }
+        let line = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return line.hasPrefix("/") ? String(line.dropFirst()) : line
+    }
+
+    /// The certificate's expiry time, to the second it names (its `notAfter`).
     public static func notAfter(ofCertificate pem: String) throws -> Date {
         let cert = try Certificate.load(pem)
         defer { X509_free(cert) }
-        var days: Int32 = 0
-        var seconds: Int32 = 0
-        guard ASN1_TIME_diff(&days, &seconds, nil, X509_get0_notAfter(cert)) == 1 else {
+        var broken = tm()
+        guard ASN1_TIME_to_tm(X509_get0_notAfter(cert), &broken) == 1 else {
             throw Certificate.failure("read a certificate's expiry")
         }
-        return Date().addingTimeInterval(Double(days) * 86_400 + Double(seconds))
+        return Date(timeIntervalSince1970: Double(timegm(&broken)))
     }
 }
 

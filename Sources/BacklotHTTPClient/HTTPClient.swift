@@ -241,6 +241,17 @@ extension HTTPClient {
             return BacklotError(network, "\(method) \(url) failed: \(detail)", context: url, hint: hint)
         }
         let host = URL(string: url)?.host ?? url
+        if detail.contains("certificate has expired") {
+            // The CA file is the right one; a certificate of the chain is past its date.
+            let which =
+                caFile.map { "the CA in \($0), or the server certificate it signed," }
+                ?? "the server's certificate or its CA"
+            return BacklotError(
+                .tls, "the TLS connection to \(host) could not be verified: \(detail)", context: url,
+                hint:
+                    "\(which) is past its expiry date (or this machine's clock is wrong): renew it on the server; a backlot serve with --tls auto names the expired certificate at its start and says how (move DATA/tls aside and start again, then trust the new ca.pem)"
+            )
+        }
         let trust =
             caFile.map {
                 "the server's certificate must be signed by the CA in \($0) and name \(host); check that this file is that server's CA"

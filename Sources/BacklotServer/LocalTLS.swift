@@ -59,6 +59,11 @@ public struct LocalTLS: Sendable {
             try RepositoryDirectory.writePublic(ca.certificatePEM, to: caPath)
             created = true
         }
+        // An expired CA signs certificates that every client refuses: say which, since when, and how to renew it.
+        if !created {
+            let expiry = try LocalCertificateAuthority.notAfter(ofCertificate: ca.certificatePEM)
+            if expiry <= Date() { throw try Self.expired(ca, path: caPath, directory: dir, at: expiry) }
+        }
         // The certificate says what the CA permits; ca-names.txt is the readable copy.
         let permitted = try ca.permittedNames()
         var warning: String? = nil
@@ -108,6 +113,25 @@ public struct LocalTLS: Sendable {
             certificatePEM: try String(contentsOfFile: certPath, encoding: .utf8) + ca.certificatePEM,
             privateKeyPEM: try String(contentsOfFile: keyPath, encoding: .utf8), created: created,
             caPermittedNames: permitted, caWarning: warning)
+    }
+
+    /// The error of a local CA past its expiry: the file, its subject and when it expired, and the
+    /// commands that make a new one (the old one must leave the trust stores too).
+    static func expired(
+        _ ca: LocalCertificateAuthority, path: String, directory: String, at expiry: Date
+    ) throws
+        -> BacklotError
+    {
+        let subject = try LocalCertificateAuthority.subject(ofCertificate: ca.certificatePEM)
+        let when = ISO8601DateFormatter().string(from: expiry)
+        return BacklotError(
+            .tls,
+            "the local CA \(path) (\(subject)) expired at \(when): clients refuse every certificate it signs",
+            context: path,
+            hint: "renew it: stop the server, run mv \(directory) \(directory).expired, and start it again with "
+                + "--tls auto (a new CA is made for the same names); then trust the new \(path) wherever the old one "
+                + "was trusted (BACKLOT_CA, --ca, BacklotCAFile, the system's store) and remove the old one. Or serve "
+                + "your own certificate with --tls-cert CERT.pem --tls-key KEY.pem")
     }
 
     static func isIPAddress(_ s: String) -> Bool {

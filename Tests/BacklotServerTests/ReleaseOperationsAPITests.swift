@@ -105,6 +105,11 @@ import Testing
                 && error["hint"]?.stringValue?.contains("--rollout") == true)
         let missing = try json(try f.call("GET", "/api/apps/nope/packs", token: f.admin))["error"]
         #expect(missing?["message"]?.stringValue == "no such app" && missing?["context"]?.stringValue == "nope")
+        // A misspelt app gets the one it probably meant in the answer's hint (issue #34).
+        let misspelt = try f.call("GET", "/api/apps/com.example.gmae/packs", token: f.admin)
+        let guess = try #require(try json(misspelt)["error"])
+        #expect(misspelt.status == 404 && guess["code"]?.stringValue == "notFound")
+        #expect(guess["hint"]?.stringValue?.hasPrefix("did you mean com.example.game?") == true, "\(misspelt.text)")
         let form = try f.call(
             "POST", "/api/apps", token: f.admin, headers: ["Content-Type": "application/x-www-form-urlencoded"],
             body: nil)

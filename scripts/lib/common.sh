@@ -16,6 +16,16 @@
 #                                       fail the script (exit 1) naming TOOL, CHECK and HINT, unless
 #                                       BACKLOT_ALLOW_SKIP=1, when it prints "SKIPPED: CHECK …" and
 #                                       returns 1 for the caller to skip that check
+#   swift_runtime_dir [SWIFT]           the folder of the Swift toolchain's runtime libraries
+#                                       (TOOLCHAIN/usr/lib/swift/linux) for the `swift` on PATH or SWIFT
+#   copy_swift_runtime FROM TO FILE...  copy into TO every library of FROM that the ELF FILEs need
+#                                       (their NEEDED entries, followed transitively), mode 644, their
+#                                       RUNPATH set to $ORIGIN; prints how many it copied
+#   hidden_toolchain_env HOME_DIR       sets the array `without_toolchain`: a command prefix that runs
+#                                       a program in a mount namespace of its own where the Swift
+#                                       toolchain's folder is an empty tmpfs, with an empty environment
+#                                       (PATH=/usr/bin:/bin, HOME=HOME_DIR), as on a server that never
+#                                       had the toolchain; fails naming why when it cannot (needs root)
 #
 # Ports: free_port runs scripts/lib/common.py, which picks a random port outside the kernel's
 # ephemeral range and checks that nobody holds it. It cannot hold the port for the caller: between
@@ -105,4 +115,51 @@ require_tool() { # CHECK TOOL HINT
   fi
   echo "$(backlot_me): $tool is not installed, so $check cannot run: $hint (or set BACKLOT_ALLOW_SKIP=1 to skip this check)" >&2
   exit 1
+}
+
+swift_runtime_dir() { # [SWIFT]
+  local swift_path
+  swift_path=$(command -v "${1:-${SWIFT:-swift}}" 2>/dev/null) || { echo "$(backlot_me): no swift on PATH to find the Swift runtime from" >&2; return 1; }
+  printf '%s' "$(dirname "$(dirname "$(readlink -f "$swift_path")")")/lib/swift/linux"
+}
+
+copy_swift_runtime() { # FROM TO FILE...
+  local from=$1 to=$2 file needed count=0
+  shift 2
+  [ -d "$from" ] || { echo "$(backlot_me): no Swift runtime at $from" >&2; return 1; }
+  mkdir -p "$to"
+  local queue=("$@")
+  local -A seen=()
+  while [ ${#queue[@]} -gt 0 ]; do
+    file=${queue[0]}
+    queue=("${queue[@]:1}")
+    for needed in $(readelf -d "$file" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+      [ -n "${seen[$needed]:-}" ] && continue
+      seen[$needed]=1
+      if [ -f "$from/$needed" ]; then
+        install -m 644 "$from/$needed" "$to/$needed"
+        patchelf --set-rpath '$ORIGIN' "$to/$needed"
+        queue+=("$to/$needed")
+        count=$((count + 1))
+      fi
+    done
+  done
+  printf '%s\n' "$count"
+}
+
+hidden_toolchain_env() { # HOME_DIR
+  local toolchain=/opt/swift swift_path
+  swift_path=$(command -v "${SWIFT:-swift}" 2>/dev/null || true)
+  if [ -n "$swift_path" ]; then toolchain=$(cd "$(dirname "$(readlink -f "$swift_path")")/../.." && pwd); fi
+  case "$toolchain" in
+    / | /usr | /usr/local)
+      echo "$(backlot_me): the Swift toolchain is installed in $toolchain, among the system's own files: hiding it would hide them too; this check needs a toolchain in a folder of its own (as /opt/swift)" >&2
+      return 1 ;;
+  esac
+  if ! unshare --mount sh -c 'mount -t tmpfs none "$0"' "$toolchain"; then
+    echo "$(backlot_me): cannot hide $toolchain in a mount namespace (unshare --mount and mount -t tmpfs need root and CAP_SYS_ADMIN)" >&2
+    return 1
+  fi
+  hidden_toolchain=$toolchain
+  without_toolchain=(unshare --mount sh -c 'mount -t tmpfs none "$0" && exec "$@"' "$toolchain" env -i PATH=/usr/bin:/bin HOME="$1")
 }

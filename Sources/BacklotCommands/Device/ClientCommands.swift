@@ -1,7 +1,6 @@
 import BacklotBasics
 import BacklotClient
 import BacklotFormat
-import BacklotJSON
 import BacklotProtocol
 import BacklotRepository
 import Dispatch
@@ -112,21 +111,7 @@ struct FetchCommand: Command {
                 else { return nil }
                 return use
             }
-            io.out(
-                JSONNode.object([
-                    "packs": .array(
-                        zip(reports, deltas).map { r, use in
-                            .object([
-                                "pack": .string(r.id), "version": .number(r.version),
-                                "downloadedBytes": .number(r.downloadedBytes),
-                                "downloadedChunkCount": .number(r.downloadedChunks),
-                                "reusedChunkCount": .number(r.reusedChunks),
-                                "linkedFileCount": .number(r.linkedFiles),
-                                "deltaBytes": .number(use?.bytes ?? 0),
-                                "deltaChunkCount": .number(use?.chunks ?? 0),
-                            ])
-                        })
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(FetchOutput(reports, deltas: deltas))
         } else {
             for r in reports {
                 io.out(

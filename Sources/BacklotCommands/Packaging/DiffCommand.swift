@@ -1,6 +1,5 @@
 import BacklotBasics
 import BacklotFormat
-import BacklotJSON
 
 /// `backlot diff OLD.pack NEW.pack`: what a client holding OLD downloads to get NEW.
 struct DiffCommand: Command {
@@ -19,24 +18,7 @@ struct DiffCommand: Command {
         let delta = try DeltaBuilder().build(base: old, target: new)
         let c = DeltaCost(old: old.index, new: new, delta: delta)
         if arguments[jsonFlag] {
-            io.out(
-                JSONNode.object([
-                    "downloadBytes": .number(d.downloadBytes),
-                    "deltaDownloadBytes": .number(c.downloadBytes),
-                    "deltaBytes": .number(c.deltaBytes),
-                    "deltaChunkCount": .number(c.deltaChunks),
-                    "deltaWholeChunkCount": .number(c.wholeChunks),
-                    "deltaRangeRequestCount": .number(c.rangeRequests),
-                    "downloadChunkCount": .number(d.downloadChunks),
-                    "newPackBytes": .number(d.newPackBytes),
-                    "reusedChunkCount": .number(d.reusedChunks),
-                    "reusedBytes": .number(d.reusedBytes),
-                    "metadataBytes": .number(d.metadataBytes),
-                    "rangeRequestCount": .number(d.rangeRequests),
-                    "changedFileCount": .number(d.filesChanged),
-                    "removedFileCount": .number(d.filesRemoved),
-                    "unchangedFileCount": .number(d.filesUnchanged),
-                ]).prettyPrinted() + "\n")
+            try io.outJSON(DiffOutput(d, c))
             return
         }
         let share = d.newPackBytes == 0 ? 0 : Double(d.downloadBytes) / Double(d.newPackBytes) * 100

@@ -58,8 +58,7 @@ public final class Apps: Sendable {
             let info = try db.read({ try $0.query("SELECT * FROM apps WHERE id = ?", [.text(id)]) }).first.flatMap(
                 appInfo)
         else {
-            throw BacklotError(
-                .notFound, "no such app", context: id, hint: "create it first: backlot apps create \(id)")
+            throw Apps.noSuchApp(id, among: try ids())
         }
         return info
     }
@@ -84,17 +83,36 @@ public final class Apps: Sendable {
 
     static func requireApp(_ tx: inout any MetadataConnection, _ app: String) throws {
         guard try !tx.query("SELECT 1 FROM apps WHERE id = ?", [.text(app)]).isEmpty else {
-            throw BacklotError(
+            let ids = try tx.query("SELECT id FROM apps ORDER BY id", []).compactMap { $0["id"]?.string }
+            throw noSuchApp(app, among: ids)
+        }
+    }
+
+    /// `notFound` for an app that does not exist: with the closest existing app ("did you mean
+    /// com.example.game?") when the ID looks like a misspelling of one, else how to make it.
+    static func noSuchApp(_ app: String, among ids: [String]) -> BacklotError {
+        guard let guess = Suggestion.closest(to: app, in: ids.filter { $0 != app }) else {
+            return BacklotError(
                 .notFound, "no such app", context: app, hint: "create it first: backlot apps create \(app)")
         }
+        return BacklotError(
+            .notFound, "no such app", context: app,
+            hint: "did you mean \(guess)? Check the app ID (--app); a new app is made with: backlot apps create \(app)")
     }
 
     static func requirePack(_ tx: inout any MetadataConnection, _ app: String, _ pack: String) throws {
         try requireApp(&tx, app)
         guard try !tx.query("SELECT 1 FROM packs WHERE app = ? AND id = ?", [.text(app), .text(pack)]).isEmpty else {
+            let ids = try tx.query("SELECT id FROM packs WHERE app = ? ORDER BY id", [.text(app)]).compactMap {
+                $0["id"]?.string
+            }
+            let made = "a pack is made by its first upload: backlot upload PACK --app \(app)"
             throw BacklotError(
                 .notFound, "no such pack", context: "\(app)/\(pack)",
-                hint: "a pack is made by its first upload: backlot upload PACK --app \(app)")
+                hint: Suggestion.closest(to: pack, in: ids).map {
+                    "did you mean \($0)? Check the pack ID (--pack); \(made)"
+                }
+                    ?? made)
         }
     }
 

@@ -45,6 +45,27 @@ extension Uploads {
                 : "delete versions you no longer need (backlot versions delete)")
     }
 
+    /// The error for a version declared larger than an app's whole quota, which no deletion can
+    /// make room for: names the size and the quota, and that Apple's 200 GB cannot be raised.
+    func oversized(_ size: UInt64) -> BacklotError {
+        let quota =
+            quotaBytes % 1_000_000_000 == 0
+            ? "\(quotaBytes / 1_000_000_000) GB (\(quotaBytes) bytes)" : "\(quotaBytes) bytes"
+        let limit =
+            quotaBytes == Uploads.appleQuotaBytes
+            ? "200 GB is Apple's limit for an app's asset packs, and nothing changes it (no setting, no role)"
+            : "that is this server's quota per app"
+        return BacklotError(
+            .invalidInput, "an archive of \(size) bytes is larger than an app's whole quota of \(quota)",
+            context: "size",
+            hint:
+                "\(limit): make the pack smaller (an app's packs together hold at most \(quota), counting each pack's largest version)"
+        )
+    }
+
+    /// Apple's quota for an app's asset packs: 200 GB (``Repository``'s default).
+    static let appleQuotaBytes: UInt64 = 200_000_000_000
+
     /// ``requireQuota(_:app:pack:size:finishing:)`` for the upload of a version at its declared size;
     /// nothing for a version no longer awaiting its upload.
     func requireQuota(_ tx: inout any MetadataConnection, versionID: Int64) throws {

@@ -116,12 +116,13 @@ public final class Uploads: Sendable {
             }
             manifestText = PackMetadata(parsed).json.serialized()
         }
-        guard size >= UInt64(format == .pack ? PackHeader.size : AppleArchiveHeader.prefixLength), size <= quotaBytes
-        else {
+        let header = UInt64(format == .pack ? PackHeader.size : AppleArchiveHeader.prefixLength)
+        guard size >= header else {
             throw BacklotError(
-                .invalidInput, "a pack archive of \(size) bytes is impossible", context: "size",
-                hint: "declare the archive's exact size in bytes")
+                .invalidInput, "a pack archive of \(size) bytes is smaller than its header (\(header) bytes)",
+                context: "size", hint: "declare the archive's exact size in bytes")
         }
+        guard size <= quotaBytes else { throw oversized(size) }
         let creator = Caller.current
         let (number, created): (Int, Bool) = try db.transaction { tx in
             try Apps.requirePack(&tx, app, pack)

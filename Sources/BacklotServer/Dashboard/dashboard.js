@@ -152,10 +152,12 @@
       const e = (data && data.error) || {};
       const error = new ApiError(response.status, e.code || `http${response.status}`, e.message || response.statusText, e.hint, e.context);
       if (response.status === 401 && token) {
-        // The token was revoked, rotated or expired: back to the sign-in page, saying why.
+        // The token was revoked, rotated or expired: back to the sign-in page, saying why, and
+        // at once nothing on the page says who was signed in.
         sessionStorage.removeItem(TOKEN_KEY);
         state.who = null;
         state.refused = describe(error);
+        showFrame(false);
         setTimeout(render, 0);
       }
       throw error;
@@ -262,7 +264,12 @@
   function showFrame(signedIn) {
     document.getElementById('nav').hidden = !signedIn;
     document.getElementById('who').hidden = !signedIn;
-    if (!signedIn) return;
+    if (!signedIn) {
+      // Nothing of the last token stays on the page: not its name, not its role.
+      document.getElementById('who-text').textContent = '';
+      document.getElementById('who-text').removeAttribute('data-role');
+      return;
+    }
     const who = state.who;
     const name = who.label ? `“${who.label}”` : 'this token';
     document.getElementById('who-text').textContent =
@@ -333,8 +340,11 @@
   }
 
   // The app a per-app page shows: the one in the address, else the last one chosen, else the first.
+  // An app in the address that does not exist is `unknown`: the page says so and shows no other
+  // app's figures or controls in its place.
   async function chooseApp(args, page) {
-    const list = await apps();
+    const list = await apps(true);
+    if (args[0] && !list.some((a) => a.id === args[0])) return { app: null, unknown: args[0], info: null, picker: null };
     let app = args[0] || sessionStorage.getItem(APP_KEY);
     if (!list.some((a) => a.id === app)) app = list.length ? list[0].id : null;
     if (app) sessionStorage.setItem(APP_KEY, app);
@@ -349,6 +359,16 @@
 
   function noApps() {
     return h('p', { class: 'notice' }, 'There is no app yet. An admin makes one with: backlot apps create APP');
+  }
+
+  // The page of an app that does not exist: says which, and where to look, with nothing to act on.
+  function noSuchApp(title, app) {
+    const known = (state.apps || []).map((a) => a.id);
+    return h('div', {}, h('h1', {}, title),
+      h('p', { class: 'notice error', 'data-no-app': app },
+        `There is no app named “${app}” on this server. `,
+        known.length ? `Its apps are: ${known.join(', ')}. ` : 'It has no app yet. ',
+        h('a', { href: '#/apps' }, 'See the apps'), '.'));
   }
 
   // ---- sign-in ---------------------------------------------------------------------------
@@ -531,7 +551,8 @@
   // ---- Channels --------------------------------------------------------------------------
 
   async function pageChannels(id, ...args) {
-    const { app, picker } = await chooseApp(args, 'channels');
+    const { app, picker, unknown } = await chooseApp(args, 'channels');
+    if (unknown) return noSuchApp('Channels', unknown);
     if (!app) return h('div', {}, h('h1', {}, 'Channels'), noApps());
     const channels = await channelStates(app);
     const sections = CHANNELS.map((c) => {
@@ -570,22 +591,50 @@
         const down = [...ROLLOUT_STEPS].reverse().find((s) => s < current);
         append(actions, [
           h('label', { for: inputId }, `Rollout of ${p.pack} (%)`), input,
-          h('button', { type: 'button', class: 'action primary', 'data-action': 'set-rollout', 'data-pack': p.pack, on: { click: () => setRollout(app, p.pack, Number(input.value)) } }, 'Set'),
-          up !== undefined && up < 100 ? h('button', { type: 'button', class: 'action', 'data-action': 'raise', on: { click: () => setRollout(app, p.pack, up) } }, `Raise to ${up} %`) : null,
-          down !== undefined ? h('button', { type: 'button', class: 'action', 'data-action': 'lower', on: { click: () => setRollout(app, p.pack, down) } }, `Lower to ${down} %`) : null,
-          h('button', { type: 'button', class: 'action', 'data-action': 'promote', on: { click: () => setRollout(app, p.pack, 100) } }, 'Promote (100 %)'),
-          current > 0 ? h('button', { type: 'button', class: 'action danger', 'data-action': 'halt', on: { click: () => setRollout(app, p.pack, 0) } }, 'Halt (0 %)') : null]);
+          h('button', { type: 'button', class: 'action primary', 'data-action': 'set-rollout', 'data-pack': p.pack, on: { click: () => setRollout(app, p, Number(input.value)) } }, 'Set'),
+          up !== undefined && up < 100 ? h('button', { type: 'button', class: 'action', 'data-action': 'raise', on: { click: () => setRollout(app, p, up) } }, `Raise to ${up} %`) : null,
+          down !== undefined ? h('button', { type: 'button', class: 'action', 'data-action': 'lower', on: { click: () => setRollout(app, p, down) } }, `Lower to ${down} %`) : null,
+          h('button', { type: 'button', class: 'action', 'data-action': 'promote', on: { click: () => setRollout(app, p, 100) } }, 'Promote (100 %)'),
+          current > 0 ? h('button', { type: 'button', class: 'action danger', 'data-action': 'halt', on: { click: () => setRollout(app, p, 0) } }, 'Halt (0 %)') : null]);
       }
       actions.append(
-        h('button', { type: 'button', class: 'action', 'data-action': 'rollback', 'data-pack': p.pack, on: { click: () => rollback(app, p.pack, channel) } }, 'Roll back'),
-        h('button', { type: 'button', class: 'action danger', 'data-action': 'withdraw', 'data-pack': p.pack, on: { click: () => withdraw(app, p.pack, channel) } }, 'Withdraw'));
+        h('button', { type: 'button', class: 'action', 'data-action': 'rollback', 'data-pack': p.pack, on: { click: () => rollback(app, p, channel) } }, 'Roll back'),
+        h('button', { type: 'button', class: 'action danger', 'data-action': 'withdraw', 'data-pack': p.pack, on: { click: () => withdraw(app, p, channel) } }, 'Withdraw'));
     }
     return h('tr', { 'data-pack-row': p.pack }, h('th', { scope: 'row' }, h('a', { href: `#/pack/${enc(app)}/${enc(p.pack)}` }, p.pack)), h('td', {}, live), h('td', {}, candidate), actions);
   }
 
-  async function setRollout(app, pack, value) {
+  // What a production rollout change does to devices, in words: which pack and version, on which
+  // channel of which app, from what share to what share (asked before anything is sent).
+  function rolloutChange(app, p, value) {
+    const c = p.candidate;
+    const from = Number(c.rolloutPercent);
+    const live = p.live ? `version ${p.live.version}` : 'nothing';
+    const where = `${p.pack} on production of ${app}`;
+    if (value === 100) {
+      return `Promote ${where}: version ${c.version} becomes the live version for every device (100 %, from ${percent(from)}); ` +
+        `${live} is no longer offered.`;
+    }
+    if (value === 0) {
+      return `Halt ${where}: version ${c.version} is offered to no device (0 %, from ${percent(from)}); every device is offered ${live}. ` +
+        'Devices that installed it keep it.';
+    }
+    return `Change the rollout of ${where}: version ${c.version} is offered to ${percent(value)} of devices, from ${percent(from)}; ` +
+      `the others get ${live}.`;
+  }
+
+  async function setRollout(app, p, value) {
+    const pack = p.pack;
     if (!Number.isFinite(value) || value < 0 || value > 100) {
       say('The rollout is a number from 0 to 100.', 'error');
+      return;
+    }
+    if (value === Number(p.candidate.rolloutPercent)) {
+      say(`The rollout of ${pack} on production is ${percent(value)} already: nothing to change.`);
+      return;
+    }
+    if (!window.confirm(`${rolloutChange(app, p, value)}\n\nGo ahead?`)) {
+      say(`Nothing changed: the rollout of ${pack} stays at ${percent(p.candidate.rolloutPercent)}.`);
       return;
     }
     try {
@@ -598,8 +647,16 @@
     }
   }
 
-  async function rollback(app, pack, channel) {
-    if (!window.confirm(`Roll back ${pack} on ${channel}? Devices get the earlier version at their next check.`)) return;
+  async function rollback(app, p, channel) {
+    const pack = p.pack;
+    const change = p.candidate
+      ? `the candidate version ${p.candidate.version} (offered to ${percent(p.candidate.rolloutPercent)} of devices) is dropped; ` +
+        `every device is offered ${p.live ? `version ${p.live.version}` : 'nothing'}`
+      : `version ${p.live ? p.live.version : '?'} stops being live; every device is offered the version that was live before it`;
+    if (!window.confirm(`Roll back ${pack} on ${channel} of ${app}: ${change}. Devices get it at their next check.\n\nGo ahead?`)) {
+      say(`Nothing changed: ${pack} on ${channel} was not rolled back.`);
+      return;
+    }
     try {
       const r = await api('POST', `/api/apps/${enc(app)}/packs/${enc(pack)}/rollback`, { channel });
       say(`${pack} on ${channel} is back to version ${r.version}.`);
@@ -609,8 +666,16 @@
     }
   }
 
-  async function withdraw(app, pack, channel) {
-    if (!window.confirm(`Withdraw ${pack} from ${channel}? Devices report it as obsolete.`)) return;
+  async function withdraw(app, p, channel) {
+    const pack = p.pack;
+    const versions = [p.live ? `live version ${p.live.version}` : null,
+      p.candidate ? `candidate version ${p.candidate.version} (${percent(p.candidate.rolloutPercent)})` : null].filter(Boolean).join(' and ');
+    const both = Boolean(p.live && p.candidate);
+    if (!window.confirm(`Withdraw ${pack} from ${channel} of ${app}: ${versions || 'it'} ${both ? 'are' : 'is'} no longer offered to any device ` +
+      '(100 % of devices on this channel), and devices report the pack as obsolete.\n\nGo ahead?')) {
+      say(`Nothing changed: ${pack} stays on ${channel}.`);
+      return;
+    }
     try {
       await api('POST', `/api/apps/${enc(app)}/packs/${enc(pack)}/withdraw`, { channel });
       say(`${pack} was withdrawn from ${channel}.`);
@@ -623,7 +688,8 @@
   // ---- Release requests ------------------------------------------------------------------
 
   async function pageReleases(id, ...args) {
-    const { app, info, picker } = await chooseApp(args, 'releases');
+    const { app, info, picker, unknown } = await chooseApp(args, 'releases');
+    if (unknown) return noSuchApp('Release requests', unknown);
     if (!app) return h('div', {}, h('h1', {}, 'Release requests'), noApps());
     // Only the statuses the server knows: a link cannot make the page repeat text of its own.
     const statuses = ['all', 'pending', 'approved', 'rejected', 'superseded'];
@@ -653,7 +719,7 @@
         const reasonId = `reason-${r.id}`;
         const reason = h('input', { id: reasonId, type: 'text', maxlength: 2000, placeholder: 'why' });
         actions.append(
-          h('button', { type: 'button', class: 'action primary', 'data-action': 'approve', on: { click: () => decide(app, r.id, 'approve') } }, 'Approve'),
+          h('button', { type: 'button', class: 'action primary', 'data-action': 'approve', on: { click: () => decide(app, r.id, 'approve', undefined, r) } }, 'Approve'),
           h('label', { for: reasonId }, 'Reason'), reason,
           h('button', { type: 'button', class: 'action danger', 'data-action': 'reject', on: { click: () => decide(app, r.id, 'reject', reason.value) } }, 'Reject'));
       }
@@ -669,10 +735,36 @@
       actions);
   }
 
-  async function decide(app, requestId, verb, reason) {
+  // What approving a request changes for devices: the pack, version, channel and share, against
+  // what the channel offers now (read when asked, not when the page was drawn).
+  async function approvalChange(app, r) {
+    const now = (await api('GET', `/api/apps/${enc(app)}/channels/${enc(r.channel)}`)).packs.find((e) => e.pack === r.pack);
+    const current = now && now.live ? `version ${now.live.version} is live` : 'nothing of it is live';
+    const candidate = now && now.candidate ? `, and version ${now.candidate.version} is a candidate for ${percent(now.candidate.rolloutPercent)}` : '';
+    const share = r.rolloutPercent === null || Number(r.rolloutPercent) === 100
+      ? `becomes the live version for every device (100 %)`
+      : `is offered to ${percent(r.rolloutPercent)} of devices as a candidate (from 0 %), the others keep ${now && now.live ? `version ${now.live.version}` : 'nothing'}`;
+    return `Approve request #${r.id}: ${r.pack} version ${r.version} on ${r.channel} of ${app} ${share}. ` +
+      `Now on ${r.channel}: ${current}${candidate}.`;
+  }
+
+  async function decide(app, requestId, verb, reason, request) {
     if (verb === 'reject' && !(reason || '').trim()) {
       say(`Say why request #${requestId} is rejected (the Reason field).`, 'error');
       return;
+    }
+    if (verb === 'approve') {
+      let change;
+      try {
+        change = await approvalChange(app, request);
+      } catch (e) {
+        sayError(`Reading what request #${requestId} would change`, e);
+        return;
+      }
+      if (!window.confirm(`${change}\n\nGo ahead?`)) {
+        say(`Nothing changed: request #${requestId} is still pending.`);
+        return;
+      }
     }
     try {
       const r = await api('POST', `/api/apps/${enc(app)}/releases/${requestId}/${verb}`, verb === 'reject' ? { reason: reason.trim() } : undefined);
@@ -708,13 +800,26 @@
       h('td', { class: 'hide-narrow' }, time(t.created)),
       h('td', { class: 'hide-narrow' }, time(t.lastUsed)),
       h('td', {}, t.expires ? time(t.expires) : 'never'),
-      h('td', { 'data-revoked': t.revoked ? 'yes' : 'no' }, t.revoked ? [badge('revoked', 'rejected'), ' ', time(t.revoked)] : 'in use'),
-      h('td', { class: 'actions' }, t.revoked ? null : h('button', {
+      tokenState(t),
+      h('td', { class: 'actions' }, t.revoked || expired(t) ? null : h('button', {
         type: 'button', class: 'action danger', 'data-action': 'revoke', 'aria-label': `Revoke token ${t.id} ${t.label}`,
         on: { click: () => revokeToken(t) },
       }, 'Revoke'))));
     return h('div', {}, h('h1', {}, 'Tokens'), form,
       table(['ID', 'Label', 'Role', 'Created', 'Last used', 'Expires', 'State', 'Actions'], rows, { id: 'tokens' }));
+  }
+
+  function expired(t) {
+    return Boolean(t.expires) && new Date(t.expires).getTime() <= Date.now();
+  }
+
+  // A token's state in words: revoked (when), expired (when), or in use.
+  function tokenState(t) {
+    const word = t.revoked ? 'revoked' : expired(t) ? 'expired' : 'in use';
+    return h('td', { 'data-revoked': t.revoked ? 'yes' : 'no', 'data-token-state': word },
+      t.revoked ? [badge('revoked', 'rejected'), ' ', time(t.revoked)]
+        : expired(t) ? [badge('expired', 'rejected'), ' ', time(t.expires), h('br'), h('span', { class: 'muted' }, 'refused by the server')]
+          : 'in use');
   }
 
   async function createToken(event, role, label, expiry, result) {
@@ -870,7 +975,8 @@
   // ---- Downloads -------------------------------------------------------------------------
 
   async function pageDownloads(id, ...args) {
-    const { app, picker } = await chooseApp(args, 'downloads');
+    const { app, picker, unknown } = await chooseApp(args, 'downloads');
+    if (unknown) return noSuchApp('Downloads', unknown);
     if (!app) return h('div', {}, h('h1', {}, 'Downloads'), noApps());
     const days = ['7', '30', '90'].includes(args[1]) ? args[1] : '30';
     const daySelect = h('div', { class: 'field' }, h('label', { for: 'download-days' }, 'Days'),
@@ -924,19 +1030,28 @@
   }
 
   // A bar chart of one value per day, drawn as SVG (no library); each bar has a title for its figure.
+  // The drawing is as wide as the page's column (800 at most), so its 11 px labels are drawn at
+  // their size on a phone too; the left margin fits the longest figure, and the days are labelled
+  // only as often as their labels fit side by side.
   function chart(dates, values, format, barClass) {
-    const width = 800;
+    const main = document.getElementById('main');
+    const style = main ? getComputedStyle(main) : null;
+    const column = main ? main.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 2 : 800;
+    const width = Math.round(Math.max(280, Math.min(800, column || 800)));
     const height = 220;
-    const left = 70;
+    const charWidth = 7; // at most, for the 11 px labels
+    const max = Math.max(1, ...values);
+    const topLabel = format(max);
+    const left = Math.max(24, topLabel.length * charWidth + 10);
+    const right = 10;
     const bottom = 30;
     const top = 10;
-    const max = Math.max(1, ...values);
-    const plot = width - left - 10;
+    const plot = width - left - right;
     const step = plot / Math.max(1, values.length);
     const g = svg('svg', { class: 'chart', viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': `${format(values.reduce((a, b) => a + b, 0))} in all, at most ${format(max)} a day` });
-    g.append(svg('line', { class: 'axis', x1: left, y1: height - bottom, x2: width - 10, y2: height - bottom }));
+    g.append(svg('line', { class: 'axis', x1: left, y1: height - bottom, x2: width - right, y2: height - bottom }));
     g.append(svg('line', { class: 'axis', x1: left, y1: top, x2: left, y2: height - bottom }));
-    g.append(svg('text', { x: left - 6, y: top + 10, 'text-anchor': 'end' }, format(max)));
+    g.append(svg('text', { x: left - 6, y: top + 10, 'text-anchor': 'end' }, topLabel));
     g.append(svg('text', { x: left - 6, y: height - bottom, 'text-anchor': 'end' }, '0'));
     values.forEach((v, i) => {
       const barHeight = ((height - bottom - top) * v) / max;
@@ -944,9 +1059,16 @@
       bar.append(svg('title', {}, `${dates[i]}: ${format(v)}`));
       g.append(bar);
     });
-    const labelEvery = Math.max(1, Math.ceil(values.length / 8));
+    // A day's label (MM-DD) is 5 characters; one every `labelEvery` days, each within the plot.
+    const labelWidth = 5 * charWidth + 8;
+    const labelEvery = Math.max(1, Math.ceil(values.length / Math.max(1, Math.floor(plot / labelWidth))));
+    let lastX = -Infinity;
     dates.forEach((d, i) => {
-      if (i % labelEvery === 0) g.append(svg('text', { x: (left + i * step + step / 2).toFixed(1), y: height - 10, 'text-anchor': 'middle' }, d.slice(5)));
+      if (i % labelEvery !== 0) return;
+      const x = Math.min(width - right - labelWidth / 2, Math.max(left + labelWidth / 2, left + i * step + step / 2));
+      if (x - lastX < labelWidth) return; // pushed in from the edge onto the one before it
+      lastX = x;
+      g.append(svg('text', { x: x.toFixed(1), y: height - 10, 'text-anchor': 'middle' }, d.slice(5)));
     });
     return g;
   }
