@@ -11,32 +11,14 @@ import Foundation
 extension ManagementAPI {
     static let extraRoutes: [Route] = [
         Route(API.listAudit) { api, call in
-            let query = call.request.query
-            let app = try query["app"].map { text -> String in
-                if let problem = PackID.problem(with: text) {
-                    throw HTTPError(400, code: "badRequest", problem.message, context: "app")
-                }
-                return text
-            }
-            let limit = try query["limit"].map {
-                try CheckedInteger.parse(
-                    $0, as: Int.self, "the query parameter limit", in: 1...API.Limits.auditPageLimit, context: "limit")
-            }
-            let before = try query["before"].map {
-                try CheckedInteger.parse(
-                    $0, as: Int.self, "the query parameter before", in: 1...Int.max, context: "before")
-            }
+            let query = try API.AuditQuery(call.request.query)
             let page = try api.repository.audit.entries(
-                app: app, action: query["action"], limit: limit ?? 100, before: before)
+                app: query.app, action: query.action, limit: query.limit ?? 100, before: query.before)
             return .respond(
                 try json(200, API.AuditPage(entries: page.entries.map(API.AuditEntry.init), next: page.next)))
         },
         Route(API.getDownloads) { api, call in
-            let days = try call.request.query["days"].map {
-                try CheckedInteger.parse(
-                    $0, as: Int.self, "the query parameter days", in: 1...API.Limits.longestDownloadReport,
-                    context: "days")
-            }
+            let days = try API.DownloadsQuery(call.request.query).days
             let app = call.parameter("app")
             let report = try api.repository.downloads.report(app: app, days: days ?? 30)
             return .respond(
@@ -67,7 +49,8 @@ extension ManagementAPI {
                 try json(
                     200,
                     API.WhoAmI(
-                        tokenId: info.id, label: info.label, role: info.role, expires: info.expires.map(RFC3339.string))
+                        tokenId: info.id, label: info.label, role: info.role, person: info.person,
+                        expires: info.expires.map(RFC3339.string))
                 ))
         },
     ]

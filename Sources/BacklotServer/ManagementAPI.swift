@@ -170,16 +170,9 @@ public struct ManagementAPI: Sendable {
                     reauthorization: ManagementAPI.reauthorization))
         },
         Route(API.listReleases) { api, call in
-            var channel: Channel? = nil
-            if let text = call.request.query["channel"] {
-                guard let c = Channel(rawValue: text) else {
-                    throw BacklotError(
-                        .invalidInput, "the channel must be \(Channel.caseList)", context: "channel")
-                }
-                channel = c
-            }
+            let query = try API.ReleaseQuery(call.request.query)
             let list = try api.repository.releases.requests(
-                app: call.parameter("app"), channel: channel, status: call.request.query["status"])
+                app: call.parameter("app"), channel: query.channel, status: query.status)
             return .respond(try json(200, API.ReleaseList(releases: list.map(API.ReleaseRequest.init))))
         },
         Route(API.createRelease) { api, call in
@@ -270,14 +263,17 @@ public struct ManagementAPI: Sendable {
         Route(API.listTokens) { api, _ in
             .respond(try json(200, API.TokenList(tokens: try api.repository.tokens.list().map(API.Token.init))))
         },
-        Route(API.createToken) { api, _ in
+        Route(API.createToken) { api, call in
             body(API.TokenCreate.self) { b in
                 let lifetime = try b.expiresInSeconds.map {
                     try CheckedInteger.convert(
                         $0, to: Int64.self, "\"expiresInSeconds\"",
                         in: API.Limits.shortestTokenLifetime...API.Limits.longestTokenLifetime, context: "request body")
                 }
-                let token = try api.repository.tokens.issue(role: b.role, label: b.label ?? "", expiresIn: lifetime)
+                // A token made for nobody named is its creator's: one person's tokens count as one for four-eyes.
+                let person = b.person ?? Caller.current?.person ?? call.caller?.person ?? Tokens.initialAdminPerson
+                let token = try api.repository.tokens.issue(
+                    role: b.role, person: person, label: b.label ?? "", expiresIn: lifetime)
                 return try json(201, API.IssuedToken(token))
             }
         },
@@ -420,7 +416,7 @@ public struct ManagementAPI: Sendable {
     }
 
     /// Paths of this server's own URLs, which an answer may name (`GET /api/openapi.json`).
-    static let urlPathPrefixes = ["/api", "/v1/", "/metrics", "/dashboard"]
+    static let urlPathPrefixes = ["/api", "/" + PublishedTreeLayout.root + "/", "/metrics", "/dashboard"]
 
     /// Whether `word` (starting with "/") is an absolute path of the server's file system rather than one of its URLs.
     static func isServerPath(_ word: Substring) -> Bool {

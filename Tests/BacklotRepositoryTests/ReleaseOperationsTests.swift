@@ -34,7 +34,9 @@ import Testing
         #expect(reviewer.expires.map { $0.timeIntervalSince(reviewer.created) } == 3600)
         #expect(
             try other.tokens.authenticate(reviewer.token)
-                == Caller(id: reviewer.id, label: "release manager", role: .reviewer)
+                == Caller(
+                    id: reviewer.id, label: "release manager", role: .reviewer,
+                    person: TokenReference.defaultPerson(ofToken: reviewer.id))
         )
         #expect(throws: BacklotError.self) { try repo.tokens.issue(role: .reader, expiresIn: 59) }
         #expect(throws: BacklotError.self) {
@@ -229,20 +231,30 @@ import Testing
         defer { f.dir.remove() }
         let app = "com.example.game"
         _ = try f.upload(seed: 1)
-        let asker = try f.repo.tokens.authenticate(try f.repo.tokens.issue(role: .admin, label: "alice").token)
-        let reviewer = try f.repo.tokens.authenticate(try f.repo.tokens.issue(role: .reviewer, label: "bob").token)
+        let asker = try f.repo.tokens.authenticate(
+            try f.repo.tokens.issue(role: .admin, person: "alice", label: "alice's laptop").token)
+        let reviewer = try f.repo.tokens.authenticate(
+            try f.repo.tokens.issue(role: .reviewer, person: "bob", label: "bob").token)
+        // Alice's second token is still Alice.
+        let askerAgain = try f.repo.tokens.authenticate(
+            try f.repo.tokens.issue(role: .admin, person: "alice", label: "alice's CI").token)
         #expect(try f.repo.apps.setFourEyes(app: app, true).fourEyes)
         let request = try #require(
             try f.repo.releases.release(app: app, pack: "Levels", version: 1, channel: .external, by: asker))
-        #expect(request.requestedBy == TokenReference(id: asker.id, label: "alice") && request.decided == nil)
-        #expect { try f.repo.releases.approve(requestID: request.id, app: app, by: asker) } throws: {
-            let e = $0 as? BacklotError
-            return e?.code == .fourEyes && e?.message.contains("token \(asker.id) (alice)") == true
+        #expect(
+            request.requestedBy == TokenReference(id: asker.id, label: "alice's laptop", person: "alice")
+                && request.decided == nil)
+        for token in [asker, askerAgain] {
+            #expect { try f.repo.releases.approve(requestID: request.id, app: app, by: token) } throws: {
+                let e = $0 as? BacklotError
+                return e?.code == .fourEyes && e?.message.contains("made by alice (token \(asker.id)") == true
+            }
         }
         try f.repo.releases.approve(requestID: request.id, app: app, by: reviewer)
         let approved = try f.repo.releases.request(request.id)
         #expect(
-            approved.status == "approved" && approved.decidedBy == TokenReference(id: reviewer.id, label: "bob")
+            approved.status == "approved"
+                && approved.decidedBy == TokenReference(id: reviewer.id, label: "bob", person: "bob")
                 && approved.decided != nil)
         // Off again: the asker may approve; a rejection records its reason and who decided.
         try f.repo.apps.setFourEyes(app: app, false)

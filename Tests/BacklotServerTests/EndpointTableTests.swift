@@ -97,8 +97,8 @@ import Testing
     static var answers: [(String, any Encodable)] {
         let request = API.ReleaseRequest(
             id: 1, app: "a", channel: .production, pack: "p", version: 2, rolloutPercent: 10, status: "approved",
-            requested: time, requestedBy: .init(id: 1, label: "ci"), decided: time,
-            decidedBy: .init(id: 2, label: "lead"), reason: "ok")
+            requested: time, requestedBy: .init(id: 1, label: "ci", person: "ci"), decided: time,
+            decidedBy: .init(id: 2, label: "lead", person: "alice"), reason: "ok")
         let pack = API.ChannelPack(
             pack: "p", live: .init(version: 1, archiveSHA256: digest), candidate: .init(version: 2, rolloutPercent: 5))
         let plan = API.ReleasePlan(
@@ -135,14 +135,16 @@ import Testing
                 "TokenList",
                 API.TokenList(tokens: [
                     .init(
-                        id: 1, label: "ci", role: .uploader, created: time, lastUsed: time, expires: time, revoked: time
+                        id: 1, label: "ci", role: .uploader, person: "ci", created: time, lastUsed: time, expires: time,
+                        revoked: time
                     )
                 ])
             ),
             (
                 "IssuedToken",
                 API.IssuedToken(
-                    id: 1, token: "blt_" + String(repeating: "0", count: 64), role: .reader, label: "", created: time,
+                    id: 1, token: "blt_" + String(repeating: "0", count: 64), role: .reader, label: "", person: "bob",
+                    created: time,
                     expires: time)
             ),
             ("TokenRevoked", API.TokenRevoked(id: 1)),
@@ -151,7 +153,8 @@ import Testing
                 API.AuditPage(
                     entries: [
                         .init(
-                            id: 1, time: time, actor: .init(tokenId: 1, label: "ci", role: "admin"), app: "a",
+                            id: 1, time: time, actor: .init(tokenId: 1, label: "ci", role: "admin", person: "alice"),
+                            app: "a",
                             pack: "p",
                             version: 1, action: "rollback", details: ["channel": "internal"])
                     ], next: 1)
@@ -169,7 +172,7 @@ import Testing
                     history: [.init(keyId: digest, publicKey: "k", since: time, retired: time)],
                     catalogs: [.init(app: "a", channel: .external, version: 1, expires: time)])
             ),
-            ("WhoAmI", API.WhoAmI(tokenId: 1, label: "ci", role: .admin, expires: time)),
+            ("WhoAmI", API.WhoAmI(tokenId: 1, label: "ci", role: .admin, person: "alice", expires: time)),
             (
                 "Error",
                 API.ErrorAnswer(error: .init(code: "notFound", message: "no such app", context: "a", hint: "h"))
@@ -193,7 +196,7 @@ import Testing
             ("RolloutChange", API.RolloutChange(percent: .init(percent: 50))),
             ("RollbackRequest", API.RollbackRequest(channel: .internal, version: 1)),
             ("WithdrawRequest", API.WithdrawRequest(channel: .external)),
-            ("TokenCreate", API.TokenCreate(role: .reader, label: "ci", expiresInSeconds: 60)),
+            ("TokenCreate", API.TokenCreate(role: .reader, person: "bob", label: "ci", expiresInSeconds: 60)),
         ]
     }
 
@@ -244,7 +247,7 @@ import Testing
         "replaceWith", "resign", "reverse", "revoke", "rotate", "select", "set", "setAttribute", "setItem", "slice",
         "some", "sort", "split", "statusText", "stringify", "target", "test", "text", "textContent", "then", "timer",
         "toFixed", "toISOString", "toLocaleString", "toUpperCase", "trim", "update", "uploaded", "value", "values",
-        "w3", "who", "writeText",
+        "w3", "who", "writeText", "paddingLeft", "paddingRight", "floor", "clientWidth", "round",
     ]
 
     /// Every member name of every schema of the document.

@@ -173,10 +173,14 @@ import Testing
         #expect(packs[0]["versions"]?.kind == .number("2") && packs[0]["latest"]?.kind == .number("2"))
 
         let alice = try json(
-            try f.call("POST", "/api/tokens", token: f.admin, json: #"{"role":"uploader","label":"alice"}"#))["token"]?
+            try f.call(
+                "POST", "/api/tokens", token: f.admin, json: #"{"role":"uploader","label":"alice","person":"alice"}"#))[
+                "token"]?
             .stringValue
         let bob = try json(
-            try f.call("POST", "/api/tokens", token: f.admin, json: #"{"role":"reviewer","label":"bob"}"#))["token"]?
+            try f.call(
+                "POST", "/api/tokens", token: f.admin, json: #"{"role":"reviewer","label":"bob","person":"bob"}"#))[
+                "token"]?
             .stringValue
 
         // A first production release with a rollout: 409, nothing recorded or published.

@@ -17,14 +17,17 @@ struct AdminInitCommand: Command {
             token it prints; only its SHA-256 is stored. The schema is created or upgraded first. The
             password comes from the URI, PGPASSWORD or ~/.pgpass (libpq reads them).
             """,
-        options: [database, label, jsonFlag])
+        options: [database, label, person, jsonFlag])
     static let database = Option<String>(
         "database", "URL", help: "The metadata database: postgresql://USER@HOST:PORT/DB.")
     static let label = Option<String>("label", "TEXT", default: "initial admin", help: "A label stored with the token.")
+    static let person = Option<String>(
+        "person", "NAME", default: Tokens.initialAdminPerson,
+        help: "Who the token belongs to (an app's four-eyes rule compares people).")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let database = try openDatabase(arguments[Self.database])
-        let token = try Tokens.createInitialAdmin(in: database, label: arguments[label])
+        let token = try Tokens.createInitialAdmin(in: database, label: arguments[label], person: arguments[person])
         if arguments[jsonFlag] {
             try io.outJSON(Output(token: token, role: "admin", label: arguments[label]))
             return

@@ -17,10 +17,8 @@ struct AuditCommand: Command {
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
-        var query = [(name: "limit", value: "\(arguments[limit])")]
-        if let app = arguments[app] { query.append((name: "app", value: app)) }
-        if let action = arguments[action] { query.append((name: "action", value: action)) }
-        let list = try api.send(API.listAudit, query: query)
+        let query = API.AuditQuery(app: arguments[app], action: arguments[action], limit: arguments[limit])
+        let list = try api.send(API.listAudit, query: query.items)
         if arguments[jsonFlag] {
             /// `audit --json` (docs/json.md): the entries, as the API sends them.
             struct Output: Encodable { let entries: [API.AuditEntry] }

@@ -35,6 +35,6 @@ extension API.ReleasePlan.Side {
 }
 
 extension API.TokenReference {
-    /// As text: `token #3 (ci uploader)`.
-    var text: String { label.isEmpty ? "token #\(id)" : "token #\(id) (\(label))" }
+    /// As text: `alice (token #3, ci uploader)`.
+    var text: String { label.isEmpty ? "\(person) (token #\(id))" : "\(person) (token #\(id), \(label))" }
 }

@@ -274,7 +274,7 @@ struct ApproveCommand: Command {
         }
         let list = try api.send(
             API.listReleases, ["app": app],
-            query: [(name: "channel", value: channel.rawValue), (name: "status", value: "pending")])
+            query: API.ReleaseQuery(channel: channel, status: "pending").items)
         let pending = list.releases.filter { $0.pack == pack && $0.channel == channel && $0.status == "pending" }
         guard let only = pending.first?.id else {
             throw BacklotError(

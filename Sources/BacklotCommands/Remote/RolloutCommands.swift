@@ -127,10 +127,8 @@ struct ReleasesListCommand: Command {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments[PackOptions.app]
         let channel = arguments[PackOptions.optionalChannel]
-        var query: [(name: String, value: String)] = []
-        if let channel { query.append((name: "channel", value: channel.rawValue)) }
-        if arguments[pending] { query.append((name: "status", value: "pending")) }
-        let answer = try api.send(API.listReleases, ["app": app], query: query)
+        let query = API.ReleaseQuery(channel: channel, status: arguments[pending] ? "pending" : nil)
+        let answer = try api.send(API.listReleases, ["app": app], query: query.items)
         // Filtered here too, so that a server that ignores the query still gives what was asked.
         let list = answer.releases.filter {
             (channel == nil || $0.channel.rawValue == channel?.rawValue)

@@ -1,13 +1,15 @@
 import BacklotBasics
 import BacklotProtocol
 
-/// A token as `--json` prints it (docs/json.md): `{"id","label","role","created","lastUsed",
+/// A token as `--json` prints it (docs/json.md): `{"id","label","role","person","created","lastUsed",
 /// "expires","revoked"}`, with `"token"` once, when it is made (or `"tokenFile"`, the file it was
 /// written to, instead).
 struct TokenOutput: Encodable {
     let id: Int
     let label: String
     let role: String
+    /// The person (or service account) it belongs to.
+    let person: String
     let created: String
     @NullWhenAbsent var lastUsed: String?
     @NullWhenAbsent var expires: String?
@@ -22,6 +24,7 @@ struct TokenOutput: Encodable {
         id = t.id
         label = t.label
         role = t.role.rawValue
+        person = t.person
         created = t.created
         lastUsed = t.lastUsed
         expires = t.expires
@@ -32,6 +35,7 @@ struct TokenOutput: Encodable {
         id = t.id
         label = t.label
         role = t.role.rawValue
+        person = t.person
         created = t.created
         lastUsed = nil
         expires = t.expires

@@ -5,6 +5,11 @@ import Foundation
 /// `backlot tokens create --role ROLE [--label TEXT] [--expires 30d]`: prints the new token once.
 struct TokensCreateCommand: Command {
     static let role = Option<Role>("role", "ROLE", help: "admin, uploader, reviewer or reader.")
+    static let person = Option<String?>(
+        "person", "NAME",
+        help:
+            "Who it belongs to: a person, or a service account such as ci (default: the person of the token that creates it). An app's four-eyes rule compares people, not tokens."
+    )
     static let label = Option<String?>("label", "TEXT", help: "What the token is for (tokens list shows it).")
     static let expires = Option<ExpiryDuration?>(
         "expires", "DURATION", help: "Make it expire after this long: 90m, 12h, 30d (default: never).")
@@ -19,13 +24,13 @@ struct TokensCreateCommand: Command {
             "Create an API token for a role (admin, uploader, reviewer, reader). Needs an admin token. The token is printed once.",
         discussion:
             "Only the token goes to standard output (so that `backlot tokens create … > FILE` saves it); what it is goes to standard error.",
-        options: APIClient.options + [role, label, expires, output, jsonFlag],
+        options: APIClient.options + [role, person, label, expires, output, jsonFlag],
         requirements: ServerOptions.requirements)
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let body = API.TokenCreate(
-            role: arguments[role], label: arguments[label] ?? "",
+            role: arguments[role], person: arguments[person], label: arguments[label] ?? "",
             expiresInSeconds: arguments[expires].map { Int64($0.seconds) })
         let file = try openOutput(arguments[output])  // before the server makes a token nobody could keep
         let made = try api.call(API.createToken, body: body)
@@ -78,7 +83,7 @@ struct TokensCreateCommand: Command {
                 "the new token is \(output.map { "in \($0)" } ?? "printed above, once"), but the rest of the answer could not be read: \(error)",
                 context: answer.route, hint: "keep the token; backlot tokens list shows what it is")
         }
-        let what = "token #\(t.id) (\(t.role))\(t.expires.map { ", expires \($0)" } ?? "")"
+        let what = "token #\(t.id) (\(t.role), \(t.person))\(t.expires.map { ", expires \($0)" } ?? "")"
         if json {
             var shown = t
             if let output { (shown.token, shown.tokenFile) = (nil, output) }
@@ -109,11 +114,11 @@ struct TokensListCommand: Command {
             try io.outJSON(list)
             return
         }
-        io.out("ID\tROLE\tLABEL\tCREATED\tLAST USED\tEXPIRES\tSTATE\n")
+        io.out("ID\tROLE\tPERSON\tLABEL\tCREATED\tLAST USED\tEXPIRES\tSTATE\n")
         for t in list.tokens {
             let label = t.label
             io.out(
-                "\(t.id)\t\(t.role)\t\(label.isEmpty ? "-" : label)\t\(t.created)\t\(t.lastUsed ?? "-")\t\(t.expires ?? "-")\t\(Self.state(t))\n"
+                "\(t.id)\t\(t.role)\t\(t.person)\t\(label.isEmpty ? "-" : label)\t\(t.created)\t\(t.lastUsed ?? "-")\t\(t.expires ?? "-")\t\(Self.state(t))\n"
             )
         }
     }

@@ -10,10 +10,13 @@ extension API {
             public var label: String
             /// A ``Role`` or `system`.
             public var role: String
-            public init(tokenId: Int?, label: String, role: String) {
+            /// The person the token belonged to (null for the server itself and for older entries).
+            @NullWhenAbsent public var person: String?
+            public init(tokenId: Int?, label: String, role: String, person: String?) {
                 self.tokenId = tokenId
                 self.label = label
                 self.role = role
+                self.person = person
             }
         }
 

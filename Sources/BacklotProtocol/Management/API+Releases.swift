@@ -2,13 +2,16 @@ import BacklotBasics
 
 // Release requests, plans and what a channel publishes.
 extension API {
-    /// A token named in a release request: who asked, who decided.
+    /// A token named in a release request: who asked, who decided, and the person it belongs to.
     public struct TokenReference: Codable, Sendable, Hashable {
         public var id: Int
         public var label: String
-        public init(id: Int, label: String) {
+        /// The person (or service account); `token #ID` for a token made before tokens had one.
+        public var person: String
+        public init(id: Int, label: String, person: String) {
             self.id = id
             self.label = label
+            self.person = person
         }
     }
 

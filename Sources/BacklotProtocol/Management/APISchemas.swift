@@ -23,6 +23,9 @@ public enum APISchemas {
     /// Text others read (a token's label, a rejection's reason), as ``DisplayText/problem(in:)``
     /// allows it: no control character (Cc: U+0000–U+001F, U+007F–U+009F; newlines and tabs too)
     /// and no bidirectional control (U+200E, U+200F, U+202A–U+202E, U+2066–U+2069).
+    /// A token's person as the server writes it.
+    public static let person = JSONSchema.string(description: "The person (or service account) the token belongs to")
+
     public static let displayTextPattern =
         #"^[^\u0000-\u001F\u007F-\u009F\u200E\u200F\u202A-\u202E\u2066-\u2069]*$"#
 
@@ -170,7 +173,8 @@ public enum APISchemas {
             description: "With archiveSHA256, an existing version of that archive is answered instead (200)"),
         "AssetPackManifest": manifest,
         "Deleted": .object(["deleted": .boolean], required: ["deleted"]),
-        "TokenReference": .object(["id": positive, "label": .string()], required: ["id", "label"]),
+        "TokenReference": .object(
+            ["id": positive, "label": .string(), "person": person], required: ["id", "label", "person"]),
         "ReleaseRequest": .object(
             [
                 "id": positive, "app": id, "channel": channel, "pack": id, "version": positive,
@@ -274,13 +278,17 @@ public enum APISchemas {
         "Withdrawn": .object(["withdrawn": .boolean], required: ["withdrawn"]),
         "Token": .object(
             [
-                "id": positive, "label": .string(), "role": role, "created": time, "lastUsed": optionalTime,
-                "expires": optionalTime, "revoked": optionalTime,
-            ], required: ["id", "label", "role", "created", "lastUsed", "expires", "revoked"]),
+                "id": positive, "label": .string(), "role": role, "person": person, "created": time,
+                "lastUsed": optionalTime, "expires": optionalTime, "revoked": optionalTime,
+            ], required: ["id", "label", "role", "person", "created", "lastUsed", "expires", "revoked"]),
         "TokenList": .object(["tokens": .array(.ref("Token"))], required: ["tokens"]),
         "TokenCreate": .object(
             [
                 "role": role,
+                "person": JSONSchema.nullableString(
+                    pattern: displayTextPattern, minLength: 1, maxLength: API.Limits.longestTokenLabel,
+                    description:
+                        "Who it belongs to (a person or a service account); null or absent: the creator's person"),
                 "label": .nullableString(
                     pattern: displayTextPattern, maxLength: API.Limits.longestTokenLabel,
                     description: "One line of text: no control or bidirectional characters; null or absent is \"\""),
@@ -290,8 +298,8 @@ public enum APISchemas {
         "IssuedToken": .object(
             [
                 "id": positive, "token": .string(pattern: "^blt_[0-9a-f]{64}$"), "role": role, "label": .string(),
-                "created": time, "expires": optionalTime,
-            ], required: ["id", "token", "role", "label", "created", "expires"]),
+                "person": person, "created": time, "expires": optionalTime,
+            ], required: ["id", "token", "role", "label", "person", "created", "expires"]),
         "TokenRevoked": .object(["id": positive, "revoked": .boolean], required: ["id", "revoked"]),
         "AuditEntry": .object(
             [
@@ -300,7 +308,8 @@ public enum APISchemas {
                     [
                         "tokenId": .integer(minimum: 1, maximum: largestInteger, nullable: true), "label": .string(),
                         "role": .string(enumeration: Role.allCases.map(\.rawValue) + ["system"]),
-                    ], required: ["tokenId", "label", "role"]),
+                        "person": .nullableString(),
+                    ], required: ["tokenId", "label", "role", "person"]),
                 "app": .nullableString(pattern: idPattern), "pack": .nullableString(pattern: idPattern),
                 "version": .integer(minimum: 1, maximum: largestInteger, nullable: true),
                 "action": .string(enumeration: API.auditActions),
@@ -344,7 +353,7 @@ public enum APISchemas {
                         ], required: ["app", "channel", "version", "expires"])),
             ], required: ["current", "history", "catalogs"]),
         "WhoAmI": .object(
-            ["tokenId": positive, "label": .string(), "role": role, "expires": optionalTime],
-            required: ["tokenId", "label", "role", "expires"]),
+            ["tokenId": positive, "label": .string(), "role": role, "person": person, "expires": optionalTime],
+            required: ["tokenId", "label", "role", "person", "expires"]),
     ]
 }

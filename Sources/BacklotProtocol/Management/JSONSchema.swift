@@ -82,10 +82,12 @@ public final class JSONSchema: Encodable, Sendable {
 
     /// A string or null: `"type": ["string", "null"]` (a pattern or a length applies to a string only).
     public static func nullableString(
-        pattern: String? = nil, format: String? = nil, maxLength: Int? = nil, description: String? = nil
+        pattern: String? = nil, format: String? = nil, minLength: Int? = nil, maxLength: Int? = nil,
+        description: String? = nil
     ) -> JSONSchema {
         JSONSchema(
-            type: ["string", "null"], format: format, pattern: pattern, maxLength: maxLength, description: description)
+            type: ["string", "null"], format: format, pattern: pattern, minLength: minLength, maxLength: maxLength,
+            description: description)
     }
 
     /// A whole number within a range.

@@ -19,6 +19,8 @@ public struct AuditEntry: Sendable, Hashable {
     public let actorLabel: String
     /// `admin`, `uploader`, `reviewer`, `reader`, or `system` (no token).
     public let actorRole: String
+    /// The person the token belonged to (nil for the server itself and for entries made before people were).
+    public let actorPerson: String?
     public let app: String?
     public let pack: String?
     public let version: Int?

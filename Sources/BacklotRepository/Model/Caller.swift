@@ -1,9 +1,10 @@
 import BacklotProtocol
 
-/// Who made an API call: the token's id and label, and its role (what ``Tokens/authenticate(_:)`` found).
+/// Who made an API call: the token's id and label, its role and the person it belongs to (what
+/// ``Tokens/authenticate(_:)`` found).
 ///
 /// Release requests record the caller that asked and the one that decided, so that an app's
-/// four-eyes rule can refuse an approval by the token that asked.
+/// four-eyes rule can refuse an approval by the person who asked, whichever of their tokens they use.
 ///
 /// ```swift
 /// let caller = try repository.tokens.authenticate(bearerText)
@@ -15,11 +16,14 @@ public struct Caller: Sendable, Hashable {
     /// The token's label (may be empty).
     public let label: String
     public let role: Role
+    /// The person (or service account) the token belongs to: what an app's four-eyes rule compares.
+    public let person: String
 
-    public init(id: Int, label: String, role: Role) {
+    public init(id: Int, label: String, role: Role, person: String) {
         self.id = id
         self.label = label
         self.role = role
+        self.person = person
     }
 }
 

@@ -13,6 +13,8 @@ public struct IssuedToken: Sendable, Hashable {
     public let token: String
     public let role: Role
     public let label: String
+    /// The person (or service account) it belongs to.
+    public let person: String
     public let created: Date
     public let expires: Date?
 }

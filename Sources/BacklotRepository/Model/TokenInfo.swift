@@ -10,6 +10,8 @@ public struct TokenInfo: Sendable, Hashable {
     public let id: Int
     public let label: String
     public let role: Role
+    /// The person (or service account) it belongs to; `token #ID` for a token made before people were.
+    public let person: String
     public let created: Date
     /// When it was last used (updated at most once a minute), nil when never.
     public let lastUsed: Date?

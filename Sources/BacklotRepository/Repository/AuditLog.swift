@@ -40,14 +40,15 @@ public final class AuditLog: Sendable {
         ).serialized()
         try tx.run(
             """
-            INSERT INTO audit(time, token_id, actor_label, actor_role, app, pack, version, action, details)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO audit(time, token_id, actor_label, actor_role, app, pack, version, action, details, actor_person)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
                 .integer(Repository.now()), actor.map { .integer(Int64($0.id)) } ?? .null,
                 .text(actor?.label ?? (system ? "server" : "local")), .text(actor?.role.rawValue ?? "system"),
                 app.map { .text($0) } ?? .null, pack.map { .text($0) } ?? .null,
                 version.map { .integer(Int64($0)) } ?? .null, .text(action), .text(detailText),
+                actor.map { .text($0.person) } ?? .null,
             ])
     }
 
@@ -123,7 +124,8 @@ public final class AuditLog: Sendable {
         return AuditEntry(
             id: id, time: Date(timeIntervalSince1970: Double(row["time"]?.int ?? 0)),
             tokenID: row["token_id"]?.integer(as: Int.self), actorLabel: row["actor_label"]?.string ?? "",
-            actorRole: row["actor_role"]?.string ?? "system", app: row["app"]?.string, pack: row["pack"]?.string,
+            actorRole: row["actor_role"]?.string ?? "system", actorPerson: row["actor_person"]?.string,
+            app: row["app"]?.string, pack: row["pack"]?.string,
             version: row["version"]?.integer(as: Int.self), action: action, details: details)
     }
 }

@@ -21,7 +21,11 @@ extension Releases {
     static func requestInfo(_ r: Database.Row) -> ReleaseRequest {
         func date(_ column: String) -> Date? { r[column]?.int.map { Date(timeIntervalSince1970: Double($0)) } }
         func token(_ column: String) -> TokenReference? {
-            r[column]?.integer(as: Int.self).map { TokenReference(id: $0, label: r[column + "_label"]?.string ?? "") }
+            r[column]?.integer(as: Int.self).map {
+                TokenReference(
+                    id: $0, label: r[column + "_label"]?.string ?? "",
+                    person: r[column + "_person"]?.string ?? TokenReference.defaultPerson(ofToken: $0))
+            }
         }
         return ReleaseRequest(
             id: r["id"]?.integer(as: Int.self) ?? 0, app: r["app"]?.string ?? "",
@@ -66,22 +70,22 @@ extension Releases {
     public func approve(requestID: Int, app: String? = nil, by caller: Caller? = nil) throws {
         let request = try self.request(requestID, app: app)
         try db.transaction { tx in
-            if let caller, let asker = request.requestedBy, asker.id == caller.id,
+            if let caller, let asker = request.requestedBy, asker.person == caller.person,
                 try Apps.hasFourEyes(&tx, request.app)
             {
                 throw BacklotError(
                     .fourEyes,
-                    "request \(requestID) was made by token \(asker.id)\(asker.label.isEmpty ? "" : " (\(asker.label))"), "
-                        + "and the app's four-eyes rule needs another token to approve it",
+                    "request \(requestID) was made by \(asker.person) (token \(asker.id)\(asker.label.isEmpty ? "" : ", \(asker.label)")), "
+                        + "and the app's four-eyes rule needs another person to approve it, whichever token \(asker.person) uses",
                     context: "request \(requestID)",
                     hint: "ask another reviewer to approve it")
             }
             guard
                 try tx.run(
-                    "UPDATE release_requests SET status = 'approved', decided = ?, decided_by = ?, decided_by_label = ? WHERE id = ? AND status = 'pending'",
+                    "UPDATE release_requests SET status = 'approved', decided = ?, decided_by = ?, decided_by_label = ?, decided_by_person = ? WHERE id = ? AND status = 'pending'",
                     [
                         .integer(Repository.now()), caller.map { .integer(Int64($0.id)) } ?? .null,
-                        caller.map { .text($0.label) } ?? .null,
+                        caller.map { .text($0.label) } ?? .null, caller.map { .text($0.person) } ?? .null,
                         .integer(Int64(requestID)),
                     ]) == 1
             else {
@@ -118,10 +122,10 @@ extension Releases {
         try db.transaction { tx in
             guard
                 try tx.run(
-                    "UPDATE release_requests SET status = 'rejected', decided = ?, reason = ?, decided_by = ?, decided_by_label = ? WHERE id = ? AND status = 'pending'",
+                    "UPDATE release_requests SET status = 'rejected', decided = ?, reason = ?, decided_by = ?, decided_by_label = ?, decided_by_person = ? WHERE id = ? AND status = 'pending'",
                     [
                         .integer(Repository.now()), .text(reason), caller.map { .integer(Int64($0.id)) } ?? .null,
-                        caller.map { .text($0.label) } ?? .null,
+                        caller.map { .text($0.label) } ?? .null, caller.map { .text($0.person) } ?? .null,
                         .integer(Int64(requestID)),
                     ]) == 1
             else {

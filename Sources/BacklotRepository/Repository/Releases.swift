@@ -58,14 +58,15 @@ public final class Releases: Sendable {
                 [.integer(Repository.now()), .text(app), .text(channel.rawValue), .text(pack)])
             let inserted = try tx.query(
                 """
-                INSERT INTO release_requests(app, channel, pack, version, rollout_bp, status, requested, requested_by, requested_by_label)
-                VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?) RETURNING id
+                INSERT INTO release_requests(app, channel, pack, version, rollout_bp, status, requested, requested_by, requested_by_label,
+                    requested_by_person)
+                VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) RETURNING id
                 """,
                 [
                     .text(app), .text(channel.rawValue), .text(pack), .integer(Int64(version)),
                     bp.map { .integer(Int64($0)) } ?? .null,
                     .integer(Repository.now()), caller.map { .integer(Int64($0.id)) } ?? .null,
-                    caller.map { .text($0.label) } ?? .null,
+                    caller.map { .text($0.label) } ?? .null, caller.map { .text($0.person) } ?? .null,
                 ])
             guard let id = inserted.first?["id"]?.int else {
                 throw BacklotError(

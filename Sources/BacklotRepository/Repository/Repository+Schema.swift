@@ -142,6 +142,21 @@ extension Repository {
                 CREATE TABLE storage_record (id BIGINT PRIMARY KEY CHECK (id = 1), identity TEXT NOT NULL, description TEXT NOT NULL,
                     recorded BIGINT NOT NULL, recorded_by TEXT NOT NULL);
                 """),
+        // NULL for tokens made before people: each such token counts as a person of its own ("token #ID").
+        SchemaMigration(
+            8, "the person (or service account) each token belongs to, named in release requests and the audit trail",
+            sqlite: """
+                ALTER TABLE tokens ADD COLUMN person TEXT;
+                ALTER TABLE release_requests ADD COLUMN requested_by_person TEXT;
+                ALTER TABLE release_requests ADD COLUMN decided_by_person TEXT;
+                ALTER TABLE audit ADD COLUMN actor_person TEXT;
+                """,
+            postgresql: """
+                ALTER TABLE tokens ADD COLUMN person TEXT;
+                ALTER TABLE release_requests ADD COLUMN requested_by_person TEXT;
+                ALTER TABLE release_requests ADD COLUMN decided_by_person TEXT;
+                ALTER TABLE audit ADD COLUMN actor_person TEXT;
+                """),
     ]
 
     private static let indexes = """

@@ -160,7 +160,7 @@ public final class Repository: Sendable {
         try SchemaMigration.apply(Self.schemaSteps, to: db)
         try checkStorageRecord(adopting: adoptStorage)
         if database == nil, !(try tokens.hadAdmin()) {
-            let token = try tokens.create(role: .admin, label: "initial admin")
+            let token = try tokens.issue(role: .admin, person: Tokens.initialAdminPerson, label: "initial admin").token
             try RepositoryDirectory.writeSecret(token + "\n", to: adminTokenPath)
         }
         if database == nil {

@@ -39,10 +39,20 @@ public final class Tokens: Sendable {
         try issue(role: role, label: label).token
     }
 
-    /// Creates a token with its id, optionally expiring.
-    /// - Parameter expiresIn: seconds it works for (``shortestLifetime``…``longestLifetime``); nil: until revoked.
-    /// - Throws: ``BacklotError/Code/invalidInput`` for a lifetime outside that range.
-    public func issue(role: Role, label: String = "", expiresIn: Int64? = nil) throws -> IssuedToken {
+    /// Creates a token with its id for `person`, optionally expiring.
+    /// - Parameters:
+    ///   - person: who it belongs to (a person, or a service account such as `ci`): an app's
+    ///     four-eyes rule compares people, so that one person's two tokens are one person. nil:
+    ///     the token is a person of its own (`token #ID`); the management API always names one.
+    ///   - expiresIn: seconds it works for (``shortestLifetime``…``longestLifetime``); nil: until revoked.
+    /// - Throws: ``BacklotError/Code/invalidInput`` for a lifetime outside that range, a label or a
+    ///   person that is not one line of text, or an empty person.
+    public func issue(
+        role: Role, person: String? = nil, label: String = "", expiresIn: Int64? = nil
+    ) throws
+        -> IssuedToken
+    {
+        if let person { try Self.checkPerson(person) }
         if let expiresIn, !(Self.shortestLifetime...Self.longestLifetime).contains(expiresIn) {
             throw BacklotError(
                 .invalidInput,
@@ -65,21 +75,26 @@ public final class Tokens: Sendable {
         let expires = expiresIn.map { now + $0 }
         let id: Int64 = try db.transaction { tx in
             let rows = try tx.query(
-                "INSERT INTO tokens(hash, role, label, created, expires) VALUES (?, ?, ?, ?, ?) RETURNING id",
+                "INSERT INTO tokens(hash, role, label, created, expires, person) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                 [
                     .text(Self.hash(token)), .text(role.rawValue), .text(label), .integer(now),
-                    expires.map { .integer($0) } ?? .null,
+                    expires.map { .integer($0) } ?? .null, person.map { .text($0) } ?? .null,
                 ])
             guard let id = rows.first?["id"]?.int else {
                 throw BacklotError(.io, "the database returned no id for the new token", context: db.displayName)
             }
             try AuditLog.record(
-                &tx, "token.create", details: ["tokenId": String(id), "tokenLabel": label, "role": role.rawValue])
+                &tx, "token.create",
+                details: [
+                    "tokenId": String(id), "tokenLabel": label, "role": role.rawValue,
+                    "person": person ?? TokenReference.defaultPerson(ofToken: Int(id)),
+                ])
             return id
         }
+        let number = try CheckedInteger.convert(id, to: Int.self, "the token id", code: .io)
         return IssuedToken(
-            id: try CheckedInteger.convert(id, to: Int.self, "the token id", code: .io), token: token, role: role,
-            label: label,
+            id: number, token: token, role: role, label: label,
+            person: person ?? TokenReference.defaultPerson(ofToken: number),
             created: Date(timeIntervalSince1970: Double(now)),
             expires: expires.map { Date(timeIntervalSince1970: Double($0)) })
     }
@@ -105,8 +120,34 @@ public final class Tokens: Sendable {
     /// init`); returns its text, which is shown once (only its SHA-256 is stored).
     /// - Throws: ``BacklotError/Code/conflict`` when a usable admin token exists already (checked and
     ///   created in one transaction, so two callers at once make one token).
-    public func createInitialAdmin(label: String = "initial admin") throws -> String {
-        try Self.createInitialAdmin(in: db, label: label)
+    public func createInitialAdmin(
+        label: String = "initial admin", person: String = Tokens.initialAdminPerson
+    ) throws
+        -> String
+    {
+        try Self.createInitialAdmin(in: db, label: label, person: person)
+    }
+
+    /// The person the first admin token belongs to when none is named.
+    public static let initialAdminPerson = "admin"
+
+    /// - Throws: ``BacklotError/Code/invalidInput`` for an empty person, a longer one than a label
+    ///   may be, or one that is not one line of text.
+    static func checkPerson(_ person: String) throws {
+        guard !person.isEmpty else {
+            throw BacklotError(
+                .invalidInput, "a token belongs to a person (or a service account): the name is empty",
+                context: "person", hint: "name who will use it, such as alice or ci")
+        }
+        guard person.count <= Self.longestLabel else {
+            throw BacklotError(
+                .invalidInput,
+                "a person's name has at most \(Self.longestLabel) characters (this one has \(person.count))",
+                context: "person")
+        }
+        if let problem = DisplayText.problem(in: person) {
+            throw BacklotError(.invalidInput, "a person's name \(problem)", context: "person")
+        }
     }
 
     /// The same on a database alone (no data folder): migrates its schema first. When every admin
@@ -117,8 +158,9 @@ public final class Tokens: Sendable {
     /// ```
     /// - Throws: ``BacklotError/Code/conflict`` when a usable admin token exists; what migrating throws.
     public static func createInitialAdmin(
-        in db: any MetadataDatabase, label: String = "initial admin"
+        in db: any MetadataDatabase, label: String = "initial admin", person: String = Tokens.initialAdminPerson
     ) throws -> String {
+        try checkPerson(person)
         try SchemaMigration.apply(Repository.schemaSteps, to: db)
         let token = newText()
         try db.transaction { tx in
@@ -130,9 +172,13 @@ public final class Tokens: Sendable {
                     hint: "use it to make more tokens (backlot tokens create); admin init only makes the first")
             }
             try tx.run(
-                "INSERT INTO tokens(hash, role, label, created) VALUES (?, ?, ?, ?)",
-                [.text(hash(token)), .text(Role.admin.rawValue), .text(label), .integer(Repository.now())])
-            try AuditLog.record(&tx, "token.create", details: ["tokenLabel": label, "role": Role.admin.rawValue])
+                "INSERT INTO tokens(hash, role, label, created, person) VALUES (?, ?, ?, ?, ?)",
+                [
+                    .text(hash(token)), .text(Role.admin.rawValue), .text(label), .integer(Repository.now()),
+                    .text(person),
+                ])
+            try AuditLog.record(
+                &tx, "token.create", details: ["tokenLabel": label, "role": Role.admin.rawValue, "person": person])
         }
         return token
     }
@@ -180,7 +226,7 @@ public final class Tokens: Sendable {
                 "UPDATE tokens SET last_used = ? WHERE id = ? AND (last_used IS NULL OR last_used <= ?)",
                 [.integer(now), .integer(Int64(info.id)), .integer(now - Self.lastUseResolution)])
         }
-        return Caller(id: info.id, label: info.label, role: info.role)
+        return Caller(id: info.id, label: info.label, role: info.role, person: info.person)
     }
 
     /// Every token, oldest first: never a secret nor a hash.
@@ -265,7 +311,7 @@ public final class Tokens: Sendable {
         }
         let fresh = try token(id: id)
         return IssuedToken(
-            id: info.id, token: secret, role: info.role, label: info.label, created: fresh.created,
+            id: info.id, token: secret, role: info.role, label: info.label, person: info.person, created: fresh.created,
             expires: fresh.expires)
     }
 
@@ -275,6 +321,7 @@ public final class Tokens: Sendable {
         func date(_ column: String) -> Date? { row[column]?.int.map { Date(timeIntervalSince1970: Double($0)) } }
         return TokenInfo(
             id: id, label: row["label"]?.string ?? "", role: role,
+            person: row["person"]?.string ?? TokenReference.defaultPerson(ofToken: id),
             created: date("created") ?? Date(timeIntervalSince1970: 0),
             lastUsed: date("last_used"), expires: date("expires"), revoked: date("revoked"))
     }
@@ -283,6 +330,7 @@ public final class Tokens: Sendable {
 extension BacklotError.Code {
     /// The caller gave no token, or one that is unknown, expired or revoked (HTTP 401).
     public static let unauthorized = BacklotError.Code("unauthorized", isInvalidInput: true)
-    /// An app's four-eyes rule: a release request cannot be approved by the token that made it (HTTP 403).
+    /// An app's four-eyes rule: a release request cannot be approved by the person who made it,
+    /// with any of their tokens (HTTP 403).
     public static let fourEyes = BacklotError.Code("fourEyes", isInvalidInput: true)
 }

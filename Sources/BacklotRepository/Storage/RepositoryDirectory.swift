@@ -60,7 +60,9 @@ public struct RepositoryDirectory: Sendable {
             try FileSystem.makeDirectory(dir, mode: mode)
             chmod(dir, mode)
         }
-        for dir in [publicTreePath, publicTreePath + "/v1", publicTreePath + "/v1/keys"] { try makeTreeDirectory(dir) }
+        for dir in ["", "/" + PublishedTreeLayout.root, "/" + PublishedTreeLayout.keysFolder] {
+            try makeTreeDirectory(publicTreePath + dir)
+        }
         if signingKeyFile != nil {
             let key = try signingKey()
             let pub = Data(key.publicKey.rawRepresentation).base64EncodedString() + "\n"
@@ -73,13 +75,13 @@ public struct RepositoryDirectory: Sendable {
                         "give the key this folder was made with, or a new data folder (the bucket and database keep the repository)"
                 )
             }
-            if !FileSystem.exists(publicTreePath + "/v1/keys/root.json") {
+            if !FileSystem.exists(publicTreePath + "/" + PublishedTreeLayout.currentKeyList.path) {
                 try Self.writePublic(pub, to: publicKeyPath)
                 let list = KeyList(version: 1, keys: [key.publicKey])
                 let signed = try SignedEnvelope.sign(payload: list.payload, type: KeyList.payloadType, with: [key])
                     .encoded
-                try writeIntoTree(signed, to: publicTreePath + "/v1/keys/root-1.json")
-                try writeIntoTree(signed, to: publicTreePath + "/v1/keys/root.json")
+                try writeIntoTree(signed, to: publicTreePath + "/" + PublishedTreeLayout.keyList(version: 1).path)
+                try writeIntoTree(signed, to: publicTreePath + "/" + PublishedTreeLayout.currentKeyList.path)
             }
         } else if !FileSystem.exists(signingKeyPath) {
             let key = try Ed25519.PrivateKey()
@@ -87,8 +89,8 @@ public struct RepositoryDirectory: Sendable {
             try Self.writePublic(Data(key.publicKey.rawRepresentation).base64EncodedString() + "\n", to: publicKeyPath)
             let list = KeyList(version: 1, keys: [key.publicKey])
             let signed = try SignedEnvelope.sign(payload: list.payload, type: KeyList.payloadType, with: [key]).encoded
-            try writeIntoTree(signed, to: publicTreePath + "/v1/keys/root-1.json")
-            try writeIntoTree(signed, to: publicTreePath + "/v1/keys/root.json")
+            try writeIntoTree(signed, to: publicTreePath + "/" + PublishedTreeLayout.keyList(version: 1).path)
+            try writeIntoTree(signed, to: publicTreePath + "/" + PublishedTreeLayout.currentKeyList.path)
         }
     }
 

@@ -170,7 +170,7 @@
   async function identify() {
     try {
       const w = await api('GET', '/api/whoami');
-      return { role: w.role, label: w.label, tokenId: w.tokenId, expires: w.expires, probed: false };
+      return { role: w.role, label: w.label, person: w.person, tokenId: w.tokenId, expires: w.expires, probed: false };
     } catch (e) {
       if (!(e instanceof ApiError) || (e.status !== 404 && e.status !== 405)) throw e;
     }
@@ -189,7 +189,7 @@
     if (await allowed('GET', '/api/tokens')) role = 'admin';
     else if (await allowed('POST', '/api/apps/-/packs/-/rollout', {})) role = 'reviewer';
     else if (await allowed('POST', '/api/apps/-/packs', {})) role = 'uploader';
-    return { role, label: null, tokenId: null, expires: null, probed: true };
+    return { role, label: null, person: null, tokenId: null, expires: null, probed: true };
   }
 
   async function apps(refresh) {
@@ -730,8 +730,8 @@
       h('td', {}, h('a', { href: `#/pack/${enc(app)}/${enc(r.pack)}` }, r.pack), ` version ${r.version}`),
       h('td', {}, r.rolloutPercent === null ? 'all devices' : percent(r.rolloutPercent)),
       h('td', { class: 'release-status', 'data-status': r.status }, badge(r.status), r.reason ? h('div', {}, `Reason: ${r.reason}`) : null),
-      h('td', {}, time(r.requested), h('br'), h('span', { class: 'muted' }, r.requestedBy ? `by “${r.requestedBy.label}” (token ${r.requestedBy.id})` : 'by a token since removed')),
-      h('td', {}, r.decided ? [time(r.decided), h('br'), h('span', { class: 'muted' }, r.decidedBy ? `by “${r.decidedBy.label}” (token ${r.decidedBy.id})` : '')] : '—'),
+      h('td', {}, time(r.requested), h('br'), h('span', { class: 'muted' }, r.requestedBy ? `by ${r.requestedBy.person} (token ${r.requestedBy.id}${r.requestedBy.label ? `, “${r.requestedBy.label}”` : ''})` : 'by a token since removed')),
+      h('td', {}, r.decided ? [time(r.decided), h('br'), h('span', { class: 'muted' }, r.decidedBy ? `by ${r.decidedBy.person} (token ${r.decidedBy.id}${r.decidedBy.label ? `, “${r.decidedBy.label}”` : ''})` : '')] : '—'),
       actions);
   }
 
@@ -783,12 +783,14 @@
     const result = h('div', { id: 'token-result', 'aria-live': 'polite' });
     const role = h('select', { id: 'new-role' }, ['reader', 'uploader', 'reviewer', 'admin'].map((r) => h('option', { value: r }, r)));
     const label = h('input', { id: 'new-label', type: 'text', maxlength: 200, autocomplete: 'off' });
+    const person = h('input', { id: 'new-person', type: 'text', maxlength: 200, autocomplete: 'off', placeholder: state.who.person || 'you' });
     const expiry = h('select', { id: 'new-expiry' },
       [['', 'never'], ['86400', '1 day'], ['604800', '7 days'], ['2592000', '30 days'], ['7776000', '90 days']].map(([v, t]) => h('option', { value: v }, t)));
-    const form = h('form', { class: 'card', method: 'post', on: { submit: (e) => createToken(e, role.value, label.value, expiry.value, result) } },
+    const form = h('form', { class: 'card', method: 'post', on: { submit: (e) => createToken(e, role.value, person.value, label.value, expiry.value, result) } },
       h('h2', {}, 'New token'),
       h('div', { class: 'row' },
         h('div', { class: 'field' }, h('label', { for: 'new-role' }, 'Role'), role),
+        h('div', { class: 'field' }, h('label', { for: 'new-person' }, 'Person'), person),
         h('div', { class: 'field' }, h('label', { for: 'new-label' }, 'Label'), label),
         h('div', { class: 'field' }, h('label', { for: 'new-expiry' }, 'Expires after'), expiry),
         h('button', { type: 'submit', class: 'action primary', 'data-action': 'create-token' }, 'Create token')),
@@ -822,9 +824,11 @@
           : 'in use');
   }
 
-  async function createToken(event, role, label, expiry, result) {
+  async function createToken(event, role, person, label, expiry, result) {
     event.preventDefault();
     const body = { role, label: label.trim() };
+    // Nobody named: the token is the signed-in person's (four-eyes counts one person's tokens as one).
+    if (person.trim()) body.person = person.trim();
     if (expiry) body.expiresInSeconds = Number(expiry);
     try {
       const t = await api('POST', '/api/tokens', body);

@@ -28,7 +28,7 @@ extension API.Version {
 }
 
 extension API.TokenReference {
-    init(_ t: TokenReference) { self.init(id: t.id, label: t.label) }
+    init(_ t: TokenReference) { self.init(id: t.id, label: t.label, person: t.person) }
 }
 
 extension API.ReleaseRequest {
@@ -72,7 +72,7 @@ extension API.ChannelState {
 extension API.Token {
     init(_ t: TokenInfo) {
         self.init(
-            id: t.id, label: t.label, role: t.role, created: RFC3339.string(t.created),
+            id: t.id, label: t.label, role: t.role, person: t.person, created: RFC3339.string(t.created),
             lastUsed: t.lastUsed.map(RFC3339.string), expires: t.expires.map(RFC3339.string),
             revoked: t.revoked.map(RFC3339.string))
     }
@@ -81,7 +81,8 @@ extension API.Token {
 extension API.IssuedToken {
     init(_ t: IssuedToken) {
         self.init(
-            id: t.id, token: t.token, role: t.role, label: t.label, created: RFC3339.string(t.created),
+            id: t.id, token: t.token, role: t.role, label: t.label, person: t.person,
+            created: RFC3339.string(t.created),
             expires: t.expires.map(RFC3339.string))
     }
 }
@@ -90,7 +91,8 @@ extension API.AuditEntry {
     init(_ e: AuditEntry) {
         self.init(
             id: e.id, time: RFC3339.string(e.time),
-            actor: Actor(tokenId: e.tokenID, label: e.actorLabel, role: e.actorRole), app: e.app, pack: e.pack,
+            actor: Actor(tokenId: e.tokenID, label: e.actorLabel, role: e.actorRole, person: e.actorPerson), app: e.app,
+            pack: e.pack,
             version: e.version, action: e.action, details: e.details)
     }
 }

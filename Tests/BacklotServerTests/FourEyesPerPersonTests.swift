@@ -1,0 +1,74 @@
+import BacklotBasics
+import BacklotJSON
+import BacklotProtocol
+import BacklotTestSupport
+import Foundation
+import Testing
+
+@testable import BacklotServer
+
+/// An app's four-eyes rule compares people, not tokens: a person's second token (made without
+/// naming anyone, it is its creator's) cannot approve that person's request; a token that belongs
+/// to someone else can. The person is shown in the token list, `whoami`, release requests and
+/// the audit trail.
+@Suite(.serialized) struct FourEyesPerPersonTests {
+    typealias Fixture = ManagementAPITests.Fixture
+
+    func json(_ r: Curl.Result) throws -> JSONNode { try JSONReader(source: "response").read(r.body).root }
+
+    /// A token made by `by` (its secret), with `body` as the request.
+    func token(_ f: Fixture, by: String, _ body: String) throws -> String {
+        let r = try f.call("POST", "/api/tokens", token: by, json: body)
+        #expect(r.status == 201, "\(r.text)")
+        return try #require(try json(r)["token"]?.stringValue)
+    }
+
+    @Test func anAdminsSecondTokenIsTheSameAdminAndCannotApproveTheirOwnRequest() throws {
+        let f = try Fixture()
+        let app = "com.example.game"
+        #expect(
+            try f.call("POST", "/api/apps", token: f.admin, json: "{\"id\":\"\(app)\",\"fourEyes\":true}").status == 201
+        )
+        #expect(try f.call("POST", "/api/apps/\(app)/packs", token: f.admin, json: #"{"id":"Levels"}"#).status == 201)
+        let archive = try f.packArchive()
+        let size = try FileDescriptor.openForReading(archive).size()
+        #expect(
+            try f.call("POST", "/api/apps/\(app)/packs/Levels/versions", token: f.admin, json: "{\"size\":\(size)}")
+                .status == 201)
+        #expect(
+            try f.call("PUT", "/api/apps/\(app)/packs/Levels/versions/1/archive", token: f.admin, file: archive).status
+                == 202)
+        #expect(try f.waitUntilProcessed(app, "Levels", 1)["state"]?.stringValue == "COMPLETE")
+
+        // The admin (person "admin") makes a second token for themselves, naming nobody.
+        let second = try token(f, by: f.admin, #"{"role":"admin","label":"my laptop"}"#)
+        let me = try json(try f.call("GET", "/api/whoami", token: second))
+        #expect(me["person"]?.stringValue == "admin", "\(me.serialized())")
+        // And one for Bob, who reviews.
+        let bob = try token(f, by: f.admin, #"{"role":"reviewer","label":"bob","person":"bob"}"#)
+
+        let asked = try f.call(
+            "POST", "/api/apps/\(app)/releases", token: f.admin,
+            json: #"{"pack":"Levels","version":1,"channel":"external"}"#)
+        #expect(asked.status == 202, "\(asked.text)")
+        #expect(try json(asked)["request"]?["requestedBy"]?["person"]?.stringValue == "admin")
+        for own in [f.admin, second] {
+            let r = try f.call("POST", "/api/apps/\(app)/releases/1/approve", token: own)
+            #expect(try r.status == 403 && json(r)["error"]?["code"]?.stringValue == "fourEyes", "\(r.text)")
+            #expect(r.text.contains("another person"), "\(r.text)")
+        }
+        let approved = try f.call("POST", "/api/apps/\(app)/releases/1/approve", token: bob)
+        #expect(approved.status == 200, "\(approved.text)")
+        #expect(try json(approved)["decidedBy"]?["person"]?.stringValue == "bob")
+
+        // The token list and the audit trail name the person.
+        let tokens = try json(try f.call("GET", "/api/tokens", token: f.admin))["tokens"]?.arrayElements ?? []
+        #expect(Set(tokens.compactMap { $0["person"]?.stringValue }) == ["admin", "bob"])
+        let audit = try json(try f.call("GET", "/api/audit?action=release.approve", token: f.admin))
+        #expect(audit["entries"]?.arrayElements?.first?["actor"]?["person"]?.stringValue == "bob")
+
+        // An empty person is refused, naming the field.
+        let empty = try f.call("POST", "/api/tokens", token: f.admin, json: #"{"role":"reader","person":""}"#)
+        #expect(empty.status == 400 && empty.text.contains("person"), "\(empty.text)")
+    }
+}
