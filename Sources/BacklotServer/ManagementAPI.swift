@@ -122,7 +122,7 @@ public struct ManagementAPI: Sendable {
                     b.size, to: UInt64.self, "\"size\"", in: 1...API.Limits.largestByteCount, context: "request body")
                 let (v, created) = try api.repository.uploads.openVersion(
                     app: app, pack: pack, size: size, format: b.format ?? .pack, manifest: b.manifest,
-                    archiveSHA256: b.archiveSHA256)
+                    archiveSHA256: b.archiveSHA256, notes: b.notes)
                 var r = try json(created ? 201 : 200, API.Version(v))
                 if created {
                     r.headers.append(
@@ -279,7 +279,7 @@ public struct ManagementAPI: Sendable {
         },
         Route(API.revokeToken) { api, call in
             let info = try api.repository.tokens.revoke(id: try call.number("id"))
-            return .respond(try json(200, API.TokenRevoked(id: info.id)))
+            return .respond(try json(200, API.Token(info)))
         },
         Route(API.rotateToken) { api, call in
             .respond(try json(201, API.IssuedToken(try api.repository.tokens.rotate(id: try call.number("id")))))

@@ -19,7 +19,7 @@ import Testing
         ).decode(API.Version.self)
         #expect(
             try CommandJSON.line(VersionOutput(v))
-                == #"{"app":"a","archiveSHA256":"ab","format":"pack","installBytes":20,"pack":"P","packBytes":10,"reason":null,"receivedBytes":10,"state":"COMPLETE","version":2}"#
+                == #"{"app":"a","archiveSHA256":"ab","format":"pack","installBytes":20,"notes":null,"pack":"P","packBytes":10,"reason":null,"receivedBytes":10,"state":"COMPLETE","version":2}"#
         )
         // What the answer leaves null (or out) is null in the output, never left out.
         let bare = try answer(
@@ -27,7 +27,7 @@ import Testing
         ).decode(API.Version.self)
         #expect(
             try CommandJSON.line(VersionOutput(bare))
-                == #"{"app":"a","archiveSHA256":null,"format":"pack","installBytes":null,"pack":"P","packBytes":10,"reason":null,"receivedBytes":0,"state":"AWAITING_UPLOAD","version":1}"#
+                == #"{"app":"a","archiveSHA256":null,"format":"pack","installBytes":null,"notes":null,"pack":"P","packBytes":10,"reason":null,"receivedBytes":0,"state":"AWAITING_UPLOAD","version":1}"#
         )
     }
 
@@ -68,7 +68,7 @@ import Testing
         ).decode(API.AuditPage.self)
         #expect(
             try CommandJSON.line(page.entries)
-                == #"[{"action":"catalog.resign","actor":{"label":"server","role":"system","tokenId":null},"app":"a","details":{"channel":"beta","count":"3"},"id":9,"pack":null,"time":"2026-12-01T00:00:00Z","version":null}]"#
+                == #"[{"action":"catalog.resign","actor":{"label":"server","person":null,"role":"system","tokenId":null},"app":"a","details":{"channel":"beta","count":"3"},"id":9,"pack":null,"time":"2026-12-01T00:00:00Z","version":null}]"#
         )
     }
 

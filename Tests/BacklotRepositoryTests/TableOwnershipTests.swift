@@ -23,6 +23,7 @@ import Testing
         "Apps.swift versions",  // packList: each pack's version count
         "Releases+Channels.swift versions",  // channelState, catalogRows, channelArchives: the live version's row
         "Releases+Rollouts.swift versions",  // rollback: the earlier live versions still COMPLETE
+        "Releases+Requests.swift versions",  // requestColumns: the release notes of the version a request releases
         "Publication.swift channel_packs",  // publishedChannels: channels with a release but no catalog yet
     ]
 

@@ -98,7 +98,7 @@ import Testing
         let request = API.ReleaseRequest(
             id: 1, app: "a", channel: .production, pack: "p", version: 2, rolloutPercent: 10, status: "approved",
             requested: time, requestedBy: .init(id: 1, label: "ci", person: "ci"), decided: time,
-            decidedBy: .init(id: 2, label: "lead", person: "alice"), reason: "ok")
+            decidedBy: .init(id: 2, label: "lead", person: "alice"), reason: "ok", notes: "Level 12")
         let pack = API.ChannelPack(
             pack: "p", live: .init(version: 1, archiveSHA256: digest), candidate: .init(version: 2, rolloutPercent: 5))
         let plan = API.ReleasePlan(
@@ -115,7 +115,7 @@ import Testing
                 API.VersionList(versions: [
                     .init(
                         app: "a", pack: "p", version: 1, state: .failed, reason: "r", size: 10, received: 10,
-                        archiveSHA256: digest, installSize: 20, format: .pack)
+                        archiveSHA256: digest, installSize: 20, format: .pack, notes: "Level 12")
                 ])
             ),
             ("Deleted", API.Deleted()),
@@ -147,7 +147,6 @@ import Testing
                     created: time,
                     expires: time)
             ),
-            ("TokenRevoked", API.TokenRevoked(id: 1)),
             (
                 "AuditPage",
                 API.AuditPage(
@@ -186,7 +185,7 @@ import Testing
             ("AppCreate", API.AppCreate(id: "a", fourEyes: true)),
             ("AppChange", API.AppChange(fourEyes: false)),
             ("PackCreate", API.PackCreate(id: "p")),
-            ("VersionCreate", API.VersionCreate(size: 100, format: .pack, archiveSHA256: digest)),
+            ("VersionCreate", API.VersionCreate(size: 100, format: .pack, archiveSHA256: digest, notes: "Level 12")),
             (
                 "ReleaseCreate",
                 API.ReleaseCreate(

@@ -11,6 +11,9 @@ struct UploadCommand: Command {
     static let manifest = Option<String?>(
         "manifest", "FILE", help: "For an .aar: the manifest given to ba-package (its ID names the pack).")
     static let noWait = Flag("no-wait", help: "Return once uploaded, without waiting for processing.")
+    static let notes = Option<String?>(
+        "notes", "TEXT",
+        help: "Release notes for the version (lines of text; releases list and the dashboard show them).")
 
     static let spec = CommandSpec(
         name: "upload",
@@ -25,7 +28,7 @@ struct UploadCommand: Command {
         arguments: [
             .init("PACK", help: "A .pack file (its manifest's ID names the pack), or an .aar from ba-package.")
         ],
-        options: APIClient.options + [PackOptions.app, manifest, noWait, jsonFlag],
+        options: APIClient.options + [PackOptions.app, manifest, notes, noWait, jsonFlag],
         requirements: ServerOptions.requirements)
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
@@ -55,6 +58,7 @@ struct UploadCommand: Command {
             versionBody = API.VersionCreate(size: size)
         }
         versionBody.archiveSHA256 = try SHA256.hash(fileAt: path).hex
+        versionBody.notes = arguments[notes]
         try api.call(API.createPack, ["app": app], body: API.PackCreate(id: id), accept: [409])
         let answer = try api.call(API.createVersion, ["app": app, "pack": id], body: versionBody)
         let created = try answer.decode(API.Version.self)

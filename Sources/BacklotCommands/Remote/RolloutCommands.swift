@@ -155,6 +155,10 @@ struct ReleasesListCommand: Command {
             if let decided = q.decided { line += "\tdecided by \(q.decidedBy?.text ?? "-") \(decided)" }
             if let reason = q.reason { line += "\t(\(reason))" }
             io.out(line + "\n")
+            // The version's release notes, indented under it.
+            for note in (q.notes ?? "").split(separator: "\n", omittingEmptySubsequences: false) where q.notes != nil {
+                io.out("    \(note)\n")
+            }
         }
     }
 }

@@ -114,11 +114,12 @@ struct TokensListCommand: Command {
             try io.outJSON(list)
             return
         }
-        io.out("ID\tROLE\tPERSON\tLABEL\tCREATED\tLAST USED\tEXPIRES\tSTATE\n")
+        // PERSON last: the columns before it are where scripts that read this table find them.
+        io.out("ID\tROLE\tLABEL\tCREATED\tLAST USED\tEXPIRES\tSTATE\tPERSON\n")
         for t in list.tokens {
             let label = t.label
             io.out(
-                "\(t.id)\t\(t.role)\t\(t.person)\t\(label.isEmpty ? "-" : label)\t\(t.created)\t\(t.lastUsed ?? "-")\t\(t.expires ?? "-")\t\(Self.state(t))\n"
+                "\(t.id)\t\(t.role)\t\(label.isEmpty ? "-" : label)\t\(t.created)\t\(t.lastUsed ?? "-")\t\(t.expires ?? "-")\t\(Self.state(t))\t\(t.person)\n"
             )
         }
     }
@@ -145,13 +146,10 @@ struct TokensRevokeCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let id = try tokenID(arguments.positionals[0], command: spec.name)
         let api = try APIClient(arguments, io: io, command: spec.name)
-        try api.call(API.revokeToken, ["id": "\(id)"])
+        let revoked = try api.send(API.revokeToken, ["id": "\(id)"])
         if arguments[jsonFlag] {
-            struct Output: Encodable {
-                let id: Int
-                var revoked = true
-            }
-            try io.outJSON(Output(id: id))
+            // The token as tokens list shows it: `revoked` is when, in both.
+            try io.outJSON(TokenOutput(revoked))
         } else {
             io.out("Revoked token #\(id); it is refused from now on.\n")
         }

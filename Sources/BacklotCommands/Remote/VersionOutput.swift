@@ -2,7 +2,7 @@ import BacklotBasics
 import BacklotProtocol
 
 /// A version as `--json` prints it (docs/json.md): `{"app","pack","version","state","reason",
-/// "packBytes","receivedBytes","installBytes","archiveSHA256","format"}` (the API's `size`,
+/// "packBytes","receivedBytes","installBytes","archiveSHA256","format","notes"}` (the API's `size`,
 /// `received` and `installSize`, named as every command names byte counts).
 struct VersionOutput: Encodable {
     let app: String
@@ -16,6 +16,7 @@ struct VersionOutput: Encodable {
     @NullWhenAbsent var installBytes: UInt64?
     @NullWhenAbsent var archiveSHA256: String?
     let format: String
+    @NullWhenAbsent var notes: String?
 
     init(_ v: API.Version) {
         app = v.app
@@ -28,5 +29,6 @@ struct VersionOutput: Encodable {
         installBytes = v.installSize
         archiveSHA256 = v.archiveSHA256
         format = v.format.rawValue
+        notes = v.notes
     }
 }

@@ -282,12 +282,13 @@ extension API {
                     ])
             ]))
 
-    public static let revokeToken = Endpoint<NoBody, TokenRevoked>(
+    public static let revokeToken = Endpoint<NoBody, Token>(
         "DELETE", "/api/tokens/{id}", role: .admin,
         doc: EndpointDoc(
             "revokeToken", tag: "tokens", "Revoke a token: every server refuses it at once.",
             responses: [
-                .init(200, "Revoked.", .ref("TokenRevoked")), .init(409, "It is the last admin token that works."),
+                .init(200, "The token, revoked (revoked is when).", .ref("Token")),
+                .init(409, "It is the last admin token that works."),
             ]))
 
     public static let rotateToken = Endpoint<NoBody, IssuedToken>(

@@ -32,12 +32,15 @@ extension API {
         @NullWhenAbsent public var decidedBy: TokenReference?
         /// Why it was rejected.
         @NullWhenAbsent public var reason: String?
+        /// The release notes of the version.
+        @NullWhenAbsent public var notes: String?
 
         public init(
             id: Int, app: String, channel: Channel, pack: String, version: Int, rolloutPercent: Double?,
             status: String, requested: String, requestedBy: TokenReference?, decided: String?,
-            decidedBy: TokenReference?, reason: String?
+            decidedBy: TokenReference?, reason: String?, notes: String?
         ) {
+            self.notes = notes
             self.id = id
             self.app = app
             self.channel = channel

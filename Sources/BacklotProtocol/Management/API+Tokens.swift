@@ -73,16 +73,6 @@ extension API {
         }
     }
 
-    /// The answer of `DELETE /api/tokens/{id}`.
-    public struct TokenRevoked: Codable, Sendable, Hashable {
-        public var id: Int
-        public var revoked: Bool
-        public init(id: Int, revoked: Bool = true) {
-            self.id = id
-            self.revoked = revoked
-        }
-    }
-
     /// The calling token (`GET /api/whoami`).
     public struct WhoAmI: Codable, Sendable, Hashable {
         public var tokenId: Int

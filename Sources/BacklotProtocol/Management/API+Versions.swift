@@ -19,11 +19,14 @@ extension API {
         /// The bytes the pack takes once installed (known once processed).
         @NullWhenAbsent public var installSize: UInt64?
         public var format: ArchiveFormat
+        /// The release notes given with the upload.
+        @NullWhenAbsent public var notes: String?
 
         public init(
             app: String, pack: String, version: Int, state: VersionState, reason: String?, size: UInt64,
-            received: UInt64, archiveSHA256: String?, installSize: UInt64?, format: ArchiveFormat
+            received: UInt64, archiveSHA256: String?, installSize: UInt64?, format: ArchiveFormat, notes: String?
         ) {
+            self.notes = notes
             self.app = app
             self.pack = pack
             self.version = version
@@ -51,9 +54,14 @@ extension API {
         public var format: ArchiveFormat?
         public var manifest: JSONNode?
         public var archiveSHA256: String?
+        /// Release notes: lines of text, at most ``API/Limits/longestNotes`` characters.
+        public var notes: String?
 
-        public init(size: UInt64, format: ArchiveFormat? = nil, manifest: JSONNode? = nil, archiveSHA256: String? = nil)
-        {
+        public init(
+            size: UInt64, format: ArchiveFormat? = nil, manifest: JSONNode? = nil, archiveSHA256: String? = nil,
+            notes: String? = nil
+        ) {
+            self.notes = notes
             self.size = size
             self.format = format
             self.manifest = manifest

@@ -38,6 +38,8 @@ public enum API {
         public static let auditPageLimit = 500
         /// The most days one download report covers.
         public static let longestDownloadReport = 90
+        /// The longest release notes of a version, in characters.
+        public static let longestNotes = 4000
         /// The lowest rollout share above 0: one basis point.
         public static let lowestPercent = 0.01
     }

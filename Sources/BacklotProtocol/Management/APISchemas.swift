@@ -26,6 +26,13 @@ public enum APISchemas {
     /// A token's person as the server writes it.
     public static let person = JSONSchema.string(description: "The person (or service account) the token belongs to")
 
+    /// Release notes, as ``ReleaseNotes`` reads them: lines of display text (newlines allowed, no
+    /// other control or bidirectional character), at most ``API/Limits/longestNotes`` characters.
+    public static let notes = JSONSchema.nullableString(
+        pattern: #"^[^\u0000-\u0009\u000B-\u001F\u007F-\u009F\u200E\u200F\u202A-\u202E\u2066-\u2069]*$"#,
+        maxLength: API.Limits.longestNotes, description: "Lines of text shown with the version and its release requests"
+    )
+
     public static let displayTextPattern =
         #"^[^\u0000-\u001F\u007F-\u009F\u200E\u200F\u202A-\u202E\u2066-\u2069]*$"#
 
@@ -145,11 +152,11 @@ public enum APISchemas {
                 "reason": .nullableString(), "size": count, "received": count,
                 "archiveSHA256": .nullableString(pattern: sha256Pattern),
                 "installSize": .integer(minimum: 0, maximum: largestInteger, nullable: true),
-                "format": .string(enumeration: ArchiveFormat.allCases.map(\.rawValue)),
+                "format": .string(enumeration: ArchiveFormat.allCases.map(\.rawValue)), "notes": .nullableString(),
             ],
             required: [
                 "app", "pack", "version", "state", "reason", "size", "received", "archiveSHA256", "installSize",
-                "format",
+                "format", "notes",
             ]),
         "VersionList": .object(["versions": .array(.ref("Version"))], required: ["versions"]),
         "VersionCreate": JSONSchema(
@@ -159,14 +166,14 @@ public enum APISchemas {
                         "size": archiveSize(.pack),
                         "format": JSONSchema.string(enumeration: [ArchiveFormat.pack.rawValue]).orNull,
                         "manifest": .anyValue(description: "Not read for a pack"),
-                        "archiveSHA256": .nullableString(pattern: sha256Pattern),
+                        "archiveSHA256": .nullableString(pattern: sha256Pattern), "notes": notes,
                     ], required: ["size"], description: "A Backlot pack (format pack, absent or null)"),
                 .object(
                     [
                         "size": archiveSize(.appleArchive),
                         "format": .string(enumeration: [ArchiveFormat.appleArchive.rawValue]),
                         "manifest": .ref("AssetPackManifest"),
-                        "archiveSHA256": .nullableString(pattern: sha256Pattern),
+                        "archiveSHA256": .nullableString(pattern: sha256Pattern), "notes": notes,
                     ], required: ["size", "format", "manifest"],
                     description: "An .aar from ba-package with its manifest, whose assetPackID is the pack of the path"),
             ],
@@ -182,11 +189,11 @@ public enum APISchemas {
                 "status": .string(enumeration: API.releaseStatuses), "requested": time,
                 "requestedBy": JSONSchema.ref("TokenReference").orNull,
                 "decided": optionalTime, "decidedBy": JSONSchema.ref("TokenReference").orNull,
-                "reason": .nullableString(),
+                "reason": .nullableString(), "notes": .nullableString(),
             ],
             required: [
                 "id", "app", "channel", "pack", "version", "rolloutPercent", "status", "requested", "requestedBy",
-                "decided", "decidedBy", "reason",
+                "decided", "decidedBy", "reason", "notes",
             ]),
         "ReleaseList": .object(["releases": .array(.ref("ReleaseRequest"))], required: ["releases"]),
         "ReleaseCreate": JSONSchema(
@@ -300,7 +307,6 @@ public enum APISchemas {
                 "id": positive, "token": .string(pattern: "^blt_[0-9a-f]{64}$"), "role": role, "label": .string(),
                 "person": person, "created": time, "expires": optionalTime,
             ], required: ["id", "token", "role", "label", "person", "created", "expires"]),
-        "TokenRevoked": .object(["id": positive, "revoked": .boolean], required: ["id", "revoked"]),
         "AuditEntry": .object(
             [
                 "id": positive, "time": time,

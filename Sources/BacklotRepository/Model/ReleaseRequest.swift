@@ -19,6 +19,8 @@ public struct ReleaseRequest: Sendable, Hashable {
     public let decidedBy: TokenReference?
     /// Why it was rejected.
     public let reason: String?
+    /// The release notes of the version it releases.
+    public let notes: String?
 
     /// The statuses a request can have.
     public static let statuses = API.releaseStatuses

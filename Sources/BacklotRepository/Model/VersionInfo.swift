@@ -12,4 +12,6 @@ public struct VersionInfo: Sendable, Hashable {
     public let archiveSHA256: String?
     public let installSize: UInt64?
     public let format: ArchiveFormat
+    /// The release notes given with the upload (several lines of text), if any.
+    public let notes: String?
 }

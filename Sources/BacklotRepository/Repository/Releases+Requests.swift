@@ -9,7 +9,7 @@ extension Releases {
     /// - Parameter app: when given, the request must belong to this app (a request of another app is not found).
     /// - Throws: `notFound`.
     public func request(_ id: Int, app: String? = nil) throws -> ReleaseRequest {
-        let rows = try db.read { try $0.query("SELECT * FROM release_requests WHERE id = ?", [.integer(Int64(id))]) }
+        let rows = try db.read { try $0.query(Self.requestColumns + " WHERE r.id = ?", [.integer(Int64(id))]) }
         guard let r = rows.first, app == nil || r["app"]?.string == app else {
             throw BacklotError(
                 .notFound, "no such release request\(app.map { " in \($0)" } ?? "")", context: "request \(id)",
@@ -17,6 +17,12 @@ extension Releases {
         }
         return Self.requestInfo(r)
     }
+
+    /// A request's row with the notes of the version it releases (the versions table is read, not written, here).
+    static let requestColumns = """
+        SELECT r.*, v.notes AS notes FROM release_requests r
+        LEFT JOIN versions v ON v.app = r.app AND v.pack = r.pack AND v.number = r.version
+        """
 
     static func requestInfo(_ r: Database.Row) -> ReleaseRequest {
         func date(_ column: String) -> Date? { r[column]?.int.map { Date(timeIntervalSince1970: Double($0)) } }
@@ -33,7 +39,8 @@ extension Releases {
             pack: r["pack"]?.string ?? "", version: r["version"]?.integer(as: Int.self) ?? 0,
             rolloutPercent: r["rollout_bp"]?.int.map { Double($0) / 100 }, status: r["status"]?.string ?? "",
             requested: date("requested") ?? Date(timeIntervalSince1970: 0), requestedBy: token("requested_by"),
-            decided: date("decided"), decidedBy: token("decided_by"), reason: r["reason"]?.string)
+            decided: date("decided"), decidedBy: token("decided_by"), reason: r["reason"]?.string,
+            notes: r["notes"]?.string)
     }
 
     /// The release requests of an app, oldest first, optionally of one channel and one status.
@@ -44,17 +51,17 @@ extension Releases {
                 .invalidInput, "no status \"\(status)\"", context: "status",
                 hint: "use \(ReleaseRequest.statuses.joined(separator: ", "))")
         }
-        var sql = "SELECT * FROM release_requests WHERE app = ?"
+        var sql = Self.requestColumns + " WHERE r.app = ?"
         var bindings: [Database.Value] = [.text(app)]
         if let channel {
-            sql += " AND channel = ?"
+            sql += " AND r.channel = ?"
             bindings.append(.text(channel.rawValue))
         }
         if let status {
-            sql += " AND status = ?"
+            sql += " AND r.status = ?"
             bindings.append(.text(status))
         }
-        let query = sql + " ORDER BY id"
+        let query = sql + " ORDER BY r.id"
         return try db.transaction { tx in
             try Apps.requireApp(&tx, app)
             return try tx.query(query, bindings)

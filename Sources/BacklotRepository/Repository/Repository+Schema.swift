@@ -157,6 +157,11 @@ extension Repository {
                 ALTER TABLE release_requests ADD COLUMN decided_by_person TEXT;
                 ALTER TABLE audit ADD COLUMN actor_person TEXT;
                 """),
+        // NULL for versions uploaded without notes.
+        SchemaMigration(
+            9, "release notes on a version (shown with it and with its release requests)",
+            sqlite: "ALTER TABLE versions ADD COLUMN notes TEXT;",
+            postgresql: "ALTER TABLE versions ADD COLUMN notes TEXT;"),
     ]
 
     private static let indexes = """

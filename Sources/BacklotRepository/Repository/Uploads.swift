@@ -87,12 +87,16 @@ public final class Uploads: Sendable {
     /// ```
     /// The version records the token that created it (``Caller/current``): only that token, or an
     /// admin token, may upload its archive (``beginUpload(app:pack:number:offset:by:)``).
-    /// - Parameter archiveSHA256: the archive's SHA-256, 64 lowercase hex digits.
-    /// - Throws: what ``createVersion(app:pack:size:format:manifest:)`` throws; `invalidInput` for a digest that is not 64 lowercase hex digits.
+    /// - Parameters:
+    ///   - archiveSHA256: the archive's SHA-256, 64 lowercase hex digits.
+    ///   - notes: release notes, shown with the version and its release requests (``ReleaseNotes``).
+    /// - Throws: what ``createVersion(app:pack:size:format:manifest:)`` throws; `invalidInput` for a
+    ///   digest that is not 64 lowercase hex digits or notes ``ReleaseNotes/check(_:)`` refuses.
     public func openVersion(
         app: String, pack: String, size: UInt64, format: ArchiveFormat = .pack, manifest: JSONNode? = nil,
-        archiveSHA256: String? = nil
+        archiveSHA256: String? = nil, notes: String? = nil
     ) throws -> (version: VersionInfo, created: Bool) {
+        if let notes { try ReleaseNotes.check(notes) }
         if let sha = archiveSHA256,
             sha.utf8.count != 64 || !sha.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
         {
@@ -150,15 +154,16 @@ public final class Uploads: Sendable {
             let next = try CheckedInteger.add(last, 1, "the next version number", context: "\(app)/\(pack)", code: .io)
             try tx.run(
                 """
-                INSERT INTO versions(app, pack, number, state, declared_size, created, format, manifest, declared_sha256, upload_activity, created_by)
-                VALUES (?, ?, ?, 'AWAITING_UPLOAD', ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO versions(app, pack, number, state, declared_size, created, format, manifest, declared_sha256, upload_activity, created_by,
+                    notes)
+                VALUES (?, ?, ?, 'AWAITING_UPLOAD', ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(app), .text(pack), .integer(next),
                     .integer(try CheckedInteger.convert(size, to: Int64.self, "the declared size")),
                     .integer(Repository.now()), .text(format.rawValue), manifestText.map { .text($0) } ?? .null,
                     archiveSHA256.map { .text($0) } ?? .null, .integer(Repository.now()),
-                    creator.map { .integer(Int64($0.id)) } ?? .null,
+                    creator.map { .integer(Int64($0.id)) } ?? .null, notes.map { .text($0) } ?? .null,
                 ])
             try AuditLog.record(
                 &tx, "version.create", app: app, pack: pack, version: Int(exactly: next),
@@ -208,7 +213,7 @@ public final class Uploads: Sendable {
             reason: row["reason"]?.string, declaredSize: (row["declared_size"]?.integer(as: UInt64.self) ?? 0),
             received: received,
             archiveSHA256: row["archive_sha256"]?.string, installSize: row["install_size"]?.integer(as: UInt64.self),
-            format: ArchiveFormat(rawValue: row["format"]?.string ?? "pack") ?? .pack)
+            format: ArchiveFormat(rawValue: row["format"]?.string ?? "pack") ?? .pack, notes: row["notes"]?.string)
     }
 
     /// What the archive store needs to know of a version's upload.

@@ -527,7 +527,7 @@
       actions.append(h('span', { class: 'muted' }, 'in use'));
     }
     return h('tr', { 'data-version': v.version },
-      h('th', { scope: 'row' }, String(v.version)),
+      h('th', { scope: 'row' }, String(v.version), v.notes ? h('div', { class: 'notes muted' }, v.notes) : null),
       h('td', { class: 'state', 'data-state': v.state }, stateCell),
       h('td', { class: 'num', title: `${v.size} bytes` }, bytes(v.size)),
       h('td', { class: 'num' }, bytes(v.installSize)),
@@ -727,7 +727,8 @@
     return h('tr', { 'data-request': r.id },
       h('th', { scope: 'row' }, `#${r.id}`),
       h('td', {}, r.channel),
-      h('td', {}, h('a', { href: `#/pack/${enc(app)}/${enc(r.pack)}` }, r.pack), ` version ${r.version}`),
+      h('td', {}, h('a', { href: `#/pack/${enc(app)}/${enc(r.pack)}` }, r.pack), ` version ${r.version}`,
+        r.notes ? h('div', { class: 'notes muted' }, r.notes) : null),
       h('td', {}, r.rolloutPercent === null ? 'all devices' : percent(r.rolloutPercent)),
       h('td', { class: 'release-status', 'data-status': r.status }, badge(r.status), r.reason ? h('div', {}, `Reason: ${r.reason}`) : null),
       h('td', {}, time(r.requested), h('br'), h('span', { class: 'muted' }, r.requestedBy ? `by ${r.requestedBy.person} (token ${r.requestedBy.id}${r.requestedBy.label ? `, “${r.requestedBy.label}”` : ''})` : 'by a token since removed')),

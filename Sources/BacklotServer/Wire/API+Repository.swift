@@ -23,7 +23,8 @@ extension API.Version {
     init(_ v: VersionInfo) {
         self.init(
             app: v.app, pack: v.pack, version: v.number, state: v.state, reason: v.reason, size: v.declaredSize,
-            received: v.received, archiveSHA256: v.archiveSHA256, installSize: v.installSize, format: v.format)
+            received: v.received, archiveSHA256: v.archiveSHA256, installSize: v.installSize, format: v.format,
+            notes: v.notes)
     }
 }
 
@@ -37,7 +38,7 @@ extension API.ReleaseRequest {
             id: r.id, app: r.app, channel: r.channel, pack: r.pack, version: r.version,
             rolloutPercent: r.rolloutPercent, status: r.status, requested: RFC3339.string(r.requested),
             requestedBy: r.requestedBy.map(API.TokenReference.init), decided: r.decided.map(RFC3339.string),
-            decidedBy: r.decidedBy.map(API.TokenReference.init), reason: r.reason)
+            decidedBy: r.decidedBy.map(API.TokenReference.init), reason: r.reason, notes: r.notes)
     }
 }
 
