@@ -94,7 +94,13 @@ public struct ManagementAPI: Sendable {
         },
         Route(API.changeApp) { api, call in
             body(API.AppChange.self) { b in
-                try json(200, API.App(try api.repository.apps.setFourEyes(app: call.parameter("app"), b.fourEyes)))
+                let app = call.parameter("app")
+                var info = try api.repository.apps.app(app)
+                if let on = b.fourEyes { info = try api.repository.apps.setFourEyes(app: app, on) }
+                if let share = b.secondReviewerAbove {
+                    info = try api.repository.apps.setSecondReviewer(app: app, above: share.percent)
+                }
+                return try json(200, API.App(info))
             }
         },
         Route(API.listPacks) { api, call in

@@ -33,11 +33,11 @@ import Testing
 
     @Test func appsAndPacksAreNamedAsEveryCommandNamesThem() throws {
         let apps = try answer(
-            #"{"apps":[{"id":"a","created":"2026-12-01T00:00:00Z","fourEyes":true,"quotaBytes":200000000000}]}"#
+            #"{"apps":[{"id":"a","created":"2026-12-01T00:00:00Z","fourEyes":true,"quotaBytes":200000000000,"secondReviewerAbove":null}]}"#
         ).decode(API.AppList.self)
         #expect(
             try CommandJSON.line(AppOutput.List(apps: apps.apps.map(AppOutput.init)))
-                == #"{"apps":[{"app":"a","created":"2026-12-01T00:00:00Z","fourEyes":true,"quotaBytes":200000000000}]}"#
+                == #"{"apps":[{"app":"a","created":"2026-12-01T00:00:00Z","fourEyes":true,"quotaBytes":200000000000,"secondReviewerAbove":null}]}"#
         )
         let packs = try answer(
             #"{"packs":[{"id":"P","created":"2026-12-01T00:00:00Z","versions":0,"latest":null},{"id":"Q","created":"2026-12-01T00:00:00Z","versions":3,"latest":3}]}"#

@@ -107,7 +107,12 @@ import Testing
                 channel: .production, pack: "p", from: .init(version: 1, rolloutPercent: nil),
                 to: .init(version: 2, rolloutPercent: 5), catalogVersion: 3))
         return [
-            ("AppList", API.AppList(apps: [.init(id: "a", created: time, fourEyes: true, quotaBytes: 1)])),
+            (
+                "AppList",
+                API.AppList(apps: [
+                    .init(id: "a", created: time, fourEyes: true, quotaBytes: 1, secondReviewerAbove: 25)
+                ])
+            ),
             ("PackList", API.PackList(packs: [.init(id: "p", created: time, versions: 1, latest: 1)])),
             ("PackCreated", API.PackCreated(app: "a", id: "p")),
             (
@@ -183,7 +188,7 @@ import Testing
     static var bodies: [(String, any Encodable)] {
         [
             ("AppCreate", API.AppCreate(id: "a", fourEyes: true)),
-            ("AppChange", API.AppChange(fourEyes: false)),
+            ("AppChange", API.AppChange(fourEyes: false, secondReviewerAbove: .init(percent: 25))),
             ("PackCreate", API.PackCreate(id: "p")),
             ("VersionCreate", API.VersionCreate(size: 100, format: .pack, archiveSHA256: digest, notes: "Level 12")),
             (

@@ -71,4 +71,59 @@ import Testing
         let empty = try f.call("POST", "/api/tokens", token: f.admin, json: #"{"role":"reader","person":""}"#)
         #expect(empty.status == 400 && empty.text.contains("person"), "\(empty.text)")
     }
+
+    @Test func aRolloutStepAboveTheAppsShareNeedsAnotherPersonThanTheApprover() throws {
+        let f = try Fixture()
+        let app = "com.example.game"
+        #expect(try f.call("POST", "/api/apps", token: f.admin, json: "{\"id\":\"\(app)\"}").status == 201)
+        let rule = try f.call("PATCH", "/api/apps/\(app)", token: f.admin, json: #"{"secondReviewerAbove":25}"#)
+        #expect(try rule.status == 200 && json(rule)["secondReviewerAbove"]?.kind == .number("25"), "\(rule.text)")
+        #expect(try json(rule)["fourEyes"]?.kind == .bool(false), "PATCH leaves what it does not name")
+        #expect(try f.call("POST", "/api/apps/\(app)/packs", token: f.admin, json: #"{"id":"Levels"}"#).status == 201)
+        for (seed, number) in [(UInt64(1), 1), (2, 2)] {
+            let archive = try f.packArchive(seed: seed)
+            let size = try FileDescriptor.openForReading(archive).size()
+            #expect(
+                try f.call("POST", "/api/apps/\(app)/packs/Levels/versions", token: f.admin, json: "{\"size\":\(size)}")
+                    .status == 201)
+            #expect(
+                try f.call(
+                    "PUT", "/api/apps/\(app)/packs/Levels/versions/\(number)/archive", token: f.admin, file: archive
+                ).status == 202)
+            #expect(try f.waitUntilProcessed(app, "Levels", number)["state"]?.stringValue == "COMPLETE")
+        }
+        let bob = try token(f, by: f.admin, #"{"role":"reviewer","person":"bob"}"#)
+        let carol = try token(f, by: f.admin, #"{"role":"reviewer","person":"carol"}"#)
+        // Version 1 live everywhere, version 2 rolled out to 5 %, approved by Bob.
+        #expect(
+            try f.call(
+                "POST", "/api/apps/\(app)/releases", token: f.admin,
+                json: #"{"pack":"Levels","version":1,"channel":"production"}"#
+            ).status == 202)
+        #expect(try f.call("POST", "/api/apps/\(app)/releases/1/approve", token: bob).status == 200)
+        #expect(
+            try f.call(
+                "POST", "/api/apps/\(app)/releases", token: f.admin,
+                json: #"{"pack":"Levels","version":2,"channel":"production","rollout":5}"#
+            ).status == 202)
+        #expect(try f.call("POST", "/api/apps/\(app)/releases/2/approve", token: bob).status == 200)
+
+        let rollout = "/api/apps/\(app)/packs/Levels/rollout"
+        // Up to the share, Bob alone; above it (and promoting), not Bob; Carol may.
+        #expect(try f.call("POST", rollout, token: bob, json: #"{"percent":25}"#).status == 200)
+        for percent in ["25.01", "50", "100"] {
+            let r = try f.call("POST", rollout, token: bob, json: "{\"percent\":\(percent)}")
+            #expect(
+                try r.status == 403 && json(r)["error"]?["code"]?.stringValue == "fourEyes"
+                    && r.text.contains("bob approved"), "\(percent): \(r.text)")
+        }
+        let channel = try json(try f.call("GET", "/api/apps/\(app)/channels/production", token: bob))
+        #expect(channel["packs"]?.arrayElements?.first?["candidate"]?["rolloutPercent"]?.kind == .number("25"))
+        #expect(try f.call("POST", rollout, token: carol, json: #"{"percent":50}"#).status == 200)
+        // Off again (0): Bob may promote.
+        #expect(
+            try f.call("PATCH", "/api/apps/\(app)", token: f.admin, json: #"{"secondReviewerAbove":0}"#).text.contains(
+                #""secondReviewerAbove":null"#))
+        #expect(try f.call("POST", rollout, token: bob, json: #"{"percent":100}"#).status == 200)
+    }
 }

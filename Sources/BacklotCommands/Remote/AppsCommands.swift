@@ -56,25 +56,41 @@ struct AppsListCommand: Command {
 
 /// `backlot apps set APP --four-eyes on|off`.
 struct AppsSetCommand: Command {
-    static let fourEyes = Option<Switch>(
+    static let fourEyes = Option<Switch?>(
         "four-eyes", "on|off",
-        help: "Whether a release request may be approved by the token that made it (off) or not (on).")
+        help: "Whether a release request may be approved by the person who made it (off) or not (on).")
+    static let secondReviewerAbove = Option<Double?>(
+        "second-reviewer-above", "PERCENT",
+        help:
+            "A production rollout step above this share of devices must be made by another person than the one who approved the release (0: no such rule).",
+        expected: "a percentage from 0 to 100, such as 25", check: { $0.map { (0...100).contains($0) } ?? true })
+    /// At least one setting to change.
+    static let something: @Sendable (ParsedArguments) -> String? = { a in
+        a.has(fourEyes) || a.has(secondReviewerAbove) ? nil : "--four-eyes on|off or --second-reviewer-above PERCENT"
+    }
     static let spec = CommandSpec(
         name: "apps set",
-        summary: "Change an app's settings (the four-eyes rule). Needs an admin token.",
+        summary:
+            "Change an app's settings: the four-eyes rule, the second-reviewer rule for rollouts. Needs an admin token.",
         arguments: [.init("APP", help: "The app's ID.")],
-        options: APIClient.options + [fourEyes, jsonFlag],
-        requirements: ServerOptions.requirements)
+        options: APIClient.options + [fourEyes, secondReviewerAbove, jsonFlag],
+        requirements: ServerOptions.requirements + [something])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments.positionals[0]
-        let changed = try api.send(
-            API.changeApp, ["app": app], body: API.AppChange(fourEyes: arguments[fourEyes].isOn))
+        let change = API.AppChange(
+            fourEyes: arguments[fourEyes]?.isOn,
+            secondReviewerAbove: arguments[secondReviewerAbove].map { API.RolloutShare(percent: $0) })
+        let changed = try api.send(API.changeApp, ["app": app], body: change)
         if arguments[jsonFlag] {
             try io.outJSON(AppOutput(changed))
         } else {
-            io.out("\(app): four-eyes \(arguments[fourEyes].rawValue).\n")
+            io.out(
+                "\(app): four-eyes \(changed.fourEyes ? "on" : "off"); "
+                    + (changed.secondReviewerAbove.map {
+                        "a rollout above \(RemoteNumber.text($0)) % needs a second reviewer"
+                    } ?? "no second-reviewer rule") + ".\n")
         }
     }
 }

@@ -10,8 +10,12 @@ extension API {
         /// Whether a release request must be approved by another person than the one who made it.
         public var fourEyes: Bool
         public var quotaBytes: UInt64
+        /// The second-reviewer rule: a production rollout step above this share (percent) needs
+        /// another person than the one who approved the release; null: no rule.
+        @NullWhenAbsent public var secondReviewerAbove: Double?
 
-        public init(id: String, created: String, fourEyes: Bool, quotaBytes: UInt64) {
+        public init(id: String, created: String, fourEyes: Bool, quotaBytes: UInt64, secondReviewerAbove: Double?) {
+            self.secondReviewerAbove = secondReviewerAbove
             self.id = id
             self.created = created
             self.fourEyes = fourEyes
@@ -35,10 +39,15 @@ extension API {
         }
     }
 
-    /// The body of `PATCH /api/apps/{app}`.
+    /// The body of `PATCH /api/apps/{app}`: what to change (an absent member is left as it is).
     public struct AppChange: Codable, Sendable, Hashable {
-        public var fourEyes: Bool
-        public init(fourEyes: Bool) { self.fourEyes = fourEyes }
+        public var fourEyes: Bool?
+        /// The second-reviewer rule's share; 0 turns the rule off.
+        public var secondReviewerAbove: RolloutShare?
+        public init(fourEyes: Bool? = nil, secondReviewerAbove: RolloutShare? = nil) {
+            self.fourEyes = fourEyes
+            self.secondReviewerAbove = secondReviewerAbove
+        }
     }
 
     /// A pack with its version count.

@@ -25,7 +25,9 @@ extension API {
     public static let changeApp = Endpoint<AppChange, App>(
         "PATCH", "/api/apps/{app}", role: .admin,
         doc: EndpointDoc(
-            "changeApp", tag: "apps", "Turn the app's four-eyes rule on or off.", body: .ref("AppChange"),
+            "changeApp", tag: "apps",
+            "Turn the app's four-eyes rule on or off, or set its second-reviewer rule (0 turns it off).",
+            body: .ref("AppChange"),
             responses: [.init(200, "The app.", .ref("App"))]))
 
     public static let listPacks = Endpoint<NoBody, PackList>(

@@ -131,11 +131,24 @@ public enum APISchemas {
                 "Every error: a stable code, a message that does not repeat its context, the thing it is about, and what to do."
         ),
         "App": .object(
-            ["id": id, "created": time, "fourEyes": .boolean, "quotaBytes": count],
-            required: ["id", "created", "fourEyes", "quotaBytes"]),
+            [
+                "id": id, "created": time, "fourEyes": .boolean, "quotaBytes": count,
+                "secondReviewerAbove": .number(minimum: 0, maximum: 100, nullable: true),
+            ],
+            required: ["id", "created", "fourEyes", "quotaBytes", "secondReviewerAbove"]),
         "AppList": .object(["apps": .array(.ref("App"))], required: ["apps"]),
         "AppCreate": .object(["id": id, "fourEyes": .nullableBoolean], required: ["id"]),
-        "AppChange": .object(["fourEyes": .boolean], required: ["fourEyes"]),
+        "AppChange": .object(
+            [
+                "fourEyes": .nullableBoolean,
+                "secondReviewerAbove": JSONSchema(
+                    anyOf: [
+                        .number(minimum: 0, maximum: 0), .number(minimum: API.Limits.lowestPercent, maximum: 100),
+                    ],
+                    description:
+                        "A production rollout step above this share needs another person than the release's approver; 0 turns the rule off"
+                ).orNull,
+            ], required: [], description: "What to change; an absent member is left as it is"),
         "Pack": .object(
             [
                 "id": id, "created": time, "versions": count,

@@ -14,4 +14,7 @@ public struct AppInfo: Sendable, Hashable {
     public let fourEyes: Bool
     /// The storage the app may use (Apple's rule: per pack, the largest retained version; summed).
     public let quotaBytes: UInt64
+    /// The second-reviewer rule: a production rollout step above this share (percent) must be made
+    /// by another person than the one who approved the release; nil: no rule.
+    public let secondReviewerAbove: Double?
 }

@@ -74,11 +74,38 @@ public final class Apps: Sendable {
         return try app(id)
     }
 
+    /// Sets an app's second-reviewer rule: a production rollout step above `percent` must be made by
+    /// another person than the one who approved the release being rolled out (nil or 0: no rule).
+    /// - Throws: `notFound`; `invalidInput` for a share outside 0…100.
+    public func setSecondReviewer(app id: String, above percent: Double?) throws -> AppInfo {
+        if let percent, !(percent.isFinite && (0...100).contains(percent)) {
+            throw BacklotError(.invalidInput, "the share must be 0…100", context: "secondReviewerAbove")
+        }
+        let bp = percent.flatMap { $0 > 0 ? Int(($0 * 100).rounded()) : nil }
+        try db.transaction { tx in
+            try Apps.requireApp(&tx, id)
+            try tx.run(
+                "UPDATE apps SET second_reviewer_above_bp = ? WHERE id = ?",
+                [bp.map { .integer(Int64($0)) } ?? .null, .text(id)])
+            try AuditLog.record(
+                &tx, "app.update", app: id,
+                details: ["secondReviewerAbove": bp.map { Releases.percentText(Double($0) / 100) } ?? "off"])
+        }
+        return try app(id)
+    }
+
+    /// The share (basis points) above which a rollout step needs a second reviewer; nil: no rule.
+    static func secondReviewerThreshold(_ tx: inout any MetadataConnection, _ app: String) throws -> Int? {
+        try tx.query("SELECT second_reviewer_above_bp FROM apps WHERE id = ?", [.text(app)]).first?[
+            "second_reviewer_above_bp"]?.integer(as: Int.self)
+    }
+
     func appInfo(_ row: Database.Row) -> AppInfo? {
         guard let id = row["id"]?.string else { return nil }
         return AppInfo(
             id: id, created: Date(timeIntervalSince1970: Double(row["created"]?.int ?? 0)),
-            fourEyes: (row["four_eyes"]?.int ?? 0) != 0, quotaBytes: quotaBytes)
+            fourEyes: (row["four_eyes"]?.int ?? 0) != 0, quotaBytes: quotaBytes,
+            secondReviewerAbove: row["second_reviewer_above_bp"]?.int.map { Double($0) / 100 })
     }
 
     static func requireApp(_ tx: inout any MetadataConnection, _ app: String) throws {

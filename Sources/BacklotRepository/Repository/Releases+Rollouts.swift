@@ -114,7 +114,7 @@ extension Releases {
     /// Changes the production candidate's rollout share: 100 makes it the live version; 0 halts
     /// it (it stays the candidate, no device takes it, raise the share again to resume).
     /// - Throws: `conflict` when there is no candidate; `invalidInput` outside 0…100.
-    public func setRollout(app: String, pack: String, percent: Double) throws {
+    public func setRollout(app: String, pack: String, percent: Double, by caller: Caller? = nil) throws {
         guard percent.isFinite, percent >= 0, percent <= 100 else {
             throw BacklotError(
                 .invalidInput, "the rollout percentage must be 0…100", context: "percent",
@@ -131,6 +131,7 @@ extension Releases {
                     .conflict, "no staged rollout on production", context: "\(app)/\(pack)",
                     hint: "start one: backlot release --channel production --rollout PERCENT")
             }
+            try Self.requireSecondReviewer(&tx, app: app, pack: pack, candidate: candidate, basisPoints: bp, by: caller)
             if bp >= 10_000 {
                 try apply(&tx, app: app, channel: .production, pack: pack, version: candidate, basisPoints: nil)
             } else {
@@ -143,6 +144,35 @@ extension Releases {
                 details: ["channel": "production", "percent": Self.percentText(percent)])
         }
         try publication.publish(app: app, channel: .production)
+    }
+
+    /// An app's second-reviewer rule: a step above its share must be made by another person than
+    /// the one who approved the release of the candidate (so that two people agreed before most
+    /// devices get it). A step at or below the share, a caller of the server itself, and an app
+    /// without the rule pass.
+    /// - Throws: ``BacklotError/Code/fourEyes`` naming who approved and the share.
+    static func requireSecondReviewer(
+        _ tx: inout any MetadataConnection, app: String, pack: String, candidate: Int, basisPoints: Int,
+        by caller: Caller?
+    ) throws {
+        guard let who = caller ?? Caller.current, let threshold = try Apps.secondReviewerThreshold(&tx, app),
+            basisPoints > threshold
+        else { return }
+        let approval = try tx.query(
+            """
+            SELECT decided_by, decided_by_person FROM release_requests
+            WHERE app = ? AND channel = 'production' AND pack = ? AND version = ? AND status = 'approved'
+            ORDER BY id DESC LIMIT 1
+            """, [.text(app), .text(pack), .integer(Int64(candidate))]
+        ).first
+        guard let approverID = approval?["decided_by"]?.integer(as: Int.self) else { return }
+        let approver =
+            approval?["decided_by_person"]?.string ?? TokenReference.defaultPerson(ofToken: approverID)
+        guard approver == who.person else { return }
+        throw BacklotError(
+            .fourEyes,
+            "\(approver) approved version \(candidate)'s release, and the app's second-reviewer rule needs another person to take its rollout above \(percentText(Double(threshold) / 100)) %",
+            context: "\(app)/\(pack)", hint: "ask another reviewer to raise the rollout")
     }
 
     /// Removes a pack from a channel: clients then report it as obsolete.

@@ -162,6 +162,11 @@ extension Repository {
             9, "release notes on a version (shown with it and with its release requests)",
             sqlite: "ALTER TABLE versions ADD COLUMN notes TEXT;",
             postgresql: "ALTER TABLE versions ADD COLUMN notes TEXT;"),
+        // NULL: no rule (one reviewer may take a rollout to every device).
+        SchemaMigration(
+            10, "an app's second-reviewer rule: the share of devices above which a rollout step needs another person",
+            sqlite: "ALTER TABLE apps ADD COLUMN second_reviewer_above_bp INTEGER;",
+            postgresql: "ALTER TABLE apps ADD COLUMN second_reviewer_above_bp BIGINT;"),
     ]
 
     private static let indexes = """

@@ -9,7 +9,8 @@ import Foundation
 extension API.App {
     init(_ app: AppInfo) {
         self.init(
-            id: app.id, created: RFC3339.string(app.created), fourEyes: app.fourEyes, quotaBytes: app.quotaBytes)
+            id: app.id, created: RFC3339.string(app.created), fourEyes: app.fourEyes, quotaBytes: app.quotaBytes,
+            secondReviewerAbove: app.secondReviewerAbove)
     }
 }
 
