@@ -526,6 +526,7 @@
     } else if (places.length) {
       actions.append(h('span', { class: 'muted' }, 'in use'));
     }
+    if (v.state === 'COMPLETE' && can('uploader')) actions.append(releaseForm(app, pack, v.version));
     return h('tr', { 'data-version': v.version },
       h('th', { scope: 'row' }, String(v.version), v.notes ? h('div', { class: 'notes muted' }, v.notes) : null),
       h('td', { class: 'state', 'data-state': v.state }, stateCell),
@@ -535,6 +536,58 @@
       h('td', {}, v.archiveSHA256 ? h('code', { class: 'digest' }, v.archiveSHA256) : h('span', { class: 'muted' }, 'not yet known')),
       h('td', { 'data-places': '' }, places.length ? places.join(', ') : h('span', { class: 'muted' }, 'on no channel')),
       actions);
+  }
+
+  // A release made on the page: the channel, a rollout share on production, and a confirmation
+  // that says what the dry run found would change before anything does.
+  // What was chosen in each version's form, kept across the page's refreshes (it redraws its rows every second).
+  const releaseChoices = new Map();
+
+  function releaseForm(app, pack, version) {
+    const key = `${app}/${pack}/${version}`;
+    const chosen = releaseChoices.get(key) || { channel: 'internal', share: '' };
+    const remember = () => releaseChoices.set(key, { channel: channel.value, share: share.value });
+    const channel = h('select', { 'data-release-channel': '', 'aria-label': `Channel to release version ${version} on`, on: { change: remember } },
+      CHANNELS.map((c) => h('option', { value: c }, c)));
+    channel.value = chosen.channel;
+    const share = h('input', {
+      type: 'number', min: '0.01', max: '100', step: '0.01', inputmode: 'decimal', 'data-release-rollout': '',
+      placeholder: 'all', 'aria-label': `Rollout share of version ${version} on production (%)`, on: { input: remember },
+    });
+    share.value = chosen.share;
+    return h('span', { class: 'release-form' }, channel, share, h('button', {
+      type: 'button', class: 'action primary', 'data-action': 'release', 'aria-label': `Release version ${version} of ${pack}`,
+      on: { click: () => releaseVersion(app, pack, version, channel.value, share.value) },
+    }, 'Release…'));
+  }
+
+  async function releaseVersion(app, pack, version, channel, shareText) {
+    const body = { pack, version, channel };
+    if (shareText.trim() !== '') body.rollout = Number(shareText);
+    let plan;
+    try {
+      plan = await api('POST', `/api/apps/${enc(app)}/releases`, Object.assign({ dryRun: true }, body));
+    } catch (e) {
+      sayError(`Checking the release of ${pack} version ${version} on ${channel}`, e);
+      return;
+    }
+    const side = (s) => s.version === null ? 'nothing'
+      : `version ${s.version} for ${s.rolloutPercent === null ? 'every device (100 %)' : `${percent(s.rolloutPercent)} of devices`}`;
+    const change = `Release ${pack} version ${version} on ${channel} of ${app}: from ${side(plan.change.from)} ` +
+      `to ${side(plan.change.to)}. ` +
+      (plan.needsApproval ? 'A reviewer must approve it before devices get it.' : 'Devices get it at their next check.');
+    if (!window.confirm(`${change}\n\nGo ahead?`)) {
+      say(`Nothing changed: ${pack} version ${version} was not released on ${channel}.`);
+      return;
+    }
+    try {
+      const r = await api('POST', `/api/apps/${enc(app)}/releases`, body);
+      say(r.released ? `Released ${pack} version ${version} on ${channel}.`
+        : `Release request #${r.request.id}: ${pack} version ${version} on ${channel} awaits a reviewer.`);
+      render();
+    } catch (e) {
+      sayError(`Releasing ${pack} version ${version} on ${channel}`, e);
+    }
   }
 
   async function deleteVersion(app, pack, version) {
