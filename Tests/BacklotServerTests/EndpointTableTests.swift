@@ -251,7 +251,8 @@ import Testing
         "replaceWith", "resign", "reverse", "revoke", "rotate", "select", "set", "setAttribute", "setItem", "slice",
         "some", "sort", "split", "statusText", "stringify", "target", "test", "text", "textContent", "then", "timer",
         "toFixed", "toISOString", "toLocaleString", "toUpperCase", "trim", "update", "uploaded", "value", "values",
-        "w3", "who", "writeText", "paddingLeft", "paddingRight", "floor", "clientWidth", "round", "get", "assign", "share",
+        "w3", "who", "writeText", "paddingLeft", "paddingRight", "floor", "clientWidth", "round", "get", "assign",
+        "share",
     ]
 
     /// Every member name of every schema of the document.
