@@ -7,7 +7,7 @@ import BacklotProtocol
 /// RouteClass(route: "static", path: "/v1/packs/ab12….pack")   // .pack
 /// ```
 public enum RouteClass: Int, CaseIterable, Sendable {
-    case catalog, keyList, pack, appleManifest, applePack, api, dashboard, metrics, other
+    case catalog, keyList, pack, appleManifest, applePack, delta, api, dashboard, metrics, other
 
     /// The label value in `/metrics`.
     public var label: String {
@@ -17,6 +17,7 @@ public enum RouteClass: Int, CaseIterable, Sendable {
         case .pack: "pack"
         case .appleManifest: "appleManifest"
         case .applePack: "applePack"
+        case .delta: "delta"
         case .api: "api"
         case .dashboard: "dashboard"
         case .metrics: "metrics"
@@ -36,8 +37,8 @@ public enum RouteClass: Int, CaseIterable, Sendable {
         }
     }
 
-    /// The class of a path of the published tree (`.other` for deltas, delta lists and paths that
-    /// are none of the tree's kinds).
+    /// The class of a path of the published tree (`.delta` for deltas and delta lists, `.other` for
+    /// paths that are none of the tree's kinds).
     static func treeClass(_ path: String) -> RouteClass {
         switch PublishedTreeLayout(path: path) {
         case .catalog?: .catalog
@@ -45,7 +46,16 @@ public enum RouteClass: Int, CaseIterable, Sendable {
         case .pack?: .pack
         case .appleManifest?: .appleManifest
         case .applePack?: .applePack
+        case .delta?, .deltaList?: .delta
         default: .other
         }
+    }
+
+    /// Whether an answer of `status` to `path` is a miss every client makes by design rather than an
+    /// error: a 404 for a numbered key list (`v1/keys/root-N.json`) is how a client learns that no
+    /// rotation followed the list it holds (docs/protocol.md §4), so every check of every device has one.
+    public static func isExpectedMiss(route: String, path: String, status: Int) -> Bool {
+        guard route == "static", status == 404, case .keyList? = PublishedTreeLayout(path: path) else { return false }
+        return true
     }
 }

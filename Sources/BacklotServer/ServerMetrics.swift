@@ -33,6 +33,8 @@ public final class ServerMetrics: Sendable {
     private let classBytes: [Counter]
     private let latency: [Counter]  // by class: one per bucket, then +Inf
     private let latencySum: [Counter]  // nanoseconds, by class
+    private let errors: [Counter]  // 4xx and 5xx answers but the expected misses, by class
+    private let expectedMisses: [Counter]  // the key-list 404 every check makes, by class
     private let bytesSent = Atomic<UInt64>(0)
     private let outcomes = Mutex<[String: UInt64]>([:])  // "uploads\u{0}completed", rare
     private let processing = Mutex<(buckets: [UInt64], sum: Double, count: UInt64)>(([], 0, 0))
@@ -46,6 +48,8 @@ public final class ServerMetrics: Sendable {
         classBytes = RouteClass.allCases.map { _ in Counter() }
         latency = (0..<(RouteClass.allCases.count * (Self.latencyBuckets.count + 1))).map { _ in Counter() }
         latencySum = RouteClass.allCases.map { _ in Counter() }
+        errors = RouteClass.allCases.map { _ in Counter() }
+        expectedMisses = RouteClass.allCases.map { _ in Counter() }
         processing.withLock { $0.buckets = Array(repeating: 0, count: Self.processingBuckets.count + 1) }
     }
 
@@ -65,6 +69,11 @@ public final class ServerMetrics: Sendable {
         latency[c * (Self.latencyBuckets.count + 1) + bucket].value.wrappingAdd(1, ordering: .relaxed)
         let nanos = seconds.isFinite && seconds > 0 ? UInt64(min(seconds, 1e9) * 1e9) : 0
         latencySum[c].value.wrappingAdd(nanos, ordering: .relaxed)
+        if RouteClass.isExpectedMiss(route: route, path: path, status: status) {
+            expectedMisses[c].value.wrappingAdd(1, ordering: .relaxed)
+        } else if status >= 400 {
+            errors[c].value.wrappingAdd(1, ordering: .relaxed)
+        }
     }
 
     /// Counts an upload that ended (`completed`, `partial`, `interrupted`, `refused`).
@@ -129,13 +138,28 @@ public final class ServerMetrics: Sendable {
         out += "backlot_http_response_bytes_total \(bytesSent.load(ordering: .relaxed))\n"
         family(
             "backlot_requests_by_class_total", "counter",
-            "HTTP requests answered, by route class (catalog, keyList, pack, appleManifest, applePack, api, dashboard, metrics, other) and status."
+            "HTTP requests answered, by route class (catalog, keyList, pack, appleManifest, applePack, delta, api, dashboard, metrics, other) and status."
         )
         for c in RouteClass.allCases {
             for (s, status) in statusLabels.enumerated() {
                 let n = classRequests[c.rawValue * (Self.statuses.count + 1) + s].value.load(ordering: .relaxed)
                 if n > 0 { out += "backlot_requests_by_class_total{class=\"\(c.label)\",status=\"\(status)\"} \(n)\n" }
             }
+        }
+        family(
+            "backlot_http_errors_total", "counter",
+            "Answers of 4xx and 5xx, by route class, but for the misses every client makes by design (backlot_expected_misses_total): what an alert should watch."
+        )
+        for c in RouteClass.allCases {
+            out += "backlot_http_errors_total{class=\"\(c.label)\"} \(errors[c.rawValue].value.load(ordering: .relaxed))\n"
+        }
+        family(
+            "backlot_expected_misses_total", "counter",
+            "404s every client's check makes by design: a numbered key list that does not exist yet (no rotation since the one it holds)."
+        )
+        for c in RouteClass.allCases {
+            out +=
+                "backlot_expected_misses_total{class=\"\(c.label)\"} \(expectedMisses[c.rawValue].value.load(ordering: .relaxed))\n"
         }
         family("backlot_response_bytes_by_class_total", "counter", "Response body bytes sent, by route class.")
         for c in RouteClass.allCases {

@@ -91,6 +91,9 @@ import Testing
         #expect(range.status == 206 && range.body.count == 100)
         #expect(try Curl.run(f.server.baseURL + "v1/keys/root.json").status == 200)
         #expect(try Curl.run(f.server.baseURL + "v1/nothing").status == 404)
+        // The next key list, asked for by every check: a miss by design, not an error.
+        #expect(try Curl.run(f.server.baseURL + "v1/keys/root-2.json").status == 404)
+        #expect(try Curl.run(f.server.baseURL + "v1/keys/root-3.json").status == 404)
         let scraped = try Curl.run(f.server.baseURL + "metrics")
         #expect(
             scraped.status == 200 && scraped.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
@@ -106,6 +109,10 @@ import Testing
             value("backlot_requests_by_class_total", ["class": "keyList", "status": "200"]).map { $0 >= 1 } == true)
         #expect(value("backlot_requests_by_class_total", ["class": "api", "status": "201"]).map { $0 >= 3 } == true)
         #expect(value("backlot_requests_by_class_total", ["class": "other", "status": "404"]) == 1)
+        #expect(value("backlot_requests_by_class_total", ["class": "keyList", "status": "404"]) == 2)
+        #expect(value("backlot_expected_misses_total", ["class": "keyList"]) == 2)
+        #expect(value("backlot_http_errors_total", ["class": "keyList"]) == 0, "the key-list misses are not errors")
+        #expect(value("backlot_http_errors_total", ["class": "other"]) == 1, "a path of no kind is one")
         #expect(type("backlot_request_duration_seconds") == "histogram")
         let catalogCount = value("backlot_request_duration_seconds_count", ["class": "catalog"]) ?? 0
         #expect(catalogCount >= 1)
