@@ -151,7 +151,8 @@ public final class ServerMetrics: Sendable {
             "Answers of 4xx and 5xx, by route class, but for the misses every client makes by design (backlot_expected_misses_total): what an alert should watch."
         )
         for c in RouteClass.allCases {
-            out += "backlot_http_errors_total{class=\"\(c.label)\"} \(errors[c.rawValue].value.load(ordering: .relaxed))\n"
+            let n = errors[c.rawValue].value.load(ordering: .relaxed)
+            out += "backlot_http_errors_total{class=\"\(c.label)\"} \(n)\n"
         }
         family(
             "backlot_expected_misses_total", "counter",
