@@ -33,6 +33,14 @@ public enum APISchemas {
         maxLength: API.Limits.longestNotes, description: "Lines of text shown with the version and its release requests"
     )
 
+    /// The version a channel offers every device (``API/Live``).
+    static let live = JSONSchema.object(
+        ["version": positive, "archiveSHA256": .nullableString(pattern: sha256Pattern)],
+        required: ["version", "archiveSHA256"])
+    /// The version being rolled out and its share (``API/Candidate``).
+    static let candidate = JSONSchema.object(
+        ["version": positive, "rolloutPercent": percent], required: ["version", "rolloutPercent"])
+
     public static let displayTextPattern =
         #"^[^\u0000-\u001F\u007F-\u009F\u200E\u200F\u202A-\u202E\u2066-\u2069]*$"#
 
@@ -255,24 +263,12 @@ public enum APISchemas {
         "ChannelPack": .object(
             [
                 "pack": id,
-                "live": JSONSchema.object(
-                    ["version": positive, "archiveSHA256": .nullableString(pattern: sha256Pattern)],
-                    required: ["version", "archiveSHA256"]
-                ).orNull,
-                "candidate": JSONSchema.object(
-                    ["version": positive, "rolloutPercent": percent], required: ["version", "rolloutPercent"]
-                ).orNull,
+                "live": live.orNull, "candidate": candidate.orNull,
             ], required: ["pack", "live", "candidate"]),
         "Rollout": .object(
             [
                 "channel": channel, "pack": id,
-                "live": JSONSchema.object(
-                    ["version": positive, "archiveSHA256": .nullableString(pattern: sha256Pattern)],
-                    required: ["version", "archiveSHA256"]
-                ).orNull,
-                "candidate": JSONSchema.object(
-                    ["version": positive, "rolloutPercent": percent], required: ["version", "rolloutPercent"]
-                ).orNull,
+                "live": live.orNull, "candidate": candidate.orNull,
             ], required: ["channel", "pack", "live", "candidate"]),
         "ChannelState": .object(
             [
