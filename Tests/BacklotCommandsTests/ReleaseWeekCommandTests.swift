@@ -227,7 +227,12 @@ import Testing
         #expect(
             table.split(separator: "\n").contains { $0.hasPrefix("\(uploaderID)\t") && $0.contains("\trevoked 20") },
             "the list says it is revoked: \(table)")
-        #expect(table.split(separator: "\n").filter { $0.hasSuffix("\tactive") }.count == 2, "\(table)")
+        // STATE is the seventh column; PERSON, the last, names whose token it is.
+        let rows = table.split(separator: "\n").dropFirst().map {
+            $0.split(separator: "\t", omittingEmptySubsequences: false)
+        }
+        #expect(rows.filter { $0.count == 8 && $0[6] == "active" }.count == 2, "\(table)")
+        #expect(rows.allSatisfy { $0.count == 8 && !$0[7].isEmpty }, "every token names its person: \(table)")
         let afterRevoke = cli(["packs", "list"] + Self.app, token: uploader)
         #expect(
             afterRevoke.status != 0 && afterRevoke.err.contains("401") && !afterRevoke.err.contains(uploader),
