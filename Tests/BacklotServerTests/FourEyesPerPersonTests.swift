@@ -120,6 +120,21 @@ import Testing
         let channel = try json(try f.call("GET", "/api/apps/\(app)/channels/production", token: bob))
         #expect(channel["packs"]?.arrayElements?.first?["candidate"]?["rolloutPercent"]?.kind == .number("25"))
         #expect(try f.call("POST", rollout, token: carol, json: #"{"percent":50}"#).status == 200)
+        // Lowering is never held back: Bob brings it down to 30 % (an incident).
+        #expect(try f.call("POST", rollout, token: bob, json: #"{"percent":30}"#).status == 200)
+        // Nor does Bob go round the rule by approving a request for every device (a version is live).
+        let all = try f.call(
+            "POST", "/api/apps/\(app)/releases", token: f.admin,
+            json: #"{"pack":"Levels","version":2,"channel":"production"}"#)
+        #expect(all.status == 202, "\(all.text)")
+        let id = try #require(try json(all)["request"]?["id"]?.kind)
+        guard case .number(let number) = id else { throw BacklotError(.io, "no request id") }
+        let approval = try f.call("POST", "/api/apps/\(app)/releases/\(number)/approve", token: bob)
+        #expect(
+            try approval.status == 403 && json(approval)["error"]?["code"]?.stringValue == "fourEyes"
+                && approval.text.contains("second-reviewer"), "\(approval.text)")
+        let still = try json(try f.call("GET", "/api/apps/\(app)/channels/production", token: bob))
+        #expect(still["packs"]?.arrayElements?.first?["candidate"]?["rolloutPercent"]?.kind == .number("30"))
         // Off again (0): Bob may promote.
         #expect(
             try f.call("PATCH", "/api/apps/\(app)", token: f.admin, json: #"{"secondReviewerAbove":0}"#).text.contains(

@@ -63,7 +63,8 @@ struct AppsSetCommand: Command {
         "second-reviewer-above", "PERCENT",
         help:
             "A production rollout step above this share of devices must be made by another person than the one who approved the release (0: no such rule).",
-        expected: "a percentage from 0 to 100, such as 25", check: { $0.map { (0...100).contains($0) } ?? true })
+        expected: "0, or a percentage from 0.01 to 100, such as 25",
+        check: { $0.map { $0 == 0 || (0.01...100).contains($0) } ?? true })
     /// At least one setting to change.
     static let something: @Sendable (ParsedArguments) -> String? = { a in
         a.has(fourEyes) || a.has(secondReviewerAbove) ? nil : "--four-eyes on|off or --second-reviewer-above PERCENT"

@@ -14,9 +14,11 @@ public enum ReleaseNotes {
 
     /// - Throws: ``BacklotError/Code/invalidInput`` naming the line and what is wrong with it, or the length.
     public static func check(_ notes: String) throws {
-        guard notes.count <= longest else {
+        // Counted as JSON Schema's maxLength counts: Unicode scalars.
+        guard notes.unicodeScalars.count <= longest else {
             throw BacklotError(
-                .invalidInput, "release notes have at most \(longest) characters (these have \(notes.count))",
+                .invalidInput,
+                "release notes have at most \(longest) characters (these have \(notes.unicodeScalars.count))",
                 context: "notes", hint: "keep the notes short; link to a longer text from them")
         }
         for (number, line) in notes.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {

@@ -77,7 +77,7 @@ extension Releases {
     public func approve(requestID: Int, app: String? = nil, by caller: Caller? = nil) throws {
         let request = try self.request(requestID, app: app)
         try db.transaction { tx in
-            if let caller, let asker = request.requestedBy, asker.person == caller.person,
+            if let caller, let asker = request.requestedBy, Tokens.samePerson(asker.person, caller.person),
                 try Apps.hasFourEyes(&tx, request.app)
             {
                 throw BacklotError(
@@ -101,6 +101,9 @@ extension Releases {
             }
             try Uploads.requireComplete(&tx, request.app, request.pack, request.version)
             let bp = request.rolloutPercent.map { Int(($0 * 100).rounded()) }
+            if request.channel == .production {
+                try Self.requireApprovalWithinShare(&tx, app: request.app, pack: request.pack, basisPoints: bp)
+            }
             if let bp {
                 try requireRolloutBase(
                     &tx, app: request.app, pack: request.pack, version: request.version, basisPoints: bp)

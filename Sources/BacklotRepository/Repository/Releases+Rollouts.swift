@@ -124,14 +124,19 @@ extension Releases {
         try db.transaction { tx in
             try Apps.requirePack(&tx, app, pack)
             let rows = try tx.query(
-                "SELECT candidate FROM channel_packs WHERE app = ? AND channel = 'production' AND pack = ?",
+                "SELECT candidate, rollout_bp FROM channel_packs WHERE app = ? AND channel = 'production' AND pack = ?",
                 [.text(app), .text(pack)])
             guard let candidate = rows.first?["candidate"]?.integer(as: Int.self) else {
                 throw BacklotError(
                     .conflict, "no staged rollout on production", context: "\(app)/\(pack)",
                     hint: "start one: backlot release --channel production --rollout PERCENT")
             }
-            try Self.requireSecondReviewer(&tx, app: app, pack: pack, candidate: candidate, basisPoints: bp, by: caller)
+            // Lowering a rollout (an incident) is never held back: the rule is for raising it.
+            let now = rows.first?["rollout_bp"]?.integer(as: Int.self) ?? 0
+            if bp > now {
+                try Self.requireSecondReviewer(
+                    &tx, app: app, pack: pack, candidate: candidate, basisPoints: bp, by: caller)
+            }
             if bp >= 10_000 {
                 try apply(&tx, app: app, channel: .production, pack: pack, version: candidate, basisPoints: nil)
             } else {
@@ -149,7 +154,8 @@ extension Releases {
     /// An app's second-reviewer rule: a step above its share must be made by another person than
     /// the one who approved the release of the candidate (so that two people agreed before most
     /// devices get it). A step at or below the share, a caller of the server itself, and an app
-    /// without the rule pass.
+    /// without the rule pass. (The approval itself is held to the share:
+    /// ``requireApprovalWithinShare(_:app:pack:basisPoints:)``.)
     /// - Throws: ``BacklotError/Code/fourEyes`` naming who approved and the share.
     static func requireSecondReviewer(
         _ tx: inout any MetadataConnection, app: String, pack: String, candidate: Int, basisPoints: Int,
@@ -168,11 +174,31 @@ extension Releases {
         guard let approverID = approval?["decided_by"]?.integer(as: Int.self) else { return }
         let approver =
             approval?["decided_by_person"]?.string ?? TokenReference.defaultPerson(ofToken: approverID)
-        guard approver == who.person else { return }
+        guard Tokens.samePerson(approver, who.person) else { return }
         throw BacklotError(
             .fourEyes,
             "\(approver) approved version \(candidate)'s release, and the app's second-reviewer rule needs another person to take its rollout above \(percentText(Double(threshold) / 100)) %",
             context: "\(app)/\(pack)", hint: "ask another reviewer to raise the rollout")
+    }
+
+    /// An app's second-reviewer rule at approval: a staged update of production (a version is live)
+    /// may be approved up to the rule's share only, so that whoever approves it cannot take it
+    /// further alone; another person raises it (``requireSecondReviewer``). A first release, with
+    /// nothing live to stay on, goes to every device as before.
+    /// - Throws: ``BacklotError/Code/fourEyes`` naming the share.
+    static func requireApprovalWithinShare(
+        _ tx: inout any MetadataConnection, app: String, pack: String, basisPoints: Int?
+    ) throws {
+        guard let threshold = try Apps.secondReviewerThreshold(&tx, app), (basisPoints ?? 10_000) > threshold,
+            try liveVersion(&tx, app: app, channel: Channel.production.rawValue, pack: pack) != nil
+        else { return }
+        throw BacklotError(
+            .fourEyes,
+            "the app's second-reviewer rule lets an approval take an update of production to at most \(percentText(Double(threshold) / 100)) % of devices",
+            context: "\(app)/\(pack)",
+            hint:
+                "ask for the release with --rollout \(percentText(Double(threshold) / 100)) or less; another reviewer then raises it"
+        )
     }
 
     /// Removes a pack from a channel: clients then report it as obsolete.

@@ -131,6 +131,12 @@ public final class Tokens: Sendable {
     /// The person the first admin token belongs to when none is named.
     public static let initialAdminPerson = "admin"
 
+    /// Whether two person names are one person: compared without spaces around them and without
+    /// case (`Bob` and `bob ` are one), so that a slip of the admin who names them never makes two.
+    public static func samePerson(_ a: String, _ b: String) -> Bool {
+        a.trimmingCharacters(in: .whitespaces).lowercased() == b.trimmingCharacters(in: .whitespaces).lowercased()
+    }
+
     /// - Throws: ``BacklotError/Code/invalidInput`` for an empty person, a longer one than a label
     ///   may be, or one that is not one line of text.
     static func checkPerson(_ person: String) throws {
@@ -139,10 +145,10 @@ public final class Tokens: Sendable {
                 .invalidInput, "a token belongs to a person (or a service account): the name is empty",
                 context: "person", hint: "name who will use it, such as alice or ci")
         }
-        guard person.count <= Self.longestLabel else {
+        guard person.unicodeScalars.count <= Self.longestLabel else {
             throw BacklotError(
                 .invalidInput,
-                "a person's name has at most \(Self.longestLabel) characters (this one has \(person.count))",
+                "a person's name has at most \(Self.longestLabel) characters (this one has \(person.unicodeScalars.count))",
                 context: "person")
         }
         if let problem = DisplayText.problem(in: person) {
