@@ -8,13 +8,14 @@ import BacklotRepository
 /// ```
 enum TreePath {
     /// What the file at `path` (``PublishedTreeLayout``) is a download of, or nil for a key list, a
-    /// delta or a path of no kind.
+    /// delta list or a path of no kind.
     static func target(_ path: String) -> DownloadHit.Target? {
         switch PublishedTreeLayout(path: path) {
         case .catalog(let app, _)?: .catalog(app: app)
         case .pack(let sha)?: .pack(archiveSHA256: sha)
         case .appleManifest(let app, _, _)?: .appleManifest(app: app)
         case .applePack(let app, let channel, _, let pack)?: .applePack(app: app, channel: channel.rawValue, pack: pack)
+        case .delta(let sha)?: .delta(sha256: sha)
         default: nil
         }
     }

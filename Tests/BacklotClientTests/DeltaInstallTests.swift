@@ -117,6 +117,12 @@ import Glibc
         let r = try await Self.fetch(f, "c", expecting: v.files)
         #expect(r.deltaChunks > 0 && r.deltaBytes > 0, "\(r)")
         #expect(r.report.downloadedChunks == 0, "every changed chunk came from the delta: \(r)")
+        // The delta's download is credited to the version it leads to, as a delta.
+        f.server.downloads.flush()
+        let rows = try f.repository.downloads.report(app: f.app, days: 1).rows
+        #expect(
+            rows.contains { $0.kind == "delta" && $0.pack == "Levels" && $0.version == 2 && $0.requests >= 1 },
+            "\(rows)")
         let without = try Self.withoutDeltas(f, from: one, to: two)
         #expect(
             r.report.downloadedBytes * 4 < without, "\(r.report.downloadedBytes) with the delta, \(without) without")

@@ -56,5 +56,5 @@ public enum API {
     ]
 
     /// What a download row counts.
-    public static let downloadKinds = ["catalog", "pack", "appleManifest", "applePack"]
+    public static let downloadKinds = ["catalog", "pack", "delta", "appleManifest", "applePack"]
 }

@@ -16,6 +16,8 @@ public struct DownloadHit: Sendable, Hashable {
         case appleManifest(app: String)
         /// `v1/apple/APP/CHANNEL/PLATFORM/packs/ID`: the version is the one live on the channel.
         case applePack(app: String, channel: String, pack: String)
+        /// `v1/deltas/SHA256.delta`: the version is the one the delta leads to.
+        case delta(sha256: String)
     }
 
     public let target: Target

@@ -44,6 +44,11 @@ public final class DownloadCounts: Sendable {
                             .flatMap(Self.versionKey)
                     }
                     row = (versions[hit.target] ?? nil).map { ($0.app, $0.pack, $0.version, "applePack") }
+                case .delta(let sha):
+                    if versions[hit.target] == nil {
+                        versions[hit.target] = try Publication.deltaTarget(&tx, sha256: sha).flatMap(Self.versionKey)
+                    }
+                    row = (versions[hit.target] ?? nil).map { ($0.app, $0.pack, $0.version, "delta") }
                 }
                 guard let row else { continue }
                 try tx.run(

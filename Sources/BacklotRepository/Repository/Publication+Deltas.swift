@@ -2,6 +2,7 @@ import BacklotBasics
 import BacklotCrypto
 import BacklotFormat
 import BacklotProtocol
+import BacklotStore
 import Foundation
 
 /// Deltas: made when a version is processed (``Uploads`` calls ``buildDeltas(app:pack:number:archive:)``),
@@ -57,6 +58,11 @@ extension Publication {
             let digest = SHA256.hash(result.bytes)
             let file = PublishedTreeLayout.delta(sha256: digest.hex)
             try tree.write(result.bytes, at: file.path)
+            // Which version the delta leads to, for the download counts (a delta of the same
+            // bytes written for another version already names one: the first stays).
+            _ = try db.runAlone(
+                "INSERT INTO published_deltas(sha256, app, pack, version) VALUES (?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
+                [.text(digest.hex), .text(app), .text(pack), .integer(number)])
             list.append(
                 Catalog.Delta(
                     base: base.packDigest, url: file.referenceFromCatalog, size: UInt64(result.bytes.count),
@@ -101,5 +107,13 @@ extension Publication {
             reader.close()
             throw error
         }
+    }
+
+    /// The version a published delta leads to (`app`, `pack`, `number`), nil for a delta the
+    /// repository did not record (one written before deltas were recorded).
+    static func deltaTarget(_ tx: inout any MetadataConnection, sha256: String) throws -> Database.Row? {
+        try tx.query(
+            "SELECT app, pack, version AS number FROM published_deltas WHERE sha256 = ?", [.text(sha256)]
+        ).first
     }
 }

@@ -167,6 +167,15 @@ extension Repository {
             10, "an app's second-reviewer rule: the share of devices above which a rollout step needs another person",
             sqlite: "ALTER TABLE apps ADD COLUMN second_reviewer_above_bp INTEGER;",
             postgresql: "ALTER TABLE apps ADD COLUMN second_reviewer_above_bp BIGINT;"),
+        // One row a delta file written into the tree: the version it leads to (for the download counts).
+        SchemaMigration(
+            11, "which version each published delta leads to",
+            sqlite:
+                "CREATE TABLE published_deltas (sha256 TEXT PRIMARY KEY, app TEXT NOT NULL, pack TEXT NOT NULL, version INTEGER NOT NULL);",
+            postgresql: """
+                CREATE TABLE published_deltas (sha256 TEXT COLLATE "C" PRIMARY KEY, app TEXT COLLATE "C" NOT NULL,
+                    pack TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL);
+                """),
     ]
 
     private static let indexes = """
