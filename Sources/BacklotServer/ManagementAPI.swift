@@ -269,17 +269,17 @@ public struct ManagementAPI: Sendable {
         Route(API.listTokens) { api, _ in
             .respond(try json(200, API.TokenList(tokens: try api.repository.tokens.list().map(API.Token.init))))
         },
-        Route(API.createToken) { api, call in
+        Route(API.createToken) { api, _ in
             body(API.TokenCreate.self) { b in
                 let lifetime = try b.expiresInSeconds.map {
                     try CheckedInteger.convert(
                         $0, to: Int64.self, "\"expiresInSeconds\"",
                         in: API.Limits.shortestTokenLifetime...API.Limits.longestTokenLifetime, context: "request body")
                 }
-                // A token made for nobody named is its creator's: one person's tokens count as one for four-eyes.
-                let person = b.person ?? Caller.current?.person ?? call.caller?.person ?? Tokens.initialAdminPerson
+                // A token made for nobody named is its creator's (the caller the body's check found):
+                // one person's tokens count as one for four-eyes.
                 let token = try api.repository.tokens.issue(
-                    role: b.role, person: person, label: b.label ?? "", expiresIn: lifetime)
+                    role: b.role, person: b.person ?? Caller.current?.person, label: b.label ?? "", expiresIn: lifetime)
                 return try json(201, API.IssuedToken(token))
             }
         },
