@@ -32,6 +32,7 @@ import Foundation
 /// | `BacklotPollInterval` | seconds between the agent's rounds | 5 |
 /// | `BacklotBandwidthLimit` | bytes per second per connection for pack downloads (0: none) | 0 |
 /// | `BacklotMaximumRangeBytes` | the largest Range request (progress is kept after each) | 2 MiB |
+/// | `BacklotSendsReports` | report the releases held and installs' outcomes, in aggregate and without an identifier (docs/privacy.md) | true |
 /// | `BacklotMinimumFreeSpace` | bytes kept free on the container's file system: under it, finished files nobody claimed, then packs neither essential nor in use, are deleted, oldest first (0: never) | 128 MiB |
 ///
 /// plus the task scheduler's keys (``TaskSchedulerConfiguration``). In JSON every key must be
@@ -58,6 +59,7 @@ public struct AgentConfiguration: Sendable {
     public var bandwidthLimit: UInt64 = 0
     public var maximumRangeBytes: UInt64 = 2 << 20
     public var minimumFreeSpace: UInt64 = ClientContainer.defaultMinimumFreeSpace
+    public var sendsReports = true
     public var scheduler: TaskSchedulerConfiguration
     /// The device's preferred languages, most preferred first (`BacklotPreferredLanguages`, BCP-47);
     /// nil: the environment's (``PreferredLanguages/current(environment:)``). The agent reads the
@@ -74,7 +76,7 @@ public struct AgentConfiguration: Sendable {
         "BacklotExtensionTimeLimit", "BacklotExtensionDailyBudget", "BacklotAppExecutable", "BacklotAppArguments",
         "BacklotPrefetchRequiresUnmetered", "BacklotNetworkMetered", "BacklotPeriodicCheckInterval",
         "BacklotPollInterval", "BacklotBandwidthLimit", "BacklotMaximumRangeBytes", "BacklotMinimumFreeSpace",
-        "BacklotPreferredLanguages",
+        "BacklotPreferredLanguages", "BacklotSendsReports",
     ]
     public static var keys: [String] { appleKeys + backlotKeys + TaskSchedulerConfiguration.keys }
 
@@ -196,6 +198,7 @@ public struct AgentConfiguration: Sendable {
         prefetchRequiresUnmetered =
             try ConfigurationKey.bool("BacklotPrefetchRequiresUnmetered", in: settings, source: source) ?? true
         networkMetered = try ConfigurationKey.bool("BacklotNetworkMetered", in: settings, source: source) ?? false
+        sendsReports = try ConfigurationKey.bool("BacklotSendsReports", in: settings, source: source) ?? true
         periodicCheckInterval =
             try ConfigurationKey.seconds("BacklotPeriodicCheckInterval", in: settings, source: source)
             ?? periodicCheckInterval
@@ -263,6 +266,7 @@ public struct AgentConfiguration: Sendable {
             trustedKeys: trustedKeys, platform: platform, caFile: caFile, bandwidthLimit: Int(clamping: bandwidthLimit))
         c.isAppClip = scheduler.isAppClip
         c.maximumRangeBytes = maximumRangeBytes
+        c.sendsReports = sendsReports
         return c
     }
 }

@@ -42,3 +42,22 @@ public enum CivilDate {
         }
     }
 }
+
+extension CivilDate {
+    /// `YYYY-MM-DD` of a day counted from 1970-01-01.
+    ///
+    /// ```swift
+    /// CivilDate.dayText(fromDays: 0)   // "1970-01-01"
+    /// ```
+    public static func dayText(fromDays days: Int64) -> String {
+        let (y, m, d) = date(fromDays: days)
+        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : String(n) }
+        let year = String(y)
+        return String(repeating: "0", count: max(0, 4 - year.count)) + year + "-" + two(m) + "-" + two(d)
+    }
+
+    /// `YYYY-MM-DD` of the UTC day a time falls on (seconds since 1970).
+    public static func utcDayText(secondsSince1970 seconds: Double) -> String {
+        dayText(fromDays: Int64((seconds / 86_400).rounded(.down)))
+    }
+}

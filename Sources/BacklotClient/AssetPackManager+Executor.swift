@@ -88,6 +88,7 @@ extension AssetPackManager {
         let installer = makeInstaller()
         let box = ProgressBox(progress)
         let broadcaster = self.broadcaster
+        reporter.record(.started, pack: id, version: release.version)
         do {
             let outcome = try await BlockingPool.unbounded.run { [installer] () -> PackInstaller.Outcome? in
                 try self.container.layout.holding(.install(pack: id)) {
@@ -102,12 +103,17 @@ extension AssetPackManager {
                 }
             }
             broadcaster.send(.finished(pack))
+            reporter.record(.finished, pack: id, version: release.version)
             return FetchReport(
                 id: id, version: release.version, downloadedBytes: outcome?.downloadedBytes ?? 0,
                 downloadedChunks: outcome?.downloadedChunks ?? 0,
                 reusedChunks: outcome?.reusedChunks ?? 0, linkedFiles: outcome?.linkedFiles ?? 0)
         } catch {
             broadcaster.send(.failed(pack, error))
+            // A download the app cancelled is no failure of the release.
+            if !(error is CancellationError) && !box.progress.isCancelled {
+                reporter.record(.failed, pack: id, version: release.version)
+            }
             throw error
         }
     }

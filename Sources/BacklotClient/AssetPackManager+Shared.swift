@@ -39,8 +39,8 @@ extension AssetPackManager {
 extension AssetPackManager.Configuration {
     /// The configuration of the running app: the container from `BACKLOT_CONTAINER`; the catalog
     /// (`BacklotCatalogURL`, or `BAManifestURL` when it is the catalog), the trusted key
-    /// (`BacklotTrustedKey`, a path relative to the file), and optionally `BacklotCAFile` and
-    /// `BacklotPlatform` and `BacklotBandwidthLimit` from the file `BACKLOT_CONFIG` names (or the `Info.plist` beside the
+    /// (`BacklotTrustedKey`, a path relative to the file), and optionally `BacklotCAFile`,
+    /// `BacklotPlatform`, `BacklotBandwidthLimit` and `BacklotSendsReports` from the file `BACKLOT_CONFIG` names (or the `Info.plist` beside the
     /// executable). Other keys are left to `backlot agent`, which checks them.
     ///
     /// ```swift
@@ -126,8 +126,17 @@ extension AssetPackManager.Configuration {
             }
             limit = bytes
         }
-        return Self(
+        var configuration = Self(
             containerPath: container, catalogURL: url, app: target.app, channel: target.channel, trustedKeys: [key],
             platform: platform, caFile: try string("BacklotCAFile").map(path), bandwidthLimit: limit)
+        if let value = settings["BacklotSendsReports"] {
+            guard case .bool(let sends) = value else {
+                throw BacklotError(
+                    .invalidInput, "the key BacklotSendsReports must be true or false, not \(value.typeName)",
+                    context: source)
+            }
+            configuration.sendsReports = sends
+        }
+        return configuration
     }
 }

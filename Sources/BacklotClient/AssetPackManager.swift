@@ -58,6 +58,11 @@ public actor AssetPackManager {
         /// clip has no install-time phase), while ``AssetPackManager/ensureLocalAvailability(of:requireLatestVersion:)``
         /// works for packs of every policy.
         public var isAppClip = false
+        /// Whether the device reports the releases it holds and its installs' outcomes, in
+        /// aggregate and without an identifier (``AssetPackManager/DeviceReporter``, docs/privacy.md):
+        /// the studio's adoption figures and what halts a phased rollout. A Backlot addition; the
+        /// configuration key `BacklotSendsReports`.
+        public var sendsReports = true
 
         /// The app and channel a catalog URL names (`…/v1/apps/APP/CHANNEL/catalog.json`).
         /// - Throws: ``BacklotError/Code/usage`` when the URL is not of that shape.
@@ -117,6 +122,7 @@ public actor AssetPackManager {
     nonisolated let configuredLanguages = Mutex<[String]?>(nil)
     nonisolated let catalogClient: CatalogClient
     nonisolated let http: HTTPClient
+    nonisolated let reporter: DeviceReporter
     private var inFlight: [String: Task<Void, any Error>] = [:]
     nonisolated let broadcaster = Broadcaster()
     /// This manager's identity in the container's request queue.
@@ -126,10 +132,17 @@ public actor AssetPackManager {
         self.configuration = configuration
         container = try ClientContainer(path: configuration.containerPath)
         if configuration.isAppClip { try container.markAppClip() }
-        http = HTTPClient(
+        var http = HTTPClient(
             caFile: configuration.caFile, stallTimeout: configuration.stallTimeout,
             bandwidthLimit: configuration.bandwidthLimit,
             minimumRate: configuration.minimumRate)
+        if PackID.problem(with: configuration.app) == nil {
+            http.defaultHeaders[PublishedTreeLayout.appHeader] = configuration.app
+        }
+        self.http = http
+        reporter = DeviceReporter(
+            container: container, http: http, catalogURL: configuration.catalogURL, app: configuration.app,
+            channel: configuration.channel, enabled: configuration.sendsReports)
         catalogClient = CatalogClient(
             catalogURL: configuration.catalogURL, app: configuration.app, channel: configuration.channel,
             pinned: configuration.trustedKeys, http: http, container: container)
@@ -212,7 +225,13 @@ public actor AssetPackManager {
         }
         inFlight[id] = task
         defer { inFlight[id] = nil }
-        try await task.value
+        do {
+            try await task.value
+        } catch {
+            await sendReportIfDue()
+            throw error
+        }
+        await sendReportIfDue()
         return report.withLock { $0 }!
     }
 
@@ -245,7 +264,14 @@ public actor AssetPackManager {
             try await ensureLocalAvailability(of: pack, requireLatestVersion: true)
             done.append(id)
         }
+        await sendReportIfDue()
         return done
+    }
+
+    /// Sends the device's report when one is due (``DeviceReporter``); never fails.
+    func sendReportIfDue() async {
+        let reporter = self.reporter
+        _ = try? await BlockingPool.shared.run { reporter.sendIfDue() }
     }
 
     /// Checks every installed file against its SHA-256 (offline).
@@ -330,6 +356,7 @@ public actor AssetPackManager {
         }
         // Packs the agent deleted to free space are reported once, as removed.
         removed.formUnion(try container.takeEvictedPacks())
+        await sendReportIfDue()
         return (updating, removed)
     }
 

@@ -26,7 +26,7 @@ public enum BacklotCLI {
         TokensListCommand.self, TokensCreateCommand.self, TokensRevokeCommand.self, TokensRotateCommand.self,
         UploadCommand.self, PacksListCommand.self, VersionsCommand.self, VersionsDeleteCommand.self,
         ReleaseCommand.self, ReleasesListCommand.self, ApproveCommand.self, RejectCommand.self, AuditCommand.self,
-        RolloutCommand.self, RollbackCommand.self, WithdrawCommand.self,
+        RolloutCommand.self, PhaseCommand.self, RollbackCommand.self, WithdrawCommand.self, AdoptionCommand.self,
         CatalogShowCommand.self, CatalogResignCommand.self, KeysRotateCommand.self,
         DownloadManifestCreateCommand.self, DownloadManifestUpdateCommand.self, FetchCommand.self, StatusCommand.self,
         RemoveCommand.self,

@@ -41,6 +41,13 @@ public struct StateKey: Sendable, Hashable {
     /// ones it may remove again; packs the app downloaded itself are never in it.
     public static let languagePacks = StateKey("languagePacks")
 
+    /// The device's reports (docs/privacy.md): the UTC day (`YYYY-MM-DD`) of the last one and the
+    /// releases it said the device held (a JSON array), and the install outcomes not reported yet
+    /// (a JSON array of counts per release).
+    public static let reportDay = StateKey("reportDay")
+    public static let reportedHeld = StateKey("reportedHeld")
+    public static let unreportedInstalls = StateKey("unreportedInstalls")
+
     /// What the last install of pack `id` took from a delta file.
     public static func lastDeltaUse(ofPack id: String) -> StateKey { StateKey("delta." + id) }
 }

@@ -51,6 +51,9 @@ public struct HTTPClient: Sendable {
     public var minimumRate: Int
     /// Seconds every transfer is given beyond what its size needs (connection, TLS, first byte).
     public var baseDeadline: Int
+    /// Headers sent with every request of `send` and `download` that does not set them itself (a
+    /// client naming its app to the server).
+    public var defaultHeaders: [String: String] = [:]
 
     public init(
         caFile: String? = nil, stallTimeout: Int = 60, maximumBodySize: Int = 64 << 20, bandwidthLimit: Int = 0,
@@ -97,7 +100,9 @@ public struct HTTPClient: Sendable {
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         var list: UnsafeMutablePointer<curl_slist>? = nil
         defer { curl_slist_free_all(list) }
-        for (k, v) in headers { list = curl_slist_append(list, "\(k): \(v)") }
+        for (k, v) in headers.merging(defaultHeaders, uniquingKeysWith: { given, _ in given }) {
+            list = curl_slist_append(list, "\(k): \(v)")
+        }
         list = curl_slist_append(list, "Expect:")  // no 100-continue round trip
 
         configure(handle, url: url, headers: list)
@@ -152,7 +157,9 @@ extension HTTPClient {
         let sink = FileSink(fd: fd, offset: offset, limit: limit, progress: progress, isCancelled: isCancelled)
         var list: UnsafeMutablePointer<curl_slist>? = nil
         defer { curl_slist_free_all(list) }
-        for (k, v) in headers { list = curl_slist_append(list, "\(k): \(v)") }
+        for (k, v) in headers.merging(defaultHeaders, uniquingKeysWith: { given, _ in given }) {
+            list = curl_slist_append(list, "\(k): \(v)")
+        }
         if offset > 0 { list = curl_slist_append(list, "Range: bytes=\(offset)-") }
         configure(handle, url: url, headers: list)
         if let pinnedPublicKey {

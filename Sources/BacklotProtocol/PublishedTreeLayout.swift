@@ -47,6 +47,11 @@ public enum PublishedTreeLayout: Hashable, Sendable {
     /// The folder of key lists, `v1/keys`.
     public static let keysFolder = root + "/keys"
 
+    /// The request header a client names its app with when it downloads from the tree
+    /// (`Backlot-App: com.example.game`), so that an archive two apps share is counted for the
+    /// app whose device downloaded it. A server or a cache that ignores it serves the same bytes.
+    public static let appHeader = "Backlot-App"
+
     /// How people are told where a catalog is, in help texts and errors.
     public static let catalogTemplate = "\(appsFolder)/APP/CHANNEL/catalog.json"
 

@@ -1,4 +1,6 @@
 import BacklotBasics
+import BacklotFormat
+import BacklotProtocol
 import BacklotRepository
 import Foundation
 import Synchronization
@@ -17,7 +19,12 @@ public final class DownloadCounter: Sendable {
     struct Key: Hashable {
         let path: String
         let day: Int64
+        /// The app the client named (``PublishedTreeLayout/appHeader``), when it is a valid ID.
+        let app: String?
     }
+    /// Past this many distinct keys between flushes, the app a client names is not kept apart
+    /// (a client cannot grow the table by naming apps).
+    static let keysWithApps = 50_000
     private let counts = Mutex<[Key: (requests: Int64, bytes: Int64)]>([:])
     let repository: Repository
     private let timer = Mutex<RepeatingTimer?>(nil)
@@ -34,11 +41,17 @@ public final class DownloadCounter: Sendable {
     }
 
     /// Counts one response of the published tree (others than 2xx are ignored).
-    public func record(path: String, status: Int, bytes: UInt64, at time: Double = Date().timeIntervalSince1970) {
+    /// - Parameter app: the app the client named (the `Backlot-App` header), credited for an
+    ///   archive two apps share; ignored unless it is a valid app ID.
+    public func record(
+        path: String, app: String? = nil, status: Int, bytes: UInt64, at time: Double = Date().timeIntervalSince1970
+    ) {
         guard (200...299).contains(status) else { return }
-        let key = Key(path: path, day: Int64((time / 86_400).rounded(.down)))
+        let named = app.flatMap { PackID.problem(with: $0) == nil ? $0 : nil }
+        let day = Int64((time / 86_400).rounded(.down))
         let b = Int64(clamping: bytes)
         counts.withLock { counts in
+            let key = Key(path: path, day: day, app: counts.count < Self.keysWithApps ? named : nil)
             if let old = counts[key] {
                 counts[key] = (old.requests &+ 1, old.bytes &+ b)
             } else {
@@ -59,7 +72,7 @@ public final class DownloadCounter: Sendable {
             guard !taken.isEmpty else { return }
             var hits: [DownloadHit] = []
             for (key, value) in taken {
-                guard let target = TreePath.target(key.path) else { continue }
+                guard let target = TreePath.target(key.path, app: key.app) else { continue }
                 hits.append(
                     DownloadHit(
                         target, day: DownloadCounts.utcDay(daysSinceEpoch: key.day), requests: value.requests,

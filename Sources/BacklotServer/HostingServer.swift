@@ -73,7 +73,9 @@ public final class HostingServer: Sendable {
             observer: { request, route, status, bytes, seconds in
                 metrics.recordRequest(route: route, path: request.path, status: status, bytes: bytes, seconds: seconds)
                 if route == "static", request.method == "GET" {
-                    downloads.record(path: request.path, status: status, bytes: bytes)
+                    downloads.record(
+                        path: request.path, app: request.header(PublishedTreeLayout.appHeader), status: status,
+                        bytes: bytes)
                 }
                 accessLog?(HostingServer.logLine(request, route: route, status: status, bytes: bytes, seconds: seconds))
             }
@@ -132,8 +134,11 @@ public final class HostingServer: Sendable {
 
     static func logLine(_ r: HTTPRequest, route: String, status: Int, bytes: UInt64, seconds: Double) -> String {
         let time = RFC3339.string(Date())
+        // A device's report keeps no address, not even in the log (docs/privacy.md).
+        let segments = r.path.split(separator: "/").map(String.init)
+        let remote = r.method == "POST" && API.reportDevice.match(segments) != nil ? "" : r.remoteAddress
         return
-            "{\"time\":\"\(time)\",\"remote\":\(HTTPResponse.jsonString(r.remoteAddress)),\"method\":\(HTTPResponse.jsonString(r.method)),"
+            "{\"time\":\"\(time)\",\"remote\":\(HTTPResponse.jsonString(remote)),\"method\":\(HTTPResponse.jsonString(r.method)),"
             + "\"path\":\(HTTPResponse.jsonString(r.path)),\"route\":\"\(route)\",\"status\":\(status),\"bytes\":\(bytes),"
             + "\"ms\":\(String(format: "%.2f", seconds * 1000)),\"range\":\(HTTPResponse.jsonString(r.header("Range") ?? ""))}"
     }

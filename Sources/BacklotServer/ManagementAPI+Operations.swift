@@ -7,7 +7,8 @@ import BacklotRepository
 import Foundation
 
 /// The routes the dashboard reads besides the release workflow: the audit trail, download
-/// counts, the signing keys and catalog expiries, and who the caller is.
+/// counts, adoption (and the devices' reports it is made of), the signing keys and catalog
+/// expiries, and who the caller is.
 extension ManagementAPI {
     static let extraRoutes: [Route] = [
         Route(API.listAudit) { api, call in
@@ -26,6 +27,17 @@ extension ManagementAPI {
                     200,
                     API.Downloads(
                         app: app, from: report.from, to: report.to, rows: report.rows.map(API.DownloadRow.init))))
+        },
+        Route(API.getAdoption) { api, call in
+            let days = try API.DownloadsQuery(call.request.query).days
+            return .respond(
+                try json(200, try api.repository.deviceReports.report(app: call.parameter("app"), days: days ?? 30)))
+        },
+        Route(API.reportDevice) { api, call in
+            body(API.DeviceReport.self) { b in
+                let counted = try api.repository.deviceReports.add(b, app: call.parameter("app"))
+                return try json(200, API.ReportCounted(counted: counted))
+            }
         },
         Route(API.getKeys) { api, _ in
             let keys = try api.repository.publication.signingKeys()

@@ -259,6 +259,23 @@ public struct ManagementAPI: Sendable {
                 return try json(200, API.Rollout(channel: .production, pack: API.ChannelPack(state, pack: pack)))
             }
         },
+        Route(API.setPhasedRollout) { api, call in
+            body(API.PhasedRolloutRequest.self) { b in
+                let phases = try api.repository.releases.setPhasedRollout(
+                    app: call.parameter("app"), pack: call.parameter("pack"), steps: b.steps.map(\.basisPoints),
+                    stepSeconds: b.stepSeconds, by: call.caller)
+                return try json(200, phases)
+            }
+        },
+        Route(API.getPhasedRollout) { api, call in
+            let pack = call.parameter("pack")
+            guard let phases = try api.repository.releases.phasedRollout(app: call.parameter("app"), pack: pack) else {
+                throw BacklotError(
+                    .notFound, "this pack never had a phased rollout", context: pack,
+                    hint: "set one: backlot releases phase APP PACK --steps 1,5,25,100 --every 1d")
+            }
+            return .respond(try json(200, phases))
+        },
         Route(API.withdraw) { api, call in
             body(API.WithdrawRequest.self) { b in
                 try api.repository.releases.withdraw(

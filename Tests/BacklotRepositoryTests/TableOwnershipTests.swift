@@ -15,7 +15,8 @@ import Testing
         "apps": "Apps", "packs": "Apps", "versions": "Uploads", "channel_packs": "Releases",
         "live_history": "Releases", "release_requests": "Releases", "catalogs": "Publication",
         "tokens": "Tokens", "audit": "AuditLog", "downloads": "DownloadCounts", "leases": "Leases",
-        "storage_record": "Repository", "published_deltas": "Publication",
+        "storage_record": "Repository", "published_deltas": "Publication", "device_reports": "DeviceReports",
+        "rollout_phases": "Releases",
     ]
 
     /// Reads of another service's table, by file: each a join (or union) from the file's own table.

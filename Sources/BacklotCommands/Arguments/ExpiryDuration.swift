@@ -20,6 +20,14 @@ struct ExpiryDuration: ArgumentValue, CustomStringConvertible {
         self.text = text
     }
 
+    /// A number of seconds in the largest unit that divides it: `86400` is `1d`, `5400` is `90m`.
+    static func text(seconds: Int) -> String {
+        for (unit, scale) in [("d", 86_400), ("h", 3600), ("m", 60)] where seconds % scale == 0 && seconds >= scale {
+            return "\(seconds / scale)\(unit)"
+        }
+        return "\(seconds)s"
+    }
+
     static var expected: String { "a duration from 60s to 10 years such as 90m, 12h or 30d" }
     var description: String { text }
 }

@@ -13,7 +13,7 @@ struct FetchCommand: Command {
         summary: "Install or update packs in a container from a signed catalog, downloading only missing chunks.",
         discussion:
             "Without --pack or --event, every pack the catalog offers is fetched. The catalog URL names the app and channel (…/\(PublishedTreeLayout.catalogTemplate)).",
-        options: [ContainerOption.container] + deviceOptions + [packs, event, jsonFlag])
+        options: [ContainerOption.container] + deviceOptions + [packs, event, noReport, jsonFlag])
 
     static let catalog = Option<String>(
         "catalog", "URL", help: "The channel's catalog URL.",
@@ -32,12 +32,19 @@ struct FetchCommand: Command {
             "Fail a transfer slower than this many bytes per second: every request's deadline is its size at this rate plus 30 s."
     )
     static let packs = Option<[String]>("pack", "ID", help: "Only these packs.")
+    static let noReport = Flag(
+        "no-report",
+        help:
+            "Send no device report (by default the container's releases, once a day, and its installs' outcomes go to the server, in aggregate and without an identifier: docs/privacy.md)."
+    )
     static let event = Option<InstallationEventType?>(
         "event", "EVENT", help: "firstInstallation or subsequentUpdate: the packs that event fetches.")
     /// What a device needs to reach a catalog, shared with `verify --repair`.
     static let deviceOptions: [any OptionDeclaration] = [catalog, trust, ca, platform, limitRate, minimumRate]
 
-    static func manager(_ arguments: ParsedArguments, container: String) throws -> AssetPackManager {
+    static func manager(
+        _ arguments: ParsedArguments, container: String, sendsReports: Bool = true
+    ) throws -> AssetPackManager {
         let catalog = arguments[Self.catalog]
         guard let url = URL(string: catalog), url.scheme == "https" || url.scheme == "http" else {
             throw BacklotError(.usage, "--catalog must be an http(s) URL", context: catalog)
@@ -49,11 +56,13 @@ struct FetchCommand: Command {
             app: app, channel: channel, trustedKeys: [key],
             platform: arguments[platform], caFile: arguments[ca], bandwidthLimit: arguments[limitRate])
         configuration.minimumRate = arguments[minimumRate]
+        configuration.sendsReports = sendsReports
         return try AssetPackManager(configuration: configuration)
     }
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let manager = try manager(arguments, container: arguments[ContainerOption.container])
+        let manager = try manager(
+            arguments, container: arguments[ContainerOption.container], sendsReports: !arguments[noReport])
         let packs = arguments[Self.packs]
         let event = arguments[Self.event]
         let json = arguments[jsonFlag]

@@ -255,6 +255,27 @@ extension API {
                 .init(409, "No staged rollout on production."),
             ]))
 
+    public static let setPhasedRollout = Endpoint<PhasedRolloutRequest, PhasedRollout>(
+        "POST", "/api/apps/{app}/packs/{pack}/phases", role: .reviewer,
+        doc: EndpointDoc(
+            "setPhasedRollout", tag: "releases",
+            "Raise the production candidate's share step by step (one step every stepSeconds); it halts by itself (share 0) when the candidate's install failure rate, as devices report it, exceeds the live version's. Changing the rollout by hand cancels it.",
+            body: .ref("PhasedRolloutRequest"),
+            responses: [
+                .init(200, "The phased rollout, at its first step.", .ref("PhasedRollout")),
+                .init(403, "A step above the app's second-reviewer share, set by the person who approved the release."),
+                .init(409, "No staged rollout on production."),
+            ]))
+
+    public static let getPhasedRollout = Endpoint<NoBody, PhasedRollout>(
+        "GET", "/api/apps/{app}/packs/{pack}/phases", role: .reader,
+        doc: EndpointDoc(
+            "getPhasedRollout", tag: "releases", "The pack's phased rollout on production, if it ever had one.",
+            responses: [
+                .init(200, "Where it stands.", .ref("PhasedRollout")),
+                .init(404, "The pack never had a phased rollout."),
+            ]))
+
     public static let withdraw = Endpoint<WithdrawRequest, Withdrawn>(
         "POST", "/api/apps/{app}/packs/{pack}/withdraw", role: .reviewer,
         doc: EndpointDoc(
@@ -330,6 +351,26 @@ extension API {
                     .integer(minimum: 1, maximum: Int64(API.Limits.longestDownloadReport)))
             ],
             responses: [.init(200, "The counts.", .ref("Downloads"))]))
+
+    public static let getAdoption = Endpoint<NoBody, Adoption>(
+        "GET", "/api/apps/{app}/adoption", role: .reader,
+        doc: EndpointDoc(
+            "getAdoption", tag: "downloads",
+            "What the app's devices reported, per UTC day, channel and release: devices holding it, installs started, finished and failed. Figures below the threshold are null.",
+            parameters: [
+                .init(
+                    query: "days", "Days back from today, today included (default 30).",
+                    .integer(minimum: 1, maximum: Int64(API.Limits.longestDownloadReport)))
+            ],
+            responses: [.init(200, "The figures.", .ref("Adoption"))]))
+
+    public static let reportDevice = Endpoint<DeviceReport, ReportCounted>(
+        "POST", "/api/apps/{app}/reports", role: nil,
+        doc: EndpointDoc(
+            "reportDevice", tag: "devices",
+            "A device's report (no token, nothing that names the device): the releases it holds, once per UTC day and when they change, and its installs' outcomes. Releases the app does not have are not counted.",
+            body: .ref("DeviceReport"),
+            responses: [.init(200, "How many entries were counted.", .ref("ReportCounted"))]))
 
     public static let getKeys = Endpoint<NoBody, Keys>(
         "GET", "/api/keys", role: .reader,

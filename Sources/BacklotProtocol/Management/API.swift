@@ -14,8 +14,8 @@ public enum API {
     public static let endpoints: [any EndpointDescription] = [
         getOpenAPI, listApps, createApp, changeApp, listPacks, createPack, listVersions, createVersion, getVersion,
         deleteVersion, uploadArchive, listReleases, createRelease, approveRelease, rejectRelease, getChannel,
-        rollback, rollout, withdraw, listTokens, createToken, revokeToken, rotateToken, listAudit, getDownloads,
-        getKeys, whoami,
+        rollback, rollout, setPhasedRollout, getPhasedRollout, withdraw, listTokens, createToken, revokeToken,
+        rotateToken, listAudit, getDownloads, getAdoption, reportDevice, getKeys, whoami,
     ]
 
     /// The bounds of what the API accepts, checked by the server and stated by the OpenAPI document.
@@ -42,6 +42,17 @@ public enum API {
         public static let longestNotes = 4000
         /// The lowest rollout share above 0: one basis point.
         public static let lowestPercent = 0.01
+        /// The most releases one device report lists in each of `held`, `earlierToday` and `installs`.
+        public static let reportEntries = 256
+        /// The most installs of one release one report counts in each of `started`, `finished`, `failed`.
+        public static let installsPerReport = 1000
+        /// Adoption figures below this many are not shown (k-anonymity): "< 10".
+        public static let adoptionThreshold = 10
+        /// The most steps of a phased rollout.
+        public static let phaseSteps = 10
+        /// The shortest and longest step of a phased rollout, in seconds (a minute; 30 days).
+        public static let shortestPhaseStep = 60
+        public static let longestPhaseStep = 30 * 86_400
     }
 
     /// The statuses a release request can have.
@@ -52,7 +63,7 @@ public enum API {
         "app.create", "app.update", "pack.create", "version.create", "version.uploaded", "version.processed",
         "version.failed", "version.delete", "version.abandoned", "release.request", "release.approve",
         "release.reject", "rollout.set", "rollback", "withdraw", "token.create", "token.revoke", "token.rotate",
-        "key.rotate", "catalog.resign", "storage.adopt",
+        "key.rotate", "catalog.resign", "storage.adopt", "rollout.phase", "rollout.step", "rollout.halt",
     ]
 
     /// What a download row counts.

@@ -349,6 +349,67 @@ public enum APISchemas {
                 "app": id, "from": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"),
                 "to": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "rows": .array(.ref("DownloadRow")),
             ], required: ["app", "from", "to", "rows"]),
+        "HeldRelease": .object(["pack": id, "version": positive], required: ["pack", "version"]),
+        "InstallCounts": .object(
+            [
+                "pack": id, "version": positive,
+                "started": .integer(minimum: 0, maximum: Int64(API.Limits.installsPerReport)),
+                "finished": .integer(minimum: 0, maximum: Int64(API.Limits.installsPerReport)),
+                "failed": .integer(minimum: 0, maximum: Int64(API.Limits.installsPerReport)),
+            ], required: ["pack", "version", "started", "finished", "failed"]),
+        "DeviceReport": .object(
+            [
+                "channel": channel,
+                "held": JSONSchema.array(
+                    .ref("HeldRelease"),
+                    description:
+                        "What the device holds now (at most \(API.Limits.reportEntries)); absent when unchanged today"
+                ).orNull,
+                "earlierToday": JSONSchema.array(
+                    .ref("HeldRelease"),
+                    description: "What its earlier report of the same UTC day said it held; absent on the day's first"
+                ).orNull,
+                "installs": JSONSchema.array(
+                    .ref("InstallCounts"), description: "At most \(API.Limits.reportEntries) releases"
+                ).orNull,
+            ], required: ["channel"]),
+        "ReportCounted": .object(["counted": count], required: ["counted"]),
+        "AdoptionRow": .object(
+            [
+                "date": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "channel": channel,
+                "pack": .nullableString(pattern: idPattern),
+                "version": .integer(minimum: 1, maximum: largestInteger, nullable: true),
+                "devices": .integer(minimum: 0, maximum: largestInteger, nullable: true),
+                "started": .integer(minimum: 0, maximum: largestInteger, nullable: true),
+                "finished": .integer(minimum: 0, maximum: largestInteger, nullable: true),
+                "failed": .integer(minimum: 0, maximum: largestInteger, nullable: true),
+            ], required: ["date", "channel", "pack", "version", "devices", "started", "finished", "failed"]),
+        "Adoption": .object(
+            [
+                "app": id, "from": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"),
+                "to": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "threshold": positive,
+                "rows": .array(.ref("AdoptionRow")),
+            ], required: ["app", "from", "to", "threshold", "rows"]),
+        "PhasedRolloutRequest": .object(
+            [
+                "steps": .array(
+                    rolloutShare, minItems: 1, maxItems: API.Limits.phaseSteps,
+                    description:
+                        "The shares it steps through, taken in rising order (a share given twice once); 100 promotes the candidate"
+                ),
+                "stepSeconds": .integer(
+                    minimum: Int64(API.Limits.shortestPhaseStep), maximum: Int64(API.Limits.longestPhaseStep)),
+            ], required: ["steps", "stepSeconds"]),
+        "PhasedRollout": .object(
+            [
+                "app": id, "pack": id, "version": positive, "steps": .array(percent), "stepSeconds": positive,
+                "step": count, "stepSince": time, "state": .string(enumeration: API.phaseStates),
+                "reason": .nullableString(), "setBy": .nullableString(),
+            ],
+            required: [
+                "app", "pack", "version", "steps", "stepSeconds", "step", "stepSince", "state", "reason", "setBy",
+            ]
+        ),
         "SigningKey": .object(
             [
                 "keyId": .string(pattern: sha256Pattern), "publicKey": .string(), "since": time,

@@ -36,6 +36,7 @@ public final class JSONSchema: Encodable, Sendable {
     let closed: Bool
     let items: JSONSchema?
     let minItems: Int?
+    let maxItems: Int?
     let contains: JSONSchema?
     let anyOf: [JSONSchema]?
     let description: String?
@@ -45,7 +46,7 @@ public final class JSONSchema: Encodable, Sendable {
         enumeration: [String]? = nil,
         minimum: Number? = nil, maximum: Number? = nil, minLength: Int? = nil, maxLength: Int? = nil,
         properties: [String: JSONSchema]? = nil, required: [String]? = nil, closed: Bool = false,
-        items: JSONSchema? = nil, minItems: Int? = nil, contains: JSONSchema? = nil,
+        items: JSONSchema? = nil, minItems: Int? = nil, maxItems: Int? = nil, contains: JSONSchema? = nil,
         anyOf: [JSONSchema]? = nil, description: String? = nil
     ) {
         self.ref = ref
@@ -62,6 +63,7 @@ public final class JSONSchema: Encodable, Sendable {
         self.closed = closed
         self.items = items
         self.minItems = minItems
+        self.maxItems = maxItems
         self.contains = contains
         self.anyOf = anyOf
         self.description = description
@@ -140,11 +142,15 @@ public final class JSONSchema: Encodable, Sendable {
     /// An object whose members are not described (an `.aar` manifest, checked by the server).
     public static var anyObject: JSONSchema { JSONSchema(type: ["object"]) }
 
-    /// An array of `items`, with at least `minItems` of them, one of which matches `contains` when given.
+    /// An array of `items`, with at least `minItems` and at most `maxItems` of them, one of which
+    /// matches `contains` when given.
     public static func array(
-        _ items: JSONSchema, minItems: Int? = nil, contains: JSONSchema? = nil, description: String? = nil
+        _ items: JSONSchema, minItems: Int? = nil, maxItems: Int? = nil, contains: JSONSchema? = nil,
+        description: String? = nil
     ) -> JSONSchema {
-        JSONSchema(type: ["array"], items: items, minItems: minItems, contains: contains, description: description)
+        JSONSchema(
+            type: ["array"], items: items, minItems: minItems, maxItems: maxItems, contains: contains,
+            description: description)
     }
 
     /// This schema, or null.
@@ -158,7 +164,7 @@ public final class JSONSchema: Encodable, Sendable {
         case type, format, pattern
         case enumeration = "enum"
         case minimum, maximum, minLength, maxLength, properties, required
-        case additionalProperties, items, minItems, contains, anyOf, description
+        case additionalProperties, items, minItems, maxItems, contains, anyOf, description
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -181,6 +187,7 @@ public final class JSONSchema: Encodable, Sendable {
         if closed { try c.encode(false, forKey: .additionalProperties) }
         try c.encodeIfPresent(items, forKey: .items)
         try c.encodeIfPresent(minItems, forKey: .minItems)
+        try c.encodeIfPresent(maxItems, forKey: .maxItems)
         try c.encodeIfPresent(contains, forKey: .contains)
         try c.encodeIfPresent(anyOf, forKey: .anyOf)
         try c.encodeIfPresent(description, forKey: .description)

@@ -10,8 +10,10 @@ public struct DownloadHit: Sendable, Hashable {
     public enum Target: Sendable, Hashable {
         /// `v1/apps/APP/CHANNEL/catalog.json`.
         case catalog(app: String)
-        /// `v1/packs/SHA256.pack`: the version is found by the archive's SHA-256.
-        case pack(archiveSHA256: String)
+        /// `v1/packs/SHA256.pack`: the version is found by the archive's SHA-256, among the
+        /// versions of `app` first (the app the client named: an archive two apps share is
+        /// credited to the one whose device downloaded it).
+        case pack(archiveSHA256: String, app: String? = nil)
         /// `v1/apple/APP/CHANNEL/PLATFORM/manifest.json`.
         case appleManifest(app: String)
         /// `v1/apple/APP/CHANNEL/PLATFORM/packs/ID`: the version is the one live on the channel.

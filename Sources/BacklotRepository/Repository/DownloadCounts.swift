@@ -21,8 +21,8 @@ public final class DownloadCounts: Sendable {
     public static let longestReport = API.Limits.longestDownloadReport
 
     /// Adds counted downloads to the per app, pack, version, kind and day totals, in one
-    /// transaction. A pack archive is attributed to the newest retained version of that SHA-256,
-    /// an Apple pack to the version live on its channel; a file no version is known for (deleted
+    /// transaction. A pack archive is attributed to the newest retained version of that SHA-256
+    /// (of the app the client named, when it has one), an Apple pack to the version live on its channel; a file no version is known for (deleted
     /// since) is not counted.
     public func add(_ hits: [DownloadHit]) throws {
         guard !hits.isEmpty else { return }
@@ -33,9 +33,10 @@ public final class DownloadCounts: Sendable {
                 switch hit.target {
                 case .catalog(let app): row = (app, "", 0, "catalog")
                 case .appleManifest(let app): row = (app, "", 0, "appleManifest")
-                case .pack(let sha):
+                case .pack(let sha, let app):
                     if versions[hit.target] == nil {
-                        versions[hit.target] = try Uploads.newestVersion(&tx, archive: sha).flatMap(Self.versionKey)
+                        versions[hit.target] = try Uploads.newestVersion(&tx, archive: sha, preferring: app).flatMap(
+                            Self.versionKey)
                     }
                     row = (versions[hit.target] ?? nil).map { ($0.app, $0.pack, $0.version, "pack") }
                 case .applePack(let app, let channel, let pack):
@@ -112,17 +113,9 @@ public final class DownloadCounts: Sendable {
 
     /// `YYYY-MM-DD` of a time, in UTC.
     public static func utcDay(_ date: Date) -> String {
-        let days = Int64((date.timeIntervalSince1970 / 86_400).rounded(.down))
-        return utcDay(daysSinceEpoch: days)
+        CivilDate.utcDayText(secondsSince1970: date.timeIntervalSince1970)
     }
 
     /// `YYYY-MM-DD` of a day number (days since 1970-01-01), in UTC.
-    public static func utcDay(daysSinceEpoch: Int64) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
-        let c = calendar.dateComponents(
-            [.year, .month, .day], from: Date(timeIntervalSince1970: Double(daysSinceEpoch) * 86_400))
-        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : String(n) }
-        return "\(c.year ?? 1970)-\(two(c.month ?? 1))-\(two(c.day ?? 1))"
-    }
+    public static func utcDay(daysSinceEpoch: Int64) -> String { CivilDate.dayText(fromDays: daysSinceEpoch) }
 }

@@ -137,6 +137,9 @@ extension Releases {
                 try Self.requireSecondReviewer(
                     &tx, app: app, pack: pack, candidate: candidate, basisPoints: bp, by: caller)
             }
+            // A share set by hand ends a phased rollout: the reviewer has taken over.
+            try Self.cancelPhases(
+                &tx, app: app, pack: pack, reason: "the rollout was set to \(Self.percentText(percent)) % by hand")
             if bp >= 10_000 {
                 try apply(&tx, app: app, channel: .production, pack: pack, version: candidate, basisPoints: nil)
             } else {

@@ -176,6 +176,27 @@ extension Repository {
                 CREATE TABLE published_deltas (sha256 TEXT COLLATE "C" PRIMARY KEY, app TEXT COLLATE "C" NOT NULL,
                     pack TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL);
                 """),
+        // Devices' reports, added up per app, channel, UTC day, pack and version (pack '' and version 0:
+        // the devices that reported that day); no row names a device. And each production pack's
+        // phased rollout: its steps (basis points, comma-separated), how long each lasts, where it is.
+        SchemaMigration(
+            12, "device reports (adoption and install outcomes, in aggregate) and phased rollouts",
+            sqlite: """
+                CREATE TABLE device_reports (app TEXT NOT NULL, channel TEXT NOT NULL, day TEXT NOT NULL, pack TEXT NOT NULL,
+                    version INTEGER NOT NULL, devices INTEGER NOT NULL DEFAULT 0, started INTEGER NOT NULL DEFAULT 0,
+                    finished INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (app, channel, day, pack, version));
+                CREATE TABLE rollout_phases (app TEXT NOT NULL, pack TEXT NOT NULL, version INTEGER NOT NULL, steps TEXT NOT NULL,
+                    step_seconds INTEGER NOT NULL, step INTEGER NOT NULL, step_since INTEGER NOT NULL, started INTEGER NOT NULL,
+                    state TEXT NOT NULL, reason TEXT, set_by_person TEXT, PRIMARY KEY (app, pack));
+                """,
+            postgresql: """
+                CREATE TABLE device_reports (app TEXT COLLATE "C" NOT NULL, channel TEXT COLLATE "C" NOT NULL, day TEXT COLLATE "C" NOT NULL,
+                    pack TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL, devices BIGINT NOT NULL DEFAULT 0, started BIGINT NOT NULL DEFAULT 0,
+                    finished BIGINT NOT NULL DEFAULT 0, failed BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (app, channel, day, pack, version));
+                CREATE TABLE rollout_phases (app TEXT COLLATE "C" NOT NULL, pack TEXT COLLATE "C" NOT NULL, version BIGINT NOT NULL,
+                    steps TEXT NOT NULL, step_seconds BIGINT NOT NULL, step BIGINT NOT NULL, step_since BIGINT NOT NULL, started BIGINT NOT NULL,
+                    state TEXT NOT NULL, reason TEXT, set_by_person TEXT, PRIMARY KEY (app, pack));
+                """),
     ]
 
     private static let indexes = """

@@ -14,11 +14,12 @@ import Foundation
 /// |---|---|---|
 /// | ``apps`` (``Apps``) | apps, packs, the four-eyes rule | `apps`, `packs` |
 /// | ``uploads`` (``Uploads``) | versions: creation, quota, resumable uploads, processing, Apple archives, deletion, garbage collection | `versions` |
-/// | ``releases`` (``Releases``) | releases, approvals, rollouts, rollbacks, withdrawals | `channel_packs`, `live_history`, `release_requests` |
+/// | ``releases`` (``Releases``) | releases, approvals, rollouts, phased rollouts, rollbacks, withdrawals | `channel_packs`, `live_history`, `release_requests`, `rollout_phases` |
 /// | ``publication`` (``Publication``) | catalogs, Apple manifests, deltas, signing keys, re-signing | `catalogs` |
 /// | ``tokens`` (``Tokens``) | tokens | `tokens` |
 /// | ``audit`` (``AuditLog``) | the audit trail | `audit` |
 /// | ``downloads`` (``DownloadCounts``) | download counts | `downloads` |
+/// | ``deviceReports`` (``DeviceReports``) | devices' reports: adoption, install outcomes | `device_reports` |
 /// | ``leases`` (``Leases``) | named leases between servers | `leases` |
 ///
 /// Metadata lives in a ``MetadataDatabase``: SQLite (`DIR/meta.sqlite`, WAL) by default, or
@@ -73,6 +74,8 @@ public final class Repository: Sendable {
     public let audit: AuditLog
     /// Download counts.
     public let downloads: DownloadCounts
+    /// Devices' reports: adoption and install outcomes, in aggregate.
+    public let deviceReports: DeviceReports
     /// Named leases between the servers of one database.
     public let leases: Leases
 
@@ -156,6 +159,7 @@ public final class Repository: Sendable {
             instanceID: instanceID, leaseDuration: self.leaseDuration, quotaBytes: quotaBytes,
             maximumInstallSize: maximumInstallSize, processingWorkers: processingWorkers)
         downloads = DownloadCounts(db: db)
+        deviceReports = DeviceReports(db: db)
         leases = Leases(db: db, instanceID: instanceID)
         try SchemaMigration.apply(Self.schemaSteps, to: db)
         try checkStorageRecord(adopting: adoptStorage)
@@ -195,7 +199,8 @@ public final class Repository: Sendable {
     /// One round of the work the servers of a repository share (`backlot serve` runs it every few
     /// seconds): processing that a server which died left is taken over, and — when `resigning`
     /// and this server holds (or takes) the re-signing lease — catalogs close to expiry are
-    /// re-signed. The lease lasts three minutes: while any server runs, one of them re-signs.
+    /// re-signed and phased rollouts move on (``Releases/advancePhasedRollouts(now:)``). The lease
+    /// lasts three minutes: while any server runs, one of them re-signs.
     /// Uploads that saw no bytes for longer than `abandonedUploadsAfter` seconds are removed
     /// (``Uploads/removeAbandoned(olderThan:now:)``).
     ///
@@ -210,6 +215,7 @@ public final class Repository: Sendable {
         try uploads.removeAbandoned(olderThan: abandonedUploadsAfter)
         if resigning, try leases.acquire(Self.resigningLease, for: 180) {
             try publication.resign()
+            for line in try releases.advancePhasedRollouts() { log(line) }
         }
     }
 }

@@ -294,11 +294,17 @@ public final class Uploads: Sendable {
             """, [.text(app), .text(pack), .integer(number), .integer(Int64(limit))])
     }
 
-    /// The newest retained version with the archive `sha` (`app`, `pack`, `number`), nil when none.
-    static func newestVersion(_ tx: inout any MetadataConnection, archive sha: String) throws -> Database.Row? {
+    /// The newest retained version with the archive `sha` (`app`, `pack`, `number`): of the app
+    /// `preferring` when it has one, else of any app; nil when none.
+    static func newestVersion(
+        _ tx: inout any MetadataConnection, archive sha: String, preferring app: String? = nil
+    ) throws -> Database.Row? {
         try tx.query(
-            "SELECT app, pack, number FROM versions WHERE archive_sha256 = ? AND deleted = 0 ORDER BY id DESC LIMIT 1",
-            [.text(sha)]
+            """
+            SELECT app, pack, number FROM versions WHERE archive_sha256 = ? AND deleted = 0
+            ORDER BY CASE WHEN app = ? THEN 0 ELSE 1 END, id DESC LIMIT 1
+            """,
+            [.text(sha), .text(app ?? "")]
         ).first
     }
 }

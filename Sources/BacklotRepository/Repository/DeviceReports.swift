@@ -1,0 +1,172 @@
+import BacklotBasics
+import BacklotFormat
+import BacklotProtocol
+import BacklotStore
+import Foundation
+
+/// What devices report (table `device_reports`), added up per app, channel, UTC day, pack and
+/// version: devices holding each release, installs started, finished and failed. The row of pack
+/// `''` and version 0 counts the devices that reported that day. Nothing stored names a device or
+/// an address (docs/privacy.md).
+///
+/// ```swift
+/// try repository.deviceReports.add(
+///     API.DeviceReport(channel: .production, held: [.init(pack: "Levels", version: 3)]), app: "com.example.game")
+/// let figures = try repository.deviceReports.report(app: "com.example.game", days: 7)
+/// ```
+public final class DeviceReports: Sendable {
+    let db: any MetadataDatabase
+
+    init(db: any MetadataDatabase) {
+        self.db = db
+    }
+
+    /// Adds one device's report to today's figures, in one transaction: +1 device for the day and
+    /// for each release in `held` (when `earlierToday` is absent: the day's first report), or, when
+    /// `earlierToday` names what the device reported before, a move from those releases to `held`.
+    /// Installs are added as they are. A pack or version the app does not have is not counted.
+    /// - Returns: how many entries were counted.
+    /// - Throws: `notFound` for an unknown app; `invalidInput` for a list or a count over its
+    ///   limit (``API/Limits/reportEntries``, ``API/Limits/installsPerReport``), naming it.
+    @discardableResult
+    public func add(_ report: API.DeviceReport, app: String, now: Date = Date()) throws -> Int {
+        try Self.check(report)
+        let day = DownloadCounts.utcDay(now)
+        let channel = report.channel.rawValue
+        return try db.transaction { tx in
+            try Apps.requireApp(&tx, app)
+            var known: [API.HeldRelease: Bool] = [:]
+            func exists(_ r: API.HeldRelease, _ tx: inout any MetadataConnection) throws -> Bool {
+                if let k = known[r] { return k }
+                let row = try Uploads.storedVersion(&tx, app: app, pack: r.pack, number: Int64(r.version))
+                let k = row != nil && row?["deleted"]?.int == 0
+                known[r] = k
+                return k
+            }
+            func bump(
+                _ pack: String, _ version: Int, _ column: String, by n: Int, _ tx: inout any MetadataConnection
+            )
+                throws
+            {
+                let key: [Database.Value] = [
+                    .text(app), .text(channel), .text(day), .text(pack), .integer(Int64(version)),
+                ]
+                if n > 0 {
+                    try tx.run(
+                        """
+                        INSERT INTO device_reports(app, channel, day, pack, version, \(column)) VALUES (?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(app, channel, day, pack, version)
+                        DO UPDATE SET \(column) = device_reports.\(column) + excluded.\(column)
+                        """, key + [.integer(Int64(n))])
+                } else if n < 0 {
+                    // A move never takes a figure below 0 (a report may name what another day counted).
+                    try tx.run(
+                        """
+                        UPDATE device_reports SET \(column) = CASE WHEN \(column) > ? THEN \(column) - ? ELSE 0 END
+                        WHERE app = ? AND channel = ? AND day = ? AND pack = ? AND version = ?
+                        """, [.integer(Int64(-n)), .integer(Int64(-n))] + key)
+                }
+            }
+            var counted = 0
+            if let held = report.held {
+                if let earlier = report.earlierToday {
+                    for r in Set(earlier) where try exists(r, &tx) {
+                        try bump(r.pack, r.version, "devices", by: -1, &tx)
+                    }
+                } else {
+                    try bump("", 0, "devices", by: 1, &tx)
+                }
+                for r in Set(held) where try exists(r, &tx) {
+                    try bump(r.pack, r.version, "devices", by: 1, &tx)
+                    counted += 1
+                }
+            }
+            for i in report.installs ?? [] where try exists(API.HeldRelease(pack: i.pack, version: i.version), &tx) {
+                try bump(i.pack, i.version, "started", by: i.started, &tx)
+                try bump(i.pack, i.version, "finished", by: i.finished, &tx)
+                try bump(i.pack, i.version, "failed", by: i.failed, &tx)
+                counted += 1
+            }
+            return counted
+        }
+    }
+
+    static func check(_ report: API.DeviceReport) throws {
+        for (name, list) in [
+            ("held", report.held?.count), ("earlierToday", report.earlierToday?.count),
+            ("installs", report.installs?.count),
+        ] {
+            guard let list, list > API.Limits.reportEntries else { continue }
+            throw BacklotError(
+                .invalidInput, "\"\(name)\" lists \(list) releases; a report lists at most \(API.Limits.reportEntries)",
+                context: "request body", hint: "send the rest in another report")
+        }
+        let releases = (report.held ?? []) + (report.earlierToday ?? [])
+        for r in releases + (report.installs ?? []).map({ API.HeldRelease(pack: $0.pack, version: $0.version) }) {
+            if let problem = PackID.problem(with: r.pack) {
+                throw BacklotError(.invalidInput, problem.message, context: "pack")
+            }
+            guard r.version >= 1 else {
+                throw BacklotError(
+                    .invalidInput, "a version is a whole number from 1, not \(r.version)", context: "version")
+            }
+        }
+        for i in report.installs ?? [] {
+            for (name, n) in [("started", i.started), ("finished", i.finished), ("failed", i.failed)]
+            where !(0...API.Limits.installsPerReport).contains(n) {
+                throw BacklotError(
+                    .invalidInput,
+                    "\"\(name)\" of \(i.pack) version \(i.version) is \(n); a report counts 0…\(API.Limits.installsPerReport) installs of a release",
+                    context: "installs")
+            }
+        }
+    }
+
+    /// An app's figures over the last `days` UTC days (today included), oldest first; figures
+    /// below ``API/Limits/adoptionThreshold`` are nil.
+    /// - Throws: `notFound` for an unknown app; `invalidInput` for days outside 1…90.
+    public func report(app: String, days: Int = 30, now: Date = Date()) throws -> API.Adoption {
+        guard (1...API.Limits.longestDownloadReport).contains(days) else {
+            throw BacklotError(
+                .invalidInput, "an adoption report covers 1…\(API.Limits.longestDownloadReport) days, not \(days)",
+                context: "days")
+        }
+        let to = DownloadCounts.utcDay(now)
+        let from = DownloadCounts.utcDay(now.addingTimeInterval(-Double(days - 1) * 86_400))
+        let rows = try db.transaction { tx in
+            try Apps.requireApp(&tx, app)
+            return try tx.query(
+                "SELECT * FROM device_reports WHERE app = ? AND day >= ? AND day <= ? ORDER BY day, channel, pack, version",
+                [.text(app), .text(from), .text(to)])
+        }
+        let k = Int64(API.Limits.adoptionThreshold)
+        func shown(_ v: Int64?) -> Int64? { v.flatMap { $0 >= k ? $0 : nil } }
+        return API.Adoption(
+            app: app, from: from, to: to, threshold: API.Limits.adoptionThreshold,
+            rows: rows.compactMap { r in
+                guard let day = r["day"]?.string, let channel = r["channel"]?.string.flatMap(Channel.init(rawValue:))
+                else { return nil }
+                let pack = r["pack"]?.string ?? ""
+                let version = r["version"]?.integer(as: Int.self) ?? 0
+                return API.AdoptionRow(
+                    date: day, channel: channel, pack: pack.isEmpty ? nil : pack, version: version == 0 ? nil : version,
+                    devices: shown(r["devices"]?.int), started: shown(r["started"]?.int),
+                    finished: shown(r["finished"]?.int), failed: shown(r["failed"]?.int))
+            })
+    }
+
+    /// Installs of one release on a channel reported since `day` (`YYYY-MM-DD`), unrounded: what a
+    /// phased rollout compares.
+    static func installs(
+        _ tx: inout any MetadataConnection, app: String, channel: String, pack: String, version: Int, since day: String
+    ) throws -> (started: Int64, finished: Int64, failed: Int64) {
+        let r = try tx.query(
+            """
+            SELECT CAST(COALESCE(SUM(started), 0) AS BIGINT) AS started, CAST(COALESCE(SUM(finished), 0) AS BIGINT) AS finished,
+                CAST(COALESCE(SUM(failed), 0) AS BIGINT) AS failed
+            FROM device_reports WHERE app = ? AND channel = ? AND pack = ? AND version = ? AND day >= ?
+            """, [.text(app), .text(channel), .text(pack), .integer(Int64(version)), .text(day)]
+        ).first
+        return (r?["started"]?.int ?? 0, r?["finished"]?.int ?? 0, r?["failed"]?.int ?? 0)
+    }
+}
