@@ -47,6 +47,11 @@ enum CConfiguration {
         default:
             throw CallError.invalidArgument("config->retries is \(c.retries): give 0…1000, or -1 for the default (4)")
         }
+        switch c.no_reports {
+        case 0: break
+        case 1: configuration.sendsReports = false
+        default: throw CallError.invalidArgument("config->no_reports is \(c.no_reports): give 0 or 1")
+        }
         return configuration
     }
 }

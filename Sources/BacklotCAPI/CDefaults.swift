@@ -6,7 +6,7 @@ enum CDefaults {
     static var config: backlot_config {
         backlot_config(
             size: MemoryLayout<backlot_config>.size, container_path: nil, catalog_url: nil, trusted_key_path: nil,
-            ca_path: nil, app: nil, channel: nil, bandwidth_limit: 0, stall_timeout: 0, retries: -1)
+            ca_path: nil, app: nil, channel: nil, bandwidth_limit: 0, stall_timeout: 0, retries: -1, no_reports: 0)
     }
 
     static var packInfo: backlot_pack_info {
@@ -27,7 +27,7 @@ enum CDefaults {
 
     /// The size of each struct in the first release of the interface (ABI version 1): a caller
     /// passing less did not initialise it.
-    static let firstConfigSize = MemoryLayout<backlot_config>.size
+    static let firstConfigSize = MemoryLayout<backlot_config>.offset(of: \backlot_config.no_reports)!
     static let firstURLDownloadSize = MemoryLayout<backlot_url_download>.size
     static let firstDelegateSize = MemoryLayout<backlot_download_delegate>.size
     static let firstPackInfoSize = MemoryLayout<backlot_pack_info>.size

@@ -83,6 +83,14 @@ struct DeviceReporter: Sendable {
     /// - Returns: whether a report was sent and accepted.
     @discardableResult
     func sendIfDue(now: Date = Date()) -> Bool {
+        // One process at a time (the app and the agent share the container): another sending now
+        // sends what is due; this one would count the device twice.
+        guard url != nil, let held = try? container.layout.acquire(.report, waiting: false) else { return false }
+        defer { held.release() }
+        return send(now: now)
+    }
+
+    private func send(now: Date) -> Bool {
         guard let url, let installed = try? container.installed() else { return false }
         let today = CivilDate.utcDayText(secondsSince1970: now.timeIntervalSince1970)
         let held = installed.map { API.HeldRelease(pack: $0.id, version: $0.version) }.sorted {

@@ -12,6 +12,7 @@ import Foundation
 /// | ``appPresence`` | shared | every process of the running app | the agent launches the app only when it is not running |
 /// | ``appListening`` | shared | an app that receives URL download outcomes | the agent hands outcomes to it rather than to the extension |
 /// | ``download(_:)`` | exclusive | the process writing a URL download's partial file | one writer per partial file |
+/// | ``report`` | exclusive | a process sending the device's report | a device reports its day once, whichever process sends it |
 ///
 /// ```swift
 /// let layout = ContainerLayout(root: container)
@@ -26,6 +27,7 @@ public enum ContainerLock: Sendable, Hashable {
     case appPresence
     case appListening
     case download(String)
+    case report
 
     /// How the lock is taken.
     public var kind: FileLock.Kind {
@@ -44,6 +46,7 @@ public enum ContainerLock: Sendable, Hashable {
         case .exclusiveControl: layout.root + "/.exclusive.lock"
         case .appPresence: layout.root + "/.app.lock"
         case .appListening: layout.root + "/.app-listening.lock"
+        case .report: layout.root + "/.report.lock"
         case .download(let identifier):
             layout.downloadLocksFolder + "/" + ContainerLayout.digestName(identifier, 32) + ".lock"
         }

@@ -63,6 +63,13 @@ import Testing
         #expect(rows == ["- 0 13", "Levels 1 <10", "Levels 2 <10"], "\(rows)")
         #expect(report.rows.allSatisfy { $0.started == nil && $0.failed == nil })
 
+        // Kept 400 days, then deleted.
+        #expect(try f.repo.deviceReports.removeExpired(now: now.addingTimeInterval(400 * 86_400)) == 0)
+        let next = now.addingTimeInterval(401 * 86_400)
+        try f.repo.deviceReports.add(.init(channel: .production, held: held(1)), app: app, now: next)
+        #expect(try f.repo.deviceReports.removeExpired(now: next) == 3)
+        #expect(try f.repo.deviceReports.report(app: app, days: 1, now: next).rows.count == 2)
+
         // Bounds: too many entries, counts out of range, a bad pack ID.
         let many = Array(repeating: API.HeldRelease(pack: "Levels", version: 1), count: API.Limits.reportEntries + 1)
         #expect { try f.repo.deviceReports.add(.init(channel: .production, held: many), app: app) } throws: {

@@ -162,6 +162,8 @@ typedef struct backlot_config {
     uint64_t bandwidth_limit;     /* bytes per second per connection at most; 0: no limit */
     uint32_t stall_timeout;       /* seconds without progress before a request is retried; 0: 60 */
     int32_t retries;              /* attempts after the first for a failed request; -1: 4 */
+    /* Added after the first release (a caller built before it passes a smaller size: 0 then). */
+    int32_t no_reports;           /* 1: send no device report (docs/privacy.md); 0: send them */
 } backlot_config;
 
 /* Fills the first `size` bytes of a configuration with its defaults (NULL strings, no limit, 60 s,

@@ -155,6 +155,17 @@ public final class DeviceReports: Sendable {
             })
     }
 
+    /// How long the figures are kept: 400 days (a year and its month), then deleted.
+    public static let keptDays = 400
+
+    /// Deletes the figures of days older than ``keptDays`` (what the servers' shared work does).
+    /// - Returns: the rows deleted.
+    @discardableResult
+    public func removeExpired(now: Date = Date()) throws -> Int {
+        let oldest = DownloadCounts.utcDay(now.addingTimeInterval(-Double(Self.keptDays) * 86_400))
+        return try db.transaction { tx in try tx.run("DELETE FROM device_reports WHERE day < ?", [.text(oldest)]) }
+    }
+
     /// Installs of one release on a channel reported since `day` (`YYYY-MM-DD`), unrounded: what a
     /// phased rollout compares.
     static func installs(

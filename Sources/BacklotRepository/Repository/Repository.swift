@@ -199,7 +199,8 @@ public final class Repository: Sendable {
     /// One round of the work the servers of a repository share (`backlot serve` runs it every few
     /// seconds): processing that a server which died left is taken over, and — when `resigning`
     /// and this server holds (or takes) the re-signing lease — catalogs close to expiry are
-    /// re-signed and phased rollouts move on (``Releases/advancePhasedRollouts(now:)``). The lease
+    /// re-signed, phased rollouts move on (``Releases/advancePhasedRollouts(now:)``) and devices'
+    /// figures past their keeping are deleted (``DeviceReports/removeExpired(now:)``). The lease
     /// lasts three minutes: while any server runs, one of them re-signs.
     /// Uploads that saw no bytes for longer than `abandonedUploadsAfter` seconds are removed
     /// (``Uploads/removeAbandoned(olderThan:now:)``).
@@ -216,6 +217,7 @@ public final class Repository: Sendable {
         if resigning, try leases.acquire(Self.resigningLease, for: 180) {
             try publication.resign()
             for line in try releases.advancePhasedRollouts() { log(line) }
+            try deviceReports.removeExpired()
         }
     }
 }

@@ -1065,6 +1065,41 @@
     const staged = channels.production.packs.filter((p) => p.candidate && p.live);
     const packRequests = (pack, version) => data.rows.filter((r) => r.pack === pack && r.version === version && (r.kind === 'pack' || r.kind === 'applePack'))
       .reduce((n, r) => n + r.requests, 0);
+    // What devices reported (the privacy page of docs/): devices, not requests. A figure below the
+    // threshold comes as null and is shown as such.
+    let adoption = null;
+    let adoptionError = null;
+    try {
+      adoption = await api('GET', `/api/apps/${enc(app)}/adoption?days=${days}`);
+    } catch (e) {
+      if (!(e instanceof ApiError) || (e.status !== 404 && e.status !== 405)) throw e;
+      adoptionError = e;
+    }
+    const few = adoption ? `< ${adoption.threshold}` : '';
+    const figure = (n) => (n === null || n === undefined ? few : String(n));
+    const reported = adoption ? adoption.rows : [];
+    const devicesPerDay = dates.map((d) => reported.filter((r) => r.date === d && r.pack === null).reduce((n, r) => n + (r.devices || 0), 0));
+    const lastDay = reported.length ? reported[reported.length - 1].date : null;
+    const latest = reported.filter((r) => r.date === lastDay && r.pack !== null);
+    const devicesOn = (pack, version) => {
+      const row = latest.find((r) => r.channel === 'production' && r.pack === pack && r.version === version);
+      return row ? row.devices : 0;
+    };
+    const failureRate = (r) => (r.started === null || r.failed === null ? '—' : percent((100 * r.failed) / Math.max(1, r.started, (r.finished || 0) + r.failed)));
+    const devicesSection = !adoption
+      ? [h('h2', {}, 'Devices'), notAvailable('Device reports (GET /api/apps/APP/adoption)', adoptionError)]
+      : [h('h2', {}, 'Devices reporting per day'),
+        chart(dates, devicesPerDay, (n) => `${n} devices`, 'bar'),
+        h('p', { 'data-devices-reported': lastDay ? figure(reported.find((r) => r.date === lastDay && r.pack === null)?.devices) : '0' },
+          lastDay ? `${figure(reported.find((r) => r.date === lastDay && r.pack === null)?.devices)} devices reported on ${lastDay}.` : 'No device reported yet.'),
+        h('p', { class: 'muted' }, `Devices report what they hold once a day and when it changes, without an identifier; figures below ${adoption.threshold} are shown as “${few}”.`),
+        latest.length
+          ? table(['Release', 'Devices', 'Installs started', 'Finished', 'Failed', 'Failure rate'], latest.map((r) =>
+            h('tr', { 'data-adoption': `${r.channel}/${r.pack}/${r.version}` }, h('td', {}, `${r.pack} version ${r.version} (${r.channel}, ${r.date})`),
+              h('td', { class: 'num', 'data-devices': figure(r.devices) }, figure(r.devices)),
+              h('td', { class: 'num' }, figure(r.started)), h('td', { class: 'num' }, figure(r.finished)),
+              h('td', { class: 'num' }, figure(r.failed)), h('td', { class: 'num' }, failureRate(r)))))
+          : h('p', { class: 'muted' }, 'No device reported in these days.')];
     return h('div', {}, h('h1', {}, `Downloads of ${app}`),
       h('div', { class: 'row' }, picker, daySelect),
       h('p', { class: 'muted' }, `From ${data.from} to ${data.to} (UTC days), as counted by the server from its own responses.`),
@@ -1075,14 +1110,18 @@
         ? table(['What', 'Requests', 'Bytes'], Object.entries(perVersion).sort().map(([k, v]) =>
           h('tr', {}, h('td', {}, k), h('td', { class: 'num' }, String(v.requests)), h('td', { class: 'num', title: `${v.bytes} bytes` }, bytes(v.bytes)))))
         : h('p', { class: 'muted' }, 'Nothing downloaded in these days.'),
+      ...devicesSection,
       h('h2', {}, 'Candidate and live on production'),
       staged.length
-        ? table(['Pack', 'Live: pack requests', 'Candidate: pack requests', 'Candidate share'], staged.map((p) => {
+        ? table(['Pack', 'Live: pack requests', 'Candidate: pack requests', 'Live: devices', 'Candidate: devices', 'Candidate share of devices'], staged.map((p) => {
           const live = packRequests(p.pack, p.live.version);
           const cand = packRequests(p.pack, p.candidate.version);
+          const liveDevices = devicesOn(p.pack, p.live.version);
+          const candDevices = devicesOn(p.pack, p.candidate.version);
           return h('tr', {}, h('td', {}, `${p.pack} (live ${p.live.version}, candidate ${p.candidate.version} at ${percent(p.candidate.rolloutPercent)})`),
             h('td', { class: 'num' }, String(live)), h('td', { class: 'num' }, String(cand)),
-            h('td', { class: 'num' }, live + cand ? percent((100 * cand) / (live + cand)) : '—'));
+            h('td', { class: 'num' }, figure(liveDevices)), h('td', { class: 'num' }, figure(candDevices)),
+            h('td', { class: 'num', 'data-candidate-share': '' }, liveDevices && candDevices ? percent((100 * candDevices) / (liveDevices + candDevices)) : '—'));
         }))
         : h('p', { class: 'muted' }, 'No staged rollout on production now.'));
   }
