@@ -411,9 +411,10 @@ namespace Backlot
         /// <param name="bandwidthLimit">Bytes per second per connection at most; 0: no limit.</param>
         /// <param name="stallTimeoutSeconds">Seconds without progress before a retry; 0: 60.</param>
         /// <param name="retries">Attempts after the first for a failed request; -1: 4.</param>
+        /// <param name="sendReports">false: the device sends no report of what it holds and how its installs end (docs/privacy.md).</param>
         public BacklotManager(string containerPath, string catalogUrl, string trustedKeyPath, string caPath = null,
             string app = null, string channel = null, ulong bandwidthLimit = 0, uint stallTimeoutSeconds = 0,
-            int retries = -1)
+            int retries = -1, bool sendReports = true)
         {
             using (var strings = new NativeStrings())
             {
@@ -428,6 +429,8 @@ namespace Backlot
                 config.bandwidth_limit = bandwidthLimit;
                 config.stall_timeout = stallTimeoutSeconds;
                 config.retries = retries;
+                // Reports of what the container holds and how its installs end (docs/privacy.md).
+                config.no_reports = sendReports ? 0 : 1;
                 IntPtr opened;
                 Native.Check(Native.backlot_manager_open(ref config, out opened));
                 handle = opened;
@@ -1082,6 +1085,7 @@ namespace Backlot
             internal ulong bandwidth_limit;
             internal uint stall_timeout;
             internal int retries;
+            internal int no_reports;
         }
 
         [StructLayout(LayoutKind.Sequential)]

@@ -139,6 +139,7 @@ struct config {
     std::uint64_t bandwidth_limit = 0;      ///< bytes per second per connection; 0: no limit
     std::uint32_t stall_timeout = 0;        ///< seconds without progress before a retry; 0: 60
     std::int32_t retries = -1;              ///< attempts after the first; -1: 4
+    bool send_reports = true;               ///< false: no report of what the container holds (docs/privacy.md)
 };
 
 /// Apple's AssetPack.Status bits (BACKLOT_PACK_*).
@@ -517,6 +518,7 @@ public:
         native.bandwidth_limit = c.bandwidth_limit;
         native.stall_timeout = c.stall_timeout;
         native.retries = c.retries;
+        native.no_reports = c.send_reports ? 0 : 1;
         detail::check(backlot_manager_open(&native, &handle_));
     }
 

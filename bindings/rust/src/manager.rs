@@ -50,6 +50,7 @@ pub struct Config {
     bandwidth_limit: Option<u64>,
     stall_timeout: Option<Duration>,
     retries: Option<u32>,
+    no_reports: bool,
 }
 
 impl Config {
@@ -111,6 +112,13 @@ impl Config {
     /// Attempts after the first for a failed request (the library takes 0…1000); 4 by default.
     pub fn retries(mut self, retries: u32) -> Config {
         self.retries = Some(retries);
+        self
+    }
+
+    /// Sends no device report (what the container holds and how its installs end, in aggregate and
+    /// without an identifier: docs/privacy.md). Reports are sent by default.
+    pub fn no_reports(mut self) -> Config {
+        self.no_reports = true;
         self
     }
 
@@ -312,6 +320,7 @@ impl Manager {
             // Out of the library's range (0…1000) is refused by the library itself.
             raw.retries = i32::try_from(retries).unwrap_or(i32::MAX);
         }
+        raw.no_reports = i32::from(config.no_reports);
         let mut out: *mut sys::backlot_manager = ptr::null_mut();
         // SAFETY: `raw` and the strings it points at outlive the call, which copies them.
         check(unsafe { sys::backlot_manager_open(&raw, &mut out) })?;

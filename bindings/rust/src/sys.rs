@@ -99,6 +99,8 @@ pub struct backlot_config {
     pub bandwidth_limit: u64,
     pub stall_timeout: u32,
     pub retries: i32,
+    /// 1: the device sends no report of what it holds and how its installs end; 0 (the default): it does.
+    pub no_reports: i32,
 }
 
 /// Progress of a download: bytes installed so far, and in all; on the thread that called.
@@ -327,12 +329,13 @@ mod layout {
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn structs_have_the_headers_layout() {
-        assert_eq!(size_of::<backlot_config>(), 72);
+        assert_eq!(size_of::<backlot_config>(), 80);
         assert_eq!(offset_of!(backlot_config, container_path), 8);
         assert_eq!(offset_of!(backlot_config, channel), 48);
         assert_eq!(offset_of!(backlot_config, bandwidth_limit), 56);
         assert_eq!(offset_of!(backlot_config, stall_timeout), 64);
         assert_eq!(offset_of!(backlot_config, retries), 68);
+        assert_eq!(offset_of!(backlot_config, no_reports), 72);
 
         assert_eq!(size_of::<backlot_pack_info>(), 40);
         assert_eq!(offset_of!(backlot_pack_info, status), 32);

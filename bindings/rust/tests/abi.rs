@@ -106,6 +106,7 @@ fn config_init_size_writes_exactly_its_size_and_the_headers_defaults() {
         bandwidth_limit: u64,
         stall_timeout: u32,
         retries: i32,
+        no_reports: i32,
     });
     layout.check(sys::backlot_config_init_size);
 
@@ -115,6 +116,7 @@ fn config_init_size_writes_exactly_its_size_and_the_headers_defaults() {
     assert!(c.ca_path.is_null() && c.app.is_null() && c.channel.is_null());
     // No limit; 0 is 60 s; -1 is 4 retries.
     assert_eq!((c.bandwidth_limit, c.stall_timeout, c.retries), (0, 0, -1));
+    assert_eq!(c.no_reports, 0, "devices report by default");
 }
 
 #[test]

@@ -577,6 +577,7 @@ class Manager:
         bandwidth_limit: int = 0,
         stall_timeout: int = 0,
         retries: int = -1,
+        send_reports: bool = True,
     ) -> None:
         container = _text(container_path, "container_path")
         arguments = {
@@ -594,6 +595,8 @@ class Manager:
         config.bandwidth_limit = _integer(bandwidth_limit, "bandwidth_limit", 0, 2**64 - 1)
         config.stall_timeout = _integer(stall_timeout, "stall_timeout", 0, 2**32 - 1)
         config.retries = _integer(retries, "retries", -(2**31), 2**31 - 1)
+        # Reports of what the container holds and how its installs end (docs/privacy.md).
+        config.no_reports = 0 if send_reports else 1
         handle = ctypes.c_void_p()
         check(_lib.backlot_manager_open(ctypes.byref(config), ctypes.byref(handle)))
         self.container_path: str = os.fsdecode(container)

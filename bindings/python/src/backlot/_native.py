@@ -138,6 +138,7 @@ class Config(ctypes.Structure):
         ("bandwidth_limit", ctypes.c_uint64),
         ("stall_timeout", ctypes.c_uint32),
         ("retries", ctypes.c_int32),
+        ("no_reports", ctypes.c_int32),
     ]
 
 
