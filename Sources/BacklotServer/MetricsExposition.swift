@@ -5,8 +5,9 @@ import Foundation
 
 /// Answers `GET /metrics`: the bearer token when one is required (compared in constant time),
 /// then ``ServerMetrics/prometheusText(_:now:)`` with the gauges read from the repository (the
-/// earliest catalog expiry, the last re-signing). When the database cannot be reached, those
-/// two gauges are left out and the counters are still served.
+/// earliest catalog expiry, the last re-signing, devices' reports per release, production's live
+/// versions and candidates). When the database cannot be reached, those are left out and the
+/// counters are still served.
 struct MetricsExposition: Sendable {
     let metrics: ServerMetrics
     let repository: Repository
@@ -36,6 +37,8 @@ struct MetricsExposition: Sendable {
             gauges.earliestCatalogExpiry = channels.map(\.expires).min()
         }
         gauges.lastResign = (try? repository.audit.lastResign()) ?? nil
+        gauges.releases = (try? repository.deviceReports.metrics()) ?? []
+        gauges.productionPacks = (try? repository.releases.productionPacks()) ?? []
         return HTTPResponse(
             status: 200, headers: [("Content-Type", "text/plain; version=0.0.4"), ("Cache-Control", "no-store")],
             body: .bytes(Array(metrics.prometheusText(gauges).utf8)), route: "metrics")

@@ -1,3 +1,4 @@
+import BacklotRepository
 import Foundation
 import Synchronization
 
@@ -103,6 +104,10 @@ public final class ServerMetrics: Sendable {
         public var earliestCatalogExpiry: Date? = nil
         /// When a catalog was last re-signed before it expired (nil when never).
         public var lastResign: Date? = nil
+        /// Devices' reports per release (``DeviceReports/metrics(now:)``).
+        public var releases: [ReleaseFigures] = []
+        /// Each production pack's live version, candidate and candidate share (basis points).
+        public var productionPacks: [(app: String, pack: String, live: Int?, candidate: Int?, basisPoints: Int)] = []
         public init(inFlight: Int = 0, earliestCatalogExpiry: Date? = nil, lastResign: Date? = nil) {
             self.inFlight = inFlight
             self.earliestCatalogExpiry = earliestCatalogExpiry
@@ -208,6 +213,39 @@ public final class ServerMetrics: Sendable {
             "When catalogs were last re-signed before expiring, in Unix seconds (no sample before the first).")
         if let last = gauges.lastResign {
             out += "backlot_last_resign_timestamp_seconds \(Self.number(last.timeIntervalSince1970.rounded(.down)))\n"
+        }
+        family(
+            "backlot_adoption_devices", "gauge",
+            "Devices that reported holding a release on the last whole UTC day (no sample below 10: docs/privacy.md)."
+        )
+        func labels(_ r: ReleaseFigures) -> String {
+            "app=\"\(Self.escape(r.app))\",channel=\"\(r.channel.rawValue)\",pack=\"\(Self.escape(r.pack))\",version=\"\(r.version)\""
+        }
+        for r in gauges.releases { if let n = r.devices { out += "backlot_adoption_devices{\(labels(r))} \(n)\n" } }
+        family(
+            "backlot_device_installs_total", "counter",
+            "Installs of a release devices reported, by outcome (started, finished, failed); a series appears once it reaches 10."
+        )
+        for r in gauges.releases {
+            for (outcome, n) in [("started", r.started), ("finished", r.finished), ("failed", r.failed)] {
+                if let n { out += "backlot_device_installs_total{\(labels(r)),outcome=\"\(outcome)\"} \(n)\n" }
+            }
+        }
+        family(
+            "backlot_release_role", "gauge",
+            "1 for each production release by its role: live (every other device) or candidate (a staged rollout).")
+        for p in gauges.productionPacks {
+            let pack = "app=\"\(Self.escape(p.app))\",pack=\"\(Self.escape(p.pack))\""
+            if let live = p.live { out += "backlot_release_role{\(pack),version=\"\(live)\",role=\"live\"} 1\n" }
+            if let candidate = p.candidate {
+                out += "backlot_release_role{\(pack),version=\"\(candidate)\",role=\"candidate\"} 1\n"
+            }
+        }
+        family("backlot_rollout_percent", "gauge", "The share of devices offered a production candidate, in percent.")
+        for p in gauges.productionPacks {
+            guard let candidate = p.candidate else { continue }
+            out +=
+                "backlot_rollout_percent{app=\"\(Self.escape(p.app))\",pack=\"\(Self.escape(p.pack))\",version=\"\(candidate)\"} \(Self.number(Double(p.basisPoints) / 100))\n"
         }
         family("backlot_build_info", "gauge", "The server's build: always 1, with its version as a label.")
         out += "backlot_build_info{version=\"\(Self.escape(version))\"} 1\n"

@@ -155,6 +155,34 @@ public final class DeviceReports: Sendable {
             })
     }
 
+    /// What `/metrics` shows of the figures: per app, channel, pack and version, the devices that
+    /// held it on the last whole UTC day (only when at least ``API/Limits/adoptionThreshold``), and
+    /// the installs started, finished and failed over the figures kept (each shown once it reaches
+    /// the threshold, so that no small group is singled out).
+    public func metrics(now: Date = Date()) throws -> [ReleaseFigures] {
+        let yesterday = DownloadCounts.utcDay(now.addingTimeInterval(-86_400))
+        let k = Int64(API.Limits.adoptionThreshold)
+        func shown(_ v: Int64?) -> Int64? { v.flatMap { $0 >= k ? $0 : nil } }
+        let rows = try db.transaction { tx in
+            try tx.query(
+                """
+                SELECT app, channel, pack, version,
+                    CAST(SUM(CASE WHEN day = ? THEN devices ELSE 0 END) AS BIGINT) AS devices,
+                    CAST(SUM(started) AS BIGINT) AS started, CAST(SUM(finished) AS BIGINT) AS finished,
+                    CAST(SUM(failed) AS BIGINT) AS failed
+                FROM device_reports WHERE pack <> '' GROUP BY app, channel, pack, version ORDER BY app, channel, pack, version
+                """, [.text(yesterday)])
+        }
+        return rows.compactMap { r in
+            guard let app = r["app"]?.string, let channel = r["channel"]?.string.flatMap(Channel.init(rawValue:)),
+                let pack = r["pack"]?.string, let version = r["version"]?.integer(as: Int.self)
+            else { return nil }
+            return ReleaseFigures(
+                app: app, channel: channel, pack: pack, version: version, devices: shown(r["devices"]?.int),
+                started: shown(r["started"]?.int), finished: shown(r["finished"]?.int), failed: shown(r["failed"]?.int))
+        }
+    }
+
     /// How long the figures are kept: 400 days (a year and its month), then deleted.
     public static let keptDays = 400
 

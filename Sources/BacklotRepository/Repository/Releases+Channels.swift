@@ -60,6 +60,23 @@ extension Releases {
 
     /// The version live on a channel (`app`, `pack`, and the live version as `number`), nil when
     /// the pack is not on the channel.
+    /// Every pack on production: its live version, its candidate and the candidate's share in
+    /// basis points (what `/metrics` shows of rollouts).
+    public func productionPacks() throws -> [(app: String, pack: String, live: Int?, candidate: Int?, basisPoints: Int)]
+    {
+        try db.transaction { tx in
+            try tx.query(
+                "SELECT app, pack, live, candidate, rollout_bp FROM channel_packs WHERE channel = 'production' ORDER BY app, pack",
+                [])
+        }.compactMap { r in
+            guard let app = r["app"]?.string, let pack = r["pack"]?.string else { return nil }
+            return (
+                app, pack, r["live"]?.integer(as: Int.self), r["candidate"]?.integer(as: Int.self),
+                r["rollout_bp"]?.integer(as: Int.self) ?? 0
+            )
+        }
+    }
+
     static func liveVersion(
         _ tx: inout any MetadataConnection, app: String, channel: String, pack: String
     ) throws -> Database.Row? {
