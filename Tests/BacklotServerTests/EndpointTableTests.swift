@@ -252,7 +252,7 @@ import Testing
         "some", "sort", "split", "statusText", "stringify", "target", "test", "text", "textContent", "then", "timer",
         "toFixed", "toISOString", "toLocaleString", "toUpperCase", "trim", "update", "uploaded", "value", "values",
         "w3", "who", "writeText", "paddingLeft", "paddingRight", "floor", "clientWidth", "round", "get", "assign",
-        "share",
+        "share", "flatMap",
     ]
 
     /// Every member name of every schema of the document.

@@ -1093,6 +1093,7 @@
         h('p', { 'data-devices-reported': lastDay ? figure(reported.find((r) => r.date === lastDay && r.pack === null)?.devices) : '0' },
           lastDay ? `${figure(reported.find((r) => r.date === lastDay && r.pack === null)?.devices)} devices reported on ${lastDay}.` : 'No device reported yet.'),
         h('p', { class: 'muted' }, `Devices report what they hold once a day and when it changes, without an identifier; figures below ${adoption.threshold} are shown as “${few}”.`),
+        ...adoptionCharts(dates, reported, channels.production.packs),
         latest.length
           ? table(['Release', 'Devices', 'Installs started', 'Finished', 'Failed', 'Failure rate'], latest.map((r) =>
             h('tr', { 'data-adoption': `${r.channel}/${r.pack}/${r.version}` }, h('td', {}, `${r.pack} version ${r.version} (${r.channel}, ${r.date})`),
@@ -1124,6 +1125,76 @@
             h('td', { class: 'num', 'data-candidate-share': '' }, liveDevices && candDevices ? percent((100 * candDevices) / (liveDevices + candDevices)) : '—'));
         }))
         : h('p', { class: 'muted' }, 'No staged rollout on production now.'));
+  }
+
+  // Per production pack, the share of the devices that reported each day that held each version:
+  // one line per version (a day whose figure is below the threshold leaves a gap), the candidate's
+  // rollout share named in the heading.
+  function adoptionCharts(dates, rows, packs) {
+    const production = rows.filter((r) => r.channel === 'production');
+    const totals = Object.fromEntries(dates.map((d) => [d, (production.find((r) => r.date === d && r.pack === null) || {}).devices || 0]));
+    const names = [...new Set(production.filter((r) => r.pack !== null).map((r) => r.pack))].sort();
+    return names.flatMap((pack) => {
+      const versions = [...new Set(production.filter((r) => r.pack === pack && r.devices !== null).map((r) => r.version))].sort((a, b) => a - b);
+      if (!versions.length) return [];
+      const series = versions.map((version) => ({
+        version,
+        values: dates.map((d) => {
+          const row = production.find((r) => r.date === d && r.pack === pack && r.version === version);
+          return row && row.devices !== null && totals[d] ? (100 * row.devices) / totals[d] : null;
+        }),
+      }));
+      const state = packs.find((p) => p.pack === pack);
+      const rollout = state && state.candidate ? `; version ${state.candidate.version} is offered to ${percent(state.candidate.rolloutPercent)} of devices` : '';
+      return [h('h3', {}, `${pack}: share of reporting devices per version${rollout}`), lineChart(dates, series, pack)];
+    });
+  }
+
+  // Lines of percentages per day (0–100 %), drawn as SVG as wide as the page's column; each line
+  // carries its version and its last share (data-last-share), each point a title with its figure.
+  function lineChart(dates, series, pack) {
+    const main = document.getElementById('main');
+    const style = main ? getComputedStyle(main) : null;
+    const column = main ? main.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 2 : 800;
+    const width = Math.round(Math.max(280, Math.min(800, column || 800)));
+    const height = 220;
+    const left = 44;
+    const right = 10;
+    const bottom = 30;
+    const top = 10;
+    const plot = width - left - right;
+    const step = plot / Math.max(1, dates.length);
+    const x = (i) => left + i * step + step / 2;
+    const y = (v) => height - bottom - ((height - bottom - top) * v) / 100;
+    const g = svg('svg', { class: 'chart', viewBox: `0 0 ${width} ${height}`, role: 'img', 'data-adoption-pack': pack,
+      'aria-label': `share of reporting devices per version of ${pack}` });
+    g.append(svg('line', { class: 'axis', x1: left, y1: height - bottom, x2: width - right, y2: height - bottom }));
+    g.append(svg('line', { class: 'axis', x1: left, y1: top, x2: left, y2: height - bottom }));
+    g.append(svg('text', { x: left - 6, y: top + 10, 'text-anchor': 'end' }, '100 %'));
+    g.append(svg('text', { x: left - 6, y: height - bottom, 'text-anchor': 'end' }, '0'));
+    series.forEach((s, n) => {
+      let d = '';
+      let pen = 'M';
+      let last = null;
+      s.values.forEach((v) => {
+        if (v !== null) last = v;
+      });
+      s.values.forEach((v, i) => {
+        if (v === null) { pen = 'M'; return; }
+        d += `${pen}${x(i).toFixed(1)},${y(v).toFixed(1)} `;
+        pen = 'L';
+      });
+      const line = svg('g', { 'data-version': String(s.version), 'data-last-share': last === null ? '' : last.toFixed(1) });
+      line.append(svg('path', { class: n % 2 ? 'line2' : 'line', d: d.trim() }));
+      s.values.forEach((v, i) => {
+        if (v === null) return;
+        const dot = svg('circle', { class: n % 2 ? 'line2' : 'line', cx: x(i).toFixed(1), cy: y(v).toFixed(1), r: 3 });
+        dot.append(svg('title', {}, `${dates[i]}: version ${s.version} on ${percent(v)} of reporting devices`));
+        line.append(dot);
+      });
+      g.append(line);
+    });
+    return g;
   }
 
   // A bar chart of one value per day, drawn as SVG (no library); each bar has a title for its figure.
