@@ -126,13 +126,7 @@ public final class DeviceReports: Sendable {
     /// below ``API/Limits/adoptionThreshold`` are nil.
     /// - Throws: `notFound` for an unknown app; `invalidInput` for days outside 1…90.
     public func report(app: String, days: Int = 30, now: Date = Date()) throws -> API.Adoption {
-        guard (1...API.Limits.longestDownloadReport).contains(days) else {
-            throw BacklotError(
-                .invalidInput, "an adoption report covers 1…\(API.Limits.longestDownloadReport) days, not \(days)",
-                context: "days")
-        }
-        let to = DownloadCounts.utcDay(now)
-        let from = DownloadCounts.utcDay(now.addingTimeInterval(-Double(days - 1) * 86_400))
+        let (from, to) = try DownloadCounts.days(days, endingAt: now, of: "an adoption report")
         let rows = try db.transaction { tx in
             try Apps.requireApp(&tx, app)
             return try tx.query(

@@ -85,13 +85,7 @@ public final class DownloadCounts: Sendable {
     ) throws -> (
         from: String, to: String, rows: [DownloadCount]
     ) {
-        guard (1...Self.longestReport).contains(days) else {
-            throw BacklotError(
-                .invalidInput, "a download report covers 1…\(Self.longestReport) days, not \(days)",
-                context: "days")
-        }
-        let to = Self.utcDay(now)
-        let from = Self.utcDay(now.addingTimeInterval(-Double(days - 1) * 86_400))
+        let (from, to) = try Self.days(days, endingAt: now, of: "a download report")
         let rows = try db.transaction { tx in
             try Apps.requireApp(&tx, app)
             return try tx.query(
@@ -109,6 +103,16 @@ public final class DownloadCounts: Sendable {
                     requests: r["requests"]?.int ?? 0, bytes: r["bytes"]?.int ?? 0)
             }
         )
+    }
+
+    /// The first and last UTC day (`YYYY-MM-DD`) of a report of the last `days` days, today included.
+    /// - Throws: `invalidInput` naming `what` for days outside 1…``longestReport``.
+    static func days(_ days: Int, endingAt now: Date, of what: String) throws -> (from: String, to: String) {
+        guard (1...Self.longestReport).contains(days) else {
+            throw BacklotError(
+                .invalidInput, "\(what) covers 1…\(Self.longestReport) days, not \(days)", context: "days")
+        }
+        return (Self.utcDay(now.addingTimeInterval(-Double(days - 1) * 86_400)), Self.utcDay(now))
     }
 
     /// `YYYY-MM-DD` of a time, in UTC.

@@ -96,13 +96,7 @@ extension Releases {
     private func takeStep(
         _ tx: inout any MetadataConnection, app: String, pack: String, version: Int, basisPoints: Int, last: Bool
     ) throws {
-        if basisPoints >= 10_000 {
-            try apply(&tx, app: app, channel: .production, pack: pack, version: version, basisPoints: nil)
-        } else {
-            try tx.run(
-                "UPDATE channel_packs SET rollout_bp = ? WHERE app = ? AND channel = 'production' AND pack = ?",
-                [.integer(Int64(basisPoints)), .text(app), .text(pack)])
-        }
+        try setCandidateShare(&tx, app: app, pack: pack, candidate: version, basisPoints: basisPoints)
         if last {
             try tx.run(
                 "UPDATE rollout_phases SET state = 'done' WHERE app = ? AND pack = ? AND state = 'running'",
@@ -182,9 +176,7 @@ extension Releases {
                 if let reason = Self.haltReason(
                     version: version, candidate: candidate, liveVersion: liveVersion, live: live)
                 {
-                    try tx.run(
-                        "UPDATE channel_packs SET rollout_bp = 0 WHERE app = ? AND channel = 'production' AND pack = ?",
-                        [.text(app), .text(pack)])
+                    try setCandidateShare(&tx, app: app, pack: pack, candidate: version, basisPoints: 0)
                     try tx.run(
                         "UPDATE rollout_phases SET state = 'halted', reason = ? WHERE app = ? AND pack = ?",
                         [.text(reason), .text(app), .text(pack)])

@@ -140,18 +140,26 @@ extension Releases {
             // A share set by hand ends a phased rollout: the reviewer has taken over.
             try Self.cancelPhases(
                 &tx, app: app, pack: pack, reason: "the rollout was set to \(Self.percentText(percent)) % by hand")
-            if bp >= 10_000 {
-                try apply(&tx, app: app, channel: .production, pack: pack, version: candidate, basisPoints: nil)
-            } else {
-                try tx.run(
-                    "UPDATE channel_packs SET rollout_bp = ? WHERE app = ? AND channel = 'production' AND pack = ?",
-                    [.integer(Int64(bp)), .text(app), .text(pack)])
-            }
+            try setCandidateShare(&tx, app: app, pack: pack, candidate: candidate, basisPoints: bp)
             try AuditLog.record(
                 &tx, "rollout.set", app: app, pack: pack, version: candidate,
                 details: ["channel": "production", "percent": Self.percentText(percent)])
         }
         try publication.publish(app: app, channel: .production)
+    }
+
+    /// Puts the production candidate at a share of devices; 100 % (10,000 basis points) makes it
+    /// the live version.
+    func setCandidateShare(
+        _ tx: inout any MetadataConnection, app: String, pack: String, candidate: Int, basisPoints: Int
+    ) throws {
+        if basisPoints >= 10_000 {
+            try apply(&tx, app: app, channel: .production, pack: pack, version: candidate, basisPoints: nil)
+        } else {
+            try tx.run(
+                "UPDATE channel_packs SET rollout_bp = ? WHERE app = ? AND channel = 'production' AND pack = ?",
+                [.integer(Int64(basisPoints)), .text(app), .text(pack)])
+        }
     }
 
     /// An app's second-reviewer rule: a step above its share must be made by another person than
