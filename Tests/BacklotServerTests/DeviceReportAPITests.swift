@@ -58,6 +58,14 @@ import Testing
         #expect(huge.status == 400 && huge.text.contains("started"), "\(huge.text)")
         #expect(
             try f.call("POST", "/api/apps/com.example.nope/reports", json: #"{"channel":"production"}"#).status == 404)
+        // A member given twice, at the top or in an element, is refused (which one would count?).
+        for twice in [
+            #"{"channel":"production","channel":"internal"}"#,
+            #"{"channel":"production","held":[{"pack":"Levels","pack":"Other","version":1}]}"#,
+        ] {
+            let r = try f.call("POST", reports, json: twice)
+            #expect(r.status == 400 && r.text.contains("appears twice"), "\(twice): \(r.text)")
+        }
 
         #expect(try f.call("GET", "/api/apps/\(app)/adoption").status == 401)
         let reader = try f.repository.tokens.create(role: .reader)
