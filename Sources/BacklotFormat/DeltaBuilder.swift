@@ -6,13 +6,18 @@ import BacklotZstd
 /// version of a pack to another.
 ///
 /// For each chunk of the target that the base does not hold, the base chunks that covered the same
-/// bytes of the same file (the chunks of the base's file at that path overlapping the chunk's
-/// range, at most four; for a file that grew, its last chunk) are the reference prefix. The delta
-/// is kept when it is smaller than the chunk's own frame by more than its table entry and 2 %
-/// (measured in docs/benchmarks.md: a 10 % margin left 4 % of the update scenario's bytes on the table). The target's index is compressed against the base's index the same way.
-/// A file whose first four tries give no delta is taken as replaced, and the rest of it is not
-/// tried (so a version of new content costs little to process). Output is deterministic for the
-/// same packs, level and libzstd.
+/// bytes of the file's old version are the reference prefix: the old version is the base's file at
+/// that path, else the one sharing the most chunks with it (a rename or a move), else the only one
+/// of the same name; the bytes are found where the chunks both versions hold say the edits before
+/// moved them (at most four chunks overlapping the range; for a file that grew, its last chunk).
+/// The delta is kept when it is smaller than the chunk's own frame by more than its table entry
+/// and 2 % (measured in docs/benchmarks.md: a 10 % margin left 4 % of the update scenario's bytes
+/// on the table). A chunk no file's try kept is tried again in the next file that holds it. The
+/// target's index is compressed against the base's index the same way. A file that shares no
+/// chunk with its old version and whose first four tries of a chunk worth a delta (a frame of
+/// 4 KiB or more) give none is taken as replaced, and the rest of it is not tried (so a version of
+/// new content costs little to process). Output is deterministic for the same packs, level and
+/// libzstd.
 ///
 /// ```swift
 /// let delta = try DeltaBuilder().build(base: try PackReader(path: "v1.pack"), target: try PackReader(path: "v2.pack"))
@@ -88,38 +93,56 @@ public struct DeltaBuilder: Sendable {
         let compressor = ZstdCompressor(level: level)
         let decompressor = ZstdDecompressor()
         let held = Set(base.index.chunks.map(\.id))
-        var baseFiles: [String: PackIndex.File] = [:]
-        for f in base.index.files { baseFiles[f.path] = f }
-        var decided = Set<Int>()
+        let old = OldFiles(base.index)
+        var counted = Set<Int>()
+        var kept = Set<Int>()
         var frames: [(chunk: Int, frame: [UInt8], bases: [SHA256Digest])] = []
         var missing = 0
         var missingBytes: UInt64 = 0
         var replaced: UInt64 = 0
         for file in target.index.files {
+            let chunks = file.chunks.map { target.index.chunks[$0] }
+            guard chunks.contains(where: { !held.contains($0.id) }) else { continue }
+            // The base's version of the file: at the same path; else the file it shares the most
+            // chunks with (a file renamed or moved, whatever its content); else one of the same name
+            // in another folder.
+            let oldFile = old.match(for: file, chunks: chunks.map(\.id))
+            // A file sharing no chunk with its old version whose first tries all fail was replaced,
+            // not edited: the rest of it is not tried (a version of new content costs little to
+            // process). A try counts only when the chunk's frame is large enough for a delta to matter.
+            let edited = chunks.contains { held.contains($0.id) }
+            var failures = 0
             var offset: UInt64 = 0
-            // A file whose first tries all fail was replaced, not edited: the rest of it is not tried.
-            var tried = 0
-            var kept = 0
-            for c in file.chunks {
-                let chunk = target.index.chunks[c]
+            // Where the new file's bytes are in the old one: moved by the edits before them, found
+            // again at each chunk both versions hold.
+            var shift: Int64 = 0
+            for (c, chunk) in zip(file.chunks, chunks) {
                 defer { offset += UInt64(chunk.uncompressedSize) }
-                guard !held.contains(chunk.id), decided.insert(c).inserted else { continue }
-                missing += 1
-                missingBytes += UInt64(chunk.compressedSize)
-                guard let old = baseFiles[file.path], kept > 0 || tried < Self.triesPerReplacedFile else { continue }
+                if let oldFile, let at = old.offset(of: chunk.id, in: oldFile.path) {
+                    shift = Int64(clamping: at) - Int64(clamping: offset)
+                }
+                guard !held.contains(chunk.id), !kept.contains(c) else { continue }
+                if counted.insert(c).inserted {
+                    missing += 1
+                    missingBytes += UInt64(chunk.compressedSize)
+                }
+                guard let oldFile, edited || failures < Self.triesPerReplacedFile else { continue }
+                let start = UInt64(max(0, Int64(clamping: offset) + shift))
                 let baseChunks = Self.covering(
-                    old, in: base.index, from: offset - min(offset, 2048),
-                    to: offset + UInt64(chunk.uncompressedSize) + 2048)
+                    oldFile, in: base.index, from: start - min(start, 2048),
+                    to: start + UInt64(chunk.uncompressedSize) + 2048)
                 guard !baseChunks.isEmpty else { continue }
                 var prefix: [UInt8] = []
                 for b in baseChunks { prefix += try base.chunk(b, using: decompressor) }
                 let plain = try target.chunk(c, using: decompressor)
                 let frame = try compressor.compress(plain, prefix: prefix)
-                tried += 1
                 let cost = Double(frame.count + 52 + 32 * baseChunks.count)
-                guard cost < keepBelow * Double(chunk.compressedSize) else { continue }
+                guard cost < keepBelow * Double(chunk.compressedSize) else {
+                    if chunk.compressedSize >= Self.worthTrying { failures += 1 }
+                    continue
+                }
                 replaced += UInt64(chunk.compressedSize)
-                kept += 1
+                kept.insert(c)
                 frames.append((c, frame, baseChunks.map { base.index.chunks[$0].id }))
             }
         }
@@ -149,8 +172,57 @@ public struct DeltaBuilder: Sendable {
             bytes: bytes, delta: delta, missingChunks: missing, missingBytes: missingBytes, replacedBytes: replaced)
     }
 
-    /// Chunks of a file tried without any delta kept before the rest of the file is left out.
+    /// Chunks of a file that shares no chunk with the base tried without any delta kept before the
+    /// rest of the file is left out.
     static let triesPerReplacedFile = 4
+
+    /// A chunk whose frame is smaller than this (zeros, a short run of text) does not count as a
+    /// failed try: its delta could never save its table entry, whatever the file.
+    static let worthTrying: UInt32 = 4096
+
+    /// The base's files, found by path, by the chunks they hold, and by name.
+    struct OldFiles {
+        let index: PackIndex
+        var byPath: [String: PackIndex.File] = [:]
+        var byName: [String: [PackIndex.File]] = [:]
+        /// Each chunk's first places (two at most): its file and offset in it.
+        var places: [SHA256Digest: [(path: String, offset: UInt64)]] = [:]
+
+        init(_ index: PackIndex) {
+            self.index = index
+            for f in index.files {
+                byPath[f.path] = f
+                byName[Self.name(f.path), default: []].append(f)
+                var offset: UInt64 = 0
+                for c in f.chunks {
+                    let chunk = index.chunks[c]
+                    // Up to two places a chunk: enough to tell a chunk held once from one held again.
+                    if (places[chunk.id]?.count ?? 0) < 2 { places[chunk.id, default: []].append((f.path, offset)) }
+                    offset += UInt64(chunk.uncompressedSize)
+                }
+            }
+        }
+
+        static func name(_ path: String) -> String { String(path.split(separator: "/").last ?? Substring(path)) }
+
+        /// Where a chunk is in the base's file at `path`, nil when it is not there or not only once
+        /// in the base (a run of zeros repeats one chunk: it says nothing of where the bytes went).
+        func offset(of chunk: SHA256Digest, in path: String) -> UInt64? {
+            guard let only = places[chunk], only.count == 1, only[0].path == path else { return nil }
+            return only[0].offset
+        }
+
+        /// The base's version of a target file: same path, else the file sharing the most of its
+        /// chunks (ties to the first in the index), else the only one of the same name.
+        func match(for file: PackIndex.File, chunks: [SHA256Digest]) -> PackIndex.File? {
+            if let same = byPath[file.path] { return same }
+            var shared: [String: Int] = [:]
+            for id in Set(chunks) { for place in places[id] ?? [] { shared[place.path, default: 0] += 1 } }
+            if let best = shared.max(by: { ($0.value, $1.key) < ($1.value, $0.key) }) { return byPath[best.key] }
+            if let named = byName[Self.name(file.path)], named.count == 1 { return named[0] }
+            return nil
+        }
+    }
 
     /// The chunks of `file` (indexes into `index.chunks`) that overlap bytes `from..<to` of it, at
     /// most ``PackDelta/maximumBases``; past the file's end, its last chunk.

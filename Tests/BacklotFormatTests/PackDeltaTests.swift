@@ -61,6 +61,80 @@ import Testing
         }
     }
 
+    /// Builds v1 from `before` and v2 from `after` (path → bytes), 16 KiB chunks on average, and
+    /// the delta between them; checks every entry rebuilds its chunk.
+    static func delta(
+        _ dir: TemporaryDirectory, before: [String: [UInt8]], after: [String: [UInt8]]
+    ) throws -> DeltaBuilder.Result {
+        for (path, bytes) in before { try dir.write("src/" + path, bytes) }
+        let one = try SamplePack.build(in: dir, name: "v1.pack")
+        try FileManager.default.removeItem(atPath: dir.at("src"))
+        for (path, bytes) in after { try dir.write("src/" + path, bytes) }
+        let two = try SamplePack.build(in: dir, name: "v2.pack")
+        let (v1, v2) = (try PackReader(path: one), try PackReader(path: two))
+        let result = try DeltaBuilder().build(base: v1, target: v2)
+        let d = ZstdDecompressor()
+        var oldChunks: [SHA256Digest: [UInt8]] = [:]
+        for c in v1.index.chunks.indices { oldChunks[v1.index.chunks[c].id] = try v1.readChunk(c, using: d) }
+        for e in result.delta.entries {
+            let plain = try result.bytes.withUnsafeBytes {
+                try PackDelta.apply(
+                    e, frame: UnsafeRawBufferPointer(rebasing: $0[Int(e.offset)..<Int(e.offset) + Int(e.length)]),
+                    prefix: e.bases.flatMap { oldChunks[$0]! }, using: d, source: "t")
+            }
+            #expect(SHA256.hash(plain) == e.target)
+        }
+        return result
+    }
+
+    /// What the edits of issue #28 found fetched whole: a file renamed or moved, a file whose zero
+    /// runs failed its first tries, a chunk whose bytes an earlier insertion moved far. Each now
+    /// gets a delta, and the whole costs a small part of the chunks it replaces.
+    @Test(arguments: [UInt64(2801), 2802]) func renamedSparseAndShiftedFilesGetDeltas(seed: UInt64) throws {
+        print("renamedSparseAndShiftedFilesGetDeltas seed \(seed)")
+        var g = SeededGenerator(seed: seed)
+        let dir = try TemporaryDirectory("delta-kinds")
+        defer { dir.remove() }
+        func edited(_ bytes: [UInt8], at: Int, _ count: Int) -> [UInt8] {
+            var b = bytes
+            b.replaceSubrange(at..<at + count, with: g.bytes(count))
+            return b
+        }
+
+        // Renamed and moved to another folder, with one small edit.
+        let media = g.bytes(300_000)
+        var result = try Self.delta(
+            dir, before: ["media/a.bin": media], after: ["moved/b.bin": edited(media, at: 150_000, 100)])
+        #expect(
+            result.missingChunks > 0 && result.delta.entries.count == result.missingChunks,
+            "\(result.delta.entries.count) of \(result.missingChunks)")
+        #expect(
+            UInt64(result.bytes.count) * 20 < result.missingBytes, "\(result.bytes.count) of \(result.missingBytes)")
+
+        // Zeros, then random bytes: edits in the zeros, an insertion in the random half.
+        let sparse = [UInt8](repeating: 0, count: 600_000) + g.bytes(300_000)
+        var after = sparse
+        for at in [50_000, 200_000, 350_000, 500_000] { after.replaceSubrange(at..<at + 40, with: g.bytes(40)) }
+        after.insert(contentsOf: g.bytes(60), at: 750_000)
+        result = try Self.delta(dir, before: ["s.bin": sparse], after: ["s.bin": after])
+        // Chunks left whole are the mostly-zero ones, whose frames are too small for any delta to
+        // save its table entry; every chunk of random bytes has one.
+        let whole = result.missingChunks - result.delta.entries.count
+        let wholeBytes = result.missingBytes - result.replacedBytes
+        #expect(wholeBytes < UInt64(whole) * 4096, "\(whole) chunks left whole, \(wholeBytes) bytes")
+        #expect(
+            UInt64(result.bytes.count) + wholeBytes < 12_000,
+            "\(result.bytes.count) bytes of delta and \(wholeBytes) of whole chunks for 220 changed bytes")
+
+        // 32 KiB inserted early (new bytes to anyone), then 100 bytes edited 700 KB further on.
+        let random = g.bytes(1_000_000)
+        var shifted = random
+        shifted.insert(contentsOf: g.bytes(32_768), at: 100_000)
+        shifted = edited(shifted, at: 832_768, 100)
+        result = try Self.delta(dir, before: ["r.bin": random], after: ["r.bin": shifted])
+        #expect(result.bytes.count < 32_768 + 8_192, "\(result.bytes.count) bytes for 32 KiB of new bytes and one edit")
+    }
+
     @Test func aChangedDeltaOrAWrongBaseIsCaughtByTheTargetHash() throws {
         let dir = try TemporaryDirectory("delta-bad")
         defer { dir.remove() }
