@@ -40,6 +40,8 @@ func decodeAsEveryBody(_ body: [UInt8]) {
     read(API.RollbackRequest.self)
     read(API.WithdrawRequest.self)
     read(API.TokenCreate.self)
+    read(API.DeviceReport.self)
+    read(API.PhasedRolloutRequest.self)
 }
 
 /// libFuzzer harness for the management API's request handling without a socket: path routing,
