@@ -77,6 +77,7 @@ bench:
 	@scripts/bench-server $(BUILD_DIR)/release/backlot
 	@scripts/bench-client $(BUILD_DIR)/release/backlot
 	@scripts/bench-small $(BUILD_DIR)/release/backlot
+	@scripts/bench-family $(BUILD_DIR)/release/backlot
 	@scripts/bench-idle $(BUILD_DIR)/release/backlot
 	@scripts/bench-cluster $(BUILD_DIR)/release/backlot
 	@scripts/bench-capi $(BUILD_DIR)/release/backlot $(BUILD_DIR)/release/libBacklotCAPI.so

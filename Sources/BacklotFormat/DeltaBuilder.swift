@@ -5,8 +5,12 @@ import BacklotZstd
 /// Makes the delta file (``PackDelta``, `docs/format.md` §14) that takes a client from one
 /// version of a pack to another.
 ///
-/// For each chunk of the target that the base does not hold, the base chunks that covered the same
-/// bytes of the file's old version are the reference prefix: the old version is the base's file at
+/// For each chunk of the target that the base does not hold, the chunks of the file's old version
+/// that together hold the most of its bytes wherever they are (sampled: ``ChunkResemblance``, for
+/// an old file of at most 64 MiB) or, when none shares any, those that covered the same bytes are
+/// the reference prefix (four chunks at most); a file without an old version is compared with
+/// the base's files the target no longer has (64 MiB of them at most: a file renamed and edited).
+/// The old version is the base's file at
 /// that path, else the one sharing the most chunks with it (a rename or a move), else the only one
 /// of the same name; the bytes are found where the chunks both versions hold say the edits before
 /// moved them (at most four chunks overlapping the range; for a file that grew, its last chunk).
@@ -100,6 +104,10 @@ public struct DeltaBuilder: Sendable {
         var missing = 0
         var missingBytes: UInt64 = 0
         var replaced: UInt64 = 0
+        // The base's files the target no longer has (renamed or deleted), sampled once when a
+        // target file has no old version: a file renamed and edited is found by its bytes.
+        let targetPaths = Set(target.index.files.map(\.path))
+        var removed: (chunks: [Int: [UInt8]], resemblance: ChunkResemblance)? = nil
         for file in target.index.files {
             let chunks = file.chunks.map { target.index.chunks[$0] }
             guard chunks.contains(where: { !held.contains($0.id) }) else { continue }
@@ -111,6 +119,26 @@ public struct DeltaBuilder: Sendable {
             // not edited: the rest of it is not tried (a version of new content costs little to
             // process). A try counts only when the chunk's frame is large enough for a delta to matter.
             let edited = chunks.contains { held.contains($0.id) }
+            // The old file's chunks, decompressed once, and where each of their bytes went: when
+            // the old file is small enough to hold (``resemblanceLimit``).
+            var oldChunks: [Int: [UInt8]] = [:]
+            var resemblance: ChunkResemblance? = nil
+            if let oldFile, oldFile.size <= Self.resemblanceLimit {
+                for b in Set(oldFile.chunks) { oldChunks[b] = try base.chunk(b, using: decompressor) }
+                resemblance = ChunkResemblance(chunks: oldFile.chunks.map { ($0, oldChunks[$0] ?? []) })
+            } else if oldFile == nil {
+                if removed == nil {
+                    var budget = Self.resemblanceLimit
+                    var bytes: [Int: [UInt8]] = [:]
+                    for f in base.index.files where !targetPaths.contains(f.path) && f.size <= budget {
+                        budget -= f.size
+                        for b in f.chunks where bytes[b] == nil { bytes[b] = try base.chunk(b, using: decompressor) }
+                    }
+                    removed = (bytes, ChunkResemblance(chunks: bytes.keys.sorted().map { ($0, bytes[$0] ?? []) }))
+                }
+                oldChunks = removed?.chunks ?? [:]
+                resemblance = removed?.resemblance
+            }
             var failures = 0
             var offset: UInt64 = 0
             // Where the new file's bytes are in the old one: moved by the edits before them, found
@@ -126,15 +154,22 @@ public struct DeltaBuilder: Sendable {
                     missing += 1
                     missingBytes += UInt64(chunk.compressedSize)
                 }
-                guard let oldFile, edited || failures < Self.triesPerReplacedFile else { continue }
+                guard oldFile != nil || resemblance != nil, edited || failures < Self.triesPerReplacedFile else {
+                    continue
+                }
                 let start = UInt64(max(0, Int64(clamping: offset) + shift))
-                let baseChunks = Self.covering(
-                    oldFile, in: base.index, from: start - min(start, 2048),
-                    to: start + UInt64(chunk.uncompressedSize) + 2048)
+                let plain = try target.chunk(c, using: decompressor)
+                // The old chunks holding its bytes wherever they are (a block moved); when none
+                // shares any, those at its place in the old file.
+                var baseChunks = resemblance?.similar(to: plain, atMost: PackDelta.maximumBases) ?? []
+                if baseChunks.isEmpty, let oldFile {
+                    baseChunks = Self.covering(
+                        oldFile, in: base.index, from: start - min(start, 2048),
+                        to: start + UInt64(chunk.uncompressedSize) + 2048)
+                }
                 guard !baseChunks.isEmpty else { continue }
                 var prefix: [UInt8] = []
-                for b in baseChunks { prefix += try base.chunk(b, using: decompressor) }
-                let plain = try target.chunk(c, using: decompressor)
+                for b in baseChunks { prefix += try oldChunks[b] ?? base.chunk(b, using: decompressor) }
                 let frame = try compressor.compress(plain, prefix: prefix)
                 let cost = Double(frame.count + 52 + 32 * baseChunks.count)
                 guard cost < keepBelow * Double(chunk.compressedSize) else {
@@ -175,6 +210,10 @@ public struct DeltaBuilder: Sendable {
     /// Chunks of a file that shares no chunk with the base tried without any delta kept before the
     /// rest of the file is left out.
     static let triesPerReplacedFile = 4
+
+    /// The largest old file whose chunks are decompressed and sampled to find where a new chunk's
+    /// bytes were (``ChunkResemblance``); a larger one is read by position alone.
+    static let resemblanceLimit: UInt64 = 64 << 20
 
     /// A chunk whose frame is smaller than this (zeros, a short run of text) does not count as a
     /// failed try: its delta could never save its table entry, whatever the file.

@@ -111,6 +111,17 @@ import Testing
         #expect(
             UInt64(result.bytes.count) * 20 < result.missingBytes, "\(result.bytes.count) of \(result.missingBytes)")
 
+        // A small file (one chunk) renamed to another name in another folder and edited: found
+        // among the files the new version no longer has, by its bytes.
+        let note = g.text(9_000)
+        let kept = g.text(3_000)
+        result = try Self.delta(
+            dir, before: ["notes/todo.txt": note, "keep.txt": kept],
+            after: ["archive/done-list.md": edited(note, at: 4_000, 30), "keep.txt": kept])
+        #expect(
+            result.missingChunks > 0 && result.delta.entries.count == result.missingChunks,
+            "the renamed and edited file's \(result.missingChunks) chunks: \(result.delta.entries.count) deltas")
+
         // Zeros, then random bytes: edits in the zeros, an insertion in the random half.
         let sparse = [UInt8](repeating: 0, count: 600_000) + g.bytes(300_000)
         var after = sparse
@@ -133,6 +144,18 @@ import Testing
         shifted = edited(shifted, at: 832_768, 100)
         result = try Self.delta(dir, before: ["r.bin": random], after: ["r.bin": shifted])
         #expect(result.bytes.count < 32_768 + 8_192, "\(result.bytes.count) bytes for 32 KiB of new bytes and one edit")
+
+        // A block of 40 KiB moved 400 KB further in a file of random bytes: no new byte at all.
+        let moving = g.bytes(600_000)
+        var moved = moving
+        let block = Array(moved[100_000..<140_960])
+        moved.removeSubrange(100_000..<140_960)
+        moved.insert(contentsOf: block, at: 460_000)
+        result = try Self.delta(dir, before: ["m.bin": moving], after: ["m.bin": moved])
+        #expect(
+            result.delta.entries.count == result.missingChunks,
+            "\(result.delta.entries.count) of \(result.missingChunks)")
+        #expect(result.bytes.count < 4_096, "\(result.bytes.count) bytes for a block moved")
     }
 
     @Test func aChangedDeltaOrAWrongBaseIsCaughtByTheTargetHash() throws {

@@ -1,0 +1,59 @@
+/// Which chunks of a file's old version hold bytes a new chunk holds, wherever they are in the
+/// file: for a block moved inside a file, or pages a database rewrote elsewhere, the chunks at the
+/// same offset do not hold them, and a delta against those costs the whole chunk.
+///
+/// Each chunk is sampled at content-defined points: where a gear hash of the 64 bytes before a
+/// position (``Chunker/gear``) has its high 8 bits zero, about one position in 256, the hash's
+/// high half is a sample. Points depend on the bytes only, so a sample survives any shift. A new chunk's samples
+/// vote for the old chunks that first held them.
+///
+/// ```swift
+/// let index = ChunkResemblance(chunks: [(0, oldChunk0), (1, oldChunk1)])
+/// index.similar(to: newChunk, atMost: 4)   // [1, 0]: the old chunks sharing the most samples first
+/// ```
+struct ChunkResemblance {
+    /// A sample → the chunks (indexes into the base's chunks) that hold it, the first four.
+    private var owners: [UInt64: [Int]] = [:]
+
+    init(chunks: [(index: Int, bytes: [UInt8])]) {
+        for (index, bytes) in chunks {
+            Self.samples(bytes) { sample in
+                let held = owners[sample] ?? []
+                if held.count < 4 && !held.contains(index) { owners[sample] = held + [index] }
+            }
+        }
+    }
+
+    /// Calls `body` with each sample of `bytes` (a sample repeated is given again).
+    static func samples(_ bytes: [UInt8], _ body: (UInt64) -> Void) {
+        var h: UInt64 = 0
+        Chunker.gear.withUnsafeBufferPointer { gear in
+            for (i, byte) in bytes.enumerated() {
+                h = (h &<< 1) &+ gear[Int(byte)]
+                // Bit k of the gear hash depends on the last k + 1 bytes: the high bits, on the last 64.
+                if i >= 63 && h & 0xFF00_0000_0000_0000 == 0 { body(h >> 32) }
+            }
+        }
+    }
+
+    /// The old chunks that together hold the most of `bytes`' samples, at most `n`: the one holding
+    /// the most, then the one holding the most of the rest, and so on while a chunk adds at least
+    /// two samples and a sixteenth of them (a chunk that adds less would cost its table entry for
+    /// nothing). Ties go to the earlier chunk. Empty when no old chunk shares a sample.
+    func similar(to bytes: [UInt8], atMost n: Int) -> [Int] {
+        var wanted: Set<UInt64> = []
+        Self.samples(bytes) { wanted.insert($0) }
+        let least = max(2, wanted.count / 16)
+        var chosen: [Int] = []
+        while chosen.count < n {
+            var votes: [Int: Int] = [:]
+            for sample in wanted { for owner in owners[sample] ?? [] { votes[owner, default: 0] += 1 } }
+            guard let best = votes.max(by: { ($0.value, $1.key) < ($1.value, $0.key) }), best.value >= least else {
+                break
+            }
+            chosen.append(best.key)
+            wanted = wanted.filter { !(owners[$0] ?? []).contains(best.key) }
+        }
+        return chosen
+    }
+}
