@@ -608,9 +608,19 @@
     if (unknown) return noSuchApp('Channels', unknown);
     if (!app) return h('div', {}, h('h1', {}, 'Channels'), noApps());
     const channels = await channelStates(app);
+    // Each production candidate's phased rollout, if it has one running or halted (404: never had one).
+    const phasesOf = new Map();
+    for (const p of channels.production.packs.filter((p) => p.candidate)) {
+      try {
+        const phases = await api('GET', `/api/apps/${enc(app)}/packs/${enc(p.pack)}/phases`);
+        if (phases.version === p.candidate.version && (phases.state === 'running' || phases.state === 'halted')) phasesOf.set(p.pack, phases);
+      } catch (e) {
+        if (!(e instanceof ApiError) || e.status !== 404) throw e;
+      }
+    }
     const sections = CHANNELS.map((c) => {
       const s = channels[c];
-      const rows = s.packs.map((p) => channelRow(app, c, p));
+      const rows = s.packs.map((p) => channelRow(app, c, p, c === 'production' ? phasesOf.get(p.pack) : undefined));
       return h('section', { class: 'card', 'data-channel-card': c },
         h('h2', {}, c[0].toUpperCase() + c.slice(1)),
         h('p', { class: 'muted' },
@@ -625,14 +635,15 @@
       sections);
   }
 
-  function channelRow(app, channel, p) {
+  function channelRow(app, channel, p, phases) {
     const live = p.live ? h('span', {}, badge('live', 'live'), ` version ${p.live.version}`) : h('span', { class: 'muted' }, 'nothing live');
     let candidate = h('span', { class: 'muted' }, 'none');
     if (p.candidate) {
       const halted = Number(p.candidate.rolloutPercent) === 0;
       candidate = h('span', { 'data-rollout': p.candidate.rolloutPercent },
         badge(halted ? 'halted' : 'candidate', halted ? 'halted' : 'candidate'),
-        ` version ${p.candidate.version} at ${percent(p.candidate.rolloutPercent)}`);
+        ` version ${p.candidate.version} at ${percent(p.candidate.rolloutPercent)}`,
+        phases ? h('span', { class: 'muted', 'data-phases': phases.state }, ` — ${phasesText(phases)}`) : null);
     }
     const actions = h('td', { class: 'actions' });
     if (can('reviewer')) {
@@ -644,11 +655,11 @@
         const down = [...ROLLOUT_STEPS].reverse().find((s) => s < current);
         append(actions, [
           h('label', { for: inputId }, `Rollout of ${p.pack} (%)`), input,
-          h('button', { type: 'button', class: 'action primary', 'data-action': 'set-rollout', 'data-pack': p.pack, on: { click: () => setRollout(app, p, Number(input.value)) } }, 'Set'),
-          up !== undefined && up < 100 ? h('button', { type: 'button', class: 'action', 'data-action': 'raise', on: { click: () => setRollout(app, p, up) } }, `Raise to ${up} %`) : null,
-          down !== undefined ? h('button', { type: 'button', class: 'action', 'data-action': 'lower', on: { click: () => setRollout(app, p, down) } }, `Lower to ${down} %`) : null,
-          h('button', { type: 'button', class: 'action', 'data-action': 'promote', on: { click: () => setRollout(app, p, 100) } }, 'Promote (100 %)'),
-          current > 0 ? h('button', { type: 'button', class: 'action danger', 'data-action': 'halt', on: { click: () => setRollout(app, p, 0) } }, 'Halt (0 %)') : null]);
+          h('button', { type: 'button', class: 'action primary', 'data-action': 'set-rollout', 'data-pack': p.pack, on: { click: () => setRollout(app, p, Number(input.value), phases) } }, 'Set'),
+          up !== undefined && up < 100 ? h('button', { type: 'button', class: 'action', 'data-action': 'raise', on: { click: () => setRollout(app, p, up, phases) } }, `Raise to ${up} %`) : null,
+          down !== undefined ? h('button', { type: 'button', class: 'action', 'data-action': 'lower', on: { click: () => setRollout(app, p, down, phases) } }, `Lower to ${down} %`) : null,
+          h('button', { type: 'button', class: 'action', 'data-action': 'promote', on: { click: () => setRollout(app, p, 100, phases) } }, 'Promote (100 %)'),
+          current > 0 ? h('button', { type: 'button', class: 'action danger', 'data-action': 'halt', on: { click: () => setRollout(app, p, 0, phases) } }, 'Halt (0 %)') : null]);
       }
       actions.append(
         h('button', { type: 'button', class: 'action', 'data-action': 'rollback', 'data-pack': p.pack, on: { click: () => rollback(app, p, channel) } }, 'Roll back'),
@@ -657,9 +668,22 @@
     return h('tr', { 'data-pack-row': p.pack }, h('th', { scope: 'row' }, h('a', { href: `#/pack/${enc(app)}/${enc(p.pack)}` }, p.pack)), h('td', {}, live), h('td', {}, candidate), actions);
   }
 
+  // A phased rollout in words: its steps, where it is, and why it halted.
+  function phasesText(phases) {
+    const steps = phases.steps.map((s) => percent(s)).join(' → ');
+    const every = phases.stepSeconds % 86400 === 0 ? `${phases.stepSeconds / 86400} d` : phases.stepSeconds % 3600 === 0 ? `${phases.stepSeconds / 3600} h` : `${phases.stepSeconds} s`;
+    if (phases.state === 'halted') return `phased rollout (${steps}) halted by the server: ${phases.reason || 'no reason given'}`;
+    return `phased rollout ${steps}, a step every ${every}: step ${phases.step + 1} of ${phases.steps.length} since ${time(phases.stepSince)}`;
+  }
+
   // What a production rollout change does to devices, in words: which pack and version, on which
   // channel of which app, from what share to what share (asked before anything is sent).
-  function rolloutChange(app, p, value) {
+  function rolloutChange(app, p, value, phases) {
+    const ends = phases && phases.state === 'running' ? ` This ends its phased rollout (${phases.steps.map((s) => percent(s)).join(' → ')}): the server takes no further step.` : '';
+    return rolloutChangeText(app, p, value) + ends;
+  }
+
+  function rolloutChangeText(app, p, value) {
     const c = p.candidate;
     const from = Number(c.rolloutPercent);
     const live = p.live ? `version ${p.live.version}` : 'nothing';
@@ -676,7 +700,7 @@
       `the others get ${live}.`;
   }
 
-  async function setRollout(app, p, value) {
+  async function setRollout(app, p, value, phases) {
     const pack = p.pack;
     if (!Number.isFinite(value) || value < 0 || value > 100) {
       say('The rollout is a number from 0 to 100.', 'error');
@@ -686,7 +710,7 @@
       say(`The rollout of ${pack} on production is ${percent(value)} already: nothing to change.`);
       return;
     }
-    if (!window.confirm(`${rolloutChange(app, p, value)}\n\nGo ahead?`)) {
+    if (!window.confirm(`${rolloutChange(app, p, value, phases)}\n\nGo ahead?`)) {
       say(`Nothing changed: the rollout of ${pack} stays at ${percent(p.candidate.rolloutPercent)}.`);
       return;
     }
