@@ -1,3 +1,4 @@
+import BacklotProtocol
 import BacklotRepository
 import Foundation
 import Synchronization
@@ -104,8 +105,8 @@ public final class ServerMetrics: Sendable {
         public var earliestCatalogExpiry: Date? = nil
         /// When a catalog was last re-signed before it expired (nil when never).
         public var lastResign: Date? = nil
-        /// Devices' reports per release (``DeviceReports/metrics(now:)``).
-        public var releases: [ReleaseFigures] = []
+        /// Devices' reports per app and release (``DeviceReports/metrics(now:)``).
+        public var releases: [(app: String, row: API.AdoptionRow)] = []
         /// Each production pack's live version, candidate and candidate share (basis points).
         public var productionPacks: [(app: String, pack: String, live: Int?, candidate: Int?, basisPoints: Int)] = []
         public init(inFlight: Int = 0, earliestCatalogExpiry: Date? = nil, lastResign: Date? = nil) {
@@ -218,17 +219,19 @@ public final class ServerMetrics: Sendable {
             "backlot_adoption_devices", "gauge",
             "Devices that reported holding a release on the last whole UTC day (no sample below 10: docs/privacy.md)."
         )
-        func labels(_ r: ReleaseFigures) -> String {
-            "app=\"\(Self.escape(r.app))\",channel=\"\(r.channel.rawValue)\",pack=\"\(Self.escape(r.pack))\",version=\"\(r.version)\""
+        func labels(_ app: String, _ r: API.AdoptionRow) -> String {
+            "app=\"\(Self.escape(app))\",channel=\"\(r.channel.rawValue)\",pack=\"\(Self.escape(r.pack ?? ""))\",version=\"\(r.version ?? 0)\""
         }
-        for r in gauges.releases { if let n = r.devices { out += "backlot_adoption_devices{\(labels(r))} \(n)\n" } }
+        for (app, r) in gauges.releases {
+            if let n = r.devices { out += "backlot_adoption_devices{\(labels(app, r))} \(n)\n" }
+        }
         family(
             "backlot_device_installs_total", "counter",
             "Installs of a release devices reported, by outcome (started, finished, failed); a series appears once it reaches 10."
         )
-        for r in gauges.releases {
+        for (app, r) in gauges.releases {
             for (outcome, n) in [("started", r.started), ("finished", r.finished), ("failed", r.failed)] {
-                if let n { out += "backlot_device_installs_total{\(labels(r)),outcome=\"\(outcome)\"} \(n)\n" }
+                if let n { out += "backlot_device_installs_total{\(labels(app, r)),outcome=\"\(outcome)\"} \(n)\n" }
             }
         }
         family(

@@ -97,12 +97,18 @@ import Testing
     @Test func theExpositionShowsDevicesAndRolesButNoFigureBelowTheThreshold() {
         var gauges = ServerMetrics.Gauges()
         gauges.releases = [
-            ReleaseFigures(
-                app: "com.example.game", channel: .production, pack: "Levels", version: 2, devices: 12, started: 30,
-                finished: 29, failed: nil),
-            ReleaseFigures(
-                app: "com.example.game", channel: .production, pack: "Levels", version: 3, devices: nil, started: nil,
-                finished: nil, failed: nil),
+            (
+                "com.example.game",
+                API.AdoptionRow(
+                    date: "2026-12-04", channel: .production, pack: "Levels", version: 2, devices: 12, started: 30,
+                    finished: 29, failed: nil)
+            ),
+            (
+                "com.example.game",
+                API.AdoptionRow(
+                    date: "2026-12-04", channel: .production, pack: "Levels", version: 3, devices: nil, started: nil,
+                    finished: nil, failed: nil)
+            ),
         ]
         gauges.productionPacks = [(app: "com.example.game", pack: "Levels", live: 2, candidate: 3, basisPoints: 1250)]
         let text = ServerMetrics(version: "test").prometheusText(gauges)

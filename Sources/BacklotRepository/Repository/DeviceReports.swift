@@ -152,8 +152,9 @@ public final class DeviceReports: Sendable {
     /// What `/metrics` shows of the figures: per app, channel, pack and version, the devices that
     /// held it on the last whole UTC day (only when at least ``API/Limits/adoptionThreshold``), and
     /// the installs started, finished and failed over the figures kept (each shown once it reaches
-    /// the threshold, so that no small group is singled out).
-    public func metrics(now: Date = Date()) throws -> [ReleaseFigures] {
+    /// the threshold, so that no small group is singled out). Each row's `date` is the day its
+    /// `devices` is of; its installs are over every day kept.
+    public func metrics(now: Date = Date()) throws -> [(app: String, row: API.AdoptionRow)] {
         let yesterday = DownloadCounts.utcDay(now.addingTimeInterval(-86_400))
         let k = Int64(API.Limits.adoptionThreshold)
         func shown(_ v: Int64?) -> Int64? { v.flatMap { $0 >= k ? $0 : nil } }
@@ -171,9 +172,13 @@ public final class DeviceReports: Sendable {
             guard let app = r["app"]?.string, let channel = r["channel"]?.string.flatMap(Channel.init(rawValue:)),
                 let pack = r["pack"]?.string, let version = r["version"]?.integer(as: Int.self)
             else { return nil }
-            return ReleaseFigures(
-                app: app, channel: channel, pack: pack, version: version, devices: shown(r["devices"]?.int),
-                started: shown(r["started"]?.int), finished: shown(r["finished"]?.int), failed: shown(r["failed"]?.int))
+            return (
+                app,
+                API.AdoptionRow(
+                    date: yesterday, channel: channel, pack: pack, version: version, devices: shown(r["devices"]?.int),
+                    started: shown(r["started"]?.int), finished: shown(r["finished"]?.int),
+                    failed: shown(r["failed"]?.int))
+            )
         }
     }
 
