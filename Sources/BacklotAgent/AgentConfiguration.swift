@@ -33,6 +33,7 @@ import Foundation
 /// | `BacklotBandwidthLimit` | bytes per second per connection for pack downloads (0: none) | 0 |
 /// | `BacklotMaximumRangeBytes` | the largest Range request (progress is kept after each) | 2 MiB |
 /// | `BacklotSendsReports` | report the releases held and installs' outcomes, in aggregate and without an identifier (docs/privacy.md) | true |
+/// | `BacklotDeviceProfile` | what picks a pack's variant: `textureFormat=astc+etc2,deviceTier=high`; a key left out is detected (docs/variants.md) | detected |
 /// | `BacklotMinimumFreeSpace` | bytes kept free on the container's file system: under it, finished files nobody claimed, then packs neither essential nor in use, are deleted, oldest first (0: never) | 128 MiB |
 ///
 /// plus the task scheduler's keys (``TaskSchedulerConfiguration``). In JSON every key must be
@@ -60,6 +61,8 @@ public struct AgentConfiguration: Sendable {
     public var maximumRangeBytes: UInt64 = 2 << 20
     public var minimumFreeSpace: UInt64 = ClientContainer.defaultMinimumFreeSpace
     public var sendsReports = true
+    /// `BacklotDeviceProfile`; nil: detected (``BacklotFormat/DeviceProfile/detected``).
+    public var deviceProfile: DeviceProfile?
     public var scheduler: TaskSchedulerConfiguration
     /// The device's preferred languages, most preferred first (`BacklotPreferredLanguages`, BCP-47);
     /// nil: the environment's (``PreferredLanguages/current(environment:)``). The agent reads the
@@ -76,7 +79,7 @@ public struct AgentConfiguration: Sendable {
         "BacklotExtensionTimeLimit", "BacklotExtensionDailyBudget", "BacklotAppExecutable", "BacklotAppArguments",
         "BacklotPrefetchRequiresUnmetered", "BacklotNetworkMetered", "BacklotPeriodicCheckInterval",
         "BacklotPollInterval", "BacklotBandwidthLimit", "BacklotMaximumRangeBytes", "BacklotMinimumFreeSpace",
-        "BacklotPreferredLanguages", "BacklotSendsReports",
+        "BacklotPreferredLanguages", "BacklotSendsReports", "BacklotDeviceProfile",
     ]
     public static var keys: [String] { appleKeys + backlotKeys + TaskSchedulerConfiguration.keys }
 
@@ -199,6 +202,14 @@ public struct AgentConfiguration: Sendable {
             try ConfigurationKey.bool("BacklotPrefetchRequiresUnmetered", in: settings, source: source) ?? true
         networkMetered = try ConfigurationKey.bool("BacklotNetworkMetered", in: settings, source: source) ?? false
         sendsReports = try ConfigurationKey.bool("BacklotSendsReports", in: settings, source: source) ?? true
+        if let text = try ConfigurationKey.string("BacklotDeviceProfile", in: settings, source: source) {
+            do {
+                deviceProfile = try DeviceProfile(parsing: text, base: .detected)
+            } catch let e as BacklotError {
+                throw BacklotError(
+                    .invalidInput, "the key BacklotDeviceProfile: \(e.message)", context: source, hint: e.hint)
+            }
+        }
         periodicCheckInterval =
             try ConfigurationKey.seconds("BacklotPeriodicCheckInterval", in: settings, source: source)
             ?? periodicCheckInterval
@@ -267,6 +278,7 @@ public struct AgentConfiguration: Sendable {
         c.isAppClip = scheduler.isAppClip
         c.maximumRangeBytes = maximumRangeBytes
         c.sendsReports = sendsReports
+        c.deviceProfile = deviceProfile
         return c
     }
 }

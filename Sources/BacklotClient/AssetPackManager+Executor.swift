@@ -76,7 +76,7 @@ extension AssetPackManager {
         guard let (pack, release) = try await offered()[id] else {
             throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
         }
-        if (try? container.installed(id))?.digest == release.indexSHA256.hex {
+        if (try? container.installed(id))?.digest == installedName(release) {
             return FetchReport(
                 id: id, version: release.version, downloadedBytes: 0, downloadedChunks: 0, reusedChunks: 0,
                 linkedFiles: 0)
@@ -93,7 +93,7 @@ extension AssetPackManager {
             let outcome = try await BlockingPool.unbounded.run { [installer] () -> PackInstaller.Outcome? in
                 try self.container.layout.holding(.install(pack: id)) {
                     // Another process may have installed it while this one waited for the lock.
-                    if (try? self.container.installed(id))?.digest == release.indexSHA256.hex { return nil }
+                    if (try? self.container.installed(id))?.digest == self.installedName(release) { return nil }
                     return try installer.install(
                         id: id, release: release, archiveURL: url,
                         progress: { done, total in

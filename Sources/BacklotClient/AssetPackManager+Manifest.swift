@@ -49,7 +49,7 @@ extension AssetPackManager {
     public func status(relativeTo assetPack: AssetPack) async throws -> AssetPack.Status {
         var status = localStatus(ofAssetPackWithID: assetPack.id)
         if let installed = try container.installed(assetPack.id) {
-            if installed.digest == assetPack.digest {
+            if ReleaseName.indexDigest(installed.digest) == assetPack.digest {
                 status.insert(.upToDate)
             } else {
                 status.insert(.outOfDate)

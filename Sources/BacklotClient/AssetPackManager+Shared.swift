@@ -40,7 +40,7 @@ extension AssetPackManager.Configuration {
     /// The configuration of the running app: the container from `BACKLOT_CONTAINER`; the catalog
     /// (`BacklotCatalogURL`, or `BAManifestURL` when it is the catalog), the trusted key
     /// (`BacklotTrustedKey`, a path relative to the file), and optionally `BacklotCAFile`,
-    /// `BacklotPlatform`, `BacklotBandwidthLimit` and `BacklotSendsReports` from the file `BACKLOT_CONFIG` names (or the `Info.plist` beside the
+    /// `BacklotPlatform`, `BacklotBandwidthLimit`, `BacklotSendsReports` and `BacklotDeviceProfile` from the file `BACKLOT_CONFIG` names (or the `Info.plist` beside the
     /// executable). Other keys are left to `backlot agent`, which checks them.
     ///
     /// ```swift
@@ -136,6 +136,14 @@ extension AssetPackManager.Configuration {
                     context: source)
             }
             configuration.sendsReports = sends
+        }
+        if let text = try string("BacklotDeviceProfile") {
+            do {
+                configuration.deviceProfile = try DeviceProfile(parsing: text, base: .detected)
+            } catch let e as BacklotError {
+                throw BacklotError(
+                    .invalidInput, "the key BacklotDeviceProfile: \(e.message)", context: source, hint: e.hint)
+            }
         }
         return configuration
     }

@@ -63,6 +63,11 @@ public actor AssetPackManager {
         /// the studio's adoption figures and what halts a phased rollout. A Backlot addition; the
         /// configuration key `BacklotSendsReports`.
         public var sendsReports = true
+        /// What picks the variant of a pack with variants (texture formats, device tiers;
+        /// docs/format.md §3.2) this device installs; nil (the default) for the profile detected
+        /// (``BacklotFormat/DeviceProfile/detected``). A Backlot addition; the configuration key
+        /// `BacklotDeviceProfile` (`textureFormat=astc,deviceTier=high`).
+        public var deviceProfile: DeviceProfile?
 
         /// The app and channel a catalog URL names (`…/v1/apps/APP/CHANNEL/catalog.json`).
         /// - Throws: ``BacklotError/Code/usage`` when the URL is not of that shape.
@@ -240,7 +245,17 @@ public actor AssetPackManager {
         var installer = PackInstaller(container: container, http: http)
         installer.retries = configuration.retries
         installer.maximumRangeBytes = max(64 << 10, configuration.maximumRangeBytes)
+        installer.profile = deviceProfile
         return installer
+    }
+
+    /// The profile that picks this device's variant of a pack with variants: the configuration's
+    /// ``Configuration/deviceProfile``, else the one detected (``BacklotFormat/DeviceProfile/detected``).
+    public nonisolated var deviceProfile: DeviceProfile { configuration.deviceProfile ?? .detected }
+
+    /// The name `release` is installed under on this device (``ReleaseName``).
+    nonisolated func installedName(_ release: Catalog.Release) -> String {
+        ReleaseName.of(release, profile: deviceProfile)
     }
 
     /// Every update of every download; never finishes.
@@ -294,7 +309,7 @@ public actor AssetPackManager {
                 try self.container.layout.holding(.install(pack: id)) {
                     try installer.install(
                         id: id, release: release, archiveURL: url,
-                        repairing: release.indexSHA256.hex == installed.digest)
+                        repairing: self.installedName(release) == installed.digest)
                 }
             }
             repaired.append(id)
@@ -311,7 +326,7 @@ public actor AssetPackManager {
         let installed = try? container.installed(id)
         if let (_, release) = offered[id] {
             if let installed {
-                status.insert(installed.digest == release.indexSHA256.hex ? .upToDate : [.outOfDate, .updateAvailable])
+                status.insert(installed.digest == installedName(release) ? .upToDate : [.outOfDate, .updateAvailable])
             } else {
                 status.insert(.downloadAvailable)
             }
@@ -345,7 +360,7 @@ public actor AssetPackManager {
         var removed = Set<String>()
         for installed in try container.installed() {
             if let (pack, release) = offered[installed.id] {
-                if installed.digest != release.indexSHA256.hex {
+                if installed.digest != installedName(release) {
                     updating.insert(installed.id)
                     try await ensureLocalAvailability(of: pack, requireLatestVersion: true)
                 }

@@ -66,8 +66,9 @@ extension ClientContainer {
     /// - Throws: ``BacklotError/Code/corruptArchive`` when a file of the source is damaged, missing
     ///   or not a regular file (nothing is installed).
     public func adopt(_ release: Installed, from source: ClientContainer, moving: Bool) throws {
-        guard let (_, index) = PackInstaller.decodeStored(release.indexBytes),
-            SHA256.hash(Array(release.indexBytes.dropFirst(PackHeader.size))).hex == release.digest
+        guard let (_, index) = PackInstaller.decodeStored(release.indexBytes, name: release.digest),
+            SHA256.hash(Array(release.indexBytes.dropFirst(PackHeader.size))).hex
+                == ReleaseName.indexDigest(release.digest)
         else {
             throw BacklotError(.corruptArchive, "the stored index of \(release.id) is damaged", context: source.path)
         }

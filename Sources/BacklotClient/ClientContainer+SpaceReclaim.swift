@@ -64,7 +64,7 @@ extension ClientContainer {
             defer { lock.release() }
             // Read again under the lock: an update may have replaced the release since the list was made.
             guard let release = try store.read({ try $0.installedRelease(listed.id) }),
-                let (_, index) = PackInstaller.decodeStored(release.indexBytes)
+                let (_, index) = PackInstaller.decodeStored(release.indexBytes, name: release.digest)
             else { continue }
             if case .essential = index.metadata.downloadPolicy { continue }
             let folder = releaseFolder(release.id, digest: release.digest)

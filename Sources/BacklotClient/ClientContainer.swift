@@ -118,7 +118,7 @@ public struct ClientContainer: Sendable {
         let container = try ClientContainer(existingAt: path)
         var damaged: [String] = []
         for installed in try container.installed() {
-            guard let (_, index) = PackInstaller.decodeStored(installed.indexBytes) else {
+            guard let (_, index) = PackInstaller.decodeStored(installed.indexBytes, name: installed.digest) else {
                 damaged.append("\(installed.id): (its stored index)")
                 continue
             }

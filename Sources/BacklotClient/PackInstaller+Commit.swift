@@ -44,13 +44,15 @@ extension PackInstaller {
         }
     }
 
-    /// Splits stored header + index bytes.
-    static func decodeStored(_ bytes: [UInt8]) -> (header: PackHeader, index: PackIndex)? {
-        guard bytes.count > PackHeader.size,
+    /// Splits stored header + index bytes of the release installed as `name` (``ReleaseName``),
+    /// the index as that release installed it (its variant's files, docs/format.md §3.2).
+    static func decodeStored(_ bytes: [UInt8], name: String) -> (header: PackHeader, index: PackIndex)? {
+        guard bytes.count > PackHeader.size, let choice = ReleaseName.choice(name),
             let header = try? PackHeader.decode(Array(bytes.prefix(PackHeader.size)), fileSize: nil, source: "stored")
         else { return nil }
         guard
             let index = try? PackIndex.decode(Array(bytes.dropFirst(PackHeader.size)), header: header, source: "stored")
+                .selecting(choice, source: "stored")
         else { return nil }
         return (header, index)
     }

@@ -22,7 +22,7 @@ extension PackInstaller {
     /// it against the installed index (its SHA-256 must be the catalog's). Nil on any failure — a
     /// delta is never needed: the install then reads the archive as without one.
     func deltaPlan(release: Catalog.Release, previous: ClientContainer.Installed, archiveURL: URL) -> DeltaPlan? {
-        guard let offer = release.deltas.first(where: { $0.base.hex == previous.digest }),
+        guard let offer = release.deltas.first(where: { $0.base.hex == ReleaseName.indexDigest(previous.digest) }),
             let url = CatalogClient.deltaURL(offer, archiveURL: archiveURL)?.absoluteString,
             offer.prefixLength <= PackDelta.maximumPrefixLength
         else { return nil }

@@ -9,7 +9,8 @@ import Foundation
 struct InstallPlan {
     /// The archive's URL, as errors name it.
     let url: String
-    /// The release's index SHA-256 (hex): the name of its folder and of its progress records.
+    /// The release's name (``ReleaseName``: its index SHA-256 in hex, and the variant chosen): the
+    /// name of its folder and of its progress records.
     let digest: String
     let header: PackHeader
     let index: PackIndex
@@ -71,24 +72,29 @@ extension PackInstaller {
             throw BacklotError(
                 .untrusted, "the archive's index does not have the SHA-256 the catalog names", context: url)
         }
-        let index = try PackIndex.decode(indexBytes, header: header, source: url)
+        let whole = try PackIndex.decode(indexBytes, header: header, source: url)
         // What the container keeps, made now while little else is in memory (200,000 files: a 12 MB
         // copy at the end, when the most is in memory, was the install's peak); the index's own
         // bytes are let go when this phase returns.
         let stored = headBytes + indexBytes
-        guard index.metadata.assetPackID.rawValue == id else {
+        guard whole.metadata.assetPackID.rawValue == id else {
             throw BacklotError(
-                .untrusted, "the archive is the pack \(index.metadata.assetPackID), not \(id)", context: url)
+                .untrusted, "the archive is the pack \(whole.metadata.assetPackID), not \(id)", context: url)
         }
-        guard index.installSize == release.installSize else {
+        guard whole.installSize == release.installSize, whole.metadata.variants == release.variants else {
             throw BacklotError(
                 .untrusted,
-                "the catalog says \(id) installs \(release.installSize) bytes, but its index holds \(index.installSize)",
+                whole.installSize == release.installSize
+                    ? "the catalog lists other variants of \(id) than its index"
+                    : "the catalog says \(id) installs \(release.installSize) bytes, but its index holds \(whole.installSize)",
                 context: url,
                 hint: "the catalog and the archive disagree: the publisher must fix the release")
         }
+        // The files this device installs: the shared ones and its variant's (docs/format.md §3.2).
+        let choice = ReleaseName.choice(release, profile: profile)
+        let index = try whole.selecting(choice, source: url)
         return InstallPlan(
-            url: url, digest: release.indexSHA256.hex, header: header, index: index, stored: stored, delta: delta,
-            downloadedBytes: downloaded)
+            url: url, digest: ReleaseName.make(indexDigest: release.indexSHA256.hex, choice: choice), header: header,
+            index: index, stored: stored, delta: delta, downloadedBytes: downloaded)
     }
 }

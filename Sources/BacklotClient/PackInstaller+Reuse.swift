@@ -48,7 +48,7 @@ extension PackInstaller {
         // Paths are byte strings (BytePath): an NFC and an NFD name are two files, never one.
         var oldFiles: [BytePath.Key: PackIndex.File] = [:]
         var localChunks: [SHA256Digest: (path: String, offset: UInt64, size: Int)] = [:]
-        if let previous, let old = Self.decodeStored(previous.indexBytes) {
+        if let previous, let old = Self.decodeStored(previous.indexBytes, name: previous.digest) {
             let oldFolder = container.releaseFolder(id, digest: previous.digest)
             for file in old.index.files {
                 oldFiles[BytePath.Key(file.path)] = file

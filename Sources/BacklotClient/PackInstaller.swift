@@ -42,6 +42,8 @@ struct PackInstaller: Sendable {
     var mergeGap: UInt64 = 2 << 10
     /// Attempts after the first for one Range request.
     var retries = 4
+    /// What picks the variant of a pack with variants this device installs (docs/format.md §3.2).
+    var profile = DeviceProfile.detected
 
     struct Outcome: Sendable {
         /// Bytes fetched from the network (header, index and chunks).
@@ -64,7 +66,7 @@ struct PackInstaller: Sendable {
         isCancelled: @escaping @Sendable () -> Bool = { false }
     ) throws -> Outcome {
         let previous = try container.installed(id)
-        if previous?.digest == release.indexSHA256.hex && !repairing {
+        if previous?.digest == ReleaseName.of(release, profile: profile) && !repairing {
             return Outcome(downloadedBytes: 0, reusedChunks: 0, downloadedChunks: 0, linkedFiles: 0)
         }
         let plan = try verifiedRelease(

@@ -64,6 +64,7 @@ struct ManifestChecker {
 
     static let topLevelKeys = [
         "assetPackID", "downloadPolicy", "fileSelectors", "platforms", "userInfo", "sourceRoot", "language",
+        "variants",
     ]
     static let selectorKeys = [
         "file", "directory", "filePattern", "fileExclusion", "fileSource", "fileDestination",
@@ -124,11 +125,110 @@ struct ManifestChecker {
         let sourceRoot = checkSourceRoot(root)
         let language = checkLanguage(root)
         let userInfo = root["userInfo"]
+        let (variants, defaultTextureFormat) = checkVariants(root)
 
         guard let id, let policy, let selectors, let platforms, !hasErrors else { return nil }
-        return PackManifest(
+        var manifest = PackManifest(
             assetPackID: id, downloadPolicy: policy, fileSelectors: selectors, platforms: platforms,
             userInfo: userInfo, sourceRoot: sourceRoot, language: language)
+        manifest.variants = variants
+        manifest.defaultTextureFormat = defaultTextureFormat
+        return manifest
+    }
+
+    // MARK: variants
+
+    /// `"variants": {"textureFormat": {"default": "etc2", "astc": [selectors], "etc2": [selectors]},
+    /// "deviceTier": {"high": [selectors]}}`: per dimension, a value's selectors (or only the
+    /// default, for Play's `#tcf_` folders selected by `fileSelectors`).
+    mutating func checkVariants(_ root: JSONNode) -> ([VariantSelectors], String?) {
+        guard let node = root["variants"] else { return ([], nil) }
+        guard let dimensions = node.objectMembers else {
+            fail(
+                "variants.type", "variants", node.position, "must be an object of dimensions, not \(node.typeName)",
+                fix:
+                    "write \"variants\": {\"textureFormat\": {\"default\": \"etc2\", \"astc\": [{\"directory\": \"Textures/ASTC\"}]}}"
+            )
+            return ([], nil)
+        }
+        var result: [VariantSelectors] = []
+        var defaultFormat: String?
+        for member in dimensions {
+            let path = "variants.\(member.key)"
+            guard let dimension = VariantDimension(rawValue: member.key) else {
+                fail(
+                    "variants.dimension", path, member.keyPosition, "unknown dimension \"\(member.key)\"",
+                    fix: Self.closest(to: member.key, in: VariantDimension.allCases.map(\.rawValue)).map {
+                        "did you mean \"\($0)\"?"
+                    }
+                        ?? "the dimensions are textureFormat and deviceTier (languages are packs of their own: \"language\")"
+                )
+                continue
+            }
+            guard let values = member.value.objectMembers else {
+                fail(
+                    "variants.values", path, member.value.position,
+                    "must be an object of values and their selectors, not \(member.value.typeName)")
+                continue
+            }
+            for value in values {
+                let valuePath = "\(path).\(value.key)"
+                if value.key == "default" {
+                    guard dimension == .textureFormat else {
+                        fail(
+                            "variants.default", valuePath, value.keyPosition,
+                            "device tiers have no default: a device gets the highest tier not above its own, else the lowest",
+                            fix: "remove it")
+                        continue
+                    }
+                    guard let text = value.value.stringValue, TextureFormat.preferenceOrder.contains(text) else {
+                        fail(
+                            "variants.default", valuePath, value.value.position, "must name a texture format",
+                            fix:
+                                "one of \(TextureFormat.preferenceOrder.joined(separator: ", ")); etc2 is what most devices read"
+                        )
+                        continue
+                    }
+                    defaultFormat = text
+                    continue
+                }
+                let normalized: String? =
+                    switch dimension {
+                    case .textureFormat: TextureFormat.preferenceOrder.contains(value.key) ? value.key : nil
+                    case .deviceTier: DeviceTier.value(of: value.key).map(String.init)
+                    }
+                guard let normalized else {
+                    fail(
+                        "variants.value", valuePath, value.keyPosition,
+                        dimension == .textureFormat
+                            ? "\"\(value.key)\" is not a texture format Backlot knows"
+                            : "\"\(value.key)\" is not a device tier",
+                        fix: dimension == .textureFormat
+                            ? "use one of \(TextureFormat.preferenceOrder.joined(separator: ", "))"
+                            : "use low, medium, high or a digit 0 to 9")
+                    continue
+                }
+                guard let list = value.value.arrayElements, !list.isEmpty else {
+                    fail(
+                        "variants.selectors", valuePath, value.value.position,
+                        "must be a non-empty array of selectors, as fileSelectors is",
+                        fix: "write [{\"directory\": \"Textures/\(value.key)\"}]")
+                    continue
+                }
+                if result.contains(where: { $0.dimension == dimension && $0.value == normalized }) {
+                    fail(
+                        "variants.duplicate", valuePath, value.keyPosition,
+                        "names the same \(dimension.rawValue) as another key", fix: "merge the two lists")
+                    continue
+                }
+                var selectors: [FileSelector] = []
+                for (i, element) in list.enumerated() {
+                    if let selector = checkSelector(element, path: "\(valuePath)[\(i)]") { selectors.append(selector) }
+                }
+                result.append(VariantSelectors(dimension: dimension, value: normalized, fileSelectors: selectors))
+            }
+        }
+        return (result, defaultFormat)
     }
 
     // MARK: assetPackID

@@ -329,9 +329,19 @@ extension PackIndex {
         {
             chunking = (a, b, d)
         }
+        var variants: PackVariants? = nil
+        if let node = manifest["variants"] {
+            do {
+                variants = try PackVariants(json: node, source: source)
+            } catch let e as BacklotError {
+                throw BacklotError(
+                    .corruptArchive, "the index metadata's variants are invalid: \(e.message)", context: source,
+                    hint: e.hint)
+            }
+        }
         let metadata = PackMetadata(
             assetPackID: id, downloadPolicy: policy, platforms: platforms, userInfo: manifest["userInfo"],
-            language: language)
+            language: language, variants: variants)
         return (metadata, chunking)
     }
 }

@@ -118,29 +118,39 @@ public struct PackMetadata: Sendable, Hashable {
     /// The manifest's `userInfo`, verbatim.
     public let userInfo: JSONNode?
     public let language: String?
+    /// The texture formats and device tiers its files come in (`docs/format.md` §3.2); nil for a
+    /// pack whose every file is for every device.
+    public let variants: PackVariants?
 
     public init(
         assetPackID: PackID, downloadPolicy: DownloadPolicy, platforms: [Platform], userInfo: JSONNode?,
-        language: String?
+        language: String?, variants: PackVariants? = nil
     ) {
         self.assetPackID = assetPackID
         self.downloadPolicy = downloadPolicy
         self.platforms = platforms
         self.userInfo = userInfo
         self.language = language
+        self.variants = variants?.isEmpty == true ? nil : variants
     }
 
-    public init(_ manifest: PackManifest) {
+    /// The metadata of a pack made from `manifest`, with the `variants` its selected files have
+    /// (``SourceSelection/variants``).
+    public init(_ manifest: PackManifest, variants: PackVariants? = nil) {
         self.init(
             assetPackID: manifest.assetPackID, downloadPolicy: manifest.downloadPolicy, platforms: manifest.platforms,
-            userInfo: manifest.userInfo, language: manifest.language)
+            userInfo: manifest.userInfo, language: manifest.language, variants: variants)
     }
 
-    /// The metadata as the canonical manifest JSON stored in the index.
+    /// The metadata as the canonical manifest JSON stored in the index: the normalised manifest,
+    /// then `variants` (last in UTF-8 key order) when the pack has some.
     public var json: JSONNode {
-        PackManifest(
+        let manifest = PackManifest(
             assetPackID: assetPackID, downloadPolicy: downloadPolicy, fileSelectors: [], platforms: platforms,
             userInfo: userInfo, language: language
         ).normalizedJSON
+        guard let variants, var members = manifest.objectMembers else { return manifest }
+        members.append(JSONMember(key: "variants", value: variants.json))
+        return JSONNode(.object(members))
     }
 }

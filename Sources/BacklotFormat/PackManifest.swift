@@ -28,6 +28,11 @@ public struct PackManifest: Sendable, Hashable {
     public var sourceRoot: String?
     /// A BCP-47 language tag for localized packs (`language`).
     public var language: String?
+    /// Files selected for one texture format or device tier each (`variants`; `docs/format.md`
+    /// §11), besides those of ``fileSelectors``, which every device gets.
+    public var variants: [VariantSelectors] = []
+    /// The texture format a device that reads none of the pack's gets (`variants.textureFormat.default`).
+    public var defaultTextureFormat: String?
 
     public init(
         assetPackID: PackID, downloadPolicy: DownloadPolicy, fileSelectors: [FileSelector],
@@ -73,6 +78,25 @@ extension DownloadPolicy {
         }
         return JSONNode(.object([JSONMember(key: name, value: body)]))
     }
+}
+
+/// The selectors of one variant in a manifest's `variants`: `"astc": [{"directory": "Textures/ASTC"}]`
+/// under `textureFormat`. Their files get the variant's marker on their first component
+/// (`Textures#tcf_astc/…`).
+public struct VariantSelectors: Sendable, Hashable {
+    public var dimension: VariantDimension
+    /// A texture format, or a device tier as a digit.
+    public var value: String
+    public var fileSelectors: [FileSelector]
+
+    public init(dimension: VariantDimension, value: String, fileSelectors: [FileSelector]) {
+        self.dimension = dimension
+        self.value = value
+        self.fileSelectors = fileSelectors
+    }
+
+    /// The marker its files get: `#tcf_astc`, `#tier_2`.
+    public var marker: String { dimension.suffix + value }
 }
 
 /// The former name of ``PackManifest``, kept for one release. `AssetPackManifest` is now Apple's

@@ -124,7 +124,8 @@ public struct PackWriter: Sendable {
             try state.flush()
             let chunkCount = state.stored.chunks.count
             let indexBytes = state.takeIndex(
-                files: selection.files, digests: &digests, metadata: PackMetadata(manifest),
+                files: selection.files, digests: &digests,
+                metadata: PackMetadata(manifest, variants: selection.variants),
                 chunking: (chunker.minimumSize, chunker.averageSize, chunker.maximumSize))
             guard UInt64(indexBytes.count) <= PackHeader.maximumIndexLength else {
                 throw BacklotError(

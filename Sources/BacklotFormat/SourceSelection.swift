@@ -33,9 +33,12 @@ public struct SourceSelection: Sendable {
     /// The absolute, resolved source root.
     public let sourceRoot: String
     /// The selected files, sorted by pack path (by UTF-8 bytes).
-    public let files: [File]
+    public private(set) var files: [File] = []
     /// Things worth knowing that do not stop packaging (a pattern that matched nothing, a file chosen twice).
-    public let warnings: [String]
+    public private(set) var warnings: [String] = []
+    /// The texture formats and device tiers the selected files come in (their pack paths' variant
+    /// markers, docs/format.md §3.2); nil when every file is for every device.
+    public private(set) var variants: PackVariants?
 
     /// Where selector paths start: `--source-root` if given, else the manifest's `sourceRoot`
     /// (relative to the manifest's folder), else the current directory.
@@ -75,34 +78,74 @@ public struct SourceSelection: Sendable {
         var exclusions: [(index: Int, glob: Glob)] = []
         var warnings: [String] = []
 
-        for (index, selector) in manifest.fileSelectors.enumerated() {
-            let label = "fileSelectors[\(index)] (\(selector.keys))"
-            switch selector {
-            case .file(let path):
-                candidates.append(try walker.single(path, packPath: path, label: label))
-            case .fileMapping(let source, let destination):
-                candidates.append(try walker.single(source, packPath: destination, label: label))
-            case .directory(let path):
-                candidates += try walker.tree(path, packPrefix: path, label: label)
-            case .directoryMapping(let source, let destination):
-                candidates += try walker.tree(source, packPrefix: destination, label: label)
-            case .filePattern(let pattern):
-                let glob = try Self.compile(pattern, label: label)
-                let start = glob.literalPrefix
-                var matched = 0
-                if let st = try FileSystem.linkStatus(walker.absolute(start)), st.kind == .directory {
-                    for c in try walker.tree(start, packPrefix: start, label: label, allowMissing: true)
-                    where glob.matches(c.sourcePath) {
-                        candidates.append(c)
-                        matched += 1
+        // The shared selectors, then each variant's, whose files get its marker (docs/format.md §3.2).
+        var groups: [(selectors: [FileSelector], label: String, marker: String?)] = [
+            (manifest.fileSelectors, "fileSelectors", nil)
+        ]
+        for variant in manifest.variants {
+            groups.append(
+                (variant.fileSelectors, "variants.\(variant.dimension.rawValue).\(variant.value)", variant.marker))
+        }
+        for group in groups {
+            for (index, selector) in group.selectors.enumerated() {
+                let label = "\(group.label)[\(index)] (\(selector.keys))"
+                let start = candidates.count
+                try Self.select(
+                    selector, label: label, walker: &walker, into: &candidates, exclusions: &exclusions,
+                    warnings: &warnings, index: index)
+                if let marker = group.marker {
+                    for i in start..<candidates.count {
+                        candidates[i].packPath = Self.marking(candidates[i].packPath, marker)
                     }
                 }
-                if matched == 0 { warnings.append("\(label): the pattern \"\(pattern)\" matches no file") }
-            case .fileExclusion(let pattern):
-                exclusions.append((index, try Self.compile(pattern, label: label)))
             }
         }
+        try finish(candidates: &candidates, exclusions: exclusions, warnings: &warnings, root: root, manifest: manifest)
+    }
 
+    /// The candidates of one selector (or its exclusion).
+    static func select(
+        _ selector: FileSelector, label: String, walker: inout Walker, into candidates: inout [Candidate],
+        exclusions: inout [(index: Int, glob: Glob)], warnings: inout [String], index: Int
+    ) throws {
+        switch selector {
+        case .file(let path):
+            candidates.append(try walker.single(path, packPath: path, label: label))
+        case .fileMapping(let source, let destination):
+            candidates.append(try walker.single(source, packPath: destination, label: label))
+        case .directory(let path):
+            candidates += try walker.tree(path, packPrefix: path, label: label)
+        case .directoryMapping(let source, let destination):
+            candidates += try walker.tree(source, packPrefix: destination, label: label)
+        case .filePattern(let pattern):
+            let glob = try Self.compile(pattern, label: label)
+            let start = glob.literalPrefix
+            var matched = 0
+            if let st = try FileSystem.linkStatus(walker.absolute(start)), st.kind == .directory {
+                for c in try walker.tree(start, packPrefix: start, label: label, allowMissing: true)
+                where glob.matches(c.sourcePath) {
+                    candidates.append(c)
+                    matched += 1
+                }
+            }
+            if matched == 0 { warnings.append("\(label): the pattern \"\(pattern)\" matches no file") }
+        case .fileExclusion(let pattern):
+            exclusions.append((index, try Self.compile(pattern, label: label)))
+        }
+    }
+
+    /// `path` with `marker` at the end of its first component: `Textures/Rock.ktx` in the `astc`
+    /// variant is `Textures#tcf_astc/Rock.ktx`.
+    static func marking(_ path: String, _ marker: String) -> String {
+        guard let slash = path.utf8.firstIndex(of: BytePath.separator) else { return path + marker }
+        return String(path[..<slash]) + marker + String(path[slash...])
+    }
+
+    /// The candidates chosen, checked, sorted and made the selection.
+    private mutating func finish(
+        candidates: inout [Candidate], exclusions: [(index: Int, glob: Glob)], warnings: inout [String], root: String,
+        manifest: PackManifest
+    ) throws {
         var excludedCount = [Int](repeating: 0, count: exclusions.count)
         candidates.removeAll { c in
             var excluded = false
@@ -198,6 +241,7 @@ public struct SourceSelection: Sendable {
                 mode: c.mode)
         }
         self.warnings = warnings
+        variants = try Self.variants(of: files, manifest: manifest)
     }
 
     static func compile(_ pattern: String, label: String) throws -> Glob {
@@ -211,7 +255,7 @@ public struct SourceSelection: Sendable {
 /// if no `fileExclusion` removes it).
 struct Candidate {
     let sourcePath: String
-    let packPath: String
+    var packPath: String
     var readPath: String = ""
     let size: UInt64
     let mode: UInt32

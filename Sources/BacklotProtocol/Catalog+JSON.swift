@@ -62,6 +62,7 @@ extension Catalog {
         }
         if let language = r.language { m.append(JSONMember(key: "language", value: .string(language))) }
         if let userInfo = r.userInfo { m.append(JSONMember(key: "userInfo", value: userInfo)) }
+        if let variants = r.variants { m.append(JSONMember(key: "variants", value: variants.json)) }
         return m
     }
 
@@ -124,6 +125,13 @@ extension Catalog {
             indexLength: try index.integer("length", in: 1...PackHeader.maximumIndexLength),
             indexSHA256: try index.digest("sha256"))
         release.deltas = try decodeDeltas(f)
+        if let node = f.node["variants"] {
+            do {
+                release.variants = try PackVariants(json: node, source: f.source)
+            } catch let e as BacklotError {
+                throw f.bad("variants", e.message)
+            }
+        }
         return release
     }
 

@@ -38,6 +38,10 @@ public struct Catalog: Sendable, Hashable {
         /// Deltas into this release from older versions (docs/protocol.md §3), sorted by base; empty
         /// when there are none or the catalog predates them.
         public var deltas: [Delta] = []
+        /// The texture formats and device tiers the pack's files come in (`docs/format.md` §3.2), as
+        /// its index's metadata says; nil when every file is for every device. A client picks its
+        /// variant from these before it reads the index.
+        public var variants: PackVariants?
 
         public init(
             version: Int, downloadPolicy: DownloadPolicy, platforms: [Platform], userInfo: JSONNode?, language: String?,

@@ -100,14 +100,7 @@ public struct Requirement: Sendable, CustomStringConvertible {
         Requirement(
             "\(program) (on PATH)",
             howToGet: "apt-get install \(package ?? program) (scripts/bootstrap installs it)"
-        ) {
-            let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-            for folder in path.split(separator: ":") where !folder.isEmpty {
-                let candidate = folder + "/" + program
-                if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            }
-            return nil
-        }
+        ) { ChildProcess.findExecutable(program) }
     }
 
     // MARK: Checking

@@ -39,8 +39,13 @@ struct FetchCommand: Command {
     )
     static let event = Option<InstallationEventType?>(
         "event", "EVENT", help: "firstInstallation or subsequentUpdate: the packs that event fetches.")
+    static let device = Option<String?>(
+        "device", "PROFILE",
+        help:
+            "What picks a pack's variant: textureFormat=FORMAT[+FORMAT…],deviceTier=low|medium|high|0-9 (a key left out is detected; docs/variants.md)."
+    )
     /// What a device needs to reach a catalog, shared with `verify --repair`.
-    static let deviceOptions: [any OptionDeclaration] = [catalog, trust, ca, platform, limitRate, minimumRate]
+    static let deviceOptions: [any OptionDeclaration] = [catalog, trust, ca, platform, limitRate, minimumRate, device]
 
     static func manager(
         _ arguments: ParsedArguments, container: String, sendsReports: Bool = true
@@ -57,6 +62,13 @@ struct FetchCommand: Command {
             platform: arguments[platform], caFile: arguments[ca], bandwidthLimit: arguments[limitRate])
         configuration.minimumRate = arguments[minimumRate]
         configuration.sendsReports = sendsReports
+        if let text = arguments[device] {
+            do {
+                configuration.deviceProfile = try DeviceProfile(parsing: text, base: .detected)
+            } catch let e as BacklotError {
+                throw BacklotError(.usage, "--device: \(e.message)", context: e.context, hint: e.hint)
+            }
+        }
         return try AssetPackManager(configuration: configuration)
     }
 

@@ -197,6 +197,7 @@ public final class Publication: Sendable {
             indexOffset: v["index_offset"]?.integer(as: UInt64.self) ?? 0,
             indexLength: v["index_length"]?.integer(as: UInt64.self) ?? 0, indexSHA256: indexSHA)
         release.deltas = try publishedDeltas(into: indexSHA)
+        release.variants = try meta["variants"].map { try PackVariants(json: $0, source: "\(app)/\(pack)/\(number)") }
         return release
     }
 

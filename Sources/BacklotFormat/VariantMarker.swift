@@ -1,0 +1,86 @@
+import BacklotBasics
+
+/// One dimension files may vary by.
+public enum VariantDimension: String, Sendable, Hashable, CaseIterable {
+    case textureFormat
+    case deviceTier
+
+    /// The folder suffix that starts a marker: `#tcf_` or `#tier_` (Google Play's).
+    public var suffix: String {
+        switch self {
+        case .textureFormat: "#tcf_"
+        case .deviceTier: "#tier_"
+        }
+    }
+}
+
+/// A variant marker found in a path: `Textures#tcf_astc/Rock.ktx` has `textureFormat` `astc` in
+/// its first component, and installs as `Textures/Rock.ktx`.
+public struct VariantMarker: Sendable, Hashable {
+    public let dimension: VariantDimension
+    /// The value as written after the suffix: a texture format (`astc`) or a tier digit (`2`).
+    public let value: String
+    /// The path with the marker removed.
+    public let installedPath: String
+
+    /// The marker of `path`, nil when it has none. A marker ends a component: its name, then
+    /// `#tcf_` and a format of ``TextureFormat/preferenceOrder``, or `#tier_` and a digit.
+    /// - Throws: ``BacklotError/Code/invalidInput`` for a marker with an unknown value, one with no
+    ///   name before it, or two markers in one path.
+    public static func find(in path: String) throws -> VariantMarker? {
+        var found: (dimension: VariantDimension, value: String, component: Int, base: Substring.UTF8View)?
+        let components = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        for (i, component) in components.enumerated() {
+            for dimension in VariantDimension.allCases {
+                guard let start = lastOccurrence(of: Array(dimension.suffix.utf8), in: component) else { continue }
+                let base = component[..<start]
+                let value = String(
+                    decoding: component[component.index(start, offsetBy: dimension.suffix.utf8.count)...], as: UTF8.self
+                )
+                let known =
+                    switch dimension {
+                    case .textureFormat: TextureFormat.preferenceOrder.contains(value)
+                    case .deviceTier: value.utf8.count == 1 && DeviceTier.value(of: value) != nil
+                    }
+                guard known else {
+                    throw BacklotError(
+                        .invalidInput,
+                        "\"\(path)\" has the marker \"\(dimension.suffix)\(value)\", which names no \(dimension == .textureFormat ? "texture format" : "device tier (a digit)")",
+                        hint: dimension == .textureFormat
+                            ? "texture formats are \(TextureFormat.preferenceOrder.joined(separator: ", "))"
+                            : "write the tier as a digit, as Play's #tier_0, #tier_1, #tier_2")
+                }
+                guard !base.isEmpty else {
+                    throw BacklotError(
+                        .invalidInput, "\"\(path)\" has a marker with no name before it",
+                        hint: "a marker ends a folder's or a file's name: Textures\(dimension.suffix)\(value)")
+                }
+                guard found == nil else {
+                    throw BacklotError(
+                        .invalidInput, "\"\(path)\" has two variant markers",
+                        hint: "a file belongs to at most one variant: one texture format or one device tier")
+                }
+                found = (dimension, value, i, Substring(base).utf8)
+            }
+        }
+        guard let found else { return nil }
+        var installed: [UInt8] = []
+        for (i, component) in components.enumerated() {
+            if i > 0 { installed.append(UInt8(ascii: "/")) }
+            installed += i == found.component ? Array(found.base) : Array(component)
+        }
+        return VariantMarker(
+            dimension: found.dimension, value: found.value, installedPath: String(decoding: installed, as: UTF8.self))
+    }
+
+    /// Where the last occurrence of `needle` starts in `bytes`.
+    private static func lastOccurrence(of needle: [UInt8], in bytes: Substring.UTF8View) -> Substring.UTF8View.Index? {
+        guard bytes.count >= needle.count else { return nil }
+        var i = bytes.index(bytes.endIndex, offsetBy: -needle.count)
+        while true {
+            if bytes[i...].starts(with: needle) { return i }
+            if i == bytes.startIndex { return nil }
+            i = bytes.index(before: i)
+        }
+    }
+}
