@@ -203,12 +203,8 @@ public struct AgentConfiguration: Sendable {
         networkMetered = try ConfigurationKey.bool("BacklotNetworkMetered", in: settings, source: source) ?? false
         sendsReports = try ConfigurationKey.bool("BacklotSendsReports", in: settings, source: source) ?? true
         if let text = try ConfigurationKey.string("BacklotDeviceProfile", in: settings, source: source) {
-            do {
-                deviceProfile = try DeviceProfile(parsing: text, base: .detected)
-            } catch let e as BacklotError {
-                throw BacklotError(
-                    .invalidInput, "the key BacklotDeviceProfile: \(e.message)", context: source, hint: e.hint)
-            }
+            deviceProfile = try DeviceProfile.detected(
+                overriddenBy: text, label: "the key BacklotDeviceProfile", context: source)
         }
         periodicCheckInterval =
             try ConfigurationKey.seconds("BacklotPeriodicCheckInterval", in: settings, source: source)

@@ -228,11 +228,29 @@ public struct AppClipSizeReport: Sendable {
     public let rule: AppClipSizeRule
     /// The largest files, largest first.
     public let largestFiles: [AppClipSize.File]
+    /// Asset packs counted with the clip (`clip size --pack`), each at its install size.
+    public let packs: [Pack]
+
+    /// An asset pack counted with the clip: for a pack with variants, the largest a device can install.
+    public struct Pack: Sendable, Hashable {
+        public let id: String
+        /// The variant counted (`textureFormat=astc, deviceTier=2`), nil for a pack without variants.
+        public let variant: String?
+        public let bytes: UInt64
+
+        public init(id: String, variant: String?, bytes: UInt64) {
+            self.id = id
+            self.variant = variant
+            self.bytes = bytes
+        }
+    }
 
     public init(
-        size: AppClipSize, minimumOS: Int, invocations: AppClipInvocations, demoLink: Bool, largestCount: Int = 10
+        size: AppClipSize, minimumOS: Int, invocations: AppClipInvocations, demoLink: Bool, largestCount: Int = 10,
+        packs: [Pack] = []
     ) {
         self.size = size
+        self.packs = packs
         self.minimumOS = minimumOS
         self.invocations = invocations
         self.demoLink = demoLink
@@ -240,7 +258,10 @@ public struct AppClipSizeReport: Sendable {
         largestFiles = size.largest(largestCount)
     }
 
-    public var totalBytes: UInt64 { size.totalBytes }
+    /// The clip's files and the packs counted with it.
+    public var totalBytes: UInt64 {
+        packs.reduce(size.totalBytes) { CheckedInteger.saturatingAdd($0, $1.bytes) }
+    }
     public var limitBytes: UInt64 { rule.limitBytes }
     /// Over the limit: more than ``limitBytes`` (exactly the limit is within).
     public var isOver: Bool { !rule.allows(totalBytes) }
@@ -279,6 +300,18 @@ public struct AppClipSizeReport: Sendable {
         let largest: [JSONNode] = largestFiles.map { f in .object(["path": .string(f.path), "bytes": .number(f.bytes)])
         }
         members.append(JSONMember(key: "largestFiles", value: .array(largest)))
+        if !packs.isEmpty {
+            members.append(JSONMember(key: "clipBytes", value: .number(size.totalBytes)))
+            let list: [JSONNode] = packs.map { p in
+                var m: [JSONMember] = [
+                    JSONMember(key: "id", value: .string(p.id)),
+                    JSONMember(key: "installBytes", value: .number(p.bytes)),
+                ]
+                if let variant = p.variant { m.append(JSONMember(key: "variant", value: .string(variant))) }
+                return JSONNode(.object(m))
+            }
+            members.append(JSONMember(key: "packs", value: .array(list)))
+        }
         return JSONNode(.object(members))
     }
 }

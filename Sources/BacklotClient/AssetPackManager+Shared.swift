@@ -138,12 +138,8 @@ extension AssetPackManager.Configuration {
             configuration.sendsReports = sends
         }
         if let text = try string("BacklotDeviceProfile") {
-            do {
-                configuration.deviceProfile = try DeviceProfile(parsing: text, base: .detected)
-            } catch let e as BacklotError {
-                throw BacklotError(
-                    .invalidInput, "the key BacklotDeviceProfile: \(e.message)", context: source, hint: e.hint)
-            }
+            configuration.deviceProfile = try DeviceProfile.detected(
+                overriddenBy: text, label: "the key BacklotDeviceProfile", context: source)
         }
         return configuration
     }

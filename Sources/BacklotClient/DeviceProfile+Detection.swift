@@ -35,6 +35,20 @@ extension DeviceProfile {
             deviceTier: tier(memoryBytes: memory, cores: ProcessInfo.processInfo.activeProcessorCount))
     }()
 
+    /// The detected profile with what `text` sets (`textureFormat=astc,deviceTier=high`; a key left
+    /// out stays detected), as a configuration key or an option gives it.
+    /// - Throws: ``BacklotError`` with `code`, its message starting with `label` (the key or option
+    ///   that gave `text`), naming what is wrong.
+    public static func detected(
+        overriddenBy text: String, label: String, code: BacklotError.Code = .invalidInput, context: String? = nil
+    ) throws -> DeviceProfile {
+        do {
+            return try DeviceProfile(parsing: text, base: .detected)
+        } catch let e as BacklotError {
+            throw BacklotError(code, "\(label): \(e.message)", context: context ?? e.context, hint: e.hint)
+        }
+    }
+
     /// The texture formats a GPU reads by `vulkaninfo`'s `VkPhysicalDeviceFeatures`:
     /// `textureCompressionASTC_LDR` (astc), `textureCompressionBC` (bc7 and dxt1),
     /// `textureCompressionETC2` (etc2 and etc1, which ETC2 decoders read).

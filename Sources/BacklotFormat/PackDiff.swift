@@ -28,16 +28,23 @@ public struct PackDiff: Sendable, Hashable {
     /// Files that are new or changed, removed, and unchanged (by path and SHA-256).
     public let filesChanged: Int, filesRemoved: Int, filesUnchanged: Int
 
-    /// Compares the chunks a client holds (from `old`) with what `new` needs.
-    public init(old: PackIndex, new: PackReader) {
+    /// Compares the chunks a client holds (from `old`) with what `new` needs: every chunk, or, for
+    /// a device that installs one variant (docs/format.md §3.2), those of `installing`'s files
+    /// (``PackIndex/selecting(_:source:)``; pass the old pack's selection as `old` too).
+    public init(old: PackIndex, new: PackReader, installing: PackIndex? = nil) {
         let held = Set(old.chunks.map(\.id))
+        let needed = installing.map { $0.referencedChunks }
         var missing = 0
         var missingBytes: UInt64 = 0
         var reused = 0
         var reusedBytes: UInt64 = 0
         var runs = 0
         var previousMissing = false
-        for chunk in new.index.chunks {
+        for (number, chunk) in new.index.chunks.enumerated() {
+            if let needed, !needed.contains(number) {
+                previousMissing = false
+                continue
+            }
             if held.contains(chunk.id) {
                 reused += 1
                 reusedBytes += UInt64(chunk.compressedSize)
@@ -56,10 +63,11 @@ public struct PackDiff: Sendable, Hashable {
         reusedChunks = reused
         self.reusedBytes = reusedBytes
         rangeRequests = 2 + runs
+        let newFiles = (installing ?? new.index).files
         let oldFiles = Dictionary(old.files.map { ($0.path, $0.digest) }, uniquingKeysWith: { a, _ in a })
-        let newPaths = Set(new.index.files.map(\.path))
-        filesUnchanged = new.index.files.filter { oldFiles[$0.path] == $0.digest }.count
-        filesChanged = new.index.files.count - filesUnchanged
+        let newPaths = Set(newFiles.map(\.path))
+        filesUnchanged = newFiles.filter { oldFiles[$0.path] == $0.digest }.count
+        filesChanged = newFiles.count - filesUnchanged
         filesRemoved = oldFiles.keys.filter { !newPaths.contains($0) }.count
     }
 }

@@ -75,4 +75,23 @@ extension PackIndex {
         }
         return nil
     }
+
+    /// The chunk numbers the files reference.
+    public var referencedChunks: Set<Int> {
+        var numbers = Set<Int>()
+        for file in files { numbers.formUnion(file.chunks) }
+        return numbers
+    }
+
+    /// What each device the pack's variants could serve installs: one row per choice
+    /// (``PackVariants/everyChoice``; one row for a pack without variants), with its files and
+    /// bytes, in the order of the choices.
+    /// - Throws: what ``selecting(_:source:)`` throws.
+    public func installs(source: String) throws -> [(choice: VariantChoice, files: Int, bytes: UInt64)] {
+        guard let variants = metadata.variants else { return [(VariantChoice(), files.count, installSize)] }
+        return try variants.everyChoice.map {
+            let selected = try selecting($0, source: source)
+            return ($0, selected.files.count, selected.installSize)
+        }
+    }
 }

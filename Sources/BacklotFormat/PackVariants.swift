@@ -38,7 +38,7 @@ public struct PackVariants: Sendable, Hashable {
             guard let defaultTextureFormat, textureFormats.contains(defaultTextureFormat) else {
                 throw BacklotError(
                     .invalidInput,
-                    "the pack has files for the texture formats \(textureFormats.joined(separator: ", ")) but no default among them",
+                    "the pack has files for the texture formats \(TextureFormat.preferenceOrder.filter(Set(textureFormats).contains).joined(separator: ", ")) but no default among them",
                     hint:
                         "name the format a device that reads none of them gets: \"variants\": {\"textureFormat\": {\"default\": \"etc2\"}}"
                 )

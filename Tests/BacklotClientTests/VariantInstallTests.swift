@@ -72,6 +72,7 @@ import Testing
             trusting: [f.pinned], app: f.app, channel: .internal, now: Date(), source: "catalog")
         let release = try #require(catalog.packs.first { $0.id.rawValue == "Game" }).release
         #expect(release.variants?.textureFormats == ["astc", "etc2"] && release.variants?.deviceTiers == [0, 2])
+        #expect(try f.repository.uploads.version(app: f.app, pack: "Game", number: 1).variants == release.variants)
 
         // A high-tier ASTC device: the shared level, the ASTC texture, tier 2's music; nothing else.
         let high = try manager(f, "textureFormat=astc+etc2,deviceTier=high")

@@ -63,11 +63,8 @@ struct FetchCommand: Command {
         configuration.minimumRate = arguments[minimumRate]
         configuration.sendsReports = sendsReports
         if let text = arguments[device] {
-            do {
-                configuration.deviceProfile = try DeviceProfile(parsing: text, base: .detected)
-            } catch let e as BacklotError {
-                throw BacklotError(.usage, "--device: \(e.message)", context: e.context, hint: e.hint)
-            }
+            configuration.deviceProfile = try DeviceProfile.detected(
+                overriddenBy: text, label: "--device", code: .usage)
         }
         return try AssetPackManager(configuration: configuration)
     }

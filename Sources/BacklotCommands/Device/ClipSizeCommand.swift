@@ -1,5 +1,6 @@
 import BacklotAppClips
 import BacklotBasics
+import BacklotFormat
 import BacklotJSON
 
 /// `backlot clip size PATH [--min-os N] [--invocations digital|physical|both] [--demo-link] [--json]`:
@@ -27,14 +28,27 @@ struct ClipSizeCommand: Command {
             100 MB with the demo link whatever the invocations. MB is Apple's: 1,000,000 bytes.
             """,
         arguments: [.init("PATH", help: "The App Clip: its .app directory, a .zip or .ipa, or an uncompressed .tar.")],
-        options: [minimumOS, invocations, demoLink, jsonFlag])
+        options: [minimumOS, invocations, demoLink, packs, jsonFlag])
+    static let packs = Option<[String]>(
+        "pack", "PACK",
+        help:
+            "A .pack the clip installs with it, counted at its install size; for a pack with variants, the largest variant a device can get."
+    )
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let minimumOS = try parseMinimumOS(arguments)
         let invocations = try parseInvocations(arguments)
         let demoLink = arguments[Self.demoLink]
         let size = try AppClipSize(measuring: arguments.positionals[0])
-        let report = AppClipSizeReport(size: size, minimumOS: minimumOS, invocations: invocations, demoLink: demoLink)
+        let counted = try arguments[packs].map { path -> AppClipSizeReport.Pack in
+            let index = try PackReader(path: path).index
+            let largest = try index.installs(source: path).max { $0.bytes < $1.bytes }!
+            return .init(
+                id: index.metadata.assetPackID.rawValue,
+                variant: index.metadata.variants == nil ? nil : largest.choice.description, bytes: largest.bytes)
+        }
+        let report = AppClipSizeReport(
+            size: size, minimumOS: minimumOS, invocations: invocations, demoLink: demoLink, packs: counted)
         if arguments[jsonFlag] {
             io.out(report.json.prettyPrinted() + "\n")
         } else {
@@ -84,6 +98,10 @@ struct ClipSizeCommand: Command {
         let fileWord = size.files.count == 1 ? "file" : "files"
         var text = "\(size.path)  (\(size.form.rawValue), \(size.files.count) \(fileWord))\n"
         text += "  size       \(AppClipSizeRule.megabytes(report.totalBytes)) (\(report.totalBytes) bytes)\n"
+        for pack in report.packs {
+            text +=
+                "    pack     \(pack.id): \(AppClipSizeRule.megabytes(pack.bytes)) (\(pack.bytes) bytes)\(pack.variant.map { ", largest variant \($0)" } ?? "")\n"
+        }
         text += "  limit      \(AppClipSizeRule.megabytes(report.limitBytes)) (\(report.limitBytes) bytes)\n"
         text += "  rule       \(report.rule.name): \(report.rule.summary)\n"
         text +=

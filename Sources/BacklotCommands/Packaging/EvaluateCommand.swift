@@ -25,11 +25,14 @@ struct EvaluateCommand: Command {
                 Output(
                     pack: manifest.assetPackID.rawValue, sourceRoot: selection.sourceRoot,
                     files: selection.files.map { .init(source: $0.sourcePath, path: $0.packPath, bytes: $0.size) },
-                    warnings: allWarnings))
+                    variants: selection.variants?.json, warnings: allWarnings))
             return
         }
         for w in allWarnings { warn(w, io: io) }
         io.out("\(manifest.assetPackID): \(selection.files.count) files from \(selection.sourceRoot)\n")
+        if let variants = selection.variants {
+            io.out("  variants: \(variants.json.serialized()) (a path's #tcf_ or #tier_ marker names its variant)\n")
+        }
         for f in selection.files {
             io.out(
                 f.sourcePath == f.packPath
@@ -50,6 +53,8 @@ extension EvaluateCommand {
         let pack: String
         let sourceRoot: String
         let files: [File]
+        /// The variants the files come in, as the pack's metadata will list them (nil without).
+        let variants: JSONNode?
         let warnings: [String]
     }
 }

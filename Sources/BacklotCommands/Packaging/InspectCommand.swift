@@ -19,6 +19,7 @@ struct InspectCommand: Command {
         let pack = try PackReader(path: arguments.positionals[0])
         let index = pack.index
         let m = index.metadata
+        let installs = try m.variants == nil ? [] : index.installs(source: pack.path)
         if arguments[jsonFlag] {
             try io.outJSON(
                 Output(
@@ -29,6 +30,13 @@ struct InspectCommand: Command {
                     chunking: index.chunking.map { .init(min: $0.minimum, avg: $0.average, max: $0.maximum) },
                     dictionary: index.dictionary.map { .init(bytes: $0.bytes.count, id: $0.id) },
                     chunkCount: index.chunks.count, fileCount: index.files.count,
+                    variants: m.variants == nil
+                        ? nil
+                        : installs.map {
+                            .init(
+                                textureFormat: $0.choice.textureFormat, deviceTier: $0.choice.deviceTier,
+                                fileCount: $0.files, installBytes: $0.bytes)
+                        },
                     files: index.files.map {
                         .init(
                             path: $0.path, bytes: $0.size, mode: String($0.mode, radix: 8), sha256: $0.digest.hex,
@@ -45,6 +53,19 @@ struct InspectCommand: Command {
             """
         if let language = m.language { text += "  language      \(language)\n" }
         if let userInfo = m.userInfo { text += "  userInfo      \(userInfo.serialized())\n" }
+        if let v = m.variants {
+            var dimensions: [String] = []
+            if let d = v.defaultTextureFormat {
+                dimensions.append("textureFormat \(v.textureFormats.joined(separator: ", ")) (default \(d))")
+            }
+            if !v.deviceTiers.isEmpty {
+                dimensions.append("deviceTier \(v.deviceTiers.map(String.init).joined(separator: ", "))")
+            }
+            text += "  variants      \(dimensions.joined(separator: "; "))\n"
+            for row in installs {
+                text += "    \(row.choice): \(row.files) files, \(ByteCount.format(row.bytes)) installed\n"
+            }
+        }
         text += """
               pack digest   \(pack.packDigest)
               format        version \(pack.header.formatVersion)
@@ -106,8 +127,16 @@ extension InspectCommand {
         let index: Index
         let chunking: Chunking?
         let dictionary: Dictionary?
+        /// What each device installs, one row per choice of the pack's variants (nil without).
+        struct Variant: Encodable {
+            let textureFormat: String?
+            let deviceTier: Int?
+            let fileCount: Int
+            let installBytes: UInt64
+        }
         let chunkCount: Int
         let fileCount: Int
+        let variants: [Variant]?
         let files: [File]
     }
 }

@@ -21,6 +21,9 @@ extension API {
         public var format: ArchiveFormat
         /// The release notes given with the upload.
         @NullWhenAbsent public var notes: String?
+        /// The texture formats and device tiers its files come in (known once processed; absent
+        /// for a pack without variants).
+        @NullWhenAbsent public var variants: Variants?
 
         public init(
             app: String, pack: String, version: Int, state: VersionState, reason: String?, size: UInt64,
@@ -37,6 +40,20 @@ extension API {
             self.archiveSHA256 = archiveSHA256
             self.installSize = installSize
             self.format = format
+        }
+    }
+
+    /// A pack's variants (docs/format.md §3.2): the texture formats with the default one a device
+    /// that reads none of them gets, and the device tiers.
+    public struct Variants: Codable, Sendable, Hashable {
+        public var textureFormats: [String]
+        @NullWhenAbsent public var defaultTextureFormat: String?
+        public var deviceTiers: [Int]
+
+        public init(textureFormats: [String], defaultTextureFormat: String?, deviceTiers: [Int]) {
+            self.textureFormats = textureFormats
+            self.defaultTextureFormat = defaultTextureFormat
+            self.deviceTiers = deviceTiers
         }
     }
 

@@ -174,11 +174,20 @@ public enum APISchemas {
                 "archiveSHA256": .nullableString(pattern: sha256Pattern),
                 "installSize": .integer(minimum: 0, maximum: largestInteger, nullable: true),
                 "format": .string(enumeration: ArchiveFormat.allCases.map(\.rawValue)), "notes": .nullableString(),
+                "variants": JSONSchema.ref("Variants").orNull,
             ],
             required: [
                 "app", "pack", "version", "state", "reason", "size", "received", "archiveSHA256", "installSize",
-                "format", "notes",
+                "format", "notes", "variants",
             ]),
+        "Variants": .object(
+            [
+                "textureFormats": .array(.string(enumeration: TextureFormat.preferenceOrder)),
+                "defaultTextureFormat": JSONSchema.string(enumeration: TextureFormat.preferenceOrder).orNull,
+                "deviceTiers": .array(
+                    .integer(minimum: Int64(DeviceTier.range.lowerBound), maximum: Int64(DeviceTier.range.upperBound))),
+            ],
+            required: ["textureFormats", "defaultTextureFormat", "deviceTiers"]),
         "VersionList": .object(["versions": .array(.ref("Version"))], required: ["versions"]),
         "VersionCreate": JSONSchema(
             anyOf: [

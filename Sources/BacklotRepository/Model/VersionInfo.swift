@@ -1,3 +1,4 @@
+import BacklotFormat
 import BacklotProtocol
 
 /// A version of a pack, as the API reports it.
@@ -14,4 +15,7 @@ public struct VersionInfo: Sendable, Hashable {
     public let format: ArchiveFormat
     /// The release notes given with the upload (several lines of text), if any.
     public let notes: String?
+    /// The texture formats and device tiers its files come in (docs/format.md §3.2), known once
+    /// processed; nil for a pack without variants.
+    public var variants: PackVariants? = nil
 }

@@ -207,13 +207,22 @@ public final class Uploads: Sendable {
         } else {
             received = state == .failed ? 0 : (row["declared_size"]?.integer(as: UInt64.self) ?? 0)
         }
-        return VersionInfo(
+        var info = VersionInfo(
             app: row["app"]?.string ?? "", pack: row["pack"]?.string ?? "",
             number: (row["number"]?.integer(as: Int.self) ?? 0), state: state,
             reason: row["reason"]?.string, declaredSize: (row["declared_size"]?.integer(as: UInt64.self) ?? 0),
             received: received,
             archiveSHA256: row["archive_sha256"]?.string, installSize: row["install_size"]?.integer(as: UInt64.self),
             format: ArchiveFormat(rawValue: row["format"]?.string ?? "pack") ?? .pack, notes: row["notes"]?.string)
+        // Processing stored the pack's metadata; a variant pack's lists its variants.
+        if let text = row["metadata"]?.string, text.contains("\"variants\""),
+            let meta = try? JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(
+                Array(text.utf8)
+            ).root, let node = meta["variants"]
+        {
+            info.variants = try? PackVariants(json: node, source: "metadata")
+        }
+        return info
     }
 
     /// What the archive store needs to know of a version's upload.

@@ -503,6 +503,16 @@
           body)));
   }
 
+  // A version's variants (see the variants guide in docs): each device installs the shared files and one of each.
+  function variantsText(variants) {
+    const parts = [];
+    if (variants.textureFormats.length) {
+      parts.push(`texture formats ${variants.textureFormats.join(', ')} (default ${variants.defaultTextureFormat})`);
+    }
+    if (variants.deviceTiers.length) parts.push(`device tiers ${variants.deviceTiers.join(', ')}`);
+    return `variants: ${parts.join('; ')}`;
+  }
+
   function versionRow(app, pack, v, places) {
     let stateCell;
     if (v.state === 'AWAITING_UPLOAD') {
@@ -532,7 +542,7 @@
       h('td', { class: 'state', 'data-state': v.state }, stateCell),
       h('td', { class: 'num', title: `${v.size} bytes` }, bytes(v.size)),
       h('td', { class: 'num' }, bytes(v.installSize)),
-      h('td', {}, v.format),
+      h('td', {}, v.format, v.variants ? h('div', { class: 'muted', 'data-variants': '' }, variantsText(v.variants)) : null),
       h('td', {}, v.archiveSHA256 ? h('code', { class: 'digest' }, v.archiveSHA256) : h('span', { class: 'muted' }, 'not yet known')),
       h('td', { 'data-places': '' }, places.length ? places.join(', ') : h('span', { class: 'muted' }, 'on no channel')),
       actions);

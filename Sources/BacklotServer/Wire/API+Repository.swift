@@ -26,6 +26,11 @@ extension API.Version {
             app: v.app, pack: v.pack, version: v.number, state: v.state, reason: v.reason, size: v.declaredSize,
             received: v.received, archiveSHA256: v.archiveSHA256, installSize: v.installSize, format: v.format,
             notes: v.notes)
+        variants = v.variants.map {
+            API.Variants(
+                textureFormats: $0.textureFormats, defaultTextureFormat: $0.defaultTextureFormat,
+                deviceTiers: $0.deviceTiers)
+        }
     }
 }
 
