@@ -314,6 +314,9 @@ int main() {
         expect(manager->installed_packs() == std::vector<std::string>{pack}, "installed_packs");
         const std::string device = manager->device_id();
         expect(!device.empty() && device == manager->device_id(), "device ID '" + device + "'");
+        const std::string profile = manager->device_profile();
+        expect(profile.rfind("textureFormat=", 0) == 0 && profile.find(",deviceTier=") != std::string::npos,
+               "device profile '" + profile + "'");
     });
 
     check("ensure latest and check for updates (nothing newer)", [&] {

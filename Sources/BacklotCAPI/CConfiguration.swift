@@ -1,5 +1,6 @@
 import BacklotBasics
 import BacklotClient
+import BacklotFormat
 import BacklotProtocol
 import CBacklot
 import Foundation
@@ -51,6 +52,10 @@ enum CConfiguration {
         case 0: break
         case 1: configuration.sendsReports = false
         default: throw CallError.invalidArgument("config->no_reports is \(c.no_reports): give 0 or 1")
+        }
+        if let profile = try CMemory.optionalString(c.device_profile, "config->device_profile") {
+            configuration.deviceProfile = try DeviceProfile.detected(
+                overriddenBy: profile, label: "config->device_profile", context: urlText)
         }
         return configuration
     }

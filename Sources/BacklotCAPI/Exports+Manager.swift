@@ -37,6 +37,19 @@ public func backlotDeviceID(
     }
 }
 
+@_cdecl("backlot_device_profile")
+public func backlotDeviceProfile(
+    _ handle: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+)
+    -> backlot_status
+{
+    out?.pointee = nil
+    return cCall {
+        let m = try manager(handle)
+        try output(out, "out").pointee = CMemory.duplicate(m.manager.deviceProfile.description)
+    }
+}
+
 @_cdecl("backlot_ensure_local_availability")
 public func backlotEnsureLocalAvailability(
     _ handle: OpaquePointer?, _ packID: UnsafePointer<CChar>?, _ progress: backlot_progress_fn?,

@@ -212,6 +212,11 @@ static void test_invalid_arguments(void) {
     config.app = "com.example.other";
     CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_USAGE);
     config.app = NULL;
+    config.device_profile = "textureFormat=astcc";
+    CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_INVALID_INPUT);
+    CHECK(strstr(backlot_last_error_message(), "device_profile") != NULL, "the message names the field: %s",
+          backlot_last_error_message());
+    config.device_profile = NULL;
     config.trusted_key_path = "/nonexistent/root.pub";
     CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_IO);
     CHECK(m == NULL, "a missing key file is refused");
@@ -361,6 +366,29 @@ static void test_install_and_read(void) {
     CHECK_STATUS(backlot_device_id(m, &device), BACKLOT_OK);
     CHECK(device != NULL && strlen(device) == 36, "device id");
     backlot_free(device);
+    char *profile = NULL;
+    CHECK_STATUS(backlot_device_profile(m, &profile), BACKLOT_OK);
+    CHECK(profile != NULL && strncmp(profile, "textureFormat=", 14) == 0 && strstr(profile, ",deviceTier=") != NULL,
+          "device profile: %s", profile ? profile : "(null)");
+    backlot_free(profile);
+    {
+        char *other = new_container();
+        backlot_config config;
+        backlot_config_init(&config);
+        config.container_path = other;
+        config.catalog_url = env("BACKLOT_TEST_CATALOG_URL");
+        config.trusted_key_path = env("BACKLOT_TEST_ROOT_PUB");
+        config.ca_path = env("BACKLOT_TEST_CA");
+        config.device_profile = "textureFormat=etc2+astc,deviceTier=high";
+        backlot_manager *chosen = NULL;
+        CHECK_STATUS(backlot_manager_open(&config, &chosen), BACKLOT_OK);
+        CHECK_STATUS(backlot_device_profile(chosen, &profile), BACKLOT_OK);
+        CHECK(profile != NULL && strcmp(profile, "textureFormat=astc+etc2,deviceTier=2") == 0, "the profile set: %s",
+              profile ? profile : "(null)");
+        backlot_free(profile);
+        backlot_manager_close(chosen);
+        free(other);
+    }
 
     CHECK_STATUS(backlot_remove(m, "Levels"), BACKLOT_OK);
     CHECK_STATUS(backlot_installed_packs(m, &ids, &count), BACKLOT_OK);

@@ -364,7 +364,7 @@ namespace Backlot
         public static string Version { get { return Native.FromUtf8(Native.backlot_version()); } }
 
         /// <summary>The ABI version this binding was written against (BACKLOT_ABI_VERSION).</summary>
-        public const int AbiVersion = 1;
+        public const int AbiVersion = 2;
 
         /// <summary>The BACKLOT_ABI_VERSION the loaded library was built with (backlot_abi_version).</summary>
         public static int LibraryAbiVersion { get { return (int)Native.backlot_abi_version(); } }
@@ -412,9 +412,10 @@ namespace Backlot
         /// <param name="stallTimeoutSeconds">Seconds without progress before a retry; 0: 60.</param>
         /// <param name="retries">Attempts after the first for a failed request; -1: 4.</param>
         /// <param name="sendReports">false: the device sends no report of what it holds and how its installs end (docs/privacy.md).</param>
+        /// <param name="deviceProfile">What picks a pack's variant ("textureFormat=astc,deviceTier=high"); null: detected.</param>
         public BacklotManager(string containerPath, string catalogUrl, string trustedKeyPath, string caPath = null,
             string app = null, string channel = null, ulong bandwidthLimit = 0, uint stallTimeoutSeconds = 0,
-            int retries = -1, bool sendReports = true)
+            int retries = -1, bool sendReports = true, string deviceProfile = null)
         {
             using (var strings = new NativeStrings())
             {
@@ -431,6 +432,7 @@ namespace Backlot
                 config.retries = retries;
                 // Reports of what the container holds and how its installs end (docs/privacy.md).
                 config.no_reports = sendReports ? 0 : 1;
+                config.device_profile = strings.Add(deviceProfile, "deviceProfile");
                 IntPtr opened;
                 Native.Check(Native.backlot_manager_open(ref config, out opened));
                 handle = opened;
@@ -469,6 +471,18 @@ namespace Backlot
             {
                 IntPtr text;
                 Native.Check(Native.backlot_device_id(handle, out text));
+                return Native.TakeString(text);
+            }
+        }
+
+        /// <summary>The profile that picks the variant of a pack with variants this device installs
+        /// ("textureFormat=astc+etc2,deviceTier=2"): the one given, else the one detected.</summary>
+        public string DeviceProfile
+        {
+            get
+            {
+                IntPtr text;
+                Native.Check(Native.backlot_device_profile(handle, out text));
                 return Native.TakeString(text);
             }
         }
@@ -1086,6 +1100,7 @@ namespace Backlot
             internal uint stall_timeout;
             internal int retries;
             internal int no_reports;
+            internal IntPtr device_profile;
         }
 
         [StructLayout(LayoutKind.Sequential)]
@@ -1172,6 +1187,9 @@ namespace Backlot
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int backlot_device_id(IntPtr manager, out IntPtr text);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int backlot_device_profile(IntPtr manager, out IntPtr text);
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern int backlot_ensure_local_availability(IntPtr manager, IntPtr packId, ProgressFn progress,

@@ -59,7 +59,7 @@ extern "C" {
 #endif
 
 /* The version of this interface: raised when a function or a struct member is added. */
-#define BACKLOT_ABI_VERSION 1
+#define BACKLOT_ABI_VERSION 2
 
 /* ---- Status codes ------------------------------------------------------------------------ */
 
@@ -164,6 +164,8 @@ typedef struct backlot_config {
     int32_t retries;              /* attempts after the first for a failed request; -1: 4 */
     /* Added after the first release (a caller built before it passes a smaller size: 0 then). */
     int32_t no_reports;           /* 1: send no device report (docs/privacy.md); 0: send them */
+    const char *device_profile;   /* what picks a pack's variant, "textureFormat=astc+etc2,deviceTier=high"
+                                     (a key left out is detected; docs/variants.md), or NULL: detected */
 } backlot_config;
 
 /* Fills the first `size` bytes of a configuration with its defaults (NULL strings, no limit, 60 s,
@@ -185,6 +187,11 @@ void backlot_manager_close(backlot_manager *manager);
 
 /* The container's device identifier (for staged rollouts), into *out: free it with backlot_free. */
 backlot_status backlot_device_id(backlot_manager *manager, char **out);
+
+/* The device profile that picks the variant of a pack with variants this manager installs
+   (config->device_profile over what was detected), as "textureFormat=astc+etc2,deviceTier=2",
+   into *out: free it with backlot_free. */
+backlot_status backlot_device_profile(backlot_manager *manager, char **out);
 
 /* Progress of a download: bytes of the pack's files installed so far, and in all (the pack's
    install size: the catalog's figure until the pack's index is read, then the index's). Called on

@@ -140,6 +140,7 @@ struct config {
     std::uint32_t stall_timeout = 0;        ///< seconds without progress before a retry; 0: 60
     std::int32_t retries = -1;              ///< attempts after the first; -1: 4
     bool send_reports = true;               ///< false: no report of what the container holds (docs/privacy.md)
+    std::optional<std::string> device_profile; ///< what picks a pack's variant ("textureFormat=astc,deviceTier=high")
 };
 
 /// Apple's AssetPack.Status bits (BACKLOT_PACK_*).
@@ -519,6 +520,7 @@ public:
         native.stall_timeout = c.stall_timeout;
         native.retries = c.retries;
         native.no_reports = c.send_reports ? 0 : 1;
+        native.device_profile = detail::c_string(c.device_profile, "device_profile");
         detail::check(backlot_manager_open(&native, &handle_));
     }
 
@@ -550,6 +552,14 @@ public:
     std::string device_id() const {
         char *text = nullptr;
         detail::check(backlot_device_id(handle_, &text));
+        return detail::take_string(text);
+    }
+
+    /// The profile that picks the variant of a pack with variants ("textureFormat=astc+etc2,deviceTier=2"):
+    /// the configuration's, else the one detected.
+    std::string device_profile() const {
+        char *text = nullptr;
+        detail::check(backlot_device_profile(handle_, &text));
         return detail::take_string(text);
     }
 

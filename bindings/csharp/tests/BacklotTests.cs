@@ -332,6 +332,8 @@ internal static class BacklotTests
                 string.Join(",", manager.InstalledPacks()));
             string device = manager.DeviceId;
             Expect(!string.IsNullOrEmpty(device) && device == manager.DeviceId, "device ID '" + device + "'");
+            Expect(manager.DeviceProfile.StartsWith("textureFormat=") && manager.DeviceProfile.Contains(",deviceTier="),
+                "device profile '" + manager.DeviceProfile + "'");
         });
 
         Check("ensure latest and check for updates (nothing newer)", () =>

@@ -112,6 +112,7 @@ def test_asset_pack_and_lists(open_manager, env: Env) -> None:
     assert after.version == before.version
     device = manager.device_id
     assert isinstance(device, str) and device and manager.device_id == device
+    assert manager.device_profile.startswith("textureFormat=") and ",deviceTier=" in manager.device_profile
 
 
 def test_remove(install, env: Env) -> None:

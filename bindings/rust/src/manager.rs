@@ -51,6 +51,7 @@ pub struct Config {
     stall_timeout: Option<Duration>,
     retries: Option<u32>,
     no_reports: bool,
+    device_profile: Option<String>,
 }
 
 impl Config {
@@ -119,6 +120,13 @@ impl Config {
     /// without an identifier: docs/privacy.md). Reports are sent by default.
     pub fn no_reports(mut self) -> Config {
         self.no_reports = true;
+        self
+    }
+
+    /// What picks the variant of a pack with variants this device installs:
+    /// `textureFormat=astc+etc2,deviceTier=high` (a key left out is detected). Detected by default.
+    pub fn device_profile(mut self, profile: impl Into<String>) -> Config {
+        self.device_profile = Some(profile.into());
         self
     }
 
@@ -293,6 +301,7 @@ impl Manager {
         let ca = config.ca_path.as_deref().map(|p| c_path(p, "ca_path")).transpose()?;
         let app = c_optional(config.app.as_deref(), "app")?;
         let channel = c_optional(config.channel.as_deref(), "channel")?;
+        let profile = c_optional(config.device_profile.as_deref(), "device_profile")?;
         let stall_timeout = config
             .stall_timeout
             .map(|d| {
@@ -321,6 +330,7 @@ impl Manager {
             raw.retries = i32::try_from(retries).unwrap_or(i32::MAX);
         }
         raw.no_reports = i32::from(config.no_reports);
+        raw.device_profile = ptr_or_null(&profile);
         let mut out: *mut sys::backlot_manager = ptr::null_mut();
         // SAFETY: `raw` and the strings it points at outlive the call, which copies them.
         check(unsafe { sys::backlot_manager_open(&raw, &mut out) })?;
@@ -341,6 +351,15 @@ impl Manager {
         let mut out: *mut c_char = ptr::null_mut();
         // SAFETY: an out pointer to a local; what the library sets is ours to free.
         check(unsafe { sys::backlot_device_id(self.raw(), &mut out) })?;
+        Ok(unsafe { take_string(out) })
+    }
+
+    /// The device profile that picks the variant of a pack with variants
+    /// ("textureFormat=astc+etc2,deviceTier=2"): the configuration's, else the one detected.
+    pub fn device_profile(&self) -> Result<String> {
+        let mut out: *mut c_char = ptr::null_mut();
+        // SAFETY: an out pointer to a local; what the library sets is ours to free.
+        check(unsafe { sys::backlot_device_profile(self.raw(), &mut out) })?;
         Ok(unsafe { take_string(out) })
     }
 

@@ -1,4 +1,4 @@
-//! The C interface exactly as `include/backlot/backlot.h` (ABI version 1) declares it: every
+//! The C interface exactly as `include/backlot/backlot.h` (ABI version 2) declares it: every
 //! constant, struct and function, hand-written. Use it for what the safe wrapper does not cover;
 //! every rule of the header applies (statuses, the thread's last error, `backlot_free`, the
 //! `size` member of the structs that may grow).
@@ -18,7 +18,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::marker::{PhantomData, PhantomPinned};
 
 /// The version of the interface: raised when a function or a struct member is added.
-pub const BACKLOT_ABI_VERSION: c_int = 1;
+pub const BACKLOT_ABI_VERSION: c_int = 2;
 
 // ---- Status codes ------------------------------------------------------------------------------
 
@@ -101,6 +101,9 @@ pub struct backlot_config {
     pub retries: i32,
     /// 1: the device sends no report of what it holds and how its installs end; 0 (the default): it does.
     pub no_reports: i32,
+    /// What picks a pack's variant ("textureFormat=astc+etc2,deviceTier=high"; a key left out is
+    /// detected), or null: detected.
+    pub device_profile: *const c_char,
 }
 
 /// Progress of a download: bytes installed so far, and in all; on the thread that called.
@@ -207,6 +210,7 @@ extern "C" {
     pub fn backlot_manager_open(config: *const backlot_config, out: *mut *mut backlot_manager) -> backlot_status;
     pub fn backlot_manager_close(manager: *mut backlot_manager);
     pub fn backlot_device_id(manager: *mut backlot_manager, out: *mut *mut c_char) -> backlot_status;
+    pub fn backlot_device_profile(manager: *mut backlot_manager, out: *mut *mut c_char) -> backlot_status;
 
     pub fn backlot_ensure_local_availability(
         manager: *mut backlot_manager,
@@ -329,13 +333,14 @@ mod layout {
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn structs_have_the_headers_layout() {
-        assert_eq!(size_of::<backlot_config>(), 80);
+        assert_eq!(size_of::<backlot_config>(), 88);
         assert_eq!(offset_of!(backlot_config, container_path), 8);
         assert_eq!(offset_of!(backlot_config, channel), 48);
         assert_eq!(offset_of!(backlot_config, bandwidth_limit), 56);
         assert_eq!(offset_of!(backlot_config, stall_timeout), 64);
         assert_eq!(offset_of!(backlot_config, retries), 68);
         assert_eq!(offset_of!(backlot_config, no_reports), 72);
+        assert_eq!(offset_of!(backlot_config, device_profile), 80);
 
         assert_eq!(size_of::<backlot_pack_info>(), 40);
         assert_eq!(offset_of!(backlot_pack_info, status), 32);

@@ -107,6 +107,7 @@ fn config_init_size_writes_exactly_its_size_and_the_headers_defaults() {
         stall_timeout: u32,
         retries: i32,
         no_reports: i32,
+        device_profile: *const c_char,
     });
     layout.check(sys::backlot_config_init_size);
 
@@ -117,6 +118,7 @@ fn config_init_size_writes_exactly_its_size_and_the_headers_defaults() {
     // No limit; 0 is 60 s; -1 is 4 retries.
     assert_eq!((c.bandwidth_limit, c.stall_timeout, c.retries), (0, 0, -1));
     assert_eq!(c.no_reports, 0, "devices report by default");
+    assert!(c.device_profile.is_null(), "the profile is detected by default");
 }
 
 #[test]
@@ -236,7 +238,7 @@ fn statuses_have_the_headers_numbers_and_names() {
         assert_eq!(backlot::status_name(code), name);
     }
     assert_eq!(backlot::ba::status(backlot::ba::DOWNLOAD_NOT_SCHEDULED), sys::BACKLOT_ERR_BA(101));
-    assert_eq!(backlot::ABI_VERSION, 1);
+    assert_eq!(backlot::ABI_VERSION, 2);
     assert!(backlot::version().chars().next().is_some_and(|c| c.is_ascii_digit()), "{}", backlot::version());
 }
 

@@ -578,6 +578,7 @@ class Manager:
         stall_timeout: int = 0,
         retries: int = -1,
         send_reports: bool = True,
+        device_profile: Optional[str] = None,
     ) -> None:
         container = _text(container_path, "container_path")
         arguments = {
@@ -587,6 +588,8 @@ class Manager:
             "ca_path": _optional_text(ca_path, "ca_path"),
             "app": _optional_text(app, "app"),
             "channel": _optional_text(channel, "channel"),
+            # What picks a pack's variant ("textureFormat=astc,deviceTier=high"); None: detected.
+            "device_profile": _optional_text(device_profile, "device_profile"),
         }
         config = _native.Config()
         _native.init_config(config)
@@ -641,6 +644,14 @@ class Manager:
         """The container's device identifier (for staged rollouts)."""
         out = ctypes.c_void_p()
         check(_lib.backlot_device_id(self._handle, ctypes.byref(out)))
+        return _native.take_string(out)
+
+    @property
+    def device_profile(self) -> str:
+        """The profile that picks the variant of a pack with variants this device installs
+        ("textureFormat=astc+etc2,deviceTier=2"): the one given, else the one detected."""
+        out = ctypes.c_void_p()
+        check(_lib.backlot_device_profile(self._handle, ctypes.byref(out)))
         return _native.take_string(out)
 
     def _ensure(self, function: Any, pack_id: str, progress: Optional[ProgressCallback]) -> None:

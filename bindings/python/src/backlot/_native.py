@@ -24,7 +24,7 @@ LIBRARY_VARIABLE = "BACKLOT_LIBRARY"
 
 #: The BACKLOT_ABI_VERSION of the backlot.h this binding follows: a library reporting a lower
 #: one (backlot_abi_version) lacks something declared here and is refused at import.
-REQUIRED_ABI_VERSION = 1
+REQUIRED_ABI_VERSION = 2
 
 
 class LibraryNotFoundError(ImportError):
@@ -139,6 +139,7 @@ class Config(ctypes.Structure):
         ("stall_timeout", ctypes.c_uint32),
         ("retries", ctypes.c_int32),
         ("no_reports", ctypes.c_int32),
+        ("device_profile", ctypes.c_char_p),
     ]
 
 
@@ -219,6 +220,7 @@ _declare("backlot_abi_version", ctypes.c_uint32)
 _declare("backlot_manager_open", c_status, _P(Config), _P(c_handle))
 _declare("backlot_manager_close", None, c_handle)
 _declare("backlot_device_id", c_status, c_handle, _void_pp)
+_declare("backlot_device_profile", c_status, c_handle, _void_pp)
 _declare("backlot_ensure_local_availability", c_status, c_handle, ctypes.c_char_p, PROGRESS_FN, ctypes.c_void_p)
 _declare("backlot_ensure_latest_availability", c_status, c_handle, ctypes.c_char_p, PROGRESS_FN, ctypes.c_void_p)
 _declare("backlot_cancel", c_status, c_handle, ctypes.c_char_p)
