@@ -121,7 +121,7 @@ let package = Package(
         // The C interface over the client: handles, statuses, callbacks (libbacklot).
         .target(
             name: "BacklotCAPI",
-            dependencies: ["CBacklot", "BacklotBasics", "BacklotProtocol", "BacklotClient"],
+            dependencies: ["CBacklot", "BacklotBasics", "BacklotFormat", "BacklotProtocol", "BacklotClient"],
             linkerSettings: [
                 .unsafeFlags([
                     "-Xlinker", "-soname=libbacklot.so.0",
