@@ -17,25 +17,7 @@ extension PackIndex {
         guard let variants = metadata.variants else { return self }
         var selected: [File] = []
         for file in files {
-            let marker: VariantMarker?
-            do {
-                marker = try VariantMarker.find(in: file.path)
-            } catch let e as BacklotError {
-                throw BacklotError(.corruptArchive, e.message, context: source, hint: e.hint)
-            }
-            if let marker {
-                let listed =
-                    switch marker.dimension {
-                    case .textureFormat: variants.textureFormats.contains(marker.value)
-                    case .deviceTier: DeviceTier.value(of: marker.value).map(variants.deviceTiers.contains) ?? false
-                    }
-                guard listed else {
-                    throw BacklotError(
-                        .corruptArchive,
-                        "the file \"\(file.path)\" is of the \(marker.dimension.rawValue) \(marker.value), which the index's variants do not list",
-                        context: source, hint: "the pack is damaged or crafted: package it again")
-                }
-            }
+            let marker = try listedMarker(of: file, in: variants, source: source)
             guard choice.includes(marker) else { continue }
             guard let marker else {
                 selected.append(file)
@@ -85,13 +67,62 @@ extension PackIndex {
 
     /// What each device the pack's variants could serve installs: one row per choice
     /// (``PackVariants/everyChoice``; one row for a pack without variants), with its files and
-    /// bytes, in the order of the choices.
-    /// - Throws: what ``selecting(_:source:)`` throws.
+    /// bytes, in the order of the choices. Checks first that every choice installs as one tree and
+    /// that every marker names a listed value, in time that follows the files, not the choices.
+    /// - Throws: ``BacklotError/Code/corruptArchive`` as ``selecting(_:source:)`` does.
     public func installs(source: String) throws -> [(choice: VariantChoice, files: Int, bytes: UInt64)] {
         guard let variants = metadata.variants else { return [(VariantChoice(), files.count, installSize)] }
-        return try variants.everyChoice.map {
-            let selected = try selecting($0, source: source)
-            return ($0, selected.files.count, selected.installSize)
+        var entries: [(installedPath: String, marker: VariantMarker?)] = []
+        entries.reserveCapacity(files.count)
+        // Files and bytes per variant ("" for the shared ones).
+        var totals: [String: (files: Int, bytes: UInt64)] = [:]
+        for file in files {
+            let marker = try listedMarker(of: file, in: variants, source: source)
+            entries.append((marker?.installedPath ?? file.path, marker))
+            let key = marker.map { $0.dimension.suffix + $0.value } ?? ""
+            let sum = totals[key] ?? (0, 0)
+            totals[key] = (sum.files + 1, CheckedInteger.saturatingAdd(sum.bytes, file.size))
         }
+        if let clash = VariantMarker.treeClash(entries) {
+            throw BacklotError(
+                .corruptArchive,
+                clash.needsFolder
+                    ? "\"\(clash.path)\" is a file on some device, but \"\(entries[clash.second].installedPath)\" needs it to be a folder there"
+                    : "two files install at \"\(clash.path)\" on some device",
+                context: source, hint: "the pack is damaged or crafted: package it again")
+        }
+        return variants.everyChoice.map { choice in
+            var keys = [""]
+            if let format = choice.textureFormat { keys.append(VariantDimension.textureFormat.suffix + format) }
+            if let tier = choice.deviceTier { keys.append(VariantDimension.deviceTier.suffix + String(tier)) }
+            let rows = keys.compactMap { totals[$0] }
+            return (
+                choice, rows.reduce(0) { $0 + $1.files },
+                rows.reduce(UInt64(0)) { CheckedInteger.saturatingAdd($0, $1.bytes) }
+            )
+        }
+    }
+
+    /// The marker of `file`'s path, checked to name a value `variants` lists.
+    func listedMarker(of file: File, in variants: PackVariants, source: String) throws -> VariantMarker? {
+        let marker: VariantMarker?
+        do {
+            marker = try VariantMarker.find(in: file.path)
+        } catch let e as BacklotError {
+            throw BacklotError(.corruptArchive, e.message, context: source, hint: e.hint)
+        }
+        guard let marker else { return nil }
+        let listed =
+            switch marker.dimension {
+            case .textureFormat: variants.textureFormats.contains(marker.value)
+            case .deviceTier: DeviceTier.value(of: marker.value).map(variants.deviceTiers.contains) ?? false
+            }
+        guard listed else {
+            throw BacklotError(
+                .corruptArchive,
+                "the file \"\(file.path)\" is of the \(marker.dimension.rawValue) \(marker.value), which the index's variants do not list",
+                context: source, hint: "the pack is damaged or crafted: package it again")
+        }
+        return marker
     }
 }

@@ -11,8 +11,8 @@ extension SourceSelection {
     static func variants(of files: [File], manifest: PackManifest) throws -> PackVariants? {
         var formats = Set<String>()
         var tiers = Set<Int>()
-        // Installed path → the files there, by their marker (nil: shared).
-        var installed: [BytePath.Key: [(file: File, marker: VariantMarker?)]] = [:]
+        var markers: [VariantMarker?] = []
+        markers.reserveCapacity(files.count)
         var marked = false
         for file in files {
             let marker: VariantMarker?
@@ -27,38 +27,25 @@ extension SourceSelection {
             case nil: break
             }
             marked = marked || marker != nil
-            installed[BytePath.Key(marker?.installedPath ?? file.packPath), default: []].append((file, marker))
+            markers.append(marker)
         }
         guard marked else { return nil }
-        // Two files clash when one device can get both: unless they are of one dimension's two values.
-        func clash(_ a: VariantMarker?, _ b: VariantMarker?) -> Bool {
-            guard let a, let b, a.dimension == b.dimension else { return true }
-            return a.value == b.value
+        let entries = files.indices.map {
+            (installedPath: markers[$0]?.installedPath ?? files[$0].packPath, marker: markers[$0])
         }
-        func describe(_ entry: (file: File, marker: VariantMarker?)) -> String {
-            "\"\(entry.file.packPath)\" (\(entry.file.sourcePath))"
-        }
-        for key in installed.keys.sorted() {
-            let entries = installed[key]!
-            for (i, a) in entries.enumerated() {
-                if let b = entries[(i + 1)...].first(where: { clash(a.marker, $0.marker) }) {
-                    throw BacklotError(
-                        .invalidSource,
-                        "\(describe(a)) and \(describe(b)) would both install at \"\(key.path)\" on one device",
-                        context: manifest.assetPackID.rawValue,
-                        hint:
-                            "a variant's file replaces no shared file: move the shared one into every variant, or give it another path"
-                    )
-                }
-                for folder in BytePath.ancestors(of: key.path) {
-                    if let b = installed[BytePath.Key(folder)]?.first(where: { clash(a.marker, $0.marker) }) {
-                        throw BacklotError(
-                            .invalidSource,
-                            "\(describe(b)) installs as a file at \"\(folder)\", where \(describe(a)) needs a folder",
-                            context: manifest.assetPackID.rawValue, hint: "give one of them another path")
-                    }
-                }
-            }
+        if let clash = VariantMarker.treeClash(entries) {
+            let a = files[clash.first]
+            let b = files[clash.second]
+            throw BacklotError(
+                .invalidSource,
+                clash.needsFolder
+                    ? "\"\(a.packPath)\" (\(a.sourcePath)) installs as a file at \"\(clash.path)\", where \"\(b.packPath)\" (\(b.sourcePath)) needs a folder"
+                    : "\"\(a.packPath)\" (\(a.sourcePath)) and \"\(b.packPath)\" (\(b.sourcePath)) would both install at \"\(clash.path)\" on one device",
+                context: manifest.assetPackID.rawValue,
+                hint: clash.needsFolder
+                    ? "give one of them another path"
+                    : "a variant's file replaces no shared file: move the shared one into every variant, or give it another path"
+            )
         }
         do {
             return try PackVariants(

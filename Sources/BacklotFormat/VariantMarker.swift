@@ -84,3 +84,56 @@ public struct VariantMarker: Sendable, Hashable {
         }
     }
 }
+
+extension VariantMarker {
+    /// Two files one device could get together that do not make a tree: both at one installed
+    /// path, or the first installed as a file where the second needs a folder.
+    public struct Clash: Sendable, Hashable {
+        /// Indexes into the entries given to ``treeClash(_:)``.
+        public let first: Int
+        public let second: Int
+        /// The installed path of the first file (the folder the second needs, for a folder clash).
+        public let path: String
+        /// True when the second needs `path` to be a folder; false when both install at `path`.
+        public let needsFolder: Bool
+    }
+
+    /// The first clash among files (each its installed path and marker, nil for shared) that one
+    /// device could get together, whatever it chooses; nil when every choice makes one tree. Two
+    /// files meet on a device unless they are of two values of one dimension. Time and memory
+    /// follow the number of files and the length of their paths, not the number of choices.
+    public static func treeClash(_ entries: [(installedPath: String, marker: VariantMarker?)]) -> Clash? {
+        func meet(_ a: Int, _ b: Int) -> Bool {
+            guard let x = entries[a].marker, let y = entries[b].marker, x.dimension == y.dimension else { return true }
+            return x.value == y.value
+        }
+        func path(_ i: Int) -> String.UTF8View { entries[i].installedPath.utf8 }
+        // In byte order, a file that is a folder of a later path is a byte prefix of every path
+        // between them: a stack of the earlier paths that are prefixes of the current one finds
+        // it (as the reader's check of one tree does), with no table of every path.
+        let order = entries.indices.sorted { path($0).lexicographicallyPrecedes(path($1)) }
+        var prefixes: [Int] = []
+        var start = 0
+        while start < order.count {
+            var end = start + 1
+            while end < order.count, path(order[end]).elementsEqual(path(order[start])) { end += 1 }
+            let run = order[start..<end]
+            for (n, a) in run.enumerated() {
+                if let b = run.dropFirst(n + 1).first(where: { meet(a, $0) }) {
+                    return Clash(first: a, second: b, path: entries[a].installedPath, needsFolder: false)
+                }
+            }
+            let current = path(order[start])
+            while let top = prefixes.last, !current.starts(with: path(top)) { prefixes.removeLast() }
+            for folder in prefixes where Array(current.dropFirst(path(folder).count).prefix(1)) == [BytePath.separator]
+            {
+                if let b = run.first(where: { meet(folder, $0) }) {
+                    return Clash(first: folder, second: b, path: entries[folder].installedPath, needsFolder: true)
+                }
+            }
+            prefixes += run
+            start = end
+        }
+        return nil
+    }
+}

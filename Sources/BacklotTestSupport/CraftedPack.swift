@@ -40,7 +40,7 @@ public struct CraftedPack: Sendable {
     /// chunk or none has no digest of its own: a false `digest` only shows in larger files).
     public init(
         id: String = "Crafted", files: [File], sorted: Bool = true, chunkSize: Int = 64 << 10,
-        dictionary: ZstdDictionary? = nil
+        dictionary: ZstdDictionary? = nil, variants: PackVariants? = nil
     ) throws {
         let ordered = sorted ? files.sorted { BytePath.precedes($0.path, $1.path) } : files
         var chunks: [PackIndex.Chunk] = []
@@ -74,7 +74,8 @@ public struct CraftedPack: Sendable {
                     digest: file.digest ?? SHA256.hash(file.bytes), chunks: refs))
         }
         let metadata = PackMetadata(
-            assetPackID: try PackID(id), downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil)
+            assetPackID: try PackID(id), downloadPolicy: .onDemand, platforms: [.linux], userInfo: nil, language: nil,
+            variants: variants)
         index = PackIndex(metadata: metadata, chunking: nil, chunks: chunks, files: entries, dictionary: dictionary)
         let indexBytes = index.encoded
         header = PackHeader(

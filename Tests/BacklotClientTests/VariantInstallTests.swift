@@ -112,6 +112,19 @@ import Testing
         #expect(try installed(f, container: "other") == (try installed(f)))
     }
 
+    @Test func aPackWhoseVariantsClashOnADeviceFailsProcessingNamingTheFiles() async throws {
+        let f = try ClientFixture()
+        // Tier 1's file and the shared one install at one path on a tier-1 device; package never
+        // writes this, so it is crafted.
+        let pack = try CraftedPack(
+            id: "Clash",
+            files: [.init(path: "a#tier_1/x", bytes: [1, 2, 3]), .init(path: "a/x", bytes: [4, 5])],
+            variants: try PackVariants(textureFormats: [], defaultTextureFormat: nil, deviceTiers: [1]))
+        try f.repository.apps.createPack(app: f.app, id: "Clash")
+        let v = try f.repository.uploads.uploadAndProcess(app: f.app, pack: "Clash", bytes: pack.bytes)
+        #expect(v.state == .failed && v.reason?.contains("two files install at \"a/x\"") == true, "\(v)")
+    }
+
     @Test func detectionReadsVulkanAndGLFeaturesAndSizesTheTierByMemoryAndCores() {
         let vulkan = """
             VkPhysicalDeviceFeatures:

@@ -50,6 +50,9 @@ struct UploadedPackCheck {
                 context: "\(source) at offset \(header.indexOffset)", hint: "the pack is damaged: package it again")
         }
         let index = try PackIndex.decode(indexBytes, header: header, source: source)
+        // Every device's variant must install as one tree (docs/format.md §3.2): a crafted pack
+        // whose variants clash is refused here, not by every device that tries it.
+        if index.metadata.variants != nil { _ = try index.installs(source: source) }
         let installSize = try CheckedInteger.sum(index.files.map(\.size), "the install size", context: source)
         guard installSize <= maximumInstallSize else {
             throw BacklotError(
