@@ -35,6 +35,9 @@ let package = Package(
         systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
         systemLibrary("CPostgreSQL", pkgConfig: "libpq", apt: "libpq-dev"),
+        systemLibrary("CZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
+        systemLibrary("CLZMA", pkgConfig: "liblzma", apt: "liblzma-dev"),
+        systemLibrary("CLZ4", pkgConfig: "liblz4", apt: "liblz4-dev"),
         // Linux calls missing from Swift's Glibc module (openat2), header only.
         .systemLibrary(name: "CLinuxSupport"),
         // libbacklot's public header (include/backlot/backlot.h), which BacklotCAPI implements.
@@ -45,12 +48,18 @@ let package = Package(
         // One small Swift wrapper per C library.
         .target(name: "BacklotCrypto", dependencies: ["CCrypto", "BacklotBasics"]),
         .target(name: "BacklotZstd", dependencies: ["CZstd", "BacklotBasics"]),
+        // Apple Archive's block codecs: zlib, liblzma and liblz4 (one file each) and LZFSE, decoded in Swift.
+        .target(name: "BacklotCodecs", dependencies: ["CZlib", "CLZMA", "CLZ4"]),
         // JSON with comments and positions, for manifests written by hand.
         .target(name: "BacklotJSON", dependencies: ["BacklotBasics"]),
         // The pack format: manifest, selectors, chunker, archive, index, verify, extract, diff.
         .target(
             name: "BacklotFormat",
             dependencies: ["CLinuxSupport", "BacklotBasics", "BacklotCrypto", "BacklotJSON", "BacklotZstd"]),
+        // Apple Archives (.aar) read completely and written: blocks, entries, paths, checksums.
+        .target(
+            name: "BacklotAppleArchive",
+            dependencies: ["BacklotBasics", "BacklotCodecs", "BacklotCrypto", "BacklotFormat"]),
         // SQLite behind a Mutex-owned connection.
         .target(name: "BacklotStore", dependencies: ["CSQLite", "BacklotBasics"]),
         // The device container: every path and lock the app, the agent and the extension share, and the launch record.
@@ -64,8 +73,9 @@ let package = Package(
         .target(
             name: "BacklotRepository",
             dependencies: [
-                "BacklotBasics", "BacklotProtocol", "BacklotCrypto", "BacklotFormat", "BacklotJSON", "BacklotS3",
-                "BacklotStore", "BacklotZstd",
+                "BacklotAppleArchive", "BacklotBasics", "BacklotProtocol", "BacklotCrypto", "BacklotFormat",
+                "BacklotJSON",
+                "BacklotS3", "BacklotStore", "BacklotZstd",
             ]),
         // An HTTP(S) server on libmicrohttpd: an epoll pool, a TLS gate, suspended connections for blocking work.
         .target(name: "BacklotHTTPServer", dependencies: ["CMicroHTTPD", "BacklotBasics"]),
@@ -112,7 +122,8 @@ let package = Package(
         .target(
             name: "BacklotCommands",
             dependencies: [
-                "BacklotAgent", "BacklotAppClips", "BacklotBasics", "BacklotProtocol", "BacklotClient",
+                "BacklotAgent", "BacklotAppClips", "BacklotAppleArchive", "BacklotBasics", "BacklotProtocol",
+                "BacklotClient",
                 "BacklotContainer", "BacklotCrypto", "BacklotExtension", "BacklotFormat", "BacklotHTTPClient",
                 "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON", "BacklotPostgres", "BacklotRepository",
                 "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTaskScheduler",
@@ -167,6 +178,12 @@ let package = Package(
                 "BacklotBasics", "BacklotCrypto", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotTestSupport",
             ]),
         .testTarget(name: "BacklotJSONTests", dependencies: ["BacklotBasics", "BacklotJSON"]),
+        .testTarget(
+            name: "BacklotAppleArchiveTests",
+            dependencies: [
+                "BacklotAppleArchive", "BacklotBasics", "BacklotCodecs", "BacklotCrypto", "BacklotFormat",
+                "BacklotTestSupport",
+            ]),
         .testTarget(name: "BacklotProtocolTests", dependencies: ["BacklotProtocol", "BacklotFormat"]),
         .testTarget(
             name: "BacklotFormatTests",

@@ -15,12 +15,16 @@ struct ExtractCommand: Command {
         summary: "Write a pack's files into a new directory, checking every chunk.",
         discussion:
             "DIR must not exist or be empty. Files appear only when all are written and checked: on failure nothing is left.",
-        arguments: [.init("PACK", help: "A .pack file.")],
+        arguments: [.init("PACK", help: "A .pack or an Apple Archive (.aar) file.")],
         options: [output, jobs, jsonFlag])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let output = arguments[Self.output]
         let jobs = arguments[Self.jobs]
+        if AppleArchiveCommands.isAppleArchive(arguments.positionals[0]) {
+            try AppleArchiveCommands.extract(arguments.positionals[0], to: output, json: arguments[jsonFlag], io: io)
+            return
+        }
         let pack = try PackReader(path: arguments.positionals[0])
         let progress = ProgressReporter(io: io, label: "extracting")
         try PackExtractor(pack: pack, jobs: jobs).extract(to: output) { progress.update($0, $1) }

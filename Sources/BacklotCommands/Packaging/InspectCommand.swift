@@ -11,11 +11,16 @@ struct InspectCommand: Command {
         name: "inspect",
         summary: "Show a pack's manifest, digest and sizes (header and index are checked, contents are not).",
         discussion: "Files are listed with --files (mode, size, path, one a line); --json always includes them.",
-        arguments: [.init("PACK", help: "A .pack file.")],
+        arguments: [.init("PACK", help: "A .pack or an Apple Archive (.aar) file.")],
         options: [files, jsonFlag])
     static let files = Flag("files", help: "List every file.")
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        if AppleArchiveCommands.isAppleArchive(arguments.positionals[0]) {
+            try AppleArchiveCommands.inspect(
+                arguments.positionals[0], files: arguments[files], json: arguments[jsonFlag], io: io)
+            return
+        }
         let pack = try PackReader(path: arguments.positionals[0])
         let index = pack.index
         let m = index.metadata

@@ -1,3 +1,4 @@
+import BacklotAppleArchive
 import BacklotBasics
 import BacklotFormat
 import BacklotJSON
@@ -21,6 +22,14 @@ struct PackageCommand: Command {
         help:
             "Train no zstd dictionary: always a format-1 pack, which Backlot before format 2 reads (larger with many small files)."
     )
+    static let format = Option<String>(
+        "format", "FORMATS", default: "pack",
+        help:
+            "pack, aar (an Apple Archive, as ba-package writes for iOS), or pack,aar: both from one selection, into the folder -o names (ID.pack, ID.aar)."
+    )
+    static let compression = Option<String>(
+        "compression", "ALGORITHM", default: "zlib",
+        help: "For aar: zlib (Apple's readers take it; no LZFSE encoder here), lzma, lz4 or none.")
     static let spec = CommandSpec(
         name: "package",
         summary: "Build a .pack from a manifest and the files it selects.",
@@ -31,7 +40,7 @@ struct PackageCommand: Command {
             (format version 2, docs/format.md §5) when it makes the pack smaller.
             """,
         arguments: [.init("MANIFEST", help: "The manifest (JSON; comments allowed).")],
-        options: [output, sourceRoot, jobs, level, chunkSize, force, noDictionary, jsonFlag])
+        options: [output, sourceRoot, format, compression, jobs, level, chunkSize, force, noDictionary, jsonFlag])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let manifestPath = arguments.positionals[0]
@@ -54,18 +63,62 @@ struct PackageCommand: Command {
         selecting.finish()
         for w in selection.warnings { warn(w, io: io) }
 
+        let formats = arguments[format].split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+        guard !formats.isEmpty, formats.allSatisfy({ $0 == "pack" || $0 == "aar" }), Set(formats).count == formats.count
+        else {
+            throw BacklotError(
+                .usage, "--format must be pack, aar or pack,aar, not \(arguments[format])", context: "backlot package")
+        }
+        guard let archiveCompression = AppleArchiveWriter.Compression(rawValue: arguments[compression]) else {
+            throw BacklotError(
+                .usage, "--compression must be zlib, lzma, lz4 or none, not \(arguments[compression])",
+                context: "backlot package")
+        }
+        var packOutput = output
+        if formats.contains("aar") {
+            var archiveOutput = output
+            if formats.count == 2 {
+                try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+                archiveOutput = output + "/" + manifest.assetPackID.rawValue + ".aar"
+                packOutput = output + "/" + manifest.assetPackID.rawValue + ".pack"
+            }
+            let written = try AppleArchiveWriter(compression: archiveCompression).write(
+                selection, to: archiveOutput, overwrite: arguments[force])
+            if formats.count == 1 {
+                if arguments[jsonFlag] {
+                    try io.outJSON(
+                        ArchiveOutput(
+                            output: archiveOutput, pack: manifest.assetPackID.rawValue, format: "aar",
+                            compression: archiveCompression.rawValue, fileCount: written.files,
+                            installBytes: written.installSize, archiveBytes: written.archiveSize))
+                } else {
+                    io.out(
+                        "Packaged \(manifest.assetPackID) into \(archiveOutput) (Apple Archive, \(archiveCompression.rawValue)): \(written.files) files, \(ByteCount.format(written.installSize)) in, \(ByteCount.format(written.archiveSize)) out\n"
+                    )
+                }
+                return
+            }
+            if !arguments[jsonFlag] {
+                io.out(
+                    "Packaged \(manifest.assetPackID) into \(archiveOutput) (Apple Archive, \(archiveCompression.rawValue))\n"
+                )
+            }
+        }
+
         let writer = PackWriter(
             options: .init(
                 level: Int32(level), jobs: jobs, averageChunkSize: chunkKiB << 10,
                 overwrite: arguments[force], dictionary: !arguments[noDictionary]))
         let progress = ProgressReporter(io: io, label: "packaging")
-        let summary = try writer.write(manifest: manifest, selection: selection, to: output) { progress.update($0, $1) }
+        let summary = try writer.write(manifest: manifest, selection: selection, to: packOutput) {
+            progress.update($0, $1)
+        }
         progress.finish()
 
         if arguments[jsonFlag] {
             try io.outJSON(
                 Output(
-                    output: output, pack: manifest.assetPackID.rawValue, digest: summary.packDigest.hex,
+                    output: packOutput, pack: manifest.assetPackID.rawValue, digest: summary.packDigest.hex,
                     fileCount: summary.files, installBytes: summary.bytesIn, packBytes: summary.bytesOut,
                     chunkCount: summary.chunks, chunkReferenceCount: summary.chunkReferences,
                     deduplicatedBytes: summary.deduplicatedBytes, seconds: summary.seconds))
@@ -74,7 +127,7 @@ struct PackageCommand: Command {
         let ratio = summary.bytesIn == 0 ? 0 : Double(summary.bytesOut) / Double(summary.bytesIn) * 100
         io.out(
             """
-            Packaged \(manifest.assetPackID) into \(output)
+            Packaged \(manifest.assetPackID) into \(packOutput)
               files         \(summary.files)
               bytes in      \(ByteCount.format(summary.bytesIn)) (\(summary.bytesIn))
               bytes out     \(ByteCount.format(summary.bytesOut)) (\(summary.bytesOut), \(String(format: "%.1f", ratio)) %)
@@ -100,5 +153,16 @@ extension PackageCommand {
         let chunkReferenceCount: Int
         let deduplicatedBytes: UInt64
         let seconds: Double
+    }
+
+    /// `package --format aar --json`.
+    struct ArchiveOutput: Encodable {
+        let output: String
+        let pack: String
+        let format: String
+        let compression: String
+        let fileCount: Int
+        let installBytes: UInt64
+        let archiveBytes: UInt64
     }
 }

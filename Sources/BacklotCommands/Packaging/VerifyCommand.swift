@@ -13,7 +13,9 @@ struct VerifyCommand: Command {
             Exits 0 when everything is intact; otherwise prints the file, chunk and offset that is wrong and exits 1.
             With --container DIR --repair (and the fetch options), damaged packs are rebuilt, fetching only what is needed.
             """,
-        arguments: [.init("PACK", help: "A .pack file (or use --container).", required: false)],
+        arguments: [
+            .init("PACK", help: "A .pack or an Apple Archive (.aar) file (or use --container).", required: false)
+        ],
         options: [ExtractCommand.jobs, container, repair, catalog, trust, FetchCommand.ca, jsonFlag])
 
     static let container = Option<String?>(
@@ -33,6 +35,10 @@ struct VerifyCommand: Command {
             throw BacklotError(
                 .usage, "missing argument PACK (or --container DIR)", context: "backlot verify",
                 hint: "see `backlot verify --help`")
+        }
+        if AppleArchiveCommands.isAppleArchive(arguments.positionals[0]) {
+            try AppleArchiveCommands.verify(arguments.positionals[0], json: arguments[jsonFlag], io: io)
+            return
         }
         let jobs = arguments[ExtractCommand.jobs]
         let pack = try PackReader(path: arguments.positionals[0])

@@ -1,3 +1,4 @@
+import BacklotAppleArchive
 import BacklotBasics
 import BacklotCrypto
 import BacklotFormat
@@ -224,11 +225,31 @@ extension Uploads {
     ) throws {
         let head = try reader.read(count: Int(min(UInt64(AppleArchiveHeader.prefixLength), reader.size)), at: 0)
         _ = try AppleArchiveHeader.check(head, fileSize: reader.size, source: "the uploaded archive")
+        // Every block decompressed and every entry read and checked (docs/format.md §13), before
+        // the archive is offered to any device; then its entries against the manifest's selectors.
+        let summary = try AppleArchiveReader(UploadedArchive(reader: reader), name: "the uploaded archive").readAll {
+            _ in
+            nil
+        }
+        if let (parsed, _) = try? PackManifest.load(Array(manifest.utf8), source: "manifest") {
+            try summary.check(against: parsed, source: "the uploaded archive")
+        }
+        guard summary.installSize <= maximumInstallSize else {
+            throw BacklotError(
+                .invalidInput,
+                "the archive's files add up to \(summary.installSize) bytes, more than this server's install-size limit of \(maximumInstallSize) bytes",
+                hint: "the server's operator can raise the limit: backlot serve --max-install-size BYTES")
+        }
+        let installSize = try CheckedInteger.convert(
+            summary.installSize, to: Int64.self, "the install size", context: "the uploaded archive")
+        log(
+            "processed an Apple Archive (\(summary.compression), \(summary.blocks) blocks): \(summary.files) files, install size \(summary.installSize)"
+        )
         if !stored { try storeBlob(versionID: versionID, upload: upload, sha: sha) }
         try db.transaction { tx in
             let changed = try tx.run(
-                "UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
-                [.text(sha.hex), .text(manifest), .integer(versionID), .text(instanceID)])
+                "UPDATE versions SET state = 'COMPLETE', reason = NULL, archive_sha256 = ?, install_size = ?, metadata = ? WHERE id = ? AND state = 'PROCESSING' AND lease_owner = ?",
+                [.text(sha.hex), .integer(installSize), .text(manifest), .integer(versionID), .text(instanceID)])
             if changed == 1 {
                 try auditVersion(
                     &tx, "version.processed", versionID: versionID, details: ["sha256": sha.hex], system: true)
@@ -249,4 +270,11 @@ extension Uploads {
             try archives.storeBlob(from: upload, sha: sha)
         }
     }
+}
+
+/// An upload as the Apple Archive reader reads it.
+struct UploadedArchive: AppleArchiveSource {
+    let reader: any ArchiveReader
+    var size: UInt64 { reader.size }
+    func read(count: Int, at offset: UInt64) throws -> [UInt8] { try reader.read(count: count, at: offset) }
 }

@@ -1,0 +1,2 @@
+#include <stddef.h>
+#include <lz4.h>

@@ -1,0 +1,202 @@
+import BacklotAppleArchive
+import BacklotBasics
+import BacklotCodecs
+import BacklotCrypto
+import BacklotFormat
+import BacklotTestSupport
+import Foundation
+import Testing
+
+/// Apple Archives both ways, against codecs and a reader that are not ours: `scripts/aar-tool`
+/// (Python's zlib and lzma, PyPI's lzfse — Apple's reference LZFSE — and lz4) writes archives of
+/// every compression that our reader must read byte for byte, and lists the entries of the
+/// archives our writer makes; damaged archives are refused naming the entry or block.
+@Suite(.serialized) struct AppleArchiveTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    static let python = root + "/.build/venv/bin/python3"
+
+    /// Runs scripts/aar-tool with the venv's Python (bootstrap installs lzfse and lz4 there).
+    func aarTool(_ arguments: [String]) throws -> ChildProcess.Outcome {
+        guard FileManager.default.isExecutableFile(atPath: Self.python) else {
+            throw BacklotError(.io, "no \(Self.python): run scripts/bootstrap (it installs lzfse and lz4 there)")
+        }
+        return try ChildProcess.run(
+            executable: Self.python, arguments: [Self.root + "/scripts/aar-tool"] + arguments,
+            environment: ProcessInfo.processInfo.environment, until: .now + .seconds(120))
+    }
+
+    /// A tree of text, random bytes (more than one 4 MiB block in all), an empty file and folders.
+    func writeTree(_ dir: TemporaryDirectory, seed: UInt64 = 3) throws -> [String: SHA256Digest] {
+        var g = SeededGenerator(seed: seed)
+        let files: [String: [UInt8]] = [
+            "readme.txt": g.text(30_000), "Textures/noise.bin": g.bytes(3_000_000),
+            "Levels/level1.dat": g.text(2_500_000), "Levels/empty.dat": [], "Audio/voice/a.txt": g.text(10),
+        ]
+        for (path, bytes) in files { try dir.write("src/" + path, bytes) }
+        return files.mapValues { SHA256.hash($0) }
+    }
+
+    struct Listed: Decodable, Hashable {
+        let type: String
+        let path: String
+        let size: Int
+        let sha256: String
+    }
+
+    func read(_ path: String) throws -> (AppleArchiveReader.Summary, [String: SHA256Digest]) {
+        var digests: [String: SHA256Digest] = [:]
+        let summary = try AppleArchiveReader(AppleArchiveFile(path: path), name: path).readAll { entry in
+            guard entry.kind == .file else { return nil }
+            let box = HashBox()
+            return .init(write: { box.bytes += Array($0) }, finish: { digests[entry.path] = SHA256.hash(box.bytes) })
+        }
+        return (summary, digests)
+    }
+
+    final class HashBox { var bytes: [UInt8] = [] }
+
+    @Test(arguments: ["lzfse", "zlib", "lzma", "lz4", "none"])
+    func archivesAnIndependentWriterMakesAreReadByteForByte(_ compression: String) throws {
+        let dir = try TemporaryDirectory("aar-read-\(compression)")
+        defer { dir.remove() }
+        let expected = try writeTree(dir)
+        let made = try aarTool(["write", "--compression", compression, dir.at("src"), dir.at("x.aar")])
+        #expect(made.succeeded, "\(String(decoding: made.output, as: UTF8.self))")
+        let head = try dir.read("x.aar").prefix(4)
+        #expect(compression == "none" ? Array(head) == Array("AA01".utf8) : head.starts(with: Array("pbz".utf8)))
+        let (summary, digests) = try read(dir.at("x.aar"))
+        #expect(digests == expected)
+        #expect(summary.files == 5 && summary.installSize == 5_530_010)
+        #expect(summary.compression == compression)
+    }
+
+    @Test(arguments: AppleArchiveWriter.Compression.allCases)
+    func archivesOurWriterMakesAreReadByAnIndependentReader(_ compression: AppleArchiveWriter.Compression) throws {
+        let dir = try TemporaryDirectory("aar-write-\(compression)")
+        defer { dir.remove() }
+        let expected = try writeTree(dir)
+        let manifest =
+            #"{"assetPackID": "Tutorial", "downloadPolicy": {"onDemand": {}}, "platforms": ["iOS"], "fileSelectors": [{"directory": "."}]}"#
+        let (m, _) = try PackManifest.load(Array(manifest.utf8), source: "m.json")
+        let selection = try SourceSelection(manifest: m, sourceRoot: dir.at("src"))
+        let written = try AppleArchiveWriter(compression: compression).write(
+            selection, to: dir.at("a.aar"), overwrite: false)
+        #expect(written.files == 5 && written.installSize == 5_530_010)
+        // The same input gives the same bytes.
+        _ = try AppleArchiveWriter(compression: compression).write(selection, to: dir.at("b.aar"), overwrite: false)
+        #expect(try dir.read("a.aar") == dir.read("b.aar"))
+
+        let listed = try aarTool(["list", dir.at("a.aar")])
+        #expect(listed.succeeded, "\(String(decoding: listed.output, as: UTF8.self))")
+        let entries = try String(decoding: listed.output, as: UTF8.self).split(separator: "\n").map {
+            try JSONDecoder().decode(Listed.self, from: Data($0.utf8))
+        }
+        let files = Dictionary(uniqueKeysWithValues: entries.filter { $0.type == "F" }.map { ($0.path, $0.sha256) })
+        #expect(files == expected.mapValues(\.hex))
+        #expect(
+            entries.first == Listed(type: "D", path: "", size: 0, sha256: SHA256.hash([]).hex), "a root folder first")
+        #expect(
+            Set(entries.filter { $0.type == "D" }.map(\.path)) == ["", "Audio", "Audio/voice", "Levels", "Textures"])
+        let (_, digests) = try read(dir.at("a.aar"))
+        #expect(digests == expected)
+
+        // Extract makes the files, and nothing on failure.
+        let summary = try AppleArchiveExtractor(
+            try AppleArchiveReader(AppleArchiveFile(path: dir.at("a.aar")), name: "a")
+        )
+        .extract(to: dir.at("out"))
+        #expect(summary.files == 5)
+        for (path, digest) in expected { #expect(try SHA256.hash(fileAt: dir.at("out/" + path)) == digest) }
+    }
+
+    /// Bytes of the archive with `edit` applied, read back: must be refused with `phrase`.
+    func expectRefused(
+        _ bytes: [UInt8], _ phrase: String, in dir: TemporaryDirectory,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        try Data(bytes).write(to: URL(fileURLWithPath: dir.at("bad.aar")))
+        do {
+            _ = try read(dir.at("bad.aar"))
+            Issue.record("the damaged archive was read (expected \(phrase))", sourceLocation: sourceLocation)
+        } catch let e as BacklotError {
+            #expect(e.code == .corruptArchive, "\(e)", sourceLocation: sourceLocation)
+            #expect("\(e)".contains(phrase), "\(e)", sourceLocation: sourceLocation)
+        }
+        #expect(throws: BacklotError.self, sourceLocation: sourceLocation) {
+            _ = try AppleArchiveExtractor(
+                try AppleArchiveReader(AppleArchiveFile(path: dir.at("bad.aar")), name: "bad")
+            )
+            .extract(to: dir.at("never"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.at("never")), sourceLocation: sourceLocation)
+    }
+
+    @Test func damageAnywhereIsRefusedNamingTheBlockOrTheEntry() throws {
+        let dir = try TemporaryDirectory("aar-damage")
+        defer { dir.remove() }
+        _ = try writeTree(dir)
+        // zlib and LZFSE archives from the independent writer, the plain one from ours.
+        for compression in ["zlib", "lzfse"] {
+            #expect(
+                try aarTool(["write", "--compression", compression, dir.at("src"), dir.at("\(compression).aar")])
+                    .succeeded)
+            let good = try dir.read("\(compression).aar")
+            let seed = UInt64.random(in: 0...UInt64.max)
+            print("AppleArchiveTests damage seed: \(seed)")
+            var g = SeededGenerator(seed: seed)
+            // A flipped byte inside each block's payload (past its two size fields).
+            var bytes = good
+            let at = 12 + 16 + Int(g.next() % 1000)
+            bytes[at] ^= 0x5A
+            try expectRefused(bytes, "block 1 of", in: dir)
+            // Cut short anywhere past the header.
+            try expectRefused(
+                Array(good.prefix(12 + Int(g.next() % UInt64(good.count - 12)))), "not a sound Apple Archive", in: dir)
+            // A block that declares more raw bytes than the block size.
+            bytes = good
+            bytes[12 + 2] = 0xFF
+            try expectRefused(bytes, "outside 1 … the block size", in: dir)
+        }
+        // A plain archive: a lying data size, a path out of the root, a second entry at one path,
+        // a checksum that does not match, a FIFO.
+        let plainHeader = { (kind: String, path: String, data: [UInt8], extra: [UInt8]) -> [UInt8] in
+            var fields = Array("TYP1".utf8) + Array(kind.utf8) + Array("PATP".utf8)
+            fields += withUnsafeBytes(of: UInt16(path.utf8.count).littleEndian) { Array($0) } + Array(path.utf8)
+            fields += extra + Array("DATB".utf8) + withUnsafeBytes(of: UInt32(data.count).littleEndian) { Array($0) }
+            return Array("AA01".utf8) + withUnsafeBytes(of: UInt16(6 + fields.count).littleEndian) { Array($0) }
+                + fields + data
+        }
+        let ok = plainHeader("F", "a.txt", Array("hello".utf8), [])
+        #expect(
+            try {
+                try Data(ok).write(to: URL(fileURLWithPath: dir.at("ok.aar")))
+                return try read(dir.at("ok.aar")).0.files
+            }() == 1)
+        try expectRefused(Array(ok.dropLast(2)), "runs past the archive's end", in: dir)
+        try expectRefused(plainHeader("F", "../escape", [1], []), "not a safe relative path", in: dir)
+        try expectRefused(plainHeader("F", "/etc/passwd", [1], []), "not a safe relative path", in: dir)
+        try expectRefused(ok + ok, "a second entry with this path", in: dir)
+        try expectRefused(ok + plainHeader("F", "a.txt/b", [1], []), "is a file, not a folder", in: dir)
+        let crc = Array("CKSF".utf8) + [0, 0, 0, 0]
+        try expectRefused(plainHeader("F", "c.txt", Array("data".utf8), crc), "CRC-32", in: dir)
+        let siz = Array("SIZ8".utf8) + withUnsafeBytes(of: UInt64(9).littleEndian) { Array($0) }
+        try expectRefused(plainHeader("F", "d.txt", Array("data".utf8), siz), "SIZ says 9 bytes", in: dir)
+        try expectRefused(plainHeader("P", "fifo", [], []), "a FIFO", in: dir)
+        try expectRefused(Array("AA01".utf8) + [200, 0] + Array("TYP1F".utf8), "needs 194 bytes", in: dir)
+    }
+
+    @Test func theCodecsRefuseStreamsThatExpandPastTheirDeclaredSize() throws {
+        let text = Array(String(repeating: "backlot ", count: 10_000).utf8)
+        for (name, packed, decode) in [
+            ("zlib", try Zlib.compress(text), { try Zlib.decompress($0, expectedSize: $1) }),
+            ("lzma", try LZMA.compress(text), { try LZMA.decompress($0, expectedSize: $1) }),
+            ("lz4", try LZ4Frames.compress(text), { try LZ4Frames.decompress($0, expectedSize: $1) }),
+        ] as [(String, [UInt8], ([UInt8], Int) throws -> [UInt8])] {
+            #expect(try decode(packed, text.count) == text, "\(name)")
+            #expect(throws: CodecError.self, "\(name): smaller") { try decode(packed, text.count - 1) }
+            #expect(throws: CodecError.self, "\(name): larger") { try decode(packed, text.count + 1) }
+            #expect(throws: CodecError.self, "\(name): trailing bytes") { try decode(packed + [0], text.count) }
+        }
+    }
+}
