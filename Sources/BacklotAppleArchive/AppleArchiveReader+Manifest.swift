@@ -2,14 +2,18 @@ import BacklotBasics
 import BacklotFormat
 
 extension AppleArchiveReader.Summary {
-    /// Checks the archive's entries against the manifest given to `ba-package` with it: each
-    /// `file` (or `fileDestination`) selector's path is a file entry, each `directory` (or
+    /// Checks the archive's entries against the manifest given to `ba-package` with it, its files
+    /// being under `Contents/` (``AppleArchiveWriter/contentsFolder``): each `file` (or
+    /// `fileDestination`) selector's path is a file entry, each `directory` (or
     /// `directoryDestination`) holds at least one file, each `filePattern` matches one, and no file
     /// matches a `fileExclusion`. Entries no selector names are allowed (the packager may add its
-    /// own, such as the root folder).
+    /// own, such as the root folder and the manifest).
     /// - Throws: ``BacklotError/Code/corruptArchive`` naming the selector and what is missing.
     public func check(against manifest: PackManifest, source: String) throws {
-        let files = entries.filter { $0.kind == .file }.map(\.path)
+        let prefix = AppleArchiveWriter.contentsFolder + "/"
+        let files = entries.filter { $0.kind == .file && $0.path.utf8.starts(with: prefix.utf8) }.map {
+            String(decoding: $0.path.utf8.dropFirst(prefix.utf8.count), as: UTF8.self)
+        }
         let set = Set(files.map(BytePath.Key.init))
         func missing(_ index: Int, _ selector: FileSelector, _ what: String) -> BacklotError {
             BacklotError(
@@ -21,10 +25,11 @@ extension AppleArchiveReader.Summary {
             switch selector {
             case .file(let path), .fileMapping(_, let path):
                 guard set.contains(BytePath.Key(path)) else {
-                    throw missing(index, selector, "names \"\(path)\", which is not a file of the archive")
+                    throw missing(
+                        index, selector, "names \"\(path)\", which is not a file of the archive (Contents/\(path))")
                 }
             case .directory(let path), .directoryMapping(_, let path):
-                let prefix = path == "." ? "" : path + "/"
+                let prefix = path == "." || path.isEmpty ? "" : path + "/"
                 guard files.contains(where: { $0.utf8.starts(with: prefix.utf8) }) else {
                     throw missing(index, selector, "names the folder \"\(path)\", which holds no file of the archive")
                 }

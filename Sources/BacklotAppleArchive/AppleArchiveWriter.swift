@@ -6,7 +6,8 @@ import BacklotFormat
 /// bytes (no times, owners or inode numbers inside). Each entry has the fields an asset pack needs
 /// and Apple's readers take (docs/format.md §13): `TYP` (F or D), `PAT`, `MOD` (0644 or 0755),
 /// and for a file `DAT` (its bytes) and `CKS` (their CRC-32, which readers check); a root folder
-/// entry (empty `PAT`) first, then each folder before the files in it, all in byte order of path.
+/// entry (empty `PAT`) first, then `Contents` (``contentsFolder``: `ba-package` stores the selected
+/// files under it), then each folder before the files in it, all in byte order of path.
 /// The plain stream is cut into blocks of ``blockSize`` (4 MiB, Apple's default), each compressed
 /// on its own (`pbzz` zlib level 5 by default, `pbzx` LZMA, `pbz4` LZ4) or none (`AA01` entries).
 ///
@@ -31,6 +32,10 @@ public struct AppleArchiveWriter {
     public var compression: Compression
     public var blockSize = 4 << 20
 
+    /// The folder `ba-package` stores a pack's files under: a selector's `Videos/a.m4v` is the entry
+    /// `Contents/Videos/a.m4v`.
+    public static let contentsFolder = "Contents"
+
     public init(compression: Compression = .zlib) { self.compression = compression }
 
     /// What was written.
@@ -51,12 +56,15 @@ public struct AppleArchiveWriter {
             try sink.start()
             var summary = Summary()
             try sink.add(Self.header(kind: UInt8(ascii: "D"), path: "", mode: 0o755, data: nil))
+            try sink.add(Self.header(kind: UInt8(ascii: "D"), path: Self.contentsFolder, mode: 0o755, data: nil))
             var folders = Set<BytePath.Key>()
             let root = try DirectoryHandle(path: selection.sourceRoot)
             for file in selection.files {
+                let entryPath = Self.contentsFolder + "/" + file.packPath
                 for folder in BytePath.ancestors(of: file.packPath) where folders.insert(BytePath.Key(folder)).inserted
                 {
-                    try sink.add(Self.header(kind: UInt8(ascii: "D"), path: folder, mode: 0o755, data: nil))
+                    let path = Self.contentsFolder + "/" + folder
+                    try sink.add(Self.header(kind: UInt8(ascii: "D"), path: path, mode: 0o755, data: nil))
                 }
                 let (fd, size) = try root.openRegularFile(file.readPath)
                 defer { fd.close() }
@@ -77,8 +85,7 @@ public struct AppleArchiveWriter {
                     offset += UInt64(piece.count)
                 }
                 try sink.add(
-                    Self.header(
-                        kind: UInt8(ascii: "F"), path: file.packPath, mode: UInt16(file.mode), data: (size, crc)))
+                    Self.header(kind: UInt8(ascii: "F"), path: entryPath, mode: UInt16(file.mode), data: (size, crc)))
                 offset = 0
                 var check: UInt32 = 0
                 while offset < size {

@@ -67,7 +67,7 @@ public enum LZFSE {
 // MARK: - Format constants
 
 extension LZFSE {
-    fileprivate enum Limits {
+    private enum Limits {
         /// The largest output we agree to allocate.
         static let maxOutputSize = 1 << 30
         /// Per-block maxima (the reference's LZFSE_MATCHES_PER_BLOCK and LZFSE_LITERALS_PER_BLOCK).
@@ -75,7 +75,7 @@ extension LZFSE {
         static let literalsPerBlock = 4 * matchesPerBlock
     }
 
-    fileprivate enum Magic {
+    private enum Magic {
         static let endOfStream: UInt32 = 0x2478_7662  // "bvx$"
         static let raw: UInt32 = 0x2d78_7662  // "bvx-"
         static let lzfseV1: UInt32 = 0x3178_7662  // "bvx1"
@@ -84,7 +84,7 @@ extension LZFSE {
     }
 
     /// The four FSE alphabets of an LZFSE block: symbol counts and state counts (powers of two).
-    fileprivate enum Alphabet {
+    private enum Alphabet {
         static let lSymbols = 20, mSymbols = 20, dSymbols = 64, literalSymbols = 256
         static let lStates = 64, mStates = 64, dStates = 256, literalStates = 1024
         /// Offsets of each alphabet's frequencies in the 360-entry table of a block header.
@@ -112,7 +112,7 @@ extension LZFSE {
 extension LZFSE {
     /// One state of an L, M or D decoding table: read `totalBits`, the high ones go to the next
     /// state (added to `delta`), the low `valueBits` to the value (added to `base`).
-    fileprivate struct ValueEntry {
+    private struct ValueEntry {
         var totalBits: UInt8 = 0
         var valueBits: UInt8 = 0
         var delta: UInt16 = 0
@@ -126,7 +126,7 @@ extension LZFSE {
     /// A symbol of frequency f owns f states; reading k or k-1 bits from each and adding its delta
     /// lands in 0..<nStates, so state indices stay in bounds by construction.
     @inline(__always)
-    fileprivate static func spreadStates(
+    private static func spreadStates(
         _ freqs: UnsafeBufferPointer<UInt16>, nStates: Int,
         _ emit: (_ state: Int, _ symbol: Int, _ bits: Int, _ delta: Int) -> Void
     ) {
@@ -152,7 +152,7 @@ extension LZFSE {
     }
 
     /// Checks frequencies the way the reference does: their sum must not exceed the state count.
-    fileprivate static func checkFrequencies(
+    private static func checkFrequencies(
         _ freqs: UnsafeBufferPointer<UInt16>, nStates: Int, name: String, offset: Int
     ) throws {
         var sum = 0
@@ -164,7 +164,7 @@ extension LZFSE {
     }
 
     /// Builds an L, M or D table; states no symbol owns decode as value 0 and go to state 0.
-    fileprivate static func buildValueTable(
+    private static func buildValueTable(
         _ freqs: UnsafeBufferPointer<UInt16>, nStates: Int, extraBits: [UInt8], bases: [Int32],
         into table: UnsafeMutableBufferPointer<ValueEntry>
     ) {
@@ -178,7 +178,7 @@ extension LZFSE {
     }
 
     /// Builds the literal table, packed as `delta << 16 | symbol << 8 | bits` per state.
-    fileprivate static func buildLiteralTable(
+    private static func buildLiteralTable(
         _ freqs: UnsafeBufferPointer<UInt16>, into table: UnsafeMutableBufferPointer<UInt32>
     ) {
         for i in 0..<table.count { table[i] = 0 }
@@ -196,7 +196,7 @@ extension LZFSE {
     /// Reads an FSE bit stream from its end towards its start (the encoder wrote it forwards).
     /// Keeps 56…63 bits after each refill, and never reads below `lowerBound` or at/after the
     /// stream's end.
-    fileprivate struct BackwardBitReader {
+    private struct BackwardBitReader {
         let base: UnsafePointer<UInt8>
         let baseCount: Int
         let lowerBound: Int
@@ -275,7 +275,7 @@ extension LZFSE {
 
 extension LZFSE {
     /// The fields of an LZFSE block header, after decoding either header version.
-    fileprivate struct FSEBlockHeader {
+    private struct FSEBlockHeader {
         var rawBytes = 0
         var literalCount = 0
         var matchCount = 0
@@ -292,7 +292,7 @@ extension LZFSE {
         var freqs = [UInt16](repeating: 0, count: Alphabet.totalFreqs)
     }
 
-    fileprivate struct StreamDecoder {
+    private struct StreamDecoder {
         let src: UnsafePointer<UInt8>
         let srcCount: Int
         let dst: UnsafeMutablePointer<UInt8>
@@ -834,7 +834,7 @@ extension LZFSE {
 
     /// Copies non-overlapping bytes; short runs byte by byte, which beats a call for the usual sizes.
     @inline(__always)
-    fileprivate static func copyBytes(to dst: UnsafeMutablePointer<UInt8>, from src: UnsafePointer<UInt8>, count: Int) {
+    private static func copyBytes(to dst: UnsafeMutablePointer<UInt8>, from src: UnsafePointer<UInt8>, count: Int) {
         if count <= 16 {
             for i in 0..<count { dst[i] = src[i] }
         } else {
@@ -845,7 +845,7 @@ extension LZFSE {
     /// Copies `count` bytes from `distance` back, LZ style: when they overlap, the copy repeats
     /// the last `distance` bytes. Callers have checked 1 <= distance <= at and the output room.
     @inline(__always)
-    fileprivate static func copyMatch(_ out: UnsafeMutablePointer<UInt8>, at: Int, distance: Int, count: Int) {
+    private static func copyMatch(_ out: UnsafeMutablePointer<UInt8>, at: Int, distance: Int, count: Int) {
         let target = out + at
         let source = UnsafePointer(target - distance)
         if distance >= count {

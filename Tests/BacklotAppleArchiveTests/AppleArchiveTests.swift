@@ -93,13 +93,23 @@ import Testing
             try JSONDecoder().decode(Listed.self, from: Data($0.utf8))
         }
         let files = Dictionary(uniqueKeysWithValues: entries.filter { $0.type == "F" }.map { ($0.path, $0.sha256) })
-        #expect(files == expected.mapValues(\.hex))
+        let contents = Dictionary(uniqueKeysWithValues: expected.map { ("Contents/" + $0.key, $0.value) })
+        #expect(files == contents.mapValues(\.hex))
         #expect(
             entries.first == Listed(type: "D", path: "", size: 0, sha256: SHA256.hash([]).hex), "a root folder first")
         #expect(
-            Set(entries.filter { $0.type == "D" }.map(\.path)) == ["", "Audio", "Audio/voice", "Levels", "Textures"])
-        let (_, digests) = try read(dir.at("a.aar"))
-        #expect(digests == expected)
+            Set(entries.filter { $0.type == "D" }.map(\.path)) == [
+                "", "Contents", "Contents/Audio", "Contents/Audio/voice", "Contents/Levels", "Contents/Textures",
+            ])
+        let (read0, digests) = try read(dir.at("a.aar"))
+        #expect(digests == contents)
+        try read0.check(against: m, source: "a.aar")
+        let (other, _) = try PackManifest.load(
+            Array(
+                manifest.replacingOccurrences(of: #"{"directory": "."}"#, with: #"{"file": "Levels/missing.dat"}"#).utf8
+            ),
+            source: "m.json")
+        #expect(throws: BacklotError.self) { try read0.check(against: other, source: "a.aar") }
 
         // Extract makes the files, and nothing on failure.
         let summary = try AppleArchiveExtractor(
@@ -107,7 +117,7 @@ import Testing
         )
         .extract(to: dir.at("out"))
         #expect(summary.files == 5)
-        for (path, digest) in expected { #expect(try SHA256.hash(fileAt: dir.at("out/" + path)) == digest) }
+        for (path, digest) in expected { #expect(try SHA256.hash(fileAt: dir.at("out/Contents/" + path)) == digest) }
     }
 
     /// Bytes of the archive with `edit` applied, read back: must be refused with `phrase`.
@@ -149,7 +159,8 @@ import Testing
             var bytes = good
             let at = 12 + 16 + Int(g.next() % 1000)
             bytes[at] ^= 0x5A
-            try expectRefused(bytes, "block 1 of", in: dir)
+            // zlib's Adler-32 finds it in the block; LZFSE has no checksum, so the entry's SH2 does.
+            try expectRefused(bytes, compression == "zlib" ? "block 1 of" : "not a sound Apple Archive", in: dir)
             // Cut short anywhere past the header.
             try expectRefused(
                 Array(good.prefix(12 + Int(g.next() % UInt64(good.count - 12)))), "not a sound Apple Archive", in: dir)

@@ -71,6 +71,28 @@ import Testing
         repository.uploads.waitForProcessing()
         let failed = try repository.uploads.version(app: "com.example.game", pack: "Tutorial", number: 2)
         #expect(failed.state == .failed && failed.reason?.contains("not an Apple Archive") == true)
+        // Every entry is read: the install size is the files', and an archive cut short, or one
+        // without what the manifest selects, fails naming the entry or the selector.
+        let complete = try repository.uploads.version(app: "com.example.game", pack: "Tutorial", number: 1)
+        #expect(complete.installSize == 53_000)
+        for (number, bytes, phrase) in [
+            (3, Array(archive.dropLast(10)), "entry \"Contents/Textures/a.png\": its data"),
+            (
+                4, AppleArchiveBuilder.archive(files: [("Textures/a.png", [1, 2, 3])]),
+                "fileSelectors[0] (directory) names the folder \"Videos\""
+            ),
+        ] {
+            try dir.write("bad-\(number).aar", bytes)
+            _ = try call(
+                "POST", "/api/apps/com.example.game/packs/Tutorial/versions",
+                json: "{\"size\":\(bytes.count),\"format\":\"aar\",\"manifest\":\(manifest)}")
+            _ = try call(
+                "PUT", "/api/apps/com.example.game/packs/Tutorial/versions/\(number)/archive",
+                file: dir.at("bad-\(number).aar"))
+            repository.uploads.waitForProcessing()
+            let v = try repository.uploads.version(app: "com.example.game", pack: "Tutorial", number: number)
+            #expect(v.state == .failed && v.reason?.contains(phrase) == true, "\(v.reason ?? "no reason")")
+        }
 
         #expect(
             try call(

@@ -231,7 +231,9 @@ extension Uploads {
             _ in
             nil
         }
-        if let (parsed, _) = try? PackManifest.load(Array(manifest.utf8), source: "manifest") {
+        // Versions uploaded before the selectors were kept have none to compare.
+        if manifest.contains("\"fileSelectors\"") {
+            let (parsed, _) = try PackManifest.load(Array(manifest.utf8), source: "the version's manifest")
             try summary.check(against: parsed, source: "the uploaded archive")
         }
         guard summary.installSize <= maximumInstallSize else {

@@ -118,7 +118,12 @@ public final class Uploads: Sendable {
                     .invalidInput, "the manifest is for the pack \(parsed.assetPackID), not \(pack)",
                     context: "manifest.assetPackID")
             }
-            manifestText = PackMetadata(parsed).json.serialized()
+            // The pack's metadata, and the selectors that processing checks the archive's entries against.
+            var stored = PackMetadata(parsed).json.objectMembers ?? []
+            if let selectors = manifest["fileSelectors"] {
+                stored.append(JSONMember(key: "fileSelectors", value: selectors))
+            }
+            manifestText = JSONNode(.object(stored)).serialized()
         }
         let header = UInt64(format == .pack ? PackHeader.size : AppleArchiveHeader.prefixLength)
         guard size >= header else {
