@@ -271,6 +271,7 @@ if Context.environment["BACKLOT_FUZZ"] == "1" {
         harness("FuzzPropertyList", ["BacklotInfoPlist"]),
         harness("FuzzPackIndex", ["BacklotFormat"]),
         harness("FuzzPackDelta", ["BacklotCrypto", "BacklotFormat", "BacklotZstd"]),
+        harness("FuzzAppleArchive", ["BacklotAppleArchive", "BacklotBasics", "BacklotCodecs"]),
         harness("FuzzCatalog", ["BacklotProtocol", "BacklotCrypto", "BacklotFormat", "BacklotJSON"]),
         harness("FuzzHTTPHeaders", ["BacklotServer", "BacklotHTTPServer", "BacklotHTTPClient"]),
         harness("FuzzManagementAPI", ["BacklotServer", "BacklotHTTPServer", "BacklotProtocol", "BacklotRepository"]),

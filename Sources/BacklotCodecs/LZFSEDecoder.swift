@@ -83,12 +83,19 @@ extension LZFSE {
         static let lzvn: UInt32 = 0x6e78_7662  // "bvxn"
     }
 
-    /// The four FSE alphabets of an LZFSE block: symbol counts and state counts (powers of two).
+    /// The four FSE alphabets of an LZFSE block (20 L, 20 M, 64 D and 256 literal symbols).
     private enum Alphabet {
-        static let lSymbols = 20, mSymbols = 20, dSymbols = 64, literalSymbols = 256
-        static let lStates = 64, mStates = 64, dStates = 256, literalStates = 1024
-        /// Offsets of each alphabet's frequencies in the 360-entry table of a block header.
-        static let lFreqs = 0, mFreqs = 20, dFreqs = 40, literalFreqs = 104, totalFreqs = 360
+        /// State counts: powers of two, fixed by the format.
+        static let lStates = 64
+        static let mStates = 64
+        static let dStates = 256
+        static let literalStates = 1024
+        /// Where each alphabet's frequencies start in the 360-entry table of a block header.
+        static let lFreqs = 0
+        static let mFreqs = 20
+        static let dFreqs = 40
+        static let literalFreqs = 104
+        static let totalFreqs = 360
 
         // L (literal run), M (match length) and D (distance) are sent as an FSE-coded symbol
         // naming a base value plus that many raw extra bits.
@@ -205,20 +212,17 @@ extension LZFSE {
         private var accum: UInt64 = 0
         private var count = 0
 
-        /// Starts a stream ending at `end`; `finalBits` (-8…0) is the encoder's final bit count:
-        /// how many bits of the last full 64-bit word are padding.
+        /// Starts a stream ending at `end`. `finalBits` (-8…0) is the encoder's closing bit count:
+        /// 0 means the last 7 bytes are all data, -n that the last 8 bytes end in n zero padding bits.
         init(
             base: UnsafePointer<UInt8>, baseCount: Int, lowerBound: Int, end: Int, finalBits: Int, what: String
-        )
-            throws
-        {
+        ) throws {
             self.base = base
             self.baseCount = baseCount
             self.lowerBound = lowerBound
             guard (-8...0).contains(finalBits) else {
                 throw DecodingError(message: "\(what) stream has an invalid final bit count \(finalBits)", offset: end)
             }
-            // With no partial byte the encoder left 7 whole bytes; otherwise 8 bytes, minus padding bits.
             let initialBytes = finalBits == 0 ? 7 : 8
             guard end - lowerBound >= initialBytes, end <= baseCount else {
                 throw DecodingError(message: "\(what) stream is too short to start", offset: end)

@@ -29,7 +29,7 @@ enum AppleArchiveCommands {
             return
         }
         io.out(
-            "OK \(path): Apple Archive (\(summary.compression)\(summary.blocks > 0 ? ", \(summary.blocks) blocks" : "")), \(summary.files) files, \(summary.directories) folders, \(ByteCount.format(summary.installSize)) installed\n"
+            "OK \(path): Apple Archive (\(summary.compression)\(summary.blocks > 0 ? ", \(summary.blocks) block\(summary.blocks == 1 ? "" : "s")" : "")), \(summary.files) files, \(summary.directories) folders, \(ByteCount.format(summary.installSize)) installed\n"
         )
     }
 
