@@ -38,8 +38,16 @@ import Testing
             "m.json",
             #"{"assetPackID": "Tutorial", "downloadPolicy": {"onDemand": {}}, "platforms": ["iOS", "linux"], "sourceRoot": "src", "fileSelectors": [{"directory": "."}]}"#
         )
-        let both = run(["package", manifest, "--format", "pack,aar", "-o", dir.at("out")])
+        let both = run([
+            "package", manifest, "--format", "pack,aar", "-o", dir.at("out"), "--download-manifest",
+            dir.at("download.json"), "--download-base-url", "https://cdn.example.com/packs",
+        ])
         #expect(both.status == 0, "\(both.err)")
+        let download = String(decoding: try dir.read("download.json"), as: UTF8.self)
+        let archiveSize = try FileManager.default.attributesOfItem(atPath: dir.at("out/Tutorial.aar"))[.size] as? Int
+        #expect(
+            download.contains("https://cdn.example.com/packs/Tutorial") && download.contains("\(archiveSize ?? -1)"),
+            "\(download)")
         #expect(FileManager.default.fileExists(atPath: dir.at("out/Tutorial.pack")))
         let aar = dir.at("out/Tutorial.aar")
         #expect(run(["verify", dir.at("out/Tutorial.pack")]).status == 0)

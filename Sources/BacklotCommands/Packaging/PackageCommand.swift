@@ -30,6 +30,14 @@ struct PackageCommand: Command {
     static let compression = Option<String>(
         "compression", "ALGORITHM", default: "zlib",
         help: "For aar: zlib (Apple's readers take it; no LZFSE encoder here), lzma, lz4 or none.")
+    static let downloadManifest = Option<String?>(
+        "download-manifest", "FILE",
+        help:
+            "With aar: also write Apple's self-hosted download manifest for it (version 0), as download-manifest create would; needs --download-base-url."
+    )
+    static let downloadBaseURL = Option<String?>(
+        "download-base-url", "URL",
+        help: "With --download-manifest: where the .aar will be served, an http(s) URL (URL + \"/\" + the pack ID).")
     static let spec = CommandSpec(
         name: "package",
         summary: "Build a .pack from a manifest and the files it selects.",
@@ -40,7 +48,10 @@ struct PackageCommand: Command {
             (format version 2, docs/format.md §5) when it makes the pack smaller.
             """,
         arguments: [.init("MANIFEST", help: "The manifest (JSON; comments allowed).")],
-        options: [output, sourceRoot, format, compression, jobs, level, chunkSize, force, noDictionary, jsonFlag])
+        options: [
+            output, sourceRoot, format, compression, downloadManifest, downloadBaseURL, jobs, level, chunkSize, force,
+            noDictionary, jsonFlag,
+        ])
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let manifestPath = arguments.positionals[0]
@@ -84,6 +95,9 @@ struct PackageCommand: Command {
             }
             let written = try AppleArchiveWriter(compression: archiveCompression).write(
                 selection, to: archiveOutput, overwrite: arguments[force])
+            if let file = arguments[downloadManifest] {
+                try writeDownloadManifest(file, manifest: manifest, archiveBytes: written.archiveSize, arguments)
+            }
             if formats.count == 1 {
                 if arguments[jsonFlag] {
                     try io.outJSON(
@@ -141,6 +155,29 @@ struct PackageCommand: Command {
 }
 
 extension PackageCommand {
+    /// Apple's self-hosted download manifest for the `.aar` just written, for the first Apple
+    /// platform the manifest lists (`download-manifest create` makes one per platform).
+    static func writeDownloadManifest(
+        _ path: String, manifest: PackManifest, archiveBytes: UInt64, _ arguments: ParsedArguments
+    ) throws {
+        guard let base = arguments[downloadBaseURL], base.hasPrefix("https://") || base.hasPrefix("http://") else {
+            throw BacklotError(
+                .usage, "--download-manifest needs --download-base-url, an http(s) URL where the .aar will be served",
+                context: "backlot package")
+        }
+        guard manifest.platforms.contains(where: { $0 != .linux }) else {
+            throw BacklotError(
+                .usage, "--download-manifest: the manifest lists no Apple platform", context: "backlot package",
+                hint: "Apple's download manifest is for iOS, macOS, tvOS or visionOS")
+        }
+        let entry = AppleDownloadManifest.Entry(
+            id: manifest.assetPackID.rawValue, baseURL: base, version: 0, downloadSize: archiveBytes,
+            downloadPolicy: manifest.downloadPolicy, userInfo: manifest.userInfo)
+        let file = try AtomicFile(path: path, overwrite: arguments[force])
+        try file.descriptor.write(Array(AppleDownloadManifest(assetPacks: [entry]).encoded.utf8))
+        try file.commit()
+    }
+
     /// `package --json` (docs/json.md).
     struct Output: Encodable {
         let output: String
