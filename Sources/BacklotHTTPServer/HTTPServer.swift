@@ -289,10 +289,15 @@ public final class HTTPServer: Sendable {
         guard !already else { return }
         if let gate {
             gate.stop()
-        } else {
+        } else if context.takeUnretainedValue().workers == nil {
             let listener = MHD_quiesce_daemon(daemon.pointer)
             if listener >= 0 { close(listener) }
         }
+        // With epoll (pooled: a worker pool), libmicrohttpd 0.9.75's quiesce races its own thread, which takes the
+        // listening socket out of the epoll set when the connection limit is reached or it sees the
+        // quiesce: the second removal fails and the library aborts the process ("Failed to remove
+        // listen FD from epoll set"; seen once in make test). So the pooled daemon keeps accepting
+        // through the grace period and closes its socket in MHD_stop_daemon.
         daemon.closing()
         let deadline = Date().addingTimeInterval(grace)
         while requestsInFlight > 0 && Date() < deadline { usleep(10_000) }
