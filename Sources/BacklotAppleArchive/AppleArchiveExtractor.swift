@@ -19,24 +19,8 @@ public struct AppleArchiveExtractor {
     /// - Throws: ``BacklotError/Code/alreadyExists`` when `directory` exists and is not empty;
     ///   ``BacklotError/Code/corruptArchive`` (the reader's, or a link entry); what writing throws.
     public func extract(to directory: String) throws -> AppleArchiveReader.Summary {
-        let target = URL(fileURLWithPath: directory).standardizedFileURL.path
-        let parent = URL(fileURLWithPath: target).deletingLastPathComponent().path
-        if let st = try FileSystem.linkStatus(target) {
-            guard st.kind == .directory, try FileSystem.entryNames(target).isEmpty else {
-                throw BacklotError(
-                    .alreadyExists, "the target exists and is not an empty directory", context: directory,
-                    hint: "choose a new path; extract never mixes an archive into existing files")
-            }
-        }
-        guard let pst = try FileSystem.status(parent), pst.kind == .directory else {
-            throw BacklotError(.io, "the parent folder does not exist", context: parent, hint: "create it first")
-        }
-        let staging = try FileSystem.makeTemporaryDirectory(
-            in: parent, prefix: ".\(URL(fileURLWithPath: target).lastPathComponent).partial-")
-        TemporaryFiles.shared.register(staging)
-        defer { TemporaryFiles.shared.unregister(staging) }
-        do {
-            let summary = try reader.readAll { entry in
+        try StagedFolder.make(directory, needing: nil, of: "the archive") { staging in
+            try reader.readAll { entry in
                 let destination = staging + "/" + entry.path
                 switch entry.kind {
                 case .directory:
@@ -65,14 +49,6 @@ public struct AppleArchiveExtractor {
                     return nil
                 }
             }
-            try TreeFlush.syncFileSystem(holding: staging)
-            if FileSystem.exists(target) { _ = rmdir(target) }
-            try SystemCall.retrying("rename", path: target) { rename(staging, target) }
-            FileSystem.syncDirectory(parent)
-            return summary
-        } catch {
-            FileSystem.removeTree(staging)
-            throw error
         }
     }
 

@@ -75,27 +75,15 @@ public struct AppleArchiveWriter {
                 }
                 // The CRC-32 goes in the header, before the data: a first read for it.
                 var crc: UInt32 = 0
-                var offset: UInt64 = 0
-                while offset < size {
-                    let piece = try fd.read(count: Int(min(size - offset, 1 << 20)), at: offset)
-                    guard !piece.isEmpty else {
-                        throw BacklotError(.io, "the file shrank while read", context: file.absolutePath)
-                    }
+                try Self.forEachPiece(of: fd, size: size, path: file.absolutePath) { piece in
                     crc = piece.withUnsafeBytes { Zlib.crc32($0, continuing: crc) }
-                    offset += UInt64(piece.count)
                 }
                 try sink.add(
                     Self.header(kind: UInt8(ascii: "F"), path: entryPath, mode: UInt16(file.mode), data: (size, crc)))
-                offset = 0
                 var check: UInt32 = 0
-                while offset < size {
-                    let piece = try fd.read(count: Int(min(size - offset, 1 << 20)), at: offset)
-                    guard !piece.isEmpty else {
-                        throw BacklotError(.io, "the file shrank while read", context: file.absolutePath)
-                    }
+                try Self.forEachPiece(of: fd, size: size, path: file.absolutePath) { piece in
                     check = piece.withUnsafeBytes { Zlib.crc32($0, continuing: check) }
                     try sink.add(piece)
-                    offset += UInt64(piece.count)
                 }
                 guard check == crc else {
                     throw BacklotError(
@@ -112,6 +100,20 @@ public struct AppleArchiveWriter {
         } catch {
             output.discard()
             throw error
+        }
+    }
+
+    /// The `size` bytes of the file open as `fd`, a MiB at a time.
+    /// - Throws: ``BacklotError/Code/io`` when the file is shorter than `size`; what reading throws.
+    static func forEachPiece(
+        of fd: FileDescriptor, size: UInt64, path: String, _ body: ([UInt8]) throws -> Void
+    ) throws {
+        var offset: UInt64 = 0
+        while offset < size {
+            let piece = try fd.read(count: Int(min(size - offset, 1 << 20)), at: offset)
+            guard !piece.isEmpty else { throw BacklotError(.io, "the file shrank while it was read", context: path) }
+            try body(piece)
+            offset += UInt64(piece.count)
         }
     }
 

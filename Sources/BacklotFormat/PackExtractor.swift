@@ -35,42 +35,10 @@ public struct PackExtractor: Sendable {
     ///   ``BacklotError/Code/corruptArchive`` naming the file, chunk and offset, ``BacklotError/Code/io``
     ///   (including too little free space).
     public func extract(to directory: String, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws {
-        let target = URL(fileURLWithPath: directory).standardizedFileURL.path
-        let parent = URL(fileURLWithPath: target).deletingLastPathComponent().path
-        if let st = try FileSystem.linkStatus(target) {
-            guard st.kind == .directory, try FileSystem.entryNames(target).isEmpty else {
-                throw BacklotError(
-                    .alreadyExists, "the target exists and is not an empty directory", context: directory,
-                    hint: "choose a new path; extract never mixes a pack into existing files")
-            }
-        }
-        guard let pst = try FileSystem.status(parent), pst.kind == .directory else {
-            throw BacklotError(.io, "the parent folder does not exist", context: parent, hint: "create it first")
-        }
-        let total = pack.index.installSize
-        if let free = FileSystem.availableBytes(at: parent), free < total + (1 << 20) {
-            throw BacklotError(
-                .io, "the pack needs \(total) bytes but only \(free) are free", context: parent,
-                hint: "free some disk space")
-        }
-
-        let staging = try FileSystem.makeTemporaryDirectory(
-            in: parent, prefix: ".\(URL(fileURLWithPath: target).lastPathComponent).partial-")
-        TemporaryFiles.shared.register(staging)
-        defer { TemporaryFiles.shared.unregister(staging) }
-        do {
+        try StagedFolder.make(directory, needing: pack.index.installSize, of: "the pack") { staging in
             let work = units()
             try createTree(in: staging, units: work)
             try writeContents(in: staging, units: work, progress: progress)
-            // One flush of the file system for every file and folder written (not one blocking
-            // fsync per file), before the rename makes any of them visible.
-            try TreeFlush.syncFileSystem(holding: staging)
-            if FileSystem.exists(target) { _ = rmdir(target) }
-            try SystemCall.retrying("rename", path: target) { rename(staging, target) }
-            FileSystem.syncDirectory(parent)
-        } catch {
-            FileSystem.removeTree(staging)
-            throw error
         }
     }
 
