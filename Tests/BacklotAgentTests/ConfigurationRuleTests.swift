@@ -35,6 +35,23 @@ import Testing
         }
     }
 
+    @Test func theDeviceProfileKeyOverridesWhatIsDetectedAndNamesWhatIsWrong() throws {
+        let f = try AgentFixture()
+        let good = try AgentConfiguration(
+            path: try f.writeConfig(
+                ["BacklotDeviceProfile": "textureFormat=astc+etc2,deviceTier=high"], withExtension: false,
+                name: "p.json"),
+            containerPath: f.container)
+        #expect(good.deviceProfile?.textureFormats == ["astc", "etc2"] && good.deviceProfile?.deviceTier == 2)
+        #expect(
+            good.managerConfiguration(containerPath: f.container).deviceProfile == good.deviceProfile,
+            "the app's manager gets it too")
+        let e = try refusal(f, ["BacklotDeviceProfile": "textureFormat=astcc"], name: "bad.json")
+        #expect(
+            e?.code == .invalidInput && e?.description.contains("BacklotDeviceProfile") == true
+                && e?.description.contains("astcc") == true, "\(String(describing: e))")
+    }
+
     @Test func aMistypedRestrictionKeyIsNamed() throws {
         let f = try AgentFixture()
         let restrictions: [String: Any] = [
