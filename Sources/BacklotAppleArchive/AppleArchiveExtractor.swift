@@ -19,7 +19,8 @@ public struct AppleArchiveExtractor {
     /// - Throws: ``BacklotError/Code/alreadyExists`` when `directory` exists and is not empty;
     ///   ``BacklotError/Code/corruptArchive`` (the reader's, or a link entry); what writing throws.
     public func extract(to directory: String) throws -> AppleArchiveReader.Summary {
-        try StagedFolder.make(directory, needing: nil, of: "the archive") { staging in
+        // The plain stream's length bounds what is written: the free space is checked against it.
+        try StagedFolder.make(directory, needing: reader.plainSize, of: "the archive") { staging in
             try reader.readAll { entry in
                 let destination = staging + "/" + entry.path
                 switch entry.kind {
@@ -52,10 +53,12 @@ public struct AppleArchiveExtractor {
         }
     }
 
-    /// Makes the folders of `path` below `root` (its last component too when `includingLast`).
+    /// Makes the folders of `path` below `root` (its last component too when `includingLast`):
+    /// nothing when the innermost exists already (one look for most entries, whatever the depth).
     static func makeFolders(_ path: String, in root: String, includingLast: Bool) throws {
         var folders = BytePath.ancestors(of: path)
         if includingLast { folders.append(path) }
+        guard let innermost = folders.last, !FileSystem.exists(root + "/" + innermost) else { return }
         for folder in folders where !FileSystem.exists(root + "/" + folder) {
             try FileSystem.makeDirectory(root + "/" + folder)
         }

@@ -11,8 +11,8 @@ extension AppleArchiveReader.Summary {
     /// - Throws: ``BacklotError/Code/corruptArchive`` naming the selector and what is missing.
     public func check(against manifest: PackManifest, source: String) throws {
         let prefix = AppleArchiveWriter.contentsFolder + "/"
-        let files = entries.filter { $0.kind == .file && $0.path.utf8.starts(with: prefix.utf8) }.map {
-            String(decoding: $0.path.utf8.dropFirst(prefix.utf8.count), as: UTF8.self)
+        let files = filePaths.filter { $0.utf8.starts(with: prefix.utf8) }.map {
+            String(decoding: $0.utf8.dropFirst(prefix.utf8.count), as: UTF8.self)
         }
         let set = Set(files.map(BytePath.Key.init))
         func missing(_ index: Int, _ selector: FileSelector, _ what: String) -> BacklotError {

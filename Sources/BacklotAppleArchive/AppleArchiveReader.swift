@@ -28,7 +28,14 @@ public struct AppleArchiveReader {
 
     /// What a whole read found.
     public struct Summary: Sendable, Hashable {
+        /// Every entry, with `keepingEntries` (else none).
         public var entries: [AppleArchiveEntry] = []
+        /// The files' paths, in archive order.
+        public var filePaths: [String] = []
+        /// The first file's entry (its fields show what the packager writes).
+        public var firstFile: AppleArchiveEntry?
+        /// How many entries the archive holds.
+        public var entryCount = 0
         public var files = 0
         public var directories = 0
         public var links = 0
@@ -42,12 +49,18 @@ public struct AppleArchiveReader {
         public var plainSize: UInt64 = 0
     }
 
+    /// The plain (decompressed) stream's length, known once the block headers are read: an upper
+    /// bound of what extracting writes.
+    public var plainSize: UInt64 { stream.plainSize }
+
     /// Limits, as a pack's (docs/format.md §10): entries, path bytes, one path.
     public enum Limits {
         public static let entries = 1 << 20
         public static let pathBytes = 64 << 20
         /// Apple's readers refuse a path of 1024 bytes or more.
         public static let path = 1023
+        /// Fields in one entry's header (Apple's tools write about a dozen; the keys are 36³ at most).
+        public static let fields = 64
     }
 
     let stream: AppleArchiveStream
@@ -66,14 +79,23 @@ public struct AppleArchiveReader {
     ///   block, an entry that is cut short, a field of an unknown type, a path that is not a safe
     ///   relative UTF-8 path or names an entry twice, a special file, data of another size or
     ///   checksum than the header states; what `body` and its sinks throw.
-    public func readAll(_ body: (AppleArchiveEntry) throws -> DataSink?) throws -> Summary {
+    ///   - keepingEntries: keep every entry in the summary (for listing them); otherwise only the
+    ///     counts are kept, so memory does not grow with the number of entries.
+    ///   - maximumInstallSize: refuse the archive as soon as its files add up to more (before
+    ///     their data is read): what a server accepts.
+    public func readAll(
+        keepingEntries: Bool = false, maximumInstallSize: UInt64? = nil,
+        _ body: (AppleArchiveEntry) throws -> DataSink?
+    ) throws -> Summary {
         var summary = Summary()
         summary.compression = stream.compressionName
         summary.blockSize = stream.blockSize
         summary.blocks = stream.blocks.count
         summary.plainSize = stream.plainSize
-        var paths = Set<BytePath.Key>()
-        var filePaths = Set<BytePath.Key>()
+        // Every path, and whether a file or link (which no other path may go through) holds it:
+        // checked once all are read, by byte order (duplicates and a file where a folder is needed).
+        var tree: [(path: String, isLeaf: Bool)] = []
+        var entries = 0
         var pathBytes = 0
         while stream.remaining > 0 {
             let offset = stream.position
@@ -84,7 +106,7 @@ public struct AppleArchiveReader {
                     context: "\(name) at plain offset \(offset)",
                     hint: "the archive is damaged or was not made by Apple's tools: make it again")
             }
-            guard summary.entries.count < Limits.entries else {
+            guard entries < Limits.entries else {
                 throw bad("more than \(Limits.entries) entries (the limit of a pack)")
             }
             var entry = try readHeader(at: offset, bad: bad)
@@ -100,23 +122,23 @@ public struct AppleArchiveReader {
             }
             pathBytes += path.utf8.count
             guard pathBytes <= Limits.pathBytes else { throw bad("the paths add up to more than 64 MiB") }
-            let key = BytePath.Key(path)
-            guard paths.insert(key).inserted else { throw bad("a second entry with this path", path) }
-            if let file = BytePath.ancestors(of: path).first(where: { filePaths.contains(BytePath.Key($0)) }) {
-                throw bad("\"\(TerminalText.escaped(file))\" is a file, not a folder", path)
-            }
+            entries += 1
+            if entry.kind != .metadata { tree.append((path, entry.kind != .directory)) }
             switch entry.kind {
             case .file:
-                filePaths.insert(key)
                 summary.files += 1
                 summary.installSize = CheckedInteger.saturatingAdd(summary.installSize, entry.dataSize)
+                if let maximumInstallSize, summary.installSize > maximumInstallSize {
+                    throw bad(
+                        "the files add up to more than \(maximumInstallSize) bytes, the install-size limit (before this file's data is read)",
+                        path)
+                }
             case .directory:
                 summary.directories += 1
             case .symbolicLink:
                 guard let target = entry.linkTarget, !target.isEmpty, !target.hasPrefix("/"),
                     !BytePath.components(target).contains(where: { BytePath.isDotDot($0) })
                 else { throw bad("a link that leaves the archive (\(entry.linkTarget ?? "no target"))", path) }
-                filePaths.insert(key)
                 summary.links += 1
             case .metadata:
                 break
@@ -143,9 +165,50 @@ public struct AppleArchiveReader {
             }
             try skipOtherBlobs(&entry, bad: bad)
             try sink?.finish()
-            summary.entries.append(entry)
+            if keepingEntries { summary.entries.append(entry) }
+            if entry.kind == .file {
+                summary.filePaths.append(path)
+                if summary.firstFile == nil { summary.firstFile = entry }
+            }
         }
+        summary.entryCount = entries
+        try checkTree(tree)
         return summary
+    }
+
+    /// Refuses two entries at one path, and a file or link where another entry needs a folder
+    /// (in either order in the archive), by byte order: time follows the paths' bytes.
+    private func checkTree(_ tree: [(path: String, isLeaf: Bool)]) throws {
+        func bytes(_ i: Int) -> String.UTF8View { tree[i].path.utf8 }
+        let order = tree.indices.sorted { bytes($0).lexicographicallyPrecedes(bytes($1)) }
+        // Earlier paths that are byte prefixes of the current one, by their length.
+        var prefixes: [Int] = []
+        var leafAt: [Int: Int] = [:]
+        for (n, i) in order.enumerated() {
+            let current = bytes(i)
+            if n > 0, current.elementsEqual(bytes(order[n - 1])) {
+                throw BacklotError(
+                    .corruptArchive,
+                    "not a sound Apple Archive: two entries with the path \"\(TerminalText.escaped(tree[i].path))\"",
+                    context: name, hint: "the archive is damaged or crafted: make it again")
+            }
+            while let top = prefixes.last, !current.starts(with: bytes(top)) {
+                prefixes.removeLast()
+                if tree[top].isLeaf { leafAt[bytes(top).count] = nil }
+            }
+            var at = 0
+            for byte in current {
+                if byte == BytePath.separator, let leaf = leafAt[at] {
+                    throw BacklotError(
+                        .corruptArchive,
+                        "not a sound Apple Archive: \"\(TerminalText.escaped(tree[leaf].path))\" is a file or link, but \"\(TerminalText.escaped(tree[i].path))\" needs it to be a folder",
+                        context: name, hint: "the archive is damaged or crafted: make it again")
+                }
+                at += 1
+            }
+            prefixes.append(i)
+            if tree[i].isLeaf { leafAt[current.count] = i }
+        }
     }
 
     private func hex32(_ value: UInt32) -> String {
@@ -181,6 +244,7 @@ public struct AppleArchiveReader {
         var crc: UInt32?
         var sha: SHA256Digest?
         var fields: [String] = []
+        var keys = Set<String>()
         blobs.sizes = []
         func take(_ count: Int, _ what: String) throws -> ArraySlice<UInt8> {
             guard count <= header.count - at else { throw bad("the field \(what) runs past the header's end", path) }
@@ -198,7 +262,10 @@ public struct AppleArchiveReader {
                 throw bad("a field key that is not three capitals or digits", path)
             }
             let field = key + String(decoding: [subtype], as: UTF8.self)
-            guard !fields.contains(where: { $0.hasPrefix(key) }) else { throw bad("the field \(key) twice", path) }
+            guard keys.insert(key).inserted else { throw bad("the field \(key) twice", path) }
+            guard keys.count <= Limits.fields else {
+                throw bad("more than \(Limits.fields) fields in one header", path)
+            }
             fields.append(field)
             switch subtype {
             case UInt8(ascii: "*"):

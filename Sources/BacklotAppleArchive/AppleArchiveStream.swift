@@ -73,6 +73,11 @@ final class AppleArchiveStream {
             guard raw >= 1, raw <= blockSize else {
                 throw bad("a block declares \(raw) bytes, outside 1 … the block size \(blockSize)", at: at)
             }
+            // No codec makes a block much larger than its raw bytes: a payload far larger is refused
+            // before it is read into memory.
+            guard compressed <= raw + raw / 8 + (64 << 10) else {
+                throw bad("a block declares \(compressed) compressed bytes for \(raw) raw ones", at: at + 8)
+            }
             guard compressed >= 1, compressed <= source.size - at - 16 else {
                 throw bad("a block declares \(compressed) compressed bytes, more than the file holds", at: at + 8)
             }

@@ -53,6 +53,9 @@ public enum LZ4Frames {
             guard raw <= expectedSize - produced else {
                 throw CodecError("LZ4: the block at offset \(at) goes past the \(expectedSize) bytes declared")
             }
+            guard raw <= Int(Int32.max), encoded <= Int(Int32.max) else {
+                throw CodecError("LZ4: the block at offset \(at) declares more than 2 GiB")
+            }
             let history = min(produced, 64 << 10)
             let got = output.withUnsafeMutableBufferPointer { out in
                 input.withUnsafeBufferPointer { inp in

@@ -44,16 +44,22 @@ extension PackIndex {
     /// where a later path needs a folder), nil when they can.
     static func treeClash(_ sorted: [[UInt8]]) -> String? {
         var prefixes: [[UInt8]] = []
+        // The lengths of `prefixes` (each unique): a folder of the current path ends at one of its slashes.
+        var lengths = Set<Int>()
         for (i, path) in sorted.enumerated() {
             if i > 0, sorted[i - 1] == path {
                 return "two files install at \"\(String(decoding: path, as: UTF8.self))\""
             }
-            while let top = prefixes.last, !path.starts(with: top) { prefixes.removeLast() }
-            if let folder = prefixes.first(where: { path[$0.count] == BytePath.separator }) {
+            while let top = prefixes.last, !path.starts(with: top) {
+                prefixes.removeLast()
+                lengths.remove(top.count)
+            }
+            for (offset, byte) in path.enumerated() where byte == BytePath.separator && lengths.contains(offset) {
                 return
-                    "\"\(String(decoding: folder, as: UTF8.self))\" is a file, but \"\(String(decoding: path, as: UTF8.self))\" needs it to be a folder"
+                    "\"\(String(decoding: path[..<offset], as: UTF8.self))\" is a file, but \"\(String(decoding: path, as: UTF8.self))\" needs it to be a folder"
             }
             prefixes.append(path)
+            lengths.insert(path.count)
         }
         return nil
     }
@@ -82,6 +88,11 @@ extension PackIndex {
             let key = marker.map { $0.dimension.suffix + $0.value } ?? ""
             let sum = totals[key] ?? (0, 0)
             totals[key] = (sum.files + 1, CheckedInteger.saturatingAdd(sum.bytes, file.size))
+        }
+        guard entries.contains(where: { $0.marker != nil }) else {
+            throw BacklotError(
+                .corruptArchive, "the index's metadata lists variants, but no file's path has a variant marker",
+                context: source, hint: "the pack is damaged or crafted: package it again")
         }
         if let clash = VariantMarker.treeClash(entries) {
             throw BacklotError(

@@ -119,10 +119,12 @@ public final class PackReader: Sendable {
         return plain
     }
 
-    /// Checks every chunk and every file's SHA-256.
+    /// Checks every chunk and every file's SHA-256, and for a pack with variants that every device
+    /// gets a sound tree (docs/format.md §3.2), as clients and the server do.
     /// - Parameter progress: called with (bytes checked, total bytes).
     /// - Throws: ``BacklotError/Code/corruptArchive`` naming the file, chunk and offset of the first problem.
     public func verify(jobs: Int = 2, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil) throws {
+        if index.metadata.variants != nil { _ = try index.installs(source: path) }
         let files = index.files
         let total = index.installSize
         let next = AtomicCounter()

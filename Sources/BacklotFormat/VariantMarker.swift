@@ -28,6 +28,8 @@ public struct VariantMarker: Sendable, Hashable {
     /// - Throws: ``BacklotError/Code/invalidInput`` for a marker with an unknown value, one with no
     ///   name before it, or two markers in one path.
     public static func find(in path: String) throws -> VariantMarker? {
+        // Every marker holds a '#': most paths have none, and are passed in one scan.
+        guard path.utf8.contains(UInt8(ascii: "#")) else { return nil }
         var found: (dimension: VariantDimension, value: String, component: Int, base: Substring.UTF8View)?
         let components = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         for (i, component) in components.enumerated() {
@@ -49,6 +51,15 @@ public struct VariantMarker: Sendable, Hashable {
                         hint: dimension == .textureFormat
                             ? "texture formats are \(TextureFormat.preferenceOrder.joined(separator: ", "))"
                             : "write the tier as a digit, as Play's #tier_0, #tier_1, #tier_2")
+                }
+                guard
+                    VariantDimension.allCases.allSatisfy({
+                        lastOccurrence(of: Array($0.suffix.utf8), in: Substring(base).utf8) == nil
+                    })
+                else {
+                    throw BacklotError(
+                        .invalidInput, "\"\(path)\" has two variant markers",
+                        hint: "a file belongs to at most one variant: one texture format or one device tier")
                 }
                 guard !base.isEmpty else {
                     throw BacklotError(
@@ -113,6 +124,9 @@ extension VariantMarker {
         // it (as the reader's check of one tree does), with no table of every path.
         let order = entries.indices.sorted { path($0).lexicographicallyPrecedes(path($1)) }
         var prefixes: [Int] = []
+        // The entries of `prefixes` by their path's length: a folder of the current path is one
+        // whose length is the offset of one of its slashes (looked up per slash, not per prefix).
+        var byLength: [Int: [Int]] = [:]
         var start = 0
         while start < order.count {
             var end = start + 1
@@ -124,14 +138,26 @@ extension VariantMarker {
                 }
             }
             let current = path(order[start])
-            while let top = prefixes.last, !current.starts(with: path(top)) { prefixes.removeLast() }
-            for folder in prefixes where Array(current.dropFirst(path(folder).count).prefix(1)) == [BytePath.separator]
-            {
-                if let b = run.first(where: { meet(folder, $0) }) {
-                    return Clash(first: folder, second: b, path: entries[folder].installedPath, needsFolder: true)
+            while let top = prefixes.last, !current.starts(with: path(top)) {
+                prefixes.removeLast()
+                let length = path(top).count
+                byLength[length]?.removeLast()
+                if byLength[length]?.isEmpty == true { byLength[length] = nil }
+            }
+            var offset = 0
+            for byte in current {
+                if byte == BytePath.separator, let folders = byLength[offset] {
+                    for folder in folders {
+                        if let b = run.first(where: { meet(folder, $0) }) {
+                            return Clash(
+                                first: folder, second: b, path: entries[folder].installedPath, needsFolder: true)
+                        }
+                    }
                 }
+                offset += 1
             }
             prefixes += run
+            byLength[current.count, default: []] += run
             start = end
         }
         return nil

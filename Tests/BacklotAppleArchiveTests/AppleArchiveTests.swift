@@ -187,8 +187,9 @@ import Testing
         try expectRefused(Array(ok.dropLast(2)), "runs past the archive's end", in: dir)
         try expectRefused(plainHeader("F", "../escape", [1], []), "not a safe relative path", in: dir)
         try expectRefused(plainHeader("F", "/etc/passwd", [1], []), "not a safe relative path", in: dir)
-        try expectRefused(ok + ok, "a second entry with this path", in: dir)
-        try expectRefused(ok + plainHeader("F", "a.txt/b", [1], []), "is a file, not a folder", in: dir)
+        try expectRefused(ok + ok, "two entries with the path", in: dir)
+        try expectRefused(ok + plainHeader("F", "a.txt/b", [1], []), "needs it to be a folder", in: dir)
+        try expectRefused(plainHeader("F", "a.txt/b", [1], []) + ok, "needs it to be a folder", in: dir)
         let crc = Array("CKSF".utf8) + [0, 0, 0, 0]
         try expectRefused(plainHeader("F", "c.txt", Array("data".utf8), crc), "CRC-32", in: dir)
         let siz = Array("SIZ8".utf8) + withUnsafeBytes(of: UInt64(9).littleEndian) { Array($0) }

@@ -46,7 +46,10 @@ import Testing
         let t = try #require(try VariantMarker.find(in: "a/b#tier_2"))
         #expect(t.dimension == .deviceTier && t.value == "2" && t.installedPath == "a/b")
         #expect(try VariantMarker.find(in: "plain/#hash/file") == nil)
-        for bad in ["T#tcf_astcc/a", "T#tier_high/a", "T#tier_12/a", "#tcf_astc/a", "A#tcf_astc/B#tier_1/c"] {
+        for bad in [
+            "T#tcf_astcc/a", "T#tier_high/a", "T#tier_12/a", "#tcf_astc/a", "A#tcf_astc/B#tier_1/c",
+            "T#tcf_astc#tcf_etc2/x", "T#tier_1#tcf_astc/x",
+        ] {
             #expect(throws: BacklotError.self, "\(bad)") { try VariantMarker.find(in: bad) }
         }
     }

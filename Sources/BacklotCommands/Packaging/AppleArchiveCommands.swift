@@ -25,7 +25,7 @@ enum AppleArchiveCommands {
             try io.outJSON(
                 VerifyOutput(
                     ok: true, path: path, format: "aar", compression: summary.compression, blockCount: summary.blocks,
-                    entryCount: summary.entries.count, fileCount: summary.files, installBytes: summary.installSize))
+                    entryCount: summary.entryCount, fileCount: summary.files, installBytes: summary.installSize))
             return
         }
         io.out(
@@ -36,13 +36,13 @@ enum AppleArchiveCommands {
     /// `inspect X.aar [--files]`.
     static func inspect(_ path: String, files: Bool, json: Bool, io: any CommandIO) throws {
         let size = try AppleArchiveFile(path: path).size
-        let summary = try reader(path).readAll { _ in nil }
+        let summary = try reader(path).readAll(keepingEntries: files || json) { _ in nil }
         if json {
             try io.outJSON(
                 InspectOutput(
                     format: "aar", path: path, archiveBytes: size, compression: summary.compression,
                     blockSize: summary.blockSize, blockCount: summary.blocks, plainBytes: summary.plainSize,
-                    installBytes: summary.installSize, entryCount: summary.entries.count, fileCount: summary.files,
+                    installBytes: summary.installSize, entryCount: summary.entryCount, fileCount: summary.files,
                     entries: summary.entries.map {
                         .init(
                             type: $0.kind.name, path: $0.path, bytes: $0.dataSize,
@@ -55,10 +55,10 @@ enum AppleArchiveCommands {
               compression   \(summary.compression)\(summary.blocks > 0 ? " (\(summary.blocks) blocks of up to \(ByteCount.format(summary.blockSize)))" : "")
               archive size  \(ByteCount.format(size)) (\(size))
               install size  \(ByteCount.format(summary.installSize)) (\(summary.installSize))
-              entries       \(summary.entries.count): \(summary.files) files, \(summary.directories) folders\(summary.links > 0 ? ", \(summary.links) links" : "")
+              entries       \(summary.entryCount): \(summary.files) files, \(summary.directories) folders\(summary.links > 0 ? ", \(summary.links) links" : "")
 
             """
-        if let first = summary.entries.first(where: { $0.kind == .file }) {
+        if let first = summary.firstFile {
             text += "  fields        \(first.fields.joined(separator: " ")) (the first file's)\n"
         }
         guard files else {

@@ -217,8 +217,8 @@ extension Uploads {
         }
     }
 
-    /// An `.aar` is stored as is: its header is checked (it cannot be decompressed here: LZFSE has
-    /// no Debian library), its size must be the declared one, and its manifest was checked at creation.
+    /// An `.aar` is stored as is, once read completely (every block and entry, docs/format.md §13),
+    /// refused as soon as its files pass the install-size limit, and checked against its manifest.
     func processAppleArchive(
         versionID: Int64, upload: UploadRecord, reader: any ArchiveReader, stored: Bool, manifest: String,
         sha: SHA256Digest
@@ -227,10 +227,9 @@ extension Uploads {
         _ = try AppleArchiveHeader.check(head, fileSize: reader.size, source: "the uploaded archive")
         // Every block decompressed and every entry read and checked (docs/format.md §13), before
         // the archive is offered to any device; then its entries against the manifest's selectors.
-        let summary = try AppleArchiveReader(UploadedArchive(reader: reader), name: "the uploaded archive").readAll {
-            _ in
-            nil
-        }
+        let summary = try AppleArchiveReader(UploadedArchive(reader: reader), name: "the uploaded archive").readAll(
+            maximumInstallSize: maximumInstallSize
+        ) { _ in nil }
         // Versions uploaded before the selectors were kept have none to compare.
         if manifest.contains("\"fileSelectors\"") {
             let (parsed, _) = try PackManifest.load(Array(manifest.utf8), source: "the version's manifest")
