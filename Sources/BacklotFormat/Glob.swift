@@ -106,47 +106,53 @@ public struct Glob: Sendable, Hashable {
     }
 
     /// Whether `path` (relative, `/`-separated) matches the whole pattern.
+    ///
+    /// By dynamic programming over (pattern position, path position), components and characters
+    /// alike: time is the pattern's length times the path's, whatever the `**` and `*` (a
+    /// backtracking match of `**/**/**/**/**/**/**/**/q` against a path 60 folders deep did not end).
     public func matches(_ path: String) -> Bool {
         let parts = BytePath.components(path).map { Array($0.unicodeScalars) }
-        return match(components[...], parts[...])
+        let p = components.count
+        let n = parts.count
+        // row[j]: whether components[i...] matches parts[j...], for the current i (from the end).
+        var next = [Bool](repeating: false, count: n + 1)
+        next[n] = true
+        for i in stride(from: p - 1, through: 0, by: -1) {
+            var row = [Bool](repeating: false, count: n + 1)
+            if components[i] == [.globstar] {
+                row[n] = next[n]
+                for j in stride(from: n - 1, through: 0, by: -1) { row[j] = next[j] || row[j + 1] }
+            } else {
+                for j in 0..<n where next[j + 1] { row[j] = Glob.matchComponent(components[i], parts[j]) }
+            }
+            next = row
+        }
+        return next[0]
     }
 
-    private func match(_ pattern: ArraySlice<[Token]>, _ parts: ArraySlice<[Unicode.Scalar]>) -> Bool {
-        guard let first = pattern.first else { return parts.isEmpty }
-        if first == [.globstar] {
-            var rest = parts
-            while true {
-                if match(pattern.dropFirst(), rest) { return true }
-                guard !rest.isEmpty else { return false }
-                rest = rest.dropFirst()
+    /// Whether one component's tokens match one name, by the same dynamic programming.
+    private static func matchComponent(_ tokens: [Token], _ chars: [Unicode.Scalar]) -> Bool {
+        let t = tokens.count
+        let c = chars.count
+        var next = [Bool](repeating: false, count: c + 1)
+        next[c] = true
+        for i in stride(from: t - 1, through: 0, by: -1) {
+            var row = [Bool](repeating: false, count: c + 1)
+            switch tokens[i] {
+            case .star:
+                row[c] = next[c]
+                for j in stride(from: c - 1, through: 0, by: -1) { row[j] = next[j] || row[j + 1] }
+            case .globstar:
+                row = next
+            case .any:
+                for j in 0..<c { row[j] = next[j + 1] }
+            case .literal(let scalar):
+                for j in 0..<c { row[j] = chars[j] == scalar && next[j + 1] }
+            case .set(let ranges, let negated):
+                for j in 0..<c { row[j] = next[j + 1] && ranges.contains(where: { $0.contains(chars[j]) }) != negated }
             }
+            next = row
         }
-        guard let part = parts.first, Glob.matchComponent(first[...], part[...]) else { return false }
-        return match(pattern.dropFirst(), parts.dropFirst())
-    }
-
-    private static func matchComponent(_ tokens: ArraySlice<Token>, _ chars: ArraySlice<Unicode.Scalar>) -> Bool {
-        guard let t = tokens.first else { return chars.isEmpty }
-        switch t {
-        case .star:
-            var rest = chars
-            while true {
-                if matchComponent(tokens.dropFirst(), rest) { return true }
-                guard !rest.isEmpty else { return false }
-                rest = rest.dropFirst()
-            }
-        case .globstar:
-            return matchComponent(tokens.dropFirst(), chars)
-        case .any:
-            guard !chars.isEmpty else { return false }
-            return matchComponent(tokens.dropFirst(), chars.dropFirst())
-        case .literal(let c):
-            guard chars.first == c else { return false }
-            return matchComponent(tokens.dropFirst(), chars.dropFirst())
-        case .set(let ranges, let negated):
-            guard let c = chars.first else { return false }
-            guard ranges.contains(where: { $0.contains(c) }) != negated else { return false }
-            return matchComponent(tokens.dropFirst(), chars.dropFirst())
-        }
+        return next[0]
     }
 }
