@@ -19,6 +19,18 @@ import Glibc
 /// (measured by the kernel: `ru_maxrss`, `ru_utime + ru_stime`, or `VmHWM` for the server).
 @Suite(.serialized) struct AmplificationProcessTests {
     static let memoryLimit: UInt64 = 512 << 20
+    /// `python3 -c measuringParent REPORT COMMAND ARGS…`: runs the command as its child and
+    /// writes the child's peak resident set (KiB) and CPU time (µs) to REPORT.
+    static let measuringParent = """
+        import os, sys
+        pid = os.fork()
+        if pid == 0:
+            os.execv(sys.argv[2], sys.argv[2:])
+        _, status, usage = os.wait4(pid, 0)
+        with open(sys.argv[1], "w") as f:
+            f.write("%d %d" % (usage.ru_maxrss, int((usage.ru_utime + usage.ru_stime) * 1e6)))
+        sys.exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+        """
     static let cpuLimit = Duration.seconds(10)
     static let refusal = "a pack's paths may hold at most \(PackIndex.Limits.pathBytes) in all"
 
@@ -37,9 +49,23 @@ import Glibc
     func expectRefused(
         _ arguments: [String], with phrase: String = refusal, sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> ChildProcess.Outcome {
-        let outcome = try ChildProcess.run(
-            executable: ProcessTests.binary, arguments: arguments, environment: ["HOME": "/nonexistent"],
-            until: .now + .seconds(120))
+        // Through a small Python parent that forks the command and reports its rusage: a child
+        // forked from this test process would count the test process's own resident set in its
+        // ru_maxrss (Linux carries the forked memory's high-water mark across exec), which grows
+        // with the tests running beside it.
+        let report = FileManager.default.temporaryDirectory.appendingPathComponent("amplification-\(UUID().uuidString)")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: report) }
+        var outcome = try ChildProcess.run(
+            executable: "/usr/bin/python3",
+            arguments: ["-c", Self.measuringParent, report, ProcessTests.binary] + arguments,
+            environment: ["HOME": "/nonexistent"], until: .now + .seconds(120))
+        let measured = (try? String(contentsOfFile: report, encoding: .utf8))?.split(separator: " ") ?? []
+        #expect(measured.count == 2, "the measuring parent reported nothing", sourceLocation: sourceLocation)
+        if measured.count == 2, let kib = UInt64(measured[0]), let microseconds = Int64(measured[1]) {
+            outcome.peakResidentBytes = kib * 1024
+            outcome.cpuTime = .microseconds(microseconds)
+        }
         let output = String(decoding: outcome.output, as: UTF8.self)
         let command = "backlot \(arguments.joined(separator: " "))"
         #expect(
