@@ -3,6 +3,7 @@ import BacklotClient
 import BacklotContainer
 import BacklotExtension
 import BacklotFormat
+import BacklotPeerCache
 import BacklotTaskScheduler
 import Dispatch
 import Foundation
@@ -60,6 +61,10 @@ public final class Agent: Sendable {
 
     struct State {
         var progresses: [String: ProgressBox] = [:]
+        /// The LAN peer cache while ``run()`` runs (``startPeerCache()``), and its advertisement.
+        var peerCache: PeerCacheServer?
+        var advertiser: PeerCacheAdvertiser?
+        var lastAdvertiserProblem: String?
     }
 
     /// What one event did.
@@ -198,9 +203,11 @@ public final class Agent: Sendable {
     /// loop while idle.
     public func run() async {
         log("agent: watching \(containerPath) (\(configuration.app), \(configuration.channel.rawValue))")
+        startPeerCache()
         while !isStopping {
             await round()
             if isStopping { break }
+            advertisePeerCache()
             let delay = nextWakeDelay()
             let wake = self.wake
             // A blocking wait on a thread of its own, never on the cooperative pool.
@@ -211,6 +218,7 @@ public final class Agent: Sendable {
                 }
             }
         }
+        stopPeerCache()
         launcher?.stopAll(scheduler: scheduler)
         handoffs.wait()  // the stop flag ends extension calls at once; their outcomes go to the app
         // No URL transfer may outlive the loop: the process exits next, and its exit handlers free

@@ -4,6 +4,7 @@ import BacklotContainer
 import BacklotCrypto
 import BacklotFormat
 import BacklotInfoPlist
+import BacklotPeerCache
 import BacklotProtocol
 import BacklotTaskScheduler
 import Foundation
@@ -34,6 +35,13 @@ import Foundation
 /// | `BacklotMaximumRangeBytes` | the largest Range request (progress is kept after each) | 2 MiB |
 /// | `BacklotSendsReports` | report the releases held and installs' outcomes, in aggregate and without an identifier (docs/privacy.md) | true |
 /// | `BacklotDeviceProfile` | what picks a pack's variant: `textureFormat=astc+etc2,deviceTier=high`; a key left out is detected (docs/variants.md) | detected |
+/// | `BacklotPeers` | LAN peer caches asked for chunks before the origin, `http://HOST:PORT` each (docs/peer-cache.md) | none |
+/// | `BacklotPeerDiscovery` | also ask the peer caches advertised on the local link (`_backlot._tcp`, Avahi) | false |
+/// | `BacklotPeerCache` | serve this device's chunks to the local network (`backlot agent --peer-cache`) | false |
+/// | `BacklotPeerCacheListen` | the addresses or interface names it listens on | the private addresses of the interfaces that are up |
+/// | `BacklotPeerCachePort` | its port | 7301 |
+/// | `BacklotPeerCacheRate` | bytes per second it sends at most, in all | 20 MiB |
+/// | `BacklotPeerCacheConnections` | connections it holds at most (4 per address) | 32 |
 /// | `BacklotMinimumFreeSpace` | bytes kept free on the container's file system: under it, finished files nobody claimed, then packs neither essential nor in use, are deleted, oldest first (0: never) | 128 MiB |
 ///
 /// plus the task scheduler's keys (``TaskSchedulerConfiguration``). In JSON every key must be
@@ -68,6 +76,11 @@ public struct AgentConfiguration: Sendable {
     /// nil: the environment's (``PreferredLanguages/current(environment:)``). The agent reads the
     /// key again each round: a change is a `languageChange` content request.
     public var preferredLanguages: [String]?
+    /// The peer caches this device asks for chunks (`BacklotPeers`, `BacklotPeerDiscovery`).
+    public var peers = PeerDirectory()
+    /// Whether and how this device serves its chunks to the local network (`BacklotPeerCache…`);
+    /// nil: it does not (``PeerCacheSettings``).
+    public var peerCache: PeerCacheSettings?
 
     static let appleKeys = [
         "BAManifestURL", "BAInitialDownloadRestrictions", "BAMaxInstallSize", "BAEssentialMaxInstallSize",
@@ -80,7 +93,7 @@ public struct AgentConfiguration: Sendable {
         "BacklotPrefetchRequiresUnmetered", "BacklotNetworkMetered", "BacklotPeriodicCheckInterval",
         "BacklotPollInterval", "BacklotBandwidthLimit", "BacklotMaximumRangeBytes", "BacklotMinimumFreeSpace",
         "BacklotPreferredLanguages", "BacklotSendsReports", "BacklotDeviceProfile",
-    ]
+    ] + PeerDirectory.configurationKeys + PeerCacheSettings.configurationKeys
     public static var keys: [String] { appleKeys + backlotKeys + TaskSchedulerConfiguration.keys }
 
     /// Reads a configuration file (JSON or an Info.plist).
@@ -218,6 +231,8 @@ public struct AgentConfiguration: Sendable {
         guard maximumRangeBytes >= 64 << 10 else {
             throw ConfigurationKey.error("BacklotMaximumRangeBytes", source: source, "must be at least 65536 bytes")
         }
+        peers = try PeerDirectory(settings: settings, source: source)
+        peerCache = try PeerCacheSettings(settings: settings, source: source)
         scheduler = try TaskSchedulerConfiguration(settings: settings, source: source, databasePath: databasePath)
     }
 
@@ -275,6 +290,7 @@ public struct AgentConfiguration: Sendable {
         c.maximumRangeBytes = maximumRangeBytes
         c.sendsReports = sendsReports
         c.deviceProfile = deviceProfile
+        c.peers = peers
         return c
     }
 }

@@ -160,6 +160,9 @@ public final class ChildProcess: @unchecked Sendable {
         }
     }
 
+    /// Whether the child has exited (it is not reaped: ``wait(until:keepingLast:isCancelled:)`` still says how).
+    public var hasExited: Bool { reaped.load(ordering: .acquiring) || clinux_has_exited(pid) != 0 }
+
     /// Sends `signal` to the child's whole process group.
     public func signalGroup(_ signal: Int32) {
         if !reaped.load(ordering: .acquiring) { Self.signalGroup(pid, signal) }

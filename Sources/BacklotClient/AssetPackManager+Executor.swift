@@ -85,7 +85,11 @@ extension AssetPackManager {
         let progress = Progress(totalUnitCount: Int64(max(1, release.installSize)))
         broadcaster.send(.began(pack))
         broadcaster.send(.downloading(pack, progress))
-        let installer = makeInstaller()
+        var installer = makeInstaller()
+        if configuration.peers.isEnabled {
+            let directory = configuration.peers
+            installer.peers = try await BlockingPool.unbounded.run { directory.peers().peers }
+        }
         let box = ProgressBox(progress)
         let broadcaster = self.broadcaster
         reporter.record(.started, pack: id, version: release.version)
@@ -107,7 +111,8 @@ extension AssetPackManager {
             return FetchReport(
                 id: id, version: release.version, downloadedBytes: outcome?.downloadedBytes ?? 0,
                 downloadedChunks: outcome?.downloadedChunks ?? 0,
-                reusedChunks: outcome?.reusedChunks ?? 0, linkedFiles: outcome?.linkedFiles ?? 0)
+                reusedChunks: outcome?.reusedChunks ?? 0, linkedFiles: outcome?.linkedFiles ?? 0,
+                peerBytes: outcome?.peerBytes ?? 0, peerChunks: outcome?.peerChunks ?? 0)
         } catch {
             broadcaster.send(.failed(pack, error))
             // A download the app cancelled is no failure of the release.

@@ -40,7 +40,7 @@ extension AssetPackManager.Configuration {
     /// The configuration of the running app: the container from `BACKLOT_CONTAINER`; the catalog
     /// (`BacklotCatalogURL`, or `BAManifestURL` when it is the catalog), the trusted key
     /// (`BacklotTrustedKey`, a path relative to the file), and optionally `BacklotCAFile`,
-    /// `BacklotPlatform`, `BacklotBandwidthLimit`, `BacklotSendsReports` and `BacklotDeviceProfile` from the file `BACKLOT_CONFIG` names (or the `Info.plist` beside the
+    /// `BacklotPlatform`, `BacklotBandwidthLimit`, `BacklotSendsReports`, `BacklotDeviceProfile`, `BacklotPeers` and `BacklotPeerDiscovery` from the file `BACKLOT_CONFIG` names (or the `Info.plist` beside the
     /// executable). Other keys are left to `backlot agent`, which checks them.
     ///
     /// ```swift
@@ -141,6 +141,7 @@ extension AssetPackManager.Configuration {
             configuration.deviceProfile = try DeviceProfile.detected(
                 overriddenBy: text, label: "the key BacklotDeviceProfile", context: source)
         }
+        configuration.peers = try PeerDirectory(settings: settings, source: source)
         return configuration
     }
 }

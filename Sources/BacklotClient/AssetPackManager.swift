@@ -68,6 +68,11 @@ public actor AssetPackManager {
         /// (``BacklotFormat/DeviceProfile/detected``). A Backlot addition; the configuration key
         /// `BacklotDeviceProfile` (`textureFormat=astc,deviceTier=high`).
         public var deviceProfile: DeviceProfile?
+        /// LAN peer caches asked for chunks before the origin: a static list (`http://HOST:PORT`,
+        /// the key `BacklotPeers`) and, with ``PeerDirectory/discovers``, those advertised on the
+        /// local link (`BacklotPeerDiscovery`). Off by default: asking tells a neighbour which
+        /// chunks this device lacks (docs/privacy.md). A Backlot addition.
+        public var peers = PeerDirectory()
 
         /// The app and channel a catalog URL names (`…/v1/apps/APP/CHANNEL/catalog.json`).
         /// - Throws: ``BacklotError/Code/usage`` when the URL is not of that shape.
@@ -213,6 +218,41 @@ public actor AssetPackManager {
         public let downloadedChunks: Int
         public let reusedChunks: Int
         public let linkedFiles: Int
+        /// Bytes and chunks that came from LAN peer caches (docs/peer-cache.md), each checked
+        /// against the signed index; ``downloadedBytes`` counts the origin's.
+        public var peerBytes: UInt64 = 0
+        public var peerChunks = 0
+
+        init(
+            id: String, version: Int, downloadedBytes: UInt64, downloadedChunks: Int, reusedChunks: Int,
+            linkedFiles: Int, peerBytes: UInt64 = 0, peerChunks: Int = 0
+        ) {
+            self.id = id
+            self.version = version
+            self.downloadedBytes = downloadedBytes
+            self.downloadedChunks = downloadedChunks
+            self.reusedChunks = reusedChunks
+            self.linkedFiles = linkedFiles
+            self.peerBytes = peerBytes
+            self.peerChunks = peerChunks
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case id, version, downloadedBytes, downloadedChunks, reusedChunks, linkedFiles, peerBytes, peerChunks
+        }
+
+        /// A report as stored; one written before peers existed has none of their figures.
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(
+                id: try c.decode(String.self, forKey: .id), version: try c.decode(Int.self, forKey: .version),
+                downloadedBytes: try c.decode(UInt64.self, forKey: .downloadedBytes),
+                downloadedChunks: try c.decode(Int.self, forKey: .downloadedChunks),
+                reusedChunks: try c.decode(Int.self, forKey: .reusedChunks),
+                linkedFiles: try c.decode(Int.self, forKey: .linkedFiles),
+                peerBytes: try c.decodeIfPresent(UInt64.self, forKey: .peerBytes) ?? 0,
+                peerChunks: try c.decodeIfPresent(Int.self, forKey: .peerChunks) ?? 0)
+        }
     }
 
     /// Installs the catalog's current release of a pack if it is not installed yet, and says what it cost.

@@ -44,6 +44,11 @@ struct PackInstaller: Sendable {
     var retries = 4
     /// What picks the variant of a pack with variants this device installs (docs/format.md §3.2).
     var profile = DeviceProfile.detected
+    /// LAN peer caches asked for chunks before the origin (``fetchWithPeers(_:_:_:files:id:progress:isCancelled:)``).
+    var peers: [URL] = []
+    /// Seconds a peer has to connect and start answering (and the least rate it must keep, 1 MiB/s):
+    /// past it, the chunk goes to another source and the peer is not asked again in this install.
+    var peerDeadline = 2
 
     struct Outcome: Sendable {
         /// Bytes fetched from the network (header, index and chunks).
@@ -55,6 +60,12 @@ struct PackInstaller: Sendable {
         /// chunks rebuilt from it (each checked against its ID; ``downloadedChunks`` counts the others).
         var deltaBytes: UInt64 = 0
         var deltaChunks = 0
+        /// Bytes and chunks that came from LAN peers (each checked against its ID); not in
+        /// ``downloadedBytes``, which counts the origin's.
+        var peerBytes: UInt64 = 0
+        var peerChunks = 0
+        /// Peers dropped during the install, and why.
+        var bannedPeers: [String: String] = [:]
     }
 
     /// Installs `release` of pack `id` from `archiveURL`, the five phases in turn.
@@ -88,15 +99,23 @@ struct PackInstaller: Sendable {
             deltaChunks = sources.viaDelta.count - result.fallback.count
             sources.missing = (sources.missing + result.fallback).sorted()
         }
-        let fetched = try fetchChunks(
-            sources.missing, plan, folder, files: files, id: id, progress: progress, isCancelled: isCancelled)
+        let tally: TransferTally
+        if !peers.isEmpty && !sources.missing.isEmpty {
+            tally = try fetchWithPeers(
+                sources.missing, plan, folder, files: files, id: id, progress: progress, isCancelled: isCancelled)
+        } else {
+            let fetched = try fetchChunks(
+                sources.missing, plan, folder, files: files, id: id, progress: progress, isCancelled: isCancelled)
+            tally = TransferTally(originBytes: fetched, originChunks: sources.missing.count)
+        }
 
         try finishAssembly(plan, folder, files: files)
         try commit(id: id, release: release, plan, folder, previous: previous)
         try? container.recordDeltaUse(id, digest: plan.digest, bytes: deltaBytes, chunks: deltaChunks)
         return Outcome(
-            downloadedBytes: plan.downloadedBytes + deltaBytes + fetched, reusedChunks: sources.reused,
-            downloadedChunks: sources.missing.count, linkedFiles: folder.linked.count, deltaBytes: deltaBytes,
-            deltaChunks: deltaChunks)
+            downloadedBytes: plan.downloadedBytes + deltaBytes + tally.originBytes, reusedChunks: sources.reused,
+            downloadedChunks: tally.originChunks, linkedFiles: folder.linked.count, deltaBytes: deltaBytes,
+            deltaChunks: deltaChunks, peerBytes: tally.peerBytes, peerChunks: tally.peerChunks,
+            bannedPeers: tally.bannedPeers)
     }
 }

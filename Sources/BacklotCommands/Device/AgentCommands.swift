@@ -3,6 +3,7 @@ import BacklotBasics
 import BacklotContainer
 import BacklotExtension
 import BacklotJSON
+import BacklotPeerCache
 import BacklotProtocol
 import BacklotRepository
 import BacklotTaskScheduler
@@ -20,14 +21,20 @@ struct AgentCommand: Command {
             cleanly on SIGTERM or Ctrl-C: verified chunks are kept and queued events run at the next start. \
             Installers call `backlot notify` to queue install and update events.
             """,
-        options: [container, config, once])
+        options: [container, config, once, peerCache])
     static let container = Option<String>("container", "DIR", help: "The app's container folder.")
     static let config = Option<String>("config", "FILE", help: "The configuration: JSON or an Info.plist.")
     static let once = Flag("once", help: "Run one round (queued events, the periodic check, due tasks) and exit.")
+    static let peerCache = Flag(
+        "peer-cache",
+        help:
+            "Serve this container's installed chunks to the local network while on mains power and an unmetered network (as BacklotPeerCache; docs/peer-cache.md)."
+    )
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let container = arguments[Self.container]
-        let configuration = try AgentConfiguration(path: arguments[config], containerPath: container)
+        var configuration = try AgentConfiguration(path: arguments[config], containerPath: container)
+        if arguments[peerCache] && configuration.peerCache == nil { configuration.peerCache = PeerCacheSettings() }
         let agent = try Agent(containerPath: container, configuration: configuration, log: agentLog(io))
         BacklotCLI.onInterrupt { _ in agent.stop() }
         try BlockingPool.waitForAsync {

@@ -44,8 +44,18 @@ struct FetchCommand: Command {
         help:
             "What picks a pack's variant: textureFormat=FORMAT[+FORMAT…],deviceTier=low|medium|high|0-9 (a key left out is detected; docs/variants.md)."
     )
+    static let peer = Option<[String]>(
+        "peer", "URL",
+        help:
+            "A LAN peer cache to ask for chunks before the origin, http://HOST:PORT (repeatable; every chunk is checked against the signed index; docs/peer-cache.md).",
+        expected: "http://HOST:PORT", check: { $0.allSatisfy { PeerDirectory.peerURL($0) != nil } })
+    static let discoverPeers = Flag(
+        "discover-peers",
+        help: "Also ask the peer caches advertised on the local link (_backlot._tcp, through avahi-browse).")
     /// What a device needs to reach a catalog, shared with `verify --repair`.
-    static let deviceOptions: [any OptionDeclaration] = [catalog, trust, ca, platform, limitRate, minimumRate, device]
+    static let deviceOptions: [any OptionDeclaration] = [
+        catalog, trust, ca, platform, limitRate, minimumRate, device, peer, discoverPeers,
+    ]
 
     static func manager(
         _ arguments: ParsedArguments, container: String, sendsReports: Bool = true
@@ -66,6 +76,8 @@ struct FetchCommand: Command {
             configuration.deviceProfile = try DeviceProfile.detected(
                 overriddenBy: text, label: "--device", code: .usage)
         }
+        configuration.peers = PeerDirectory(
+            staticPeers: arguments[peer].compactMap(PeerDirectory.peerURL), discovers: arguments[discoverPeers])
         return try AssetPackManager(configuration: configuration)
     }
 
@@ -133,7 +145,7 @@ struct FetchCommand: Command {
         } else {
             for r in reports {
                 io.out(
-                    "\(r.id) version \(r.version): \(r.downloadedBytes == 0 ? "up to date" : "\(ByteCount.format(r.downloadedBytes)) downloaded, \(r.reusedChunks) chunks reused, \(r.linkedFiles) files unchanged")\n"
+                    "\(r.id) version \(r.version): \(r.downloadedBytes == 0 ? "up to date" : "\(ByteCount.format(r.downloadedBytes)) downloaded\(r.peerBytes > 0 ? " from the origin and \(ByteCount.format(r.peerBytes)) from LAN peers" : ""), \(r.reusedChunks) chunks reused, \(r.linkedFiles) files unchanged")\n"
                 )
             }
         }

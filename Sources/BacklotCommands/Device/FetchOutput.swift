@@ -2,7 +2,8 @@ import BacklotClient
 
 /// `backlot fetch --json` (docs/json.md): per pack fetched, what came over the network and what
 /// was reused; `deltaBytes` is what came as delta frames, `deltaChunkCount` the chunks rebuilt from
-/// them. Encoded by ``CommandJSON``, keys sorted.
+/// them; `downloadedBytes` came from the origin, `peerBytes` (`peerChunkCount` chunks) from LAN
+/// peer caches (docs/peer-cache.md). Encoded by ``CommandJSON``, keys sorted.
 struct FetchOutput: Encodable {
     struct Pack: Encodable {
         let pack: String
@@ -13,6 +14,8 @@ struct FetchOutput: Encodable {
         let linkedFileCount: Int
         let deltaBytes: UInt64
         let deltaChunkCount: Int
+        let peerBytes: UInt64
+        let peerChunkCount: Int
     }
 
     let packs: [Pack]
@@ -22,7 +25,8 @@ struct FetchOutput: Encodable {
             Pack(
                 pack: r.id, version: r.version, downloadedBytes: r.downloadedBytes,
                 downloadedChunkCount: r.downloadedChunks, reusedChunkCount: r.reusedChunks,
-                linkedFileCount: r.linkedFiles, deltaBytes: use?.bytes ?? 0, deltaChunkCount: use?.chunks ?? 0)
+                linkedFileCount: r.linkedFiles, deltaBytes: use?.bytes ?? 0, deltaChunkCount: use?.chunks ?? 0,
+                peerBytes: r.peerBytes, peerChunkCount: r.peerChunks)
         }
     }
 }

@@ -1,0 +1,55 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The machine's IPv4 addresses, by interface (getifaddrs(3)): what a service bound to "the
+/// LAN" chooses among.
+///
+/// ```swift
+/// for a in NetworkInterfaces.ipv4Addresses() where a.isUp && a.isPrivate { print(a.interface, a.address) }
+/// ```
+public enum NetworkInterfaces {
+    public struct Address: Sendable, Hashable {
+        /// The interface's name (`eth0`).
+        public let interface: String
+        /// Dotted decimal (`192.168.1.20`).
+        public let address: String
+        public let isUp: Bool
+        public let isLoopback: Bool
+
+        /// In 10/8, 172.16/12, 192.168/16 or 169.254/16: never routed on the internet.
+        public var isPrivate: Bool {
+            let o = address.split(separator: ".").compactMap { UInt8($0) }
+            guard o.count == 4 else { return false }
+            return o[0] == 10 || (o[0] == 172 && (16...31).contains(o[1])) || (o[0] == 192 && o[1] == 168)
+                || (o[0] == 169 && o[1] == 254)
+        }
+    }
+
+    /// Every IPv4 address of every interface (none when getifaddrs fails).
+    public static func ipv4Addresses() -> [Address] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return [] }
+        defer { freeifaddrs(list) }
+        var found: [Address] = []
+        var next: UnsafeMutablePointer<ifaddrs>? = first
+        while let entry = next {
+            defer { next = entry.pointee.ifa_next }
+            guard let sa = entry.pointee.ifa_addr, sa.pointee.sa_family == sa_family_t(AF_INET),
+                let name = entry.pointee.ifa_name
+            else { continue }
+            var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+            let ok = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
+                var a = sin.pointee.sin_addr
+                return inet_ntop(AF_INET, &a, &text, socklen_t(text.count)) != nil
+            }
+            guard ok else { continue }
+            let flags = entry.pointee.ifa_flags
+            found.append(
+                Address(
+                    interface: String(cString: name), address: String(cString: text),
+                    isUp: flags & UInt32(IFF_UP) != 0, isLoopback: flags & UInt32(IFF_LOOPBACK) != 0))
+        }
+        return found
+    }
+}

@@ -1,0 +1,41 @@
+import Synchronization
+
+/// A token bucket of bytes per second shared by every connection of a peer cache: a chunk is sent
+/// only when the bucket holds its size (refilled at ``rate``, holding at most one second of it, or
+/// one chunk when that is larger).
+///
+/// ```swift
+/// let budget = SendBudget(rate: 20 << 20, largest: 4 << 20)
+/// if budget.take(bytes.count) { send(bytes) } else { answer503() }
+/// ```
+final class SendBudget: Sendable {
+    let rate: Double
+    let capacity: Double
+    private let state: Mutex<(tokens: Double, last: ContinuousClock.Instant)>
+
+    init(rate: UInt64, largest: Int) {
+        self.rate = Double(rate)
+        capacity = max(Double(rate), Double(largest))
+        state = Mutex((capacity, .now))
+    }
+
+    /// Takes `bytes` from the bucket; false (and nothing taken) when it holds fewer.
+    func take(_ bytes: Int) -> Bool {
+        let now = ContinuousClock.now
+        return state.withLock { s in
+            let elapsed = now - s.last
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            s.tokens = min(capacity, s.tokens + seconds * rate)
+            s.last = now
+            guard s.tokens >= Double(bytes) else { return false }
+            s.tokens -= Double(bytes)
+            return true
+        }
+    }
+
+    /// Seconds until `bytes` could be taken (at least 1, for `Retry-After`).
+    func secondsUntil(_ bytes: Int) -> Int {
+        let missing = state.withLock { max(0, Double(bytes) - $0.tokens) }
+        return max(1, Int((missing / rate).rounded(.up)))
+    }
+}
