@@ -40,6 +40,7 @@ test: bootstrap
 	@scripts/python-extension-test $(BACKLOT)
 	@SWIFT=$(SWIFT) scripts/deb-test
 	@SWIFT=$(SWIFT) scripts/install-test
+	@scripts/peer-cache-test $(BACKLOT)
 	@scripts/fuzz --smoke
 
 # Builds the libFuzzer harnesses and runs each for FUZZ_SECONDS; crash inputs go to Fuzz/Findings/.

@@ -130,8 +130,8 @@ let package = Package(
                 "BacklotAgent", "BacklotAppClips", "BacklotAppleArchive", "BacklotBasics", "BacklotProtocol",
                 "BacklotClient",
                 "BacklotContainer", "BacklotCrypto", "BacklotExtension", "BacklotFormat", "BacklotHTTPClient",
-                "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON", "BacklotPostgres", "BacklotRepository",
-                "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTaskScheduler",
+                "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON", "BacklotPeerCache", "BacklotPostgres",
+                "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTaskScheduler",
             ]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
         // The C interface over the client: handles, statuses, callbacks (libbacklot).

@@ -63,6 +63,12 @@ extension Agent {
             return (s.peerCache, s.advertiser)
         }
         advertiser?.stop()
-        server?.stop()
+        if let server {
+            server.stop()
+            let s = server.statistics
+            log(
+                "peer cache: stopped after sending \(s.chunksSent) chunks (\(s.bytesSent) bytes); \(s.notHeld) asked for were not held, \(s.refused) refused, \(s.questions) have questions"
+            )
+        }
     }
 }

@@ -87,13 +87,14 @@ public struct AgentConfiguration: Sendable {
         "BAAppGroupID",
         "BAHasManagedAssetPacks", "BAUsesAppleHosting",
     ]
-    static let backlotKeys = [
-        "BacklotCatalogURL", "BacklotTrustedKey", "BacklotCAFile", "BacklotPlatform", "BacklotExtensionPath",
-        "BacklotExtensionTimeLimit", "BacklotExtensionDailyBudget", "BacklotAppExecutable", "BacklotAppArguments",
-        "BacklotPrefetchRequiresUnmetered", "BacklotNetworkMetered", "BacklotPeriodicCheckInterval",
-        "BacklotPollInterval", "BacklotBandwidthLimit", "BacklotMaximumRangeBytes", "BacklotMinimumFreeSpace",
-        "BacklotPreferredLanguages", "BacklotSendsReports", "BacklotDeviceProfile",
-    ] + PeerDirectory.configurationKeys + PeerCacheSettings.configurationKeys
+    static let backlotKeys =
+        [
+            "BacklotCatalogURL", "BacklotTrustedKey", "BacklotCAFile", "BacklotPlatform", "BacklotExtensionPath",
+            "BacklotExtensionTimeLimit", "BacklotExtensionDailyBudget", "BacklotAppExecutable", "BacklotAppArguments",
+            "BacklotPrefetchRequiresUnmetered", "BacklotNetworkMetered", "BacklotPeriodicCheckInterval",
+            "BacklotPollInterval", "BacklotBandwidthLimit", "BacklotMaximumRangeBytes", "BacklotMinimumFreeSpace",
+            "BacklotPreferredLanguages", "BacklotSendsReports", "BacklotDeviceProfile",
+        ] + PeerDirectory.configurationKeys + PeerCacheSettings.configurationKeys
     public static var keys: [String] { appleKeys + backlotKeys + TaskSchedulerConfiguration.keys }
 
     /// Reads a configuration file (JSON or an Info.plist).

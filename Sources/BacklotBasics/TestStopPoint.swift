@@ -8,13 +8,15 @@ import Glibc
 /// normal stop there. Armed only by the environment: `BACKLOT_TEST_STOP_AT=NAME:KILL` makes the
 /// process SIGKILL itself when it reaches `NAME`; `NAME:TERM` sends it SIGTERM and parks the
 /// thread that reached the point, so the process stops normally while that step never finishes
-/// (as when `systemctl stop` ends a process whose thread waits on a lock). Without the variable
+/// (as when `systemctl stop` ends a process whose thread waits on a lock); `NAME:STOP` sends it
+/// SIGSTOP, so that a test can change the world (stop a server) before it sends SIGCONT. Without the variable
 /// (every real run) ``reach(_:)`` does nothing.
 ///
 /// Points: the agent's hand-over of URL download outcomes (`handover.afterRecord`, `afterRename`,
 /// `underLock`, `afterPost`, `beforeExtension`, `afterExtension`, `extensionAnswered`) and the
 /// server's releases, publication and processing (`release.committed`, `publish.beforeCatalog`,
-/// `publish.afterCatalog`, `processing.beforeStore`).
+/// `publish.afterCatalog`, `processing.beforeStore`), and an install's (`install.afterPlan`: the
+/// header and index read; `peers.afterRecord`: the first chunks from LAN peers recorded).
 ///
 /// ```swift
 /// TestStopPoint.reach("handover.afterRename")
@@ -26,8 +28,8 @@ public enum TestStopPoint {
             return nil
         }
         let parts = value.split(separator: ":", maxSplits: 1).map(String.init)
-        let signal = parts.count > 1 && parts[1] == "TERM" ? SIGTERM : SIGKILL
-        return (parts[0], signal)
+        let how = parts.count > 1 ? parts[1] : "KILL"
+        return (parts[0], how == "TERM" ? SIGTERM : how == "STOP" ? SIGSTOP : SIGKILL)
     }()
 
     /// Stops the process here when this point is armed.
@@ -40,6 +42,10 @@ public enum TestStopPoint {
         guard let armed, armed.name == name else { return }
         FileHandle.standardError.write(Data("stop point \(name) reached\n".utf8))
         if armed.signal == SIGKILL { raise(SIGKILL) }
+        if armed.signal == SIGSTOP {
+            raise(SIGSTOP)  // the test sends SIGCONT; the step goes on
+            return
+        }
         if defaultTerm {
             signal(SIGTERM, SIG_DFL)
             var set = sigset_t()

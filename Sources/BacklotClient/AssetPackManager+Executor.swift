@@ -112,7 +112,8 @@ extension AssetPackManager {
                 id: id, version: release.version, downloadedBytes: outcome?.downloadedBytes ?? 0,
                 downloadedChunks: outcome?.downloadedChunks ?? 0,
                 reusedChunks: outcome?.reusedChunks ?? 0, linkedFiles: outcome?.linkedFiles ?? 0,
-                peerBytes: outcome?.peerBytes ?? 0, peerChunks: outcome?.peerChunks ?? 0)
+                peerBytes: outcome?.peerBytes ?? 0, peerChunks: outcome?.peerChunks ?? 0,
+                bannedPeers: outcome?.bannedPeers ?? [:])
         } catch {
             broadcaster.send(.failed(pack, error))
             // A download the app cancelled is no failure of the release.

@@ -222,10 +222,12 @@ public actor AssetPackManager {
         /// against the signed index; ``downloadedBytes`` counts the origin's.
         public var peerBytes: UInt64 = 0
         public var peerChunks = 0
+        /// Peers dropped during the install (by URL), and why: a wrong or short chunk, no answer in time.
+        public var bannedPeers: [String: String] = [:]
 
         init(
             id: String, version: Int, downloadedBytes: UInt64, downloadedChunks: Int, reusedChunks: Int,
-            linkedFiles: Int, peerBytes: UInt64 = 0, peerChunks: Int = 0
+            linkedFiles: Int, peerBytes: UInt64 = 0, peerChunks: Int = 0, bannedPeers: [String: String] = [:]
         ) {
             self.id = id
             self.version = version
@@ -235,10 +237,12 @@ public actor AssetPackManager {
             self.linkedFiles = linkedFiles
             self.peerBytes = peerBytes
             self.peerChunks = peerChunks
+            self.bannedPeers = bannedPeers
         }
 
         private enum CodingKeys: String, CodingKey {
-            case id, version, downloadedBytes, downloadedChunks, reusedChunks, linkedFiles, peerBytes, peerChunks
+            case id, version, downloadedBytes, downloadedChunks, reusedChunks, linkedFiles, peerBytes, peerChunks,
+                bannedPeers
         }
 
         /// A report as stored; one written before peers existed has none of their figures.
@@ -251,7 +255,8 @@ public actor AssetPackManager {
                 reusedChunks: try c.decode(Int.self, forKey: .reusedChunks),
                 linkedFiles: try c.decode(Int.self, forKey: .linkedFiles),
                 peerBytes: try c.decodeIfPresent(UInt64.self, forKey: .peerBytes) ?? 0,
-                peerChunks: try c.decodeIfPresent(Int.self, forKey: .peerChunks) ?? 0)
+                peerChunks: try c.decodeIfPresent(Int.self, forKey: .peerChunks) ?? 0,
+                bannedPeers: try c.decodeIfPresent([String: String].self, forKey: .bannedPeers) ?? [:])
         }
     }
 

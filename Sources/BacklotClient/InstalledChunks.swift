@@ -92,7 +92,9 @@ public final class InstalledChunks: Sendable {
         guard state.withLock({ $0.releases != names }) else { return }
         var chunks: [SHA256Digest: Location] = [:]
         for release in installed {
-            guard let (_, index) = PackInstaller.decodeStored(release.indexBytes, name: release.digest) else { continue }
+            guard let (_, index) = PackInstaller.decodeStored(release.indexBytes, name: release.digest) else {
+                continue
+            }
             let folder = container.releaseFolder(release.id, digest: release.digest)
             for file in index.files {
                 var offset: UInt64 = 0

@@ -40,7 +40,9 @@ extension PackInstaller {
             stallTimeout: peerDeadline, maximumBodySize: PeerCacheLayout.maximumChunkBytes,
             minimumRate: 1 << 20, baseDeadline: peerDeadline)
         let holders = askPeers(missing.map { index.chunks[$0].id }, client: client)
-        let fromPeers = missing.indices.filter { !holders[$0].isEmpty }.map { (chunk: missing[$0], holders: holders[$0]) }
+        let fromPeers = missing.indices.filter { !holders[$0].isEmpty }.map {
+            (chunk: missing[$0], holders: holders[$0])
+        }
         let fromOrigin = missing.indices.filter { holders[$0].isEmpty }.map { missing[$0] }
         let peerTotal = fromPeers.reduce(UInt64(0)) { $0 + UInt64(index.chunks[$1.chunk].uncompressedSize) }
         let origin = Mutex<(done: UInt64, total: UInt64)>((0, 0))
@@ -176,14 +178,26 @@ extension PackInstaller {
         let next = Mutex(0)
         let banned = Mutex<[Int: String]>([:])
         let failed = Mutex<[Int]>([])
-        let written = Mutex<(chunks: [Int], count: Int)>(([], 0))
+        // Recorded as the origin's are: every 4 MiB or a quarter of a second, so that a crash
+        // loses only what was in flight.
+        let written = Mutex<(chunks: [Int], count: Int, bytes: UInt64, since: ContinuousClock.Instant)>(
+            ([], 0, 0, .now))
         let record: @Sendable (Bool) -> Void = { all in
             let due = written.withLock { w -> [Int] in
-                guard all || w.chunks.count >= 64 else { return [] }
-                defer { w.chunks = [] }
+                guard all || w.bytes >= 4 << 20 || ContinuousClock.now - w.since >= .milliseconds(250) else {
+                    return []
+                }
+                defer {
+                    w.chunks = []
+                    w.bytes = 0
+                    w.since = .now
+                }
                 return w.chunks
             }
-            if !due.isEmpty { try? container.recordChunks(plan.digest, due) }
+            if !due.isEmpty {
+                try? container.recordChunks(plan.digest, due)
+                TestStopPoint.reach("peers.afterRecord")
+            }
         }
         DispatchQueue.concurrentPerform(iterations: max(1, min(connections * 2, chunks.count))) { _ in
             while !isCancelled() {
@@ -205,7 +219,9 @@ extension PackInstaller {
                             "GET", peerURL(p, PeerCacheLayout.chunkPath(chunk.id)),
                             expectedBodySize: Int(chunk.uncompressedSize))
                     } catch {
-                        banned.withLock { $0[p] = $0[p] ?? "no answer in time: \(error)" }
+                        banned.withLock {
+                            $0[p] = $0[p] ?? "the request failed (no answer in time, or a body cut short): \(error)"
+                        }
                         continue
                     }
                     if answer.status == 404 || answer.status == 503 || answer.status == 429 { continue }
@@ -230,6 +246,7 @@ extension PackInstaller {
                     written.withLock {
                         $0.chunks.append(c)
                         $0.count += 1
+                        $0.bytes += UInt64(answer.body.count)
                     }
                     record(false)
                     report()

@@ -82,6 +82,7 @@ struct PackInstaller: Sendable {
         }
         let plan = try verifiedRelease(
             id: id, release: release, archiveURL: archiveURL, previous: repairing ? nil : previous)
+        TestStopPoint.reach("install.afterPlan")
         let folder = try prepareFolder(id: id, plan, previous: previous)
         let files = OpenFiles(
             folder: folder.partial, files: plan.index.files, placements: folder.placements.perFile,

@@ -88,8 +88,10 @@ public struct PeerDirectory: Sendable, Hashable {
                 host = address
             } else if f[2] == "IPv6" {
                 guard !address.isEmpty, address.allSatisfy({ $0.isHexDigit || $0 == ":" }) else { continue }
-                let zone = f[1].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }) ? f[1] : ""
-                host = "[" + address + (address.lowercased().hasPrefix("fe80") && !zone.isEmpty ? "%25" + zone : "") + "]"
+                let zone =
+                    f[1].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }) ? f[1] : ""
+                host =
+                    "[" + address + (address.lowercased().hasPrefix("fe80") && !zone.isEmpty ? "%25" + zone : "") + "]"
             } else {
                 continue
             }

@@ -39,7 +39,9 @@ public final class PeerCacheAdvertiser: Sendable {
         guard let publish = ChildProcess.findExecutable("avahi-publish") else {
             throw BacklotError(
                 .io, "advertising the peer cache needs avahi-publish, which is not installed",
-                hint: "install Debian's avahi-utils and avahi-daemon, or set BacklotPeerCacheAdvertises to false and name this device in the others' BacklotPeers")
+                hint:
+                    "install Debian's avahi-utils and avahi-daemon, or set BacklotPeerCacheAdvertises to false and name this device in the others' BacklotPeers"
+            )
         }
         let process = try ChildProcess.start(
             executable: publish, arguments: ["-s", name, PeerCacheLayout.serviceType, String(port)],
@@ -50,10 +52,12 @@ public final class PeerCacheAdvertiser: Sendable {
 
     /// Withdraws the advertisement (ends `avahi-publish`).
     public func stop() {
-        guard let process = child.withLock({ c -> ChildProcess? in
-            defer { c = nil }
-            return c
-        }) else { return }
+        guard
+            let process = child.withLock({ c -> ChildProcess? in
+                defer { c = nil }
+                return c
+            })
+        else { return }
         process.signalGroup(SIGTERM)
         _ = process.wait(until: .now + .seconds(2), keepingLast: 0)
     }

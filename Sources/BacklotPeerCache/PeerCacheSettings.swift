@@ -75,8 +75,9 @@ public struct PeerCacheSettings: Sendable, Hashable {
     /// its IPv4 addresses), or the private addresses of the interfaces that are up.
     /// - Throws: ``BacklotError/Code/invalidInput`` for a name that is neither an address nor an
     ///   interface with one; ``BacklotError/Code/io`` when no private address is up.
-    public func addresses(interfaces: [NetworkInterfaces.Address] = NetworkInterfaces.ipv4Addresses()) throws -> [String]
-    {
+    public func addresses(
+        interfaces: [NetworkInterfaces.Address] = NetworkInterfaces.ipv4Addresses()
+    ) throws -> [String] {
         if listen.isEmpty {
             let found = interfaces.filter { $0.isUp && !$0.isLoopback && $0.isPrivate }.map(\.address)
             guard !found.isEmpty else {

@@ -144,6 +144,9 @@ struct FetchCommand: Command {
             try io.outJSON(FetchOutput(reports, deltas: deltas))
         } else {
             for r in reports {
+                for (peer, why) in r.bannedPeers.sorted(by: { $0.key < $1.key }) {
+                    io.err("\(r.id): the LAN peer \(peer) was not asked again: \(why)\n")
+                }
                 io.out(
                     "\(r.id) version \(r.version): \(r.downloadedBytes == 0 ? "up to date" : "\(ByteCount.format(r.downloadedBytes)) downloaded\(r.peerBytes > 0 ? " from the origin and \(ByteCount.format(r.peerBytes)) from LAN peers" : ""), \(r.reusedChunks) chunks reused, \(r.linkedFiles) files unchanged")\n"
                 )

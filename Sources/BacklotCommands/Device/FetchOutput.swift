@@ -16,6 +16,8 @@ struct FetchOutput: Encodable {
         let deltaChunkCount: Int
         let peerBytes: UInt64
         let peerChunkCount: Int
+        /// Peers dropped during the install, by URL, and why.
+        let bannedPeers: [String: String]
     }
 
     let packs: [Pack]
@@ -26,7 +28,7 @@ struct FetchOutput: Encodable {
                 pack: r.id, version: r.version, downloadedBytes: r.downloadedBytes,
                 downloadedChunkCount: r.downloadedChunks, reusedChunkCount: r.reusedChunks,
                 linkedFileCount: r.linkedFiles, deltaBytes: use?.bytes ?? 0, deltaChunkCount: use?.chunks ?? 0,
-                peerBytes: r.peerBytes, peerChunkCount: r.peerChunks)
+                peerBytes: r.peerBytes, peerChunkCount: r.peerChunks, bannedPeers: r.bannedPeers)
         }
     }
 }
