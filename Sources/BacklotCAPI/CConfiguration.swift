@@ -57,6 +57,25 @@ enum CConfiguration {
             configuration.deviceProfile = try DeviceProfile.detected(
                 overriddenBy: profile, label: "config->device_profile", context: urlText)
         }
+        if let list = try CMemory.optionalString(c.peers, "config->peers") {
+            let urls = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard urls.count <= PeerDirectory.maximumPeers else {
+                throw CallError.invalidArgument(
+                    "config->peers names \(urls.count) peers: give at most \(PeerDirectory.maximumPeers)")
+            }
+            configuration.peers.staticPeers = try urls.map { text in
+                guard let url = PeerDirectory.peerURL(text) else {
+                    throw CallError.invalidArgument(
+                        "config->peers: \"\(text.prefix(80))\" is not http://HOST:PORT (give a comma-separated list)")
+                }
+                return url
+            }
+        }
+        switch c.discover_peers {
+        case 0: break
+        case 1: configuration.peers.discovers = true
+        default: throw CallError.invalidArgument("config->discover_peers is \(c.discover_peers): give 0 or 1")
+        }
         return configuration
     }
 }

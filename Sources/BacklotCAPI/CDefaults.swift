@@ -7,7 +7,7 @@ enum CDefaults {
         backlot_config(
             size: MemoryLayout<backlot_config>.size, container_path: nil, catalog_url: nil, trusted_key_path: nil,
             ca_path: nil, app: nil, channel: nil, bandwidth_limit: 0, stall_timeout: 0, retries: -1, no_reports: 0,
-            device_profile: nil)
+            device_profile: nil, peers: nil, discover_peers: 0)
     }
 
     static var packInfo: backlot_pack_info {

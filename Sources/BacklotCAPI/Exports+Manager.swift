@@ -66,6 +66,34 @@ public func backlotEnsureLatestAvailability(
     cCall { try CInstall.ensure(handle, packID, latest: true, progress, CContext(pointer: context)) }
 }
 
+@_cdecl("backlot_last_fetch")
+public func backlotLastFetch(
+    _ handle: OpaquePointer?, _ packID: UnsafePointer<CChar>?, _ report: UnsafeMutablePointer<backlot_fetch_report>?
+) -> backlot_status {
+    cCall {
+        let m = try manager(handle)
+        let id = try CMemory.string(packID, "pack_id")
+        let target = try output(report, "report")
+        let size = target.pointee.size
+        guard size >= MemoryLayout<Int>.size else {
+            throw CallError.invalidArgument("report's size is \(size): set report->size to sizeof *report")
+        }
+        guard let r = m.manager.lastFetchReport(forPackWithID: id) else {
+            throw BacklotError(
+                .notFound, "this manager has not downloaded \(id)", context: id,
+                hint: "call backlot_ensure_local_availability first; a pack already installed downloads nothing")
+        }
+        var value = backlot_fetch_report(
+            size: size, version: Int64(r.version), origin_bytes: r.downloadedBytes, peer_bytes: r.peerBytes,
+            origin_chunks: UInt64(r.downloadedChunks), peer_chunks: UInt64(r.peerChunks),
+            reused_chunks: UInt64(r.reusedChunks), linked_files: UInt64(r.linkedFiles))
+        withUnsafeBytes(of: &value) { source in
+            UnsafeMutableRawPointer(target).copyMemory(
+                from: source.baseAddress!, byteCount: min(size, MemoryLayout<backlot_fetch_report>.size))
+        }
+    }
+}
+
 @_cdecl("backlot_cancel")
 public func backlotCancel(_ handle: OpaquePointer?, _ packID: UnsafePointer<CChar>?) -> backlot_status {
     cCall {

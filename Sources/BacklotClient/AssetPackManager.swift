@@ -134,6 +134,8 @@ public actor AssetPackManager {
     nonisolated let http: HTTPClient
     nonisolated let reporter: DeviceReporter
     private var inFlight: [String: Task<Void, any Error>] = [:]
+    /// The last report of each pack's download by this manager (``lastFetchReport(forPackWithID:)``).
+    nonisolated let lastReports = Mutex<[String: FetchReport]>([:])
     nonisolated let broadcaster = Broadcaster()
     /// This manager's identity in the container's request queue.
     nonisolated let clientID = UUID().uuidString.lowercased()
@@ -282,7 +284,21 @@ public actor AssetPackManager {
             throw error
         }
         await sendReportIfDue()
-        return report.withLock { $0 }!
+        let done = report.withLock { $0 }!
+        lastReports.withLock { $0[id] = done }
+        return done
+    }
+
+    /// What the last download of a pack by this manager did: its bytes from the origin and from
+    /// LAN peers, chunks reused and files linked (a Backlot addition; `backlot_last_fetch` in C).
+    /// Nil when this manager has not fetched the pack.
+    ///
+    /// ```swift
+    /// try await manager.ensureLocalAvailability(of: pack)
+    /// if let report = manager.lastFetchReport(forPackWithID: pack.id) { print(report.peerBytes) }
+    /// ```
+    public nonisolated func lastFetchReport(forPackWithID id: String) -> FetchReport? {
+        lastReports.withLock { $0[id] }
     }
 
     /// An installer with this manager's retry and range settings.

@@ -217,6 +217,15 @@ static void test_invalid_arguments(void) {
     CHECK(strstr(backlot_last_error_message(), "device_profile") != NULL, "the message names the field: %s",
           backlot_last_error_message());
     config.device_profile = NULL;
+    config.peers = "http://10.0.0.2:7301,ftp://10.0.0.3:21";
+    CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(backlot_last_error_message(), "config->peers") != NULL &&
+              strstr(backlot_last_error_message(), "ftp://") != NULL,
+          "the message names the field and the peer: %s", backlot_last_error_message());
+    config.peers = NULL;
+    config.discover_peers = 2;
+    CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_INVALID_ARGUMENT);
+    config.discover_peers = 0;
     config.trusted_key_path = "/nonexistent/root.pub";
     CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_IO);
     CHECK(m == NULL, "a missing key file is refused");
@@ -304,7 +313,16 @@ static void test_install_and_read(void) {
     backlot_manager *m = open_manager(container, env("BACKLOT_TEST_ROOT_PUB"), 0);
     struct progress_log log = {0};
     log.manager = m;
+    backlot_fetch_report report;
+    memset(&report, 0, sizeof report);
+    report.size = sizeof report;
+    CHECK_STATUS(backlot_last_fetch(m, "Levels", &report), BACKLOT_ERR_NOT_FOUND);
     CHECK_STATUS(backlot_ensure_local_availability(m, "Levels", log_progress, &log), BACKLOT_OK);
+    CHECK_STATUS(backlot_last_fetch(m, "Levels", &report), BACKLOT_OK);
+    CHECK(report.size == sizeof report && report.version == 1 && report.origin_bytes > 3000000 &&
+              report.peer_bytes == 0 && report.peer_chunks == 0 && report.origin_chunks > 0,
+          "the fetch report: version %lld, %llu bytes from the origin, %llu from peers", (long long)report.version,
+          (unsigned long long)report.origin_bytes, (unsigned long long)report.peer_bytes);
     CHECK(log.calls >= 1 && log.last_completed == log.last_total && log.last_total > 3000000,
           "progress: %d calls, last %llu of %llu", log.calls, (unsigned long long)log.last_completed,
           (unsigned long long)log.last_total);

@@ -59,7 +59,7 @@ extern "C" {
 #endif
 
 /* The version of this interface: raised when a function or a struct member is added. */
-#define BACKLOT_ABI_VERSION 2
+#define BACKLOT_ABI_VERSION 3
 
 /* ---- Status codes ------------------------------------------------------------------------ */
 
@@ -166,6 +166,10 @@ typedef struct backlot_config {
     int32_t no_reports;           /* 1: send no device report (docs/privacy.md); 0: send them */
     const char *device_profile;   /* what picks a pack's variant, "textureFormat=astc+etc2,deviceTier=high"
                                      (a key left out is detected; docs/variants.md), or NULL: detected */
+    /* Added in ABI version 3: LAN peer caches (docs/peer-cache.md), asked for chunks before the
+       origin; every chunk a peer sends is checked against the signed index. */
+    const char *peers;            /* "http://HOST:PORT[,http://HOST:PORT…]" (at most 16), or NULL: none */
+    int32_t discover_peers;       /* 1: also ask those advertised on the local link (Avahi); 0: not */
 } backlot_config;
 
 /* Fills the first `size` bytes of a configuration with its defaults (NULL strings, no limit, 60 s,
@@ -212,6 +216,23 @@ backlot_status backlot_ensure_local_availability(
    (requireLatestVersion: true). */
 backlot_status backlot_ensure_latest_availability(
     backlot_manager *manager, const char *pack_id, backlot_progress_fn progress, void *context);
+
+/* What the last download of a pack through a manager did: where its bytes came from. */
+typedef struct backlot_fetch_report {
+    size_t size;              /* set by the caller: sizeof(backlot_fetch_report) */
+    int64_t version;          /* the release installed */
+    uint64_t origin_bytes;    /* bytes from the origin: the archive's header and index, delta frames, chunks */
+    uint64_t peer_bytes;      /* bytes from LAN peer caches, each chunk checked against the signed index */
+    uint64_t origin_chunks;   /* chunks downloaded whole from the origin */
+    uint64_t peer_chunks;     /* chunks from peers */
+    uint64_t reused_chunks;   /* chunks taken from the installed release */
+    uint64_t linked_files;    /* files unchanged since the installed release, linked */
+} backlot_fetch_report;
+
+/* The last download of pack_id by this manager (backlot_ensure_*), into *report; set report->size
+   to sizeof *report first (members past a smaller size are not written). Errors: NOT_FOUND when
+   this manager has not downloaded that pack (one already installed downloads nothing). */
+backlot_status backlot_last_fetch(backlot_manager *manager, const char *pack_id, backlot_fetch_report *report);
 
 /* Cancels the running download of a pack, on any thread: its backlot_ensure_* call returns
    BACKLOT_ERR_CANCELLED and the installed release (if any) is kept; what arrived is kept for
