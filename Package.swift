@@ -214,7 +214,8 @@ let package = Package(
             dependencies: [
                 "BacklotBasics", "BacklotProtocol", "BacklotClient", "BacklotContainer", "BacklotCrypto",
                 "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON",
-                "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport", "BacklotZstd",
+                "BacklotPeerCache", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore",
+                "BacklotTestSupport", "BacklotZstd",
             ]),
         .testTarget(
             name: "BacklotAgentTests",

@@ -17,6 +17,13 @@ public enum NetworkInterfaces {
         public let isUp: Bool
         public let isLoopback: Bool
 
+        public init(interface: String, address: String, isUp: Bool, isLoopback: Bool) {
+            self.interface = interface
+            self.address = address
+            self.isUp = isUp
+            self.isLoopback = isLoopback
+        }
+
         /// In 10/8, 172.16/12, 192.168/16 or 169.254/16: never routed on the internet.
         public var isPrivate: Bool {
             let o = address.split(separator: ".").compactMap { UInt8($0) }

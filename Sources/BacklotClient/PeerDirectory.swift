@@ -72,7 +72,7 @@ public struct PeerDirectory: Sendable, Hashable {
     /// The peers of `avahi-browse --parsable --resolve` output: its resolved lines
     /// (`=;IFACE;PROTO;NAME;TYPE;DOMAIN;HOST;ADDRESS;PORT;TXT`) of our service type, as
     /// `http://ADDRESS:PORT` (an IPv6 link-local address with its interface as zone).
-    static func resolvedPeers(inBrowseOutput text: String) -> [URL] {
+    public static func resolvedPeers(inBrowseOutput text: String) -> [URL] {
         var peers: [URL] = []
         for line in text.split(separator: "\n") {
             let f = line.split(separator: ";", omittingEmptySubsequences: false).map(String.init)

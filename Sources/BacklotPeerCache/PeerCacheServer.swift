@@ -42,7 +42,7 @@ public final class PeerCacheServer: Sendable {
     ) throws {
         let responder = PeerCacheResponder(
             chunks: try InstalledChunks(containerPath: containerPath),
-            budget: SendBudget(rate: settings.rate, largest: PeerCacheLayout.maximumChunkBytes), isAllowed: isAllowed)
+            budget: SendBudget(rate: settings.rate), isAllowed: isAllowed)
         self.responder = responder
         self.settings = settings
         var servers: [HTTPServer] = []

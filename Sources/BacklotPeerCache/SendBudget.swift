@@ -1,11 +1,11 @@
 import Synchronization
 
 /// A token bucket of bytes per second shared by every connection of a peer cache: a chunk is sent
-/// only when the bucket holds its size (refilled at ``rate``, holding at most one second of it, or
-/// one chunk when that is larger).
+/// only when the bucket holds its size (refilled at ``rate``, holding at most one second of it); a
+/// chunk larger than a second's worth goes when the bucket is full, and the bucket owes the rest.
 ///
 /// ```swift
-/// let budget = SendBudget(rate: 20 << 20, largest: 4 << 20)
+/// let budget = SendBudget(rate: 20 << 20)
 /// if budget.take(bytes.count) { send(bytes) } else { answer503() }
 /// ```
 final class SendBudget: Sendable {
@@ -13,9 +13,9 @@ final class SendBudget: Sendable {
     let capacity: Double
     private let state: Mutex<(tokens: Double, last: ContinuousClock.Instant)>
 
-    init(rate: UInt64, largest: Int) {
-        self.rate = Double(rate)
-        capacity = max(Double(rate), Double(largest))
+    init(rate: UInt64) {
+        self.rate = Double(max(1, rate))
+        capacity = self.rate
         state = Mutex((capacity, .now))
     }
 
@@ -27,7 +27,7 @@ final class SendBudget: Sendable {
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             s.tokens = min(capacity, s.tokens + seconds * rate)
             s.last = now
-            guard s.tokens >= Double(bytes) else { return false }
+            guard s.tokens >= min(Double(bytes), capacity) else { return false }
             s.tokens -= Double(bytes)
             return true
         }
@@ -35,7 +35,7 @@ final class SendBudget: Sendable {
 
     /// Seconds until `bytes` could be taken (at least 1, for `Retry-After`).
     func secondsUntil(_ bytes: Int) -> Int {
-        let missing = state.withLock { max(0, Double(bytes) - $0.tokens) }
+        let missing = state.withLock { max(0, min(Double(bytes), capacity) - $0.tokens) }
         return max(1, Int((missing / rate).rounded(.up)))
     }
 }
