@@ -1,7 +1,7 @@
 import BacklotCrypto
 import BacklotFormat
 
-/// The LAN peer cache's wire (docs/protocol.md §9), the one place that spells its paths and limits.
+/// The LAN peer cache's wire (docs/protocol.md §12), the one place that spells its paths and limits.
 ///
 /// A device that runs `backlot agent --peer-cache` answers two requests, and nothing else:
 ///
