@@ -40,7 +40,7 @@ test: bootstrap
 	@scripts/python-extension-test $(BACKLOT)
 	@SWIFT=$(SWIFT) scripts/deb-test
 	@SWIFT=$(SWIFT) scripts/install-test
-	@scripts/peer-cache-test $(BACKLOT)
+	@$(SWIFT) build --product BacklotCAPI >/dev/null && scripts/peer-cache-test $(BACKLOT)
 	@scripts/fuzz --smoke
 
 # Builds the libFuzzer harnesses and runs each for FUZZ_SECONDS; crash inputs go to Fuzz/Findings/.
@@ -83,6 +83,7 @@ bench:
 	@scripts/bench-idle $(BUILD_DIR)/release/backlot
 	@scripts/bench-cluster $(BUILD_DIR)/release/backlot
 	@scripts/bench-capi $(BUILD_DIR)/release/backlot $(BUILD_DIR)/release/libBacklotCAPI.so
+	@scripts/peer-cache-test $(BUILD_DIR)/release/backlot --bench $(BUILD_DIR)/bench-peers.md
 
 clean:
 	rm -rf $(BUILD_DIR)

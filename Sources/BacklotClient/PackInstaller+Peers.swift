@@ -164,7 +164,8 @@ extension PackInstaller {
 
     /// Fetches `chunks` from the peers that hold them, several at once: each chunk from one of its
     /// holders not banned yet, its bytes checked against its ID; a 404 or 503 moves to the next
-    /// holder, a wrong or short body and a peer that does not answer in time ban the peer.
+    /// holder (after waiting for a busy peer's `Retry-After` of at most 2 s, at most 4 times per
+    /// peer), a wrong or short body and a peer that does not answer in time ban the peer.
     /// - Returns: the bytes and chunks written, the peers banned, and the chunks no peer gave.
     func fetchFromPeers(
         _ chunks: [(chunk: Int, holders: [Int])], _ plan: InstallPlan, _ folder: PreparedFolder, files: OpenFiles,
@@ -177,6 +178,7 @@ extension PackInstaller {
         let container = self.container
         let next = Mutex(0)
         let banned = Mutex<[Int: String]>([:])
+        let waits = Mutex<[Int: Int]>([:])
         let failed = Mutex<[Int]>([])
         // Recorded as the origin's are: every 4 MiB or a quarter of a second, so that a crash
         // loses only what was in flight.
@@ -210,8 +212,11 @@ extension PackInstaller {
                 let chunk = index.chunks[c]
                 var got = false
                 // Start at a different holder for each chunk, so that the load spreads over peers.
-                for k in holders.indices {
+                var busy = 0
+                var k = 0
+                while k < holders.count {
                     let p = holders[(k + i) % holders.count]
+                    k += 1
                     if banned.withLock({ $0[p] != nil }) { continue }
                     let answer: HTTPClient.Response
                     do {
@@ -224,7 +229,26 @@ extension PackInstaller {
                         }
                         continue
                     }
-                    if answer.status == 404 || answer.status == 503 || answer.status == 429 { continue }
+                    if answer.status == 503 || answer.status == 429 {
+                        // A peer over its byte budget asks for a second or two: the LAN is worth the
+                        // wait (the origin's bytes are what the cache saves), a few times per chunk
+                        // and per peer; past that, the chunk goes on (a slower peer never holds an
+                        // install back by more than a few seconds).
+                        if let after = answer.headers["retry-after"].flatMap({ CheckedInteger.parse($0, as: Int.self) }
+                        ),
+                            (0...2).contains(after), busy < 3,
+                            waits.withLock({ w in
+                                w[p, default: 0] += 1
+                                return w[p]! <= 4
+                            })
+                        {
+                            busy += 1
+                            usleep(useconds_t(max(after, 1)) * 1_000_000)
+                            k -= 1
+                        }
+                        continue
+                    }
+                    if answer.status == 404 { continue }
                     guard answer.status == 200, !answer.exceededExpectedSize,
                         answer.body.count == Int(chunk.uncompressedSize), SHA256.hash(answer.body) == chunk.id
                     else {
