@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotTaskScheduler
 import Foundation
 import Testing
 
@@ -50,6 +51,42 @@ import Testing
         #expect(
             e?.code == .invalidInput && e?.description.contains("BacklotDeviceProfile") == true
                 && e?.description.contains("astcc") == true, "\(String(describing: e))")
+    }
+
+    @Test func thePeerKeysConfigureAskingAndServingAndNameWhatIsWrong() throws {
+        let f = try AgentFixture()
+        let off = try AgentConfiguration(
+            path: try f.writeConfig([:], withExtension: false, name: "off.json"), containerPath: f.container)
+        #expect(off.peerCache == nil && !off.peers.isEnabled, "both are off by default")
+        let on = try AgentConfiguration(
+            path: try f.writeConfig(
+                [
+                    "BacklotPeers": ["http://192.168.1.20:7301"], "BacklotPeerDiscovery": true,
+                    "BacklotPeerCache": true, "BacklotPeerCacheListen": ["eth0"], "BacklotPeerCachePort": 7400,
+                ], withExtension: false, name: "on.json"),
+            containerPath: f.container)
+        #expect(on.peers.discovers && on.peers.staticPeers.map(\.absoluteString) == ["http://192.168.1.20:7301"])
+        #expect(on.managerConfiguration(containerPath: f.container).peers == on.peers, "the app's manager asks them")
+        #expect(on.peerCache?.listen == ["eth0"] && on.peerCache?.port == 7400)
+        for (i, (key, value)) in [
+            ("BacklotPeers", ["https://192.168.1.20:7301"] as Any), ("BacklotPeerCachePort", 0 as Any),
+            ("BacklotPeerCache", "yes" as Any), ("BacklotPeerCacheRate", 10 as Any),
+        ].enumerated() {
+            var settings: [String: Any] = ["BacklotPeerCache": true]
+            settings[key] = value
+            let e = try refusal(f, settings, name: "b\(i).json")
+            #expect(e?.code == .invalidInput && e?.description.contains(key) == true, "\(key): \(String(describing: e))")
+        }
+        let typo = try refusal(f, ["BacklotPeerCash": true], name: "typo.json")
+        #expect(typo?.description.contains("BacklotPeerCache") == true, "\(String(describing: typo))")
+    }
+
+    @Test func thePeerCacheServesOnlyOnMainsPowerAndAnUnmeteredNetwork() {
+        #expect(Agent.peerCacheAllowed(.init()))
+        #expect(!Agent.peerCacheAllowed(.init(networkMetered: true)))
+        #expect(!Agent.peerCacheAllowed(.init(onExternalPower: false)))
+        #expect(!Agent.peerCacheAllowed(.init(batteryLow: true)))
+        #expect(!Agent.peerCacheAllowed(.init(networkAvailable: false)))
     }
 
     @Test func aMistypedRestrictionKeyIsNamed() throws {
