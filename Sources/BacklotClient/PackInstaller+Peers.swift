@@ -45,17 +45,21 @@ extension PackInstaller {
         }
         let fromOrigin = missing.indices.filter { holders[$0].isEmpty }.map { missing[$0] }
         let peerTotal = fromPeers.reduce(UInt64(0)) { $0 + UInt64(index.chunks[$1.chunk].uncompressedSize) }
-        let origin = Mutex<(done: UInt64, total: UInt64)>((0, 0))
+        // The origin's progress over its passes (the second pass's figures start again from 0:
+        // they are added to what the first pass did, so that the bytes shown never go back).
+        let origin = Mutex<(base: UInt64, baseTotal: UInt64, done: UInt64, total: UInt64)>((0, 0, 0, 0))
         let peerDone = AtomicBytes()
         let report: @Sendable () -> Void = {
             let o = origin.withLock { $0 }
-            progress?(o.done + peerDone.value, o.total + peerTotal)
+            progress?(o.base + o.done + peerDone.value, o.baseTotal + o.total + peerTotal)
         }
         let originProgress: @Sendable (UInt64, UInt64) -> Void = { done, total in
-            origin.withLock { $0 = (done, total) }
+            origin.withLock {
+                $0.done = done
+                $0.total = total
+            }
             report()
         }
-
         let tally = Mutex(TransferTally())
         let originFailure = Mutex<(any Error)?>(nil)
         let fallback = Mutex<[Int]>([])
@@ -93,6 +97,9 @@ extension PackInstaller {
         // What peers could not give, and what the origin could not give the first time, from the origin.
         let rest = (fallback.withLock { $0 } + (failure == nil ? [] : fromOrigin)).sorted()
         if !rest.isEmpty {
+            origin.withLock { o in
+                o = (o.base + o.done, o.baseTotal + o.total, 0, 0)
+            }
             do {
                 let bytes = try fetchChunks(
                     rest, plan, folder, files: files, id: id, progress: originProgress, isCancelled: isCancelled)
@@ -119,7 +126,8 @@ extension PackInstaller {
                     "the \(result.peerChunks) chunks peers gave (\(result.peerBytes) bytes) are kept: fetch again when the origin answers"
             )
         }
-        progress?(max(1, origin.withLock { $0.total } + peerTotal), max(1, origin.withLock { $0.total } + peerTotal))
+        let total = max(1, origin.withLock { $0.base + $0.done } + peerDone.value)
+        progress?(total, total)
         return result
     }
 

@@ -75,7 +75,8 @@ import Testing
             var settings: [String: Any] = ["BacklotPeerCache": true]
             settings[key] = value
             let e = try refusal(f, settings, name: "b\(i).json")
-            #expect(e?.code == .invalidInput && e?.description.contains(key) == true, "\(key): \(String(describing: e))")
+            #expect(
+                e?.code == .invalidInput && e?.description.contains(key) == true, "\(key): \(String(describing: e))")
         }
         let typo = try refusal(f, ["BacklotPeerCash": true], name: "typo.json")
         #expect(typo?.description.contains("BacklotPeerCache") == true, "\(String(describing: typo))")
