@@ -114,7 +114,9 @@ let package = Package(
         // The LAN peer cache: a device's installed chunks served to its neighbours by ID, advertised over mDNS.
         .target(
             name: "BacklotPeerCache",
-            dependencies: ["BacklotBasics", "BacklotClient", "BacklotHTTPServer", "BacklotInfoPlist", "BacklotProtocol"]),
+            dependencies: [
+                "BacklotBasics", "BacklotClient", "BacklotHTTPServer", "BacklotInfoPlist", "BacklotProtocol",
+            ]),
         // App Clips: size budgets, default links, advanced-experience matching, handing packs to the full app.
         .target(name: "BacklotAppClips", dependencies: ["BacklotBasics", "BacklotClient", "BacklotJSON"]),
         // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.

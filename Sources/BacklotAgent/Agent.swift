@@ -64,6 +64,8 @@ public final class Agent: Sendable {
         /// The LAN peer cache while ``run()`` runs (``startPeerCache()``), and its advertisement.
         var peerCache: PeerCacheServer?
         var advertiser: PeerCacheAdvertiser?
+        /// Reads the conditions the peer cache serves under (``startPeerCache()``).
+        var peerCacheTimer: RepeatingTimer?
         var lastAdvertiserProblem: String?
     }
 
@@ -207,7 +209,6 @@ public final class Agent: Sendable {
         while !isStopping {
             await round()
             if isStopping { break }
-            advertisePeerCache()
             let delay = nextWakeDelay()
             let wake = self.wake
             // A blocking wait on a thread of its own, never on the cooperative pool.

@@ -41,7 +41,7 @@ import Foundation
 /// | `BacklotPeerCacheListen` | the addresses or interface names it listens on | the private addresses of the interfaces that are up |
 /// | `BacklotPeerCachePort` | its port | 7301 |
 /// | `BacklotPeerCacheRate` | bytes per second it sends at most, in all | 20 MiB |
-/// | `BacklotPeerCacheConnections` | connections it holds at most (4 per address) | 32 |
+/// | `BacklotPeerCacheConnections` | connections it holds at most | 32 |
 /// | `BacklotMinimumFreeSpace` | bytes kept free on the container's file system: under it, finished files nobody claimed, then packs neither essential nor in use, are deleted, oldest first (0: never) | 128 MiB |
 ///
 /// plus the task scheduler's keys (``TaskSchedulerConfiguration``). In JSON every key must be

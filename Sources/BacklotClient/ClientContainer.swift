@@ -90,6 +90,11 @@ public struct ClientContainer: Sendable {
         try store.read { try $0.installedReleases() }.map(Self.installed)
     }
 
+    /// Each installed release as `PACK/DIGEST`, sorted, without reading their indexes.
+    public func installedNames() throws -> [String] {
+        try store.read { try $0.installedReleaseNames() }.map { "\($0.id)/\($0.digest)" }
+    }
+
     public func installed(_ id: String) throws -> Installed? {
         try store.read { try $0.installedRelease(id) }.map(Self.installed)
     }

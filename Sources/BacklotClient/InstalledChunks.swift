@@ -13,8 +13,9 @@ import Glibc
 /// holds it, and checked against its ID before it is handed out, so a damaged or altered file is
 /// never served.
 ///
-/// The map follows the container: it is rebuilt when the installed releases change (looked at
-/// no more often than ``refreshInterval``), and a release being replaced may answer nil for a
+/// The map follows the container: it is rebuilt when the installed releases change (their names
+/// are looked at, when a request comes, no more often than ``refreshInterval``; the indexes are
+/// read again only when the names changed), and a release being replaced may answer nil for a
 /// moment.
 ///
 /// ```swift
@@ -57,6 +58,12 @@ public final class InstalledChunks: Sendable {
         return state.withLock { $0.chunks[id] != nil }
     }
 
+    /// The size of chunk `id`, when an installed release holds it (without reading it).
+    public func size(of id: SHA256Digest) -> Int? {
+        refreshIfDue()
+        return state.withLock { $0.chunks[id]?.size }
+    }
+
     /// The bytes of chunk `id` from the installed file that holds it, checked against `id`; nil
     /// when no installed release holds it, or its file no longer has those bytes.
     public func bytes(of id: SHA256Digest) -> [UInt8]? {
@@ -87,9 +94,10 @@ public final class InstalledChunks: Sendable {
             s.checked = now
             return true
         }
-        guard due, let installed = try? container.installed() else { return }
-        let names = installed.map { "\($0.id)/\($0.digest)" }.sorted()
-        guard state.withLock({ $0.releases != names }) else { return }
+        // The names first (a few bytes a pack); the indexes only when they changed.
+        guard due, let names = try? container.installedNames(), state.withLock({ $0.releases != names }),
+            let installed = try? container.installed()
+        else { return }
         var chunks: [SHA256Digest: Location] = [:]
         for release in installed {
             guard let (_, index) = PackInstaller.decodeStored(release.indexBytes, name: release.digest) else {

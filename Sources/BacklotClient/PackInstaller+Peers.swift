@@ -46,12 +46,17 @@ extension PackInstaller {
         let fromOrigin = missing.indices.filter { holders[$0].isEmpty }.map { missing[$0] }
         let peerTotal = fromPeers.reduce(UInt64(0)) { $0 + UInt64(index.chunks[$1.chunk].uncompressedSize) }
         // The origin's progress over its passes (the second pass's figures start again from 0:
-        // they are added to what the first pass did, so that the bytes shown never go back).
+        // they are added to what the first pass did), and what was shown, so that it never goes back.
         let origin = Mutex<(base: UInt64, baseTotal: UInt64, done: UInt64, total: UInt64)>((0, 0, 0, 0))
         let peerDone = AtomicBytes()
+        let shown = Mutex<UInt64>(0)
         let report: @Sendable () -> Void = {
-            let o = origin.withLock { $0 }
-            progress?(o.base + o.done + peerDone.value, o.baseTotal + o.total + peerTotal)
+            shown.withLock { last in
+                let o = origin.withLock { $0 }
+                let done = max(last, o.base + o.done + peerDone.value)
+                last = done
+                progress?(done, max(done, o.baseTotal + o.total + peerTotal))
+            }
         }
         let originProgress: @Sendable (UInt64, UInt64) -> Void = { done, total in
             origin.withLock {
@@ -62,10 +67,10 @@ extension PackInstaller {
         }
         let tally = Mutex(TransferTally())
         let originFailure = Mutex<(any Error)?>(nil)
-        let fallback = Mutex<[Int]>([])
-        // Two sources at once: the origin's share on one thread, the peers' on the other (each
-        // spreads its requests over threads of its own).
-        DispatchQueue.concurrentPerform(iterations: 2) { side in
+        let peerResult = Mutex<PeerPass?>(nil)
+        // Two sources at once: the origin's share on one thread, the peers' on the other; each
+        // spreads its requests over threads of its own.
+        Self.onThreads(2) { side in
             if side == 0 {
                 guard !fromOrigin.isEmpty else { return }
                 do {
@@ -80,43 +85,45 @@ extension PackInstaller {
                     originFailure.withLock { $0 = error }
                 }
             } else {
-                let result = fetchFromPeers(
+                let pass = fetchFromPeers(
                     fromPeers, plan, folder, files: files, client: client, done: peerDone, report: report,
                     isCancelled: isCancelled)
                 tally.withLock {
-                    $0.peerBytes += result.bytes
-                    $0.peerChunks += result.chunks
-                    $0.bannedPeers.merge(result.banned) { first, _ in first }
+                    $0.peerBytes += pass.bytes
+                    $0.peerChunks += pass.chunks
+                    $0.bannedPeers.merge(pass.banned) { first, _ in first }
                 }
-                fallback.withLock { $0 = result.failed }
+                peerResult.withLock { $0 = pass }
             }
         }
+        let pass = peerResult.withLock { $0 } ?? PeerPass()
+        if let error = pass.writeFailure { throw error }  // the disk failed: nothing to fetch elsewhere
         if isCancelled() { throw BacklotError(.cancelled, "the download of \(id) was cancelled") }
         var failure = originFailure.withLock { $0 }
         if let error = failure as? BacklotError, error.code == .cancelled { throw error }
-        // What peers could not give, and what the origin could not give the first time, from the origin.
-        let rest = (fallback.withLock { $0 } + (failure == nil ? [] : fromOrigin)).sorted()
-        if !rest.isEmpty {
+        // What peers could not give goes to the origin: chunks no one wrote a byte of (a chunk the
+        // origin's first pass failed on may be half placed, and is never written twice).
+        if !pass.failed.isEmpty {
             origin.withLock { o in
                 o = (o.base + o.done, o.baseTotal + o.total, 0, 0)
             }
             do {
                 let bytes = try fetchChunks(
-                    rest, plan, folder, files: files, id: id, progress: originProgress, isCancelled: isCancelled)
+                    pass.failed.sorted(), plan, folder, files: files, id: id, progress: originProgress,
+                    isCancelled: isCancelled)
                 tally.withLock {
                     $0.originBytes += bytes
-                    $0.originChunks += rest.count
+                    $0.originChunks += pass.failed.count
                 }
-                failure = nil
             } catch {
-                failure = error
+                failure = failure ?? error
             }
         }
         let result = tally.withLock { $0 }
         if let failure {
             if let error = failure as? BacklotError, error.code == .cancelled { throw error }
             let recorded = (try? container.doneChunks(plan.digest)) ?? []
-            let lacking = rest.filter { !recorded.contains($0) }
+            let lacking = (fromOrigin + pass.failed).filter { !recorded.contains($0) }
             let bytes = lacking.reduce(UInt64(0)) { $0 + UInt64(index.chunks[$1].uncompressedSize) }
             throw BacklotError(
                 .io,
@@ -126,9 +133,25 @@ extension PackInstaller {
                     "the \(result.peerChunks) chunks peers gave (\(result.peerBytes) bytes) are kept: fetch again when the origin answers"
             )
         }
-        let total = max(1, origin.withLock { $0.base + $0.done } + peerDone.value)
-        progress?(total, total)
+        report()
+        let total = shown.withLock { $0 }
+        progress?(max(1, total), max(1, total))
         return result
+    }
+
+    /// Runs `body(i)` for each `i` in `0..<count` on a thread of its own and returns when all have
+    /// returned: requests that wait on the network, which `concurrentPerform` would run one per
+    /// core at most (and one at a time when nested in another).
+    static func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let group = DispatchGroup()
+        for i in 0..<count {
+            group.enter()
+            Thread.detachNewThread {
+                body(i)
+                group.leave()
+            }
+        }
+        group.wait()
     }
 
     /// Asks every peer, at once, which of `ids` it holds; the peers (by number in ``peers``) that
@@ -136,7 +159,7 @@ extension PackInstaller {
     /// holds nothing.
     func askPeers(_ ids: [SHA256Digest], client: HTTPClient) -> [[Int]] {
         let answers = Mutex<[Int: [UInt8]]>([:])
-        DispatchQueue.concurrentPerform(iterations: peers.count) { p in
+        Self.onThreads(peers.count) { p in
             var bits: [UInt8] = []
             var start = 0
             while start < ids.count {
@@ -170,47 +193,56 @@ extension PackInstaller {
         return base + path
     }
 
-    /// Fetches `chunks` from the peers that hold them, several at once: each chunk from one of its
-    /// holders not banned yet, its bytes checked against its ID; a 404 or 503 moves to the next
-    /// holder (after waiting for a busy peer's `Retry-After` of at most 2 s, at most 4 times per
-    /// peer), a wrong or short body and a peer that does not answer in time ban the peer.
-    /// - Returns: the bytes and chunks written, the peers banned, and the chunks no peer gave.
+    /// What the peers' pass gave.
+    struct PeerPass: Sendable {
+        var bytes: UInt64 = 0
+        var chunks = 0
+        /// Peers dropped, by URL, and why.
+        var banned: [String: String] = [:]
+        /// Chunks no peer gave, not a byte of them written.
+        var failed: [Int] = []
+        /// Writing a chunk failed (the disk): the install stops with it.
+        var writeFailure: (any Error)?
+    }
+
+    /// Fetches `chunks` from the peers that hold them, ``peerConnections`` at once: each chunk
+    /// from one of its holders not banned yet, its bytes checked against its ID. A busy peer's
+    /// `Retry-After` of at most 2 s is waited for (4 times a peer and 8 s an install at most); a
+    /// wrong or short body, or no answer in time, bans the peer; so do 3 chunks it said it held
+    /// and then did not send (a 404, or busy past the waits), so that a peer that claims every
+    /// chunk costs a few requests, not one per chunk.
     func fetchFromPeers(
         _ chunks: [(chunk: Int, holders: [Int])], _ plan: InstallPlan, _ folder: PreparedFolder, files: OpenFiles,
         client: HTTPClient, done: AtomicBytes, report: @escaping @Sendable () -> Void,
         isCancelled: @escaping @Sendable () -> Bool
-    ) -> (bytes: UInt64, chunks: Int, banned: [String: String], failed: [Int]) {
-        guard !chunks.isEmpty else { return (0, 0, [:], []) }
+    ) -> PeerPass {
+        guard !chunks.isEmpty else { return PeerPass() }
         let index = plan.index
         let placements = folder.placements
         let container = self.container
+        let peers = self.peers
         let next = Mutex(0)
-        let banned = Mutex<[Int: String]>([:])
-        let waits = Mutex<[Int: Int]>([:])
-        let failed = Mutex<[Int]>([])
+        let state = Mutex(PeerPassState())
         // Recorded as the origin's are: every 4 MiB or a quarter of a second, so that a crash
         // loses only what was in flight.
-        let written = Mutex<(chunks: [Int], count: Int, bytes: UInt64, since: ContinuousClock.Instant)>(
-            ([], 0, 0, .now))
         let record: @Sendable (Bool) -> Void = { all in
-            let due = written.withLock { w -> [Int] in
-                guard all || w.bytes >= 4 << 20 || ContinuousClock.now - w.since >= .milliseconds(250) else {
-                    return []
-                }
+            let due = state.withLock { s -> [Int] in
+                guard all || s.unrecordedBytes >= 4 << 20 || ContinuousClock.now - s.since >= .milliseconds(250)
+                else { return [] }
                 defer {
-                    w.chunks = []
-                    w.bytes = 0
-                    w.since = .now
+                    s.unrecorded = []
+                    s.unrecordedBytes = 0
+                    s.since = .now
                 }
-                return w.chunks
+                return s.unrecorded
             }
             if !due.isEmpty {
                 try? container.recordChunks(plan.digest, due)
                 TestStopPoint.reach("peers.afterRecord")
             }
         }
-        DispatchQueue.concurrentPerform(iterations: max(1, min(connections * 2, chunks.count))) { _ in
-            while !isCancelled() {
+        Self.onThreads(max(1, min(peerConnections, chunks.count))) { _ in
+            while !isCancelled() && state.withLock({ $0.writeFailure == nil }) {
                 let i = next.withLock { n -> Int in
                     defer { n += 1 }
                     return n
@@ -219,51 +251,50 @@ extension PackInstaller {
                 let (c, holders) = chunks[i]
                 let chunk = index.chunks[c]
                 var got = false
-                // Start at a different holder for each chunk, so that the load spreads over peers.
                 var busy = 0
                 var k = 0
+                // Start at a different holder for each chunk, so that the load spreads over peers.
                 while k < holders.count {
                     let p = holders[(k + i) % holders.count]
                     k += 1
-                    if banned.withLock({ $0[p] != nil }) { continue }
+                    if state.withLock({ $0.banned[p] != nil }) { continue }
                     let answer: HTTPClient.Response
                     do {
                         answer = try client.send(
                             "GET", peerURL(p, PeerCacheLayout.chunkPath(chunk.id)),
                             expectedBodySize: Int(chunk.uncompressedSize))
                     } catch {
-                        banned.withLock {
-                            $0[p] = $0[p] ?? "the request failed (no answer in time, or a body cut short): \(error)"
+                        state.withLock {
+                            $0.ban(p, "the request failed (no answer in time, or a body cut short): \(error)")
                         }
                         continue
                     }
                     if answer.status == 503 || answer.status == 429 {
-                        // A peer over its byte budget asks for a second or two: the LAN is worth the
-                        // wait (the origin's bytes are what the cache saves), a few times per chunk
-                        // and per peer; past that, the chunk goes on (a slower peer never holds an
-                        // install back by more than a few seconds).
-                        if let after = answer.headers["retry-after"].flatMap({ CheckedInteger.parse($0, as: Int.self) }
-                        ),
-                            (0...2).contains(after), busy < 3,
-                            waits.withLock({ w in
-                                w[p, default: 0] += 1
-                                return w[p]! <= 4
-                            })
+                        // A peer over its byte budget asks for a second or two: the LAN is worth
+                        // the wait (the origin's bytes are what the cache saves), within bounds.
+                        let after = answer.headers["retry-after"].flatMap { CheckedInteger.parse($0, as: Int.self) }
+                        if let after, (0...2).contains(after), busy < 3,
+                            state.withLock({ $0.mayWait(p, seconds: max(after, 1)) })
                         {
                             busy += 1
                             usleep(useconds_t(max(after, 1)) * 1_000_000)
                             k -= 1
+                        } else {
+                            state.withLock { $0.strike(p, "said it held chunks it then did not send (busy)") }
                         }
                         continue
                     }
-                    if answer.status == 404 { continue }
+                    if answer.status == 404 {
+                        state.withLock { $0.strike(p, "said it held chunks it then did not have") }
+                        continue
+                    }
                     guard answer.status == 200, !answer.exceededExpectedSize,
                         answer.body.count == Int(chunk.uncompressedSize), SHA256.hash(answer.body) == chunk.id
                     else {
-                        banned.withLock {
-                            $0[p] =
-                                $0[p]
-                                ?? (answer.status == 200
+                        state.withLock {
+                            $0.ban(
+                                p,
+                                answer.status == 200
                                     ? "sent \(answer.body.count) bytes for chunk \(chunk.id.short)… that are not its bytes"
                                     : "answered \(answer.status)")
                         }
@@ -272,30 +303,66 @@ extension PackInstaller {
                     do {
                         for place in placements[c] { try files.account(place, writing: answer.body) }
                     } catch {
-                        break  // the disk failed: the origin's pass will say so
+                        // Half placed: never written again in this install (the next attempt starts over).
+                        state.withLock { $0.writeFailure = $0.writeFailure ?? error }
+                        got = true
+                        break
                     }
                     _ = done.add(UInt64(answer.body.count))
-                    written.withLock {
-                        $0.chunks.append(c)
-                        $0.count += 1
-                        $0.bytes += UInt64(answer.body.count)
+                    state.withLock {
+                        $0.unrecorded.append(c)
+                        $0.unrecordedBytes += UInt64(answer.body.count)
+                        $0.written += 1
                     }
                     record(false)
                     report()
                     got = true
                     break
                 }
-                if !got { failed.withLock { $0.append(c) } }
+                if !got { state.withLock { $0.failed.append(c) } }
             }
         }
         record(true)
-        // Chunks never tried (cancelled) are left for the next attempt, with the origin's.
+        // Chunks never tried (cancelled, or a write failed) are left for the next attempt.
         let tried = next.withLock { min($0, chunks.count) }
-        let untried = chunks[tried...].map(\.chunk)
-        return (
-            done.value, written.withLock { $0.count },
-            Dictionary(uniqueKeysWithValues: banned.withLock { $0 }.map { (peers[$0.key].absoluteString, $0.value) }),
-            failed.withLock { $0 } + untried
-        )
+        return state.withLock { s in
+            PeerPass(
+                bytes: done.value, chunks: s.written,
+                banned: s.banned.reduce(into: [:]) { out, entry in out[peers[entry.key].absoluteString] = entry.value },
+                failed: s.failed + chunks[tried...].map(\.chunk), writeFailure: s.writeFailure)
+        }
+    }
+}
+
+/// What the peers' threads share during one pass (``PackInstaller/fetchFromPeers(_:_:_:files:client:done:report:isCancelled:)``).
+struct PeerPassState {
+    var banned: [Int: String] = [:]
+    /// Chunks a peer said it held and then did not send.
+    var strikes: [Int: Int] = [:]
+    /// Seconds waited for each peer's `Retry-After`, and in all.
+    var waits: [Int: Int] = [:]
+    var waited = 0
+    var failed: [Int] = []
+    var unrecorded: [Int] = []
+    var unrecordedBytes: UInt64 = 0
+    var since = ContinuousClock.now
+    var written = 0
+    var writeFailure: (any Error)?
+
+    mutating func ban(_ p: Int, _ why: String) {
+        if banned[p] == nil { banned[p] = why }
+    }
+
+    mutating func strike(_ p: Int, _ why: String) {
+        strikes[p, default: 0] += 1
+        if strikes[p]! >= 3 { ban(p, why + " (3 times)") }
+    }
+
+    /// Whether another wait of `seconds` for peer `p` is within bounds (4 a peer, 8 s an install).
+    mutating func mayWait(_ p: Int, seconds: Int) -> Bool {
+        guard waits[p, default: 0] < 4, waited + seconds <= 8 else { return false }
+        waits[p, default: 0] += 1
+        waited += seconds
+        return true
     }
 }

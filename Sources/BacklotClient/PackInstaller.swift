@@ -49,6 +49,9 @@ struct PackInstaller: Sendable {
     /// Seconds a peer has to connect and start answering (and the least rate it must keep, 1 MiB/s):
     /// past it, the chunk goes to another source and the peer is not asked again in this install.
     var peerDeadline = 2
+    /// Chunk requests to peers in flight at once, in all (a peer cache takes 8 connections from
+    /// one address).
+    var peerConnections = 8
 
     struct Outcome: Sendable {
         /// Bytes fetched from the network (header, index and chunks).

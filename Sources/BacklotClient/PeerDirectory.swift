@@ -39,7 +39,13 @@ public struct PeerDirectory: Sendable, Hashable {
     public func peers() -> Found {
         var found = Found(peers: staticPeers, problem: nil)
         if discovers {
-            do { found.peers += try discover() } catch { found.problem = "\(error)" }
+            do {
+                // One discovered peer per address: a host advertising many instances gets one place.
+                var hosts = Set(staticPeers.compactMap(\.host))
+                found.peers += try discover().filter { hosts.insert($0.host ?? "").inserted }
+            } catch {
+                found.problem = "\(error)"
+            }
         }
         var seen = Set<String>()
         found.peers = Array(found.peers.filter { seen.insert($0.absoluteString).inserted }.prefix(Self.maximumPeers))

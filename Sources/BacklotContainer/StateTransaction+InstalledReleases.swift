@@ -8,6 +8,15 @@ extension StateTransaction {
         try connection.query("SELECT * FROM installed ORDER BY id").compactMap(Self.installedRelease)
     }
 
+    /// Each installed release's pack ID and digest, without their indexes: what tells that the
+    /// installed releases changed, at the cost of a few bytes a pack.
+    public func installedReleaseNames() throws -> [(id: String, digest: String)] {
+        try connection.query("SELECT id, digest FROM installed ORDER BY id").compactMap { r in
+            guard let id = r["id"]?.string, let digest = r["digest"]?.string else { return nil }
+            return (id, digest)
+        }
+    }
+
     /// The installed release of pack `id`, if any.
     public func installedRelease(_ id: String) throws -> InstalledRelease? {
         try connection.query("SELECT * FROM installed WHERE id = ?", [.text(id)]).first.flatMap(Self.installedRelease)

@@ -286,6 +286,15 @@ func contentRangeStart(_ value: String) -> UInt64? {
         v[v.index(v.startIndex, offsetBy: 6)..<dash].trimmingCharacters(in: .whitespaces), as: UInt64.self)
 }
 
+/// The most bytes of response headers a transfer takes (all its responses together): a server
+/// that sends more is stopped, whatever libcurl's own limit.
+let maximumHeaderBytes = 256 << 10
+
+/// The error of a transfer whose headers passed ``maximumHeaderBytes``.
+func tooManyHeaderBytes() -> BacklotError {
+    BacklotError(.io, "the server sent more than \(maximumHeaderBytes) bytes of headers; the transfer was stopped")
+}
+
 /// Reads one header line into `headers` (a status line starts a new response: redirects, 100-continue);
 /// returns the status code of a status line.
 func parseHeaderLine(_ data: UnsafeMutablePointer<CChar>?, _ count: Int, into headers: inout [String: String]) -> Int? {
@@ -316,6 +325,7 @@ private final class FileSink: @unchecked Sendable {
     var failure: BacklotError?
     var restarted = false
     var rangeChecked = false
+    var headerBytes = 0
     let progress: (@Sendable (UInt64, UInt64) -> Void)?
     let isCancelled: (@Sendable () -> Bool)?
 
@@ -335,6 +345,11 @@ private final class FileSink: @unchecked Sendable {
 private enum FileCallbacks {
     static let header: curl_write_callback = { data, size, count, context in
         let s = Unmanaged<FileSink>.fromOpaque(context!).takeUnretainedValue()
+        s.headerBytes += size * count
+        guard s.headerBytes <= maximumHeaderBytes else {
+            s.failure = tooManyHeaderBytes()
+            return 0
+        }
         if let status = parseHeaderLine(data, size * count, into: &s.headers) { s.status = status }
         return size * count
     }
@@ -392,6 +407,7 @@ private final class Transfer: @unchecked Sendable {
     var failure: BacklotError?
     var exceeded = false
     var stopsAtExpectedSize = false
+    var headerBytes = 0
     let limit: Int
 
     init(limit: Int) {
@@ -414,6 +430,11 @@ private enum Callbacks {
 
     static let header: curl_write_callback = { data, size, count, context in
         let t = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+        t.headerBytes += size * count
+        guard t.headerBytes <= maximumHeaderBytes else {
+            t.failure = tooManyHeaderBytes()
+            return 0
+        }
         _ = parseHeaderLine(data, size * count, into: &t.headers)
         return size * count
     }

@@ -29,16 +29,23 @@ final class PeerCacheResponder: Sendable {
         if let id = PeerCacheLayout.chunkID(path: request.path) {
             guard request.method == "GET" else { return .respond(Self.methodNotAllowed("GET")) }
             guard isAllowed() else { return .respond(refused(Self.paused)) }
-            guard let bytes = chunks.bytes(of: id) else {
+            let notHeld = HTTPResponse(status: 404, headers: [("Cache-Control", "no-store")], route: "peer")
+            guard let size = chunks.size(of: id) else {
                 counters.withLock { $0.notHeld += 1 }
-                return .respond(HTTPResponse(status: 404, headers: [("Cache-Control", "no-store")], route: "peer"))
+                return .respond(notHeld)
             }
-            guard budget.take(bytes.count) else {
+            // The budget is taken before the chunk is read and hashed: what a neighbour can make
+            // this device read is bounded by the rate too, not only what it is sent.
+            guard budget.take(size) else {
                 return .respond(
                     refused(
                         HTTPResponse(
-                            status: 503, headers: [("Retry-After", "\(budget.secondsUntil(bytes.count))")],
-                            route: "peer")))
+                            status: 503, headers: [("Retry-After", "\(budget.secondsUntil(size))")], route: "peer")))
+            }
+            guard let bytes = chunks.bytes(of: id) else {
+                budget.refund(size)
+                counters.withLock { $0.notHeld += 1 }
+                return .respond(notHeld)
             }
             counters.withLock {
                 $0.chunksSent += 1

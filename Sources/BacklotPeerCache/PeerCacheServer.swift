@@ -8,10 +8,12 @@ import Foundation
 /// requests of ``BacklotProtocol/PeerCacheLayout`` and nothing else, read-only, by chunk ID only.
 ///
 /// Each chunk is read from the installed file that holds it and checked against its ID before it
-/// is sent (``BacklotClient/InstalledChunks``). Connections are limited (4 per address, and
-/// ``PeerCacheSettings/connections`` in all), bytes per second too (a 503 with `Retry-After`
-/// past the budget), and while `isAllowed` says no (the device on battery or on a metered
-/// network) every request is answered 503.
+/// is sent (``BacklotClient/InstalledChunks``). Connections are limited
+/// (``PeerCacheSettings/connections`` in all, a 10 s idle time-out; not per address: an
+/// installing device opens a connection a chunk, 8 at once, and libmicrohttpd counts a closed one
+/// for a moment, so a per-address limit refused honest devices), bytes per second too (a 503 with
+/// `Retry-After` past the budget), and while `isAllowed` says no (the device on battery or on a
+/// metered network) every request is answered 503.
 ///
 /// ```swift
 /// let cache = try PeerCacheServer(containerPath: "/var/lib/game", settings: settings, isAllowed: { true })
@@ -52,7 +54,7 @@ public final class PeerCacheServer: Sendable {
                 let server = try HTTPServer(
                     configuration: .init(
                         host: address, port: settings.port, connectionTimeout: 10, threads: 2,
-                        connectionsPerAddress: 4, connectionLimit: settings.connections, connectionMemory: 16 << 10,
+                        connectionsPerAddress: 0, connectionLimit: settings.connections, connectionMemory: 16 << 10,
                         workerThreads: 2, bufferedBodyDeadline: 10),
                     handler: responder.route)
                 servers.append(server)

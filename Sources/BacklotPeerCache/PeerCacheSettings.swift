@@ -15,7 +15,7 @@ public struct PeerCacheSettings: Sendable, Hashable {
     public var port: UInt16 = PeerCacheLayout.defaultPort
     /// Bytes per second sent at most, over every connection.
     public var rate: UInt64 = 20 << 20
-    /// Connections held at most (each address: at most 4).
+    /// Connections held at most, in all.
     public var connections = 32
     /// Whether the cache advertises itself on the local link (`_backlot._tcp`, `avahi-publish`).
     public var advertises = true

@@ -33,6 +33,11 @@ final class SendBudget: Sendable {
         }
     }
 
+    /// Gives back what ``take(_:)`` took for a chunk that was then not sent.
+    func refund(_ bytes: Int) {
+        state.withLock { $0.tokens = min(capacity, $0.tokens + Double(bytes)) }
+    }
+
     /// Seconds until `bytes` could be taken (at least 1, for `Retry-After`).
     func secondsUntil(_ bytes: Int) -> Int {
         let missing = state.withLock { max(0, min(Double(bytes), capacity) - $0.tokens) }

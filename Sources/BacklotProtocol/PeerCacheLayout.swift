@@ -28,8 +28,9 @@ public enum PeerCacheLayout {
     public static let chunkPrefix = "/backlot-peer/v1/chunks/"
     /// The path of the question "which of these chunks do you hold?".
     public static let havePath = "/backlot-peer/v1/have"
-    /// The most chunk IDs one `have` question names (2 MiB of body).
-    public static let maximumHaveQuery = 65_536
+    /// The most chunk IDs one `have` question names (512 KiB of body; a multiple of 8, so that the
+    /// answers of several questions join bit for bit).
+    public static let maximumHaveQuery = 16_384
     /// The largest chunk a peer sends: the largest a pack may hold.
     public static let maximumChunkBytes = Int(PackIndex.Limits.chunkBytes)
 

@@ -80,7 +80,10 @@ import Testing
         let report = try await manager(f, "B", peers: ["http://127.0.0.1:\(cache.port)"]).fetch(packWithID: "Levels")
         #expect(try sameFiles(source, try installedFolder(f, "B")))
         #expect(report.downloadedChunks >= 1 && report.peerChunks > 0, "\(report)")
-        #expect(cache.statistics.notHeld >= 1 && report.bannedPeers.isEmpty)
+        // A peer whose chunks fail their re-hash says it has not got them (404); after three such
+        // chunks it is not asked again in this install.
+        #expect(cache.statistics.notHeld >= 1)
+        #expect(report.bannedPeers.values.allSatisfy { $0.contains("did not have (3 times)") }, "\(report.bannedPeers)")
     }
 
     @Test func onBatteryOrOverItsBudgetThePeerRefusesAndTheOriginGivesEverything() async throws {
