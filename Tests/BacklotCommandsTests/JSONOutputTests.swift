@@ -73,7 +73,7 @@ import Testing
         #expect(
             orders.first.map(Set.init) == [
                 "pack", "version", "downloadedBytes", "downloadedChunkCount", "reusedChunkCount", "linkedFileCount",
-                "deltaBytes", "deltaChunkCount",
+                "deltaBytes", "deltaChunkCount", "peerBytes", "peerChunkCount", "bannedPeers",
             ])
         #expect(orders.last == ["packs"])
     }
