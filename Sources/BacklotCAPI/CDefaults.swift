@@ -26,6 +26,13 @@ enum CDefaults {
             finished: nil)
     }
 
+    /// Where the last member of each struct ends: what follows is tail padding
+    /// (``CMemory/initialise(_:size:with:end:)`` writes it as zeros).
+    static let configEnd =
+        MemoryLayout<backlot_config>.offset(of: \backlot_config.discover_peers)! + MemoryLayout<Int32>.size
+    static let packInfoEnd =
+        MemoryLayout<backlot_pack_info>.offset(of: \backlot_pack_info.status)! + MemoryLayout<UInt32>.size
+
     /// The size of each struct in the first release of the interface (ABI version 1): a caller
     /// passing less did not initialise it.
     static let firstConfigSize = MemoryLayout<backlot_config>.offset(of: \backlot_config.no_reports)!

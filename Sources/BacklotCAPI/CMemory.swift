@@ -76,14 +76,20 @@ enum CMemory {
     /// bytes from `defaults`, as many as both know; bytes past ours (members of a newer header)
     /// zero; the `size` member set to `size`. Nothing happens for NULL or a size that cannot even
     /// hold the `size` member.
-    static func initialise<T>(_ pointer: UnsafeMutablePointer<T>?, size: Int, with defaults: T) {
+    /// - Parameter end: where our last member ends: the struct's tail padding after it is written
+    ///   as zeros, never copied from `defaults` (a Swift value's padding bytes are whatever its
+    ///   storage held, and a caller with a larger, newer struct has members there).
+    static func initialise<T>(
+        _ pointer: UnsafeMutablePointer<T>?, size: Int, with defaults: T, end: Int = MemoryLayout<T>.size
+    ) {
         guard let pointer, size >= MemoryLayout<Int>.size else { return }
         let raw = UnsafeMutableRawPointer(pointer)
+        let end = min(end, MemoryLayout<T>.size)
         var value = defaults
         withUnsafeBytes(of: &value) { source in
-            if let base = source.baseAddress { memcpy(raw, base, min(size, MemoryLayout<T>.size)) }
+            if let base = source.baseAddress { memcpy(raw, base, min(size, end)) }
         }
-        if size > MemoryLayout<T>.size { memset(raw + MemoryLayout<T>.size, 0, size - MemoryLayout<T>.size) }
+        if size > end { memset(raw + end, 0, size - end) }
         raw.storeBytes(of: size, as: Int.self)
     }
 

@@ -34,12 +34,12 @@ public func backlotStatusName(_ status: backlot_status) -> UnsafePointer<CChar>?
 
 @_cdecl("backlot_config_init_size")
 public func backlotConfigInitSize(_ config: UnsafeMutablePointer<backlot_config>?, _ size: Int) {
-    CMemory.initialise(config, size: size, with: CDefaults.config)
+    CMemory.initialise(config, size: size, with: CDefaults.config, end: CDefaults.configEnd)
 }
 
 @_cdecl("backlot_pack_info_init_size")
 public func backlotPackInfoInitSize(_ info: UnsafeMutablePointer<backlot_pack_info>?, _ size: Int) {
-    CMemory.initialise(info, size: size, with: CDefaults.packInfo)
+    CMemory.initialise(info, size: size, with: CDefaults.packInfo, end: CDefaults.packInfoEnd)
 }
 
 @_cdecl("backlot_pack_info_clear")
@@ -48,7 +48,7 @@ public func backlotPackInfoClear(_ info: UnsafeMutablePointer<backlot_pack_info>
     let size = info.pointee.size
     guard size >= CDefaults.firstPackInfoSize else { return }  // never initialised: nothing of ours in it
     free(info.pointee.id)
-    CMemory.initialise(info, size: size, with: CDefaults.packInfo)
+    CMemory.initialise(info, size: size, with: CDefaults.packInfo, end: CDefaults.packInfoEnd)
 }
 
 @_cdecl("backlot_url_download_init_size")
