@@ -10,22 +10,44 @@ import FuzzSupport
 import Glibc
 #endif
 
-/// A repository in a temporary folder, made once per process, and its admin token.
-let api: (ManagementAPI, token: String) = {
-    let base = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
-    let path = base + "/backlot-fuzz-api-\(getpid())"
-    do {
-        let repository = try Repository(directory: try RepositoryDirectory(path: path))
-        repositoryPath = path
-        atexit { if let repositoryPath { try? FileManager.default.removeItem(atPath: repositoryPath) } }
-        let token = try String(contentsOfFile: repository.adminTokenPath, encoding: .utf8).trimmingCharacters(
-            in: .whitespacesAndNewlines)
-        return (ManagementAPI(repository: repository), token)
-    } catch {
-        fatalError("FuzzManagementAPI: cannot make the repository: \(error)")
+/// The repository the inputs run against, in a temporary folder, and its admin token: made anew
+/// every ``Fixture/inputsPerRepository`` inputs (the old one removed), so that what inputs create
+/// (apps, tokens, audit entries) does not pile up and make every later input slower — a run of
+/// millions otherwise slowed to a third, listing thousands of tokens — and a finding replays
+/// against a repository like the one it was found in.
+enum Fixture {
+    static let inputsPerRepository = 20_000
+    nonisolated(unsafe) static var current: (api: ManagementAPI, token: String, path: String)?
+    nonisolated(unsafe) static var inputs = 0
+    nonisolated(unsafe) static var made = 0
+
+    static func next() -> (ManagementAPI, String) {
+        if current == nil || inputs >= inputsPerRepository {
+            if let old = current?.path {
+                current = nil  // the repository and its database handles go before their folder
+                try? FileManager.default.removeItem(atPath: old)
+            }
+            current = make()
+            inputs = 0
+        }
+        inputs += 1
+        return (current!.api, current!.token)
     }
-}()
-nonisolated(unsafe) var repositoryPath: String?
+
+    static func make() -> (api: ManagementAPI, token: String, path: String) {
+        let base = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
+        made += 1
+        let path = base + "/backlot-fuzz-api-\(getpid())-\(made)"
+        do {
+            let repository = try Repository(directory: try RepositoryDirectory(path: path))
+            let token = try String(contentsOfFile: repository.adminTokenPath, encoding: .utf8).trimmingCharacters(
+                in: .whitespacesAndNewlines)
+            return (ManagementAPI(repository: repository), token, path)
+        } catch {
+            fatalError("FuzzManagementAPI: cannot make the repository: \(error)")
+        }
+    }
+}
 
 /// The body, less its first byte, read as the endpoint body type that byte selects (of the 12), as
 /// the routes read theirs (``RequestBodyDecoder``). Before 2026-12-05 every input was read as all
@@ -61,7 +83,7 @@ func decodeAsSelectedBody(_ body: [UInt8]) {
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = FuzzDriver.bytes(data, size)
-    let (api, token) = api
+    let (api, token) = Fixture.next()
     var head: [UInt8] = bytes
     var body: [UInt8] = []
     if let split = bytes.firstRange(of: [UInt8(ascii: "\n"), UInt8(ascii: "\n")]) {
