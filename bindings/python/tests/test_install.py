@@ -6,6 +6,8 @@ import threading
 import time
 from typing import Callable, List, Tuple
 
+import pytest
+
 from support import Env, backlot
 
 Kind = backlot.UpdateKind
@@ -38,6 +40,23 @@ def test_install_and_read_byte_for_byte(open_manager, env: Env) -> None:
         assert manager.contents(name, pack_id=env.pack) == expected, name
         assert manager._contents_copied(name) == expected, name
     assert manager.contents("Levels/1.txt") == b"the first level\n"
+
+
+def test_the_last_fetch_says_where_its_bytes_came_from(open_manager, env: Env) -> None:
+    manager = open_manager()
+    with pytest.raises(backlot.Error) as caught:
+        manager.last_fetch(env.pack)
+    assert caught.value.status == backlot.Status.NOT_FOUND, caught.value
+    manager.ensure_local_availability(env.pack)
+    report = manager.last_fetch(env.pack)
+    assert report.version >= 1 and report.origin_bytes > 3000000 and report.origin_chunks > 0, report
+    assert report.peer_bytes == 0 and report.peer_chunks == 0, report
+
+
+def test_peers_must_be_base_urls(env: Env, tmp_path) -> None:
+    with pytest.raises(backlot.Error) as caught:
+        backlot.Manager(tmp_path / "c", env.catalog_url, env.root_pub, ca_path=env.ca, peers=["ftp://10.0.0.2:21"])
+    assert caught.value.status == backlot.Status.INVALID_ARGUMENT and "peers" in caught.value.message, caught.value
 
 
 def test_an_installed_pack_reports_completion_at_once(install, env: Env) -> None:

@@ -137,14 +137,14 @@ class _FakeLibrary:
 def test_an_older_abi_is_refused_naming_both_numbers() -> None:
     from backlot import _native
 
-    assert _native._check_abi(_FakeLibrary(2), "new.so") == 2
+    assert _native._check_abi(_FakeLibrary(3), "new.so") == 3
     assert _native._check_abi(_FakeLibrary(7), "newer.so") == 7
     with pytest.raises(ImportError) as caught:
         _native._check_abi(_FakeLibrary(0), "/opt/old/libbacklot.so.0")
     error = caught.value
     assert isinstance(error, backlot.IncompatibleLibraryError)
     assert "/opt/old/libbacklot.so.0" in str(error) and "BACKLOT_LIBRARY" in str(error)
-    assert "ABI version 0" in str(error) and "ABI version 2 or later" in str(error), str(error)
+    assert "ABI version 0" in str(error) and "ABI version 3 or later" in str(error), str(error)
 
 
 def test_a_library_without_abi_version_is_refused_at_import() -> None:
@@ -160,7 +160,7 @@ def test_a_library_without_abi_version_is_refused_at_import() -> None:
     done = _import_with(environment)
     assert done.returncode != 0
     assert "IncompatibleLibraryError" in done.stderr and "AttributeError" not in done.stderr, done.stderr
-    assert "ABI version 0" in done.stderr and "ABI version 2 or later" in done.stderr, done.stderr
+    assert "ABI version 0" in done.stderr and "ABI version 3 or later" in done.stderr, done.stderr
 
 
 def test_a_library_of_an_older_abi_is_refused_at_import(tmp_path: Path) -> None:
@@ -179,4 +179,4 @@ def test_a_library_of_an_older_abi_is_refused_at_import(tmp_path: Path) -> None:
     done = _import_with(environment)
     assert done.returncode != 0
     assert "IncompatibleLibraryError" in done.stderr and str(library) in done.stderr, done.stderr
-    assert "has ABI version 0, but this binding needs ABI version 2 or later" in done.stderr, done.stderr
+    assert "has ABI version 0, but this binding needs ABI version 3 or later" in done.stderr, done.stderr

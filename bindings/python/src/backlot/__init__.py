@@ -40,12 +40,13 @@ from ._errors import (
 )
 from ._manager import DownloadDelegate, Manager, Subscription
 from ._native import IncompatibleLibraryError, LibraryNotFoundError
-from ._types import AssetPack, PackStatus, StatusUpdate, UpdateKind
+from ._types import AssetPack, FetchReport, PackStatus, StatusUpdate, UpdateKind
 
 __all__ = [
     "BA_BASE",
     "AssetPack",
     "AssetPackNotFoundError",
+    "FetchReport",
     "BAError",
     "CancelledError",
     "ClosedHandleError",

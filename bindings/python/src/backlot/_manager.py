@@ -26,11 +26,11 @@ import signal
 import threading
 import weakref
 from types import FrameType
-from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple, TypeVar, Union, cast
+from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union, cast
 
 from . import _native
 from ._errors import Error, Status, check, error_for, error_or_none
-from ._types import AssetPack, PackStatus, StatusUpdate, UpdateKind
+from ._types import AssetPack, FetchReport, PackStatus, StatusUpdate, UpdateKind
 
 __all__ = ["DownloadDelegate", "Manager", "Subscription"]
 
@@ -579,6 +579,8 @@ class Manager:
         retries: int = -1,
         send_reports: bool = True,
         device_profile: Optional[str] = None,
+        peers: Sequence[str] = (),
+        discover_peers: bool = False,
     ) -> None:
         container = _text(container_path, "container_path")
         arguments = {
@@ -590,6 +592,8 @@ class Manager:
             "channel": _optional_text(channel, "channel"),
             # What picks a pack's variant ("textureFormat=astc,deviceTier=high"); None: detected.
             "device_profile": _optional_text(device_profile, "device_profile"),
+            # LAN peer caches asked for chunks first ("http://HOST:PORT" each; docs/peer-cache.md).
+            "peers": _optional_text(",".join(peers), "peers") if peers else None,
         }
         config = _native.Config()
         _native.init_config(config)
@@ -600,6 +604,7 @@ class Manager:
         config.retries = _integer(retries, "retries", -(2**31), 2**31 - 1)
         # Reports of what the container holds and how its installs end (docs/privacy.md).
         config.no_reports = 0 if send_reports else 1
+        config.discover_peers = 1 if discover_peers else 0
         handle = ctypes.c_void_p()
         check(_lib.backlot_manager_open(ctypes.byref(config), ctypes.byref(handle)))
         self.container_path: str = os.fsdecode(container)
@@ -653,6 +658,18 @@ class Manager:
         out = ctypes.c_void_p()
         check(_lib.backlot_device_profile(self._handle, ctypes.byref(out)))
         return _native.take_string(out)
+
+    def last_fetch(self, pack_id: str) -> FetchReport:
+        """What this manager's last download of ``pack_id`` did (backlot_last_fetch): bytes and
+        chunks from the origin and from LAN peers, chunks reused, files linked. Raises
+        :class:`backlot.Error` with status ``NOT_FOUND`` when it has not downloaded that pack."""
+        report = _native.FetchReport()
+        report.size = ctypes.sizeof(report)
+        check(_lib.backlot_last_fetch(self._handle, _text(pack_id, "pack_id"), ctypes.byref(report)))
+        return FetchReport(
+            version=report.version, origin_bytes=report.origin_bytes, peer_bytes=report.peer_bytes,
+            origin_chunks=report.origin_chunks, peer_chunks=report.peer_chunks,
+            reused_chunks=report.reused_chunks, linked_files=report.linked_files)
 
     def _ensure(self, function: Any, pack_id: str, progress: Optional[ProgressCallback]) -> None:
         pid = _text(pack_id, "pack_id")

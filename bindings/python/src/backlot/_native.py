@@ -24,7 +24,7 @@ LIBRARY_VARIABLE = "BACKLOT_LIBRARY"
 
 #: The BACKLOT_ABI_VERSION of the backlot.h this binding follows: a library reporting a lower
 #: one (backlot_abi_version) lacks something declared here and is refused at import.
-REQUIRED_ABI_VERSION = 2
+REQUIRED_ABI_VERSION = 3
 
 
 class LibraryNotFoundError(ImportError):
@@ -140,6 +140,22 @@ class Config(ctypes.Structure):
         ("retries", ctypes.c_int32),
         ("no_reports", ctypes.c_int32),
         ("device_profile", ctypes.c_char_p),
+        # ABI 3: LAN peer caches (docs/peer-cache.md).
+        ("peers", ctypes.c_char_p),
+        ("discover_peers", ctypes.c_int32),
+    ]
+
+
+class FetchReport(ctypes.Structure):
+    _fields_ = [
+        ("size", ctypes.c_size_t),
+        ("version", ctypes.c_int64),
+        ("origin_bytes", ctypes.c_uint64),
+        ("peer_bytes", ctypes.c_uint64),
+        ("origin_chunks", ctypes.c_uint64),
+        ("peer_chunks", ctypes.c_uint64),
+        ("reused_chunks", ctypes.c_uint64),
+        ("linked_files", ctypes.c_uint64),
     ]
 
 
@@ -224,6 +240,7 @@ _declare("backlot_device_profile", c_status, c_handle, _void_pp)
 _declare("backlot_ensure_local_availability", c_status, c_handle, ctypes.c_char_p, PROGRESS_FN, ctypes.c_void_p)
 _declare("backlot_ensure_latest_availability", c_status, c_handle, ctypes.c_char_p, PROGRESS_FN, ctypes.c_void_p)
 _declare("backlot_cancel", c_status, c_handle, ctypes.c_char_p)
+_declare("backlot_last_fetch", c_status, c_handle, ctypes.c_char_p, _P(FetchReport))
 _declare("backlot_check_for_updates", c_status, c_handle, _void_pp, _size_p)
 _declare("backlot_remove", c_status, c_handle, ctypes.c_char_p)
 _declare("backlot_contents", c_status, c_handle, ctypes.c_char_p, ctypes.c_char_p, _void_pp, _size_p)

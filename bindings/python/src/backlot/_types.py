@@ -8,7 +8,7 @@ from typing import Optional, Union
 
 from ._errors import Error, Status, error_for
 
-__all__ = ["AssetPack", "PackStatus", "StatusUpdate", "UpdateKind"]
+__all__ = ["AssetPack", "FetchReport", "PackStatus", "StatusUpdate", "UpdateKind"]
 
 
 class PackStatus(enum.IntFlag):
@@ -41,6 +41,20 @@ class AssetPack:
     version: int
     download_size: int
     status: PackStatus
+
+
+@dataclass(frozen=True)
+class FetchReport:
+    """What a manager's last download of a pack did (backlot_last_fetch): its bytes and chunks
+    from the origin and from LAN peer caches (docs/peer-cache.md), chunks reused, files linked."""
+
+    version: int
+    origin_bytes: int
+    peer_bytes: int
+    origin_chunks: int
+    peer_chunks: int
+    reused_chunks: int
+    linked_files: int
 
 
 @dataclass(frozen=True)
