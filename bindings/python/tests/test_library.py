@@ -119,7 +119,7 @@ def test_the_structs_are_filled_by_the_sized_init_functions() -> None:
 def test_abi_version() -> None:
     from backlot import _native
 
-    assert _native.REQUIRED_ABI_VERSION == 2
+    assert _native.REQUIRED_ABI_VERSION == 3
     assert isinstance(backlot.abi_version(), int)
     assert backlot.abi_version() >= _native.REQUIRED_ABI_VERSION
 
