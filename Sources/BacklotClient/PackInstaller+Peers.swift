@@ -207,10 +207,10 @@ extension PackInstaller {
 
     /// Fetches `chunks` from the peers that hold them, ``peerConnections`` at once: each chunk
     /// from one of its holders not banned yet, its bytes checked against its ID. A busy peer's
-    /// `Retry-After` of at most 2 s is waited for (4 times a peer and 8 s an install at most); a
-    /// wrong or short body, or no answer in time, bans the peer; so do 3 chunks it said it held
-    /// and then did not send (a 404, or busy past the waits), so that a peer that claims every
-    /// chunk costs a few requests, not one per chunk.
+    /// `Retry-After` of at most 2 s is waited for (4 times a peer and 8 s an install at most),
+    /// then the chunk goes on; a wrong or short body, or no answer in time, bans the peer; so do 3
+    /// chunks it said it held and then had not (404), so that a peer that claims every chunk costs
+    /// a few requests, not one per chunk.
     func fetchFromPeers(
         _ chunks: [(chunk: Int, holders: [Int])], _ plan: InstallPlan, _ folder: PreparedFolder, files: OpenFiles,
         client: HTTPClient, done: AtomicBytes, report: @escaping @Sendable () -> Void,
@@ -279,9 +279,9 @@ extension PackInstaller {
                             busy += 1
                             usleep(useconds_t(max(after, 1)) * 1_000_000)
                             k -= 1
-                        } else {
-                            state.withLock { $0.strike(p, "said it held chunks it then did not send (busy)") }
                         }
+                        // Past the waits the chunk goes on, and the peer is not blamed: a busy
+                        // peer is an honest one keeping its owner's budget (a 503 costs a request).
                         continue
                     }
                     if answer.status == 404 {
