@@ -46,12 +46,6 @@ public final class InstalledChunks: Sendable {
         self.refreshInterval = refreshInterval
     }
 
-    /// The number of distinct chunks the installed releases hold.
-    public var count: Int {
-        refreshIfDue()
-        return state.withLock { $0.chunks.count }
-    }
-
     /// Whether an installed release holds chunk `id` (without reading it).
     public func holds(_ id: SHA256Digest) -> Bool {
         refreshIfDue()
