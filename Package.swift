@@ -117,6 +117,10 @@ let package = Package(
             dependencies: [
                 "BacklotBasics", "BacklotClient", "BacklotHTTPServer", "BacklotInfoPlist", "BacklotProtocol",
             ]),
+        // The fleet simulator: thousands of devices from one process, through the client's own code (`backlot fleet`).
+        .target(
+            name: "BacklotFleet",
+            dependencies: ["BacklotBasics", "BacklotClient", "BacklotCrypto", "BacklotFormat", "BacklotProtocol"]),
         // App Clips: size budgets, default links, advanced-experience matching, handing packs to the full app.
         .target(name: "BacklotAppClips", dependencies: ["BacklotBasics", "BacklotClient", "BacklotJSON"]),
         // Apple's Info.plist: XML and binary property lists, and the Background Assets key rules.
@@ -131,9 +135,10 @@ let package = Package(
             dependencies: [
                 "BacklotAgent", "BacklotAppClips", "BacklotAppleArchive", "BacklotBasics", "BacklotProtocol",
                 "BacklotClient",
-                "BacklotContainer", "BacklotCrypto", "BacklotExtension", "BacklotFormat", "BacklotHTTPClient",
-                "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON", "BacklotPeerCache", "BacklotPostgres",
-                "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTaskScheduler",
+                "BacklotContainer", "BacklotCrypto", "BacklotExtension", "BacklotFleet", "BacklotFormat",
+                "BacklotHTTPClient", "BacklotHTTPServer", "BacklotInfoPlist", "BacklotJSON", "BacklotPeerCache",
+                "BacklotPostgres", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore",
+                "BacklotTaskScheduler",
             ]),
         .executableTarget(name: "backlot", dependencies: ["BacklotCommands"]),
         // The C interface over the client: handles, statuses, callbacks (libbacklot).
@@ -225,6 +230,13 @@ let package = Package(
                 "BacklotAgent", "BacklotBasics", "BacklotClient", "BacklotContainer", "BacklotCrypto",
                 "BacklotExtension", "BacklotFormat", "BacklotJSON", "BacklotTaskScheduler", "BacklotTestSupport",
                 "backlot-test-app", "backlot-test-extension",
+            ]),
+        .testTarget(
+            name: "BacklotFleetTests",
+            dependencies: [
+                "BacklotBasics", "BacklotClient", "BacklotCrypto", "BacklotFleet", "BacklotHTTPServer",
+                "BacklotProtocol",
+                "BacklotTestSupport",
             ]),
         .testTarget(
             name: "BacklotAppClipsTests",

@@ -31,6 +31,14 @@ extension Agent {
         } catch let e as Deferral {
             try? store.noteProblem(event.seq, code: "waiting", detail: e.reason)
             log("event \(event.request.name): waiting (\(e.reason))")
+        } catch let e as BacklotError where e.code == .unavailable {
+            // The server sheds load: the event waits out its Retry-After (with jitter), or the
+            // first retry of a failed check.
+            let wait = CheckSchedule(interval: configuration.periodicCheckInterval).delay(
+                after: .failed(attempt: 1, retryAfter: e.retryAfter), random: Double.random(in: 0..<1))
+            try? store.noteProblem(event.seq, code: e.code.name, detail: e.message)
+            try? store.hold(event.seq, until: clock.now.addingTimeInterval(wait))
+            log("event \(event.request.name): the server is busy; tried again in \(Int(wait)) s")
         } catch let e as BacklotError where e.code == .io || e.code == .cancelled {
             try? store.noteProblem(event.seq, code: e.code.name, detail: e.message)
             log("event \(event.request.name): will retry (\(e.message))")
@@ -149,6 +157,7 @@ extension Agent {
             }
             try waitForNetwork(metered: !configuration.prefetchRequiresUnmetered)
             let (updating, removed) = try await manager.checkForUpdates()
+            if let hint = manager.checkAfterHint { deferNextPeriodicCheck(atLeast: TimeInterval(hint)) }
             report.packs = updating.sorted()
             if !removed.isEmpty { log("periodic: removed obsolete packs \(removed.sorted().joined(separator: ", "))") }
         }

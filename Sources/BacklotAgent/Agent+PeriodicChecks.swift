@@ -3,6 +3,7 @@ import BacklotClient
 import BacklotContainer
 import BacklotExtension
 import BacklotFormat
+import BacklotProtocol
 import BacklotTaskScheduler
 import Dispatch
 import Foundation
@@ -15,18 +16,48 @@ import Glibc
 /// The periodic check: when it is due, and the record of the last one.
 extension Agent {
     func enqueuePeriodicIfDue() {
-        let now = clock.now
-        let policy = PeriodicCheckPolicy(baseInterval: configuration.periodicCheckInterval)
-        let interval = policy.interval(launches: scheduler.appLaunches(inLast: 30), now: now)
+        let interval = periodicInterval()
         guard let elapsed = periodicElapsed() else {
             markPeriodicCheck()  // the first start sets the clock going
             return
         }
-        guard elapsed >= interval else { return }
+        guard elapsed >= periodicWait(interval: interval) else { return }
         markPeriodicCheck()
         if (try? store.queued().contains { $0.request == .periodic }) == true { return }
         _ = try? store.enqueue(.periodic, bypassBudget: false)
-        log("periodic: a check is due (every \(CheckedInteger.secondsText(interval)) s for this app's use)")
+        log("periodic: a check is due (about every \(CheckedInteger.secondsText(interval)) s for this app's use)")
+    }
+
+    /// The periodic interval for this app's use (``PeriodicCheckPolicy``).
+    func periodicInterval() -> TimeInterval {
+        PeriodicCheckPolicy(baseInterval: configuration.periodicCheckInterval).interval(
+            launches: scheduler.appLaunches(inLast: 30), now: clock.now)
+    }
+
+    /// Seconds from the last periodic check to the next (``CheckSchedule``): the interval spread
+    /// by the factor drawn when that check was marked (`periodicFactor`, 0.8 to 1.2, so that a
+    /// fleet switched on at once drifts apart), and no less than the catalog's
+    /// `Backlot-Check-After` since (`periodicAtLeast`). Stored text another process may have
+    /// written is bounded: a factor outside 0.5…1.5 or a wait past a day counts as none.
+    func periodicWait(interval: TimeInterval) -> TimeInterval {
+        func stored(_ key: String, in range: ClosedRange<Double>) -> Double? {
+            guard let text = (try? store.value(key)) ?? nil, let value = Double(text), range.contains(value) else {
+                return nil
+            }
+            return value
+        }
+        let factor = stored("periodicFactor", in: 0.5...1.5) ?? 1
+        let atLeast = stored("periodicAtLeast", in: 0...(1.5 * Double(PublishedTreeLayout.longestCheckAfter))) ?? 0
+        return max(interval * factor, atLeast)
+    }
+
+    /// Keeps the next periodic check from coming sooner than `seconds` after the last one (the
+    /// catalog's `Backlot-Check-After`, at most a day), spread above it as ``CheckSchedule`` does.
+    func deferNextPeriodicCheck(atLeast seconds: TimeInterval) {
+        let wait = CheckSchedule(interval: 0).delay(
+            after: .checked(checkAfter: Int(min(max(0, seconds), Double(PublishedTreeLayout.longestCheckAfter)))),
+            random: Double.random(in: 0..<1))
+        try? store.setValue("periodicAtLeast", String(wait))
     }
 
     /// Seconds since the last periodic check, on the monotonic clock within this boot (a step of
@@ -51,6 +82,11 @@ extension Agent {
     }
 
     func markPeriodicCheck() {
+        // The spread of the next wait: CheckSchedule's jitter on an interval of 1.
+        let factor = CheckSchedule(interval: 1).delay(
+            after: .checked(checkAfter: nil), random: Double.random(in: 0..<1))
+        try? store.setValue("periodicFactor", String(factor))
+        try? store.setValue("periodicAtLeast", "0")
         let wall = String(clock.now.timeIntervalSince1970)
         try? store.setValue("lastPeriodic", wall)
         try? store.setValue("lastPeriodicReading", "\(wall) \(clock.uptime) \(clock.bootID)")

@@ -248,9 +248,7 @@ public final class Agent: Sendable {
         var next = now.addingTimeInterval(Self.maximumSleep)
         if let held = try? store.nextHeldEvent() { next = min(next, held) }
         if let elapsed = periodicElapsed() {  // measured as enqueuePeriodicIfDue measures it (monotonic)
-            let interval = PeriodicCheckPolicy(baseInterval: configuration.periodicCheckInterval).interval(
-                launches: scheduler.appLaunches(inLast: 30), now: now)
-            next = min(next, now.addingTimeInterval(interval - elapsed))
+            next = min(next, now.addingTimeInterval(periodicWait(interval: periodicInterval()) - elapsed))
         }
         var waitingForConditions =
             (try? store.queued(dueAt: now).isEmpty) == false

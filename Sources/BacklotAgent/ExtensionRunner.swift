@@ -101,8 +101,7 @@ struct ExtensionRunner: Sendable {
             until: child.started + .milliseconds(Int64((limit * 1000).rounded(.up))), keepingLast: Self.outputLimit,
             isCancelled: isStopping)
         Supervisor.finished(child, store: store)
-        let c = outcome.elapsed.components
-        let elapsed = max(0, Double(c.seconds) + Double(c.attoseconds) / 1e18)
+        let elapsed = max(0, outcome.elapsed.inSeconds)
         try? store.addExtensionRuntime(elapsed, on: day)
         // What it printed (the last 1 MiB), 50 lines at most, into the agent's log.
         if outcome.outputTruncated {

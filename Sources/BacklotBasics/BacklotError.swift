@@ -21,12 +21,16 @@ public struct BacklotError: Error, Sendable, Hashable, CustomStringConvertible {
     public let context: String?
     /// What to do about it.
     public let hint: String?
+    /// Seconds a server asked to be left alone before the next try (its `Retry-After` on a 503 or
+    /// 429), for ``Code/unavailable``; nil when it named none.
+    public let retryAfter: Int?
 
-    public init(_ code: Code, _ message: String, context: String? = nil, hint: String? = nil) {
+    public init(_ code: Code, _ message: String, context: String? = nil, hint: String? = nil, retryAfter: Int? = nil) {
         self.code = code
         self.message = message
         self.context = context
         self.hint = hint
+        self.retryAfter = retryAfter
     }
 
     /// `context: message (hint)`, the form printed by the command-line tool.

@@ -109,6 +109,20 @@ public enum FileSystem {
         try SystemCall.retrying("chmod", path: path) { fchmod(fd, mode) }
     }
 
+    /// Makes `new` a hard link to the file at `existing` (`link(2)`: a link at `existing` is not
+    /// followed).
+    /// - Throws: ``BacklotError/Code/io`` naming both paths and the system's reason.
+    public static func hardLink(_ existing: String, to new: String) throws {
+        _ = try SystemCall.retrying("link", path: new) { link(existing, new) }
+    }
+
+    /// Moves `source` over `target` in one step (`rename(2)`: whoever opens `target` sees the old
+    /// file or the new one, never neither).
+    /// - Throws: ``BacklotError/Code/io`` naming the paths and the system's reason.
+    public static func rename(_ source: String, to target: String) throws {
+        _ = try SystemCall.retrying("rename", path: target) { Glibc.rename(source, target) }
+    }
+
     /// Whether anything (even a dangling link) exists at `path`.
     public static func exists(_ path: String) -> Bool {
         var st = stat()

@@ -1,6 +1,7 @@
 import BacklotBasics
 import BacklotContainer
 import BacklotFormat
+import BacklotProtocol
 import Foundation
 import Synchronization
 
@@ -59,6 +60,30 @@ extension AssetPackManager {
         }
     }
 
+    /// Installs `release` of pack `id` under the pack's install lock, on the calling thread (it
+    /// blocks for as long as the transfer takes); nothing when another process installed it while
+    /// this one waited for the lock.
+    nonisolated func install(
+        _ id: String, _ release: Catalog.Release, from url: URL, with installer: PackInstaller,
+        progress box: ProgressBox
+    ) throws -> FetchReport {
+        let outcome = try container.layout.holding(.install(pack: id)) { () -> PackInstaller.Outcome? in
+            if (try? container.installed(id))?.digest == installedName(release) { return nil }
+            return try installer.install(
+                id: id, release: release, archiveURL: url,
+                progress: { done, total in
+                    box.progress.totalUnitCount = Int64(max(1, total))
+                    box.progress.completedUnitCount = Int64(done)
+                }, isCancelled: { box.progress.isCancelled })
+        }
+        return FetchReport(
+            id: id, version: release.version, downloadedBytes: outcome?.downloadedBytes ?? 0,
+            downloadedChunks: outcome?.downloadedChunks ?? 0,
+            reusedChunks: outcome?.reusedChunks ?? 0, linkedFiles: outcome?.linkedFiles ?? 0,
+            peerBytes: outcome?.peerBytes ?? 0, peerChunks: outcome?.peerChunks ?? 0,
+            bannedPeers: outcome?.bannedPeers ?? [:])
+    }
+
     /// The executor's second duty: the requests other processes queued. A cancelled task takes
     /// none (they stay queued for the next executor).
     func drainQueue() async {
@@ -94,26 +119,12 @@ extension AssetPackManager {
         let broadcaster = self.broadcaster
         reporter.record(.started, pack: id, version: release.version)
         do {
-            let outcome = try await BlockingPool.unbounded.run { [installer] () -> PackInstaller.Outcome? in
-                try self.container.layout.holding(.install(pack: id)) {
-                    // Another process may have installed it while this one waited for the lock.
-                    if (try? self.container.installed(id))?.digest == self.installedName(release) { return nil }
-                    return try installer.install(
-                        id: id, release: release, archiveURL: url,
-                        progress: { done, total in
-                            box.progress.totalUnitCount = Int64(max(1, total))
-                            box.progress.completedUnitCount = Int64(done)
-                        }, isCancelled: { box.progress.isCancelled })
-                }
+            let report = try await BlockingPool.unbounded.run { [installer] in
+                try self.install(id, release, from: url, with: installer, progress: box)
             }
             broadcaster.send(.finished(pack))
             reporter.record(.finished, pack: id, version: release.version)
-            return FetchReport(
-                id: id, version: release.version, downloadedBytes: outcome?.downloadedBytes ?? 0,
-                downloadedChunks: outcome?.downloadedChunks ?? 0,
-                reusedChunks: outcome?.reusedChunks ?? 0, linkedFiles: outcome?.linkedFiles ?? 0,
-                peerBytes: outcome?.peerBytes ?? 0, peerChunks: outcome?.peerChunks ?? 0,
-                bannedPeers: outcome?.bannedPeers ?? [:])
+            return report
         } catch {
             broadcaster.send(.failed(pack, error))
             // A download the app cancelled is no failure of the release.

@@ -136,6 +136,8 @@ public actor AssetPackManager {
     private var inFlight: [String: Task<Void, any Error>] = [:]
     /// The last report of each pack's download by this manager (``lastFetchReport(forPackWithID:)``).
     nonisolated let lastReports = Mutex<[String: FetchReport]>([:])
+    /// The last catalog check's `Backlot-Check-After` (``checkAfterHint``).
+    nonisolated let lastCheckAfter = Mutex<Int?>(nil)
     nonisolated let broadcaster = Broadcaster()
     /// This manager's identity in the container's request queue.
     nonisolated let clientID = UUID().uuidString.lowercased()
@@ -160,6 +162,12 @@ public actor AssetPackManager {
             pinned: configuration.trustedKeys, http: http, container: container)
     }
 
+    /// Seconds the answer to this manager's last catalog check asked the device to wait before
+    /// checking again (`Backlot-Check-After`, docs/protocol.md §4.1; a Backlot addition), at most a
+    /// day; nil when it named none or no catalog was read yet. The agent schedules its next periodic
+    /// check no sooner (``CheckSchedule``).
+    public nonisolated var checkAfterHint: Int? { lastCheckAfter.withLock { $0 } }
+
     /// The device identifier used for staged rollouts (created once per container).
     public nonisolated var deviceID: String { container.deviceID }
 
@@ -167,7 +175,13 @@ public actor AssetPackManager {
 
     /// The catalog's packs for this device and platform, by ID.
     func offered() async throws -> [String: (AssetPack, Catalog.Release)] {
-        let catalog = try await BlockingPool.shared.run { try self.catalogClient.fetch() }
+        try await BlockingPool.shared.run { try self.offeredNow() }
+    }
+
+    /// ``offered()`` on the calling thread; it keeps the answer's `Backlot-Check-After` (``checkAfterHint``).
+    nonisolated func offeredNow() throws -> [String: (AssetPack, Catalog.Release)] {
+        let (catalog, hint) = try catalogClient.check()
+        lastCheckAfter.withLock { $0 = hint }
         defer { knownLanguages.withLock { $0 = Array(Set(catalog.packs.compactMap { $0.release.language })) } }
         var out: [String: (AssetPack, Catalog.Release)] = [:]
         for entry in catalog.packs {

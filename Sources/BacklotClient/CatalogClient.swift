@@ -28,8 +28,23 @@ struct CatalogClient: Sendable {
         return try? KeyList.decode(Array(bytes), source: "container key list")
     }
 
-    func fetch(now: Date = Date()) throws -> Catalog {
+    func fetch(now: Date = Date()) throws -> Catalog { try check(now: now).catalog }
+
+    /// A catalog check: the verified catalog, and the seconds its answer asked the device to wait
+    /// before the next check (``PublishedTreeLayout/checkAfterHeader``, at most
+    /// ``PublishedTreeLayout/longestCheckAfter``; nil without one).
+    /// - Throws: ``BacklotError/Code/unavailable`` with ``BacklotError/retryAfter`` for a 503 or
+    ///   429 (the server sheds load: the device tries again after that many seconds, at most an
+    ///   hour); what ``fetch(now:)`` throws otherwise.
+    func check(now: Date = Date()) throws -> (catalog: Catalog, checkAfter: Int?) {
         let response = try http.send("GET", catalogURL.absoluteString, bodyLimit: Self.maximumCatalogBytes)
+        if response.status == 503 || response.status == 429 {
+            let after = response.headers["retry-after"].flatMap { CheckedInteger.parse($0, as: Int.self) }
+            throw BacklotError(
+                .unavailable, "the catalog answered \(response.status): the server is busy",
+                context: catalogURL.absoluteString, hint: "the device checks again later",
+                retryAfter: after.map { min(max(0, $0), 3600) })
+        }
         guard response.status == 200 else {
             throw BacklotError(
                 .io, "the catalog answered \(response.status)", context: catalogURL.absoluteString,
@@ -37,8 +52,12 @@ struct CatalogClient: Sendable {
         }
         let lastSeen = try container.meta(.catalogVersion).flatMap { CheckedInteger.parse($0, as: UInt64.self) }
         let keys = try currentKeys()
-        return try remember(
+        let catalog = try remember(
             verify(response.body, keys: keys, lastSeen: lastSeen, now: now), envelope: response.body, keys: keys)
+        let hint = response.headers[PublishedTreeLayout.checkAfterHeader.lowercased()].flatMap {
+            CheckedInteger.parse($0, as: Int.self)
+        }
+        return (catalog, hint.map { min(max(0, $0), PublishedTreeLayout.longestCheckAfter) })
     }
 
     /// The keys to trust now, after looking for a rotation, as a TUF client updates its root

@@ -154,7 +154,8 @@ extension PackInstaller {
         return r.body
     }
 
-    /// ``range(_:_:_:)`` with retries (exponential backoff with jitter) on transport failures.
+    /// ``range(_:_:_:)`` with retries: exponential backoff with jitter on transport failures, and
+    /// a 503 or 429's `Retry-After` waited out (with jitter) before trying again.
     func rangeWithRetries(_ url: String, _ first: UInt64, _ last: UInt64) throws -> [UInt8] {
         var attempt = 0
         while true {
@@ -165,7 +166,9 @@ extension PackInstaller {
                         hint: "try again later")
                 }
                 attempt += 1
-                usleep(useconds_t(e.seconds) * 1_000_000)
+                // Waited out, plus up to half again at random: devices a busy server turned away
+                // at the same moment do not all come back at the same moment.
+                usleep(useconds_t(Double(e.seconds) * Double.random(in: 1...1.5) * 1_000_000))
             } catch let e as BacklotError where e.code == .io && attempt < retries {
                 attempt += 1
                 usleep(useconds_t(Double(100_000 << attempt) * Double.random(in: 0.5...1.5)))

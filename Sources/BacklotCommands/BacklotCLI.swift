@@ -30,7 +30,7 @@ public enum BacklotCLI {
         CatalogShowCommand.self, CatalogResignCommand.self, KeysRotateCommand.self,
         DownloadManifestCreateCommand.self, DownloadManifestUpdateCommand.self, FetchCommand.self, StatusCommand.self,
         RemoveCommand.self,
-        AgentCommand.self, AgentStatusCommand.self, NotifyCommand.self, SimulateCommand.self,
+        AgentCommand.self, AgentStatusCommand.self, NotifyCommand.self, SimulateCommand.self, FleetCommand.self,
         ClipSizeCommand.self, ClipLinkCommand.self, ClipParseCommand.self, ClipMatchCommand.self,
         ClipHandoffCommand.self,
         CompletionCommand.self,

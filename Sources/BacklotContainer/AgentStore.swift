@@ -89,9 +89,15 @@ public struct AgentStore: Sendable {
 
     /// Holds an event until the next UTC day, when the extension's budget renews.
     public func holdUntilTomorrow(_ seq: Int64, now: Date) throws {
-        let tomorrow = (floor(now.timeIntervalSince1970 / 86_400) + 1) * 86_400
+        try hold(seq, until: Date(timeIntervalSince1970: (floor(now.timeIntervalSince1970 / 86_400) + 1) * 86_400))
+    }
+
+    /// Keeps a queued event from running before `date` (a server's `Retry-After`, a budget's renewal).
+    public func hold(_ seq: Int64, until date: Date) throws {
         try db.transaction { tx in
-            _ = try tx.run("UPDATE agent_events SET not_before = ? WHERE seq = ?", [.real(tomorrow), .integer(seq)])
+            _ = try tx.run(
+                "UPDATE agent_events SET not_before = ? WHERE seq = ?",
+                [.real(date.timeIntervalSince1970), .integer(seq)])
         }
     }
 

@@ -30,6 +30,17 @@ public struct StateStore: Sendable {
         }
     }
 
+    /// Writes a consistent copy of the database to `layout`'s (which must not exist yet) with
+    /// another device identifier: how a fleet simulator (`backlot fleet`) makes many devices that
+    /// hold one installed release. The copy is made by SQLite (`VACUUM INTO`), so it is whole even
+    /// while others write.
+    /// - Throws: ``BacklotError/Code/io`` when the copy cannot be written.
+    public func copy(to layout: ContainerLayout, deviceID: String) throws {
+        try database.read { c in _ = try c.run("VACUUM INTO ?", [.text(layout.stateDatabase)]) }
+        let copy = try StateStore(layout: layout)
+        try copy.transaction { tx in try tx.setValue(deviceID, forKey: .deviceID) }
+    }
+
     /// Runs `body` outside an explicit transaction (each operation is atomic on its own).
     @discardableResult
     public func read<T>(_ body: (inout StateTransaction) throws -> T) throws -> T {

@@ -24,8 +24,7 @@ final class SendBudget: Sendable {
         let now = ContinuousClock.now
         return state.withLock { s in
             let elapsed = now - s.last
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            s.tokens = min(capacity, s.tokens + seconds * rate)
+            s.tokens = min(capacity, s.tokens + elapsed.inSeconds * rate)
             s.last = now
             guard s.tokens >= min(Double(bytes), capacity) else { return false }
             s.tokens -= Double(bytes)

@@ -52,6 +52,14 @@ public enum PublishedTreeLayout: Hashable, Sendable {
     /// app whose device downloaded it. A server or a cache that ignores it serves the same bytes.
     public static let appHeader = "Backlot-App"
 
+    /// The response header that tells a device when to check its catalog next
+    /// (`Backlot-Check-After: SECONDS`, docs/protocol.md §4.1): a hint, not signed, that a device
+    /// honours up to ``longestCheckAfter`` and only to check later, never sooner. `backlot serve`
+    /// sends it with catalogs when configured, and raises it while it sheds load; an edge may add it.
+    public static let checkAfterHeader = "Backlot-Check-After"
+    /// The longest wait a ``checkAfterHeader`` can impose on a device: a day.
+    public static let longestCheckAfter = 86_400
+
     /// How people are told where a catalog is, in help texts and errors.
     public static let catalogTemplate = "\(appsFolder)/APP/CHANNEL/catalog.json"
 

@@ -34,12 +34,12 @@ public final class HostingServer: Sendable {
         repository: Repository, configuration: HTTPServer.Configuration,
         treeHeaders: PublishedTreeHeaders = PublishedTreeHeaders(),
         accessLog: (@Sendable (String) -> Void)? = nil, metricsAccess: MetricsAccess = MetricsAccess(),
-        version: String = "unknown"
+        version: String = "unknown", loadShedding: LoadShedding = LoadShedding()
     ) throws {
         try self.init(
             repository: repository, listening: ListeningSocket(host: configuration.host, port: configuration.port),
             configuration: configuration, treeHeaders: treeHeaders, accessLog: accessLog, metricsAccess: metricsAccess,
-            version: version)
+            version: version, loadShedding: loadShedding)
     }
 
     /// Starts serving on a socket bound beforehand.
@@ -48,10 +48,12 @@ public final class HostingServer: Sendable {
     ///   - accessLog: receives one JSON line per request.
     ///   - metricsAccess: a token `/metrics` requires, and a second listener for it alone.
     ///   - version: the build's version, in `backlot_build_info`.
+    ///   - loadShedding: the bound on heavy requests and the catalogs' `Backlot-Check-After`.
     public init(
         repository: Repository, listening: ListeningSocket, configuration: HTTPServer.Configuration,
         treeHeaders: PublishedTreeHeaders = PublishedTreeHeaders(), accessLog: (@Sendable (String) -> Void)? = nil,
-        metricsAccess: MetricsAccess = MetricsAccess(), version: String = "unknown"
+        metricsAccess: MetricsAccess = MetricsAccess(), version: String = "unknown",
+        loadShedding: LoadShedding = LoadShedding()
     ) throws {
         let directory = repository.directory
         self.directory = directory
@@ -64,13 +66,15 @@ public final class HostingServer: Sendable {
         let downloads = DownloadCounter(repository: repository)
         self.downloads = downloads
         let inFlight = Mutex<HTTPServer?>(nil)
+        let shedder = LoadShedder(loadShedding)
         let exposition = MetricsExposition(
             metrics: metrics, repository: repository, token: metricsAccess.token,
-            inFlight: { inFlight.withLock { $0?.requestsInFlight ?? 0 } })
+            inFlight: { inFlight.withLock { $0?.requestsInFlight ?? 0 } }, shedder: shedder)
         let metricsHere = metricsAccess.listening == nil
         let main = try HTTPServer(
             listening: listening, configuration: configuration,
             observer: { request, route, status, bytes, seconds in
+                shedder.finished(request, route: route)
                 metrics.recordRequest(route: route, path: request.path, status: status, bytes: bytes, seconds: seconds)
                 if route == "static", request.method == "GET" {
                     downloads.record(
@@ -81,10 +85,17 @@ public final class HostingServer: Sendable {
             }
         ) { request in
             if metricsHere, request.path == "/metrics" { return .respond(exposition.respond(to: request)) }
+            if let busy = shedder.admit(request) { return .respond(busy) }
             // API answers hold secrets (a new token) and per-caller data: never stored by a cache on the way.
             if let answer = api.route(request) { return answer.addingHeaders(ManagementAPI.responseHeaders) }
             if let page = Dashboard.respond(to: request) { return .respond(page) }
-            return .respond(tree.respond(to: request))
+            var answer = tree.respond(to: request)
+            if answer.status == 200 || answer.status == 304, let hint = shedder.checkAfter(),
+                case .catalog? = PublishedTreeLayout(path: request.path.drop(while: { $0 == "/" }))
+            {
+                answer.headers.append((PublishedTreeLayout.checkAfterHeader, String(hint)))
+            }
+            return .respond(answer)
         }
         http = main
         inFlight.withLock { $0 = main }

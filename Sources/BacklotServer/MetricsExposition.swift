@@ -13,6 +13,7 @@ struct MetricsExposition: Sendable {
     let repository: Repository
     let token: String?
     let inFlight: @Sendable () -> Int
+    let shedder: LoadShedder
 
     func respond(to request: HTTPRequest) -> HTTPResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
@@ -33,6 +34,9 @@ struct MetricsExposition: Sendable {
             }
         }
         var gauges = ServerMetrics.Gauges(inFlight: inFlight())
+        gauges.heavyInFlight = shedder.inFlight
+        gauges.heavyLimit = shedder.settings.heavyRequests
+        gauges.shed = shedder.shedCount
         if let channels = try? repository.publication.publishedChannels() {
             gauges.earliestCatalogExpiry = channels.map(\.expires).min()
         }

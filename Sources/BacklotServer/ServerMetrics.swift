@@ -101,6 +101,11 @@ public final class ServerMetrics: Sendable {
     public struct Gauges: Sendable {
         /// Requests being answered now.
         public var inFlight: Int = 0
+        /// Heavy requests (transfers of archives and deltas, API calls) being answered now, and
+        /// their bound (0: none); requests answered 503 because the bound was reached (``LoadShedding``).
+        public var heavyInFlight = 0
+        public var heavyLimit = 0
+        public var shed: UInt64 = 0
         /// When the earliest published catalog expires (nil when none is published).
         public var earliestCatalogExpiry: Date? = nil
         /// When a catalog was last re-signed before it expired (nil when never).
@@ -186,6 +191,16 @@ public final class ServerMetrics: Sendable {
         }
         family("backlot_http_requests_in_flight", "gauge", "Requests being answered now.")
         out += "backlot_http_requests_in_flight \(gauges.inFlight)\n"
+        family(
+            "backlot_heavy_requests_in_flight", "gauge",
+            "Heavy requests (archive and delta transfers, API calls) being answered now.")
+        out += "backlot_heavy_requests_in_flight \(gauges.heavyInFlight)\n"
+        family("backlot_heavy_requests_limit", "gauge", "The bound on heavy requests at once (0: none).")
+        out += "backlot_heavy_requests_limit \(gauges.heavyLimit)\n"
+        family(
+            "backlot_requests_shed_total", "counter",
+            "Heavy requests answered 503 with Retry-After because the bound was reached.")
+        out += "backlot_requests_shed_total \(gauges.shed)\n"
         let counts = outcomes.withLock { $0 }
         for (name, help) in [("uploads", "Uploads, by outcome."), ("processing", "Processed versions, by outcome.")] {
             family("backlot_\(name)_total", "counter", help)

@@ -373,11 +373,14 @@ extension AgentEventTests {
             containerPath: f.container, configuration: AgentConfiguration(path: path, containerPath: f.container),
             conditions: f.conditions, clock: clock, log: { [lines = f.lines] l in lines.add(l) })
         await agent.round()  // the first start sets the clock going
-        // Unused app: 8 × 600 s between checks.
+        // Unused app: 8 × 600 s between checks, spread by the factor drawn at the start (0.8–1.2).
+        let factor = try #require(try agent.store.value("periodicFactor").flatMap(Double.init))
+        #expect(factor >= 0.8 && factor <= 1.2)
+        let due = 4800 * factor
         clock.step(by: step)
         await agent.round()
         #expect(try agent.store.queued().isEmpty)  // two hours forward are not a due check
-        clock.advance(by: 4799)
+        clock.advance(by: due - 1)
         await agent.round()
         #expect(try agent.store.queued().isEmpty)
         clock.advance(by: 1)

@@ -467,8 +467,10 @@ import Testing
             containerPath: f.container)
         let agent = try Agent(containerPath: f.container, configuration: config, conditions: f.conditions, clock: clock)
         func periodicEvents() throws -> Int { try agent.store.recent(100).filter { $0.request == .periodic }.count }
+        // Each wait is the interval spread by the factor drawn when the last check was marked (±20 %).
+        func factor() throws -> Double { try #require(try agent.store.value("periodicFactor").flatMap(Double.init)) }
         await agent.round()  // the first round starts the clock
-        clock.advance(by: 799)
+        clock.advance(by: 800 * (try factor()) - 1)
         await agent.round()
         #expect(try periodicEvents() == 0)  // never launched: every 8 × 100 s
         clock.advance(by: 1)
@@ -481,7 +483,7 @@ import Testing
         }
         await agent.round()
         #expect(try periodicEvents() == 2)
-        clock.advance(by: 99)
+        clock.advance(by: 100 * (try factor()) - 1)
         await agent.round()
         #expect(try periodicEvents() == 2)
         clock.advance(by: 1)

@@ -1,3 +1,4 @@
+import BacklotBasics
 import BacklotCrypto
 import BacklotTestSupport
 import Testing

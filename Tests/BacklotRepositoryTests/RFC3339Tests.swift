@@ -1,3 +1,4 @@
+import BacklotBasics
 import BacklotProtocol
 import BacklotTestSupport
 import Foundation

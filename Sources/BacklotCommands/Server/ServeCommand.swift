@@ -1,5 +1,6 @@
 import BacklotBasics
 import BacklotHTTPServer
+import BacklotProtocol
 import BacklotRepository
 import BacklotS3
 import BacklotServer
@@ -49,7 +50,7 @@ struct ServeCommand: Command {
         options: RepositoryOptions.options + [
             host, port, tls, tlsCert, tlsKey, hostnames, publicURL, maximumInstallSize, catalogMaxAge,
             threads, connectionsPerAddress, maximumConnections, lease, abandonedUploadsAfter, quiet,
-            metricsTokenFile, metricsListen, adoptStorage,
+            metricsTokenFile, metricsListen, adoptStorage, maximumHeavyRequests, checkAfter, checkAfterUnderLoad,
         ])
 
     static let host = Option<String>("host", "ADDRESS", default: "127.0.0.1", help: "Address to listen on.")
@@ -87,6 +88,18 @@ struct ServeCommand: Command {
         help:
             "How long a server's claim on an upload, a processing or the re-signing lasts unrenewed: how soon another server takes over from one that died."
     )
+    static let maximumHeavyRequests = Option<Int>(
+        "max-heavy-requests", "N", default: LoadShedding().heavyRequests, in: 0...1_000_000,
+        help:
+            "Most archive and delta transfers and API calls answered at once; more get 503 with Retry-After at once (0: no bound; docs/scaling.md)."
+    )
+    static let checkAfter = Option<Int?>(
+        "check-after", "SECONDS", in: 0...PublishedTreeLayout.longestCheckAfter,
+        help: "Send Backlot-Check-After: SECONDS with catalogs: devices check no more often (default: no hint).")
+    static let checkAfterUnderLoad = Option<Int>(
+        "check-after-under-load", "SECONDS", default: LoadShedding().checkAfterUnderLoad,
+        in: 0...PublishedTreeLayout.longestCheckAfter,
+        help: "The Backlot-Check-After sent while requests are being shed, and for a minute after.")
     static let quiet = Flag("quiet", help: "No access log.")
     static let adoptStorage = Flag(
         "adopt-storage",
@@ -252,7 +265,10 @@ struct ServeCommand: Command {
         let server = try HostingServer(
             repository: repository, listening: listener, configuration: configuration,
             treeHeaders: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge), accessLog: log,
-            metricsAccess: MetricsAccess(token: metricsToken, listening: metricsListener), version: BacklotCLI.version)
+            metricsAccess: MetricsAccess(token: metricsToken, listening: metricsListener), version: BacklotCLI.version,
+            loadShedding: LoadShedding(
+                heavyRequests: arguments[maximumHeavyRequests], checkAfter: arguments[checkAfter],
+                checkAfterUnderLoad: arguments[checkAfterUnderLoad]))
         // The work servers share: processing a server that died left, and (one server at a time) re-signing catalogs before they expire.
         let lastResign = Mutex(ContinuousClock.now)
         let timer = RepeatingTimer(label: "backlot.shared-work", every: max(1, min(60, Double(lease) / 2))) {

@@ -28,11 +28,6 @@ extension Uploads {
         processingTimeObserver.withLock { $0 = observer }
     }
 
-    /// A duration in seconds.
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
-
     /// Schedules the processing of every uploaded version that nobody processes: no lease, or a
     /// lease that ran out (its server died). Each job claims its version first, so a version is
     /// processed by one server however many look at once.
@@ -98,7 +93,7 @@ extension Uploads {
                 // The full error, with any server path, goes to the server's log only.
                 log("processing of \(app) version row \(versionID) \(outcome): \(error)")
             }
-            processingTimeObserver.withLock { $0 }?(outcome, Self.seconds(started.duration(to: .now)))
+            processingTimeObserver.withLock { $0 }?(outcome, started.duration(to: .now).inSeconds)
             let observer = processingObserver.withLock { $0 }
             observer?(outcome)
         }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A small, fast, seedable random generator (SplitMix64) so that any failure can be replayed:
-/// tests print the seed they drew.
+/// tests print the seed they drew, and `backlot fleet` prints its own.
 public struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
     public let seed: UInt64

@@ -1,0 +1,102 @@
+import BacklotBasics
+@_spi(Simulation) import BacklotClient
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a fleet run has counted so far, under the simulator's lock: per device what it holds and
+/// how many checks in a row failed, and the run's totals and durations.
+struct FleetState {
+    /// What each device holds, as "PACK@VERSION,…" ("none" for nothing).
+    var holding: [String]
+    /// Failed checks in a row, per device (the back-off's attempt number).
+    var failuresInRow: [Int]
+    var checks = 0
+    var failedChecks = 0
+    var installs = 0
+    var failedInstalls = 0
+    var failures: [String: Int] = [:]
+    var downloadedBytes: UInt64 = 0
+    var checkSeconds: [Double] = []
+    var installSeconds: [Double] = []
+    var retryAfterHonoured = 0
+    var checkAfterHints = 0
+    var adoption: [FleetReport.Sample] = []
+
+    /// The most durations kept of each kind; past it, one in two is kept at random (a reservoir
+    /// would be exact; this keeps memory bounded and the percentiles close).
+    static let mostSamples = 2_000_000
+
+    init(devices: Int) {
+        holding = Array(repeating: "none", count: devices)
+        failuresInRow = Array(repeating: 0, count: devices)
+    }
+
+    mutating func record(device: Int, _ result: AssetPackManager.SimulatedCheck) {
+        checks += 1
+        keep(result.checkSeconds, in: &checkSeconds)
+        if result.checkAfter != nil { checkAfterHints += 1 }
+        for (report, seconds) in result.installs {
+            installs += 1
+            downloadedBytes += report.downloadedBytes
+            keep(seconds, in: &installSeconds)
+        }
+        if let failure = result.failure {
+            failedInstalls += 1
+            failures["install: " + Self.reason(failure.error), default: 0] += 1
+            failuresInRow[device] += 1
+        } else {
+            failuresInRow[device] = 0
+        }
+        let held = result.held.sorted { $0.key < $1.key }.map { "\($0.key)@\($0.value.version)" }
+        holding[device] = held.isEmpty ? "none" : held.joined(separator: ",")
+    }
+
+    mutating func recordFailedCheck(device: Int, _ error: any Error) {
+        checks += 1
+        failedChecks += 1
+        failures["check: " + Self.reason(error), default: 0] += 1
+        failuresInRow[device] += 1
+        if (error as? BacklotError)?.retryAfter != nil { retryAfterHonoured += 1 }
+    }
+
+    private func keep(_ seconds: Double, in samples: inout [Double]) {
+        if samples.count < Self.mostSamples {
+            samples.append(seconds)
+        } else {
+            samples[Int.random(in: 0..<samples.count)] = seconds
+        }
+    }
+
+    /// A failure's reason, as the report counts it: the error's code and, for an HTTP answer, its status.
+    static func reason(_ error: any Error) -> String {
+        guard let e = error as? BacklotError else { return String(describing: type(of: error)) }
+        if let status = e.message.firstMatch(of: /answered (\d{3})/)?.1 { return "\(e.code.name) (HTTP \(status))" }
+        return e.code.name
+    }
+
+    func sample(at seconds: Double) -> FleetReport.Sample {
+        var counts: [String: Int] = [:]
+        for h in holding { counts[h, default: 0] += 1 }
+        return FleetReport.Sample(seconds: (seconds * 10).rounded() / 10, holding: counts)
+    }
+
+    func report(
+        configuration: FleetConfiguration, prepareSeconds: Double, runSeconds: Double, verified: Int, damaged: [String]
+    ) -> FleetReport {
+        let run = max(runSeconds, 0.001)
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return FleetReport(
+            devices: configuration.devices, seed: configuration.seed, prepareSeconds: prepareSeconds,
+            runSeconds: runSeconds, checks: checks, checksPerSecond: Double(checks) / run, failedChecks: failedChecks,
+            installs: installs, installsPerSecond: Double(installs) / run, failedInstalls: failedInstalls,
+            failures: failures, downloadedBytes: downloadedBytes,
+            checkLatency: .init(seconds: checkSeconds), installLatency: .init(seconds: installSeconds),
+            retryAfterHonoured: retryAfterHonoured, checkAfterHints: checkAfterHints, adoption: adoption,
+            holding: sample(at: runSeconds).holding, verifiedDevices: verified, damagedFiles: damaged,
+            peakResidentBytes: UInt64(max(0, usage.ru_maxrss)) * 1024)
+    }
+}
