@@ -82,6 +82,9 @@ bench:
 	@scripts/bench-aar $(BUILD_DIR)/release/backlot
 	@scripts/bench-idle $(BUILD_DIR)/release/backlot
 	@scripts/bench-cluster $(BUILD_DIR)/release/backlot
+	@scripts/bench-storm $(BUILD_DIR)/release/backlot
+	@scripts/bench-storm $(BUILD_DIR)/release/backlot --devices 2000 --faults all
+	@scripts/bench-tls $(BUILD_DIR)/release/backlot
 	@scripts/bench-capi $(BUILD_DIR)/release/backlot $(BUILD_DIR)/release/libBacklotCAPI.so
 	@scripts/peer-cache-test $(BUILD_DIR)/release/backlot --bench $(BUILD_DIR)/bench-peers.md
 

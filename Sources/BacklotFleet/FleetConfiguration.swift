@@ -46,6 +46,10 @@ public struct FleetConfiguration: Sendable {
     /// The seed of every random choice (first checks, jitter, which devices are verified), printed in the report.
     public var seed: UInt64 = UInt64.random(in: 0...UInt64(UInt32.max))
 
+    /// Ends the run before ``duration`` once every device holds this (`"PACK@VERSION"`, as the
+    /// report's `holding` names it), seen at a sample: a release storm is over when all have it.
+    public var stopWhenAllHold: String?
+
     /// The most devices one process simulates.
     public static let mostDevices = 100_000
     /// The longest run: a day.

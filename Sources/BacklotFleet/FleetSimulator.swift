@@ -113,6 +113,10 @@ public struct FleetSimulator: Sendable {
                         return sample
                     }
                     log("fleet: \(String(format: "%.0f", sample.seconds)) s: \(Self.describe(sample.holding))")
+                    if let goal = configuration.stopWhenAllHold, sample.holding[goal] == configuration.devices {
+                        log("fleet: every device holds \(goal): stopping")
+                        run.finish()
+                    }
                     next += configuration.sampleInterval
                 }
                 usleep(50_000)
@@ -166,7 +170,7 @@ public struct FleetSimulator: Sendable {
             longestRetry: configuration.checkInterval)
         while true {
             let now = elapsed()
-            guard now < configuration.duration else { return }
+            guard now < configuration.duration, !run.isFinished else { return }
             let taken = run.queue.withLock { q -> (due: Double, device: Int)? in
                 guard let due = q.earliest, due <= now else { return nil }
                 return q.pop()
@@ -273,11 +277,16 @@ final class FleetRun: Sendable {
     let queue = Mutex(DueQueue())
     let state: Mutex<FleetState>
     private let start = Mutex(ContinuousClock.now)
+    private let finished = Atomic<Bool>(false)
 
     init(devices: Int) { state = Mutex(FleetState(devices: devices)) }
 
     /// Starts the run's clock.
     func begin() { start.withLock { $0 = .now } }
+
+    /// Ends the run early: no check starts after it.
+    func finish() { finished.store(true, ordering: .relaxed) }
+    var isFinished: Bool { finished.load(ordering: .relaxed) }
 
     /// Seconds since ``begin()``.
     @Sendable func elapsed() -> Double { (ContinuousClock.now - start.withLock { $0 }).inSeconds }

@@ -92,6 +92,12 @@ public struct Requirement: Sendable, CustomStringConvertible {
         howToGet: "apt-get install nginx-light (scripts/bootstrap installs it)"
     ) { FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") ? "/usr/sbin/nginx" : nil }
 
+    /// Debian's varnish, which ``VarnishEdge`` runs with `contrib/varnish/edge.vcl`.
+    public static let varnish = Requirement(
+        "varnish (/usr/sbin/varnishd)",
+        howToGet: "apt-get install varnish (scripts/bootstrap installs it)"
+    ) { FileManager.default.isExecutableFile(atPath: "/usr/sbin/varnishd") ? "/usr/sbin/varnishd" : nil }
+
     public static let zsh = tool("zsh")
     public static let fish = tool("fish")
 

@@ -13,7 +13,7 @@ struct FleetCommand: Command {
             "Each device has its own container (device ID, rollout bucket, reports); checks follow the agent's schedule (an interval with jitter, Backlot-Check-After and Retry-After honoured, failures backed off); every chunk is downloaded and checked, while the content devices hold is kept once on disk under --folder. Only a catalog on this machine is accepted. docs/fleet.md.",
         options: [
             FetchCommand.catalog, FetchCommand.trust, FetchCommand.ca, folder, devices, duration, rate, checkInterval,
-            jitter, concurrency, packs, startEmpty, noReport, verify, sampleInterval, seed, jsonFlag,
+            jitter, concurrency, packs, startEmpty, noReport, verify, sampleInterval, until, seed, jsonFlag,
         ])
 
     static let folder = Option<String>(
@@ -53,6 +53,11 @@ struct FleetCommand: Command {
     static let sampleInterval = Option<Int>(
         "sample-interval", "SECONDS", default: 5, in: 1...3_600,
         help: "Seconds between two samples of the adoption curve.")
+    static let until = Option<String?>(
+        "until", "PACK@VERSION",
+        help:
+            "End the run early once every device holds this release (checked at each sample; --duration still bounds it).",
+        expected: "PACK@VERSION", check: { $0.map { $0.split(separator: "@").count == 2 } ?? true })
     static let seed = Option<UInt64?>(
         "seed", "N", help: "The seed of the run's random choices (printed in the report).")
 
@@ -77,6 +82,7 @@ struct FleetCommand: Command {
         configuration.verifiedDevices = arguments[verify]
         configuration.sampleInterval = TimeInterval(arguments[sampleInterval])
         if let seed = arguments[seed] { configuration.seed = seed }
+        configuration.stopWhenAllHold = arguments[until]
         let json = arguments[jsonFlag]
         io.err("fleet: seed \(configuration.seed)\n")
         let report = try FleetSimulator(configuration: configuration).run { line in io.err(line + "\n") }
