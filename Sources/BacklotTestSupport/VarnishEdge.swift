@@ -64,7 +64,9 @@ public final class VarnishEdge: Sendable {
             }
             if child.hasExited {
                 let text = String(decoding: child.wait(until: .now + .seconds(5)).output, as: UTF8.self)
-                if FreePort.saysAddressInUse(text) { throw FreePort.InUse(port: port, detail: String(text.suffix(500))) }
+                if FreePort.saysAddressInUse(text) {
+                    throw FreePort.InUse(port: port, detail: String(text.suffix(500)))
+                }
                 throw BacklotError(.io, "varnishd ended at its start: \(text.suffix(2000))", context: vcl)
             }
             return (port, child)
