@@ -26,16 +26,18 @@ extension Agent {
     public func runQueued(_ event: AgentStore.Event) async {
         do {
             let report = try await process(event)
+            busyStreak.store(0, ordering: .relaxed)
             try? store.finish(event.seq, state: "done", detail: Self.describe(report))
             log("event \(event.request.name): done — \(Self.describe(report))")
         } catch let e as Deferral {
             try? store.noteProblem(event.seq, code: "waiting", detail: e.reason)
             log("event \(event.request.name): waiting (\(e.reason))")
         } catch let e as BacklotError where e.code == .unavailable {
-            // The server sheds load: the event waits out its Retry-After (with jitter), or the
-            // first retry of a failed check.
+            // The server sheds load: the event waits out its Retry-After (with jitter), or backs
+            // off exponentially (15–30 s, then twice that each time, at most an hour) without one.
+            let attempt = busyStreak.wrappingAdd(1, ordering: .relaxed).newValue
             let wait = CheckSchedule(interval: configuration.periodicCheckInterval).delay(
-                after: .failed(attempt: 1, retryAfter: e.retryAfter), random: Double.random(in: 0..<1))
+                after: .failed(attempt: attempt, retryAfter: e.retryAfter), random: Double.random(in: 0..<1))
             try? store.noteProblem(event.seq, code: e.code.name, detail: e.message)
             try? store.hold(event.seq, until: clock.now.addingTimeInterval(wait))
             log("event \(event.request.name): the server is busy; tried again in \(Int(wait)) s")

@@ -49,6 +49,9 @@ public final class Agent: Sendable {
     let launcher: AppLauncher?
     let state = Mutex<State>(State())
     let stopFlag: StopFlag
+    /// Events in a row the server refused as busy (503 or 429): the back-off's attempt number when
+    /// it names no `Retry-After`; back to 0 when an event gets through.
+    let busyStreak = Atomic<Int>(0)
     /// The last complaint about `BacklotPreferredLanguages` (each is logged once).
     let lastLanguageWarning = Mutex<String?>(nil)
     /// One agent per container, for as long as this one lives.

@@ -26,7 +26,7 @@ extension ClientContainer {
         for name in try FileManager.default.contentsOfDirectory(atPath: source) {
             let from = source + "/" + name
             let to = target + "/" + name
-            switch try FileSystem.status(from)?.kind {
+            switch try FileSystem.linkStatus(from)?.kind {  // a link is never followed (nor copied)
             case .directory?: try linkTree(from: from, to: to)
             case .regular?: try FileSystem.hardLink(from, to: to)
             default: continue

@@ -86,7 +86,7 @@ extension PackInstaller {
         let gone = Atomic<Bool>(false)
         let locals = localChunks
         let planned = runs
-        DispatchQueue.concurrentPerform(iterations: max(1, min(connections, runs.count))) { _ in
+        Self.onThreads(max(1, min(connections, runs.count))) { _ in
             let decompressor = ZstdDecompressor()
             while true {
                 if failure.withLock({ $0 != nil }) { return }

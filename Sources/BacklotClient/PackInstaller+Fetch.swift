@@ -44,7 +44,7 @@ extension PackInstaller {
         let container = self.container
         let placements = folder.placements
         let unrecorded = Mutex<(chunks: [Int], bytes: UInt64, since: ContinuousClock.Instant)>(([], 0, .now))
-        DispatchQueue.concurrentPerform(iterations: max(1, min(connections, runs.count))) { _ in
+        Self.onThreads(max(1, min(connections, runs.count))) { _ in
             let decompressor = ZstdDecompressor()
             while true {
                 if failure.withLock({ $0 != nil }) { return }

@@ -139,21 +139,6 @@ extension PackInstaller {
         return result
     }
 
-    /// Runs `body(i)` for each `i` in `0..<count` on a thread of its own and returns when all have
-    /// returned: requests that wait on the network, which `concurrentPerform` would run one per
-    /// core at most (and one at a time when nested in another).
-    static func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
-        let group = DispatchGroup()
-        for i in 0..<count {
-            group.enter()
-            Thread.detachNewThread {
-                body(i)
-                group.leave()
-            }
-        }
-        group.wait()
-    }
-
     /// Asks every peer, at once, which of `ids` it holds; the peers (by number in ``peers``) that
     /// hold each. A peer that does not answer, or answers with anything but the bits asked for,
     /// holds nothing.

@@ -122,4 +122,21 @@ struct PackInstaller: Sendable {
             deltaChunks: deltaChunks, peerBytes: tally.peerBytes, peerChunks: tally.peerChunks,
             bannedPeers: tally.bannedPeers)
     }
+
+    /// Runs `body(i)` for each `i` in `0..<count` on a thread of its own and returns when all have
+    /// returned: the download workers of the fetch phases (origin, delta, peers), whose requests
+    /// wait on the network, which `concurrentPerform` would run one per core at most (two on a
+    /// 2-core machine, whatever ``connections`` says; one at a time when nested in another).
+    static func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let group = DispatchGroup()
+        for i in 0..<count {
+            group.enter()
+            Thread.detachNewThread {
+                body(i)
+                group.leave()
+            }
+        }
+        group.wait()
+    }
+
 }

@@ -103,7 +103,9 @@ public struct FleetSimulator: Sendable {
         run.begin()
         let elapsed = run.elapsed
         let stopSampling = Atomic<Bool>(false)
+        let samplerEnded = DispatchSemaphore(value: 0)
         let sampler = Thread {
+            defer { samplerEnded.signal() }
             var next = configuration.sampleInterval
             while !stopSampling.load(ordering: .relaxed) {
                 if elapsed() >= next {
@@ -113,7 +115,9 @@ public struct FleetSimulator: Sendable {
                         return sample
                     }
                     log("fleet: \(String(format: "%.0f", sample.seconds)) s: \(Self.describe(sample.holding))")
-                    if let goal = configuration.stopWhenAllHold, sample.holding[goal] == configuration.devices {
+                    if let goal = configuration.stopWhenAllHold,
+                        Self.devices(holding: goal, in: sample) == configuration.devices
+                    {
                         log("fleet: every device holds \(goal): stopping")
                         run.finish()
                     }
@@ -135,6 +139,7 @@ public struct FleetSimulator: Sendable {
         }
         workers.wait()
         stopSampling.store(true, ordering: .relaxed)
+        samplerEnded.wait()  // no sample after the last one below, no line logged after the run
         let runSeconds = elapsed()
         run.state.withLock { s in s.adoption.append(s.sample(at: runSeconds)) }
 
@@ -264,6 +269,13 @@ public struct FleetSimulator: Sendable {
         held.isEmpty
             ? "nothing"
             : held.sorted { $0.key < $1.key }.map { "\($0.key)@\($0.value.version)" }.joined(separator: ", ")
+    }
+
+    /// Devices of `sample` that hold `release` ("PACK@VERSION"), whatever else they hold.
+    static func devices(holding release: String, in sample: FleetReport.Sample) -> Int {
+        sample.holding.reduce(0) { sum, entry in
+            entry.key.split(separator: ",").contains { $0 == release } ? sum + entry.value : sum
+        }
     }
 
     static func describe(_ holding: [String: Int]) -> String {

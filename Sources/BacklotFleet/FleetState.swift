@@ -19,15 +19,30 @@ struct FleetState {
     var failedInstalls = 0
     var failures: [String: Int] = [:]
     var downloadedBytes: UInt64 = 0
-    var checkSeconds: [Double] = []
-    var installSeconds: [Double] = []
+    var checkSeconds = Reservoir()
+    var installSeconds = Reservoir()
     var retryAfterHonoured = 0
     var checkAfterHints = 0
     var adoption: [FleetReport.Sample] = []
 
-    /// The most durations kept of each kind; past it, one in two is kept at random (a reservoir
-    /// would be exact; this keeps memory bounded and the percentiles close).
-    static let mostSamples = 2_000_000
+    /// The durations of one kind: all of them up to ``capacity``, then a uniform sample of that
+    /// many (reservoir sampling: the n-th replaces a random kept one with probability capacity/n),
+    /// so memory stays bounded and the percentiles stay those of the whole run.
+    struct Reservoir {
+        static let capacity = 2_000_000
+        private(set) var kept: [Double] = []
+        private(set) var seen = 0
+
+        mutating func add(_ value: Double) {
+            seen += 1
+            if kept.count < Self.capacity {
+                kept.append(value)
+            } else {
+                let slot = Int.random(in: 0..<seen)
+                if slot < Self.capacity { kept[slot] = value }
+            }
+        }
+    }
 
     init(devices: Int) {
         holding = Array(repeating: "none", count: devices)
@@ -36,12 +51,12 @@ struct FleetState {
 
     mutating func record(device: Int, _ result: AssetPackManager.SimulatedCheck) {
         checks += 1
-        keep(result.checkSeconds, in: &checkSeconds)
+        checkSeconds.add(result.checkSeconds)
         if result.checkAfter != nil { checkAfterHints += 1 }
         for (report, seconds) in result.installs {
             installs += 1
             downloadedBytes += report.downloadedBytes
-            keep(seconds, in: &installSeconds)
+            installSeconds.add(seconds)
         }
         if let failure = result.failure {
             failedInstalls += 1
@@ -60,14 +75,6 @@ struct FleetState {
         failures["check: " + Self.reason(error), default: 0] += 1
         failuresInRow[device] += 1
         if (error as? BacklotError)?.retryAfter != nil { retryAfterHonoured += 1 }
-    }
-
-    private func keep(_ seconds: Double, in samples: inout [Double]) {
-        if samples.count < Self.mostSamples {
-            samples.append(seconds)
-        } else {
-            samples[Int.random(in: 0..<samples.count)] = seconds
-        }
     }
 
     /// A failure's reason, as the report counts it: the error's code and, for an HTTP answer, its status.
@@ -94,7 +101,7 @@ struct FleetState {
             runSeconds: runSeconds, checks: checks, checksPerSecond: Double(checks) / run, failedChecks: failedChecks,
             installs: installs, installsPerSecond: Double(installs) / run, failedInstalls: failedInstalls,
             failures: failures, downloadedBytes: downloadedBytes,
-            checkLatency: .init(seconds: checkSeconds), installLatency: .init(seconds: installSeconds),
+            checkLatency: .init(seconds: checkSeconds.kept), installLatency: .init(seconds: installSeconds.kept),
             retryAfterHonoured: retryAfterHonoured, checkAfterHints: checkAfterHints, adoption: adoption,
             holding: sample(at: runSeconds).holding, verifiedDevices: verified, damagedFiles: damaged,
             peakResidentBytes: UInt64(max(0, usage.ru_maxrss)) * 1024)

@@ -12,16 +12,21 @@ public struct HTTPRequest: Sendable {
     public let query: [String: String]
     /// The client's address, for the access log.
     public let remoteAddress: String
+    /// This request's number in its server, from 1, the same for the handler and the observer that
+    /// sees its end (what ties work taken at the start of a request to its end); 0 for a request
+    /// the server refused before any handler saw it, or one made elsewhere.
+    public let number: UInt64
 
     public init(
         method: String, path: String, headers: [String: String] = [:], query: [String: String] = [:],
-        remoteAddress: String = ""
+        remoteAddress: String = "", number: UInt64 = 0
     ) {
         self.method = method
         self.path = path
         self.headers = headers
         self.query = query
         self.remoteAddress = remoteAddress
+        self.number = number
     }
 
     /// A header's value, by case-insensitive name.

@@ -347,6 +347,8 @@ final class ServerContext: Sendable {
     let handler: HTTPServer.Handler
     let observer: HTTPServer.Observer?
     let inFlight = Atomic<Int>(0)
+    /// The last request number given (``HTTPRequest/number``).
+    let requestNumbers = Atomic<UInt64>(0)
     /// Where waiting work runs; nil with one thread per connection (TLS), where it runs inline.
     let workers: BlockingPool?
     /// Connections suspended while a worker prepares their answer.
@@ -433,7 +435,8 @@ private enum Callbacks {
                 method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
                 headers: values(connection, MHD_ValueKind.HEADER_KIND, lowercased: true),
                 query: values(connection, MHD_ValueKind.GET_ARGUMENT_KIND, lowercased: false),
-                remoteAddress: clientAddress(connection))
+                remoteAddress: clientAddress(connection),
+                number: server.requestNumbers.wrappingAdd(1, ordering: .relaxed).newValue)
             server.inFlight.wrappingAdd(1, ordering: .relaxed)
             // Refused before any handler sees them: an encoded separator in the path, and a body
             // framed two ways (RFC 9112 §6.1: a proxy in front may read the other framing, and

@@ -74,7 +74,7 @@ public final class HostingServer: Sendable {
         let main = try HTTPServer(
             listening: listening, configuration: configuration,
             observer: { request, route, status, bytes, seconds in
-                shedder.finished(request, route: route)
+                shedder.finished(request)
                 metrics.recordRequest(route: route, path: request.path, status: status, bytes: bytes, seconds: seconds)
                 if route == "static", request.method == "GET" {
                     downloads.record(

@@ -42,10 +42,14 @@ public struct LoadShedding: Sendable, Hashable {
 }
 
 /// The counting side of ``LoadShedding``: heavy requests in flight (taken when a request is
-/// admitted, given back when its answer ends), requests shed, and when the last one was.
+/// admitted, given back when its answer ends: the admitted requests' numbers are kept, so that
+/// only they give anything back, whatever else ends on the same paths), requests shed, and when
+/// the last one was.
 final class LoadShedder: Sendable {
     let settings: LoadShedding
     private let heavy = Atomic<Int>(0)
+    /// The numbers (``HTTPRequest/number``) of the requests admitted and not yet ended.
+    private let admitted = Mutex<Set<UInt64>>([])
     private let shed = Atomic<UInt64>(0)
     /// Nanoseconds on the monotonic clock of the last request shed (0: never).
     private let lastShed = Atomic<UInt64>(0)
@@ -70,8 +74,11 @@ final class LoadShedder: Sendable {
 
     /// Admits `request` (nil: go on, its slot is taken) or answers it with a 503 now.
     func admit(_ request: HTTPRequest) -> HTTPResponse? {
-        guard settings.heavyRequests > 0, Self.isHeavy(request) else { return nil }
-        if heavy.wrappingAdd(1, ordering: .relaxed).newValue <= settings.heavyRequests { return nil }
+        guard settings.heavyRequests > 0, request.number != 0, Self.isHeavy(request) else { return nil }
+        if heavy.wrappingAdd(1, ordering: .relaxed).newValue <= settings.heavyRequests {
+            admitted.withLock { _ = $0.insert(request.number) }
+            return nil
+        }
         heavy.wrappingAdd(-1, ordering: .relaxed)
         shed.wrappingAdd(1, ordering: .relaxed)
         lastShed.store(Self.now(), ordering: .relaxed)
@@ -82,16 +89,17 @@ final class LoadShedder: Sendable {
         return r
     }
 
-    /// Gives back `request`'s slot when its answer has ended (the observer's call, for every request).
-    func finished(_ request: HTTPRequest, route: String) {
-        guard settings.heavyRequests > 0, route != Self.route, Self.isHeavy(request) else { return }
+    /// Gives back `request`'s slot when its answer has ended (the observer's call, for every
+    /// request): only a request ``admit(_:)`` took a slot for gives one back, once.
+    func finished(_ request: HTTPRequest) {
+        guard request.number != 0, admitted.withLock({ $0.remove(request.number) }) != nil else { return }
         heavy.wrappingAdd(-1, ordering: .relaxed)
     }
 
     /// The `Backlot-Check-After` to send with a catalog now, if any.
     func checkAfter() -> Int? {
         let last = lastShed.load(ordering: .relaxed)
-        if last != 0, Self.now() - last < UInt64(settings.calmSeconds) * 1_000_000_000 {
+        if last != 0, Self.now() - last < UInt64(min(settings.calmSeconds, 86_400)) * 1_000_000_000 {
             return max(settings.checkAfterUnderLoad, settings.checkAfter ?? 0)
         }
         return settings.checkAfter

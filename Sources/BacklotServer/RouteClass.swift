@@ -26,13 +26,15 @@ public enum RouteClass: Int, CaseIterable, Sendable {
     }
 
     /// Classifies a response by the route label it carries and the request's path: `static`
-    /// responses by what the path names in the tree (``PublishedTreeLayout``).
+    /// responses by what the path names in the tree (``PublishedTreeLayout``), and a request shed
+    /// under load (``LoadShedder``) as what it asked for.
     public init(route: String, path: String) {
         switch route {
         case "api": self = .api
         case "metrics": self = .metrics
         case "dashboard": self = .dashboard
         case "static": self = Self.treeClass(path)
+        case LoadShedder.route: self = path.utf8.starts(with: "/api/".utf8) ? .api : Self.treeClass(path)
         default: self = path.utf8.starts(with: "/dashboard".utf8) ? .dashboard : .other
         }
     }

@@ -383,7 +383,7 @@ extension AgentEventTests {
         clock.advance(by: due - 1)
         await agent.round()
         #expect(try agent.store.queued().isEmpty)
-        clock.advance(by: 1)
+        clock.advance(by: 1.5)
         await agent.round()
         #expect(try agent.store.queued().map(\.request) == [.periodic])  // an hour back does not delay it
     }

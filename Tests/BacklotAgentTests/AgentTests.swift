@@ -473,7 +473,7 @@ import Testing
         clock.advance(by: 800 * (try factor()) - 1)
         await agent.round()
         #expect(try periodicEvents() == 0)  // never launched: every 8 × 100 s
-        clock.advance(by: 1)
+        clock.advance(by: 1.5)  // past the due time (a whole second: no rounding of the drawn factor decides)
         await agent.round()
         #expect(try periodicEvents() == 1)
         // Used on 5 days of the last week: every 100 s.
@@ -486,7 +486,7 @@ import Testing
         clock.advance(by: 100 * (try factor()) - 1)
         await agent.round()
         #expect(try periodicEvents() == 2)
-        clock.advance(by: 1)
+        clock.advance(by: 1.5)
         await agent.round()
         #expect(try periodicEvents() == 3)
     }

@@ -48,7 +48,19 @@ sub vcl_recv {
     unset req.http.Cookie;
     # The query string never names another object of the tree.
     set req.url = regsub(req.url, "\?.*$", "");
+    # What is never cached goes straight through (devices asking at once do not queue behind
+    # each other on Varnish's waiting list).
+    if (req.url !~ "^/v1/(packs/[0-9a-f]{64}\.pack|deltas/[0-9a-f]{64}\.delta|keys/root(-[0-9]+)?\.json|apps/.+/catalog\.json|apple/.+/manifest\.json)$") {
+        return (pass);
+    }
     return (hash);
+}
+
+# One object per path, whatever Host the device wrote (127.0.0.1, localhost, a CDN name): as
+# nginx's edge keys its cache by $uri.
+sub vcl_hash {
+    hash_data(req.url);
+    return (lookup);
 }
 
 sub vcl_backend_fetch {
@@ -93,9 +105,9 @@ sub vcl_backend_response {
         set beresp.keep = 1d;
         return (deliver);
     }
-    # The rest of the tree (released .aar files are no-cache): not cached.
+    # Not reached (vcl_recv passes the rest of the tree): cache nothing, as builtin.vcl would.
     set beresp.uncacheable = true;
-    set beresp.ttl = 0s;
+    set beresp.ttl = 120s;
     return (deliver);
 }
 
