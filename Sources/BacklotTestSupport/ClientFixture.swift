@@ -115,3 +115,27 @@ public func sameFiles(_ a: String, _ b: String) throws -> Bool {
     { return false }
     return true
 }
+
+extension ClientFixture {
+    /// What reached this fixture's server on the published tree, from its own metrics: requests it
+    /// answered with a body (200, 206), the body bytes it sent, and the 404s it answered (a key list
+    /// not published yet, which every check asks for). What an edge in front (``EdgeCache``,
+    /// ``VarnishEdge``) did not answer itself.
+    public func originLoad() -> (requests: UInt64, bytes: UInt64, notFound: UInt64) {
+        var requests: UInt64 = 0
+        var bytes: UInt64 = 0
+        var notFound: UInt64 = 0
+        for line in server.metrics.prometheusText().split(separator: "\n") where !line.hasPrefix("#") {
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let n = UInt64(parts[1]) else { continue }
+            if parts[0] == "backlot_http_requests_total{route=\"static\",status=\"200\"}"
+                || parts[0] == "backlot_http_requests_total{route=\"static\",status=\"206\"}"
+            {
+                requests += n
+            }
+            if parts[0] == "backlot_http_requests_total{route=\"static\",status=\"404\"}" { notFound += n }
+            if parts[0] == "backlot_http_response_bytes_total" { bytes = n }
+        }
+        return (requests, bytes, notFound)
+    }
+}

@@ -9,29 +9,6 @@ import Testing
 /// The project's nginx edge (`contrib/nginx/edge.conf`) in front of `backlot serve`: clients install
 /// and update through it, and a second client's install is served from its cache.
 @Suite(.serialized) struct EdgeCacheTests {
-    /// Requests the origin answered with a body (200, 206) on the published tree, and the body
-    /// bytes it sent. A revalidation (304, no body) is not counted: with a 1 s catalog max-age, a
-    /// slow machine may see the edge revalidate its copy in the middle of an install.
-    /// `notFound`: the 404s it answered (a key list not published yet, which every check asks for:
-    /// the edge keeps such a 404 for 60 s, so a slow run may see it asked again).
-    func originLoad(_ f: ClientFixture) -> (requests: UInt64, bytes: UInt64, notFound: UInt64) {
-        var requests: UInt64 = 0
-        var bytes: UInt64 = 0
-        var notFound: UInt64 = 0
-        for line in f.server.metrics.prometheusText().split(separator: "\n") where !line.hasPrefix("#") {
-            let parts = line.split(separator: " ")
-            guard parts.count == 2, let n = UInt64(parts[1]) else { continue }
-            if parts[0] == "backlot_http_requests_total{route=\"static\",status=\"200\"}"
-                || parts[0] == "backlot_http_requests_total{route=\"static\",status=\"206\"}"
-            {
-                requests += n
-            }
-            if parts[0] == "backlot_http_requests_total{route=\"static\",status=\"404\"}" { notFound += n }
-            if parts[0] == "backlot_http_response_bytes_total" { bytes = n }
-        }
-        return (requests, bytes, notFound)
-    }
-
     func catalogURL(_ edge: EdgeCache, _ f: ClientFixture) -> URL {
         URL(string: edge.baseURL + "v1/apps/\(f.app)/internal/catalog.json")!
     }
@@ -58,14 +35,14 @@ import Testing
         let first = try manager(f, edge, container: "a")
         _ = try await first.fetch(packWithID: "Levels")
         #expect(try sameFiles(source, first.url(for: "readme.txt").deletingLastPathComponent().path))
-        let afterFirst = originLoad(f)
+        let afterFirst = f.originLoad()
         #expect(afterFirst.requests > 0)
 
         // A second device: everything it reads comes from the edge, the origin sends nothing.
         let second = try manager(f, edge, container: "b")
         _ = try await second.fetch(packWithID: "Levels")
         #expect(try sameFiles(source, second.url(for: "readme.txt").deletingLastPathComponent().path))
-        let afterSecond = originLoad(f)
+        let afterSecond = f.originLoad()
         #expect(
             afterSecond.requests == afterFirst.requests,
             "the origin answered \(afterSecond.requests - afterFirst.requests) requests of the second install")
@@ -90,11 +67,11 @@ import Testing
         #expect(update.downloadedBytes > 0 && update.downloadedBytes < full / 4, "\(update.downloadedBytes) of \(full)")
         #expect(try sameFiles(edited, first.url(for: "readme.txt").deletingLastPathComponent().path))
         // The second device's update: the changed chunks come from the edge's slices.
-        let beforeSecondUpdate = originLoad(f)
+        let beforeSecondUpdate = f.originLoad()
         let secondUpdate = try await second.fetch(packWithID: "Levels")
         #expect(secondUpdate.version == 2)
         #expect(try sameFiles(edited, second.url(for: "readme.txt").deletingLastPathComponent().path))
-        let afterSecondUpdate = originLoad(f)
+        let afterSecondUpdate = f.originLoad()
         #expect(
             afterSecondUpdate.bytes - beforeSecondUpdate.bytes < secondUpdate.downloadedBytes,
             "the origin sent \(afterSecondUpdate.bytes - beforeSecondUpdate.bytes) bytes for an update of \(secondUpdate.downloadedBytes)"

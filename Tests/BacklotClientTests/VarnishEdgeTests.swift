@@ -11,23 +11,6 @@ import Testing
 /// Devices install and update through it, a second device's install is served from its cache, and
 /// a request that is not the tree's is never cached.
 @Suite(.serialized) struct VarnishEdgeTests {
-    /// Requests the origin answered with a body on the published tree, and the bytes it sent.
-    func originLoad(_ f: ClientFixture) -> (requests: UInt64, bytes: UInt64) {
-        var requests: UInt64 = 0
-        var bytes: UInt64 = 0
-        for line in f.server.metrics.prometheusText().split(separator: "\n") where !line.hasPrefix("#") {
-            let parts = line.split(separator: " ")
-            guard parts.count == 2, let n = UInt64(parts[1]) else { continue }
-            if parts[0] == "backlot_http_requests_total{route=\"static\",status=\"200\"}"
-                || parts[0] == "backlot_http_requests_total{route=\"static\",status=\"206\"}"
-            {
-                requests += n
-            }
-            if parts[0] == "backlot_http_response_bytes_total" { bytes = n }
-        }
-        return (requests, bytes)
-    }
-
     func manager(_ f: ClientFixture, _ edge: VarnishEdge, container: String) throws -> AssetPackManager {
         try AssetPackManager(
             configuration: .init(
@@ -45,7 +28,7 @@ import Testing
         let first = try manager(f, edge, container: "a")
         _ = try await first.fetch(packWithID: "Levels")
         #expect(try sameFiles(source, first.url(for: "readme.txt").deletingLastPathComponent().path))
-        let afterFirst = originLoad(f)
+        let afterFirst = f.originLoad()
         #expect(afterFirst.requests > 0)
 
         // A second device: every archive byte comes from Varnish (its catalog, whose max-age is
@@ -53,7 +36,7 @@ import Testing
         let second = try manager(f, edge, container: "b")
         _ = try await second.fetch(packWithID: "Levels")
         #expect(try sameFiles(source, second.url(for: "readme.txt").deletingLastPathComponent().path))
-        let afterSecond = originLoad(f)
+        let afterSecond = f.originLoad()
         let archive = UInt64(try FileDescriptor.openForReading(try f.archivePath()).size())
         #expect(
             afterSecond.bytes - afterFirst.bytes < archive / 10,
@@ -73,13 +56,13 @@ import Testing
             update.downloadedBytes > 0 && update.downloadedBytes < archive / 4,
             "\(update.downloadedBytes) of \(archive)")
         #expect(try sameFiles(edited, first.url(for: "readme.txt").deletingLastPathComponent().path))
-        let beforeSecondUpdate = originLoad(f)
+        let beforeSecondUpdate = f.originLoad()
         let secondUpdate = try await second.fetch(packWithID: "Levels")
         #expect(secondUpdate.version == 2)
         #expect(try sameFiles(edited, second.url(for: "readme.txt").deletingLastPathComponent().path))
         #expect(
-            originLoad(f).bytes - beforeSecondUpdate.bytes < secondUpdate.downloadedBytes,
-            "the origin sent \(originLoad(f).bytes - beforeSecondUpdate.bytes) bytes for an update of \(secondUpdate.downloadedBytes)"
+            f.originLoad().bytes - beforeSecondUpdate.bytes < secondUpdate.downloadedBytes,
+            "the origin sent \(f.originLoad().bytes - beforeSecondUpdate.bytes) bytes for an update of \(secondUpdate.downloadedBytes)"
         )
     }
 
