@@ -51,7 +51,8 @@ extension FetchProcessSetup {
 }
 
 /// The test's stop point inside `backlot fetch`, held by its server: every Range answer waits
-/// `delay` (so that a fetch takes a while); once the gate is closed, Range answers past its
+/// `delay`, one answer at a time (a slow link: a fetch takes as long whatever number of requests it
+/// keeps in flight); once the gate is closed, Range answers past its
 /// allowance are held (parked) until it opens again. A fetch killed once its container has
 /// recorded chunks and while an answer is parked is certain to be killed between its first
 /// recorded progress and its install: never before it began, never after it finished.
@@ -64,11 +65,17 @@ final class RangeGate: Sendable {
         var parked = 0
     }
     private let state = Mutex(State())
+    /// Taken for the delay: the answers' delays add up rather than overlap.
+    private let link = DispatchSemaphore(value: 1)
 
     /// Called by the server's handler for a Range request, before it answers.
     func pass() {
         let delay = state.withLock { $0.delayMicroseconds }
-        if delay > 0 { usleep(delay) }
+        if delay > 0 {
+            link.wait()
+            usleep(delay)
+            link.signal()
+        }
         let held = state.withLock { s -> Bool in
             if s.closed && s.allowance == 0 {
                 s.parked += 1
