@@ -180,11 +180,12 @@ import Glibc
         let chunks = pack.index.chunks.count
         let digest = pack.header.indexDigest.hex
         let container = try ClientContainer(path: f.container)
-        // A slow CDN in front: nginx serving the published tree at 30 kB/s per connection.
+        // A slow CDN in front: nginx serving the published tree at 15 kB/s per connection (the
+        // installer keeps 4 Range requests in flight: 60 kB/s in all).
         chmod(f.server.dir.path, 0o755)
         let cdn = try Nginx(
             root: f.server.repository.directory.publicTreePath, workDirectory: f.server.dir.at("nginx"),
-            limitRate: "30k")
+            limitRate: "15k")
         defer { cdn.stop() }
         #expect(
             cdn.waitUntilServing("v1/keys/root.json"),

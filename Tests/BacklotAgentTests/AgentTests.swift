@@ -79,7 +79,7 @@ import Testing
         chmod(f.server.dir.path, 0o755)
         let cdn = try Nginx(
             root: f.server.repository.directory.publicTreePath, workDirectory: f.server.dir.at("nginx"),
-            limitRate: "30k")
+            limitRate: "15k")  // per connection; the installer keeps 4 Range requests in flight
         defer { cdn.stop() }
         #expect(cdn.waitUntilServing("v1/keys/root.json"))
         let agent = try f.agent(
@@ -92,7 +92,7 @@ import Testing
         let running = Task { await agent.runQueuedEvents() }
         let digest = try PackReader(path: try f.server.archivePath("Essential")).header.indexDigest.hex
         let container = try ClientContainer(path: f.container)
-        // The first verified chunk (the whole pack takes tens of seconds at 30 kB/s).
+        // The first verified chunk (the whole pack takes tens of seconds at 4 × 15 kB/s).
         #expect(eventually(seconds: 120) { container.verifiedChunkCount(forDigest: digest) > 0 })
         f.conditions.set(DeviceConditions(networkAvailable: false))
         await running.value
