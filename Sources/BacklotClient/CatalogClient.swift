@@ -28,14 +28,14 @@ struct CatalogClient: Sendable {
         return try? KeyList.decode(Array(bytes), source: "container key list")
     }
 
-    func fetch(now: Date = Date()) throws -> Catalog { try check(now: now).catalog }
-
     /// A catalog check: the verified catalog, and the seconds its answer asked the device to wait
     /// before the next check (``PublishedTreeLayout/checkAfterHeader``, at most
     /// ``PublishedTreeLayout/longestCheckAfter``; nil without one).
     /// - Throws: ``BacklotError/Code/unavailable`` with ``BacklotError/retryAfter`` for a 503 or
     ///   429 (the server sheds load: the device tries again after that many seconds, at most an
-    ///   hour); what ``fetch(now:)`` throws otherwise.
+    ///   hour); ``BacklotError/Code/io`` for any other status; ``BacklotError/Code/untrusted`` or
+    ///   ``BacklotError/Code/staleCatalog`` for a catalog that fails verification or is older
+    ///   than one already seen.
     func check(now: Date = Date()) throws -> (catalog: Catalog, checkAfter: Int?) {
         let response = try http.send("GET", catalogURL.absoluteString, bodyLimit: Self.maximumCatalogBytes)
         if response.status == 503 || response.status == 429 {

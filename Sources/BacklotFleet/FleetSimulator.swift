@@ -35,7 +35,11 @@ public struct FleetSimulator: Sendable {
     public init(configuration: FleetConfiguration) throws {
         try configuration.check()
         self.configuration = configuration
+        target = try AssetPackManager.Configuration.target(ofCatalogURL: configuration.catalogURL)
     }
+
+    /// The app and channel the catalog URL names, read once.
+    let target: (app: String, channel: Channel)
 
     /// Makes the devices, runs the fleet for ``FleetConfiguration/duration`` seconds, checks a
     /// sample of devices' files, and reports.
@@ -232,8 +236,7 @@ public struct FleetSimulator: Sendable {
         }
     }
 
-    func managerConfiguration(_ container: String) throws -> AssetPackManager.Configuration {
-        let target = try AssetPackManager.Configuration.target(ofCatalogURL: configuration.catalogURL)
+    func managerConfiguration(_ container: String) -> AssetPackManager.Configuration {
         var c = AssetPackManager.Configuration(
             containerPath: container, catalogURL: configuration.catalogURL, app: target.app, channel: target.channel,
             trustedKeys: configuration.trustedKeys, platform: .linux, caFile: configuration.caFile)
