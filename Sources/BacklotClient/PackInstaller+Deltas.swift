@@ -54,7 +54,7 @@ extension PackInstaller {
     }
 
     /// Fetches the frames of `chunks` from the delta in runs (adjacent frames, at most
-    /// ``maximumRangeBytes`` each, several at once), rebuilds each chunk from its base chunks (read
+    /// ``maximumRangeBytes`` each, several at once, each connection on its own part: ``RangeLanes``), rebuilds each chunk from its base chunks (read
     /// from the installed release and re-hashed) and writes it where it goes; records progress per
     /// run, so a restart after a crash re-hashes those chunks instead of fetching them.
     /// - Throws: only what writing the release throws (a file that does not have its SHA-256, the
@@ -76,7 +76,8 @@ extension PackInstaller {
                 runs.append([item])
             }
         }
-        let next = Mutex(0)
+        let threads = max(1, min(connections, runs.count))
+        let lanes = RangeLanes(count: runs.count, lanes: threads)
         let fallback = Mutex<[Int]>([])
         let failure = Mutex<(any Error)?>(nil)
         let fetched = AtomicBytes()
@@ -86,7 +87,7 @@ extension PackInstaller {
         let gone = Atomic<Bool>(false)
         let locals = localChunks
         let planned = runs
-        Self.onThreads(max(1, min(connections, runs.count))) { _ in
+        Self.onThreads(threads) { lane in
             let decompressor = ZstdDecompressor()
             while true {
                 if failure.withLock({ $0 != nil }) { return }
@@ -94,11 +95,7 @@ extension PackInstaller {
                     failure.withLock { $0 = $0 ?? BacklotError(.cancelled, "the download was cancelled") }
                     return
                 }
-                let i = next.withLock { n -> Int in
-                    defer { n += 1 }
-                    return n
-                }
-                guard i < planned.count else { return }
+                guard let i = lanes.next(for: lane) else { return }
                 let run = planned[i]
                 guard !gone.load(ordering: .relaxed),
                     let body = try? self.range(

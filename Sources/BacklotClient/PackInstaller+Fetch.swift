@@ -12,7 +12,7 @@ import Glibc
 
 extension PackInstaller {
     /// Phase 3: fetches `missing` chunks in runs of adjacent chunks (``plan(_:index:)``), up to
-    /// ``connections`` at once, decompresses each into a buffer of its declared size, checks it
+    /// ``connections`` at once, each connection walking its own part of the pack (``RangeLanes``), decompresses each into a buffer of its declared size, checks it
     /// against its ID (``PackReader/decode(_:chunk:chunkIndex:dictionary:using:source:)``) and
     /// writes it where it goes. Progress counts the bytes downloaded against the bytes there are to
     /// download (not the installed size), and ends at 100 %.
@@ -38,13 +38,14 @@ extension PackInstaller {
             return sum + (last.offset + UInt64(last.compressedSize) - first.offset)
         }
         progress?(0, downloadTotal)
-        let next = Mutex(0)
+        let threads = max(1, min(connections, runs.count))
+        let lanes = RangeLanes(count: runs.count, lanes: threads)
         let failure = Mutex<(any Error)?>(nil)
         let fetched = AtomicBytes()
         let container = self.container
         let placements = folder.placements
         let unrecorded = Mutex<(chunks: [Int], bytes: UInt64, since: ContinuousClock.Instant)>(([], 0, .now))
-        Self.onThreads(max(1, min(connections, runs.count))) { _ in
+        Self.onThreads(threads) { lane in
             let decompressor = ZstdDecompressor()
             while true {
                 if failure.withLock({ $0 != nil }) { return }
@@ -52,11 +53,7 @@ extension PackInstaller {
                     failure.withLock { $0 = $0 ?? BacklotError(.cancelled, "the download of \(id) was cancelled") }
                     return
                 }
-                let i = next.withLock { n -> Int in
-                    defer { n += 1 }
-                    return n
-                }
-                guard i < runs.count else { return }
+                guard let i = lanes.next(for: lane) else { return }
                 let run = runs[i]
                 do {
                     let first = index.chunks[run.first!]
