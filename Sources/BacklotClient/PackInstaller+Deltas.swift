@@ -76,8 +76,7 @@ extension PackInstaller {
                 runs.append([item])
             }
         }
-        let threads = max(1, min(connections, runs.count))
-        let lanes = RangeLanes(count: runs.count, lanes: threads)
+        let lanes = RangeLanes(count: runs.count, connections: connections)
         let fallback = Mutex<[Int]>([])
         let failure = Mutex<(any Error)?>(nil)
         let fetched = AtomicBytes()
@@ -87,7 +86,7 @@ extension PackInstaller {
         let gone = Atomic<Bool>(false)
         let locals = localChunks
         let planned = runs
-        Self.onThreads(threads) { lane in
+        Self.onThreads(lanes.count) { lane in
             let decompressor = ZstdDecompressor()
             while true {
                 if failure.withLock({ $0 != nil }) { return }

@@ -38,14 +38,13 @@ extension PackInstaller {
             return sum + (last.offset + UInt64(last.compressedSize) - first.offset)
         }
         progress?(0, downloadTotal)
-        let threads = max(1, min(connections, runs.count))
-        let lanes = RangeLanes(count: runs.count, lanes: threads)
+        let lanes = RangeLanes(count: runs.count, connections: connections)
         let failure = Mutex<(any Error)?>(nil)
         let fetched = AtomicBytes()
         let container = self.container
         let placements = folder.placements
         let unrecorded = Mutex<(chunks: [Int], bytes: UInt64, since: ContinuousClock.Instant)>(([], 0, .now))
-        Self.onThreads(threads) { lane in
+        Self.onThreads(lanes.count) { lane in
             let decompressor = ZstdDecompressor()
             while true {
                 if failure.withLock({ $0 != nil }) { return }

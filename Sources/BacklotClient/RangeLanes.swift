@@ -12,21 +12,32 @@ import Synchronization
 /// lanes, two requests share a slice only where one lane meets the next, and by then the slice has
 /// long been stored.
 ///
-/// A connection whose lane is empty takes the back half of the fullest lane (the part its owner
-/// reaches last) and walks it from front to back in turn, so no connection idles while another has
-/// work queued.
+/// Two requests still share a slice where they are neighbours, so lanes keep their distance: each
+/// lane holds two runs at least (fewer runs make fewer lanes), and a connection whose lane is empty
+/// takes the back half of the fullest lane only while that lane has four runs or more left, so
+/// that two runs at least lie between where its owner is and where the taker starts; the taker
+/// then walks its half from front to back. Below that, the owners finish their own lanes.
 ///
 /// ```swift
-/// let lanes = RangeLanes(count: runs.count, lanes: 4)
-/// while let i = lanes.next(for: connection) { fetch(runs[i]) }
+/// let lanes = RangeLanes(count: runs.count, connections: 4)
+/// onThreads(lanes.count) { lane in
+///     while let i = lanes.next(for: lane) { fetch(runs[i]) }
+/// }
 /// ```
 final class RangeLanes: Sendable {
     private let lanes: Mutex<[Range<Int>]>
+    /// How many lanes there are: the connections to run, one per lane.
+    let count: Int
 
-    /// Splits `0..<count` into `lanes` contiguous lanes of nearly equal length (at least one).
-    init(count: Int, lanes: Int) {
-        let k = max(1, lanes)
+    /// The fewest runs a lane must have left for an idle connection to take half of them.
+    static let smallestShared = 4
+
+    /// Splits `0..<count` into contiguous lanes of nearly equal length, one per connection, but
+    /// no more than leave each lane two runs (one lane at least).
+    init(count: Int, connections: Int) {
         let n = max(0, count)
+        let k = max(1, min(connections, n / 2))
+        self.count = k
         self.lanes = Mutex(
             (0..<k).map { i in
                 (n * i / k)..<(n * (i + 1) / k)
@@ -39,7 +50,7 @@ final class RangeLanes: Sendable {
             guard lanes.indices.contains(lane) else { return nil }
             if lanes[lane].isEmpty {
                 guard let fullest = lanes.indices.max(by: { lanes[$0].count < lanes[$1].count }),
-                    !lanes[fullest].isEmpty
+                    lanes[fullest].count >= Self.smallestShared
                 else { return nil }
                 let victim = lanes[fullest]
                 let middle = victim.lowerBound + victim.count / 2

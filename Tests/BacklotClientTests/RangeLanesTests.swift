@@ -15,15 +15,23 @@ import Testing
 /// fetched twice or left out.
 @Suite(.serialized) struct RangeLanesTests {
     @Test func eachConnectionStartsAtTheFrontOfItsOwnLane() {
-        let lanes = RangeLanes(count: 40, lanes: 4)
+        let lanes = RangeLanes(count: 40, connections: 4)
+        #expect(lanes.count == 4)
         #expect((0..<4).map { lanes.next(for: $0) } == [0, 10, 20, 30])
         #expect(lanes.next(for: 0) == 1)
         #expect(lanes.next(for: 2) == 21)
         #expect(lanes.remaining == 34)
     }
 
+    @Test func fewRunsMakeFewerLanesOfTwoRunsAtLeast() {
+        #expect(
+            [0, 1, 2, 3, 5, 7, 8, 100].map { RangeLanes(count: $0, connections: 4).count } == [1, 1, 1, 1, 2, 3, 4, 4])
+        let lanes = RangeLanes(count: 5, connections: 4)  // 0..<2 and 2..<5
+        #expect([lanes.next(for: 0), lanes.next(for: 1)] == [0, 2])
+    }
+
     @Test func anEmptyLaneTakesTheBackHalfOfTheFullestAndWalksItForward() {
-        let lanes = RangeLanes(count: 8, lanes: 2)  // 0..<4 and 4..<8
+        let lanes = RangeLanes(count: 8, connections: 2)  // 0..<4 and 4..<8
         #expect((0..<4).map { _ in lanes.next(for: 0) } == [0, 1, 2, 3])
         // Lane 1 is untouched: lane 0 takes 6..<8, its owner keeps 4..<6.
         #expect(lanes.next(for: 0) == 6)
@@ -34,16 +42,27 @@ import Testing
         #expect(lanes.next(for: 1) == nil)
     }
 
+    /// Taking half of a lane with three runs left would start next to the run its owner is
+    /// fetching (a slice both need): the idle connection stops instead.
+    @Test func aLaneWithFewRunsLeftIsLeftToItsOwner() {
+        let lanes = RangeLanes(count: 8, connections: 2)  // 0..<4 and 4..<8
+        #expect(lanes.next(for: 1) == 4)  // 5..<8 left: three
+        #expect((0..<4).map { _ in lanes.next(for: 0) } == [0, 1, 2, 3])
+        #expect(lanes.next(for: 0) == nil)
+        #expect((0..<3).map { _ in lanes.next(for: 1) } == [5, 6, 7])
+        #expect(lanes.remaining == 0)
+    }
+
     @Test(arguments: [(0, 4), (1, 4), (3, 4), (97, 4), (1000, 7), (5, 1)])
     func everyIndexIsHandedOutOnceWhateverTheThreads(_ count: Int, _ threads: Int) {
-        let lanes = RangeLanes(count: count, lanes: threads)
+        let lanes = RangeLanes(count: count, connections: threads)
         let taken = Mutex<[Int]>([])
-        DispatchQueue.concurrentPerform(iterations: threads) { lane in
+        DispatchQueue.concurrentPerform(iterations: lanes.count) { lane in
             while let i = lanes.next(for: lane) { taken.withLock { $0.append(i) } }
         }
         #expect(taken.withLock { $0.sorted() } == Array(0..<count))
         #expect(lanes.next(for: 0) == nil)
-        #expect(lanes.next(for: threads) == nil)  // no such lane
+        #expect(lanes.next(for: lanes.count) == nil)  // no such lane
     }
 
     /// An install's first requests (one per connection, held at the server until all four are in
@@ -51,7 +70,16 @@ import Testing
     /// install then completes with every run asked once.
     @Test func anInstallsRequestsInFlightAskForDistantParts() async throws {
         let f = try ClientFixture()
-        try f.publish()
+        // 1 MiB of random bytes: 16 runs of 64 KiB at most, four lanes of four.
+        let src = try TemporaryDirectory("lanes-src")
+        defer { src.remove() }
+        var g = SeededGenerator(seed: 7)
+        try src.write("src/data.bin", g.bytes(1 << 20))
+        let pack = try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: "Levels"))
+        try f.repository.apps.createPack(app: f.app, id: "Levels")
+        let v = try f.repository.uploads.uploadAndProcess(
+            app: f.app, pack: "Levels", bytes: Array(try Data(contentsOf: URL(fileURLWithPath: pack))))
+        try f.repository.releases.release(app: f.app, pack: "Levels", version: v.number, channel: .internal)
         let archive = try PackReader(path: try f.archivePath())
         // The chunks' bytes: not the header (before them) nor the index (after them).
         let chunkBytes = try #require(archive.index.chunks.map(\.offset).min())..<archive.header.indexOffset
@@ -86,9 +114,10 @@ import Testing
         let starts = seen.withLock { $0.starts }
         let runs = starts.sorted()
         #expect(Set(runs).count == runs.count, "a run was asked twice: \(starts)")
-        // With 6 runs or more, four lanes' fronts are not the first four runs (7 here: 0, 1, 3, 5).
-        try #require(runs.count >= connections + 2, "the fixture's pack makes \(runs.count) runs: too few to tell")
+        try #require(runs.count >= 2 * connections, "the pack makes \(runs.count) runs: too few for four lanes")
         let laneFronts = (0..<connections).map { runs[runs.count * $0 / connections] }
-        #expect(Set(starts.prefix(connections)) == Set(laneFronts), "first requests \(starts.prefix(connections)), runs \(runs)")
+        #expect(
+            Set(starts.prefix(connections)) == Set(laneFronts),
+            "first requests \(starts.prefix(connections)), runs \(runs)")
     }
 }
