@@ -28,6 +28,9 @@ import Glibc
 public struct FleetSimulator: Sendable {
     public let configuration: FleetConfiguration
 
+    /// Nice values an install runs below the fleet's checks (``ThreadPriority``).
+    static let installNiceness: Int32 = 10
+
     /// The marker that says a folder is a fleet's, so that a later run may empty it.
     static let marker = ".backlot-fleet"
 
@@ -224,7 +227,13 @@ public struct FleetSimulator: Sendable {
     private func check(device: Int, paths: FleetPaths, content: SharedContent) -> CheckOutcome {
         do {
             let manager = try AssetPackManager(configuration: managerConfiguration(paths.device(device)))
-            let result = try manager.synchronizeNow(packs: configuration.packs)
+            let offer = try manager.checkNow(packs: configuration.packs)
+            // A device's install runs below the checks' priority: on its own hardware it would never
+            // hold another device's check back, here they share the fleet's cores.
+            let result =
+                offer.installs
+                ? try ThreadPriority.runLowered(by: Self.installNiceness) { try manager.installNow(offer) }
+                : try manager.installNow(offer)
             for (report, _) in result.installs {
                 if let held = result.held[report.id] {
                     try content.share(releaseFolder: held.folder, release: held.release)
