@@ -153,6 +153,9 @@ public actor AssetPackManager {
         if PackID.problem(with: configuration.app) == nil {
             http.defaultHeaders[PublishedTreeLayout.appHeader] = configuration.app
         }
+        // A check's requests (catalog, key lists) and each download connection's Range requests
+        // share connections: one TLS handshake rather than one per request.
+        http.connectionCache = try HTTPClient.ConnectionCache()
         self.http = http
         reporter = DeviceReporter(
             container: container, http: http, catalogURL: configuration.catalogURL, app: configuration.app,

@@ -8,8 +8,8 @@ import Glibc
 
 /// A small synchronous HTTP(S) client on libcurl: custom CA files, uploads streamed from files
 /// (with an offset, for resuming), progress, bounded response bodies; bodies streamed both ways in
-/// `HTTPClient+Streaming.swift`. These two files are the only ones
-/// that touch libcurl.
+/// `HTTPClient+Streaming.swift`, connections kept between requests in
+/// `HTTPClient+ConnectionCache.swift`. The `HTTPClient` files are the only ones that touch libcurl.
 ///
 /// ```swift
 /// let client = HTTPClient(caFile: "data/tls/ca.pem")
@@ -32,6 +32,9 @@ public struct HTTPClient: Sendable {
         public let body: [UInt8]
         /// The server sent more than `expectedBodySize`: the transfer was stopped there.
         public let exceededExpectedSize: Bool
+        /// Whether the request went over a connection kept from an earlier one
+        /// (``HTTPClient/connectionCache``), with no new TCP or TLS handshake.
+        public var reusedConnection = false
         public var text: String { String(decoding: body, as: UTF8.self) }
     }
 
@@ -54,6 +57,9 @@ public struct HTTPClient: Sendable {
     /// Headers sent with every request of `send` and `download` that does not set them itself (a
     /// client naming its app to the server).
     public var defaultHeaders: [String: String] = [:]
+    /// Where `send` keeps connections open between requests without a body (nil: a connection per
+    /// request). Copies of this client share it.
+    public var connectionCache: ConnectionCache?
 
     public init(
         caFile: String? = nil, stallTimeout: Int = 60, maximumBodySize: Int = 64 << 20, bandwidthLimit: Int = 0,
@@ -106,6 +112,7 @@ public struct HTTPClient: Sendable {
         list = curl_slist_append(list, "Expect:")  // no 100-continue round trip
 
         configure(handle, url: url, headers: list)
+        if body == nil { connectionCache?.attach(handle) }
         _ = ccurl_setopt_str(handle, CURLOPT_CUSTOMREQUEST, method)
         if method == "HEAD" { _ = ccurl_setopt_long(handle, CURLOPT_NOBODY, 1) }
         _ = ccurl_setopt_write(handle, Callbacks.write)
@@ -120,6 +127,8 @@ public struct HTTPClient: Sendable {
         let (code, detail) = withExtendedLifetime((transfer, upload)) { perform(handle) }
         var status = 0
         _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        var connects = 0
+        _ = ccurl_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects)
         if transfer.exceeded && transfer.stopsAtExpectedSize {
             return Response(status: status, headers: transfer.headers, body: transfer.body, exceededExpectedSize: true)
         }
@@ -131,7 +140,10 @@ public struct HTTPClient: Sendable {
             throw failure(
                 code, detail, method, url, as: .io, hint: "check that the server is running and the URL is right")
         }
-        return Response(status: status, headers: transfer.headers, body: transfer.body, exceededExpectedSize: false)
+        var response = Response(
+            status: status, headers: transfer.headers, body: transfer.body, exceededExpectedSize: false)
+        response.reusedConnection = connects == 0
+        return response
     }
 }
 
