@@ -3,4 +3,14 @@
 public enum BacklotVersion {
     /// The release, as semantic versioning writes it.
     public static let current = "0.1.0"
+
+    /// How this binary was compiled, `release` or `debug`: what `backlot --version` adds, so that a
+    /// benchmark prints the build it measured rather than assuming one.
+    public static var buildConfiguration: String {
+        #if DEBUG
+        "debug"
+        #else
+        "release"
+        #endif
+    }
 }

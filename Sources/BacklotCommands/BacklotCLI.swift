@@ -116,7 +116,7 @@ public enum BacklotCLI {
             }
             return 0
         case "--version":
-            io.out("backlot \(version)\n")
+            io.out("backlot \(version) (\(BacklotVersion.buildConfiguration) build)\n")
             return 0
         default:
             break

@@ -1,37 +1,50 @@
 import BacklotBasics
 import CCurl
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 extension HTTPClient {
-    /// Connections (and TLS sessions) kept open between the requests of every copy of one
-    /// ``HTTPClient`` that holds it (``HTTPClient/connectionCache``), on any thread: a device's
-    /// catalog check and its key-list probe, or one download connection's Range requests one after
-    /// another, then cost one TCP and TLS handshake rather than one each. libcurl's share interface
-    /// (`CURL_LOCK_DATA_CONNECT`, `CURL_LOCK_DATA_SSL_SESSION`, `CURL_LOCK_DATA_DNS`); a connection
-    /// the server closed meanwhile is found dead and replaced by libcurl before it is used.
+    /// Connections kept open between the requests of every copy of one ``HTTPClient`` that holds
+    /// it (``HTTPClient/connectionCache``), on any thread: a device's catalog check and its
+    /// key-list probe, or one download connection's Range requests one after another, then cost
+    /// one TCP and TLS handshake rather than one each.
+    ///
+    /// A request takes an idle libcurl handle from the cache (or makes one) and gives it back when
+    /// it ends, its options reset and its connection still open; a handle is only ever used by one
+    /// thread at a time, and its connections are its own. (libcurl's shared connection cache,
+    /// `CURL_LOCK_DATA_CONNECT`, is not safe across threads in the libcurl of Debian 12: its known
+    /// bug 11.11.) TLS sessions and DNS answers are shared between the handles through a libcurl
+    /// share with locks, which is safe, so a handle's first connection resumes a session another
+    /// one made. A connection the server closed meanwhile is found dead and replaced by libcurl.
     ///
     /// Used only for requests without a body (``HTTPClient/send(_:_:headers:body:expectedBodySize:bodyLimit:progress:)``
     /// with `body` nil): an upload over a connection that died while idle could not be sent again.
     ///
     /// ```swift
     /// var client = HTTPClient()
-    /// client.connectionCache = HTTPClient.ConnectionCache()
+    /// client.connectionCache = try HTTPClient.ConnectionCache()
     /// ```
     public final class ConnectionCache: @unchecked Sendable {
         // Sendable: `share` and `locks` are set once in init and never reassigned; libcurl reaches
-        // the shared data only between the lock and unlock callbacks below, which take the mutex
-        // of that kind of data (ConnectionCacheTests run requests from several threads at once).
-        let share: UnsafeMutableRawPointer
+        // the shared data (TLS sessions, DNS) only between the lock and unlock callbacks below,
+        // which take the mutex of that kind of data; idle handles are behind `idle`'s lock, and a
+        // handle taken from it belongs to the one request that took it until it is given back
+        // (ConnectionCacheTests run requests from several threads at once).
+        private let share: UnsafeMutableRawPointer
         private let locks: UnsafeMutablePointer<pthread_mutex_t>
+        /// Idle handles, as their addresses (a pointer is not Sendable; an address is).
+        private let idle = Mutex<[UInt]>([])
         private static let lockCount = Int(CURL_LOCK_DATA_LAST.rawValue) + 1
+        /// The most idle handles kept (each with its open connections); more are closed.
+        public static let keptHandles = 8
 
         /// - Throws: ``BacklotError/Code/library`` when libcurl cannot make a share.
         public init() throws {
             guard let share = curl_share_init() else {
-                throw BacklotError(.library, "libcurl could not make a connection share")
+                throw BacklotError(.library, "libcurl could not make a share for TLS sessions")
             }
             self.share = share
             locks = .allocate(capacity: Self.lockCount)
@@ -48,14 +61,15 @@ extension HTTPClient {
                 let cache = Unmanaged<ConnectionCache>.fromOpaque(user).takeUnretainedValue()
                 pthread_mutex_unlock(cache.lock(for: data))
             }
-            for data in [CURL_LOCK_DATA_CONNECT, CURL_LOCK_DATA_SSL_SESSION, CURL_LOCK_DATA_DNS] {
+            for data in [CURL_LOCK_DATA_SSL_SESSION, CURL_LOCK_DATA_DNS] {
                 _ = ccurl_share_setopt_long(share, CURLSHOPT_SHARE, Int(data.rawValue))
             }
         }
 
         deinit {
-            // Every transfer that used the share has ended (each holds the client, and with it
-            // this cache, until its handle is cleaned up), so the cleanup cannot find it in use.
+            // Every request that took a handle gave it back (each holds the client, and with it
+            // this cache, until it has), so all of them are here and none uses the share.
+            for address in idle.withLock({ $0 }) { curl_easy_cleanup(UnsafeMutableRawPointer(bitPattern: address)) }
             curl_share_cleanup(share)
             for i in 0..<Self.lockCount { pthread_mutex_destroy(locks + i) }
             locks.deallocate()
@@ -65,9 +79,26 @@ extension HTTPClient {
             locks + min(Int(data.rawValue), Self.lockCount - 1)
         }
 
-        /// Attaches a transfer to the share.
-        func attach(_ handle: UnsafeMutableRawPointer) {
+        /// An idle handle (its connections open) or a new one, attached to the share; nil when
+        /// libcurl cannot make one.
+        func take() -> UnsafeMutableRawPointer? {
+            let kept = idle.withLock { $0.popLast() }.flatMap { UnsafeMutableRawPointer(bitPattern: $0) }
+            guard let handle = kept ?? curl_easy_init() else { return nil }
             _ = ccurl_setopt_ptr(handle, CURLOPT_SHARE, share)
+            return handle
+        }
+
+        /// Takes back a handle whose request has ended: its options reset (nothing of the ended
+        /// request is kept but its connection), kept if fewer than ``keptHandles`` are idle.
+        func giveBack(_ handle: UnsafeMutableRawPointer) {
+            curl_easy_reset(handle)
+            let address = UInt(bitPattern: handle)
+            let kept = idle.withLock { handles -> Bool in
+                guard handles.count < Self.keptHandles else { return false }
+                handles.append(address)
+                return true
+            }
+            if !kept { curl_easy_cleanup(handle) }
         }
     }
 }

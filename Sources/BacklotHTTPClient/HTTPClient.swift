@@ -97,8 +97,14 @@ public struct HTTPClient: Sendable {
         expectedBodySize: Int? = nil,
         bodyLimit: Int? = nil, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil
     ) throws -> Response {
-        guard let handle = curl_easy_init() else { throw BacklotError(.library, "libcurl could not start a transfer") }
-        defer { curl_easy_cleanup(handle) }
+        // A request without a body takes a kept connection (and gives it back); others make their own.
+        let cache = body == nil ? connectionCache : nil
+        guard let handle = cache?.take() ?? curl_easy_init() else {
+            throw BacklotError(.library, "libcurl could not start a transfer")
+        }
+        defer {
+            if let cache { cache.giveBack(handle) } else { curl_easy_cleanup(handle) }
+        }
         let limit = max(0, min(expectedBodySize ?? bodyLimit ?? maximumBodySize, maximumBodySize))
         let transfer = Transfer(limit: limit)
         transfer.stopsAtExpectedSize = expectedBodySize != nil
@@ -112,7 +118,6 @@ public struct HTTPClient: Sendable {
         list = curl_slist_append(list, "Expect:")  // no 100-continue round trip
 
         configure(handle, url: url, headers: list)
-        if body == nil { connectionCache?.attach(handle) }
         _ = ccurl_setopt_str(handle, CURLOPT_CUSTOMREQUEST, method)
         if method == "HEAD" { _ = ccurl_setopt_long(handle, CURLOPT_NOBODY, 1) }
         _ = ccurl_setopt_write(handle, Callbacks.write)

@@ -21,6 +21,14 @@ import Testing
         #expect(r.out.contains("--help"))
     }
 
+    /// The version and the build it is (what a benchmark prints as the build it measured).
+    @Test func versionSaysTheBuild() {
+        let r = run(["--version"])
+        #expect(r.status == 0)
+        #expect(r.out == "backlot \(BacklotVersion.current) (\(BacklotVersion.buildConfiguration) build)\n")
+        #expect(["debug", "release"].contains(BacklotVersion.buildConfiguration))
+    }
+
     @Test func usageErrorsExitTwoAndSayWhatToDo() {
         #expect(run([]).status == 2)
         let unknown = run(["packge"])

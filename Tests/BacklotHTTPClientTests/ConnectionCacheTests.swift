@@ -8,9 +8,9 @@ import Foundation
 import Synchronization
 import Testing
 
-/// A client with a connection cache keeps one connection per thread between requests without a
-/// body, over plain HTTP and TLS, from several threads at once; a connection the server closed
-/// meanwhile is replaced; uploads never use it.
+/// A client with a connection cache keeps its connections between requests without a body, over
+/// plain HTTP and TLS, from several threads at once (each request on a connection of its own); a
+/// connection the server closed meanwhile is replaced; uploads never use it.
 @Suite(.serialized) struct ConnectionCacheTests {
     static func server(
         tls: (certificate: String, key: String)? = nil, idleSeconds: Int = 30
@@ -59,7 +59,7 @@ import Testing
         for i in 0..<3 { #expect(try !HTTPClient(caFile: caFile).send("GET", base + "/n\(i)").reusedConnection) }
     }
 
-    @Test func threadsAtOnceShareTheCacheAndKeepAConnectionEach() throws {
+    @Test func threadsAtOnceEachTakeAConnectionOfTheirOwn() throws {
         let server = try Self.server()
         defer { server.stop(grace: 0) }
         let client = try Self.cachedClient()
