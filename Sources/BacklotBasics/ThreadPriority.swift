@@ -45,7 +45,9 @@ public enum ThreadPriority {
     public static func lowerCurrentThread(by steps: Int32) -> Bool {
         #if os(Linux)
         guard let current = currentNiceValue else { return false }
-        return setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, min(19, current + max(0, steps))) == 0
+        // Nice values span 40 steps (-20…19): a larger request is clamped before it is added.
+        let lowered = min(19, current + min(max(0, steps), 39))
+        return setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, lowered) == 0
         #else
         return false
         #endif

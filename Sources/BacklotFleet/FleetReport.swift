@@ -39,6 +39,10 @@ public struct FleetReport: Codable, Sendable, Hashable {
     public var checkLatency: Latency
     /// The installs' durations.
     public var installLatency: Latency
+    /// How late checks started after they were due: the fleet's own lag, when all its
+    /// ``FleetConfiguration/concurrency`` devices at work were busy (installing, mostly). Real
+    /// devices have no such wait; a large lag means the run simulated fewer checks than asked.
+    public var checkStartLag: Latency
     /// Checks the server answered 503 or 429 with a `Retry-After` that the device then waited out.
     public var retryAfterHonoured: Int
     /// Checks whose answer carried a `Backlot-Check-After` hint.

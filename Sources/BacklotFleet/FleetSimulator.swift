@@ -187,10 +187,12 @@ public struct FleetSimulator: Sendable {
                 guard let due = q.earliest, due <= now else { return nil }
                 return q.pop()
             }
-            guard let (_, device) = taken else {
+            guard let (due, device) = taken else {
                 usleep(10_000)
                 continue
             }
+            let lag = max(0, elapsed() - due)
+            run.state.withLock { $0.startLagSeconds.add(lag) }
             let outcome = check(device: device, paths: paths, content: content)
             let delay: Double
             switch outcome {

@@ -21,6 +21,7 @@ struct FleetState {
     var downloadedBytes: UInt64 = 0
     var checkSeconds = Reservoir()
     var installSeconds = Reservoir()
+    var startLagSeconds = Reservoir()
     var retryAfterHonoured = 0
     var checkAfterHints = 0
     var adoption: [FleetReport.Sample] = []
@@ -102,6 +103,7 @@ struct FleetState {
             installs: installs, installsPerSecond: Double(installs) / run, failedInstalls: failedInstalls,
             failures: failures, downloadedBytes: downloadedBytes,
             checkLatency: .init(seconds: checkSeconds.kept), installLatency: .init(seconds: installSeconds.kept),
+            checkStartLag: .init(seconds: startLagSeconds.kept),
             retryAfterHonoured: retryAfterHonoured, checkAfterHints: checkAfterHints, adoption: adoption,
             holding: sample(at: runSeconds).holding, verifiedDevices: verified, damagedFiles: damaged,
             peakResidentBytes: UInt64(max(0, usage.ru_maxrss)) * 1024)

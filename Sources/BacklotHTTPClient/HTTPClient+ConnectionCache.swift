@@ -49,17 +49,15 @@ extension HTTPClient {
             self.share = share
             locks = .allocate(capacity: Self.lockCount)
             for i in 0..<Self.lockCount { pthread_mutex_init(locks + i, nil) }
-            let me = Unmanaged.passUnretained(self).toOpaque()
-            _ = ccurl_share_setopt_ptr(share, CURLSHOPT_USERDATA, me)
+            // The callbacks get the mutexes themselves (not this object, which may be in its deinit).
+            _ = ccurl_share_setopt_ptr(share, CURLSHOPT_USERDATA, UnsafeMutableRawPointer(locks))
             _ = ccurl_share_setopt_lock(share) { _, data, _, user in
-                guard let user else { return }
-                let cache = Unmanaged<ConnectionCache>.fromOpaque(user).takeUnretainedValue()
-                pthread_mutex_lock(cache.lock(for: data))
+                guard let mutex = ConnectionCache.mutex(for: data, in: user) else { return }
+                pthread_mutex_lock(mutex)
             }
             _ = ccurl_share_setopt_unlock(share) { _, data, user in
-                guard let user else { return }
-                let cache = Unmanaged<ConnectionCache>.fromOpaque(user).takeUnretainedValue()
-                pthread_mutex_unlock(cache.lock(for: data))
+                guard let mutex = ConnectionCache.mutex(for: data, in: user) else { return }
+                pthread_mutex_unlock(mutex)
             }
             for data in [CURL_LOCK_DATA_SSL_SESSION, CURL_LOCK_DATA_DNS] {
                 _ = ccurl_share_setopt_long(share, CURLSHOPT_SHARE, Int(data.rawValue))
@@ -70,13 +68,18 @@ extension HTTPClient {
             // Every request that took a handle gave it back (each holds the client, and with it
             // this cache, until it has), so all of them are here and none uses the share.
             for address in idle.withLock({ $0 }) { curl_easy_cleanup(UnsafeMutableRawPointer(bitPattern: address)) }
-            curl_share_cleanup(share)
+            // A share still in use (which the above rules out) keeps its mutexes: never freed under it.
+            guard curl_share_cleanup(share) == CURLSHE_OK else { return }
             for i in 0..<Self.lockCount { pthread_mutex_destroy(locks + i) }
             locks.deallocate()
         }
 
-        private func lock(for data: curl_lock_data) -> UnsafeMutablePointer<pthread_mutex_t> {
-            locks + min(Int(data.rawValue), Self.lockCount - 1)
+        /// The mutex of one kind of shared data, from the callbacks' user pointer (the mutexes).
+        private static func mutex(
+            for data: curl_lock_data, in user: UnsafeMutableRawPointer?
+        ) -> UnsafeMutablePointer<pthread_mutex_t>? {
+            guard let user else { return nil }
+            return user.assumingMemoryBound(to: pthread_mutex_t.self) + min(Int(data.rawValue), lockCount - 1)
         }
 
         /// An idle handle (its connections open) or a new one, attached to the share; nil when

@@ -132,10 +132,14 @@ public struct HTTPClient: Sendable {
         let (code, detail) = withExtendedLifetime((transfer, upload)) { perform(handle) }
         var status = 0
         _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        var connects = 0
-        _ = ccurl_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects)
+        // New connections this request made: none means it went over a kept one.
+        var connects = 1
+        if ccurl_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects) != CURLE_OK { connects = 1 }
         if transfer.exceeded && transfer.stopsAtExpectedSize {
-            return Response(status: status, headers: transfer.headers, body: transfer.body, exceededExpectedSize: true)
+            var response = Response(
+                status: status, headers: transfer.headers, body: transfer.body, exceededExpectedSize: true)
+            response.reusedConnection = connects == 0
+            return response
         }
         if let failure = transfer.failure ?? upload?.failure { throw failure }
         guard code == CURLE_OK else {

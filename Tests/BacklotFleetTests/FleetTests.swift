@@ -46,6 +46,8 @@ import Testing
         #expect(report.downloadedBytes > 0)
         #expect(report.verifiedDevices == 12 && report.damagedFiles.isEmpty)
         #expect(report.checkLatency.count == report.checks && report.installLatency.count == 12)
+        // Every check started is counted in the lag too (0 when a worker was free when it was due).
+        #expect(report.checkStartLag.count >= report.checks && report.checkStartLag.max >= 0)
         // The content is kept once: a device's unchanged file is the fleet's shared copy.
         let devices = try FileManager.default.contentsOfDirectory(atPath: f.dir.at("fleet/devices")).sorted()
         #expect(devices.count == 12)

@@ -65,18 +65,42 @@ import Testing
         let client = try Self.cachedClient()
         let failed = Mutex<[String]>([])
         let made = Mutex(0)
-        DispatchQueue.concurrentPerform(iterations: 4) { t in
-            for i in 0..<25 {
-                let path = "/t\(t)-\(i)"
-                let r = try? client.send("GET", "http://127.0.0.1:\(server.port)" + path)
-                if r?.text != path { failed.withLock { $0.append("\(path): \(r?.text ?? "failed")") } }
-                if r?.reusedConnection == false { made.withLock { $0 += 1 } }
+        // Four threads of their own (concurrentPerform would run two at once on two cores).
+        let group = DispatchGroup()
+        for t in 0..<4 {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                for i in 0..<25 {
+                    let path = "/t\(t)-\(i)"
+                    let r = try? client.send("GET", "http://127.0.0.1:\(server.port)" + path)
+                    if r?.text != path { failed.withLock { $0.append("\(path): \(r?.text ?? "failed")") } }
+                    if r?.reusedConnection == false { made.withLock { $0 += 1 } }
+                }
             }
         }
+        group.wait()
         #expect(failed.withLock { $0 }.isEmpty)
         // A connection per thread at most: 100 requests, four connections made.
         #expect(made.withLock { $0 } <= 4)
         #expect(server.openConnections <= 4)
+    }
+
+    /// What one request set (HEAD's no-body, a body stopped at its declared size) never reaches
+    /// the next request on the same kept handle.
+    @Test func aKeptConnectionCarriesNothingOfTheRequestBefore() throws {
+        let server = try Self.server()
+        defer { server.stop(grace: 0) }
+        let client = try Self.cachedClient()
+        let url = "http://127.0.0.1:\(server.port)/a-path-of-some-length"
+        let head = try client.send("HEAD", url)
+        #expect(head.status == 200 && head.body.isEmpty)
+        let get = try client.send("GET", url)
+        #expect(get.text == "/a-path-of-some-length" && get.reusedConnection)
+        let cut = try client.send("GET", url, expectedBodySize: 4)
+        #expect(cut.exceededExpectedSize)
+        let whole = try client.send("GET", url)
+        #expect(whole.text == "/a-path-of-some-length" && !whole.exceededExpectedSize)
     }
 
     @Test func aConnectionTheServerClosedIsReplaced() throws {

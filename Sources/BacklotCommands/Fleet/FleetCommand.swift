@@ -97,6 +97,7 @@ struct FleetCommand: Command {
             devices \(report.devices), \(String(format: "%.1f", report.runSeconds)) s (made in \(String(format: "%.1f", report.prepareSeconds)) s), seed \(report.seed)
             checks \(report.checks) (\(String(format: "%.1f", report.checksPerSecond))/s), failed \(report.failedChecks); latency ms p50 \(fmt(l.p50)) p95 \(fmt(l.p95)) p99 \(fmt(l.p99)) max \(fmt(l.max))
             installs \(report.installs) (\(String(format: "%.2f", report.installsPerSecond))/s), failed \(report.failedInstalls); latency ms p50 \(fmt(i.p50)) p95 \(fmt(i.p95)) p99 \(fmt(i.p99)) max \(fmt(i.max))
+            checks started late (every device at work busy) ms p50 \(fmt(report.checkStartLag.p50)) p99 \(fmt(report.checkStartLag.p99)) max \(fmt(report.checkStartLag.max))
             downloaded \(ByteCount.format(report.downloadedBytes)); Retry-After honoured \(report.retryAfterHonoured); Backlot-Check-After seen \(report.checkAfterHints)
             holding: \(report.holding.sorted { $0.key < $1.key }.map { "\($0.value) on \($0.key)" }.joined(separator: ", "))
             verified \(report.verifiedDevices) devices: \(report.damagedFiles.isEmpty ? "no damaged file" : "\(report.damagedFiles.count) damaged files")\n
