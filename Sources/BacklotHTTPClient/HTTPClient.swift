@@ -34,7 +34,7 @@ public struct HTTPClient: Sendable {
         public let exceededExpectedSize: Bool
         /// Whether the request went over a connection kept from an earlier one
         /// (``HTTPClient/connectionCache``), with no new TCP or TLS handshake.
-        public var reusedConnection = false
+        public let reusedConnection: Bool
         public var text: String { String(decoding: body, as: UTF8.self) }
     }
 
@@ -135,12 +135,10 @@ public struct HTTPClient: Sendable {
         // New connections this request made: none means it went over a kept one.
         var connects = 1
         if ccurl_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects) != CURLE_OK { connects = 1 }
-        if transfer.exceeded && transfer.stopsAtExpectedSize {
-            var response = Response(
-                status: status, headers: transfer.headers, body: transfer.body, exceededExpectedSize: true)
-            response.reusedConnection = connects == 0
-            return response
-        }
+        let response = Response(
+            status: status, headers: transfer.headers, body: transfer.body,
+            exceededExpectedSize: transfer.exceeded && transfer.stopsAtExpectedSize, reusedConnection: connects == 0)
+        if response.exceededExpectedSize { return response }
         if let failure = transfer.failure ?? upload?.failure { throw failure }
         guard code == CURLE_OK else {
             if code == CURLE_OPERATION_TIMEDOUT {
@@ -149,9 +147,6 @@ public struct HTTPClient: Sendable {
             throw failure(
                 code, detail, method, url, as: .io, hint: "check that the server is running and the URL is right")
         }
-        var response = Response(
-            status: status, headers: transfer.headers, body: transfer.body, exceededExpectedSize: false)
-        response.reusedConnection = connects == 0
         return response
     }
 }

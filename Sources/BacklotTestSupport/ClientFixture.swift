@@ -45,15 +45,17 @@ public final class ClientFixture: Sendable {
                 channel: channel, trustedKeys: keys ?? [pinned], platform: .linux))
     }
 
-    /// Writes a source tree for `id` (seeded), optionally editing one file, packages it, uploads it,
-    /// waits for processing and releases it on `channel`. Returns the source folder and the version.
+    /// Writes a source tree for `id` (seeded; `tree` writes its own under `src/` instead),
+    /// optionally editing one file, packages it, uploads it, waits for processing and releases it
+    /// on `channel`. Returns the source folder and the version.
     @discardableResult
     public func publish(
         id: String = "Levels", seed: UInt64 = 42, edit: Bool = false, policy: String = #"{"onDemand": {}}"#,
-        channel: Channel = .internal, chunkSize: Int = 16 << 10, language: String? = nil
+        channel: Channel = .internal, chunkSize: Int = 16 << 10, language: String? = nil,
+        tree: ((TemporaryDirectory) throws -> Void)? = nil
     ) throws -> (source: String, version: Int) {
         let src = TemporaryDirectory.Named(dir.at("src-\(id)-\(seed)-\(edit)"))
-        try SamplePack.writeTree(in: src.asTemporary, seed: seed)
+        if let tree { try tree(src.asTemporary) } else { try SamplePack.writeTree(in: src.asTemporary, seed: seed) }
         if edit {
             var level = try src.asTemporary.read("src/Levels/level1.dat")
             level.replaceSubrange(100_000..<100_010, with: Array("EDITEDEDIT".utf8))

@@ -71,15 +71,10 @@ import Testing
     @Test func anInstallsRequestsInFlightAskForDistantParts() async throws {
         let f = try ClientFixture()
         // 1 MiB of random bytes: 16 runs of 64 KiB at most, four lanes of four.
-        let src = try TemporaryDirectory("lanes-src")
-        defer { src.remove() }
-        var g = SeededGenerator(seed: 7)
-        try src.write("src/data.bin", g.bytes(1 << 20))
-        let pack = try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: "Levels"))
-        try f.repository.apps.createPack(app: f.app, id: "Levels")
-        let v = try f.repository.uploads.uploadAndProcess(
-            app: f.app, pack: "Levels", bytes: Array(try Data(contentsOf: URL(fileURLWithPath: pack))))
-        try f.repository.releases.release(app: f.app, pack: "Levels", version: v.number, channel: .internal)
+        try f.publish { src in
+            var g = SeededGenerator(seed: 7)
+            try src.write("src/data.bin", g.bytes(1 << 20))
+        }
         let archive = try PackReader(path: try f.archivePath())
         // The chunks' bytes: not the header (before them) nor the index (after them).
         let chunkBytes = try #require(archive.index.chunks.map(\.offset).min())..<archive.header.indexOffset
