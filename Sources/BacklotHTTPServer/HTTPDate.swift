@@ -23,9 +23,29 @@ public enum HTTPDate {
         let secondOfDay = seconds - day * 86_400
         let (y, m, d) = CivilDate.date(fromDays: day)
         let weekday = Int(((day % 7) + 11) % 7)  // 1970-01-01 was a Thursday
-        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return
-            "\(days[weekday]), \(two(d)) \(months[Int(m) - 1]) \(y) \(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
+        // Written as bytes: the server dates every file it answers with.
+        var out: [UInt8] = []
+        out.reserveCapacity(29)
+        func append(_ text: String) { out.append(contentsOf: text.utf8) }
+        func two(_ n: Int64) {
+            out.append(UInt8(48 + n / 10 % 10))
+            out.append(UInt8(48 + n % 10))
+        }
+        append(days[weekday])
+        append(", ")
+        two(Int64(d))
+        out.append(0x20)
+        append(months[Int(m) - 1])
+        out.append(0x20)
+        append(String(y))
+        out.append(0x20)
+        two(secondOfDay / 3600)
+        out.append(UInt8(ascii: ":"))
+        two(secondOfDay / 60 % 60)
+        out.append(UInt8(ascii: ":"))
+        two(secondOfDay % 60)
+        append(" GMT")
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Seconds since 1970 of an HTTP date in any of the three forms, or nil.

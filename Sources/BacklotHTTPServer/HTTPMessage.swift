@@ -30,7 +30,15 @@ public struct HTTPRequest: Sendable {
     }
 
     /// A header's value, by case-insensitive name.
-    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+    public func header(_ name: String) -> String? { headers[Self.fieldKey(name)] }
+
+    /// `name` with its ASCII letters in lower case, the key ``headers`` holds it under. Field names
+    /// are ASCII tokens compared without case (RFC 9110 §5.1), so only ASCII letters are folded
+    /// (and a name already in lower case, as most are, is returned as it is).
+    static func fieldKey(_ name: String) -> String {
+        guard name.utf8.contains(where: { (0x41...0x5A).contains($0) }) else { return name }
+        return String(decoding: name.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
 }
 
 /// An HTTP response: status, headers and a body from memory or from a file range.

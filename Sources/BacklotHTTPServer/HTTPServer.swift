@@ -669,7 +669,7 @@ private enum Callbacks {
             let b = Unmanaged<Box>.fromOpaque(cls!).takeUnretainedValue()
             if let key {
                 let k = String(cString: key)
-                b.values[b.lowercased ? k.lowercased() : k] = value.map { String(cString: $0) } ?? ""
+                b.values[b.lowercased ? HTTPRequest.fieldKey(k) : k] = value.map { String(cString: $0) } ?? ""
             }
             return MHD_Result.YES
         }

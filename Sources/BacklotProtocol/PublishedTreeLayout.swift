@@ -104,50 +104,107 @@ public enum PublishedTreeLayout: Hashable, Sendable {
     /// in this form. A leading `/` (a request's path) is accepted; any other deviation is not.
     /// Components are compared as bytes: a path parses only if ``path`` gives it back byte for byte
     /// (Swift's `==` would take the Kelvin sign for a `K`).
+    ///
+    /// The server parses every request's path with it, several times, so it reads the path's UTF-8
+    /// bytes in place and makes a `String` only for what the result holds; every comparison is of
+    /// bytes, so the result gives the path back byte for byte by construction (a key list's number
+    /// is checked by writing it again: `root-01.json` is not `root-1.json`).
     public init?(path: some StringProtocol) {
-        var bytes = Substring(path).utf8[...]
-        if bytes.first == UInt8(ascii: "/") { bytes = bytes.dropFirst() }
-        let relative = String(decoding: bytes, as: UTF8.self)
-        guard let file = Self.parse(relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)),
-            file.path.utf8.elementsEqual(bytes)
-        else { return nil }
+        let inPlace = path.utf8.withContiguousStorageIfAvailable { Self.parse($0[...]) }
+        let file: PublishedTreeLayout?
+        if let inPlace {
+            file = inPlace
+        } else {
+            var copy = String(path)
+            file = copy.withUTF8 { Self.parse($0[...]) }
+        }
+        guard let file else { return nil }
         self = file
     }
 
-    /// The file that `parts` would name, before the byte-for-byte check of ``init(path:)``.
-    private static func parse(_ parts: [String]) -> PublishedTreeLayout? {
-        guard parts.count >= 3, parts[0] == root, !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." })
+    private typealias Bytes = Slice<UnsafeBufferPointer<UInt8>>
+
+    /// The most components a file's path has (`v1/apple/APP/CHANNEL/PLATFORM/packs/ID`).
+    private static let deepest = 7
+
+    /// The components of `bytes` between `/`, or nil when there are more than the deepest file
+    /// has, or one is empty, `.` or `..`.
+    private static func components(_ bytes: Bytes) -> [Bytes]? {
+        var parts: [Bytes] = []
+        parts.reserveCapacity(deepest)
+        var start = bytes.startIndex
+        while true {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.endIndex
+            let part = bytes[start..<end]
+            guard parts.count < deepest, !part.isEmpty, !part.elementsEqual(".".utf8), !part.elementsEqual("..".utf8)
+            else { return nil }
+            parts.append(part)
+            guard end < bytes.endIndex else { return parts }
+            start = end + 1
+        }
+    }
+
+    /// The file that the path `bytes` names (a leading `/` dropped).
+    private static func parse(_ bytes: Bytes) -> PublishedTreeLayout? {
+        guard let parts = components(bytes.first == UInt8(ascii: "/") ? bytes.dropFirst() : bytes),
+            parts.count >= 3, parts[0].elementsEqual(root.utf8)
         else { return nil }
-        switch (parts[1], parts.count) {
-        case ("apps", 5):
-            guard let channel = Channel(rawValue: parts[3]), parts[4] == "catalog.json" else { return nil }
-            return .catalog(app: parts[2], channel: channel)
-        case ("packs", 3):
-            guard let sha = digest(parts[2], suffix: ".pack") else { return nil }
-            return .pack(sha256: sha)
-        case ("deltas", 3):
+        let folder = parts[1]
+        func text(_ part: Bytes) -> String { String(decoding: part, as: UTF8.self) }
+        switch parts.count {
+        case 5 where folder.elementsEqual("apps".utf8):
+            guard let channel = channel(parts[3]), parts[4].elementsEqual("catalog.json".utf8) else { return nil }
+            return .catalog(app: text(parts[2]), channel: channel)
+        case 3 where folder.elementsEqual("packs".utf8):
+            return digest(parts[2], suffix: ".pack").map { .pack(sha256: $0) }
+        case 3 where folder.elementsEqual("deltas".utf8):
             if let digest = digest(parts[2], suffix: ".json") { return .deltaList(packDigest: digest) }
-            guard let sha = digest(parts[2], suffix: ".delta") else { return nil }
-            return .delta(sha256: sha)
-        case ("keys", 3):
-            if parts[2] == "root.json" { return .currentKeyList }
-            guard parts[2].hasPrefix("root-"), parts[2].hasSuffix(".json"),
-                let version = CheckedInteger.parse(parts[2].dropFirst(5).dropLast(5), as: Int.self), version >= 1
+            return digest(parts[2], suffix: ".delta").map { .delta(sha256: $0) }
+        case 3 where folder.elementsEqual("keys".utf8):
+            let name = parts[2]
+            if name.elementsEqual("root.json".utf8) { return .currentKeyList }
+            guard name.starts(with: "root-".utf8), name.suffix(5).elementsEqual(".json".utf8) else { return nil }
+            let digits = name.dropFirst(5).dropLast(5)
+            guard let version = CheckedInteger.parse(text(digits), as: Int.self), version >= 1,
+                String(version).utf8.elementsEqual(digits)
             else { return nil }
             return .keyList(version: version)
-        case ("apple", 6):
-            guard let channel = Channel(rawValue: parts[3]), let platform = platform(parts[4]),
-                parts[5] == "manifest.json"
+        case 6 where folder.elementsEqual("apple".utf8):
+            guard let channel = channel(parts[3]), let platform = platform(parts[4]),
+                parts[5].elementsEqual("manifest.json".utf8)
             else { return nil }
-            return .appleManifest(app: parts[2], channel: channel, platform: platform)
-        case ("apple", 7):
-            guard let channel = Channel(rawValue: parts[3]), let platform = platform(parts[4]),
-                parts[5] == "packs"
+            return .appleManifest(app: text(parts[2]), channel: channel, platform: platform)
+        case 7 where folder.elementsEqual("apple".utf8):
+            guard let channel = channel(parts[3]), let platform = platform(parts[4]),
+                parts[5].elementsEqual("packs".utf8)
             else { return nil }
-            return .applePack(app: parts[2], channel: channel, platform: platform, pack: parts[6])
+            return .applePack(app: text(parts[2]), channel: channel, platform: platform, pack: text(parts[6]))
         default:
             return nil
         }
+    }
+
+    /// The channel whose folder is `name`.
+    private static func channel(_ name: Bytes) -> Channel? {
+        Channel.allCases.first { $0.rawValue.utf8.elementsEqual(name) }
+    }
+
+    /// The platforms with their folders' names (the platform's name in lower case).
+    private static let platformFolders = Platform.allCases.map { ($0, $0.rawValue.lowercased()) }
+
+    /// The platform whose folder is `name`.
+    private static func platform(_ name: Bytes) -> Platform? {
+        platformFolders.first { $0.1.utf8.elementsEqual(name) }?.0
+    }
+
+    /// The 64 lower-case hex digits of `name` before `suffix`, or nil.
+    private static func digest(_ name: Bytes, suffix: String) -> String? {
+        guard name.count == 64 + suffix.utf8.count, name.suffix(suffix.utf8.count).elementsEqual(suffix.utf8) else {
+            return nil
+        }
+        let sha = name.prefix(64)
+        guard sha.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else { return nil }
+        return String(decoding: sha, as: UTF8.self)
     }
 
     /// The SHA-256 (hex) that names a pack's or a delta's bytes, nil for any other file.
@@ -156,20 +213,5 @@ public enum PublishedTreeLayout: Hashable, Sendable {
         case .pack(let sha), .delta(let sha): sha
         default: nil
         }
-    }
-
-    /// The platform whose folder is `name` (the platform's name in lower case).
-    static func platform(_ name: String) -> Platform? {
-        Platform.allCases.first { $0.rawValue.lowercased() == name }
-    }
-
-    /// The 64 lower-case hex digits of `name` before `suffix`, or nil.
-    static func digest(_ name: String, suffix: String) -> String? {
-        guard name.hasSuffix(suffix) else { return nil }
-        let sha = name.utf8.dropLast(suffix.utf8.count)
-        guard sha.count == 64, sha.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
-            return nil
-        }
-        return String(decoding: sha, as: UTF8.self)
     }
 }

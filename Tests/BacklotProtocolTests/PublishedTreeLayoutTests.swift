@@ -29,6 +29,8 @@ struct PublishedTreeLayoutTests {
             #expect(file.path == path)
             #expect(PublishedTreeLayout(path: path) == file)
             #expect(PublishedTreeLayout(path: "/" + path) == file, "a request's path, with its leading slash")
+            let request = "//" + path
+            #expect(PublishedTreeLayout(path: request.drop(while: { $0 == "/" })) == file, "a part of a longer string")
         }
     }
 
@@ -49,6 +51,8 @@ struct PublishedTreeLayoutTests {
         "v1/apps/a.b/production/catalog.json/x", "v1/apps/./production/catalog.json",
         "v1/apps/../production/catalog.json",
         "v1/keys/root-0.json", "v1/keys/root-01.json", "v1/keys/root--1.json", "v1/keys/root-99999999999999999999.json",
+        "v1/keys/root-+1.json", "v1/keys/root-.json", "v1/keys/root-1.json.json", "v1/keys/root-\u{661}.json",
+        "v1/apple/a.b/production/ios/packs/x/y/z/w", "/v1/packs/\(sha).pack\u{0}",
         "v1/keys/root.json.bak", "v1/apple/a.b/production/iOS/manifest.json",
         "v1/apple/a.b/production/android/manifest.json",
         "v1/apple/a.b/production/ios/packs", "v1/apple/a.b/production/ios/packs/x/y", "v1/deltas/\(sha).pack",
