@@ -10,8 +10,8 @@ import Glibc
 /// The files being assembled, shared by the download threads: each is created (or, after a
 /// crash, reopened) by the first write of one of its chunks, and as soon as its last chunk is
 /// written it is checked against its SHA-256, made read-only and closed, so no more files are
-/// open than are being written. Nothing is flushed per file: ``syncAll(holding:)`` flushes the
-/// file system once, before the release is switched.
+/// open than are being written. Nothing is flushed as it is written: ``syncAll(holding:)`` flushes
+/// the release once, before it is switched.
 final class OpenFiles: Sendable {
     /// The release being assembled; each file is at its index path beneath it.
     let folder: String
@@ -110,10 +110,10 @@ final class OpenFiles: Sendable {
         }
     }
 
-    /// Makes every file written durable with one flush of the file system that holds `folder`
-    /// (the release being assembled), instead of one blocking flush per file.
+    /// Makes the release being assembled durable (``TreeFlush/flush(tree:files:)``): file by file
+    /// when it has few, with one flush of its file system when it has many.
     func syncAll(holding folder: String) throws {
-        try TreeFlush.syncFileSystem(holding: folder)
+        try TreeFlush.flush(tree: folder, files: files.lazy.map(\.path))
     }
 
     func closeAll() {
