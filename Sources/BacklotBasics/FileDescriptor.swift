@@ -1,3 +1,5 @@
+import CLinuxSupport
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -39,6 +41,11 @@ public struct FileDescriptor: Sendable {
         }
         return try fd.read(count: Int(size), at: 0)
     }
+
+    /// Starts writing the file's dirty pages to disk and returns at once, so that the flush that
+    /// makes it durable later has less to wait for (the disk works while the caller goes on).
+    /// Best effort: it promises nothing by itself, and a failure is left to that flush to report.
+    public func startWriteback() { _ = clinux_start_writeback(rawValue) }
 
     public func size() throws -> UInt64 {
         var st = stat()

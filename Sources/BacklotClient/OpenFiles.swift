@@ -108,7 +108,14 @@ final class OpenFiles: Sendable {
         guard fchmod(fd.rawValue, Self.installedMode(file.mode)) == 0 else {
             throw SystemCall.error("chmod", path: fd.path)
         }
+        // The disk starts on a finished file while the download goes on, so the flush before
+        // the switch waits for the last files rather than for all of them. Small files are left
+        // to that one flush, which writes them together.
+        if file.size >= Self.writebackSize { fd.startWriteback() }
     }
+
+    /// The size from which a finished file's writing to disk is started at once (1 MiB).
+    static let writebackSize: UInt64 = 1 << 20
 
     /// Makes the release being assembled durable (``TreeFlush/flush(tree:files:)``): file by file
     /// when it has few, with one flush of its file system when it has many.

@@ -89,6 +89,13 @@ static inline int clinux_syncfs(int fd) {
     return syncfs(fd);
 }
 
+/// Starts writing `fd`'s dirty pages to disk without waiting for them (sync_file_range with
+/// SYNC_FILE_RANGE_WRITE): a later fsync or syncfs then finds most of them written. Not a
+/// durability guarantee by itself (no metadata, no disk cache flush).
+static inline int clinux_start_writeback(int fd) {
+    return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
 /// A descriptor that becomes readable when the process exits (pidfd_open, Linux 5.3), or -1.
 static inline int clinux_pidfd_open(pid_t pid) {
     return (int)syscall(SYS_pidfd_open, pid, 0);
