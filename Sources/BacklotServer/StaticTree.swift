@@ -78,15 +78,16 @@ public struct StaticTree: Sendable {
             return .error(404, code: "notFound", "no such file: /\(relative)", route: "static")
         }
         let size = UInt64(st.st_size)
-        let etag = Self.etag(relative: relative, stat: st)
+        let file = PublishedTreeLayout(path: relative)  // once: the ETag and both headers depend on it
+        let etag = Self.etag(file: file, stat: st)
         let modified = Int64(st.st_mtim.tv_sec)
         let lastModified = HTTPDate.format(modified)
         var headers: [(name: String, value: String)] = [
             ("ETag", etag),
             ("Last-Modified", lastModified),
             ("Accept-Ranges", "bytes"),
-            ("Cache-Control", headers.cacheControl(relative)),
-            ("Content-Type", PublishedTreeHeaders.contentType(relative)),
+            ("Cache-Control", headers.cacheControl(relative, file: file)),
+            ("Content-Type", PublishedTreeHeaders.contentType(relative, file: file)),
         ]
         func refuse(_ response: HTTPResponse) -> HTTPResponse {
             close(fd)
@@ -199,8 +200,8 @@ public struct StaticTree: Sendable {
 
     /// Content-addressed packs (`v1/packs/SHA256.pack`) are tagged by their SHA-256 (their name);
     /// other files by inode, size and time.
-    static func etag(relative: String, stat st: stat) -> String {
-        if let sha = contentAddress(relative) { return "\"\(sha)\"" }
+    static func etag(file: PublishedTreeLayout?, stat st: stat) -> String {
+        if let sha = file?.contentAddress { return "\"\(sha)\"" }
         // Bit patterns, not conversions: a file dated before 1970 has a negative time.
         let nanos =
             UInt64(bitPattern: Int64(st.st_mtim.tv_sec)) &* 1_000_000_000
@@ -209,6 +210,4 @@ public struct StaticTree: Sendable {
             "\"\(String(UInt64(st.st_ino), radix: 16))-\(String(UInt64(st.st_size), radix: 16))-\(String(nanos, radix: 16))\""
     }
 
-    /// The SHA-256 of `v1/packs/SHA256.pack`, or nil for any other path.
-    static func contentAddress(_ relative: String) -> String? { PublishedTreeLayout(path: relative)?.contentAddress }
 }

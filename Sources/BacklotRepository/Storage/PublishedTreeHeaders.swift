@@ -30,7 +30,13 @@ public struct PublishedTreeHeaders: Sendable, Hashable {
 
     /// `Cache-Control` for a path relative to the tree's root (`v1/…`).
     public func cacheControl(_ relative: String) -> String {
-        switch PublishedTreeLayout(path: relative) {
+        cacheControl(relative, file: PublishedTreeLayout(path: relative))
+    }
+
+    /// `Cache-Control` for `relative` already parsed (`file` is `PublishedTreeLayout(path: relative)`):
+    /// the server parses each request's path once.
+    public func cacheControl(_ relative: String, file: PublishedTreeLayout?) -> String {
+        switch file {
         case .pack?, .delta?, .keyList?: return "public, max-age=31536000, immutable"
         case .currentKeyList?: return "public, max-age=\(keyListMaxAge)"
         case .applePack?: return "no-cache"
@@ -40,7 +46,12 @@ public struct PublishedTreeHeaders: Sendable, Hashable {
 
     /// `Content-Type` for a path relative to the tree's root.
     public static func contentType(_ relative: String) -> String {
-        if case .applePack? = PublishedTreeLayout(path: relative) { return "application/octet-stream" }
+        contentType(relative, file: PublishedTreeLayout(path: relative))
+    }
+
+    /// `Content-Type` for `relative` already parsed (`file` is `PublishedTreeLayout(path: relative)`).
+    public static func contentType(_ relative: String, file: PublishedTreeLayout?) -> String {
+        if case .applePack? = file { return "application/octet-stream" }
         if relative.hasSuffix(".json") { return "application/json" }
         if relative.hasSuffix(".pub") || relative.hasSuffix(".pem") { return "text/plain; charset=utf-8" }
         return "application/octet-stream"
