@@ -46,6 +46,8 @@ extension PackInstaller {
         let unrecorded = Mutex<(chunks: [Int], bytes: UInt64, since: ContinuousClock.Instant)>(([], 0, .now))
         Self.onThreads(lanes.count) { lane in
             let decompressor = ZstdDecompressor()
+            // Each connection's Range bodies are written into the same memory, one after another.
+            var spare: [UInt8] = []
             while true {
                 if failure.withLock({ $0 != nil }) { return }
                 if isCancelled() {
@@ -58,16 +60,21 @@ extension PackInstaller {
                     let first = index.chunks[run.first!]
                     let last = index.chunks[run.last!]
                     let body = try self.rangeWithRetries(
-                        url, first.offset, last.offset + UInt64(last.compressedSize) - 1)
+                        url, first.offset, last.offset + UInt64(last.compressedSize) - 1, reusing: &spare)
                     progress?(fetched.add(UInt64(body.count)), downloadTotal)
-                    for c in run {
-                        let chunk = index.chunks[c]
-                        let start = Int(chunk.offset - first.offset)
-                        let plain = try PackReader.decode(
-                            Array(body[start..<start + Int(chunk.compressedSize)]), chunk: chunk, chunkIndex: c,
-                            dictionary: index.dictionary, using: decompressor, source: url)
-                        for p in placements[c] { try files.account(p, writing: plain) }
+                    try body.withUnsafeBytes { bytes in
+                        for c in run {
+                            let chunk = index.chunks[c]
+                            let start = Int(chunk.offset - first.offset)
+                            // Decoded where it lies in the body: no copy of each chunk's bytes.
+                            let plain = try PackReader.decode(
+                                UnsafeRawBufferPointer(rebasing: bytes[start..<start + Int(chunk.compressedSize)]),
+                                chunk: chunk, chunkIndex: c, dictionary: index.dictionary, using: decompressor,
+                                source: url)
+                            for p in placements[c] { try files.account(p, writing: plain) }
+                        }
                     }
+                    spare = body
                     let due = unrecorded.withLock { u -> [Int]? in
                         u.chunks += run
                         u.bytes += UInt64(body.count)
@@ -123,9 +130,11 @@ extension PackInstaller {
     }
 
     /// One Range request; the answer must be 206 with exactly the bytes asked for.
-    func range(_ url: String, _ first: UInt64, _ last: UInt64) throws -> [UInt8] {
+    /// - Parameter storage: memory to write the body into (``HTTPClient/send(_:_:headers:body:expectedBodySize:bodyLimit:progress:reusing:)``).
+    func range(_ url: String, _ first: UInt64, _ last: UInt64, reusing storage: inout [UInt8]) throws -> [UInt8] {
         let r = try http.send(
-            "GET", url, headers: ["Range": "bytes=\(first)-\(last)"], expectedBodySize: Int(last - first + 1))
+            "GET", url, headers: ["Range": "bytes=\(first)-\(last)"], expectedBodySize: Int(last - first + 1),
+            reusing: &storage)
         guard r.status == 206 else {
             if r.status == 503 || r.status == 429,
                 let after = r.headers["retry-after"].flatMap({ CheckedInteger.parse($0, as: Int.self) }), after >= 0
@@ -150,12 +159,28 @@ extension PackInstaller {
         return r.body
     }
 
+    /// ``range(_:_:_:reusing:)`` into memory of its own.
+    func range(_ url: String, _ first: UInt64, _ last: UInt64) throws -> [UInt8] {
+        var storage: [UInt8] = []
+        return try range(url, first, last, reusing: &storage)
+    }
+
     /// ``range(_:_:_:)`` with retries: exponential backoff with jitter on transport failures, and
     /// a 503 or 429's `Retry-After` waited out (with jitter) before trying again.
     func rangeWithRetries(_ url: String, _ first: UInt64, _ last: UInt64) throws -> [UInt8] {
+        var storage: [UInt8] = []
+        return try rangeWithRetries(url, first, last, reusing: &storage)
+    }
+
+    /// ``rangeWithRetries(_:_:_:)`` writing into `storage`'s memory (``range(_:_:_:reusing:)``).
+    func rangeWithRetries(
+        _ url: String, _ first: UInt64, _ last: UInt64, reusing storage: inout [UInt8]
+    ) throws
+        -> [UInt8]
+    {
         var attempt = 0
         while true {
-            do { return try range(url, first, last) } catch let e as RetryLater {
+            do { return try range(url, first, last, reusing: &storage) } catch let e as RetryLater {
                 guard attempt < retries else {
                     throw BacklotError(
                         .io, "the server kept answering \(e.status) (Retry-After)", context: url,

@@ -100,21 +100,23 @@ public final class PackReader: Sendable {
         _ compressed: UnsafeRawBufferPointer, chunk: PackIndex.Chunk, chunkIndex: Int, dictionary: ZstdDictionary?,
         using decompressor: ZstdDecompressor, source: String
     ) throws -> [UInt8] {
-        let location = "\(source): chunk \(chunkIndex) at offset \(chunk.offset)"
+        // Written only for an error: a download decodes tens of thousands of chunks.
+        func location() -> String { "\(source): chunk \(chunkIndex) at offset \(chunk.offset)" }
         let plain: [UInt8]
         do {
             plain = try decompressor.decompress(
                 compressed, expectedSize: Int(chunk.uncompressedSize), dictionary: dictionary)
         } catch let e as BacklotError {
             throw BacklotError(
-                .corruptArchive, e.message, context: location, hint: "the pack is damaged: package or download it again"
+                .corruptArchive, e.message, context: location(),
+                hint: "the pack is damaged: package or download it again"
             )
         }
         let id = SHA256.hash(plain)
         guard id == chunk.id else {
             throw BacklotError(
                 .corruptArchive, "the chunk's SHA-256 is \(id.short)…, but the index says \(chunk.id.short)…",
-                context: location, hint: "the pack is damaged: package or download it again")
+                context: location(), hint: "the pack is damaged: package or download it again")
         }
         return plain
     }

@@ -97,6 +97,34 @@ public struct HTTPClient: Sendable {
         expectedBodySize: Int? = nil,
         bodyLimit: Int? = nil, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil
     ) throws -> Response {
+        var storage: [UInt8] = []
+        return try send(
+            method, url, headers: headers, body: body, expectedBodySize: expectedBodySize, bodyLimit: bodyLimit,
+            progress: progress, reusing: &storage)
+    }
+
+    /// ``send(_:_:headers:body:expectedBodySize:bodyLimit:progress:)`` with the response's body
+    /// written into `storage`'s memory: `storage` is emptied (its capacity kept) and taken, and the
+    /// response's body is it. A caller that makes many requests of similar size (a download's
+    /// Range requests) hands each body back as the next call's `storage` once it is done with it,
+    /// so its buffers are allocated once rather than once a request (measured: freed 2 MiB bodies
+    /// stayed in the allocator's arenas and raised a download's resident memory).
+    ///
+    /// ```swift
+    /// var spare: [UInt8] = []
+    /// for range in ranges {
+    ///     let body = try client.send("GET", url, headers: ["Range": range], expectedBodySize: n, reusing: &spare).body
+    ///     use(body)
+    ///     spare = body   // the next request writes into the same memory
+    /// }
+    /// ```
+    /// - Throws: as ``send(_:_:headers:body:expectedBodySize:bodyLimit:progress:)``.
+    public func send(
+        _ method: String, _ url: String, headers: [String: String] = [:], body: Body? = nil,
+        expectedBodySize: Int? = nil,
+        bodyLimit: Int? = nil, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil,
+        reusing storage: inout [UInt8]
+    ) throws -> Response {
         // A request without a body takes a kept connection (and gives it back); others make their own.
         let cache = body == nil ? connectionCache : nil
         guard let handle = cache?.take() ?? curl_easy_init() else {
@@ -107,6 +135,8 @@ public struct HTTPClient: Sendable {
         }
         let limit = max(0, min(expectedBodySize ?? bodyLimit ?? maximumBodySize, maximumBodySize))
         let transfer = Transfer(limit: limit)
+        swap(&transfer.body, &storage)  // taken, not copied: the caller's reference is given up
+        transfer.body.removeAll(keepingCapacity: true)
         transfer.stopsAtExpectedSize = expectedBodySize != nil
         if let expectedBodySize { transfer.body.reserveCapacity(min(expectedBodySize, maximumBodySize)) }
         let context = Unmanaged.passUnretained(transfer).toOpaque()

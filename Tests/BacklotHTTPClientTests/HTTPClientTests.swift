@@ -51,6 +51,34 @@ import Testing
         #expect(try HTTPClient().send("GET", url + "/nothing").status == 404)
     }
 
+    @Test func aBodyIsWrittenIntoTheMemoryHandedBack() throws {
+        let server = try Self.server()
+        defer { server.stop(grace: 0) }
+        let url = "http://127.0.0.1:\(server.port)"
+        let client = HTTPClient()
+        var spare: [UInt8] = []
+        var first = try client.send(
+            "GET", url + "/payload", expectedBodySize: Self.payload.count, reusing: &spare
+        ).body
+        #expect(first == Self.payload && spare.isEmpty)
+        let memory = first.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+        spare = first
+        first = []  // the caller gives its reference up: the buffer is the spare's alone
+        for start in [1000, 250_000] {
+            let body = try client.send(
+                "GET", url + "/payload", headers: ["Range": "bytes=\(start)-"],
+                expectedBodySize: Self.payload.count - start, reusing: &spare
+            ).body
+            #expect(body == Array(Self.payload[start...]) && spare.isEmpty)
+            #expect(body.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } == memory, "the same memory")
+            spare = body
+        }
+        // Memory still shared with the caller is copied, never written under it.
+        let kept = spare
+        let again = try client.send("GET", url + "/payload", expectedBodySize: Self.payload.count, reusing: &spare)
+        #expect(again.body == Self.payload && kept == Array(Self.payload[250_000...]))
+    }
+
     @Test func aDownloadResumesFromItsOffset() throws {
         let server = try Self.server()
         defer { server.stop(grace: 0) }
