@@ -32,11 +32,12 @@ extension PackInstaller {
         let url = plan.url
         let digest = plan.digest
         let runs = self.plan(missing, index: index)
-        let downloadTotal = runs.reduce(UInt64(0)) { sum, run in
-            let first = index.chunks[run.first!]
-            let last = index.chunks[run.last!]
-            return sum + (last.offset + UInt64(last.compressedSize) - first.offset)
+        let spans = runs.map { run in
+            index.chunks[run.last!].offset + UInt64(index.chunks[run.last!].compressedSize)
+                - index.chunks[run.first!].offset
         }
+        let downloadTotal = spans.reduce(0, +)
+        let largestRun = Int(clamping: spans.max() ?? 0)
         progress?(0, downloadTotal)
         let lanes = RangeLanes(count: runs.count, connections: connections)
         let failure = Mutex<(any Error)?>(nil)
@@ -46,8 +47,12 @@ extension PackInstaller {
         let unrecorded = Mutex<(chunks: [Int], bytes: UInt64, since: ContinuousClock.Instant)>(([], 0, .now))
         Self.onThreads(lanes.count) { lane in
             let decompressor = ZstdDecompressor()
-            // Each connection's Range bodies are written into the same memory, one after another.
+            // Each connection's Range bodies are written into the same memory, one after another,
+            // sized once for the largest run: a buffer that grew run after run left the smaller
+            // ones freed between the long-lived ones, and the allocator's heap grew by a body at a
+            // time (measured: +6 MiB over a 4 GiB install).
             var spare: [UInt8] = []
+            spare.reserveCapacity(largestRun)
             while true {
                 if failure.withLock({ $0 != nil }) { return }
                 if isCancelled() {
