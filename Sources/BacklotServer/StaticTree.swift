@@ -209,5 +209,4 @@ public struct StaticTree: Sendable {
         return
             "\"\(String(UInt64(st.st_ino), radix: 16))-\(String(UInt64(st.st_size), radix: 16))-\(String(nanos, radix: 16))\""
     }
-
 }
