@@ -6,9 +6,10 @@ import FuzzSupport
 
 /// libFuzzer harness for delta files (`docs/format.md` §14), as a client reads one: the prefix
 /// (`PackDelta.decodePrefix`, with the digests the input names so that the fuzzer gets past
-/// them), the index rebuilt from it against a fixed base pack's index (`rebuildIndex`), and each
-/// entry's frame applied to the base chunks it names (`PackDelta.apply`). A rebuilt chunk must be
-/// exactly its declared size; nothing may trap, and memory must stay within what the prefix and
+/// them), the index rebuilt from it against a fixed base pack's index (`rebuildIndex`), the table
+/// resolved against the indexes (`entries(base:target:source:)`), and each entry's frame applied
+/// to the base chunks it names (`PackDelta.apply`, which checks each target's SHA-256). A rebuilt
+/// frame must be exactly its declared size; nothing may trap, and memory must stay within what the prefix and
 /// the entries declare (`scripts/fuzz` runs it under `-rss_limit_mb=512`).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -27,18 +28,38 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             prefix, base: baseDigest, target: targetDigest, fileSize: UInt64(bytes.count), source: "fuzz")
     else { return 0 }
     let decompressor = ZstdDecompressor()
-    if let index = try? delta.rebuildIndex(from: base.index, expected: targetDigest, using: decompressor, source: "fuzz") {
+    // The target index: rebuilt from the delta when it can be (then checked); else the base's own,
+    // so that a version-2 table is still resolved and its frames applied.
+    var target = base.decoded
+    if let index = try? delta.rebuildIndex(
+        from: base.index, expected: targetDigest, using: decompressor, source: "fuzz")
+    {
         guard SHA256.hash(index) == targetDigest else { fatalError("a rebuilt index without the expected SHA-256") }
+        if let version = PackIndex.formatVersion(ofIndex: index),
+            let decoded = try? PackIndex.decode(
+                index,
+                header: PackHeader(
+                    formatVersion: version, indexOffset: 64, indexLength: UInt64(index.count), indexDigest: targetDigest
+                ),
+                source: "fuzz")
+        {
+            target = decoded
+        }
     }
-    for entry in delta.entries.prefix(64) {
-        guard entry.range.upperBound <= UInt64(bytes.count) else { fatalError("an entry past the end was accepted") }
+    guard let entries = try? delta.entries(base: base.decoded, target: target, source: "fuzz") else { return 0 }
+    var offset = delta.prefixLength
+    for entry in entries.prefix(64) {
+        guard entry.offset == offset, entry.range.upperBound <= UInt64(bytes.count), entry.outputSize <= 4 << 20 else {
+            fatalError("an entry out of place or too large was accepted")
+        }
+        offset = entry.range.upperBound
         let frame = bytes[Int(entry.offset)..<Int(entry.range.upperBound)]
         let reference = entry.bases.flatMap { base.chunks[$0] ?? [] }
         let rebuilt = frame.withUnsafeBytes {
             try? PackDelta.apply(entry, frame: $0, prefix: reference, using: decompressor, source: "fuzz")
         }
-        if let rebuilt, rebuilt.count != Int(entry.targetSize) || SHA256.hash(rebuilt) != entry.target {
-            fatalError("a rebuilt chunk is not what its entry declares")
+        if let rebuilt, rebuilt.count != entry.outputSize {
+            fatalError("a rebuilt frame is not the size its entry declares")
         }
     }
     return 0

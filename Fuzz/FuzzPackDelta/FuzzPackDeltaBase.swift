@@ -8,6 +8,7 @@ import Foundation
 /// memory. The seed deltas lead from it to edited versions of the tree.
 final class FuzzPackDeltaBase: Sendable {
     let index: [UInt8]
+    let decoded: PackIndex
     let chunks: [SHA256Digest: [UInt8]]
 
     static let shared: FuzzPackDeltaBase? = try? FuzzPackDeltaBase()
@@ -17,6 +18,7 @@ final class FuzzPackDeltaBase: Sendable {
         defer { try? FileManager.default.removeItem(atPath: work) }
         let pack = try Self.build(Self.tree(edit: 0), in: work, name: "base.pack")
         index = try pack.indexBytes()
+        decoded = pack.index
         let d = ZstdDecompressor()
         var chunks: [SHA256Digest: [UInt8]] = [:]
         for (i, c) in pack.index.chunks.enumerated() { chunks[c.id] = try pack.readChunk(i, using: d) }
@@ -28,7 +30,7 @@ final class FuzzPackDeltaBase: Sendable {
         var state: UInt64 = 7
         func noise(_ n: Int) -> [UInt8] {
             (0..<n).map { _ in
-                state = state &* 6364136223846793005 &+ 1442695040888963407
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
                 return UInt8(truncatingIfNeeded: state >> 33)
             }
         }
@@ -61,7 +63,8 @@ final class FuzzPackDeltaBase: Sendable {
         return try PackReader(path: work + "/" + name)
     }
 
-    /// Writes deltas from the base to three edited versions into `directory`.
+    /// Writes deltas from the base to three edited versions into `directory` (version 2; the
+    /// `delta-edit-N.delta` seeds beside them are the version-1 deltas an earlier build wrote).
     static func writeCorpus(to directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let work = NSTemporaryDirectory() + "/backlot-fuzz-delta-corpus-\(getpid())"
@@ -70,7 +73,7 @@ final class FuzzPackDeltaBase: Sendable {
         for edit in 1...3 {
             let target = try build(tree(edit: edit), in: work, name: "v\(edit).pack")
             let delta = try DeltaBuilder().build(base: base, target: target)
-            try Data(delta.bytes).write(to: URL(fileURLWithPath: directory + "/delta-edit-\(edit).delta"))
+            try Data(delta.bytes).write(to: URL(fileURLWithPath: directory + "/delta-v2-edit-\(edit).delta"))
         }
     }
 }

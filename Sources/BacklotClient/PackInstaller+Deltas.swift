@@ -7,13 +7,44 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// A delta the installer uses: where it is, the entries of its table by target chunk, and the
-/// index it rebuilt (nil: read the index from the archive).
+/// A delta the installer uses: where it is, its checked prefix, the index it rebuilt (nil: read
+/// the index from the archive), and once resolved against the indexes, its entries and the entry
+/// that rebuilds each target chunk.
 struct DeltaPlan: Sendable {
     let url: String
-    let entries: [SHA256Digest: PackDelta.Entry]
+    let delta: PackDelta
     let index: [UInt8]?
     let prefixBytes: Int
+    private(set) var entries: [PackDelta.Entry] = []
+    private(set) var entryOf: [SHA256Digest: Int] = [:]
+
+    init(url: String, delta: PackDelta, index: [UInt8]?, prefixBytes: Int) {
+        self.url = url
+        self.delta = delta
+        self.index = index
+        self.prefixBytes = prefixBytes
+    }
+
+    /// The plan with its entries resolved against the installed release's whole index and the
+    /// target's (docs/format.md §14); nil when the table does not resolve.
+    func resolved(previous: ClientContainer.Installed, target: PackIndex) -> DeltaPlan? {
+        var plan = self
+        do {
+            var base: PackIndex? = nil
+            if delta.formatVersion >= 2 {
+                guard previous.indexBytes.count > PackHeader.size else { return nil }
+                let header = try PackHeader.decode(
+                    Array(previous.indexBytes.prefix(PackHeader.size)), fileSize: nil, source: "stored")
+                base = try PackIndex.decode(
+                    Array(previous.indexBytes.dropFirst(PackHeader.size)), header: header, source: "stored")
+            }
+            plan.entries = try delta.entries(base: base ?? target, target: target, source: url)
+        } catch {
+            return nil
+        }
+        for (i, e) in plan.entries.enumerated() { for t in e.targets { plan.entryOf[t.id] = i } }
+        return plan
+    }
 }
 
 extension PackInstaller {
@@ -37,9 +68,7 @@ extension PackInstaller {
                     using: ZstdDecompressor(), source: url)
                 if let i = index, UInt64(i.count) != release.indexLength { index = nil }
             }
-            var entries: [SHA256Digest: PackDelta.Entry] = [:]
-            for e in delta.entries { entries[e.target] = e }
-            return DeltaPlan(url: url, entries: entries, index: index, prefixBytes: prefix.count)
+            return DeltaPlan(url: url, delta: delta, index: index, prefixBytes: prefix.count)
         } catch {
             return nil
         }
@@ -53,27 +82,34 @@ extension PackInstaller {
         let fallback: [Int]
     }
 
-    /// Fetches the frames of `chunks` from the delta in runs (adjacent frames, at most
-    /// ``maximumRangeBytes`` each, several at once, each connection on its own part: ``RangeLanes``), rebuilds each chunk from its base chunks (read
-    /// from the installed release and re-hashed) and writes it where it goes; records progress per
-    /// run, so a restart after a crash re-hashes those chunks instead of fetching them.
+    /// Fetches the frames that rebuild `chunks` from the delta in runs (adjacent frames, at most
+    /// ``maximumRangeBytes`` each, several at once, each connection on its own part:
+    /// ``RangeLanes``), rebuilds each frame's chunks from its base chunks (read from the installed
+    /// release and re-hashed) and writes those needed where they go; records progress per run, so a
+    /// restart after a crash re-hashes those chunks instead of fetching them.
+    /// - Parameter chunks: each chunk to rebuild (its number and ID) and the number of its entry in
+    ///   `delta.entries`.
     /// - Throws: only what writing the release throws (a file that does not have its SHA-256, the
     ///   disk, the container's database) and cancellation; a delta that fails is a fallback.
     func applyDelta(
-        _ delta: DeltaPlan, _ chunks: [(chunk: Int, entry: PackDelta.Entry)],
+        _ delta: DeltaPlan, _ chunks: [(chunk: Int, id: SHA256Digest, entry: Int)],
         localChunks: [SHA256Digest: (path: String, offset: UInt64, size: Int)], placements: ChunkPlacements,
         files: OpenFiles, digest: String, isCancelled: @escaping @Sendable () -> Bool
     ) throws -> DeltaResult {
-        let sorted = chunks.sorted { $0.entry.offset < $1.entry.offset }
-        var runs: [[(chunk: Int, entry: PackDelta.Entry)]] = []
-        for item in sorted {
+        // The entries needed, each with the chunks it rebuilds that this install writes.
+        var wanted: [Int: [SHA256Digest: Int]] = [:]
+        for item in chunks { wanted[item.entry, default: [:]][item.id] = item.chunk }
+        let sorted = wanted.keys.sorted { delta.entries[$0].offset < delta.entries[$1].offset }
+        var runs: [[Int]] = []
+        for e in sorted {
+            let entry = delta.entries[e]
             if let last = runs.last?.last, let first = runs.last?.first,
-                item.entry.offset == last.entry.range.upperBound,
-                item.entry.range.upperBound - first.entry.offset <= maximumRangeBytes
+                entry.offset == delta.entries[last].range.upperBound,
+                entry.range.upperBound - delta.entries[first].offset <= maximumRangeBytes
             {
-                runs[runs.count - 1].append(item)
+                runs[runs.count - 1].append(e)
             } else {
-                runs.append([item])
+                runs.append([e])
             }
         }
         let lanes = RangeLanes(count: runs.count, connections: connections)
@@ -86,6 +122,7 @@ extension PackInstaller {
         let gone = Atomic<Bool>(false)
         let locals = localChunks
         let planned = runs
+        let needed = wanted
         Self.onThreads(lanes.count) { lane in
             let decompressor = ZstdDecompressor()
             while true {
@@ -96,34 +133,42 @@ extension PackInstaller {
                 }
                 guard let i = lanes.next(for: lane) else { return }
                 let run = planned[i]
+                let first = delta.entries[run.first!]
                 guard !gone.load(ordering: .relaxed),
                     let body = try? self.range(
-                        delta.url, run.first!.entry.offset, run.last!.entry.range.upperBound - 1)
+                        delta.url, first.offset, delta.entries[run.last!].range.upperBound - 1)
                 else {
                     gone.store(true, ordering: .relaxed)
-                    fallback.withLock { $0 += run.map(\.chunk) }
+                    fallback.withLock { $0 += run.flatMap { (needed[$0] ?? [:]).values } }
                     continue
                 }
                 fetched.add(UInt64(body.count))
                 var rebuilt: [Int] = []
-                for item in run {
-                    let start = Int(item.entry.offset - run.first!.entry.offset)
+                for e in run {
+                    let entry = delta.entries[e]
+                    let want = needed[e] ?? [:]
                     guard
                         let bytes = Self.rebuild(
-                            item.entry, body: body, at: start, localChunks: locals, using: decompressor,
-                            source: delta.url)
+                            entry, body: body, at: Int(entry.offset - first.offset), localChunks: locals,
+                            using: decompressor, source: delta.url)
                     else {
-                        fallback.withLock { $0.append(item.chunk) }
+                        fallback.withLock { $0 += want.values }
                         continue
                     }
                     do {
-                        for p in placements[item.chunk] { try files.account(p, writing: bytes) }
+                        var start = 0
+                        for t in entry.targets {
+                            defer { start += Int(t.size) }
+                            guard let c = want[t.id] else { continue }
+                            let chunk = Array(bytes[start..<start + Int(t.size)])
+                            for p in placements[c] { try files.account(p, writing: chunk) }
+                            plain.add(UInt64(t.size))
+                            rebuilt.append(c)
+                        }
                     } catch {
                         failure.withLock { $0 = $0 ?? error }
                         return
                     }
-                    plain.add(UInt64(bytes.count))
-                    rebuilt.append(item.chunk)
                 }
                 do { try container.recordChunks(digest, rebuilt) } catch { failure.withLock { $0 = $0 ?? error } }
             }
@@ -132,8 +177,8 @@ extension PackInstaller {
         return DeltaResult(bytes: fetched.value, plainBytes: plain.value, fallback: fallback.withLock { $0 })
     }
 
-    /// One chunk from its frame (at `start` in `body`) and its base chunks, every one re-hashed;
-    /// nil when anything is wrong.
+    /// One entry's chunks from its frame (at `start` in `body`) and its base chunks, every one
+    /// re-hashed; nil when anything is wrong.
     static func rebuild(
         _ entry: PackDelta.Entry, body: [UInt8], at start: Int,
         localChunks: [SHA256Digest: (path: String, offset: UInt64, size: Int)], using decompressor: ZstdDecompressor,

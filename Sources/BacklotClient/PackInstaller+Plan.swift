@@ -93,8 +93,11 @@ extension PackInstaller {
         // The files this device installs: the shared ones and its variant's (docs/format.md §3.2).
         let choice = ReleaseName.choice(release, profile: profile)
         let index = try whole.selecting(choice, source: url)
+        // The delta's table names chunks by their number in the whole indexes (version 2): resolved
+        // now, checked; a table that does not resolve means no delta, the index being already checked.
+        let resolved = previous.flatMap { p in delta?.resolved(previous: p, target: whole) }
         return InstallPlan(
             url: url, digest: ReleaseName.make(indexDigest: release.indexSHA256.hex, choice: choice), header: header,
-            index: index, stored: stored, delta: delta, downloadedBytes: downloaded)
+            index: index, stored: stored, delta: resolved, downloadedBytes: downloaded)
     }
 }

@@ -26,7 +26,7 @@ struct ChunkSources {
     /// Chunks to fetch from the archive, by number, sorted.
     var missing: [Int] = []
     /// Chunks a delta can rebuild from local chunks.
-    var viaDelta: [(chunk: Int, entry: PackDelta.Entry)] = []
+    var viaDelta: [(chunk: Int, id: SHA256Digest, entry: Int)] = []
     /// Chunks taken from the installed release.
     var reused = 0
 }
@@ -131,10 +131,11 @@ extension PackInstaller {
                 recorded.append(c)
                 continue
             }
-            if let entry = plan.delta?.entries[chunk.id], entry.targetSize == chunk.uncompressedSize,
-                entry.bases.allSatisfy({ folder.localChunks[$0] != nil })
+            if let delta = plan.delta, let e = delta.entryOf[chunk.id],
+                delta.entries[e].targets.contains(PackDelta.Target(id: chunk.id, size: chunk.uncompressedSize)),
+                delta.entries[e].bases.allSatisfy({ folder.localChunks[$0] != nil })
             {
-                sources.viaDelta.append((c, entry))
+                sources.viaDelta.append((c, chunk.id, e))
                 continue
             }
             sources.missing.append(c)

@@ -64,3 +64,41 @@ struct ByteReader {
         SHA256Digest(bytes: try take(32, what()))
     }
 }
+
+extension ByteWriter {
+    /// An unsigned LEB128 integer: 7 bits a byte, low bits first, the high bit set on every byte
+    /// but the last (1 byte below 128, 5 at most for a `UInt32`).
+    mutating func varint(_ v: UInt32) {
+        var v = v
+        while v >= 0x80 {
+            append(CollectionOfOne(UInt8(truncatingIfNeeded: v) | 0x80))
+            v >>= 7
+        }
+        append(CollectionOfOne(UInt8(v)))
+    }
+
+    /// The size of ``varint(_:)``'s encoding of `v`.
+    static func varintSize(_ v: UInt32) -> Int {
+        v < 1 << 7 ? 1 : v < 1 << 14 ? 2 : v < 1 << 21 ? 3 : v < 1 << 28 ? 4 : 5
+    }
+}
+
+extension ByteReader {
+    /// Reads what ``ByteWriter/varint(_:)`` writes, refusing a value above `UInt32.max` and a
+    /// longer encoding than needed (a trailing `0x00` byte), so that a value has one encoding.
+    mutating func varint(_ what: @autoclosure () -> String) throws -> UInt32 {
+        var value: UInt64 = 0
+        for shift in stride(from: UInt64(0), through: 28, by: 7) {
+            guard remaining >= 1 else { throw fail("the table ends while reading \(what())") }
+            let byte = bytes[offset]
+            offset += 1
+            value |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 {
+                guard byte != 0 || shift == 0 else { throw fail("\(what()) is not in its shortest encoding") }
+                guard value <= UInt64(UInt32.max) else { throw fail("\(what()) is larger than 2³² − 1") }
+                return UInt32(value)
+            }
+        }
+        throw fail("\(what()) is longer than 5 bytes")
+    }
+}

@@ -8,20 +8,25 @@ import BacklotZstd
 /// For each chunk of the target that the base does not hold, the chunks of the file's old version
 /// that together hold the most of its bytes wherever they are (sampled: ``ChunkResemblance``, for
 /// an old file of at most 64 MiB) or, when none shares any, those that covered the same bytes are
-/// the reference prefix (four chunks at most); a file without an old version is compared with
-/// the base's files the target no longer has (64 MiB of them at most: a file renamed and edited).
-/// The old version is the base's file at
-/// that path, else the one sharing the most chunks with it (a rename or a move), else the only one
-/// of the same name; the bytes are found where the chunks both versions hold say the edits before
-/// moved them (at most four chunks overlapping the range; for a file that grew, its last chunk).
-/// The delta is kept when it is smaller than the chunk's own frame by more than its table entry
-/// and 2 % (measured in docs/benchmarks.md: a 10 % margin left 4 % of the update scenario's bytes
-/// on the table). A chunk no file's try kept is tried again in the next file that holds it. The
-/// target's index is compressed against the base's index the same way. A file that shares no
-/// chunk with its old version and whose first four tries of a chunk worth a delta (a frame of
-/// 4 KiB or more) give none is taken as replaced, and the rest of it is not tried (so a version of
-/// new content costs little to process). Output is deterministic for the same packs, level and
-/// libzstd.
+/// its bases (four at most); a file without an old version is compared with the base's files the
+/// target no longer has (64 MiB of them at most: a file renamed and edited). The old version is
+/// the base's file at that path, else the one sharing the most chunks with it (a rename or a
+/// move), else the only one of the same name; the bytes are found where the chunks both versions
+/// hold say the edits before moved them (at most four chunks overlapping the range; for a file
+/// that grew, its last chunk).
+///
+/// Consecutive changed chunks share one frame (``FrameList``: up to 1 MiB of them, one variant,
+/// their bases together at most 64 chunks and 8 MiB, in the order first used): a frame and its
+/// table entry then cost once for many chunks, and each chunk compresses against the others too
+/// (many small files edited alike). A frame is kept when it and its table entry take under 98 % of
+/// the chunks' own frames; one that does not is tried chunk by chunk. A file that shares no chunk
+/// with its old version is tried chunk by chunk until one is worth a delta (then the rest shares
+/// frames: a database after a `VACUUM`); when its first four tries of a chunk worth a delta (a
+/// frame of 4 KiB or more) give none it is taken as replaced, and the rest of it is not tried (so a
+/// version of new content costs little to process). The target's index is compressed against the
+/// base's, both in their delta form (``PackIndex/deltaForm(_:undo:)``). zstd level 9 (level 3
+/// left 10 % more on the corpus family, docs/benchmarks.md). Output is deterministic for the same
+/// packs, level and libzstd.
 ///
 /// ```swift
 /// let delta = try DeltaBuilder().build(base: try PackReader(path: "v1.pack"), target: try PackReader(path: "v2.pack"))
@@ -33,7 +38,7 @@ public struct DeltaBuilder: Sendable {
     /// A delta is kept only when its frame and table entry cost less than this share of the chunk's frame.
     public var keepBelow: Double
 
-    public init(level: Int32 = 3, keepBelow: Double = 0.98) {
+    public init(level: Int32 = 9, keepBelow: Double = 0.98) {
         self.level = level
         self.keepBelow = keepBelow
     }
@@ -43,12 +48,16 @@ public struct DeltaBuilder: Sendable {
         /// The whole delta file.
         public let bytes: [UInt8]
         public let delta: PackDelta
+        /// The delta's entries, chunks named by ID.
+        public let entries: [PackDelta.Entry]
         /// Chunks of the target that the base lacks (each costs its frame without the delta).
         public let missingChunks: Int
         /// Compressed bytes of those chunks' frames.
         public let missingBytes: UInt64
         /// The frames the delta replaces: their compressed bytes.
         public let replacedBytes: UInt64
+        /// How many chunks the delta rebuilds.
+        public var rebuiltChunks: Int { delta.rebuiltChunkCount }
     }
 
     /// A pack as the builder reads it: its index (checked), the index's bytes, and its frames by
@@ -99,11 +108,10 @@ public struct DeltaBuilder: Sendable {
         let held = Set(base.index.chunks.map(\.id))
         let old = OldFiles(base.index)
         var counted = Set<Int>()
-        var kept = Set<Int>()
-        var frames: [(chunk: Int, frame: [UInt8], bases: [SHA256Digest])] = []
+        var claimed = Set<Int>()
+        var frames = FrameList(compressor: compressor, keepBelow: keepBelow, target: target.index)
         var missing = 0
         var missingBytes: UInt64 = 0
-        var replaced: UInt64 = 0
         // The base's files the target no longer has (renamed or deleted), sampled once when a
         // target file has no old version: a file renamed and edited is found by its bytes.
         let targetPaths = Set(target.index.files.map(\.path))
@@ -139,7 +147,13 @@ public struct DeltaBuilder: Sendable {
                 oldChunks = removed?.chunks ?? [:]
                 resemblance = removed?.resemblance
             }
+            // Frames never mix variants: a device reads the frames of its own variant's chunks only.
+            let variant = (try? VariantMarker.find(in: file.path)).map { "\($0.dimension.suffix)\($0.value)" } ?? ""
             var failures = 0
+            // An edited file's chunks go into shared frames, tried together; so do a small file's
+            // (tried whole, as a replaced file's first chunks would be). A file that shares no chunk
+            // with its old version is tried chunk by chunk until one is worth a delta.
+            var grouped = edited || file.chunks.count <= Self.triesPerReplacedFile
             var offset: UInt64 = 0
             // Where the new file's bytes are in the old one: moved by the edits before them, found
             // again at each chunk both versions hold.
@@ -149,7 +163,7 @@ public struct DeltaBuilder: Sendable {
                 if let oldFile, let at = old.offset(of: chunk.id, in: oldFile.path) {
                     shift = Int64(clamping: at) - Int64(clamping: offset)
                 }
-                guard !held.contains(chunk.id), !kept.contains(c) else { continue }
+                guard !held.contains(chunk.id), !claimed.contains(c) else { continue }
                 if counted.insert(c).inserted {
                     missing += 1
                     missingBytes += UInt64(chunk.compressedSize)
@@ -168,44 +182,160 @@ public struct DeltaBuilder: Sendable {
                         to: start + UInt64(chunk.uncompressedSize) + 2048)
                 }
                 guard !baseChunks.isEmpty else { continue }
-                var prefix: [UInt8] = []
-                for b in baseChunks { prefix += try oldChunks[b] ?? base.chunk(b, using: decompressor) }
-                let frame = try compressor.compress(plain, prefix: prefix)
-                let cost = Double(frame.count + 52 + 32 * baseChunks.count)
-                guard cost < keepBelow * Double(chunk.compressedSize) else {
-                    if chunk.compressedSize >= Self.worthTrying { failures += 1 }
-                    continue
+                var bases: [(Int, [UInt8])] = []
+                for b in baseChunks { bases.append((b, try oldChunks[b] ?? base.chunk(b, using: decompressor))) }
+                if grouped {
+                    claimed.insert(c)
+                    try frames.add(FrameList.Member(chunk: c, plain: plain, bases: bases), variant: variant)
+                } else if try frames.tryAlone(FrameList.Member(chunk: c, plain: plain, bases: bases)) {
+                    // Not replaced after all (a database after a `VACUUM` shares no chunk with its
+                    // old version, but its pages): the rest goes into shared frames.
+                    claimed.insert(c)
+                    grouped = true
+                } else if chunk.compressedSize >= Self.worthTrying {
+                    failures += 1
                 }
-                replaced += UInt64(chunk.compressedSize)
-                kept.insert(c)
-                frames.append((c, frame, baseChunks.map { base.index.chunks[$0].id }))
             }
         }
-        frames.sort { $0.chunk < $1.chunk }
+        try frames.flush()
         let baseIndex = base.indexBytes
         let targetIndex = target.indexBytes
-        var indexDelta = try compressor.compress(targetIndex, prefix: baseIndex)
-        if indexDelta.count >= targetIndex.count { indexDelta = [] }
-        let tableLength = frames.reduce(0) { $0 + 52 + 32 * $1.bases.count }
-        var next = UInt64(PackDelta.headerSize + indexDelta.count + tableLength)
-        var entries: [PackDelta.Entry] = []
-        for f in frames {
-            let chunk = target.index.chunks[f.chunk]
-            entries.append(
-                PackDelta.Entry(
-                    target: chunk.id, offset: next, length: UInt32(f.frame.count), targetSize: chunk.uncompressedSize,
-                    bases: f.bases))
-            next += UInt64(f.frame.count)
+        // Made between the indexes' delta forms (references renumbered by an early change cost
+        // nothing); none when either does not walk, or when it is not smaller than the index.
+        var indexDelta: [UInt8] = []
+        if let from = PackIndex.deltaForm(baseIndex), let to = PackIndex.deltaForm(targetIndex) {
+            indexDelta = try compressor.compress(to, prefix: from)
+            if indexDelta.count >= targetIndex.count { indexDelta = [] }
         }
+        let kept = frames.kept.sorted { $0.targets[0] < $1.targets[0] }
         let delta = PackDelta(
             base: base.packDigest, target: target.packDigest, indexDelta: indexDelta,
-            targetIndexLength: UInt32(targetIndex.count), entries: entries)
+            targetIndexLength: UInt32(targetIndex.count),
+            slots: kept.map { PackDelta.Slot(targets: $0.targets, bases: $0.bases, length: UInt32($0.frame.count)) })
         var bytes = delta.encodedPrefix
+        var entries: [PackDelta.Entry] = []
+        var next = UInt64(bytes.count)
+        for f in kept {
+            entries.append(
+                PackDelta.Entry(
+                    targets: f.targets.map {
+                        PackDelta.Target(id: target.index.chunks[$0].id, size: target.index.chunks[$0].uncompressedSize)
+                    }, offset: next, length: UInt32(f.frame.count), bases: f.bases.map { base.index.chunks[$0].id }))
+            next += UInt64(f.frame.count)
+        }
         bytes.reserveCapacity(Int(next))
-        for f in frames { bytes += f.frame }
+        for f in kept { bytes += f.frame }
         return Result(
-            bytes: bytes, delta: delta, missingChunks: missing, missingBytes: missingBytes, replacedBytes: replaced)
+            bytes: bytes, delta: delta, entries: entries, missingChunks: missing, missingBytes: missingBytes,
+            replacedBytes: frames.replacedBytes)
     }
+
+    /// The frames of a delta as they are made: consecutive changed chunks of edited files share a
+    /// frame (up to ``groupBytes`` of them, of one variant, their bases together at most
+    /// ``PackDelta/maximumEntryBases`` chunks and ``groupBaseBytes`` bytes) — a frame and its
+    /// table entry cost less for many chunks than for each, and the chunks compress against each
+    /// other. A frame is kept when it costs less than `keepBelow` of the chunks' own frames; a
+    /// frame that does not is tried chunk by chunk.
+    struct FrameList {
+        struct Member {
+            let chunk: Int
+            let plain: [UInt8]
+            let bases: [(Int, [UInt8])]
+        }
+
+        struct Frame {
+            let targets: [Int]
+            let bases: [Int]
+            let frame: [UInt8]
+        }
+
+        let compressor: ZstdCompressor
+        let keepBelow: Double
+        let target: PackIndex
+        private(set) var kept: [Frame] = []
+        private(set) var replacedBytes: UInt64 = 0
+        private var pending: [Member] = []
+        private var pendingVariant = ""
+        private var pendingBytes = 0
+        private var pendingBases: [Int: Int] = [:]
+        private var pendingBaseBytes = 0
+
+        init(compressor: ZstdCompressor, keepBelow: Double, target: PackIndex) {
+            self.compressor = compressor
+            self.keepBelow = keepBelow
+            self.target = target
+        }
+
+        /// Adds a chunk to the frame being filled, first closing it when the chunk would not fit.
+        mutating func add(_ m: Member, variant: String) throws {
+            let new = m.bases.filter { pendingBases[$0.0] == nil }
+            if !pending.isEmpty
+                && (variant != pendingVariant || pendingBytes + m.plain.count > DeltaBuilder.groupBytes
+                    || pendingBases.count + new.count > PackDelta.maximumEntryBases
+                    || pendingBaseBytes + new.reduce(0) { $0 + $1.1.count } > DeltaBuilder.groupBaseBytes)
+            {
+                try flush()
+            }
+            for (b, bytes) in m.bases where pendingBases[b] == nil {
+                pendingBases[b] = bytes.count
+                pendingBaseBytes += bytes.count
+            }
+            pending.append(m)
+            pendingVariant = variant
+            pendingBytes += m.plain.count
+        }
+
+        /// Compresses the frame being filled; keeps it, or tries its chunks one by one.
+        mutating func flush() throws {
+            defer {
+                pending = []
+                pendingBytes = 0
+                pendingBases = [:]
+                pendingBaseBytes = 0
+            }
+            guard !pending.isEmpty else { return }
+            if pending.count == 1 {
+                _ = try tryAlone(pending[0])
+                return
+            }
+            let members = pending.sorted { $0.chunk < $1.chunk }
+            if try keep(members) { return }
+            for m in members { _ = try tryAlone(m) }
+        }
+
+        /// One chunk in a frame of its own: kept when worth it.
+        mutating func tryAlone(_ m: Member) throws -> Bool { try keep([m]) }
+
+        /// Compresses `members` (sorted by chunk) into one frame against their bases (in the order
+        /// first used, each once); keeps it when it costs less than `keepBelow` of their frames.
+        private mutating func keep(_ members: [Member]) throws -> Bool {
+            var order: [Int] = []
+            var prefix: [UInt8] = []
+            for m in members {
+                for (b, bytes) in m.bases where !order.contains(b) {
+                    order.append(b)
+                    prefix += bytes
+                }
+            }
+            var plain: [UInt8] = []
+            plain.reserveCapacity(members.reduce(0) { $0 + $1.plain.count })
+            for m in members { plain += m.plain }
+            let frame = try compressor.compress(plain, prefix: prefix)
+            let targets = members.map(\.chunk)
+            let slot = PackDelta.Slot(targets: targets, bases: order, length: UInt32(frame.count))
+            let whole = members.reduce(UInt64(0)) { $0 + UInt64(target.chunks[$1.chunk].compressedSize) }
+            guard Double(frame.count + slot.encodedSize) < keepBelow * Double(whole) else { return false }
+            replacedBytes += whole
+            kept.append(Frame(targets: targets, bases: order, frame: frame))
+            return true
+        }
+    }
+
+    /// The most bytes of chunks one frame rebuilds (a chunk larger than this has a frame of its own).
+    static let groupBytes = 1 << 20
+
+    /// The most bytes of base chunks one frame of several chunks refers to.
+    static let groupBaseBytes = 8 << 20
 
     /// Chunks of a file that shares no chunk with the base tried without any delta kept before the
     /// rest of the file is left out.

@@ -28,7 +28,7 @@ public struct DeltaCost: Sendable, Hashable {
 
     public init(old: PackIndex, new: PackReader, delta: DeltaBuilder.Result) {
         let held = Set(old.chunks.map(\.id))
-        let rebuilt = Set(delta.delta.entries.map(\.target))
+        let rebuilt = Set(delta.entries.flatMap { $0.targets.map(\.id) })
         var whole = 0
         var wholeBytes: UInt64 = 0
         var runs = 0
@@ -46,7 +46,7 @@ public struct DeltaCost: Sendable, Hashable {
         let frames = UInt64(delta.bytes.count) - delta.delta.prefixLength
         deltaBytes = UInt64(delta.bytes.count)
         deltaFileBytes = UInt64(delta.bytes.count)
-        deltaChunks = delta.delta.entries.count
+        deltaChunks = delta.rebuiltChunks
         wholeChunks = whole
         let metadata = delta.delta.indexDelta.isEmpty ? UInt64(PackHeader.size) + new.header.indexLength : 0
         downloadBytes = delta.delta.prefixLength + frames + metadata + wholeBytes

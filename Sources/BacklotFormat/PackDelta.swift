@@ -4,55 +4,137 @@ import BacklotCrypto
 /// A delta file: what a client holding one version of a pack (the *base*) downloads instead of
 /// whole chunks of another (the *target*) — `docs/format.md` §14.
 ///
-/// It holds the target's index compressed against the base's index, and for changed chunks a
-/// zstd frame compressed against the base chunks the client already holds (zstd's reference
-/// prefix). Its *prefix* (header, index delta and entry table) is read with one Range request;
-/// frames are then read by Range in runs. Nothing in it is trusted: the index it rebuilds must
-/// have the catalog's SHA-256, base chunks are re-hashed before use, and every chunk it rebuilds
-/// must have its target ID, or the client fetches the chunk whole.
+/// It holds the target's index compressed against the base's index, and zstd frames that each
+/// rebuild one or more changed chunks compressed against base chunks the client already holds
+/// (zstd's reference prefix). Its *prefix* (header, index delta and table) is read with one Range
+/// request; frames are then read by Range in runs. Nothing in it is trusted: the index it
+/// rebuilds must have the catalog's SHA-256, base chunks are re-hashed before use, and every chunk
+/// a frame rebuilds must have its target ID, or the client fetches the chunks whole.
+///
+/// Version 2 (written by this build) names chunks by their number in the two indexes, so its
+/// table is resolved against them (``entries(base:target:source:)``) once the client has both;
+/// version 1 (read still) names them by ID.
 ///
 /// ```swift
 /// let prefix = try PackDelta.decodePrefix(bytes, base: old, target: new, fileSize: size, source: url)
-/// for entry in prefix.entries { print(entry.target.short, entry.length) }
+/// for entry in try prefix.entries(base: oldIndex, target: newIndex, source: url) { print(entry.targets.count, entry.length) }
 /// ```
 public struct PackDelta: Sendable, Hashable {
     /// `BKLTDLTA`.
     public static let magic: [UInt8] = Array("BKLTDLTA".utf8)
     /// The fixed header's size.
     public static let headerSize = 96
-    /// The only version this build reads and writes.
-    public static let formatVersion: UInt16 = 1
-    /// At most this many base chunks per entry.
+    /// The version this build writes.
+    public static let formatVersion: UInt16 = 2
+    /// The versions this build reads.
+    public static let readableVersions: ClosedRange<UInt16> = 1...2
+    /// At most this many base chunks per entry of version 1.
     public static let maximumBases = 4
+    /// At most this many base chunks per entry of version 2.
+    public static let maximumEntryBases = 64
+    /// The most bytes one frame may rebuild, and the most bytes of base chunks it may refer to.
+    public static let maximumOutputBytes: UInt64 = 4 << 20
+    public static let maximumBaseBytes: UInt64 = 16 << 20
     /// The largest prefix (header, index delta and table) a reader accepts.
     public static let maximumPrefixLength: UInt64 = 96 << 20
 
-    /// One chunk of the target rebuilt from base chunks.
+    /// One chunk a frame rebuilds.
+    public struct Target: Sendable, Hashable {
+        /// The chunk's ID (SHA-256 of its uncompressed bytes).
+        public let id: SHA256Digest
+        /// Its uncompressed size.
+        public let size: UInt32
+
+        public init(id: SHA256Digest, size: UInt32) {
+            self.id = id
+            self.size = size
+        }
+    }
+
+    /// One frame of the delta: the target chunks it rebuilds, in order, and the base chunks whose
+    /// bytes, concatenated in order, are its prefix.
     public struct Entry: Sendable, Hashable {
-        /// The target chunk's ID (SHA-256 of its uncompressed bytes).
-        public let target: SHA256Digest
+        public let targets: [Target]
         /// Where the frame lies in the delta file.
         public let offset: UInt64
         public let length: UInt32
-        /// The target chunk's uncompressed size (the frame may not expand further).
-        public let targetSize: UInt32
-        /// The base chunks whose uncompressed bytes, concatenated in this order, are the frame's prefix.
         public let bases: [SHA256Digest]
 
-        public init(target: SHA256Digest, offset: UInt64, length: UInt32, targetSize: UInt32, bases: [SHA256Digest]) {
-            self.target = target
+        public init(targets: [Target], offset: UInt64, length: UInt32, bases: [SHA256Digest]) {
+            self.targets = targets
             self.offset = offset
             self.length = length
-            self.targetSize = targetSize
             self.bases = bases
+        }
+
+        /// An entry of version 1: one target chunk.
+        public init(target: SHA256Digest, offset: UInt64, length: UInt32, targetSize: UInt32, bases: [SHA256Digest]) {
+            self.init(targets: [Target(id: target, size: targetSize)], offset: offset, length: length, bases: bases)
         }
 
         /// The frame's byte range in the delta file.
         public var range: Range<UInt64> { offset..<offset + UInt64(length) }
-        /// The entry's size in the table.
+        /// What the frame expands to: its targets' sizes added up.
+        public var outputSize: Int { targets.reduce(0) { $0 + Int($1.size) } }
+        /// The entry's size in a version-1 table.
         var encodedSize: Int { 52 + 32 * bases.count }
     }
 
+    /// One entry of a version-2 table as written: chunks by their number in the target's and the
+    /// base's index; the frame's offset is where the previous entry's ends.
+    public struct Slot: Sendable, Hashable {
+        /// Target chunk numbers, ascending.
+        public let targets: [Int]
+        /// Base chunk numbers, in prefix order.
+        public let bases: [Int]
+        public let length: UInt32
+
+        public init(targets: [Int], bases: [Int], length: UInt32) {
+            self.targets = targets
+            self.bases = bases
+            self.length = length
+        }
+
+        /// A step between base numbers, which may go back: 0, −1, 1, −2, … as 0, 1, 2, 3, …
+        static func zigzag(_ step: Int) -> UInt32 { UInt32(truncatingIfNeeded: step >= 0 ? 2 * step : -2 * step - 1) }
+        static func unzigzag(_ value: UInt32) -> Int { value & 1 == 0 ? Int(value / 2) : -Int(value / 2) - 1 }
+
+        /// Its bytes in the table.
+        func encode(into w: inout ByteWriter) {
+            w.varint(UInt32(targets.count))
+            var previous = -1
+            for t in targets {
+                w.varint(UInt32(t - previous - 1))
+                previous = t
+            }
+            w.varint(UInt32(bases.count))
+            previous = -1
+            for b in bases {
+                w.varint(Self.zigzag(b - previous - 1))
+                previous = b
+            }
+            w.varint(length)
+        }
+
+        /// Its size in the table.
+        var encodedSize: Int {
+            var size = ByteWriter.varintSize(UInt32(targets.count)) + ByteWriter.varintSize(UInt32(bases.count))
+            var previous = -1
+            for t in targets {
+                size += ByteWriter.varintSize(UInt32(t - previous - 1))
+                previous = t
+            }
+            previous = -1
+            for b in bases {
+                size += ByteWriter.varintSize(Self.zigzag(b - previous - 1))
+                previous = b
+            }
+            return size + ByteWriter.varintSize(length)
+        }
+    }
+
+    /// 1 or 2.
+    public let formatVersion: UInt16
     /// The pack digest of the version the client must hold.
     public let base: SHA256Digest
     /// The pack digest of the version the delta leads to.
@@ -61,50 +143,110 @@ public struct PackDelta: Sendable, Hashable {
     public let indexDelta: [UInt8]
     /// The target's index length (what `indexDelta` must expand to).
     public let targetIndexLength: UInt32
-    /// Sorted by offset; frames tile the file from ``prefixLength`` to its end.
-    public let entries: [Entry]
+    /// Version 1's table, sorted by offset (empty in version 2).
+    let v1Entries: [Entry]
+    /// Version 2's table, in file order (empty in version 1).
+    public let slots: [Slot]
 
+    /// A version-1 delta.
     public init(
         base: SHA256Digest, target: SHA256Digest, indexDelta: [UInt8], targetIndexLength: UInt32, entries: [Entry]
     ) {
+        self.formatVersion = 1
         self.base = base
         self.target = target
         self.indexDelta = indexDelta
         self.targetIndexLength = targetIndexLength
-        self.entries = entries
+        self.v1Entries = entries
+        self.slots = []
+    }
+
+    /// A version-2 delta.
+    public init(
+        base: SHA256Digest, target: SHA256Digest, indexDelta: [UInt8], targetIndexLength: UInt32, slots: [Slot]
+    ) {
+        self.formatVersion = 2
+        self.base = base
+        self.target = target
+        self.indexDelta = indexDelta
+        self.targetIndexLength = targetIndexLength
+        self.v1Entries = []
+        self.slots = slots
+    }
+
+    /// How many frames the delta holds.
+    public var frameCount: Int { formatVersion == 1 ? v1Entries.count : slots.count }
+
+    /// How many chunks its frames rebuild.
+    public var rebuiltChunkCount: Int {
+        formatVersion == 1 ? v1Entries.count : slots.reduce(0) { $0 + $1.targets.count }
+    }
+
+    /// Where each frame lies in the file, in table order (known without the indexes).
+    public var frameRanges: [Range<UInt64>] {
+        if formatVersion == 1 { return v1Entries.map(\.range) }
+        var offset = prefixLength
+        return slots.map { slot in
+            defer { offset += UInt64(slot.length) }
+            return offset..<offset + UInt64(slot.length)
+        }
+    }
+
+    /// The table's bytes.
+    var encodedTable: [UInt8] {
+        var w = ByteWriter()
+        if formatVersion == 1 {
+            for e in v1Entries {
+                w.digest(e.targets[0].id)
+                w.u64(e.offset)
+                w.u32(e.length)
+                w.u32(e.targets[0].size)
+                w.u16(UInt16(e.bases.count))
+                w.u16(0)
+                for b in e.bases { w.digest(b) }
+            }
+        } else {
+            for s in slots { s.encode(into: &w) }
+        }
+        return w.bytes
     }
 
     /// The table's size in bytes.
-    public var tableLength: UInt64 { entries.reduce(0) { $0 + UInt64($1.encodedSize) } }
+    public var tableLength: UInt64 {
+        formatVersion == 1
+            ? v1Entries.reduce(0) { $0 + UInt64($1.encodedSize) } : slots.reduce(0) { $0 + UInt64($1.encodedSize) }
+    }
     /// Header + index delta + table: where the first frame starts, and what a client reads first.
     public var prefixLength: UInt64 { UInt64(Self.headerSize) + UInt64(indexDelta.count) + tableLength }
 
     /// The prefix bytes (header, index delta, table); the frames follow them in the file.
     public var encodedPrefix: [UInt8] {
+        let table = encodedTable
         var w = ByteWriter()
         w.append(Self.magic)
-        w.u16(Self.formatVersion)
+        w.u16(formatVersion)
         w.u16(0)
-        w.u32(UInt32(entries.count))
+        w.u32(UInt32(frameCount))
         w.digest(base)
         w.digest(target)
         w.u32(UInt32(indexDelta.count))
         w.u32(targetIndexLength)
-        w.u64(tableLength)
+        w.u64(UInt64(table.count))
         w.append(indexDelta)
-        for e in entries {
-            w.digest(e.target)
-            w.u64(e.offset)
-            w.u32(e.length)
-            w.u32(e.targetSize)
-            w.u16(UInt16(e.bases.count))
-            w.u16(0)
-            for b in e.bases { w.digest(b) }
-        }
+        w.append(table)
         return w.bytes
     }
 
-    /// Decodes and checks a delta's prefix.
+    /// The bound on a frame that expands to `size` bytes (zstd's, with room for its headers).
+    static func frameBound(_ size: UInt64) -> UInt64 { size + size / 128 + 1024 }
+
+    static func refusal(_ message: String, _ source: String) -> BacklotError {
+        BacklotError(
+            .corruptArchive, message, context: source, hint: "the delta is damaged: the full chunks are fetched instead"
+        )
+    }
+
+    /// Decodes and checks a delta's prefix (version 1 or 2).
     /// - Parameters:
     ///   - base, target: the pack digests the caller expects (a delta for other versions is refused).
     ///   - fileSize: the delta file's size, from the catalog: frames must end exactly there.
@@ -113,13 +255,10 @@ public struct PackDelta: Sendable, Hashable {
         _ bytes: [UInt8], base: SHA256Digest, target: SHA256Digest, fileSize: UInt64, source: String
     ) throws -> PackDelta {
         var r = ByteReader(bytes, base: 0, source: source)
-        let bad = { (message: String) in
-            BacklotError(
-                .corruptArchive, message, context: source,
-                hint: "the delta is damaged: the full chunks are fetched instead")
-        }
+        let bad = { (message: String) in refusal(message, source) }
         guard Array(try r.take(8, "the magic")) == magic else { throw bad("not a Backlot delta (no BKLTDLTA)") }
-        guard try r.u16("the version") == formatVersion else { throw bad("a delta of another format version") }
+        let version = try r.u16("the version")
+        guard readableVersions.contains(version) else { throw bad("a delta of format version \(version) (1 or 2)") }
         guard try r.u16("reserved") == 0 else { throw bad("reserved bytes are not zero") }
         let count = Int(try r.u32("the entry count"))
         guard try r.digest("the base digest") == base else { throw bad("the delta is not from the version held") }
@@ -135,8 +274,16 @@ public struct PackDelta: Sendable, Hashable {
         guard prefixLength == UInt64(bytes.count), prefixLength <= fileSize else {
             throw bad("the prefix is \(bytes.count) bytes, but the header says \(prefixLength)")
         }
-        guard count <= Int(tableLength) / 84 else { throw bad("the table is too short for \(count) entries") }
+        // The smallest entry: 84 bytes in version 1, 4 in version 2.
+        guard count <= Int(tableLength) / (version == 1 ? 84 : 4) else {
+            throw bad("the table is too short for \(count) entries")
+        }
         let indexDelta = Array(try r.take(indexDeltaLength, "the index delta"))
+        if version == 2 {
+            let slots = try decodeSlots(&r, count: count, framesFrom: prefixLength, fileSize: fileSize, source: source)
+            return PackDelta(
+                base: base, target: target, indexDelta: indexDelta, targetIndexLength: targetIndexLength, slots: slots)
+        }
         var entries: [Entry] = []
         entries.reserveCapacity(count)
         var next = prefixLength
@@ -152,8 +299,8 @@ public struct PackDelta: Sendable, Hashable {
             var ids: [SHA256Digest] = []
             for b in 0..<bases { ids.append(try r.digest("entry \(i)'s base \(b)")) }
             guard offset == next else { throw bad("entry \(i)'s frame is not where the previous one ends") }
-            guard length >= 1, (1...UInt32(4 << 20)).contains(size),
-                UInt64(length) <= UInt64(size) + UInt64(size) / 128 + 1024
+            guard length >= 1, (1...UInt32(maximumOutputBytes)).contains(size),
+                UInt64(length) <= frameBound(UInt64(size))
             else { throw bad("entry \(i) has a length of \(length) or a target size of \(size) out of range") }
             guard seen.insert(id).inserted else { throw bad("entry \(i) rebuilds a chunk another entry rebuilds") }
             next = offset + UInt64(length)
@@ -164,5 +311,110 @@ public struct PackDelta: Sendable, Hashable {
         return PackDelta(
             base: base, target: target, indexDelta: indexDelta, targetIndexLength: targetIndexLength,
             entries: entries)
+    }
+
+    /// Version 2's table: what can be checked without the indexes (counts, order, lengths, the
+    /// frames tiling the rest of the file).
+    static func decodeSlots(
+        _ r: inout ByteReader, count: Int, framesFrom prefixLength: UInt64, fileSize: UInt64, source: String
+    ) throws -> [Slot] {
+        let bad = { (message: String) in refusal(message, source) }
+        var slots: [Slot] = []
+        slots.reserveCapacity(count)
+        var next = prefixLength
+        for i in 0..<count {
+            let targetCount = Int(try r.varint("entry \(i)'s target count"))
+            // Each target takes a byte at least: a count larger than what is left is refused before
+            // anything is allocated.
+            guard targetCount >= 1, targetCount <= r.remaining else {
+                throw bad("entry \(i) has \(targetCount) targets, with \(r.remaining) bytes left")
+            }
+            var targets: [Int] = []
+            targets.reserveCapacity(targetCount)
+            var previous = -1
+            for t in 0..<targetCount {
+                let step = Int(try r.varint("entry \(i)'s target \(t)"))
+                guard previous + 1 + step <= Int(UInt32.max) else {
+                    throw bad("entry \(i)'s target \(t) is out of range")
+                }
+                previous += 1 + step
+                targets.append(previous)
+            }
+            let baseCount = Int(try r.varint("entry \(i)'s base count"))
+            guard baseCount <= maximumEntryBases else {
+                throw bad("entry \(i) has \(baseCount) bases (at most \(maximumEntryBases))")
+            }
+            var bases: [Int] = []
+            previous = -1
+            for b in 0..<baseCount {
+                previous += 1 + Slot.unzigzag(try r.varint("entry \(i)'s base \(b)"))
+                guard (0...Int(UInt32.max)).contains(previous) else {
+                    throw bad("entry \(i)'s base \(b) is out of range")
+                }
+                bases.append(previous)
+            }
+            let length = try r.varint("entry \(i)'s frame length")
+            guard length >= 1, UInt64(length) <= frameBound(maximumOutputBytes) else {
+                throw bad("entry \(i) has a frame length of \(length)")
+            }
+            next += UInt64(length)
+            guard next <= fileSize else { throw bad("entry \(i)'s frame ends past the file's \(fileSize) bytes") }
+            slots.append(Slot(targets: targets, bases: bases, length: length))
+        }
+        guard r.remaining == 0 else { throw bad("the table has \(r.remaining) bytes more than its entries") }
+        guard next == fileSize else { throw bad("the frames end at \(next), but the file is \(fileSize) bytes") }
+        return slots
+    }
+
+    /// The table's entries, chunks named by ID: version 1's as decoded; version 2's resolved
+    /// against the base's and the target's whole indexes (before any variant selection) and checked.
+    /// - Throws: ``BacklotError/Code/corruptArchive`` for a chunk number outside its index, a target
+    ///   rebuilt by two entries, a base listed twice in an entry, a frame that would rebuild more
+    ///   than 4 MiB or refer to more than 16 MiB of base chunks, or one longer than zstd's bound
+    ///   for what it rebuilds.
+    public func entries(base: PackIndex, target: PackIndex, source: String) throws -> [Entry] {
+        guard formatVersion == 2 else { return v1Entries }
+        let bad = { (message: String) in Self.refusal(message, source) }
+        var entries: [Entry] = []
+        entries.reserveCapacity(slots.count)
+        var seen = Set<Int>()
+        var offset = prefixLength
+        for (i, slot) in slots.enumerated() {
+            var targets: [Target] = []
+            var output: UInt64 = 0
+            for t in slot.targets {
+                guard t < target.chunks.count else {
+                    throw bad("entry \(i) names target chunk \(t) of \(target.chunks.count)")
+                }
+                guard seen.insert(t).inserted else {
+                    throw bad("entry \(i) rebuilds chunk \(t), which another entry rebuilds")
+                }
+                let chunk = target.chunks[t]
+                output += UInt64(chunk.uncompressedSize)
+                targets.append(Target(id: chunk.id, size: chunk.uncompressedSize))
+            }
+            var bases: [SHA256Digest] = []
+            var prefix: UInt64 = 0
+            for b in slot.bases {
+                guard b < base.chunks.count else {
+                    throw bad("entry \(i) names base chunk \(b) of \(base.chunks.count)")
+                }
+                let id = base.chunks[b].id
+                guard !bases.contains(id) else { throw bad("entry \(i) lists base chunk \(b) twice") }
+                prefix += UInt64(base.chunks[b].uncompressedSize)
+                bases.append(id)
+            }
+            guard output <= Self.maximumOutputBytes, prefix <= Self.maximumBaseBytes else {
+                throw bad(
+                    "entry \(i) rebuilds \(output) bytes from \(prefix) bytes of base chunks (at most 4 MiB from 16 MiB)"
+                )
+            }
+            guard UInt64(slot.length) <= Self.frameBound(output) else {
+                throw bad("entry \(i)'s frame of \(slot.length) bytes is longer than zstd's bound for \(output)")
+            }
+            entries.append(Entry(targets: targets, offset: offset, length: slot.length, bases: bases))
+            offset += UInt64(slot.length)
+        }
+        return entries
     }
 }

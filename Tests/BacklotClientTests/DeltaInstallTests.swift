@@ -144,11 +144,11 @@ import Glibc
         let prefix = try PackDelta.decodePrefix(
             Array(bytes.prefix(Int(delta.prefixLength))), base: delta.base, target: try Self.release(f).indexSHA256,
             fileSize: delta.size, source: "t")
-        for e in prefix.entries { bytes[Int(e.offset) + Int(e.length) / 2] ^= 0x5A }
+        for range in prefix.frameRanges { bytes[Int(range.lowerBound) + range.count / 2] ^= 0x5A }
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let r = try await Self.fetch(f, "c", expecting: v.files)
         #expect(r.deltaChunks == 0, "\(r)")
-        #expect(r.report.downloadedChunks == prefix.entries.count, "each fell back to its whole chunk: \(r)")
+        #expect(r.report.downloadedChunks == prefix.rebuiltChunkCount, "each fell back to its whole chunk: \(r)")
     }
 
     @Test func aDeltaMissingFromTheServerFallsBackToWholeChunks() async throws {
@@ -189,7 +189,30 @@ import Glibc
         let one = try v.next(editing: 0)
         _ = try await Self.fetch(f, "c", expecting: v.files)
         let two = try v.next(editing: 3)
-        // A delta crafted by hand: each frame rebuilds its chunk followed by 1 MiB more.
+        // A delta crafted by hand: each frame rebuilds its chunks followed by 1 MiB more.
+        let crafted = try Self.publishCrafted(f, from: one, to: two, version: 2, padding: 1 << 20)
+        let r = try await Self.fetch(f, "c", expecting: v.files)
+        #expect(r.deltaChunks == 0 && r.report.downloadedChunks == crafted, "\(r)")
+    }
+
+    /// A delta of format version 1 (one chunk per frame, chunks named by ID), as a server of an
+    /// earlier release made it, still takes the client to the new version.
+    @Test func aVersionOneDeltaStillRebuildsItsChunks() async throws {
+        let f = try ClientFixture()
+        var v = Versions(f, seed: 1527)
+        let one = try v.next(editing: 0)
+        _ = try await Self.fetch(f, "c", expecting: v.files)
+        let two = try v.next(editing: 3)
+        let crafted = try Self.publishCrafted(f, from: one, to: two, version: 1, padding: 0)
+        let r = try await Self.fetch(f, "c", expecting: v.files)
+        #expect(crafted > 0 && r.deltaChunks == crafted, "\(r)")
+    }
+
+    /// Replaces the published delta from version `one` to `two` with one made by hand in format
+    /// `version` (1: a frame per chunk; 2: the builder's frames), each frame's output followed by
+    /// `padding` zero bytes, and publishes the catalog again; returns how many chunks it rebuilds.
+    static func publishCrafted(_ f: ClientFixture, from one: Int, to two: Int, version: Int, padding: Int) throws -> Int
+    {
         let reader = { (n: Int) throws -> PackReader in
             let sha = try f.repository.uploads.version(app: f.app, pack: "Levels", number: n).archiveSHA256!
             return try PackReader(path: f.repository.directory.publicTreePath + "/v1/packs/\(sha).pack")
@@ -199,26 +222,47 @@ import Glibc
         let honest = try DeltaBuilder().build(base: base, target: target)
         let d = ZstdDecompressor()
         let compressor = ZstdCompressor()
-        var frames: [[UInt8]] = []
-        for e in honest.delta.entries {
-            let prefix = try e.bases.flatMap { id in
-                try base.readChunk(base.index.chunks.firstIndex { $0.id == id }!, using: d)
+        let chunk = { (reader: PackReader, id: SHA256Digest) throws -> [UInt8] in
+            try reader.readChunk(reader.index.chunks.firstIndex { $0.id == id }!, using: d)
+        }
+        // One frame per entry of the honest delta (version 2), or per chunk it rebuilds (version 1).
+        var parts: [(targets: [PackDelta.Target], bases: [SHA256Digest], slot: PackDelta.Slot?)] = []
+        for (e, slot) in zip(honest.entries, honest.delta.slots) {
+            if version == 2 {
+                parts.append((e.targets, e.bases, slot))
+            } else {
+                for t in e.targets { parts.append(([t], Array(e.bases.prefix(PackDelta.maximumBases)), nil)) }
             }
-            let plain = try target.readChunk(target.index.chunks.firstIndex { $0.id == e.target }!, using: d)
-            frames.append(try compressor.compress(plain + [UInt8](repeating: 0, count: 1 << 20), prefix: prefix))
         }
-        var offset = honest.delta.prefixLength
-        var entries: [PackDelta.Entry] = []
-        for (e, frame) in zip(honest.delta.entries, frames) {
-            entries.append(
-                .init(
-                    target: e.target, offset: offset, length: UInt32(frame.count), targetSize: e.targetSize,
-                    bases: e.bases))
-            offset += UInt64(frame.count)
+        var frames: [[UInt8]] = []
+        for part in parts {
+            let prefix = try part.bases.flatMap { try chunk(base, $0) }
+            let plain = try part.targets.flatMap { try chunk(target, $0.id) }
+            frames.append(try compressor.compress(plain + [UInt8](repeating: 0, count: padding), prefix: prefix))
         }
-        let crafted = PackDelta(
-            base: honest.delta.base, target: honest.delta.target, indexDelta: honest.delta.indexDelta,
-            targetIndexLength: honest.delta.targetIndexLength, entries: entries)
+        let crafted: PackDelta
+        if version == 2 {
+            crafted = PackDelta(
+                base: honest.delta.base, target: honest.delta.target, indexDelta: honest.delta.indexDelta,
+                targetIndexLength: honest.delta.targetIndexLength,
+                slots: zip(parts, frames).map {
+                    PackDelta.Slot(targets: $0.slot!.targets, bases: $0.slot!.bases, length: UInt32($1.count))
+                })
+        } else {
+            let tableLength = parts.reduce(0) { $0 + 52 + 32 * $1.bases.count }
+            var offset = UInt64(PackDelta.headerSize + honest.delta.indexDelta.count + tableLength)
+            var entries: [PackDelta.Entry] = []
+            for (part, frame) in zip(parts, frames) {
+                entries.append(
+                    .init(
+                        target: part.targets[0].id, offset: offset, length: UInt32(frame.count),
+                        targetSize: part.targets[0].size, bases: part.bases))
+                offset += UInt64(frame.count)
+            }
+            crafted = PackDelta(
+                base: honest.delta.base, target: honest.delta.target, indexDelta: honest.delta.indexDelta,
+                targetIndexLength: honest.delta.targetIndexLength, entries: entries)
+        }
         let bytes = crafted.encodedPrefix + frames.flatMap { $0 }
         let sha = SHA256.hash(bytes)
         let tree = f.repository.directory.publicTreePath + "/v1/deltas/"
@@ -229,8 +273,7 @@ import Glibc
         try Data(Catalog.encodeDeltaList([listed])).write(to: URL(fileURLWithPath: tree + "\(crafted.target.hex).json"))
         try f.repository.publication.publish(app: f.app, channel: .internal)
         #expect(try Self.release(f).deltas == [listed])
-        let r = try await Self.fetch(f, "c", expecting: v.files)
-        #expect(r.deltaChunks == 0 && r.report.downloadedChunks == entries.count, "\(r)")
+        return crafted.rebuiltChunkCount
     }
 
     /// The same update from a repository that publishes to a bucket of a real radosgw: the delta

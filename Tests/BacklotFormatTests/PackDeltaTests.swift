@@ -36,12 +36,14 @@ import Testing
         let (v1, v2) = try Self.versions(dir, seed: 1510)
         let result = try DeltaBuilder().build(base: v1, target: v2)
         #expect(result.missingChunks > 0)
-        #expect(result.delta.entries.count == result.missingChunks, "every edited chunk has a delta")
+        #expect(result.rebuiltChunks == result.missingChunks, "every edited chunk has a delta")
+        #expect(result.delta.formatVersion == 2)
         #expect(UInt64(result.bytes.count) * 10 < result.missingBytes, "a few edits cost far less than the chunks")
         let prefix = Array(result.bytes.prefix(Int(result.delta.prefixLength)))
         let decoded = try PackDelta.decodePrefix(
             prefix, base: v1.packDigest, target: v2.packDigest, fileSize: UInt64(result.bytes.count), source: "t")
         #expect(decoded == result.delta)
+        #expect(try decoded.entries(base: v1.index, target: v2.index, source: "t") == result.entries)
         let d = ZstdDecompressor()
         let index = try decoded.rebuildIndex(
             from: try v1.indexBytes(), expected: v2.packDigest, using: d, source: "t")
@@ -50,14 +52,14 @@ import Testing
         for c in v1.index.chunks.indices { oldChunks[v1.index.chunks[c].id] = try v1.readChunk(c, using: d) }
         var newChunks: [SHA256Digest: [UInt8]] = [:]
         for c in v2.index.chunks.indices { newChunks[v2.index.chunks[c].id] = try v2.readChunk(c, using: d) }
-        for e in decoded.entries {
+        for e in result.entries {
             let prefix = e.bases.flatMap { oldChunks[$0]! }
             let plain = try result.bytes.withUnsafeBytes {
                 try PackDelta.apply(
                     e, frame: UnsafeRawBufferPointer(rebasing: $0[Int(e.offset)..<Int(e.offset) + Int(e.length)]),
                     prefix: prefix, using: d, source: "t")
             }
-            #expect(plain == newChunks[e.target])
+            #expect(plain == e.targets.flatMap { newChunks[$0.id]! })
         }
     }
 
@@ -76,13 +78,13 @@ import Testing
         let d = ZstdDecompressor()
         var oldChunks: [SHA256Digest: [UInt8]] = [:]
         for c in v1.index.chunks.indices { oldChunks[v1.index.chunks[c].id] = try v1.readChunk(c, using: d) }
-        for e in result.delta.entries {
+        for e in result.entries {
             let plain = try result.bytes.withUnsafeBytes {
                 try PackDelta.apply(
                     e, frame: UnsafeRawBufferPointer(rebasing: $0[Int(e.offset)..<Int(e.offset) + Int(e.length)]),
                     prefix: e.bases.flatMap { oldChunks[$0]! }, using: d, source: "t")
             }
-            #expect(SHA256.hash(plain) == e.target)
+            #expect(plain.count == e.outputSize)
         }
         return result
     }
@@ -106,8 +108,8 @@ import Testing
         var result = try Self.delta(
             dir, before: ["media/a.bin": media], after: ["moved/b.bin": edited(media, at: 150_000, 100)])
         #expect(
-            result.missingChunks > 0 && result.delta.entries.count == result.missingChunks,
-            "\(result.delta.entries.count) of \(result.missingChunks)")
+            result.missingChunks > 0 && result.rebuiltChunks == result.missingChunks,
+            "\(result.rebuiltChunks) of \(result.missingChunks)")
         #expect(
             UInt64(result.bytes.count) * 20 < result.missingBytes, "\(result.bytes.count) of \(result.missingBytes)")
 
@@ -119,8 +121,8 @@ import Testing
             dir, before: ["notes/todo.txt": note, "keep.txt": kept],
             after: ["archive/done-list.md": edited(note, at: 4_000, 30), "keep.txt": kept])
         #expect(
-            result.missingChunks > 0 && result.delta.entries.count == result.missingChunks,
-            "the renamed and edited file's \(result.missingChunks) chunks: \(result.delta.entries.count) deltas")
+            result.missingChunks > 0 && result.rebuiltChunks == result.missingChunks,
+            "the renamed and edited file's \(result.missingChunks) chunks: \(result.rebuiltChunks) rebuilt")
 
         // Zeros, then random bytes: edits in the zeros, an insertion in the random half.
         let sparse = [UInt8](repeating: 0, count: 600_000) + g.bytes(300_000)
@@ -130,9 +132,9 @@ import Testing
         result = try Self.delta(dir, before: ["s.bin": sparse], after: ["s.bin": after])
         // Chunks left whole are the mostly-zero ones, whose frames are too small for any delta to
         // save its table entry; every chunk of random bytes has one.
-        let whole = result.missingChunks - result.delta.entries.count
+        let whole = result.missingChunks - result.rebuiltChunks
         let wholeBytes = result.missingBytes - result.replacedBytes
-        #expect(wholeBytes < UInt64(whole) * 4096, "\(whole) chunks left whole, \(wholeBytes) bytes")
+        #expect(wholeBytes <= UInt64(whole) * 4096, "\(whole) chunks left whole, \(wholeBytes) bytes")
         #expect(
             UInt64(result.bytes.count) + wholeBytes < 12_000,
             "\(result.bytes.count) bytes of delta and \(wholeBytes) of whole chunks for 220 changed bytes")
@@ -153,8 +155,7 @@ import Testing
         moved.insert(contentsOf: block, at: 460_000)
         result = try Self.delta(dir, before: ["m.bin": moving], after: ["m.bin": moved])
         #expect(
-            result.delta.entries.count == result.missingChunks,
-            "\(result.delta.entries.count) of \(result.missingChunks)")
+            result.rebuiltChunks == result.missingChunks, "\(result.rebuiltChunks) of \(result.missingChunks)")
         #expect(result.bytes.count < 4_096, "\(result.bytes.count) bytes for a block moved")
     }
 
@@ -164,7 +165,7 @@ import Testing
         let (v1, v2) = try Self.versions(dir, seed: 1511)
         let result = try DeltaBuilder().build(base: v1, target: v2)
         let d = ZstdDecompressor()
-        let e = try #require(result.delta.entries.first)
+        let e = try #require(result.entries.first)
         let base = e.bases.flatMap { id in try! v1.readChunk(v1.index.chunks.firstIndex { $0.id == id }!, using: d) }
         var frame = Array(result.bytes[Int(e.offset)..<Int(e.offset) + Int(e.length)])
         frame[frame.count / 2] ^= 0x40
@@ -179,8 +180,9 @@ import Testing
             try good.withUnsafeBytes { try PackDelta.apply(e, frame: $0, prefix: wrongBase, using: d, source: "t") }
         }
         // An entry that declares a smaller target stops there.
-        let small = PackDelta.Entry(
-            target: e.target, offset: e.offset, length: e.length, targetSize: e.targetSize - 1, bases: e.bases)
+        var targets = e.targets
+        targets[targets.count - 1] = .init(id: targets[targets.count - 1].id, size: targets[targets.count - 1].size - 1)
+        let small = PackDelta.Entry(targets: targets, offset: e.offset, length: e.length, bases: e.bases)
         #expect(throws: BacklotError.self) {
             try good.withUnsafeBytes { try PackDelta.apply(small, frame: $0, prefix: base, using: d, source: "t") }
         }
@@ -204,5 +206,115 @@ import Testing
         magic[0] = 0
         #expect(throws: BacklotError.self) { try decode(magic, v1.packDigest, v2.packDigest, size) }
         try decode(prefix, v1.packDigest, v2.packDigest, size)
+    }
+
+    /// Small edits in many small files: their chunks share frames (one frame and one table entry
+    /// for many chunks, each compressing against the others), and a frame never mixes two variants'
+    /// files (a device reads only its own variant's frames).
+    @Test func changedChunksShareFramesButNeverAcrossVariants() throws {
+        let dir = try TemporaryDirectory("delta-groups")
+        defer { dir.remove() }
+        var g = SeededGenerator(seed: 2810)
+        print("changedChunksShareFramesButNeverAcrossVariants seed 2810")
+        var files: [String: [UInt8]] = [:]
+        for i in 0..<12 {
+            files["Levels/l\(i).txt"] = g.text(3_000)
+            files["Textures/ASTC/t\(i).ktx"] = g.text(3_000)
+            files["Textures/ETC2/t\(i).ktx"] = g.text(3_000)
+        }
+        let manifest = PackVariantTests().manifest(variants: PackVariantTests.variantsJSON)
+        for (path, bytes) in files { try dir.write("src/" + path, bytes) }
+        let one = try PackReader(path: try SamplePack.build(in: dir, manifestJSON: manifest, name: "v1.pack"))
+        for (path, var bytes) in files {
+            bytes.replaceSubrange(1_000..<1_020, with: g.text(20))
+            try dir.write("src/" + path, bytes)
+        }
+        let two = try PackReader(path: try SamplePack.build(in: dir, manifestJSON: manifest, name: "v2.pack"))
+        let result = try DeltaBuilder().build(base: one, target: two)
+        #expect(result.rebuiltChunks == result.missingChunks && result.missingChunks == 36)
+        #expect(result.delta.frameCount < result.rebuiltChunks / 4, "\(result.delta.frameCount) frames")
+        #expect(
+            UInt64(result.bytes.count) * 5 < result.missingBytes, "\(result.bytes.count) of \(result.missingBytes)")
+        var variantOf: [SHA256Digest: String] = [:]
+        for file in two.index.files {
+            let marker = try VariantMarker.find(in: file.path)
+            for c in file.chunks {
+                variantOf[two.index.chunks[c].id] = marker.map { $0.dimension.suffix + $0.value } ?? ""
+            }
+        }
+        for e in result.entries {
+            #expect(Set(e.targets.map { variantOf[$0.id] ?? "?" }).count == 1, "a frame mixes variants")
+        }
+    }
+
+    /// Version 2 names chunks by number: a table that names a chunk outside an index, rebuilds a
+    /// chunk twice, lists a base twice or declares a frame longer than zstd's bound for its output
+    /// decodes (the prefix alone cannot tell) but does not resolve against the indexes.
+    @Test func aVersionTwoTableThatDoesNotFitTheIndexesIsRefused() throws {
+        let dir = try TemporaryDirectory("delta-slots")
+        defer { dir.remove() }
+        let (v1, v2) = try Self.versions(dir, seed: 1513)
+        let honest = try DeltaBuilder().build(base: v1, target: v2).delta
+        let slot = try #require(honest.slots.first)
+        let resolve = { (slots: [PackDelta.Slot]) throws in
+            let delta = PackDelta(
+                base: honest.base, target: honest.target, indexDelta: honest.indexDelta,
+                targetIndexLength: honest.targetIndexLength, slots: slots)
+            let size = delta.prefixLength + slots.reduce(0) { $0 + UInt64($1.length) }
+            let decoded = try PackDelta.decodePrefix(
+                delta.encodedPrefix, base: delta.base, target: delta.target, fileSize: size, source: "t")
+            #expect(decoded == delta)
+            _ = try decoded.entries(base: v1.index, target: v2.index, source: "t")
+        }
+        try resolve(honest.slots)
+        let wrong: [[PackDelta.Slot]] = [
+            [PackDelta.Slot(targets: [v2.index.chunks.count], bases: slot.bases, length: slot.length)],
+            [PackDelta.Slot(targets: slot.targets, bases: [v1.index.chunks.count], length: slot.length)],
+            [slot, slot],
+            [PackDelta.Slot(targets: slot.targets, bases: slot.bases + slot.bases.prefix(1), length: slot.length)],
+            [PackDelta.Slot(targets: [slot.targets[0]], bases: slot.bases, length: 1 << 20)],
+        ]
+        for slots in wrong {
+            #expect(throws: BacklotError.self, "\(slots)") { try resolve(slots) }
+        }
+    }
+
+    /// The table's integers: one encoding per value, none above 2³² − 1.
+    @Test func tableIntegersHaveOneEncoding() throws {
+        for value: UInt32 in [0, 1, 127, 128, 16_383, 16_384, 1 << 28, .max] {
+            var w = ByteWriter()
+            w.varint(value)
+            #expect(w.bytes.count == ByteWriter.varintSize(value))
+            var r = ByteReader(w.bytes, base: 0, source: "t")
+            #expect(try r.varint("v") == value && r.remaining == 0)
+        }
+        for bad: [UInt8] in [
+            [0x80, 0x00], [0xFF, 0xFF, 0xFF, 0xFF, 0x1F], [0x80, 0x80, 0x80, 0x80, 0x80, 0x01], [0x80],
+        ] {
+            var r = ByteReader(bad, base: 0, source: "t")
+            #expect(throws: BacklotError.self, "\(bad)") { try r.varint("v") }
+        }
+    }
+
+    /// The index's delta form (version 2's index delta): undone, it gives the index back byte for
+    /// byte, in both index versions; a chunk added early turns no later reference into new bytes.
+    @Test(arguments: [false, true]) func theIndexDeltaFormRoundTrips(dictionary: Bool) throws {
+        let dir = try TemporaryDirectory("delta-form")
+        defer { dir.remove() }
+        let (v1, v2) = try Self.versions(dir, seed: dictionary ? 1514 : 1515)
+        for reader in [v1, v2] {
+            let bytes = try reader.indexBytes()
+            let form = try #require(PackIndex.deltaForm(bytes))
+            #expect(form.count == bytes.count && form != bytes)
+            #expect(PackIndex.deltaForm(form, undo: true) == bytes)
+        }
+        #expect(PackIndex.deltaForm(Array(try v1.indexBytes().dropLast())) == nil)
+        #expect(PackIndex.deltaForm(Array("BKLTNOPE".utf8) + [UInt8](repeating: 0, count: 16)) == nil)
+        // A version-1 index (no dictionary, 48-byte chunk records, sizes in file records).
+        var g = SeededGenerator(seed: 1516)
+        try dir.write("src/x.txt", g.text(40_000))
+        let plain = try PackReader(path: try SamplePack.build(in: dir, name: "plain.pack", dictionary: false))
+        let bytes = try plain.indexBytes()
+        #expect(PackIndex.deltaForm(try #require(PackIndex.deltaForm(bytes)), undo: true) == bytes)
     }
 }

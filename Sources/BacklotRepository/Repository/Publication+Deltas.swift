@@ -54,7 +54,7 @@ extension Publication {
                 continue
             }
             let result = try builder.build(base: base, target: target)
-            guard !result.delta.entries.isEmpty || !result.delta.indexDelta.isEmpty else { continue }
+            guard !result.entries.isEmpty || !result.delta.indexDelta.isEmpty else { continue }
             let digest = SHA256.hash(result.bytes)
             let file = PublishedTreeLayout.delta(sha256: digest.hex)
             try tree.write(result.bytes, at: file.path)
@@ -69,7 +69,7 @@ extension Publication {
                     sha256: digest, prefixLength: result.delta.prefixLength))
             made += 1
             log(
-                "delta \(base.packDigest.short)… → \(target.packDigest.short)…: \(result.bytes.count) bytes for \(result.delta.entries.count) of \(result.missingChunks) missing chunks (\(result.replacedBytes) of \(result.missingBytes) bytes)"
+                "delta \(base.packDigest.short)… → \(target.packDigest.short)…: \(result.bytes.count) bytes for \(result.rebuiltChunks) of \(result.missingChunks) missing chunks (\(result.entries.count) frames) (\(result.replacedBytes) of \(result.missingBytes) bytes)"
             )
         }
         // The list last: it names only delta files that are written.
