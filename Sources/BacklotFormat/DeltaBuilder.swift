@@ -109,7 +109,9 @@ public struct DeltaBuilder: Sendable {
         let old = OldFiles(base.index)
         var counted = Set<Int>()
         var claimed = Set<Int>()
-        var frames = FrameList(compressor: compressor, keepBelow: keepBelow, target: target.index)
+        var frames = FrameList(
+            first: ZstdCompressor(level: min(level, Self.firstLevel)), best: compressor, keepBelow: keepBelow,
+            target: target.index)
         var missing = 0
         var missingBytes: UInt64 = 0
         // The base's files the target no longer has (renamed or deleted), sampled once when a
@@ -249,7 +251,12 @@ public struct DeltaBuilder: Sendable {
             let frame: [UInt8]
         }
 
-        let compressor: ZstdCompressor
+        /// A frame is made at `first`'s level; when that takes a quarter of the chunks' own frames
+        /// or less (an edit: mostly matches into the bases, which the higher level finds fast) it is
+        /// made again at `best`'s, and the smaller kept. New content against old (a file replaced
+        /// by one of the same kind) stays at the first level, where a higher one costs most.
+        let first: ZstdCompressor
+        let best: ZstdCompressor
         let keepBelow: Double
         let target: PackIndex
         private(set) var kept: [Frame] = []
@@ -260,8 +267,9 @@ public struct DeltaBuilder: Sendable {
         private var pendingBases: [Int: Int] = [:]
         private var pendingBaseBytes = 0
 
-        init(compressor: ZstdCompressor, keepBelow: Double, target: PackIndex) {
-            self.compressor = compressor
+        init(first: ZstdCompressor, best: ZstdCompressor, keepBelow: Double, target: PackIndex) {
+            self.first = first
+            self.best = best
             self.keepBelow = keepBelow
             self.target = target
         }
@@ -320,16 +328,23 @@ public struct DeltaBuilder: Sendable {
             var plain: [UInt8] = []
             plain.reserveCapacity(members.reduce(0) { $0 + $1.plain.count })
             for m in members { plain += m.plain }
-            let frame = try compressor.compress(plain, prefix: prefix)
+            let whole = members.reduce(UInt64(0)) { $0 + UInt64(target.chunks[$1.chunk].compressedSize) }
+            var frame = try first.compress(plain, prefix: prefix)
+            if best.level != first.level, UInt64(frame.count) * 4 <= whole {
+                let better = try best.compress(plain, prefix: prefix)
+                if better.count < frame.count { frame = better }
+            }
             let targets = members.map(\.chunk)
             let slot = PackDelta.Slot(targets: targets, bases: order, length: UInt32(frame.count))
-            let whole = members.reduce(UInt64(0)) { $0 + UInt64(target.chunks[$1.chunk].compressedSize) }
             guard Double(frame.count + slot.encodedSize) < keepBelow * Double(whole) else { return false }
             replacedBytes += whole
             kept.append(Frame(targets: targets, bases: order, frame: frame))
             return true
         }
     }
+
+    /// The level every frame is first made at (see ``FrameList``).
+    static let firstLevel: Int32 = 3
 
     /// The most bytes of chunks one frame rebuilds (a chunk larger than this has a frame of its own).
     static let groupBytes = 1 << 20

@@ -336,4 +336,21 @@ import Glibc
         #expect(r.deltaChunks == 0 && r.report.downloadedChunks > 0, "\(r)")
         #expect(r.deltaBytes == 0, "no delta is read for a version the client does not hold")
     }
+
+    /// With the default of three bases, a version gets a delta from each of the three before it
+    /// (built at once, one per thread), and a client on any of them updates through its own.
+    @Test func eachOfThreeBasesGetsItsDeltaAndAClientOnTheOldestUsesIt() async throws {
+        let f = try ClientFixture()
+        #expect(f.repository.publication.deltaBases == 3)
+        var v = Versions(f, seed: 1528)
+        _ = try v.next(editing: 0)
+        _ = try await Self.fetch(f, "c", expecting: v.files)
+        _ = try v.next(editing: 2, release: false)
+        _ = try v.next(editing: 2, release: false)
+        _ = try v.next(editing: 2)
+        let release = try Self.release(f)
+        #expect(release.deltas.count == 3 && Set(release.deltas.map(\.base)).count == 3, "\(release.deltas)")
+        let r = try await Self.fetch(f, "c", expecting: v.files)
+        #expect(r.deltaChunks > 0 && r.report.downloadedChunks == 0, "\(r)")
+    }
 }

@@ -49,7 +49,7 @@ struct ServeCommand: Command {
             """,
         options: RepositoryOptions.options + [
             host, port, tls, tlsCert, tlsKey, hostnames, publicURL, maximumInstallSize, catalogMaxAge,
-            threads, connectionsPerAddress, maximumConnections, lease, abandonedUploadsAfter, quiet,
+            threads, connectionsPerAddress, maximumConnections, lease, abandonedUploadsAfter, deltaBases, quiet,
             metricsTokenFile, metricsListen, adoptStorage, maximumHeavyRequests, checkAfter, checkAfterUnderLoad,
         ])
 
@@ -118,6 +118,12 @@ struct ServeCommand: Command {
         showDefault: "604800, 7 days", in: 1...(10 * 366 * 86_400),
         help:
             "Remove versions still awaiting their upload when it has seen no bytes for this long, with what was uploaded."
+    )
+
+    static let deltaBases = Option<Int>(
+        "delta-bases", "N", default: Publication.defaultDeltaBases, in: 0...16,
+        help:
+            "How many earlier versions of a pack get a delta into each version processed (0: none; docs/format.md §14)."
     )
 
     /// `--tls`, or `--tls-cert FILE --tls-key FILE` (both, and not with `--tls`), as one mode. A
@@ -258,6 +264,7 @@ struct ServeCommand: Command {
             directory: directory, maximumInstallSize: maximumInstallSize, database: database, tree: tree,
             archives: bucket?.archives, leaseDuration: Double(lease), adoptStorage: arguments[adoptStorage])
         repository.onEvent { line in io.err(line + "\n") }
+        repository.publication.setDeltaBases(arguments[deltaBases])
         repository.publication.setPublicURL(
             arguments[publicURL] ?? HostingServer.baseURL(host: host, port: listener.port, tls: tls != nil))
         // Republish every channel that has a catalog or a release: a crash may have left one behind its database state.
