@@ -191,6 +191,12 @@ extension PackWriter {
 }
 
 /// The mutable state of one build: the batch being gathered, the chunk table, the output position.
+extension PackWriter {
+    /// The bytes of a large file's chunks the main thread gathers before the worker threads hash
+    /// and compress them; two batches are in memory at once, one read while the other is compressed.
+    static let largeFileBatchBytes = 16 << 20
+}
+
 private struct BuildState {
     let output: AtomicFile
     let jobs: Int
@@ -209,8 +215,11 @@ private struct BuildState {
     var deduplicatedBytes: UInt64 = 0
     var batch: [(file: Int, bytes: [UInt8])] = []
     var batchBytes = 0
+    /// The batch the worker threads are hashing and compressing (``flush(wait:)``): its chunks'
+    /// files and lengths, their results, and the group that ends when they are done.
+    var inFlight: (work: [(file: Int, length: Int)], results: ParallelResults, done: DispatchGroup)?
     var writeBuffer: [UInt8] = []
-    static let batchLimit = 32 << 20
+    static let batchLimit = PackWriter.largeFileBatchBytes
     /// The large-file read buffer, made once (not per file: zeroing 8 MiB per file was most of
     /// the time packaging small files took).
     var readBuffer: [UInt8] = []
@@ -304,7 +313,7 @@ private struct BuildState {
             batch.append((index, Array(buffer[position..<position + length])))
             batchBytes += length
             position += length
-            if batchBytes >= BuildState.batchLimit { try flush() }
+            if batchBytes >= BuildState.batchLimit { try flush(wait: false) }
         }
         guard total == file.size else {
             throw BacklotError(
@@ -315,21 +324,27 @@ private struct BuildState {
         return hasher.finalize()
     }
 
-    /// Hashes and compresses the gathered batch in parallel, then appends new chunks in order.
-    mutating func flush() throws {
+    /// Hands the gathered batch to the worker threads to hash and compress, after appending the
+    /// batch they had before (its new chunks in order). With `wait`, also appends this one before
+    /// returning; without, the workers hash and compress it while the next batch is read (the
+    /// reading thread's own work — reading, the file's SHA-256, cutting — no longer waits for
+    /// theirs, nor theirs for it).
+    mutating func flush(wait: Bool = true) throws {
+        try appendInFlight()
         guard !batch.isEmpty else { return }
         let work = batch
-        batch.removeAll(keepingCapacity: true)
+        batch = []
         batchBytes = 0
         let results = ParallelResults(count: work.count)
         let next = AtomicCounter()
         let level = self.level
         let dictionary = self.dictionary
-        // The snapshot of the chunks already stored ends with this block, before `append`
-        // changes them: alive then, it would make `append` copy the whole table.
-        do {
-            let alreadyStored = self.stored
-            DispatchQueue.concurrentPerform(iterations: jobs) { _ in
+        // A snapshot of the chunks stored so far: a chunk found there is not compressed again
+        // (one appended meanwhile is found again by `append`, which stores each chunk once).
+        let alreadyStored = self.stored
+        let done = DispatchGroup()
+        for _ in 0..<jobs {
+            DispatchQueue.global().async(group: done) {
                 let compressor = ZstdCompressor(level: level, dictionary: dictionary)
                 while true {
                     let i = next.increment()
@@ -348,10 +363,19 @@ private struct BuildState {
                 }
             }
         }
+        inFlight = (work.map { ($0.file, $0.bytes.count) }, results, done)
+        if wait { try appendInFlight() }
+    }
+
+    /// Waits for the batch the workers have, then appends its chunks in order.
+    mutating func appendInFlight() throws {
+        guard let (work, results, done) = inFlight else { return }
+        inFlight = nil
+        done.wait()
         for (i, item) in work.enumerated() {
             let r = results.get(i)
             if let error = r.error { throw error }
-            try append(file: item.file, id: r.id, length: item.bytes.count, compressed: r.compressed)
+            try append(file: item.file, id: r.id, length: item.length, compressed: r.compressed)
         }
     }
 

@@ -13,8 +13,9 @@ final class AtomicCounter: Sendable {
 
 /// Per-index results written by worker threads; each index is written by exactly one thread and
 /// read only after all workers have finished.
-// Safe because: each index is written by exactly one worker and read only after `concurrentPerform` returned, which
-// orders every write before the reads; the storage is freed in `deinit`, after the last reader.
+// Safe because: each index is written by exactly one worker and read only after the workers are done
+// (`concurrentPerform` returned, or their `DispatchGroup` was waited for), which orders every write before the
+// reads; the storage is freed in `deinit`, after the last reader.
 final class IndexedResults<Element>: @unchecked Sendable {
     private let storage: UnsafeMutableBufferPointer<Element?>
 

@@ -11,8 +11,8 @@ import BacklotZstd
 struct SmallBatch {
     /// Files up to this size are packed whole by one thread; larger ones are read by the main
     /// thread and their chunks spread over the threads.
-    static let fileLimit = 1 << 20
-    static let byteLimit: UInt64 = 8 << 20
+    static let fileLimit = 8 << 20
+    static let byteLimit: UInt64 = 32 << 20
     static let countLimit = 4_096
 
     /// File numbers (in the selection), in order.

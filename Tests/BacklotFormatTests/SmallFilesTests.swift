@@ -31,6 +31,15 @@ import Testing
         try dir.write("src/small/empty", [])
         // Larger than SmallBatch.fileLimit, between small files: read by the main thread.
         try dir.write("src/small/050/large.bin", g.bytes(SmallBatch.fileLimit + 123_457))
+        // Over two of the main thread's batches: the workers compress one while the next is read.
+        let block = g.bytes(1 << 20)
+        var larger: [UInt8] = []
+        larger.reserveCapacity(2 * PackWriter.largeFileBatchBytes + 77_777)
+        while larger.count < 2 * PackWriter.largeFileBatchBytes + 77_777 {
+            larger += block
+            withUnsafeBytes(of: UInt64(larger.count)) { larger += $0 }  // every copy differs
+        }
+        try dir.write("src/small/051/larger.bin", Array(larger.prefix(2 * PackWriter.largeFileBatchBytes + 77_777)))
         try dir.write("src/small/050/tool", g.bytes(2000), mode: 0o755)
     }
 
@@ -45,7 +54,7 @@ import Testing
         #expect(try dir.read("one.pack") == dir.read("two.pack"), "the pack depends on the thread count")
 
         let pack = try PackReader(path: two)
-        #expect(pack.index.files.count == 2_500 + 5)
+        #expect(pack.index.files.count == 2_500 + 6)
         try pack.verify()
         // The two identical files share one chunk; a small file is one chunk whose ID is the file's digest.
         let same = pack.index.files.filter { $0.path.hasSuffix("same-a.bin") || $0.path.hasSuffix("same-z.bin") }
