@@ -152,26 +152,23 @@ public struct PackDelta: Sendable, Hashable {
     public init(
         base: SHA256Digest, target: SHA256Digest, indexDelta: [UInt8], targetIndexLength: UInt32, entries: [Entry]
     ) {
-        self.formatVersion = 1
-        self.base = base
-        self.target = target
-        self.indexDelta = indexDelta
-        self.targetIndexLength = targetIndexLength
-        self.v1Entries = entries
-        self.slots = []
+        self.init(1, base, target, indexDelta, targetIndexLength, entries, [])
     }
 
     /// A version-2 delta.
     public init(
         base: SHA256Digest, target: SHA256Digest, indexDelta: [UInt8], targetIndexLength: UInt32, slots: [Slot]
     ) {
-        self.formatVersion = 2
-        self.base = base
-        self.target = target
-        self.indexDelta = indexDelta
-        self.targetIndexLength = targetIndexLength
-        self.v1Entries = []
-        self.slots = slots
+        self.init(2, base, target, indexDelta, targetIndexLength, [], slots)
+    }
+
+    private init(
+        _ version: UInt16, _ base: SHA256Digest, _ target: SHA256Digest, _ indexDelta: [UInt8],
+        _ targetIndexLength: UInt32, _ v1Entries: [Entry], _ slots: [Slot]
+    ) {
+        (formatVersion, self.base, self.target) = (version, base, target)
+        (self.indexDelta, self.targetIndexLength) = (indexDelta, targetIndexLength)
+        (self.v1Entries, self.slots) = (v1Entries, slots)
     }
 
     /// How many frames the delta holds.
