@@ -33,6 +33,9 @@ public struct FleetReport: Codable, Sendable, Hashable {
     public var failedInstalls: Int
     /// Failures by reason (the error's code, and the HTTP status where there was one).
     public var failures: [String: Int]
+    /// For each reason of ``failures``, the first such error's whole text (what failed, where, and
+    /// the transfer's own words), so that a failure seen once can be told from another.
+    public var failureExamples: [String: String]
     /// Bytes the installs downloaded from the server (delta frames included).
     public var downloadedBytes: UInt64
     /// The catalog checks' durations (request, key-list check, signature).

@@ -18,6 +18,7 @@ struct FleetState {
     var installs = 0
     var failedInstalls = 0
     var failures: [String: Int] = [:]
+    var failureExamples: [String: String] = [:]
     var downloadedBytes: UInt64 = 0
     var checkSeconds = Reservoir()
     var installSeconds = Reservoir()
@@ -61,7 +62,7 @@ struct FleetState {
         }
         if let failure = result.failure {
             failedInstalls += 1
-            failures["install: " + Self.reason(failure.error), default: 0] += 1
+            count("install: " + Self.reason(failure.error), failure.error)
             failuresInRow[device] += 1
         } else {
             failuresInRow[device] = 0
@@ -73,9 +74,15 @@ struct FleetState {
     mutating func recordFailedCheck(device: Int, _ error: any Error) {
         checks += 1
         failedChecks += 1
-        failures["check: " + Self.reason(error), default: 0] += 1
+        count("check: " + Self.reason(error), error)
         failuresInRow[device] += 1
         if (error as? BacklotError)?.retryAfter != nil { retryAfterHonoured += 1 }
+    }
+
+    /// Counts a failure under `reason`, keeping the first one's text.
+    private mutating func count(_ reason: String, _ error: any Error) {
+        failures[reason, default: 0] += 1
+        if failureExamples[reason] == nil { failureExamples[reason] = String(describing: error) }
     }
 
     /// A failure's reason, as the report counts it: the error's code and, for an HTTP answer, its status.
@@ -101,7 +108,7 @@ struct FleetState {
             devices: configuration.devices, seed: configuration.seed, prepareSeconds: prepareSeconds,
             runSeconds: runSeconds, checks: checks, checksPerSecond: Double(checks) / run, failedChecks: failedChecks,
             installs: installs, installsPerSecond: Double(installs) / run, failedInstalls: failedInstalls,
-            failures: failures, downloadedBytes: downloadedBytes,
+            failures: failures, failureExamples: failureExamples, downloadedBytes: downloadedBytes,
             checkLatency: .init(seconds: checkSeconds.kept), installLatency: .init(seconds: installSeconds.kept),
             checkStartLag: .init(seconds: startLagSeconds.kept),
             retryAfterHonoured: retryAfterHonoured, checkAfterHints: checkAfterHints, adoption: adoption,

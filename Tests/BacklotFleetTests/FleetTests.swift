@@ -41,7 +41,9 @@ import Testing
         }
         #expect(report.adoption.first?.holding == ["Levels@1": 12], "\(report.adoption)")
         #expect(report.holding == ["Levels@2": 12], "\(report)")
-        #expect(report.installs == 12 && report.failedInstalls == 0 && report.failedChecks == 0, "\(report.failures)")
+        #expect(
+            report.installs == 12 && report.failedInstalls == 0 && report.failedChecks == 0,
+            "\(report.failures) \(report.failureExamples)")
         #expect(report.checks >= 12)
         #expect(report.downloadedBytes > 0)
         #expect(report.verifiedDevices == 12 && report.damagedFiles.isEmpty)
@@ -79,7 +81,7 @@ import Testing
         }
         #expect(expected.count == 2, "40 devices all on one side of a 50 % rollout: \(expected)")
         #expect(report.holding == expected, "\(report)")
-        #expect(report.failedInstalls == 0 && report.failedChecks == 0, "\(report.failures)")
+        #expect(report.failedInstalls == 0 && report.failedChecks == 0, "\(report.failures) \(report.failureExamples)")
     }
 
     @Test func aBusyCatalogIsWaitedOutAsItsRetryAfterSays() throws {
@@ -107,7 +109,9 @@ import Testing
         #expect(report.failedChecks == report.checks && report.checks > 0 && report.checks <= 15, "\(report)")
         #expect(report.retryAfterHonoured == report.checks)
         let reasons: [String] = report.failures.keys.sorted()
-        #expect(reasons == ["check: unavailable (HTTP 503)"], "\(report.failures)")
+        #expect(reasons == ["check: unavailable (HTTP 503)"], "\(report.failures) \(report.failureExamples)")
+        #expect(report.failureExamples.keys.sorted() == reasons)
+        #expect(report.failureExamples[reasons[0]]?.contains("503") == true, "\(report.failureExamples)")
         #expect(asked.load(ordering: .relaxed) == report.checks)
     }
 

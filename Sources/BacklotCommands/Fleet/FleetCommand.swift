@@ -104,7 +104,7 @@ struct FleetCommand: Command {
 
             """)
         for (reason, count) in report.failures.sorted(by: { $0.key < $1.key }) {
-            io.out("failure \(reason): \(count)\n")
+            io.out("failure \(reason): \(count); the first: \(report.failureExamples[reason] ?? "?")\n")
         }
     }
 
