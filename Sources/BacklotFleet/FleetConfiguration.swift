@@ -50,6 +50,14 @@ public struct FleetConfiguration: Sendable {
     /// report's `holding` names it), seen at a sample: a release storm is over when all have it.
     public var stopWhenAllHold: String?
 
+    /// Ends the run before ``duration`` once this says so of a sample's holding (devices by
+    /// `"PACK@VERSION"`): a staged rollout is over when its share of the fleet has the release.
+    ///
+    /// ```swift
+    /// configuration.stopWhen = { holding in holding["Levels@2"] == 500 }
+    /// ```
+    public var stopWhen: (@Sendable (_ holding: [String: Int]) -> Bool)?
+
     /// The most devices one process simulates.
     public static let mostDevices = 100_000
     /// The longest run: a day.

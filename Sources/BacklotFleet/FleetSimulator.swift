@@ -127,6 +127,9 @@ public struct FleetSimulator: Sendable {
                     {
                         log("fleet: every device holds \(goal): stopping")
                         run.finish()
+                    } else if let done = configuration.stopWhen, done(sample.holding) {
+                        log("fleet: the holding asked for is reached: stopping")
+                        run.finish()
                     }
                     next += configuration.sampleInterval
                 }

@@ -29,16 +29,23 @@ struct SharedContent: Sendable {
             switch st.kind {
             case .directory: try share(folder: path, into: target)
             case .regular:
-                if let kept = try FileSystem.linkStatus(target) {
-                    if kept.isSameFile(as: st) { continue }
-                    // Same release, same path: the same verified bytes. The device's copy gives way.
-                    let temporary = path + ".fleet-link"
-                    unlink(temporary)
-                    try FileSystem.hardLink(target, to: temporary)
-                    try FileSystem.rename(temporary, to: path)
-                } else {
-                    try FileSystem.hardLink(path, to: target)
+                if try FileSystem.linkStatus(target) == nil {
+                    do {
+                        try FileSystem.hardLink(path, to: target)
+                        continue
+                    } catch {
+                        // Two devices installing the same release at once: the other one's copy
+                        // was kept first (EEXIST), and this device's gives way to it below.
+                        guard try FileSystem.linkStatus(target) != nil else { throw error }
+                    }
                 }
+                guard let kept = try FileSystem.linkStatus(target) else { continue }
+                if kept.isSameFile(as: st) { continue }
+                // Same release, same path: the same verified bytes. The device's copy gives way.
+                let temporary = path + ".fleet-link"
+                unlink(temporary)
+                try FileSystem.hardLink(target, to: temporary)
+                try FileSystem.rename(temporary, to: path)
             default: continue
             }
         }

@@ -31,7 +31,11 @@ import Testing
         let f = try ClientFixture()
         try f.publish(channel: .production)
         let released = Atomic<Bool>(false)
-        let report = try FleetSimulator(configuration: configuration(f, devices: 12, duration: 6)).run { line in
+        // The run ends as soon as every device holds version 2 (60 s at most): on a loaded machine
+        // the devices take longer, and the run waits for them rather than ending at a fixed time.
+        var c = configuration(f, devices: 12, duration: 60)
+        c.stopWhenAllHold = "Levels@2"
+        let report = try FleetSimulator(configuration: c).run { line in
             // Released once the devices are made (holding version 1), before any check: every
             // device must find version 2 at one of its checks.
             if line.contains("devices made"), !released.load(ordering: .relaxed) {
@@ -59,8 +63,26 @@ import Testing
         let f = try ClientFixture()
         try f.publish(channel: .production)
         let released = Atomic<Bool>(false)
-        let report = try FleetSimulator(configuration: configuration(f, devices: 40, duration: 5)).run { line in
+        // Each device's own ID decides, by the protocol's bucket rule (docs/protocol.md §4): what
+        // the fleet must hold is known once the devices are made, and the run ends when it does
+        // (60 s at most: a loaded machine takes longer, and the run waits rather than ending).
+        let expected = Mutex<[String: Int]>([:])
+        let devices = f.dir.at("fleet/devices")
+        var c = configuration(f, devices: 40, duration: 60)
+        c.stopWhen = { holding in
+            let want = expected.withLock { $0 }
+            return !want.isEmpty && holding == want
+        }
+        let report = try FleetSimulator(configuration: c).run { line in
             if line.contains("devices made"), !released.load(ordering: .relaxed) {
+                var split: [String: Int] = [:]
+                for name in (try? FileManager.default.contentsOfDirectory(atPath: devices)) ?? [] {
+                    guard let id = try? ClientContainer(existingAt: devices + "/" + name).deviceID else { continue }
+                    let takes = RolloutBucket.takesCandidate(
+                        deviceID: id, packID: "Levels", version: 2, basisPoints: 5000)
+                    split[takes ? "Levels@2" : "Levels@1", default: 0] += 1
+                }
+                expected.withLock { $0 = split }
                 let v2 = try? f.publish(seed: 42, edit: true, channel: .internal)
                 if let v2 {
                     _ = try? f.repository.releases.release(
@@ -72,15 +94,10 @@ import Testing
                 released.store(true, ordering: .relaxed)
             }
         }
-        // Each device's own ID decides, by the protocol's bucket rule (docs/protocol.md §4).
-        var expected: [String: Int] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: f.dir.at("fleet/devices")) {
-            let id = try ClientContainer(existingAt: f.dir.at("fleet/devices/" + name)).deviceID
-            let takes = RolloutBucket.takesCandidate(deviceID: id, packID: "Levels", version: 2, basisPoints: 5000)
-            expected[takes ? "Levels@2" : "Levels@1", default: 0] += 1
-        }
-        #expect(expected.count == 2, "40 devices all on one side of a 50 % rollout: \(expected)")
-        #expect(report.holding == expected, "\(report)")
+        let want = expected.withLock { $0 }
+        #expect(want.values.reduce(0, +) == 40, "every device's ID read: \(want)")
+        #expect(want.count == 2, "40 devices all on one side of a 50 % rollout: \(want)")
+        #expect(report.holding == want, "\(report)")
         #expect(report.failedInstalls == 0 && report.failedChecks == 0, "\(report.failures) \(report.failureExamples)")
     }
 
