@@ -12,14 +12,63 @@
 /// index.similar(to: newChunk, atMost: 4)   // [1, 0]: the old chunks sharing the most samples first
 /// ```
 struct ChunkResemblance {
-    /// A sample → the chunks (indexes into the base's chunks) that hold it, the first four.
-    private var owners: [UInt64: [Int]] = [:]
+    /// The chunks (indexes into the base's chunks) that hold a sample, the first four, kept inline:
+    /// a sample is almost always held by one chunk, and an array per sample cost an allocation each
+    /// (a fifth of a delta's building time).
+    struct Owners: Sequence {
+        private var slots: (Int32, Int32, Int32, Int32) = (-1, -1, -1, -1)
+        private(set) var count = 0
+
+        init(_ first: Int) { add(first) }
+
+        mutating func add(_ index: Int) {
+            guard count < 4, !contains(index) else { return }
+            let value = Int32(truncatingIfNeeded: index)
+            switch count {
+            case 0: slots.0 = value
+            case 1: slots.1 = value
+            case 2: slots.2 = value
+            default: slots.3 = value
+            }
+            count += 1
+        }
+
+        subscript(i: Int) -> Int {
+            switch i {
+            case 0: Int(slots.0)
+            case 1: Int(slots.1)
+            case 2: Int(slots.2)
+            default: Int(slots.3)
+            }
+        }
+
+        struct Iterator: IteratorProtocol {
+            let owners: Owners
+            var position = 0
+
+            mutating func next() -> Int? {
+                guard position < owners.count else { return nil }
+                defer { position += 1 }
+                return owners[position]
+            }
+        }
+
+        func makeIterator() -> Iterator { Iterator(owners: self) }
+
+        func contains(_ index: Int) -> Bool { (0..<count).contains { self[$0] == index } }
+    }
+
+    /// A sample → the chunks that hold it.
+    private var owners: [UInt64: Owners] = [:]
 
     init(chunks: [(index: Int, bytes: [UInt8])]) {
         for (index, bytes) in chunks {
             Self.samples(bytes) { sample in
-                let held = owners[sample] ?? []
-                if held.count < 4 && !held.contains(index) { owners[sample] = held + [index] }
+                if owners[sample] == nil {
+                    owners[sample] = Owners(index)
+                } else {
+                    owners[sample]!.add(index)
+                }
             }
         }
     }
@@ -47,12 +96,15 @@ struct ChunkResemblance {
         var chosen: [Int] = []
         while chosen.count < n {
             var votes: [Int: Int] = [:]
-            for sample in wanted { for owner in owners[sample] ?? [] { votes[owner, default: 0] += 1 } }
+            for sample in wanted {
+                guard let held = owners[sample] else { continue }
+                for owner in held { votes[owner, default: 0] += 1 }
+            }
             guard let best = votes.max(by: { ($0.value, $1.key) < ($1.value, $0.key) }), best.value >= least else {
                 break
             }
             chosen.append(best.key)
-            wanted = wanted.filter { !(owners[$0] ?? []).contains(best.key) }
+            wanted = wanted.filter { !(owners[$0]?.contains(best.key) ?? false) }
         }
         return chosen
     }
