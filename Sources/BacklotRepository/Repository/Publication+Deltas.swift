@@ -51,7 +51,11 @@ extension Publication {
         // own readers: three bases cost about two deltas' time on two cores, not three.
         let built = Mutex<[Int: (base: SHA256Digest, result: DeltaBuilder.Result)]>([:])
         let failure = Mutex<(any Error)?>(nil)
-        DispatchQueue.concurrentPerform(iterations: bases.count) { i in
+        // Oldest first: a delta from further back carries more changes and takes longest, and the
+        // longest job started first ends the soonest on two cores (3 bases: about 3 units of
+        // time where newest first took 4).
+        DispatchQueue.concurrentPerform(iterations: bases.count) { k in
+            let i = bases.count - 1 - k
             do {
                 let base = try deltaInput(bases[i])
                 defer { base.reader.close() }
