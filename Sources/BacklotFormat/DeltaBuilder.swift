@@ -24,9 +24,10 @@ import BacklotZstd
 /// frames: a database after a `VACUUM`); when its first four tries of a chunk worth a delta (a
 /// frame of 4 KiB or more) give none it is taken as replaced, and the rest of it is not tried (so a
 /// version of new content costs little to process). The target's index is compressed against the
-/// base's, both in their delta form (``PackIndex/deltaForm(_:undo:)``). zstd level 9 (level 3
-/// left 10 % more on the corpus family, docs/benchmarks.md). Output is deterministic for the same
-/// packs, level and libzstd.
+/// base's, both in their delta form (``PackIndex/deltaForm(_:undo:)``). Frames are made at level 3
+/// and again at `level` (9) when they are edits (``FrameList``): level 3 alone left 10 % more on the
+/// corpus family, level 9 throughout took 1.7× the processing time (docs/benchmarks.md). Output is
+/// deterministic for the same packs, level and libzstd.
 ///
 /// ```swift
 /// let delta = try DeltaBuilder().build(base: try PackReader(path: "v1.pack"), target: try PackReader(path: "v2.pack"))
