@@ -69,14 +69,22 @@ public struct DeltaBuilder: Sendable {
         public let packDigest: SHA256Digest
         /// Reads `count` bytes of the pack at `offset`.
         public let read: (_ count: Int, _ offset: UInt64) throws -> [UInt8]
+        /// Whether each chunk read is checked against its SHA-256 (true unless every chunk of the
+        /// pack was checked when it was stored).
+        public let checksChunks: Bool
 
+        /// - Parameter checksChunks: false only for a pack whose every chunk was checked against
+        ///   its ID when it was stored (a repository's processed version): the builder then skips
+        ///   the second hash (a sixth of its time). A delta is never trusted for that: a client
+        ///   checks every chunk it rebuilds against the signed index.
         public init(
-            index: PackIndex, indexBytes: [UInt8], packDigest: SHA256Digest,
+            index: PackIndex, indexBytes: [UInt8], packDigest: SHA256Digest, checksChunks: Bool = true,
             read: @escaping (_ count: Int, _ offset: UInt64) throws -> [UInt8]
         ) {
             self.index = index
             self.indexBytes = indexBytes
             self.packDigest = packDigest
+            self.checksChunks = checksChunks
             self.read = read
         }
 
@@ -89,9 +97,20 @@ public struct DeltaBuilder: Sendable {
 
         func chunk(_ c: Int, using decompressor: ZstdDecompressor) throws -> [UInt8] {
             let chunk = index.chunks[c]
+            let frame = try read(Int(chunk.compressedSize), chunk.offset)
+            guard checksChunks else {
+                do {
+                    return try decompressor.decompress(
+                        frame, expectedSize: Int(chunk.uncompressedSize), dictionary: index.dictionary)
+                } catch let e as BacklotError {
+                    throw BacklotError(
+                        .corruptArchive, e.message,
+                        context: "pack \(packDigest.short)…: chunk \(c) at offset \(chunk.offset)")
+                }
+            }
             return try PackReader.decode(
-                try read(Int(chunk.compressedSize), chunk.offset), chunk: chunk, chunkIndex: c,
-                dictionary: index.dictionary, using: decompressor, source: "pack \(packDigest.short)…")
+                frame, chunk: chunk, chunkIndex: c, dictionary: index.dictionary, using: decompressor,
+                source: "pack \(packDigest.short)…")
         }
     }
 
@@ -102,8 +121,11 @@ public struct DeltaBuilder: Sendable {
     }
 
     /// Builds the delta from `base` to `target`.
-    /// - Throws: what reading either pack throws (``BacklotError/Code/corruptArchive``, ``BacklotError/Code/io``).
-    public func build(base: Input, target: Input) throws -> Result {
+    /// - Parameter isCancelled: looked at before each of the target's files; when it returns true
+    ///   the build stops with ``BacklotError/Code/cancelled``.
+    /// - Throws: what reading either pack throws (``BacklotError/Code/corruptArchive``, ``BacklotError/Code/io``),
+    ///   ``BacklotError/Code/cancelled``.
+    public func build(base: Input, target: Input, isCancelled: () -> Bool = { false }) throws -> Result {
         let compressor = ZstdCompressor(level: level)
         let decompressor = ZstdDecompressor()
         let held = Set(base.index.chunks.map(\.id))
@@ -120,6 +142,10 @@ public struct DeltaBuilder: Sendable {
         let targetPaths = Set(target.index.files.map(\.path))
         var removed: (chunks: [Int: [UInt8]], resemblance: ChunkResemblance)? = nil
         for file in target.index.files {
+            if isCancelled() {
+                throw BacklotError(
+                    .cancelled, "the delta's building was cancelled", context: "pack \(target.packDigest.short)…")
+            }
             let chunks = file.chunks.map { target.index.chunks[$0] }
             guard chunks.contains(where: { !held.contains($0.id) }) else { continue }
             // The base's version of the file: at the same path; else the file it shares the most

@@ -25,15 +25,22 @@ import Testing
         }
 
         /// Builds a pack of the sample tree and uploads it as a new version, in `parts` requests.
+        /// - Parameters:
+        ///   - edit: changes the tree (under `src/`) before it is packaged.
+        ///   - damage: changes the pack's bytes (given its path) before they are uploaded.
         func upload(
-            id: String = "Levels", seed: UInt64 = 42, parts: Int = 1, corrupt: Bool = false
+            id: String = "Levels", seed: UInt64 = 42, parts: Int = 1, corrupt: Bool = false,
+            edit: (TemporaryDirectory) throws -> Void = { _ in },
+            damage: (String, inout [UInt8]) throws -> Void = { _, _ in }
         ) throws -> VersionInfo {
             let src = try TemporaryDirectory("src")
             defer { src.remove() }
             try SamplePack.writeTree(in: src, seed: seed)
+            try edit(src)
             let path = try SamplePack.build(in: src, manifestJSON: SamplePack.manifest(id: id))
             var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
             if corrupt { bytes[1000] ^= 0xFF }
+            try damage(path, &bytes)
             let v = try repo.uploads.createVersion(app: "com.example.game", pack: "Levels", size: UInt64(bytes.count))
             let step = (bytes.count + parts - 1) / parts
             var offset = 0
@@ -107,6 +114,44 @@ import Testing
         }
         try upload.close()
         #expect(try f.repo.uploads.version(app: "com.example.game", pack: "Levels", number: v.number).received == 0)
+    }
+
+    /// Deltas are built while a version is checked, and published only when it passes: a version
+    /// damaged where its delta's building never reads (a chunk the base holds too) fails its check
+    /// and leaves no delta in the tree and none recorded; the same version undamaged gets its delta.
+    @Test(arguments: Backend.allCases) func deltasOfAVersionThatFailsItsCheckAreNeverPublished(_ backend: Backend) throws
+    {
+        let f = try Fixture(backend)
+        defer { f.dir.remove() }
+        #expect(try f.upload(seed: 1).state == .complete)
+        let v2 = try f.upload(seed: 2)
+        #expect(v2.state == .complete)
+        let folder = PublishedTreeLayout.deltasFolder
+        let before = try f.repo.tree.fileNames(in: folder).sorted()
+        #expect(before.contains { $0.hasSuffix(".delta") }, "version 2 has a delta from version 1: \(before)")
+        // Version 2's tree with one file edited: every other chunk is one version 2 holds.
+        let edit: (TemporaryDirectory) throws -> Void = { src in
+            var text = Array(try Data(contentsOf: URL(fileURLWithPath: src.at("src/readme.txt"))))
+            text.replaceSubrange(100..<140, with: Array("an edit that makes a delta worth its entry".utf8))
+            _ = try src.write("src/readme.txt", text)
+        }
+        let damaged = try f.upload(seed: 2, edit: edit) { path, bytes in
+            // A byte of the middle of a chunk the base holds (the noise file's: stored, not
+            // compressed), which only the check reads.
+            let reader = try PackReader(path: path)
+            let noise = try #require(reader.index.files.first { $0.path == "Textures/noise.bin" })
+            let chunk = reader.index.chunks[noise.chunks[noise.chunks.count / 2]]
+            bytes[Int(chunk.offset) + Int(chunk.compressedSize) / 2] ^= 0x55
+        }
+        #expect(damaged.state == .failed, "\(damaged)")
+        #expect(try f.repo.tree.fileNames(in: folder).sorted() == before)
+        let recorded = try f.repo.db.read { try $0.query("SELECT version FROM published_deltas", []) }
+        #expect(!recorded.contains { $0["version"]?.integer(as: Int.self) == damaged.number })
+        let good = try f.upload(seed: 2, edit: edit)
+        #expect(good.state == .complete)
+        let after = try f.repo.db.read { try $0.query("SELECT version FROM published_deltas", []) }
+        #expect(after.contains { $0["version"]?.integer(as: Int.self) == good.number })
+        #expect(try f.repo.tree.fileNames(in: folder).count > before.count)
     }
 
     @Test(arguments: Backend.allCases) func resumingAtTheWrongOffsetOrTwiceAtOnceIsAConflict(_ backend: Backend) throws

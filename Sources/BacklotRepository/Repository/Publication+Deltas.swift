@@ -6,8 +6,9 @@ import BacklotStore
 import Foundation
 import Synchronization
 
-/// Deltas: made when a version is processed (``Uploads`` calls ``buildDeltas(app:pack:number:archive:)``),
-/// published beside the packs, and named in the catalog's releases.
+/// Deltas: built while a version is checked (``Uploads`` calls
+/// ``startDeltas(app:pack:number:archive:open:)``, then ``publishDeltas(_:)`` once the check has
+/// passed), published beside the packs, and named in the catalog's releases.
 extension Publication {
     /// Earlier versions that get a delta into each new version, by default.
     public static let defaultDeltaBases = 3
@@ -19,61 +20,89 @@ extension Publication {
     /// Sets ``deltaBases`` (0…16).
     public func setDeltaBases(_ count: Int) { deltaBasesStorage.withLock { $0 = max(0, min(count, 16)) } }
 
-    /// Makes the deltas into a version that was just verified, from the ``deltaBases`` versions
-    /// before it, and writes them to the published tree before the version can be released (so a
-    /// catalog never names a delta that is not there). A delta is an optimisation: a failure is
-    /// logged, and clients fetch whole chunks.
-    func buildDeltas(app: String, pack: String, number: Int64, archive: String) {
-        let started = ContinuousClock.now
+    /// Starts making the deltas into a version being processed, from the ``deltaBases`` versions
+    /// before it, on threads of their own while the caller checks the version (``DeltaBuilds``).
+    /// Nil when there is no base. `open` opens the version's archive (each build reads it with
+    /// a reader of its own). A delta is an optimisation: a failure is logged when the deltas are
+    /// published, and clients fetch whole chunks.
+    func startDeltas(
+        app: String, pack: String, number: Int64, archive: String,
+        open: @escaping @Sendable () throws -> any ArchiveReader
+    ) -> DeltaBuilds? {
+        let count = deltaBases
+        guard count > 0 else { return nil }
+        let bases: [String]
         do {
-            let made = try buildDeltasNow(app: app, pack: pack, number: number, archive: archive)
-            if made > 0 {
-                log("deltas for \(app)/\(pack) version \(number): \(made) made in \(ContinuousClock.now - started)")
-            }
+            let rows = try db.read { try Uploads.deltaBases(&$0, app: app, pack: pack, before: number, limit: count) }
+            bases = rows.compactMap { $0["archive_sha256"]?.string }.filter { $0 != archive }
         } catch {
             log("deltas for \(app)/\(pack) version \(number) were not made: \(error)")
+            return nil
+        }
+        guard !bases.isEmpty else { return nil }
+        let builds = DeltaBuilds(app: app, pack: pack, number: number)
+        builds.start { [self] builds in
+            do {
+                let target = try deltaInput(open(), name: "the version being processed")
+                target.reader.close()
+                let targetDigest = target.input.packDigest
+                builds.record { $0.targetDigest = targetDigest }
+                let listed = Set(try publishedDeltas(into: targetDigest).map(\.base))
+                // Each base's delta on its own thread (as many at once as there are cores, the
+                // check taking one of them), each with its own readers. Oldest first: a delta from
+                // further back carries more changes and takes longest, and the longest job started
+                // first ends the soonest.
+                DispatchQueue.concurrentPerform(iterations: bases.count) { k in
+                    let i = bases.count - 1 - k
+                    do {
+                        let base = try deltaInput(blob: bases[i])
+                        defer { base.reader.close() }
+                        guard base.input.packDigest != targetDigest, !listed.contains(base.input.packDigest) else {
+                            return
+                        }
+                        let into = try deltaInput(open(), name: "the version being processed")
+                        defer { into.reader.close() }
+                        let result = try DeltaBuilder().build(
+                            base: base.input, target: into.input, isCancelled: { builds.isCancelled })
+                        builds.record { $0.built[i] = DeltaBuilds.Built(base: base.input.packDigest, result: result) }
+                    } catch {
+                        builds.record { $0.error = $0.error ?? error }
+                    }
+                }
+            } catch {
+                builds.record { $0.error = $0.error ?? error }
+            }
+        }
+        return builds
+    }
+
+    /// Waits for the deltas ``startDeltas(app:pack:number:archive:open:)`` started and writes them
+    /// to the published tree, before the version can be released (so a catalog never names a
+    /// delta that is not there). Called only once the version has passed its check: nothing is
+    /// made visible from bytes not yet checked. Failures are logged, never thrown.
+    func publishDeltas(_ builds: DeltaBuilds?) {
+        guard let builds else { return }
+        let outcome = builds.wait()
+        let name = "\(builds.app)/\(builds.pack) version \(builds.number)"
+        do {
+            if let error = outcome.error { throw error }
+            guard let targetDigest = outcome.targetDigest else { return }
+            let made = try publish(outcome.built, of: builds, into: targetDigest)
+            if made > 0 { log("deltas for \(name): \(made) made in \(ContinuousClock.now - builds.started)") }
+        } catch {
+            log("deltas for \(name) were not made: \(error)")
         }
     }
 
-    private func buildDeltasNow(app: String, pack: String, number: Int64, archive: String) throws -> Int {
-        let count = deltaBases
-        guard count > 0 else { return 0 }
-        let rows = try db.read { try Uploads.deltaBases(&$0, app: app, pack: pack, before: number, limit: count) }
-        let bases = rows.compactMap { $0["archive_sha256"]?.string }.filter { $0 != archive }
-        guard !bases.isEmpty else { return 0 }
-        let opened = try deltaInput(archive)
-        opened.reader.close()
-        let targetDigest = opened.input.packDigest
+    /// Writes built deltas and then the list naming them; returns how many were written.
+    private func publish(
+        _ built: [Int: DeltaBuilds.Built], of builds: DeltaBuilds, into targetDigest: SHA256Digest
+    ) throws -> Int {
         let listPath = PublishedTreeLayout.deltaList(packDigest: targetDigest.hex).path
         var list = try publishedDeltas(into: targetDigest)
-        let listed = Set(list.map(\.base))
-        // Each base's delta on its own thread (as many at once as there are cores), each with its
-        // own readers: three bases cost about two deltas' time on two cores, not three.
-        let built = Mutex<[Int: (base: SHA256Digest, result: DeltaBuilder.Result)]>([:])
-        let failure = Mutex<(any Error)?>(nil)
-        // Oldest first: a delta from further back carries more changes and takes longest, and the
-        // longest job started first ends the soonest on two cores (3 bases: about 3 units of
-        // time where newest first took 4).
-        DispatchQueue.concurrentPerform(iterations: bases.count) { k in
-            let i = bases.count - 1 - k
-            do {
-                let base = try deltaInput(bases[i])
-                defer { base.reader.close() }
-                guard base.input.packDigest != targetDigest, !listed.contains(base.input.packDigest) else {
-                    return
-                }
-                let into = try deltaInput(archive)
-                defer { into.reader.close() }
-                let result = try DeltaBuilder().build(base: base.input, target: into.input)
-                built.withLock { $0[i] = (base.input.packDigest, result) }
-            } catch {
-                failure.withLock { $0 = $0 ?? error }
-            }
-        }
-        if let error = failure.withLock({ $0 }) { throw error }
         var made = 0
         try tree.makeFolder(PublishedTreeLayout.deltasFolder)
-        for (_, item) in built.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
+        for (_, item) in built.sorted(by: { $0.key < $1.key }) {
             let result = item.result
             guard !result.entries.isEmpty || !result.delta.indexDelta.isEmpty else { continue }
             let digest = SHA256.hash(result.bytes)
@@ -83,7 +112,7 @@ extension Publication {
             // bytes written for another version already names one: the first stays).
             _ = try db.runAlone(
                 "INSERT INTO published_deltas(sha256, app, pack, version) VALUES (?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
-                [.text(digest.hex), .text(app), .text(pack), .integer(number)])
+                [.text(digest.hex), .text(builds.app), .text(builds.pack), .integer(builds.number)])
             list.append(
                 Catalog.Delta(
                     base: item.base, url: file.referenceFromCatalog, size: UInt64(result.bytes.count),
@@ -105,14 +134,23 @@ extension Publication {
         return (try? Catalog.decodeDeltaList(bytes, source: relative)) ?? []
     }
 
-    /// A stored archive as the delta builder reads it (header and index checked).
-    private func deltaInput(_ sha: String) throws -> (input: DeltaBuilder.Input, reader: any ArchiveReader) {
+    /// A stored version's archive (a blob) as the delta builder reads it.
+    private func deltaInput(blob sha: String) throws -> (input: DeltaBuilder.Input, reader: any ArchiveReader) {
         guard let reader = try archives.readBlob(sha) else {
             throw BacklotError(.io, "the archive \(sha) is missing from the archive store")
         }
+        return try deltaInput(reader, name: "archive \(sha)")
+    }
+
+    /// An archive as the delta builder reads it (header and index checked), closing `reader` when
+    /// that fails.
+    private func deltaInput(
+        _ reader: any ArchiveReader, name source: String
+    ) throws -> (
+        input: DeltaBuilder.Input, reader: any ArchiveReader
+    ) {
         do {
             let size = reader.size
-            let source = "archive \(sha)"
             let header = try PackHeader.decode(
                 try reader.read(count: Int(min(UInt64(PackHeader.size), size)), at: 0), fileSize: size, source: source)
             let indexBytes = try reader.read(count: Int(header.indexLength), at: header.indexOffset)
@@ -120,8 +158,12 @@ extension Publication {
                 throw BacklotError(.corruptArchive, "the index does not have the header's SHA-256", context: source)
             }
             let index = try PackIndex.decode(indexBytes, header: header, source: source)
+            // The chunks are not hashed again here: a stored version's every chunk was checked
+            // against its ID when it was processed, and the version being processed is checked
+            // while its deltas are built, which are published only if it passes
+            // (``publishDeltas(_:)``). Clients check every chunk a delta rebuilds.
             let input = DeltaBuilder.Input(
-                index: index, indexBytes: indexBytes, packDigest: header.indexDigest,
+                index: index, indexBytes: indexBytes, packDigest: header.indexDigest, checksChunks: false,
                 read: { count, offset in try reader.read(count: count, at: offset) })
             return (input, reader)
         } catch {

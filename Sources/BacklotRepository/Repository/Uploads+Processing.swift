@@ -171,18 +171,37 @@ extension Uploads {
                 manifest: row["manifest"]?.string ?? "", sha: sha)
             return
         }
-        let checked = try UploadedPackCheck.run(
-            reader: reader, maximumInstallSize: maximumInstallSize, isCancelled: isCancelled)
+        // The deltas from earlier versions are built while the archive is checked (the check
+        // takes one core), each build reading it with a reader of its own; they are published
+        // only once the check has passed, and stopped when it fails.
+        let deltas = publication.startDeltas(
+            app: row["app"]?.string ?? "", pack: pack, number: row["number"]?.int ?? 0, archive: sha.hex
+        ) { [archives] in
+            if let upload = try archives.readUpload(upload) { return upload }
+            if let blob = try archives.readBlob(sha.hex) { return blob }
+            throw BacklotError(.io, "the archive \(sha.hex) is neither an upload nor a blob of the archive store")
+        }
+        let checked: UploadedPackCheck.Outcome
+        do {
+            checked = try UploadedPackCheck.run(
+                reader: reader, maximumInstallSize: maximumInstallSize, isCancelled: isCancelled)
+            guard checked.index.metadata.assetPackID.rawValue == pack else {
+                throw BacklotError(
+                    .invalidInput, "the archive is the pack \(checked.index.metadata.assetPackID), not \(pack)",
+                    hint: "upload it to the pack named in its manifest")
+            }
+        } catch {
+            deltas?.cancel()
+            _ = deltas?.wait()
+            throw error
+        }
         log(
             "processed \(row["app"]?.string ?? "")/\(pack) version \(row["number"]?.int ?? 0): \(checked.index.chunks.count) distinct chunks, "
                 + "\(checked.decompressions) decompressions, \(checked.hashedFileBytes) file bytes hashed, install size \(checked.installSize)"
         )
-        guard checked.index.metadata.assetPackID.rawValue == pack else {
-            throw BacklotError(
-                .invalidInput, "the archive is the pack \(checked.index.metadata.assetPackID), not \(pack)",
-                hint: "upload it to the pack named in its manifest")
-        }
+        // Every build has read the upload before it is stored as a blob (which may move or copy it).
         TestStopPoint.reach("processing.beforeStore")
+        _ = deltas?.wait()
         if !stored { try storeBlob(versionID: versionID, upload: upload, sha: sha) }
         let metadata = checked.index.metadata.json.serialized()
         let installSize = try CheckedInteger.convert(
@@ -192,8 +211,7 @@ extension Uploads {
         let indexOffset = try CheckedInteger.convert(
             checked.header.indexOffset, to: Int64.self, "the index offset", context: UploadedPackCheck.source)
         // Deltas from earlier versions are published before the version can be released (Publication+Deltas.swift).
-        publication.buildDeltas(
-            app: row["app"]?.string ?? "", pack: pack, number: row["number"]?.int ?? 0, archive: sha.hex)
+        publication.publishDeltas(deltas)
         try db.transaction { tx in
             let changed = try tx.run(
                 """
