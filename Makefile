@@ -80,6 +80,7 @@ bench:
 	@scripts/bench-small $(BUILD_DIR)/release/backlot
 	@scripts/bench-family $(BUILD_DIR)/release/backlot
 	@scripts/bench-processing $(BUILD_DIR)/release/backlot
+	@scripts/bench-memory $(BUILD_DIR)/release/backlot
 	@scripts/bench-aar $(BUILD_DIR)/release/backlot
 	@scripts/bench-idle $(BUILD_DIR)/release/backlot
 	@scripts/bench-cluster $(BUILD_DIR)/release/backlot

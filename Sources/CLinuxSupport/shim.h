@@ -166,3 +166,11 @@ static inline void clinux_name_this_thread(const char *name) {
     kept[sizeof kept - 1] = '\0';
     pthread_setname_np(pthread_self(), kept);
 }
+
+#include <malloc.h>
+
+/// Caps how many memory arenas glibc's malloc makes (mallopt M_ARENA_MAX; by default up to eight
+/// per core, one for each thread that allocates while the others' are busy). Returns 1 when set.
+static inline int clinux_limit_malloc_arenas(int count) {
+    return mallopt(M_ARENA_MAX, count);
+}

@@ -32,6 +32,9 @@ struct AgentCommand: Command {
     )
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
+        // A device's memory is the device's: idle malloc arenas of the installs' threads are not
+        // kept resident (``MemoryArenas``).
+        MemoryArenas.limit(to: 2)
         let container = arguments[Self.container]
         var configuration = try AgentConfiguration(path: arguments[config], containerPath: container)
         if arguments[peerCache] && configuration.peerCache == nil { configuration.peerCache = PeerCacheSettings() }
