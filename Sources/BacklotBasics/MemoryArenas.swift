@@ -20,4 +20,11 @@ public enum MemoryArenas {
     public static func limit(to count: Int) -> Bool {
         clinux_limit_malloc_arenas(Int32(clamping: max(1, count))) == 1
     }
+
+    /// How many arenas malloc has made so far (from its own report, `malloc_info`), nil when it
+    /// cannot say: what ``limit(to:)`` bounds, for tests and diagnostics.
+    public static var count: Int? {
+        let n = clinux_malloc_arena_count()
+        return n < 0 ? nil : Int(n)
+    }
 }

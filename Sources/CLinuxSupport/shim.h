@@ -174,3 +174,22 @@ static inline void clinux_name_this_thread(const char *name) {
 static inline int clinux_limit_malloc_arenas(int count) {
     return mallopt(M_ARENA_MAX, count);
 }
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/// How many memory arenas glibc's malloc has made so far (the `<heap nr=` elements of
+/// malloc_info's report), or -1 when the report cannot be made.
+static inline int clinux_malloc_arena_count(void) {
+    char *text = NULL;
+    size_t length = 0;
+    FILE *out = open_memstream(&text, &length);
+    if (out == NULL) return -1;
+    int status = malloc_info(0, out);
+    fclose(out);
+    if (status != 0 || text == NULL) { free(text); return -1; }
+    int count = 0;
+    for (const char *p = text; (p = strstr(p, "<heap nr=")) != NULL; p++) count++;
+    free(text);
+    return count;
+}

@@ -1,0 +1,49 @@
+import BacklotBasics
+import Foundation
+import Synchronization
+import Testing
+
+/// Capping malloc's arenas holds however many threads allocate at once. Each case runs in a
+/// process of its own (an exit test): the cap is process-wide and must come before the threads.
+@Suite struct MemoryArenasTests {
+    /// Eight threads allocating at the same moment, each holding its blocks until all have
+    /// allocated; returns how many arenas malloc then has.
+    static func arenasAfterEightThreadsAllocateAtOnce() -> Int? {
+        let started = DispatchGroup()
+        let release = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        for _ in 0..<8 {
+            started.enter()
+            done.enter()
+            Thread.detachNewThread {
+                var blocks: [UnsafeMutableRawPointer] = []
+                for _ in 0..<64 { blocks.append(UnsafeMutableRawPointer.allocate(byteCount: 4096, alignment: 16)) }
+                started.leave()
+                release.wait()
+                for b in blocks { b.deallocate() }
+                done.leave()
+            }
+        }
+        started.wait()
+        let count = MemoryArenas.count
+        for _ in 0..<8 { release.signal() }
+        done.wait()
+        return count
+    }
+
+    @Test func theCapHoldsWhileEightThreadsAllocate() async {
+        await #expect(processExitsWith: .success) {
+            guard MemoryArenas.limit(to: 2) else { exit(3) }
+            guard let count = MemoryArenasTests.arenasAfterEightThreadsAllocateAtOnce() else { exit(4) }
+            exit(count <= 2 ? 0 : 5)
+        }
+    }
+
+    /// Without the cap the same threads get arenas of their own: the check above can tell.
+    @Test func withoutTheCapThreadsGetMoreArenas() async {
+        await #expect(processExitsWith: .success) {
+            guard let count = MemoryArenasTests.arenasAfterEightThreadsAllocateAtOnce() else { exit(4) }
+            exit(count > 2 ? 0 : 5)
+        }
+    }
+}
