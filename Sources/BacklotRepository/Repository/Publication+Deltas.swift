@@ -48,11 +48,12 @@ extension Publication {
                 let targetDigest = target.input.packDigest
                 builds.record { $0.targetDigest = targetDigest }
                 let listed = Set(try publishedDeltas(into: targetDigest).map(\.base))
-                // Each base's delta on its own thread (as many at once as there are cores, the
-                // check taking one of them), each with its own readers. Oldest first: a delta from
-                // further back carries more changes and takes longest, and the longest job started
-                // first ends the soonest.
-                DispatchQueue.concurrentPerform(iterations: bases.count) { k in
+                // The bases' deltas on threads of their own (as many at once as there are cores:
+                // the system shares them with the check), each with its own readers. Oldest first:
+                // a delta from further back carries more changes and takes longest, and the
+                // longest job started first ends the soonest.
+                let cores = ProcessInfo.processInfo.activeProcessorCount
+                builds.run(jobs: bases.count, workers: cores) { [self] k in
                     let i = bases.count - 1 - k
                     do {
                         let base = try deltaInput(blob: bases[i])
