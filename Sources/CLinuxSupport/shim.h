@@ -175,8 +175,8 @@ static inline int clinux_limit_malloc_arenas(int count) {
     return mallopt(M_ARENA_MAX, count);
 }
 
-#include <stdio.h>
-#include <stdlib.h>
+// <malloc.h> (above) declares free and brings <stdio.h>'s FILE and open_memstream; <stdlib.h>
+// would bring <sys/select.h>, whose fd_set Swift's Glibc module already defines.
 
 /// How many memory arenas glibc's malloc has made so far (the `<heap nr=` elements of
 /// malloc_info's report), or -1 when the report cannot be made.

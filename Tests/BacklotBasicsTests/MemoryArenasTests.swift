@@ -7,7 +7,8 @@ import Testing
 /// process of its own (an exit test): the cap is process-wide and must come before the threads.
 @Suite struct MemoryArenasTests {
     /// Eight threads allocating at the same moment, each holding its blocks until all have
-    /// allocated; returns how many arenas malloc then has.
+    /// allocated; returns how many arenas malloc then has. (The test process's own threads may
+    /// have made arenas before: the cases compare with the count before.)
     static func arenasAfterEightThreadsAllocateAtOnce() -> Int? {
         let started = DispatchGroup()
         let release = DispatchSemaphore(value: 0)
@@ -31,19 +32,22 @@ import Testing
         return count
     }
 
+    /// Capped, the eight threads make no arena beyond the cap (or beyond those already made).
     @Test func theCapHoldsWhileEightThreadsAllocate() async {
         await #expect(processExitsWith: .success) {
-            guard MemoryArenas.limit(to: 2) else { exit(3) }
-            guard let count = MemoryArenasTests.arenasAfterEightThreadsAllocateAtOnce() else { exit(4) }
-            exit(count <= 2 ? 0 : 5)
+            guard let before = MemoryArenas.count else { exit(3) }
+            guard MemoryArenas.limit(to: 2) else { exit(4) }
+            guard let after = MemoryArenasTests.arenasAfterEightThreadsAllocateAtOnce() else { exit(5) }
+            exit(after <= max(before, 2) ? 0 : 6)
         }
     }
 
     /// Without the cap the same threads get arenas of their own: the check above can tell.
     @Test func withoutTheCapThreadsGetMoreArenas() async {
         await #expect(processExitsWith: .success) {
-            guard let count = MemoryArenasTests.arenasAfterEightThreadsAllocateAtOnce() else { exit(4) }
-            exit(count > 2 ? 0 : 5)
+            guard let before = MemoryArenas.count else { exit(3) }
+            guard let after = MemoryArenasTests.arenasAfterEightThreadsAllocateAtOnce() else { exit(5) }
+            exit(after > max(before, 2) ? 0 : 6)
         }
     }
 }
