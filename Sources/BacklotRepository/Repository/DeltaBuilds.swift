@@ -12,8 +12,14 @@ import Synchronization
 ///
 /// ```swift
 /// let builds = publication.startDeltas(app: "Game", pack: "Levels", number: 4, archive: sha) { try open() }
-/// do { try check() } catch { builds?.cancel(); builds?.wait(); throw error }
-/// try publication.publishDeltas(builds)
+/// do {
+///     try check()
+/// } catch {
+///     builds?.cancel()
+///     _ = builds?.wait()
+///     throw error
+/// }
+/// publication.publishDeltas(builds)  // waits for them, writes them, logs what failed
 /// ```
 final class DeltaBuilds: Sendable {
     /// One base's delta.
