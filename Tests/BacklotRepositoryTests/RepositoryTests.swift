@@ -119,8 +119,9 @@ import Testing
     /// Deltas are built while a version is checked, and published only when it passes: a version
     /// damaged where its delta's building never reads (a chunk the base holds too) fails its check
     /// and leaves no delta in the tree and none recorded; the same version undamaged gets its delta.
-    @Test(arguments: Backend.allCases) func deltasOfAVersionThatFailsItsCheckAreNeverPublished(_ backend: Backend) throws
-    {
+    @Test(arguments: Backend.allCases) func deltasOfAVersionThatFailsItsCheckAreNeverPublished(
+        _ backend: Backend
+    ) throws {
         let f = try Fixture(backend)
         defer { f.dir.remove() }
         #expect(try f.upload(seed: 1).state == .complete)
