@@ -24,11 +24,17 @@ from the server it starts as "try again with another port", not as a failure of 
 Where the server can choose (`backlot serve --port 0`), let it, and read the address it prints
 (served_url): there is no race then.
 
+command_line(): how the running script was started, to print with its figures (#28 §3: what was
+run, never fixed text): the BENCH_* and *ROUNDS variables set in its environment, the script as
+scripts/NAME, and its arguments, quoted for a shell.
+
 served_url(process, seconds): the URL in `backlot serve`'s "Serving … at URL" line, read from the
 process's stdout pipe for SECONDS at most; exits the script (status 1) naming what did not come
 up when the line does not come in time or the process ends first.
 """
 import errno
+import os
+import shlex
 import queue
 import random
 import socket
@@ -171,3 +177,9 @@ if __name__ == "__main__":
     except RuntimeError as e:
         print(f"common.py: {e}", file=sys.stderr)
         raise SystemExit(1)
+
+
+def command_line():
+    """How the running script was started: its BENCH_* and *ROUNDS variables, scripts/NAME, its arguments."""
+    env = [f"{k}={shlex.quote(v)}" for k, v in sorted(os.environ.items()) if k.startswith("BENCH_") or k.endswith("ROUNDS")]
+    return " ".join(env + [shlex.join(["scripts/" + os.path.basename(sys.argv[0]), *sys.argv[1:]])])
