@@ -62,8 +62,6 @@ struct ChunkResemblance {
     private var owners: [UInt64: Owners] = [:]
 
     init(chunks: [(index: Int, bytes: [UInt8])]) {
-        // About one sample per 256 bytes: sized once instead of grown by rehashing.
-        owners.reserveCapacity(chunks.reduce(0) { $0 + $1.bytes.count } / 256)
         for (index, bytes) in chunks {
             // One lookup a sample, the owners changed in place.
             Self.samples(bytes) { owners[$0, default: Owners()].add(index) }
@@ -74,16 +72,10 @@ struct ChunkResemblance {
     static func samples(_ bytes: [UInt8], _ body: (UInt64) -> Void) {
         var h: UInt64 = 0
         Chunker.gear.withUnsafeBufferPointer { gear in
-            bytes.withUnsafeBufferPointer { input in
-                // Bit k of the gear hash depends on the last k + 1 bytes: the high bits, on the last
-                // 64, so the first 63 positions only warm the hash up (one loop each, no test of the
-                // position per byte: this loop is a fifth of a delta's building time).
-                let warm = min(63, input.count)
-                for i in 0..<warm { h = (h &<< 1) &+ gear[Int(input[i])] }
-                for i in warm..<input.count {
-                    h = (h &<< 1) &+ gear[Int(input[i])]
-                    if h & 0xFF00_0000_0000_0000 == 0 { body(h >> 32) }
-                }
+            for (i, byte) in bytes.enumerated() {
+                h = (h &<< 1) &+ gear[Int(byte)]
+                // Bit k of the gear hash depends on the last k + 1 bytes: the high bits, on the last 64.
+                if i >= 63 && h & 0xFF00_0000_0000_0000 == 0 { body(h >> 32) }
             }
         }
     }

@@ -1,7 +1,6 @@
 import BacklotCrypto
 import BacklotFormat
 import Dispatch
-import Foundation
 import Synchronization
 
 /// The deltas into one version, built on threads of their own while the version is checked:
@@ -42,7 +41,6 @@ final class DeltaBuilds: Sendable {
     let started = ContinuousClock.now
     private let cancelled = Atomic<Bool>(false)
     private let outcome = Mutex(Outcome())
-    private let nextJob = Mutex(0)
     private let done = DispatchGroup()
 
     init(app: String, pack: String, number: Int64) {
@@ -60,27 +58,6 @@ final class DeltaBuilds: Sendable {
     /// Runs `body` on a thread of the system's pool, counted by ``wait()``.
     func start(_ body: @escaping @Sendable (DeltaBuilds) -> Void) {
         DispatchQueue.global().async(group: done) { [self] in body(self) }
-    }
-
-    /// Runs `body(k)` for each `k` in `0..<jobs` on `workers` threads of their own, each taking
-    /// the next `k` when it is done with one, all counted by ``wait()``. Threads, not
-    /// `concurrentPerform`: the check holds one of the system pool's threads, and the pool, sized
-    /// to the cores, then ran the builds one after another (measured: 2.9 s for three bases).
-    func run(jobs: Int, workers: Int, _ body: @escaping @Sendable (Int) -> Void) {
-        for _ in 0..<max(1, min(workers, jobs)) {
-            done.enter()
-            Thread.detachNewThread { [self] in
-                defer { done.leave() }
-                while true {
-                    let k = nextJob.withLock { k -> Int in
-                        defer { k += 1 }
-                        return k
-                    }
-                    guard k < jobs else { return }
-                    body(k)
-                }
-            }
-        }
     }
 
     /// Records what a build made or the error it met.

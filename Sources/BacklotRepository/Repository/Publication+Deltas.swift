@@ -49,27 +49,32 @@ extension Publication {
                 builds.record { $0.targetDigest = targetDigest }
                 let listed = Set(try publishedDeltas(into: targetDigest).map(\.base))
                 // The bases' deltas on threads of their own (as many at once as there are cores:
-                // the system shares them with the check), each with its own readers. Oldest first:
-                // a delta from further back carries more changes and takes longest, and the
+                // the system shares them with the check; the system's pool, one of whose threads
+                // the check holds, ran them one after another), each with its own readers. Oldest
+                // first: a delta from further back carries more changes and takes longest, and the
                 // longest job started first ends the soonest.
-                let cores = ProcessInfo.processInfo.activeProcessorCount
-                builds.run(jobs: bases.count, workers: cores) { [self] k in
-                    let i = bases.count - 1 - k
-                    do {
-                        let base = try deltaInput(blob: bases[i])
-                        defer { base.reader.close() }
-                        guard base.input.packDigest != targetDigest, !listed.contains(base.input.packDigest) else {
-                            return
+                let pool = BlockingPool(
+                    threads: min(bases.count, ProcessInfo.processInfo.activeProcessorCount), name: "backlot-delta")
+                for i in bases.indices.reversed() {
+                    _ = pool.submit { [self] in
+                        do {
+                            let base = try deltaInput(blob: bases[i])
+                            defer { base.reader.close() }
+                            guard base.input.packDigest != targetDigest, !listed.contains(base.input.packDigest)
+                            else { return }
+                            let into = try deltaInput(open(), name: "the version being processed")
+                            defer { into.reader.close() }
+                            let result = try DeltaBuilder().build(
+                                base: base.input, target: into.input, isCancelled: { builds.isCancelled })
+                            builds.record {
+                                $0.built[i] = DeltaBuilds.Built(base: base.input.packDigest, result: result)
+                            }
+                        } catch {
+                            builds.record { $0.error = $0.error ?? error }
                         }
-                        let into = try deltaInput(open(), name: "the version being processed")
-                        defer { into.reader.close() }
-                        let result = try DeltaBuilder().build(
-                            base: base.input, target: into.input, isCancelled: { builds.isCancelled })
-                        builds.record { $0.built[i] = DeltaBuilds.Built(base: base.input.packDigest, result: result) }
-                    } catch {
-                        builds.record { $0.error = $0.error ?? error }
                     }
                 }
+                pool.stop()  // runs every build, then ends its threads
             } catch {
                 builds.record { $0.error = $0.error ?? error }
             }

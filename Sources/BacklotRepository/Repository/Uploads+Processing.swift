@@ -199,8 +199,8 @@ extension Uploads {
             "processed \(row["app"]?.string ?? "")/\(pack) version \(row["number"]?.int ?? 0): \(checked.index.chunks.count) distinct chunks, "
                 + "\(checked.decompressions) decompressions, \(checked.hashedFileBytes) file bytes hashed, install size \(checked.installSize)"
         )
-        // Every build has read the upload before it is stored as a blob (which may move or copy it).
         TestStopPoint.reach("processing.beforeStore")
+        // Every build has read the upload before it is stored as a blob (which may move or copy it).
         _ = deltas?.wait()
         if !stored { try storeBlob(versionID: versionID, upload: upload, sha: sha) }
         let metadata = checked.index.metadata.json.serialized()
