@@ -9,6 +9,7 @@ import Foundation
 /// DIR/state.sqlite            installed packs, the last catalog version seen, the device ID, download progress
 /// DIR/packs/KEY/DIGEST/       an installed release's files (read-only); KEY is derived from the pack ID
 /// DIR/packs/KEY/DIGEST.partial/  a release being assembled (never read by apps)
+/// DIR/packs/KEY/DIGEST.index.partial  its header and index, kept on disk until it is recorded
 /// ```
 /// Pack IDs are never used as paths: `KEY` is the hex SHA-256 of the ID, shortened.
 public struct ClientContainer: Sendable {
@@ -85,6 +86,13 @@ public struct ClientContainer: Sendable {
 
     /// Where an installed release's files are.
     public func releaseFolder(_ id: String, digest: String) -> String { packFolder(id) + "/" + digest }
+
+    /// Where the header and index of a release being installed wait for the commit that records
+    /// them in the container's database (an install of 200,000 files does not hold 12 MB of them in
+    /// memory meanwhile). Removed with the release's other unfinished attempts.
+    func pendingIndexFile(_ id: String, digest: String) -> String {
+        releaseFolder(id, digest: digest) + ".index.partial"
+    }
 
     public func installed() throws -> [Installed] {
         try store.read { try $0.installedReleases() }.map(Self.installed)

@@ -78,16 +78,22 @@ final class OpenFiles: Sendable {
     /// Holding the shared table's lock across the creation of every file made the download
     /// threads queue behind each other's `open` (16 % of a 50,000-file install in `perf`).
     func account(_ place: Placement, writing bytes: [UInt8]?) throws {
+        guard let bytes else { return try account(place, writing: nil as UnsafeRawBufferPointer?) }
+        try bytes.withUnsafeBytes { try account(place, writing: $0) }
+    }
+
+    /// ``account(_:writing:)`` of bytes in a buffer the caller reuses (a download's decoded chunks).
+    func account(_ place: Placement, writing bytes: UnsafeRawBufferPointer?) throws {
         if pieces[Int(place.file)] == 1 {
             let fd = try create(place.file)
             defer { fd.close() }
-            if let bytes { try bytes.withUnsafeBytes { try fd.write($0, at: place.offset) } }
+            if let bytes { try fd.write(bytes, at: place.offset) }
             try finish(place.file, fd)
             return
         }
         let fd = try descriptor(place.file)
         if let bytes {
-            try bytes.withUnsafeBytes { try fd.write($0, at: place.offset) }
+            try fd.write(bytes, at: place.offset)
             // A large file written in pieces starts its writing to disk each time a write crosses
             // a step, not only at its end: one file of 128 MiB otherwise left all of it to the flush.
             let end = place.offset + UInt64(bytes.count)

@@ -24,20 +24,21 @@ extension PackInstaller {
     /// at another release that never finished.
     /// - Throws: what the rename and the container's database throw.
     func commit(
-        id: String, release: Catalog.Release, _ plan: InstallPlan, _ folder: PreparedFolder,
-        previous: ClientContainer.Installed?
+        id: String, release: Catalog.Release, _ assembled: AssembledRelease, previous: ClientContainer.Installed?
     ) throws {
-        if FileSystem.exists(folder.final) { Self.removeRelease(folder.final) }
-        try SystemCall.retrying("rename", path: folder.final) { rename(folder.partial, folder.final) }
+        let indexBytes = try Self.readStoredIndex(assembled.storedIndexFile, release: release)
+        if FileSystem.exists(assembled.final) { Self.removeRelease(assembled.final) }
+        try SystemCall.retrying("rename", path: assembled.final) { rename(assembled.partial, assembled.final) }
         FileSystem.syncDirectory(container.packFolder(id))
         try container.markInstalled(
-            id: id, version: release.version, digest: plan.digest,
+            id: id, version: release.version, digest: assembled.digest,
             downloadSize: try CheckedInteger.convert(
-                release.archiveSize, to: Int.self, "the archive size", context: plan.url),
-            metadata: plan.index.metadata.json.serialized(), indexBytes: plan.stored)
-        if let previous, previous.digest != plan.digest {
+                release.archiveSize, to: Int.self, "the archive size", context: assembled.url),
+            metadata: assembled.metadata, indexBytes: indexBytes)
+        if let previous, previous.digest != assembled.digest {
             Self.removeRelease(container.releaseFolder(id, digest: previous.digest))
         }
+        // Unfinished attempts at other releases, and this one's index file, now in the database.
         for name in (try? FileSystem.entryNames(container.packFolder(id))) ?? [] {
             let entry = String(decoding: name, as: UTF8.self)
             if entry.hasSuffix(".partial") { Self.removeRelease(container.packFolder(id) + "/" + entry) }

@@ -38,6 +38,7 @@ extension PackInstaller {
         }
         let downloadTotal = spans.reduce(0, +)
         let largestRun = Int(clamping: spans.max() ?? 0)
+        let largestChunk = missing.lazy.map { Int(index.chunks[$0].uncompressedSize) }.max() ?? 0
         progress?(0, downloadTotal)
         let lanes = RangeLanes(count: runs.count, connections: connections)
         let failure = Mutex<(any Error)?>(nil)
@@ -53,6 +54,10 @@ extension PackInstaller {
             // time (measured: +6 MiB over a 4 GiB install).
             var spare: [UInt8] = []
             spare.reserveCapacity(largestRun)
+            // And every chunk is decoded into one buffer (a block allocated and zeroed a chunk
+            // was a mapping and its page faults each time, with large blocks mapped on their own).
+            let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, largestChunk), alignment: 16)
+            defer { plain.deallocate() }
             while true {
                 if failure.withLock({ $0 != nil }) { return }
                 if isCancelled() {
@@ -72,11 +77,11 @@ extension PackInstaller {
                             let chunk = index.chunks[c]
                             let start = Int(chunk.offset - first.offset)
                             // Decoded where it lies in the body: no copy of each chunk's bytes.
-                            let plain = try PackReader.decode(
+                            let decoded = try PackReader.decode(
                                 UnsafeRawBufferPointer(rebasing: bytes[start..<start + Int(chunk.compressedSize)]),
                                 chunk: chunk, chunkIndex: c, dictionary: index.dictionary, using: decompressor,
-                                source: url)
-                            for p in placements[c] { try files.account(p, writing: plain) }
+                                source: url, into: plain)
+                            for p in placements[c] { try files.account(p, writing: decoded) }
                         }
                     }
                     spare = body

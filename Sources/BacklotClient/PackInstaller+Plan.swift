@@ -4,6 +4,10 @@ import BacklotFormat
 import BacklotProtocol
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Phase 1 of an install: what the release is, checked against the catalog before anything is
 /// written.
 struct InstallPlan {
@@ -14,8 +18,9 @@ struct InstallPlan {
     let digest: String
     let header: PackHeader
     let index: PackIndex
-    /// The header and index bytes the container keeps, for updates and repairs.
-    let stored: [UInt8]
+    /// The file that holds the header and index bytes the container keeps, for updates and
+    /// repairs, until the commit records them (``ClientContainer/pendingIndexFile(_:digest:)``).
+    let storedIndexFile: String
     /// The delta from the installed release that the catalog offers, when it could be read.
     let delta: DeltaPlan?
     /// Bytes read from the archive for the header and the index (the delta's prefix is counted
@@ -73,10 +78,6 @@ extension PackInstaller {
                 .untrusted, "the archive's index does not have the SHA-256 the catalog names", context: url)
         }
         let whole = try PackIndex.decode(indexBytes, header: header, source: url)
-        // What the container keeps, made now while little else is in memory (200,000 files: a 12 MB
-        // copy at the end, when the most is in memory, was the install's peak); the index's own
-        // bytes are let go when this phase returns.
-        let stored = headBytes + indexBytes
         guard whole.metadata.assetPackID.rawValue == id else {
             throw BacklotError(
                 .untrusted, "the archive is the pack \(whole.metadata.assetPackID), not \(id)", context: url)
@@ -96,8 +97,45 @@ extension PackInstaller {
         // The delta's table names chunks by their number in the whole indexes (version 2): resolved
         // now, checked; a table that does not resolve means no delta, the index being already checked.
         let resolved = previous.flatMap { p in delta?.resolved(previous: p, target: whole) }
+        let digest = ReleaseName.make(indexDigest: release.indexSHA256.hex, choice: choice)
+        // What the container keeps waits on disk, not in memory: 12 MB at 200,000 files, held
+        // through the whole install, was a tenth of its peak.
+        let storedIndexFile = container.pendingIndexFile(id, digest: digest)
+        try FileManager.default.createDirectory(atPath: container.packFolder(id), withIntermediateDirectories: true)
+        try Self.writeStoredIndex(header: headBytes, index: indexBytes, to: storedIndexFile)
         return InstallPlan(
-            url: url, digest: ReleaseName.make(indexDigest: release.indexSHA256.hex, choice: choice), header: header,
-            index: index, stored: stored, delta: resolved, downloadedBytes: downloaded)
+            url: url, digest: digest, header: header, index: index, storedIndexFile: storedIndexFile, delta: resolved,
+            downloadedBytes: downloaded)
+    }
+
+    /// Writes the header and index bytes the container will keep to `path` (replaced if there). Not
+    /// flushed: it only outlives the install as an unfinished attempt's leftover, and the commit
+    /// checks what it reads back (``readStoredIndex(_:release:)``).
+    static func writeStoredIndex(header: [UInt8], index: [UInt8], to path: String) throws {
+        let raw = try SystemCall.retrying("open", path: path) {
+            open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        }
+        let fd = FileDescriptor(rawValue: raw, path: path)
+        defer { fd.close() }
+        try fd.write(header)
+        try fd.write(index)
+    }
+
+    /// Reads back what ``writeStoredIndex(header:index:to:)`` wrote and checks the index against
+    /// the catalog's SHA-256 again before the container records it.
+    /// - Throws: ``BacklotError/Code/corruptArchive`` when the file changed meanwhile.
+    static func readStoredIndex(_ path: String, release: Catalog.Release) throws -> [UInt8] {
+        let bytes = try FileDescriptor.readWholeFile(
+            path, atMost: UInt64(PackHeader.size) + PackHeader.maximumIndexLength, what: "the release's index",
+            code: .corruptArchive)
+        guard bytes.count > PackHeader.size,
+            bytes.withUnsafeBytes({ SHA256.hash(UnsafeRawBufferPointer(rebasing: $0[PackHeader.size...])) })
+                == release.indexSHA256
+        else {
+            throw BacklotError(
+                .corruptArchive, "the index kept during the install no longer has the catalog's SHA-256",
+                context: path, hint: "something else wrote into the container; install again")
+        }
+        return bytes
     }
 }

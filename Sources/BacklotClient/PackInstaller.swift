@@ -83,6 +83,37 @@ struct PackInstaller: Sendable {
         if previous?.digest == ReleaseName.of(release, profile: profile) && !repairing {
             return Outcome(downloadedBytes: 0, reusedChunks: 0, downloadedChunks: 0, linkedFiles: 0)
         }
+        // Phases 1–4 in a function of their own: the decoded index and every table made from it
+        // are let go when it returns, before the commit reads the index's bytes back and the
+        // database copies them (200,000 files: 40 MB, which the commit no longer adds to).
+        let assembled = try assemble(
+            id: id, release: release, archiveURL: archiveURL, previous: previous, repairing: repairing,
+            progress: progress, isCancelled: isCancelled)
+        try commit(id: id, release: release, assembled, previous: previous)
+        try? container.recordDeltaUse(
+            id, digest: assembled.digest, bytes: assembled.outcome.deltaBytes, chunks: assembled.outcome.deltaChunks)
+        return assembled.outcome
+    }
+
+    /// What phases 1–4 leave for the commit: a complete, checked, flushed release folder.
+    struct AssembledRelease {
+        let url: String
+        let digest: String
+        /// The release folder as assembled (`DIGEST.partial`) and as it is renamed to.
+        let partial: String
+        let final: String
+        /// The pack's metadata as the container records it.
+        let metadata: String
+        let storedIndexFile: String
+        let outcome: Outcome
+    }
+
+    /// Phases 1–4: plan, reuse, fetch, assemble.
+    private func assemble(
+        id: String, release: Catalog.Release, archiveURL: URL, previous: ClientContainer.Installed?,
+        repairing: Bool, progress: (@Sendable (UInt64, UInt64) -> Void)?,
+        isCancelled: @escaping @Sendable () -> Bool
+    ) throws -> AssembledRelease {
         let plan = try verifiedRelease(
             id: id, release: release, archiveURL: archiveURL, previous: repairing ? nil : previous)
         TestStopPoint.reach("install.afterPlan")
@@ -114,13 +145,14 @@ struct PackInstaller: Sendable {
         }
 
         try finishAssembly(plan, folder, files: files)
-        try commit(id: id, release: release, plan, folder, previous: previous)
-        try? container.recordDeltaUse(id, digest: plan.digest, bytes: deltaBytes, chunks: deltaChunks)
-        return Outcome(
-            downloadedBytes: plan.downloadedBytes + deltaBytes + tally.originBytes, reusedChunks: sources.reused,
-            downloadedChunks: tally.originChunks, linkedFiles: folder.linked.count, deltaBytes: deltaBytes,
-            deltaChunks: deltaChunks, peerBytes: tally.peerBytes, peerChunks: tally.peerChunks,
-            bannedPeers: tally.bannedPeers)
+        return AssembledRelease(
+            url: plan.url, digest: plan.digest, partial: folder.partial, final: folder.final,
+            metadata: plan.index.metadata.json.serialized(), storedIndexFile: plan.storedIndexFile,
+            outcome: Outcome(
+                downloadedBytes: plan.downloadedBytes + deltaBytes + tally.originBytes, reusedChunks: sources.reused,
+                downloadedChunks: tally.originChunks, linkedFiles: folder.linked.count, deltaBytes: deltaBytes,
+                deltaChunks: deltaChunks, peerBytes: tally.peerBytes, peerChunks: tally.peerChunks,
+                bannedPeers: tally.bannedPeers))
     }
 
     /// Runs `body(i)` for each `i` in `0..<count` on a thread of its own and returns when all have

@@ -100,18 +100,50 @@ public final class PackReader: Sendable {
         _ compressed: UnsafeRawBufferPointer, chunk: PackIndex.Chunk, chunkIndex: Int, dictionary: ZstdDictionary?,
         using decompressor: ZstdDecompressor, source: String
     ) throws -> [UInt8] {
+        var plain = [UInt8](repeating: 0, count: Int(chunk.uncompressedSize))
+        _ = try plain.withUnsafeMutableBytes {
+            try decode(
+                compressed, chunk: chunk, chunkIndex: chunkIndex, dictionary: dictionary, using: decompressor,
+                source: source, into: $0)
+        }
+        return plain
+    }
+
+    /// ``decode(_:chunk:chunkIndex:dictionary:using:source:)`` into `output`, which must hold at
+    /// least the chunk's uncompressed size: what a loop that decodes many chunks calls with one
+    /// buffer, rather than allocating (and zeroing) a block for each. Returns the checked bytes, the
+    /// start of `output`.
+    ///
+    /// ```swift
+    /// let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4 << 20, alignment: 16)
+    /// defer { buffer.deallocate() }
+    /// let plain = try PackReader.decode(frame, chunk: chunk, chunkIndex: c, dictionary: nil,
+    ///                                   using: decompressor, source: url, into: buffer)
+    /// ```
+    /// - Throws: ``BacklotError/Code/corruptArchive`` when the frame does not decode to exactly the
+    ///   chunk's size, or its SHA-256 is not the chunk's ID.
+    public static func decode(
+        _ compressed: UnsafeRawBufferPointer, chunk: PackIndex.Chunk, chunkIndex: Int, dictionary: ZstdDictionary?,
+        using decompressor: ZstdDecompressor, source: String, into output: UnsafeMutableRawBufferPointer
+    ) throws -> UnsafeRawBufferPointer {
         // Written only for an error: a download decodes tens of thousands of chunks.
         func location() -> String { "\(source): chunk \(chunkIndex) at offset \(chunk.offset)" }
-        let plain: [UInt8]
+        let size = Int(chunk.uncompressedSize)
+        precondition(output.count >= size, "the buffer is smaller than the chunk")
+        let target = UnsafeMutableRawBufferPointer(rebasing: output[0..<size])
         do {
-            plain = try decompressor.decompress(
-                compressed, expectedSize: Int(chunk.uncompressedSize), dictionary: dictionary)
+            let produced = try decompressor.decompress(compressed, into: target, dictionary: dictionary)
+            guard produced == size else {
+                throw BacklotError(
+                    .corruptArchive, "the zstd frame expands to \(produced) bytes, not the \(size) declared")
+            }
         } catch let e as BacklotError {
             throw BacklotError(
                 .corruptArchive, e.message, context: location(),
                 hint: "the pack is damaged: package or download it again"
             )
         }
+        let plain = UnsafeRawBufferPointer(target)
         let id = SHA256.hash(plain)
         guard id == chunk.id else {
             throw BacklotError(

@@ -175,6 +175,19 @@ static inline int clinux_limit_malloc_arenas(int count) {
     return mallopt(M_ARENA_MAX, count);
 }
 
+/// Makes every block of at least `bytes` bytes a mapping of its own, given back to the kernel when
+/// it is freed (mallopt M_MMAP_THRESHOLD, fixed). glibc otherwise raises the threshold to the
+/// largest such block freed so far (up to 32 MiB), after which large blocks come from the heap and
+/// stay resident once freed. Returns 1 when set.
+static inline int clinux_malloc_map_blocks_from(int bytes) {
+    return mallopt(M_MMAP_THRESHOLD, bytes);
+}
+
+/// How many blocks malloc currently holds as mappings of their own (mallinfo2's hblks).
+static inline long clinux_malloc_mapped_blocks(void) {
+    return (long)mallinfo2().hblks;
+}
+
 // <malloc.h> (above) declares free and brings <stdio.h>'s FILE and open_memstream; <stdlib.h>
 // would bring <sys/select.h>, whose fd_set Swift's Glibc module already defines.
 

@@ -50,4 +50,31 @@ import Testing
             exit(after > max(before, 2) ? 0 : 6)
         }
     }
+
+    /// Frees an 8 MiB block, then allocates 2 MiB: whether the new block is a mapping of its own.
+    static func twoMiBIsMappedAfterAnEightMiBBlockWasFreed() -> Bool {
+        let large = UnsafeMutableRawPointer.allocate(byteCount: 8 << 20, alignment: 16)
+        large.deallocate()
+        let before = MemoryArenas.mappedBlocks
+        let block = UnsafeMutableRawPointer.allocate(byteCount: 2 << 20, alignment: 16)
+        defer { block.deallocate() }
+        return MemoryArenas.mappedBlocks == before + 1
+    }
+
+    /// With the threshold fixed at 1 MiB, a 2 MiB block is a mapping of its own (given back when
+    /// freed) even after a larger block was freed.
+    @Test func largeBlocksStayMappingsWithTheThresholdFixed() async {
+        await #expect(processExitsWith: .success) {
+            guard MemoryArenas.mapBlocks(ofAtLeast: 1 << 20) else { exit(4) }
+            exit(MemoryArenasTests.twoMiBIsMappedAfterAnEightMiBBlockWasFreed() ? 0 : 6)
+        }
+    }
+
+    /// Without it, glibc raised its threshold to the freed block's size, and the 2 MiB block comes
+    /// from the heap (where it would stay resident once freed): the check above can tell.
+    @Test func withoutTheFixedThresholdLargeBlocksComeFromTheHeap() async {
+        await #expect(processExitsWith: .success) {
+            exit(MemoryArenasTests.twoMiBIsMappedAfterAnEightMiBBlockWasFreed() ? 6 : 0)
+        }
+    }
 }

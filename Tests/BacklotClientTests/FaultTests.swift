@@ -15,11 +15,13 @@ import Glibc
 
 /// A server that misbehaves on Range requests for archives, and damaged installed files.
 @Suite(.serialized) struct FaultTests {
-    enum Fault: Sendable { case error500, truncated, stall, endless, flaky, slow }
+    enum Fault: Sendable { case error500, truncated, stall, endless, flaky, slow, tamperedIndex }
 
     /// Serves the fixture's tree, with `fault` applied to Range requests for packs.
     /// Opened by the cancellation test once it has cancelled: the slow server holds Range answers until then.
     static let gate = Atomic<Bool>(false)
+    /// Set by the server of ``Fault/tamperedIndex`` once it has changed the client's kept index.
+    static let tampered = Atomic<Bool>(false)
 
     /// What the flaky server saw: for each range, when it answered 503 and when the range was asked again.
     final class RetryLog: Sendable {
@@ -44,6 +46,13 @@ import Glibc
     }
 
     static let retryAfterSeconds = 1
+
+    /// The files under `container`'s packs/ that hold an install's header and index until its commit.
+    static func pendingIndexFiles(_ container: String) -> [String] {
+        let packs = container + "/packs"
+        return (FileManager.default.subpaths(atPath: packs) ?? []).filter { $0.hasSuffix(".index.partial") }
+            .map { packs + "/" + $0 }
+    }
 
     func faultyServer(
         _ f: ClientFixture, _ fault: Fault, retryLog: RetryLog = RetryLog()
@@ -72,6 +81,18 @@ import Glibc
                 return .respond(r)
             case .stall:
                 usleep(2_500_000)
+                return .respond(r)
+            case .tamperedIndex:
+                // Once the client has written the index it keeps for the commit (it asks for chunks
+                // after that), a byte of that file is changed, once.
+                let container = f.dir.at("c-\(fault)")
+                if let kept = FaultTests.pendingIndexFiles(container).first,
+                    FaultTests.tampered.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged
+                {
+                    var bytes = Array((try? Data(contentsOf: URL(fileURLWithPath: kept))) ?? Data())
+                    if !bytes.isEmpty { bytes[bytes.count - 1] ^= 0xFF }
+                    try? Data(bytes).write(to: URL(fileURLWithPath: kept))
+                }
                 return .respond(r)
             case .slow:
                 // 30 s at most: the client's stall timeout (then the test fails, its cancel never came).
@@ -144,6 +165,26 @@ import Glibc
             #expect(again - seen.refusedAt >= wanted, "\(range) was asked again after \(again - seen.refusedAt)")
         }
         #expect(elapsed >= wanted, "the fetch took \(elapsed)")
+    }
+
+    /// The header and index an install keeps on disk until its commit (not in memory: 12 MB at
+    /// 200,000 files) are checked against the catalog again when read back: changed meanwhile, the
+    /// release is not made visible. The next install writes them anew, and no such file is left.
+    @Test func anIndexChangedDuringTheInstallIsRefusedAtTheCommit() async throws {
+        let f = try ClientFixture()
+        try f.publish(chunkSize: 4 << 10)
+        FaultTests.tampered.store(false, ordering: .relaxed)
+        let (server, manager) = try faultyServer(f, .tamperedIndex)
+        defer { server.stop(grace: 0) }
+        await #expect { _ = try await manager.fetch(packWithID: "Levels") } throws: {
+            ($0 as? BacklotError)?.code == .corruptArchive
+        }
+        let tampered = FaultTests.tampered.load(ordering: .relaxed)
+        #expect(tampered, "the kept index was never there to change")
+        #expect(!manager.assetPackIsAvailableLocally(withID: "Levels"))
+        #expect(try await manager.fetch(packWithID: "Levels").version == 1)
+        #expect(try manager.verifyInstalled().isEmpty)
+        #expect(FaultTests.pendingIndexFiles(f.dir.at("c-\(Fault.tamperedIndex)")).isEmpty)
     }
 
     @Test func damagedInstalledFilesAreFoundAndRepairedFetchingLittle() async throws {

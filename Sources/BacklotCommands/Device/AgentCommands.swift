@@ -32,9 +32,9 @@ struct AgentCommand: Command {
     )
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        // A device's memory is the device's: idle malloc arenas of the installs' threads are not
-        // kept resident (``MemoryArenas``).
-        MemoryArenas.limit(to: 2)
+        // A device's memory is the device's: idle malloc arenas of the installs' threads and freed
+        // large blocks are not kept resident (``MemoryArenas``).
+        MemoryArenas.keepSmallForDevice()
         let container = arguments[Self.container]
         var configuration = try AgentConfiguration(path: arguments[config], containerPath: container)
         if arguments[peerCache] && configuration.peerCache == nil { configuration.peerCache = PeerCacheSettings() }

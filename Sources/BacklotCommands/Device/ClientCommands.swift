@@ -82,9 +82,9 @@ struct FetchCommand: Command {
     }
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        // A device's memory is the device's: idle malloc arenas of the install's threads are not
-        // kept resident (``MemoryArenas``).
-        MemoryArenas.limit(to: 2)
+        // A device's memory is the device's: idle malloc arenas of the install's threads and freed
+        // large blocks are not kept resident (``MemoryArenas``).
+        MemoryArenas.keepSmallForDevice()
         let manager = try manager(
             arguments, container: arguments[ContainerOption.container], sendsReports: !arguments[noReport])
         let packs = arguments[Self.packs]
