@@ -16,7 +16,7 @@ final class OpenFiles: Sendable {
     /// The release being assembled; each file is at its index path beneath it.
     let folder: String
     /// The index's file records (for each file's path, size and SHA-256), by file number.
-    let files: [PackIndex.File]
+    let files: PackIndex.FileTable
     /// The index's chunk table: a file of one chunk has that chunk's SHA-256, and every chunk
     /// written was checked against its ID first, so such a file is not read back.
     let chunks: [PackIndex.Chunk]
@@ -29,7 +29,7 @@ final class OpenFiles: Sendable {
     /// - Parameters:
     ///   - files: the index's records, by file number (``Placement/file``).
     ///   - placements: how many chunk writes each file will receive (0 for a file not written).
-    init(folder: String, files: [PackIndex.File], placements: [Int32], chunks: [PackIndex.Chunk], source: String) {
+    init(folder: String, files: PackIndex.FileTable, placements: [Int32], chunks: [PackIndex.Chunk], source: String) {
         self.folder = folder
         self.files = files
         self.chunks = chunks

@@ -26,6 +26,9 @@ public struct ChunkList: RandomAccessCollection, Hashable, Sendable, Expressible
 
     public init(arrayLiteral chunks: Int...) { self.init(chunks) }
 
+    /// The list of one chunk, made without an array.
+    init(only chunk: Int) { storage = .one(chunk) }
+
     public var startIndex: Int { 0 }
     public var endIndex: Int {
         switch storage {

@@ -157,7 +157,7 @@ public struct PackExtractor: Sendable {
         let start: UInt64
         let bytes: [UInt8]
 
-        init?(_ files: ArraySlice<PackIndex.File>, pack: PackReader) throws {
+        init?(_ files: Slice<PackIndex.FileTable>, pack: PackReader) throws {
             var low = UInt64.max
             var high: UInt64 = 0
             var needed: UInt64 = 0

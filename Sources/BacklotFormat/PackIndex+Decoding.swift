@@ -159,7 +159,7 @@ extension PackIndex {
         guard fileCount <= r.remaining / smallestFile else {
             throw r.fail("the index declares \(fileCount) files but has room for at most \(r.remaining / smallestFile)")
         }
-        var files: [File] = []
+        var files = FileTable()
         if keepingFiles { files.reserveCapacity(fileCount) }
         var referenced = [Bool](repeating: false, count: chunkCount)
         let emptyDigest = SHA256.hash([UInt8]())
@@ -273,7 +273,7 @@ extension PackIndex {
                 if let declaredDigest { declaredDigest } else if refCount >= 2 {
                     try r.digest("file \(i)'s SHA-256")
                 } else if refCount == 1, keepingFiles { chunks[refs[0]].id } else { emptyDigest }
-            if keepingFiles { files.append(File(path: text, mode: mode, size: total, digest: digest, chunks: refs)) }
+            if keepingFiles { files.append(path: path, mode: mode, size: total, digest: digest, chunks: refs) }
         }
         guard r.remaining == 0 else { throw r.fail("\(r.remaining) unexpected bytes after the last file record") }
         if let unused = referenced.firstIndex(of: false) {
@@ -281,6 +281,7 @@ extension PackIndex {
                 .corruptArchive, "chunk \(unused) is not used by any file", context: source,
                 hint: "the pack is damaged or crafted: package it again")
         }
+        files.trimCapacity()
         return PackIndex(metadata: metadata, chunking: chunking, chunks: chunks, files: files, dictionary: dictionary)
     }
 

@@ -58,7 +58,8 @@ public struct PackIndex: Sendable, Hashable {
     /// The chunk sizes the pack was cut with (informative).
     public let chunking: (minimum: Int, average: Int, maximum: Int)?
     public let chunks: [Chunk]
-    public let files: [File]
+    /// The files, in path byte order (held by column: ``FileTable``).
+    public let files: FileTable
     /// The zstd dictionary every chunk's frame is decoded with (`docs/format.md` §5), or nil.
     /// A pack with one is of format version 2, a pack without one of version 1.
     public let dictionary: ZstdDictionary?
@@ -66,6 +67,14 @@ public struct PackIndex: Sendable, Hashable {
     public init(
         metadata: PackMetadata, chunking: (minimum: Int, average: Int, maximum: Int)?, chunks: [Chunk], files: [File],
         dictionary: ZstdDictionary? = nil
+    ) {
+        self.init(
+            metadata: metadata, chunking: chunking, chunks: chunks, files: FileTable(files), dictionary: dictionary)
+    }
+
+    public init(
+        metadata: PackMetadata, chunking: (minimum: Int, average: Int, maximum: Int)?, chunks: [Chunk],
+        files: FileTable, dictionary: ZstdDictionary? = nil
     ) {
         self.metadata = metadata
         self.chunking = chunking
@@ -91,7 +100,7 @@ public struct PackIndex: Sendable, Hashable {
     }
 
     /// Total uncompressed size of the files (the install size).
-    public var installSize: UInt64 { files.reduce(0) { $0 + $1.size } }
+    public var installSize: UInt64 { files.totalSize }
     /// Total compressed size of the chunks.
     public var chunkBytes: UInt64 { chunks.reduce(0) { $0 + UInt64($1.compressedSize) } }
 }

@@ -129,7 +129,7 @@ import Testing
         func with(chunks: [PackIndex.Chunk]? = nil, files: [PackIndex.File]? = nil) -> PackIndex {
             PackIndex(
                 metadata: index.metadata, chunking: index.chunking, chunks: chunks ?? index.chunks,
-                files: files ?? index.files)
+                files: files ?? Array(index.files))
         }
         func file(_ i: Int, path: String? = nil, size: UInt64? = nil, chunks: [Int]? = nil) -> PackIndex.File {
             let o = index.files[i]
@@ -143,7 +143,7 @@ import Testing
         var chunks = index.chunks
         chunks[0] = .init(id: c0.id, offset: c0.offset, compressedSize: c0.compressedSize, uncompressedSize: 1 << 31)
         cases.append(("huge chunk", with(chunks: chunks), "outside 1…"))
-        var files = index.files
+        var files = Array(index.files)
         files[0] = file(0, size: 1 << 40)
         cases.append(("huge file", with(files: files), "declares 1099511627776 bytes"))
         chunks = index.chunks
@@ -156,19 +156,19 @@ import Testing
             id: chunks[last].id, offset: chunks[last].offset, compressedSize: chunks[last].compressedSize + 100,
             uncompressedSize: chunks[last].uncompressedSize)
         cases.append(("out of range", with(chunks: chunks), "past the start of the index"))
-        files = index.files
+        files = Array(index.files)
         files[0] = file(0, path: "../evil")
         cases.append(("dot-dot path", with(files: files), "unsafe path \"../evil\""))
-        files = index.files
+        files = Array(index.files)
         files[0] = file(0, path: "/etc/evil")
         cases.append(("absolute path", with(files: files), "unsafe path \"/etc/evil\""))
-        files = index.files
+        files = Array(index.files)
         files[1] = file(1, path: files[0].path)
         cases.append(("duplicate path", with(files: files), "appears twice"))
-        files = index.files
+        files = Array(index.files)
         files.swapAt(0, 2)
         cases.append(("unsorted", with(files: files), "out of order"))
-        files = index.files
+        files = Array(index.files)
         files[2] = file(2, chunks: [999_999])
         cases.append(("bad reference", with(files: files), "refers to chunk 999999"))
         files = index.files.filter { $0.path != "Textures/noise.bin" }
