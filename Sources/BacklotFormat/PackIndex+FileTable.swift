@@ -46,10 +46,11 @@ extension PackIndex {
         /// Gives back the room the arrays that grew by doubling have left over (once every file is in).
         mutating func trimCapacity() {
             func trimmed<T>(_ a: [T]) -> [T] {
-                a.capacity > a.count + a.count / 16 ? [T](unsafeUninitializedCapacity: a.count) { buffer, count in
+                guard a.capacity > a.count + a.count / 16 else { return a }
+                return [T](unsafeUninitializedCapacity: a.count) { buffer, count in
                     _ = buffer.initialize(from: a)
                     count = a.count
-                } : a
+                }
             }
             pathBytes = trimmed(pathBytes)
             chunkNumbers = trimmed(chunkNumbers)
