@@ -59,7 +59,7 @@ public struct SHA256: ~Copyable {
 }
 
 extension SHA256 {
-    /// The digest of a whole file, read in 1 MiB pieces.
+    /// The digest of a whole file, read in 256 KiB pieces.
     /// - Throws: ``BacklotError/Code/io`` when it cannot be read.
     public static func hash(fileAt path: String) throws -> SHA256Digest {
         let fd = try FileDescriptor.openForReading(path)
@@ -67,17 +67,20 @@ extension SHA256 {
         return try hash(descriptor: fd)
     }
 
-    /// The digest of everything an open file holds, read from offset 0 in 1 MiB pieces (the
-    /// descriptor's own position is not used or moved).
+    /// The digest of everything an open file holds, read from offset 0 in 256 KiB pieces (the
+    /// descriptor's own position is not used or moved). The buffer is not zeroed, and small enough
+    /// that malloc reuses it from call to call (a device maps blocks of 1 MiB or more on their own,
+    /// ``MemoryArenas``: a 1 MiB buffer cost each file hashed a mapping and its page faults).
     /// - Throws: ``BacklotError/Code/io`` when it cannot be read.
     public static func hash(descriptor fd: FileDescriptor) throws -> SHA256Digest {
         var hasher = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
+        defer { buffer.deallocate() }
         var offset: UInt64 = 0
         while true {
-            let n = try buffer.withUnsafeMutableBytes { try fd.read(into: $0, at: offset) }
+            let n = try fd.read(into: buffer, at: offset)
             if n == 0 { break }
-            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             offset += UInt64(n)
         }
         return hasher.finalize()
