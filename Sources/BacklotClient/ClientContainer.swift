@@ -124,6 +124,19 @@ public struct ClientContainer: Sendable {
         try store.transaction { tx in try tx.recordInstalled(release) }
     }
 
+    /// ``markInstalled(id:version:digest:downloadSize:metadata:indexBytes:)`` with the index's
+    /// `indexLength` bytes written by `fill` a piece at a time (never whole in memory); what
+    /// `fill` throws records nothing.
+    func markInstalled(
+        id: String, version: Int, digest: String, downloadSize: Int, metadata: String, indexLength: Int,
+        fill: (UnsafeMutableRawBufferPointer) throws -> Int
+    ) throws {
+        let release = InstalledRelease(
+            id: id, version: Int64(version), digest: digest, downloadSize: Int64(downloadSize), metadata: metadata,
+            indexBytes: [], installedAt: Int64(Date().timeIntervalSince1970))
+        try store.transaction { tx in try tx.recordInstalled(release, indexLength: indexLength, fill: fill) }
+    }
+
     /// Checks every installed file of the container at `path` against its SHA-256.
     /// - Returns: the damaged or missing files, as "PACK: path".
     /// - Throws: ``BacklotError/Code/invalidInput`` when `path` is not a container.

@@ -26,15 +26,20 @@ extension PackInstaller {
     func commit(
         id: String, release: Catalog.Release, _ assembled: AssembledRelease, previous: ClientContainer.Installed?
     ) throws {
-        let indexBytes = try Self.readStoredIndex(assembled.storedIndexFile, release: release)
+        // The kept index is checked before the switch, and again as the database takes it, a
+        // piece at a time (a change in between records nothing).
+        var check = try StoredIndexReader(assembled.storedIndexFile, release: release)
+        try check.check()
         if FileSystem.exists(assembled.final) { Self.removeRelease(assembled.final) }
         try SystemCall.retrying("rename", path: assembled.final) { rename(assembled.partial, assembled.final) }
         FileSystem.syncDirectory(container.packFolder(id))
+        var reader = try StoredIndexReader(assembled.storedIndexFile, release: release)
         try container.markInstalled(
             id: id, version: release.version, digest: assembled.digest,
             downloadSize: try CheckedInteger.convert(
                 release.archiveSize, to: Int.self, "the archive size", context: assembled.url),
-            metadata: assembled.metadata, indexBytes: indexBytes)
+            metadata: assembled.metadata, indexLength: reader.length
+        ) { try reader.read(into: $0) }
         if let previous, previous.digest != assembled.digest {
             Self.removeRelease(container.releaseFolder(id, digest: previous.digest))
         }

@@ -1,6 +1,7 @@
 import BacklotBasics
 import BacklotCrypto
 import BacklotFormat
+import BacklotHTTPClient
 import BacklotZstd
 import Dispatch
 import Foundation
@@ -37,7 +38,6 @@ extension PackInstaller {
                 - index.chunks[run.first!].offset
         }
         let downloadTotal = spans.reduce(0, +)
-        let largestRun = Int(clamping: spans.max() ?? 0)
         let largestChunk = missing.lazy.map { Int(index.chunks[$0].uncompressedSize) }.max() ?? 0
         progress?(0, downloadTotal)
         let lanes = RangeLanes(count: runs.count, connections: connections)
@@ -48,14 +48,8 @@ extension PackInstaller {
         let unrecorded = Mutex<(chunks: [Int], bytes: UInt64, since: ContinuousClock.Instant)>(([], 0, .now))
         Self.onThreads(lanes.count) { lane in
             let decompressor = ZstdDecompressor()
-            // Each connection's Range bodies are written into the same memory, one after another,
-            // sized once for the largest run: a buffer that grew run after run left the smaller
-            // ones freed between the long-lived ones, and the allocator's heap grew by a body at a
-            // time (measured: +6 MiB over a 4 GiB install).
-            var spare: [UInt8] = []
-            spare.reserveCapacity(largestRun)
-            // And every chunk is decoded into one buffer (a block allocated and zeroed a chunk
-            // was a mapping and its page faults each time, with large blocks mapped on their own).
+            // Every chunk is decoded into one buffer (a block allocated and zeroed a chunk was a
+            // mapping and its page faults each time, with large blocks mapped on their own).
             let plain = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, largestChunk), alignment: 16)
             defer { plain.deallocate() }
             while true {
@@ -66,37 +60,50 @@ extension PackInstaller {
                 }
                 guard let i = lanes.next(for: lane) else { return }
                 let run = runs[i]
+                let last = index.chunks[run.last!]
+                let end = last.offset + UInt64(last.compressedSize)
+                // The run's frames are decoded and written as they arrive (``RunReceiver``); a
+                // retry asks for what is left from the first chunk not yet written.
+                var receiver = RunReceiver(run: run, chunks: index.chunks)
+                var received: UInt64 = 0
                 do {
-                    let first = index.chunks[run.first!]
-                    let last = index.chunks[run.last!]
-                    let body = try self.rangeWithRetries(
-                        url, first.offset, last.offset + UInt64(last.compressedSize) - 1, reusing: &spare)
-                    progress?(fetched.add(UInt64(body.count)), downloadTotal)
-                    try body.withUnsafeBytes { bytes in
-                        for c in run {
-                            let chunk = index.chunks[c]
-                            let start = Int(chunk.offset - first.offset)
-                            // Decoded where it lies in the body: no copy of each chunk's bytes.
-                            let decoded = try PackReader.decode(
-                                UnsafeRawBufferPointer(rebasing: bytes[start..<start + Int(chunk.compressedSize)]),
-                                chunk: chunk, chunkIndex: c, dictionary: index.dictionary, using: decompressor,
-                                source: url, into: plain)
-                            for p in placements[c] { try files.account(p, writing: decoded) }
+                    try self.withRetries(url) {
+                        let from = receiver.resume()
+                        var bytes: UInt64 = 0
+                        defer {
+                            received += bytes
+                            progress?(fetched.add(bytes), downloadTotal)
+                        }
+                        try self.streamRange(url, from, end - 1) { piece in
+                            bytes += UInt64(piece.count)
+                            try receiver.receive(piece) { c, frame in
+                                let decoded = try PackReader.decode(
+                                    frame, chunk: index.chunks[c], chunkIndex: c, dictionary: index.dictionary,
+                                    using: decompressor, source: url, into: plain)
+                                for p in placements[c] { try files.account(p, writing: decoded) }
+                            }
+                        }
+                        guard receiver.isComplete else {
+                            throw BacklotError(
+                                .io, "the server sent \(bytes) bytes for a range of \(end - from)", context: url)
                         }
                     }
-                    spare = body
-                    let due = unrecorded.withLock { u -> [Int]? in
-                        u.chunks += run
-                        u.bytes += UInt64(body.count)
-                        guard u.bytes >= 8 << 20 || ContinuousClock.now - u.since >= .milliseconds(250) else {
-                            return nil
-                        }
-                        defer { u = ([], 0, .now) }
-                        return u.chunks
-                    }
-                    if let due { try container.recordChunks(digest, due) }
                 } catch {
                     failure.withLock { $0 = $0 ?? error }
+                }
+                // What was written is recorded, all of the run or the chunks before a failure.
+                let written = Array(run[..<receiver.next])
+                let due = unrecorded.withLock { u -> [Int]? in
+                    u.chunks += written
+                    u.bytes += received
+                    guard u.bytes >= 8 << 20 || ContinuousClock.now - u.since >= .milliseconds(250) else {
+                        return nil
+                    }
+                    defer { u = ([], 0, .now) }
+                    return u.chunks
+                }
+                if let due {
+                    do { try container.recordChunks(digest, due) } catch { failure.withLock { $0 = $0 ?? error } }
                 }
             }
         }
@@ -139,12 +146,37 @@ extension PackInstaller {
         return runs
     }
 
+    /// One Range request whose answer (206, at most the bytes asked for) is handed to `receive`
+    /// as it arrives (``HTTPClient/send(_:_:headers:expectedBodySize:streaming:to:)``); the caller
+    /// checks that all of it came.
+    /// - Throws: ``RetryLater`` for a 503 or 429 with `Retry-After`; ``BacklotError/Code/io`` for
+    ///   another answer, more bytes than asked, a broken transfer; what `receive` throws.
+    func streamRange(
+        _ url: String, _ first: UInt64, _ last: UInt64, receive: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
+        let r = try http.send(
+            "GET", url, headers: ["Range": "bytes=\(first)-\(last)"], expectedBodySize: Int(last - first + 1),
+            streaming: 206, to: receive)
+        try checkRangeAnswer(r, url: url, first: first, last: last)
+    }
+
     /// One Range request; the answer must be 206 with exactly the bytes asked for.
     /// - Parameter storage: memory to write the body into (``HTTPClient/send(_:_:headers:body:expectedBodySize:bodyLimit:progress:reusing:)``).
     func range(_ url: String, _ first: UInt64, _ last: UInt64, reusing storage: inout [UInt8]) throws -> [UInt8] {
         let r = try http.send(
             "GET", url, headers: ["Range": "bytes=\(first)-\(last)"], expectedBodySize: Int(last - first + 1),
             reusing: &storage)
+        try checkRangeAnswer(r, url: url, first: first, last: last)
+        guard UInt64(r.body.count) == last - first + 1 else {
+            throw BacklotError(
+                .io, "the server sent \(r.body.count) bytes for a range of \(last - first + 1)", context: url)
+        }
+        return r.body
+    }
+
+    /// A Range answer's status: 206, or a 503/429 with `Retry-After` (``RetryLater``), and no more
+    /// bytes than asked for.
+    private func checkRangeAnswer(_ r: HTTPClient.Response, url: String, first: UInt64, last: UInt64) throws {
         guard r.status == 206 else {
             if r.status == 503 || r.status == 429,
                 let after = r.headers["retry-after"].flatMap({ CheckedInteger.parse($0, as: Int.self) }), after >= 0
@@ -162,11 +194,6 @@ extension PackInstaller {
                 .io, "the server sent more than the \(last - first + 1) bytes asked for; the transfer was stopped",
                 context: url)
         }
-        guard UInt64(r.body.count) == last - first + 1 else {
-            throw BacklotError(
-                .io, "the server sent \(r.body.count) bytes for a range of \(last - first + 1)", context: url)
-        }
-        return r.body
     }
 
     /// ``range(_:_:_:reusing:)`` into memory of its own.
@@ -188,9 +215,16 @@ extension PackInstaller {
     ) throws
         -> [UInt8]
     {
+        try withRetries(url) { try range(url, first, last, reusing: &storage) }
+    }
+
+    /// Runs `attempt` until it succeeds, at most ``retries`` times more: after a transport failure
+    /// (``BacklotError/Code/io``) with exponential backoff and jitter, after a ``RetryLater`` once
+    /// its `Retry-After` has passed (with jitter). Other errors are thrown at once.
+    func withRetries<T>(_ url: String, _ body: () throws -> T) throws -> T {
         var attempt = 0
         while true {
-            do { return try range(url, first, last, reusing: &storage) } catch let e as RetryLater {
+            do { return try body() } catch let e as RetryLater {
                 guard attempt < retries else {
                     throw BacklotError(
                         .io, "the server kept answering \(e.status) (Retry-After)", context: url,

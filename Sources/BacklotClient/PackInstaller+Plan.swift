@@ -109,8 +109,8 @@ extension PackInstaller {
     }
 
     /// Writes the header and index bytes the container will keep to `path` (replaced if there). Not
-    /// flushed: it only outlives the install as an unfinished attempt's leftover, and the commit
-    /// checks what it reads back (``readStoredIndex(_:release:)``).
+    /// flushed: it only outlives the install as an unfinished attempt's leftover, and what is read
+    /// back is checked (``StoredIndexReader``).
     static func writeStoredIndex(header: [UInt8], index: [UInt8], to path: String) throws {
         let raw = try SystemCall.retrying("open", path: path) {
             open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
@@ -119,23 +119,5 @@ extension PackInstaller {
         defer { fd.close() }
         try fd.write(header)
         try fd.write(index)
-    }
-
-    /// Reads back what ``writeStoredIndex(header:index:to:)`` wrote and checks the index against
-    /// the catalog's SHA-256 again before the container records it.
-    /// - Throws: ``BacklotError/Code/corruptArchive`` when the file changed meanwhile.
-    static func readStoredIndex(_ path: String, release: Catalog.Release) throws -> [UInt8] {
-        let bytes = try FileDescriptor.readWholeFile(
-            path, atMost: UInt64(PackHeader.size) + PackHeader.maximumIndexLength, what: "the release's index",
-            code: .corruptArchive)
-        guard bytes.count > PackHeader.size,
-            bytes.withUnsafeBytes({ SHA256.hash(UnsafeRawBufferPointer(rebasing: $0[PackHeader.size...])) })
-                == release.indexSHA256
-        else {
-            throw BacklotError(
-                .corruptArchive, "the index kept during the install no longer has the catalog's SHA-256",
-                context: path, hint: "something else wrote into the container; install again")
-        }
-        return bytes
     }
 }

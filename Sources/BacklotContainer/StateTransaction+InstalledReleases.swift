@@ -1,3 +1,4 @@
+import BacklotBasics
 import BacklotStore
 
 /// The `installed` table (one release per pack) and `chunks_done` (the chunks of a release being
@@ -34,6 +35,32 @@ extension StateTransaction {
                 .text(release.id), .integer(release.version), .text(release.digest), .integer(release.downloadSize),
                 .text(release.metadata), .blob(release.indexBytes), .integer(release.installedAt),
             ])
+        try connection.run("DELETE FROM chunks_done WHERE digest = ?", [.text(release.digest)])
+    }
+
+    /// ``recordInstalled(_:)`` with the release's index (`indexLength` bytes) written into the
+    /// database by `fill`, a piece at a time (``Database/Connection/writeBlob(table:column:rowid:fill:)``),
+    /// rather than taken from `release.indexBytes`, which is not used: a release of 200,000 files
+    /// has a 12 MB index, which is then never whole in memory.
+    /// - Throws: what SQLite and `fill` throw (the transaction then records nothing).
+    public func recordInstalled(
+        _ release: InstalledRelease, indexLength: Int, fill: (UnsafeMutableRawBufferPointer) throws -> Int
+    ) throws {
+        try connection.run(
+            """
+            INSERT INTO installed(id, version, digest, download_size, metadata, index_bytes, installed) VALUES (?, ?, ?, ?, ?, zeroblob(?), ?)
+            ON CONFLICT(id) DO UPDATE SET version = excluded.version, digest = excluded.digest, download_size = excluded.download_size,
+            metadata = excluded.metadata, index_bytes = excluded.index_bytes, installed = excluded.installed
+            """,
+            [
+                .text(release.id), .integer(release.version), .text(release.digest), .integer(release.downloadSize),
+                .text(release.metadata), .integer(Int64(indexLength)), .integer(release.installedAt),
+            ])
+        let row = try connection.query("SELECT rowid FROM installed WHERE id = ?", [.text(release.id)]).first
+        guard let rowid = row?["rowid"]?.int else {
+            throw BacklotError(.io, "the installed release of \(release.id) was not recorded")
+        }
+        try connection.writeBlob(table: "installed", column: "index_bytes", rowid: rowid, fill: fill)
         try connection.run("DELETE FROM chunks_done WHERE digest = ?", [.text(release.digest)])
     }
 

@@ -125,6 +125,41 @@ public struct HTTPClient: Sendable {
         bodyLimit: Int? = nil, progress: (@Sendable (UInt64, UInt64) -> Void)? = nil,
         reusing storage: inout [UInt8]
     ) throws -> Response {
+        try send(
+            method, url, headers: headers, body: body, expectedBodySize: expectedBodySize, bodyLimit: bodyLimit,
+            progress: progress, reusing: &storage, streaming: nil)
+    }
+
+    /// ``send(_:_:headers:body:expectedBodySize:bodyLimit:progress:)`` of a request without a body
+    /// whose answer, when its status is `status`, is handed to `receive` piece by piece as it
+    /// arrives rather than kept (the response's `body` is then empty); an answer of another status
+    /// is kept as usual. On a kept connection (``connectionCache``), as every request without a
+    /// body. What `receive` throws stops the transfer and is rethrown.
+    ///
+    /// ```swift
+    /// var received = 0
+    /// let r = try client.send("GET", url, headers: ["Range": "bytes=0-1048575"], expectedBodySize: 1 << 20,
+    ///                         streaming: 206) { piece in received += piece.count }
+    /// ```
+    /// - Throws: as ``send(_:_:headers:body:expectedBodySize:bodyLimit:progress:)``, and what
+    ///   `receive` throws.
+    public func send(
+        _ method: String, _ url: String, headers: [String: String] = [:], expectedBodySize: Int? = nil,
+        streaming status: Int, to receive: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> Response {
+        var storage: [UInt8] = []
+        return try withoutActuallyEscaping(receive) { receive in
+            try send(
+                method, url, headers: headers, body: nil, expectedBodySize: expectedBodySize, bodyLimit: nil,
+                progress: nil, reusing: &storage, streaming: (status, receive))
+        }
+    }
+
+    private func send(
+        _ method: String, _ url: String, headers: [String: String], body: Body?, expectedBodySize: Int?,
+        bodyLimit: Int?, progress: (@Sendable (UInt64, UInt64) -> Void)?, reusing storage: inout [UInt8],
+        streaming: (status: Int, receive: (UnsafeRawBufferPointer) throws -> Void)?
+    ) throws -> Response {
         // A request without a body takes a kept connection (and gives it back); others make their own.
         let cache = body == nil ? connectionCache : nil
         guard let handle = cache?.take() ?? curl_easy_init() else {
@@ -135,10 +170,14 @@ public struct HTTPClient: Sendable {
         }
         let limit = max(0, min(expectedBodySize ?? bodyLimit ?? maximumBodySize, maximumBodySize))
         let transfer = Transfer(limit: limit)
+        transfer.streaming = streaming
         swap(&transfer.body, &storage)  // taken, not copied: the caller's reference is given up
         transfer.body.removeAll(keepingCapacity: true)
         transfer.stopsAtExpectedSize = expectedBodySize != nil
-        if let expectedBodySize { transfer.body.reserveCapacity(min(expectedBodySize, maximumBodySize)) }
+        // A streamed body is not kept: only another status's answer is, as it comes.
+        if let expectedBodySize, streaming == nil {
+            transfer.body.reserveCapacity(min(expectedBodySize, maximumBodySize))
+        }
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         var list: UnsafeMutablePointer<curl_slist>? = nil
         defer { curl_slist_free_all(list) }
@@ -168,6 +207,7 @@ public struct HTTPClient: Sendable {
         let response = Response(
             status: status, headers: transfer.headers, body: transfer.body,
             exceededExpectedSize: transfer.exceeded && transfer.stopsAtExpectedSize, reusedConnection: connects == 0)
+        if let thrown = transfer.thrown { throw thrown }
         if response.exceededExpectedSize { return response }
         if let failure = transfer.failure ?? upload?.failure { throw failure }
         guard code == CURLE_OK else {
@@ -455,6 +495,12 @@ private final class Transfer: @unchecked Sendable {
     var stopsAtExpectedSize = false
     var headerBytes = 0
     let limit: Int
+    /// The status of the response being received (the last status line seen).
+    var status = 0
+    /// Where a body of the given status goes instead of `body`, and what it threw.
+    var streaming: (status: Int, receive: (UnsafeRawBufferPointer) throws -> Void)?
+    var streamed = 0
+    var thrown: (any Error)?
 
     init(limit: Int) {
         self.limit = limit
@@ -465,12 +511,26 @@ private enum Callbacks {
     static let write: curl_write_callback = { data, size, count, context in
         let t = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
         let n = size * count
+        let piece = UnsafeRawBufferPointer(start: data, count: n)
+        if let streaming = t.streaming, streaming.status == t.status {
+            guard t.streamed + n <= t.limit else {
+                t.exceeded = true
+                t.failure = BacklotError(.io, "the response is larger than \(t.limit) bytes; the transfer was stopped")
+                return 0
+            }
+            t.streamed += n
+            do { try streaming.receive(piece) } catch {
+                t.thrown = error
+                return 0
+            }
+            return n
+        }
         guard t.body.count + n <= t.limit else {
             t.exceeded = true
             t.failure = BacklotError(.io, "the response is larger than \(t.limit) bytes; the transfer was stopped")
             return 0
         }
-        if n > 0 { t.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n)) }
+        if n > 0 { t.body.append(contentsOf: piece) }
         return n
     }
 
@@ -481,7 +541,7 @@ private enum Callbacks {
             t.failure = tooManyHeaderBytes()
             return 0
         }
-        _ = parseHeaderLine(data, size * count, into: &t.headers)
+        if let status = parseHeaderLine(data, size * count, into: &t.headers) { t.status = status }
         return size * count
     }
 

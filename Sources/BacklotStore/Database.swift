@@ -138,6 +138,50 @@ public final class Database: Sendable {
         /// The rowid of the last insert.
         public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
+        /// Fills the BLOB in `column` of row `rowid` of `table` — made the right size with
+        /// `zeroblob(N)` by an earlier statement — a piece at a time (SQLite's incremental BLOB
+        /// I/O): `fill` is handed a buffer of up to 256 KiB and returns how many bytes it put in, 0
+        /// at its end. Neither the BLOB nor a record holding it is ever whole in memory, as it is
+        /// when bound (a release's 12 MB index, copied into a record of its size).
+        ///
+        /// ```swift
+        /// try tx.run("INSERT INTO files(name, data) VALUES (?, zeroblob(?))", [.text("a"), .integer(size)])
+        /// try tx.writeBlob(table: "files", column: "data", rowid: tx.lastInsertRowID) { read(into: $0) }
+        /// ```
+        /// - Throws: ``BacklotError/Code/io`` when SQLite refuses, or `fill` gives more or fewer
+        ///   bytes than the BLOB holds; what `fill` throws.
+        public func writeBlob(
+            table: String, column: String, rowid: Int64, fill: (UnsafeMutableRawBufferPointer) throws -> Int
+        ) throws {
+            var blob: OpaquePointer? = nil
+            let what = "the BLOB \(table).\(column) of row \(rowid)"
+            guard sqlite3_blob_open(handle, "main", table, column, rowid, 1, &blob) == SQLITE_OK, let blob else {
+                throw failure(what)
+            }
+            defer { sqlite3_blob_close(blob) }
+            let size = Int(sqlite3_blob_bytes(blob))
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
+            defer { buffer.deallocate() }
+            var offset = 0
+            while true {
+                // One byte more than is left, so that a fill of too many bytes shows.
+                let room = UnsafeMutableRawBufferPointer(
+                    rebasing: buffer[0..<min(buffer.count, max(0, size - offset) + 1)])
+                let n = try fill(room)
+                if n == 0 { break }
+                guard n <= room.count, offset + n <= size else {
+                    throw BacklotError(.io, "more bytes were given than \(what) holds (\(size))", context: path)
+                }
+                guard sqlite3_blob_write(blob, room.baseAddress, Int32(n), Int32(offset)) == SQLITE_OK else {
+                    throw failure(what)
+                }
+                offset += n
+            }
+            guard offset == size else {
+                throw BacklotError(.io, "\(offset) bytes were given for \(what), which holds \(size)", context: path)
+            }
+        }
+
         /// Runs one statement with bindings and returns its rows.
         func tooLarge(_ sql: String, _ count: Int) -> BacklotError {
             BacklotError(.invalidInput, "a value of \(count) bytes is larger than SQLite binds (2 GiB)", context: path)

@@ -15,7 +15,7 @@ import Glibc
 
 /// A server that misbehaves on Range requests for archives, and damaged installed files.
 @Suite(.serialized) struct FaultTests {
-    enum Fault: Sendable { case error500, truncated, stall, endless, flaky, slow, tamperedIndex }
+    enum Fault: Sendable { case error500, truncated, stall, endless, flaky, slow, tamperedIndex, cutShortThrice }
 
     /// Serves the fixture's tree, with `fault` applied to Range requests for packs.
     /// Opened by the cancellation test once it has cancelled: the slow server holds Range answers until then.
@@ -30,6 +30,17 @@ import Glibc
             var askedAgainAt: ContinuousClock.Instant?
         }
         let ranges = Mutex<[String: Range]>([:])
+
+        /// Every range asked of the ``Fault/cutShortThrice`` server, in order.
+        let asked = Mutex<[String]>([])
+
+        /// Logs `range` (a range of chunks); whether its answer is to be cut short (the first three).
+        func cut(_ range: String) -> Bool {
+            asked.withLock { all in
+                all.append(range)
+                return all.count <= 3
+            }
+        }
 
         /// Whether this request for `range` is the first (to be refused); records when.
         func firstAsk(_ range: String) -> Bool {
@@ -82,6 +93,18 @@ import Glibc
             case .stall:
                 usleep(2_500_000)
                 return .respond(r)
+            case .cutShortThrice:
+                // The first three answers for chunks stop halfway (a connection that broke); the
+                // index, which ends the pack, is left whole. Every range asked is logged.
+                let total = r.headers.first { $0.name == "Content-Range" }?.value.split(separator: "/").last
+                let end = range.split(separator: "-").last
+                let ofChunks = total != nil && end != nil && UInt64(end!).map { $0 + 1 } != UInt64(total!)
+                guard ofChunks, retryLog.cut(range), case .descriptor(let fd, let offset, let length) = r.body else {
+                    return .respond(r)
+                }
+                r.body = .descriptor(fd, offset: offset, length: length / 2)
+                r.headers.removeAll { $0.name == "Content-Range" }
+                return .respond(r)
             case .tamperedIndex:
                 // Once the client has written the index it keeps for the commit (it asks for chunks
                 // after that), a byte of that file is changed, once.
@@ -107,7 +130,7 @@ import Glibc
         // The cancellation test must end by its cancel, never by a stall a loaded machine makes
         // longer than a second before the cancel arrives.
         configuration.stallTimeout = fault == .slow ? 30 : 1
-        configuration.retries = fault == .flaky ? 2 : 1
+        configuration.retries = fault == .flaky ? 2 : fault == .cutShortThrice ? 4 : 1
         return (server, try AssetPackManager(configuration: configuration))
     }
 
@@ -165,6 +188,27 @@ import Glibc
             #expect(again - seen.refusedAt >= wanted, "\(range) was asked again after \(again - seen.refusedAt)")
         }
         #expect(elapsed >= wanted, "the fetch took \(elapsed)")
+    }
+
+    /// Range answers that stop halfway are asked again from the first chunk not yet written (the
+    /// chunks of a run are decoded and written as they arrive): the install completes with every
+    /// file intact, and a later request for a run ends where an earlier one did but starts after it.
+    @Test func aRangeCutShortResumesAtTheFirstChunkNotWritten() async throws {
+        let f = try ClientFixture()
+        try f.publish(chunkSize: 4 << 10)
+        let log = RetryLog()
+        let (server, manager) = try faultyServer(f, .cutShortThrice, retryLog: log)
+        defer { server.stop(grace: 0) }
+        #expect(try await manager.fetch(packWithID: "Levels").version == 1)
+        #expect(try manager.verifyInstalled().isEmpty)
+        let asked = log.asked.withLock { $0 }.compactMap { range -> (start: UInt64, end: UInt64)? in
+            let bounds = range.dropFirst("bytes=".count).split(separator: "-").compactMap { UInt64($0) }
+            return bounds.count == 2 ? (bounds[0], bounds[1]) : nil
+        }
+        let resumed = asked.indices.contains { later in
+            asked[..<later].contains { $0.end == asked[later].end && $0.start < asked[later].start }
+        }
+        #expect(resumed, "no range was asked again from where a cut answer stopped: \(asked)")
     }
 
     /// The header and index an install keeps on disk until its commit (not in memory: 12 MB at

@@ -26,6 +26,36 @@ import Testing
         #expect(throws: BacklotError.self) { try db.transaction { _ = try $0.run("INSERT INTO t VALUES ('a', 3)") } }
     }
 
+    /// A BLOB filled a piece at a time holds exactly what was given; a fill of more or fewer bytes
+    /// than the BLOB was made for fails and its transaction leaves nothing.
+    @Test func aBlobIsFilledPieceByPieceAndExactly() throws {
+        let dir = try TemporaryDirectory("db-blob")
+        defer { dir.remove() }
+        let db = try Database(path: dir.at("t.sqlite"))
+        try db.transaction { try $0.execute("CREATE TABLE t (k TEXT PRIMARY KEY, data BLOB NOT NULL)") }
+        var g = SeededGenerator(seed: 5)
+        let bytes = g.bytes(700_000)  // three pieces of 256 KiB
+        func insert(_ key: String, declared: Int, given: [UInt8]) throws {
+            try db.transaction { tx in
+                _ = try tx.run("INSERT INTO t VALUES (?, zeroblob(?))", [.text(key), .integer(Int64(declared))])
+                var at = 0
+                try tx.writeBlob(table: "t", column: "data", rowid: tx.lastInsertRowID) { room in
+                    let n = min(room.count, given.count - at)
+                    given[at..<at + n].withUnsafeBytes { room.copyMemory(from: $0) }
+                    at += n
+                    return n
+                }
+            }
+        }
+        try insert("whole", declared: bytes.count, given: bytes)
+        let row = try db.read { try $0.query("SELECT data FROM t WHERE k = 'whole'") }
+        #expect(row.first?["data"] == .blob(bytes))
+        #expect(throws: BacklotError.self) { try insert("more", declared: 1000, given: Array(bytes.prefix(1001))) }
+        #expect(throws: BacklotError.self) { try insert("fewer", declared: 1000, given: Array(bytes.prefix(999))) }
+        let keys = try db.read { try $0.query("SELECT k FROM t ORDER BY k") }.compactMap { $0["k"]?.string }
+        #expect(keys == ["whole"])
+    }
+
     @Test func twoHandlesOnOneFileSeeEachOthersCommits() throws {
         let dir = try TemporaryDirectory("db-two")
         defer { dir.remove() }
