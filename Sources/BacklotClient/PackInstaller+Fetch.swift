@@ -161,11 +161,9 @@ extension PackInstaller {
     }
 
     /// One Range request; the answer must be 206 with exactly the bytes asked for.
-    /// - Parameter storage: memory to write the body into (``HTTPClient/send(_:_:headers:body:expectedBodySize:bodyLimit:progress:reusing:)``).
-    func range(_ url: String, _ first: UInt64, _ last: UInt64, reusing storage: inout [UInt8]) throws -> [UInt8] {
+    func range(_ url: String, _ first: UInt64, _ last: UInt64) throws -> [UInt8] {
         let r = try http.send(
-            "GET", url, headers: ["Range": "bytes=\(first)-\(last)"], expectedBodySize: Int(last - first + 1),
-            reusing: &storage)
+            "GET", url, headers: ["Range": "bytes=\(first)-\(last)"], expectedBodySize: Int(last - first + 1))
         try checkRangeAnswer(r, url: url, first: first, last: last)
         guard UInt64(r.body.count) == last - first + 1 else {
             throw BacklotError(
@@ -196,29 +194,13 @@ extension PackInstaller {
         }
     }
 
-    /// ``range(_:_:_:reusing:)`` into memory of its own.
-    func range(_ url: String, _ first: UInt64, _ last: UInt64) throws -> [UInt8] {
-        var storage: [UInt8] = []
-        return try range(url, first, last, reusing: &storage)
-    }
-
     /// ``range(_:_:_:)`` with retries: exponential backoff with jitter on transport failures, and
     /// a 503 or 429's `Retry-After` waited out (with jitter) before trying again.
     func rangeWithRetries(_ url: String, _ first: UInt64, _ last: UInt64) throws -> [UInt8] {
-        var storage: [UInt8] = []
-        return try rangeWithRetries(url, first, last, reusing: &storage)
+        try withRetries(url) { try range(url, first, last) }
     }
 
-    /// ``rangeWithRetries(_:_:_:)`` writing into `storage`'s memory (``range(_:_:_:reusing:)``).
-    func rangeWithRetries(
-        _ url: String, _ first: UInt64, _ last: UInt64, reusing storage: inout [UInt8]
-    ) throws
-        -> [UInt8]
-    {
-        try withRetries(url) { try range(url, first, last, reusing: &storage) }
-    }
-
-    /// Runs `attempt` until it succeeds, at most ``retries`` times more: after a transport failure
+    /// Runs `body` until it succeeds, at most ``retries`` times more: after a transport failure
     /// (``BacklotError/Code/io``) with exponential backoff and jitter, after a ``RetryLater`` once
     /// its `Retry-After` has passed (with jitter). Other errors are thrown at once.
     func withRetries<T>(_ url: String, _ body: () throws -> T) throws -> T {

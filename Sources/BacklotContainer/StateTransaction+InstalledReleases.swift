@@ -25,23 +25,20 @@ extension StateTransaction {
 
     /// Records `release` as its pack's installed one, and forgets its resumable chunks.
     public func recordInstalled(_ release: InstalledRelease) throws {
-        try connection.run(
-            """
-            INSERT INTO installed(id, version, digest, download_size, metadata, index_bytes, installed) VALUES (?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(id) DO UPDATE SET version = excluded.version, digest = excluded.digest, download_size = excluded.download_size,
-            metadata = excluded.metadata, index_bytes = excluded.index_bytes, installed = excluded.installed
-            """,
-            [
-                .text(release.id), .integer(release.version), .text(release.digest), .integer(release.downloadSize),
-                .text(release.metadata), .blob(release.indexBytes), .integer(release.installedAt),
-            ])
-        try connection.run("DELETE FROM chunks_done WHERE digest = ?", [.text(release.digest)])
+        var at = 0
+        try recordInstalled(release, indexLength: release.indexBytes.count) { room in
+            let n = min(room.count, release.indexBytes.count - at)
+            release.indexBytes[at..<at + n].withUnsafeBytes { room.copyMemory(from: $0) }
+            at += n
+            return n
+        }
     }
 
-    /// ``recordInstalled(_:)`` with the release's index (`indexLength` bytes) written into the
-    /// database by `fill`, a piece at a time (``Database/Connection/writeBlob(table:column:rowid:fill:)``),
-    /// rather than taken from `release.indexBytes`, which is not used: a release of 200,000 files
-    /// has a 12 MB index, which is then never whole in memory.
+    /// Records `release` as its pack's installed one, and forgets its resumable chunks, with the
+    /// release's index (`indexLength` bytes) written into the database by `fill`, a piece at a
+    /// time (``Database/Connection/writeBlob(table:column:rowid:fill:)``), rather than taken from
+    /// `release.indexBytes`, which is not used: a release of 200,000 files has a 12 MB index, which
+    /// is then never whole in memory.
     /// - Throws: what SQLite and `fill` throw (the transaction then records nothing).
     public func recordInstalled(
         _ release: InstalledRelease, indexLength: Int, fill: (UnsafeMutableRawBufferPointer) throws -> Int

@@ -512,25 +512,21 @@ private enum Callbacks {
         let t = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
         let n = size * count
         let piece = UnsafeRawBufferPointer(start: data, count: n)
-        if let streaming = t.streaming, streaming.status == t.status {
-            guard t.streamed + n <= t.limit else {
-                t.exceeded = true
-                t.failure = BacklotError(.io, "the response is larger than \(t.limit) bytes; the transfer was stopped")
-                return 0
-            }
-            t.streamed += n
-            do { try streaming.receive(piece) } catch {
-                t.thrown = error
-                return 0
-            }
-            return n
-        }
-        guard t.body.count + n <= t.limit else {
+        let streamed = t.streaming.map { $0.status == t.status } ?? false
+        guard (streamed ? t.streamed : t.body.count) + n <= t.limit else {
             t.exceeded = true
             t.failure = BacklotError(.io, "the response is larger than \(t.limit) bytes; the transfer was stopped")
             return 0
         }
-        if n > 0 { t.body.append(contentsOf: piece) }
+        if streamed {
+            t.streamed += n
+            do { try t.streaming?.receive(piece) } catch {
+                t.thrown = error
+                return 0
+            }
+        } else if n > 0 {
+            t.body.append(contentsOf: piece)
+        }
         return n
     }
 
