@@ -201,7 +201,8 @@ public enum BacklotCLI {
         func doesNotExist(_ p: String) -> Bool {
             do { return try FileSystem.status(p) == nil } catch { return false }
         }
-        let given = arguments.allTexts.filter { !$0.isEmpty }
+        // A URL (a catalog, a server) is not a path, even when a failed transfer names it.
+        let given = arguments.allTexts.filter { !$0.isEmpty && !$0.contains("://") }
         for path in given {
             let parent = URL(fileURLWithPath: absolute(path)).deletingLastPathComponent().path
             if failed == path || failed == absolute(path) {

@@ -51,6 +51,21 @@ import Testing
         }
     }
 
+    /// A server that does not answer is a failure of the transfer (exit 1, named as such), never
+    /// "no such file": the catalog's URL is on the command line, but it is not a path.
+    @Test func aServerThatDoesNotAnswerIsNotAMissingFile() throws {
+        let dir = try TemporaryDirectory("cli-no-server")
+        defer { dir.remove() }
+        let key64 = Data(try Ed25519.PrivateKey().publicKey.rawRepresentation).base64EncodedString()
+        let key = try dir.write("root.pub", key64 + "\n")
+        let nobody = try FreePort.bound()  // bound, not listening: a connection is refused
+        let port = nobody.port
+        let url = "http://127.0.0.1:\(port)/v1/apps/game/internal/catalog.json"
+        let r = run(["fetch", "--container", dir.at("device"), "--catalog", url, "--trust", key, "--no-report"])
+        #expect(r.status == 1, "\(r.status): \(r.err)")
+        #expect(!r.err.contains("no such file") && r.err.contains("127.0.0.1:\(port)"), "\(r.err)")
+    }
+
     /// A configuration whose catalog URL and key are fine, with one more key.
     func agentConfig(_ dir: TemporaryDirectory, key: String, value: String) throws -> String {
         let key64 = Data(try Ed25519.PrivateKey().publicKey.rawRepresentation).base64EncodedString()
