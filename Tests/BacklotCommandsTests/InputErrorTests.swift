@@ -53,7 +53,7 @@ import Testing
 
     /// A server that does not answer is a failure of the transfer (exit 1, named as such), never
     /// "no such file": the catalog's URL is on the command line, but it is not a path.
-    @Test func aServerThatDoesNotAnswerIsNotAMissingFile() throws {
+    @Test func aServerThatDoesNotAnswerIsNotAMissingFile() async throws {
         let dir = try TemporaryDirectory("cli-no-server")
         defer { dir.remove() }
         let key64 = Data(try Ed25519.PrivateKey().publicKey.rawRepresentation).base64EncodedString()
@@ -61,9 +61,13 @@ import Testing
         let nobody = try FreePort.bound()  // bound, not listening: a connection is refused
         let port = nobody.port
         let url = "http://127.0.0.1:\(port)/v1/apps/game/internal/catalog.json"
-        let r = run(["fetch", "--container", dir.at("device"), "--catalog", url, "--trust", key, "--no-report"])
-        #expect(r.status == 1, "\(r.status): \(r.err)")
-        #expect(!r.err.contains("no such file") && r.err.contains("127.0.0.1:\(port)"), "\(r.err)")
+        let io = CapturedIO()
+        let status = await commandLineOnThread(
+            ["fetch", "--container", dir.at("device"), "--catalog", url, "--trust", key, "--no-report"], io: io)
+        #expect(status == 1, "\(status): \(io.standardError)")
+        #expect(
+            !io.standardError.contains("no such file") && io.standardError.contains("127.0.0.1:\(port)"),
+            "\(io.standardError)")
     }
 
     /// A configuration whose catalog URL and key are fine, with one more key.
