@@ -151,6 +151,11 @@ import Testing
             id: c1.id, offset: c0.offset, compressedSize: c1.compressedSize, uncompressedSize: c1.uncompressedSize)
         cases.append(("overlap", with(chunks: chunks), "overlaps the previous chunk"))
         chunks = index.chunks
+        chunks[2] = .init(
+            id: c0.id, offset: chunks[2].offset, compressedSize: chunks[2].compressedSize,
+            uncompressedSize: chunks[2].uncompressedSize)
+        cases.append(("repeated chunk ID", with(chunks: chunks), "chunk 2: ID \(c0.id.short)… appears twice"))
+        chunks = index.chunks
         let last = chunks.count - 1
         chunks[last] = .init(
             id: chunks[last].id, offset: chunks[last].offset, compressedSize: chunks[last].compressedSize + 100,
@@ -192,6 +197,25 @@ import Testing
             let path = dir.at("\(name).pack")
             try assemble(f, crafted, to: path)
             expectRefused(path, phrase, in: dir)
+        }
+    }
+
+    /// The repeat check by sorting stops at the chunk a set of the IDs seen would stop at: random
+    /// tables with 0–3 groups of repeated IDs (seed printed).
+    @Test func aRepeatedChunkIDIsFoundWhereASetWouldFindIt() {
+        let seed = UInt64.random(in: 0...UInt64.max)
+        print("CorruptPackTests.aRepeatedChunkIDIsFoundWhereASetWouldFindIt seed \(seed)")
+        var g = SeededGenerator(seed: seed)
+        for round in 0..<200 {
+            let count = Int.random(in: 0...300, using: &g)
+            var ids = (0..<count).map { _ in SHA256.hash((0..<8).map { _ in UInt8.random(in: 0...255, using: &g) }) }
+            for _ in 0..<(count < 2 ? 0 : Int.random(in: 0...3, using: &g)) {
+                ids[Int.random(in: 0..<count, using: &g)] = ids[Int.random(in: 0..<count, using: &g)]
+            }
+            let chunks = ids.map { PackIndex.Chunk(id: $0, offset: 0, compressedSize: 1, uncompressedSize: 1) }
+            var seen = Set<SHA256Digest>()
+            let expected = ids.indices.first { !seen.insert(ids[$0]).inserted }
+            #expect(PackIndex.firstRepeatedID(chunks) == expected, "round \(round) of seed \(seed)")
         }
     }
 
