@@ -40,7 +40,7 @@ struct DeviceReporter: Sendable {
         let parts = c.percentEncodedPath.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count >= 6 else { return nil }
         let base = parts.dropLast(5).joined(separator: "/")
-        c.percentEncodedPath = base + API.reportDevice.path(["app": app])
+        c.percentEncodedPath = base + API.reportDevice.path([.app: app])
         c.percentEncodedQuery = nil
         c.fragment = nil
         return c.string

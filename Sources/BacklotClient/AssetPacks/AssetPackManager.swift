@@ -383,12 +383,10 @@ public actor AssetPackManager {
             guard let installed = try container.installed(id), let (_, release) = offered[id] else { continue }
             let url = try catalogClient.archiveURL(release)
             let installer = makeInstaller()
+            let box = ProgressBox(Progress(totalUnitCount: Int64(max(1, release.installSize))))
+            let repairing = installedName(release) == installed.digest
             _ = try await BlockingPool.unbounded.run { [installer] in
-                try self.container.layout.holding(.install(pack: id)) {
-                    try installer.install(
-                        id: id, release: release, archiveURL: url,
-                        repairing: self.installedName(release) == installed.digest)
-                }
+                try self.install(id, release, from: url, with: installer, progress: box, repairing: repairing)
             }
             repaired.append(id)
         }

@@ -61,16 +61,17 @@ extension AssetPackManager {
     }
 
     /// Installs `release` of pack `id` under the pack's install lock, on the calling thread (it
-    /// blocks for as long as the transfer takes); nothing when another process installed it while
-    /// this one waited for the lock.
+    /// blocks for as long as the transfer takes): the one path by which a pack is installed.
+    /// Nothing when another process installed it while this one waited for the lock, unless
+    /// `repairing` (the installed release is that one, damaged: ``repair()``).
     nonisolated func install(
         _ id: String, _ release: Catalog.Release, from url: URL, with installer: PackInstaller,
-        progress box: ProgressBox
+        progress box: ProgressBox, repairing: Bool = false
     ) throws -> FetchReport {
         let outcome = try container.layout.holding(.install(pack: id)) { () -> PackInstaller.Outcome? in
-            if (try? container.installed(id))?.digest == installedName(release) { return nil }
+            if !repairing, (try? container.installed(id))?.digest == installedName(release) { return nil }
             return try installer.install(
-                id: id, release: release, archiveURL: url,
+                id: id, release: release, archiveURL: url, repairing: repairing,
                 progress: { done, total in
                     box.progress.totalUnitCount = Int64(max(1, total))
                     box.progress.completedUnitCount = Int64(done)
