@@ -31,3 +31,23 @@ func output<T>(_ pointer: UnsafeMutablePointer<T>?, _ what: String) throws -> Un
     guard let pointer else { throw CallError.invalidArgument("\(what) is NULL") }
     return pointer
 }
+
+/// A C string list as exported functions hand it out (`char ***`).
+typealias CStringListOut = UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>
+
+/// Runs an exported function that answers a list of strings through `list` (named `what` in
+/// errors) and `count`: both are set to NULL and 0 first, so that a failed call leaves nothing to
+/// free, then filled, sorted, from what `body` returns for the open manager of `handle`.
+func cListCall(
+    _ handle: OpaquePointer?, _ list: CStringListOut?, _ what: String, _ count: UnsafeMutablePointer<Int>?,
+    _ body: (CManager) throws -> [String]
+) -> backlot_status {
+    list?.pointee = nil
+    count?.pointee = 0
+    return cCall {
+        let m = try manager(handle)
+        let listOut = try output(list, what)
+        let countOut = try output(count, "count")
+        CMemory.writeList(try body(m), to: listOut, count: countOut)
+    }
+}

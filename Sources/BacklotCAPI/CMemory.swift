@@ -48,7 +48,7 @@ enum CMemory {
     /// one block (``stringList(_:)``; NULL and 0 for none).
     static func writeList(
         _ strings: some Collection<String>,
-        to list: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+        to list: CStringListOut,
         count: UnsafeMutablePointer<Int>
     ) {
         let sorted = strings.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }

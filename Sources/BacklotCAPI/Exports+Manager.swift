@@ -104,18 +104,11 @@ public func backlotCancel(_ handle: OpaquePointer?, _ packID: UnsafePointer<CCha
 
 @_cdecl("backlot_check_for_updates")
 public func backlotCheckForUpdates(
-    _ handle: OpaquePointer?, _ ids: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?,
-    _ count: UnsafeMutablePointer<Int>?
+    _ handle: OpaquePointer?, _ ids: CStringListOut?, _ count: UnsafeMutablePointer<Int>?
 ) -> backlot_status {
-    ids?.pointee = nil
-    count?.pointee = 0
-    return cCall {
-        let m = try manager(handle)
-        let idsOut = try output(ids, "updating_ids")
-        let countOut = try output(count, "count")
+    cListCall(handle, ids, "updating_ids", count) { m in
         let client = m.manager
-        let updated = try BlockingPool.waitForAsync { try await client.checkForUpdates().updatingIDs }
-        CMemory.writeList(updated, to: idsOut, count: countOut)
+        return Array(try BlockingPool.waitForAsync { try await client.checkForUpdates().updatingIDs })
     }
 }
 
@@ -156,33 +149,19 @@ public func backlotAssetPack(
 
 @_cdecl("backlot_all_asset_packs")
 public func backlotAllAssetPacks(
-    _ handle: OpaquePointer?, _ ids: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?,
-    _ count: UnsafeMutablePointer<Int>?
+    _ handle: OpaquePointer?, _ ids: CStringListOut?, _ count: UnsafeMutablePointer<Int>?
 ) -> backlot_status {
-    ids?.pointee = nil
-    count?.pointee = 0
-    return cCall {
-        let m = try manager(handle)
-        let idsOut = try output(ids, "ids")
-        let countOut = try output(count, "count")
+    cListCall(handle, ids, "ids", count) { m in
         let client = m.manager
-        let packs = try BlockingPool.waitForAsync { try await client.allAssetPacks.map(\.id) }
-        CMemory.writeList(packs, to: idsOut, count: countOut)
+        return try BlockingPool.waitForAsync { try await client.allAssetPacks.map(\.id) }
     }
 }
 
 @_cdecl("backlot_installed_packs")
 public func backlotInstalledPacks(
-    _ handle: OpaquePointer?, _ ids: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?,
-    _ count: UnsafeMutablePointer<Int>?
+    _ handle: OpaquePointer?, _ ids: CStringListOut?, _ count: UnsafeMutablePointer<Int>?
 ) -> backlot_status {
-    ids?.pointee = nil
-    count?.pointee = 0
-    return cCall {
-        let m = try manager(handle)
-        let idsOut = try output(ids, "ids")
-        let countOut = try output(count, "count")
-        let installed = try ClientContainer(path: m.configuration.containerPath).installed().map(\.id)
-        CMemory.writeList(installed, to: idsOut, count: countOut)
+    cListCall(handle, ids, "ids", count) { m in
+        try ClientContainer(path: m.configuration.containerPath).installed().map(\.id)
     }
 }

@@ -40,18 +40,9 @@ public func backlotCancelDownload(_ handle: OpaquePointer?, _ identifier: Unsafe
 
 @_cdecl("backlot_current_downloads")
 public func backlotCurrentDownloads(
-    _ handle: OpaquePointer?, _ ids: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?,
-    _ count: UnsafeMutablePointer<Int>?
+    _ handle: OpaquePointer?, _ ids: CStringListOut?, _ count: UnsafeMutablePointer<Int>?
 ) -> backlot_status {
-    ids?.pointee = nil
-    count?.pointee = 0
-    return cCall {
-        let m = try manager(handle)
-        let idsOut = try output(ids, "identifiers")
-        let countOut = try output(count, "count")
-        let current = try m.downloads().fetchCurrentDownloads().map(\.identifier)
-        CMemory.writeList(current, to: idsOut, count: countOut)
-    }
+    cListCall(handle, ids, "identifiers", count) { m in try m.downloads().fetchCurrentDownloads().map(\.identifier) }
 }
 
 @_cdecl("backlot_set_download_delegate")

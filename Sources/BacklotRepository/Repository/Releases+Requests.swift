@@ -87,18 +87,7 @@ extension Releases {
                     context: "request \(requestID)",
                     hint: "ask another reviewer to approve it")
             }
-            guard
-                try tx.run(
-                    "UPDATE release_requests SET status = 'approved', decided = ?, decided_by = ?, decided_by_label = ?, decided_by_person = ? WHERE id = ? AND status = 'pending'",
-                    [
-                        .integer(Repository.now()), caller.map { .integer(Int64($0.id)) } ?? .null,
-                        caller.map { .text($0.label) } ?? .null, caller.map { .text($0.person) } ?? .null,
-                        .integer(Int64(requestID)),
-                    ]) == 1
-            else {
-                throw BacklotError(
-                    .conflict, "the request is \(request.status), not pending", context: "request \(requestID)")
-            }
+            try Self.decide(&tx, requestID, request, "approved", reason: nil, by: caller)
             try Uploads.requireComplete(&tx, request.app, request.pack, request.version)
             let bp = request.rolloutPercent.map { Int(($0 * 100).rounded()) }
             if request.channel == .production {
@@ -119,6 +108,27 @@ extension Releases {
         try publication.publish(app: request.app, channel: request.channel)
     }
 
+    /// Records the decision on a request that is still pending: `status` (`approved` or
+    /// `rejected`), when, by whom, and a rejection's reason.
+    /// - Throws: `conflict` when it was decided meanwhile (`request` is what was read before).
+    private static func decide(
+        _ tx: inout any MetadataConnection, _ requestID: Int, _ request: ReleaseRequest, _ status: String,
+        reason: String?, by caller: Caller?
+    ) throws {
+        guard
+            try tx.run(
+                "UPDATE release_requests SET status = ?, decided = ?, reason = ?, decided_by = ?, decided_by_label = ?, decided_by_person = ? WHERE id = ? AND status = 'pending'",
+                [
+                    .text(status), .integer(Repository.now()), reason.map { .text($0) } ?? .null,
+                    caller.map { .integer(Int64($0.id)) } ?? .null, caller.map { .text($0.label) } ?? .null,
+                    caller.map { .text($0.person) } ?? .null, .integer(Int64(requestID)),
+                ]) == 1
+        else {
+            throw BacklotError(
+                .conflict, "the request is \(request.status), not pending", context: "request \(requestID)")
+        }
+    }
+
     /// Rejects a pending request.
     /// - Parameter app: when given, the request must belong to this app (else `notFound`).
     public func reject(requestID: Int, app: String? = nil, reason: String, by caller: Caller? = nil) throws {
@@ -130,18 +140,7 @@ extension Releases {
         }
         let request = try self.request(requestID, app: app)
         try db.transaction { tx in
-            guard
-                try tx.run(
-                    "UPDATE release_requests SET status = 'rejected', decided = ?, reason = ?, decided_by = ?, decided_by_label = ?, decided_by_person = ? WHERE id = ? AND status = 'pending'",
-                    [
-                        .integer(Repository.now()), .text(reason), caller.map { .integer(Int64($0.id)) } ?? .null,
-                        caller.map { .text($0.label) } ?? .null, caller.map { .text($0.person) } ?? .null,
-                        .integer(Int64(requestID)),
-                    ]) == 1
-            else {
-                throw BacklotError(
-                    .conflict, "the request is \(request.status), not pending", context: "request \(requestID)")
-            }
+            try Self.decide(&tx, requestID, request, "rejected", reason: reason, by: caller)
             try AuditLog.record(
                 &tx, "release.reject", app: request.app, pack: request.pack, version: request.version,
                 details: ["channel": request.channel.rawValue, "requestId": String(requestID), "reason": reason],

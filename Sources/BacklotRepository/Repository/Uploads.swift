@@ -183,15 +183,7 @@ public final class Uploads: Sendable {
 
     /// One version. - Throws: `notFound`.
     public func version(app: String, pack: String, number: Int) throws -> VersionInfo {
-        let rows = try db.read {
-            try $0.query(
-                "SELECT * FROM versions WHERE app = ? AND pack = ? AND number = ? AND deleted = 0",
-                [.text(app), .text(pack), .integer(Int64(number))])
-        }
-        guard let row = rows.first else {
-            throw BacklotError(.notFound, "no version \(number) of this pack", context: "\(app)/\(pack)")
-        }
-        return info(row)
+        info(try versionRow(app: app, pack: pack, number: number))
     }
 
     /// All versions of a pack, newest first.
