@@ -84,7 +84,7 @@ let package = Package(
             name: "BacklotServer",
             dependencies: [
                 "BacklotBasics", "BacklotProtocol", "BacklotCrypto", "BacklotFormat", "BacklotHTTPServer",
-                "BacklotJSON",
+                "BacklotJSON", "BacklotStore",
                 "BacklotRepository",
             ],
             // The dashboard's files, compiled into the binary as byte arrays (PackageResources).

@@ -41,18 +41,19 @@ public struct ManagementAPI: Sendable {
     /// A matched call: parameters from the path, the request, and the caller (nil on a route that needs no token).
     struct Call: Sendable {
         let request: HTTPRequest
-        let parameters: [String: String]
+        let parameters: [API.PathParameter: String]
         let caller: Caller?
-        func parameter(_ name: String) -> String { parameters[name] ?? "" }
+        func parameter(_ name: API.PathParameter) -> String { parameters[name] ?? "" }
         /// A whole-number path parameter (a version number, a request ID): 400 naming it and the range otherwise.
-        func number(_ name: String) throws -> Int {
+        func number(_ name: API.PathParameter) throws -> Int {
             try CheckedInteger.parse(
-                parameter(name), as: Int.self, "the path parameter \(name)", in: 1...Int.max, context: request.path)
+                parameter(name), as: Int.self, "the path parameter \(name.rawValue)", in: 1...Int.max,
+                context: request.path)
         }
         /// A channel named in the path: 400 otherwise.
-        func channel(_ name: String) throws -> Channel {
+        func channel(_ name: API.PathParameter) throws -> Channel {
             guard let channel = Channel(rawValue: parameter(name)) else {
-                throw BacklotError(.invalidInput, "the channel must be \(Channel.caseList)", context: name)
+                throw BacklotError(.invalidInput, "the channel must be \(Channel.caseList)", context: name.rawValue)
             }
             return channel
         }
@@ -94,7 +95,7 @@ public struct ManagementAPI: Sendable {
         },
         Route(API.changeApp) { api, call in
             body(API.AppChange.self) { b in
-                let app = call.parameter("app")
+                let app = call.parameter(.app)
                 var info = try api.repository.apps.app(app)
                 if let on = b.fourEyes { info = try api.repository.apps.setFourEyes(app: app, on) }
                 if let share = b.secondReviewerAbove {
@@ -107,23 +108,23 @@ public struct ManagementAPI: Sendable {
             .respond(
                 try json(
                     200,
-                    API.PackList(packs: try api.repository.apps.packList(app: call.parameter("app")).map(API.Pack.init))
+                    API.PackList(packs: try api.repository.apps.packList(app: call.parameter(.app)).map(API.Pack.init))
                 ))
         },
         Route(API.createPack) { api, call in
             body(API.PackCreate.self) { b in
-                try api.repository.apps.createPack(app: call.parameter("app"), id: b.id)
-                return try json(201, API.PackCreated(app: call.parameter("app"), id: b.id))
+                try api.repository.apps.createPack(app: call.parameter(.app), id: b.id)
+                return try json(201, API.PackCreated(app: call.parameter(.app), id: b.id))
             }
         },
         Route(API.listVersions) { api, call in
-            let list = try api.repository.uploads.versions(app: call.parameter("app"), pack: call.parameter("pack"))
+            let list = try api.repository.uploads.versions(app: call.parameter(.app), pack: call.parameter(.pack))
             return .respond(try json(200, API.VersionList(versions: list.map(API.Version.init))))
         },
         Route(API.createVersion) { api, call in
             body(API.VersionCreate.self) { b in
-                let app = call.parameter("app")
-                let pack = call.parameter("pack")
+                let app = call.parameter(.app)
+                let pack = call.parameter(.pack)
                 let size = try CheckedInteger.convert(
                     b.size, to: UInt64.self, "\"size\"", in: 1...API.Limits.largestByteCount, context: "request body")
                 let (v, created) = try api.repository.uploads.openVersion(
@@ -132,7 +133,7 @@ public struct ManagementAPI: Sendable {
                 var r = try json(created ? 201 : 200, API.Version(v))
                 if created {
                     r.headers.append(
-                        ("Location", API.getVersion.path(["app": app, "pack": pack, "version": "\(v.number)"])))
+                        ("Location", API.getVersion.path([.app: app, .pack: pack, .version: "\(v.number)"])))
                 }
                 return r
             }
@@ -143,20 +144,20 @@ public struct ManagementAPI: Sendable {
                     200,
                     API.Version(
                         try api.repository.uploads.version(
-                            app: call.parameter("app"), pack: call.parameter("pack"), number: call.number("version")))))
+                            app: call.parameter(.app), pack: call.parameter(.pack), number: call.number(.version)))))
         },
         Route(API.deleteVersion) { api, call in
             try api.repository.uploads.deleteVersion(
-                app: call.parameter("app"), pack: call.parameter("pack"), number: call.number("version"))
+                app: call.parameter(.app), pack: call.parameter(.pack), number: call.number(.version))
             return .respond(try json(200, API.Deleted()))
         },
         Route(API.uploadArchive) { api, call in
             let offset = try CheckedInteger.parse(
                 call.request.header("Upload-Offset") ?? "0", as: UInt64.self, "the Upload-Offset header",
                 in: 0...API.Limits.largestByteCount, context: call.request.path)
-            let app = call.parameter("app")
-            let pack = call.parameter("pack")
-            let number = try call.number("version")
+            let app = call.parameter(.app)
+            let pack = call.parameter(.pack)
+            let number = try call.number(.version)
             // Only the token that created the version, or an admin, may upload its archive (403 otherwise).
             let upload = try api.repository.uploads.beginUpload(
                 app: app, pack: pack, number: number, offset: offset, by: call.caller)
@@ -178,12 +179,12 @@ public struct ManagementAPI: Sendable {
         Route(API.listReleases) { api, call in
             let query = try API.ReleaseQuery(call.request.query)
             let list = try api.repository.releases.requests(
-                app: call.parameter("app"), channel: query.channel, status: query.status)
+                app: call.parameter(.app), channel: query.channel, status: query.status)
             return .respond(try json(200, API.ReleaseList(releases: list.map(API.ReleaseRequest.init))))
         },
         Route(API.createRelease) { api, call in
             body(API.ReleaseCreate.self) { b in
-                let app = call.parameter("app")
+                let app = call.parameter(.app)
                 // The same rule as a pack in the path: an invalid ID is 400, not "no such pack".
                 if let problem = PackID.problem(with: b.pack) {
                     throw HTTPError(400, code: "badRequest", problem.message, context: "\"pack\"")
@@ -209,15 +210,15 @@ public struct ManagementAPI: Sendable {
             }
         },
         Route(API.approveRelease) { api, call in
-            let app = call.parameter("app")
-            let id = try call.number("id")
+            let app = call.parameter(.app)
+            let id = try call.number(.id)
             try api.repository.releases.approve(requestID: id, app: app, by: call.caller)
             return .respond(try json(200, API.ReleaseRequest(try api.repository.releases.request(id, app: app))))
         },
         Route(API.rejectRelease) { api, call in
             body(API.Rejection.self) { b in
-                let app = call.parameter("app")
-                let id = try call.number("id")
+                let app = call.parameter(.app)
+                let id = try call.number(.id)
                 guard b.reason.count <= API.Limits.longestReason else {
                     throw HTTPError(
                         400, code: "badRequest",
@@ -234,7 +235,7 @@ public struct ManagementAPI: Sendable {
                     200,
                     API.ChannelState(
                         try api.repository.releases.channelState(
-                            app: call.parameter("app"), channel: call.channel("channel")))))
+                            app: call.parameter(.app), channel: call.channel(.channel)))))
         },
         Route(API.rollback) { api, call in
             body(API.RollbackRequest.self) { b in
@@ -242,16 +243,16 @@ public struct ManagementAPI: Sendable {
                     try CheckedInteger.convert(
                         $0, to: Int.self, "\"version\"", in: 1...Int.max, context: "request body")
                 }
-                let pack = call.parameter("pack")
+                let pack = call.parameter(.pack)
                 let live = try api.repository.releases.rollback(
-                    app: call.parameter("app"), pack: pack, channel: b.channel, to: version)
+                    app: call.parameter(.app), pack: pack, channel: b.channel, to: version)
                 return try json(200, API.RolledBack(channel: b.channel, pack: pack, version: live))
             }
         },
         Route(API.rollout) { api, call in
             body(API.RolloutChange.self) { b in
-                let app = call.parameter("app")
-                let pack = call.parameter("pack")
+                let app = call.parameter(.app)
+                let pack = call.parameter(.pack)
                 try api.repository.releases.setRollout(app: app, pack: pack, percent: b.percent.percent)
                 let state = try api.repository.releases.channelState(app: app, channel: .production).packs.first {
                     $0.pack == pack
@@ -262,14 +263,14 @@ public struct ManagementAPI: Sendable {
         Route(API.setPhasedRollout) { api, call in
             body(API.PhasedRolloutRequest.self) { b in
                 let phases = try api.repository.releases.setPhasedRollout(
-                    app: call.parameter("app"), pack: call.parameter("pack"), steps: b.steps.map(\.basisPoints),
+                    app: call.parameter(.app), pack: call.parameter(.pack), steps: b.steps.map(\.basisPoints),
                     stepSeconds: b.stepSeconds, by: call.caller)
                 return try json(200, phases)
             }
         },
         Route(API.getPhasedRollout) { api, call in
-            let pack = call.parameter("pack")
-            guard let phases = try api.repository.releases.phasedRollout(app: call.parameter("app"), pack: pack) else {
+            let pack = call.parameter(.pack)
+            guard let phases = try api.repository.releases.phasedRollout(app: call.parameter(.app), pack: pack) else {
                 throw BacklotError(
                     .notFound, "this pack never had a phased rollout", context: pack,
                     hint: "set one: backlot releases phase APP PACK --steps 1,5,25,100 --every 1d")
@@ -279,7 +280,7 @@ public struct ManagementAPI: Sendable {
         Route(API.withdraw) { api, call in
             body(API.WithdrawRequest.self) { b in
                 try api.repository.releases.withdraw(
-                    app: call.parameter("app"), pack: call.parameter("pack"), channel: b.channel)
+                    app: call.parameter(.app), pack: call.parameter(.pack), channel: b.channel)
                 return try json(200, API.Withdrawn())
             }
         },
@@ -301,11 +302,11 @@ public struct ManagementAPI: Sendable {
             }
         },
         Route(API.revokeToken) { api, call in
-            let info = try api.repository.tokens.revoke(id: try call.number("id"))
+            let info = try api.repository.tokens.revoke(id: try call.number(.id))
             return .respond(try json(200, API.Token(info)))
         },
         Route(API.rotateToken) { api, call in
-            .respond(try json(201, API.IssuedToken(try api.repository.tokens.rotate(id: try call.number("id")))))
+            .respond(try json(201, API.IssuedToken(try api.repository.tokens.rotate(id: try call.number(.id)))))
         },
     ]
 
@@ -339,9 +340,9 @@ public struct ManagementAPI: Sendable {
                 pathMatched = true
                 guard route.method == request.method else { continue }
                 let caller = try route.role.map { try authorize(request, needs: $0) }
-                for (name, value) in parameters where name == "app" || name == "pack" {
+                for (name, value) in parameters where name == .app || name == .pack {
                     if let problem = PackID.problem(with: value) {
-                        throw HTTPError(400, code: "badRequest", problem.message, context: name)
+                        throw HTTPError(400, code: "badRequest", problem.message, context: name.rawValue)
                     }
                 }
                 try Self.checkContentType(request, for: route.doc)

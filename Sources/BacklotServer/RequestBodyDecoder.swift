@@ -68,8 +68,9 @@ struct RequestBodyDecoder {
         throw BacklotError(.invalidInput, "\"\(name)\" cannot be read here", context: "request body")
     }
 
-    /// The fields read so far (the decoder is used by one thread, once).
-    final class Fields: @unchecked Sendable {
+    /// The fields read so far, shared by an object's reader and its containers (one decoding,
+    /// on one thread: nothing here is Sendable).
+    final class Fields {
         var value: Set<String> = []
     }
 

@@ -29,12 +29,24 @@ import Testing
     }
 
     @Test func aPathIsFilledInOneSegmentAPieceAndMatchedBack() throws {
-        let path = API.getVersion.path(["app": "com.example.game", "pack": "Le vels/..", "version": "3"])
+        let path = API.getVersion.path([.app: "com.example.game", .pack: "Le vels/..", .version: "3"])
         #expect(path == "/api/apps/com.example.game/packs/Le%20vels%2F../versions/3")
-        let segments = API.getVersion.path(["app": "a", "pack": "p", "version": "3"]).split(separator: "/").map(
+        let segments = API.getVersion.path([.app: "a", .pack: "p", .version: "3"]).split(separator: "/").map(
             String.init)
-        #expect(API.getVersion.match(segments) == ["app": "a", "pack": "p", "version": "3"])
+        #expect(API.getVersion.match(segments) == [.app: "a", .pack: "p", .version: "3"])
         #expect(API.listVersions.match(segments) == nil)
+    }
+
+    /// Every `{name}` of every template is an `API.PathParameter`: the one spelling both the CLI's
+    /// client and the server's routes use.
+    @Test func everyTemplateParameterIsATypedPathParameter() {
+        for endpoint in API.endpoints {
+            for name in endpoint.parameterNames {
+                #expect(API.PathParameter(rawValue: name) != nil, "\(endpoint.operationID): {\(name)}")
+            }
+        }
+        let used = Set(API.endpoints.flatMap(\.parameterNames))
+        #expect(used == Set(API.PathParameter.allCases.map(\.rawValue)), "a parameter no template names")
     }
 
     // MARK: the types and the schemas

@@ -96,7 +96,7 @@ struct APIClient {
     /// and `body`; returns its 2xx answer (or one of a status in `accept`) undecoded.
     @discardableResult
     func call<Request: Encodable, Response>(
-        _ endpoint: Endpoint<Request, Response>, _ parameters: [String: String] = [:],
+        _ endpoint: Endpoint<Request, Response>, _ parameters: [API.PathParameter: String] = [:],
         query: [(name: String, value: String)] = [], body: Request? = nil, accept: Set<Int> = []
     ) throws -> Answer {
         try call(endpoint.method, endpoint.path(parameters) + Self.query(query), json: body, accept: accept)
@@ -104,7 +104,7 @@ struct APIClient {
 
     /// Calls `endpoint` (``call(_:_:query:body:accept:)``) and decodes its 2xx answer as the endpoint's answer type.
     func send<Request: Encodable, Response: Decodable>(
-        _ endpoint: Endpoint<Request, Response>, _ parameters: [String: String] = [:],
+        _ endpoint: Endpoint<Request, Response>, _ parameters: [API.PathParameter: String] = [:],
         query: [(name: String, value: String)] = [], body: Request? = nil
     ) throws -> Response {
         try call(endpoint, parameters, query: query, body: body).decode(Response.self)

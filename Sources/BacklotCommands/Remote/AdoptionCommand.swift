@@ -17,7 +17,7 @@ struct AdoptionCommand: Command {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments[PackOptions.app]
         let adoption = try api.send(
-            API.getAdoption, ["app": app], query: API.DownloadsQuery(days: arguments[days]).items)
+            API.getAdoption, [.app: app], query: API.DownloadsQuery(days: arguments[days]).items)
         if arguments[jsonFlag] {
             try io.outJSON(adoption)
             return

@@ -83,7 +83,7 @@ struct AppsSetCommand: Command {
         let change = API.AppChange(
             fourEyes: arguments[fourEyes]?.isOn,
             secondReviewerAbove: arguments[secondReviewerAbove].map { API.RolloutShare(percent: $0) })
-        let changed = try api.send(API.changeApp, ["app": app], body: change)
+        let changed = try api.send(API.changeApp, [.app: app], body: change)
         if arguments[jsonFlag] {
             try io.outJSON(AppOutput(changed))
         } else {

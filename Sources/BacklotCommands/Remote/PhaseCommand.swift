@@ -37,10 +37,10 @@ struct PhaseCommand: Command {
             }
             let seconds = arguments[every].seconds
             phases = try api.send(
-                API.setPhasedRollout, ["app": app, "pack": pack],
+                API.setPhasedRollout, [.app: app, .pack: pack],
                 body: API.PhasedRolloutRequest(steps: shares, stepSeconds: seconds))
         } else {
-            phases = try api.send(API.getPhasedRollout, ["app": app, "pack": pack])
+            phases = try api.send(API.getPhasedRollout, [.app: app, .pack: pack])
         }
         if arguments[jsonFlag] {
             try io.outJSON(phases)

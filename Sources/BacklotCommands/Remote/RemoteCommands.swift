@@ -59,10 +59,10 @@ struct UploadCommand: Command {
         }
         versionBody.archiveSHA256 = try SHA256.hash(fileAt: path).hex
         versionBody.notes = arguments[notes]
-        try api.call(API.createPack, ["app": app], body: API.PackCreate(id: id), accept: [409])
-        let answer = try api.call(API.createVersion, ["app": app, "pack": id], body: versionBody)
+        try api.call(API.createPack, [.app: app], body: API.PackCreate(id: id), accept: [409])
+        let answer = try api.call(API.createVersion, [.app: app, .pack: id], body: versionBody)
         let created = try answer.decode(API.Version.self)
-        let version = { (number: Int) in ["app": app, "pack": id, "version": "\(number)"] }
+        let version = { (number: Int) -> [API.PathParameter: String] in [.app: app, .pack: id, .version: "\(number)"] }
         let number = created.version
         var offset: UInt64 = 0
         var outcome = "created"
@@ -193,7 +193,7 @@ struct ReleaseCommand: Command {
             rollout: arguments[rollout].map { API.RolloutShare(percent: $0) })
         if arguments[dryRun] {
             body.dryRun = true
-            guard let plan = try api.send(API.createRelease, ["app": app], body: body).plan else {
+            guard let plan = try api.send(API.createRelease, [.app: app], body: body).plan else {
                 throw BacklotError(
                     .io, "the server's answer to a dry run is not a plan", context: API.createRelease.operationID,
                     hint: "is it a Backlot server of the same version? (backlot --version)")
@@ -201,7 +201,7 @@ struct ReleaseCommand: Command {
             try printPlan(ReleasePlanOutput(plan, app: app), json: arguments[jsonFlag], io: io)
             return
         }
-        let request = try api.send(API.createRelease, ["app": app], body: body).request
+        let request = try api.send(API.createRelease, [.app: app], body: body).request
         if arguments[jsonFlag] {
             struct Output: Encodable {
                 let app: String
@@ -277,7 +277,7 @@ struct ApproveCommand: Command {
                 .usage, "give --request N, or --pack ID and --channel CHANNEL", context: "backlot \(command)")
         }
         let list = try api.send(
-            API.listReleases, ["app": app],
+            API.listReleases, [.app: app],
             query: API.ReleaseQuery(channel: channel, status: "pending").items)
         let pending = list.releases.filter { $0.pack == pack && $0.channel == channel && $0.status == "pending" }
         guard let only = pending.first?.id else {
@@ -297,7 +297,7 @@ struct ApproveCommand: Command {
                 api: api, app: app, request: number, reason: reason, json: arguments[jsonFlag], io: io)
             return
         }
-        let approved = try api.send(API.approveRelease, ["app": app, "id": "\(number)"])
+        let approved = try api.send(API.approveRelease, [.app: app, .id: "\(number)"])
         if arguments[jsonFlag] {
             try io.outJSON(approved)
         } else {
@@ -328,7 +328,7 @@ struct RejectCommand: Command {
     static func reject(api: APIClient, app: String, request: Int, reason: String, json: Bool, io: any CommandIO) throws
     {
         let rejected = try api.send(
-            API.rejectRelease, ["app": app, "id": "\(request)"], body: API.Rejection(reason: reason))
+            API.rejectRelease, [.app: app, .id: "\(request)"], body: API.Rejection(reason: reason))
         if json {
             try io.outJSON(rejected)
         } else {

@@ -20,7 +20,7 @@ struct RolloutCommand: Command {
         let pack = arguments[PackOptions.pack]
         let p = arguments[percent]
         try api.call(
-            API.rollout, ["app": app, "pack": pack], body: API.RolloutChange(percent: API.RolloutShare(percent: p)))
+            API.rollout, [.app: app, .pack: pack], body: API.RolloutChange(percent: API.RolloutShare(percent: p)))
         let shown = RemoteNumber.text(p)
         if arguments[jsonFlag] {
             struct Output: Encodable {
@@ -63,7 +63,7 @@ struct RollbackCommand: Command {
         let pack = arguments[PackOptions.pack]
         let channel = arguments[PackOptions.channel].rawValue
         let r = try api.send(
-            API.rollback, ["app": app, "pack": pack],
+            API.rollback, [.app: app, .pack: pack],
             body: API.RollbackRequest(
                 channel: arguments[PackOptions.channel], version: arguments[PackOptions.optionalVersion]))
         let live: Int? = r.version
@@ -97,7 +97,7 @@ struct WithdrawCommand: Command {
         let pack = arguments[PackOptions.pack]
         let channel = arguments[PackOptions.channel].rawValue
         try api.call(
-            API.withdraw, ["app": app, "pack": pack], body: API.WithdrawRequest(channel: arguments[PackOptions.channel])
+            API.withdraw, [.app: app, .pack: pack], body: API.WithdrawRequest(channel: arguments[PackOptions.channel])
         )
         if arguments[jsonFlag] {
             struct Output: Encodable {
@@ -128,7 +128,7 @@ struct ReleasesListCommand: Command {
         let app = arguments[PackOptions.app]
         let channel = arguments[PackOptions.optionalChannel]
         let query = API.ReleaseQuery(channel: channel, status: arguments[pending] ? "pending" : nil)
-        let answer = try api.send(API.listReleases, ["app": app], query: query.items)
+        let answer = try api.send(API.listReleases, [.app: app], query: query.items)
         // Filtered here too, so that a server that ignores the query still gives what was asked.
         let list = answer.releases.filter {
             (channel == nil || $0.channel.rawValue == channel?.rawValue)
@@ -176,7 +176,7 @@ struct CatalogShowCommand: Command {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments[PackOptions.app]
         let channel = arguments[PackOptions.channel].rawValue
-        let c = try api.send(API.getChannel, ["app": app, "channel": channel])
+        let c = try api.send(API.getChannel, [.app: app, .channel: channel])
         if arguments[jsonFlag] {
             try io.outJSON(c)
             return

@@ -146,7 +146,7 @@ struct TokensRevokeCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let id = try tokenID(arguments.positionals[0], command: spec.name)
         let api = try APIClient(arguments, io: io, command: spec.name)
-        let revoked = try api.send(API.revokeToken, ["id": "\(id)"])
+        let revoked = try api.send(API.revokeToken, [.id: "\(id)"])
         if arguments[jsonFlag] {
             // The token as tokens list shows it: `revoked` is when, in both.
             try io.outJSON(TokenOutput(revoked))
@@ -185,7 +185,7 @@ struct TokensRotateCommand: Command {
         let api = try APIClient(arguments, io: io, command: spec.name)
         // Opened first: a rotation whose new secret could not be kept would lock its holder out.
         let file = try TokensCreateCommand.openOutput(arguments[TokensCreateCommand.output])
-        let rotated = try api.call(API.rotateToken, ["id": "\(id)"])
+        let rotated = try api.call(API.rotateToken, [.id: "\(id)"])
         try TokensCreateCommand.printNewToken(
             rotated, output: arguments[TokensCreateCommand.output], file: file, json: arguments[jsonFlag], io: io)
     }

@@ -13,7 +13,7 @@ struct VersionsCommand: Command {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments[PackOptions.app]
         let pack = arguments[PackOptions.pack]
-        let list = try api.send(API.listVersions, ["app": app, "pack": pack]).versions.map(VersionOutput.init)
+        let list = try api.send(API.listVersions, [.app: app, .pack: pack]).versions.map(VersionOutput.init)
         if arguments[jsonFlag] {
             struct Output: Encodable {
                 let app: String
@@ -45,7 +45,7 @@ struct VersionsDeleteCommand: Command {
         let app = arguments[PackOptions.app]
         let pack = arguments[PackOptions.pack]
         let version = arguments[PackOptions.version]
-        try api.call(API.deleteVersion, ["app": app, "pack": pack, "version": "\(version)"])
+        try api.call(API.deleteVersion, [.app: app, .pack: pack, .version: "\(version)"])
         if arguments[jsonFlag] {
             struct Output: Encodable {
                 let app: String
@@ -71,7 +71,7 @@ struct PacksListCommand: Command {
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
         let api = try APIClient(arguments, io: io, command: spec.name)
         let app = arguments[PackOptions.app]
-        let packs = try api.send(API.listPacks, ["app": app]).packs.map(PackOutput.init)
+        let packs = try api.send(API.listPacks, [.app: app]).packs.map(PackOutput.init)
         if arguments[jsonFlag] {
             struct Output: Encodable {
                 let app: String

@@ -7,7 +7,6 @@ import BacklotServer
 import BacklotStore
 import Dispatch
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -253,41 +252,29 @@ struct ServeCommand: Command {
                     hint: "give readable PEM files: --tls CERT.pem,KEY.pem")
             }
         }
-        let quiet = arguments[Self.quiet]
-        var log: (@Sendable (String) -> Void)? = nil
-        if !quiet { log = { @Sendable line in io.err(line + "\n") } }
-        var configuration = HTTPServer.Configuration(host: host, port: listener.port, tls: tls)
-        configuration.threads = arguments[threads] ?? configuration.threads
-        configuration.connectionsPerAddress = arguments[connectionsPerAddress] ?? configuration.connectionsPerAddress
-        configuration.connectionLimit = arguments[maximumConnections] ?? configuration.connectionLimit
-        let repository = try Repository(
-            directory: directory, maximumInstallSize: maximumInstallSize, database: database, tree: tree,
-            archives: bucket?.archives, leaseDuration: Double(lease), adoptStorage: arguments[adoptStorage])
-        repository.onEvent { line in io.err(line + "\n") }
-        repository.publication.setDeltaBases(arguments[deltaBases])
-        repository.publication.setPublicURL(
-            arguments[publicURL] ?? HostingServer.baseURL(host: host, port: listener.port, tls: tls != nil))
-        // Republish every channel that has a catalog or a release: a crash may have left one behind its database state.
-        try repository.publication.resign(margin: .infinity)
-        let server = try HostingServer(
-            repository: repository, listening: listener, configuration: configuration,
-            treeHeaders: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge), accessLog: log,
-            metricsAccess: MetricsAccess(token: metricsToken, listening: metricsListener), version: BacklotCLI.version,
-            loadShedding: LoadShedding(
-                heavyRequests: arguments[maximumHeavyRequests], checkAfter: arguments[checkAfter],
-                checkAfterUnderLoad: arguments[checkAfterUnderLoad]))
-        // The work servers share: processing a server that died left, and (one server at a time) re-signing catalogs before they expire.
-        let lastResign = Mutex(ContinuousClock.now)
-        let timer = RepeatingTimer(label: "backlot.shared-work", every: max(1, min(60, Double(lease) / 2))) {
-            let due = lastResign.withLock { last in
-                guard ContinuousClock.now - last >= .seconds(60) else { return false }
-                last = .now
-                return true
-            }
-            do { try repository.shareWork(resigning: due, abandonedUploadsAfter: abandonedAfter) } catch {
-                io.err("background work: \(error)\n")
-            }
-        }
+        var service = HostingService.Configuration(directory: directory, listener: listener)
+        service.database = database
+        service.tree = tree
+        service.archives = bucket?.archives
+        service.http = HTTPServer.Configuration(host: host, port: listener.port, tls: tls)
+        service.http.threads = arguments[threads] ?? service.http.threads
+        service.http.connectionsPerAddress = arguments[connectionsPerAddress] ?? service.http.connectionsPerAddress
+        service.http.connectionLimit = arguments[maximumConnections] ?? service.http.connectionLimit
+        service.maximumInstallSize = maximumInstallSize
+        service.leaseSeconds = Double(lease)
+        service.adoptStorage = arguments[adoptStorage]
+        service.deltaBases = arguments[deltaBases]
+        service.publicURL = arguments[publicURL]
+        service.treeHeaders = PublishedTreeHeaders(catalogMaxAge: catalogMaxAge)
+        service.metrics = MetricsAccess(token: metricsToken, listening: metricsListener)
+        service.loadShedding = LoadShedding(
+            heavyRequests: arguments[maximumHeavyRequests], checkAfter: arguments[checkAfter],
+            checkAfterUnderLoad: arguments[checkAfterUnderLoad])
+        service.abandonedUploadsAfter = abandonedAfter
+        service.version = BacklotCLI.version
+        if !arguments[Self.quiet] { service.accessLog = { @Sendable line in io.err(line + "\n") } }
+        let running = try HostingService(service) { line in io.err(line + "\n") }
+        let (repository, server) = (running.repository, running.server)
         // SIGINT and SIGTERM stop gracefully from before the address is announced: a client that
         // reads it and signals at once must not meet the default exit (143).
         let done = DispatchSemaphore(value: 0)
@@ -320,12 +307,7 @@ struct ServeCommand: Command {
         done.wait()
         notifier?.stopping()
         io.out("Stopping: letting requests in flight finish…\n")
-        // Nothing of the server may still run when the process exits: exit() tears down OpenSSL,
-        // which libcurl and libpq on another thread would still be using.
-        timer.cancelAndWait()
-        server.stop(grace: 5)
-        repository.uploads.stopProcessing()
-        repository.leases.release(Repository.resigningLease)
+        running.stop(grace: 5)
         io.out("Stopped.\n")
     }
 }

@@ -6,7 +6,7 @@ import Foundation
 /// ``API/endpoints``: none of them spells a path or a field of its own.
 ///
 /// ```swift
-/// let path = API.listPacks.path(["app": "com.example.game"])   // "/api/apps/com.example.game/packs"
+/// let path = API.listPacks.path([.app: "com.example.game"])   // "/api/apps/com.example.game/packs"
 /// let packs = try JSONDecoder().decode(API.listPacks.responseType, from: body)
 /// ```
 public struct Endpoint<Request: Sendable, Response: Sendable>: EndpointDescription {
@@ -41,7 +41,8 @@ extension EndpointDescription {
     /// The OpenAPI operation ID, unique among ``API/endpoints``.
     public var operationID: String { doc.operationID }
 
-    /// The template's parameter names, in order (`["app", "pack"]`).
+    /// The template's parameter names as spelled in it, in order (`["app", "pack"]`); each is an
+    /// ``API/PathParameter``.
     public var parameterNames: [String] {
         template.split(separator: "/").filter { $0.hasPrefix("{") }.map { String($0.dropFirst().dropLast()) }
     }
@@ -49,23 +50,31 @@ extension EndpointDescription {
     /// The path with each `{name}` replaced by `parameters[name]`, percent-encoded as one segment
     /// (only letters, digits, `-`, `.` and `_` stay as they are).
     /// - Precondition: `parameters` names every parameter of the template (a programming error otherwise).
-    public func path(_ parameters: [String: String] = [:]) -> String {
+    public func path(_ parameters: [API.PathParameter: String] = [:]) -> String {
         let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._"))
         return template.split(separator: "/", omittingEmptySubsequences: false).map { part -> String in
             guard part.hasPrefix("{") else { return String(part) }
             let name = String(part.dropFirst().dropLast())
-            guard let value = parameters[name] else { preconditionFailure("\(operationID): no value for {\(name)}") }
+            guard let value = API.PathParameter(rawValue: name).flatMap({ parameters[$0] }) else {
+                preconditionFailure("\(operationID): no value for {\(name)}")
+            }
             return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
         }.joined(separator: "/")
     }
 
-    /// The parameters of `segments` (a request path split at '/') when it matches the template; nil otherwise.
-    public func match(_ segments: [String]) -> [String: String]? {
+    /// The parameters of `segments` (a request path split at '/') when it matches the template;
+    /// nil otherwise (and for a template naming a parameter that is no ``API/PathParameter``).
+    public func match(_ segments: [String]) -> [API.PathParameter: String]? {
         let parts = template.split(separator: "/").map(String.init)
         guard parts.count == segments.count else { return nil }
-        var parameters: [String: String] = [:]
+        var parameters: [API.PathParameter: String] = [:]
         for (p, s) in zip(parts, segments) {
-            if p.hasPrefix("{") { parameters[String(p.dropFirst().dropLast())] = s } else if p != s { return nil }
+            if p.hasPrefix("{") {
+                guard let name = API.PathParameter(rawValue: String(p.dropFirst().dropLast())) else { return nil }
+                parameters[name] = s
+            } else if p != s {
+                return nil
+            }
         }
         return parameters
     }
