@@ -12,7 +12,7 @@ import Glibc
 public final class NginxFileServer {
     public let dir: TemporaryDirectory
     public let port: UInt16
-    let child: ChildProcess
+    let process: Process
     public let bytes: [UInt8]
     public let isTLS: Bool
     public var url: URL { URL(string: "\(isTLS ? "https" : "http")://127.0.0.1:\(port)/file.bin")! }
@@ -38,7 +38,7 @@ public final class NginxFileServer {
         let user = getuid() == 0 ? "user root;" : ""
         let dir = self.dir
         let isTLS = self.isTLS
-        (port, child) = try FreePort.starting("nginx") { port in
+        (port, process) = try FreePort.starting("nginx") { port in
             try dir.write(
                 "nginx.conf",
                 """
@@ -63,48 +63,17 @@ public final class NginxFileServer {
                     }
                 }
                 """)
-            try? FileManager.default.removeItem(atPath: dir.at("error.log"))
-            let child = try ChildProcess.start(
-                executable: nginx, arguments: ["-c", dir.at("nginx.conf"), "-p", dir.path, "-e", dir.at("error.log")],
-                environment: [:], captureOutput: true)
-            try child.release()
-            let log = { (try? String(contentsOfFile: dir.at("error.log"), encoding: .utf8)) ?? "" }
-            // Up when it answers (what it answers does not matter: its certificate is not trusted here).
-            let url = "\(isTLS ? "https" : "http")://127.0.0.1:\(port)/file.bin"
-            var ended = false
-            do {
-                try Wait.until("nginx answers at \(url)", timeout: .seconds(20), poll: .milliseconds(25), detail: log) {
-                    if Self.hasEnded(child.pid) {
-                        ended = true
-                        return true
-                    }
-                    if isTLS { return (try? HTTPClient().serverCertificates(of: url)) != nil }
-                    return (try? HTTPClient().send("GET", url)) != nil
-                }
-            } catch {
-                child.signalGroup(SIGTERM)
-                _ = child.wait(until: .now + .seconds(10))
-                throw error
-            }
-            guard ended else { return (port, child) }
-            let outcome = child.wait(until: .now + .seconds(10))
-            let text = log() + String(decoding: outcome.output, as: UTF8.self)
-            if FreePort.saysAddressInUse(text) { throw FreePort.InUse(port: port, detail: String(text.suffix(500))) }
-            throw BacklotError(.unavailable, "nginx did not start: \(text.suffix(2000))", context: dir.at("error.log"))
+            // Started and waited for as every nginx of the tests is (``Nginx/start``).
+            let process = try Nginx.start(
+                nginx, ["-c", dir.at("nginx.conf"), "-p", dir.path, "-e", dir.at("error.log")], port: port,
+                errorLog: dir.at("error.log"), pidFile: dir.at("nginx.pid"))
+            return (port, process)
         }
     }
 
-    /// Whether process `pid` has ended (a zombie counts as ended).
-    static func hasEnded(_ pid: Int32) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return true }
-        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
-    }
-
     deinit {
-        child.signalGroup(SIGTERM)
-        _ = child.wait(until: .now + .seconds(10))
+        process.terminate()
+        process.waitUntilExit()
         dir.remove()
     }
 }

@@ -170,16 +170,14 @@ class Cluster:
         for file_name, text in (drop_ins or {}).items():
             with open(os.path.join(folder, "conf.d", file_name), "w") as f:
                 f.write(text)
-        port = free_port()
-        with open(os.path.join(here, "..", "contrib", "nginx", "edge.conf")) as f:
-            conf = f.read()
-        conf = conf.replace("@LISTEN@", f"127.0.0.1:{port}").replace("@ORIGIN_PATH@", origin_path).replace("@ORIGIN@", origin_host).replace("@CACHE_DIR@", folder)
-        with open(os.path.join(folder, "edge.conf"), "w") as f:
-            f.write(f"daemon off;\npid {folder}/nginx.pid;\nerror_log {folder}/error.log;\n" + conf)
-        p = subprocess.Popen(["/usr/sbin/nginx", "-c", folder + "/edge.conf", "-p", folder, "-e", folder + "/error.log"],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.children.append(p)
-        wait_ready(port, "/v1/keys/root.json", f"the nginx edge ({folder}/error.log)")
+        # Started by scripts/services (scripts/lib/nginx.sh), as the demo and the tests start nginx.
+        sh(here + "/services", "start", "nginx", folder, "--config",
+           os.path.join(here, "..", "contrib", "nginx", "edge.conf"),
+           f"ORIGIN_PATH={origin_path}", f"ORIGIN={origin_host}", f"CACHE_DIR={folder}")
+        self.cleanups.append(lambda: sh(here + "/services", "stop", folder, "nginx"))
+        with open(os.path.join(folder, "nginx", "env")) as f:
+            port = int(dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)["BACKLOT_NGINX_PORT"])
+        wait_ready(port, "/v1/keys/root.json", f"the nginx edge ({folder}/nginx/error.log)")
         return port
 
     def serve(self, data, args, env=None):
