@@ -2,24 +2,42 @@ import BacklotBasics
 import BacklotStore
 import CPostgreSQL
 import Foundation
+import Synchronization
 
 extension PostgresDatabase {
     /// What the last statements of a call met, kept by reference so that the copy of the
     /// connection handed to a transaction's body reports back to ``PostgresDatabase``.
-    // Safe because: a `CallState` belongs to one `Connection`, which is used by one call at a time:
-    // `PostgresDatabase` hands a connection to a single body while it holds the connection's slot, and reads the
-    // state only after that body returned.
-    final class CallState: @unchecked Sendable {
+    // One call at a time uses it (the connection's slot in the pool); the `Mutex` makes that checked
+    // rather than argued, at the price of an uncontended lock per statement.
+    final class CallState: Sendable {
+        private struct Values {
+            var sqlState: String?
+            var connectionLost = false
+            var statements = 0
+        }
+        private let values = Mutex(Values())
+
         /// The SQLSTATE of the last failure.
-        var sqlState: String?
+        var sqlState: String? {
+            get { values.withLock { $0.sqlState } }
+            set { values.withLock { $0.sqlState = newValue } }
+        }
         /// The connection was found dead (the next call resets it).
-        var connectionLost = false
+        var connectionLost: Bool {
+            get { values.withLock { $0.connectionLost } }
+            set { values.withLock { $0.connectionLost = newValue } }
+        }
         /// Statements that completed since ``clear()``.
-        var statements = 0
+        var statements: Int {
+            get { values.withLock { $0.statements } }
+            set { values.withLock { $0.statements = newValue } }
+        }
 
         func clear() {
-            sqlState = nil
-            statements = 0
+            values.withLock {
+                $0.sqlState = nil
+                $0.statements = 0
+            }
         }
     }
 

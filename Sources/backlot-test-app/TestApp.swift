@@ -7,6 +7,7 @@ import BacklotClient
 import BacklotContainer
 import BacklotTaskScheduler
 import Foundation
+import Synchronization
 
 func log(_ container: String, _ line: String) {
     let path = ContainerLayout(root: container).appFile("test-app.log")
@@ -20,13 +21,11 @@ func log(_ container: String, _ line: String) {
 let arguments = CommandLine.arguments
 if arguments.count == 4, arguments[1] == "listen" {
     let container = arguments[2]
-    // Safe because: `manager` is written once, before the manager it names can deliver its first event, and only
-    // read afterwards.
-    final class Box: @unchecked Sendable { var manager: DownloadManager? }
-    let box = Box()
+    // The manager, for its own event handler (set before it can deliver its first event).
+    let box = Mutex<DownloadManager?>(nil)
     let manager = try DownloadManager(containerPath: container) { event in
         // As an app would: take the exclusive lock again inside the handler (it is re-entrant).
-        _ = try? box.manager?.withExclusiveControl { () }
+        _ = try? box.withLock { $0 }?.withExclusiveControl { () }
         if case .finished(let d, let url) = event {
             let target = ContainerLayout(root: container).appFile("app-received/" + d.identifier)
             try? FileManager.default.createDirectory(
@@ -36,7 +35,7 @@ if arguments.count == 4, arguments[1] == "listen" {
         }
         if case .failed(let d, let error) = event { log(container, "app failed \(d.identifier): \(error)") }
     }
-    box.manager = manager
+    box.withLock { $0 = manager }
     try manager.startListening(pollInterval: 0.02)
     Thread.sleep(forTimeInterval: Double(arguments[3]) ?? 1)
     try manager.stopListening()

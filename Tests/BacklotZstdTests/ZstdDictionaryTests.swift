@@ -1,6 +1,8 @@
 import BacklotBasics
 import BacklotTestSupport
 import BacklotZstd
+import Dispatch
+import Synchronization
 import Testing
 
 /// Dictionaries: trained deterministically, smaller frames for small texts, and a frame made
@@ -35,6 +37,37 @@ import Testing
         // A frame made without the dictionary decodes the same with it.
         let text = texts[0]
         #expect(try d.decompress(try alone.compress(text), expectedSize: text.count, dictionary: one) == text)
+    }
+
+    /// One dictionary shared by threads (what `@unchecked Sendable` claims): each compresses at
+    /// several levels at once, so that the encoding tables of a level are made while others use
+    /// theirs, and decompresses; every frame is the one a single thread makes, and decodes back.
+    @Test func oneDictionaryIsSharedByThreadsAtOnce() throws {
+        print("ZstdDictionaryTests seed 45")
+        let texts = samples(seed: 45, count: 300)
+        let dictionary = try #require(ZstdDictionary.train(samples: texts, capacity: 16 << 10))
+        let levels: [Int32] = [1, 3, 6, 9]
+        let inputs = Array(samples(seed: 46, count: 40))
+        let reference = try levels.map { level in
+            try inputs.map {
+                try ZstdCompressor(level: level, dictionary: ZstdDictionary(bytes: dictionary.bytes)).compress($0)
+            }
+        }
+        let mismatches = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 16) { worker in
+            let level = levels[worker % levels.count]
+            let compressor = ZstdCompressor(level: level, dictionary: dictionary)
+            let decompressor = ZstdDecompressor()
+            for (i, text) in inputs.enumerated() {
+                guard let frame = try? compressor.compress(text), frame == reference[worker % levels.count][i],
+                    (try? decompressor.decompress(frame, expectedSize: text.count, dictionary: dictionary)) == text
+                else {
+                    mismatches.add(1, ordering: .relaxed)
+                    continue
+                }
+            }
+        }
+        #expect(mismatches.load(ordering: .relaxed) == 0)
     }
 
     @Test func aDictionaryFrameWithoutItsDictionaryNeverGivesItsContent() throws {

@@ -28,6 +28,22 @@ public struct SourceSelection: Sendable {
         public let size: UInt64
         /// `0o755` if any execute bit is set, else `0o644`.
         public let mode: UInt32
+
+        /// Opens the file to pack it: beneath `root` (``SourceSelection/sourceRoot``'s handle)
+        /// and through no link, checked to be the regular file of the size selected.
+        /// - Throws: ``BacklotError/Code/invalidSource`` if a link or a special file was swapped
+        ///   in, or its size changed, since it was selected; ``BacklotError/Code/io``.
+        func open(beneath root: DirectoryHandle) throws -> FileDescriptor {
+            let (fd, openedSize) = try root.openRegularFile(readPath)
+            guard openedSize == size else {
+                fd.close()
+                throw BacklotError(
+                    .invalidSource,
+                    "the file changed while it was being packaged (\(size) bytes when selected, \(openedSize) now)",
+                    context: sourcePath, hint: "package again once nothing is writing to the source tree")
+            }
+            return fd
+        }
     }
 
     /// The absolute, resolved source root.

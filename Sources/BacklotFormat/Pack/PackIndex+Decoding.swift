@@ -328,18 +328,7 @@ extension PackIndex {
         guard let manifest = root["manifest"], manifest.objectMembers != nil else {
             throw BacklotError(.corruptArchive, "the index metadata has no \"manifest\" object", context: source)
         }
-        var checker = ManifestChecker()
-        let id = checker.checkPackID(manifest)
-        let policy = checker.checkPolicy(manifest)
-        let platforms = checker.checkPlatforms(manifest)
-        let language = checker.checkLanguage(manifest)
-        guard let id, let policy, let platforms, !checker.hasErrors else {
-            let first = checker.diagnostics.first { $0.severity == .error }
-            throw BacklotError(
-                .corruptArchive,
-                "the index metadata's manifest is invalid: \(first.map { "\($0.jsonPath): \($0.message)" } ?? "")",
-                context: source)
-        }
+        let metadata = try PackMetadata(json: manifest, source: source, what: "the index metadata")
         var chunking: (Int, Int, Int)? = nil
         if let c = root["chunking"], case .number(let mn)? = c["min"]?.kind, case .number(let av)? = c["avg"]?.kind,
             case .number(let mx)? = c["max"]?.kind,
@@ -347,19 +336,6 @@ extension PackIndex {
         {
             chunking = (a, b, d)
         }
-        var variants: PackVariants? = nil
-        if let node = manifest["variants"] {
-            do {
-                variants = try PackVariants(json: node, source: source)
-            } catch let e as BacklotError {
-                throw BacklotError(
-                    .corruptArchive, "the index metadata's variants are invalid: \(e.message)", context: source,
-                    hint: e.hint)
-            }
-        }
-        let metadata = PackMetadata(
-            assetPackID: id, downloadPolicy: policy, platforms: platforms, userInfo: manifest["userInfo"],
-            language: language, variants: variants)
         return (metadata, chunking)
     }
 }

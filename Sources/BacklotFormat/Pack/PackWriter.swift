@@ -267,16 +267,9 @@ private struct BuildState {
     mutating func read(
         file: SourceSelection.File, index: Int, chunker: Chunker, progress: (UInt64) -> Void
     ) throws -> SHA256Digest {
-        // Opened once, beneath the root and through no link, and checked to be the regular file
-        // of the size listed: a link or a special file swapped in since selection is refused.
-        let (fd, openedSize) = try root.openRegularFile(file.readPath)
+        // Opened once: a link or a special file swapped in since selection is refused.
+        let fd = try file.open(beneath: root)
         defer { fd.close() }
-        guard openedSize == file.size else {
-            throw BacklotError(
-                .invalidSource,
-                "the file changed while it was being packaged (\(file.size) bytes when selected, \(openedSize) now)",
-                context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
-        }
         var hasher = SHA256()
         let capacity = max(8 << 20, chunker.maximumSize * 2)
         if readBuffer.count < capacity { readBuffer = [UInt8](repeating: 0, count: capacity) }

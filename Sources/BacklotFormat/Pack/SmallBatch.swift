@@ -46,14 +46,8 @@ struct SmallBatch {
     static func read(
         _ file: SourceSelection.File, root: DirectoryHandle, into buffer: UnsafeMutableRawBufferPointer
     ) throws -> Int {
-        let (fd, openedSize) = try root.openRegularFile(file.readPath)
+        let fd = try file.open(beneath: root)
         defer { fd.close() }
-        guard openedSize == file.size else {
-            throw BacklotError(
-                .invalidSource,
-                "the file changed while it was being packaged (\(file.size) bytes when selected, \(openedSize) now)",
-                context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
-        }
         // One byte more than selected is asked for, so a file that grew is seen, not cut short;
         // a short read of a regular file is its end, so a file costs one read, not two.
         let wanted = Int(file.size) + 1

@@ -24,12 +24,12 @@ extension Publication {
         else {
             throw BacklotError(.conflict, "the version is not processed", context: "\(app)/\(pack)/\(number)")
         }
-        let (meta, policy, platforms) = try Self.storedMetadata(metaText, of: "\(app)/\(pack)/\(number)")
+        let meta = try Self.storedMetadata(metaText, of: "\(app)/\(pack)/\(number)")
         return AppleEntry(
             pack: pack,
             version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io),
-            size: v["declared_size"]?.integer(as: UInt64.self) ?? 0, sha256: sha, policy: policy,
-            platforms: platforms, userInfo: meta["userInfo"])
+            size: v["declared_size"]?.integer(as: UInt64.self) ?? 0, sha256: sha, policy: meta.downloadPolicy,
+            platforms: meta.platforms, userInfo: meta.userInfo)
     }
 
     /// The folder of Apple download manifests for one app, channel and platform.

@@ -187,35 +187,28 @@ public final class Publication: Sendable {
         else {
             throw BacklotError(.conflict, "the version is not processed", context: "\(app)/\(pack)/\(number)")
         }
-        let (meta, policy, platforms) = try Self.storedMetadata(metaText, of: "\(app)/\(pack)/\(number)")
+        let meta = try Self.storedMetadata(metaText, of: "\(app)/\(pack)/\(number)")
         var release = Catalog.Release(
             version: try CheckedInteger.convert(number, to: Int.self, "the stored version number", code: .io),
-            downloadPolicy: policy, platforms: platforms, userInfo: meta["userInfo"],
-            language: meta["language"]?.stringValue, installSize: v["install_size"]?.integer(as: UInt64.self) ?? 0,
+            downloadPolicy: meta.downloadPolicy, platforms: meta.platforms, userInfo: meta.userInfo,
+            language: meta.language, installSize: v["install_size"]?.integer(as: UInt64.self) ?? 0,
             archiveURL: PublishedTreeLayout.pack(sha256: sha.hex).referenceFromCatalog,
             archiveSize: v["declared_size"]?.integer(as: UInt64.self) ?? 0, archiveSHA256: sha,
             indexOffset: v["index_offset"]?.integer(as: UInt64.self) ?? 0,
             indexLength: v["index_length"]?.integer(as: UInt64.self) ?? 0, indexSHA256: indexSHA)
         release.deltas = try publishedDeltas(into: indexSHA)
-        release.variants = try meta["variants"].map { try PackVariants(json: $0, source: "\(app)/\(pack)/\(number)") }
+        release.variants = meta.variants
         return release
     }
 
-    /// A processed version's stored metadata (the `metadata` column: its pack manifest's fields),
-    /// with the download policy and platforms every release needs.
+    /// A processed version's stored metadata (the `metadata` column: its pack's ``PackMetadata``,
+    /// as processing wrote it).
     /// - Throws: ``BacklotError/Code/io`` when the stored text is not what processing wrote.
-    static func storedMetadata(
-        _ text: String, of version: String
-    ) throws -> (meta: JSONNode, policy: DownloadPolicy, platforms: [Platform]) {
-        let meta = try JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(
+    static func storedMetadata(_ text: String, of version: String) throws -> PackMetadata {
+        let json = try JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(
             Array(text.utf8)
         ).root
-        guard let policy = meta["downloadPolicy"].flatMap(DownloadPolicy.init(json:)),
-            let platforms = meta["platforms"].flatMap(Platform.list(json:))
-        else {
-            throw BacklotError(.io, "stored metadata of \(version) is invalid")
-        }
-        return (meta, policy, platforms)
+        return try PackMetadata(json: json, source: version, what: "the stored metadata", code: .io)
     }
 
     /// Makes a blob visible at its content-addressed URL (in the folder a hard link, a copy across

@@ -212,12 +212,10 @@ public final class Uploads: Sendable {
             archiveSHA256: row["archive_sha256"]?.string, installSize: row["install_size"]?.integer(as: UInt64.self),
             format: ArchiveFormat(rawValue: row["format"]?.string ?? "pack") ?? .pack, notes: row["notes"]?.string)
         // Processing stored the pack's metadata; a variant pack's lists its variants.
-        if let text = row["metadata"]?.string, text.contains("\"variants\""),
-            let meta = try? JSONReader(source: "metadata", allowsComments: false, allowsTrailingCommas: false).read(
-                Array(text.utf8)
-            ).root, let node = meta["variants"]
-        {
-            info.variants = try? PackVariants(json: node, source: "metadata")
+        if let text = row["metadata"]?.string {
+            info.variants =
+                (try? Publication.storedMetadata(text, of: "\(info.app)/\(info.pack)/\(info.number)"))?
+                .variants
         }
         return info
     }
