@@ -65,7 +65,7 @@ final class LoadShedder: Sendable {
 
     /// Whether `request` is heavy: an archive's or a delta's bytes, or a management-API call.
     static func isHeavy(_ request: HTTPRequest) -> Bool {
-        if request.path.hasPrefix("/api/") { return true }
+        if request.path.hasPrefix(API.pathPrefix) { return true }
         switch PublishedTreeLayout(path: request.path.drop(while: { $0 == "/" })) {
         case .pack?, .delta?: return true
         default: return false

@@ -328,7 +328,7 @@ public struct ManagementAPI: Sendable {
     ]
 
     public func route(_ request: HTTPRequest) -> HTTPRoute? {
-        guard request.path == "/api" || request.path.hasPrefix("/api/") else { return nil }
+        guard request.path == API.root || request.path.hasPrefix(API.pathPrefix) else { return nil }
         do {
             guard let segments = StaticTree.safeRelativePath(request.path)?.split(separator: "/").map(String.init)
             else {
@@ -440,7 +440,7 @@ public struct ManagementAPI: Sendable {
     }
 
     /// Paths of this server's own URLs, which an answer may name (`GET /api/openapi.json`).
-    static let urlPathPrefixes = ["/api", "/" + PublishedTreeLayout.root + "/", "/metrics", "/dashboard"]
+    static let urlPathPrefixes = [API.root, "/" + PublishedTreeLayout.root + "/", "/metrics", "/dashboard"]
 
     /// Whether `word` (starting with "/") is an absolute path of the server's file system rather than one of its URLs.
     static func isServerPath(_ word: Substring) -> Bool {

@@ -34,7 +34,7 @@ public enum RouteClass: Int, CaseIterable, Sendable {
         case "metrics": self = .metrics
         case "dashboard": self = .dashboard
         case "static": self = Self.treeClass(path)
-        case LoadShedder.route: self = path.utf8.starts(with: "/api/".utf8) ? .api : Self.treeClass(path)
+        case LoadShedder.route: self = path.utf8.starts(with: API.pathPrefix.utf8) ? .api : Self.treeClass(path)
         default: self = path.utf8.starts(with: "/dashboard".utf8) ? .dashboard : .other
         }
     }

@@ -10,6 +10,10 @@
 /// let path = API.createApp.path()                       // "/api/apps"
 /// ```
 public enum API {
+    /// Where every endpoint's path starts (`/api`), and the prefix of a path under it (`/api/`).
+    public static let root = "/api"
+    public static let pathPrefix = root + "/"
+
     /// Every endpoint, in the order the OpenAPI document and `--help` texts list them.
     public static let endpoints: [any EndpointDescription] = [
         getOpenAPI, listApps, createApp, changeApp, listPacks, createPack, listVersions, createVersion, getVersion,
