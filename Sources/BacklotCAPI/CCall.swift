@@ -32,8 +32,8 @@ func output<T>(_ pointer: UnsafeMutablePointer<T>?, _ what: String) throws -> Un
     return pointer
 }
 
-/// A C string list as exported functions hand it out (`char ***`).
-typealias CStringListOut = UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>
+/// A C string list as exported functions hand it out (`char ***`; public because they are).
+public typealias CStringListOut = UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>
 
 /// Runs an exported function that answers a list of strings through `list` (named `what` in
 /// errors) and `count`: both are set to NULL and 0 first, so that a failed call leaves nothing to

@@ -43,7 +43,6 @@ public final class NginxFileServer {
                 "nginx.conf",
                 """
                 daemon off;
-                master_process off;
                 \(user)
                 pid \(dir.at("nginx.pid"));
                 error_log \(dir.at("error.log"));

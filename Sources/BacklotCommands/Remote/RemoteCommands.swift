@@ -120,7 +120,7 @@ struct UploadCommand: Command {
 
     /// Polls the version until processing is over (saying so on standard error while it waits).
     static func waitForProcessing(
-        api: APIClient, version: [String: String], wait: Bool, io: any CommandIO
+        api: APIClient, version: [API.PathParameter: String], wait: Bool, io: any CommandIO
     ) throws
         -> API.Version
     {
