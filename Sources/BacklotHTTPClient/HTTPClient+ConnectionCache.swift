@@ -27,12 +27,12 @@ extension HTTPClient {
     /// var client = HTTPClient()
     /// client.connectionCache = try HTTPClient.ConnectionCache()
     /// ```
+    // Safe because: `share` and `locks` are set once in init and never reassigned; libcurl reaches
+    // the shared data (TLS sessions, DNS) only between the lock and unlock callbacks below, which
+    // take the mutex of that kind of data; idle handles are behind `idle`'s lock, and a handle
+    // taken from it belongs to the one request that took it until it is given back
+    // (ConnectionCacheTests run requests from several threads at once).
     public final class ConnectionCache: @unchecked Sendable {
-        // Sendable: `share` and `locks` are set once in init and never reassigned; libcurl reaches
-        // the shared data (TLS sessions, DNS) only between the lock and unlock callbacks below,
-        // which take the mutex of that kind of data; idle handles are behind `idle`'s lock, and a
-        // handle taken from it belongs to the one request that took it until it is given back
-        // (ConnectionCacheTests run requests from several threads at once).
         private let share: UnsafeMutableRawPointer
         private let locks: UnsafeMutablePointer<pthread_mutex_t>
         /// Idle handles, as their addresses (a pointer is not Sendable; an address is).
