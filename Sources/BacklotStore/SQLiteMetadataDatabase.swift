@@ -15,7 +15,7 @@ public struct SQLiteMetadataDatabase: MetadataDatabase {
     /// The SQLite database underneath.
     public let database: Database
 
-    /// Opens (creating if needed) the file; see ``Database/init(path:mode:)``.
+    /// Opens (creating if needed) the file; see ``Database/init(path:mode:pageCacheKiB:)``.
     /// - Throws: ``BacklotError/Code/io`` when it cannot be opened.
     public init(path: String, mode: mode_t? = nil) throws {
         database = try Database(path: path, mode: mode)

@@ -188,6 +188,12 @@ static inline long clinux_malloc_mapped_blocks(void) {
     return (long)mallinfo2().hblks;
 }
 
+/// Gives the kernel back the free memory of every arena (malloc_trim(0): the heap's top, and
+/// free pages inside it); 1 when some was given back.
+static inline int clinux_malloc_trim(void) {
+    return malloc_trim(0);
+}
+
 // <malloc.h> (above) declares free and brings <stdio.h>'s FILE and open_memstream; <stdlib.h>
 // would bring <sys/select.h>, whose fd_set Swift's Glibc module already defines.
 

@@ -77,4 +77,47 @@ import Testing
             exit(MemoryArenasTests.twoMiBIsMappedAfterAnEightMiBBlockWasFreed() ? 6 : 0)
         }
     }
+
+    /// The resident size of this process, in bytes (/proc/self/statm).
+    static func residentBytes() -> Int {
+        let fields = ((try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? "").split(separator: " ")
+        return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
+    }
+
+    /// Frees 16 MiB of small blocks but the last one (which keeps the heap from shrinking at its
+    /// top), then asks for the freed memory back: how much the resident size fell, and the answer.
+    static func residentFallAfterGivingBack() -> (fall: Int, gaveBack: Bool) {
+        var blocks: [UnsafeMutableRawPointer] = []
+        for _ in 0..<(16 << 20) / 1024 {
+            let block = UnsafeMutableRawPointer.allocate(byteCount: 1024, alignment: 16)
+            block.initializeMemory(as: UInt8.self, repeating: 1, count: 1024)
+            blocks.append(block)
+        }
+        let last = blocks.removeLast()
+        for b in blocks { b.deallocate() }
+        blocks = []
+        let before = residentBytes()
+        let gaveBack = MemoryArenas.giveBackFreedMemory()
+        let fall = before - residentBytes()
+        last.deallocate()
+        return (fall, gaveBack)
+    }
+
+    /// In a device's process, what was freed goes back to the kernel when asked (an install does
+    /// between its download and its commit): more than 8 of the 16 MiB freed.
+    @Test func aDevicesProcessGivesFreedMemoryBack() async {
+        await #expect(processExitsWith: .success) {
+            MemoryArenas.keepSmallForDevice()
+            let (fall, gaveBack) = MemoryArenasTests.residentFallAfterGivingBack()
+            exit(gaveBack && fall > 8 << 20 ? 0 : 6)
+        }
+    }
+
+    /// Any other process keeps its memory as its allocator decides: nothing is done for it.
+    @Test func anotherProcessIsLeftAsItIs() async {
+        await #expect(processExitsWith: .success) {
+            let (fall, gaveBack) = MemoryArenasTests.residentFallAfterGivingBack()
+            exit(!gaveBack && fall < 4 << 20 ? 0 : 6)
+        }
+    }
 }

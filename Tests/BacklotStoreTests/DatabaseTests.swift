@@ -56,6 +56,17 @@ import Testing
         #expect(keys == ["whole"])
     }
 
+    /// A device's databases (opened through a schema) keep a small page cache; others SQLite's default.
+    @Test func aSchemasDatabaseKeepsASmallPageCache() throws {
+        let dir = try TemporaryDirectory("db-cache")
+        defer { dir.remove() }
+        let plain = try Database(path: dir.at("plain.sqlite"))
+        #expect(try plain.read { try $0.query("PRAGMA cache_size") }.first?["cache_size"]?.int == -2000)
+        let schema = SQLiteSchema("a test database", [.init(1, "t") { try $0.execute("CREATE TABLE t (k TEXT)") }])
+        let small = try schema.open(dir.at("small.sqlite"))
+        #expect(try small.read { try $0.query("PRAGMA cache_size") }.first?["cache_size"]?.int == -256)
+    }
+
     @Test func twoHandlesOnOneFileSeeEachOthersCommits() throws {
         let dir = try TemporaryDirectory("db-two")
         defer { dir.remove() }

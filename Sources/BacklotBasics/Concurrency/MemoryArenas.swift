@@ -1,4 +1,5 @@
 import CLinuxSupport
+import Synchronization
 
 /// The C library's memory arenas. glibc's malloc gives a thread that allocates while the other
 /// arenas are busy an arena of its own (up to eight per core), and memory freed into an arena stays
@@ -25,8 +26,22 @@ public enum MemoryArenas {
     /// What the device's commands (`fetch`, `agent`) run first: two arenas, and blocks of 1 MiB or
     /// more mapped on their own. A device's memory is the device's.
     public static func keepSmallForDevice() {
+        keptSmall.store(true, ordering: .relaxed)
         limit(to: 2)
         mapBlocks(ofAtLeast: 1 << 20)
+    }
+
+    /// Whether the process asked for ``keepSmallForDevice()``.
+    private static let keptSmall = Atomic(false)
+
+    /// In a process that asked for ``keepSmallForDevice()``, gives the kernel back what the arenas
+    /// hold freed (`malloc_trim`): called between the phases of work whose memory the next one no
+    /// longer needs (an install's download, before its commit). Nothing in any other process: a
+    /// library does not decide this for its host.
+    /// - Returns: whether memory was given back.
+    @discardableResult
+    public static func giveBackFreedMemory() -> Bool {
+        keptSmall.load(ordering: .relaxed) && clinux_malloc_trim() == 1
     }
 
     /// Caps the number of malloc arenas at `count` (at least 1). Call before any thread starts.

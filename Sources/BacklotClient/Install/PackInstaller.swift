@@ -89,6 +89,9 @@ struct PackInstaller: Sendable {
         let assembled = try assemble(
             id: id, release: release, archiveURL: archiveURL, previous: previous, repairing: repairing,
             progress: progress, isCancelled: isCancelled)
+        // What they freed goes back to the kernel before the commit adds its own (in the device's
+        // processes only: `MemoryArenas.keepSmallForDevice()`).
+        MemoryArenas.giveBackFreedMemory()
         try commit(id: id, release: release, assembled, previous: previous)
         try? container.recordDeltaUse(
             id, digest: assembled.digest, bytes: assembled.outcome.deltaBytes, chunks: assembled.outcome.deltaChunks)
@@ -123,6 +126,8 @@ struct PackInstaller: Sendable {
             chunks: plan.index.chunks, source: plan.url)
         defer { files.closeAll() }
         var sources = try reuseChunks(plan, folder, files: files)
+        // What checking and planning freed (the index's decoding) goes back before the transfers.
+        MemoryArenas.giveBackFreedMemory()
 
         var deltaBytes = UInt64(plan.delta?.prefixBytes ?? 0)
         var deltaChunks = 0
