@@ -14,7 +14,7 @@ import Synchronization
 /// turns its options into a ``Configuration`` and prints what this made.
 ///
 /// ```swift
-/// var configuration = HostingService.Configuration(
+/// let configuration = HostingService.Configuration(
 ///     directory: try RepositoryDirectory(path: "data"), listener: try ListeningSocket(host: "127.0.0.1", port: 0))
 /// let service = try HostingService(configuration) { line in print(line) }
 /// print(service.server.baseURL)
@@ -37,14 +37,14 @@ public final class HostingService: Sendable {
         public var leaseSeconds: Double = Repository.defaultLeaseDuration
         public var adoptStorage = false
         /// How many earlier versions each new one gets deltas from.
-        public var deltaBases = 1
+        public var deltaBases = Publication.defaultDeltaBases
         /// The URL clients reach the server at (catalogs name packs under it); nil: the listener's own.
         public var publicURL: String?
         public var treeHeaders = PublishedTreeHeaders()
         public var metrics = MetricsAccess()
         public var loadShedding = LoadShedding()
         /// Uploads left unfinished this long are removed by the shared work.
-        public var abandonedUploadsAfter: TimeInterval = 7 * 24 * 3600
+        public var abandonedUploadsAfter = Repository.defaultAbandonedUploadsAfter
         /// The version `/metrics` and the dashboard show.
         public var version = "unknown"
         /// One line per request answered; nil: none.

@@ -47,7 +47,7 @@ import Testing
         let texts = samples(seed: 45, count: 300)
         let dictionary = try #require(ZstdDictionary.train(samples: texts, capacity: 16 << 10))
         let levels: [Int32] = [1, 3, 6, 9]
-        let inputs = Array(samples(seed: 46, count: 40))
+        let inputs = samples(seed: 46, count: 40)
         let reference = try levels.map { level in
             try inputs.map {
                 try ZstdCompressor(level: level, dictionary: ZstdDictionary(bytes: dictionary.bytes)).compress($0)

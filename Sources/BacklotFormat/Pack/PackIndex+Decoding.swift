@@ -285,7 +285,6 @@ extension PackIndex {
         return PackIndex(metadata: metadata, chunking: chunking, chunks: chunks, files: files, dictionary: dictionary)
     }
 
-    /// The error for paths that hold more than ``Limits/pathBytes`` once decoded.
     /// The number of the first chunk whose ID an earlier chunk already has (the one a set of the
     /// IDs seen would stop at), found by sorting the chunks' numbers by ID: 4 bytes a chunk, where
     /// a set takes 32 and more (4 MB for the 65,536 chunks of a 4 GiB pack).
@@ -303,6 +302,7 @@ extension PackIndex {
         return first
     }
 
+    /// The error for paths that hold more than ``Limits/pathBytes`` once decoded.
     private static func pathBytesExceeded(_ total: Int, _ bad: (String) -> BacklotError) -> BacklotError {
         let e = bad(
             "the paths decoded so far hold \(total) bytes; a pack's paths may hold at most \(Limits.pathBytes) in all (docs/format.md §10)"
