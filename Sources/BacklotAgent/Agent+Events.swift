@@ -137,7 +137,11 @@ extension Agent {
             }
             let extensionWaits = try await runExtensionDownloads(event, into: &report)
             try await waitForEssentialDownloads(event)
-            try store.markEssentialDone(event.seq)
+            // Announced apart only when work follows it: otherwise the event's end records it, and
+            // `notify --wait` reports the event done rather than its essential phase a moment before.
+            if extensionWaits || candidates.contains(where: { $0.downloadPolicy.name == "prefetch" }) {
+                try store.markEssentialDone(event.seq)
+            }
             for pack in candidates where pack.downloadPolicy.name == "prefetch" {
                 if let refusal = try refusalBeforeFirstLaunch(pack, essential: false) {
                     report.refused.append(refusal)

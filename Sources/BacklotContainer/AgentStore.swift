@@ -156,11 +156,13 @@ public struct AgentStore: Sendable {
         }
     }
 
+    /// Ends an event (`done` or `failed`); a done event's essential phase is over too, recorded in
+    /// the same transaction (``markEssentialDone(_:)`` is for an event with work after it).
     public func finish(_ seq: Int64, state: String, detail: String) throws {
         try db.transaction { tx in
             _ = try tx.run(
-                "UPDATE agent_events SET state = ?, detail = ? WHERE seq = ?",
-                [.text(state), .text(detail), .integer(seq)])
+                "UPDATE agent_events SET state = ?, detail = ?, essential_done = MAX(essential_done, ?) WHERE seq = ?",
+                [.text(state), .text(detail), .integer(state == "done" ? 1 : 0), .integer(seq)])
         }
     }
 
