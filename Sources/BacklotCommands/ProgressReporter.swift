@@ -101,10 +101,13 @@ final class ProgressReporter: Sendable {
     }
 
     /// Draws 100 % when the last report fell short of it (the work is done, its last report was
-    /// not seen), then ends the bar's line.
-    func complete() {
+    /// not seen) or, given the work's `total`, when nothing was drawn yet (it ended before its
+    /// first report was seen), then ends the bar's line.
+    func complete(total: UInt64? = nil) {
         let last = state.withLock { s -> UInt64? in
-            s.started != nil && !s.finished && s.lastDone < s.lastTotal ? s.lastTotal : nil
+            guard !s.finished else { return nil }
+            if s.started == nil { return total }
+            return s.lastDone < s.lastTotal ? s.lastTotal : nil
         }
         if let last { draw(last, last, force: true) }
         finish()

@@ -213,6 +213,16 @@ import Testing
         progress.update(40, 100)
         progress.complete()
         #expect(io.standardError.contains("100%"), "complete() draws the end: \(io.standardError)")
+        // Work that ended before its first report was seen (fetch stops its watcher when the
+        // install returns): given the total, the bar is drawn once, whole.
+        let quick = CapturedIO(isTerminal: true)
+        ProgressReporter(io: quick, label: "fetching").complete(total: 3 << 20)
+        #expect(
+            quick.standardError.contains("fetching [") && quick.standardError.contains("100%  3.00 MiB / 3.00 MiB"),
+            "\(quick.standardError)")
+        let nothing = CapturedIO(isTerminal: true)
+        ProgressReporter(io: nothing, label: "fetching").complete()
+        #expect(nothing.standardError.isEmpty, "nothing done, no total: no bar")
     }
 
     @Test func durationsSpellMinutesHoursAndDays() {

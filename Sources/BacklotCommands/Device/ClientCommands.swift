@@ -121,16 +121,16 @@ struct FetchCommand: Command {
                     watcher.cancel()
                     throw error
                 }
-                // A pack already up to date sends no update (and its stream never ends); a download
-                // sent its last one (finished) before fetch returned: wait for the bar to show it.
-                if report.downloadedBytes == 0 && report.downloadedChunks == 0 && report.reusedChunks == 0
+                // A pack already up to date sends no update (and its stream never ends). A download
+                // is over once fetch returns: the watcher stops now (not after its next redraw, up
+                // to 0.1 s later), and the bar ends at the whole download even when the watcher
+                // had not drawn it yet.
+                watcher.cancel()
+                await watcher.value
+                let nothingDone =
+                    report.downloadedBytes == 0 && report.downloadedChunks == 0 && report.reusedChunks == 0
                     && report.linkedFiles == 0
-                {
-                    watcher.cancel()
-                } else {
-                    await watcher.value
-                }
-                progress.complete()
+                progress.complete(total: nothingDone ? nil : report.downloadedBytes)
                 out.append(report)
             }
             return out
