@@ -160,7 +160,7 @@ import Testing
         struct Late: Error {}
         #expect(throws: Late.self) {
             try repo.db.transaction { tx in
-                try AuditLog.record(&tx, "app.create", app: "com.example.never")
+                try AuditLog.record(&tx, .appCreate, app: "com.example.never")
                 try tx.run("INSERT INTO apps(id, created, four_eyes) VALUES ('com.example.never', 0, 0)")
                 throw Late()
             }

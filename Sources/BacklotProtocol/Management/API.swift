@@ -62,13 +62,8 @@ public enum API {
     /// The statuses a release request can have.
     public static let releaseStatuses = ["pending", "approved", "rejected", "superseded"]
 
-    /// The actions the audit trail records.
-    public static let auditActions: [String] = [
-        "app.create", "app.update", "pack.create", "version.create", "version.uploaded", "version.processed",
-        "version.failed", "version.delete", "version.abandoned", "release.request", "release.approve",
-        "release.reject", "rollout.set", "rollback", "withdraw", "token.create", "token.revoke", "token.rotate",
-        "key.rotate", "catalog.resign", "storage.adopt", "rollout.phase", "rollout.step", "rollout.halt",
-    ]
+    /// The actions the audit trail records (``AuditAction``'s wire names).
+    public static let auditActions: [String] = AuditAction.allCases.map(\.rawValue)
 
     /// What a download row counts.
     public static let downloadKinds = ["catalog", "pack", "delta", "appleManifest", "applePack"]

@@ -36,7 +36,7 @@ public final class Apps: Sendable {
                 try tx.run(
                     "INSERT INTO apps(id, created, four_eyes) VALUES (?, ?, ?)",
                     [.text(id), .integer(Repository.now()), .integer(fourEyes ? 1 : 0)])
-                try AuditLog.record(&tx, "app.create", app: id, details: ["fourEyes": String(fourEyes)])
+                try AuditLog.record(&tx, .appCreate, app: id, details: [.fourEyes: String(fourEyes)])
             }
         } catch let e as BacklotError where e.code == .conflict {
             throw BacklotError(.conflict, "the app exists already", context: id)
@@ -69,7 +69,7 @@ public final class Apps: Sendable {
         try db.transaction { tx in
             try Apps.requireApp(&tx, id)
             try tx.run("UPDATE apps SET four_eyes = ? WHERE id = ?", [.integer(on ? 1 : 0), .text(id)])
-            try AuditLog.record(&tx, "app.update", app: id, details: ["fourEyes": String(on)])
+            try AuditLog.record(&tx, .appUpdate, app: id, details: [.fourEyes: String(on)])
         }
         return try app(id)
     }
@@ -88,8 +88,8 @@ public final class Apps: Sendable {
                 "UPDATE apps SET second_reviewer_above_bp = ? WHERE id = ?",
                 [bp.map { .integer(Int64($0)) } ?? .null, .text(id)])
             try AuditLog.record(
-                &tx, "app.update", app: id,
-                details: ["secondReviewerAbove": bp.map { Releases.percentText(Double($0) / 100) } ?? "off"])
+                &tx, .appUpdate, app: id,
+                details: [.secondReviewerAbove: bp.map { Releases.percentText(Double($0) / 100) } ?? "off"])
         }
         return try app(id)
     }
@@ -162,7 +162,7 @@ public final class Apps: Sendable {
             } catch let e as BacklotError where e.code == .conflict {
                 throw BacklotError(.conflict, "the pack exists already", context: "\(app)/\(id)")
             }
-            try AuditLog.record(&tx, "pack.create", app: app, pack: id)
+            try AuditLog.record(&tx, .packCreate, app: app, pack: id)
         }
     }
 

@@ -31,12 +31,15 @@ public final class AuditLog: Sendable {
     /// (`server`, or `local` for a command run on the data folder). Needs no open repository
     /// (`admin init` records the first admin token with it).
     static func record(
-        _ tx: inout any MetadataConnection, _ action: String, app: String? = nil, pack: String? = nil,
-        version: Int? = nil, details: [String: String] = [:], by caller: Caller? = nil, system: Bool = false
+        _ tx: inout any MetadataConnection, _ action: API.AuditAction, app: String? = nil, pack: String? = nil,
+        version: Int? = nil, details: [API.AuditDetail: String] = [:], by caller: Caller? = nil, system: Bool = false
     ) throws {
         let actor = system ? nil : (caller ?? Caller.current)
         let detailText = JSONNode(
-            .object(details.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key, value: .string($0.value)) })
+            .object(
+                details.map { (key: $0.key.rawValue, value: $0.value) }.sorted { $0.key < $1.key }.map {
+                    JSONMember(key: $0.key, value: .string($0.value))
+                })
         ).serialized()
         try tx.run(
             """
@@ -47,13 +50,13 @@ public final class AuditLog: Sendable {
                 .integer(Repository.now()), actor.map { .integer(Int64($0.id)) } ?? .null,
                 .text(actor?.label ?? (system ? "server" : "local")), .text(actor?.role.rawValue ?? "system"),
                 app.map { .text($0) } ?? .null, pack.map { .text($0) } ?? .null,
-                version.map { .integer(Int64($0)) } ?? .null, .text(action), .text(detailText),
+                version.map { .integer(Int64($0)) } ?? .null, .text(action.rawValue), .text(detailText),
                 actor.map { .text($0.person) } ?? .null,
             ])
     }
 
     /// Records a change that has no transaction of its own (a key rotation writes files), in one of its own.
-    func recordAlone(_ action: String, details: [String: String] = [:], system: Bool = false) throws {
+    func recordAlone(_ action: API.AuditAction, details: [API.AuditDetail: String] = [:], system: Bool = false) throws {
         try db.transaction { tx in try Self.record(&tx, action, details: details, system: system) }
     }
 
@@ -109,7 +112,9 @@ public final class AuditLog: Sendable {
     /// When the server last re-signed a catalog because it was about to expire (``Publication/resign(margin:now:)``), or nil.
     public func lastResign() throws -> Date? {
         try db.read {
-            try $0.query("SELECT MAX(time) AS t FROM audit WHERE action = 'catalog.resign'", []).first?["t"]?.int
+            try $0.query(
+                "SELECT MAX(time) AS t FROM audit WHERE action = ?", [.text(API.AuditAction.catalogResign.rawValue)]
+            ).first?["t"]?.int
         }.map { Date(timeIntervalSince1970: Double($0)) }
     }
 

@@ -73,7 +73,7 @@ extension Publication {
         try tree.write(signed, at: PublishedTreeLayout.currentKeyList.path)
         try resign(margin: .infinity)
         try audit.recordAlone(
-            "key.rotate", details: ["keyList": String(next), "keyId": new.publicKey.keyID, "from": old.publicKey.keyID])
+            .keyRotate, details: [.keyList: String(next), .keyId: new.publicKey.keyID, .from: old.publicKey.keyID])
         return next
     }
 

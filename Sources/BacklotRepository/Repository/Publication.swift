@@ -130,8 +130,8 @@ public final class Publication: Sendable {
                 ])
             if Self.resigning {
                 try AuditLog.record(
-                    &tx, "catalog.resign", app: app,
-                    details: ["channel": channel.rawValue, "version": String(version)], system: Caller.current == nil)
+                    &tx, .catalogResign, app: app,
+                    details: [.channel: channel.rawValue, .version: String(version)], system: Caller.current == nil)
             }
             // Apple's manifests exist only for an app that ever had an .aar (then, also to empty them once its last is withdrawn).
             if try !apple.isEmpty || Uploads.hasAppleArchive(&tx, app: app) {

@@ -58,11 +58,11 @@ extension Releases {
                     .integer(time), .integer(time), person.map { .text($0) } ?? .null,
                 ])
             try AuditLog.record(
-                &tx, "rollout.phase", app: app, pack: pack, version: candidate,
+                &tx, .rolloutPhase, app: app, pack: pack, version: candidate,
                 details: [
-                    "channel": "production",
-                    "steps": steps.map { Self.percentText(Double($0) / 100) }.joined(separator: ","),
-                    "stepSeconds": String(stepSeconds),
+                    .channel: "production",
+                    .steps: steps.map { Self.percentText(Double($0) / 100) }.joined(separator: ","),
+                    .stepSeconds: String(stepSeconds),
                 ])
             try takeStep(&tx, app: app, pack: pack, version: candidate, basisPoints: steps[0], last: steps.count == 1)
         }
@@ -181,8 +181,8 @@ extension Releases {
                         "UPDATE rollout_phases SET state = 'halted', reason = ? WHERE app = ? AND pack = ?",
                         [.text(reason), .text(app), .text(pack)])
                     try AuditLog.record(
-                        &tx, "rollout.halt", app: app, pack: pack, version: version,
-                        details: ["channel": "production", "percent": "0", "reason": reason], system: true)
+                        &tx, .rolloutHalt, app: app, pack: pack, version: version,
+                        details: [.channel: "production", .percent: "0", .reason: reason], system: true)
                     lines.append("phased rollout of \(app)/\(pack): halted, \(reason)")
                     changed.insert(app)
                     continue
@@ -196,10 +196,12 @@ extension Releases {
                 try takeStep(
                     &tx, app: app, pack: pack, version: version, basisPoints: bp, last: next == phases.steps.count - 1)
                 let percent = Self.percentText(Double(bp) / 100)
-                var details = ["channel": "production", "percent": percent, "step": String(next + 1)]
-                if let person = phases.setBy { details["setBy"] = person }
+                var details: [API.AuditDetail: String] = [
+                    .channel: "production", .percent: percent, .step: String(next + 1),
+                ]
+                if let person = phases.setBy { details[.setBy] = person }
                 try AuditLog.record(
-                    &tx, "rollout.step", app: app, pack: pack, version: version, details: details, system: true)
+                    &tx, .rolloutStep, app: app, pack: pack, version: version, details: details, system: true)
                 lines.append("phased rollout of \(app)/\(pack): version \(version) at \(percent) %")
                 changed.insert(app)
             }

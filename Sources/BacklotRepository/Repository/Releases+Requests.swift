@@ -101,8 +101,8 @@ extension Releases {
                 &tx, app: request.app, channel: request.channel, pack: request.pack, version: request.version,
                 basisPoints: bp)
             try AuditLog.record(
-                &tx, "release.approve", app: request.app, pack: request.pack, version: request.version,
-                details: ["channel": request.channel.rawValue, "requestId": String(requestID)], by: caller)
+                &tx, .releaseApprove, app: request.app, pack: request.pack, version: request.version,
+                details: [.channel: request.channel.rawValue, .requestId: String(requestID)], by: caller)
         }
         TestStopPoint.reach("release.committed")
         try publication.publish(app: request.app, channel: request.channel)
@@ -142,8 +142,8 @@ extension Releases {
         try db.transaction { tx in
             try Self.decide(&tx, requestID, request, "rejected", reason: reason, by: caller)
             try AuditLog.record(
-                &tx, "release.reject", app: request.app, pack: request.pack, version: request.version,
-                details: ["channel": request.channel.rawValue, "requestId": String(requestID), "reason": reason],
+                &tx, .releaseReject, app: request.app, pack: request.pack, version: request.version,
+                details: [.channel: request.channel.rawValue, .requestId: String(requestID), .reason: reason],
                 by: caller)
         }
     }

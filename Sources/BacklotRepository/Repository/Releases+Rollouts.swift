@@ -57,8 +57,8 @@ extension Releases {
                 }
                 try apply(&tx, app: app, channel: channel, pack: pack, version: version, basisPoints: nil)
                 try AuditLog.record(
-                    &tx, "rollback", app: app, pack: pack, version: version,
-                    details: ["channel": channel.rawValue, "to": String(version)])
+                    &tx, .rollback, app: app, pack: pack, version: version,
+                    details: [.channel: channel.rawValue, .to: String(version)])
                 return version
             }
             guard
@@ -75,8 +75,8 @@ extension Releases {
                     "UPDATE channel_packs SET candidate = NULL, rollout_bp = 0 WHERE app = ? AND channel = ? AND pack = ?",
                     [.text(app), .text(channel.rawValue), .text(pack)])
                 try AuditLog.record(
-                    &tx, "rollback", app: app, pack: pack, version: live,
-                    details: ["channel": channel.rawValue, "to": String(live), "candidate": "dropped"])
+                    &tx, .rollback, app: app, pack: pack, version: live,
+                    details: [.channel: channel.rawValue, .to: String(live), .candidate: "dropped"])
                 return live
             }
             // The newest earlier live version that can still be served; entries passed over go.
@@ -103,8 +103,8 @@ extension Releases {
                 [.text(app), .text(channel.rawValue), .text(pack), .integer(entry)])
             try apply(&tx, app: app, channel: channel, pack: pack, version: number, basisPoints: nil, remember: false)
             try AuditLog.record(
-                &tx, "rollback", app: app, pack: pack, version: number,
-                details: ["channel": channel.rawValue, "from": String(live), "to": String(number)])
+                &tx, .rollback, app: app, pack: pack, version: number,
+                details: [.channel: channel.rawValue, .from: String(live), .to: String(number)])
             return number
         }
         try publication.publish(app: app, channel: channel)
@@ -142,8 +142,8 @@ extension Releases {
                 &tx, app: app, pack: pack, reason: "the rollout was set to \(Self.percentText(percent)) % by hand")
             try setCandidateShare(&tx, app: app, pack: pack, candidate: candidate, basisPoints: bp)
             try AuditLog.record(
-                &tx, "rollout.set", app: app, pack: pack, version: candidate,
-                details: ["channel": "production", "percent": Self.percentText(percent)])
+                &tx, .rolloutSet, app: app, pack: pack, version: candidate,
+                details: [.channel: "production", .percent: Self.percentText(percent)])
         }
         try publication.publish(app: app, channel: .production)
     }
@@ -225,7 +225,7 @@ extension Releases {
                 // The pack exists (requirePack): it is in the wrong state for this, not missing.
                 throw BacklotError(.conflict, "the pack is not on \(channel.rawValue)", context: "\(app)/\(pack)")
             }
-            try AuditLog.record(&tx, "withdraw", app: app, pack: pack, details: ["channel": channel.rawValue])
+            try AuditLog.record(&tx, .withdraw, app: app, pack: pack, details: [.channel: channel.rawValue])
         }
         try publication.publish(app: app, channel: channel)
     }

@@ -49,8 +49,8 @@ public final class Releases: Sendable {
             guard channel != .internal else {
                 try apply(&tx, app: app, channel: channel, pack: pack, version: version, basisPoints: nil)
                 try AuditLog.record(
-                    &tx, "release.request", app: app, pack: pack, version: version,
-                    details: ["channel": channel.rawValue, "status": "released"], by: caller)
+                    &tx, .releaseRequest, app: app, pack: pack, version: version,
+                    details: [.channel: channel.rawValue, .status: "released"], by: caller)
                 return nil
             }
             try tx.run(
@@ -72,10 +72,12 @@ public final class Releases: Sendable {
                 throw BacklotError(
                     .io, "the database returned no id for the new release request", context: db.displayName)
             }
-            var details = ["channel": channel.rawValue, "requestId": String(id), "status": "pending"]
-            if let rolloutPercent { details["percent"] = Self.percentText(rolloutPercent) }
+            var details: [API.AuditDetail: String] = [
+                .channel: channel.rawValue, .requestId: String(id), .status: "pending",
+            ]
+            if let rolloutPercent { details[.percent] = Self.percentText(rolloutPercent) }
             try AuditLog.record(
-                &tx, "release.request", app: app, pack: pack, version: version, details: details, by: caller)
+                &tx, .releaseRequest, app: app, pack: pack, version: version, details: details, by: caller)
             return id
         }
         guard let requestID else {

@@ -45,7 +45,7 @@ extension Repository {
             try tx.run(
                 "UPDATE storage_record SET identity = ?, description = ?, recorded = ?, recorded_by = ? WHERE id = 1",
                 [.text(identity), .text(description), .integer(Self.now()), .text(instanceID)])
-            try AuditLog.record(&tx, "storage.adopt", details: ["from": other, "to": description], system: true)
+            try AuditLog.record(&tx, .storageAdopt, details: [.from: other, .to: description], system: true)
         }
     }
 }

@@ -84,10 +84,10 @@ public final class Tokens: Sendable {
                 throw BacklotError(.io, "the database returned no id for the new token", context: db.displayName)
             }
             try AuditLog.record(
-                &tx, "token.create",
+                &tx, .tokenCreate,
                 details: [
-                    "tokenId": String(id), "tokenLabel": label, "role": role.rawValue,
-                    "person": person ?? TokenReference.defaultPerson(ofToken: Int(id)),
+                    .tokenId: String(id), .tokenLabel: label, .role: role.rawValue,
+                    .person: person ?? TokenReference.defaultPerson(ofToken: Int(id)),
                 ])
             return id
         }
@@ -184,7 +184,7 @@ public final class Tokens: Sendable {
                     .text(person),
                 ])
             try AuditLog.record(
-                &tx, "token.create", details: ["tokenLabel": label, "role": Role.admin.rawValue, "person": person])
+                &tx, .tokenCreate, details: [.tokenLabel: label, .role: Role.admin.rawValue, .person: person])
         }
         return token
     }
@@ -280,8 +280,8 @@ public final class Tokens: Sendable {
             }
             try tx.run("UPDATE tokens SET revoked = ? WHERE id = ?", [.integer(Repository.now()), .integer(Int64(id))])
             try AuditLog.record(
-                &tx, "token.revoke",
-                details: ["tokenId": String(id), "tokenLabel": info.label, "role": info.role.rawValue])
+                &tx, .tokenRevoke,
+                details: [.tokenId: String(id), .tokenLabel: info.label, .role: info.role.rawValue])
         }
         return try token(id: id)
     }
@@ -311,8 +311,8 @@ public final class Tokens: Sendable {
                     .integer(Int64(id)),
                 ])
             try AuditLog.record(
-                &tx, "token.rotate",
-                details: ["tokenId": String(id), "tokenLabel": info.label, "role": info.role.rawValue])
+                &tx, .tokenRotate,
+                details: [.tokenId: String(id), .tokenLabel: info.label, .role: info.role.rawValue])
             return info
         }
         let fresh = try token(id: id)

@@ -32,7 +32,7 @@ extension Uploads {
             else {
                 throw BacklotError(.notFound, "no version \(number) of this pack", context: "\(app)/\(pack)")
             }
-            try AuditLog.record(&tx, "version.delete", app: app, pack: pack, version: number)
+            try AuditLog.record(&tx, .versionDelete, app: app, pack: pack, version: number)
             return id
         }
         if let id { scheduler.cancel(versionID: id) }

@@ -85,7 +85,7 @@ extension Uploads {
                             [.text(reason), .integer(versionID), .text(instanceID)]) == 1
                     else { return nil }
                     try auditVersion(
-                        &tx, "version.failed", versionID: versionID, details: ["error": reason], system: true)
+                        &tx, .versionFailed, versionID: versionID, details: [.error: reason], system: true)
                     return try tx.query("SELECT * FROM versions WHERE id = ?", [.integer(versionID)]).first
                 }
                 if let row = row ?? nil { try? archives.removeUpload(uploadRecord(row)) }
@@ -225,7 +225,7 @@ extension Uploads {
                 ])
             if changed == 1 {
                 try auditVersion(
-                    &tx, "version.processed", versionID: versionID, details: ["sha256": sha.hex], system: true)
+                    &tx, .versionProcessed, versionID: versionID, details: [.sha256: sha.hex], system: true)
             }
         }
     }
@@ -266,7 +266,7 @@ extension Uploads {
                 [.text(sha.hex), .integer(installSize), .text(manifest), .integer(versionID), .text(instanceID)])
             if changed == 1 {
                 try auditVersion(
-                    &tx, "version.processed", versionID: versionID, details: ["sha256": sha.hex], system: true)
+                    &tx, .versionProcessed, versionID: versionID, details: [.sha256: sha.hex], system: true)
             }
         }
     }

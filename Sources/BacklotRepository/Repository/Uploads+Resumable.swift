@@ -135,7 +135,7 @@ extension Uploads {
                         [.text(reason), .integer(id), cutoff, leaseNow])
                     if changed == 1 {
                         try auditVersion(
-                            &tx, "version.abandoned", versionID: id, details: ["reason": reason], system: true)
+                            &tx, .versionAbandoned, versionID: id, details: [.reason: reason], system: true)
                     }
                     return changed
                 }) == 1
@@ -164,7 +164,7 @@ extension Uploads {
             let changed = try tx.run(
                 "UPDATE versions SET state = 'PROCESSING', lease_owner = NULL, lease_until = NULL WHERE id = ? AND state = 'AWAITING_UPLOAD'",
                 [.integer(versionID)])
-            if changed == 1 { try auditVersion(&tx, "version.uploaded", versionID: versionID) }
+            if changed == 1 { try auditVersion(&tx, .versionUploaded, versionID: versionID) }
             let app =
                 try tx.query("SELECT app FROM versions WHERE id = ?", [.integer(versionID)]).first?["app"]?.string ?? ""
             return (changed, app)

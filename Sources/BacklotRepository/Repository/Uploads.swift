@@ -171,8 +171,8 @@ public final class Uploads: Sendable {
                     creator.map { .integer(Int64($0.id)) } ?? .null, notes.map { .text($0) } ?? .null,
                 ])
             try AuditLog.record(
-                &tx, "version.create", app: app, pack: pack, version: Int(exactly: next),
-                details: ["bytes": String(size)])
+                &tx, .versionCreate, app: app, pack: pack, version: Int(exactly: next),
+                details: [.bytes: String(size)])
             return (
                 try CheckedInteger.convert(
                     next, to: Int.self, "the version number", context: "\(app)/\(pack)", code: .io), true
@@ -243,7 +243,8 @@ public final class Uploads: Sendable {
     /// Records a change of the version row `versionID` in the audit trail (its app, pack and number
     /// read in the same transaction).
     func auditVersion(
-        _ tx: inout any MetadataConnection, _ action: String, versionID: Int64, details: [String: String] = [:],
+        _ tx: inout any MetadataConnection, _ action: API.AuditAction, versionID: Int64,
+        details: [API.AuditDetail: String] = [:],
         system: Bool = false
     ) throws {
         let row = try tx.query("SELECT app, pack, number FROM versions WHERE id = ?", [.integer(versionID)]).first
