@@ -1,3 +1,4 @@
+import BacklotBasics
 import Foundation
 
 /// An HTTP request as the server's handlers see it: the head only (bodies are streamed through an
@@ -81,11 +82,11 @@ public struct HTTPResponse: Sendable {
     /// A JSON error body: `{"error": {"code": …, "message": …, "context": … or null, "hint": … or null}}`.
     /// The message says what is wrong without repeating `context`, the thing it is about.
     public static func error(
-        _ status: Int, code: String, _ message: String, context: String? = nil, hint: String? = nil,
+        _ status: Int, code: BacklotError.Code, _ message: String, context: String? = nil, hint: String? = nil,
         route: String = "other"
     ) -> HTTPResponse {
         let text =
-            "{\"error\":{\"code\":\(jsonString(code)),\"message\":\(jsonString(message)),"
+            "{\"error\":{\"code\":\(jsonString(code.name)),\"message\":\(jsonString(message)),"
             + "\"context\":\(context.map(jsonString) ?? "null"),\"hint\":\(hint.map(jsonString) ?? "null")}}\n"
         return HTTPResponse(
             status: status, headers: [("Content-Type", "application/json")], body: .bytes(Array(text.utf8)),
@@ -136,7 +137,9 @@ public enum HTTPRoute: Sendable {
 /// An error that carries the HTTP response to send.
 public struct HTTPError: Error, Sendable {
     public let response: HTTPResponse
-    public init(_ status: Int, code: String, _ message: String, context: String? = nil, hint: String? = nil) {
+    public init(
+        _ status: Int, code: BacklotError.Code, _ message: String, context: String? = nil, hint: String? = nil
+    ) {
         response = .error(status, code: code, message, context: context, hint: hint)
     }
     /// An error answered with `response` as it is.

@@ -492,7 +492,7 @@ private enum Callbacks {
                 } catch {
                     // Never the error's text: it may name a server path.
                     state.failure = .error(
-                        500, code: "internal", "the server could not take the body (its log has the details)")
+                        500, code: .internal, "the server could not take the body (its log has the details)")
                 }
             case .buffer(let limit, _):
                 if Date().timeIntervalSince(state.started) > server.bufferedBodyDeadline {
@@ -567,7 +567,7 @@ private enum Callbacks {
     /// The 400 for a path holding `%2F`, `%5C` or `%00` (any case).
     static let encodedSeparator: HTTPResponse = {
         HTTPResponse.error(
-            400, code: "badPath", "the path holds an encoded slash, backslash or NUL (%2F, %5C or %00)",
+            400, code: .badPath, "the path holds an encoded slash, backslash or NUL (%2F, %5C or %00)",
             hint: "write separators as \"/\"; a name never holds one")
     }()
 
@@ -576,7 +576,7 @@ private enum Callbacks {
     static func framingRefusal(_ request: HTTPRequest) -> HTTPResponse? {
         guard request.header("Content-Length") != nil, request.header("Transfer-Encoding") != nil else { return nil }
         var r = HTTPResponse.error(
-            400, code: "badRequest", "the request has both Content-Length and Transfer-Encoding",
+            400, code: .badRequest, "the request has both Content-Length and Transfer-Encoding",
             context: "request head", hint: "send one of them (RFC 9112 §6.1)")
         r.headers.append(("Connection", "close"))
         return r
@@ -585,7 +585,7 @@ private enum Callbacks {
     /// The 413 for a body over a buffering route's limit.
     static func tooLarge(limit: Int) -> HTTPResponse {
         var r = HTTPResponse.error(
-            413, code: "tooLarge", "the request body is larger than \(limit) bytes, the most this route accepts",
+            413, code: .tooLarge, "the request body is larger than \(limit) bytes, the most this route accepts",
             route: "api")
         r.headers.append(("Connection", "close"))
         return r
@@ -608,7 +608,7 @@ private enum Callbacks {
         case .file(let path, let offset, let length):
             let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             if fd < 0 {
-                return queue(.error(404, code: "notFound", "no such file"), on: connection, state: state)
+                return queue(.error(404, code: .notFound, "no such file"), on: connection, state: state)
             }
             mhd = fileResponse(fd, offset: offset, length: length, head: state.request.method == "HEAD")
         case .descriptor(let fd, let offset, let length):

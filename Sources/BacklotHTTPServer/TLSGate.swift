@@ -149,7 +149,7 @@ final class TLSGate: Sendable {
         let safeHost =
             host.allSatisfy({ $0.isLetter || $0.isNumber || "-.:[]".contains($0) }) && !host.isEmpty ? host : "HOST"
         let message = "The plain HTTP request was sent to HTTPS port: use https://\(safeHost)/"
-        let body = HTTPResponse.error(400, code: "plainHTTPToHTTPSPort", message).body
+        let body = HTTPResponse.error(400, code: .plainHTTPToHTTPSPort, message).body
         guard case .bytes(let bytes) = body else { return }
         let response =
             Array(

@@ -1,3 +1,4 @@
+import BacklotBasics
 import BacklotClient
 import BacklotHTTPServer
 import BacklotProtocol
@@ -65,7 +66,7 @@ final class PeerCacheResponder: Sendable {
         guard isAllowed() else { return refused(Self.paused) }
         guard let ids = PeerCacheLayout.haveIDs(body) else {
             return HTTPResponse.error(
-                400, code: "invalid_input",
+                400, code: .invalidInput,
                 "the body must be 1 to \(PeerCacheLayout.maximumHaveQuery) chunk IDs of 32 bytes each", route: "peer")
         }
         counters.withLock { $0.questions += 1 }

@@ -1,3 +1,4 @@
+import BacklotBasics
 import BacklotHTTPServer
 
 /// The web dashboard at `/dashboard/`: a few static files of our own (HTML, CSS, JavaScript),
@@ -44,7 +45,7 @@ public enum Dashboard {
 
     static func answer(_ request: HTTPRequest) -> HTTPResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
-            var r = HTTPResponse.error(405, code: "methodNotAllowed", "the dashboard is read-only: use GET or HEAD")
+            var r = HTTPResponse.error(405, code: .methodNotAllowed, "the dashboard is read-only: use GET or HEAD")
             r.headers.append(("Allow", "GET, HEAD"))
             return r
         }
@@ -56,7 +57,7 @@ public enum Dashboard {
         let name = String(request.path.dropFirst("/dashboard/".count))
         guard let asset = DashboardAsset.named(name.isEmpty ? "index.html" : name) else {
             return .error(
-                404, code: "notFound", "no such dashboard file", context: request.path, hint: "open /dashboard/")
+                404, code: .notFound, "no such dashboard file", context: request.path, hint: "open /dashboard/")
         }
         let headers: [(name: String, value: String)] = [
             ("Content-Type", asset.contentType), ("ETag", asset.etag), ("Cache-Control", "no-cache"),

@@ -111,7 +111,7 @@ public final class HostingServer: Sendable {
             ) { request in
                 guard request.path == "/metrics" else {
                     return .respond(
-                        .error(404, code: "notFound", "this listener serves /metrics only", route: "metrics"))
+                        .error(404, code: .notFound, "this listener serves /metrics only", route: "metrics"))
                 }
                 return .respond(exposition.respond(to: request))
             }

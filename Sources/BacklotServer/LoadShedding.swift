@@ -1,3 +1,4 @@
+import BacklotBasics
 import BacklotHTTPServer
 import BacklotProtocol
 import Dispatch
@@ -83,7 +84,7 @@ final class LoadShedder: Sendable {
         shed.wrappingAdd(1, ordering: .relaxed)
         lastShed.store(Self.now(), ordering: .relaxed)
         var r = HTTPResponse.error(
-            503, code: "busy", "the server is answering as many transfers as it can; try again shortly",
+            503, code: .busy, "the server is answering as many transfers as it can; try again shortly",
             hint: "wait for Retry-After seconds", route: Self.route)
         r.headers.append(("Retry-After", String(settings.retryAfter)))
         return r

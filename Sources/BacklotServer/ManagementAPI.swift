@@ -167,7 +167,7 @@ public struct ManagementAPI: Sendable {
                 try upload.close()
                 api.metrics?.recordUpload("refused")
                 throw HTTPError(
-                    413, code: "quotaExceeded",
+                    413, code: .quotaExceeded,
                     "the upload of \(length) bytes from byte \(offset) would go past the \(upload.declared) bytes declared",
                     context: "\(app)/\(pack)/\(number)", hint: "send exactly the bytes the version still lacks")
             }
@@ -187,7 +187,7 @@ public struct ManagementAPI: Sendable {
                 let app = call.parameter(.app)
                 // The same rule as a pack in the path: an invalid ID is 400, not "no such pack".
                 if let problem = PackID.problem(with: b.pack) {
-                    throw HTTPError(400, code: "badRequest", problem.message, context: "\"pack\"")
+                    throw HTTPError(400, code: .badRequest, problem.message, context: "\"pack\"")
                 }
                 let version = try CheckedInteger.convert(
                     b.version, to: Int.self, "\"version\"", in: 1...Int.max, context: "request body")
@@ -221,7 +221,7 @@ public struct ManagementAPI: Sendable {
                 let id = try call.number(.id)
                 guard b.reason.count <= API.Limits.longestReason else {
                     throw HTTPError(
-                        400, code: "badRequest",
+                        400, code: .badRequest,
                         "a rejection's reason has at most \(API.Limits.longestReason) characters (this one has \(b.reason.count))",
                         context: "\"reason\"")
                 }
@@ -332,7 +332,7 @@ public struct ManagementAPI: Sendable {
         do {
             guard let segments = StaticTree.safeRelativePath(request.path)?.split(separator: "/").map(String.init)
             else {
-                throw HTTPError(400, code: "badPath", "the path is not valid")
+                throw HTTPError(400, code: .badPath, "the path is not valid")
             }
             var pathMatched = false
             for route in Self.routes {
@@ -342,7 +342,7 @@ public struct ManagementAPI: Sendable {
                 let caller = try route.role.map { try authorize(request, needs: $0) }
                 for (name, value) in parameters where name == .app || name == .pack {
                     if let problem = PackID.problem(with: value) {
-                        throw HTTPError(400, code: "badRequest", problem.message, context: name.rawValue)
+                        throw HTTPError(400, code: .badRequest, problem.message, context: name.rawValue)
                     }
                 }
                 try Self.checkContentType(request, for: route.doc)
@@ -358,12 +358,12 @@ public struct ManagementAPI: Sendable {
                 let allowed = Self.routes.filter { $0.endpoint.match(segments) != nil }.map(\.method).joined(
                     separator: ", ")
                 var r = HTTPResponse.error(
-                    405, code: "methodNotAllowed", "use \(allowed)", context: request.path, route: "api")
+                    405, code: .methodNotAllowed, "use \(allowed)", context: request.path, route: "api")
                 r.headers.append(("Allow", allowed))
                 return .respond(r)
             }
             throw HTTPError(
-                404, code: "notFound", "no such API route", context: "\(request.method) \(request.path)",
+                404, code: .notFound, "no such API route", context: "\(request.method) \(request.path)",
                 hint: "GET /api/openapi.json lists the routes")
         } catch {
             return .respond(Self.response(for: error, log: repository.log))
@@ -380,7 +380,7 @@ public struct ManagementAPI: Sendable {
             ?? ""
         guard media == expected else {
             throw HTTPError(
-                415, code: "unsupportedMediaType",
+                415, code: .unsupportedMediaType,
                 "this route reads \(expected), not \(media.isEmpty ? "an empty type" : media)",
                 context: "Content-Type", hint: "send Content-Type: \(expected)")
         }
@@ -425,7 +425,7 @@ public struct ManagementAPI: Sendable {
             let status = Self.status(for: e.code)
             if status >= 500 { log?("API answer \(status): \(e)") }
             var r = HTTPResponse.error(
-                status, code: e.code.name, Self.withoutServerPaths(e.message),
+                status, code: e.code, Self.withoutServerPaths(e.message),
                 context: e.context.flatMap(Self.publicContext), hint: e.hint.map(Self.withoutServerPaths),
                 route: "api")
             if status == 401 { r.headers.append(("WWW-Authenticate", "Bearer")) }
@@ -435,7 +435,7 @@ public struct ManagementAPI: Sendable {
         }
         log?("API answer 500: \(error)")
         return .error(
-            500, code: "internal", "the server failed (an internal error; the server's log has the details)",
+            500, code: .internal, "the server failed (an internal error; the server's log has the details)",
             route: "api")
     }
 

@@ -17,7 +17,7 @@ struct MetricsExposition: Sendable {
 
     func respond(to request: HTTPRequest) -> HTTPResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
-            var r = HTTPResponse.error(405, code: "methodNotAllowed", "use GET", route: "metrics")
+            var r = HTTPResponse.error(405, code: .methodNotAllowed, "use GET", route: "metrics")
             r.headers.append(("Allow", "GET, HEAD"))
             return r
         }
@@ -27,7 +27,7 @@ struct MetricsExposition: Sendable {
             }
             guard let given, Self.equalInConstantTime(given, token) else {
                 var r = HTTPResponse.error(
-                    401, code: "unauthorized", "/metrics needs its token", context: "Authorization",
+                    401, code: .unauthorized, "/metrics needs its token", context: "Authorization",
                     hint: "send Authorization: Bearer TOKEN (the token of --metrics-token-file)", route: "metrics")
                 r.headers.append(("WWW-Authenticate", "Bearer"))
                 return r

@@ -20,7 +20,7 @@ struct RequestBodyDecoder {
     /// - Throws: ``BacklotError/Code/invalidInput`` (or `HTTPError` 400 `unknownField`) naming the member.
     static func decode<T: Decodable>(_ type: T.Type, from root: JSONNode) throws -> T {
         guard root.objectMembers != nil else {
-            throw HTTPError(400, code: "badRequest", "the body must be a JSON object", context: "request body")
+            throw HTTPError(400, code: .badRequest, "the body must be a JSON object", context: "request body")
         }
         return try value(T.self, root, name: "")
     }
@@ -56,7 +56,7 @@ struct RequestBodyDecoder {
             let value = try T(from: reader)
             if let unknown = members.first(where: { !reader.read.value.contains($0.key) }) {
                 throw HTTPError(
-                    400, code: "unknownField", "unknown field \"\(reader.prefix)\(unknown.key)\"",
+                    400, code: .unknownField, "unknown field \"\(reader.prefix)\(unknown.key)\"",
                     context: "request body",
                     hint: "the fields allowed: \(reader.read.value.sorted().joined(separator: ", "))")
             }
@@ -95,13 +95,13 @@ struct RequestBodyDecoder {
         }
         func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
             throw HTTPError(
-                400, code: "badRequest",
+                400, code: .badRequest,
                 "\(prefix.isEmpty ? "the body" : "\"\(prefix.dropLast())\"") must be a JSON object of fields",
                 context: "request body")
         }
         func singleValueContainer() throws -> any SingleValueDecodingContainer {
             throw HTTPError(
-                400, code: "badRequest",
+                400, code: .badRequest,
                 "\(prefix.isEmpty ? "the body" : "\"\(prefix.dropLast())\"") must be a JSON object of fields",
                 context: "request body")
         }

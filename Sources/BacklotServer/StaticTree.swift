@@ -64,18 +64,18 @@ public struct StaticTree: Sendable {
     func answer(_ request: HTTPRequest) -> HTTPResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
             var r = HTTPResponse.error(
-                405, code: "methodNotAllowed", "the published tree is read-only: use GET or HEAD", route: "static")
+                405, code: .methodNotAllowed, "the published tree is read-only: use GET or HEAD", route: "static")
             r.headers.append(("Allow", "GET, HEAD"))
             return r
         }
         guard let relative = Self.safeRelativePath(request.path) else {
-            return .error(400, code: "badPath", "the path is not a valid path of the tree", route: "static")
+            return .error(400, code: .badPath, "the path is not a valid path of the tree", route: "static")
         }
         // Hidden files (any component starting with ".") are never served: temporaries, locks.
         guard !relative.isEmpty, !BytePath.components(relative).contains(where: { $0.utf8.first == UInt8(ascii: ".") }),
             let (fd, st) = openBeneath(relative)
         else {
-            return .error(404, code: "notFound", "no such file: /\(relative)", route: "static")
+            return .error(404, code: .notFound, "no such file: /\(relative)", route: "static")
         }
         let size = UInt64(st.st_size)
         let file = PublishedTreeLayout(path: relative)  // once: the ETag and both headers depend on it
@@ -99,12 +99,12 @@ public struct StaticTree: Sendable {
             if !(match.trimmingCharacters(in: .whitespaces) == "*" || Self.entityTags(match).contains(etag)) {
                 return refuse(
                     .error(
-                        412, code: "preconditionFailed", "If-Match does not match the current ETag \(etag)",
+                        412, code: .preconditionFailed, "If-Match does not match the current ETag \(etag)",
                         route: "static"))
             }
         } else if let text = request.header("If-Unmodified-Since"), let date = HTTPDate.parse(text), modified > date {
             return refuse(
-                .error(412, code: "preconditionFailed", "the file was modified after \(text)", route: "static"))
+                .error(412, code: .preconditionFailed, "the file was modified after \(text)", route: "static"))
         }
         let notModified: Bool
         if let match = request.header("If-None-Match") {
@@ -138,7 +138,7 @@ public struct StaticTree: Sendable {
                 status: 206, headers: headers, body: .descriptor(fd, offset: start, length: end - start + 1),
                 route: "static")
         case .unsatisfiable:
-            var r = HTTPResponse.error(416, code: "rangeNotSatisfiable", "the file has \(size) bytes", route: "static")
+            var r = HTTPResponse.error(416, code: .rangeNotSatisfiable, "the file has \(size) bytes", route: "static")
             r.headers.append(("Content-Range", "bytes */\(size)"))
             return refuse(r)
         }

@@ -78,7 +78,7 @@ import Glibc
             var r = tree.respond(to: request)
             switch fault {
             case .error500:
-                return .respond(.error(500, code: "internal", "broken"))
+                return .respond(.error(500, code: .internal, "broken"))
             case .flaky:
                 // Fails the first time each range is asked, with Retry-After: the retry succeeds.
                 guard retryLog.firstAsk(range) else { return .respond(r) }

@@ -107,7 +107,7 @@ import Testing
         let asked = Atomic<Int>(0)
         let server = try HTTPServer(configuration: .init(port: 0)) { _ in
             asked.wrappingAdd(1, ordering: .relaxed)
-            var r = HTTPResponse.error(503, code: "busy", "busy")
+            var r = HTTPResponse.error(503, code: .busy, "busy")
             r.headers.append(("Retry-After", "1"))
             return .respond(r)
         }

@@ -34,7 +34,7 @@ import Testing
             case "/echo":
                 return .buffer(limit: 1 << 20) { body in HTTPResponse(status: 200, body: .bytes(body)) }
             default:
-                return .respond(HTTPResponse.error(404, code: "notFound", "no \(request.path)"))
+                return .respond(HTTPResponse.error(404, code: .notFound, "no \(request.path)"))
             }
         }
     }
