@@ -67,7 +67,8 @@ extension Agent {
         TestStopPoint.reach("handover.afterPost")
         let extensionCall = call(manager.postedFile(seq)?.path ?? "", seq)
         handoffs.enter()
-        DispatchQueue.global().async {
+        // The extension's call blocks for as long as the extension takes (its budget bounds it).
+        BlockingPool.unbounded.submit {
             defer { handoffs.leave() }
             do {
                 TestStopPoint.reach("handover.beforeExtension", parksOnTerm: false)

@@ -215,12 +215,7 @@ public final class Agent: Sendable {
             let delay = nextWakeDelay()
             let wake = self.wake
             // A blocking wait on a thread of its own, never on the cooperative pool.
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                Thread.detachNewThread {
-                    wake.wait(seconds: delay)
-                    done.resume()
-                }
-            }
+            _ = try? await BlockingPool.unbounded.run { wake.wait(seconds: delay) }
         }
         stopPeerCache()
         launcher?.stopAll(scheduler: scheduler)

@@ -88,7 +88,8 @@ final class AppLauncher: Sendable {
         let deadline = child.started + .milliseconds(Int64((budget * 1000).rounded(.up)))
         let log = self.log
         let store = self.store
-        Thread.detachNewThread { [self] in
+        // Waits for the app's process until the task's budget has passed.
+        BlockingPool.unbounded.submit { [self] in
             let outcome = child.wait(until: deadline)
             Supervisor.finished(child, store: store)
             let stopping = self.running.withLock { $0.removeValue(forKey: id)?.stopping ?? false }

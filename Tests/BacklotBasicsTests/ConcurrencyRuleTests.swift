@@ -1,9 +1,10 @@
 import Foundation
 import Testing
 
-/// The concurrency rule of docs/architecture.md, checked over the sources: no `NSLock`, and every
-/// `@unchecked Sendable` says why it is safe (a `// Safe because:` comment just above it), so that
-/// one written without a proof fails here rather than in review.
+/// The concurrency rule of docs/architecture.md, checked over the sources: no `NSLock`, every
+/// `@unchecked Sendable` says why it is safe (a `// Safe because:` comment just above it), and
+/// blocking work crosses to a thread through `BlockingPool` alone, so that a break of the rule
+/// fails here rather than in review.
 @Suite struct ConcurrencyRuleTests {
     static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Sources").path
@@ -43,5 +44,52 @@ import Testing
             file.lines.enumerated().filter { $0.element.contains("NSLock") }.map { "\(file.path):\($0.offset + 1)" }
         }
         #expect(uses.isEmpty, "NSLock at \(uses): use a Mutex (Synchronization)")
+    }
+
+    /// The files that may start a thread or use Dispatch's global queue without `BlockingPool`,
+    /// each for its reason; anywhere else, blocking work goes through `BlockingPool` (`shared`,
+    /// `unbounded` or a pool of its own), which names its threads and knows when they have ended.
+    static let ownThreads: [String: String] = [
+        "BacklotBasics/Concurrency/BlockingPool.swift": "the pool's own threads",
+        "BacklotBasics/Concurrency/ThreadPriority.swift": "a thread whose nice value is lowered, alone",
+        "BacklotHTTPServer/TLSGate.swift":
+            "the HTTPS listener's accept loop and its sorters, named, counted and waited for",
+        "BacklotCAPI/CSubscription.swift":
+            "the thread a C subscriber's callbacks are delivered on, one per subscription",
+        "BacklotFleet/FleetSimulator.swift":
+            "the fleet's sampler and device workers, a bounded number joined at the end",
+        "BacklotTaskScheduler/TaskScheduler.swift": "Apple's BGTaskScheduler calls handlers on a background queue",
+        "BacklotFormat/Pack/PackWriter.swift": "CPU-bound compression in parallel (Dispatch's queue is the CPU pool)",
+        "BacklotRepository/Repository/DeltaBuilds.swift":
+            "CPU-bound delta builds in parallel (Dispatch's queue is the CPU pool)",
+        "BacklotTestSupport/DripServer.swift": "a test server",
+    ]
+
+    @Test func blockingWorkGoesThroughTheBlockingPool() throws {
+        let starts = ["Thread {", "Thread(block", "Thread.detachNewThread", "DispatchQueue.global()"]
+        var outside: [String] = []
+        var allowedSeen = Set<String>()
+        for (path, lines) in try Self.files() {
+            for (i, line) in lines.enumerated() {
+                let code = String(
+                    line.split(separator: "//", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+                guard starts.contains(where: { Self.contains(code, word: $0) }) else { continue }
+                if Self.ownThreads[path] != nil { allowedSeen.insert(path) } else { outside.append("\(path):\(i + 1)") }
+            }
+        }
+        #expect(outside.isEmpty, "a thread or Dispatch's global queue outside BlockingPool at \(outside)")
+        let stale = Set(Self.ownThreads.keys).subtracting(allowedSeen)
+        #expect(stale.isEmpty, "allowed but starting no thread any more (remove them from the list): \(stale.sorted())")
+    }
+
+    /// Whether `word` stands in `line` at the start of a name (`isHeldByCurrentThread {` is not `Thread {`).
+    static func contains(_ line: String, word: String) -> Bool {
+        var rest = line[...]
+        while let range = rest.range(of: word) {
+            let before = rest[..<range.lowerBound].last
+            if before.map({ !($0.isLetter || $0.isNumber || $0 == "_") }) ?? true { return true }
+            rest = rest[range.upperBound...]
+        }
+        return false
     }
 }

@@ -48,10 +48,13 @@ public final class BlockingPool: Sendable {
 
     /// A thread per job, without a bound, for work that blocks for a very long time by design: a
     /// pack's download and install (a transfer of gigabytes at `HTTPClient`'s minimum rate, after
-    /// waiting for another process's install of the same pack to end). Queued on ``shared``, a
-    /// few of them would hold every thread for hours and leave a catalog fetch or an extension
-    /// call waiting behind them. Their number is bounded by their callers: a container has one
-    /// executor of downloads, and an install holds the pack's lock.
+    /// waiting for another process's install of the same pack to end) and its download workers, a
+    /// URL download promoted to the foreground, an extension's call, the agent's waits, the
+    /// server's processing workers. Queued on ``shared``, a few of them would hold every thread
+    /// for hours and leave a catalog fetch or an extension call waiting behind them. Their number
+    /// is bounded by their callers: a container has one executor of downloads, an install holds
+    /// the pack's lock, an install has `PackInstaller`'s connections, the server's processing
+    /// scheduler its workers.
     public static let unbounded = BlockingPool(name: "backlot-long")
 
     /// Starts `threads` threads (at least one) named `name1`, `name2`, …

@@ -298,7 +298,7 @@ public final class DownloadManager: Sendable {
         let scheduled = try fetchCurrentDownloads().first(where: { $0.identifier == download.identifier })
         if scheduled == nil { try scheduleDownload(download) }
         let d = scheduled ?? download
-        DispatchQueue.global().async { self.run(d, foreground: true) }
+        BlockingPool.unbounded.submit { self.run(d, foreground: true) }  // a transfer: blocking for as long as it takes
     }
 
     /// Set in a downloader extension's process (by `BacklotExtension`'s host): the calls Apple

@@ -1,3 +1,4 @@
+import BacklotBasics
 import Dispatch
 import Synchronization
 
@@ -53,7 +54,7 @@ final class ProcessingScheduler: Sendable {
             return (true, true)
         }
         if !queued { idle.leave() }
-        if startWorker { DispatchQueue.global().async { [self] in runJobs() } }
+        if startWorker { BlockingPool.unbounded.submit { [self] in runJobs() } }  // at most `workerLimit` at once
     }
 
     /// Drops a queued job, or tells a running one to stop.
