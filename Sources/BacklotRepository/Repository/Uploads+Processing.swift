@@ -244,9 +244,8 @@ extension Uploads {
             maximumInstallSize: maximumInstallSize
         ) { _ in nil }
         // Versions uploaded before the selectors were kept have none to compare.
-        if manifest.contains("\"fileSelectors\"") {
-            let (parsed, _) = try PackManifest.load(Array(manifest.utf8), source: "the version's manifest")
-            try summary.check(against: parsed, source: "the uploaded archive")
+        if let selectors = try UploadManifest.selectorsManifest(manifest, source: "the version's manifest") {
+            try summary.check(against: selectors, source: "the uploaded archive")
         }
         guard summary.installSize <= maximumInstallSize else {
             throw BacklotError(

@@ -119,11 +119,7 @@ public final class Uploads: Sendable {
                     context: "manifest.assetPackID")
             }
             // The pack's metadata, and the selectors that processing checks the archive's entries against.
-            var stored = PackMetadata(parsed).json.objectMembers ?? []
-            if let selectors = manifest["fileSelectors"] {
-                stored.append(JSONMember(key: "fileSelectors", value: selectors))
-            }
-            manifestText = JSONNode(.object(stored)).serialized()
+            manifestText = UploadManifest.keptText(of: manifest, parsed: parsed)
         }
         let header = UInt64(format == .pack ? PackHeader.size : AppleArchiveHeader.prefixLength)
         guard size >= header else {
