@@ -219,6 +219,8 @@ private struct BuildState {
     /// files and lengths, their results, and the group that ends when they are done.
     var inFlight: (work: [(file: Int, length: Int)], results: ParallelResults, done: DispatchGroup)?
     var writeBuffer: [UInt8] = []
+    /// Where the pack's writing to disk was last started (``flushWrites()``).
+    var writebackStarted: UInt64 = 0
     static let batchLimit = PackWriter.largeFileBatchBytes
     /// The large-file read buffer, made once (not per file: zeroing 8 MiB per file was most of
     /// the time packaging small files took).
@@ -456,5 +458,14 @@ private struct BuildState {
     mutating func flushWrites() throws {
         try output.descriptor.write(writeBuffer)
         writeBuffer.removeAll(keepingCapacity: true)
+        // The disk starts on what is written while the build goes on, so that the flush before
+        // the rename waits for the last pieces rather than for the whole pack.
+        if offset - writebackStarted >= Self.writebackStep {
+            output.descriptor.startWriteback()
+            writebackStarted = offset
+        }
     }
+
+    /// How much of the pack is written between two starts of its writing to disk (8 MiB).
+    static let writebackStep: UInt64 = 8 << 20
 }
