@@ -220,7 +220,8 @@ public struct PackExtractor: Sendable {
         let failures = FirstFailure()
         // A large file written in several units is read back and hashed by the thread that
         // writes its last piece. Twice as many threads as cores keep the cores busy while some
-        // threads wait for the disk. Nothing is flushed here: the caller flushes the file system once.
+        // threads wait for the disk. Nothing is flushed here: the caller flushes the file system once
+        // (a large file's runs are started on their way to disk as they are written).
         let remaining = Mutex<[Int]>(
             work.reduce(into: [Int](repeating: 0, count: pack.index.files.count)) {
                 if !$1.isWhole { $0[$1.file] += 1 }
@@ -266,6 +267,9 @@ public struct PackExtractor: Sendable {
                         offset += UInt64(plain.count)
                         progress?(UInt64(done.add(plain.count)), total)
                     }
+                    // The disk starts on this run while the others are written, so that the
+                    // one flush before the rename waits for the last runs rather than for all.
+                    out.startWriteback()
                     let last = remaining.withLock { r -> Bool in
                         r[unit.file] -= 1
                         return r[unit.file] == 0
