@@ -90,6 +90,7 @@ public struct PackWriter: Sendable {
                     for: selection.files, root: root, level: options.level, jobs: options.jobs) : nil
             var state = BuildState(
                 output: output, jobs: options.jobs, level: options.level, dictionary: dictionary, root: root)
+            defer { state.waitForWorkers() }  // a build that failed leaves no thread running behind it
             try state.output.descriptor.write([UInt8](repeating: 0, count: PackHeader.size))
             state.offset = UInt64(PackHeader.size)
             let chunker = Chunker(averageSize: options.averageChunkSize)
@@ -101,7 +102,8 @@ public struct PackWriter: Sendable {
             }
             // Sized once (at least a chunk a file), not grown by doubling with two copies alive.
             state.stored = StoredChunks(expected: selection.files.count)
-            var digests = [SHA256Digest?](repeating: nil, count: selection.files.count)
+            state.digests = [SHA256Digest?](repeating: nil, count: selection.files.count)
+            state.report = report
 
             // Small files are read, hashed, cut and compressed whole by the worker threads, a
             // batch at a time; a large file is read here and its chunks are spread over the
@@ -111,20 +113,17 @@ public struct PackWriter: Sendable {
             for (fileIndex, file) in selection.files.enumerated() {
                 if file.size <= SmallBatch.fileLimit {
                     small.add(fileIndex, size: file.size)
-                    if small.isFull {
-                        try state.process(
-                            &small, files: selection.files, chunker: chunker, digests: &digests, progress: report)
-                    }
+                    if small.isFull { try state.process(&small, files: selection.files, chunker: chunker) }
                     continue
                 }
-                try state.process(&small, files: selection.files, chunker: chunker, digests: &digests, progress: report)
-                digests[fileIndex] = try state.read(file: file, index: fileIndex, chunker: chunker, progress: report)
+                try state.process(&small, files: selection.files, chunker: chunker)
+                state.digests[fileIndex] = try state.read(file: file, index: fileIndex, chunker: chunker)
             }
-            try state.process(&small, files: selection.files, chunker: chunker, digests: &digests, progress: report)
+            try state.process(&small, files: selection.files, chunker: chunker)
             try state.flush()
             let chunkCount = state.stored.chunks.count
             let indexBytes = state.takeIndex(
-                files: selection.files, digests: &digests,
+                files: selection.files,
                 metadata: PackMetadata(manifest, variants: selection.variants),
                 chunking: (chunker.minimumSize, chunker.averageSize, chunker.maximumSize))
             guard UInt64(indexBytes.count) <= PackHeader.maximumIndexLength else {
@@ -217,7 +216,11 @@ private struct BuildState {
     var batchBytes = 0
     /// The batch the worker threads are hashing and compressing (``flush(wait:)``): its chunks'
     /// files and lengths, their results, and the group that ends when they are done.
-    var inFlight: (work: [(file: Int, length: Int)], results: ParallelResults, done: DispatchGroup)?
+    var inFlight: [InFlight] = []
+    /// Each file's SHA-256, by number, set as files are read (large) or their batch is appended (small).
+    var digests: [SHA256Digest?] = []
+    /// Told how many more bytes of the sources are done.
+    var report: (UInt64) -> Void = { _ in }
     var writeBuffer: [UInt8] = []
     /// Where the pack's writing to disk was last started (``flushWrites()``).
     var writebackStarted: UInt64 = 0
@@ -242,7 +245,7 @@ private struct BuildState {
     /// selection (no ``PackIndex/File`` is made), then every table is freed (and what only
     /// chunking needed, before): 200,000 files take tens of MB less at the peak.
     mutating func takeIndex(
-        files: [SourceSelection.File], digests: inout [SHA256Digest?], metadata: PackMetadata,
+        files: [SourceSelection.File], metadata: PackMetadata,
         chunking: (minimum: Int, average: Int, maximum: Int)
     ) -> [UInt8] {
         readBuffer = []
@@ -267,7 +270,7 @@ private struct BuildState {
 
     /// Reads one file, cutting it into chunks queued for compression; returns the file's SHA-256.
     mutating func read(
-        file: SourceSelection.File, index: Int, chunker: Chunker, progress: (UInt64) -> Void
+        file: SourceSelection.File, index: Int, chunker: Chunker
     ) throws -> SHA256Digest {
         // Opened once: a link or a special file swapped in since selection is refused.
         let fd = try file.open(beneath: root)
@@ -298,7 +301,7 @@ private struct BuildState {
                 buffer.withUnsafeBytes { b in hasher.update(UnsafeRawBufferPointer(rebasing: b[filled..<filled + n])) }
                 filled += n
                 total += UInt64(n)
-                progress(UInt64(n))
+                report(UInt64(n))
                 continue
             }
             if position == filled { break }
@@ -319,13 +322,27 @@ private struct BuildState {
         return hasher.finalize()
     }
 
-    /// Hands the gathered batch to the worker threads to hash and compress, after appending the
-    /// batch they had before (its new chunks in order). With `wait`, also appends this one before
-    /// returning; without, the workers hash and compress it while the next batch is read (the
-    /// reading thread's own work — reading, the file's SHA-256, cutting — no longer waits for
-    /// theirs, nor theirs for it).
+    /// A batch the worker threads have: a large file's chunks (``flush(wait:)``), or small files,
+    /// each whole (``process(_:files:chunker:)``). Appended oldest first, so that chunks are stored
+    /// in the order of the files whatever the mix.
+    enum InFlight {
+        case chunks(work: [(file: Int, length: Int)], results: ParallelResults, done: DispatchGroup)
+        case files(work: [Int], bytes: UInt64, results: SmallBatch.Results, failures: FirstFailure, done: DispatchGroup)
+    }
+
+    /// Hands the gathered chunks to the worker threads to hash and compress, then appends what
+    /// the threads had before (its new chunks in order). With `wait`, appends this batch too
+    /// before returning; without, the workers hash and compress it while the next batch is read
+    /// (the reading thread's own work — reading, the file's SHA-256, cutting — no longer waits
+    /// for theirs, nor theirs for it), and the next batch's threads start before this one's last
+    /// chunks are done, so that no core waits for the slowest thread of a batch.
     mutating func flush(wait: Bool = true) throws {
-        try appendInFlight()
+        startChunks()
+        try appendInFlight(keeping: wait ? 0 : 1)
+    }
+
+    /// Starts the worker threads on the gathered chunks, if any.
+    private mutating func startChunks() {
         guard !batch.isEmpty else { return }
         let work = batch
         batch = []
@@ -358,19 +375,43 @@ private struct BuildState {
                 }
             }
         }
-        inFlight = (work.map { ($0.file, $0.bytes.count) }, results, done)
-        if wait { try appendInFlight() }
+        inFlight.append(.chunks(work: work.map { ($0.file, $0.bytes.count) }, results: results, done: done))
     }
 
-    /// Waits for the batch the workers have, then appends its chunks in order.
-    mutating func appendInFlight() throws {
-        guard let (work, results, done) = inFlight else { return }
-        inFlight = nil
-        done.wait()
-        for (i, item) in work.enumerated() {
-            let r = results.get(i)
-            if let error = r.error { throw error }
-            try append(file: item.file, id: r.id, length: item.length, compressed: r.compressed)
+    /// Waits for the worker threads of every batch still in flight, without appending anything.
+    func waitForWorkers() {
+        for batch in inFlight {
+            switch batch {
+            case .chunks(_, _, let done), .files(_, _, _, _, let done): done.wait()
+            }
+        }
+    }
+
+    /// Waits for the oldest batches the workers have and appends their chunks in order, until at
+    /// most `keeping` are left in flight.
+    mutating func appendInFlight(keeping: Int = 0) throws {
+        while inFlight.count > keeping {
+            let oldest = inFlight.removeFirst()
+            switch oldest {
+            case .chunks(let work, let results, let done):
+                done.wait()
+                for (i, item) in work.enumerated() {
+                    let r = results.get(i)
+                    if let error = r.error { throw error }
+                    try append(file: item.file, id: r.id, length: item.length, compressed: r.compressed)
+                }
+            case .files(let work, let bytes, let results, let failures, let done):
+                done.wait()
+                if let error = failures.first { throw error }
+                for (i, fileIndex) in work.enumerated() {
+                    let packed = results.get(i)
+                    for piece in packed.pieces {
+                        try append(file: fileIndex, id: piece.id, length: piece.length, compressed: piece.compressed)
+                    }
+                    digests[fileIndex] = packed.digest
+                }
+                report(bytes)
+            }
         }
     }
 
@@ -397,16 +438,16 @@ private struct BuildState {
         referenceChunks.append(Int32(chunk))
     }
 
-    /// Reads, hashes, cuts and compresses the batch's files on the worker threads (each file
-    /// whole, by one thread), then appends their chunks in file order. Empties the batch.
-    mutating func process(
-        _ small: inout SmallBatch, files: [SourceSelection.File], chunker: Chunker, digests: inout [SHA256Digest?],
-        progress: (UInt64) -> Void
-    ) throws {
+    /// Starts the worker threads reading, hashing, cutting and compressing the batch's files (each
+    /// file whole, by one thread), after the chunks of large files gathered before them, then
+    /// appends what the threads had before; the batch's own chunks are appended by the next call
+    /// (or ``flush(wait:)``), so that its threads run while the next batch is gathered. Empties
+    /// the batch.
+    mutating func process(_ small: inout SmallBatch, files: [SourceSelection.File], chunker: Chunker) throws {
         guard !small.files.isEmpty else { return }
-        // Chunks of large files gathered before these files go first.
-        try flush()
+        startChunks()  // chunks of large files gathered before these files go first
         let work = small.files
+        let bytes = work.reduce(UInt64(0)) { $0 + files[$1].size }
         small = SmallBatch()
         let results = SmallBatch.Results(count: work.count)
         let next = AtomicCounter()
@@ -414,10 +455,11 @@ private struct BuildState {
         let level = self.level
         let root = self.root
         let dictionary = self.dictionary
-        // As in `flush`: the snapshot ends before `append` changes it.
-        do {
-            let alreadyStored = stored
-            DispatchQueueRunner.run(jobs: min(jobs, work.count)) {
+        // As in `startChunks`: a snapshot of the chunks stored so far.
+        let alreadyStored = stored
+        let done = DispatchGroup()
+        for _ in 0..<min(jobs, work.count) {
+            DispatchQueue.global().async(group: done) {
                 let compressor = ZstdCompressor(level: level, dictionary: dictionary)
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: SmallBatch.fileLimit + 1, alignment: 16)
                 defer { buffer.deallocate() }
@@ -436,17 +478,8 @@ private struct BuildState {
                 }
             }
         }
-        if let error = failures.first { throw error }
-        var bytes: UInt64 = 0
-        for (i, fileIndex) in work.enumerated() {
-            let packed = results.get(i)
-            for piece in packed.pieces {
-                try append(file: fileIndex, id: piece.id, length: piece.length, compressed: piece.compressed)
-            }
-            digests[fileIndex] = packed.digest
-            bytes += files[fileIndex].size
-        }
-        progress(bytes)
+        inFlight.append(.files(work: work, bytes: bytes, results: results, failures: failures, done: done))
+        try appendInFlight(keeping: 1)
     }
 
     mutating func writeBuffered(_ bytes: [UInt8]) throws {
