@@ -59,9 +59,6 @@ import Testing
         "BacklotFleet/FleetSimulator.swift":
             "the fleet's sampler and device workers, a bounded number joined at the end",
         "BacklotTaskScheduler/TaskScheduler.swift": "Apple's BGTaskScheduler calls handlers on a background queue",
-        "BacklotFormat/Pack/PackWriter.swift": "CPU-bound compression in parallel (Dispatch's queue is the CPU pool)",
-        "BacklotRepository/Repository/DeltaBuilds.swift":
-            "CPU-bound delta builds in parallel (Dispatch's queue is the CPU pool)",
         "BacklotTestSupport/DripServer.swift": "a test server",
     ]
 

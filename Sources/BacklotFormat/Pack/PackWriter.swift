@@ -88,9 +88,14 @@ public struct PackWriter: Sendable {
                 options.dictionary
                 ? try PackDictionary.train(
                     for: selection.files, root: root, level: options.level, jobs: options.jobs) : nil
+            // The build's own threads, not Dispatch's global queue: a caller that is itself on one
+            // of the queue's few threads (a test, an async task) would otherwise wait for a
+            // thread that may never come free.
+            let workers = BlockingPool(threads: options.jobs, name: "backlot-pack")
+            defer { workers.stop() }  // after the last batch, or a failure: no thread left behind
             var state = BuildState(
-                output: output, jobs: options.jobs, level: options.level, dictionary: dictionary, root: root)
-            defer { state.waitForWorkers() }  // a build that failed leaves no thread running behind it
+                output: output, jobs: options.jobs, level: options.level, dictionary: dictionary, root: root,
+                workers: workers)
             try state.output.descriptor.write([UInt8](repeating: 0, count: PackHeader.size))
             state.offset = UInt64(PackHeader.size)
             let chunker = Chunker(averageSize: options.averageChunkSize)
@@ -232,8 +237,15 @@ private struct BuildState {
     /// The source root; every file is opened beneath it, through no link (``DirectoryHandle``).
     let root: DirectoryHandle
 
-    init(output: AtomicFile, jobs: Int, level: Int32, dictionary: ZstdDictionary?, root: DirectoryHandle) {
+    /// The threads that hash and compress (``PackWriter/write(manifest:selection:to:progress:)``'s pool).
+    let workers: BlockingPool
+
+    init(
+        output: AtomicFile, jobs: Int, level: Int32, dictionary: ZstdDictionary?, root: DirectoryHandle,
+        workers: BlockingPool
+    ) {
         self.root = root
+        self.workers = workers
         self.output = output
         self.jobs = jobs
         self.level = level
@@ -356,7 +368,9 @@ private struct BuildState {
         let alreadyStored = self.stored
         let done = DispatchGroup()
         for _ in 0..<jobs {
-            DispatchQueue.global().async(group: done) {
+            done.enter()
+            workers.submit {
+                defer { done.leave() }
                 let compressor = ZstdCompressor(level: level, dictionary: dictionary)
                 while true {
                     let i = next.increment()
@@ -376,15 +390,6 @@ private struct BuildState {
             }
         }
         inFlight.append(.chunks(work: work.map { ($0.file, $0.bytes.count) }, results: results, done: done))
-    }
-
-    /// Waits for the worker threads of every batch still in flight, without appending anything.
-    func waitForWorkers() {
-        for batch in inFlight {
-            switch batch {
-            case .chunks(_, _, let done), .files(_, _, _, _, let done): done.wait()
-            }
-        }
     }
 
     /// Waits for the oldest batches the workers have and appends their chunks in order, until at
@@ -459,7 +464,9 @@ private struct BuildState {
         let alreadyStored = stored
         let done = DispatchGroup()
         for _ in 0..<min(jobs, work.count) {
-            DispatchQueue.global().async(group: done) {
+            done.enter()
+            workers.submit {
+                defer { done.leave() }
                 let compressor = ZstdCompressor(level: level, dictionary: dictionary)
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: SmallBatch.fileLimit + 1, alignment: 16)
                 defer { buffer.deallocate() }

@@ -1,3 +1,4 @@
+import BacklotBasics
 import BacklotCrypto
 import BacklotFormat
 import Dispatch
@@ -55,9 +56,14 @@ final class DeltaBuilds: Sendable {
     /// Asks the builds to stop; ``wait()`` still waits for them.
     func cancel() { cancelled.store(true, ordering: .relaxed) }
 
-    /// Runs `body` on a thread of the system's pool, counted by ``wait()``.
+    /// Runs `body` on a thread of its own (one per base, ``BlockingPool/unbounded``), counted by
+    /// ``wait()``: never on Dispatch's global queue, whose few threads the waiting caller may hold.
     func start(_ body: @escaping @Sendable (DeltaBuilds) -> Void) {
-        DispatchQueue.global().async(group: done) { [self] in body(self) }
+        done.enter()
+        BlockingPool.unbounded.submit { [self] in
+            defer { done.leave() }
+            body(self)
+        }
     }
 
     /// Records what a build made or the error it met.
