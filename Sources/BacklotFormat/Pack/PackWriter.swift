@@ -219,8 +219,8 @@ private struct BuildState {
     var deduplicatedBytes: UInt64 = 0
     var batch: [(file: Int, bytes: [UInt8])] = []
     var batchBytes = 0
-    /// The batch the worker threads are hashing and compressing (``flush(wait:)``): its chunks'
-    /// files and lengths, their results, and the group that ends when they are done.
+    /// The batches the worker threads have, oldest first: at most one once a call has returned
+    /// (``flush(wait:)``, ``process(_:files:chunker:)``), none after the last flush.
     var inFlight: [InFlight] = []
     /// Each file's SHA-256, by number, set as files are read (large) or their batch is appended (small).
     var digests: [SHA256Digest?] = []
