@@ -17,7 +17,8 @@ import Synchronization
 /// }
 /// ```
 // Safe because: every field is `let`; `decodingTables` is a `ZSTD_DDict` zstd documents as read-only and shareable
-// once made, and the `ZSTD_CDict`s are made under `encodingTables`' `Mutex` and read-only afterwards.
+// once made, and the `ZSTD_CDict`s are made under `encodingTables`' `Mutex` and read-only afterwards
+// (`ZstdDictionaryTests.oneDictionaryIsSharedByThreadsAtOnce`).
 public final class ZstdDictionary: @unchecked Sendable, Hashable {
     /// The dictionary, as stored (zstd's dictionary format: magic `0xEC30A437`, ID, entropy
     /// tables, content).

@@ -1,5 +1,6 @@
 import BacklotBasics
 import Dispatch
+import Foundation
 import Synchronization
 import Testing
 
@@ -41,5 +42,27 @@ import Testing
         #expect(ended, "cancelAndWait from the body returned")
         if ended { timer.cancelAndWait() } else { timer.cancel() }  // never a second hang
         slot.withLock { $0 = nil }
+    }
+
+    /// The proof of `RepeatingTimer`'s `@unchecked Sendable`, exercised: one timer, firing every
+    /// millisecond, cancelled by eight threads at once; every call returns, and no call runs after.
+    @Test func cancelledByManyThreadsAtOnce() {
+        let calls = Atomic<Int>(0)
+        let timer = RepeatingTimer(label: "backlot.test-timer-many", every: 0.001, after: 0) {
+            calls.add(1, ordering: .relaxed)
+        }
+        while calls.load(ordering: .relaxed) < 3 { usleep(1_000) }  // it fires
+        let done = DispatchGroup()
+        for _ in 0..<8 {
+            done.enter()
+            BlockingPool.unbounded.submit {
+                timer.cancelAndWait()
+                done.leave()
+            }
+        }
+        #expect(done.wait(timeout: .now() + 30) == .success, "every cancelAndWait returned")
+        let after = calls.load(ordering: .relaxed)
+        usleep(20_000)
+        #expect(calls.load(ordering: .relaxed) == after, "no call runs after cancelAndWait")
     }
 }

@@ -8,7 +8,7 @@ import Dispatch
 /// timer.cancelAndWait()  // no call runs after this, and `body` is released
 /// ```
 // Safe because: every field is `let`; a Dispatch source, queue and group are thread-safe (libdispatch locks
-// `cancel`, `schedule` and the handlers), though not declared `Sendable`.
+// `cancel`, `schedule` and the handlers), though not declared `Sendable` (`RepeatingTimerTests.cancelledByManyThreadsAtOnce`).
 public final class RepeatingTimer: @unchecked Sendable {
     private let source: any DispatchSourceTimer
     private let queue: DispatchQueue
