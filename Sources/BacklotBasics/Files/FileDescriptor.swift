@@ -47,6 +47,10 @@ public struct FileDescriptor: Sendable {
     /// Best effort: it promises nothing by itself, and a failure is left to that flush to report.
     public func startWriteback() { _ = clinux_start_writeback(rawValue) }
 
+    /// How much of a file written in pieces is written between two ``startWriteback()`` calls
+    /// (8 MiB): the installer's files and a pack being built alike.
+    public static let writebackStep: UInt64 = 8 << 20
+
     public func size() throws -> UInt64 {
         var st = stat()
         try SystemCall.retrying("fstat", path: path) { fstat(rawValue, &st) }

@@ -97,7 +97,9 @@ final class OpenFiles: Sendable {
             // A large file written in pieces starts its writing to disk each time a write crosses
             // a step, not only at its end: one file of 128 MiB otherwise left all of it to the flush.
             let end = place.offset + UInt64(bytes.count)
-            if place.offset / Self.writebackStep != end / Self.writebackStep { fd.startWriteback() }
+            if place.offset / FileDescriptor.writebackStep != end / FileDescriptor.writebackStep {
+                fd.startWriteback()
+            }
         }
         let complete = remaining.withLock { r -> Bool in
             r[Int(place.file)] -= 1
@@ -128,8 +130,6 @@ final class OpenFiles: Sendable {
 
     /// The size from which a finished file's writing to disk is started at once (1 MiB).
     static let writebackSize: UInt64 = 1 << 20
-    /// How much of a file written in pieces is written between two starts of its writing to disk.
-    static let writebackStep: UInt64 = 8 << 20
 
     /// Makes the release being assembled durable (``TreeFlush/flush(tree:files:)``): file by file
     /// when it has few, with one flush of its file system when it has many.

@@ -500,12 +500,9 @@ private struct BuildState {
         writeBuffer.removeAll(keepingCapacity: true)
         // The disk starts on what is written while the build goes on, so that the flush before
         // the rename waits for the last pieces rather than for the whole pack.
-        if offset - writebackStarted >= Self.writebackStep {
+        if offset - writebackStarted >= FileDescriptor.writebackStep {
             output.descriptor.startWriteback()
             writebackStarted = offset
         }
     }
-
-    /// How much of the pack is written between two starts of its writing to disk (8 MiB).
-    static let writebackStep: UInt64 = 8 << 20
 }
