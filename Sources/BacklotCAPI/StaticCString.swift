@@ -2,6 +2,7 @@
 /// status names, ""). `@unchecked Sendable` is proven by its use: written once, before it is
 /// shared, never written or freed again, so every thread only ever reads it.
 // Safe because: written once before it is shared, never written or freed again (see above).
+// Tested: `capi_test.c: test_version_and_names`.
 struct StaticCString: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<CChar>
 

@@ -401,6 +401,7 @@ func parseHeaderLine(_ data: UnsafeMutablePointer<CChar>?, _ count: Int, into he
 // Safe because: libcurl calls the callbacks that reach it (through `CURLOPT_WRITEDATA`/`HEADERDATA`, an unretained
 // pointer whose lifetime the transfer's call covers) on the thread inside `curl_easy_perform`, one at a time; it is
 // read only after that call returned.
+// Tested: `HTTPClientTests.downloadsFromThreadsAtOnceEachWriteTheirOwnFile`.
 private final class FileSink: @unchecked Sendable {
     let fd: Int32
     var offset: UInt64
@@ -487,6 +488,7 @@ private enum FileCallbacks {
 // Safe because: libcurl calls the callbacks that reach it (an unretained pointer in
 // `CURLOPT_WRITEDATA`/`HEADERDATA`, alive for the transfer's call) on the thread inside `curl_easy_perform`, one at
 // a time; it is read only after that call returned.
+// Tested: `HTTPClientTests.downloadsFromThreadsAtOnceEachWriteTheirOwnFile`.
 private final class Transfer: @unchecked Sendable {
     var body: [UInt8] = []
     var headers: [String: String] = [:]

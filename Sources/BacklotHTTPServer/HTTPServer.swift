@@ -319,6 +319,7 @@ public final class HTTPServer: Sendable {
 // Safe because: `pointer` is a `let` to the `MHD_Daemon`, whose calls used here (`MHD_add_connection`,
 // `MHD_quiesce_daemon`, `MHD_stop_daemon`) libmicrohttpd makes thread-safe; `add` runs under `open`'s `Mutex`, so
 // no connection is added once the daemon is closing.
+// Tested: `TLSPortTests.plainHTTPSentToTheHTTPSPortGetsA400SayingSo`.
 private final class DaemonBox: @unchecked Sendable {
     let pointer: OpaquePointer
     private let open = Mutex(true)
@@ -419,6 +420,7 @@ final class RequestState: @unchecked Sendable {
 /// A connection pointer carried to the worker that resumes it.
 // Safe because: the worker only passes the pointer to `MHD_resume_connection`, which libmicrohttpd allows from any
 // thread for a suspended connection (`MHD_ALLOW_SUSPEND_RESUME` with `MHD_USE_ITC`).
+// Tested: `ConnectionModelTests.slowUploadsOnMoreConnectionsThanPoolThreadsDoNotStarveASmallGet`.
 private struct ConnectionHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }

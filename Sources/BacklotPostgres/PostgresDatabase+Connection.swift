@@ -44,6 +44,7 @@ extension PostgresDatabase {
     /// The connection, usable only inside ``PostgresDatabase/transaction(_:)`` or ``PostgresDatabase/read(_:)``.
     // Safe because: the libpq handle (`PGconn`, which libpq allows on any thread but not on two at once) is used
     // only by the call that holds its slot in `PostgresDatabase`'s pool.
+    // Tested: `MetadataBackendTests.onePoolIsUsedByMoreThreadsThanItHasConnections`.
     struct Connection: MetadataConnection, @unchecked Sendable {
         let handle: OpaquePointer?
         let name: String

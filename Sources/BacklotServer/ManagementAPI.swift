@@ -539,6 +539,7 @@ public struct ManagementAPI: Sendable {
 // Safe because: its two `var`s are touched only by the request's own calls (`receive`, `finish`, `abort`), which
 // libmicrohttpd makes one at a time on the connection's thread or on the worker while the connection is suspended
 // (see `RequestState`).
+// Tested: `ConnectionModelTests.slowUploadsOnMoreConnectionsThanPoolThreadsDoNotStarveASmallGet`.
 final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
     let api: ManagementAPI
     let upload: Upload

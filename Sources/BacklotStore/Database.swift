@@ -114,6 +114,7 @@ public final class Database: Sendable {
     /// The connection, usable only inside ``transaction(_:)`` or ``read(_:)``.
     // Safe because: the SQLite handle is reached only inside `transaction`/`read`, which hold the `Mutex` that owns
     // the connection (`connection.withLock`); a `Connection` value never outlives that call.
+    // Tested: `DatabaseTests.oneHandleIsUsedByThreadsAtOnce`.
     public struct Connection: @unchecked Sendable {
         let handle: OpaquePointer
         let path: String

@@ -16,6 +16,7 @@ import Synchronization
 /// ```
 // Safe because: its mutable state is behind `state`'s `Mutex` and every other field is `let`; Swift checks no open
 // class (Apple's `BGTask` is subclassed).
+// Tested: `TaskConcurrencyTests.aTaskCompletedAndExpiredByThreadsAtOnceEndsOnce`.
 public class BackgroundTask: @unchecked Sendable {
     /// The identifier of the request that launched it.
     public let identifier: String
@@ -95,10 +96,12 @@ public class BackgroundTask: @unchecked Sendable {
 
 /// A launched app-refresh task (Apple's `BGAppRefreshTask`).
 // Safe because: it adds no state to `BackgroundTask`.
+// Tested: `TaskConcurrencyTests.aTaskCompletedAndExpiredByThreadsAtOnceEndsOnce`.
 public final class AppRefreshTask: BackgroundTask, @unchecked Sendable {}
 
 /// A launched processing task (Apple's `BGProcessingTask`).
 // Safe because: it adds no state to `BackgroundTask`.
+// Tested: `TaskConcurrencyTests.aTaskCompletedAndExpiredByThreadsAtOnceEndsOnce`.
 public final class ProcessingTask: BackgroundTask, @unchecked Sendable {}
 
 /// How a task ended; stored in the scheduler's history.

@@ -18,6 +18,7 @@ import Synchronization
 /// class that can be subclassed check it.
 // Safe because: every mutable property is behind a `Mutex` and every other field is `let`; Swift checks no open
 // class.
+// Tested: `TaskConcurrencyTests.aRequestIsChangedAndReadByThreadsAtOnce`.
 public class TaskRequest: @unchecked Sendable, CustomStringConvertible {
     /// The identifier the launch handler was registered for; one of the permitted identifiers.
     public let identifier: String
@@ -45,6 +46,7 @@ public class TaskRequest: @unchecked Sendable, CustomStringConvertible {
 /// A request for a short refresh of the app's content (Apple's `BGAppRefreshTaskRequest`): about
 /// 30 seconds of run time; at most one is pending at a time.
 // Safe because: it adds no state to `TaskRequest`.
+// Tested: `TaskConcurrencyTests.aRequestIsChangedAndReadByThreadsAtOnce`.
 public final class AppRefreshTaskRequest: TaskRequest, @unchecked Sendable {
     public override init(identifier: String) {
         super.init(identifier: identifier)
@@ -62,6 +64,7 @@ public final class AppRefreshTaskRequest: TaskRequest, @unchecked Sendable {
 /// A request for deferrable maintenance or processing (Apple's `BGProcessingTaskRequest`): minutes
 /// of run time, under conditions; at most ten are pending at a time.
 // Safe because: its one addition is behind a `Mutex`.
+// Tested: `TaskConcurrencyTests.aRequestIsChangedAndReadByThreadsAtOnce`.
 public final class ProcessingTaskRequest: TaskRequest, @unchecked Sendable {
     private let requirements = Mutex<(network: Bool, power: Bool)>((false, false))
     /// The task waits for a network connection (default false: it may run without one).

@@ -50,17 +50,60 @@ import Testing
         }
     }
 
-    static func run(
-        _ server: NginxFileServer, _ answers: [(URLSession.AuthChallengeDisposition, URLCredential?)], name: String
-    ) throws -> Answering {
-        let container = server.dir.at("device-\(name)")
-        let manager = try BADownloadManager(containerPath: container)
-        let delegate = Answering(answers, destination: server.dir.at("\(name).bin"))
+    /// Implements only the async form of the challenge callback: the default completion-handler
+    /// form asks it from a task of its own (carrying the delegate and the challenge there, the proof
+    /// of `Unchecked`).
+    final class AnsweringAsync: BADownloadManagerDelegate, @unchecked Sendable {
+        let credential: URLCredential
+        let asked = Mutex<[Int]>([])
+        let outcome = Mutex<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let destination: String
+
+        init(_ credential: URLCredential, destination: String) {
+            self.credential = credential
+            self.destination = destination
+        }
+
+        func download(
+            _ download: BADownload, didReceive challenge: URLAuthenticationChallenge
+        ) async -> (URLSession.AuthChallengeDisposition, URLCredential?) {
+            asked.withLock { $0.append(challenge.previousFailureCount) }
+            await Task.yield()  // answered after a suspension, from whatever thread resumes it
+            return (.useCredential, credential)
+        }
+
+        func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {
+            try? FileManager.default.moveItem(atPath: fileURL.path, toPath: destination)
+            outcome.withLock { $0 = "finished" }
+            done.signal()
+        }
+
+        func download(_ download: BADownload, failedWithError error: any Error) {
+            outcome.withLock { $0 = "failed: \(error)" }
+            done.signal()
+        }
+    }
+
+    static func schedule(
+        _ server: NginxFileServer, name: String, delegate: any BADownloadManagerDelegate
+    ) throws
+        -> BADownloadManager
+    {
+        let manager = try BADownloadManager(containerPath: server.dir.at("device-\(name)"))
         manager.delegate = delegate
         try manager.scheduleDownload(
             BAURLDownload(
                 identifier: name, request: URLRequest(url: server.url), essential: false,
                 fileSize: server.bytes.count, applicationGroupIdentifier: "group.com.example.game", priority: .default))
+        return manager
+    }
+
+    static func run(
+        _ server: NginxFileServer, _ answers: [(URLSession.AuthChallengeDisposition, URLCredential?)], name: String
+    ) throws -> Answering {
+        let delegate = Answering(answers, destination: server.dir.at("\(name).bin"))
+        let manager = try schedule(server, name: name, delegate: delegate)
         #expect(delegate.done.wait(timeout: .now() + 120) == .success, "the download ends")
         manager.delegate = nil
         return delegate
@@ -78,6 +121,18 @@ import Testing
         #expect(asked.allSatisfy { $0.method == NSURLAuthenticationMethodHTTPBasic && $0.status == 401 })
         #expect(asked.map(\.failures) == [0, 1], "the second challenge counts the refused credential")
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: server.dir.at("retry.bin")))) == server.bytes)
+    }
+
+    @Test func aDelegateWithOnlyTheAsyncFormIsAskedFromATask() throws {
+        let server = try NginxFileServer(seed: 401)
+        let right = URLCredential(user: "game", password: "secret", persistence: .forSession)
+        let delegate = AnsweringAsync(right, destination: server.dir.at("async.bin"))
+        let manager = try Self.schedule(server, name: "async", delegate: delegate)
+        #expect(delegate.done.wait(timeout: .now() + 120) == .success, "the download ends")
+        manager.delegate = nil
+        #expect(delegate.outcome.withLock { $0 } == "finished")
+        #expect(delegate.asked.withLock { $0 } == [0])
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: server.dir.at("async.bin")))) == server.bytes)
     }
 
     @Test func cancellingOrDefaultHandlingFailsTheDownload() throws {

@@ -44,6 +44,44 @@ import Testing
         manager.delegate = nil
     }
 
+    /// The delegate is a weak reference kept behind a `Mutex` (the proof of `DelegateSlot`'s
+    /// `Weak`): threads replace it and read it while a download runs and its events are delivered,
+    /// some setting a delegate that is released at once (its weak reference zeroed meanwhile); the
+    /// outcome reaches one delegate, once, with the right bytes.
+    @Test func threadsReplaceTheDelegateWhileADownloadRuns() throws {
+        let f = try ClientFixture()
+        let (url, bytes) = try Self.served(f)
+        let manager = try BADownloadManager(containerPath: f.dir.at("device"))
+        let recorders = (0..<4).map { _ in Recorder() }
+        manager.delegate = recorders[0]
+        try manager.scheduleDownload(
+            BAURLDownload(
+                identifier: "levels", request: URLRequest(url: url), essential: false, fileSize: bytes.count,
+                applicationGroupIdentifier: "group.com.example.game", priority: .default))
+        let group = DispatchGroup()
+        for t in 0..<4 {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                for n in 0..<2_000 {
+                    manager.delegate = n % 7 == 0 ? Recorder() : recorders[(t + n) % recorders.count]
+                    _ = manager.delegate
+                }
+            }
+        }
+        group.wait()
+        manager.delegate = recorders[0]
+        manager.manager.waitUntilIdle()
+        var delivered: [(String, [UInt8])] = []
+        for _ in 0..<1_200 {
+            delivered = recorders.flatMap { r in r.finished.withLock { $0 } }
+            if !delivered.isEmpty { break }
+            usleep(100_000)
+        }
+        #expect(delivered.count == 1 && delivered.first?.0 == "levels" && delivered.first?.1 == bytes)
+        manager.delegate = nil
+    }
+
     @Test func cancellingWhatIsNotScheduledIsApplesError() throws {
         let f = try ClientFixture()
         let manager = try BADownloadManager(containerPath: f.dir.at("device"))

@@ -86,6 +86,31 @@ import Testing
         }
     }
 
+    /// A protection space is handed to the app's delegate and may be read from any of its threads:
+    /// it is immutable once made (the proof of `ServerTrustProtectionSpace`).
+    @Test func aProtectionSpaceIsReadByThreadsAtOnce() throws {
+        let chain = [Data([0x30, 0x82, 1, 2]), Data([0x30, 0x82, 3])]
+        let space = ServerTrustProtectionSpace(
+            url: try #require(URL(string: "https://cdn.example.com:8443/v1/packs/a.pack")), certificateChain: chain)
+        let wrong = Atomic<Int>(0)
+        let group = DispatchGroup()
+        for _ in 0..<8 {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                for _ in 0..<1_000 {
+                    let seen =
+                        space.host == "cdn.example.com" && space.port == 8443
+                        && space.authenticationMethod == NSURLAuthenticationMethodServerTrust
+                        && space.certificateChain == chain
+                    if !seen { wrong.wrappingAdd(1, ordering: .relaxed) }
+                }
+            }
+        }
+        group.wait()
+        #expect(wrong.load(ordering: .relaxed) == 0)
+    }
+
     @Test func aPinnedCertificateIsTrustedThoughNoCASignedIt() throws {
         let s = try Setup(basicAuth: true)
         let d = Pinning(

@@ -1,8 +1,10 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// The concurrency rule of docs/architecture.md, checked over the sources: no `NSLock`, every
-/// `@unchecked Sendable` says why it is safe (a `// Safe because:` comment just above it), and
+/// `@unchecked Sendable` says why it is safe (a `// Safe because:` comment just above it) and names
+/// the test that runs it on threads at once (which must exist), and
 /// blocking work crosses to a thread through `BlockingPool` alone, so that a break of the rule
 /// fails here rather than in review.
 @Suite struct ConcurrencyRuleTests {
@@ -24,6 +26,7 @@ import Testing
         let files = try Self.files()
         #expect(files.count > 100, "the sources were found at \(Self.sources)")
         var unproven: [String] = []
+        var untested: [String] = []
         var count = 0
         for (path, lines) in files {
             for (i, line) in lines.enumerated() where line.contains("@unchecked Sendable") {
@@ -32,12 +35,59 @@ import Testing
                 else { continue }
                 count += 1
                 let above = lines[max(0, i - 8)..<i]
-                if !above.contains(where: { $0.contains("// Safe because:") }) { unproven.append("\(path):\(i + 1)") }
+                guard above.contains(where: { $0.contains("// Safe because:") }) else {
+                    unproven.append("\(path):\(i + 1)")
+                    continue
+                }
+                // The comment block just above the declaration names the test that runs it on
+                // threads at once, and that test exists.
+                let block = lines[..<i].reversed().prefix { $0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }
+                let named = try Self.namedTests(in: block.joined(separator: " "))
+                if named.isEmpty { untested.append("\(path):\(i + 1): no test named") }
+                for (test, found) in named where !found { untested.append("\(path):\(i + 1): \(test) does not exist") }
             }
         }
         #expect(count > 0, "no @unchecked Sendable found: the search is broken")
         #expect(unproven.isEmpty, "without a `// Safe because:` comment above: \(unproven)")
+        #expect(untested.isEmpty, "a proof names no test that runs it on threads, or a test that is gone: \(untested)")
     }
+
+    /// The tests a proof names — `SuiteTests`, `SuiteTests.testName` or `capi_test.c: test_name` —
+    /// each with whether it exists under Tests/.
+    static func namedTests(in comment: String) throws -> [(String, Bool)] {
+        let tests = URL(fileURLWithPath: sources).deletingLastPathComponent().appendingPathComponent("Tests").path
+        var named: [(String, Bool)] = []
+        let swiftName = try Regex(#"\b([A-Z][A-Za-z0-9]*Tests)(\.([a-z][A-Za-z0-9]*))?"#)
+        for match in comment.matches(of: swiftName) {
+            guard let suite = match.output[1].substring.map(String.init) else { continue }
+            let test = match.output[3].substring.map(String.init)
+            let file = try Self.testFiles(under: tests).first {
+                $0.text.contains("struct \(suite)") || $0.text.contains("class \(suite)")
+            }
+            let found = file.map { f in test.map { f.text.contains("func \($0)(") } ?? true } ?? false
+            named.append((suite + (test.map { "." + $0 } ?? ""), found))
+        }
+        let cName = try Regex(#"capi_test\.c: (test_[a-z_]+)"#)
+        for match in comment.matches(of: cName) {
+            guard let test = match.output[1].substring.map(String.init) else { continue }
+            let c = try String(contentsOfFile: tests + "/CAPI/capi_test.c", encoding: .utf8)
+            named.append(("capi_test.c: " + test, c.contains("static void \(test)(void)")))
+        }
+        return named
+    }
+
+    /// Every Swift file under Tests/, with its text (read once).
+    static func testFiles(under tests: String) throws -> [(path: String, text: String)] {
+        if let cached = testFileCache.withLock({ $0 }) { return cached }
+        let enumerator = try #require(FileManager.default.enumerator(atPath: tests))
+        var files: [(String, String)] = []
+        for case let relative as String in enumerator where relative.hasSuffix(".swift") {
+            files.append((relative, try String(contentsOfFile: tests + "/" + relative, encoding: .utf8)))
+        }
+        testFileCache.withLock { $0 = files }
+        return files
+    }
+    private static let testFileCache = Mutex<[(path: String, text: String)]?>(nil)
 
     @Test func noNSLock() throws {
         let uses = try Self.files().flatMap { file in

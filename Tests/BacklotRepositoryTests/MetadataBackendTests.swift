@@ -264,6 +264,47 @@ import Testing
                 == .integer(Int64(writers * increments)))
     }
 
+    /// One `PostgresDatabase` used by more threads than it has connections: each call holds a
+    /// connection of the pool alone (the proof of `PostgresDatabase.Connection`), so the threads
+    /// wait for one, none uses another's, and no increment is lost.
+    @Test(.requires(.postgres)) func onePoolIsUsedByMoreThreadsThanItHasConnections() throws {
+        let db = try PostgresDatabase(
+            url: PostgresCluster.shared().createDatabase("onepool"), maximumConnections: 2)
+        try db.transaction { tx in
+            try tx.execute("CREATE TABLE counter (id BIGINT PRIMARY KEY, n BIGINT NOT NULL)")
+            try tx.run("INSERT INTO counter VALUES (1, 0)")
+        }
+        let threads = 6
+        let increments = 15
+        let failures = Mutex<[String]>([])
+        let group = DispatchGroup()
+        for _ in 0..<threads {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                do {
+                    for _ in 0..<increments {
+                        try db.transaction { tx in
+                            // Locked for the transaction: a connection shared by two calls would
+                            // run one's UPDATE inside the other's transaction.
+                            let n =
+                                try tx.query("SELECT n FROM counter WHERE id = 1 FOR UPDATE", []).first?["n"]?.int ?? -1
+                            try tx.run("UPDATE counter SET n = ? WHERE id = 1", [.integer(n + 1)])
+                        }
+                        _ = try db.read { try $0.query("SELECT n FROM counter", []) }
+                    }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        group.wait()
+        #expect(failures.withLock { $0 } == [])
+        #expect(
+            try db.read { try $0.query("SELECT n FROM counter", []) }.first?["n"]
+                == .integer(Int64(threads * increments)))
+    }
+
     @Test(.requires(.postgres)) func aRestartedServerFailsTheCallDuringTheOutageAndTheNextOneWorks() throws {
         // A cluster of its own: stopping the shared one would disturb other tests.
         let cluster = try PostgresCluster()

@@ -2,6 +2,7 @@ import BacklotBasics
 import BacklotStore
 import BacklotTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// The SQLite wrapper every container, agent and server database goes through.
@@ -83,6 +84,44 @@ import Testing
         }
         #expect(try b.read { try $0.query("SELECT COUNT(*) AS c FROM t") }.first?["c"]?.int == Int64(writers * each))
         #expect(try a.read { try $0.query("PRAGMA journal_mode") }.first?["journal_mode"]?.string == "wal")
+    }
+
+    /// One handle (one connection behind its `Mutex`) used by threads at once: every transaction
+    /// and every read holds the connection alone, so no increment is lost and no statement of one
+    /// thread runs inside another's transaction (the proof of `Database.Connection`).
+    @Test func oneHandleIsUsedByThreadsAtOnce() throws {
+        let dir = try TemporaryDirectory("db-one-handle")
+        defer { dir.remove() }
+        let db = try Database(path: dir.at("t.sqlite"))
+        try db.transaction { tx in
+            try tx.execute("CREATE TABLE counter (n INTEGER NOT NULL)")
+            _ = try tx.run("INSERT INTO counter VALUES (0)")
+        }
+        let threads = 8
+        let each = 50
+        let failures = Mutex<[String]>([])
+        let group = DispatchGroup()
+        for _ in 0..<threads {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                do {
+                    for _ in 0..<each {
+                        // Read, then write what was read plus one: lost if two transactions interleaved.
+                        try db.transaction { tx in
+                            let n = try tx.query("SELECT n FROM counter").first?["n"]?.int ?? -1
+                            _ = try tx.run("UPDATE counter SET n = ?", [.integer(n + 1)])
+                        }
+                        _ = try db.read { try $0.query("SELECT n FROM counter") }
+                    }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        group.wait()
+        #expect(failures.withLock { $0 } == [])
+        #expect(try db.read { try $0.query("SELECT n FROM counter") }.first?["n"]?.int == Int64(threads * each))
     }
 
     @Test func aModeIsKeptWhateverTheUmask() throws {

@@ -134,10 +134,17 @@ static double now_seconds(void) {
 
 /* ---- the library itself -------------------------------------------------------------------- */
 
+/* Run by several threads at once: the strings the library makes once (the version, the status
+   names, a new thread's empty last error) are read from any thread (StaticCString's proof). */
 static void *fresh_thread_error(void *unused) {
     (void)unused;
     CHECK(strcmp(backlot_last_error_message(), "") == 0, "a new thread has no last error");
     CHECK(backlot_last_error_status() == BACKLOT_OK, "a new thread's last status is BACKLOT_OK");
+    for (int i = 0; i < 1000; i++) {
+        CHECK(strcmp(backlot_status_name(BACKLOT_ERR_UNTRUSTED), "BACKLOT_ERR_UNTRUSTED") == 0, "status name");
+        CHECK(strcmp(backlot_status_name(987654), "BACKLOT_ERR_UNKNOWN") == 0, "an unknown status");
+        CHECK(strcmp(backlot_version(), backlot_version()) == 0 && strlen(backlot_version()) > 0, "the version");
+    }
     return NULL;
 }
 
@@ -153,9 +160,9 @@ static void test_version_and_names(void) {
     CHECK(strcmp(backlot_status_name(BACKLOT_ERR_BA_SESSION_DOWNLOAD_NOT_PERMITTED_BEFORE_APP_LAUNCH),
                  "BACKLOT_ERR_BA_SESSION_DOWNLOAD_NOT_PERMITTED_BEFORE_APP_LAUNCH") == 0,
           "the header's Apple names are the library's");
-    pthread_t t;
-    pthread_create(&t, NULL, fresh_thread_error, NULL);
-    pthread_join(t, NULL);
+    pthread_t threads[4];
+    for (int i = 0; i < 4; i++) pthread_create(&threads[i], NULL, fresh_thread_error, NULL);
+    for (int i = 0; i < 4; i++) pthread_join(threads[i], NULL);
     backlot_free(NULL);
 }
 

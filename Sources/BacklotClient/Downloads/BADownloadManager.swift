@@ -176,6 +176,7 @@ public final class BADownloadManager: Sendable {
 final class DelegateSlot: Sendable {
     // Safe because: it lives only inside `current`'s `Mutex`, which every read and write of the weak reference
     // holds; the delegate protocol is the app's (Apple's, not `Sendable`).
+    // Tested: `BADownloadManagerTests.threadsReplaceTheDelegateWhileADownloadRuns`.
     private struct Weak: @unchecked Sendable { weak var value: (any BADownloadManagerDelegate)? }
     private let current = Mutex(Weak())
     /// Bytes reported so far per download, for `didWriteBytes`'s increment.

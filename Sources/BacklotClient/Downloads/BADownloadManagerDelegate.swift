@@ -70,6 +70,7 @@ extension BADownloadManagerDelegate {
 // Safe because: it carries the app's delegate or a value for it into the one task that calls the delegate's async
 // method; the delegate is called from one thread at a time, as Apple's documents it, and nothing else reads the
 // value.
+// Tested: `AuthenticationChallengeTests.aDelegateWithOnlyTheAsyncFormIsAskedFromATask`.
 struct Unchecked<T>: @unchecked Sendable {
     let value: T
 }

@@ -27,6 +27,7 @@ import FoundationNetworking
 /// `.cancelAuthenticationChallenge` fails the download.
 // Safe because: immutable after init (its one field is `let`, and `URLProtectionSpace`'s are set once by
 // `super.init`); Swift cannot check a subclass of a non-Sendable Foundation class.
+// Tested: `ServerTrustChallengeTests.aProtectionSpaceIsReadByThreadsAtOnce`.
 public final class ServerTrustProtectionSpace: URLProtectionSpace, @unchecked Sendable {  // immutable after init
     /// The certificates the server presented, DER, leaf first.
     public let certificateChain: [Data]

@@ -7,6 +7,7 @@ import Synchronization
 // Safe because: an upload belongs to one request; libmicrohttpd calls a connection's handler on one thread at a
 // time, and the worker that ends it runs while the connection is suspended (suspend and resume order the accesses,
 // as for `RequestState`); its shared effects go through `Uploads`' `Mutex`es and the database.
+// Tested: `ConnectionModelTests.slowUploadsOnMoreConnectionsThanPoolThreadsDoNotStarveASmallGet`.
 public final class Upload: @unchecked Sendable {
     let uploads: Uploads
     let versionID: Int64
