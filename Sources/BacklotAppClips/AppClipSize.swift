@@ -1,5 +1,4 @@
 import BacklotBasics
-import BacklotJSON
 
 /// The uncompressed size of an App Clip: every regular file of its bundle, from a directory
 /// (the `.app` folder) or from an archive (`.zip`, `.ipa`, `.tar`), without extracting anything.
@@ -272,48 +271,6 @@ public struct AppClipSizeReport: Sendable {
     }
     /// How many bytes over the limit (0 when within).
     public var overflowBytes: UInt64 { isOver ? totalBytes - limitBytes : 0 }
-
-    /// The report as JSON: sizes in bytes, the rule, the inputs, the largest files.
-    public var json: JSONNode {
-        var members: [JSONMember] = []
-        members.append(JSONMember(key: "path", value: .string(size.path)))
-        members.append(JSONMember(key: "form", value: .string(size.form.rawValue)))
-        members.append(JSONMember(key: "fileCount", value: .number(size.files.count)))
-        members.append(JSONMember(key: "sizeBytes", value: .number(totalBytes)))
-        members.append(JSONMember(key: "limitBytes", value: .number(limitBytes)))
-        members.append(JSONMember(key: "headroomBytes", value: .number(headroomBytes)))
-        members.append(JSONMember(key: "overflowBytes", value: .number(overflowBytes)))
-        members.append(JSONMember(key: "isOver", value: .bool(isOver)))
-        members.append(JSONMember(key: "bytesPerMegabyte", value: .number(AppClipSizeRule.bytesPerMegabyte)))
-        members.append(
-            JSONMember(
-                key: "rule",
-                value: .object([
-                    "id": .string(rule.id),
-                    "name": .string(rule.name),
-                    "summary": .string(rule.summary),
-                    "limitBytes": .number(rule.limitBytes),
-                ])))
-        members.append(JSONMember(key: "minimumOS", value: .number(minimumOS)))
-        members.append(JSONMember(key: "invocations", value: .string(invocations.rawValue)))
-        members.append(JSONMember(key: "demoLink", value: .bool(demoLink)))
-        let largest: [JSONNode] = largestFiles.map { f in .object(["path": .string(f.path), "bytes": .number(f.bytes)])
-        }
-        members.append(JSONMember(key: "largestFiles", value: .array(largest)))
-        if !packs.isEmpty {
-            members.append(JSONMember(key: "clipBytes", value: .number(size.totalBytes)))
-            let list: [JSONNode] = packs.map { p in
-                var m: [JSONMember] = [
-                    JSONMember(key: "id", value: .string(p.id)),
-                    JSONMember(key: "installBytes", value: .number(p.bytes)),
-                ]
-                if let variant = p.variant { m.append(JSONMember(key: "variant", value: .string(variant))) }
-                return JSONNode(.object(m))
-            }
-            members.append(JSONMember(key: "packs", value: .array(list)))
-        }
-        return JSONNode(.object(members))
-    }
 }
 
 // MARK: - Directories

@@ -97,20 +97,32 @@ struct AppClipSizeRuleTests {
         }
     }
 
-    @Test func theReportKeepsTheTenLargestFilesAndSaysItAllInJSON() {
+    @Test func theReportKeepsTheTenLargestFilesAndSaysItAllInJSON() throws {
         let size = Self.size((1...12).map { UInt64($0) * 1_000_000 })
         let report = AppClipSizeReport(size: size, minimumOS: 17, invocations: .both, demoLink: false)
         #expect(report.largestFiles.count == 10)
         #expect(report.largestFiles.first == AppClipSize.File(path: "file12", bytes: 12_000_000))
         #expect(report.largestFiles.last?.bytes == 3_000_000)
         #expect(report.totalBytes == 78_000_000 && report.isOver && report.overflowBytes == 63_000_000)
-        let json = report.json
-        #expect(json["sizeBytes"]?.serialized() == "78000000")
-        #expect(json["limitBytes"]?.serialized() == "15000000")
-        #expect(json["headroomBytes"]?.serialized() == "-63000000")
-        #expect(json["isOver"]?.serialized() == "true")
-        #expect(json["rule"]?["id"]?.stringValue == "ios17-physical")
-        #expect(json["largestFiles"]?.arrayElements?.count == 10)
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: JSONEncoder().encode(report)) as? [String: Any])
+        #expect(json["sizeBytes"] as? Int == 78_000_000)
+        #expect(json["limitBytes"] as? Int == 15_000_000)
+        #expect(json["headroomBytes"] as? Int == -63_000_000)
+        #expect(json["isOver"] as? Bool == true)
+        #expect((json["rule"] as? [String: Any])?["id"] as? String == "ios17-physical")
+        #expect((json["largestFiles"] as? [[String: Any]])?.count == 10)
+        #expect(json["packs"] == nil && json["clipBytes"] == nil, "no pack counted: neither key")
+        // With a pack counted, the clip's own bytes and the pack's install size.
+        let withPack = AppClipSizeReport(
+            size: size, minimumOS: 17, invocations: .both, demoLink: false,
+            packs: [.init(id: "Levels", variant: nil, bytes: 5)])
+        let packJSON = try #require(
+            try JSONSerialization.jsonObject(with: JSONEncoder().encode(withPack)) as? [String: Any])
+        #expect(packJSON["clipBytes"] as? Int == 78_000_000 && packJSON["sizeBytes"] as? Int == 78_000_005)
+        #expect(
+            (packJSON["packs"] as? [[String: Any]])?.first?["installBytes"] as? Int == 5
+                && (packJSON["packs"] as? [[String: Any]])?.first?["variant"] == nil)
     }
 
     /// A clip made of files of these sizes, named file1, file2, …

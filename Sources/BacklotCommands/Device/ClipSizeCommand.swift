@@ -50,7 +50,7 @@ struct ClipSizeCommand: Command {
         let report = AppClipSizeReport(
             size: size, minimumOS: minimumOS, invocations: invocations, demoLink: demoLink, packs: counted)
         if arguments[jsonFlag] {
-            io.out(report.json.prettyPrinted() + "\n")
+            try io.outJSON(report)
         } else {
             io.out(text(report))
         }
