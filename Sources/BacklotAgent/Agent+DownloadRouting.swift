@@ -68,7 +68,7 @@ extension Agent {
         let extensionCall = call(manager.postedFile(seq)?.path ?? "", seq)
         handoffs.enter()
         // The extension's call blocks for as long as the extension takes (its budget bounds it).
-        BlockingPool.unbounded.submit {
+        BlockingPool.longRunning.submit {
             defer { handoffs.leave() }
             do {
                 TestStopPoint.reach("handover.beforeExtension", parksOnTerm: false)

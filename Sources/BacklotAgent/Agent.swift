@@ -215,7 +215,7 @@ public final class Agent: Sendable {
             let delay = nextWakeDelay()
             let wake = self.wake
             // A blocking wait on a thread of its own, never on the cooperative pool.
-            _ = try? await BlockingPool.unbounded.run { wake.wait(seconds: delay) }
+            _ = try? await BlockingPool.longRunning.run { wake.wait(seconds: delay) }
         }
         stopPeerCache()
         launcher?.stopAll(scheduler: scheduler)

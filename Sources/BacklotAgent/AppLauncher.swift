@@ -89,7 +89,7 @@ final class AppLauncher: Sendable {
         let log = self.log
         let store = self.store
         // Waits for the app's process until the task's budget has passed.
-        BlockingPool.unbounded.submit { [self] in
+        BlockingPool.longRunning.submit { [self] in
             let outcome = child.wait(until: deadline)
             Supervisor.finished(child, store: store)
             let stopping = self.running.withLock { $0.removeValue(forKey: id)?.stopping ?? false }

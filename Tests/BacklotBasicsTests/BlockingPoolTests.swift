@@ -150,19 +150,19 @@ import Testing
         #expect(names != caller, "ran on the caller's thread \(caller)")
         let shared = try await BlockingPool.shared.run { Self.name() }
         #expect(shared.hasPrefix("backlot-pool"), "ran on \(shared)")
-        let long = try await BlockingPool.unbounded.run { Self.name() }
+        let long = try await BlockingPool.longRunning.run { Self.name() }
         #expect(long == "backlot-long", "ran on \(long)")
-        #expect(BlockingPool.shared.threads.map { $0 >= 2 } == true)
-        #expect(BlockingPool.unbounded.threads == nil)
+        #expect(BlockingPool.shared.threads >= 2)
+        #expect(BlockingPool.longRunning.threads == BlockingPool.longRunningLimit)
     }
 
-    @Test func theUnboundedPoolRunsEveryJobAtOnce() async throws {
-        // Five bodies that each wait for all five to have started: only a pool without a bound finishes.
+    @Test func theLongRunningPoolRunsEveryJobAtOnce() async throws {
+        // Five bodies that each wait for all five to have started: only a pool that grows finishes.
         let counts = Counts()
         let all = try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<5 {
                 group.addTask {
-                    try await BlockingPool.unbounded.run {
+                    try await BlockingPool.longRunning.run {
                         counts.started.wrappingAdd(1, ordering: .acquiringAndReleasing)
                         return Self.eventually { counts.started.load(ordering: .acquiring) == 5 }
                     }
@@ -171,6 +171,62 @@ import Testing
             return try await group.reduce(true) { $0 && $1 }
         }
         #expect(all)
+    }
+
+    /// Threads of the pool's own name alive in this process (from /proc/self/task).
+    static func threadsNamed(_ name: String) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.filter { task in
+            let comm = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? ""
+            return comm.trimmingCharacters(in: .newlines) == name
+        }.count
+    }
+
+    /// A growing pool starts a thread for a job that finds none free, never more than its bound
+    /// (past it, jobs wait in the queue and run as threads come free), reuses a free thread, and
+    /// ends the threads that stay idle.
+    @Test func aGrowingPoolStartsThreadsUpToItsBoundAndEndsIdleOnes() async throws {
+        let pool = BlockingPool(upTo: 3, name: "bp-grow", idleSeconds: 0.2)
+        defer { pool.stop() }
+        #expect(Self.threadsNamed("bp-grow") == 0, "no thread before the first job")
+        let counts = Counts()
+        let gate = DispatchSemaphore(value: 0)
+        for _ in 0..<5 {
+            #expect(
+                pool.submit {
+                    let now = counts.running.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
+                    counts.most.max(now, ordering: .acquiringAndReleasing)
+                    counts.started.wrappingAdd(1, ordering: .acquiringAndReleasing)
+                    _ = gate.wait(timeout: .now() + 600)
+                    counts.running.wrappingSubtract(1, ordering: .acquiringAndReleasing)
+                })
+        }
+        #expect(await Self.settled { counts.started.load(ordering: .acquiring) == 3 }, "three threads took a job")
+        try await Task.sleep(nanoseconds: 50_000_000)
+        #expect(counts.started.load(ordering: .acquiring) == 3, "a fourth job started past the bound")
+        #expect(Self.threadsNamed("bp-grow") == 3)
+        for _ in 0..<5 { gate.signal() }
+        #expect(await Self.settled { counts.started.load(ordering: .acquiring) == 5 }, "the queued jobs ran")
+        #expect(await Self.settled { counts.running.load(ordering: .acquiring) == 0 })
+        #expect(counts.most.load(ordering: .acquiring) == 3, "at most three at once")
+        // Idle, the threads end; a job then starts one again.
+        #expect(await Self.settled { Self.threadsNamed("bp-grow") == 0 }, "idle threads ended")
+        let ran = try await pool.run { Self.name() }
+        #expect(ran == "bp-grow")
+        // One job after another: a free thread is reused. (A caller is resumed from inside its job,
+        // so its next job may come before that thread counts as free: two threads at most.)
+        for _ in 0..<20 { _ = try await pool.run { Self.threadsNamed("bp-grow") } }
+        #expect(Self.threadsNamed("bp-grow") <= 2)
+    }
+
+    @Test func aGrowingPoolStopsWithWhatWasQueued() async throws {
+        let pool = BlockingPool(upTo: 2, name: "bp-gstop", idleSeconds: 600)
+        let counts = Counts()
+        for _ in 0..<20 { #expect(pool.submit { counts.started.wrappingAdd(1, ordering: .relaxed) }) }
+        pool.stop()
+        #expect(counts.started.load(ordering: .relaxed) == 20, "every job queued before stop() ran")
+        #expect(await Self.settled { Self.threadsNamed("bp-gstop") == 0 }, "stop() ended every thread")
+        #expect(!pool.submit {})
     }
 
     @Test func stopRunsWhatWasQueuedThenRefuses() async throws {
@@ -192,7 +248,7 @@ import Testing
 
     /// From a thread of its own, as the command line's main thread and libbacklot's callers are.
     @Test func waitForAsyncReturnsThrowsAndPollsOnTheWaitingThread() async throws {
-        try await BlockingPool.unbounded.run { try Self.waitForAsyncFromAThread() }
+        try await BlockingPool.longRunning.run { try Self.waitForAsyncFromAThread() }
     }
 
     static func waitForAsyncFromAThread() throws {

@@ -98,7 +98,7 @@ import Testing
 
     /// The files that may start a thread or use Dispatch's global queue without `BlockingPool`,
     /// each for its reason; anywhere else, blocking work goes through `BlockingPool` (`shared`,
-    /// `unbounded` or a pool of its own), which names its threads and knows when they have ended.
+    /// `longRunning` or a pool of its own), which names its threads and knows when they have ended.
     static let ownThreads: [String: String] = [
         "BacklotBasics/Concurrency/BlockingPool.swift": "the pool's own threads",
         "BacklotBasics/Concurrency/ThreadPriority.swift": "a thread whose nice value is lowered, alone",

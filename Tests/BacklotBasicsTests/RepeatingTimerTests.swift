@@ -55,7 +55,7 @@ import Testing
         let done = DispatchGroup()
         for _ in 0..<8 {
             done.enter()
-            BlockingPool.unbounded.submit {
+            BlockingPool.longRunning.submit {
                 timer.cancelAndWait()
                 done.leave()
             }

@@ -114,13 +114,13 @@ extension AssetPackManager {
         var installer = makeInstaller()
         if configuration.peers.isEnabled {
             let directory = configuration.peers
-            installer.peers = try await BlockingPool.unbounded.run { directory.peers().peers }
+            installer.peers = try await BlockingPool.longRunning.run { directory.peers().peers }
         }
         let box = ProgressBox(progress)
         let broadcaster = self.broadcaster
         reporter.record(.started, pack: id, version: release.version)
         do {
-            let report = try await BlockingPool.unbounded.run { [installer] in
+            let report = try await BlockingPool.longRunning.run { [installer] in
                 try self.install(id, release, from: url, with: installer, progress: box)
             }
             broadcaster.send(.finished(pack))

@@ -385,7 +385,7 @@ public actor AssetPackManager {
             let installer = makeInstaller()
             let box = ProgressBox(Progress(totalUnitCount: Int64(max(1, release.installSize))))
             let repairing = installedName(release) == installed.digest
-            _ = try await BlockingPool.unbounded.run { [installer] in
+            _ = try await BlockingPool.longRunning.run { [installer] in
                 try self.install(id, release, from: url, with: installer, progress: box, repairing: repairing)
             }
             repaired.append(id)

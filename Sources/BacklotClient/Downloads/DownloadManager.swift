@@ -298,7 +298,8 @@ public final class DownloadManager: Sendable {
         let scheduled = try fetchCurrentDownloads().first(where: { $0.identifier == download.identifier })
         if scheduled == nil { try scheduleDownload(download) }
         let d = scheduled ?? download
-        BlockingPool.unbounded.submit { self.run(d, foreground: true) }  // a transfer: blocking for as long as it takes
+        // A transfer: blocking for as long as it takes.
+        BlockingPool.longRunning.submit { self.run(d, foreground: true) }
     }
 
     /// Set in a downloader extension's process (by `BacklotExtension`'s host): the calls Apple

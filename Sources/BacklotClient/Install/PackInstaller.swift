@@ -160,7 +160,7 @@ struct PackInstaller: Sendable {
                 bannedPeers: tally.bannedPeers))
     }
 
-    /// Runs `body(i)` for each `i` in `0..<count` on a thread of its own (``BlockingPool/unbounded``) and returns when all have
+    /// Runs `body(i)` for each `i` in `0..<count` on a thread each (``BlockingPool/longRunning``) and returns when all have
     /// returned: the download workers of the fetch phases (origin, delta, peers), whose requests
     /// wait on the network, which `concurrentPerform` would run one per core at most (two on a
     /// 2-core machine, whatever ``connections`` says; one at a time when nested in another).
@@ -168,7 +168,7 @@ struct PackInstaller: Sendable {
         let group = DispatchGroup()
         for i in 0..<count {
             group.enter()
-            BlockingPool.unbounded.submit {
+            BlockingPool.longRunning.submit {
                 body(i)
                 group.leave()
             }

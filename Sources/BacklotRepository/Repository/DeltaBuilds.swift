@@ -56,11 +56,11 @@ final class DeltaBuilds: Sendable {
     /// Asks the builds to stop; ``wait()`` still waits for them.
     func cancel() { cancelled.store(true, ordering: .relaxed) }
 
-    /// Runs `body` on a thread of its own (one per base, ``BlockingPool/unbounded``), counted by
+    /// Runs `body` on a thread of ``BlockingPool/longRunning`` (one per base), counted by
     /// ``wait()``: never on Dispatch's global queue, whose few threads the waiting caller may hold.
     func start(_ body: @escaping @Sendable (DeltaBuilds) -> Void) {
         done.enter()
-        BlockingPool.unbounded.submit { [self] in
+        BlockingPool.longRunning.submit { [self] in
             defer { done.leave() }
             body(self)
         }

@@ -54,7 +54,7 @@ final class ProcessingScheduler: Sendable {
             return (true, true)
         }
         if !queued { idle.leave() }
-        if startWorker { BlockingPool.unbounded.submit { [self] in runJobs() } }  // at most `workerLimit` at once
+        if startWorker { BlockingPool.longRunning.submit { [self] in runJobs() } }  // at most `workerLimit` at once
     }
 
     /// Drops a queued job, or tells a running one to stop.
