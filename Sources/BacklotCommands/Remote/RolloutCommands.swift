@@ -26,7 +26,7 @@ struct RolloutCommand: Command {
             struct Output: Encodable {
                 let app: String
                 let pack: String
-                var channel = "production"
+                var channel = Channel.production.rawValue
                 let rolloutPercent: Double
                 let promoted: Bool
                 let halted: Bool

@@ -16,7 +16,11 @@ extension PackManifest {
     /// Comments (`//`, `/* */`) and trailing commas are accepted, as in Apple's template.
     /// - Throws: ``BacklotError/Code/invalidJSON`` when the text is not JSON (with line and column).
     public static func parse(_ bytes: [UInt8], source: String) throws -> ParseResult {
-        let read = try JSONReader(source: source).read(bytes)
+        parse(try JSONReader(source: source).read(bytes))
+    }
+
+    /// Checks JSON already read (``parse(_:source:)`` without reading it again).
+    static func parse(_ read: JSONReader.Result) -> ParseResult {
         var checker = ManifestChecker()
         for w in read.warnings {
             checker.warn("json.trailingComma", "(text)", w.position, w.message)
@@ -44,7 +48,14 @@ extension PackManifest {
     public static func load(
         _ bytes: [UInt8], source: String
     ) throws -> (manifest: PackManifest, warnings: [ManifestDiagnostic]) {
-        let result = try parse(bytes, source: source)
+        try load(try JSONReader(source: source).read(bytes), source: source)
+    }
+
+    /// ``load(_:source:)`` of JSON already read.
+    static func load(
+        _ read: JSONReader.Result, source: String
+    ) throws -> (manifest: PackManifest, warnings: [ManifestDiagnostic]) {
+        let result = parse(read)
         guard let manifest = result.manifest else {
             let errors = result.errors
             let list = errors.map { "  \(source):\($0)" }.joined(separator: "\n")

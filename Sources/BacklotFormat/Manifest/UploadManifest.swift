@@ -27,8 +27,8 @@ public enum UploadManifest {
     /// - Throws: ``BacklotError/Code/invalidJSON`` or ``BacklotError/Code/invalidManifest`` for a
     ///   kept text that is not a manifest.
     public static func selectorsManifest(_ text: String, source: String) throws -> PackManifest? {
-        let root = try JSONReader(source: source).read(text).root
-        guard root[selectorsKey] != nil else { return nil }
-        return try PackManifest.load(Array(text.utf8), source: source).0
+        let read = try JSONReader(source: source).read(text)  // read once: checked as a manifest below
+        guard read.root[selectorsKey] != nil else { return nil }
+        return try PackManifest.load(read, source: source).manifest
     }
 }

@@ -7,7 +7,7 @@ public enum APISchemas {
     /// App and pack IDs (``PackID``): a letter or digit, then letters, digits, '.', '_' or '-', at most 255 characters.
     public static let idPattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$"
     public static let sha256Pattern = "^[0-9a-f]{64}$"
-    public static let channels = ["internal", "external", "production"]
+    public static let channels = Channel.allCases.map(\.rawValue)
     public static let largestInteger = Int64.max
 
     public static let time = JSONSchema.string(format: "date-time", description: "RFC 3339, UTC, whole seconds")

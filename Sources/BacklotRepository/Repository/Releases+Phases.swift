@@ -60,7 +60,7 @@ extension Releases {
             try AuditLog.record(
                 &tx, .rolloutPhase, app: app, pack: pack, version: candidate,
                 details: [
-                    .channel: "production",
+                    .channel: Channel.production.rawValue,
                     .steps: steps.map { Self.percentText(Double($0) / 100) }.joined(separator: ","),
                     .stepSeconds: String(stepSeconds),
                 ])
@@ -166,12 +166,12 @@ extension Releases {
                 }
                 let day = DownloadCounts.utcDay(Date(timeIntervalSince1970: Double(started)))
                 let candidate = try DeviceReports.installs(
-                    &tx, app: app, channel: "production", pack: pack, version: version, since: day)
+                    &tx, app: app, channel: Channel.production.rawValue, pack: pack, version: version, since: day)
                 let liveVersion = channel?["live"]?.integer(as: Int.self)
                 let live =
                     try liveVersion.map {
                         try DeviceReports.installs(
-                            &tx, app: app, channel: "production", pack: pack, version: $0, since: day)
+                            &tx, app: app, channel: Channel.production.rawValue, pack: pack, version: $0, since: day)
                     } ?? (0, 0, 0)
                 if let reason = Self.haltReason(
                     version: version, candidate: candidate, liveVersion: liveVersion, live: live)
@@ -182,7 +182,7 @@ extension Releases {
                         [.text(reason), .text(app), .text(pack)])
                     try AuditLog.record(
                         &tx, .rolloutHalt, app: app, pack: pack, version: version,
-                        details: [.channel: "production", .percent: "0", .reason: reason], system: true)
+                        details: [.channel: Channel.production.rawValue, .percent: "0", .reason: reason], system: true)
                     lines.append("phased rollout of \(app)/\(pack): halted, \(reason)")
                     changed.insert(app)
                     continue
@@ -197,7 +197,7 @@ extension Releases {
                     &tx, app: app, pack: pack, version: version, basisPoints: bp, last: next == phases.steps.count - 1)
                 let percent = Self.percentText(Double(bp) / 100)
                 var details: [API.AuditDetail: String] = [
-                    .channel: "production", .percent: percent, .step: String(next + 1),
+                    .channel: Channel.production.rawValue, .percent: percent, .step: String(next + 1),
                 ]
                 if let person = phases.setBy { details[.setBy] = person }
                 try AuditLog.record(

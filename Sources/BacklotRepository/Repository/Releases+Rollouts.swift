@@ -143,7 +143,7 @@ extension Releases {
             try setCandidateShare(&tx, app: app, pack: pack, candidate: candidate, basisPoints: bp)
             try AuditLog.record(
                 &tx, .rolloutSet, app: app, pack: pack, version: candidate,
-                details: [.channel: "production", .percent: Self.percentText(percent)])
+                details: [.channel: Channel.production.rawValue, .percent: Self.percentText(percent)])
         }
         try publication.publish(app: app, channel: .production)
     }
