@@ -66,10 +66,8 @@ extension Agent {
         }
         TestStopPoint.reach("handover.afterPost")
         let extensionCall = call(manager.postedFile(seq)?.path ?? "", seq)
-        handoffs.enter()
         // The extension's call blocks for as long as the extension takes (its budget bounds it).
-        BlockingPool.longRunning.submit {
-            defer { handoffs.leave() }
+        BlockingPool.longRunning.submit(countedBy: handoffs) {
             do {
                 TestStopPoint.reach("handover.beforeExtension", parksOnTerm: false)
                 _ = try runner.call(extensionCall, bypassBudget: false)

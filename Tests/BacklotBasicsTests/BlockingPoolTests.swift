@@ -232,11 +232,19 @@ import Testing
     @Test func stopRunsWhatWasQueuedThenRefuses() async throws {
         let pool = BlockingPool(threads: 2, name: "bp-stop")
         let counts = Counts()
-        for _ in 0..<20 { #expect(pool.submit { counts.started.wrappingAdd(1, ordering: .relaxed) }) }
+        let counted = DispatchGroup()
+        for _ in 0..<20 {
+            #expect(pool.submit(countedBy: counted) { counts.started.wrappingAdd(1, ordering: .relaxed) })
+        }
         pool.stop()
         let ran = counts.started.load(ordering: .relaxed)
         #expect(ran == 20, "every job queued before stop() ran")
+        #expect(counted.wait(timeout: .now()) == .success, "the group was left once per job")
         #expect(!pool.submit {}, "a stopped pool takes nothing")
+        // A job a stopped pool refuses leaves its group at once: nobody waits for it.
+        let refused = DispatchGroup()
+        #expect(!pool.submit(countedBy: refused) { Issue.record("a refused job ran") })
+        #expect(refused.wait(timeout: .now()) == .success)
         pool.stop()  // twice is harmless
         do {
             try await pool.run {}

@@ -119,6 +119,26 @@ public final class BlockingPool: Sendable {
         return true
     }
 
+    /// ``submit(_:)`` counted by `group`: entered now, left when `job` has run — or at once when
+    /// the pool refuses it (stopped), so that a caller waiting for the group never waits for a job
+    /// that will not run. Returns what ``submit(_:)`` does.
+    ///
+    /// ```swift
+    /// let done = DispatchGroup()
+    /// for part in parts { pool.submit(countedBy: done) { compress(part) } }
+    /// done.wait()
+    /// ```
+    @discardableResult
+    public func submit(countedBy group: DispatchGroup, _ job: @escaping @Sendable () -> Void) -> Bool {
+        group.enter()
+        let queued = submit {
+            job()
+            group.leave()
+        }
+        if !queued { group.leave() }
+        return queued
+    }
+
     /// Refuses new jobs, lets the threads run every job already queued, and returns when they
     /// have ended. Never call it from a job of the same pool (it would wait for itself).
     public func stop() {

@@ -167,10 +167,8 @@ struct PackInstaller: Sendable {
     static func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
         let group = DispatchGroup()
         for i in 0..<count {
-            group.enter()
-            BlockingPool.longRunning.submit {
+            BlockingPool.longRunning.submit(countedBy: group) {
                 body(i)
-                group.leave()
             }
         }
         group.wait()

@@ -368,9 +368,7 @@ private struct BuildState {
         let alreadyStored = self.stored
         let done = DispatchGroup()
         for _ in 0..<jobs {
-            done.enter()
-            workers.submit {
-                defer { done.leave() }
+            workers.submit(countedBy: done) {
                 let compressor = ZstdCompressor(level: level, dictionary: dictionary)
                 while true {
                     let i = next.increment()
@@ -464,9 +462,7 @@ private struct BuildState {
         let alreadyStored = stored
         let done = DispatchGroup()
         for _ in 0..<min(jobs, work.count) {
-            done.enter()
-            workers.submit {
-                defer { done.leave() }
+            workers.submit(countedBy: done) {
                 let compressor = ZstdCompressor(level: level, dictionary: dictionary)
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: SmallBatch.fileLimit + 1, alignment: 16)
                 defer { buffer.deallocate() }

@@ -59,9 +59,7 @@ final class DeltaBuilds: Sendable {
     /// Runs `body` on a thread of ``BlockingPool/longRunning`` (one per base), counted by
     /// ``wait()``: never on Dispatch's global queue, whose few threads the waiting caller may hold.
     func start(_ body: @escaping @Sendable (DeltaBuilds) -> Void) {
-        done.enter()
-        BlockingPool.longRunning.submit { [self] in
-            defer { done.leave() }
+        BlockingPool.longRunning.submit(countedBy: done) { [self] in
             body(self)
         }
     }
