@@ -31,7 +31,7 @@ extension HTTPClient {
     // the shared data (TLS sessions, DNS) only between the lock and unlock callbacks below, which
     // take the mutex of that kind of data; idle handles are behind `idle`'s lock, and a handle
     // taken from it belongs to the one request that took it until it is given back
-    // (ConnectionCacheTests run requests from several threads at once).
+    // (`ConnectionCacheTests.threadsAtOnceEachTakeAConnectionOfTheirOwn`).
     public final class ConnectionCache: @unchecked Sendable {
         private let share: UnsafeMutableRawPointer
         private let locks: UnsafeMutablePointer<pthread_mutex_t>

@@ -374,8 +374,8 @@ final class ServerContext: Sendable {
 /// prepares its answer while the connection is suspended (libmicrohttpd calls nothing for a
 /// suspended connection; suspending and resuming order the accesses).
 // Safe because: (the paragraph above) libmicrohttpd owns its lifetime through `con_cls` and calls a connection one
-// at a time; the suspension orders the worker's accesses. `ConnectionModelTests` exercises the handover on many
-// connections at once.
+// at a time; the suspension orders the worker's accesses. The handover on many connections at once:
+// `ConnectionModelTests.slowUploadsOnMoreConnectionsThanPoolThreadsDoNotStarveASmallGet`.
 final class RequestState: @unchecked Sendable {
     let request: HTTPRequest
     /// nil until a worker has asked the handler (a request without a body that may wait).

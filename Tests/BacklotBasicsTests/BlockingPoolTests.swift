@@ -219,6 +219,35 @@ import Testing
         #expect(Self.threadsNamed("bp-grow") <= 2)
     }
 
+    /// A job of a growing pool at its bound that submits work and waits for it (an install and
+    /// its download workers) gets that work run on a thread of its own, never queued behind itself.
+    @Test func nestedWorkAtTheBoundIsNotQueuedBehindItsCaller() async throws {
+        let pool = BlockingPool(upTo: 1, name: "bp-nest", idleSeconds: 600)
+        defer { pool.stop() }
+        let children = try await pool.run { () -> Int in
+            let ran = Atomic<Int>(0)
+            let done = DispatchGroup()
+            for _ in 0..<3 { pool.submit(countedBy: done) { ran.wrappingAdd(1, ordering: .relaxed) } }
+            // The pool's one thread is this one: queued, the children would never run.
+            guard done.wait(timeout: .now() + 600) == .success else { return -1 }
+            return ran.load(ordering: .relaxed)
+        }
+        #expect(children == 3)
+        // Work submitted from outside at the bound still waits in the queue (the bound holds).
+        let gate = DispatchSemaphore(value: 0)
+        let counts = Counts()
+        pool.submit {
+            counts.started.wrappingAdd(1, ordering: .acquiringAndReleasing)
+            _ = gate.wait(timeout: .now() + 600)
+        }
+        pool.submit { counts.started.wrappingAdd(1, ordering: .acquiringAndReleasing) }
+        #expect(await Self.settled { counts.started.load(ordering: .acquiring) == 1 })
+        try await Task.sleep(nanoseconds: 50_000_000)
+        #expect(counts.started.load(ordering: .acquiring) == 1, "the second job waited for the bound")
+        gate.signal()
+        #expect(await Self.settled { counts.started.load(ordering: .acquiring) == 2 })
+    }
+
     @Test func aGrowingPoolStopsWithWhatWasQueued() async throws {
         let pool = BlockingPool(upTo: 2, name: "bp-gstop", idleSeconds: 600)
         let counts = Counts()

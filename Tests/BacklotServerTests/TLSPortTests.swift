@@ -75,6 +75,49 @@ import Glibc
             lines.withLock { $0.contains { $0.contains("\"status\":400") && $0.contains("\"path\":\"/api/apps\"") } })
     }
 
+    /// Stopping the server while TLS connections keep arriving: the gate hands each to the daemon
+    /// until the daemon is closing, then closes them itself (the proof of `DaemonBox`); every
+    /// request ends — answered, or refused — and none is left hanging.
+    @Test func stoppingWhileTLSConnectionsArriveLeavesNoneHanging() throws {
+        let dir = try TemporaryDirectory("tls-stop")
+        defer { dir.remove() }
+        let repo = try RepositoryDirectory(path: dir.at("data"))
+        let tls = try LocalTLS.prepare(in: repo, hostnames: [])
+        let server = try HostingServer(
+            repository: try Repository(directory: repo),
+            configuration: .init(port: 0, tls: (tls.certificatePEM, tls.privateKeyPEM)))
+        let url = "https://127.0.0.1:\(server.port)/v1/keys/root.json"
+        let answered = Atomic<Int>(0)
+        let refused = Atomic<Int>(0)
+        let hung = Atomic<Int>(0)
+        let stopped = Atomic<Bool>(false)
+        let group = DispatchGroup()
+        for _ in 0..<4 {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                // Until the server has stopped, and one request more.
+                var last = false
+                while !last {
+                    last = stopped.load(ordering: .acquiring)
+                    let r = try? Curl.run(url, caFile: tls.caCertificatePath)
+                    switch r?.status {
+                    case 200: answered.wrappingAdd(1, ordering: .relaxed)
+                    case _ where r?.exitCode == 28: hung.wrappingAdd(1, ordering: .relaxed)
+                    default: refused.wrappingAdd(1, ordering: .relaxed)
+                    }
+                }
+            }
+        }
+        for _ in 0..<6_000 where answered.load(ordering: .relaxed) < 8 { usleep(10_000) }
+        server.stop(grace: 0)
+        stopped.store(true, ordering: .releasing)
+        group.wait()
+        #expect(answered.load(ordering: .relaxed) >= 8, "requests were answered before the stop")
+        #expect(refused.load(ordering: .relaxed) >= 4, "each thread's request after the stop was refused")
+        #expect(hung.load(ordering: .relaxed) == 0, "no request waited for curl's 20 s limit")
+    }
+
     /// A port that cannot be bound fails before anything is started, with a clear error.
     @Test func aPortInUseIsAClearError() throws {
         let first = try ListeningSocket(host: "127.0.0.1", port: 0)

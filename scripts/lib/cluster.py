@@ -180,6 +180,15 @@ class Cluster:
         wait_ready(port, "/v1/keys/root.json", f"the nginx edge ({folder}/nginx/error.log)")
         return port
 
+    def edge_pid(self, name="edge"):
+        """The pid of the nginx master start_edge(…, name=NAME) started (daemonized: not a child)."""
+        with open(os.path.join(self.work, name, "nginx", "nginx.pid")) as f:
+            pid = int(f.read().strip())
+        with open(f"/proc/{pid}/comm") as f:
+            if f.read().strip() != "nginx":
+                sys.exit(f"{os.path.basename(sys.argv[0])}: pid {pid} of the edge {name} is not nginx")
+        return pid
+
     def serve(self, data, args, env=None):
         return Instance(self, data, args, env)
 

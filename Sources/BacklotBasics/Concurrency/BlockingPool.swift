@@ -67,9 +67,11 @@ public final class BlockingPool: Sendable {
     /// ends a thread idle for 10 s. Its callers bound how many jobs they give it (a container has
     /// one executor of downloads, an install holds the pack's lock and has `PackInstaller`'s
     /// connections, the server's processing scheduler its workers: `backlot fleet` with 48 devices
-    /// at work at once peaked at 236 threads in all), so the limit is not reached in use; it is what a runaway
-    /// caller meets instead of exhausting the process's threads. Past it, jobs wait in the queue
-    /// (and a job that waits there for another queued job would wait for good: no caller does).
+    /// at work at once peaked at 236 threads in all), so the limit is not reached in use; it is
+    /// what a runaway caller meets instead of exhausting the process's threads. Past it, jobs wait
+    /// in the queue — except a job submitted from one of the pool's own threads (an install's
+    /// download workers, which the install waits for): it gets a thread of its own at once, so a
+    /// full pool of waiting jobs cannot wait for good on work queued behind them.
     public static let longRunning = BlockingPool(upTo: longRunningLimit, name: "backlot-long", idleSeconds: 10)
     /// The most threads of ``longRunning``.
     public static let longRunningLimit = 1024
@@ -92,28 +94,50 @@ public final class BlockingPool: Sendable {
         self.idleSeconds = max(0.01, idleSeconds)
     }
 
-    private func startThread(named threadName: String) {
+    private func startThread(named threadName: String, only job: (@Sendable () -> Void)? = nil) {
         running.enter()
         let thread = Thread { [self] in
             clinux_name_this_thread(threadName)  // Foundation's `Thread.name` leaves the kernel's name alone
-            work()
+            Thread.current.threadDictionary[Self.poolKey] = ObjectIdentifier(self)
+            if let job {
+                job()
+                running.leave()
+            } else {
+                work()
+            }
         }
         thread.start()
+    }
+
+    /// Where a pool's thread keeps which pool it belongs to.
+    private static let poolKey = "backlot.BlockingPool"
+
+    /// Whether the calling thread is one of this pool's.
+    private var isOwnThread: Bool {
+        (Thread.current.threadDictionary[Self.poolKey] as? ObjectIdentifier) == ObjectIdentifier(self)
     }
 
     /// Queues `job` for a thread of the pool (starting one when the pool grows and none is free);
     /// false — and nothing queued — once ``stop()`` has begun, so that the caller can run it itself.
     @discardableResult
     public func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
-        let outcome = queue.withLock { q -> (queued: Bool, grow: Bool) in
-            guard !q.stopped else { return (false, false) }
+        let nested = idleSeconds != nil && isOwnThread
+        let outcome = queue.withLock { q -> (queued: Bool, grow: Bool, ownThread: Bool) in
+            guard !q.stopped else { return (false, false, false) }
+            let noneFree = q.pending >= q.started - q.busy
+            // Nested work at the bound: a thread of its own rather than the queue (see `longRunning`).
+            if nested && noneFree && q.started >= threads { return (true, false, true) }
             q.jobs.append(job)
             // A growing pool starts a thread when the jobs waiting outnumber its free threads.
-            let grow = idleSeconds != nil && q.pending > q.started - q.busy && q.started < threads
+            let grow = idleSeconds != nil && noneFree && q.started < threads
             if grow { q.started += 1 }
-            return (true, grow)
+            return (true, grow, false)
         }
         guard outcome.queued else { return false }
+        if outcome.ownThread {
+            startThread(named: name, only: job)
+            return true
+        }
         if outcome.grow { startThread(named: name) }
         available.signal()
         return true

@@ -27,7 +27,8 @@ import Glibc
 /// ```
 // Safe because: its descriptors and `var`s are used only by the one caller that starts, releases and waits for
 // the child (the agent's runner, a test); other threads only call `signalGroup(_:)`, which reads `pid`, a `let`,
-// and `reaped`, an `Atomic` (`ChildProcessConcurrencyTests` does this).
+// and `reaped`, an `Atomic`
+// (`ChildProcessConcurrencyTests.signallingFromOtherThreadsWhileTheOwnerWaitsEndsTheChild`).
 public final class ChildProcess: @unchecked Sendable {
     /// The child's process ID, which is also its process group's.
     public let pid: Int32

@@ -65,11 +65,13 @@ extension BADownloadManagerDelegate {
     public func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {}
 }
 
-/// A value handed to a task that runs the delegate's async method (the delegate is the app's object,
-/// called from one thread at a time).
-// Safe because: it carries the app's delegate or a value for it into the one task that calls the delegate's async
-// method; the delegate is called from one thread at a time, as Apple's documents it, and nothing else reads the
-// value.
+/// A value handed to a task that runs the delegate's async method: the app's delegate, or the
+/// challenge made for this one call.
+// Safe because: the challenge is made for this call and read by that task alone; the delegate is only called
+// through, never read or written: it is the app's object, which the manager calls from its download threads (the
+// background queue's and a promoted download's), as Apple's calls it from a queue of its own, so an app's delegate
+// already takes calls from threads other than its main one; the task adds one such call (Apple's protocol is not
+// `Sendable` because it predates it).
 // Tested: `AuthenticationChallengeTests.aDelegateWithOnlyTheAsyncFormIsAskedFromATask`.
 struct Unchecked<T>: @unchecked Sendable {
     let value: T

@@ -15,7 +15,8 @@ final class AtomicCounter: Sendable {
 /// read only after all workers have finished.
 // Safe because: each index is written by exactly one worker and read only after the workers are done
 // (`concurrentPerform` returned, or their `DispatchGroup` was waited for), which orders every write before the
-// reads; the storage is freed in `deinit`, after the last reader (`IndexedResultsTests`).
+// reads; the storage is freed in `deinit`, after the last reader
+// (`IndexedResultsTests.workerThreadsWriteTheirIndicesAndEveryResultIsReadAfter`).
 final class IndexedResults<Element>: @unchecked Sendable {
     private let storage: UnsafeMutableBufferPointer<Element?>
 

@@ -56,7 +56,7 @@ final class DeltaBuilds: Sendable {
     /// Asks the builds to stop; ``wait()`` still waits for them.
     func cancel() { cancelled.store(true, ordering: .relaxed) }
 
-    /// Runs `body` on a thread of ``BlockingPool/longRunning`` (one per base), counted by
+    /// Runs `body` (which builds the bases' deltas on a pool of its own) on ``BlockingPool/longRunning``, counted by
     /// ``wait()``: never on Dispatch's global queue, whose few threads the waiting caller may hold.
     func start(_ body: @escaping @Sendable (DeltaBuilds) -> Void) {
         BlockingPool.longRunning.submit(countedBy: done) { [self] in
