@@ -153,7 +153,8 @@ public struct ManagementAPI: Sendable {
         },
         Route(API.uploadArchive) { api, call in
             let offset = try CheckedInteger.parse(
-                call.request.header("Upload-Offset") ?? "0", as: UInt64.self, "the Upload-Offset header",
+                call.request.header(API.uploadOffsetHeader) ?? "0", as: UInt64.self,
+                "the \(API.uploadOffsetHeader) header",
                 in: 0...API.Limits.largestByteCount, context: call.request.path)
             let app = call.parameter(.app)
             let pack = call.parameter(.pack)
@@ -605,7 +606,7 @@ final class UploadReceiver: HTTPBodyReceiver, @unchecked Sendable {
             api.metrics?.recordUpload(complete ? "completed" : "partial")
             let version = try api.repository.uploads.version(app: app, pack: pack, number: number)
             var r = try ManagementAPI.json(complete ? 202 : 200, API.Version(version))
-            r.headers.append(("Upload-Offset", String(version.received)))
+            r.headers.append((API.uploadOffsetHeader, String(version.received)))
             return r
         } catch {
             return ManagementAPI.response(for: error, log: api.repository.log)

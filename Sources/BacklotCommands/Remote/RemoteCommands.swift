@@ -94,7 +94,7 @@ struct UploadCommand: Command {
                 try api.call(
                     API.uploadArchive.method, API.uploadArchive.path(version(number)),
                     body: .file(path: path, offset: offset, length: size - offset),
-                    headers: ["Upload-Offset": String(offset), "Content-Type": "application/octet-stream"],
+                    headers: [API.uploadOffsetHeader: String(offset), "Content-Type": "application/octet-stream"],
                     progress: { [offset] sent, _ in progress.update(offset + sent, size) })
                 break
             } catch let e as BacklotError

@@ -56,7 +56,9 @@ struct TokensCreateCommand: Command {
     static func printNewToken(
         _ answer: APIClient.Answer, output: String?, file: AtomicFile?, json: Bool, io: any CommandIO
     ) throws {
-        // The secret first: the token exists on the server, and is shown only this once.
+        // The secret first: the token exists on the server, and is shown only this once. It is read
+        // alone, not as `API.IssuedToken`, so that a field of the rest that does not decode (a
+        // server of another version) cannot lose it.
         struct Secret: Decodable { let token: String? }
         guard let token = (try? answer.decode(Secret.self))?.token else {
             throw BacklotError(.io, "the server sent no token", context: answer.route)

@@ -99,6 +99,10 @@ extension API {
                 .init(200, "Deleted.", .ref("Deleted")), .init(409, "The version is released on a channel."),
             ]))
 
+    /// The header of a resumable upload's part: in a request, the byte the part starts at; in the
+    /// answer, the bytes received so far (where the next part starts).
+    public static let uploadOffsetHeader = "Upload-Offset"
+
     public static let uploadArchive = Endpoint<NoBody, Version>(
         "PUT", "/api/apps/{app}/packs/{pack}/versions/{version}/archive", role: .uploader,
         doc: EndpointDoc(
@@ -106,7 +110,7 @@ extension API {
             "Upload the archive, or its next part from Upload-Offset (the bytes received so far).",
             parameters: [
                 .init(
-                    header: "Upload-Offset", "The byte this part starts at: the version's received (0 by default).",
+                    header: uploadOffsetHeader, "The byte this part starts at: the version's received (0 by default).",
                     APISchemas.count)
             ],
             rawBody: "application/octet-stream",
@@ -115,7 +119,7 @@ extension API {
                     200, "Part of the archive arrived; continue from received.", .ref("Version"),
                     headers: [
                         (
-                            name: "Upload-Offset",
+                            name: uploadOffsetHeader,
                             description: "The bytes received now: where the next part starts.",
                             schema: .string(pattern: "^[0-9]+$")
                         )
@@ -124,7 +128,7 @@ extension API {
                     202, "The whole archive arrived; it is being processed.", .ref("Version"),
                     headers: [
                         (
-                            name: "Upload-Offset", description: "The bytes received now (the size).",
+                            name: uploadOffsetHeader, description: "The bytes received now (the size).",
                             schema: .string(pattern: "^[0-9]+$")
                         )
                     ],
