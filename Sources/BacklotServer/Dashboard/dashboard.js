@@ -1013,8 +1013,8 @@
 
   const ACTIONS = ['app.create', 'app.update', 'pack.create', 'version.create', 'version.uploaded', 'version.processed',
     'version.failed', 'version.delete', 'version.abandoned', 'release.request', 'release.approve', 'release.reject',
-    'rollout.set', 'rollback', 'withdraw', 'token.create', 'token.revoke', 'token.rotate', 'key.rotate', 'catalog.resign',
-    'storage.adopt'];
+    'rollout.set', 'rollout.phase', 'rollout.step', 'rollout.halt', 'rollback', 'withdraw', 'token.create', 'token.revoke',
+    'token.rotate', 'key.rotate', 'catalog.resign', 'storage.adopt'];
 
   async function pageActivity(id, app, action) {
     const list = await apps();
