@@ -1,0 +1,57 @@
+import BacklotBasics
+import BacklotFormat
+import BacklotTestSupport
+import BacklotZstd
+import Foundation
+import Testing
+
+@testable import BacklotClient
+
+/// The files of a release being assembled, written chunk by chunk as an install does: each is
+/// checked and made read-only when complete, and small files start flushes of the file system
+/// ahead of the last one (which alone makes the release durable).
+@Suite struct OpenFilesTests {
+    @Test func smallFilesStartFlushesAheadAndEveryFileIsCheckedAndReadOnly() throws {
+        let dir = try TemporaryDirectory("open-files")
+        defer { dir.remove() }
+        var random = SeededGenerator(seed: 28)
+        var sources: [String: [UInt8]] = [:]
+        for i in 0..<30 {
+            let bytes = random.bytes(3_000 + i)
+            sources["f\(i).bin"] = bytes
+            try dir.write("src/f\(i).bin", bytes)
+        }
+        try dir.write(
+            "Manifest.json",
+            #"{"assetPackID": "Small", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "."}], "platforms": ["linux"]}"#
+        )
+        let (manifest, _) = try PackManifest.load(path: dir.at("Manifest.json"))
+        let selection = try SourceSelection(manifest: manifest, sourceRoot: dir.at("src"))
+        _ = try PackWriter().write(manifest: manifest, selection: selection, to: dir.at("small.pack"))
+        let pack = try PackReader(path: dir.at("small.pack"))
+        let placements = ChunkPlacements(index: pack.index) { _ in true }
+        try FileManager.default.createDirectory(atPath: dir.at("out"), withIntermediateDirectories: false)
+        // A flush ahead every 20,000 bytes, one at a time: about 90,000 bytes start one to four.
+        let files = OpenFiles(
+            folder: dir.at("out"), files: pack.index.files, placements: placements.perFile, chunks: pack.index.chunks,
+            source: "small.pack", flushAheadBytes: 20_000)
+        let decompressor = ZstdDecompressor()
+        for chunk in pack.index.chunks.indices {
+            let bytes = try pack.readChunk(chunk, using: decompressor)
+            for place in placements[chunk] { try files.account(place, writing: bytes) }
+        }
+        files.waitForFlushesAhead()
+        try files.syncAll(holding: dir.at("out"))
+        files.closeAll()
+        let started = files.flushesAhead.load(ordering: .relaxed)
+        #expect((1...4).contains(started), "small files started \(started) flushes ahead")
+        for (name, bytes) in sources {
+            #expect(Array(try Data(contentsOf: URL(fileURLWithPath: dir.at("out/" + name)))) == bytes, "\(name)")
+            let mode =
+                try FileManager.default.attributesOfItem(atPath: dir.at("out/" + name))[.posixPermissions] as? Int
+            #expect(mode == 0o444, "\(name) is read-only")
+        }
+        // With the default (32 MiB), these 90 KB start none.
+        #expect(OpenFiles.defaultFlushAheadBytes == 32 << 20)
+    }
+}
