@@ -303,7 +303,7 @@ extension Agent {
         }
         let folder = ContainerLayout(root: containerPath).extensionCallsFolder
         let path = folder + "/manifest-\(UUID().uuidString.lowercased()).json"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(folder)
         try Data(catalog.json.prettyPrinted().utf8).write(to: URL(fileURLWithPath: path))
         chmod(path, 0o444)
         return path

@@ -25,7 +25,7 @@ public final class AgentLock: Sendable {
     /// Takes the lock without waiting, or returns nil when another process holds it.
     /// - Throws: ``BacklotError/Code/io`` when the container or its lock file cannot be created.
     public static func tryAcquire(containerPath: String) throws -> AgentLock? {
-        try FileManager.default.createDirectory(atPath: containerPath, withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(containerPath)
         return try ContainerLayout(root: containerPath).acquire(.agent, waiting: false).map(AgentLock.init(lock:))
     }
 }

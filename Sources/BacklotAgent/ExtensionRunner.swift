@@ -77,8 +77,7 @@ struct ExtensionRunner: Sendable {
         }
         let dir = ContainerLayout(root: containerPath).extensionCallsFolder + "/" + UUID().uuidString.lowercased()
         // Private (0700): a challenge's answer holds a password.
-        try FileManager.default.createDirectory(
-            atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileSystem.makeDirectories(dir, mode: 0o700)
         defer { FileSystem.removeTree(dir) }
         let callPath = dir + "/call.json"
         let replyPath = dir + "/reply.json"

@@ -38,7 +38,7 @@ public struct AgentStore: Sendable {
 
     public init(containerPath: String) throws {
         self.containerPath = containerPath
-        try FileManager.default.createDirectory(atPath: containerPath, withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(containerPath)
         db = try ContainerSchema.agent.open(ContainerLayout(root: containerPath).agentDatabase)
     }
 

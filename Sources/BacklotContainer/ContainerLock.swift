@@ -60,7 +60,7 @@ extension ContainerLayout {
     public func acquire(_ lock: ContainerLock, waiting: Bool) throws -> FileLock? {
         let path = lock.path(in: self)
         if case .download = lock {
-            try FileManager.default.createDirectory(atPath: downloadLocksFolder, withIntermediateDirectories: true)
+            try FileSystem.makeDirectories(downloadLocksFolder)
         }
         return try FileLock.acquire(path, lock.kind, waiting: waiting)
     }

@@ -273,8 +273,8 @@ public struct FleetSimulator: Sendable {
             }
             for name in names where name != Self.marker { FileSystem.removeTree(root + "/" + name) }
         }
-        try FileManager.default.createDirectory(atPath: paths.devices, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: paths.store, withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(paths.devices)
+        try FileSystem.makeDirectories(paths.store)
         guard FileManager.default.createFile(atPath: root + "/" + Self.marker, contents: Data("backlot fleet\n".utf8))
         else {
             throw BacklotError(.io, "cannot write \(Self.marker)", context: root)

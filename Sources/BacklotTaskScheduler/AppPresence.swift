@@ -22,7 +22,7 @@ public final class AppPresence: Sendable {
     ) throws -> AppPresence {
         let layout = ContainerLayout(root: containerPath)
         // an app's first start
-        try FileManager.default.createDirectory(atPath: containerPath, withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(containerPath)
         if countsAsLaunch { try TaskStore(path: layout.tasksDatabase).recordLaunch(at: Date()) }
         guard let lock = try layout.acquire(.appPresence, waiting: true) else {
             preconditionFailure("a waited-for lock is always granted")

@@ -167,6 +167,27 @@ public enum FileSystem {
         }
     }
 
+    /// Creates a directory and every missing folder on its way (`mkdir -p`); succeeds where they
+    /// exist as directories (a link to a directory counts, as for `mkdir -p`). New folders get
+    /// `mode` less the umask.
+    /// - Throws: ``BacklotError/Code/io`` naming the folder that could not be made and why (with
+    ///   a hint for a full disk or a refused permission), or that is not a directory.
+    ///
+    /// ```swift
+    /// try FileSystem.makeDirectories(container + "/packs/Levels")
+    /// ```
+    public static func makeDirectories(_ path: String, mode: mode_t = 0o777) throws {
+        if (try? status(path))??.kind == .directory { return }
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            prefix += (prefix.isEmpty || prefix.hasSuffix("/") ? "" : "/") + part
+            guard mkdir(prefix, mode) != 0 else { continue }
+            let err = errno
+            if err == EEXIST, (try? status(prefix))??.kind == .directory { continue }
+            throw SystemCall.error("create directory", path: prefix, errno: err)
+        }
+    }
+
     /// Creates a fresh, empty, uniquely named directory inside `parent` (mkdtemp).
     public static func makeTemporaryDirectory(in parent: String, prefix: String) throws -> String {
         var template = Array("\(parent)/\(prefix)XXXXXX".utf8CString)

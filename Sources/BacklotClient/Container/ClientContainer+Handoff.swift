@@ -79,7 +79,7 @@ extension ClientContainer {
             try layout.holding(.install(pack: release.id)) {
                 if try installed(release.id)?.digest == release.digest { return }
                 if FileSystem.exists(partial) { PackInstaller.removeRelease(partial) }
-                try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+                try FileSystem.makeDirectories(partial)
                 do {
                     for file in index.files {
                         let src = from + "/" + file.path

@@ -14,7 +14,7 @@ extension ClientContainer {
         guard (try FileSystem.status(target.root)) == nil else {
             throw BacklotError(.alreadyExists, "\(path) exists already", hint: "clone into a new folder")
         }
-        try FileManager.default.createDirectory(atPath: target.root, withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(target.root)
         try store.copy(to: target, deviceID: UUID().uuidString.lowercased())
         try Self.linkTree(from: layout.packsFolder, to: target.packsFolder)
         return try ClientContainer(path: target.root)
@@ -22,7 +22,7 @@ extension ClientContainer {
 
     /// Re-creates the folders of `source` under `target` and hard-links its regular files.
     static func linkTree(from source: String, to target: String) throws {
-        try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(target)
         for name in try FileManager.default.contentsOfDirectory(atPath: source) {
             let from = source + "/" + name
             let to = target + "/" + name

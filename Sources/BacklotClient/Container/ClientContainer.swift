@@ -34,7 +34,7 @@ public struct ClientContainer: Sendable {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         self.path = absolute
         let layout = ContainerLayout(root: absolute)
-        try FileManager.default.createDirectory(atPath: layout.packsFolder, withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(layout.packsFolder)
         store = try StateStore(layout: layout)
         if try store.read({ try $0.value(forKey: .deviceID) }) == nil {
             try store.transaction { tx in try tx.setValueIfMissing(UUID().uuidString.lowercased(), forKey: .deviceID) }

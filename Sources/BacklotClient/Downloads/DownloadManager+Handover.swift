@@ -67,7 +67,7 @@ extension DownloadManager {
         let path: String?
         if staged != nil {
             let dir = container.layout.handoverFolder
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            try FileSystem.makeDirectories(dir)
             path = dir + "/" + UUID().uuidString.lowercased() + ".file"
         } else {
             path = nil
@@ -304,7 +304,7 @@ extension DownloadManager {
     /// for a handler that hands it to another process after returning.
     public func setAside(_ url: URL) throws -> URL {
         let dir = container.layout.handoverFolder
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(dir)
         let target = dir + "/" + UUID().uuidString.lowercased() + ".file"
         try SystemCall.retrying("rename", path: target) { rename(url.path, target) }
         return URL(fileURLWithPath: target)

@@ -194,8 +194,7 @@ public final class DownloadManager: Sendable {
         self.isAppClip = container.isMarkedAppClip
         self.role = role
         self.handler = handler
-        try FileManager.default.createDirectory(
-            atPath: container.layout.downloadsFolder, withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(container.layout.downloadsFolder)
         // Outcomes an app process recorded and did not hand over before it stopped (the agent hands
         // over its own when it starts, once its handler can route them).
         if role == .app { queue.async { try? self.deliverRecordedOutcomes() } }

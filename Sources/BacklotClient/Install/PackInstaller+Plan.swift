@@ -101,7 +101,7 @@ extension PackInstaller {
         // What the container keeps waits on disk, not in memory: 12 MB at 200,000 files, held
         // through the whole install, was a tenth of its peak.
         let storedIndexFile = container.pendingIndexFile(id, digest: digest)
-        try FileManager.default.createDirectory(atPath: container.packFolder(id), withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(container.packFolder(id))
         try Self.writeStoredIndex(header: headBytes, index: indexBytes, to: storedIndexFile)
         return InstallPlan(
             url: url, digest: digest, header: header, index: index, storedIndexFile: storedIndexFile, delta: resolved,

@@ -40,7 +40,7 @@ extension PackInstaller {
         let index = plan.index
         let folder = container.releaseFolder(id, digest: plan.digest)
         let partial = folder + ".partial"
-        try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(partial)
         // Chunks found there are re-hashed before use, but links, special files and hard links (a
         // file shared with a release, which writing would damage) are removed, and linked files are
         // linked again.

@@ -89,7 +89,7 @@ struct PackageCommand: Command {
         if formats.contains("aar") {
             var archiveOutput = output
             if formats.count == 2 {
-                try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+                try FileSystem.makeDirectories(output)
                 archiveOutput = output + "/" + manifest.assetPackID.rawValue + ".aar"
                 packOutput = output + "/" + manifest.assetPackID.rawValue + ".pack"
             }

@@ -54,7 +54,7 @@ public struct RepositoryDirectory: Sendable {
         signingKeyPath =
             signingKeyFile.map { URL(fileURLWithPath: $0).standardizedFileURL.path } ?? absolute + "/keys/signing.key"
         if let signingKeyFile { try Self.checkPrivate(signingKeyFile) }
-        try FileManager.default.createDirectory(atPath: absolute, withIntermediateDirectories: true)
+        try FileSystem.makeDirectories(absolute)
         chmod(absolute, 0o711)
         for (dir, mode) in [(keysPath, mode_t(0o700)), (tlsPath, mode_t(0o700)), (stagingPath, mode_t(0o700))] {
             try FileSystem.makeDirectory(dir, mode: mode)

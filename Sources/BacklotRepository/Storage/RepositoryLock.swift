@@ -25,7 +25,7 @@ public enum RepositoryLock {
     public static func acquire(dataFolder: String, for purpose: String) throws -> FileLock {
         let folder = URL(fileURLWithPath: dataFolder).standardizedFileURL.path
         if !FileSystem.exists(folder) {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try FileSystem.makeDirectories(folder)
             chmod(folder, 0o711)
         }
         let lockPath = path(dataFolder: folder)
