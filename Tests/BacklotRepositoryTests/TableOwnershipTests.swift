@@ -35,13 +35,18 @@ import Testing
     }
 
     @Test func onlyATablesOwnerWritesItAndReadsOfAnothersAreTheListedJoins() throws {
-        let files = try FileManager.default.contentsOfDirectory(atPath: Self.folder).filter {
-            $0.hasSuffix(".swift") && $0 != "Repository+Schema.swift"
+        // The services' files, in the folder and its subfolders (`Uploads/`, `Releases/`, …), by name.
+        let enumerator = try #require(FileManager.default.enumerator(atPath: Self.folder))
+        var paths: [String: String] = [:]
+        for case let relative as String in enumerator where relative.hasSuffix(".swift") {
+            let name = URL(fileURLWithPath: relative).lastPathComponent
+            if name != "Repository+Schema.swift" { paths[name] = Self.folder + "/" + relative }
         }
+        let files = paths.keys.sorted()
         #expect(files.count > 10, "no sources in \(Self.folder)")
         var foreignReads: Set<String> = []
         for file in files {
-            let text = try String(contentsOfFile: Self.folder + "/" + file, encoding: .utf8)
+            let text = try String(contentsOfFile: try #require(paths[file]), encoding: .utf8)
             let service = Self.service(of: file)
             for match in text.matches(of: /(INSERT INTO|UPDATE|DELETE FROM|FROM|JOIN) ([a-z_]+)/) {
                 let verb = String(match.output.1)
