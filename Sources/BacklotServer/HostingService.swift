@@ -11,7 +11,7 @@ import Synchronization
 /// ``HostingServer`` in front of it, and the work every server of one repository shares
 /// (processing what a server that died left, re-signing catalogs before they expire, one server
 /// at a time), started in that order and stopped in reverse by ``stop(grace:)``. `backlot serve`
-/// turns its options into a ``Configuration`` and prints what this made.
+/// turns its options into a ``Launch`` and ``launch(_:events:)`` binds, opens and starts it all.
 ///
 /// ```swift
 /// let configuration = HostingService.Configuration(

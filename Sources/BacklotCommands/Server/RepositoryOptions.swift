@@ -55,6 +55,14 @@ enum RepositoryOptions {
         throws -> (tree: S3PublishedTree, archives: S3ArchiveStore)?
     {
         guard let s = try storage(arguments, command: command) else { return nil }
+        return try connect(s, headers: headers)
+    }
+
+    /// Connects to the bucket of a `--storage` already read (``storage(_:command:)``), with the
+    /// credentials of the environment.
+    static func connect(
+        _ s: (url: String, endpoint: String, region: String, pathStyle: Bool), headers: PublishedTreeHeaders
+    ) throws -> (tree: S3PublishedTree, archives: S3ArchiveStore) {
         let tree = try S3PublishedTree.connect(
             storage: s.url, endpoint: s.endpoint, region: s.region, pathStyle: s.pathStyle,
             credentials: S3Credentials.fromEnvironment(), headers: headers)

@@ -193,87 +193,85 @@ struct ServeCommand: Command {
     }
 
     static func run(_ arguments: ParsedArguments, io: any CommandIO) throws {
-        let data = arguments[RepositoryOptions.data]
-        let port = arguments[Self.port]
-        let host = arguments[Self.host]
-        let maximumInstallSize = arguments[Self.maximumInstallSize]
-        let catalogMaxAge = arguments[Self.catalogMaxAge]
         let mode = try tlsMode(arguments)
         guard mode == "off" || mode == "auto" || mode.split(separator: ",").count == 2 else {
             throw BacklotError(
                 .usage, "--tls takes auto, off, or CERT.pem,KEY.pem (got '\(mode)')", context: "backlot serve")
         }
-        let lease = arguments[Self.lease]
+        // Bad values are usage errors before anything starts.
         let metricsToken = try arguments[metricsTokenFile].map(Self.readMetricsToken)
-        let metricsAddress = try arguments[metricsListen].map(Self.hostAndPort)
-        let abandonedAfter = TimeInterval(arguments[abandonedUploadsAfter])
-        // bad --storage options are usage errors before anything starts
-        _ = try RepositoryOptions.storage(arguments, command: spec.name)
-        // The port first: a server that cannot listen stops before it touches the data folder.
-        let listener = try ListeningSocket(host: host, port: UInt16(port))
-        let metricsListener = try metricsAddress.map { try ListeningSocket(host: $0.host, port: $0.port) }
-        // Then the bucket, before the folder too: a missing bucket or wrong credentials stop the start here.
-        let bucket = try RepositoryOptions.bucket(
-            arguments, command: spec.name, headers: PublishedTreeHeaders(catalogMaxAge: catalogMaxAge))
-        let tree = bucket?.tree
-        // Then the folder's lock: one server per data folder.
-        let lock = try RepositoryLock.acquire(dataFolder: data, for: "backlot serve")
-        defer { lock.release() }
-        let directory = try RepositoryOptions.directory(arguments)
-        let database = try arguments[RepositoryOptions.database].map(AdminInitCommand.openDatabase)
-        var tls: (certificate: String, key: String)? = nil
-        var trustNote: String? = nil
-        var probeCA: String? = nil
+        let storage = try RepositoryOptions.storage(arguments, command: spec.name)
+        let treeHeaders = PublishedTreeHeaders(catalogMaxAge: arguments[Self.catalogMaxAge])
+        var launch = HostingService.Launch(dataFolder: arguments[RepositoryOptions.data])
+        launch.signingKeyFile = arguments[RepositoryOptions.signingKey]
+        launch.host = arguments[Self.host]
+        launch.port = UInt16(arguments[Self.port])
+        launch.metricsAddress = try arguments[metricsListen].map(Self.hostAndPort)
+        launch.metricsToken = metricsToken
         switch mode {
-        case "off":
-            break
-        case "auto":
-            let hostnames = arguments[Self.hostnames] + (host == "127.0.0.1" || host == "::1" ? [] : [host])
-            let local = try LocalTLS.prepare(in: directory, hostnames: hostnames)
-            tls = (local.certificatePEM, local.privateKeyPEM)
-            probeCA = local.caCertificatePath
-            if let warning = local.caWarning { io.err("warning: \(warning)\n") }
-            trustNote = """
-                TLS: local CA \(local.caCertificatePath)
-                     SHA-256 fingerprint \(local.caFingerprint)
-                     trust it: curl --cacert \(local.caCertificatePath) …; on Debian: sudo cp \(local.caCertificatePath) /usr/local/share/ca-certificates/backlot-local-ca.crt && sudo update-ca-certificates; on Apple devices: install it as a profile, then enable full trust in Settings › General › About › Certificate Trust Settings
-                """
+        case "off": launch.tls = .off
+        case "auto": launch.tls = .localCA(hostnames: arguments[Self.hostnames])
         default:
             let parts = mode.split(separator: ",").map(String.init)
-            do {
-                tls = (
-                    try String(contentsOfFile: parts[0], encoding: .utf8),
-                    try String(contentsOfFile: parts[1], encoding: .utf8)
-                )
-                probeCA = parts[0]
-            } catch {
-                throw BacklotError(
-                    .invalidInput, "cannot read the certificate or key", context: mode,
-                    hint: "give readable PEM files: --tls CERT.pem,KEY.pem")
+            launch.tls = .files(certificate: parts[0], key: parts[1])
+        }
+        if let storage {
+            launch.openBucket = {
+                let bucket = try RepositoryOptions.connect(storage, headers: treeHeaders)
+                return (bucket.tree, bucket.archives)
             }
         }
-        var service = HostingService.Configuration(directory: directory, listener: listener)
-        service.database = database
-        service.tree = tree
-        service.archives = bucket?.archives
-        service.http = HTTPServer.Configuration(host: host, port: listener.port, tls: tls)
-        service.http.threads = arguments[threads] ?? service.http.threads
-        service.http.connectionsPerAddress = arguments[connectionsPerAddress] ?? service.http.connectionsPerAddress
-        service.http.connectionLimit = arguments[maximumConnections] ?? service.http.connectionLimit
-        service.maximumInstallSize = maximumInstallSize
-        service.leaseSeconds = Double(lease)
-        service.adoptStorage = arguments[adoptStorage]
-        service.deltaBases = arguments[deltaBases]
-        service.publicURL = arguments[publicURL]
-        service.treeHeaders = PublishedTreeHeaders(catalogMaxAge: catalogMaxAge)
-        service.metrics = MetricsAccess(token: metricsToken, listening: metricsListener)
-        service.loadShedding = LoadShedding(
+        if let url = arguments[RepositoryOptions.database] {
+            launch.openDatabase = { try AdminInitCommand.openDatabase(url) }
+        }
+        let (threads, perAddress, limit) =
+            (arguments[threads], arguments[connectionsPerAddress], arguments[maximumConnections])
+        let (maximumInstallSize, lease, adopt, bases, publicURL) = (
+            arguments[Self.maximumInstallSize], arguments[Self.lease], arguments[adoptStorage], arguments[deltaBases],
+            arguments[publicURL]
+        )
+        let loadShedding = LoadShedding(
             heavyRequests: arguments[maximumHeavyRequests], checkAfter: arguments[checkAfter],
             checkAfterUnderLoad: arguments[checkAfterUnderLoad])
-        service.abandonedUploadsAfter = abandonedAfter
-        service.version = BacklotCLI.version
-        if !arguments[Self.quiet] { service.accessLog = { @Sendable line in io.err(line + "\n") } }
-        let running = try HostingService(service) { line in io.err(line + "\n") }
+        let abandonedAfter = TimeInterval(arguments[abandonedUploadsAfter])
+        let quiet = arguments[Self.quiet]
+        launch.configure = { service in
+            service.http.threads = threads ?? service.http.threads
+            service.http.connectionsPerAddress = perAddress ?? service.http.connectionsPerAddress
+            service.http.connectionLimit = limit ?? service.http.connectionLimit
+            service.maximumInstallSize = maximumInstallSize
+            service.leaseSeconds = Double(lease)
+            service.adoptStorage = adopt
+            service.deltaBases = bases
+            service.publicURL = publicURL
+            service.treeHeaders = treeHeaders
+            service.loadShedding = loadShedding
+            service.abandonedUploadsAfter = abandonedAfter
+            service.version = BacklotCLI.version
+            if !quiet { service.accessLog = { @Sendable line in io.err(line + "\n") } }
+        }
+        let launched = try HostingService.launch(launch) { line in io.err(line + "\n") }
+        do {
+            try announce(launched, metricsToken: metricsToken, io: io)
+        } catch {
+            launched.stop(grace: 0)
+            throw error
+        }
+    }
+
+    /// Says where the server is and how to reach it, waits for SIGINT or SIGTERM, then stops it.
+    private static func announce(_ launched: HostingService.Launched, metricsToken: String?, io: any CommandIO) throws {
+        let running = launched.service
+        let (directory, tree, database) = (launched.directory, launched.tree, launched.database)
+        if let warning = launched.localTLS?.caWarning { io.err("warning: \(warning)\n") }
+        let trustNote = launched.localTLS.map { local in
+            """
+            TLS: local CA \(local.caCertificatePath)
+                 SHA-256 fingerprint \(local.caFingerprint)
+                 trust it: curl --cacert \(local.caCertificatePath) …; on Debian: sudo cp \(local.caCertificatePath) /usr/local/share/ca-certificates/backlot-local-ca.crt && sudo update-ca-certificates; on Apple devices: install it as a profile, then enable full trust in Settings › General › About › Certificate Trust Settings
+            """
+        }
+        let probeCA = launched.trustedCA
         let (repository, server) = (running.repository, running.server)
         // SIGINT and SIGTERM stop gracefully from before the address is announced: a client that
         // reads it and signals at once must not meet the default exit (143).
@@ -307,7 +305,7 @@ struct ServeCommand: Command {
         done.wait()
         notifier?.stopping()
         io.out("Stopping: letting requests in flight finish…\n")
-        running.stop(grace: 5)
+        launched.stop(grace: 5)
         io.out("Stopped.\n")
     }
 }
