@@ -58,18 +58,12 @@ import Testing
             BAURLDownload(
                 identifier: "levels", request: URLRequest(url: url), essential: false, fileSize: bytes.count,
                 applicationGroupIdentifier: "group.com.example.game", priority: .default))
-        let group = DispatchGroup()
-        for t in 0..<4 {
-            group.enter()
-            Thread.detachNewThread {
-                defer { group.leave() }
-                for n in 0..<2_000 {
-                    manager.delegate = n % 7 == 0 ? Recorder() : recorders[(t + n) % recorders.count]
-                    _ = manager.delegate
-                }
+        onThreadsOfTheirOwn(4) { t in
+            for n in 0..<2_000 {
+                manager.delegate = n % 7 == 0 ? Recorder() : recorders[(t + n) % recorders.count]
+                _ = manager.delegate
             }
         }
-        group.wait()
         manager.delegate = recorders[0]
         manager.manager.waitUntilIdle()
         var delivered: [(String, [UInt8])] = []

@@ -93,21 +93,15 @@ import Testing
         let space = ServerTrustProtectionSpace(
             url: try #require(URL(string: "https://cdn.example.com:8443/v1/packs/a.pack")), certificateChain: chain)
         let wrong = Atomic<Int>(0)
-        let group = DispatchGroup()
-        for _ in 0..<8 {
-            group.enter()
-            Thread.detachNewThread {
-                defer { group.leave() }
-                for _ in 0..<1_000 {
-                    let seen =
-                        space.host == "cdn.example.com" && space.port == 8443
-                        && space.authenticationMethod == NSURLAuthenticationMethodServerTrust
-                        && space.certificateChain == chain
-                    if !seen { wrong.wrappingAdd(1, ordering: .relaxed) }
-                }
+        onThreadsOfTheirOwn(8) { _ in
+            for _ in 0..<1_000 {
+                let seen =
+                    space.host == "cdn.example.com" && space.port == 8443
+                    && space.authenticationMethod == NSURLAuthenticationMethodServerTrust
+                    && space.certificateChain == chain
+                if !seen { wrong.wrappingAdd(1, ordering: .relaxed) }
             }
         }
-        group.wait()
         #expect(wrong.load(ordering: .relaxed) == 0)
     }
 

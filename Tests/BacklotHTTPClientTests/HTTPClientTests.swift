@@ -106,34 +106,28 @@ import Testing
         let client = HTTPClient()
         let url = "http://127.0.0.1:\(server.port)/payload"
         let failures = Mutex<[String]>([])
-        let group = DispatchGroup()
-        for t in 0..<6 {
-            group.enter()
-            Thread.detachNewThread {
-                defer { group.leave() }
-                for i in 0..<4 {
-                    let path = dir.at("t\(t)-\(i)")
-                    // Half resume from an offset (a Range request), half start from nothing.
-                    let offset = (t + i) % 2 == 0 ? 0 : 1000 * (t + 1)
-                    do {
-                        try Data(Self.payload[..<offset]).write(to: URL(fileURLWithPath: path))
-                        let r = try client.download(
-                            url, to: path, from: UInt64(offset), limit: UInt64(Self.payload.count))
-                        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-                        if r.size != UInt64(Self.payload.count) || bytes != Self.payload {
-                            failures.withLock { $0.append("\(path): status \(r.status), \(bytes.count) bytes") }
-                        }
-                        // And a request whose body is kept in memory, on the same thread.
-                        let sent = try client.send(
-                            "POST", "http://127.0.0.1:\(server.port)/echo", body: .bytes(Array(path.utf8)))
-                        if sent.text != path { failures.withLock { $0.append("\(path): echo \(sent.text)") } }
-                    } catch {
-                        failures.withLock { $0.append("\(path): \(error)") }
+        onThreadsOfTheirOwn(6) { t in
+            for i in 0..<4 {
+                let path = dir.at("t\(t)-\(i)")
+                // Half resume from an offset (a Range request), half start from nothing.
+                let offset = (t + i) % 2 == 0 ? 0 : 1000 * (t + 1)
+                do {
+                    try Data(Self.payload[..<offset]).write(to: URL(fileURLWithPath: path))
+                    let r = try client.download(
+                        url, to: path, from: UInt64(offset), limit: UInt64(Self.payload.count))
+                    let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+                    if r.size != UInt64(Self.payload.count) || bytes != Self.payload {
+                        failures.withLock { $0.append("\(path): status \(r.status), \(bytes.count) bytes") }
                     }
+                    // And a request whose body is kept in memory, on the same thread.
+                    let sent = try client.send(
+                        "POST", "http://127.0.0.1:\(server.port)/echo", body: .bytes(Array(path.utf8)))
+                    if sent.text != path { failures.withLock { $0.append("\(path): echo \(sent.text)") } }
+                } catch {
+                    failures.withLock { $0.append("\(path): \(error)") }
                 }
             }
         }
-        group.wait()
         #expect(failures.withLock { $0 } == [])
     }
 

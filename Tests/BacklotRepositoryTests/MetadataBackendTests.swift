@@ -277,28 +277,22 @@ import Testing
         let threads = 6
         let increments = 15
         let failures = Mutex<[String]>([])
-        let group = DispatchGroup()
-        for _ in 0..<threads {
-            group.enter()
-            Thread.detachNewThread {
-                defer { group.leave() }
-                do {
-                    for _ in 0..<increments {
-                        try db.transaction { tx in
-                            // Locked for the transaction: a connection shared by two calls would
-                            // run one's UPDATE inside the other's transaction.
-                            let n =
-                                try tx.query("SELECT n FROM counter WHERE id = 1 FOR UPDATE", []).first?["n"]?.int ?? -1
-                            try tx.run("UPDATE counter SET n = ? WHERE id = 1", [.integer(n + 1)])
-                        }
-                        _ = try db.read { try $0.query("SELECT n FROM counter", []) }
+        onThreadsOfTheirOwn(threads) { _ in
+            do {
+                for _ in 0..<increments {
+                    try db.transaction { tx in
+                        // Locked for the transaction: a connection shared by two calls would
+                        // run one's UPDATE inside the other's transaction.
+                        let n =
+                            try tx.query("SELECT n FROM counter WHERE id = 1 FOR UPDATE", []).first?["n"]?.int ?? -1
+                        try tx.run("UPDATE counter SET n = ? WHERE id = 1", [.integer(n + 1)])
                     }
-                } catch {
-                    failures.withLock { $0.append("\(error)") }
+                    _ = try db.read { try $0.query("SELECT n FROM counter", []) }
                 }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
             }
         }
-        group.wait()
         #expect(failures.withLock { $0 } == [])
         #expect(
             try db.read { try $0.query("SELECT n FROM counter", []) }.first?["n"]

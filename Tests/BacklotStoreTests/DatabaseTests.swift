@@ -100,26 +100,20 @@ import Testing
         let threads = 8
         let each = 50
         let failures = Mutex<[String]>([])
-        let group = DispatchGroup()
-        for _ in 0..<threads {
-            group.enter()
-            Thread.detachNewThread {
-                defer { group.leave() }
-                do {
-                    for _ in 0..<each {
-                        // Read, then write what was read plus one: lost if two transactions interleaved.
-                        try db.transaction { tx in
-                            let n = try tx.query("SELECT n FROM counter").first?["n"]?.int ?? -1
-                            _ = try tx.run("UPDATE counter SET n = ?", [.integer(n + 1)])
-                        }
-                        _ = try db.read { try $0.query("SELECT n FROM counter") }
+        onThreadsOfTheirOwn(threads) { _ in
+            do {
+                for _ in 0..<each {
+                    // Read, then write what was read plus one: lost if two transactions interleaved.
+                    try db.transaction { tx in
+                        let n = try tx.query("SELECT n FROM counter").first?["n"]?.int ?? -1
+                        _ = try tx.run("UPDATE counter SET n = ?", [.integer(n + 1)])
                     }
-                } catch {
-                    failures.withLock { $0.append("\(error)") }
+                    _ = try db.read { try $0.query("SELECT n FROM counter") }
                 }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
             }
         }
-        group.wait()
         #expect(failures.withLock { $0 } == [])
         #expect(try db.read { try $0.query("SELECT n FROM counter") }.first?["n"]?.int == Int64(threads * each))
     }

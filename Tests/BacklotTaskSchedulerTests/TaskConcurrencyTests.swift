@@ -1,3 +1,4 @@
+import BacklotTestSupport
 import Dispatch
 import Foundation
 import Synchronization
@@ -9,24 +10,11 @@ import Testing
 /// mutable state is behind a `Mutex` (the proofs of `TaskRequest` and `BackgroundTask`). Threads of
 /// their own, so that on two cores more than two run at once.
 @Suite struct TaskConcurrencyTests {
-    /// Runs `body(i)` for `i` in `0..<count` on threads of their own and returns when all are done.
-    static func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
-        let group = DispatchGroup()
-        for i in 0..<count {
-            group.enter()
-            Thread.detachNewThread {
-                body(i)
-                group.leave()
-            }
-        }
-        group.wait()
-    }
-
     @Test func aRequestIsChangedAndReadByThreadsAtOnce() {
         let request = ProcessingTaskRequest(identifier: "p1")
         let dates = (0..<8).map { Date(timeIntervalSince1970: TimeInterval(1_000 * ($0 + 1))) }
         let torn = Atomic<Int>(0)
-        Self.onThreads(8) { i in
+        onThreadsOfTheirOwn(8) { i in
             for n in 0..<500 {
                 request.earliestBeginDate = dates[i]
                 request.requiresNetworkConnectivity = n % 2 == 0
@@ -49,7 +37,7 @@ import Testing
                 ended.wrappingAdd(1, ordering: .relaxed)
             }
             task.expirationHandler = { handlerCalls.wrappingAdd(1, ordering: .relaxed) }
-            Self.onThreads(4) { i in
+            onThreadsOfTheirOwn(4) { i in
                 switch i % 4 {
                 case 0: task.setTaskCompleted(success: true)
                 case 1: task.setTaskCompleted(success: false)
