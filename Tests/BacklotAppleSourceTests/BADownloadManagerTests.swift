@@ -7,12 +7,21 @@ import Testing
 
 /// Apple's 2022 manager over a real server: where outcomes go, the exclusive-control forms, the errors.
 @Suite(.serialized) struct BADownloadManagerTests {
+    /// Outcomes several recorders write to.
+    final class Outcomes: Sendable {
+        let finished = Mutex<[(String, [UInt8])]>([])
+    }
+
     final class Recorder: BADownloadManagerDelegate, @unchecked Sendable {
         let finished = Mutex<[(String, [UInt8])]>([])
         let done = DispatchSemaphore(value: 0)
+        /// Where each outcome is written too.
+        let shared: Outcomes?
+        init(shared: Outcomes? = nil) { self.shared = shared }
         func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {
             let bytes = (try? Data(contentsOf: fileURL)).map(Array.init) ?? []
             finished.withLock { $0.append((download.identifier, bytes)) }
+            shared?.finished.withLock { $0.append((download.identifier, bytes)) }
             done.signal()
         }
         func download(_ download: BADownload, failedWithError error: any Error) { done.signal() }
@@ -47,12 +56,13 @@ import Testing
     /// The delegate is a weak reference kept behind a `Mutex` (the proof of `DelegateSlot`'s
     /// `Weak`): threads replace it and read it while a download runs and its events are delivered,
     /// some setting a delegate that is released at once (its weak reference zeroed meanwhile); the
-    /// outcome reaches one delegate, once, with the right bytes.
+    /// outcome reaches one delegate (one of those, maybe, while it is set), once, with the right bytes.
     @Test func threadsReplaceTheDelegateWhileADownloadRuns() throws {
         let f = try ClientFixture()
         let (url, bytes) = try Self.served(f)
         let manager = try BADownloadManager(containerPath: f.dir.at("device"))
-        let recorders = (0..<4).map { _ in Recorder() }
+        let outcomes = Outcomes()
+        let recorders = (0..<4).map { _ in Recorder(shared: outcomes) }
         manager.delegate = recorders[0]
         try manager.scheduleDownload(
             BAURLDownload(
@@ -60,7 +70,7 @@ import Testing
                 applicationGroupIdentifier: "group.com.example.game", priority: .default))
         onThreadsOfTheirOwn(4) { t in
             for n in 0..<2_000 {
-                manager.delegate = n % 7 == 0 ? Recorder() : recorders[(t + n) % recorders.count]
+                manager.delegate = n % 7 == 0 ? Recorder(shared: outcomes) : recorders[(t + n) % recorders.count]
                 _ = manager.delegate
             }
         }
@@ -68,7 +78,7 @@ import Testing
         manager.manager.waitUntilIdle()
         var delivered: [(String, [UInt8])] = []
         for _ in 0..<1_200 {
-            delivered = recorders.flatMap { r in r.finished.withLock { $0 } }
+            delivered = outcomes.finished.withLock { $0 }
             if !delivered.isEmpty { break }
             usleep(100_000)
         }

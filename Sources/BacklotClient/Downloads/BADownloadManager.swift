@@ -87,6 +87,12 @@ public final class BADownloadManager: Sendable {
         }
     }
 
+    /// Seconds the delegate has to answer an authentication challenge before it is cancelled (60).
+    var challengeAnswerSeconds: Int {
+        get { slot.answerTimeout.load(ordering: .relaxed) }
+        set { slot.answerTimeout.store(max(1, newValue), ordering: .relaxed) }
+    }
+
     // MARK: Downloads
 
     /// Schedules a download, to run when the system (here, the agent or this process) chooses.
@@ -221,8 +227,8 @@ final class DelegateSlot: Sendable {
         }
     }
 
-    /// The delegate's answer to a challenge, waited for (at most ``answerTimeout``; then the
-    /// challenge is cancelled); without a delegate, default handling.
+    /// The delegate's answer to a challenge, waited for (at most ``answerTimeout`` seconds; then
+    /// the challenge is cancelled); without a delegate, default handling.
     func answer(
         _ download: URLDownload, _ challenge: URLAuthenticationChallenge
     ) -> (URLSession.AuthChallengeDisposition, URLCredential?) {
@@ -231,11 +237,12 @@ final class DelegateSlot: Sendable {
         target.download(download.with(state: .downloading), didReceive: challenge) { disposition, credential in
             box.set(disposition, credential)
         }
-        return box.wait(seconds: Self.answerTimeout)
+        return box.wait(seconds: answerTimeout.load(ordering: .relaxed))
     }
 
-    /// Seconds the delegate has to answer a challenge.
-    static let answerTimeout = 60
+    /// Seconds the delegate has to answer a challenge: 60 (a test that shares Swift's cooperative
+    /// threads with many others gives a delegate's async answer longer to be scheduled).
+    let answerTimeout = Atomic<Int>(60)
 
     /// No delegate (or it went away): the outcome is kept for the next one; this process stops
     /// listening, so that the agent wakes the extension for what it runs from now on.
