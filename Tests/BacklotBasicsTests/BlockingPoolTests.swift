@@ -213,10 +213,14 @@ import Testing
         #expect(await Self.settled { Self.threadsNamed("bp-grow") == 0 }, "idle threads ended")
         let ran = try await pool.run { Self.name() }
         #expect(ran == "bp-grow")
-        // One job after another: a free thread is reused. (A caller is resumed from inside its job,
-        // so its next job may come before that thread counts as free: two threads at most.)
-        for _ in 0..<20 { _ = try await pool.run { Self.threadsNamed("bp-grow") } }
-        #expect(Self.threadsNamed("bp-grow") <= 2)
+        // A job that finds a free thread runs on it: no thread is started for it.
+        let reuse = BlockingPool(upTo: 4, name: "bp-reuse", idleSeconds: 600)
+        defer { reuse.stop() }
+        let first = try await reuse.run { pthread_self() }
+        #expect(await Self.settled { reuse.freeThreads == 1 }, "the thread is free once its job is done")
+        let second = try await reuse.run { pthread_self() }
+        #expect(second == first, "the free thread took the next job")
+        #expect(Self.threadsNamed("bp-reuse") == 1)
     }
 
     /// A job of a growing pool at its bound that submits work and waits for it (an install and

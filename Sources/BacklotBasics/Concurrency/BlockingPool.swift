@@ -109,6 +109,9 @@ public final class BlockingPool: Sendable {
         thread.start()
     }
 
+    /// Threads alive and not running a job: those a job submitted now would find free.
+    public var freeThreads: Int { queue.withLock { $0.started - $0.busy } }
+
     /// Where a pool's thread keeps which pool it belongs to.
     private static let poolKey = "backlot.BlockingPool"
 
