@@ -14,13 +14,11 @@ import Testing
     final class Answering: BADownloadManagerDelegate, @unchecked Sendable {
         let answers: [(URLSession.AuthChallengeDisposition, URLCredential?)]
         let asked = Mutex<[(realm: String?, method: String, failures: Int, status: Int?)]>([])
-        let outcome = Mutex<String?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let destination: String
+        let landing: DownloadLanding
 
         init(_ answers: [(URLSession.AuthChallengeDisposition, URLCredential?)], destination: String) {
             self.answers = answers
-            self.destination = destination
+            landing = DownloadLanding(destination: destination)
         }
 
         func download(
@@ -39,16 +37,8 @@ import Testing
             completionHandler(disposition, credential)
         }
 
-        func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {
-            try? FileManager.default.moveItem(atPath: fileURL.path, toPath: destination)
-            outcome.withLock { $0 = "finished" }
-            done.signal()
-        }
-
-        func download(_ download: BADownload, failedWithError error: any Error) {
-            outcome.withLock { $0 = "failed: \(error)" }
-            done.signal()
-        }
+        func download(_ download: BADownload, finishedWithFileURL fileURL: URL) { landing.finished(fileURL) }
+        func download(_ download: BADownload, failedWithError error: any Error) { landing.failed(error) }
     }
 
     /// Implements only the async form of the challenge callback: the default completion-handler
@@ -57,13 +47,11 @@ import Testing
     final class AnsweringAsync: BADownloadManagerDelegate, @unchecked Sendable {
         let credential: URLCredential
         let asked = Mutex<[Int]>([])
-        let outcome = Mutex<String?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let destination: String
+        let landing: DownloadLanding
 
         init(_ credential: URLCredential, destination: String) {
             self.credential = credential
-            self.destination = destination
+            landing = DownloadLanding(destination: destination)
         }
 
         func download(
@@ -74,16 +62,8 @@ import Testing
             return (.useCredential, credential)
         }
 
-        func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {
-            try? FileManager.default.moveItem(atPath: fileURL.path, toPath: destination)
-            outcome.withLock { $0 = "finished" }
-            done.signal()
-        }
-
-        func download(_ download: BADownload, failedWithError error: any Error) {
-            outcome.withLock { $0 = "failed: \(error)" }
-            done.signal()
-        }
+        func download(_ download: BADownload, finishedWithFileURL fileURL: URL) { landing.finished(fileURL) }
+        func download(_ download: BADownload, failedWithError error: any Error) { landing.failed(error) }
     }
 
     static func schedule(
@@ -106,7 +86,7 @@ import Testing
     ) throws -> Answering {
         let delegate = Answering(answers, destination: server.dir.at("\(name).bin"))
         let manager = try schedule(server, name: name, delegate: delegate)
-        #expect(delegate.done.wait(timeout: .now() + 120) == .success, "the download ends")
+        #expect(delegate.landing.done.wait(timeout: .now() + 120) == .success, "the download ends")
         manager.delegate = nil
         return delegate
     }
@@ -116,7 +96,7 @@ import Testing
         let wrong = URLCredential(user: "game", password: "guess", persistence: .forSession)
         let right = URLCredential(user: "game", password: "secret", persistence: .forSession)
         let d = try Self.run(server, [(.useCredential, wrong), (.useCredential, right)], name: "retry")
-        #expect(d.outcome.withLock { $0 } == "finished")
+        #expect(d.landing.outcome.withLock { $0 } == "finished")
         let asked = d.asked.withLock { $0 }
         #expect(asked.count == 2)
         #expect(asked.map(\.realm) == ["Levels", "Levels"])
@@ -134,11 +114,11 @@ import Testing
         let delegate = AnsweringAsync(right, destination: server.dir.at("async.bin"))
         let manager = try Self.schedule(server, name: "async", delegate: delegate, answerSeconds: 900)
         let deadline = ContinuousClock.now + .seconds(1_000)
-        while delegate.outcome.withLock({ $0 }) == nil && ContinuousClock.now < deadline {
+        while delegate.landing.outcome.withLock({ $0 }) == nil && ContinuousClock.now < deadline {
             try await Task.sleep(nanoseconds: 10_000_000)
         }
         manager.delegate = nil
-        #expect(delegate.outcome.withLock { $0 } == "finished")
+        #expect(delegate.landing.outcome.withLock { $0 } == "finished")
         #expect(delegate.asked.withLock { $0 } == [0])
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: server.dir.at("async.bin")))) == server.bytes)
     }
@@ -146,12 +126,14 @@ import Testing
     @Test func cancellingOrDefaultHandlingFailsTheDownload() throws {
         let server = try NginxFileServer(seed: 401)
         let cancelled = try Self.run(server, [(.cancelAuthenticationChallenge, nil)], name: "cancel")
-        let why = cancelled.outcome.withLock { $0 } ?? ""
+        let why = cancelled.landing.outcome.withLock { $0 } ?? ""
         #expect(why.contains("authentication challenge of") && why.contains("was cancelled"), "\(why)")
         let declined = try Self.run(server, [(.performDefaultHandling, nil)], name: "default")
-        #expect(declined.outcome.withLock { $0 }?.contains("401") == true, "\(declined.outcome.withLock { $0 } ?? "")")
+        #expect(
+            declined.landing.outcome.withLock { $0 }?.contains("401") == true,
+            "\(declined.landing.outcome.withLock { $0 } ?? "")")
         let rejected = try Self.run(server, [(.rejectProtectionSpace, nil)], name: "reject")
-        #expect(rejected.outcome.withLock { $0 }?.contains("401") == true)
+        #expect(rejected.landing.outcome.withLock { $0 }?.contains("401") == true)
         #expect(!FileSystem.exists(server.dir.at("cancel.bin")) && !FileSystem.exists(server.dir.at("default.bin")))
     }
 }

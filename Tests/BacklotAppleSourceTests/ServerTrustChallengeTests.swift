@@ -20,14 +20,12 @@ import Testing
         /// Answers the server-trust challenge as HTTP authentication's, with a user and password.
         var passwordForTrust = false
         let shown = Mutex<[(method: String, chain: [Data])]>([])
-        let outcome = Mutex<String?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let destination: String
+        let landing: DownloadLanding
 
         init(pinned: SHA256Digest?, otherwise fallback: URLSession.AuthChallengeDisposition, destination: String) {
             self.pinned = pinned
             self.fallback = fallback
-            self.destination = destination
+            landing = DownloadLanding(destination: destination)
         }
 
         func download(
@@ -49,16 +47,8 @@ import Testing
             }
         }
 
-        func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {
-            try? FileManager.default.moveItem(atPath: fileURL.path, toPath: destination)
-            outcome.withLock { $0 = "finished" }
-            done.signal()
-        }
-
-        func download(_ download: BADownload, failedWithError error: any Error) {
-            outcome.withLock { $0 = "failed: \(error)" }
-            done.signal()
-        }
+        func download(_ download: BADownload, finishedWithFileURL fileURL: URL) { landing.finished(fileURL) }
+        func download(_ download: BADownload, failedWithError error: any Error) { landing.failed(error) }
     }
 
     struct Setup {
@@ -81,7 +71,7 @@ import Testing
                     identifier: name, request: URLRequest(url: server.url), essential: false,
                     fileSize: server.bytes.count, applicationGroupIdentifier: "group.com.example.game",
                     priority: .default))
-            #expect(delegate.done.wait(timeout: .now() + 120) == .success, "the download ends")
+            #expect(delegate.landing.done.wait(timeout: .now() + 120) == .success, "the download ends")
             manager.delegate = nil
         }
     }
@@ -110,7 +100,7 @@ import Testing
         let d = Pinning(
             pinned: s.leafDigest, otherwise: .cancelAuthenticationChallenge, destination: s.server.dir.at("p.bin"))
         try s.run(d, name: "pinned")
-        #expect(d.outcome.withLock { $0 } == "finished", "\(d.outcome.withLock { $0 } ?? "")")
+        #expect(d.landing.outcome.withLock { $0 } == "finished", "\(d.landing.outcome.withLock { $0 } ?? "")")
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: s.server.dir.at("p.bin")))) == s.server.bytes)
         let shown = d.shown.withLock { $0 }
         // First the server's certificates (the leaf is the one nginx was given), then the 401.
@@ -125,7 +115,7 @@ import Testing
         let refused = Pinning(
             pinned: nil, otherwise: .cancelAuthenticationChallenge, destination: s.server.dir.at("r.bin"))
         try s.run(refused, name: "refused")
-        let why = refused.outcome.withLock { $0 } ?? ""
+        let why = refused.landing.outcome.withLock { $0 } ?? ""
         #expect(why.contains("server-trust challenge") && why.contains("was cancelled"), "\(why)")
         // Default handling checks the certificate as usual: no CA here trusts it.
         for (fallback, name) in [
@@ -133,7 +123,7 @@ import Testing
         ] {
             let d = Pinning(pinned: nil, otherwise: fallback, destination: s.server.dir.at("\(name).bin"))
             try s.run(d, name: name)
-            let failed = d.outcome.withLock { $0 } ?? ""
+            let failed = d.landing.outcome.withLock { $0 } ?? ""
             #expect(failed.hasPrefix("failed") && failed.contains("certificate"), "\(name): \(failed)")
         }
         #expect(!FileSystem.exists(s.server.dir.at("r.bin")) && !FileSystem.exists(s.server.dir.at("default.bin")))
@@ -141,7 +131,7 @@ import Testing
         let everything = Pinning(pinned: nil, otherwise: .useCredential, destination: s.server.dir.at("all.bin"))
         everything.passwordForTrust = true
         try s.run(everything, name: "everything")
-        let failed = everything.outcome.withLock { $0 } ?? ""
+        let failed = everything.landing.outcome.withLock { $0 } ?? ""
         #expect(failed.hasPrefix("failed") && failed.contains("certificate"), "\(failed)")
     }
 

@@ -40,7 +40,6 @@ import Testing
             let bytes = try pack.readChunk(chunk, using: decompressor)
             for place in placements[chunk] { try files.account(place, writing: bytes) }
         }
-        files.waitForFlushesAhead()
         try files.syncAll(holding: dir.at("out"))
         files.closeAll()
         let started = files.flushesAhead.load(ordering: .relaxed)
