@@ -196,7 +196,7 @@ let package = Package(
                 "BacklotAppleArchive", "BacklotBasics", "BacklotCodecs", "BacklotCrypto", "BacklotFormat",
                 "BacklotTestSupport",
             ]),
-        .testTarget(name: "BacklotProtocolTests", dependencies: ["BacklotProtocol", "BacklotFormat"]),
+        .testTarget(name: "BacklotProtocolTests", dependencies: ["BacklotBasics", "BacklotProtocol", "BacklotFormat"]),
         .testTarget(
             name: "BacklotFormatTests",
             dependencies: [

@@ -33,14 +33,6 @@ public enum APISchemas {
         maxLength: API.Limits.longestNotes, description: "Lines of text shown with the version and its release requests"
     )
 
-    /// The version a channel offers every device (``API/Live``).
-    static let live = JSONSchema.object(
-        ["version": positive, "archiveSHA256": .nullableString(pattern: sha256Pattern)],
-        required: ["version", "archiveSHA256"])
-    /// The version being rolled out and its share (``API/Candidate``).
-    static let candidate = JSONSchema.object(
-        ["version": positive, "rolloutPercent": percent], required: ["version", "rolloutPercent"])
-
     public static let displayTextPattern =
         #"^[^\u0000-\u001F\u007F-\u009F\u200E\u200F\u202A-\u202E\u2066-\u2069]*$"#
 
@@ -127,68 +119,51 @@ public enum APISchemas {
         ], required: ["assetPackID", "downloadPolicy", "fileSelectors", "platforms"],
         description: "The pack manifest given to ba-package (docs/manifest.md)")
 
-    public static let all: [String: JSONSchema] = [
-        "Error": .object(
-            [
-                "error": .object(
-                    ["code": .string(), "message": .string(), "context": .nullableString(), "hint": .nullableString()],
-                    required: ["code", "message", "context", "hint"])
-            ],
-            required: ["error"],
-            description:
-                "Every error: a stable code, a message that does not repeat its context, the thing it is about, and what to do."
-        ),
-        "App": .object(
-            [
-                "id": id, "created": time, "fourEyes": .boolean, "quotaBytes": count,
-                "secondReviewerAbove": .number(minimum: 0, maximum: 100, nullable: true),
-            ],
-            required: ["id", "created", "fourEyes", "quotaBytes", "secondReviewerAbove"]),
-        "AppList": .object(["apps": .array(.ref("App"))], required: ["apps"]),
-        "AppCreate": .object(["id": id, "fourEyes": .nullableBoolean], required: ["id"]),
-        "AppChange": .object(
-            [
-                "fourEyes": .nullableBoolean,
-                "secondReviewerAbove": JSONSchema(
-                    anyOf: [
-                        .number(minimum: 0, maximum: 0), .number(minimum: API.Limits.lowestPercent, maximum: 100),
-                    ],
-                    description:
-                        "A production rollout step above this share needs another person than the release's approver; 0 turns the rule off"
-                ).orNull,
-            ], required: [], description: "What to change; an absent member is left as it is"),
-        "Pack": .object(
-            [
-                "id": id, "created": time, "versions": count,
-                "latest": .integer(minimum: 1, maximum: largestInteger, nullable: true),
-            ],
-            required: ["id", "created", "versions", "latest"]),
-        "PackList": .object(["packs": .array(.ref("Pack"))], required: ["packs"]),
-        "PackCreate": .object(["id": id], required: ["id"]),
-        "PackCreated": .object(["app": id, "id": id], required: ["app", "id"]),
-        "Version": .object(
-            [
-                "app": id, "pack": id, "version": positive,
-                "state": .string(enumeration: ["AWAITING_UPLOAD", "PROCESSING", "COMPLETE", "FAILED"]),
-                "reason": .nullableString(), "size": count, "received": count,
-                "archiveSHA256": .nullableString(pattern: sha256Pattern),
-                "installSize": .integer(minimum: 0, maximum: largestInteger, nullable: true),
-                "format": .string(enumeration: ArchiveFormat.allCases.map(\.rawValue)), "notes": .nullableString(),
-                "variants": JSONSchema.ref("Variants").orNull,
-            ],
-            required: [
-                "app", "pack", "version", "state", "reason", "size", "received", "archiveSHA256", "installSize",
-                "format", "notes", "variants",
-            ]),
-        "Variants": .object(
-            [
-                "textureFormats": .array(.string(enumeration: TextureFormat.preferenceOrder)),
-                "defaultTextureFormat": JSONSchema.string(enumeration: TextureFormat.preferenceOrder).orNull,
-                "deviceTiers": .array(
-                    .integer(minimum: Int64(DeviceTier.range.lowerBound), maximum: Int64(DeviceTier.range.upperBound))),
-            ],
-            required: ["textureFormats", "defaultTextureFormat", "deviceTiers"]),
-        "VersionList": .object(["versions": .array(.ref("Version"))], required: ["versions"]),
+    /// Every schema of the document, by name: those of ``derivedTypes`` read from their types, and
+    /// ``handWritten``.
+    public static let all: [String: JSONSchema] = {
+        do { return try schemas() } catch { preconditionFailure("the management API's schemas: \(error)") }
+    }()
+
+    /// ``all``, or the first type whose schema cannot be read (a test calls it, so that a type
+    /// changed in a way no schema is read from fails there with its reason).
+    public static func schemas() throws -> [String: JSONSchema] {
+        let named = Dictionary(uniqueKeysWithValues: derivedTypes.map { (ObjectIdentifier($0.type), $0.name) })
+        var schemas = handWritten
+        for (name, type) in derivedTypes {
+            guard schemas[name] == nil else { throw SchemaDerivationError(type: name, problem: "named twice") }
+            schemas[name] = try JSONSchema.derived(from: type, named: named)
+        }
+        return schemas
+    }
+
+    /// The document's schemas read from the wire's types (``WireObject``), by name. A member of one
+    /// of these types elsewhere is a `$ref` to it; other nested types are written inline.
+    public static let derivedTypes: [(name: String, type: any (WireObject & Encodable).Type)] = [
+        ("Error", API.ErrorAnswer.self), ("App", API.App.self), ("AppList", API.AppList.self),
+        ("AppCreate", API.AppCreate.self), ("AppChange", API.AppChange.self), ("Pack", API.Pack.self),
+        ("PackList", API.PackList.self), ("PackCreate", API.PackCreate.self), ("PackCreated", API.PackCreated.self),
+        ("Version", API.Version.self), ("Variants", API.Variants.self), ("VersionList", API.VersionList.self),
+        ("Deleted", API.Deleted.self), ("TokenReference", API.TokenReference.self),
+        ("ReleaseRequest", API.ReleaseRequest.self), ("ReleaseList", API.ReleaseList.self),
+        ("ReleasePlan", API.ReleasePlan.self), ("Rejection", API.Rejection.self),
+        ("ChannelPack", API.ChannelPack.self), ("Rollout", API.Rollout.self), ("ChannelState", API.ChannelState.self),
+        ("RolloutChange", API.RolloutChange.self), ("RollbackRequest", API.RollbackRequest.self),
+        ("RolledBack", API.RolledBack.self), ("WithdrawRequest", API.WithdrawRequest.self),
+        ("Withdrawn", API.Withdrawn.self), ("Token", API.Token.self), ("TokenList", API.TokenList.self),
+        ("TokenCreate", API.TokenCreate.self), ("IssuedToken", API.IssuedToken.self),
+        ("AuditEntry", API.AuditEntry.self), ("AuditPage", API.AuditPage.self), ("DownloadRow", API.DownloadRow.self),
+        ("Downloads", API.Downloads.self), ("HeldRelease", API.HeldRelease.self),
+        ("InstallCounts", API.InstallCounts.self), ("DeviceReport", API.DeviceReport.self),
+        ("ReportCounted", API.ReportCounted.self), ("AdoptionRow", API.AdoptionRow.self),
+        ("Adoption", API.Adoption.self), ("PhasedRolloutRequest", API.PhasedRolloutRequest.self),
+        ("PhasedRollout", API.PhasedRollout.self), ("SigningKey", API.SigningKey.self), ("Keys", API.Keys.self),
+        ("WhoAmI", API.WhoAmI.self),
+    ]
+
+    /// The schemas that say more than a type can: bodies with one of several shapes (`anyOf`), the
+    /// two answers ``API/ReleaseOutcome`` gives besides a plan, and Apple's manifest.
+    public static let handWritten: [String: JSONSchema] = [
         "VersionCreate": JSONSchema(
             anyOf: [
                 .object(
@@ -209,23 +184,6 @@ public enum APISchemas {
             ],
             description: "With archiveSHA256, an existing version of that archive is answered instead (200)"),
         "AssetPackManifest": manifest,
-        "Deleted": .object(["deleted": .boolean], required: ["deleted"]),
-        "TokenReference": .object(
-            ["id": positive, "label": .string(), "person": person], required: ["id", "label", "person"]),
-        "ReleaseRequest": .object(
-            [
-                "id": positive, "app": id, "channel": channel, "pack": id, "version": positive,
-                "rolloutPercent": .number(minimum: 0, maximum: 100, nullable: true),
-                "status": .string(enumeration: API.releaseStatuses), "requested": time,
-                "requestedBy": JSONSchema.ref("TokenReference").orNull,
-                "decided": optionalTime, "decidedBy": JSONSchema.ref("TokenReference").orNull,
-                "reason": .nullableString(), "notes": .nullableString(),
-            ],
-            required: [
-                "id", "app", "channel", "pack", "version", "rolloutPercent", "status", "requested", "requestedBy",
-                "decided", "decidedBy", "reason", "notes",
-            ]),
-        "ReleaseList": .object(["releases": .array(.ref("ReleaseRequest"))], required: ["releases"]),
         "ReleaseCreate": JSONSchema(
             anyOf: [
                 .object(
@@ -245,200 +203,5 @@ public enum APISchemas {
         "Released": .object(["released": .boolean], required: ["released"]),
         "ReleaseRequested": .object(
             ["released": .boolean, "request": .ref("ReleaseRequest")], required: ["released", "request"]),
-        "ReleasePlan": .object(
-            [
-                "dryRun": .boolean, "needsApproval": .boolean,
-                "change": .object(
-                    [
-                        "channel": channel, "pack": id,
-                        "from": .object(
-                            [
-                                "version": .integer(minimum: 1, maximum: largestInteger, nullable: true),
-                                "rolloutPercent": .number(minimum: 0, maximum: 100, nullable: true),
-                            ],
-                            required: ["version", "rolloutPercent"]),
-                        "to": .object(
-                            ["version": positive, "rolloutPercent": .number(minimum: 0, maximum: 100, nullable: true)],
-                            required: ["version", "rolloutPercent"]),
-                        "catalogVersion": .unsigned(maximum: UInt64(Int64.max)),
-                    ], required: ["channel", "pack", "from", "to", "catalogVersion"]),
-            ], required: ["dryRun", "needsApproval", "change"]),
-        "Rejection": .object(
-            [
-                "reason": .string(
-                    pattern: displayTextPattern, maxLength: API.Limits.longestReason,
-                    description: "One line of text: no control or bidirectional characters")
-            ], required: ["reason"]),
-        "ChannelPack": .object(
-            [
-                "pack": id,
-                "live": live.orNull, "candidate": candidate.orNull,
-            ], required: ["pack", "live", "candidate"]),
-        "Rollout": .object(
-            [
-                "channel": channel, "pack": id,
-                "live": live.orNull, "candidate": candidate.orNull,
-            ], required: ["channel", "pack", "live", "candidate"]),
-        "ChannelState": .object(
-            [
-                "app": id, "channel": channel, "catalogVersion": .unsigned(maximum: UInt64(Int64.max), nullable: true),
-                "expires": optionalTime,
-                "signingKey": .string(pattern: sha256Pattern), "packs": .array(.ref("ChannelPack")),
-            ], required: ["app", "channel", "catalogVersion", "expires", "signingKey", "packs"]),
-        "RolloutChange": .object(
-            [
-                "percent": JSONSchema(
-                    anyOf: [.number(minimum: 0, maximum: 0), .number(minimum: API.Limits.lowestPercent, maximum: 100)],
-                    description:
-                        "0 halts the rollout, 100 promotes the candidate; otherwise from 0.01, rounded down to the basis point (99.999 is 99.99)"
-                )
-            ],
-            required: ["percent"]),
-        "RollbackRequest": .object(
-            ["channel": channel, "version": .integer(minimum: 1, maximum: largestInteger, nullable: true)],
-            required: ["channel"]),
-        "RolledBack": .object(
-            ["channel": channel, "pack": id, "version": positive], required: ["channel", "pack", "version"]),
-        "WithdrawRequest": .object(["channel": channel], required: ["channel"]),
-        "Withdrawn": .object(["withdrawn": .boolean], required: ["withdrawn"]),
-        "Token": .object(
-            [
-                "id": positive, "label": .string(), "role": role, "person": person, "created": time,
-                "lastUsed": optionalTime, "expires": optionalTime, "revoked": optionalTime,
-            ], required: ["id", "label", "role", "person", "created", "lastUsed", "expires", "revoked"]),
-        "TokenList": .object(["tokens": .array(.ref("Token"))], required: ["tokens"]),
-        "TokenCreate": .object(
-            [
-                "role": role,
-                "person": JSONSchema.nullableString(
-                    pattern: displayTextPattern, minLength: 1, maxLength: API.Limits.longestTokenLabel,
-                    description:
-                        "Who it belongs to (a person or a service account); null or absent: the creator's person"),
-                "label": .nullableString(
-                    pattern: displayTextPattern, maxLength: API.Limits.longestTokenLabel,
-                    description: "One line of text: no control or bidirectional characters; null or absent is \"\""),
-                "expiresInSeconds": .integer(
-                    minimum: API.Limits.shortestTokenLifetime, maximum: API.Limits.longestTokenLifetime, nullable: true),
-            ], required: ["role"]),
-        "IssuedToken": .object(
-            [
-                "id": positive, "token": .string(pattern: "^blt_[0-9a-f]{64}$"), "role": role, "label": .string(),
-                "person": person, "created": time, "expires": optionalTime,
-            ], required: ["id", "token", "role", "label", "person", "created", "expires"]),
-        "AuditEntry": .object(
-            [
-                "id": positive, "time": time,
-                "actor": .object(
-                    [
-                        "tokenId": .integer(minimum: 1, maximum: largestInteger, nullable: true), "label": .string(),
-                        "role": .string(enumeration: Role.allCases.map(\.rawValue) + ["system"]),
-                        "person": .nullableString(),
-                    ], required: ["tokenId", "label", "role", "person"]),
-                "app": .nullableString(pattern: idPattern), "pack": .nullableString(pattern: idPattern),
-                "version": .integer(minimum: 1, maximum: largestInteger, nullable: true),
-                "action": .string(enumeration: API.auditActions),
-                "details": JSONSchema(
-                    type: ["object"], description: "What changed: string values (channel, percent, from, to, reason, …)"
-                ),
-            ], required: ["id", "time", "actor", "app", "pack", "version", "action", "details"]),
-        "AuditPage": .object(
-            [
-                "entries": .array(.ref("AuditEntry")),
-                "next": .integer(minimum: 1, maximum: largestInteger, nullable: true),
-            ], required: ["entries", "next"]),
-        "DownloadRow": .object(
-            [
-                "date": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "pack": .nullableString(pattern: idPattern),
-                "version": .integer(minimum: 1, maximum: largestInteger, nullable: true),
-                "kind": .string(enumeration: API.downloadKinds), "requests": count,
-                "bytes": count,
-            ], required: ["date", "pack", "version", "kind", "requests", "bytes"]),
-        "Downloads": .object(
-            [
-                "app": id, "from": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"),
-                "to": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "rows": .array(.ref("DownloadRow")),
-            ], required: ["app", "from", "to", "rows"]),
-        "HeldRelease": .object(["pack": id, "version": positive], required: ["pack", "version"]),
-        "InstallCounts": .object(
-            [
-                "pack": id, "version": positive,
-                "started": .integer(minimum: 0, maximum: Int64(API.Limits.installsPerReport)),
-                "finished": .integer(minimum: 0, maximum: Int64(API.Limits.installsPerReport)),
-                "failed": .integer(minimum: 0, maximum: Int64(API.Limits.installsPerReport)),
-            ], required: ["pack", "version", "started", "finished", "failed"]),
-        "DeviceReport": .object(
-            [
-                "channel": channel,
-                "held": JSONSchema.array(
-                    .ref("HeldRelease"),
-                    description:
-                        "What the device holds now (at most \(API.Limits.reportEntries)); absent when unchanged today"
-                ).orNull,
-                "earlierToday": JSONSchema.array(
-                    .ref("HeldRelease"),
-                    description: "What its earlier report of the same UTC day said it held; absent on the day's first"
-                ).orNull,
-                "installs": JSONSchema.array(
-                    .ref("InstallCounts"), description: "At most \(API.Limits.reportEntries) releases"
-                ).orNull,
-            ], required: ["channel"]),
-        "ReportCounted": .object(["counted": count], required: ["counted"]),
-        "AdoptionRow": .object(
-            [
-                "date": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "channel": channel,
-                "pack": .nullableString(pattern: idPattern),
-                "version": .integer(minimum: 1, maximum: largestInteger, nullable: true),
-                "devices": .integer(minimum: 0, maximum: largestInteger, nullable: true),
-                "started": .integer(minimum: 0, maximum: largestInteger, nullable: true),
-                "finished": .integer(minimum: 0, maximum: largestInteger, nullable: true),
-                "failed": .integer(minimum: 0, maximum: largestInteger, nullable: true),
-            ], required: ["date", "channel", "pack", "version", "devices", "started", "finished", "failed"]),
-        "Adoption": .object(
-            [
-                "app": id, "from": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"),
-                "to": .string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"), "threshold": positive,
-                "rows": .array(.ref("AdoptionRow")),
-            ], required: ["app", "from", "to", "threshold", "rows"]),
-        "PhasedRolloutRequest": .object(
-            [
-                "steps": .array(
-                    rolloutShare, minItems: 1, maxItems: API.Limits.phaseSteps,
-                    description:
-                        "The shares it steps through, taken in rising order (a share given twice once); 100 promotes the candidate"
-                ),
-                "stepSeconds": .integer(
-                    minimum: Int64(API.Limits.shortestPhaseStep), maximum: Int64(API.Limits.longestPhaseStep)),
-            ], required: ["steps", "stepSeconds"]),
-        "PhasedRollout": .object(
-            [
-                "app": id, "pack": id, "version": positive, "steps": .array(percent), "stepSeconds": positive,
-                "step": count, "stepSince": time, "state": .string(enumeration: API.phaseStates),
-                "reason": .nullableString(), "setBy": .nullableString(),
-            ],
-            required: [
-                "app", "pack", "version", "steps", "stepSeconds", "step", "stepSince", "state", "reason", "setBy",
-            ]
-        ),
-        "SigningKey": .object(
-            [
-                "keyId": .string(pattern: sha256Pattern), "publicKey": .string(), "since": time,
-                "retired": optionalTime,
-            ], required: ["keyId", "publicKey", "since", "retired"]),
-        "Keys": .object(
-            [
-                "current": .object(
-                    ["keyId": .string(pattern: sha256Pattern), "publicKey": .string(), "since": time],
-                    required: ["keyId", "publicKey", "since"]),
-                "history": .array(.ref("SigningKey")),
-                "catalogs": .array(
-                    .object(
-                        [
-                            "app": id, "channel": channel, "version": .unsigned(maximum: UInt64(Int64.max)),
-                            "expires": time,
-                        ], required: ["app", "channel", "version", "expires"])),
-            ], required: ["current", "history", "catalogs"]),
-        "WhoAmI": .object(
-            ["tokenId": positive, "label": .string(), "role": role, "person": person, "expires": optionalTime],
-            required: ["tokenId", "label", "role", "person", "expires"]),
     ]
 }
