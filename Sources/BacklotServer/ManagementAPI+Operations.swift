@@ -31,11 +31,14 @@ extension ManagementAPI {
         Route(API.getAdoption) { api, call in
             let days = try API.DownloadsQuery(call.request.query).days
             return .respond(
-                try json(200, try api.repository.deviceReports.report(app: call.parameter(.app), days: days ?? 30)))
+                try json(
+                    200,
+                    API.Adoption(try api.repository.deviceReports.report(app: call.parameter(.app), days: days ?? 30))
+                ))
         },
         Route(API.reportDevice) { api, call in
             body(API.DeviceReport.self) { b in
-                let counted = try api.repository.deviceReports.add(b, app: call.parameter(.app))
+                let counted = try api.repository.deviceReports.add(DeviceReport(b), app: call.parameter(.app))
                 return try json(200, API.ReportCounted(counted: counted))
             }
         },

@@ -266,7 +266,7 @@ public struct ManagementAPI: Sendable {
                 let phases = try api.repository.releases.setPhasedRollout(
                     app: call.parameter(.app), pack: call.parameter(.pack), steps: b.steps.map(\.basisPoints),
                     stepSeconds: b.stepSeconds, by: call.caller)
-                return try json(200, phases)
+                return try json(200, API.PhasedRollout(phases))
             }
         },
         Route(API.getPhasedRollout) { api, call in
@@ -276,7 +276,7 @@ public struct ManagementAPI: Sendable {
                     .notFound, "this pack never had a phased rollout", context: pack,
                     hint: "set one: backlot releases phase APP PACK --steps 1,5,25,100 --every 1d")
             }
-            return .respond(try json(200, phases))
+            return .respond(try json(200, API.PhasedRollout(phases)))
         },
         Route(API.withdraw) { api, call in
             body(API.WithdrawRequest.self) { b in

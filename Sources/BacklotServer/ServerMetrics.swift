@@ -111,7 +111,7 @@ public final class ServerMetrics: Sendable {
         /// When a catalog was last re-signed before it expired (nil when never).
         public var lastResign: Date? = nil
         /// Devices' reports per app and release (``DeviceReports/metrics(now:)``).
-        public var releases: [(app: String, row: API.AdoptionRow)] = []
+        public var releases: [(app: String, row: AdoptionReport.Row)] = []
         /// Each production pack's live version, candidate and candidate share (basis points).
         public var productionPacks: [(app: String, pack: String, live: Int?, candidate: Int?, basisPoints: Int)] = []
         public init(inFlight: Int = 0, earliestCatalogExpiry: Date? = nil, lastResign: Date? = nil) {
@@ -234,7 +234,7 @@ public final class ServerMetrics: Sendable {
             "backlot_adoption_devices", "gauge",
             "Devices that reported holding a release on the last whole UTC day (no sample below 10: docs/privacy.md)."
         )
-        func labels(_ app: String, _ r: API.AdoptionRow) -> String {
+        func labels(_ app: String, _ r: AdoptionReport.Row) -> String {
             "app=\"\(Self.escape(app))\",channel=\"\(r.channel.rawValue)\",pack=\"\(Self.escape(r.pack ?? ""))\",version=\"\(r.version ?? 0)\""
         }
         for (app, r) in gauges.releases {

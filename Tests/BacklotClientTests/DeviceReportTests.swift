@@ -38,7 +38,7 @@ import Testing
 
         f.server.downloads.flush()
         let adoption = try f.repository.deviceReports.report(app: f.app, days: 1)
-        func row(_ version: Int?) -> API.AdoptionRow? {
+        func row(_ version: Int?) -> AdoptionReport.Row? {
             adoption.rows.first { $0.channel == .internal && $0.version == version }
         }
         let devices = try #require(row(nil)?.devices)

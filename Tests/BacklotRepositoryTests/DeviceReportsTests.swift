@@ -15,7 +15,9 @@ import Testing
 
     func code(_ error: any Error) -> String { (error as? BacklotError)?.code.name ?? "\(error)" }
 
-    func held(_ versions: Int...) -> [API.HeldRelease] { versions.map { API.HeldRelease(pack: "Levels", version: $0) } }
+    func held(_ versions: Int...) -> [DeviceReport.Release] {
+        versions.map { DeviceReport.Release(pack: "Levels", version: $0) }
+    }
 
     @Test(arguments: Backend.databases) func devicesAreCountedOnceADayAndMovedWhenTheyUpdate(_ backend: Backend) throws
     {
@@ -71,7 +73,8 @@ import Testing
         #expect(try f.repo.deviceReports.report(app: app, days: 1, now: next).rows.count == 2)
 
         // Bounds: too many entries, counts out of range, a bad pack ID.
-        let many = Array(repeating: API.HeldRelease(pack: "Levels", version: 1), count: API.Limits.reportEntries + 1)
+        let many = Array(
+            repeating: DeviceReport.Release(pack: "Levels", version: 1), count: API.Limits.reportEntries + 1)
         #expect { try f.repo.deviceReports.add(.init(channel: .production, held: many), app: app) } throws: {
             code($0) == "invalidInput" && "\($0)".contains("\"held\"")
         }

@@ -59,4 +59,25 @@ import Testing
         }
         #expect(foreignReads == Self.joins)
     }
+
+    /// The repository takes and returns its own model types (`Model/`); the server maps them onto
+    /// the API's wire types in one place (`BacklotServer/Wire/`). Of `API` it uses only the limits
+    /// both sides check and the audit trail's vocabulary.
+    @Test func theRepositorySpeaksItsModelNotTheWire() throws {
+        let sources = URL(fileURLWithPath: Self.folder).deletingLastPathComponent().path
+        let enumerator = try #require(FileManager.default.enumerator(atPath: sources))
+        var checked = 0
+        for case let relative as String in enumerator where relative.hasSuffix(".swift") {
+            let text = try String(contentsOfFile: sources + "/" + relative, encoding: .utf8)
+            checked += 1
+            for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                for match in line.matches(of: /\bAPI\.([A-Z][A-Za-z]*)/)
+                where !["Limits", "AuditAction", "AuditDetail"].contains(String(match.output.1)) {
+                    Issue.record("\(relative):\(n + 1) uses the wire type API.\(match.output.1)")
+                }
+            }
+        }
+        #expect(checked > 30, "no sources in \(sources)")
+    }
 }

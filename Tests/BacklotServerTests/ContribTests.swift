@@ -99,13 +99,13 @@ import Testing
         gauges.releases = [
             (
                 "com.example.game",
-                API.AdoptionRow(
+                AdoptionReport.Row(
                     date: "2026-12-04", channel: .production, pack: "Levels", version: 2, devices: 12, started: 30,
                     finished: 29, failed: nil)
             ),
             (
                 "com.example.game",
-                API.AdoptionRow(
+                AdoptionReport.Row(
                     date: "2026-12-04", channel: .production, pack: "Levels", version: 3, devices: nil, started: nil,
                     finished: nil, failed: nil)
             ),

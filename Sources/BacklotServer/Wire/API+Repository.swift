@@ -118,3 +118,42 @@ extension API.SigningKey {
             retired: k.retired.map(RFC3339.string))
     }
 }
+
+extension API.PhasedRollout {
+    init(_ p: PhasedRolloutInfo) {
+        self.init(
+            app: p.app, pack: p.pack, version: p.version,
+            steps: p.steps.map { API.RolloutShare(percent: Double($0) / 100) }, stepSeconds: p.stepSeconds,
+            step: p.step, stepSince: RFC3339.string(p.stepSince), state: p.state, reason: p.reason, setBy: p.setBy)
+    }
+}
+
+extension API.AdoptionRow {
+    init(_ r: AdoptionReport.Row) {
+        self.init(
+            date: r.date, channel: r.channel, pack: r.pack, version: r.version, devices: r.devices,
+            started: r.started, finished: r.finished, failed: r.failed)
+    }
+}
+
+extension API.Adoption {
+    init(_ r: AdoptionReport) {
+        self.init(
+            app: r.app, from: r.from, to: r.to, threshold: r.threshold, rows: r.rows.map(API.AdoptionRow.init))
+    }
+}
+
+extension DeviceReport {
+    /// A device's report as the API reads it.
+    init(_ r: API.DeviceReport) {
+        func releases(_ list: [API.HeldRelease]?) -> [Release]? {
+            list?.map { Release(pack: $0.pack, version: $0.version) }
+        }
+        self.init(
+            channel: r.channel, held: releases(r.held), earlierToday: releases(r.earlierToday),
+            installs: r.installs?.map {
+                Installs(
+                    pack: $0.pack, version: $0.version, started: $0.started, finished: $0.finished, failed: $0.failed)
+            })
+    }
+}

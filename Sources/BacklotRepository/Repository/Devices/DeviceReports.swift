@@ -11,7 +11,7 @@ import Foundation
 ///
 /// ```swift
 /// try repository.deviceReports.add(
-///     API.DeviceReport(channel: .production, held: [.init(pack: "Levels", version: 3)]), app: "com.example.game")
+///     DeviceReport(channel: .production, held: [.init(pack: "Levels", version: 3)]), app: "com.example.game")
 /// let figures = try repository.deviceReports.report(app: "com.example.game", days: 7)
 /// ```
 public final class DeviceReports: Sendable {
@@ -29,14 +29,14 @@ public final class DeviceReports: Sendable {
     /// - Throws: `notFound` for an unknown app; `invalidInput` for a list or a count over its
     ///   limit (``API/Limits/reportEntries``, ``API/Limits/installsPerReport``), naming it.
     @discardableResult
-    public func add(_ report: API.DeviceReport, app: String, now: Date = Date()) throws -> Int {
+    public func add(_ report: DeviceReport, app: String, now: Date = Date()) throws -> Int {
         try Self.check(report)
         let day = DownloadCounts.utcDay(now)
         let channel = report.channel.rawValue
         return try db.transaction { tx in
             try Apps.requireApp(&tx, app)
-            var known: [API.HeldRelease: Bool] = [:]
-            func exists(_ r: API.HeldRelease, _ tx: inout any MetadataConnection) throws -> Bool {
+            var known: [DeviceReport.Release: Bool] = [:]
+            func exists(_ r: DeviceReport.Release, _ tx: inout any MetadataConnection) throws -> Bool {
                 if let k = known[r] { return k }
                 let row = try Uploads.storedVersion(&tx, app: app, pack: r.pack, number: Int64(r.version))
                 let k = row != nil && row?["deleted"]?.int == 0
@@ -81,17 +81,17 @@ public final class DeviceReports: Sendable {
                     counted += 1
                 }
             }
-            for i in report.installs ?? [] where try exists(API.HeldRelease(pack: i.pack, version: i.version), &tx) {
-                try bump(i.pack, i.version, "started", by: i.started, &tx)
-                try bump(i.pack, i.version, "finished", by: i.finished, &tx)
-                try bump(i.pack, i.version, "failed", by: i.failed, &tx)
+            for i in report.installs ?? [] where try exists(i.release, &tx) {
+                try bump(i.release.pack, i.release.version, "started", by: i.started, &tx)
+                try bump(i.release.pack, i.release.version, "finished", by: i.finished, &tx)
+                try bump(i.release.pack, i.release.version, "failed", by: i.failed, &tx)
                 counted += 1
             }
             return counted
         }
     }
 
-    static func check(_ report: API.DeviceReport) throws {
+    static func check(_ report: DeviceReport) throws {
         for (name, list) in [
             ("held", report.held?.count), ("earlierToday", report.earlierToday?.count),
             ("installs", report.installs?.count),
@@ -102,7 +102,7 @@ public final class DeviceReports: Sendable {
                 context: "request body", hint: "send the rest in another report")
         }
         let releases = (report.held ?? []) + (report.earlierToday ?? [])
-        for r in releases + (report.installs ?? []).map({ API.HeldRelease(pack: $0.pack, version: $0.version) }) {
+        for r in releases + (report.installs ?? []).map(\.release) {
             if let problem = PackID.problem(with: r.pack) {
                 throw BacklotError(.invalidInput, problem.message, context: "pack")
             }
@@ -116,7 +116,7 @@ public final class DeviceReports: Sendable {
             where !(0...API.Limits.installsPerReport).contains(n) {
                 throw BacklotError(
                     .invalidInput,
-                    "\"\(name)\" of \(i.pack) version \(i.version) is \(n); a report counts 0…\(API.Limits.installsPerReport) installs of a release",
+                    "\"\(name)\" of \(i.release.pack) version \(i.release.version) is \(n); a report counts 0…\(API.Limits.installsPerReport) installs of a release",
                     context: "installs")
             }
         }
@@ -125,7 +125,7 @@ public final class DeviceReports: Sendable {
     /// An app's figures over the last `days` UTC days (today included), oldest first; figures
     /// below ``API/Limits/adoptionThreshold`` are nil.
     /// - Throws: `notFound` for an unknown app; `invalidInput` for days outside 1…90.
-    public func report(app: String, days: Int = 30, now: Date = Date()) throws -> API.Adoption {
+    public func report(app: String, days: Int = 30, now: Date = Date()) throws -> AdoptionReport {
         let (from, to) = try DownloadCounts.days(days, endingAt: now, of: "an adoption report")
         let rows = try db.transaction { tx in
             try Apps.requireApp(&tx, app)
@@ -135,14 +135,14 @@ public final class DeviceReports: Sendable {
         }
         let k = Int64(API.Limits.adoptionThreshold)
         func shown(_ v: Int64?) -> Int64? { v.flatMap { $0 >= k ? $0 : nil } }
-        return API.Adoption(
+        return AdoptionReport(
             app: app, from: from, to: to, threshold: API.Limits.adoptionThreshold,
             rows: rows.compactMap { r in
                 guard let day = r["day"]?.string, let channel = r["channel"]?.string.flatMap(Channel.init(rawValue:))
                 else { return nil }
                 let pack = r["pack"]?.string ?? ""
                 let version = r["version"]?.integer(as: Int.self) ?? 0
-                return API.AdoptionRow(
+                return AdoptionReport.Row(
                     date: day, channel: channel, pack: pack.isEmpty ? nil : pack, version: version == 0 ? nil : version,
                     devices: shown(r["devices"]?.int), started: shown(r["started"]?.int),
                     finished: shown(r["finished"]?.int), failed: shown(r["failed"]?.int))
@@ -154,7 +154,7 @@ public final class DeviceReports: Sendable {
     /// the installs started, finished and failed over the figures kept (each shown once it reaches
     /// the threshold, so that no small group is singled out). Each row's `date` is the day its
     /// `devices` is of; its installs are over every day kept.
-    public func metrics(now: Date = Date()) throws -> [(app: String, row: API.AdoptionRow)] {
+    public func metrics(now: Date = Date()) throws -> [(app: String, row: AdoptionReport.Row)] {
         let yesterday = DownloadCounts.utcDay(now.addingTimeInterval(-86_400))
         let k = Int64(API.Limits.adoptionThreshold)
         func shown(_ v: Int64?) -> Int64? { v.flatMap { $0 >= k ? $0 : nil } }
@@ -174,7 +174,7 @@ public final class DeviceReports: Sendable {
             else { return nil }
             return (
                 app,
-                API.AdoptionRow(
+                AdoptionReport.Row(
                     date: yesterday, channel: channel, pack: pack, version: version, devices: shown(r["devices"]?.int),
                     started: shown(r["started"]?.int), finished: shown(r["finished"]?.int),
                     failed: shown(r["failed"]?.int))

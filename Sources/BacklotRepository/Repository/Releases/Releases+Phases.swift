@@ -25,7 +25,7 @@ extension Releases {
     @discardableResult
     public func setPhasedRollout(
         app: String, pack: String, steps: [Int], stepSeconds: Int, by caller: Caller? = nil, now: Date = Date()
-    ) throws -> API.PhasedRollout {
+    ) throws -> PhasedRolloutInfo {
         let steps = Array(Set(steps)).sorted()
         try Self.checkPhases(steps: steps, stepSeconds: stepSeconds)
         let time = Int64(now.timeIntervalSince1970)
@@ -106,7 +106,7 @@ extension Releases {
 
     /// A pack's phased rollout, nil when it never had one.
     /// - Throws: `notFound` for an unknown app or pack.
-    public func phasedRollout(app: String, pack: String) throws -> API.PhasedRollout? {
+    public func phasedRollout(app: String, pack: String) throws -> PhasedRolloutInfo? {
         let row = try db.transaction { tx in
             try Apps.requirePack(&tx, app, pack)
             return try tx.query("SELECT * FROM rollout_phases WHERE app = ? AND pack = ?", [.text(app), .text(pack)])
@@ -115,19 +115,16 @@ extension Releases {
         return row.flatMap(Self.phasedRollout)
     }
 
-    static func phasedRollout(_ r: Database.Row) -> API.PhasedRollout? {
+    static func phasedRollout(_ r: Database.Row) -> PhasedRolloutInfo? {
         guard let app = r["app"]?.string, let pack = r["pack"]?.string,
             let version = r["version"]?.integer(as: Int.self), let steps = r["steps"]?.string,
             let seconds = r["step_seconds"]?.integer(as: Int.self), let step = r["step"]?.integer(as: Int.self),
             let since = r["step_since"]?.int, let state = r["state"]?.string
         else { return nil }
-        return API.PhasedRollout(
-            app: app, pack: pack, version: version,
-            steps: steps.split(separator: ",").compactMap { Int($0) }.map {
-                API.RolloutShare(percent: Double($0) / 100)
-            },
-            stepSeconds: seconds, step: step, stepSince: RFC3339.string(Date(timeIntervalSince1970: Double(since))),
-            state: state, reason: r["reason"]?.string, setBy: r["set_by_person"]?.string)
+        return PhasedRolloutInfo(
+            app: app, pack: pack, version: version, steps: steps.split(separator: ",").compactMap { Int($0) },
+            stepSeconds: seconds, step: step, stepSince: Date(timeIntervalSince1970: Double(since)), state: state,
+            reason: r["reason"]?.string, setBy: r["set_by_person"]?.string)
     }
 
     /// Ends a pack's running phased rollout (a reviewer changed the rollout by hand).
@@ -189,7 +186,7 @@ extension Releases {
                 }
                 let next = phases.step + 1
                 guard time - since >= Int64(phases.stepSeconds), next < phases.steps.count else { continue }
-                let bp = phases.steps[next].basisPoints
+                let bp = phases.steps[next]
                 try tx.run(
                     "UPDATE rollout_phases SET step = ?, step_since = ? WHERE app = ? AND pack = ?",
                     [.integer(Int64(next)), .integer(time), .text(app), .text(pack)])
