@@ -45,26 +45,9 @@ extension PackInstaller {
         }
         let fromOrigin = missing.indices.filter { holders[$0].isEmpty }.map { missing[$0] }
         let peerTotal = fromPeers.reduce(UInt64(0)) { $0 + UInt64(index.chunks[$1.chunk].uncompressedSize) }
-        // The origin's progress over its passes (the second pass's figures start again from 0:
-        // they are added to what the first pass did), and what was shown, so that it never goes back.
-        let origin = Mutex<(base: UInt64, baseTotal: UInt64, done: UInt64, total: UInt64)>((0, 0, 0, 0))
-        let peerDone = AtomicBytes()
-        let shown = Mutex<UInt64>(0)
-        let report: @Sendable () -> Void = {
-            shown.withLock { last in
-                let o = origin.withLock { $0 }
-                let done = max(last, o.base + o.done + peerDone.value)
-                last = done
-                progress?(done, max(done, o.baseTotal + o.total + peerTotal))
-            }
-        }
-        let originProgress: @Sendable (UInt64, UInt64) -> Void = { done, total in
-            origin.withLock {
-                $0.done = done
-                $0.total = total
-            }
-            report()
-        }
+        let shown = SourcesProgress(peerTotal: peerTotal, progress: progress)
+        let report: @Sendable () -> Void = { shown.report() }
+        let originProgress: @Sendable (UInt64, UInt64) -> Void = { shown.origin(done: $0, total: $1) }
         let tally = Mutex(TransferTally())
         let originFailure = Mutex<(any Error)?>(nil)
         let peerResult = Mutex<PeerPass?>(nil)
@@ -86,7 +69,7 @@ extension PackInstaller {
                 }
             } else {
                 let pass = fetchFromPeers(
-                    fromPeers, plan, folder, files: files, client: client, done: peerDone, report: report,
+                    fromPeers, plan, folder, files: files, client: client, done: shown.peerDone, report: report,
                     isCancelled: isCancelled)
                 tally.withLock {
                     $0.peerBytes += pass.bytes
@@ -104,9 +87,7 @@ extension PackInstaller {
         // What peers could not give goes to the origin: chunks no one wrote a byte of (a chunk the
         // origin's first pass failed on may be half placed, and is never written twice).
         if !pass.failed.isEmpty {
-            origin.withLock { o in
-                o = (o.base + o.done, o.baseTotal + o.total, 0, 0)
-            }
+            shown.startOriginPass()
             do {
                 let bytes = try fetchChunks(
                     pass.failed.sorted(), plan, folder, files: files, id: id, progress: originProgress,
@@ -122,21 +103,27 @@ extension PackInstaller {
         let result = tally.withLock { $0 }
         if let failure {
             if let error = failure as? BacklotError, error.code == .cancelled { throw error }
-            let recorded = (try? container.doneChunks(plan.digest)) ?? []
-            let lacking = (fromOrigin + pass.failed).filter { !recorded.contains($0) }
-            let bytes = lacking.reduce(UInt64(0)) { $0 + UInt64(index.chunks[$1].uncompressedSize) }
-            throw BacklotError(
-                .io,
-                "\(lacking.count) chunks of \(id) (\(bytes) bytes) could not be fetched: no peer holds them and the origin failed (\(failure))",
-                context: plan.url,
-                hint:
-                    "the \(result.peerChunks) chunks peers gave (\(result.peerBytes) bytes) are kept: fetch again when the origin answers"
-            )
+            throw unfetched(fromOrigin + pass.failed, of: plan, id: id, failure: failure, tally: result)
         }
-        report()
-        let total = shown.withLock { $0 }
-        progress?(max(1, total), max(1, total))
+        shown.finish()
         return result
+    }
+
+    /// The error of an install whose chunks neither the peers nor the origin gave: how many, how
+    /// many bytes, why, and that what came is kept.
+    func unfetched(
+        _ chunks: [Int], of plan: InstallPlan, id: String, failure: any Error, tally: TransferTally
+    ) -> BacklotError {
+        let recorded = (try? container.doneChunks(plan.digest)) ?? []
+        let lacking = chunks.filter { !recorded.contains($0) }
+        let bytes = lacking.reduce(UInt64(0)) { $0 + UInt64(plan.index.chunks[$1].uncompressedSize) }
+        return BacklotError(
+            .io,
+            "\(lacking.count) chunks of \(id) (\(bytes) bytes) could not be fetched: no peer holds them and the origin failed (\(failure))",
+            context: plan.url,
+            hint:
+                "the \(tally.peerChunks) chunks peers gave (\(tally.peerBytes) bytes) are kept: fetch again when the origin answers"
+        )
     }
 
     /// Asks every peer, at once, which of `ids` it holds; the peers (by number in ``peers``) that
@@ -211,16 +198,7 @@ extension PackInstaller {
         // Recorded as the origin's are: every 4 MiB or a quarter of a second, so that a crash
         // loses only what was in flight.
         let record: @Sendable (Bool) -> Void = { all in
-            let due = state.withLock { s -> [Int] in
-                guard all || s.unrecordedBytes >= 4 << 20 || ContinuousClock.now - s.since >= .milliseconds(250)
-                else { return [] }
-                defer {
-                    s.unrecorded = []
-                    s.unrecordedBytes = 0
-                    s.since = .now
-                }
-                return s.unrecorded
-            }
+            let due = state.withLock { $0.takeUnrecorded(all: all) }
             if !due.isEmpty {
                 try? container.recordChunks(plan.digest, due)
                 TestStopPoint.reach("peers.afterRecord")
@@ -234,77 +212,27 @@ extension PackInstaller {
                 }
                 guard i < chunks.count else { return }
                 let (c, holders) = chunks[i]
-                let chunk = index.chunks[c]
-                var got = false
-                var busy = 0
-                var k = 0
+                let entry = index.chunks[c]
                 // Start at a different holder for each chunk, so that the load spreads over peers.
-                while k < holders.count {
-                    let p = holders[(k + i) % holders.count]
-                    k += 1
-                    if state.withLock({ $0.banned[p] != nil }) { continue }
-                    let answer: HTTPClient.Response
-                    do {
-                        answer = try client.send(
-                            "GET", peerURL(p, PeerCacheLayout.chunkPath(chunk.id)),
-                            expectedBodySize: Int(chunk.uncompressedSize))
-                    } catch {
-                        state.withLock {
-                            $0.ban(p, "the request failed (no answer in time, or a body cut short): \(error)")
-                        }
-                        continue
-                    }
-                    if answer.status == 503 || answer.status == 429 {
-                        // A peer over its byte budget asks for a second or two: the LAN is worth
-                        // the wait (the origin's bytes are what the cache saves), within bounds.
-                        let after = answer.headers["retry-after"].flatMap { CheckedInteger.parse($0, as: Int.self) }
-                        if let after, (0...2).contains(after), busy < 3,
-                            state.withLock({ $0.mayWait(p, seconds: max(after, 1)) })
-                        {
-                            busy += 1
-                            usleep(useconds_t(max(after, 1)) * 1_000_000)
-                            k -= 1
-                        }
-                        // Past the waits the chunk goes on, and the peer is not blamed: a busy
-                        // peer is an honest one keeping its owner's budget (a 503 costs a request).
-                        continue
-                    }
-                    if answer.status == 404 {
-                        state.withLock { $0.strike(p, "said it held chunks it then did not have") }
-                        continue
-                    }
-                    guard answer.status == 200, !answer.exceededExpectedSize,
-                        answer.body.count == Int(chunk.uncompressedSize), SHA256.hash(answer.body) == chunk.id
-                    else {
-                        state.withLock {
-                            $0.ban(
-                                p,
-                                answer.status == 200
-                                    ? "sent \(answer.body.count) bytes for chunk \(chunk.id.short)… that are not its bytes"
-                                    : "answered \(answer.status)")
-                        }
-                        continue
-                    }
-                    do {
-                        for place in placements[c] { try files.account(place, writing: answer.body) }
-                    } catch {
-                        // Half placed: never written again in this install (the next attempt starts over).
-                        state.withLock { $0.writeFailure = $0.writeFailure ?? error }
-                        got = true
-                        break
-                    }
-                    _ = done.add(UInt64(answer.body.count))
-                    state.withLock {
-                        $0.unrecorded.append(c)
-                        $0.unrecordedBytes += UInt64(answer.body.count)
-                        $0.written += 1
-                    }
-                    record(false)
-                    report()
-                    got = true
-                    break
+                guard
+                    let bytes = self.chunk(
+                        entry.id, size: Int(entry.uncompressedSize), from: holders, startingAt: i, client: client,
+                        state: state)
+                else {
+                    state.withLock { $0.failed.append(c) }
+                    continue
                 }
-                if !got { state.withLock { $0.failed.append(c) } }
+                do {
+                    for place in placements[c] { try files.account(place, writing: bytes) }
+                } catch {
+                    // Half placed: never written again in this install (the next attempt starts over).
+                    state.withLock { $0.writeFailure = $0.writeFailure ?? error }
+                    continue
+                }
+                _ = done.add(UInt64(bytes.count))
+                state.withLock { $0.wrote(c, bytes: bytes.count) }
+                record(false)
+                report()
             }
         }
         record(true)
@@ -315,6 +243,78 @@ extension PackInstaller {
                 bytes: done.value, chunks: s.written,
                 banned: s.banned.reduce(into: [:]) { out, entry in out[peers[entry.key].absoluteString] = entry.value },
                 failed: s.failed + chunks[tried...].map(\.chunk), writeFailure: s.writeFailure)
+        }
+    }
+
+    /// Chunk `id` from the first of `holders` (starting at `startingAt`, modulo their number) that
+    /// gives it, its bytes checked; nil when none does. A busy peer's `Retry-After` of at most 2 s
+    /// is waited for within ``PeerPassState/mayWait(_:seconds:)``'s bounds, then the next holder
+    /// is asked, the busy one not blamed; a peer missing a chunk it claimed is struck, a wrong
+    /// answer bans it.
+    func chunk(
+        _ id: SHA256Digest, size: Int, from holders: [Int], startingAt start: Int, client: HTTPClient,
+        state: borrowing Mutex<PeerPassState>
+    ) -> [UInt8]? {
+        var busy = 0
+        var k = 0
+        while k < holders.count {
+            let p = holders[(k + start) % holders.count]
+            k += 1
+            if state.withLock({ $0.banned[p] != nil }) { continue }
+            switch ask(p, for: id, size: size, client: client) {
+            case .chunk(let bytes):
+                return bytes
+            case .busy(let after):
+                // A peer over its byte budget asks for a second or two: the LAN is worth the wait
+                // (the origin's bytes are what the cache saves), within bounds. A busy peer is an
+                // honest one keeping its owner's budget (a 503 costs a request).
+                if let after, (0...2).contains(after), busy < 3,
+                    state.withLock({ $0.mayWait(p, seconds: max(after, 1)) })
+                {
+                    busy += 1
+                    usleep(useconds_t(max(after, 1)) * 1_000_000)
+                    k -= 1
+                }
+            case .missing:
+                state.withLock { $0.strike(p, "said it held chunks it then did not have") }
+            case .refused(let why):
+                state.withLock { $0.ban(p, why) }
+            }
+        }
+        return nil
+    }
+
+    /// What one peer answered when asked for one chunk.
+    enum PeerAnswer {
+        /// Its bytes, checked against its ID.
+        case chunk([UInt8])
+        /// 503 or 429, with the `Retry-After` seconds if it gave a number.
+        case busy(retryAfter: Int?)
+        /// 404: it does not hold the chunk (after saying it did).
+        case missing
+        /// No answer in time, a body cut short, wrong bytes or another status: why.
+        case refused(String)
+    }
+
+    /// Asks peer `p` for chunk `id` of `size` bytes.
+    func ask(_ p: Int, for id: SHA256Digest, size: Int, client: HTTPClient) -> PeerAnswer {
+        let answer: HTTPClient.Response
+        do {
+            answer = try client.send("GET", peerURL(p, PeerCacheLayout.chunkPath(id)), expectedBodySize: size)
+        } catch {
+            return .refused("the request failed (no answer in time, or a body cut short): \(error)")
+        }
+        switch answer.status {
+        case 503, 429:
+            return .busy(retryAfter: answer.headers["retry-after"].flatMap { CheckedInteger.parse($0, as: Int.self) })
+        case 404:
+            return .missing
+        case 200 where !answer.exceededExpectedSize && answer.body.count == size && SHA256.hash(answer.body) == id:
+            return .chunk(answer.body)
+        case 200:
+            return .refused("sent \(answer.body.count) bytes for chunk \(id.short)… that are not its bytes")
+        default:
+            return .refused("answered \(answer.status)")
         }
     }
 }
@@ -333,6 +333,25 @@ struct PeerPassState {
     var since = ContinuousClock.now
     var written = 0
     var writeFailure: (any Error)?
+
+    /// Chunk `c` of `bytes` bytes is written: to be recorded.
+    mutating func wrote(_ c: Int, bytes: Int) {
+        unrecorded.append(c)
+        unrecordedBytes += UInt64(bytes)
+        written += 1
+    }
+
+    /// The chunks written and not recorded yet, when they are due (4 MiB of them, a quarter of a
+    /// second since the last record, or `all`); none otherwise.
+    mutating func takeUnrecorded(all: Bool) -> [Int] {
+        guard all || unrecordedBytes >= 4 << 20 || ContinuousClock.now - since >= .milliseconds(250) else { return [] }
+        defer {
+            unrecorded = []
+            unrecordedBytes = 0
+            since = .now
+        }
+        return unrecorded
+    }
 
     mutating func ban(_ p: Int, _ why: String) {
         if banned[p] == nil { banned[p] = why }
