@@ -16,9 +16,10 @@ import Glibc
 /// ```
 public final class EdgeCache: Sendable {
     public let port: UInt16
-    public let process: Process
+    /// The folder `scripts/services` runs it in (its configuration and error log are in `nginx/`)
+    /// and its cache's.
     public let directory: String
-    public var errorLog: String { directory + "/error.log" }
+    public var errorLog: String { directory + "/nginx/error.log" }
 
     /// `http://127.0.0.1:PORT/`.
     public var baseURL: String { "http://127.0.0.1:\(port)/" }
@@ -31,9 +32,10 @@ public final class EdgeCache: Sendable {
     /// Renders `contrib/nginx/edge.conf` for `origin` (`host:port`) and the tree's path there
     /// (`/bucket/prefix`, or "" for `backlot serve`), starts nginx with it on a port from
     /// ``FreePort`` (another when nginx finds it taken), and waits until it listens.
+    /// Started as `make demo-cluster` starts it (`scripts/services start nginx`, through ``Nginx/start(in:template:port:values:)``).
     /// - Throws: ``Requirement/Missing`` without nginx; what nginx logged when it does not start.
     public init(origin: String, originPath: String, workDirectory: String) throws {
-        let nginx = try Requirement.nginx.path()
+        _ = try Requirement.nginx.path()
         directory = workDirectory
         for sub in ["", "/cache", "/tmp", "/logs"] {
             try FileManager.default.createDirectory(atPath: workDirectory + sub, withIntermediateDirectories: true)
@@ -48,36 +50,21 @@ public final class EdgeCache: Sendable {
             }
             for sub in ["/cache", "/tmp"] { chown(workDirectory + sub, nobody.pointee.pw_uid, nobody.pointee.pw_gid) }
         }
-        let template = try String(contentsOfFile: Self.configurationTemplate, encoding: .utf8)
-        let configuration = workDirectory + "/edge.conf"
-        let log = workDirectory + "/error.log"
-        (port, process) = try FreePort.starting("the nginx edge") { port in
-            let rendered =
-                template
-                .replacingOccurrences(of: "@LISTEN@", with: "127.0.0.1:\(port)")
-                .replacingOccurrences(of: "@ORIGIN_PATH@", with: originPath)
-                .replacingOccurrences(of: "@ORIGIN@", with: origin)
-                .replacingOccurrences(of: "@CACHE_DIR@", with: workDirectory)
-            try ("daemon off;\npid \(workDirectory)/nginx.pid;\nerror_log \(log);\n" + rendered)
-                .write(toFile: configuration, atomically: true, encoding: .utf8)
-            let process = try Nginx.start(
-                nginx, ["-c", configuration, "-p", workDirectory, "-e", log], port: port, errorLog: log,
-                pidFile: workDirectory + "/nginx.pid")
-            return (port, process)
+        port = try FreePort.starting("the nginx edge") { port in
+            try Nginx.start(
+                in: workDirectory, template: Self.configurationTemplate, port: port,
+                values: ["ORIGIN_PATH": originPath, "ORIGIN": origin, "CACHE_DIR": workDirectory])
+            return port
         }
     }
 
     /// Whether the edge accepts connections (it does from its start on, unless nginx has ended since).
     public func waitUntilListening(_ path: String = PublishedTreeLayout.currentKeyList.path) -> Bool {
-        Wait.holds(within: .seconds(10), poll: .milliseconds(20)) { !process.isRunning || Nginx.accepts(port) }
-            && process.isRunning
+        Wait.holds(within: .seconds(10), poll: .milliseconds(20)) { Nginx.accepts(port) }
     }
 
     /// What nginx logged (why it would not start).
     public var errorLogText: String { (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? "" }
 
-    public func stop() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-    }
+    public func stop() { Nginx.stop(in: directory) }
 }

@@ -12,7 +12,6 @@ import Glibc
 public final class NginxFileServer {
     public let dir: TemporaryDirectory
     public let port: UInt16
-    let process: Process
     public let bytes: [UInt8]
     public let isTLS: Bool
     public var url: URL { URL(string: "\(isTLS ? "https" : "http")://127.0.0.1:\(port)/file.bin")! }
@@ -29,50 +28,43 @@ public final class NginxFileServer {
         bytes = g.bytes(200_000)
         try dir.write("root/file.bin", bytes)
         try dir.write("htpasswd", "game:{PLAIN}secret\n")
-        try FileManager.default.createDirectory(atPath: dir.at("tmp"), withIntermediateDirectories: true)
         if let tls {
             try dir.write("cert.pem", tls.certificatePEM)
             try dir.write("key.pem", tls.privateKeyPEM, mode: 0o600)
         }
-        let nginx = try Requirement.nginx.path()
+        _ = try Requirement.nginx.path()
         let user = getuid() == 0 ? "user root;" : ""
         let dir = self.dir
-        let isTLS = self.isTLS
-        (port, process) = try FreePort.starting("nginx") { port in
-            try dir.write(
-                "nginx.conf",
-                """
-                daemon off;
-                \(user)
-                pid \(dir.at("nginx.pid"));
-                error_log \(dir.at("error.log"));
-                events { worker_connections 16; }
-                http {
-                    access_log off;
-                    client_body_temp_path \(dir.at("tmp"));
-                    proxy_temp_path \(dir.at("tmp"));
-                    fastcgi_temp_path \(dir.at("tmp"));
-                    scgi_temp_path \(dir.at("tmp"));
-                    uwsgi_temp_path \(dir.at("tmp"));
-                    server {
-                        listen 127.0.0.1:\(port)\(isTLS ? " ssl" : "");
-                        root \(dir.at("root"));
-                        \(basicAuth ? "auth_basic \"Levels\"; auth_basic_user_file \(dir.at("htpasswd"));" : "")
-                        \(tls == nil ? "" : "ssl_certificate \(dir.at("cert.pem")); ssl_certificate_key \(dir.at("key.pem"));")
-                    }
+        let template = dir.at("nginx-template.conf")
+        try dir.write(
+            "nginx-template.conf",
+            """
+            \(user)
+            events { worker_connections 16; }
+            http {
+                access_log off;
+                client_body_temp_path @PREFIX@/tmp;
+                proxy_temp_path @PREFIX@/tmp;
+                fastcgi_temp_path @PREFIX@/tmp;
+                scgi_temp_path @PREFIX@/tmp;
+                uwsgi_temp_path @PREFIX@/tmp;
+                server {
+                    listen @LISTEN@\(isTLS ? " ssl" : "");
+                    root \(dir.at("root"));
+                    \(basicAuth ? "auth_basic \"Levels\"; auth_basic_user_file \(dir.at("htpasswd"));" : "")
+                    \(tls == nil ? "" : "ssl_certificate \(dir.at("cert.pem")); ssl_certificate_key \(dir.at("key.pem"));")
                 }
-                """)
-            // Started and waited for as every nginx of the tests is (``Nginx/start``).
-            let process = try Nginx.start(
-                nginx, ["-c", dir.at("nginx.conf"), "-p", dir.path, "-e", dir.at("error.log")], port: port,
-                errorLog: dir.at("error.log"), pidFile: dir.at("nginx.pid"))
-            return (port, process)
+            }
+            """)
+        // Started and stopped as every nginx of the tests is (``Nginx/start(in:template:port:)``).
+        port = try FreePort.starting("nginx") { port in
+            try Nginx.start(in: dir.path, template: template, port: port)
+            return port
         }
     }
 
     deinit {
-        process.terminate()
-        process.waitUntilExit()
+        Nginx.stop(in: dir.path)
         dir.remove()
     }
 }

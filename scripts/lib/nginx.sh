@@ -5,7 +5,9 @@
 #   nginx_start DIR TEMPLATE [NAME=VALUE...]
 #                       writes DIR/nginx/nginx.conf: `daemon on`, its pid file and error log in
 #                       DIR/nginx, then TEMPLATE with @LISTEN@ replaced by 127.0.0.1:PORT (a free
-#                       port, another one when that is taken meanwhile) and every @NAME@ by VALUE;
+#                       port, another one when that is taken meanwhile; or $nginx_port when the
+#                       caller set it, tried once), @PREFIX@ by DIR/nginx (DIR/nginx/tmp is made for
+#                       nginx's temporary files) and every @NAME@ by VALUE;
 #                       starts nginx with DIR/nginx as its prefix and writes DIR/nginx/env
 #                       (BACKLOT_NGINX_URL=http://127.0.0.1:PORT/, BACKLOT_NGINX_PORT=PORT).
 #                       Nothing when it runs already.
@@ -32,8 +34,8 @@ nginx_start() { # DIR TEMPLATE [NAME=VALUE...]
   fi
   [ -r "$template" ] || { echo "$(backlot_me): no nginx template $template" >&2; return 1; }
   backlot_nginx_pid "$dir" >/dev/null && return 0
-  mkdir -p "$folder"
-  expr=""
+  mkdir -p "$folder/tmp"
+  expr="s#@PREFIX@#$folder#g; "
   for pair in "$@"; do
     case "$pair" in
       *=*) expr+="s#@${pair%%=*}@#${pair#*=}#g; " ;;
@@ -41,7 +43,8 @@ nginx_start() { # DIR TEMPLATE [NAME=VALUE...]
     esac
   done
   for attempt in 1 2 3 4; do
-    port=$(free_port) || return 1
+    port=${nginx_port:-}
+    [ -n "$port" ] || port=$(free_port) || return 1
     { printf 'daemon on;\npid %s/nginx.pid;\nerror_log %s/error.log;\n' "$folder" "$folder"
       sed "s#@LISTEN@#127.0.0.1:$port#g; $expr" "$template"
     } > "$folder/nginx.conf"
@@ -55,7 +58,7 @@ nginx_start() { # DIR TEMPLATE [NAME=VALUE...]
       return 0
     fi
     # A port taken meanwhile is the one failure another try mends.
-    if [ "$attempt" -lt 4 ] && grep -qs 'Address already in use' "$folder/start.err" "$folder/error.log"; then
+    if [ -z "${nginx_port:-}" ] && [ "$attempt" -lt 4 ] && grep -qs 'Address already in use' "$folder/start.err" "$folder/error.log"; then
       echo "$(backlot_me): port $port was taken meanwhile; trying another" >&2
       continue
     fi
