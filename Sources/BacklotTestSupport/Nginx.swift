@@ -50,11 +50,7 @@ public final class Nginx: Sendable {
         events { worker_connections 64; }
         http {
             access_log off;
-            client_body_temp_path @PREFIX@/tmp;
-            proxy_temp_path @PREFIX@/tmp;
-            fastcgi_temp_path @PREFIX@/tmp;
-            scgi_temp_path @PREFIX@/tmp;
-            uwsgi_temp_path @PREFIX@/tmp;
+            \(Self.temporaryPaths)
             server {
                 listen @LISTEN@;
                 root \(root);
@@ -93,6 +89,12 @@ public final class Nginx: Sendable {
         // `daemon on`: nginx has bound its port before its command returns.
         try Wait.until("nginx listens on 127.0.0.1:\(port)", timeout: .seconds(20)) { accepts(port) }
     }
+
+    /// The `http` block's lines that put every temporary file of nginx in its folder (`@PREFIX@/tmp`,
+    /// which `scripts/services` makes): Debian's defaults are under /var/lib/nginx.
+    public static let temporaryPaths = ["client_body", "proxy", "fastcgi", "scgi", "uwsgi"].map {
+        "\($0)_temp_path @PREFIX@/tmp;"
+    }.joined(separator: " ")
 
     /// Stops nginx and what watches it (`scripts/services stop`).
     public static func stop(in folder: String) {

@@ -43,11 +43,7 @@ public final class NginxFileServer {
             events { worker_connections 16; }
             http {
                 access_log off;
-                client_body_temp_path @PREFIX@/tmp;
-                proxy_temp_path @PREFIX@/tmp;
-                fastcgi_temp_path @PREFIX@/tmp;
-                scgi_temp_path @PREFIX@/tmp;
-                uwsgi_temp_path @PREFIX@/tmp;
+                \(Nginx.temporaryPaths)
                 server {
                     listen @LISTEN@\(isTLS ? " ssl" : "");
                     root \(dir.at("root"));

@@ -8,6 +8,13 @@ extension APISchemas {
     /// A UTC day, `YYYY-MM-DD`.
     public static let date = JSONSchema.string(pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
     static let sha256 = JSONSchema.string(pattern: sha256Pattern)
+
+    /// A share that may also be 0 (which turns something off): 0, or 0.01 to 100.
+    static func shareOrZero(_ description: String) -> JSONSchema {
+        JSONSchema(
+            anyOf: [.number(minimum: 0, maximum: 0), .number(minimum: API.Limits.lowestPercent, maximum: 100)],
+            description: description)
+    }
 }
 
 extension API.ErrorAnswer: WireObject {
@@ -32,10 +39,8 @@ extension API.AppCreate: WireObject {
 extension API.AppChange: WireObject {
     public static var memberSchemas: [String: JSONSchema] {
         [
-            "secondReviewerAbove": JSONSchema(
-                anyOf: [.number(minimum: 0, maximum: 0), .number(minimum: API.Limits.lowestPercent, maximum: 100)],
-                description:
-                    "A production rollout step above this share needs another person than the release's approver; 0 turns the rule off"
+            "secondReviewerAbove": APISchemas.shareOrZero(
+                "A production rollout step above this share needs another person than the release's approver; 0 turns the rule off"
             )
         ]
     }
@@ -144,10 +149,8 @@ extension API.ChannelState: WireObject {
 extension API.RolloutChange: WireObject {
     public static var memberSchemas: [String: JSONSchema] {
         [
-            "percent": JSONSchema(
-                anyOf: [.number(minimum: 0, maximum: 0), .number(minimum: API.Limits.lowestPercent, maximum: 100)],
-                description:
-                    "0 halts the rollout, 100 promotes the candidate; otherwise from 0.01, rounded down to the basis point (99.999 is 99.99)"
+            "percent": APISchemas.shareOrZero(
+                "0 halts the rollout, 100 promotes the candidate; otherwise from 0.01, rounded down to the basis point (99.999 is 99.99)"
             )
         ]
     }
