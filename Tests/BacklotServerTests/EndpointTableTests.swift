@@ -247,6 +247,44 @@ import Testing
         }
     }
 
+    /// The schema of an endpoint's body and of its 2xx answers are those of the types it is
+    /// declared with (`Endpoint<Request, Response>`): a body or an answer type changed without its
+    /// documented schema, or the other way round, fails here.
+    @Test func everyEndpointsDocumentNamesTheSchemasOfItsTypes() throws {
+        func names(_ type: Any.Type) -> Set<String> {
+            if type == NoBody.self { return [] }
+            if type == API.ReleaseOutcome.self { return ["Released", "ReleaseRequested", "ReleasePlan"] }
+            if let derived = APISchemas.derivedTypes.first(where: { $0.type == type }) { return [derived.name] }
+            let name = "\(type)".split(separator: ".").last.map(String.init) ?? ""
+            return APISchemas.handWritten[name] == nil ? [] : [name]
+        }
+        func reference(_ schema: JSONSchema?) throws -> String? {
+            guard let schema else { return nil }
+            let node = try Self.encoded(schema)
+            return node["$ref"]?.stringValue?.split(separator: "/").last.map(String.init)
+        }
+        var checked = 0
+        for endpoint in API.endpoints {
+            let body = try reference(endpoint.doc.body)
+            if endpoint.bodyType == NoBody.self {
+                #expect(body == nil, "\(endpoint.operationID) takes no JSON body but documents \(body ?? "")")
+            } else {
+                #expect(
+                    body.map { names(endpoint.bodyType).contains($0) } == true,
+                    "\(endpoint.operationID): body \(endpoint.bodyType) documented as \(body ?? "nothing")")
+                checked += 1
+            }
+            for r in endpoint.doc.responses where (200..<300).contains(r.status) {
+                guard let answer = try reference(r.schema) else { continue }
+                #expect(
+                    names(endpoint.answerType).contains(answer),
+                    "\(endpoint.operationID) \(r.status): answer \(endpoint.answerType) documented as \(answer)")
+                checked += 1
+            }
+        }
+        #expect(checked > 40, "\(checked) bodies and answers checked")
+    }
+
     // MARK: the dashboard
 
     /// Names dashboard.js reads after a '.' that belong to the browser or to the page itself, not

@@ -24,6 +24,9 @@ public struct Endpoint<Request: Sendable, Response: Sendable>: EndpointDescripti
 
     /// The type the answer's body decodes as.
     public var responseType: Response.Type { Response.self }
+
+    public var bodyType: Any.Type { Request.self }
+    public var answerType: Any.Type { Response.self }
 }
 
 /// What every ``Endpoint`` says of itself, whatever its body and answer types.
@@ -35,6 +38,9 @@ public protocol EndpointDescription: Sendable {
     /// The role the caller's token needs; nil: no token.
     var role: Role? { get }
     var doc: EndpointDoc { get }
+    /// The `Codable` type of its JSON body (``NoBody`` when it takes none) and of its answer.
+    var bodyType: Any.Type { get }
+    var answerType: Any.Type { get }
 }
 
 extension EndpointDescription {
