@@ -87,7 +87,12 @@ public final class Nginx: Sendable {
             throw FreePort.InUse(port: port, detail: String(error.message.suffix(500)))
         }
         // `daemon on`: nginx has bound its port before its command returns.
-        try Wait.until("nginx listens on 127.0.0.1:\(port)", timeout: .seconds(20)) { accepts(port) }
+        do {
+            try Wait.until("nginx listens on 127.0.0.1:\(port)", timeout: .seconds(20)) { accepts(port) }
+        } catch {
+            stop(in: folder)
+            throw error
+        }
     }
 
     /// The `http` block's lines that put every temporary file of nginx in its folder (`@PREFIX@/tmp`,
@@ -96,9 +101,9 @@ public final class Nginx: Sendable {
         "\($0)_temp_path @PREFIX@/tmp;"
     }.joined(separator: " ")
 
-    /// Stops nginx and what watches it (`scripts/services stop`).
+    /// Stops nginx at once (connections still open are cut) and what watches it (`scripts/services stop --now`).
     public static func stop(in folder: String) {
-        _ = try? ServicesScript.run(["stop", folder], folder: folder)
+        _ = try? ServicesScript.run(["stop", folder, "--now"], folder: folder)
     }
 
     /// Whether something accepts a TCP connection on 127.0.0.1:`port` now.

@@ -11,7 +11,9 @@
 #                       starts nginx with DIR/nginx as its prefix and writes DIR/nginx/env
 #                       (BACKLOT_NGINX_URL=http://127.0.0.1:PORT/, BACKLOT_NGINX_PORT=PORT).
 #                       Nothing when it runs already.
-#   nginx_stop DIR      graceful stop (SIGQUIT, then SIGTERM, then SIGKILL), by its pid file
+#   nginx_stop DIR [now]
+#                       graceful stop (SIGQUIT, then SIGTERM, then SIGKILL), by its pid file; with
+#                       `now`, SIGTERM first (connections still open are cut, as a test wants)
 #
 # nginx (Debian's nginx-light, which scripts/bootstrap installs) missing fails with exit status 3.
 
@@ -25,6 +27,11 @@ backlot_nginx_pid() { # DIR: the pid of the running nginx master, or fail
   echo "$pid"
 }
 
+# VALUE as the replacement of a sed `s#…#…#` command: '#', '&' and '\' taken literally.
+nginx_sed_escape() { # VALUE
+  printf '%s' "$1" | sed 's/[#&\\]/\\&/g'
+}
+
 nginx_start() { # DIR TEMPLATE [NAME=VALUE...]
   local dir=$1 template=$2 folder="$1/nginx" port attempt expr pair
   shift 2
@@ -35,10 +42,10 @@ nginx_start() { # DIR TEMPLATE [NAME=VALUE...]
   [ -r "$template" ] || { echo "$(backlot_me): no nginx template $template" >&2; return 1; }
   backlot_nginx_pid "$dir" >/dev/null && return 0
   mkdir -p "$folder/tmp"
-  expr="s#@PREFIX@#$folder#g; "
+  expr="s#@PREFIX@#$(nginx_sed_escape "$folder")#g; "
   for pair in "$@"; do
     case "$pair" in
-      *=*) expr+="s#@${pair%%=*}@#${pair#*=}#g; " ;;
+      *=*) expr+="s#@${pair%%=*}@#$(nginx_sed_escape "${pair#*=}")#g; " ;;
       *) echo "$(backlot_me): '$pair' is not NAME=VALUE" >&2; return 2 ;;
     esac
   done
@@ -52,8 +59,11 @@ nginx_start() { # DIR TEMPLATE [NAME=VALUE...]
       echo "$(backlot_me): $template still has $(grep -o '@[A-Z_]*@' "$folder/nginx.conf" | sort -u | tr '\n' ' ')after the values given" >&2
       return 2
     fi
+    # This try's messages only: an earlier try's "Address already in use" is not this one's.
     : > "$folder/start.err"
-    if "$backlot_nginx" -c "$folder/nginx.conf" -p "$folder" -e "$folder/error.log" </dev/null >/dev/null 2>"$folder/start.err"; then
+    : > "$folder/error.log"
+    # 9>&-: nginx does not keep scripts/services' lock on DIR.
+    if "$backlot_nginx" -c "$folder/nginx.conf" -p "$folder" -e "$folder/error.log" </dev/null >/dev/null 2>"$folder/start.err" 9>&-; then
       printf 'BACKLOT_NGINX_URL=http://127.0.0.1:%s/\nBACKLOT_NGINX_PORT=%s\n' "$port" "$port" > "$folder/env"
       return 0
     fi
@@ -69,10 +79,11 @@ nginx_start() { # DIR TEMPLATE [NAME=VALUE...]
   done
 }
 
-nginx_stop() { # DIR
-  local pid sig i
+nginx_stop() { # DIR [now]
+  local pid sig i signals="QUIT TERM KILL"
+  [ "${2:-}" != now ] || signals="TERM KILL"
   pid=$(backlot_nginx_pid "$1") || return 0
-  for sig in QUIT TERM KILL; do
+  for sig in $signals; do
     kill -"$sig" "$pid" 2>/dev/null || true
     for i in $(seq 1 50); do [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = nginx ] || return 0; sleep 0.1; done
   done

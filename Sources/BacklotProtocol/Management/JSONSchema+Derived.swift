@@ -17,10 +17,14 @@ extension JSONSchema {
         from type: T.Type, named: [ObjectIdentifier: String] = [:]
     ) throws -> JSONSchema {
         do {
-            let (probe, _) = try SchemaReader.read(type, named: named, at: [], root: true)
+            let (probe, _) = try SchemaReader.read(type, in: SchemaReader.Context(named: named), root: true)
             return try build(probe, in: "\(T.self)")
+        } catch let error as SchemaDerivationError {
+            throw error
         } catch let error as SchemaReader.Unreadable {
             throw SchemaDerivationError(type: "\(T.self)", problem: error.description)
+        } catch {
+            throw SchemaDerivationError(type: "\(T.self)", problem: "its decoder refused the values read: \(error)")
         }
     }
 
@@ -64,7 +68,7 @@ extension JSONSchema {
                 }
                 schema = refined
             }
-            if m.optional && !schema.isNullable { schema = schema.addingNull }
+            if (m.optional || base.isNullable) && !schema.isNullable { schema = schema.addingNull }
             properties[m.name] = schema
             if !m.optional || written.contains(m.name) {
                 required.append(m.name)
