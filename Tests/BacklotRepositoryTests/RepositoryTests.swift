@@ -70,6 +70,31 @@ import Testing
         }
     }
 
+    /// A channel whose release was committed but whose catalog was never written (a crash in
+    /// between) is listed as expired, and re-signing publishes it.
+    @Test(arguments: Backend.databases) func aReleaseNeverPublishedIsPublishedByTheNextResigning(
+        _ backend: Backend
+    ) throws {
+        let f = try Fixture(backend)
+        defer { f.dir.remove() }
+        _ = try f.upload()
+        try f.repo.releases.release(app: "com.example.game", pack: "Levels", version: 1, channel: .internal)
+        let now = Date()
+        #expect(
+            try f.repo.publication.publishedChannels().map { "\($0.app) \($0.channel) \($0.expires > now)" } == [
+                "com.example.game internal true"
+            ])
+        try f.repo.db.transaction { tx in _ = try tx.run("DELETE FROM catalogs") }
+        let listed = try f.repo.publication.publishedChannels()
+        #expect(
+            listed.map { "\($0.app) \($0.channel) \($0.expires.timeIntervalSince1970)" } == [
+                "com.example.game internal 0.0"
+            ])
+        #expect(try f.repo.publication.resign(now: now) == 1)
+        #expect(try f.repo.publication.publishedChannels().allSatisfy { $0.expires > now })
+        #expect(try f.catalog(.internal).packs.count == 1)
+    }
+
     @Test(arguments: Backend.allCases) func uploadedInPartsProcessedReleasedAndPublished(_ backend: Backend) throws {
         let f = try Fixture(backend)
         defer { f.dir.remove() }

@@ -25,7 +25,6 @@ import Testing
         "Releases+Channels.swift versions",  // channelState, catalogRows, channelArchives: the live version's row
         "Releases+Rollouts.swift versions",  // rollback: the earlier live versions still COMPLETE
         "Releases+Requests.swift versions",  // requestColumns: the release notes of the version a request releases
-        "Publication.swift channel_packs",  // publishedChannels: channels with a release but no catalog yet
     ]
 
     /// The service a file belongs to: its name up to `+` or `.swift` (`Upload.swift` is the uploads').

@@ -221,19 +221,26 @@ public final class Publication: Sendable {
     /// committed but never published (a crash in between) is listed too, as expired, so that it is
     /// published at the next start or re-signing.
     public func publishedChannels() throws -> [(app: String, channel: Channel, expires: Date)] {
-        try db.read {
-            try $0.query(
-                """
-                SELECT c.app AS app, c.channel AS channel, COALESCE(k.expires, 0) AS expires FROM (
-                    SELECT app, channel FROM catalogs UNION SELECT app, channel FROM channel_packs WHERE live IS NOT NULL) c
-                LEFT JOIN catalogs k ON k.app = c.app AND k.channel = c.channel
-                ORDER BY c.app, c.channel
-                """)
-        }.compactMap { r in
-            guard let app = r["app"]?.string, let channel = r["channel"]?.string.flatMap(Channel.init(rawValue:)) else {
-                return nil
+        let (catalogs, released) = try db.read { tx in
+            (
+                try tx.query("SELECT app, channel, expires FROM catalogs"),
+                try Releases.releasedChannels(&tx)
+            )
+        }
+        var expiries: [String: [String: Int64]] = [:]
+        for r in catalogs {
+            guard let app = r["app"]?.string, let channel = r["channel"]?.string else { continue }
+            expiries[app, default: [:]][channel] = r["expires"]?.int ?? 0
+        }
+        for (app, channel) in released where expiries[app]?[channel] == nil {
+            expiries[app, default: [:]][channel] = 0  // released, never published
+        }
+        return expiries.keys.sorted().flatMap { app in
+            (expiries[app] ?? [:]).keys.sorted().compactMap { name in
+                Channel(rawValue: name).map {
+                    (app, $0, Date(timeIntervalSince1970: Double(expiries[app]?[name] ?? 0)))
+                }
             }
-            return (app, channel, Date(timeIntervalSince1970: Double(r["expires"]?.int ?? 0)))
         }
     }
 

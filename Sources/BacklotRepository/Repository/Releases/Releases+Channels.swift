@@ -86,6 +86,12 @@ extension Releases {
         ).first
     }
 
+    /// Every (app, channel) with a live release, in order.
+    static func releasedChannels(_ tx: inout any MetadataConnection) throws -> [(app: String, channel: String)] {
+        try tx.query("SELECT DISTINCT app, channel FROM channel_packs WHERE live IS NOT NULL ORDER BY app, channel")
+            .compactMap { r in r["app"]?.string.flatMap { app in r["channel"]?.string.map { (app, $0) } } }
+    }
+
     /// A channel whose live version or candidate is version `number` of the pack, nil when none.
     static func channelUsing(
         _ tx: inout any MetadataConnection, app: String, pack: String, number: Int
