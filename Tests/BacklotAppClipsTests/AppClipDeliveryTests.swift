@@ -87,8 +87,15 @@ import Testing
         let clipFile = clipContainer.releaseFolder("Extras", digest: extras.digest) + "/Levels/level1.dat"
         let inode = try FileManager.default.attributesOfItem(atPath: clipFile)[.systemFileNumber] as? Int
 
+        // An unfinished attempt at another release of Extras in the app's container (a crash): the
+        // adoption ends as every install does, removing it.
+        let stray = try ClientContainer(path: f.dir.at("app")).packFolder("Extras") + "/0000.partial"
+        try FileSystem.makeDirectories(stray)
+        try Data("half".utf8).write(to: URL(fileURLWithPath: stray + "/file"))
+
         let report = try AppClipHandoff.handoff(fromClipContainer: f.dir.at("clip"), toAppContainer: f.dir.at("app"))
         #expect(report.moved == ["Extras"])
+        #expect(!FileManager.default.fileExists(atPath: stray), "the unfinished attempt is removed")
         #expect(report.left.map(\.id) == ["Levels"])
         let appContainer = try ClientContainer(path: f.dir.at("app"))
         let moved = try #require(try appContainer.installed("Extras"))

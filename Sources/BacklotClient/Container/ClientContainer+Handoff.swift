@@ -114,16 +114,13 @@ extension ClientContainer {
                         else { throw damaged() }
                     }
                     FileSystem.syncDirectory(partial)
-                    let previous = try installed(release.id)
-                    if FileSystem.exists(folder) { PackInstaller.removeRelease(folder) }
-                    try SystemCall.retrying("rename", path: folder) { rename(partial, folder) }
-                    FileSystem.syncDirectory(packFolder(release.id))
-                    try markInstalled(
-                        id: release.id, version: release.version, digest: release.digest,
-                        downloadSize: release.downloadSize,
-                        metadata: release.metadata, indexBytes: release.indexBytes)
-                    if let previous, previous.digest != release.digest {
-                        PackInstaller.removeRelease(releaseFolder(release.id, digest: previous.digest))
+                    try switchRelease(
+                        release.id, digest: release.digest, from: partial, replacing: try installed(release.id)
+                    ) {
+                        try markInstalled(
+                            id: release.id, version: release.version, digest: release.digest,
+                            downloadSize: release.downloadSize, metadata: release.metadata,
+                            indexBytes: release.indexBytes)
                     }
                 } catch {
                     PackInstaller.removeRelease(partial)

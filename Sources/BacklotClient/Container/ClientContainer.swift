@@ -137,6 +137,30 @@ public struct ClientContainer: Sendable {
         try store.transaction { tx in try tx.recordInstalled(release, indexLength: indexLength, fill: fill) }
     }
 
+    /// The switch every install ends with, whatever brought its files (a download, a repair, a
+    /// release adopted from another container), under the pack's install lock: `partial` becomes
+    /// the release folder of `digest` with one rename (readers see the old release until then),
+    /// `record` records it in the database, and then the release it replaced and every unfinished
+    /// attempt at another release (`*.partial`) are removed.
+    /// - Throws: what the rename and `record` throw (the old release is still recorded then).
+    func switchRelease(
+        _ id: String, digest: String, from partial: String, replacing previous: Installed?,
+        record: () throws -> Void
+    ) throws {
+        let folder = releaseFolder(id, digest: digest)
+        if FileSystem.exists(folder) { PackInstaller.removeRelease(folder) }
+        try SystemCall.retrying("rename", path: folder) { rename(partial, folder) }
+        FileSystem.syncDirectory(packFolder(id))
+        try record()
+        if let previous, previous.digest != digest {
+            PackInstaller.removeRelease(releaseFolder(id, digest: previous.digest))
+        }
+        for name in (try? FileSystem.entryNames(packFolder(id))) ?? [] {
+            let entry = String(decoding: name, as: UTF8.self)
+            if entry.hasSuffix(".partial") { PackInstaller.removeRelease(packFolder(id) + "/" + entry) }
+        }
+    }
+
     /// Checks every installed file of the container at `path` against its SHA-256.
     /// - Returns: the damaged or missing files, as "PACK: path".
     /// - Throws: ``BacklotError/Code/invalidInput`` when `path` is not a container.

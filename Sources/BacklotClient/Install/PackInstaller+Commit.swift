@@ -30,23 +30,15 @@ extension PackInstaller {
         // piece at a time (a change in between records nothing).
         var check = try StoredIndexReader(assembled.storedIndexFile, release: release)
         try check.check()
-        if FileSystem.exists(assembled.final) { Self.removeRelease(assembled.final) }
-        try SystemCall.retrying("rename", path: assembled.final) { rename(assembled.partial, assembled.final) }
-        FileSystem.syncDirectory(container.packFolder(id))
-        var reader = try StoredIndexReader(assembled.storedIndexFile, release: release)
-        try container.markInstalled(
-            id: id, version: release.version, digest: assembled.digest,
-            downloadSize: try CheckedInteger.convert(
-                release.archiveSize, to: Int.self, "the archive size", context: assembled.url),
-            metadata: assembled.metadata, indexLength: reader.length
-        ) { try reader.read(into: $0) }
-        if let previous, previous.digest != assembled.digest {
-            Self.removeRelease(container.releaseFolder(id, digest: previous.digest))
-        }
-        // Unfinished attempts at other releases, and this one's index file, now in the database.
-        for name in (try? FileSystem.entryNames(container.packFolder(id))) ?? [] {
-            let entry = String(decoding: name, as: UTF8.self)
-            if entry.hasSuffix(".partial") { Self.removeRelease(container.packFolder(id) + "/" + entry) }
+        precondition(assembled.final == container.releaseFolder(id, digest: assembled.digest))
+        try container.switchRelease(id, digest: assembled.digest, from: assembled.partial, replacing: previous) {
+            var reader = try StoredIndexReader(assembled.storedIndexFile, release: release)
+            try container.markInstalled(
+                id: id, version: release.version, digest: assembled.digest,
+                downloadSize: try CheckedInteger.convert(
+                    release.archiveSize, to: Int.self, "the archive size", context: assembled.url),
+                metadata: assembled.metadata, indexLength: reader.length
+            ) { try reader.read(into: $0) }
         }
     }
 
