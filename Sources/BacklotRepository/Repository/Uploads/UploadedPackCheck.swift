@@ -38,6 +38,53 @@ struct UploadedPackCheck {
     /// Checks the archive `fd` reads (a file, or an object read by ranges).
     static func run(reader fd: any ArchiveReader, maximumInstallSize: UInt64, isCancelled: () -> Bool) throws -> Outcome
     {
+        let (header, index, installSize) = try checkedIndex(fd, maximumInstallSize: maximumInstallSize)
+        var chunks = CheckedChunks(fd: fd, index: index)
+        var hashed: UInt64 = 0
+        var digests: [ChunkList: SHA256Digest] = [:]
+        func cancelled() throws {
+            if isCancelled() {
+                throw BacklotError(.cancelled, "processing was cancelled: the version was deleted", context: source)
+            }
+        }
+        for file in index.files {
+            try cancelled()
+            if let known = digests[file.chunks] {
+                guard known == file.digest else { throw fileMismatch(file, known) }
+                continue
+            }
+            // A file of one chunk is that chunk's bytes, which `bytes(of:)` checks against the
+            // chunk's ID: the file's SHA-256 must be that ID, with no second pass over them.
+            if file.chunks.count == 1 {
+                let ref = file.chunks[0]
+                hashed += UInt64(try inFile(file) { try chunks.bytes(of: ref).count })
+                guard index.chunks[ref].id == file.digest else { throw fileMismatch(file, index.chunks[ref].id) }
+                continue
+            }
+            var hasher = SHA256()
+            try inFile(file) {
+                for ref in file.chunks {
+                    try cancelled()
+                    let plain = try chunks.bytes(of: ref)
+                    hasher.update(plain)
+                    hashed += UInt64(plain.count)
+                }
+            }
+            let computed = hasher.finalize()
+            guard computed == file.digest else { throw fileMismatch(file, computed) }
+            digests[file.chunks] = computed
+        }
+        return Outcome(
+            header: header, index: index, installSize: installSize, decompressions: chunks.decompressions,
+            hashedFileBytes: hashed)
+    }
+
+    /// The header and the index `fd` holds, the index checked against the header's SHA-256, its
+    /// variants (each device's must install as one tree) and the install size against the limit,
+    /// before any chunk is read.
+    static func checkedIndex(
+        _ fd: any ArchiveReader, maximumInstallSize: UInt64
+    ) throws -> (PackHeader, PackIndex, installSize: UInt64) {
         let size = fd.size
         let header = try PackHeader.decode(
             try fd.read(count: Int(min(UInt64(PackHeader.size), size)), at: 0), fileSize: size, source: source)
@@ -61,23 +108,45 @@ struct UploadedPackCheck {
                 context: source,
                 hint: "the server's operator can raise the limit: backlot serve --max-install-size BYTES")
         }
+        return (header, index, installSize)
+    }
 
-        var uses = [Int](repeating: 0, count: index.chunks.count)
-        for file in index.files { for ref in file.chunks { uses[ref] += 1 } }
-        var verified = [Bool](repeating: false, count: index.chunks.count)
+    /// What `body` throws while it reads `file`'s chunks, naming the file (a cancellation as it is).
+    static func inFile<T>(_ file: PackIndex.File, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let e as BacklotError where e.code != .cancelled {
+            throw BacklotError(
+                e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? source)", hint: e.hint)
+        }
+    }
+
+    /// The chunks of one archive, each read, decompressed and checked against its SHA-256 once;
+    /// those used by more than one file kept in memory while ``cacheBytes`` has room (else
+    /// decompressed again, without hashing them again).
+    struct CheckedChunks {
+        let fd: any ArchiveReader
+        let index: PackIndex
+        /// How many files use each chunk.
+        let uses: [Int]
+        var verified: [Bool]
         var cache: [Int: [UInt8]] = [:]
         var cached = 0
+        /// Decompressions done (each distinct chunk once, plus those of evicted ones).
         var decompressions = 0
-        var hashed: UInt64 = 0
-        var digests: [ChunkList: SHA256Digest] = [:]
         let decompressor = ZstdDecompressor()
 
-        func cancelled() throws {
-            if isCancelled() {
-                throw BacklotError(.cancelled, "processing was cancelled: the version was deleted", context: source)
-            }
+        init(fd: any ArchiveReader, index: PackIndex) {
+            self.fd = fd
+            self.index = index
+            var uses = [Int](repeating: 0, count: index.chunks.count)
+            for file in index.files { for ref in file.chunks { uses[ref] += 1 } }
+            self.uses = uses
+            verified = [Bool](repeating: false, count: index.chunks.count)
         }
-        func bytes(of ref: Int) throws -> [UInt8] {
+
+        /// Chunk `ref`'s bytes, checked.
+        mutating func bytes(of ref: Int) throws -> [UInt8] {
             if let plain = cache[ref] { return plain }
             let chunk = index.chunks[ref]
             let compressed = try fd.read(count: Int(chunk.compressedSize), at: chunk.offset)
@@ -92,54 +161,15 @@ struct UploadedPackCheck {
             } else {
                 plain = try PackReader.decode(
                     compressed, chunk: chunk, chunkIndex: ref, dictionary: index.dictionary, using: decompressor,
-                    source: source)
+                    source: UploadedPackCheck.source)
                 verified[ref] = true
             }
-            if uses[ref] > 1, cached + plain.count <= cacheBytes {
+            if uses[ref] > 1, cached + plain.count <= UploadedPackCheck.cacheBytes {
                 cache[ref] = plain
                 cached += plain.count
             }
             return plain
         }
-
-        for file in index.files {
-            try cancelled()
-            if let known = digests[file.chunks] {
-                guard known == file.digest else { throw fileMismatch(file, known) }
-                continue
-            }
-            // A file of one chunk is that chunk's bytes, which `bytes(of:)` checks against the
-            // chunk's ID: the file's SHA-256 must be that ID, with no second pass over them.
-            if file.chunks.count == 1 {
-                let ref = file.chunks[0]
-                do {
-                    hashed += UInt64(try bytes(of: ref).count)
-                } catch let e as BacklotError where e.code != .cancelled {
-                    throw BacklotError(
-                        e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? source)", hint: e.hint)
-                }
-                guard index.chunks[ref].id == file.digest else { throw fileMismatch(file, index.chunks[ref].id) }
-                continue
-            }
-            var hasher = SHA256()
-            do {
-                for ref in file.chunks {
-                    try cancelled()
-                    let plain = try bytes(of: ref)
-                    hasher.update(plain)
-                    hashed += UInt64(plain.count)
-                }
-            } catch let e as BacklotError where e.code != .cancelled {
-                throw BacklotError(
-                    e.code, e.message, context: "file \"\(file.path)\": \(e.context ?? source)", hint: e.hint)
-            }
-            let computed = hasher.finalize()
-            guard computed == file.digest else { throw fileMismatch(file, computed) }
-            digests[file.chunks] = computed
-        }
-        return Outcome(
-            header: header, index: index, installSize: installSize, decompressions: decompressions,
-            hashedFileBytes: hashed)
     }
 
     static func fileMismatch(_ file: PackIndex.File, _ computed: SHA256Digest) -> BacklotError {
