@@ -3,9 +3,9 @@ import Testing
 
 /// Each table of the metadata database has one owner among the repository's services, and only
 /// the owner's files (`Service.swift`, `Service+Concern.swift`) hold SQL on it: another service
-/// goes through the owner's API. A read that joins another service's table lives with the
-/// service that owns the statement's first table; those joins are listed here, so a new one is
-/// a decision, not an accident.
+/// goes through the owner's API (`Uploads.facts`, `Uploads.versionCounts`, …). No statement joins
+/// another service's table; one that would must be listed in ``joins``, so that it is a decision,
+/// not an accident.
 @Suite struct TableOwnershipTests {
     static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Sources/BacklotRepository/Repository").path
@@ -19,13 +19,8 @@ import Testing
         "rollout_phases": "Releases",
     ]
 
-    /// Reads of another service's table, by file: each a join (or union) from the file's own table.
-    static let joins: Set<String> = [
-        "Apps.swift versions",  // packList: each pack's version count
-        "Releases+Channels.swift versions",  // channelState, catalogRows, channelArchives: the live version's row
-        "Releases+Rollouts.swift versions",  // rollback: the earlier live versions still COMPLETE
-        "Releases+Requests.swift versions",  // requestColumns: the release notes of the version a request releases
-    ]
+    /// Reads of another service's table, by file (`"File.swift table"`): none.
+    static let joins: Set<String> = []
 
     /// The service a file belongs to: its name up to `+` or `.swift` (`Upload.swift` is the uploads').
     static func service(of file: String) -> String {

@@ -173,17 +173,13 @@ public final class Apps: Sendable {
     public func packList(app: String) throws -> [PackInfo] {
         try db.transaction { tx in
             try Apps.requireApp(&tx, app)
-            return try tx.query(
-                """
-                SELECT p.id AS id, p.created AS created, COUNT(v.number) AS n, MAX(v.number) AS latest FROM packs p
-                LEFT JOIN versions v ON v.app = p.app AND v.pack = p.id AND v.deleted = 0
-                WHERE p.app = ? GROUP BY p.id, p.created ORDER BY p.id
-                """, [.text(app)]
-            ).compactMap { row in
+            let counts = try Uploads.versionCounts(&tx, app: app)
+            return try tx.query("SELECT id, created FROM packs WHERE app = ? ORDER BY id", [.text(app)]).compactMap {
+                row in
                 guard let id = row["id"]?.string else { return nil }
                 return PackInfo(
                     id: id, created: Date(timeIntervalSince1970: Double(row["created"]?.int ?? 0)),
-                    versions: row["n"]?.integer(as: Int.self) ?? 0, latest: row["latest"]?.integer(as: Int.self))
+                    versions: counts[id]?.count ?? 0, latest: counts[id]?.latest)
             }
         }
     }

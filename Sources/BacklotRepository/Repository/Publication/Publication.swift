@@ -84,22 +84,23 @@ public final class Publication: Sendable {
             var archives: [String] = []
             var apple: [AppleEntry] = []
             for row in rows {
-                guard let pack = row["pack"]?.string, let live = row["live"]?.int else { continue }
-                if row["format"]?.string == ArchiveFormat.appleArchive.rawValue {
+                let pack = row.pack
+                let live = Int64(row.live)
+                if row.format == ArchiveFormat.appleArchive.rawValue {
                     apple.append(try self.appleEntry(&tx, app: app, pack: pack, number: live))
                     continue
                 }
                 let release = try self.release(&tx, app: app, pack: pack, number: live)
                 archives.append(release.archiveSHA256.hex)
                 var candidate: Catalog.Release? = nil
-                if let c = row["candidate"]?.int {
-                    candidate = try self.release(&tx, app: app, pack: pack, number: c)
+                if let c = row.candidate {
+                    candidate = try self.release(&tx, app: app, pack: pack, number: Int64(c))
                     archives.append(candidate!.archiveSHA256.hex)
                 }
                 entries.append(
                     Catalog.Entry(
                         id: try PackID(pack), release: release, candidate: candidate,
-                        rolloutBasisPoints: row["rollout_bp"]?.integer(as: Int.self) ?? 0))
+                        rolloutBasisPoints: row.rolloutBasisPoints))
             }
             let recorded = try Self.recordedVersion(&tx, app: app, channel: channel)
             let previous = max(

@@ -13,16 +13,20 @@ extension Releases {
             let catalog = try Publication.recordedCatalog(&tx, app: app, channel: channel)
             let rows = try tx.query(
                 """
-                SELECT c.pack AS pack, c.live AS live, c.candidate AS candidate, c.rollout_bp AS bp, v.archive_sha256 AS sha FROM channel_packs c
-                LEFT JOIN versions v ON v.app = c.app AND v.pack = c.pack AND v.number = c.live
-                WHERE c.app = ? AND c.channel = ? AND c.live IS NOT NULL ORDER BY c.pack
+                SELECT pack, live, candidate, rollout_bp AS bp FROM channel_packs
+                WHERE app = ? AND channel = ? AND live IS NOT NULL ORDER BY pack
                 """, [.text(app), .text(channel.rawValue)])
+            func live(_ r: Database.Row) -> Uploads.VersionKey? {
+                guard let pack = r["pack"]?.string, let live = r["live"]?.integer(as: Int.self) else { return nil }
+                return Uploads.VersionKey(pack: pack, number: live)
+            }
+            let facts = try Uploads.facts(&tx, app: app, of: rows.compactMap(live))
             let packs = rows.compactMap { r -> ChannelState.Pack? in
                 guard let pack = r["pack"]?.string else { return nil }
                 let candidate = r["candidate"]?.integer(as: Int.self)
                 return ChannelState.Pack(
-                    pack: pack, liveVersion: r["live"]?.integer(as: Int.self), liveArchiveSHA256: r["sha"]?.string,
-                    candidateVersion: candidate,
+                    pack: pack, liveVersion: r["live"]?.integer(as: Int.self),
+                    liveArchiveSHA256: live(r).flatMap { facts[$0]?.archiveSHA256 }, candidateVersion: candidate,
                     candidatePercent: candidate == nil ? nil : Double(r["bp"]?.int ?? 0) / 100)
             }
             return ChannelState(
@@ -32,30 +36,52 @@ extension Releases {
         }
     }
 
-    /// The packs a channel's catalog lists (`pack`, `live`, `candidate`, `rollout_bp`, and the live
-    /// version's `format`), by pack.
+    /// A pack a channel's catalog lists: its live version and that version's format, its
+    /// candidate and the candidate's share.
+    struct CatalogRow {
+        let pack: String
+        let live: Int
+        let format: String
+        let candidate: Int?
+        let rolloutBasisPoints: Int
+    }
+
+    /// The packs a channel's catalog lists, by pack: those with a live version that exists.
     static func catalogRows(
         _ tx: inout any MetadataConnection, app: String, channel: Channel
-    ) throws -> [Database.Row] {
-        try tx.query(
-            """
-            SELECT c.pack, c.live, c.candidate, c.rollout_bp, v.format FROM channel_packs c
-            JOIN versions v ON v.app = c.app AND v.pack = c.pack AND v.number = c.live
-            WHERE c.app = ? AND c.channel = ? ORDER BY c.pack
-            """, [.text(app), .text(channel.rawValue)])
+    ) throws -> [CatalogRow] {
+        let rows = try tx.query(
+            "SELECT pack, live, candidate, rollout_bp FROM channel_packs WHERE app = ? AND channel = ? AND live IS NOT NULL ORDER BY pack",
+            [.text(app), .text(channel.rawValue)])
+        let listed = rows.compactMap { r -> (row: Database.Row, key: Uploads.VersionKey)? in
+            guard let pack = r["pack"]?.string, let live = r["live"]?.integer(as: Int.self) else { return nil }
+            return (r, Uploads.VersionKey(pack: pack, number: live))
+        }
+        let facts = try Uploads.facts(&tx, app: app, of: listed.map(\.key))
+        return listed.compactMap { r, key in
+            guard let live = facts[key] else { return nil }
+            return CatalogRow(
+                pack: key.pack, live: key.number, format: live.format, candidate: r["candidate"]?.integer(as: Int.self),
+                rolloutBasisPoints: r["rollout_bp"]?.integer(as: Int.self) ?? 0)
+        }
     }
 
     /// The archives (SHA-256 hex) a channel's catalog names: each pack's live version and candidate.
     static func channelArchives(
         _ tx: inout any MetadataConnection, app: String, channel: Channel
     ) throws -> [String] {
-        try tx.query(
-            """
-            SELECT DISTINCT v.archive_sha256 AS sha FROM channel_packs c
-            JOIN versions v ON v.app = c.app AND v.pack = c.pack AND (v.number = c.live OR v.number = c.candidate)
-            WHERE c.app = ? AND c.channel = ? AND v.format = 'pack' AND v.archive_sha256 IS NOT NULL ORDER BY sha
-            """, [.text(app), .text(channel.rawValue)]
-        ).compactMap { $0["sha"]?.string }
+        var keys: [Uploads.VersionKey] = []
+        for r in try tx.query(
+            "SELECT pack, live, candidate FROM channel_packs WHERE app = ? AND channel = ?",
+            [.text(app), .text(channel.rawValue)])
+        {
+            guard let pack = r["pack"]?.string else { continue }
+            for column in ["live", "candidate"] {
+                if let n = r[column]?.integer(as: Int.self) { keys.append(Uploads.VersionKey(pack: pack, number: n)) }
+            }
+        }
+        let facts = try Uploads.facts(&tx, app: app, of: keys).values
+        return Set(facts.filter { $0.format == ArchiveFormat.pack.rawValue }.compactMap(\.archiveSHA256)).sorted()
     }
 
     /// The version live on a channel (`app`, `pack`, and the live version as `number`), nil when

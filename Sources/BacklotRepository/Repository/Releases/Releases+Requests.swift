@@ -9,22 +9,32 @@ extension Releases {
     /// - Parameter app: when given, the request must belong to this app (a request of another app is not found).
     /// - Throws: `notFound`.
     public func request(_ id: Int, app: String? = nil) throws -> ReleaseRequest {
-        let rows = try db.read { try $0.query(Self.requestColumns + " WHERE r.id = ?", [.integer(Int64(id))]) }
-        guard let r = rows.first, app == nil || r["app"]?.string == app else {
+        let found = try db.read { tx -> ReleaseRequest? in
+            let rows = try tx.query("SELECT * FROM release_requests WHERE id = ?", [.integer(Int64(id))])
+            guard let r = rows.first, let owner = r["app"]?.string, app == nil || owner == app else { return nil }
+            return try Self.requestInfos(&tx, app: owner, rows).first
+        }
+        guard let found else {
             throw BacklotError(
                 .notFound, "no such release request\(app.map { " in \($0)" } ?? "")", context: "request \(id)",
                 hint: "list them: backlot releases list --app APP")
         }
-        return Self.requestInfo(r)
+        return found
     }
 
-    /// A request's row with the notes of the version it releases (the versions table is read, not written, here).
-    static let requestColumns = """
-        SELECT r.*, v.notes AS notes FROM release_requests r
-        LEFT JOIN versions v ON v.app = r.app AND v.pack = r.pack AND v.number = r.version
-        """
+    /// Requests of `app` from their rows, each with the notes of the version it releases (read from ``Uploads``).
+    static func requestInfos(
+        _ tx: inout any MetadataConnection, app: String, _ rows: [Database.Row]
+    ) throws -> [ReleaseRequest] {
+        func key(_ r: Database.Row) -> Uploads.VersionKey? {
+            guard let pack = r["pack"]?.string, let n = r["version"]?.integer(as: Int.self) else { return nil }
+            return Uploads.VersionKey(pack: pack, number: n)
+        }
+        let facts = try Uploads.facts(&tx, app: app, of: rows.compactMap(key))
+        return rows.map { requestInfo($0, notes: key($0).flatMap { facts[$0]?.notes }) }
+    }
 
-    static func requestInfo(_ r: Database.Row) -> ReleaseRequest {
+    static func requestInfo(_ r: Database.Row, notes: String?) -> ReleaseRequest {
         func date(_ column: String) -> Date? { r[column]?.int.map { Date(timeIntervalSince1970: Double($0)) } }
         func token(_ column: String) -> TokenReference? {
             r[column]?.integer(as: Int.self).map {
@@ -39,8 +49,7 @@ extension Releases {
             pack: r["pack"]?.string ?? "", version: r["version"]?.integer(as: Int.self) ?? 0,
             rolloutPercent: r["rollout_bp"]?.int.map { Double($0) / 100 }, status: r["status"]?.string ?? "",
             requested: date("requested") ?? Date(timeIntervalSince1970: 0), requestedBy: token("requested_by"),
-            decided: date("decided"), decidedBy: token("decided_by"), reason: r["reason"]?.string,
-            notes: r["notes"]?.string)
+            decided: date("decided"), decidedBy: token("decided_by"), reason: r["reason"]?.string, notes: notes)
     }
 
     /// The release requests of an app, oldest first, optionally of one channel and one status.
@@ -51,21 +60,21 @@ extension Releases {
                 .invalidInput, "no status \"\(status)\"", context: "status",
                 hint: "use \(ReleaseRequest.statuses.joined(separator: ", "))")
         }
-        var sql = Self.requestColumns + " WHERE r.app = ?"
+        var sql = "SELECT * FROM release_requests WHERE app = ?"
         var bindings: [Database.Value] = [.text(app)]
         if let channel {
-            sql += " AND r.channel = ?"
+            sql += " AND channel = ?"
             bindings.append(.text(channel.rawValue))
         }
         if let status {
-            sql += " AND r.status = ?"
+            sql += " AND status = ?"
             bindings.append(.text(status))
         }
-        let query = sql + " ORDER BY r.id"
+        let query = sql + " ORDER BY id"
         return try db.transaction { tx in
             try Apps.requireApp(&tx, app)
-            return try tx.query(query, bindings)
-        }.map(Self.requestInfo)
+            return try Self.requestInfos(&tx, app: app, try tx.query(query, bindings))
+        }
     }
 
     /// Approves a pending request: the version goes live (or becomes the rollout candidate).

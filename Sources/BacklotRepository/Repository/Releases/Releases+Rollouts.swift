@@ -81,15 +81,21 @@ extension Releases {
             }
             // The newest earlier live version that can still be served; entries passed over go.
             let history = try tx.query(
-                """
-                SELECT h.id AS id, h.version AS version, v.state AS state FROM live_history h
-                LEFT JOIN versions v ON v.app = h.app AND v.pack = h.pack AND v.number = h.version AND v.deleted = 0
-                WHERE h.app = ? AND h.channel = ? AND h.pack = ? ORDER BY h.id DESC
-                """, [.text(app), .text(channel.rawValue), .text(pack)])
+                "SELECT id, version FROM live_history WHERE app = ? AND channel = ? AND pack = ? ORDER BY id DESC",
+                [.text(app), .text(channel.rawValue), .text(pack)])
+            let facts = try Uploads.facts(
+                &tx, app: app,
+                of: history.compactMap { $0["version"]?.integer(as: Int.self) }.map {
+                    Uploads.VersionKey(pack: pack, number: $0)
+                })
+            // Still servable: not deleted, and COMPLETE.
+            func servable(_ number: Int?) -> Bool {
+                guard let number, let f = facts[Uploads.VersionKey(pack: pack, number: number)] else { return false }
+                return !f.deleted && f.state == VersionState.complete.rawValue
+            }
             guard
                 let previous = history.first(where: {
-                    $0["state"]?.string == VersionState.complete.rawValue
-                        && $0["version"]?.integer(as: Int.self) != live
+                    servable($0["version"]?.integer(as: Int.self)) && $0["version"]?.integer(as: Int.self) != live
                 }),
                 let number = previous["version"]?.integer(as: Int.self), let entry = previous["id"]?.int
             else {
