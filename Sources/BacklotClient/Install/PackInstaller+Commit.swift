@@ -30,7 +30,6 @@ extension PackInstaller {
         // piece at a time (a change in between records nothing).
         var check = try StoredIndexReader(assembled.storedIndexFile, release: release)
         try check.check()
-        precondition(assembled.final == container.releaseFolder(id, digest: assembled.digest))
         try container.switchRelease(id, digest: assembled.digest, from: assembled.partial, replacing: previous) {
             var reader = try StoredIndexReader(assembled.storedIndexFile, release: release)
             try container.markInstalled(

@@ -10,8 +10,8 @@ import Glibc
 /// Phase 2 of an install: the folder the release is assembled in, and what it takes from the
 /// installed release.
 struct PreparedFolder {
-    /// The release's folder once committed, and the folder it is assembled in until then.
-    let final: String
+    /// The folder the release is assembled in until it is committed (``ClientContainer/switchRelease(_:digest:from:replacing:record:)``
+    /// renames it to the release's folder).
     let partial: String
     /// Files hard-linked, unchanged, from the installed release (by path, as bytes).
     let linked: Set<BytePath.Key>
@@ -97,7 +97,7 @@ extension PackInstaller {
         // Where each chunk goes: (file number, offset), grouped by chunk, for the files not linked.
         let placements = ChunkPlacements(index: index) { !linked.contains(BytePath.Key(index.files[$0].path)) }
         return PreparedFolder(
-            final: folder, partial: partial, linked: linked, localChunks: localChunks, placements: placements)
+            partial: partial, linked: linked, localChunks: localChunks, placements: placements)
     }
 
     /// Phase 2b: writes every chunk that need not be fetched — one recorded as written before a

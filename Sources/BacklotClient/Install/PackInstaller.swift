@@ -102,9 +102,8 @@ struct PackInstaller: Sendable {
     struct AssembledRelease {
         let url: String
         let digest: String
-        /// The release folder as assembled (`DIGEST.partial`) and as it is renamed to.
+        /// The release folder as assembled (`DIGEST.partial`).
         let partial: String
-        let final: String
         /// The pack's metadata as the container records it.
         let metadata: String
         let storedIndexFile: String
@@ -151,7 +150,7 @@ struct PackInstaller: Sendable {
 
         try finishAssembly(plan, folder, files: files)
         return AssembledRelease(
-            url: plan.url, digest: plan.digest, partial: folder.partial, final: folder.final,
+            url: plan.url, digest: plan.digest, partial: folder.partial,
             metadata: plan.index.metadata.json.serialized(), storedIndexFile: plan.storedIndexFile,
             outcome: Outcome(
                 downloadedBytes: plan.downloadedBytes + deltaBytes + tally.originBytes, reusedChunks: sources.reused,

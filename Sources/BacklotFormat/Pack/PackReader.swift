@@ -29,19 +29,9 @@ public final class PackReader: Sendable {
         let fd = try FileDescriptor.openForReading(path)
         do {
             let size = try fd.size()
-            let headBytes = try fd.read(count: Int(min(UInt64(PackHeader.size), size)), at: 0)
-            let header = try PackHeader.decode(headBytes, fileSize: size, source: path)
-            let indexBytes = try fd.read(count: Int(header.indexLength), at: header.indexOffset)
-            let digest = SHA256.hash(indexBytes)
-            guard digest == header.indexDigest else {
-                throw BacklotError(
-                    .corruptArchive,
-                    "the index's SHA-256 is \(digest.short)…, but the header says \(header.indexDigest.short)…",
-                    context: "\(path) at offset \(header.indexOffset)",
-                    hint: "the pack is damaged: package or download it again")
-            }
-            index = try PackIndex.decode(indexBytes, header: header, source: path)
-            self.header = header
+            (header, index) = try Self.checkedIndex(
+                size: size, source: path, hint: "the pack is damaged: package or download it again"
+            ) { try fd.read(count: $0, at: $1) }
             fileSize = size
             descriptor = fd
         } catch {

@@ -133,8 +133,6 @@ public final class DeviceReports: Sendable {
                 "SELECT * FROM device_reports WHERE app = ? AND day >= ? AND day <= ? ORDER BY day, channel, pack, version",
                 [.text(app), .text(from), .text(to)])
         }
-        let k = Int64(API.Limits.adoptionThreshold)
-        func shown(_ v: Int64?) -> Int64? { v.flatMap { $0 >= k ? $0 : nil } }
         return AdoptionReport(
             app: app, from: from, to: to, threshold: API.Limits.adoptionThreshold,
             rows: rows.compactMap { r in
@@ -144,8 +142,8 @@ public final class DeviceReports: Sendable {
                 let version = r["version"]?.integer(as: Int.self) ?? 0
                 return AdoptionReport.Row(
                     date: day, channel: channel, pack: pack.isEmpty ? nil : pack, version: version == 0 ? nil : version,
-                    devices: shown(r["devices"]?.int), started: shown(r["started"]?.int),
-                    finished: shown(r["finished"]?.int), failed: shown(r["failed"]?.int))
+                    devices: Self.shown(r["devices"]?.int), started: Self.shown(r["started"]?.int),
+                    finished: Self.shown(r["finished"]?.int), failed: Self.shown(r["failed"]?.int))
             })
     }
 
@@ -156,8 +154,6 @@ public final class DeviceReports: Sendable {
     /// `devices` is of; its installs are over every day kept.
     public func metrics(now: Date = Date()) throws -> [(app: String, row: AdoptionReport.Row)] {
         let yesterday = DownloadCounts.utcDay(now.addingTimeInterval(-86_400))
-        let k = Int64(API.Limits.adoptionThreshold)
-        func shown(_ v: Int64?) -> Int64? { v.flatMap { $0 >= k ? $0 : nil } }
         let rows = try db.transaction { tx in
             try tx.query(
                 """
@@ -175,11 +171,18 @@ public final class DeviceReports: Sendable {
             return (
                 app,
                 AdoptionReport.Row(
-                    date: yesterday, channel: channel, pack: pack, version: version, devices: shown(r["devices"]?.int),
-                    started: shown(r["started"]?.int), finished: shown(r["finished"]?.int),
-                    failed: shown(r["failed"]?.int))
+                    date: yesterday, channel: channel, pack: pack, version: version,
+                    devices: Self.shown(r["devices"]?.int),
+                    started: Self.shown(r["started"]?.int), finished: Self.shown(r["finished"]?.int),
+                    failed: Self.shown(r["failed"]?.int))
             )
         }
+    }
+
+    /// A figure as it is shown: nil below ``API/Limits/adoptionThreshold``, so that no small group
+    /// is singled out (docs/privacy.md).
+    static func shown(_ figure: Int64?) -> Int64? {
+        figure.flatMap { $0 >= Int64(API.Limits.adoptionThreshold) ? $0 : nil }
     }
 
     /// How long the figures are kept: 400 days (a year and its month), then deleted.

@@ -85,18 +85,9 @@ struct UploadedPackCheck {
     static func checkedIndex(
         _ fd: any ArchiveReader, maximumInstallSize: UInt64
     ) throws -> (PackHeader, PackIndex, installSize: UInt64) {
-        let size = fd.size
-        let header = try PackHeader.decode(
-            try fd.read(count: Int(min(UInt64(PackHeader.size), size)), at: 0), fileSize: size, source: source)
-        let indexBytes = try fd.read(count: Int(header.indexLength), at: header.indexOffset)
-        let digest = SHA256.hash(indexBytes)
-        guard digest == header.indexDigest else {
-            throw BacklotError(
-                .corruptArchive,
-                "the index's SHA-256 is \(digest.short)…, but the header says \(header.indexDigest.short)…",
-                context: "\(source) at offset \(header.indexOffset)", hint: "the pack is damaged: package it again")
-        }
-        let index = try PackIndex.decode(indexBytes, header: header, source: source)
+        let (header, index) = try PackReader.checkedIndex(
+            size: fd.size, source: source, hint: "the pack is damaged: package it again"
+        ) { try fd.read(count: $0, at: $1) }
         // Every device's variant must install as one tree (docs/format.md §3.2): a crafted pack
         // whose variants clash is refused here, not by every device that tries it.
         if index.metadata.variants != nil { _ = try index.installs(source: source) }
