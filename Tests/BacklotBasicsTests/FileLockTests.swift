@@ -91,7 +91,7 @@ import Glibc
             environment: ProcessInfo.processInfo.environment, captureOutput: false)
         try child.release()
         var seen = false
-        for _ in 0..<500 where !seen {
+        for _ in 0..<6_000 where !seen {  // at most a minute for python3 to start and lock
             seen = FileLock.isHeld(path)
             if !seen { usleep(10_000) }
         }

@@ -201,7 +201,9 @@ import Glibc
         // Still all open once the client was served, and no thread per connection.
         #expect(clients.isRunning && open() >= 10_000, "\(open()) connections open after the GET")
         print("threads while 10,000 connections are open: \(threads) (before the server: \(before))")
-        #expect(threads - before <= configuration.threads + configuration.workerThreads + 16)
+        // The whole process's threads: other suites run meanwhile and start servers of their own
+        // (about ten threads each), so the bound is far from a thread per connection, not tight.
+        #expect(threads - before < 1_000, "\(threads - before) more threads with 10,000 connections open")
         // None of them has a thread (other suites' HTTPS connections, running meanwhile, may).
         #expect(Self.threads(named: "MHD-connection") < 100)
     }
@@ -264,7 +266,8 @@ import Glibc
         // A small GET is served while every upload is still in flight.
         let served = try Curl.run("http://127.0.0.1:\(server.port)/v1/keys/root.json")
         #expect(served.status == 200, "\(served.status) curl exit \(served.exitCode)")
-        #expect(server.http.requestsInFlight == uploads)
+        // The GET leaves the count in its completion callback, which runs after its bytes are sent.
+        #expect(Wait.holds { server.http.requestsInFlight == uploads }, "\(server.http.requestsInFlight) in flight")
 
         // The uploads then end, each answered from a worker after its fsync: 202, processing begins.
         for fd in sockets { _ = Self.sendAll(fd, [UInt8](repeating: 7, count: size - 1000)) }

@@ -141,8 +141,10 @@ import Testing
 
     @Test func oneAppsHeavyUploadsHoldNoOtherAppBackAndDeletionCancelsThem() throws {
         let f = try Fixture()
-        // Two uploads of 8 GiB each (a few KB on the wire) from app "heavy", then a small one from "light".
-        let bomb = try CraftedPack.repeatedChunk(id: "Bomb", references: 2048, correctDigest: false)
+        // Two uploads of 32 GiB each (a few KB on the wire) from app "heavy", then a small one from
+        // "light": tens of seconds of hashing, so that they are still being processed however
+        // loaded the machine (deleting them cancels them: the test does not wait for them).
+        let bomb = try CraftedPack.repeatedChunk(id: "Bomb", references: 8192, correctDigest: false)
         try f.upload(app: "heavy", pack: "Bomb", bomb)
         try f.upload(app: "heavy", pack: "Bomb", bomb)
         try f.upload(app: "light", pack: "Levels", try smallPack("Levels", seed: 3))

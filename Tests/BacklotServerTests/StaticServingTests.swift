@@ -123,10 +123,15 @@ import Glibc
         defer { server.stop() }
         _ = try Curl.run(server.baseURL + "v1/packs/" + name)
         _ = try Curl.run(server.baseURL + "nope")
-        let metrics = try Curl.run(server.baseURL + "metrics")
+        // A request is counted in its completion callback, which runs after its answer is sent:
+        // the scrape right after may come first.
+        var metrics = try Curl.run(server.baseURL + "metrics")
+        try Wait.until("the 404 is counted", detail: { metrics.text }) {
+            metrics = try Curl.run(server.baseURL + "metrics")
+            return metrics.text.contains("backlot_http_requests_total{route=\"static\",status=\"404\"} 1")
+        }
         #expect(metrics.status == 200)
         #expect(metrics.text.contains("backlot_http_requests_total{route=\"static\",status=\"200\"} 1"))
-        #expect(metrics.text.contains("backlot_http_requests_total{route=\"static\",status=\"404\"} 1"))
         #expect(metrics.text.contains("backlot_http_response_bytes_total"))
     }
 
