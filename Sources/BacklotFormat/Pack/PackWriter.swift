@@ -93,10 +93,14 @@ public struct PackWriter: Sendable {
             // thread that may never come free.
             let workers = BlockingPool(threads: options.jobs, name: "backlot-pack")
             defer { workers.stop() }  // after the last batch, or a failure: no thread left behind
+            let largeFileDigests = LargeFileDigests()
+            defer { largeFileDigests.stop() }
+            try output.descriptor.write([UInt8](repeating: 0, count: PackHeader.size))
+            let writes = PackFileWrites(descriptor: output.descriptor)
+            defer { writes.stop() }
             var state = BuildState(
-                output: output, jobs: options.jobs, level: options.level, dictionary: dictionary, root: root,
-                workers: workers)
-            try state.output.descriptor.write([UInt8](repeating: 0, count: PackHeader.size))
+                jobs: options.jobs, level: options.level, dictionary: dictionary, root: root,
+                workers: workers, largeFileDigests: largeFileDigests, writes: writes)
             state.offset = UInt64(PackHeader.size)
             let chunker = Chunker(averageSize: options.averageChunkSize)
             let total = selection.files.reduce(0) { $0 + $1.size }
@@ -122,10 +126,11 @@ public struct PackWriter: Sendable {
                     continue
                 }
                 try state.process(&small, files: selection.files, chunker: chunker)
-                state.digests[fileIndex] = try state.read(file: file, index: fileIndex, chunker: chunker)
+                try state.read(file: file, index: fileIndex, chunker: chunker)
             }
             try state.process(&small, files: selection.files, chunker: chunker)
             try state.flush()
+            for (fileIndex, digest) in largeFileDigests.finish() { state.digests[fileIndex] = digest }
             let chunkCount = state.stored.chunks.count
             let indexBytes = state.takeIndex(
                 files: selection.files,
@@ -202,7 +207,6 @@ extension PackWriter {
 }
 
 private struct BuildState {
-    let output: AtomicFile
     let jobs: Int
     let level: Int32
     /// The dictionary every chunk is compressed against, if the pack has one.
@@ -222,13 +226,14 @@ private struct BuildState {
     /// The batches the worker threads have, oldest first: at most one once a call has returned
     /// (``flush(wait:)``, ``process(_:files:chunker:)``), none after the last flush.
     var inFlight: [InFlight] = []
-    /// Each file's SHA-256, by number, set as files are read (large) or their batch is appended (small).
+    /// Each file's SHA-256, by number, set as a batch of small files is appended, and for the
+    /// large files once the last batch is (``LargeFileDigests``).
     var digests: [SHA256Digest?] = []
     /// Told how many more bytes of the sources are done.
     var report: (UInt64) -> Void = { _ in }
-    var writeBuffer: [UInt8] = []
-    /// Where the pack's writing to disk was last started (``flushWrites()``).
-    var writebackStarted: UInt64 = 0
+    /// Compressed chunks not yet handed to ``writes``, and their size.
+    var unwritten: [[UInt8]] = []
+    var unwrittenBytes = 0
     static let batchLimit = PackWriter.largeFileBatchBytes
     /// The large-file read buffer, made once (not per file: zeroing 8 MiB per file was most of
     /// the time packaging small files took).
@@ -239,18 +244,22 @@ private struct BuildState {
 
     /// The threads that hash and compress (``PackWriter/write(manifest:selection:to:progress:)``'s pool).
     let workers: BlockingPool
+    /// The large files' SHA-256s, made on a thread of their own from the chunks cut.
+    let largeFileDigests: LargeFileDigests
+    /// The pack file's writes, made on a thread of their own.
+    let writes: PackFileWrites
 
     init(
-        output: AtomicFile, jobs: Int, level: Int32, dictionary: ZstdDictionary?, root: DirectoryHandle,
-        workers: BlockingPool
+        jobs: Int, level: Int32, dictionary: ZstdDictionary?, root: DirectoryHandle,
+        workers: BlockingPool, largeFileDigests: LargeFileDigests, writes: PackFileWrites
     ) {
+        self.writes = writes
         self.root = root
         self.workers = workers
-        self.output = output
+        self.largeFileDigests = largeFileDigests
         self.jobs = jobs
         self.level = level
         self.dictionary = dictionary
-        writeBuffer.reserveCapacity(8 << 20)
     }
 
     /// The index of what was built, encoded straight from the chunk table, the references and the
@@ -280,14 +289,12 @@ private struct BuildState {
         return encoder.bytes
     }
 
-    /// Reads one file, cutting it into chunks queued for compression; returns the file's SHA-256.
-    mutating func read(
-        file: SourceSelection.File, index: Int, chunker: Chunker
-    ) throws -> SHA256Digest {
+    /// Reads one file, cutting it into chunks queued for compression (and for its SHA-256,
+    /// ``LargeFileDigests``).
+    mutating func read(file: SourceSelection.File, index: Int, chunker: Chunker) throws {
         // Opened once: a link or a special file swapped in since selection is refused.
         let fd = try file.open(beneath: root)
         defer { fd.close() }
-        var hasher = SHA256()
         let capacity = max(8 << 20, chunker.maximumSize * 2)
         if readBuffer.count < capacity { readBuffer = [UInt8](repeating: 0, count: capacity) }
         var buffer = readBuffer
@@ -310,7 +317,6 @@ private struct BuildState {
                     try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: b[filled...]))
                 }
                 if n == 0 { eof = true }
-                buffer.withUnsafeBytes { b in hasher.update(UnsafeRawBufferPointer(rebasing: b[filled..<filled + n])) }
                 filled += n
                 total += UInt64(n)
                 report(UInt64(n))
@@ -331,7 +337,6 @@ private struct BuildState {
                 "the file changed while it was being packaged (\(file.size) bytes when selected, \(total) read)",
                 context: file.sourcePath, hint: "package again once nothing is writing to the source tree")
         }
-        return hasher.finalize()
     }
 
     /// A batch the worker threads have: a large file's chunks (``flush(wait:)``), or small files,
@@ -367,6 +372,7 @@ private struct BuildState {
         // (one appended meanwhile is found again by `append`, which stores each chunk once).
         let alreadyStored = self.stored
         let done = DispatchGroup()
+        largeFileDigests.hash(work, countedBy: done)
         for _ in 0..<jobs {
             workers.submit(countedBy: done) {
                 let compressor = ZstdCompressor(level: level, dictionary: dictionary)
@@ -485,20 +491,24 @@ private struct BuildState {
         try appendInFlight(keeping: 1)
     }
 
+    /// Appends `bytes` to the pack (handed to ``writes`` a few MiB at a time).
     mutating func writeBuffered(_ bytes: [UInt8]) throws {
-        writeBuffer += bytes
+        unwritten.append(bytes)
+        unwrittenBytes += bytes.count
         offset += UInt64(bytes.count)
-        if writeBuffer.count >= 4 << 20 { try flushWrites() }
+        if unwrittenBytes >= PackFileWrites.writeSize { try handOver() }
     }
 
+    private mutating func handOver() throws {
+        guard !unwritten.isEmpty else { return }
+        try writes.write(unwritten)
+        unwritten = []
+        unwrittenBytes = 0
+    }
+
+    /// Writes every byte appended so far, and waits until it is.
     mutating func flushWrites() throws {
-        try output.descriptor.write(writeBuffer)
-        writeBuffer.removeAll(keepingCapacity: true)
-        // The disk starts on what is written while the build goes on, so that the flush before
-        // the rename waits for the last pieces rather than for the whole pack.
-        if offset - writebackStarted >= FileDescriptor.writebackStep {
-            output.descriptor.startWriteback()
-            writebackStarted = offset
-        }
+        try handOver()
+        try writes.finish()
     }
 }

@@ -139,27 +139,33 @@ public enum APISchemas {
 
     /// The document's schemas read from the wire's types (``WireObject``), by name. A member of one
     /// of these types elsewhere is a `$ref` to it; other nested types are written inline.
-    public static let derivedTypes: [(name: String, type: any (WireObject & Encodable).Type)] = [
-        ("Error", API.ErrorAnswer.self), ("App", API.App.self), ("AppList", API.AppList.self),
-        ("AppCreate", API.AppCreate.self), ("AppChange", API.AppChange.self), ("Pack", API.Pack.self),
-        ("PackList", API.PackList.self), ("PackCreate", API.PackCreate.self), ("PackCreated", API.PackCreated.self),
-        ("Version", API.Version.self), ("Variants", API.Variants.self), ("VersionList", API.VersionList.self),
-        ("Deleted", API.Deleted.self), ("TokenReference", API.TokenReference.self),
-        ("ReleaseRequest", API.ReleaseRequest.self), ("ReleaseList", API.ReleaseList.self),
-        ("ReleasePlan", API.ReleasePlan.self), ("Rejection", API.Rejection.self),
-        ("ChannelPack", API.ChannelPack.self), ("Rollout", API.Rollout.self), ("ChannelState", API.ChannelState.self),
-        ("RolloutChange", API.RolloutChange.self), ("RollbackRequest", API.RollbackRequest.self),
-        ("RolledBack", API.RolledBack.self), ("WithdrawRequest", API.WithdrawRequest.self),
-        ("Withdrawn", API.Withdrawn.self), ("Token", API.Token.self), ("TokenList", API.TokenList.self),
-        ("TokenCreate", API.TokenCreate.self), ("IssuedToken", API.IssuedToken.self),
-        ("AuditEntry", API.AuditEntry.self), ("AuditPage", API.AuditPage.self), ("DownloadRow", API.DownloadRow.self),
-        ("Downloads", API.Downloads.self), ("HeldRelease", API.HeldRelease.self),
-        ("InstallCounts", API.InstallCounts.self), ("DeviceReport", API.DeviceReport.self),
-        ("ReportCounted", API.ReportCounted.self), ("AdoptionRow", API.AdoptionRow.self),
-        ("Adoption", API.Adoption.self), ("PhasedRolloutRequest", API.PhasedRolloutRequest.self),
-        ("PhasedRollout", API.PhasedRollout.self), ("SigningKey", API.SigningKey.self), ("Keys", API.Keys.self),
-        ("WhoAmI", API.WhoAmI.self),
-    ]
+    /// (Made on each call: a stored list of metatypes is not `Sendable`, and the document is made
+    /// once per server.)
+    public static var derivedTypes: [(name: String, type: any (WireObject & Encodable).Type)] {
+        [
+            ("Error", API.ErrorAnswer.self), ("App", API.App.self), ("AppList", API.AppList.self),
+            ("AppCreate", API.AppCreate.self), ("AppChange", API.AppChange.self), ("Pack", API.Pack.self),
+            ("PackList", API.PackList.self), ("PackCreate", API.PackCreate.self), ("PackCreated", API.PackCreated.self),
+            ("Version", API.Version.self), ("Variants", API.Variants.self), ("VersionList", API.VersionList.self),
+            ("Deleted", API.Deleted.self), ("TokenReference", API.TokenReference.self),
+            ("ReleaseRequest", API.ReleaseRequest.self), ("ReleaseList", API.ReleaseList.self),
+            ("ReleasePlan", API.ReleasePlan.self), ("Rejection", API.Rejection.self),
+            ("ChannelPack", API.ChannelPack.self), ("Rollout", API.Rollout.self),
+            ("ChannelState", API.ChannelState.self),
+            ("RolloutChange", API.RolloutChange.self), ("RollbackRequest", API.RollbackRequest.self),
+            ("RolledBack", API.RolledBack.self), ("WithdrawRequest", API.WithdrawRequest.self),
+            ("Withdrawn", API.Withdrawn.self), ("Token", API.Token.self), ("TokenList", API.TokenList.self),
+            ("TokenCreate", API.TokenCreate.self), ("IssuedToken", API.IssuedToken.self),
+            ("AuditEntry", API.AuditEntry.self), ("AuditPage", API.AuditPage.self),
+            ("DownloadRow", API.DownloadRow.self),
+            ("Downloads", API.Downloads.self), ("HeldRelease", API.HeldRelease.self),
+            ("InstallCounts", API.InstallCounts.self), ("DeviceReport", API.DeviceReport.self),
+            ("ReportCounted", API.ReportCounted.self), ("AdoptionRow", API.AdoptionRow.self),
+            ("Adoption", API.Adoption.self), ("PhasedRolloutRequest", API.PhasedRolloutRequest.self),
+            ("PhasedRollout", API.PhasedRollout.self), ("SigningKey", API.SigningKey.self), ("Keys", API.Keys.self),
+            ("WhoAmI", API.WhoAmI.self),
+        ]
+    }
 
     /// The schemas that say more than a type can: bodies with one of several shapes (`anyOf`), the
     /// two answers ``API/ReleaseOutcome`` gives besides a plan, and Apple's manifest.
