@@ -33,7 +33,7 @@ final class LargeFileDigests: Sendable {
     }
 
     private let state = Mutex(State())
-    private let thread = BlockingPool(threads: 1, name: "backlot-pack-sha")
+    private let thread = BlockingPool(threads: 1, name: "backlot-hash")
 
     /// Hashes `chunks` (of one or more files, in file order, following the chunks of earlier
     /// calls) on the hashing thread; `group` is left once they are hashed.

@@ -35,7 +35,7 @@ final class PackFileWrites: Sendable {
     private let descriptor: FileDescriptor
     /// Touched by the writing thread, and by ``finish()`` once that thread is idle.
     private let output = Mutex(Output())
-    private let thread = BlockingPool(threads: 1, name: "backlot-pack-out")
+    private let thread = BlockingPool(threads: 1, name: "backlot-write")
     private let queued = DispatchGroup()
     private let room = DispatchSemaphore(value: PackFileWrites.queuedLimit)
 
