@@ -29,12 +29,14 @@ final class PackFileWrites: Sendable {
         var buffer: [UInt8] = []
         var written: UInt64 = 0
         var writebackStarted: UInt64 = 0
-        var failure: (any Error)? = nil
     }
 
     private let descriptor: FileDescriptor
-    /// Touched by the writing thread, and by ``finish()`` once that thread is idle.
+    /// Taken by the writing thread for a whole hand-over (its `write(2)` calls included), and by
+    /// ``finish()`` once that thread is idle: never by a caller of ``write(_:)``.
     private let output = Mutex(Output())
+    /// The first failure, apart, so that a caller looks at it without waiting for a write.
+    private let failure = Mutex<(any Error)?>(nil)
     private let thread = BlockingPool(threads: 1, name: "backlot-write")
     private let queued = DispatchGroup()
     private let room = DispatchSemaphore(value: PackFileWrites.queuedLimit)
@@ -51,16 +53,16 @@ final class PackFileWrites: Sendable {
         room.wait()
         let submitted = thread.submit(countedBy: queued) {
             defer { self.room.signal() }
-            self.output.withLock { o in
-                guard o.failure == nil else { return }
-                do {
+            guard self.failure.withLock({ $0 == nil }) else { return }
+            do {
+                try self.output.withLock { o in
                     for piece in pieces {
                         o.buffer += piece
                         if o.buffer.count >= Self.writeSize { try self.flush(&o) }
                     }
-                } catch {
-                    o.failure = error
                 }
+            } catch {
+                self.failure.withLock { $0 = $0 ?? error }
             }
         }
         if !submitted {
@@ -73,9 +75,12 @@ final class PackFileWrites: Sendable {
     /// - Throws: the first failure (``BacklotError/Code/io``).
     func finish() throws {
         queued.wait()
-        try output.withLock { o in
-            if let failure = o.failure { throw failure }
-            try flush(&o)
+        try throwFailure()
+        do {
+            try output.withLock { o in try flush(&o) }
+        } catch {
+            failure.withLock { $0 = $0 ?? error }
+            throw error
         }
     }
 
@@ -83,7 +88,7 @@ final class PackFileWrites: Sendable {
     func stop() { thread.stop() }
 
     private func throwFailure() throws {
-        if let failure = output.withLock({ $0.failure }) { throw failure }
+        if let failure = failure.withLock({ $0 }) { throw failure }
     }
 
     private func flush(_ o: inout Output) throws {

@@ -350,8 +350,8 @@ private struct BuildState {
     /// Hands the gathered chunks to the worker threads to hash and compress, then appends what
     /// the threads had before (its new chunks in order). With `wait`, appends this batch too
     /// before returning; without, the workers hash and compress it while the next batch is read
-    /// (the reading thread's own work — reading, the file's SHA-256, cutting — no longer waits
-    /// for theirs, nor theirs for it), and the next batch's threads start before this one's last
+    /// (the reading thread's own work — reading and cutting — no longer waits for theirs, nor
+    /// theirs for it; the file's SHA-256 is made by ``LargeFileDigests``), and the next batch's threads start before this one's last
     /// chunks are done, so that no core waits for the slowest thread of a batch.
     mutating func flush(wait: Bool = true) throws {
         startChunks()
