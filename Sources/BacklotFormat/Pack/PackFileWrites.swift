@@ -8,7 +8,8 @@ import Synchronization
 /// slowest stage wherever the workers compress quickly (random bytes), with a core partly idle.
 ///
 /// Pieces are gathered into writes of ``writeSize`` and the file's write-back is started every
-/// ``FileDescriptor/writebackStep``, as the reading thread did before. At most ``queuedLimit``
+/// ``FileDescriptor/writebackStep`` (so that the flush before the rename waits only for the
+/// last pieces). At most ``queuedLimit``
 /// hand-overs wait at once (``write(_:)`` waits for room), so memory stays bounded whatever the
 /// disk's speed. The first failure is thrown by the next ``write(_:)`` or by ``finish()``; what
 /// was queued after it is not written.

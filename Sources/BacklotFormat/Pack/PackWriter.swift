@@ -351,8 +351,9 @@ private struct BuildState {
     /// the threads had before (its new chunks in order). With `wait`, appends this batch too
     /// before returning; without, the workers hash and compress it while the next batch is read
     /// (the reading thread's own work — reading and cutting — no longer waits for theirs, nor
-    /// theirs for it; the file's SHA-256 is made by ``LargeFileDigests``), and the next batch's threads start before this one's last
-    /// chunks are done, so that no core waits for the slowest thread of a batch.
+    /// theirs for it; the file's SHA-256 is made by ``LargeFileDigests``), and the next batch's
+    /// threads start before this one's last chunks are done, so that no core waits for the
+    /// slowest thread of a batch.
     mutating func flush(wait: Bool = true) throws {
         startChunks()
         try appendInFlight(keeping: wait ? 0 : 1)
