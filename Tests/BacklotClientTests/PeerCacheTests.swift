@@ -34,6 +34,8 @@ import Testing
             trustedKeys: [f.pinned], platform: .linux)
         configuration.sendsReports = false
         configuration.peers = PeerDirectory(staticPeers: peers.map { URL(string: $0)! })
+        // The peer runs in this loaded test process: a late answer here would ban it for the install.
+        configuration.peers.answerDeadline = .seconds(30)
         return try AssetPackManager(configuration: configuration)
     }
 

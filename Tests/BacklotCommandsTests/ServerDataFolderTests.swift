@@ -84,7 +84,7 @@ import Glibc
     ) throws -> HTTPClient.Response {
         var headers = ["Authorization": "Bearer \(token)"]
         if json != nil { headers["Content-Type"] = "application/json" }
-        return try HTTPClient(stallTimeout: 5).send(
+        return try HTTPClient(stallTimeout: 20).send(
             method, base + path.dropFirst(), headers: headers, body: json.map { .bytes(Array($0.utf8)) })
     }
 
@@ -110,13 +110,15 @@ import Glibc
             "PUT", server.baseURL + "api/apps/a/packs/Levels/versions/1/archive",
             headers: ["Authorization": "Bearer \(admin)"], body: .file(path: path, offset: 0, length: size))
         #expect(put.status == 202)
-        var state = ""
-        for _ in 0..<1000 where state != "COMPLETE" && state != "FAILED" {
-            usleep(10_000)
-            state =
+        let state = try Wait.value(
+            "Levels 1 processed (COMPLETE or FAILED)", timeout: .seconds(60), poll: .milliseconds(25)
+        ) {
+            () -> String? in
+            let state =
                 try JSONReader(source: "v").read(
                     try api(server.baseURL, admin, "GET", "/api/apps/a/packs/Levels/versions/1").body
                 ).root["state"]?.stringValue ?? ""
+            return state == "COMPLETE" || state == "FAILED" ? state : nil
         }
         #expect(state == "COMPLETE")
     }

@@ -270,10 +270,8 @@ import Glibc
     }
 
     /// Releases version `version` of Levels on internal through the API of the server at `url`.
-    func releaseRequest(
-        _ url: String, _ token: String, version: Int, stallTimeout: Int = 20
-    ) throws -> HTTPClient.Response {
-        try HTTPClient(stallTimeout: stallTimeout).send(
+    func releaseRequest(_ url: String, _ token: String, version: Int) throws -> HTTPClient.Response {
+        try HTTPClient(stallTimeout: 20).send(
             "POST", url + "api/apps/a/releases",
             headers: ["Authorization": "Bearer \(token)", "Content-Type": "application/json"],
             body: .bytes(Array("{\"pack\":\"Levels\",\"version\":\(version),\"channel\":\"internal\"}".utf8)))
@@ -393,7 +391,7 @@ import Glibc
             while true {
                 version = version % 2 + 1
                 do {
-                    let r = try releaseRequest(url, token, version: version, stallTimeout: 5)
+                    let r = try releaseRequest(url, token, version: version)
                     outcomes.withLock { $0.append("\(r.status)") }
                     guard r.status == 200 else { return }
                     succeeded.add(1, ordering: .relaxed)

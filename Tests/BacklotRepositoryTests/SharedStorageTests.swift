@@ -156,10 +156,10 @@ import Testing
         try p.a.db.transaction { tx in
             try tx.run(
                 "UPDATE versions SET state = 'PROCESSING', lease_owner = 'dead-server', lease_until = ? WHERE number = ?",
-                [.integer(Repository.nowMilliseconds() + 1500), .integer(Int64(v.number))])
+                [.integer(Repository.nowMilliseconds() + 10_000), .integer(Int64(v.number))])
         }
         #expect(try p.b.uploads.takeOverAbandonedProcessing() == 0, "the dead server's lease is still running")
-        // Once the lease has run out (1.5 s), B's next round takes the processing over.
+        // Once the lease has run out (10 s), B's next round takes the processing over.
         try Wait.until(
             "B takes over the processing abandoned by the dead server", timeout: .seconds(30), poll: .milliseconds(200)
         ) {

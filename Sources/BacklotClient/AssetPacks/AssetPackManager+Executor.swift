@@ -115,6 +115,8 @@ extension AssetPackManager {
         if configuration.peers.isEnabled {
             let directory = configuration.peers
             installer.peers = try await BlockingPool.longRunning.run { directory.peers().peers }
+            let (seconds, attoseconds) = directory.answerDeadline.components
+            installer.peerDeadline = Int(max(1, min(seconds, 86_400) + (attoseconds > 0 ? 1 : 0)))
         }
         let box = ProgressBox(progress)
         let broadcaster = self.broadcaster

@@ -47,7 +47,8 @@ struct PackInstaller: Sendable {
     /// LAN peer caches asked for chunks before the origin (``fetchWithPeers(_:_:_:files:id:progress:isCancelled:)``).
     var peers: [URL] = []
     /// Seconds a peer has to connect and start answering (and the least rate it must keep, 1 MiB/s):
-    /// past it, the chunk goes to another source and the peer is not asked again in this install.
+    /// past it, the chunk goes to another source and the peer is not asked again in this install
+    /// (``PeerDirectory/answerDeadline``).
     var peerDeadline = 2
     /// Chunk requests to peers in flight at once, in all (a peer cache takes 8 connections from
     /// one address).

@@ -17,6 +17,10 @@ public struct PeerDirectory: Sendable, Hashable {
     public var discovers: Bool
     /// How long discovery may take.
     public var discoveryDeadline: Duration = .seconds(3)
+    /// How long a peer has to connect and start answering, in whole seconds (rounded up; at least
+    /// 1): past it, or below 1 MiB/s after it, its chunks go to another source and it is not asked
+    /// again during that install. A LAN peer answers in milliseconds; the default is 2 s.
+    public var answerDeadline: Duration = .seconds(2)
     /// The most peers used for one install.
     public static let maximumPeers = 16
 
