@@ -543,6 +543,16 @@ private enum Callbacks {
 
     static let noContent: MHD_ContentReaderCallback = { _, _, _, _ in -2 }  // MHD_CONTENT_READER_END_WITH_ERROR
 
+    static let readFile: MHD_ContentReaderCallback = { cls, position, buffer, maximum in
+        guard let cls, let buffer else { return -2 }
+        return Unmanaged<FileBody>.fromOpaque(cls).takeUnretainedValue().read(at: position, into: buffer, maximum)
+    }
+
+    static let releaseFile: MHD_ContentReaderFreeCallback = { cls in
+        guard let cls else { return }
+        Unmanaged<FileBody>.fromOpaque(cls).release()
+    }
+
     static let completed: MHD_RequestCompletedCallback = { cls, _, conCls, termination in
         // A request refused before its state was made leaves the URI log callback's mark (or nothing).
         guard let cls, let conCls, let raw = conCls.pointee, raw != cmhd_bad_target() else { return }
@@ -628,7 +638,7 @@ private enum Callbacks {
     }
 
     /// Bodies up to this size are read from their file and sent with the head in one write; larger
-    /// ones go with sendfile(2) (plain HTTP).
+    /// ones are copied in blocks by ``FileBody`` while few are, else sent with sendfile(2).
     static let smallFileLimit: UInt64 = 64 << 10
 
     /// A response for `length` bytes of `fd` from `offset`; it takes the descriptor. A small body
@@ -654,6 +664,14 @@ private enum Callbacks {
             free(buffer)
             // Shorter than announced (changed meanwhile): sent from the descriptor, libmicrohttpd
             // ends the connection where the file ends.
+        }
+        // Copied uncorked while few answers are (``FileBody``); otherwise with sendfile.
+        if !head, let body = FileBody(fd: fd, offset: offset, length: length) {
+            let context = Unmanaged.passRetained(body).toOpaque()
+            let mhd = MHD_create_response_from_callback(
+                length, body.bufferSize, Callbacks.readFile, context, Callbacks.releaseFile)
+            if mhd == nil { Unmanaged<FileBody>.fromOpaque(context).release() }  // closes the descriptor
+            return mhd
         }
         let mhd = MHD_create_response_from_fd_at_offset64(length, fd, offset)  // takes the descriptor
         if mhd == nil { close(fd) }
