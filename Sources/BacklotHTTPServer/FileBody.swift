@@ -13,7 +13,8 @@ import Glibc
 /// same `sendfile` calls uncorked reach 3–3.9, and a copy through this buffer 2–3.2. Its
 /// callback responses are sent uncorked. The copy costs a buffer per answer, so at most
 /// ``Budget/maximum`` answers (``shared``: all servers of the process together) take this path;
-/// past that an answer goes by `sendfile`, which needs no memory of its own.
+/// past that an answer goes from the descriptor (by `sendfile` on plain HTTP, which needs no
+/// memory of its own; over TLS libmicrohttpd reads it 4 KiB at a time).
 ///
 /// It owns the descriptor and closes it when libmicrohttpd lets the response go.
 final class FileBody: Sendable {
@@ -30,13 +31,20 @@ final class FileBody: Sendable {
         /// Answers being copied now.
         var inUse: Int { taken.load(ordering: .acquiring) }
 
+        /// Places given since the start (a test's evidence that answers took this path).
+        var granted: Int { grants.load(ordering: .acquiring) }
+        private let grants = Atomic<Int>(0)
+
         /// Takes one place; false when all are taken.
         func take() -> Bool {
             var now = taken.load(ordering: .relaxed)
             while now < maximum {
                 let (exchanged, found) = taken.compareExchange(
                     expected: now, desired: now + 1, ordering: .acquiringAndReleasing)
-                if exchanged { return true }
+                if exchanged {
+                    grants.wrappingAdd(1, ordering: .relaxed)
+                    return true
+                }
                 now = found
             }
             return false

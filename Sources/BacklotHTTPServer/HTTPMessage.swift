@@ -47,8 +47,8 @@ public struct HTTPResponse: Sendable {
     public enum Body: Sendable {
         case empty
         case bytes([UInt8])
-        /// `length` bytes of the file at `path` from `offset` (a large one copied in blocks, or sent
-        /// with sendfile(2) past ``FileBody``'s budget).
+        /// `length` bytes of the file at `path` from `offset` (a large one copied in blocks, or past
+        /// ``FileBody``'s budget sent from the descriptor: sendfile(2) on plain HTTP).
         case file(path: String, offset: UInt64, length: UInt64)
         /// `length` bytes of an open file from `offset`; the server takes (and closes) the descriptor.
         case descriptor(Int32, offset: UInt64, length: UInt64)

@@ -662,11 +662,12 @@ private enum Callbacks {
                 return mhd  // owns the buffer
             }
             free(buffer)
-            // Shorter than announced (changed meanwhile): sent from the descriptor, libmicrohttpd
-            // ends the connection where the file ends.
+            // Shorter than announced (changed meanwhile): left to the reader below, which ends the
+            // connection where the file ends.
         }
-        // Copied uncorked while few answers are (``FileBody``); otherwise with sendfile.
-        if !head, let body = FileBody(fd: fd, offset: offset, length: length) {
+        // Copied uncorked while few answers are (``FileBody``); otherwise from the descriptor
+        // (sendfile on plain HTTP; past the file's end it stalls until the idle timeout).
+        if !head, length > 0, let body = FileBody(fd: fd, offset: offset, length: length) {
             let context = Unmanaged.passRetained(body).toOpaque()
             let mhd = MHD_create_response_from_callback(
                 length, body.bufferSize, Callbacks.readFile, context, Callbacks.releaseFile)
