@@ -16,6 +16,11 @@ import Glibc
 /// past that an answer goes from the descriptor (by `sendfile` on plain HTTP, which needs no
 /// memory of its own; over TLS libmicrohttpd reads it 4 KiB at a time).
 ///
+/// The copy is CPU spent (0.06 CPU-seconds per GiB more than `sendfile` here); over a network
+/// interface's 1.5 KB segments the cork costs little, over loopback's 64 KiB ones it is what the
+/// copy wins back, and over TLS (where libmicrohttpd reads a file answer 4 KiB at a time) the
+/// 256 KiB blocks are 2–3 times faster wherever the server runs.
+///
 /// It owns the descriptor and closes it when libmicrohttpd lets the response go.
 final class FileBody: Sendable {
     /// The most bytes read and sent per call (a smaller answer gets a buffer of its own size).
