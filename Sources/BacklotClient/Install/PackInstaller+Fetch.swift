@@ -15,7 +15,7 @@ extension PackInstaller {
     /// Phase 3: fetches `missing` chunks in runs of adjacent chunks (``plan(_:index:)``), up to
     /// ``connections`` at once, each connection walking its own part of the pack (``RangeLanes``), decompresses each into a buffer of its declared size, checks it
     /// against its ID (``PackReader/decode(_:chunk:chunkIndex:dictionary:using:source:)``) and
-    /// writes it where it goes. Progress counts the bytes downloaded against the bytes there are to
+    /// writes it where it goes. Progress counts the bytes downloaded, piece by piece, against the bytes there are to
     /// download (not the installed size), and ends at 100 %.
     ///
     /// Progress is recorded every 8 MiB of chunks, or a quarter of a second after the last record,
@@ -23,8 +23,9 @@ extension PackInstaller {
     /// wait behind, and a slow download still shows (and keeps) its progress as it goes. After a
     /// crash only the chunks not yet recorded are fetched again (and recorded ones are re-hashed).
     /// - Returns: the bytes downloaded.
-    /// - Throws: ``BacklotError/Code/cancelled`` once `isCancelled` says so (checked between runs),
-    ///   the first failure of any run (what was written is recorded for the next attempt).
+    /// - Throws: ``BacklotError/Code/cancelled`` once `isCancelled` says so (checked at every piece
+    ///   of a run as it arrives), the first failure of any run (what was written is recorded for
+    ///   the next attempt).
     func fetchChunks(
         _ missing: [Int], _ plan: InstallPlan, _ folder: PreparedFolder, files: OpenFiles, id: String,
         progress: (@Sendable (UInt64, UInt64) -> Void)?, isCancelled: @escaping @Sendable () -> Bool
@@ -70,12 +71,12 @@ extension PackInstaller {
                     try self.withRetries(url) {
                         let from = receiver.resume()
                         var bytes: UInt64 = 0
-                        defer {
-                            received += bytes
-                            progress?(fetched.add(bytes), downloadTotal)
-                        }
+                        defer { received += bytes }
                         try self.streamRange(url, from, end - 1) { piece in
+                            // A cancel stops the run at its next piece, what arrived before it kept.
+                            if isCancelled() { throw BacklotError(.cancelled, "the download of \(id) was cancelled") }
                             bytes += UInt64(piece.count)
+                            progress?(fetched.add(UInt64(piece.count)), downloadTotal)
                             try receiver.receive(piece) { c, frame in
                                 let decoded = try PackReader.decode(
                                     frame, chunk: index.chunks[c], chunkIndex: c, dictionary: index.dictionary,
