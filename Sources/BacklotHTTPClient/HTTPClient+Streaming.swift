@@ -53,6 +53,7 @@ extension HTTPClient {
             }
             defer { curl_easy_cleanup(handle) }
             let transfer = StreamTransfer(limit: bodyLimit, errorLimit: max(0, errorBodyLimit), receive: receive)
+            transfer.pacer = RatePacer.forLimit(bandwidthLimit)
             let context = Unmanaged.passUnretained(transfer).toOpaque()
             var list: UnsafeMutablePointer<curl_slist>? = nil
             defer { curl_slist_free_all(list) }
@@ -113,6 +114,7 @@ private final class StreamTransfer {
     var received: UInt64 = 0
     var failure: BacklotError?
     var thrown: (any Error)?
+    var pacer: RatePacer?
 
     init(limit: UInt64, errorLimit: Int, receive: @escaping (UnsafeRawBufferPointer) throws -> Void) {
         self.limit = limit
@@ -151,6 +153,7 @@ private enum StreamCallbacks {
             return 0
         }
         t.received += UInt64(n)
+        t.pacer?.pace(afterReceiving: n)
         return n
     }
 

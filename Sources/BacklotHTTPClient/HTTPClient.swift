@@ -45,7 +45,8 @@ public struct HTTPClient: Sendable {
     /// The largest response body kept in memory (by default 64 MiB: as large as a pack's largest
     /// index, which a client reads in one request).
     public var maximumBodySize: Int
-    /// Bytes per second to receive at most (0: no limit).
+    /// Bytes per second each transfer receives at most (0: no limit): libcurl's limit, and a wait
+    /// after each piece that takes the transfer past it (``RatePacer``).
     public var bandwidthLimit: Int
     /// The slowest rate a transfer may keep, in bytes per second: every transfer has an overall
     /// deadline of ``baseDeadline`` plus its bounded size (the declared size, or the limit on what
@@ -170,6 +171,7 @@ public struct HTTPClient: Sendable {
         }
         let limit = max(0, min(expectedBodySize ?? bodyLimit ?? maximumBodySize, maximumBodySize))
         let transfer = Transfer(limit: limit)
+        transfer.pacer = RatePacer.forLimit(bandwidthLimit)
         transfer.streaming = streaming
         swap(&transfer.body, &storage)  // taken, not copied: the caller's reference is given up
         transfer.body.removeAll(keepingCapacity: true)
@@ -241,6 +243,7 @@ extension HTTPClient {
         guard fd >= 0 else { throw SystemCall.error("open", path: path) }
         defer { close(fd) }
         let sink = FileSink(fd: fd, offset: offset, limit: limit, progress: progress, isCancelled: isCancelled)
+        sink.pacer = RatePacer.forLimit(bandwidthLimit)
         var list: UnsafeMutablePointer<curl_slist>? = nil
         defer { curl_slist_free_all(list) }
         for (k, v) in headers.merging(defaultHeaders, uniquingKeysWith: { given, _ in given }) {
@@ -415,6 +418,7 @@ private final class FileSink: @unchecked Sendable {
     var headerBytes = 0
     let progress: (@Sendable (UInt64, UInt64) -> Void)?
     let isCancelled: (@Sendable () -> Bool)?
+    var pacer: RatePacer?
 
     init(
         fd: Int32, offset: UInt64, limit: UInt64?, progress: (@Sendable (UInt64, UInt64) -> Void)?,
@@ -480,6 +484,7 @@ private enum FileCallbacks {
         }
         s.offset += UInt64(n)
         s.progress?(s.offset, s.limit ?? 0)
+        s.pacer?.pace(afterReceiving: n, isCancelled: s.isCancelled)
         return n
     }
 }
@@ -503,6 +508,7 @@ private final class Transfer: @unchecked Sendable {
     var streaming: (status: Int, receive: (UnsafeRawBufferPointer) throws -> Void)?
     var streamed = 0
     var thrown: (any Error)?
+    var pacer: RatePacer?
 
     init(limit: Int) {
         self.limit = limit
@@ -529,6 +535,7 @@ private enum Callbacks {
         } else if n > 0 {
             t.body.append(contentsOf: piece)
         }
+        t.pacer?.pace(afterReceiving: n)
         return n
     }
 
