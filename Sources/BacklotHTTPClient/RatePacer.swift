@@ -1,3 +1,4 @@
+import BacklotBasics
 import Foundation
 
 /// Holds a transfer's received bytes to a rate: after each piece, how long the transfer must wait
@@ -32,7 +33,7 @@ struct RatePacer: Sendable {
     mutating func pace(afterReceiving count: Int, isCancelled: (() -> Bool)? = nil) {
         var wait = delay(afterReceiving: count, at: .now)
         while wait > .zero, isCancelled?() != true {
-            Thread.sleep(forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
+            Thread.sleep(forTimeInterval: wait.inSeconds)
             wait = delay(afterReceiving: 0, at: .now)
         }
     }

@@ -1,3 +1,4 @@
+import BacklotBasics
 import Synchronization
 
 #if canImport(Glibc)
@@ -42,17 +43,12 @@ final class FileBody: Sendable {
 
         /// Takes one place; false when all are taken.
         func take() -> Bool {
-            var now = taken.load(ordering: .relaxed)
-            while now < maximum {
-                let (exchanged, found) = taken.compareExchange(
-                    expected: now, desired: now + 1, ordering: .acquiringAndReleasing)
-                if exchanged {
-                    grants.wrappingAdd(1, ordering: .relaxed)
-                    return true
-                }
-                now = found
+            guard taken.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue <= maximum else {
+                giveBack()
+                return false
             }
-            return false
+            grants.wrappingAdd(1, ordering: .relaxed)
+            return true
         }
 
         func giveBack() { taken.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
@@ -61,8 +57,8 @@ final class FileBody: Sendable {
     /// The budget of every server in the process: 64 answers, whose buffers take at most 16 MiB.
     static let shared = Budget(maximum: 64)
 
-    let fd: Int32
-    let start: off_t
+    let file: FileDescriptor
+    let start: UInt64
     let length: UInt64
     let budget: Budget
 
@@ -71,17 +67,15 @@ final class FileBody: Sendable {
     /// offset.
     init?(fd: Int32, offset: UInt64, length: UInt64, budget: Budget = FileBody.shared) {
         let (end, overflow) = offset.addingReportingOverflow(length)
-        guard !overflow, let start = off_t(exactly: offset), off_t(exactly: end) != nil, budget.take() else {
-            return nil
-        }
-        self.fd = fd
-        self.start = start
+        guard !overflow, off_t(exactly: end) != nil, budget.take() else { return nil }
+        file = FileDescriptor(rawValue: fd, path: "a file answer")
+        start = offset
         self.length = length
         self.budget = budget
     }
 
     deinit {
-        close(fd)
+        file.close()
         budget.giveBack()
     }
 
@@ -92,12 +86,14 @@ final class FileBody: Sendable {
     /// (libmicrohttpd's "end with an error", which closes the connection) when the file ends
     /// before the length announced (it was changed meanwhile) or cannot be read.
     func read(at position: UInt64, into buffer: UnsafeMutablePointer<CChar>, _ maximum: Int) -> Int {
-        guard position < length, maximum > 0, let at = off_t(exactly: position) else { return -2 }
+        guard position < length, maximum > 0 else { return -2 }
         let count = Int(min(UInt64(maximum), length - position))
-        while true {
-            let n = pread(fd, buffer, count, start + at)
-            if n < 0 && errno == EINTR { continue }
-            return n > 0 ? n : -2
-        }
+        // Within the range `init` checked fits a file offset.
+        guard
+            let n = try? file.read(
+                into: UnsafeMutableRawBufferPointer(start: buffer, count: count), at: start + position),
+            n > 0
+        else { return -2 }
+        return n
     }
 }

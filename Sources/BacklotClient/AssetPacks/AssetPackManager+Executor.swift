@@ -115,8 +115,7 @@ extension AssetPackManager {
         if configuration.peers.isEnabled {
             let directory = configuration.peers
             installer.peers = try await BlockingPool.longRunning.run { directory.peers().peers }
-            let (seconds, attoseconds) = directory.answerDeadline.components
-            installer.peerDeadline = Int(max(1, min(seconds, 86_400) + (attoseconds > 0 ? 1 : 0)))
+            installer.peerDeadline = Int(min(86_400, max(1, directory.answerDeadline.inSeconds.rounded(.up))))
         }
         let box = ProgressBox(progress)
         let broadcaster = self.broadcaster
