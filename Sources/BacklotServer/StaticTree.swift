@@ -23,7 +23,13 @@ public struct StaticTree: Sendable {
     /// - Parameter headers: the cache rule; catalogs may be given another max-age than the
     ///   protocol's 60 s (`backlot serve --catalog-max-age`), for a CDN in front.
     public init(root: String, headers: PublishedTreeHeaders = PublishedTreeHeaders()) throws {
+        try self.init(root: root, headers: headers, smallFiles: SmallFileCache())
+    }
+
+    /// A tree whose small files are kept by `smallFiles` (tests give other bounds).
+    init(root: String, headers: PublishedTreeHeaders = PublishedTreeHeaders(), smallFiles: SmallFileCache) throws {
         self.headers = headers
+        self.smallFiles = smallFiles
         guard let real = FileSystem.realPath(root), try FileSystem.status(real)?.kind == .directory else {
             throw BacklotError(.io, "the published tree does not exist", context: root)
         }
@@ -40,6 +46,8 @@ public struct StaticTree: Sendable {
 
     /// The `Cache-Control` and `Content-Type` rule (docs/protocol.md §1), with its max-ages.
     public let headers: PublishedTreeHeaders
+    /// The small files read lately, with their answers' headers.
+    let smallFiles: SmallFileCache
 
     /// Headers on every answer of the tree — files, 304s, errors and 404s alike: no browser
     /// sniffs a file for another type than it is sent as, and a file opened in a browser (an
@@ -72,25 +80,33 @@ public struct StaticTree: Sendable {
             return .error(400, code: .badPath, "the path is not a valid path of the tree", route: "static")
         }
         // Hidden files (any component starting with ".") are never served: temporaries, locks.
-        guard !relative.isEmpty, !BytePath.components(relative).contains(where: { $0.utf8.first == UInt8(ascii: ".") }),
-            let (fd, st) = openBeneath(relative)
-        else {
+        guard !relative.isEmpty, !Self.hasHiddenComponent(relative), let opened = open(relative) else {
             return .error(404, code: .notFound, "no such file: /\(relative)", route: "static")
         }
+        let st: stat
+        let file: FileHeaders
+        switch opened {
+        case .kept(let kept): (st, file) = (kept.status, kept.headers)
+        case .open(_, let status): (st, file) = (status, fileHeaders(relative, status))
+        }
         let size = UInt64(st.st_size)
-        let file = PublishedTreeLayout(path: relative)  // once: the ETag and both headers depend on it
-        let etag = Self.etag(file: file, stat: st)
+        let etag = file.etag
+        let lastModified = file.lastModified
         let modified = Int64(st.st_mtim.tv_sec)
-        let lastModified = HTTPDate.format(modified)
-        var headers: [(name: String, value: String)] = [
-            ("ETag", etag),
-            ("Last-Modified", lastModified),
-            ("Accept-Ranges", "bytes"),
-            ("Cache-Control", headers.cacheControl(relative, file: file)),
-            ("Content-Type", PublishedTreeHeaders.contentType(relative, file: file)),
-        ]
+        var headers = file.all
+        // The descriptor, if the file was opened, is the answer's or is closed here.
+        func close() { if case .open(let fd, _) = opened { Glibc.close(fd) } }
+        func body(offset: UInt64, length: UInt64) -> HTTPResponse.Body {
+            switch opened {
+            case .open(let fd, _): return .descriptor(fd, offset: offset, length: length)
+            case .kept(let kept):
+                // Within the kept bytes: the range was checked against the same size.
+                if offset == 0, length == size { return .bytes(kept.bytes) }
+                return .bytes(Array(kept.bytes[Int(offset)..<Int(offset + length)]))
+            }
+        }
         func refuse(_ response: HTTPResponse) -> HTTPResponse {
-            close(fd)
+            close()
             var r = response
             r.headers = headers.filter { $0.name != "Content-Type" } + r.headers
             return r
@@ -118,7 +134,7 @@ public struct StaticTree: Sendable {
             notModified = false
         }
         if notModified {
-            close(fd)
+            close()
             // No body; the Content-Length libmicrohttpd writes is the representation's own (RFC 9110 §8.6), never 0.
             return HTTPResponse(status: 304, headers: headers, body: .representation(length: size), route: "static")
         }
@@ -131,17 +147,70 @@ public struct StaticTree: Sendable {
         switch Self.range(rangeHeader, size: size) {
         case .full:
             return HTTPResponse(
-                status: 200, headers: headers, body: .descriptor(fd, offset: 0, length: size), route: "static")
+                status: 200, headers: headers, body: body(offset: 0, length: size), route: "static")
         case .partial(let start, let end):
             headers.append(("Content-Range", "bytes \(start)-\(end)/\(size)"))
             return HTTPResponse(
-                status: 206, headers: headers, body: .descriptor(fd, offset: start, length: end - start + 1),
+                status: 206, headers: headers, body: body(offset: start, length: end - start + 1),
                 route: "static")
         case .unsatisfiable:
             var r = HTTPResponse.error(416, code: .rangeNotSatisfiable, "the file has \(size) bytes", route: "static")
             r.headers.append(("Content-Range", "bytes */\(size)"))
             return refuse(r)
         }
+    }
+
+    /// A file of the tree as a request finds it: kept in memory, or opened (the descriptor is the
+    /// answer's, or closed once it is refused).
+    enum Opened {
+        case kept(SmallFileCache.File)
+        case open(Int32, stat)
+    }
+
+    /// The file at `relative`: the kept copy while it is still the file there; otherwise opened
+    /// beneath the root, and kept when small and settled (``SmallFileCache``). Nil when no regular
+    /// file is there.
+    func open(_ relative: String) -> Opened? {
+        if let kept = smallFiles.file(at: relative, beneath: rootHandle) { return .kept(kept) }
+        guard let (fd, st) = openBeneath(relative) else { return nil }
+        if let kept = smallFiles.admit(relative, fd: fd, status: st, headers: { fileHeaders(relative, $0) }) {
+            Glibc.close(fd)
+            return .kept(kept)
+        }
+        return .open(fd, st)
+    }
+
+    /// What the answers for a file say of it, made from its status.
+    struct FileHeaders: Sendable {
+        let etag: String
+        let lastModified: String
+        /// ETag, Last-Modified, Accept-Ranges, Cache-Control and Content-Type, in that order.
+        let all: [(name: String, value: String)]
+    }
+
+    func fileHeaders(_ relative: String, _ st: stat) -> FileHeaders {
+        let file = PublishedTreeLayout(path: relative)  // once: the ETag and both headers depend on it
+        let etag = Self.etag(file: file, stat: st)
+        let lastModified = HTTPDate.format(Int64(st.st_mtim.tv_sec))
+        return FileHeaders(
+            etag: etag, lastModified: lastModified,
+            all: [
+                ("ETag", etag),
+                ("Last-Modified", lastModified),
+                ("Accept-Ranges", "bytes"),
+                ("Cache-Control", headers.cacheControl(relative, file: file)),
+                ("Content-Type", PublishedTreeHeaders.contentType(relative, file: file)),
+            ])
+    }
+
+    /// Whether a component of `relative` starts with "." (a hidden file: never served).
+    static func hasHiddenComponent(_ relative: String) -> Bool {
+        var atStart = true
+        for byte in relative.utf8 {
+            if atStart && byte == UInt8(ascii: ".") { return true }
+            atStart = byte == BytePath.separator
+        }
+        return false
     }
 
     /// The entity tags of an `If-Match` / `If-None-Match` list (`"a", W/"b"`), as written.

@@ -32,6 +32,20 @@ public final class DirectoryHandle: Sendable {
 
     deinit { close(descriptor) }
 
+    /// The status of what `relative` names beneath the directory, without following a link at
+    /// its last component; nil when nothing is there (or `fstatat` fails).
+    ///
+    /// Unlike ``openRegularFile(_:)`` this does not refuse links on the way: it says only which
+    /// file is there now, for a caller that compares it with a file it opened beneath the
+    /// directory before (the same device and inode are the same file, wherever the path went).
+    public func linkStatus(_ relative: String) -> stat? {
+        guard relative.utf8.first != BytePath.separator else { return nil }  // fstatat would ignore the directory
+        var st = stat()
+        var result: Int32
+        repeat { result = fstatat(descriptor, relative, &st, AT_SYMLINK_NOFOLLOW) } while result != 0 && errno == EINTR
+        return result == 0 ? st : nil
+    }
+
     /// Opens `relative` for reading, strictly beneath the directory and through no symbolic
     /// link, and returns it with its size.
     /// - Throws: ``BacklotError/Code/invalidSource`` when the path leaves the directory, passes

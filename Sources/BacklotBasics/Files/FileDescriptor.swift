@@ -52,9 +52,15 @@ public struct FileDescriptor: Sendable {
     public static let writebackStep: UInt64 = 8 << 20
 
     public func size() throws -> UInt64 {
+        UInt64(try status().st_size)
+    }
+
+    /// The open file's whole `fstat` (times, inode, mode).
+    /// - Throws: ``BacklotError/Code/io`` when `fstat` fails.
+    public func status() throws -> stat {
         var st = stat()
         try SystemCall.retrying("fstat", path: path) { fstat(rawValue, &st) }
-        return UInt64(st.st_size)
+        return st
     }
 
     /// Reads exactly `count` bytes at `offset`; fails if the file ends first.
