@@ -7,33 +7,38 @@ import Glibc  // `stat`
 #endif
 
 /// The published tree's small files (catalogs, key lists, small packs) kept in memory with the
-/// headers of their answer, so that the request a device makes most often costs one `fstatat`
-/// instead of an open, a status, a read and a close, and no header is formatted again.
+/// headers of their answer, so that the request a device makes most often neither reads the
+/// file nor formats a header again.
 ///
-/// Every use checks the entry against the file the path names now (``FileIdentity``: device,
-/// inode, size, mode, modification and change times): a file replaced (the tree's files are
-/// replaced by rename, a new inode), written, truncated or removed is read again or is a 404, on
-/// the very next request. The check follows no link at the path's last component, and an entry is
-/// only ever made from a file opened beneath the root through no link (``DirectoryHandle``): a
-/// path that now leads elsewhere can match an entry only if it names the same inode, whose bytes
-/// the tree already served.
+/// A kept copy is used only while both hold:
+/// - **it is still the file the path names**: every use finds the file again strictly beneath the
+///   root and through no link, as the first open did (``DirectoryHandle/statusBeneath(_:)``), and
+///   compares its device, inode, size, mode, and modification and change times with the copy's.
+///   A file renamed over (the tree's writers replace files so), rewritten, truncated, `chmod`ed or
+///   removed, or a path that now passes through a link, is read again or is a 404 on the very
+///   next request;
+/// - **it was read less than ``maximumAge`` ago** (1 s by default): a change that leaves all of
+///   those fields alone (a store through a shared mapping to a page already dirty, a network file
+///   system's cached attributes) is seen within that time, and each hot file is read once a
+///   second instead of at every request.
 ///
-/// **Files changed within the last second are not kept** (``settleTime``, one by default), as git does with an
-/// index entry whose file is "racily clean": a file's times move in steps of the kernel's clock
-/// tick, so two files written in the same tick, the second reusing the first's inode number and
-/// size, would look alike. A file last changed a second ago or more cannot be confused with one
-/// written after it was kept.
+/// **A file changed less than ``settleTime`` ago is not kept** (1 s by default), as git does with
+/// an index entry whose file is "racily clean": a file's times move in steps of the kernel's
+/// clock tick, and a write in the same tick may leave them as they were, or give a new file that
+/// reuses the inode number and size the same ones. A file last changed a second before it was
+/// read cannot be confused with a later version. Without openat2 nothing is kept.
 ///
-/// Bounded: files up to ``fileLimit`` bytes, ``byteBudget`` bytes and ``entryLimit`` entries in
-/// all; past that, others are evicted for the one added.
+/// Bounded: files of 1 to ``fileLimit`` bytes, ``byteBudget`` bytes and ``entryLimit`` files in
+/// all; past that, others are evicted for the one added. The kept headers are those of the tree
+/// that made the cache: one cache serves one ``StaticTree``.
 ///
 /// ```swift
 /// let cache = SmallFileCache()
 /// if let file = cache.file(at: "v1/keys/root.json", beneath: root) { send(file.bytes) }
 /// ```
 final class SmallFileCache: Sendable {
-    /// What makes a cached entry still the file: any write, truncation, `chmod`, rename over it
-    /// or removal changes one of these.
+    /// What makes a kept copy still the file: a write, truncation, `chmod`, rename over it or
+    /// removal changes one of these (the change time at least, unless within one clock tick).
     struct FileIdentity: Equatable, Sendable {
         let device: UInt64
         let inode: UInt64
@@ -54,15 +59,20 @@ final class SmallFileCache: Sendable {
             changed = Int64(st.st_ctim.tv_sec)
             changedNanos = Int64(st.st_ctim.tv_nsec)
         }
+
+        /// The change time in nanoseconds since 1970 (saturating: a time no clock gives).
+        var changedAt: Int64 { SmallFileCache.nanoseconds(seconds: changed, nanoseconds: changedNanos) }
     }
 
-    /// A kept file: its bytes, the status it was read with, and what its answer's headers say.
+    /// A kept file: its bytes, the status it was read with, and what its answers say of it.
     struct File: Sendable {
         let identity: FileIdentity
         let status: stat
         let bytes: [UInt8]
         /// What its answers say of it (validators, cache rule, type), made once.
         let headers: StaticTree.FileHeaders
+        /// When it was read, in nanoseconds since 1970.
+        let readAt: Int64
     }
 
     /// Files larger than this are not kept (by default the server's own limit for answering
@@ -72,32 +82,40 @@ final class SmallFileCache: Sendable {
     let byteBudget: Int
     /// The most files kept (4,096 by default).
     let entryLimit: Int
-    /// How long ago a file must have last changed to be kept, in seconds (1 by default; a test
-    /// that never rewrites a file in place may use 0).
+    /// How long before it is read a file must have last changed to be kept, in nanoseconds.
     let settleTime: Int64
+    /// How long a kept copy is used before the file is read again, in nanoseconds.
+    let maximumAge: Int64
 
-    init(fileLimit: Int = 64 << 10, byteBudget: Int = 16 << 20, entryLimit: Int = 4096, settleTime: Int64 = 1) {
+    init(
+        fileLimit: Int = 64 << 10, byteBudget: Int = 16 << 20, entryLimit: Int = 4096,
+        settleTime: Duration = .seconds(1), maximumAge: Duration = .seconds(1)
+    ) {
         self.fileLimit = fileLimit
         self.byteBudget = byteBudget
         self.entryLimit = entryLimit
-        self.settleTime = settleTime
+        self.settleTime = Self.nanoseconds(settleTime)
+        self.maximumAge = Self.nanoseconds(maximumAge)
     }
 
     private struct State {
-        var files: [String: File] = [:]
+        var files: [BytePath.Key: File] = [:]
         var bytes = 0
     }
     private let state = Mutex(State())
 
-    /// The kept file at `relative`, if it is still the file there; an entry that no longer is
-    /// is dropped.
-    func file(at relative: String, beneath root: DirectoryHandle) -> File? {
-        guard let kept = state.withLock({ $0.files[relative] }) else { return nil }
-        guard let now = root.linkStatus(relative), FileIdentity(now) == kept.identity else {
+    /// The kept file at `relative`, if it is still the file there and young enough; an entry that
+    /// is not is dropped. `now` is in nanoseconds since 1970.
+    func file(at relative: String, beneath root: DirectoryHandle, now: Int64 = SmallFileCache.now()) -> File? {
+        let key = BytePath.Key(relative)
+        guard let kept = state.withLock({ $0.files[key] }) else { return nil }
+        guard now &- kept.readAt < maximumAge, let current = root.statusBeneath(relative),
+            FileIdentity(current) == kept.identity
+        else {
             state.withLock { s in
-                if let current = s.files[relative], current.identity == kept.identity {
-                    s.files[relative] = nil
-                    s.bytes -= current.bytes.count
+                if let entry = s.files[key], entry.readAt == kept.readAt, entry.identity == kept.identity {
+                    s.files[key] = nil
+                    s.bytes -= entry.bytes.count
                 }
             }
             return nil
@@ -105,16 +123,17 @@ final class SmallFileCache: Sendable {
         return kept
     }
 
-    /// Reads the file just opened at `relative` (`fd`, with `status`) and keeps it, when it is
-    /// small, settled and unchanged by the read; nil otherwise (the caller answers from `fd`).
-    /// The descriptor stays the caller's. `headers` makes the answer's headers from the status.
+    /// Reads the file just opened at `relative` (`fd`, with `status`) and keeps it when it is
+    /// small and settled, is still what the path names, and did not change while it was read; nil
+    /// otherwise (the caller answers from `fd`, which stays the caller's). `headers` makes what
+    /// its answers say of it; `now` (nanoseconds since 1970) is taken before the read.
     func admit(
-        _ relative: String, fd: Int32, status: stat, now: Int64 = Int64(Date().timeIntervalSince1970),
+        _ relative: String, beneath root: DirectoryHandle, fd: Int32, status: stat, now: Int64 = SmallFileCache.now(),
         headers: (stat) -> StaticTree.FileHeaders
     ) -> File? {
         let identity = FileIdentity(status)
-        guard status.st_size > 0, status.st_size <= fileLimit, identity.changed <= now - settleTime,
-            identity.modified <= now - settleTime
+        guard status.st_size > 0, status.st_size <= fileLimit, identity.changedAt <= now &- settleTime,
+            let named = root.statusBeneath(relative), FileIdentity(named) == identity
         else { return nil }
         let count = Int(status.st_size)
         let descriptor = FileDescriptor(rawValue: fd, path: relative)
@@ -124,13 +143,14 @@ final class SmallFileCache: Sendable {
             initialized = max(0, got)
         }
         guard got == count, let after = try? descriptor.status(), FileIdentity(after) == identity else { return nil }
-        let file = File(identity: identity, status: status, bytes: bytes, headers: headers(status))
+        let file = File(identity: identity, status: status, bytes: bytes, headers: headers(status), readAt: now)
+        let key = BytePath.Key(relative)
         state.withLock { s in
-            if let replaced = s.files.updateValue(file, forKey: relative) { s.bytes -= replaced.bytes.count }
+            if let replaced = s.files.updateValue(file, forKey: key) { s.bytes -= replaced.bytes.count }
             s.bytes += count
             while s.bytes > byteBudget || s.files.count > entryLimit {
                 // Any other entry (the dictionary's first, in hash order): a bound, not a policy.
-                guard let victim = s.files.first(where: { $0.key != relative }) else { break }
+                guard let victim = s.files.first(where: { $0.key != key }) else { break }
                 s.files[victim.key] = nil
                 s.bytes -= victim.value.bytes.count
             }
@@ -140,4 +160,20 @@ final class SmallFileCache: Sendable {
 
     /// How many files and bytes are kept (for tests).
     var kept: (files: Int, bytes: Int) { state.withLock { ($0.files.count, $0.bytes) } }
+
+    /// The time now, in nanoseconds since 1970.
+    static func now() -> Int64 { nanoseconds(Date().timeIntervalSince1970) }
+
+    static func nanoseconds(_ seconds: Double) -> Int64 { Int64(exactly: (seconds * 1e9).rounded()) ?? .max }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : whole &+ attoseconds / 1_000_000_000
+    }
+
+    static func nanoseconds(seconds: Int64, nanoseconds: Int64) -> Int64 {
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? (seconds < 0 ? .min : .max) : whole &+ nanoseconds
+    }
 }

@@ -95,7 +95,7 @@ public struct StaticTree: Sendable {
         let modified = Int64(st.st_mtim.tv_sec)
         var headers = file.all
         // The descriptor, if the file was opened, is the answer's or is closed here.
-        func close() { if case .open(let fd, _) = opened { Glibc.close(fd) } }
+        func close() { if case .open(let fd, _) = opened { FileDescriptor(rawValue: fd, path: relative).close() } }
         func body(offset: UInt64, length: UInt64) -> HTTPResponse.Body {
             switch opened {
             case .open(let fd, _): return .descriptor(fd, offset: offset, length: length)
@@ -173,8 +173,10 @@ public struct StaticTree: Sendable {
     func open(_ relative: String) -> Opened? {
         if let kept = smallFiles.file(at: relative, beneath: rootHandle) { return .kept(kept) }
         guard let (fd, st) = openBeneath(relative) else { return nil }
-        if let kept = smallFiles.admit(relative, fd: fd, status: st, headers: { fileHeaders(relative, $0) }) {
-            Glibc.close(fd)
+        if let kept = smallFiles.admit(
+            relative, beneath: rootHandle, fd: fd, status: st, headers: { fileHeaders(relative, $0) })
+        {
+            FileDescriptor(rawValue: fd, path: relative).close()
             return .kept(kept)
         }
         return .open(fd, st)

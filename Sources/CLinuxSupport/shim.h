@@ -21,6 +21,15 @@ static inline int clinux_open_beneath(int dirfd, const char *path) {
     return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
+/// Opens `path` beneath `dirfd` as clinux_open_beneath does, but only as a location (O_PATH): for
+/// an `fstat` of what is there, with no access to its bytes. Returns -1 with errno set on failure.
+static inline int clinux_open_path_beneath(int dirfd, const char *path) {
+    struct open_how how = {0};
+    how.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
 // MARK: Child processes in their own process group (BacklotBasics.ChildProcess)
 #include <poll.h>
 #include <signal.h>

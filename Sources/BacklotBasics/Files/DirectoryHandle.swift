@@ -32,18 +32,22 @@ public final class DirectoryHandle: Sendable {
 
     deinit { close(descriptor) }
 
-    /// The status of what `relative` names beneath the directory, without following a link at
-    /// its last component; nil when nothing is there (or `fstatat` fails).
+    /// The status of the file at `relative`, found strictly beneath the directory and through no
+    /// symbolic link as ``openRegularFile(_:)`` finds it, without opening it for reading (openat2
+    /// with `O_PATH`, then `fstat`); nil when nothing is there, the path leaves the directory or
+    /// passes through a link, or the kernel has no openat2 (this never falls back to a check
+    /// that could be raced).
     ///
-    /// Unlike ``openRegularFile(_:)`` this does not refuse links on the way: it says only which
-    /// file is there now, for a caller that compares it with a file it opened beneath the
-    /// directory before (the same device and inode are the same file, wherever the path went).
-    public func linkStatus(_ relative: String) -> stat? {
-        guard relative.utf8.first != BytePath.separator else { return nil }  // fstatat would ignore the directory
+    /// ```swift
+    /// if let st = root.statusBeneath("v1/keys/root.json") { print(st.st_ino) }
+    /// ```
+    public func statusBeneath(_ relative: String) -> stat? {
+        var fd: Int32
+        repeat { fd = clinux_open_path_beneath(descriptor, relative) } while fd < 0 && errno == EINTR
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
         var st = stat()
-        var result: Int32
-        repeat { result = fstatat(descriptor, relative, &st, AT_SYMLINK_NOFOLLOW) } while result != 0 && errno == EINTR
-        return result == 0 ? st : nil
+        return fstat(fd, &st) == 0 ? st : nil
     }
 
     /// Opens `relative` for reading, strictly beneath the directory and through no symbolic
