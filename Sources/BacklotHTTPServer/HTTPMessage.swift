@@ -38,7 +38,11 @@ public struct HTTPRequest: Sendable {
     /// (and a name already in lower case, as most are, is returned as it is).
     static func fieldKey(_ name: String) -> String {
         guard name.utf8.contains(where: { (0x41...0x5A).contains($0) }) else { return name }
-        return String(decoding: name.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        // Written straight into the string (a short name stays inline: no allocation).
+        return String(unsafeUninitializedCapacity: name.utf8.count) { buffer in
+            for (i, byte) in name.utf8.enumerated() { buffer[i] = (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
+            return name.utf8.count
+        }
     }
 }
 

@@ -62,8 +62,20 @@ public enum BytePath {
     /// Whether `path` is relative and none of its components is empty, `.` or `..` (byte
     /// comparisons), and it holds no NUL: the test for a path that may be joined under a root.
     public static func isSafeRelative(_ path: String) -> Bool {
-        guard !path.isEmpty, path.utf8.first != separator, !path.utf8.contains(0) else { return false }
-        return components(path).allSatisfy { !$0.isEmpty && !isDot($0) && !isDotDot($0) }
+        // One pass over the bytes, with no component made (the server checks every request's path).
+        var length = 0  // of the component so far
+        var dots = 0  // how many of its bytes are "."
+        for byte in path.utf8 {
+            if byte == 0 { return false }
+            if byte == separator {
+                guard length > 0, !(length == dots && dots <= 2) else { return false }
+                (length, dots) = (0, 0)
+            } else {
+                length += 1
+                if byte == UInt8(ascii: ".") { dots += 1 }
+            }
+        }
+        return length > 0 && !(length == dots && dots <= 2)
     }
 
     /// A path's bytes as a dictionary key or sort key: two paths are one key only when their
