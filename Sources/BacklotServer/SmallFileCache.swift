@@ -60,19 +60,20 @@ final class SmallFileCache: Sendable {
             changedNanos = Int64(st.st_ctim.tv_nsec)
         }
 
-        /// The change time in nanoseconds since 1970 (saturating: a time no clock gives).
-        var changedAt: Int64 { SmallFileCache.nanoseconds(seconds: changed, nanoseconds: changedNanos) }
+        /// The change time, since 1970.
+        var changedAt: Duration { .seconds(changed) + .nanoseconds(changedNanos) }
     }
 
     /// A kept file: its bytes, the status it was read with, and what its answers say of it.
     struct File: Sendable {
-        let identity: FileIdentity
         let status: stat
         let bytes: [UInt8]
         /// What its answers say of it (validators, cache rule, type), made once.
         let headers: StaticTree.FileHeaders
-        /// When it was read, in nanoseconds since 1970.
-        let readAt: Int64
+        /// When it was read, since 1970.
+        let readAt: Duration
+
+        var identity: FileIdentity { FileIdentity(status) }
     }
 
     /// Files larger than this are not kept (by default the server's own limit for answering
@@ -82,10 +83,10 @@ final class SmallFileCache: Sendable {
     let byteBudget: Int
     /// The most files kept (4,096 by default).
     let entryLimit: Int
-    /// How long before it is read a file must have last changed to be kept, in nanoseconds.
-    let settleTime: Int64
-    /// How long a kept copy is used before the file is read again, in nanoseconds.
-    let maximumAge: Int64
+    /// How long before it is read a file must have last changed to be kept.
+    let settleTime: Duration
+    /// How long a kept copy is used before the file is read again.
+    let maximumAge: Duration
 
     init(
         fileLimit: Int = 64 << 10, byteBudget: Int = 16 << 20, entryLimit: Int = 4096,
@@ -94,8 +95,8 @@ final class SmallFileCache: Sendable {
         self.fileLimit = fileLimit
         self.byteBudget = byteBudget
         self.entryLimit = entryLimit
-        self.settleTime = Self.nanoseconds(settleTime)
-        self.maximumAge = Self.nanoseconds(maximumAge)
+        self.settleTime = settleTime
+        self.maximumAge = maximumAge
     }
 
     private struct State {
@@ -105,11 +106,11 @@ final class SmallFileCache: Sendable {
     private let state = Mutex(State())
 
     /// The kept file at `relative`, if it is still the file there and young enough; an entry that
-    /// is not is dropped. `now` is in nanoseconds since 1970.
-    func file(at relative: String, beneath root: DirectoryHandle, now: Int64 = SmallFileCache.now()) -> File? {
+    /// is not is dropped. `now` is the time since 1970.
+    func file(at relative: String, beneath root: DirectoryHandle, now: Duration = SmallFileCache.now()) -> File? {
         let key = BytePath.Key(relative)
         guard let kept = state.withLock({ $0.files[key] }) else { return nil }
-        guard now &- kept.readAt < maximumAge, let current = root.statusBeneath(relative),
+        guard now - kept.readAt < maximumAge, let current = root.statusBeneath(relative),
             FileIdentity(current) == kept.identity
         else {
             state.withLock { s in
@@ -126,13 +127,14 @@ final class SmallFileCache: Sendable {
     /// Reads the file just opened at `relative` (`fd`, with `status`) and keeps it when it is
     /// small and settled, is still what the path names, and did not change while it was read; nil
     /// otherwise (the caller answers from `fd`, which stays the caller's). `headers` makes what
-    /// its answers say of it; `now` (nanoseconds since 1970) is taken before the read.
+    /// its answers say of it; `now` (the time since 1970) is taken before the read.
     func admit(
-        _ relative: String, beneath root: DirectoryHandle, fd: Int32, status: stat, now: Int64 = SmallFileCache.now(),
+        _ relative: String, beneath root: DirectoryHandle, fd: Int32, status: stat,
+        now: Duration = SmallFileCache.now(),
         headers: (stat) -> StaticTree.FileHeaders
     ) -> File? {
         let identity = FileIdentity(status)
-        guard status.st_size > 0, status.st_size <= fileLimit, identity.changedAt <= now &- settleTime,
+        guard status.st_size > 0, status.st_size <= fileLimit, identity.changedAt <= now - settleTime,
             let named = root.statusBeneath(relative), FileIdentity(named) == identity
         else { return nil }
         let count = Int(status.st_size)
@@ -143,7 +145,7 @@ final class SmallFileCache: Sendable {
             initialized = max(0, got)
         }
         guard got == count, let after = try? descriptor.status(), FileIdentity(after) == identity else { return nil }
-        let file = File(identity: identity, status: status, bytes: bytes, headers: headers(status), readAt: now)
+        let file = File(status: status, bytes: bytes, headers: headers(status), readAt: now)
         let key = BytePath.Key(relative)
         state.withLock { s in
             if let replaced = s.files.updateValue(file, forKey: key) { s.bytes -= replaced.bytes.count }
@@ -161,19 +163,6 @@ final class SmallFileCache: Sendable {
     /// How many files and bytes are kept (for tests).
     var kept: (files: Int, bytes: Int) { state.withLock { ($0.files.count, $0.bytes) } }
 
-    /// The time now, in nanoseconds since 1970.
-    static func now() -> Int64 { nanoseconds(Date().timeIntervalSince1970) }
-
-    static func nanoseconds(_ seconds: Double) -> Int64 { Int64(exactly: (seconds * 1e9).rounded()) ?? .max }
-
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : whole &+ attoseconds / 1_000_000_000
-    }
-
-    static func nanoseconds(seconds: Int64, nanoseconds: Int64) -> Int64 {
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? (seconds < 0 ? .min : .max) : whole &+ nanoseconds
-    }
+    /// The time now, since 1970 (what file times are counted from).
+    static func now() -> Duration { .seconds(Date().timeIntervalSince1970) }
 }

@@ -167,12 +167,12 @@ import Glibc
         defer { dir.remove() }
         let root = try DirectoryHandle(path: dir.path)
         let headers = { (_: stat) in StaticTree.FileHeaders(etag: "\"e\"", lastModified: "", all: []) }
-        func changedAt(_ name: String) throws -> Int64 {
+        func changedAt(_ name: String) throws -> Duration {
             let (fd, st) = try root.openRegularFileWithStatus(name)
             fd.close()
             return SmallFileCache.FileIdentity(st).changedAt
         }
-        func admit(_ cache: SmallFileCache, _ name: String, now: Int64? = nil) throws -> Bool {
+        func admit(_ cache: SmallFileCache, _ name: String, now: Duration? = nil) throws -> Bool {
             let (fd, st) = try root.openRegularFileWithStatus(name)
             defer { fd.close() }
             let at = try now ?? changedAt(name) + cache.settleTime
@@ -181,23 +181,25 @@ import Glibc
 
         // A file changed less than the settle time before is not kept, to the nanosecond; one
         // whose time was set into the past is judged by its change time, which was not.
-        let second: Int64 = 1_000_000_000
+        let second = Duration.seconds(1)
         try dir.write("fresh.json", "fresh")
         let changed = try changedAt("fresh.json")
         let settled = SmallFileCache(maximumAge: .seconds(10))
-        let early = try admit(settled, "fresh.json", now: changed + second - 1)
+        let early = try admit(settled, "fresh.json", now: changed + second - .nanoseconds(1))
         let onTime = try admit(settled, "fresh.json", now: changed + second)
         #expect(!early && onTime)
         try dir.write("backdated.json", "old")
         var times = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
         #expect(utimensat(AT_FDCWD, dir.at("backdated.json"), &times, 0) == 0)
-        let backdated = try admit(settled, "backdated.json", now: try changedAt("backdated.json") + second - 1)
+        let backdated = try admit(
+            settled, "backdated.json", now: try changedAt("backdated.json") + second - .nanoseconds(1))
         #expect(!backdated)
 
         // A kept copy is used for its maximum age, then read again.
         #expect(
-            settled.file(at: "fresh.json", beneath: root, now: changed + 11 * second - 1)?.bytes == Array("fresh".utf8))
-        #expect(settled.file(at: "fresh.json", beneath: root, now: changed + 11 * second) == nil)
+            settled.file(at: "fresh.json", beneath: root, now: changed + second * 11 - .nanoseconds(1))?.bytes
+                == Array("fresh".utf8))
+        #expect(settled.file(at: "fresh.json", beneath: root, now: changed + second * 11) == nil)
         #expect(settled.kept.files == 0 && settled.kept.bytes == 0)
 
         // Neither an empty file nor one over the size limit; the same file kept twice counts once.
