@@ -114,9 +114,12 @@ import Glibc
         let two = try v.next(editing: 3)
         let release = try Self.release(f)
         #expect(release.deltas.count == 1, "a delta from version 1")
+        #expect(release.deltas[0].prefixLength < release.deltas[0].size)
         let r = try await Self.fetch(f, "c", expecting: v.files)
         #expect(r.deltaChunks > 0 && r.deltaBytes > 0, "\(r)")
         #expect(r.report.downloadedChunks == 0, "every changed chunk came from the delta: \(r)")
+        // All of it early (version 3): the prefix and the frames, each byte read once.
+        #expect(r.deltaBytes == release.deltas[0].size, "\(r)")
         // The delta's download is credited to the version it leads to, as a delta.
         f.server.downloads.flush()
         let rows = try f.repository.downloads.report(app: f.app, days: 1).rows
@@ -149,6 +152,31 @@ import Glibc
         let r = try await Self.fetch(f, "c", expecting: v.files)
         #expect(r.deltaChunks == 0, "\(r)")
         #expect(r.report.downloadedChunks == prefix.rebuiltChunkCount, "each fell back to its whole chunk: \(r)")
+    }
+
+    /// Version 3: the early frames complete the index. One of them changed, the index the delta
+    /// rebuilds is not the catalog's, so it is read from the archive; the other frames still
+    /// rebuild their chunks, and the changed one's chunks are fetched whole.
+    @Test func aChangedEarlyFrameMeansTheIndexIsReadFromTheArchive() async throws {
+        let f = try ClientFixture()
+        var v = Versions(f, seed: 1528)
+        _ = try v.next(editing: 0)
+        _ = try await Self.fetch(f, "c", expecting: v.files)
+        _ = try v.next(editing: 4)
+        let release = try Self.release(f)
+        let delta = try #require(release.deltas.first)
+        let path = f.repository.directory.publicTreePath + "/v1/deltas/\(delta.sha256.hex).delta"
+        var bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+        let prefix = try PackDelta.decodePrefix(
+            Array(bytes.prefix(Int(delta.prefixLength))), base: delta.base, target: release.indexSHA256,
+            fileSize: delta.size, source: "t")
+        try #require(prefix.formatVersion == 3 && prefix.earlyCount >= 1, "\(prefix.earlyCount) early entries")
+        let first = prefix.frameRanges[0]
+        bytes[Int(first.lowerBound) + first.count / 2] ^= 0x5A
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let r = try await Self.fetch(f, "c", expecting: v.files)
+        #expect(r.report.downloadedChunks == prefix.slots[0].targets.count, "\(r)")
+        #expect(r.deltaChunks == prefix.rebuiltChunkCount - prefix.slots[0].targets.count, "\(r)")
     }
 
     @Test func aDeltaMissingFromTheServerFallsBackToWholeChunks() async throws {

@@ -37,7 +37,9 @@ import Testing
         let result = try DeltaBuilder().build(base: v1, target: v2)
         #expect(result.missingChunks > 0)
         #expect(result.rebuiltChunks == result.missingChunks, "every edited chunk has a delta")
-        #expect(result.delta.formatVersion == 2)
+        #expect(result.delta.formatVersion == 3)
+        // A small update of files every device installs: every frame is early.
+        #expect(result.delta.earlyCount == result.entries.count)
         #expect(UInt64(result.bytes.count) * 10 < result.missingBytes, "a few edits cost far less than the chunks")
         let prefix = Array(result.bytes.prefix(Int(result.delta.prefixLength)))
         let decoded = try PackDelta.decodePrefix(
@@ -45,13 +47,22 @@ import Testing
         #expect(decoded == result.delta)
         #expect(try decoded.entries(base: v1.index, target: v2.index, source: "t") == result.entries)
         let d = ZstdDecompressor()
-        let index = try decoded.rebuildIndex(
-            from: try v1.indexBytes(), expected: v2.packDigest, using: d, source: "t")
-        #expect(index == (try v2.indexBytes()))
         var oldChunks: [SHA256Digest: [UInt8]] = [:]
         for c in v1.index.chunks.indices { oldChunks[v1.index.chunks[c].id] = try v1.readChunk(c, using: d) }
         var newChunks: [SHA256Digest: [UInt8]] = [:]
         for c in v2.index.chunks.indices { newChunks[v2.index.chunks[c].id] = try v2.readChunk(c, using: d) }
+        // The index delta leaves the early chunks' IDs out: they come from the early frames.
+        #expect(throws: BacklotError.self) {
+            try decoded.rebuildIndex(from: try v1.indexBytes(), expected: v2.packDigest, using: d, source: "t")
+        }
+        let early = Array(result.bytes[Int(decoded.earlyRange.lowerBound)..<Int(decoded.earlyRange.upperBound)])
+        let rebuilt = try #require(
+            try decoded.rebuildIndex(
+                from: try v1.indexBytes(), expected: v2.packDigest, earlyFrames: early, base: v1.index,
+                baseChunk: { oldChunks[v1.index.chunks[$0].id]! }, using: d, source: "t"))
+        #expect(rebuilt.bytes == (try v2.indexBytes()))
+        #expect(
+            rebuilt.early == result.entries.prefix(decoded.earlyCount).map { $0.targets.flatMap { newChunks[$0.id]! } })
         for e in result.entries {
             let prefix = e.bases.flatMap { oldChunks[$0]! }
             let plain = try result.bytes.withUnsafeBytes {
@@ -186,6 +197,69 @@ import Testing
         #expect(throws: BacklotError.self) {
             try good.withUnsafeBytes { try PackDelta.apply(small, frame: $0, prefix: base, using: d, source: "t") }
         }
+    }
+
+    /// Version 3's early entries are trusted only with the index they complete: a changed frame, a
+    /// wrong base, frames cut short, an index delta that keeps an early chunk's ID, and early
+    /// entries past the limits are each refused.
+    @Test func earlyEntriesAreCheckedWithTheIndexTheyComplete() throws {
+        let dir = try TemporaryDirectory("delta-early")
+        defer { dir.remove() }
+        let (v1, v2) = try Self.versions(dir, seed: 1516)
+        let result = try DeltaBuilder().build(base: v1, target: v2)
+        let delta = result.delta
+        try #require(delta.earlyCount >= 1)
+        let d = ZstdDecompressor()
+        let frames = Array(result.bytes[Int(delta.earlyRange.lowerBound)..<Int(delta.earlyRange.upperBound)])
+        let baseIndex = try v1.indexBytes()
+        let rebuild = { (delta: PackDelta, frames: [UInt8], damageBase: Bool) throws in
+            _ = try delta.rebuildIndex(
+                from: baseIndex, expected: v2.packDigest, earlyFrames: frames, base: v1.index,
+                baseChunk: {
+                    var bytes = try v1.readChunk($0, using: d)
+                    if damageBase { bytes[bytes.count / 2] ^= 1 }
+                    return bytes
+                }, using: d, source: "t")
+        }
+        try rebuild(delta, frames, false)
+        var changed = frames
+        changed[changed.count / 2] ^= 0x20
+        #expect(throws: BacklotError.self) { try rebuild(delta, changed, false) }
+        #expect(throws: BacklotError.self) { try rebuild(delta, frames, true) }
+        #expect(throws: BacklotError.self) { try rebuild(delta, Array(frames.dropLast()), false) }
+        // An index delta with every ID in it: the early chunks' records are not left out.
+        let whole = try ZstdCompressor(level: 9).compress(
+            try #require(PackIndex.deltaForm(try v2.indexBytes())), prefix: try #require(PackIndex.deltaForm(baseIndex))
+        )
+        let keeping = PackDelta(
+            base: delta.base, target: delta.target, indexDelta: whole, targetIndexLength: delta.targetIndexLength,
+            slots: delta.slots, earlyCount: delta.earlyCount)
+        #expect(throws: BacklotError.self) { try rebuild(keeping, frames, false) }
+        // Limits read from the prefix: more early entries than entries, early entries without an
+        // index delta, early frames of more than 1 MiB.
+        let decode = { (delta: PackDelta) throws in
+            let size = delta.prefixLength + delta.slots.reduce(0) { $0 + UInt64($1.length) }
+            _ = try PackDelta.decodePrefix(
+                delta.encodedPrefix, base: delta.base, target: delta.target, fileSize: size, source: "t")
+        }
+        try decode(delta)
+        let slot = delta.slots[0]
+        let variants = [
+            PackDelta(
+                base: delta.base, target: delta.target, indexDelta: delta.indexDelta,
+                targetIndexLength: delta.targetIndexLength, slots: delta.slots, earlyCount: delta.slots.count + 1),
+            PackDelta(
+                base: delta.base, target: delta.target, indexDelta: [], targetIndexLength: delta.targetIndexLength,
+                slots: delta.slots, earlyCount: 1),
+            PackDelta(
+                base: delta.base, target: delta.target, indexDelta: delta.indexDelta,
+                targetIndexLength: delta.targetIndexLength,
+                slots: [
+                    PackDelta.Slot(targets: slot.targets, bases: slot.bases, length: 600_000),
+                    PackDelta.Slot(targets: [slot.targets[0] + 1], bases: slot.bases, length: 600_000),
+                ], earlyCount: 2),
+        ]
+        for bad in variants { #expect(throws: BacklotError.self, "\(bad.earlyCount)") { try decode(bad) } }
     }
 
     @Test func aPrefixThatBreaksARuleIsRefused() throws {

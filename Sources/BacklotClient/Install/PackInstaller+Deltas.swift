@@ -8,21 +8,26 @@ import Foundation
 import Synchronization
 
 /// A delta the installer uses: where it is, its checked prefix, the index it rebuilt (nil: read
-/// the index from the archive), and once resolved against the indexes, its entries and the entry
-/// that rebuilds each target chunk.
+/// the index from the archive) with what its early entries rebuilt on the way, and once resolved
+/// against the indexes, its entries and the entry that rebuilds each target chunk.
 struct DeltaPlan: Sendable {
     let url: String
     let delta: PackDelta
     let index: [UInt8]?
+    /// Bytes read to make the plan: the prefix, and the early frames (version 3).
     let prefixBytes: Int
+    /// Each early entry's target chunks (entry `i`, ``PackDelta/earlyCount`` of them), checked
+    /// with `index`; empty when the index was not rebuilt.
+    let early: [[UInt8]]
     private(set) var entries: [PackDelta.Entry] = []
     private(set) var entryOf: [SHA256Digest: Int] = [:]
 
-    init(url: String, delta: PackDelta, index: [UInt8]?, prefixBytes: Int) {
+    init(url: String, delta: PackDelta, index: [UInt8]?, prefixBytes: Int, early: [[UInt8]] = []) {
         self.url = url
         self.delta = delta
         self.index = index
         self.prefixBytes = prefixBytes
+        self.early = early
     }
 
     /// The plan with its entries resolved against the installed release's whole index and the
@@ -50,9 +55,17 @@ struct DeltaPlan: Sendable {
 extension PackInstaller {
     /// The delta into `release` from the installed version, when the catalog lists one: its prefix
     /// read with one Range request and checked (docs/format.md §14), and the index rebuilt from
-    /// it against the installed index (its SHA-256 must be the catalog's). Nil on any failure — a
-    /// delta is never needed: the install then reads the archive as without one.
-    func deltaPlan(release: Catalog.Release, previous: ClientContainer.Installed, archiveURL: URL) -> DeltaPlan? {
+    /// it against the installed index (its SHA-256 must be the catalog's) — for a version-3 delta
+    /// with early entries, after their frames (one more Range request) have rebuilt the chunks
+    /// whose IDs the index delta leaves out, from the installed release's chunks. Nil on any
+    /// failure of the prefix — a delta is never needed: the install then reads the archive as
+    /// without one; an index that is not rebuilt is read from the archive.
+    /// - Parameter knownIndex: the target's index, already checked (kept by an earlier attempt):
+    ///   used as it is, and the early frames are read as ordinary ones, if needed at all.
+    func deltaPlan(
+        id: String, release: Catalog.Release, previous: ClientContainer.Installed, archiveURL: URL,
+        knownIndex: [UInt8]? = nil
+    ) -> DeltaPlan? {
         guard let offer = release.deltas.first(where: { $0.base.hex == ReleaseName.indexDigest(previous.digest) }),
             let url = CatalogClient.deltaURL(offer, archiveURL: archiveURL)?.absoluteString,
             offer.prefixLength <= PackDelta.maximumPrefixLength
@@ -62,16 +75,55 @@ extension PackInstaller {
             let delta = try PackDelta.decodePrefix(
                 prefix, base: offer.base, target: release.indexSHA256, fileSize: offer.size, source: url)
             var index: [UInt8]? = nil
+            var early: [[UInt8]] = []
+            var read = prefix.count
             if previous.indexBytes.count > PackHeader.size {
-                index = try? delta.rebuildIndex(
-                    from: Array(previous.indexBytes.dropFirst(PackHeader.size)), expected: release.indexSHA256,
-                    using: ZstdDecompressor(), source: url)
-                if let i = index, UInt64(i.count) != release.indexLength { index = nil }
+                let baseIndex = Array(previous.indexBytes.dropFirst(PackHeader.size))
+                if let knownIndex {
+                    index = knownIndex
+                } else if delta.earlyCount == 0 {
+                    index = try? delta.rebuildIndex(
+                        from: baseIndex, expected: release.indexSHA256, using: ZstdDecompressor(), source: url)
+                } else if let old = Self.decodeStored(previous.indexBytes, name: previous.digest),
+                    let frames = try? range(url, delta.earlyRange.lowerBound, delta.earlyRange.upperBound - 1)
+                {
+                    read += frames.count
+                    let bases = Set(delta.slots.prefix(delta.earlyCount).flatMap(\.bases))
+                    let places = Self.chunkPlaces(
+                        bases, in: old.index, folder: container.releaseFolder(id, digest: previous.digest))
+                    let rebuilt = try? delta.rebuildIndex(
+                        from: baseIndex, expected: release.indexSHA256, earlyFrames: frames, base: old.index,
+                        baseChunk: { b in
+                            guard let place = places[b] else {
+                                throw BacklotError(.notFound, "base chunk \(b) is in no installed file", context: url)
+                            }
+                            return try Self.read(place.path, place.offset, place.size)
+                        }, using: ZstdDecompressor(), source: url)
+                    (index, early) = (rebuilt?.bytes, rebuilt?.early ?? [])
+                }
+                if let i = index, UInt64(i.count) != release.indexLength { (index, early) = (nil, []) }
             }
-            return DeltaPlan(url: url, delta: delta, index: index, prefixBytes: prefix.count)
+            return DeltaPlan(url: url, delta: delta, index: index, prefixBytes: read, early: early)
         } catch {
             return nil
         }
+    }
+
+    /// Where each of `chunks` (numbers in `index`, the installed release's) is in the release's
+    /// `folder`: the first file holding it, at which offset.
+    static func chunkPlaces(
+        _ chunks: Set<Int>, in index: PackIndex, folder: String
+    ) -> [Int: (path: String, offset: UInt64, size: Int)] {
+        var places: [Int: (path: String, offset: UInt64, size: Int)] = [:]
+        for file in index.files where places.count < chunks.count {
+            var offset: UInt64 = 0
+            for c in file.chunks {
+                let size = index.chunks[c].uncompressedSize
+                if chunks.contains(c), places[c] == nil { places[c] = (folder + "/" + file.path, offset, Int(size)) }
+                offset += UInt64(size)
+            }
+        }
+        return places
     }
 
     /// What applying a delta gave: bytes downloaded, bytes of chunks rebuilt, and the chunks that
@@ -99,6 +151,22 @@ extension PackInstaller {
         // The entries needed, each with the chunks it rebuilds that this install writes.
         var wanted: [Int: [SHA256Digest: Int]] = [:]
         for item in chunks { wanted[item.entry, default: [:]][item.id] = item.chunk }
+        // Early entries were rebuilt with the index (checked with it): written, not fetched.
+        var early = UInt64(0)
+        var written: [Int] = []
+        for (e, want) in wanted where e < delta.early.count {
+            var start = 0
+            for t in delta.entries[e].targets {
+                defer { start += Int(t.size) }
+                guard let c = want[t.id] else { continue }
+                let chunk = Array(delta.early[e][start..<start + Int(t.size)])
+                for p in placements[c] { try files.account(p, writing: chunk) }
+                early += UInt64(t.size)
+                written.append(c)
+            }
+            wanted[e] = nil
+        }
+        try container.recordChunks(digest, written)
         let sorted = wanted.keys.sorted { delta.entries[$0].offset < delta.entries[$1].offset }
         var runs: [[Int]] = []
         for e in sorted {
@@ -117,6 +185,7 @@ extension PackInstaller {
         let failure = Mutex<(any Error)?>(nil)
         let fetched = AtomicBytes()
         let plain = AtomicBytes()
+        plain.add(early)
         let container = self.container
         // A 404 (or any answer but 206) for one run means the delta is not there: stop asking.
         let gone = Atomic<Bool>(false)

@@ -40,9 +40,20 @@ extension PackInstaller {
     ) throws -> InstallPlan {
         let url = archiveURL.absoluteString
         var downloaded: UInt64 = 0
+        // The files this device installs: the shared ones and its variant's (docs/format.md §3.2).
+        let choice = ReleaseName.choice(release, profile: profile)
+        let digest = ReleaseName.make(indexDigest: release.indexSHA256.hex, choice: choice)
+        // What the container keeps waits on disk, not in memory: 12 MB at 200,000 files, held
+        // through the whole install, was a tenth of its peak.
+        let storedIndexFile = container.pendingIndexFile(id, digest: digest)
         // A delta from the installed release, when the catalog offers one: its prefix, and the
-        // index rebuilt from it (checked as the archive's would be). Any failure: no delta.
-        let delta = previous.flatMap { deltaPlan(release: release, previous: $0, archiveURL: archiveURL) }
+        // index rebuilt from it (checked as the archive's would be) — or the one an earlier attempt
+        // kept, which spares a restart the early frames. Any failure: no delta.
+        let delta = previous.flatMap {
+            deltaPlan(
+                id: id, release: release, previous: $0, archiveURL: archiveURL,
+                knownIndex: Self.keptIndex(storedIndexFile, release: release))
+        }
 
         let headBytes: [UInt8]
         if let rebuilt = delta?.index, let version = PackIndex.formatVersion(ofIndex: rebuilt),
@@ -91,21 +102,31 @@ extension PackInstaller {
                 context: url,
                 hint: "the catalog and the archive disagree: the publisher must fix the release")
         }
-        // The files this device installs: the shared ones and its variant's (docs/format.md §3.2).
-        let choice = ReleaseName.choice(release, profile: profile)
         let index = try whole.selecting(choice, source: url)
         // The delta's table names chunks by their number in the whole indexes (version 2): resolved
         // now, checked; a table that does not resolve means no delta, the index being already checked.
         let resolved = previous.flatMap { p in delta?.resolved(previous: p, target: whole) }
-        let digest = ReleaseName.make(indexDigest: release.indexSHA256.hex, choice: choice)
-        // What the container keeps waits on disk, not in memory: 12 MB at 200,000 files, held
-        // through the whole install, was a tenth of its peak.
-        let storedIndexFile = container.pendingIndexFile(id, digest: digest)
+        // What was read of a delta that does not resolve is still downloaded.
+        if resolved == nil, let delta { downloaded += UInt64(delta.prefixBytes) }
         try FileSystem.makeDirectories(container.packFolder(id))
         try Self.writeStoredIndex(header: headBytes, index: indexBytes, to: storedIndexFile)
         return InstallPlan(
             url: url, digest: digest, header: header, index: index, storedIndexFile: storedIndexFile, delta: resolved,
             downloadedBytes: downloaded)
+    }
+
+    /// The index an earlier attempt at this release kept in `path` (``writeStoredIndex(header:index:to:)``),
+    /// when it still has the catalog's length and SHA-256; nil otherwise.
+    static func keptIndex(_ path: String, release: Catalog.Release) -> [UInt8]? {
+        guard release.indexLength <= PackHeader.maximumIndexLength,
+            let fd = try? FileDescriptor.openForReading(path)
+        else { return nil }
+        defer { fd.close() }
+        guard let size = try? fd.size(), size == UInt64(PackHeader.size) + release.indexLength,
+            let bytes = try? fd.read(count: Int(release.indexLength), at: UInt64(PackHeader.size)),
+            SHA256.hash(bytes) == release.indexSHA256
+        else { return nil }
+        return bytes
     }
 
     /// Writes the header and index bytes the container will keep to `path` (replaced if there). Not

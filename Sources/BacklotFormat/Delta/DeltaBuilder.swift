@@ -216,7 +216,8 @@ public struct DeltaBuilder: Sendable {
                 if grouped {
                     claimed.insert(c)
                     try frames.add(FrameList.Member(chunk: c, plain: plain, bases: bases), variant: variant)
-                } else if try frames.tryAlone(FrameList.Member(chunk: c, plain: plain, bases: bases)) {
+                } else if try frames.tryAlone(FrameList.Member(chunk: c, plain: plain, bases: bases), variant: variant)
+                {
                     // Not replaced after all (a database after a `VACUUM` shares no chunk with its
                     // old version, but its pages): the rest goes into shared frames.
                     claimed.insert(c)
@@ -229,18 +230,25 @@ public struct DeltaBuilder: Sendable {
         try frames.flush()
         let baseIndex = base.indexBytes
         let targetIndex = target.indexBytes
+        let sorted = frames.kept.sorted { $0.targets[0] < $1.targets[0] }
+        var (early, rest) = Self.early(sorted, base: base.index, target: target.index)
         // Made between the indexes' delta forms (references renumbered by an early change cost
-        // nothing); none when either does not walk, or when it is not smaller than the index.
+        // nothing), the early frames' chunks without their IDs; none when either does not walk,
+        // or when it is not smaller than the index (and then no frame is early).
         var indexDelta: [UInt8] = []
-        if let from = PackIndex.deltaForm(baseIndex), let to = PackIndex.deltaForm(targetIndex) {
+        if let from = PackIndex.deltaForm(baseIndex), let formed = PackIndex.deltaForm(targetIndex),
+            let to = PackIndex.blankingIDs(formed, of: early.flatMap(\.targets))
+        {
             indexDelta = try compressor.compress(to, prefix: from)
             if indexDelta.count >= targetIndex.count { indexDelta = [] }
         }
-        let kept = frames.kept.sorted { $0.targets[0] < $1.targets[0] }
+        if indexDelta.isEmpty { (early, rest) = ([], sorted) }
+        let kept = early + rest
         let delta = PackDelta(
             base: base.packDigest, target: target.packDigest, indexDelta: indexDelta,
             targetIndexLength: UInt32(targetIndex.count),
-            slots: kept.map { PackDelta.Slot(targets: $0.targets, bases: $0.bases, length: UInt32($0.frame.count)) })
+            slots: kept.map { PackDelta.Slot(targets: $0.targets, bases: $0.bases, length: UInt32($0.frame.count)) },
+            earlyCount: early.count)
         var bytes = delta.encodedPrefix
         var entries: [PackDelta.Entry] = []
         var next = UInt64(bytes.count)
@@ -276,6 +284,8 @@ public struct DeltaBuilder: Sendable {
             let targets: [Int]
             let bases: [Int]
             let frame: [UInt8]
+            /// The variant of its chunks' files ("" for the files every device installs).
+            let variant: String
         }
 
         /// A frame is made at `first`'s level; when that takes a quarter of the chunks' own frames
@@ -330,20 +340,20 @@ public struct DeltaBuilder: Sendable {
             }
             guard !pending.isEmpty else { return }
             if pending.count == 1 {
-                _ = try tryAlone(pending[0])
+                _ = try tryAlone(pending[0], variant: pendingVariant)
                 return
             }
             let members = pending.sorted { $0.chunk < $1.chunk }
-            if try keep(members) { return }
-            for m in members { _ = try tryAlone(m) }
+            if try keep(members, variant: pendingVariant) { return }
+            for m in members { _ = try tryAlone(m, variant: pendingVariant) }
         }
 
         /// One chunk in a frame of its own: kept when worth it.
-        mutating func tryAlone(_ m: Member) throws -> Bool { try keep([m]) }
+        mutating func tryAlone(_ m: Member, variant: String) throws -> Bool { try keep([m], variant: variant) }
 
         /// Compresses `members` (sorted by chunk) into one frame against their bases (in the order
         /// first used, each once); keeps it when it costs less than `keepBelow` of their frames.
-        private mutating func keep(_ members: [Member]) throws -> Bool {
+        private mutating func keep(_ members: [Member], variant: String) throws -> Bool {
             var order: [Int] = []
             var prefix: [UInt8] = []
             for m in members {
@@ -365,9 +375,38 @@ public struct DeltaBuilder: Sendable {
             let slot = PackDelta.Slot(targets: targets, bases: order, length: UInt32(frame.count))
             guard Double(frame.count + slot.encodedSize) < keepBelow * Double(whole) else { return false }
             replacedBytes += whole
-            kept.append(Frame(targets: targets, bases: order, frame: frame))
+            kept.append(Frame(targets: targets, bases: order, frame: frame, variant: variant))
             return true
         }
+    }
+
+    /// The frames that are early (version 3, `docs/format.md` §14), in order, and the others: the
+    /// frames of the files every device installs (a device would otherwise read frames of another
+    /// variant), as long as they stay within ``PackDelta/maximumEarlyFrameBytes`` of frames,
+    /// ``PackDelta/maximumEarlyOutputBytes`` rebuilt and ``PackDelta/maximumEarlyBaseBytes`` of
+    /// bases. Their chunks' IDs are left out of the index delta: 32 bytes a chunk, most of what a
+    /// small update of many small files costs.
+    static func early(
+        _ frames: [FrameList.Frame], base: PackIndex, target: PackIndex
+    ) -> (early: [FrameList.Frame], rest: [FrameList.Frame]) {
+        var early: [FrameList.Frame] = []
+        var rest: [FrameList.Frame] = []
+        var (frameBytes, output, baseBytes): (UInt64, UInt64, UInt64) = (0, 0, 0)
+        for f in frames {
+            let out = f.targets.reduce(UInt64(0)) { $0 + UInt64(target.chunks[$1].uncompressedSize) }
+            let bases = f.bases.reduce(UInt64(0)) { $0 + UInt64(base.chunks[$1].uncompressedSize) }
+            if f.variant.isEmpty, frameBytes + UInt64(f.frame.count) <= PackDelta.maximumEarlyFrameBytes,
+                output + out <= PackDelta.maximumEarlyOutputBytes, baseBytes + bases <= PackDelta.maximumEarlyBaseBytes
+            {
+                early.append(f)
+                frameBytes += UInt64(f.frame.count)
+                output += out
+                baseBytes += bases
+            } else {
+                rest.append(f)
+            }
+        }
+        return (early, rest)
     }
 
     /// The level every frame is first made at (see ``FrameList``).

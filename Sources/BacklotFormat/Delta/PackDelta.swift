@@ -11,9 +11,13 @@ import BacklotCrypto
 /// rebuilds must have the catalog's SHA-256, base chunks are re-hashed before use, and every chunk
 /// a frame rebuilds must have its target ID, or the client fetches the chunks whole.
 ///
-/// Version 2 (written by this build) names chunks by their number in the two indexes, so its
-/// table is resolved against them (``entries(base:target:source:)``) once the client has both;
-/// version 1 (read still) names them by ID.
+/// Versions 2 and 3 name chunks by their number in the two indexes, so their table is resolved
+/// against them (``entries(base:target:source:)``) once the client has both; version 1 (read
+/// still) names them by ID. Version 3 (written by this build) adds *early* entries: the first
+/// ``earlyCount`` frames, read with the prefix, whose chunks' IDs the index delta leaves out —
+/// the client rebuilds those chunks and takes their IDs from their bytes before it checks the
+/// index (``rebuildIndex(from:expected:earlyFrames:base:baseChunk:using:source:)``), so that a
+/// small update does not pay 32 bytes a changed chunk.
 ///
 /// ```swift
 /// let prefix = try PackDelta.decodePrefix(bytes, base: old, target: new, fileSize: size, source: url)
@@ -25,9 +29,9 @@ public struct PackDelta: Sendable, Hashable {
     /// The fixed header's size.
     public static let headerSize = 96
     /// The version this build writes.
-    public static let formatVersion: UInt16 = 2
+    public static let formatVersion: UInt16 = 3
     /// The versions this build reads.
-    public static let readableVersions: ClosedRange<UInt16> = 1...2
+    public static let readableVersions: ClosedRange<UInt16> = 1...3
     /// At most this many base chunks per entry of version 1.
     public static let maximumBases = 4
     /// At most this many base chunks per entry of version 2.
@@ -37,6 +41,12 @@ public struct PackDelta: Sendable, Hashable {
     public static let maximumBaseBytes: UInt64 = 16 << 20
     /// The largest prefix (header, index delta and table) a reader accepts.
     public static let maximumPrefixLength: UInt64 = 96 << 20
+    /// Version 3's early entries, which a client rebuilds before it can check the index: at most
+    /// this many bytes of frames, rebuilding at most ``maximumEarlyOutputBytes`` from at most
+    /// ``maximumEarlyBaseBytes`` of base chunks in all.
+    public static let maximumEarlyFrameBytes: UInt64 = 1 << 20
+    public static let maximumEarlyOutputBytes: UInt64 = 4 << 20
+    public static let maximumEarlyBaseBytes: UInt64 = 16 << 20
 
     /// One chunk a frame rebuilds.
     public struct Target: Sendable, Hashable {
@@ -133,7 +143,7 @@ public struct PackDelta: Sendable, Hashable {
         }
     }
 
-    /// 1 or 2.
+    /// 1, 2 or 3.
     public let formatVersion: UInt16
     /// The pack digest of the version the client must hold.
     public let base: SHA256Digest
@@ -145,30 +155,42 @@ public struct PackDelta: Sendable, Hashable {
     public let targetIndexLength: UInt32
     /// Version 1's table, sorted by offset (empty in version 2).
     let v1Entries: [Entry]
-    /// Version 2's table, in file order (empty in version 1).
+    /// Version 2's and 3's table (empty in version 1): in version 3 the early entries first.
     public let slots: [Slot]
+    /// Version 3: how many entries, from the first, are early (their targets' IDs are not in the
+    /// index delta, their frames are read with the prefix); 0 in versions 1 and 2.
+    public let earlyCount: Int
 
     /// A version-1 delta.
     public init(
         base: SHA256Digest, target: SHA256Digest, indexDelta: [UInt8], targetIndexLength: UInt32, entries: [Entry]
     ) {
-        self.init(1, base, target, indexDelta, targetIndexLength, entries, [])
+        self.init(1, base, target, indexDelta, targetIndexLength, entries, [], early: 0)
     }
 
     /// A version-2 delta.
     public init(
         base: SHA256Digest, target: SHA256Digest, indexDelta: [UInt8], targetIndexLength: UInt32, slots: [Slot]
     ) {
-        self.init(2, base, target, indexDelta, targetIndexLength, [], slots)
+        self.init(2, base, target, indexDelta, targetIndexLength, [], slots, early: 0)
+    }
+
+    /// A version-3 delta: the first `earlyCount` of `slots` are early (their targets' IDs are
+    /// zero in the index delta's form, ``PackIndex/blankingIDs(_:of:)``).
+    public init(
+        base: SHA256Digest, target: SHA256Digest, indexDelta: [UInt8], targetIndexLength: UInt32, slots: [Slot],
+        earlyCount: Int
+    ) {
+        self.init(3, base, target, indexDelta, targetIndexLength, [], slots, early: earlyCount)
     }
 
     private init(
         _ version: UInt16, _ base: SHA256Digest, _ target: SHA256Digest, _ indexDelta: [UInt8],
-        _ targetIndexLength: UInt32, _ v1Entries: [Entry], _ slots: [Slot]
+        _ targetIndexLength: UInt32, _ v1Entries: [Entry], _ slots: [Slot], early: Int
     ) {
         (formatVersion, self.base, self.target) = (version, base, target)
         (self.indexDelta, self.targetIndexLength) = (indexDelta, targetIndexLength)
-        (self.v1Entries, self.slots) = (v1Entries, slots)
+        (self.v1Entries, self.slots, self.earlyCount) = (v1Entries, slots, early)
     }
 
     /// How many frames the delta holds.
@@ -189,9 +211,15 @@ public struct PackDelta: Sendable, Hashable {
         }
     }
 
+    /// Version 3: where the early entries' frames lie, right after the prefix.
+    public var earlyRange: Range<UInt64> {
+        prefixLength..<prefixLength + slots.prefix(earlyCount).reduce(0) { $0 + UInt64($1.length) }
+    }
+
     /// The table's bytes.
     var encodedTable: [UInt8] {
         var w = ByteWriter()
+        if formatVersion == 3 { w.varint(UInt32(earlyCount)) }
         if formatVersion == 1 {
             for e in v1Entries {
                 w.digest(e.targets[0].id)
@@ -210,8 +238,9 @@ public struct PackDelta: Sendable, Hashable {
 
     /// The table's size in bytes.
     public var tableLength: UInt64 {
-        formatVersion == 1
-            ? v1Entries.reduce(0) { $0 + UInt64($1.encodedSize) } : slots.reduce(0) { $0 + UInt64($1.encodedSize) }
+        if formatVersion == 1 { return v1Entries.reduce(0) { $0 + UInt64($1.encodedSize) } }
+        let early = formatVersion == 3 ? UInt64(ByteWriter.varintSize(UInt32(earlyCount))) : 0
+        return slots.reduce(early) { $0 + UInt64($1.encodedSize) }
     }
     /// Header + index delta + table: where the first frame starts, and what a client reads first.
     public var prefixLength: UInt64 { UInt64(Self.headerSize) + UInt64(indexDelta.count) + tableLength }
@@ -243,7 +272,7 @@ public struct PackDelta: Sendable, Hashable {
         )
     }
 
-    /// Decodes and checks a delta's prefix (version 1 or 2).
+    /// Decodes and checks a delta's prefix (version 1, 2 or 3).
     /// - Parameters:
     ///   - base, target: the pack digests the caller expects (a delta for other versions is refused).
     ///   - fileSize: the delta file's size, from the catalog: frames must end exactly there.
@@ -255,7 +284,9 @@ public struct PackDelta: Sendable, Hashable {
         let bad = { (message: String) in refusal(message, source) }
         guard Array(try r.take(8, "the magic")) == magic else { throw bad("not a Backlot delta (no BKLTDLTA)") }
         let version = try r.u16("the version")
-        guard readableVersions.contains(version) else { throw bad("a delta of format version \(version) (1 or 2)") }
+        guard readableVersions.contains(version) else {
+            throw bad("a delta of format version \(version) (1, 2 or 3)")
+        }
         guard try r.u16("reserved") == 0 else { throw bad("reserved bytes are not zero") }
         let count = Int(try r.u32("the entry count"))
         guard try r.digest("the base digest") == base else { throw bad("the delta is not from the version held") }
@@ -271,7 +302,7 @@ public struct PackDelta: Sendable, Hashable {
         guard prefixLength == UInt64(bytes.count), prefixLength <= fileSize else {
             throw bad("the prefix is \(bytes.count) bytes, but the header says \(prefixLength)")
         }
-        // The smallest entry: 84 bytes in version 1, 4 in version 2.
+        // The smallest entry: 84 bytes in version 1, 4 in versions 2 and 3.
         guard count <= Int(tableLength) / (version == 1 ? 84 : 4) else {
             throw bad("the table is too short for \(count) entries")
         }
@@ -280,6 +311,19 @@ public struct PackDelta: Sendable, Hashable {
             let slots = try decodeSlots(&r, count: count, framesFrom: prefixLength, fileSize: fileSize, source: source)
             return PackDelta(
                 base: base, target: target, indexDelta: indexDelta, targetIndexLength: targetIndexLength, slots: slots)
+        }
+        if version == 3 {
+            let early = Int(try r.varint("the early entry count"))
+            guard early <= count else { throw bad("\(early) early entries of \(count)") }
+            guard early == 0 || !indexDelta.isEmpty else { throw bad("early entries without an index delta") }
+            let slots = try decodeSlots(&r, count: count, framesFrom: prefixLength, fileSize: fileSize, source: source)
+            let earlyBytes = slots.prefix(early).reduce(UInt64(0)) { $0 + UInt64($1.length) }
+            guard earlyBytes <= maximumEarlyFrameBytes else {
+                throw bad("the early frames take \(earlyBytes) bytes (at most \(maximumEarlyFrameBytes))")
+            }
+            return PackDelta(
+                base: base, target: target, indexDelta: indexDelta, targetIndexLength: targetIndexLength, slots: slots,
+                earlyCount: early)
         }
         var entries: [Entry] = []
         entries.reserveCapacity(count)
@@ -310,7 +354,7 @@ public struct PackDelta: Sendable, Hashable {
             entries: entries)
     }
 
-    /// Version 2's table: what can be checked without the indexes (counts, order, lengths, the
+    /// Version 2's and 3's table: what can be checked without the indexes (counts, order, lengths, the
     /// frames tiling the rest of the file).
     static func decodeSlots(
         _ r: inout ByteReader, count: Int, framesFrom prefixLength: UInt64, fileSize: UInt64, source: String
@@ -363,14 +407,14 @@ public struct PackDelta: Sendable, Hashable {
         return slots
     }
 
-    /// The table's entries, chunks named by ID: version 1's as decoded; version 2's resolved
+    /// The table's entries, chunks named by ID: version 1's as decoded; version 2's and 3's resolved
     /// against the base's and the target's whole indexes (before any variant selection) and checked.
     /// - Throws: ``BacklotError/Code/corruptArchive`` for a chunk number outside its index, a target
     ///   rebuilt by two entries, a base listed twice in an entry, a frame that would rebuild more
     ///   than 4 MiB or refer to more than 16 MiB of base chunks, or one longer than zstd's bound
     ///   for what it rebuilds.
     public func entries(base: PackIndex, target: PackIndex, source: String) throws -> [Entry] {
-        guard formatVersion == 2 else { return v1Entries }
+        guard formatVersion >= 2 else { return v1Entries }
         let bad = { (message: String) in Self.refusal(message, source) }
         var entries: [Entry] = []
         entries.reserveCapacity(slots.count)

@@ -73,4 +73,44 @@ extension PackIndex {
         guard at == out.count else { return nil }
         return out
     }
+
+    /// Where the chunk records of `bytes` (an index of version 1 or 2) lie: the first record's
+    /// offset, the record size (48 or 40; each starts with the chunk's 32-byte ID and ends with its
+    /// 4-byte `uncompressedSize`) and their count; nil when the bytes are too short for them.
+    public static func chunkRecords(of bytes: [UInt8]) -> (start: Int, size: Int, count: Int)? {
+        func u32(_ at: Int) -> Int? {
+            guard at >= 0, at <= bytes.count - 4 else { return nil }
+            return Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24
+        }
+        guard bytes.count >= 8 else { return nil }
+        let v2: Bool
+        switch Array(bytes[0..<8]) {
+        case Array("BKLTINDX".utf8): v2 = false
+        case Array("BKLTIDX2".utf8): v2 = true
+        default: return nil
+        }
+        guard let metadata = u32(8) else { return nil }
+        var at = 12 + metadata
+        if v2 {
+            guard let dictionary = u32(at) else { return nil }
+            at += 4 + dictionary
+        }
+        let size = v2 ? 40 : 48
+        guard let count = u32(at), count <= (bytes.count - at - 4) / size else { return nil }
+        return (at + 4, size, count)
+    }
+
+    /// `bytes` with the IDs of `chunks` (numbers in its chunk table) set to 32 zero bytes: how a
+    /// version-3 delta's index delta leaves out the IDs of the chunks its early frames rebuild
+    /// (`docs/format.md` §14); nil when a number is outside the table.
+    public static func blankingIDs(_ bytes: [UInt8], of chunks: some Sequence<Int>) -> [UInt8]? {
+        guard let table = chunkRecords(of: bytes) else { return nil }
+        var out = bytes
+        for c in chunks {
+            guard c >= 0, c < table.count else { return nil }
+            let at = table.start + c * table.size
+            for i in at..<at + 32 { out[i] = 0 }
+        }
+        return out
+    }
 }
