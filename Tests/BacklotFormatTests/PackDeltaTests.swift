@@ -262,6 +262,65 @@ import Testing
         for bad in variants { #expect(throws: BacklotError.self, "\(bad.earlyCount)") { try decode(bad) } }
     }
 
+    /// Many small files, a few edited: the new version's dictionary differs, and the index delta
+    /// refers to the base chunks it was trained from (version 3's index bases), which costs far
+    /// less than the dictionary against the old one; a damaged index base is refused.
+    @Test func aNewDictionaryIsCompressedAgainstTheBaseContentItCameFrom() throws {
+        let dir = try TemporaryDirectory("delta-dictionary")
+        defer { dir.remove() }
+        var g = SeededGenerator.fromEnvironment()
+        print("aNewDictionaryIsCompressedAgainstTheBaseContentItCameFrom seed: \(g.seed)")
+        var files: [String: [UInt8]] = [:]
+        for i in 0..<1_200 { files["t/\(i / 100)/f\(i).txt"] = g.text(400 + Int(g.next() % 3600)) }
+        var edited = files
+        for name in files.keys.sorted().prefix(120) {
+            var bytes = edited[name]!
+            let at = Int(g.next() % UInt64(bytes.count - 100))
+            bytes.replaceSubrange(at..<at + 40, with: g.text(40))
+            edited[name] = bytes
+        }
+        let result = try Self.delta(dir, before: files, after: edited)
+        let (v1, v2) = (try PackReader(path: dir.at("v1.pack")), try PackReader(path: dir.at("v2.pack")))
+        let (old, new) = (try #require(v1.index.dictionary), try #require(v2.index.dictionary))
+        try #require(old.bytes != new.bytes, "the edits did not change the dictionary")
+        let delta = result.delta
+        #expect(!delta.indexBases.isEmpty)
+        let d = ZstdDecompressor()
+        let frames = Array(result.bytes[Int(delta.earlyRange.lowerBound)..<Int(delta.earlyRange.upperBound)])
+        let rebuild = { (damage: Int?) throws -> [UInt8]? in
+            try delta.rebuildIndex(
+                from: try v1.indexBytes(), expected: v2.packDigest, earlyFrames: frames, base: v1.index,
+                baseChunk: {
+                    var bytes = try v1.readChunk($0, using: d)
+                    if $0 == damage { bytes[0] ^= 1 }
+                    return bytes
+                }, using: d, source: "t")?.bytes
+        }
+        #expect(try rebuild(nil) == (try v2.indexBytes()))
+        #expect(throws: BacklotError.self) { try rebuild(delta.indexBases[0]) }
+        let decoded = try PackDelta.decodePrefix(
+            Array(result.bytes.prefix(Int(delta.prefixLength))), base: delta.base, target: delta.target,
+            fileSize: UInt64(result.bytes.count), source: "t")
+        #expect(decoded == delta)
+        // An index base outside the base's chunks, or listed twice: refused before anything is read.
+        for bases in [[v1.index.chunks.count], [delta.indexBases[0], delta.indexBases[0]]] {
+            let crafted = PackDelta(
+                base: delta.base, target: delta.target, indexDelta: delta.indexDelta,
+                targetIndexLength: delta.targetIndexLength, slots: delta.slots, earlyCount: delta.earlyCount,
+                indexBases: bases)
+            #expect(throws: BacklotError.self, "\(bases)") {
+                try crafted.rebuildIndex(
+                    from: try v1.indexBytes(), expected: v2.packDigest, earlyFrames: frames, base: v1.index,
+                    baseChunk: { try v1.readChunk($0, using: d) }, using: d, source: "t")
+            }
+        }
+        // Without the bases, the same index delta costs the whole new dictionary against the old.
+        let without = try ZstdCompressor(level: 9).compress(new.bytes, prefix: old.bytes)
+        #expect(
+            delta.indexDelta.count < without.count,
+            "\(delta.indexDelta.count) bytes, \(without.count) for the dictionary alone")
+    }
+
     @Test func aPrefixThatBreaksARuleIsRefused() throws {
         let dir = try TemporaryDirectory("delta-rules")
         defer { dir.remove() }

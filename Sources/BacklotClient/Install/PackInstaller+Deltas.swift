@@ -81,14 +81,15 @@ extension PackInstaller {
                 let baseIndex = Array(previous.indexBytes.dropFirst(PackHeader.size))
                 if let knownIndex {
                     index = knownIndex
-                } else if delta.earlyCount == 0 {
+                } else if delta.earlyCount == 0 && delta.indexBases.isEmpty {
                     index = try? delta.rebuildIndex(
                         from: baseIndex, expected: release.indexSHA256, using: ZstdDecompressor(), source: url)
                 } else if let old = Self.decodeStored(previous.indexBytes, name: previous.digest),
-                    let frames = try? range(url, delta.earlyRange.lowerBound, delta.earlyRange.upperBound - 1)
+                    let frames = delta.earlyCount == 0
+                        ? [] : try? range(url, delta.earlyRange.lowerBound, delta.earlyRange.upperBound - 1)
                 {
                     read += frames.count
-                    let bases = Set(delta.slots.prefix(delta.earlyCount).flatMap(\.bases))
+                    let bases = Set(delta.slots.prefix(delta.earlyCount).flatMap(\.bases) + delta.indexBases)
                     let places = Self.chunkPlaces(
                         bases, in: old.index, folder: container.releaseFolder(id, digest: previous.digest))
                     let rebuilt = try? delta.rebuildIndex(

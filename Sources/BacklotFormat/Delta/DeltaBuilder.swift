@@ -236,11 +236,26 @@ public struct DeltaBuilder: Sendable {
         // nothing), the early frames' chunks without their IDs; none when either does not walk,
         // or when it is not smaller than the index (and then no frame is early).
         var indexDelta: [UInt8] = []
+        var indexBases: [Int] = []
         if let from = PackIndex.deltaForm(baseIndex), let formed = PackIndex.deltaForm(targetIndex),
             let to = PackIndex.blankingIDs(formed, of: early.flatMap(\.targets))
         {
             indexDelta = try compressor.compress(to, prefix: from)
-            if indexDelta.count >= targetIndex.count { indexDelta = [] }
+            // A new dictionary (small files changed): compressed against the base content it was
+            // trained from, kept when that is smaller, its table entries counted.
+            if let dictionary = target.index.dictionary?.bytes {
+                let bases = try IndexBases.choose(
+                    dictionary: dictionary, old: base.index.dictionary?.bytes, base: base, using: decompressor)
+                if !bases.isEmpty {
+                    var prefix: [UInt8] = []
+                    for b in bases { prefix += try base.chunk(b, using: decompressor) }
+                    let smaller = try compressor.compress(to, prefix: prefix + from)
+                    if smaller.count + 3 * bases.count < indexDelta.count {
+                        (indexDelta, indexBases) = (smaller, bases)
+                    }
+                }
+            }
+            if indexDelta.count >= targetIndex.count { (indexDelta, indexBases) = ([], []) }
         }
         if indexDelta.isEmpty { (early, rest) = ([], sorted) }
         let kept = early + rest
@@ -248,7 +263,7 @@ public struct DeltaBuilder: Sendable {
             base: base.packDigest, target: target.packDigest, indexDelta: indexDelta,
             targetIndexLength: UInt32(targetIndex.count),
             slots: kept.map { PackDelta.Slot(targets: $0.targets, bases: $0.bases, length: UInt32($0.frame.count)) },
-            earlyCount: early.count)
+            earlyCount: early.count, indexBases: indexBases)
         var bytes = delta.encodedPrefix
         var entries: [PackDelta.Entry] = []
         var next = UInt64(bytes.count)

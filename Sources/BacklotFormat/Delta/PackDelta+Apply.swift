@@ -70,7 +70,8 @@ extension PackDelta {
     /// Rebuilds the target's index as ``rebuildIndex(from:expected:using:source:)`` does and, for a
     /// version-3 delta, its early entries first: each early frame (from `earlyFrames`, the bytes of
     /// ``earlyRange``) is decompressed against its base chunks (`baseChunk(n)` gives base chunk
-    /// `n`'s bytes, re-hashed here against `base`, the installed index), its targets' sizes read
+    /// `n`'s bytes, re-hashed here against `base`, the installed index; the index delta's own
+    /// prefix starts with the ``indexBases``, read the same way), its targets' sizes read
     /// from the rebuilt index, and each target's SHA-256 written where the index delta left 32 zero
     /// bytes. Only then is the whole index checked against `expected`: a wrong frame, base or
     /// index delta gives another SHA-256 and nothing is trusted. The work before that check is
@@ -97,6 +98,10 @@ extension PackDelta {
             guard let form = PackIndex.deltaForm(baseIndex) else { throw refused }
             prefix = form
         }
+        if !indexBases.isEmpty {
+            guard let base else { throw Self.refusal("the index delta refers to base chunks", source) }
+            prefix = try indexBasePrefix(base: base, baseChunk: baseChunk, source: source) + prefix
+        }
         var bytes = try decompressor.decompress(indexDelta, prefix: prefix, expectedSize: Int(targetIndexLength))
         if formatVersion >= 2 {
             guard let index = PackIndex.deltaForm(bytes, undo: true) else { throw refused }
@@ -113,6 +118,34 @@ extension PackDelta {
         }
         guard SHA256.hash(bytes) == expected, expected == target else { throw refused }
         return RebuiltIndex(bytes: bytes, early: early)
+    }
+
+    /// Version 3: the index bases' bytes, each checked against its ID in `base`, within
+    /// ``maximumIndexBaseBytes``.
+    private func indexBasePrefix(
+        base: PackIndex, baseChunk: (Int) throws -> [UInt8], source: String
+    ) throws -> [UInt8] {
+        let bad = { (message: String) in Self.refusal(message, source) }
+        var total: UInt64 = 0
+        for b in indexBases {
+            guard b < base.chunks.count else {
+                throw bad("index base \(b) is not in the base's \(base.chunks.count) chunks")
+            }
+            total += UInt64(base.chunks[b].uncompressedSize)
+        }
+        guard total <= Self.maximumIndexBaseBytes, Set(indexBases).count == indexBases.count else {
+            throw bad("the index bases take \(total) bytes (at most \(Self.maximumIndexBaseBytes)) or repeat")
+        }
+        var prefix: [UInt8] = []
+        prefix.reserveCapacity(Int(total))
+        for b in indexBases {
+            let chunk = try baseChunk(b)
+            guard SHA256.hash(chunk) == base.chunks[b].id else {
+                throw bad("index base \(b) does not have its SHA-256")
+            }
+            prefix += chunk
+        }
+        return prefix
     }
 
     /// Version 3: rebuilds the early entries and writes their targets' IDs into `index`.

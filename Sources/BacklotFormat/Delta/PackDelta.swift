@@ -47,6 +47,9 @@ public struct PackDelta: Sendable, Hashable {
     public static let maximumEarlyFrameBytes: UInt64 = 1 << 20
     public static let maximumEarlyOutputBytes: UInt64 = 4 << 20
     public static let maximumEarlyBaseBytes: UInt64 = 16 << 20
+    /// Version 3's index bases: at most this many base chunks, of at most this many bytes in all.
+    public static let maximumIndexBases = 4096
+    public static let maximumIndexBaseBytes: UInt64 = 1 << 20
 
     /// One chunk a frame rebuilds.
     public struct Target: Sendable, Hashable {
@@ -160,37 +163,43 @@ public struct PackDelta: Sendable, Hashable {
     /// Version 3: how many entries, from the first, are early (their targets' IDs are not in the
     /// index delta, their frames are read with the prefix); 0 in versions 1 and 2.
     public let earlyCount: Int
+    /// Version 3: base chunks (numbers in the base's index) whose bytes, concatenated in this
+    /// order, come before the base index's delta form in the index delta's reference prefix — the
+    /// base content a new zstd dictionary was trained from; empty in versions 1 and 2.
+    public let indexBases: [Int]
 
     /// A version-1 delta.
     public init(
         base: SHA256Digest, target: SHA256Digest, indexDelta: [UInt8], targetIndexLength: UInt32, entries: [Entry]
     ) {
-        self.init(1, base, target, indexDelta, targetIndexLength, entries, [], early: 0)
+        self.init(1, base, target, indexDelta, targetIndexLength, entries, [], early: 0, indexBases: [])
     }
 
     /// A version-2 delta.
     public init(
         base: SHA256Digest, target: SHA256Digest, indexDelta: [UInt8], targetIndexLength: UInt32, slots: [Slot]
     ) {
-        self.init(2, base, target, indexDelta, targetIndexLength, [], slots, early: 0)
+        self.init(2, base, target, indexDelta, targetIndexLength, [], slots, early: 0, indexBases: [])
     }
 
     /// A version-3 delta: the first `earlyCount` of `slots` are early (their targets' IDs are
-    /// zero in the index delta's form, ``PackIndex/blankingIDs(_:of:)``).
+    /// zero in the index delta's form, ``PackIndex/blankingIDs(_:of:)``), and the index delta's
+    /// prefix starts with `indexBases`' bytes.
     public init(
         base: SHA256Digest, target: SHA256Digest, indexDelta: [UInt8], targetIndexLength: UInt32, slots: [Slot],
-        earlyCount: Int
+        earlyCount: Int, indexBases: [Int] = []
     ) {
-        self.init(3, base, target, indexDelta, targetIndexLength, [], slots, early: earlyCount)
+        self.init(
+            3, base, target, indexDelta, targetIndexLength, [], slots, early: earlyCount, indexBases: indexBases)
     }
 
     private init(
         _ version: UInt16, _ base: SHA256Digest, _ target: SHA256Digest, _ indexDelta: [UInt8],
-        _ targetIndexLength: UInt32, _ v1Entries: [Entry], _ slots: [Slot], early: Int
+        _ targetIndexLength: UInt32, _ v1Entries: [Entry], _ slots: [Slot], early: Int, indexBases: [Int]
     ) {
         (formatVersion, self.base, self.target) = (version, base, target)
         (self.indexDelta, self.targetIndexLength) = (indexDelta, targetIndexLength)
-        (self.v1Entries, self.slots, self.earlyCount) = (v1Entries, slots, early)
+        (self.v1Entries, self.slots, self.earlyCount, self.indexBases) = (v1Entries, slots, early, indexBases)
     }
 
     /// How many frames the delta holds.
@@ -219,7 +228,15 @@ public struct PackDelta: Sendable, Hashable {
     /// The table's bytes.
     var encodedTable: [UInt8] {
         var w = ByteWriter()
-        if formatVersion == 3 { w.varint(UInt32(earlyCount)) }
+        if formatVersion == 3 {
+            w.varint(UInt32(earlyCount))
+            w.varint(UInt32(indexBases.count))
+            var previous = -1
+            for b in indexBases {
+                w.varint(Slot.zigzag(b - previous - 1))
+                previous = b
+            }
+        }
         if formatVersion == 1 {
             for e in v1Entries {
                 w.digest(e.targets[0].id)
@@ -239,8 +256,16 @@ public struct PackDelta: Sendable, Hashable {
     /// The table's size in bytes.
     public var tableLength: UInt64 {
         if formatVersion == 1 { return v1Entries.reduce(0) { $0 + UInt64($1.encodedSize) } }
-        let early = formatVersion == 3 ? UInt64(ByteWriter.varintSize(UInt32(earlyCount))) : 0
-        return slots.reduce(early) { $0 + UInt64($1.encodedSize) }
+        var head = 0
+        if formatVersion == 3 {
+            head = ByteWriter.varintSize(UInt32(earlyCount)) + ByteWriter.varintSize(UInt32(indexBases.count))
+            var previous = -1
+            for b in indexBases {
+                head += ByteWriter.varintSize(Slot.zigzag(b - previous - 1))
+                previous = b
+            }
+        }
+        return slots.reduce(UInt64(head)) { $0 + UInt64($1.encodedSize) }
     }
     /// Header + index delta + table: where the first frame starts, and what a client reads first.
     public var prefixLength: UInt64 { UInt64(Self.headerSize) + UInt64(indexDelta.count) + tableLength }
@@ -315,7 +340,20 @@ public struct PackDelta: Sendable, Hashable {
         if version == 3 {
             let early = Int(try r.varint("the early entry count"))
             guard early <= count else { throw bad("\(early) early entries of \(count)") }
-            guard early == 0 || !indexDelta.isEmpty else { throw bad("early entries without an index delta") }
+            let baseCount = Int(try r.varint("the index base count"))
+            guard baseCount <= maximumIndexBases, baseCount <= r.remaining else {
+                throw bad("\(baseCount) index bases (at most \(maximumIndexBases))")
+            }
+            var indexBases: [Int] = []
+            var previous = -1
+            for b in 0..<baseCount {
+                previous += 1 + Slot.unzigzag(try r.varint("index base \(b)"))
+                guard (0...Int(UInt32.max)).contains(previous) else { throw bad("index base \(b) is out of range") }
+                indexBases.append(previous)
+            }
+            guard (early == 0 && baseCount == 0) || !indexDelta.isEmpty else {
+                throw bad("early entries or index bases without an index delta")
+            }
             let slots = try decodeSlots(&r, count: count, framesFrom: prefixLength, fileSize: fileSize, source: source)
             let earlyBytes = slots.prefix(early).reduce(UInt64(0)) { $0 + UInt64($1.length) }
             guard earlyBytes <= maximumEarlyFrameBytes else {
@@ -323,7 +361,7 @@ public struct PackDelta: Sendable, Hashable {
             }
             return PackDelta(
                 base: base, target: target, indexDelta: indexDelta, targetIndexLength: targetIndexLength, slots: slots,
-                earlyCount: early)
+                earlyCount: early, indexBases: indexBases)
         }
         var entries: [Entry] = []
         entries.reserveCapacity(count)
