@@ -231,7 +231,10 @@ public struct DeltaBuilder: Sendable {
         let baseIndex = base.indexBytes
         let targetIndex = target.indexBytes
         let sorted = frames.kept.sorted { $0.targets[0] < $1.targets[0] }
-        var (early, rest) = Self.early(sorted, base: base.index, target: target.index)
+        // Base chunks every device holds: those of files of no variant.
+        var shared = Set<Int>()
+        for f in base.index.files where (try? VariantMarker.find(in: f.path)) == nil { shared.formUnion(f.chunks) }
+        var (early, rest) = Self.early(sorted, base: base.index, target: target.index, shared: shared)
         // Made between the indexes' delta forms (references renumbered by an early change cost
         // nothing), the early frames' chunks without their IDs; none when either does not walk,
         // or when it is not smaller than the index (and then no frame is early).
@@ -245,7 +248,8 @@ public struct DeltaBuilder: Sendable {
             // trained from, kept when that is smaller, its table entries counted.
             if let dictionary = target.index.dictionary?.bytes {
                 let bases = try IndexBases.choose(
-                    dictionary: dictionary, old: base.index.dictionary?.bytes, base: base, using: decompressor)
+                    dictionary: dictionary, old: base.index.dictionary?.bytes, base: base, among: shared,
+                    using: decompressor)
                 if !bases.isEmpty {
                     var prefix: [UInt8] = []
                     for b in bases { prefix += try base.chunk(b, using: decompressor) }
@@ -397,12 +401,12 @@ public struct DeltaBuilder: Sendable {
 
     /// The frames that are early (version 3, `docs/format.md` §14), in order, and the others: the
     /// frames of the files every device installs (a device would otherwise read frames of another
-    /// variant), as long as they stay within ``PackDelta/maximumEarlyFrameBytes`` of frames,
+    /// variant) whose bases are all `shared` (held by every device), as long as they stay within ``PackDelta/maximumEarlyFrameBytes`` of frames,
     /// ``PackDelta/maximumEarlyOutputBytes`` rebuilt and ``PackDelta/maximumEarlyBaseBytes`` of
     /// bases. Their chunks' IDs are left out of the index delta: 32 bytes a chunk, most of what a
     /// small update of many small files costs.
     static func early(
-        _ frames: [FrameList.Frame], base: PackIndex, target: PackIndex
+        _ frames: [FrameList.Frame], base: PackIndex, target: PackIndex, shared: Set<Int>
     ) -> (early: [FrameList.Frame], rest: [FrameList.Frame]) {
         var early: [FrameList.Frame] = []
         var rest: [FrameList.Frame] = []
@@ -410,7 +414,8 @@ public struct DeltaBuilder: Sendable {
         for f in frames {
             let out = f.targets.reduce(UInt64(0)) { $0 + UInt64(target.chunks[$1].uncompressedSize) }
             let bases = f.bases.reduce(UInt64(0)) { $0 + UInt64(base.chunks[$1].uncompressedSize) }
-            if f.variant.isEmpty, frameBytes + UInt64(f.frame.count) <= PackDelta.maximumEarlyFrameBytes,
+            if f.variant.isEmpty, f.bases.allSatisfy(shared.contains),
+                frameBytes + UInt64(f.frame.count) <= PackDelta.maximumEarlyFrameBytes,
                 output + out <= PackDelta.maximumEarlyOutputBytes, baseBytes + bases <= PackDelta.maximumEarlyBaseBytes
             {
                 early.append(f)

@@ -11,12 +11,14 @@ import BacklotZstd
 ///
 /// Pieces are found by content-defined samples: where the low 5 bits of a gear hash
 /// (``Chunker/gear``) are zero, about one position in 32, its low 32 bits — which depend on the 32
-/// bytes before — are a sample. Base chunks of at most 64 KiB are scanned (64 MiB of them at most),
+/// bytes before — are a sample. Base chunks of at most 64 KiB that every device holds (of files of
+/// no variant) are scanned (64 MiB of them at most),
 /// and those holding the most of the dictionary's samples that no chunk chosen before holds are
 /// chosen, two samples at least, within ``budget`` bytes.
 ///
 /// ```swift
-/// let bases = try IndexBases.choose(dictionary: new.bytes, old: old.bytes, base: input, using: ZstdDecompressor())
+/// let bases = try IndexBases.choose(
+///     dictionary: new.bytes, old: old.bytes, base: input, among: sharedChunks, using: ZstdDecompressor())
 /// ```
 enum IndexBases {
     /// The most bytes of base chunks chosen (the reader's bound is ``PackDelta/maximumIndexBaseBytes``).
@@ -27,14 +29,16 @@ enum IndexBases {
 
     /// The chosen base chunks, by number, ascending; empty when the dictionary did not change.
     static func choose(
-        dictionary: [UInt8], old: [UInt8]?, base: DeltaBuilder.Input, using decompressor: ZstdDecompressor
+        dictionary: [UInt8], old: [UInt8]?, base: DeltaBuilder.Input, among shared: Set<Int>,
+        using decompressor: ZstdDecompressor
     ) throws -> [Int] {
         guard !dictionary.isEmpty, dictionary != old else { return [] }
         var wanted = Set<UInt32>()
         samples(dictionary) { wanted.insert($0) }
         var candidates: [(chunk: Int, held: Set<UInt32>)] = []
         var scanned = 0
-        for (c, chunk) in base.index.chunks.enumerated() where chunk.uncompressedSize <= largestChunk {
+        for (c, chunk) in base.index.chunks.enumerated()
+        where chunk.uncompressedSize <= largestChunk && shared.contains(c) {
             scanned += Int(chunk.uncompressedSize)
             guard scanned <= scanLimit else { break }
             var held = Set<UInt32>()
