@@ -31,8 +31,13 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     // The target index: rebuilt from the delta when it can be (then checked); else the base's own,
     // so that a version-2 table is still resolved and its frames applied.
     var target = base.decoded
+    // Version 3's early frames (after the prefix) and index bases are read from the base's chunks.
+    let earlyFrames =
+        delta.earlyRange.upperBound <= UInt64(bytes.count)
+        ? Array(bytes[Int(delta.earlyRange.lowerBound)..<Int(delta.earlyRange.upperBound)]) : []
     if let index = try? delta.rebuildIndex(
-        from: base.index, expected: targetDigest, using: decompressor, source: "fuzz")
+        from: base.index, expected: targetDigest, earlyFrames: earlyFrames, base: base.decoded,
+        baseChunk: { n in base.chunks[base.decoded.chunks[n].id] ?? [] }, using: decompressor, source: "fuzz")?.bytes
     {
         guard SHA256.hash(index) == targetDigest else { fatalError("a rebuilt index without the expected SHA-256") }
         if let version = PackIndex.formatVersion(ofIndex: index),

@@ -63,7 +63,8 @@ final class FuzzPackDeltaBase: Sendable {
         return try PackReader(path: work + "/" + name)
     }
 
-    /// Writes deltas from the base to three edited versions into `directory` (version 2; the
+    /// Writes deltas from the base to three edited versions into `directory` (version 3 when they
+    /// have early entries, else 2; the
     /// `delta-edit-N.delta` seeds beside them are the version-1 deltas an earlier build wrote).
     static func writeCorpus(to directory: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -143,7 +143,7 @@ import Glibc
         let delta = try #require(try Self.release(f).deltas.first)
         let path = f.repository.directory.publicTreePath + "/v1/deltas/\(delta.sha256.hex).delta"
         var bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
-        // Every frame damaged in its middle (the prefix is left intact: the index still rebuilds).
+        // Every frame damaged in its middle, the early ones too (so the index is read from the archive).
         let prefix = try PackDelta.decodePrefix(
             Array(bytes.prefix(Int(delta.prefixLength))), base: delta.base, target: try Self.release(f).indexSHA256,
             fileSize: delta.size, source: "t")
@@ -268,17 +268,25 @@ import Glibc
             let plain = try part.targets.flatMap { try chunk(target, $0.id) }
             frames.append(try compressor.compress(plain + [UInt8](repeating: 0, count: padding), prefix: prefix))
         }
+        // The index delta as that version makes it: between the indexes' delta forms (version 2),
+        // or the indexes themselves (version 1), every ID in it.
+        let (baseIndex, targetIndex) = (try base.indexBytes(), try target.indexBytes())
+        let indexDelta =
+            version == 2
+            ? try compressor.compress(
+                try #require(PackIndex.deltaForm(targetIndex)), prefix: try #require(PackIndex.deltaForm(baseIndex)))
+            : try compressor.compress(targetIndex, prefix: baseIndex)
         let crafted: PackDelta
         if version == 2 {
             crafted = PackDelta(
-                base: honest.delta.base, target: honest.delta.target, indexDelta: honest.delta.indexDelta,
+                base: honest.delta.base, target: honest.delta.target, indexDelta: indexDelta,
                 targetIndexLength: honest.delta.targetIndexLength,
                 slots: zip(parts, frames).map {
                     PackDelta.Slot(targets: $0.slot!.targets, bases: $0.slot!.bases, length: UInt32($1.count))
                 })
         } else {
             let tableLength = parts.reduce(0) { $0 + 52 + 32 * $1.bases.count }
-            var offset = UInt64(PackDelta.headerSize + honest.delta.indexDelta.count + tableLength)
+            var offset = UInt64(PackDelta.headerSize + indexDelta.count + tableLength)
             var entries: [PackDelta.Entry] = []
             for (part, frame) in zip(parts, frames) {
                 entries.append(
@@ -288,7 +296,7 @@ import Glibc
                 offset += UInt64(frame.count)
             }
             crafted = PackDelta(
-                base: honest.delta.base, target: honest.delta.target, indexDelta: honest.delta.indexDelta,
+                base: honest.delta.base, target: honest.delta.target, indexDelta: indexDelta,
                 targetIndexLength: honest.delta.targetIndexLength, entries: entries)
         }
         let bytes = crafted.encodedPrefix + frames.flatMap { $0 }

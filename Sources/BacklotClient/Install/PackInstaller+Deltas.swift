@@ -60,11 +60,12 @@ extension PackInstaller {
     /// whose IDs the index delta leaves out, from the installed release's chunks. Nil on any
     /// failure of the prefix — a delta is never needed: the install then reads the archive as
     /// without one; an index that is not rebuilt is read from the archive.
-    /// - Parameter knownIndex: the target's index, already checked (kept by an earlier attempt):
-    ///   used as it is, and the early frames are read as ordinary ones, if needed at all.
+    /// - Parameter keptIndexFile: where an earlier attempt at this release kept its index: when
+    ///   that still has the catalog's SHA-256 it is used as it is, and the early frames are read
+    ///   as ordinary ones, if needed at all.
     func deltaPlan(
         id: String, release: Catalog.Release, previous: ClientContainer.Installed, archiveURL: URL,
-        knownIndex: [UInt8]? = nil
+        keptIndexFile: String
     ) -> DeltaPlan? {
         guard let offer = release.deltas.first(where: { $0.base.hex == ReleaseName.indexDigest(previous.digest) }),
             let url = CatalogClient.deltaURL(offer, archiveURL: archiveURL)?.absoluteString,
@@ -77,9 +78,9 @@ extension PackInstaller {
             var index: [UInt8]? = nil
             var early: [[UInt8]] = []
             var read = prefix.count
-            if previous.indexBytes.count > PackHeader.size {
+            if previous.indexBytes.count > PackHeader.size, UInt64(delta.targetIndexLength) == release.indexLength {
                 let baseIndex = Array(previous.indexBytes.dropFirst(PackHeader.size))
-                if let knownIndex {
+                if let knownIndex = Self.keptIndex(keptIndexFile, release: release) {
                     index = knownIndex
                 } else if delta.earlyCount == 0 && delta.indexBases.isEmpty {
                     index = try? delta.rebuildIndex(

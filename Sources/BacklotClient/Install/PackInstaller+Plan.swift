@@ -50,9 +50,7 @@ extension PackInstaller {
         // index rebuilt from it (checked as the archive's would be) — or the one an earlier attempt
         // kept, which spares a restart the early frames. Any failure: no delta.
         let delta = previous.flatMap {
-            deltaPlan(
-                id: id, release: release, previous: $0, archiveURL: archiveURL,
-                knownIndex: Self.keptIndex(storedIndexFile, release: release))
+            deltaPlan(id: id, release: release, previous: $0, archiveURL: archiveURL, keptIndexFile: storedIndexFile)
         }
 
         let headBytes: [UInt8]

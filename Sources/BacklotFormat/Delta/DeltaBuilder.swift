@@ -263,11 +263,17 @@ public struct DeltaBuilder: Sendable {
         }
         if indexDelta.isEmpty { (early, rest) = ([], sorted) }
         let kept = early + rest
-        let delta = PackDelta(
-            base: base.packDigest, target: target.packDigest, indexDelta: indexDelta,
-            targetIndexLength: UInt32(targetIndex.count),
-            slots: kept.map { PackDelta.Slot(targets: $0.targets, bases: $0.bases, length: UInt32($0.frame.count)) },
-            earlyCount: early.count, indexBases: indexBases)
+        let slots = kept.map { PackDelta.Slot(targets: $0.targets, bases: $0.bases, length: UInt32($0.frame.count)) }
+        // Version 2 when nothing needs version 3: a reader of version 2 still uses it.
+        let delta =
+            early.isEmpty && indexBases.isEmpty
+            ? PackDelta(
+                base: base.packDigest, target: target.packDigest, indexDelta: indexDelta,
+                targetIndexLength: UInt32(targetIndex.count), slots: slots)
+            : PackDelta(
+                base: base.packDigest, target: target.packDigest, indexDelta: indexDelta,
+                targetIndexLength: UInt32(targetIndex.count), slots: slots, earlyCount: early.count,
+                indexBases: indexBases)
         var bytes = delta.encodedPrefix
         var entries: [PackDelta.Entry] = []
         var next = UInt64(bytes.count)
@@ -414,7 +420,7 @@ public struct DeltaBuilder: Sendable {
         for f in frames {
             let out = f.targets.reduce(UInt64(0)) { $0 + UInt64(target.chunks[$1].uncompressedSize) }
             let bases = f.bases.reduce(UInt64(0)) { $0 + UInt64(base.chunks[$1].uncompressedSize) }
-            if f.variant.isEmpty, f.bases.allSatisfy(shared.contains),
+            if early.count < PackDelta.maximumEarlyEntries, f.variant.isEmpty, f.bases.allSatisfy(shared.contains),
                 frameBytes + UInt64(f.frame.count) <= PackDelta.maximumEarlyFrameBytes,
                 output + out <= PackDelta.maximumEarlyOutputBytes, baseBytes + bases <= PackDelta.maximumEarlyBaseBytes
             {

@@ -51,6 +51,7 @@ enum IndexBases {
         var bytes = 0
         for candidate in candidates {
             let size = Int(base.index.chunks[candidate.chunk].uncompressedSize)
+            guard chosen.count < PackDelta.maximumIndexBases else { break }
             guard bytes + size <= budget, candidate.held.subtracting(covered).count >= 2 else { continue }
             chosen.append(candidate.chunk)
             covered.formUnion(candidate.held)

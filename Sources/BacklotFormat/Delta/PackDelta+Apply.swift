@@ -158,6 +158,9 @@ extension PackDelta {
         var early: [[UInt8]] = []
         var output: UInt64 = 0
         var baseBytes: UInt64 = 0
+        // Each base chunk is read and checked once, however many entries list it; every listing
+        // counts towards the bound on the bytes the prefixes are made of.
+        var read: [Int: [UInt8]] = [:]
         var frameStart = 0
         for (i, slot) in slots.prefix(earlyCount).enumerated() {
             var sizes: [Int] = []
@@ -176,11 +179,18 @@ extension PackDelta {
                     throw bad("early entry \(i)'s chunk \(t) declares \(size) bytes")
                 }
                 output += size
+                guard output <= Self.maximumEarlyOutputBytes else {
+                    throw bad("the early entries rebuild more than \(Self.maximumEarlyOutputBytes) bytes")
+                }
                 sizes.append(Int(size))
             }
-            guard output <= Self.maximumEarlyOutputBytes, sizes.reduce(0, +) <= Int(Self.maximumOutputBytes) else {
-                throw bad("the early entries rebuild more than \(Self.maximumEarlyOutputBytes) bytes")
+            let entryOutput = sizes.reduce(0, +)
+            guard entryOutput <= Int(Self.maximumOutputBytes),
+                UInt64(slot.length) <= Self.frameBound(UInt64(entryOutput))
+            else {
+                throw bad("early entry \(i) rebuilds \(entryOutput) bytes with a frame of \(slot.length)")
             }
+            guard Set(slot.bases).count == slot.bases.count else { throw bad("early entry \(i) lists a base twice") }
             var prefix: [UInt8] = []
             for b in slot.bases {
                 guard b < base.chunks.count else {
@@ -190,11 +200,14 @@ extension PackDelta {
                 guard baseBytes <= Self.maximumEarlyBaseBytes else {
                     throw bad("the early entries refer to more than \(Self.maximumEarlyBaseBytes) bytes of base chunks")
                 }
-                let chunk = try baseChunk(b)
-                guard SHA256.hash(chunk) == base.chunks[b].id else {
-                    throw bad("base chunk \(b) of early entry \(i) does not have its SHA-256")
+                if read[b] == nil {
+                    let chunk = try baseChunk(b)
+                    guard SHA256.hash(chunk) == base.chunks[b].id else {
+                        throw bad("base chunk \(b) of early entry \(i) does not have its SHA-256")
+                    }
+                    read[b] = chunk
                 }
-                prefix += chunk
+                prefix += read[b] ?? []
             }
             let length = Int(slot.length)
             let plain: [UInt8]
@@ -203,7 +216,7 @@ extension PackDelta {
                     try prefix.withUnsafeBytes {
                         try decompressor.decompress(
                             UnsafeRawBufferPointer(rebasing: all[frameStart..<frameStart + length]), prefix: $0,
-                            expectedSize: sizes.reduce(0, +))
+                            expectedSize: entryOutput)
                     }
                 }
             } catch let e as BacklotError {

@@ -47,6 +47,8 @@ public struct PackDelta: Sendable, Hashable {
     public static let maximumEarlyFrameBytes: UInt64 = 1 << 20
     public static let maximumEarlyOutputBytes: UInt64 = 4 << 20
     public static let maximumEarlyBaseBytes: UInt64 = 16 << 20
+    /// Version 3: at most this many early entries.
+    public static let maximumEarlyEntries = 4096
     /// Version 3's index bases: at most this many base chunks, of at most this many bytes in all.
     public static let maximumIndexBases = 4096
     public static let maximumIndexBaseBytes: UInt64 = 1 << 20
@@ -222,14 +224,14 @@ public struct PackDelta: Sendable, Hashable {
 
     /// Version 3: where the early entries' frames lie, right after the prefix.
     public var earlyRange: Range<UInt64> {
-        prefixLength..<prefixLength + slots.prefix(earlyCount).reduce(0) { $0 + UInt64($1.length) }
+        prefixLength..<prefixLength + slots.prefix(max(0, earlyCount)).reduce(0) { $0 + UInt64($1.length) }
     }
 
     /// The table's bytes.
     var encodedTable: [UInt8] {
         var w = ByteWriter()
         if formatVersion == 3 {
-            w.varint(UInt32(earlyCount))
+            w.varint(UInt32(clamping: earlyCount))
             w.varint(UInt32(indexBases.count))
             var previous = -1
             for b in indexBases {
@@ -258,7 +260,7 @@ public struct PackDelta: Sendable, Hashable {
         if formatVersion == 1 { return v1Entries.reduce(0) { $0 + UInt64($1.encodedSize) } }
         var head = 0
         if formatVersion == 3 {
-            head = ByteWriter.varintSize(UInt32(earlyCount)) + ByteWriter.varintSize(UInt32(indexBases.count))
+            head = ByteWriter.varintSize(UInt32(clamping: earlyCount)) + ByteWriter.varintSize(UInt32(indexBases.count))
             var previous = -1
             for b in indexBases {
                 head += ByteWriter.varintSize(Slot.zigzag(b - previous - 1))
@@ -339,7 +341,9 @@ public struct PackDelta: Sendable, Hashable {
         }
         if version == 3 {
             let early = Int(try r.varint("the early entry count"))
-            guard early <= count else { throw bad("\(early) early entries of \(count)") }
+            guard early <= count, early <= maximumEarlyEntries else {
+                throw bad("\(early) early entries of \(count) (at most \(maximumEarlyEntries))")
+            }
             let baseCount = Int(try r.varint("the index base count"))
             guard baseCount <= maximumIndexBases, baseCount <= r.remaining else {
                 throw bad("\(baseCount) index bases (at most \(maximumIndexBases))")
