@@ -134,32 +134,13 @@ import Glibc
         #expect(first.deltaChunks == 0)
     }
 
-    @Test func aChangedDeltaIsCaughtByTheTargetHashAndTheChunksAreFetchedWhole() async throws {
-        let f = try ClientFixture()
-        var v = Versions(f, seed: 1521)
-        _ = try v.next(editing: 0)
-        _ = try await Self.fetch(f, "c", expecting: v.files)
-        _ = try v.next(editing: 4)
-        let delta = try #require(try Self.release(f).deltas.first)
-        let path = f.repository.directory.publicTreePath + "/v1/deltas/\(delta.sha256.hex).delta"
-        var bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
-        // Every frame damaged in its middle, the early ones too (so the index is read from the archive).
-        let prefix = try PackDelta.decodePrefix(
-            Array(bytes.prefix(Int(delta.prefixLength))), base: delta.base, target: try Self.release(f).indexSHA256,
-            fileSize: delta.size, source: "t")
-        for range in prefix.frameRanges { bytes[Int(range.lowerBound) + range.count / 2] ^= 0x5A }
-        try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let r = try await Self.fetch(f, "c", expecting: v.files)
-        #expect(r.deltaChunks == 0, "\(r)")
-        #expect(r.report.downloadedChunks == prefix.rebuiltChunkCount, "each fell back to its whole chunk: \(r)")
-    }
-
-    /// Version 3: the early frames complete the index. One of them changed, the index the delta
-    /// rebuilds is not the catalog's, so it is read from the archive; the other frames still
-    /// rebuild their chunks, and the changed one's chunks are fetched whole.
-    @Test func aChangedEarlyFrameMeansTheIndexIsReadFromTheArchive() async throws {
-        let f = try ClientFixture()
-        var v = Versions(f, seed: 1528)
+    /// Installs version 1 into "c", publishes version 2 (4 files edited), and flips the middle
+    /// byte of the frames `damaged` picks from the published delta's decoded prefix; returns the
+    /// prefix and the files of version 2.
+    static func damagedDelta(
+        seed: UInt64, _ f: ClientFixture, damaged: (PackDelta) -> [Range<UInt64>]
+    ) async throws -> (prefix: PackDelta, files: [String: [UInt8]]) {
+        var v = Versions(f, seed: seed)
         _ = try v.next(editing: 0)
         _ = try await Self.fetch(f, "c", expecting: v.files)
         _ = try v.next(editing: 4)
@@ -170,11 +151,28 @@ import Glibc
         let prefix = try PackDelta.decodePrefix(
             Array(bytes.prefix(Int(delta.prefixLength))), base: delta.base, target: release.indexSHA256,
             fileSize: delta.size, source: "t")
-        try #require(prefix.formatVersion == 3 && prefix.earlyCount >= 1, "\(prefix.earlyCount) early entries")
-        let first = prefix.frameRanges[0]
-        bytes[Int(first.lowerBound) + first.count / 2] ^= 0x5A
+        for range in damaged(prefix) { bytes[Int(range.lowerBound) + range.count / 2] ^= 0x5A }
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let r = try await Self.fetch(f, "c", expecting: v.files)
+        return (prefix, v.files)
+    }
+
+    @Test func aChangedDeltaIsCaughtByTheTargetHashAndTheChunksAreFetchedWhole() async throws {
+        let f = try ClientFixture()
+        // Every frame damaged in its middle, the early ones too (so the index is read from the archive).
+        let (prefix, files) = try await Self.damagedDelta(seed: 1521, f) { $0.frameRanges }
+        let r = try await Self.fetch(f, "c", expecting: files)
+        #expect(r.deltaChunks == 0, "\(r)")
+        #expect(r.report.downloadedChunks == prefix.rebuiltChunkCount, "each fell back to its whole chunk: \(r)")
+    }
+
+    /// Version 3: the early frames complete the index. One of them changed, the index the delta
+    /// rebuilds is not the catalog's, so it is read from the archive; the other frames still
+    /// rebuild their chunks, and the changed one's chunks are fetched whole.
+    @Test func aChangedEarlyFrameMeansTheIndexIsReadFromTheArchive() async throws {
+        let f = try ClientFixture()
+        let (prefix, files) = try await Self.damagedDelta(seed: 1528, f) { Array($0.frameRanges.prefix(1)) }
+        try #require(prefix.formatVersion == 3 && prefix.earlyCount >= 1, "\(prefix.earlyCount) early entries")
+        let r = try await Self.fetch(f, "c", expecting: files)
         #expect(r.report.downloadedChunks == prefix.slots[0].targets.count, "\(r)")
         #expect(r.deltaChunks == prefix.rebuiltChunkCount - prefix.slots[0].targets.count, "\(r)")
     }
