@@ -413,6 +413,21 @@ import Testing
         for e in result.entries {
             #expect(Set(e.targets.map { variantOf[$0.id] ?? "?" }).count == 1, "a frame mixes variants")
         }
+        // Version 3: early frames and index bases only where every device has what they need —
+        // targets of the shared files, bases (and index bases) of the base's shared files.
+        var sharedBase = Set<SHA256Digest>()
+        for file in one.index.files where try VariantMarker.find(in: file.path) == nil {
+            for c in file.chunks { sharedBase.insert(one.index.chunks[c].id) }
+        }
+        #expect(result.delta.earlyCount >= 1, "the shared files' frames are early")
+        for e in result.entries.prefix(result.delta.earlyCount) {
+            #expect(e.targets.allSatisfy { variantOf[$0.id] == "" }, "an early frame of a variant's files")
+            #expect(e.bases.allSatisfy(sharedBase.contains), "an early frame with a variant's base")
+        }
+        #expect(result.entries.dropFirst(result.delta.earlyCount).contains { variantOf[$0.targets[0].id] != "" })
+        for b in result.delta.indexBases {
+            #expect(sharedBase.contains(one.index.chunks[b].id), "an index base of a variant's files")
+        }
     }
 
     /// Version 2 names chunks by number: a table that names a chunk outside an index, rebuilds a
