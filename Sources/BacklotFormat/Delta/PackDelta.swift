@@ -114,6 +114,42 @@ public struct PackDelta: Sendable, Hashable {
         static func zigzag(_ step: Int) -> UInt32 { UInt32(truncatingIfNeeded: step >= 0 ? 2 * step : -2 * step - 1) }
         static func unzigzag(_ value: UInt32) -> Int { value & 1 == 0 ? Int(value / 2) : -Int(value / 2) - 1 }
 
+        /// Chunk numbers in any order, each written as its zigzag-coded step from the one before
+        /// (the previous of the first is −1): an entry's bases, and version 3's index bases.
+        static func writeSteps(_ numbers: [Int], into w: inout ByteWriter) {
+            var previous = -1
+            for n in numbers {
+                w.varint(zigzag(n - previous - 1))
+                previous = n
+            }
+        }
+
+        /// The bytes ``writeSteps(_:into:)`` writes.
+        static func stepsSize(_ numbers: [Int]) -> Int {
+            var (size, previous) = (0, -1)
+            for n in numbers {
+                size += ByteWriter.varintSize(zigzag(n - previous - 1))
+                previous = n
+            }
+            return size
+        }
+
+        /// Reads `count` numbers written by ``writeSteps(_:into:)``; `what(k)` names the k-th in errors.
+        static func readSteps(
+            _ r: inout ByteReader, count: Int, what: (Int) -> String, source: String
+        ) throws -> [Int] {
+            var numbers: [Int] = []
+            var previous = -1
+            for k in 0..<count {
+                previous += 1 + unzigzag(try r.varint(what(k)))
+                guard (0...Int(UInt32.max)).contains(previous) else {
+                    throw PackDelta.refusal("\(what(k)) is out of range", source)
+                }
+                numbers.append(previous)
+            }
+            return numbers
+        }
+
         /// Its bytes in the table.
         func encode(into w: inout ByteWriter) {
             w.varint(UInt32(targets.count))
@@ -123,11 +159,7 @@ public struct PackDelta: Sendable, Hashable {
                 previous = t
             }
             w.varint(UInt32(bases.count))
-            previous = -1
-            for b in bases {
-                w.varint(Self.zigzag(b - previous - 1))
-                previous = b
-            }
+            Self.writeSteps(bases, into: &w)
             w.varint(length)
         }
 
@@ -139,12 +171,7 @@ public struct PackDelta: Sendable, Hashable {
                 size += ByteWriter.varintSize(UInt32(t - previous - 1))
                 previous = t
             }
-            previous = -1
-            for b in bases {
-                size += ByteWriter.varintSize(Self.zigzag(b - previous - 1))
-                previous = b
-            }
-            return size + ByteWriter.varintSize(length)
+            return size + Self.stepsSize(bases) + ByteWriter.varintSize(length)
         }
     }
 
@@ -233,11 +260,7 @@ public struct PackDelta: Sendable, Hashable {
         if formatVersion == 3 {
             w.varint(UInt32(clamping: earlyCount))
             w.varint(UInt32(indexBases.count))
-            var previous = -1
-            for b in indexBases {
-                w.varint(Slot.zigzag(b - previous - 1))
-                previous = b
-            }
+            Slot.writeSteps(indexBases, into: &w)
         }
         if formatVersion == 1 {
             for e in v1Entries {
@@ -258,15 +281,10 @@ public struct PackDelta: Sendable, Hashable {
     /// The table's size in bytes.
     public var tableLength: UInt64 {
         if formatVersion == 1 { return v1Entries.reduce(0) { $0 + UInt64($1.encodedSize) } }
-        var head = 0
-        if formatVersion == 3 {
-            head = ByteWriter.varintSize(UInt32(clamping: earlyCount)) + ByteWriter.varintSize(UInt32(indexBases.count))
-            var previous = -1
-            for b in indexBases {
-                head += ByteWriter.varintSize(Slot.zigzag(b - previous - 1))
-                previous = b
-            }
-        }
+        let head =
+            formatVersion == 3
+            ? ByteWriter.varintSize(UInt32(clamping: earlyCount)) + ByteWriter.varintSize(UInt32(indexBases.count))
+                + Slot.stepsSize(indexBases) : 0
         return slots.reduce(UInt64(head)) { $0 + UInt64($1.encodedSize) }
     }
     /// Header + index delta + table: where the first frame starts, and what a client reads first.
@@ -348,13 +366,7 @@ public struct PackDelta: Sendable, Hashable {
             guard baseCount <= maximumIndexBases, baseCount <= r.remaining else {
                 throw bad("\(baseCount) index bases (at most \(maximumIndexBases))")
             }
-            var indexBases: [Int] = []
-            var previous = -1
-            for b in 0..<baseCount {
-                previous += 1 + Slot.unzigzag(try r.varint("index base \(b)"))
-                guard (0...Int(UInt32.max)).contains(previous) else { throw bad("index base \(b) is out of range") }
-                indexBases.append(previous)
-            }
+            let indexBases = try Slot.readSteps(&r, count: baseCount, what: { "index base \($0)" }, source: source)
             guard (early == 0 && baseCount == 0) || !indexDelta.isEmpty else {
                 throw bad("early entries or index bases without an index delta")
             }
@@ -427,15 +439,7 @@ public struct PackDelta: Sendable, Hashable {
             guard baseCount <= maximumEntryBases else {
                 throw bad("entry \(i) has \(baseCount) bases (at most \(maximumEntryBases))")
             }
-            var bases: [Int] = []
-            previous = -1
-            for b in 0..<baseCount {
-                previous += 1 + Slot.unzigzag(try r.varint("entry \(i)'s base \(b)"))
-                guard (0...Int(UInt32.max)).contains(previous) else {
-                    throw bad("entry \(i)'s base \(b) is out of range")
-                }
-                bases.append(previous)
-            }
+            let bases = try Slot.readSteps(&r, count: baseCount, what: { "entry \(i)'s base \($0)" }, source: source)
             let length = try r.varint("entry \(i)'s frame length")
             guard length >= 1, UInt64(length) <= frameBound(maximumOutputBytes) else {
                 throw bad("entry \(i) has a frame length of \(length)")

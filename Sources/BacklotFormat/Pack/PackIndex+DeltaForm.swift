@@ -31,19 +31,11 @@ extension PackIndex {
                 UInt32(out[$0]) | UInt32(out[$0 + 1]) << 8 | UInt32(out[$0 + 2]) << 16 | UInt32(out[$0 + 3]) << 24
             }
         }
-        guard let m = take(8) else { return nil }
-        let magic = Array(out[m..<m + 8])
-        let v2: Bool
-        switch magic {
-        case Array("BKLTINDX".utf8): v2 = false
-        case Array("BKLTIDX2".utf8): v2 = true
-        default: return nil
-        }
-        guard let metadata = u32(), take(Int(metadata)) != nil else { return nil }
-        if v2 { guard let dictionary = u32(), take(Int(dictionary)) != nil else { return nil } }
-        guard let chunks = u32(), chunks <= UInt32(Int32.max), take(Int(chunks) * (v2 ? 40 : 48)) != nil,
-            let files = u32()
-        else { return nil }
+        // Up to the file records: the chunk table's place says the version too (40-byte records: 2).
+        guard let table = chunkRecords(of: bytes) else { return nil }
+        let v2 = table.size == 40
+        at = table.start + table.count * table.size
+        guard let files = u32() else { return nil }
         var next: UInt32 = 0
         for _ in 0..<files {
             if v2 {
