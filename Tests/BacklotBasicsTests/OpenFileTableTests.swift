@@ -15,12 +15,14 @@ import Testing
         try Data("hello".utf8).write(to: URL(fileURLWithPath: file))
         try Data("x".utf8).write(to: URL(fileURLWithPath: other))
         #expect(!OpenFileTable.anyHeld(under: file) && !OpenFileTable.anyHeld(under: at("pack")))
-        let handle = try #require(FileHandle(forReadingAtPath: file))
+        // Opened close-on-exec: a process another test starts meanwhile must not inherit it (a
+        // FileHandle's descriptor is inherited, and held by that child after this one closes it).
+        let handle = try FileDescriptor.openForReading(file)
         #expect(OpenFileTable.anyHeld(under: file))
         #expect(OpenFileTable.anyHeld(under: at("pack")))
         #expect(!OpenFileTable.anyHeld(under: other), "another file of the same folder is not held")
         #expect(!OpenFileTable.anyHeld(under: at("pac")), "a name that only starts alike is not held")
-        try handle.close()
+        handle.close()
         #expect(!OpenFileTable.anyHeld(under: file) && !OpenFileTable.anyHeld(under: at("pack")))
         // Mapped (as contents(at:) maps a file) and closed: still held while the mapping lives.
         let mapped = try Data(contentsOf: URL(fileURLWithPath: file), options: .alwaysMapped)
