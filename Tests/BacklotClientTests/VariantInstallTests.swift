@@ -45,11 +45,13 @@ import Testing
         return try AssetPackManager(configuration: configuration)
     }
 
-    /// The installed files of "Game" in a container, by path, with their SHA-256.
-    func installed(_ f: ClientFixture, container: String = "device") throws -> [String: SHA256Digest] {
+    /// The installed files of a pack ("Game" unless said) in a container, by path, with their SHA-256.
+    func installed(
+        _ f: ClientFixture, pack: String = "Game", container: String = "device"
+    ) throws -> [String: SHA256Digest] {
         let c = try ClientContainer(path: f.dir.at(container))
-        let release = try #require(try c.installed("Game"))
-        let folder = c.releaseFolder("Game", digest: release.digest)
+        let release = try #require(try c.installed(pack))
+        let folder = c.releaseFolder(pack, digest: release.digest)
         var out: [String: SHA256Digest] = [:]
         for case let p as String in FileManager.default.enumerator(atPath: folder)!
         where (try? FileSystem.status(folder + "/" + p))??.kind == .regular {
@@ -110,6 +112,97 @@ import Testing
         let other = try manager(f, "textureFormat=pvrtc,deviceTier=1", container: "other")
         _ = try await other.fetch(packWithID: "Game")
         #expect(try installed(f, container: "other") == (try installed(f)))
+    }
+
+    /// Version 1 of "Themes": shared text files and a text "texture" per format, each edited a
+    /// little in version 2 (seed printed). Publishes and releases the version; returns its files
+    /// as the source tree has them.
+    func publishThemes(_ f: ClientFixture, _ g: inout SeededGenerator, _ files: inout [String: [UInt8]]) throws {
+        if files.isEmpty {
+            for i in 0..<4 { files["Levels/level\(i).txt"] = g.text(60_000 + i * 7_000) }
+            files["Textures/ASTC/rock.txt"] = g.text(50_000)
+            files["Textures/ETC2/rock.txt"] = g.text(45_000)
+        } else {
+            for name in files.keys.sorted() {
+                var bytes = files[name]!
+                let at = Int(g.next() % UInt64(bytes.count - 500))
+                bytes.replaceSubrange(at..<at + 80, with: g.text(120))
+                files[name] = bytes
+            }
+        }
+        let number = (try? f.repository.uploads.versions(app: f.app, pack: "Themes").count) ?? 0
+        let src = TemporaryDirectory.Named(f.dir.at("themes/\(number + 1)"))
+        for (name, bytes) in files { try src.asTemporary.write("src/" + name, bytes) }
+        let manifest = """
+            {"assetPackID": "Themes", "downloadPolicy": {"onDemand": {}}, "platforms": ["linux"],
+             "fileSelectors": [{"directory": "Levels"}],
+             "variants": {"textureFormat": {"default": "etc2",
+                "astc": [{"directorySource": "Textures/ASTC", "directoryDestination": "Textures"}],
+                "etc2": [{"directorySource": "Textures/ETC2", "directoryDestination": "Textures"}]}}}
+            """
+        let path = try SamplePack.build(in: src.asTemporary, manifestJSON: manifest, averageChunkSize: 16 << 10)
+        if number == 0 { try f.repository.apps.createPack(app: f.app, id: "Themes") }
+        let v = try f.repository.uploads.uploadAndProcess(
+            app: f.app, pack: "Themes", bytes: Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+        #expect(v.state == .complete, "\(v)")
+        try f.repository.releases.release(app: f.app, pack: "Themes", version: v.number, channel: .internal)
+    }
+
+    /// What a device of texture format `format` installs of `files`, by path.
+    func view(of files: [String: [UInt8]], format: String) -> [String: SHA256Digest] {
+        var out: [String: SHA256Digest] = [:]
+        for (name, bytes) in files {
+            if name.hasPrefix("Levels/") { out[name] = SHA256.hash(bytes) }
+            if name.hasPrefix("Textures/\(format)/") {
+                out["Textures/" + name.dropFirst("Textures/\(format)/".count)] = SHA256.hash(bytes)
+            }
+        }
+        return out
+    }
+
+    /// A delta of format version 3 on a pack with variants: its early frames rebuild shared files'
+    /// chunks only, so devices of either format update through it, each reading the early frames
+    /// and its own variant's frames, and ends with exactly its files of version 2.
+    @Test func devicesOfEachVariantUpdateThroughAVersionThreeDelta() async throws {
+        let f = try ClientFixture()
+        let seed: UInt64 = 1530
+        print("VariantInstallTests seed \(seed)")
+        var g = SeededGenerator(seed: seed)
+        var files: [String: [UInt8]] = [:]
+        try publishThemes(f, &g, &files)
+        let devices = [("astc", "textureFormat=astc"), ("etc2", "textureFormat=etc2")]
+        for (format, profile) in devices {
+            let manager = try manager(f, profile, container: format)
+            _ = try await manager.fetch(packWithID: "Themes")
+            #expect(try installed(f, pack: "Themes", container: format) == view(of: files, format: format.uppercased()))
+        }
+
+        try publishThemes(f, &g, &files)
+        let catalog = try Catalog.verify(
+            Array(
+                try Data(
+                    contentsOf: URL(
+                        fileURLWithPath: f.repository.publication.catalogPath(app: f.app, channel: .internal)))),
+            trusting: [f.pinned], app: f.app, channel: .internal, now: Date(), source: "catalog")
+        let release = try #require(catalog.packs.first { $0.id.rawValue == "Themes" }).release
+        let delta = try #require(release.deltas.first, "a delta from version 1")
+        let path = f.repository.directory.publicTreePath + "/v1/deltas/\(delta.sha256.hex).delta"
+        let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+        let prefix = try PackDelta.decodePrefix(
+            Array(bytes.prefix(Int(delta.prefixLength))), base: delta.base, target: release.indexSHA256,
+            fileSize: delta.size, source: "t")
+        try #require(prefix.formatVersion == 3 && prefix.earlyCount >= 1, "\(prefix.earlyCount) early entries")
+
+        for (format, profile) in devices {
+            let manager = try manager(f, profile, container: format)
+            let report = try await manager.fetch(packWithID: "Themes")
+            #expect(try installed(f, pack: "Themes", container: format) == view(of: files, format: format.uppercased()))
+            let use = try #require(try ClientContainer(path: f.dir.at(format)).lastDeltaUse("Themes"))
+            #expect(use.chunks > 0 && report.downloadedChunks == 0, "every changed chunk from the delta: \(report)")
+            // The early frames and this device's frames, never the whole delta's.
+            #expect(use.bytes < delta.size, "\(use.bytes) of the delta's \(delta.size) bytes")
+            #expect(try manager.verifyInstalled().isEmpty)
+        }
     }
 
     @Test func aPackWhoseVariantsClashOnADeviceFailsProcessingNamingTheFiles() async throws {
