@@ -189,6 +189,29 @@ import Glibc
         #expect(r.deltaChunks == 0 && r.report.downloadedChunks > 0, "\(r)")
     }
 
+    /// A prefix refused outright (its first byte changed: not a delta) still cost its download:
+    /// the device reports the same bytes as one that found no delta, plus the prefix.
+    @Test func aRefusedPrefixIsCountedAsDownloaded() async throws {
+        let f = try ClientFixture()
+        var v = Versions(f, seed: 1529)
+        _ = try v.next(editing: 0)
+        _ = try await Self.fetch(f, "c", expecting: v.files)
+        _ = try await Self.fetch(f, "d", expecting: v.files)
+        _ = try v.next(editing: 3)
+        let delta = try #require(try Self.release(f).deltas.first)
+        let path = f.repository.directory.publicTreePath + "/v1/deltas/\(delta.sha256.hex).delta"
+        var bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(unlink(path) == 0)
+        let missing = try await Self.fetch(f, "c", expecting: v.files)
+        bytes[0] ^= 0xFF
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let refused = try await Self.fetch(f, "d", expecting: v.files)
+        #expect(missing.deltaChunks == 0 && refused.deltaChunks == 0, "\(missing) \(refused)")
+        #expect(
+            refused.report.downloadedBytes == missing.report.downloadedBytes + delta.prefixLength,
+            "\(refused.report.downloadedBytes) with the refused prefix, \(missing.report.downloadedBytes) without")
+    }
+
     @Test func aBaseTheClientNoLongerHasIntactIsFetchedWhole() async throws {
         let f = try ClientFixture()
         var v = Versions(f, seed: 1523)

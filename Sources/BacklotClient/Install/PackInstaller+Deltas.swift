@@ -59,25 +59,27 @@ extension PackInstaller {
     /// with early entries, after their frames (one more Range request) have rebuilt the chunks
     /// whose IDs the index delta leaves out, from the installed release's chunks. Nil on any
     /// failure of the prefix — a delta is never needed: the install then reads the archive as
-    /// without one; an index that is not rebuilt is read from the archive.
+    /// without one; an index that is not rebuilt is read from the archive. `read` is what was
+    /// downloaded either way (the prefix, the early frames), so that a refused prefix still counts.
     /// - Parameter keptIndexFile: where an earlier attempt at this release kept its index: when
     ///   that still has the catalog's SHA-256 it is used as it is, and the early frames are read
     ///   as ordinary ones, if needed at all.
     func deltaPlan(
         id: String, release: Catalog.Release, previous: ClientContainer.Installed, archiveURL: URL,
         keptIndexFile: String
-    ) -> DeltaPlan? {
+    ) -> (plan: DeltaPlan?, read: Int) {
+        var read = 0
         guard let offer = release.deltas.first(where: { $0.base.hex == ReleaseName.indexDigest(previous.digest) }),
             let url = CatalogClient.deltaURL(offer, archiveURL: archiveURL)?.absoluteString,
             offer.prefixLength <= PackDelta.maximumPrefixLength
-        else { return nil }
+        else { return (nil, 0) }
         do {
             let prefix = try range(url, 0, offer.prefixLength - 1)
+            read = prefix.count
             let delta = try PackDelta.decodePrefix(
                 prefix, base: offer.base, target: release.indexSHA256, fileSize: offer.size, source: url)
             var index: [UInt8]? = nil
             var early: [[UInt8]] = []
-            var read = prefix.count
             if previous.indexBytes.count > PackHeader.size, UInt64(delta.targetIndexLength) == release.indexLength {
                 let baseIndex = Array(previous.indexBytes.dropFirst(PackHeader.size))
                 if let knownIndex = Self.keptIndex(keptIndexFile, release: release) {
@@ -105,9 +107,9 @@ extension PackInstaller {
                 }
                 if let i = index, UInt64(i.count) != release.indexLength { (index, early) = (nil, []) }
             }
-            return DeltaPlan(url: url, delta: delta, index: index, prefixBytes: read, early: early)
+            return (DeltaPlan(url: url, delta: delta, index: index, prefixBytes: read, early: early), read)
         } catch {
-            return nil
+            return (nil, read)
         }
     }
 

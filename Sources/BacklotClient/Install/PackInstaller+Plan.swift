@@ -48,9 +48,14 @@ extension PackInstaller {
         let storedIndexFile = container.pendingIndexFile(id, digest: digest)
         // A delta from the installed release, when the catalog offers one: its prefix, and the
         // index rebuilt from it (checked as the archive's would be) — or the one an earlier attempt
-        // kept, which spares a restart the early frames. Any failure: no delta.
-        let delta = previous.flatMap {
-            deltaPlan(id: id, release: release, previous: $0, archiveURL: archiveURL, keptIndexFile: storedIndexFile)
+        // kept, which spares a restart the early frames. Any failure: no delta, but what was read
+        // of it is downloaded all the same.
+        var delta: DeltaPlan? = nil
+        if let previous {
+            let attempt = deltaPlan(
+                id: id, release: release, previous: previous, archiveURL: archiveURL, keptIndexFile: storedIndexFile)
+            delta = attempt.plan
+            if delta == nil { downloaded += UInt64(attempt.read) }
         }
 
         let headBytes: [UInt8]
