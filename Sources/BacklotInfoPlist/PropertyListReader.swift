@@ -16,6 +16,10 @@ public enum PropertyListReader {
     /// How many values a binary property list may expand to when its shared references are
     /// followed (a few hundred bytes of references to references can otherwise stand for billions).
     public static let maximumExpandedObjects = 1 << 18
+    /// How many bytes of data and strings a binary property list may expand to when its shared
+    /// references are followed: each reference to one data object is a copy of it, so 2^18
+    /// one-byte references to a 1 MiB object would otherwise stand for 256 GiB.
+    public static let maximumExpandedBytes = 64 << 20
 
     /// Reads a property-list file of either kind.
     /// - Throws: ``BacklotError/Code/invalidInput`` naming the problem; ``BacklotError/Code/io``.
@@ -37,7 +41,8 @@ public enum PropertyListReader {
 /// 32-byte trailer. Every offset and count is checked against the file before use, every number
 /// read from the file is converted through ``CheckedInteger``, and the values an object expands
 /// to (references are shared, so the tree can be far larger than the file) are counted against
-/// ``PropertyListReader/maximumExpandedObjects``.
+/// ``PropertyListReader/maximumExpandedObjects``, and the bytes of the data and strings they copy
+/// against ``PropertyListReader/maximumExpandedBytes``.
 struct BinaryPlistParser {
     let bytes: [UInt8]
     let source: String
@@ -45,6 +50,8 @@ struct BinaryPlistParser {
     var refSize = 0
     /// Values built so far, shared references counted each time they are followed.
     var expanded = 0
+    /// Bytes of data and strings built so far, counted the same way.
+    var expandedBytes = 0
 
     init(bytes: [UInt8], source: String) {
         self.bytes = bytes
@@ -110,6 +117,16 @@ struct BinaryPlistParser {
         return try object(Int(ref), depth: depth)
     }
 
+    /// Counts `count` more bytes of data or string built against ``PropertyListReader/maximumExpandedBytes``.
+    mutating func expand(bytes count: Int) throws {
+        expandedBytes += count  // each count is at most the file's size, the total at most the budget
+        guard expandedBytes <= PropertyListReader.maximumExpandedBytes else {
+            throw fail(
+                "the data and strings expand to more than \(PropertyListReader.maximumExpandedBytes >> 20) MiB (shared references followed)"
+            )
+        }
+    }
+
     func length(_ marker: UInt8, at offset: Int) throws -> (count: Int, start: Int) {
         let low = Int(marker & 0x0F)
         guard low == 0x0F else { return (low, offset + 1) }
@@ -165,14 +182,17 @@ struct BinaryPlistParser {
         case 0x4:
             let (n, start) = try length(marker, at: at)
             guard start + n <= bytes.count else { throw fail("data at \(at) runs past the end") }
+            try expand(bytes: n)
             return .data(Array(bytes[start..<start + n]))
         case 0x5:
             let (n, start) = try length(marker, at: at)
             guard start + n <= bytes.count else { throw fail("a string at \(at) runs past the end") }
+            try expand(bytes: n)
             return .string(String(decoding: bytes[start..<start + n], as: UTF8.self))
         case 0x6:
             let (n, start) = try length(marker, at: at)
             guard start + 2 * n <= bytes.count else { throw fail("a string at \(at) runs past the end") }
+            try expand(bytes: 2 * n)
             let units = (0..<n).map { UInt16(bytes[start + 2 * $0]) << 8 | UInt16(bytes[start + 2 * $0 + 1]) }
             return .string(String(decoding: units, as: UTF16.self))
         case 0xA:

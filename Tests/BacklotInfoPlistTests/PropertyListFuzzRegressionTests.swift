@@ -74,6 +74,32 @@ struct PropertyListFuzzRegressionTests {
         #expect(error?.message.contains("expand to more than") == true)
     }
 
+    /// A bytes bomb: 2,000 references to one 64 KiB data object are 2,001 values, well within
+    /// the count, but each is a copy: 125 MiB from a 66 KB file, refused at 64 MiB. Strings the same.
+    @Test func sharedDataCannotExpandWithoutBound() {
+        for marker: UInt8 in [0x4F, 0x5F] {
+            let array: [UInt8] =
+                [0xAF, 0x11] + withUnsafeBytes(of: UInt16(2_000).bigEndian, Array.init)
+                + [UInt8](repeating: 1, count: 2_000)
+            let data: [UInt8] =
+                [marker, 0x12] + withUnsafeBytes(of: UInt32(64 << 10).bigEndian, Array.init)
+                + [UInt8](repeating: UInt8(ascii: "A"), count: 64 << 10)
+            let bomb = Self.binaryPlist([array, data])
+            #expect(bomb.count < 70_000)
+            let error = Self.refusal(bomb)
+            #expect(error?.code == .invalidInput)
+            #expect(error?.message.contains("expand to more than 64 MiB") == true, "\(String(describing: error))")
+        }
+        // The same object referenced 500 times (31 MiB) is read.
+        let array: [UInt8] =
+            [0xAF, 0x11] + withUnsafeBytes(of: UInt16(500).bigEndian, Array.init)
+            + [UInt8](repeating: 1, count: 500)
+        let data: [UInt8] =
+            [0x4F, 0x12] + withUnsafeBytes(of: UInt32(64 << 10).bigEndian, Array.init)
+            + [UInt8](repeating: 7, count: 64 << 10)
+        #expect(Self.refusal(Self.binaryPlist([array, data])) == nil)
+    }
+
     /// Sharing within the limit is still read (uniqued strings are normal in binary plists).
     @Test func sharedReferencesWithinTheLimitAreRead() throws {
         let objects: [[UInt8]] = [[0xA3, 1, 1, 1], [0x51, UInt8(ascii: "x")]]
