@@ -97,6 +97,7 @@ public struct AppleArchiveReader {
         var tree: [(path: String, isLeaf: Bool)] = []
         var entries = 0
         var pathBytes = 0
+        var otherBlobBytes: UInt64 = 0
         while stream.remaining > 0 {
             let offset = stream.position
             func bad(_ message: String, _ path: String? = nil) -> BacklotError {
@@ -136,7 +137,8 @@ public struct AppleArchiveReader {
             case .directory:
                 summary.directories += 1
             case .symbolicLink:
-                guard let target = entry.linkTarget, !target.isEmpty, !target.hasPrefix("/"),
+                // By bytes: "/" followed by a combining mark is one Character, which `hasPrefix("/")` misses.
+                guard let target = entry.linkTarget, !target.isEmpty, target.utf8.first != UInt8(ascii: "/"),
                     !BytePath.components(target).contains(where: { BytePath.isDotDot($0) })
                 else { throw bad("a link that leaves the archive (\(entry.linkTarget ?? "no target"))", path) }
                 summary.links += 1
@@ -146,6 +148,19 @@ public struct AppleArchiveReader {
                 throw bad("a \(entry.kind.name): an asset pack holds only files, folders and links", path)
             }
             if entry.kind != .file, entry.dataSize > 0 { throw bad("a \(entry.kind.name) with data", path) }
+            // Blobs other than DAT (extended attributes, ACLs) are decompressed to be read past, on
+            // any entry: they count against the limit too, or a small archive could make a server
+            // decompress far more than it accepts.
+            otherBlobBytes = blobs.sizes.reduce(otherBlobBytes) {
+                $1.key == "DAT" ? $0 : CheckedInteger.saturatingAdd($0, $1.size)
+            }
+            if let maximumInstallSize,
+                CheckedInteger.saturatingAdd(summary.installSize, otherBlobBytes) > maximumInstallSize
+            {
+                throw bad(
+                    "the files and the other blobs (extended attributes, ACLs) add up to more than \(maximumInstallSize) bytes, the install-size limit",
+                    path)
+            }
             if let declared = entry.declaredSize, declared != entry.dataSize {
                 throw bad("SIZ says \(declared) bytes, but its data is \(entry.dataSize)", path)
             }

@@ -156,6 +156,45 @@ import Testing
         #expect(digests == expected, "a damaged archive was read as other bytes", sourceLocation: sourceLocation)
     }
 
+    /// An entry of uncompressed `AA01` with these fields (key, subtype, value) and blobs after them.
+    static func entry(_ fields: [(String, [UInt8])], blobs: [UInt8] = []) -> [UInt8] {
+        let body = fields.flatMap { Array($0.0.utf8) + $0.1 }
+        return Array("AA01".utf8) + le16(6 + body.count) + body + blobs
+    }
+    static func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
+    static func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8(v >> (8 * $0) & 0xFF) } }
+    static func text(_ s: String) -> [UInt8] { le16(s.utf8.count) + Array(s.utf8) }
+
+    /// A link whose target starts with "/" then a combining mark (one Character, so a
+    /// `hasPrefix("/")` missed it) is absolute all the same, and refused; and blobs other than
+    /// DAT (an extended attribute on a folder) count against the install-size limit, so a small
+    /// archive cannot make a server decompress far more than it accepts.
+    @Test func anAbsoluteLinkBehindACombiningMarkAndOversizedOtherBlobsAreRefused() throws {
+        let dir = try TemporaryDirectory("aar-hostile")
+        let root = Self.entry([("TYP1", Array("D".utf8)), ("PATP", Self.text(""))])
+        let link = Self.entry([
+            ("TYP1", Array("L".utf8)), ("PATP", Self.text("l")), ("LNKP", Self.text("/\u{301}/tmp/x")),
+        ])
+        try expectRefused(root + link, "a link that leaves the archive", in: dir)
+
+        let attribute = [UInt8](repeating: 0, count: 4_096)
+        let folder = Self.entry(
+            [("TYP1", Array("D".utf8)), ("PATP", Self.text("")), ("XATB", Self.le32(attribute.count))], blobs: attribute
+        )
+        let file = Self.entry(
+            [("TYP1", Array("F".utf8)), ("PATP", Self.text("a.txt")), ("DATB", Self.le32(100))],
+            blobs: [UInt8](repeating: 65, count: 100))
+        try Data(folder + file).write(to: URL(fileURLWithPath: dir.at("xattr.aar")))
+        func readAll(limit: UInt64) throws -> AppleArchiveReader.Summary {
+            try AppleArchiveReader(AppleArchiveFile(path: dir.at("xattr.aar")), name: "xattr").readAll(
+                maximumInstallSize: limit
+            ) { _ in nil }
+        }
+        let error = #expect(throws: BacklotError.self) { _ = try readAll(limit: 1_000) }
+        #expect(error?.message.contains("the other blobs (extended attributes, ACLs) add up to more than 1000") == true)
+        #expect(try readAll(limit: 4_196).installSize == 100, "within the limit, the attribute is read past")
+    }
+
     @Test func damageAnywhereIsRefusedNamingTheBlockOrTheEntry() throws {
         let dir = try TemporaryDirectory("aar-damage")
         defer { dir.remove() }
