@@ -46,6 +46,12 @@ extension S3Client {
             }
             length = info.size
         }
+        guard length <= Self.maximumObjectSize else {
+            throw BacklotError(
+                .objectStore,
+                "COPY object: the source \(Self.describe(bucket, key)) at \(configuration.endpoint) is said to be \(length) bytes, more than S3's largest object (5 TiB)",
+                context: configuration.endpoint)
+        }
         guard length > singleCopyLimit else {
             var request = S3Request(
                 operation: "COPY object from \(Self.describe(bucket, key))", method: "PUT", bucket: toBucket,
@@ -61,7 +67,8 @@ extension S3Client {
         do {
             var parts: [S3Part] = []
             var part = partSize
-            while (length + part - 1) / part > UInt64(Self.maximumPartCount) { part *= 2 }
+            // Rounded up without `length + part - 1`, which a size near 2^64 from a HEAD would wrap.
+            while length / part + (length % part == 0 ? 0 : 1) > UInt64(Self.maximumPartCount) { part *= 2 }
             var offset: UInt64 = 0
             while offset < length {
                 let count = min(part, length - offset)

@@ -7,6 +7,9 @@ extension S3Client {
     public static let maximumPartSize: UInt64 = 5 << 30
     /// The most parts one upload may have.
     public static let maximumPartCount = 10_000
+    /// The largest object S3 stores (5 TiB): a size above it, from a HEAD or a listing, is not one
+    /// to act on.
+    public static let maximumObjectSize: UInt64 = 5 << 40
 
     /// Begins a multipart upload (CreateMultipartUpload); the object appears only once it is completed.
     ///
@@ -108,13 +111,17 @@ extension S3Client {
     public func listParts(bucket: String, key: String, uploadID: String) throws -> [S3Part] {
         var parts: [S3Part] = []
         var marker: String?
+        var pages = S3ListingPages(
+            operation: "LIST parts \(Self.describe(bucket, key))", endpoint: configuration.endpoint)
         repeat {
             var query = [("uploadId", uploadID), ("max-parts", "1000")]
             if let marker { query.append(("part-number-marker", marker)) }
             let root = try xmlAnswer(
                 S3Request(operation: "LIST parts", method: "GET", bucket: bucket, key: key, query: query),
                 root: "ListPartsResult")
-            for p in root.children(named: "Part") {
+            let listed = root.children(named: "Part")
+            try pages.page(adding: listed.count)
+            for p in listed {
                 guard let n = CheckedInteger.parse(p.value("PartNumber") ?? "", as: Int.self),
                     (1...Self.maximumPartCount).contains(n),
                     let etag = p.value("ETag"), let size = CheckedInteger.parse(p.value("Size") ?? "", as: UInt64.self)
@@ -145,6 +152,9 @@ extension S3Client {
         var out: [S3MultipartUpload] = []
         var keyMarker: String?
         var idMarker: String?
+        var pages = S3ListingPages(
+            operation: "LIST multipart uploads under \(Self.describe(bucket, prefix))", endpoint: configuration.endpoint
+        )
         repeat {
             var query = [("uploads", "")]
             if !prefix.isEmpty { query.append(("prefix", prefix)) }
@@ -153,7 +163,9 @@ extension S3Client {
             let root = try xmlAnswer(
                 S3Request(operation: "LIST multipart uploads", method: "GET", bucket: bucket, key: nil, query: query),
                 root: "ListMultipartUploadsResult")
-            for u in root.children(named: "Upload") {
+            let listed = root.children(named: "Upload")
+            try pages.page(adding: listed.count)
+            for u in listed {
                 guard let key = u.value("Key"), let id = u.value("UploadId") else { continue }
                 out.append(S3MultipartUpload(key: key, uploadID: id, initiated: u.value("Initiated")))
             }

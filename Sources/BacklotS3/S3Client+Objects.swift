@@ -201,16 +201,24 @@ extension S3Client {
         return S3ListPage(entries: entries, commonPrefixes: prefixes, continuationToken: next)
     }
 
-    /// Every key under `prefix`, page after page, at most `limit` of them.
-    /// - Throws: ``BacklotError/Code/quotaExceeded`` past `limit` keys.
-    public func listAllObjects(bucket: String, prefix: String = "", limit: Int = 1_000_000) throws -> [S3ListPage.Entry]
-    {
+    /// Every key under `prefix`, page after page, at most `limit` of them (with a `delimiter`, the
+    /// keys directly under it: the prefixes rolled up count against `limit` too, unreturned).
+    /// - Throws: ``BacklotError/Code/quotaExceeded`` past `limit` keys; ``BacklotError/Code/objectStore``
+    ///   when the listing does not advance (``S3ListingPages``).
+    public func listAllObjects(
+        bucket: String, prefix: String = "", delimiter: String? = nil, limit: Int = 1_000_000
+    ) throws -> [S3ListPage.Entry] {
         var out: [S3ListPage.Entry] = []
+        var rolledUp = 0
         var token: String?
+        var pages = S3ListingPages(
+            operation: "LIST objects under \(Self.describe(bucket, prefix))", endpoint: configuration.endpoint)
         repeat {
-            let page = try listObjects(bucket: bucket, prefix: prefix, continuationToken: token)
+            let page = try listObjects(bucket: bucket, prefix: prefix, delimiter: delimiter, continuationToken: token)
+            try pages.page(adding: page.entries.count + page.commonPrefixes.count)
             out += page.entries
-            guard out.count <= limit else {
+            rolledUp += page.commonPrefixes.count
+            guard out.count + rolledUp <= limit else {
                 throw BacklotError(
                     .quotaExceeded, "more than \(limit) objects under \(Self.describe(bucket, prefix))",
                     context: configuration.endpoint)
@@ -240,6 +248,14 @@ extension S3Client {
             throw BacklotError(
                 .objectStore,
                 "\(request.operation) \(Self.describe(request.bucket, request.key)) at \(configuration.endpoint): the answer gives no size (Content-Length or Content-Range)",
+                context: configuration.endpoint)
+        }
+        // A range that starts past the object's end, or more bytes than the rest of it, is not an
+        // answer to believe (and `size - start` must not wrap).
+        if let start, start > size || bodyLength > size - start {
+            throw BacklotError(
+                .objectStore,
+                "\(request.operation) \(Self.describe(request.bucket, request.key)) at \(configuration.endpoint): the answer's Content-Range (\(headers["content-range"] ?? "")) starts at \(start) of an object of \(size) bytes and brings \(bodyLength)",
                 context: configuration.endpoint)
         }
         return S3ObjectInfo(

@@ -89,15 +89,10 @@ public struct S3PublishedTree: PublishedTreeStore {
     public func fileNames(in relative: String) throws -> [String] {
         let folder = try key(relative) + "/"
         var names: [String] = []
-        var token: String?
-        repeat {
-            let page = try client.listObjects(bucket: bucket, prefix: folder, delimiter: "/", continuationToken: token)
-            for entry in page.entries {
-                let name = String(entry.key.dropFirst(folder.count))
-                if !name.isEmpty, !name.hasPrefix(".") { names.append(name) }
-            }
-            token = page.continuationToken
-        } while token != nil
+        for entry in try client.listAllObjects(bucket: bucket, prefix: folder, delimiter: "/") {
+            let name = String(entry.key.dropFirst(folder.count))
+            if !name.isEmpty, !name.hasPrefix(".") { names.append(name) }
+        }
         return names.sorted()
     }
 
