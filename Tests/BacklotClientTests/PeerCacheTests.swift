@@ -1,5 +1,4 @@
 import BacklotBasics
-import BacklotClient
 import BacklotCrypto
 import BacklotHTTPClient
 import BacklotInfoPlist
@@ -7,7 +6,10 @@ import BacklotPeerCache
 import BacklotProtocol
 import BacklotTestSupport
 import Foundation
+import Synchronization
 import Testing
+
+@testable import BacklotClient
 
 /// The LAN peer cache on loopback, with real components: a server publishing a pack, a device
 /// that installed it serving its chunks (``PeerCacheServer``), and other devices installing with
@@ -110,6 +112,32 @@ import Testing
         #expect(slow.statistics.refused >= 1 && c.downloadedChunks >= 1, "\(slow.statistics) \(c)")
     }
 
+    /// A peer that claims every chunk and then answers every request for one "busy" (503, no
+    /// Retry-After) is asked nothing more after a few such answers: not once per chunk, each of
+    /// which could cost the 2 s a peer has to answer. The origin gives everything.
+    @Test func aPeerAlwaysBusyIsSetAsideAfterAFewAnswers() async throws {
+        let f = try ClientFixture()
+        let (source, _) = try f.publish(seed: 32)
+        let chunkRequests = Atomic<Int>(0)
+        let busy = try ScriptedHTTPServer { request in
+            if request.method == "POST" {
+                let asked = (Int(request.headers["content-length"] ?? "0") ?? 0) / SHA256Digest.byteCount
+                return .init(status: 200, body: [UInt8](repeating: 0xFF, count: (asked + 7) / 8))
+            }
+            chunkRequests.add(1, ordering: .relaxed)
+            return .init(status: 503)
+        }
+        defer { busy.stop() }
+        let report = try await manager(f, "B", peers: ["http://127.0.0.1:\(busy.port)"]).fetch(packWithID: "Levels")
+        #expect(try sameFiles(source, try installedFolder(f, "B")))
+        #expect(report.peerBytes == 0 && report.downloadedChunks > 2 * PeerPassState.maximumBusyPastWaits, "\(report)")
+        #expect(report.bannedPeers.values.contains { $0.contains("answered busy") }, "\(report.bannedPeers)")
+        // At most the answers that set it aside, and the requests already in flight then (8 threads).
+        let asked = chunkRequests.load(ordering: .relaxed)
+        #expect(
+            asked >= PeerPassState.maximumBusyPastWaits && asked <= PeerPassState.maximumBusyPastWaits + 8, "\(asked)")
+    }
+
     @Test func thePeerAnswersOnlyItsTwoRequests() throws {
         let f = try ClientFixture()
         _ = try f.publish(seed: 32)
@@ -157,11 +185,19 @@ import Testing
             =;eth0;IPv4;other;_http._tcp;local;web.local;10.213.0.20;80;
             =;eth0;IPv4;bad;_backlot._tcp;local;x.local;10.213.0.300;7301;
             =;eth0;IPv4;bad-port;_backlot._tcp;local;x.local;10.213.0.12;99999;
+            =;eth0;IPv4;loopback;_backlot._tcp;local;x.local;127.0.0.1;7301;
+            =;eth0;IPv4;public;_backlot._tcp;local;x.local;93.184.216.34;7301;
+            =;eth0;IPv4;any;_backlot._tcp;local;x.local;0.0.0.0;7301;
+            =;eth0;IPv4;lan;_backlot._tcp;local;x.local;192.168.1.20;7301;
+            =;eth0;IPv6;global;_backlot._tcp;local;x.local;2001:db8::1;7301;
+            =;eth0;IPv6;loopback6;_backlot._tcp;local;x.local;::1;7301;
+            =;eth0;IPv6;ula;_backlot._tcp;local;x.local;fd12:3456::7;7301;
             garbage
             """
         #expect(
             PeerDirectory.resolvedPeers(inBrowseOutput: output).map(\.absoluteString) == [
-                "http://10.213.0.11:7301", "http://[fe80::1%25eth0]:7301",
+                "http://10.213.0.11:7301", "http://[fe80::1%25eth0]:7301", "http://192.168.1.20:7301",
+                "http://[fd12:3456::7]:7301",
             ])
     }
 

@@ -25,12 +25,26 @@ public enum NetworkInterfaces {
         }
 
         /// In 10/8, 172.16/12, 192.168/16 or 169.254/16: never routed on the internet.
-        public var isPrivate: Bool {
-            let o = address.split(separator: ".").compactMap { UInt8($0) }
-            guard o.count == 4 else { return false }
-            return o[0] == 10 || (o[0] == 172 && (16...31).contains(o[1])) || (o[0] == 192 && o[1] == 168)
-                || (o[0] == 169 && o[1] == 254)
-        }
+        public var isPrivate: Bool { NetworkInterfaces.isPrivate(ipv4: address) }
+    }
+
+    /// Whether dotted-decimal `address` is in 10/8, 172.16/12, 192.168/16 or 169.254/16 (never
+    /// routed on the internet): what a service of the LAN listens on, and what it may be told of.
+    public static func isPrivate(ipv4 address: String) -> Bool {
+        let parts = address.split(separator: ".", omittingEmptySubsequences: false)
+        let o = parts.compactMap { UInt8($0) }
+        guard parts.count == 4, o.count == 4 else { return false }
+        return o[0] == 10 || (o[0] == 172 && (16...31).contains(o[1])) || (o[0] == 192 && o[1] == 168)
+            || (o[0] == 169 && o[1] == 254)
+    }
+
+    /// Whether IPv6 `address` (text, no zone) is link-local (fe80::/10) or unique-local (fc00::/7):
+    /// the IPv6 addresses of a LAN, never routed on the internet.
+    public static func isPrivate(ipv6 address: String) -> Bool {
+        guard let first = address.split(separator: ":", omittingEmptySubsequences: false).first,
+            (1...4).contains(first.count), let group = UInt16(first, radix: 16)
+        else { return false }
+        return group & 0xFFC0 == 0xFE80 || group & 0xFE00 == 0xFC00
     }
 
     /// Every IPv4 address of every interface (none when getifaddrs fails).

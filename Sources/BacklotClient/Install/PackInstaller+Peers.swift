@@ -274,6 +274,8 @@ extension PackInstaller {
                     busy += 1
                     usleep(useconds_t(max(after, 1)) * 1_000_000)
                     k -= 1
+                } else {
+                    state.withLock { $0.stillBusy(p) }
                 }
             case .missing:
                 state.withLock { $0.strike(p, "said it held chunks it then did not have") }
@@ -361,6 +363,24 @@ struct PeerPassState {
         strikes[p, default: 0] += 1
         if strikes[p]! >= 3 { ban(p, why + " (3 times)") }
     }
+
+    /// Busy answers past the waits, by peer (``stillBusy(_:)``).
+    var busyPastWaits: [Int: Int] = [:]
+
+    /// Peer `p` answered busy and is not waited for: past ``maximumBusyPastWaits`` such answers it
+    /// is asked nothing more in this install. Not a fault (an honest peer keeping its owner's
+    /// budget does it), but each costs a request, up to the 2 s a peer has to answer: a peer that
+    /// is always busy, or says so just before that time, would otherwise hold every chunk it
+    /// claims for that long.
+    mutating func stillBusy(_ p: Int) {
+        busyPastWaits[p, default: 0] += 1
+        if busyPastWaits[p]! >= Self.maximumBusyPastWaits {
+            ban(p, "answered busy \(Self.maximumBusyPastWaits) times past the waits it was given")
+        }
+    }
+
+    /// Busy answers past the waits after which a peer is asked nothing more in an install.
+    static let maximumBusyPastWaits = 8
 
     /// Whether another wait of `seconds` for peer `p` is within bounds (4 a peer, 8 s an install).
     mutating func mayWait(_ p: Int, seconds: Int) -> Bool {

@@ -81,7 +81,10 @@ public struct PeerDirectory: Sendable, Hashable {
 
     /// The peers of `avahi-browse --parsable --resolve` output: its resolved lines
     /// (`=;IFACE;PROTO;NAME;TYPE;DOMAIN;HOST;ADDRESS;PORT;TXT`) of our service type, as
-    /// `http://ADDRESS:PORT` (an IPv6 link-local address with its interface as zone).
+    /// `http://ADDRESS:PORT` (an IPv6 link-local address with its interface as zone). Only
+    /// addresses of a LAN are taken (IPv4 10/8, 172.16/12, 192.168/16, 169.254/16; IPv6 fe80::/10,
+    /// fc00::/7): anyone on the link can advertise, and a device must not be sent to loopback, a
+    /// public host or any other address to hand over the list of chunks it is installing.
     public static func resolvedPeers(inBrowseOutput text: String) -> [URL] {
         var peers: [URL] = []
         for line in text.split(separator: "\n") {
@@ -93,11 +96,14 @@ public struct PeerDirectory: Sendable, Hashable {
             let host: String
             if f[2] == "IPv4" {
                 let octets = address.split(separator: ".", omittingEmptySubsequences: false)
-                guard octets.count == 4, octets.allSatisfy({ CheckedInteger.parse(String($0), as: UInt8.self) != nil })
+                guard octets.count == 4, octets.allSatisfy({ CheckedInteger.parse(String($0), as: UInt8.self) != nil }),
+                    NetworkInterfaces.isPrivate(ipv4: address)
                 else { continue }
                 host = address
             } else if f[2] == "IPv6" {
-                guard !address.isEmpty, address.allSatisfy({ $0.isHexDigit || $0 == ":" }) else { continue }
+                guard !address.isEmpty, address.allSatisfy({ $0.isHexDigit || $0 == ":" }),
+                    NetworkInterfaces.isPrivate(ipv6: address)
+                else { continue }
                 let zone =
                     f[1].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }) ? f[1] : ""
                 host =
