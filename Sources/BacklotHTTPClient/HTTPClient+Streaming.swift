@@ -112,6 +112,7 @@ private final class StreamTransfer {
     var headers: [String: String] = [:]
     var errorBody: [UInt8] = []
     var received: UInt64 = 0
+    var headerBytes = 0
     var failure: BacklotError?
     var thrown: (any Error)?
     var pacer: RatePacer?
@@ -126,6 +127,11 @@ private final class StreamTransfer {
 private enum StreamCallbacks {
     static let header: curl_write_callback = { data, size, count, context in
         let t = Unmanaged<StreamTransfer>.fromOpaque(context!).takeUnretainedValue()
+        t.headerBytes += size * count
+        guard t.headerBytes <= maximumHeaderBytes else {
+            t.failure = tooManyHeaderBytes()
+            return 0
+        }
         if let status = parseHeaderLine(data, size * count, into: &t.headers) { t.status = status }
         return size * count
     }

@@ -50,6 +50,22 @@ import Testing
         #expect(server.requests == 1, "only the HEAD: no multipart upload begun")
     }
 
+    /// An answer with 300 KB of headers is stopped at 256 KiB, as every other transfer of the
+    /// HTTP client already was; the streamed one (what S3 reads go through) did not count them.
+    @Test func headersBeyondTheirBoundStopTheTransfer() throws {
+        let server = try ScriptedHTTPServer { _ in
+            .init(
+                status: 200,
+                headers: (0..<3_000).map { ("X-Pad-\($0)", String(repeating: "p", count: 100)) } + [("ETag", "\"e\"")],
+                body: [1, 2, 3])
+        }
+        defer { server.stop() }
+        let error = #expect(throws: BacklotError.self) {
+            _ = try self.client(server).getObject(bucket: "b", key: "k")
+        }
+        #expect("\(String(describing: error))".contains("bytes of headers"), "\(String(describing: error))")
+    }
+
     /// Listings that say more follows with pages adding nothing (ListParts with markers that
     /// alternate, ListObjectsV2 with a new token each time, ListMultipartUploads likewise) end
     /// with an error after a bounded number of pages, not never.
