@@ -82,6 +82,19 @@ public final class FreePort: Sendable {  // the descriptor is closed once, under
         return FreePort(port: UInt16(bigEndian: address.sin_port), descriptor: fd)
     }
 
+    /// A socket listening on 127.0.0.1 at a port the kernel chose, for a server the test runs
+    /// itself (``DripServer``, ``ScriptedHTTPServer``): the descriptor is the caller's to close.
+    public static func listening(backlog: Int32 = 16) throws -> (descriptor: Int32, port: UInt16) {
+        let bound = try bound()
+        let fd = bound.takeDescriptor()
+        guard listen(fd, backlog) == 0 else {
+            let error = SystemCall.error("listen", path: "127.0.0.1:\(bound.port)")
+            close(fd)
+            throw error
+        }
+        return (fd, bound.port)
+    }
+
     /// Ports handed out by ``reserved()`` in this process (never twice).
     private static let handedOut = Mutex<Set<UInt16>>([])
 

@@ -45,6 +45,15 @@ import Testing
         return try AssetPackManager(configuration: configuration)
     }
 
+    /// The signed catalog's current release of `pack` on the internal channel.
+    static func release(_ f: ClientFixture, _ pack: String) throws -> Catalog.Release {
+        let path = f.repository.publication.catalogPath(app: f.app, channel: .internal)
+        let catalog = try Catalog.verify(
+            Array(try Data(contentsOf: URL(fileURLWithPath: path))), trusting: [f.pinned], app: f.app,
+            channel: .internal, now: Date(), source: "catalog")
+        return try #require(catalog.packs.first { $0.id.rawValue == pack }).release
+    }
+
     /// The installed files of a pack ("Game" unless said) in a container, by path, with their SHA-256.
     func installed(
         _ f: ClientFixture, pack: String = "Game", container: String = "device"
@@ -66,13 +75,7 @@ import Testing
         func digest(_ p: String) throws -> SHA256Digest { SHA256.hash(try src.read("src/" + p)) }
 
         // The catalog lists the variants, signed.
-        let catalog = try Catalog.verify(
-            Array(
-                try Data(
-                    contentsOf: URL(
-                        fileURLWithPath: f.repository.publication.catalogPath(app: f.app, channel: .internal)))),
-            trusting: [f.pinned], app: f.app, channel: .internal, now: Date(), source: "catalog")
-        let release = try #require(catalog.packs.first { $0.id.rawValue == "Game" }).release
+        let release = try Self.release(f, "Game")
         #expect(release.variants?.textureFormats == ["astc", "etc2"] && release.variants?.deviceTiers == [0, 2])
         #expect(try f.repository.uploads.version(app: f.app, pack: "Game", number: 1).variants == release.variants)
 
@@ -178,13 +181,7 @@ import Testing
         }
 
         try publishThemes(f, &g, &files)
-        let catalog = try Catalog.verify(
-            Array(
-                try Data(
-                    contentsOf: URL(
-                        fileURLWithPath: f.repository.publication.catalogPath(app: f.app, channel: .internal)))),
-            trusting: [f.pinned], app: f.app, channel: .internal, now: Date(), source: "catalog")
-        let release = try #require(catalog.packs.first { $0.id.rawValue == "Themes" }).release
+        let release = try Self.release(f, "Themes")
         let delta = try #require(release.deltas.first, "a delta from version 1")
         let path = f.repository.directory.publicTreePath + "/v1/deltas/\(delta.sha256.hex).delta"
         let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
