@@ -129,10 +129,15 @@ struct ExtensionRunner: Sendable {
                 ?? "exited with status \(outcome.exitStatus.map(String.init) ?? "unknown")"
             throw BacklotError(.extensionFailed, "the extension's \(call.name) call \(how)", context: executable)
         }
-        guard let bytes = try? FileDescriptor.readWholeFile(replyPath, atMost: 16 << 20, what: "the extension's answer")
+        // The extension wrote it: a link is not followed, and only a regular file is read (a FIFO
+        // would hold the agent, and every extension call after it, for as long as nobody writes).
+        guard
+            let bytes = try? FileDescriptor.readWholeFile(
+                replyPath, atMost: 16 << 20, what: "the extension's answer", followingLinks: false)
         else {
             throw BacklotError(
-                .extensionFailed, "the extension's \(call.name) call wrote no answer (or one over 16 MiB)",
+                .extensionFailed,
+                "the extension's \(call.name) call wrote no answer (or one over 16 MiB, or not a regular file)",
                 context: executable,
                 hint: "an extension's main must be DownloaderExtension.main() (use @main on the struct)")
         }

@@ -6,7 +6,8 @@
 //    (default: performDefaultHandling), "trustSHA256": hex SHA-256 of the one leaf certificate a server-trust challenge accepts}
 //   further modes: "grandchild" (starts `sleep 600` in its process group with its standard output, logs "grandchild PID", then
 //   answers), "grandchild-hang" (the same, then hangs), "flood" (prints "floodBytes" bytes, 64 MiB by default, then answers),
-//   "empty-answer" (answers `{}` to shouldDownload), "sleep" (sleeps "seconds" seconds, then answers)
+//   "empty-answer" (answers `{}` to shouldDownload), "fifo-answer" (makes its answer file a FIFO and exits 0),
+//   "sleep" (sleeps "seconds" seconds, then answers)
 import BacklotClient
 import BacklotContainer
 import BacklotCrypto
@@ -56,6 +57,11 @@ import Glibc
                 written += n
             }
             log("flooded \(written)")
+        case "fifo-answer":
+            let reply = CommandLine.arguments[3]
+            unlink(reply)
+            log(mkfifo(reply, 0o600) == 0 ? "answered with a FIFO" : "mkfifo failed")
+            exit(0)
         case "empty-answer":
             let reply = CommandLine.arguments[3]
             _ = FileManager.default.createFile(atPath: reply, contents: Data("{}".utf8))

@@ -104,6 +104,22 @@ extension AgentEventTests {
         #expect(try f.installed().sorted() == ["Essential", "Extras"])
     }
 
+    /// An extension that leaves a FIFO where its answer goes: the agent's read of it used to
+    /// block for good (and every extension call after it, behind the one-at-a-time gate). It is
+    /// refused as not a regular file and the call fails like one that wrote no answer. The time
+    /// limit only stops the test if it hangs again.
+    @Test(.timeLimit(.minutes(1))) func anAnswerThatIsAFIFOIsRefusedNotWaitedOn() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
+        try f.extensionSettings(["mode": "fifo-answer"])
+        let agent = try f.agent()
+        let seq = try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        #expect(f.extensionLog.contains("answered with a FIFO"))
+        #expect(f.lines.all.contains { $0.contains("not a regular file") }, "\(f.lines.all.suffix(5))")
+        _ = try #require(try agent.store.event(seq))
+    }
+
     @Test(arguments: [
         (#"{}"#, [String]()),  // no decision: every pack kept
         (#"{"downloads": []}"#, []),  // a downloads answer decides nothing about packs

@@ -24,17 +24,27 @@ public struct FileDescriptor: Sendable {
         return FileDescriptor(rawValue: fd, path: path)
     }
 
-    /// The file's size in bytes.
     /// Reads a whole file that may be at most `limit` bytes (configurations, manifests, property lists).
+    ///
+    /// Only a regular file is read: the open does not wait (a FIFO left where a file is expected
+    /// would otherwise block it for as long as nobody writes to it), and a FIFO, device or folder
+    /// is refused.
     /// - Parameters:
     ///   - what: what the file is, for the error ("the manifest").
-    ///   - code: the error code for a file over the limit.
-    /// - Throws: `code` when the file is larger than `limit`; ``BacklotError/Code/io``.
+    ///   - code: the error code for a file over the limit, or one that is not a regular file.
+    ///   - followingLinks: false refuses a symbolic link at `path` (a file another process wrote).
+    /// - Throws: `code` when the file is larger than `limit` or not a regular file; ``BacklotError/Code/io``.
     public static func readWholeFile(
-        _ path: String, atMost limit: UInt64, what: String, code: BacklotError.Code = .invalidInput
+        _ path: String, atMost limit: UInt64, what: String, code: BacklotError.Code = .invalidInput,
+        followingLinks: Bool = true
     ) throws -> [UInt8] {
-        let fd = try openForReading(path)
+        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW)
+        let fd = FileDescriptor(
+            rawValue: try SystemCall.retrying("open", path: path) { open(path, flags) }, path: path)
         defer { fd.close() }
+        guard try fd.status().st_mode & S_IFMT == S_IFREG else {
+            throw BacklotError(code, "\(what) is not a regular file", context: path)
+        }
         let size = try fd.size()
         guard size <= limit else {
             throw BacklotError(code, "\(what) is \(size) bytes; at most \(limit >> 20) MiB are read", context: path)
