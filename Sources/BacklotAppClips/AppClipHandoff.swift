@@ -31,7 +31,8 @@ public enum AppClipHandoff {
     /// - Throws: ``BacklotError/Code/invalidInput`` when either path is not a container (it holds
     ///   no `state.sqlite`: nothing is created), or when the app's container has never verified a
     ///   catalog; ``BacklotError/Code/untrusted`` when its stored catalog no longer verifies. A
-    ///   pack with a damaged file in the clip's container is left behind, with the reason.
+    ///   pack with a damaged file in the clip's container, or whose folder there is reached through
+    ///   a symbolic link (it is neither read nor removed), is left behind, with the reason.
     public static func handoff(
         fromClipContainer clipPath: String, toAppContainer appPath: String, keepClipCopy: Bool = false,
         now: Date = Date()
@@ -67,7 +68,7 @@ public enum AppClipHandoff {
             do {
                 try app.adopt(installed, from: clip, moving: !keepClipCopy)
                 report.moved.append(installed.id)
-            } catch let e as BacklotError where e.code == .corruptArchive {
+            } catch let e as BacklotError where e.code == .corruptArchive || e.code == .untrusted {
                 report.left.append(
                     Left(
                         id: installed.id, reason: "damaged in the clip's container (\(e.message)); the app downloads it"

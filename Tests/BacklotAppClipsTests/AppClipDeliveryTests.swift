@@ -139,6 +139,28 @@ import Testing
             ).isEmpty)
     }
 
+    /// A clip that made its pack folder a link to the app's, where the app holds the same release:
+    /// the move would have removed the app's files through it. Refused; the app's files stay.
+    @Test func aClipFolderLinkedToTheAppsIsNotHandedOverNorRemoved() async throws {
+        let f = try ClientFixture()
+        try f.publish(id: "Extras", seed: 2)
+        let clip = try clipManager(f)
+        try await clip.ensureLocalAvailability(of: try await clip.assetPack(withID: "Extras"))
+        let app = try f.manager(container: "app")
+        try await app.ensureLocalAvailability(of: try await app.assetPack(withID: "Extras"))
+        let clipContainer = try ClientContainer(path: f.dir.at("clip"))
+        let appContainer = try ClientContainer(path: f.dir.at("app"))
+        let clipPacks = clipContainer.packFolder("Extras")
+        try FileManager.default.removeItem(atPath: clipPacks)
+        #expect(symlink(appContainer.packFolder("Extras"), clipPacks) == 0)
+        let report = try AppClipHandoff.handoff(fromClipContainer: f.dir.at("clip"), toAppContainer: f.dir.at("app"))
+        #expect(report.moved.isEmpty)
+        #expect(
+            report.left.count == 1 && report.left[0].reason.contains("symbolic link"), "\(report.left)")
+        #expect(try app.verifyInstalled().isEmpty, "the app's files are all there")
+        #expect(try app.contents(at: "Levels/level1.dat", searchingInAssetPackWithID: "Extras").count > 0)
+    }
+
     @Test func aFileOfAnotherSizeIsRefusedBeforeItIsRead() async throws {
         let f = try ClientFixture()
         try f.publish(id: "Extras", seed: 2)

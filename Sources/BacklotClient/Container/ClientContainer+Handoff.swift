@@ -73,6 +73,10 @@ extension ClientContainer {
             throw BacklotError(.corruptArchive, "the stored index of \(release.id) is damaged", context: source.path)
         }
         let from = source.releaseFolder(release.id, digest: release.digest)
+        // The source (an App Clip's container) is another program's: its release must be its own
+        // folder, reached through no link (one to this container's packs would have the move
+        // below remove this container's files), checked again before it is removed.
+        try source.checkNoLink(to: from)
         let folder = releaseFolder(release.id, digest: release.digest)
         let partial = folder + ".partial"
         try source.layout.holding(.install(pack: release.id)) {
@@ -106,7 +110,14 @@ extension ClientContainer {
                             guard !moving || errno == EXDEV else { throw SystemCall.error("link", path: dst) }
                             try Self.copyFile(src, to: dst)
                         }
-                        chmod(dst, file.mode == 0o755 ? 0o555 : 0o444)
+                        // Through the file opened without following a link: the source swapped for a
+                        // link after its check makes `link` link that link, whose target a `chmod` by
+                        // path would change.
+                        do {
+                            try FileSystem.setMode(dst, file.mode == 0o755 ? 0o555 : 0o444)
+                        } catch {
+                            throw damaged("is not a regular file")
+                        }
                         // Checked where it now is, so a change to the source after the check cannot slip in.
                         guard let placed = try? FileSystem.linkStatus(dst), placed.kind == .regular,
                             placed.size == file.size,
@@ -128,7 +139,23 @@ extension ClientContainer {
                 }
             }
         }
-        if moving { try source.remove(release.id) }
+        if moving {
+            try source.checkNoLink(to: from)
+            try source.remove(release.id)
+        }
+    }
+
+    /// Checks that `folder`, beneath the container, is reached through no symbolic link: its
+    /// resolved path is the container's own resolved path followed by the same names.
+    /// - Throws: ``BacklotError/Code/untrusted`` naming the folder otherwise.
+    func checkNoLink(to folder: String) throws {
+        guard folder.hasPrefix(path + "/"), let root = FileSystem.realPath(path),
+            FileSystem.realPath(folder) == root + folder.dropFirst(path.count)
+        else {
+            throw BacklotError(
+                .untrusted, "\(folder) is reached through a symbolic link, not the container's own folder",
+                context: path, hint: "the container was altered: nothing of it is used or removed")
+        }
     }
 
     /// Copies a regular file (a new inode, never a link), synced to disk.
