@@ -329,6 +329,38 @@ extension AgentProcessTests {
         #expect(try f.installed().contains("NewEssential"))  // today, not at the next UTC day
     }
 
+    /// The configuration a container names is in its database, which its app can write: `notify`
+    /// run by another user (root, from a package's post-install script) does not use it, so it
+    /// runs none of the executables it names and leaves the event queued; run by the container's
+    /// owner, the same `notify` runs it. Root changes the container's owner for the test.
+    @Test func notifyByAnotherUserDoesNotRunTheConfigurationTheContainerNames() throws {
+        _ = try Requirement.root.path()
+        let f = try AgentFixture()
+        try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
+        try AgentStore(containerPath: f.container).setValue("configPath", try f.writeConfig())
+        func notify() throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: AgentFixture.binaries + "/backlot")
+            process.arguments = ["notify", "--container", f.container, "--app-install"]
+            let out = Pipe()
+            process.standardOutput = out
+            try process.run()
+            let said = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(said)")
+            return said
+        }
+        #expect(chown(f.container, 65_534, 65_534) == 0)
+        let refused = try notify()
+        #expect(chown(f.container, 0, 0) == 0)
+        #expect(refused.contains("not used by another user than its owner"), "\(refused)")
+        let installedBefore = try f.installed()
+        #expect(f.extensionLog.isEmpty && installedBefore.isEmpty, "nothing ran")
+        _ = try notify()
+        #expect(f.extensionLog.contains { $0.hasPrefix("shouldDownload Essential") }, "\(f.extensionLog)")
+        #expect(try f.installed() == ["Essential"])
+    }
+
     /// Runs `backlot notify --app-install` (the agent in that process) with a hanging extension
     /// limited to 3 s, and steps its wall clock by `step` while the call runs.
     ///

@@ -50,6 +50,11 @@ public enum FileSystem {
         public var linkCount: UInt64 = 0
         /// The bytes the file takes on its file system (its blocks, which a sparse file has fewer of).
         public var allocatedBytes: UInt64 = 0
+        /// The user who owns it.
+        public var owner: UInt32 = 0
+
+        /// Whether it belongs to the user this process acts as (its effective user ID).
+        public var isOwnedByThisProcessUser: Bool { owner == geteuid() }
 
         init(_ st: stat) {
             kind = Kind(mode: st.st_mode)
@@ -59,6 +64,7 @@ public enum FileSystem {
             inode = UInt64(st.st_ino)
             linkCount = UInt64(st.st_nlink)
             allocatedBytes = UInt64(clamping: st.st_blocks) &* 512
+            owner = st.st_uid
         }
 
         /// Whether both name the same file (device and inode).

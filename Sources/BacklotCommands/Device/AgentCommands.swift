@@ -70,7 +70,11 @@ enum EventCommand {
     ) throws {
         let store = try AgentStore(containerPath: container)
         let seq = try store.enqueue(request, bypassBudget: bypassBudget)
-        let configPath = try arguments[EventCommand.config] ?? store.value("configPath")
+        // The configuration an agent of this container named last is in the container's database,
+        // which its app can write: it is used only by the container's own user. Another (root, a
+        // package's post-install script) would otherwise run whatever executables it names.
+        let ownContainer = (try FileSystem.linkStatus(container))?.isOwnedByThisProcessUser ?? false
+        let configPath = try arguments[EventCommand.config] ?? (ownContainer ? store.value("configPath") : nil)
         let wait = arguments[NotifyCommand.wait] || bypassBudget
         let json = arguments[jsonFlag]
         var tried = Set<Int64>()
@@ -83,11 +87,15 @@ enum EventCommand {
                         try io.outJSON(
                             EventOutput(
                                 event: request.name, state: "queued",
-                                detail: "no agent runs and no configuration is known: it runs when backlot agent starts"
+                                detail: ownContainer
+                                    ? "no agent runs and no configuration is known: it runs when backlot agent starts"
+                                    : "no agent runs, and the container's own configuration is not used by another user: it runs when backlot agent starts, or give --config"
                             ))
                     } else {
                         io.out(
-                            "queued the \(request.name) event; no agent runs and no configuration is known, so it runs when `backlot agent` starts\n"
+                            ownContainer
+                                ? "queued the \(request.name) event; no agent runs and no configuration is known, so it runs when `backlot agent` starts\n"
+                                : "queued the \(request.name) event; no agent runs, and the configuration this container names is not used by another user than its owner, so it runs when `backlot agent` starts (or give --config)\n"
                         )
                     }
                     return
