@@ -301,11 +301,10 @@ extension Agent {
             if let candidate = entry.candidate { entry.candidate?.archiveURL = absolute(candidate) }
             return entry
         }
-        let folder = ContainerLayout(root: containerPath).extensionCallsFolder
+        let folder = try ContainerLayout(root: containerPath).ownExtensionCallsFolder()
         let path = folder + "/manifest-\(UUID().uuidString.lowercased()).json"
-        try FileSystem.makeDirectories(folder)
         try Data(catalog.json.prettyPrinted().utf8).write(to: URL(fileURLWithPath: path))
-        chmod(path, 0o444)
+        try FileSystem.setMode(path, 0o444)  // through the file, never a link put in its place
         return path
     }
 

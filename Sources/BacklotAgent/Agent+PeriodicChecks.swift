@@ -22,10 +22,18 @@ extension Agent {
             return
         }
         guard elapsed >= periodicWait(interval: interval) else { return }
+        // Queued first, the clock set going again only once it is: a check that could not be
+        // queued (the database busy) is tried again next round, not skipped for a whole interval.
+        if (try? store.queued().contains { $0.request == .periodic }) != true {
+            do {
+                _ = try store.enqueue(.periodic, bypassBudget: false)
+            } catch {
+                log("periodic: a check is due but could not be queued (\(error)); tried again next round")
+                return
+            }
+            log("periodic: a check is due (about every \(CheckedInteger.secondsText(interval)) s for this app's use)")
+        }
         markPeriodicCheck()
-        if (try? store.queued().contains { $0.request == .periodic }) == true { return }
-        _ = try? store.enqueue(.periodic, bypassBudget: false)
-        log("periodic: a check is due (about every \(CheckedInteger.secondsText(interval)) s for this app's use)")
     }
 
     /// The periodic interval for this app's use (``PeriodicCheckPolicy``).

@@ -1,3 +1,4 @@
+import BacklotBasics
 import BacklotCrypto
 
 /// Every path of a device container, named once: the files and folders that the app, the agent,
@@ -55,6 +56,21 @@ public struct ContainerLayout: Sendable, Hashable {
 
     /// The downloader extension's call and answer files.
     public var extensionCallsFolder: String { root + "/.extension-calls" }
+
+    /// ``extensionCallsFolder``, made when missing, and checked to be a folder of its own: the app
+    /// can write the container, and a link there would send the agent's files (and the mode it
+    /// sets on them) wherever it points.
+    /// - Throws: ``BacklotError/Code/untrusted`` when it is a link or not a folder; ``BacklotError/Code/io``.
+    public func ownExtensionCallsFolder() throws -> String {
+        let folder = extensionCallsFolder
+        try FileSystem.makeDirectories(folder)
+        guard try FileSystem.linkStatus(folder)?.kind == .directory else {
+            throw BacklotError(
+                .untrusted, "the extension calls' folder is a link or not a folder", context: folder,
+                hint: "remove it: the agent makes it again")
+        }
+        return folder
+    }
     /// The agent's wake-up FIFO.
     public var agentWakeChannel: String { root + "/.agent-wake" }
     /// The folder of the per-download locks.

@@ -104,6 +104,23 @@ extension AgentEventTests {
         #expect(try f.installed().sorted() == ["Essential", "Extras"])
     }
 
+    /// The app made the extension calls' folder a link to a folder elsewhere: the agent writes
+    /// nothing there (no call, no manifest, no mode set), and says why.
+    @Test func aLinkedExtensionCallsFolderIsNotWrittenThrough() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
+        let elsewhere = f.server.dir.at("elsewhere")
+        try FileSystem.makeDirectories(elsewhere)
+        let agent = try f.agent()  // (its start removes what an earlier agent left there)
+        #expect(symlink(elsewhere, ContainerLayout(root: f.container).extensionCallsFolder) == 0)
+        let seq = try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        #expect(try FileSystem.entryNames(elsewhere).isEmpty)
+        #expect(f.extensionLog.isEmpty, "the extension was not run")
+        let event = try #require(try agent.store.event(seq))
+        #expect(event.detail.contains("a link or not a folder"), "\(event.detail)")
+    }
+
     /// An extension that leaves a FIFO where its answer goes: the agent's read of it used to
     /// block for good (and every extension call after it, behind the one-at-a-time gate). It is
     /// refused as not a regular file and the call fails like one that wrote no answer. The time
