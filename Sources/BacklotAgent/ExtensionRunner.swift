@@ -75,7 +75,8 @@ struct ExtensionRunner: Sendable {
             }
             limit = min(limit, left)
         }
-        let dir = try ContainerLayout(root: containerPath).ownExtensionCallsFolder() + "/" + UUID().uuidString.lowercased()
+        let dir =
+            try ContainerLayout(root: containerPath).ownExtensionCallsFolder() + "/" + UUID().uuidString.lowercased()
         // Private (0700): a challenge's answer holds a password.
         try FileSystem.makeDirectories(dir, mode: 0o700)
         defer { FileSystem.removeTree(dir) }
