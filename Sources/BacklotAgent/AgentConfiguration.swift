@@ -29,8 +29,8 @@ import Foundation
 /// | `BacklotAppArguments` | arguments before `--background-task ID` | none |
 /// | `BacklotPrefetchRequiresUnmetered` | prefetch packs wait for an unmetered network | true |
 /// | `BacklotNetworkMetered` | whether the network is metered when NetworkManager cannot say | false |
-/// | `BacklotPeriodicCheckInterval` | seconds between catalog checks for an app used daily | 21600 |
-/// | `BacklotPollInterval` | seconds between the agent's rounds | 5 |
+/// | `BacklotPeriodicCheckInterval` | seconds between catalog checks for an app used daily (at least 60) | 21600 |
+/// | `BacklotPollInterval` | seconds between the agent's rounds (at least 0.05) | 5 |
 /// | `BacklotBandwidthLimit` | bytes per second per connection for pack downloads (0: none) | 0 |
 /// | `BacklotMaximumRangeBytes` | the largest Range request (progress is kept after each) | 2 MiB |
 /// | `BacklotSendsReports` | report the releases held and installs' outcomes, in aggregate and without an identifier (docs/privacy.md) | true |
@@ -220,10 +220,13 @@ public struct AgentConfiguration: Sendable {
             deviceProfile = try DeviceProfile.detected(
                 overriddenBy: text, label: "the key BacklotDeviceProfile", context: source)
         }
+        // Floors: below them a round (or a catalog check) would follow the last without rest.
         periodicCheckInterval =
-            try ConfigurationKey.seconds("BacklotPeriodicCheckInterval", in: settings, source: source)
+            try ConfigurationKey.seconds("BacklotPeriodicCheckInterval", in: settings, source: source, atLeast: 60)
             ?? periodicCheckInterval
-        pollInterval = try ConfigurationKey.seconds("BacklotPollInterval", in: settings, source: source) ?? pollInterval
+        pollInterval =
+            try ConfigurationKey.seconds("BacklotPollInterval", in: settings, source: source, atLeast: 0.05)
+            ?? pollInterval
         bandwidthLimit = try ConfigurationKey.bytes("BacklotBandwidthLimit", in: settings, source: source) ?? 0
         minimumFreeSpace =
             try ConfigurationKey.bytes("BacklotMinimumFreeSpace", in: settings, source: source) ?? minimumFreeSpace

@@ -82,10 +82,12 @@ public enum ConfigurationKey {
     /// back-off that doubles) stays in range.
     public static let maximumSeconds: TimeInterval = 366 * 86_400
 
-    /// A duration: a positive number of seconds, at most ``maximumSeconds`` (an integer or a real).
+    /// A duration: a positive number of seconds, at most ``maximumSeconds`` (an integer or a real),
+    /// and at least `minimum` when given (a key whose tiny value would make a loop of the agent spin).
     /// - Throws: ``BacklotError/Code/invalidInput`` naming the key and the value.
-    public static func seconds(_ key: String, in settings: [String: PlistValue], source: String) throws -> TimeInterval?
-    {
+    public static func seconds(
+        _ key: String, in settings: [String: PlistValue], source: String, atLeast minimum: TimeInterval? = nil
+    ) throws -> TimeInterval? {
         guard let v = settings[key] else { return nil }
         let n: Double? =
             switch v {
@@ -110,6 +112,11 @@ public enum ConfigurationKey {
                 }
             throw error(
                 key, source: source, "must be a positive number of seconds, at most \(limit) (a year), not \(shown)")
+        }
+        if let minimum, n < minimum {
+            throw error(
+                key, source: source,
+                "must be at least \(CheckedInteger.secondsText(minimum)) seconds (the agent would loop without rest), not \(n)")
         }
         return n
     }

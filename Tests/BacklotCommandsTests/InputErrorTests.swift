@@ -99,6 +99,8 @@ import Testing
                 "-1", #""60""#, "null",
             ]
             + (isBytes ? ["1.5", "1e3"] : ["0", "1e30"])
+            // Below their floors the agent's rounds, or its catalog checks, would follow without rest.
+            + (["BacklotPollInterval", "BacklotPeriodicCheckInterval"].contains(key) ? ["1e-9", "0.001"] : [])
         for value in values {
             let config = try agentConfig(dir, key: key, value: value)
             for command in [["agent", "--once"], ["notify", "--app-install"]] {
