@@ -116,7 +116,8 @@ public enum ConfigurationKey {
         if let minimum, n < minimum {
             throw error(
                 key, source: source,
-                "must be at least \(CheckedInteger.secondsText(minimum)) seconds (the agent would loop without rest), not \(n)")
+                "must be at least \(CheckedInteger.secondsText(minimum)) seconds (the agent would loop without rest), not \(n)"
+            )
         }
         return n
     }
