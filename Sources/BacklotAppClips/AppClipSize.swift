@@ -366,6 +366,9 @@ extension AppClipSize {
 
     /// The central directory that the end record at `e` (an offset in `tail`) describes, and
     /// whether it ends exactly where the end record (or the ZIP64 end record) begins.
+    /// The largest ZIP central directory read (256 MiB).
+    static let maximumZipDirectorySize: UInt64 = 256 << 20
+
     private static func zipDirectory(
         _ fd: FileDescriptor, path: String, tail: [UInt8], tailStart: UInt64, endAt e: Int,
         fail: (String, UInt64) -> BacklotError
@@ -419,6 +422,13 @@ extension AppClipSize {
         }
         guard entryCount <= directorySize / 46 else {
             throw bad("\(entryCount) entries can't fit in a central directory of \(directorySize) bytes", at: endOffset)
+        }
+        // Read whole into memory: bounded, whatever a (sparse) file says. A million files with
+        // 200-byte names take about 250 MB.
+        guard directorySize <= Self.maximumZipDirectorySize else {
+            throw bad(
+                "the central directory is \(directorySize) bytes; at most \(Self.maximumZipDirectorySize >> 20) MiB are read",
+                at: endOffset)
         }
 
         let directory = try fd.read(

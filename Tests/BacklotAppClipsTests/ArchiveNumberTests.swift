@@ -80,6 +80,27 @@ import Testing
         #expect(e.message.contains("pax size") || e.message.contains("declares"), "\(value): \(e)")
     }
 
+    /// A sparse file of 2 GiB whose end record says its central directory is the 1 GiB before it:
+    /// every offset checks out, but that is not read into memory.
+    @Test func aZipCentralDirectoryLargerThanItsBoundIsNotRead() throws {
+        func le(_ v: UInt64, _ n: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: v >> (8 * UInt64($0))) } }
+        let dir = try TemporaryDirectory("archive-numbers")
+        defer { dir.remove() }
+        let path = try dir.write("Clip.zip", [])
+        let directorySize: UInt64 = 1 << 30
+        let endOffset: UInt64 = 2 << 30
+        #expect(truncate(path, off_t(endOffset)) == 0)
+        let end =
+            le(0x0605_4B50, 4) + le(0, 2) + le(0, 2) + le(1, 2) + le(1, 2) + le(directorySize, 4)
+            + le(endOffset - directorySize, 4) + le(0, 2)
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.seek(toOffset: endOffset)
+        try handle.write(contentsOf: Data(end))
+        try handle.close()
+        let e = #expect(throws: BacklotError.self) { _ = try AppClipSize(measuring: path) }
+        #expect(e?.message.contains("at most 256 MiB are read") == true, "\(String(describing: e))")
+    }
+
     @Test func aZipWhoseZip64RecordClaimsHugeSizesIsRefused() throws {
         // An end record deferring to ZIP64, with a locator pointing at a ZIP64 record whose
         // directory size and offset are near 2^64.
