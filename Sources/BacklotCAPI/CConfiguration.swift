@@ -12,7 +12,7 @@ enum CConfiguration {
     ///   the wrong shape or an `app`/`channel` that is not the URL's; what reading the key file throws.
     static func read(_ pointer: UnsafePointer<backlot_config>?) throws -> AssetPackManager.Configuration {
         let c = try CMemory.sized(
-            pointer, "config", defaults: CDefaults.config, minimumSize: CDefaults.firstConfigSize)
+            pointer, "config", defaults: CDefaults.config, releaseSizes: CDefaults.configSizes)
         let container = try CMemory.string(c.container_path, "config->container_path")
         guard !container.isEmpty else { throw CallError.invalidArgument("config->container_path is empty") }
         let urlText = try CMemory.string(c.catalog_url, "config->catalog_url")

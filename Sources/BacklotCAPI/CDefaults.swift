@@ -36,6 +36,18 @@ enum CDefaults {
     /// The size of each struct in the first release of the interface (ABI version 1): a caller
     /// passing less did not initialise it.
     static let firstConfigSize = MemoryLayout<backlot_config>.offset(of: \backlot_config.no_reports)!
+    /// The sizes a caller's `backlot_config` may have: the first release's, or one ending where a
+    /// later member ends (or where the padding before the next pointer does), so that no member
+    /// is given in part (half a pointer, read as a whole one, would point anywhere).
+    static let configSizes: [Int] = {
+        func end<V>(_ member: KeyPath<backlot_config, V>) -> Int {
+            MemoryLayout<backlot_config>.offset(of: member)! + MemoryLayout<V>.size
+        }
+        return [
+            firstConfigSize, end(\.no_reports), MemoryLayout<backlot_config>.offset(of: \.device_profile)!,
+            end(\.device_profile), end(\.peers), end(\.discover_peers), MemoryLayout<backlot_config>.size,
+        ]
+    }()
     static let firstURLDownloadSize = MemoryLayout<backlot_url_download>.size
     static let firstDelegateSize = MemoryLayout<backlot_download_delegate>.size
     static let firstPackInfoSize = MemoryLayout<backlot_pack_info>.size

@@ -1,3 +1,4 @@
+import BacklotBasics
 import CBacklot
 import Foundation
 
@@ -19,6 +20,16 @@ enum CMemory {
     /// `count` bytes from `malloc` (at least 1).
     static func allocate(_ count: Int) -> UnsafeMutableRawPointer {
         guard let pointer = malloc(max(1, count)) else { fatalError("libbacklot: out of memory (\(count) bytes)") }
+        return pointer
+    }
+
+    /// `count` bytes from `malloc` (at least 1) for data whose size comes from outside (a file):
+    /// what `malloc` cannot give is an error for the caller, not the end of its process.
+    /// - Throws: ``BacklotError/Code/io`` naming `what` and the size, with `hint`.
+    static func allocate(_ count: Int, for what: String, hint: String) throws -> UnsafeMutableRawPointer {
+        guard let pointer = malloc(max(1, count)) else {
+            throw BacklotError(.io, "not enough memory to read \(what) (\(count) bytes)", context: what, hint: hint)
+        }
         return pointer
     }
 
@@ -96,13 +107,17 @@ enum CMemory {
     /// A struct of the header that starts with its `size`, as much of it as the caller gave:
     /// members past the caller's size keep `defaults`' values (a caller built against an older,
     /// smaller struct), members past ours are ignored (a newer one).
-    /// - Throws: ``CallError`` for NULL or a size smaller than `minimumSize` (the first release's).
-    static func sized<T>(_ pointer: UnsafePointer<T>?, _ what: String, defaults: T, minimumSize: Int) throws -> T {
+    /// - Parameter releaseSizes: the struct's size in each release of the header (its `sizeof`
+    ///   there): a size between two of them would end inside a member (half a pointer read as a
+    ///   whole), so only these, or one larger than ours (a newer header), are taken.
+    /// - Throws: ``CallError`` for NULL or a size that is none of a release's.
+    static func sized<T>(_ pointer: UnsafePointer<T>?, _ what: String, defaults: T, releaseSizes: [Int]) throws -> T {
         guard let pointer else { throw CallError.invalidArgument("\(what) is NULL") }
         let given = UnsafeRawPointer(pointer).load(as: Int.self)
-        guard given >= minimumSize else {
+        guard releaseSizes.contains(given) || given >= MemoryLayout<T>.size else {
             throw CallError.invalidArgument(
-                "\(what)'s size is \(given), less than \(minimumSize): initialise it with its _init function first")
+                "\(what)'s size is \(given), not its size in any release of backlot.h (\(releaseSizes.map(String.init).joined(separator: ", "))): initialise it with its _init function first"
+            )
         }
         var value = defaults
         withUnsafeMutableBytes(of: &value) { destination in

@@ -24,7 +24,7 @@ public func backlotContents(
                 .io, "the file is too large to read into memory (\(size) bytes)", context: full,
                 hint: "map it instead: backlot_descriptor and mmap")
         }
-        let buffer = CMemory.allocate(count)
+        let buffer = try CMemory.allocate(count, for: full, hint: "map it instead: backlot_descriptor and mmap")
         buffer.storeBytes(of: 0, as: UInt8.self)  // a 0-byte file: one byte holding 0
         do {
             let got = try file.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: count), at: 0)

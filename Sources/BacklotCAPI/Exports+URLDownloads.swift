@@ -55,7 +55,7 @@ public func backlotSetDownloadDelegate(
         var made: CDownloadDelegate? = nil
         if delegate != nil {
             let functions = try CMemory.sized(
-                delegate, "delegate", defaults: CDefaults.downloadDelegate, minimumSize: CDefaults.firstDelegateSize)
+                delegate, "delegate", defaults: CDefaults.downloadDelegate, releaseSizes: [CDefaults.firstDelegateSize])
             made = CDownloadDelegate(functions, context: CContext(pointer: context))
         }
         // The download manager holds its delegate weakly: the manager's slot keeps it alive. Both
@@ -112,7 +112,7 @@ enum CURLDownload {
     ///   identifier or URL, a URL that does not parse, or a size below -1.
     static func read(_ pointer: UnsafePointer<backlot_url_download>?) throws -> URLDownload {
         let d = try CMemory.sized(
-            pointer, "download", defaults: CDefaults.urlDownload, minimumSize: CDefaults.firstURLDownloadSize)
+            pointer, "download", defaults: CDefaults.urlDownload, releaseSizes: [CDefaults.firstURLDownloadSize])
         let identifier = try CMemory.string(d.identifier, "download->identifier")
         guard !identifier.isEmpty else { throw CallError.invalidArgument("download->identifier is empty") }
         let text = try CMemory.string(d.url, "download->url")

@@ -234,6 +234,16 @@ static void test_invalid_arguments(void) {
     CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_INVALID_ARGUMENT);
     config.discover_peers = 0;
     config.trusted_key_path = "/nonexistent/root.pub";
+    /* A size ending inside a pointer member (a miscomputed size, a binding's own packing): half the
+       pointer would be the caller's and half the default's. Refused; a size a release had is
+       taken (and the open then fails on the missing key file). */
+    config.size = offsetof(backlot_config, device_profile) + 3;
+    CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(backlot_last_error_message(), "not its size in any release") != NULL,
+          "the message says why: %s", backlot_last_error_message());
+    config.size = offsetof(backlot_config, peers); /* ABI version 2's struct */
+    CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_IO);
+    config.size = sizeof config;
     CHECK_STATUS(backlot_manager_open(&config, &m), BACKLOT_ERR_IO);
     CHECK(m == NULL, "a missing key file is refused");
     config.trusted_key_path = env("BACKLOT_TEST_ROOT_PUB");
