@@ -3,6 +3,7 @@ import BacklotContainer
 import BacklotStore
 import BacklotTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 @testable import BacklotClient
@@ -13,6 +14,56 @@ import Testing
     func manager(_ dir: TemporaryDirectory, restrictions: DownloadRestrictions? = nil) throws -> DownloadManager {
         // The agent's role: nothing runs by itself while the test crafts rows.
         try DownloadManager(containerPath: dir.at("c"), restrictions: restrictions, role: .agent) { _ in }
+    }
+
+    /// A posted outcome whose file path (a row another process wrote) is outside the hand-over
+    /// folder: not handed to the app as its file, and the file it names is neither moved nor
+    /// deleted.
+    @Test func aPostedOutcomeNamingAFileOutsideTheHandoverFolderLeavesItAlone() throws {
+        let dir = try TemporaryDirectory("stored-paths")
+        defer { dir.remove() }
+        let victim = try dir.write("victim.txt", "keep me")
+        let events = Mutex<[String]>([])
+        let m = try DownloadManager(containerPath: dir.at("c"), role: .agent) { event in
+            events.withLock { $0.append("\(event)") }
+        }
+        // And one in the hand-over folder, which is delivered (and deleted, as the handler left it).
+        try FileSystem.makeDirectories(m.container.layout.handoverFolder)
+        let handed = m.container.layout.handoverFolder + "/handed.file"
+        try Data("ok".utf8).write(to: URL(fileURLWithPath: handed))
+        for path in [victim, handed] {
+            try m.container.store.database.transaction { tx in
+                _ = try tx.run(
+                    "INSERT INTO url_events(identifier, url, file_size, essential, priority, kind, path, message, code, delivered, staged, owner) VALUES ('d', 'https://example.com/f', NULL, 0, 0, 'finished', ?, NULL, NULL, 0, NULL, 'agent')",
+                    [.text(path)])
+            }
+        }
+        try m.startListening()  // (claims the posted events, in order)
+        defer { try? m.stopListening() }
+        try Wait.until("the outcome in the hand-over folder is delivered", timeout: .seconds(30)) {
+            events.withLock { $0 }.contains { $0.contains("handed.file") }
+        }
+        #expect(FileSystem.exists(victim), "the file the row names is not deleted")
+        let seen = events.withLock { $0 }
+        #expect(!seen.contains { $0.contains("victim") } && seen.contains { $0.contains("handed.file") }, "\(seen)")
+        #expect(!FileSystem.exists(handed))
+    }
+
+    /// A fetch report another process recorded (its outcome, handed over through the container):
+    /// a count that is negative or past 2^40 is refused when read, so that the C library's
+    /// conversions and sums of them (`backlot_last_fetch`) cannot trap.
+    @Test func aRecordedFetchReportWithACountOutOfRangeIsRefused() throws {
+        func report(_ chunks: String) -> Data {
+            Data(
+                #"{"id":"Levels","version":1,"downloadedBytes":10,"downloadedChunks":\#(chunks),"reusedChunks":0,"linkedFiles":0}"#
+                    .utf8)
+        }
+        for bad in ["-1", "\(Int.max)", "1099511627777"] {
+            #expect(throws: DecodingError.self, "\(bad)") {
+                _ = try JSONDecoder().decode(AssetPackManager.FetchReport.self, from: report(bad))
+            }
+        }
+        #expect(try JSONDecoder().decode(AssetPackManager.FetchReport.self, from: report("3")).downloadedChunks == 3)
     }
 
     @Test func aStoredNegativeOrHugeSizeIsAnErrorNamingTheColumn() throws {

@@ -265,16 +265,27 @@ public actor AssetPackManager {
         }
 
         /// A report as stored; one written before peers existed has none of their figures.
+        /// Reads a report another process of the container recorded: every count must be from 0
+        /// to 2^40 (what a pack can hold), so that no sum or conversion of them can trap.
         public init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
+            func count(_ key: CodingKeys, _ value: Int?) throws -> Int {
+                guard let value else { return 0 }
+                guard (0...(1 << 40)).contains(value) else {
+                    throw DecodingError.dataCorruptedError(
+                        forKey: key, in: c, debugDescription: "\(value) is not a count (0…2^40)")
+                }
+                return value
+            }
             self.init(
-                id: try c.decode(String.self, forKey: .id), version: try c.decode(Int.self, forKey: .version),
+                id: try c.decode(String.self, forKey: .id),
+                version: try count(.version, try c.decode(Int.self, forKey: .version)),
                 downloadedBytes: try c.decode(UInt64.self, forKey: .downloadedBytes),
-                downloadedChunks: try c.decode(Int.self, forKey: .downloadedChunks),
-                reusedChunks: try c.decode(Int.self, forKey: .reusedChunks),
-                linkedFiles: try c.decode(Int.self, forKey: .linkedFiles),
+                downloadedChunks: try count(.downloadedChunks, try c.decode(Int.self, forKey: .downloadedChunks)),
+                reusedChunks: try count(.reusedChunks, try c.decode(Int.self, forKey: .reusedChunks)),
+                linkedFiles: try count(.linkedFiles, try c.decode(Int.self, forKey: .linkedFiles)),
                 peerBytes: try c.decodeIfPresent(UInt64.self, forKey: .peerBytes) ?? 0,
-                peerChunks: try c.decodeIfPresent(Int.self, forKey: .peerChunks) ?? 0,
+                peerChunks: try count(.peerChunks, try c.decodeIfPresent(Int.self, forKey: .peerChunks)),
                 bannedPeers: try c.decodeIfPresent([String: String].self, forKey: .bannedPeers) ?? [:])
         }
     }

@@ -88,6 +88,11 @@ extension DownloadManager {
     func completeStagings(for identifier: String) throws {
         for outcome in try container.store.read({ try $0.stagedURLOutcomes(of: identifier) }) {
             guard let path = outcome.path, let staged = outcome.staged else { continue }
+            // Rows another process wrote: a file is moved only from this container's downloads to
+            // its hand-over folder, never from or to a path a damaged or crafted row names.
+            guard isHandoverFile(path), BytePath.isInside(staged, container.layout.downloadsFolder),
+                !BytePath.components(staged).contains(where: BytePath.isDotDot)
+            else { continue }
             if !FileSystem.exists(path) {
                 if FileSystem.exists(staged) {
                     try SystemCall.retrying("rename", path: path) { rename(staged, path) }
@@ -100,6 +105,16 @@ extension DownloadManager {
             }
             try container.store.transaction { tx in try tx.clearStaging(outcome.seq) }
         }
+    }
+
+    /// Whether `path` (read from a row another process may have written) names a file directly in
+    /// this container's hand-over folder, where ``retire(_:kind:staged:message:code:within:)``
+    /// puts finished files: the only place a file is handed over, renamed into or deleted from.
+    func isHandoverFile(_ path: String) -> Bool {
+        let folder = container.layout.handoverFolder + "/"
+        guard path.hasPrefix(folder) else { return false }
+        let name = path.dropFirst(folder.count)
+        return !name.isEmpty && !name.contains("/") && name != "." && name != ".."
     }
 
     /// The outcome the handler is being given on this thread, if it has a record: ``postToApp(_:reservedForExtension:)``
@@ -122,7 +137,7 @@ extension DownloadManager {
             TestStopPoint.reach("handover.underLock")
             let event: Event
             if let d = try? Self.storedDownload(row.download, table: "url_events", container: container) {
-                if row.kind == "finished", let path = row.path {
+                if row.kind == "finished", let path = row.path, isHandoverFile(path) {
                     event = .finished(d, URL(fileURLWithPath: path))
                 } else if let live, case .failed = live {
                     event = live
@@ -136,8 +151,8 @@ extension DownloadManager {
             let closed = try container.store.transaction { tx in
                 try tx.moveURLOutcome(seq, to: .done, from: [.recorded])
             }
-            // not moved by the handler: deleted, as on Apple's platforms
-            if closed, let path = row.path { unlink(path) }
+            // not moved by the handler: deleted, as on Apple's platforms (only a hand-over file)
+            if closed, let path = row.path, isHandoverFile(path) { unlink(path) }
         }
     }
 
@@ -324,8 +339,9 @@ extension DownloadManager {
                     continue
                 }
                 if row.kind == "finished", let path = row.path {
-                    // The extension took it before a crash left its reservation open: it is not delivered twice.
-                    guard FileSystem.exists(path) else { continue }
+                    // The extension took it before a crash left its reservation open: it is not
+                    // delivered twice; nor is a path outside the hand-over folder (a crafted row).
+                    guard isHandoverFile(path), FileSystem.exists(path) else { continue }
                     handler(.finished(d, URL(fileURLWithPath: path)), self)
                     unlink(path)  // not moved by the handler: deleted, as on Apple's platforms
                 } else {
