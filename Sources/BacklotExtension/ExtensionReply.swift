@@ -16,6 +16,8 @@ import BacklotClient
 /// if reply.declines(pack) { … }
 /// ```
 public struct ExtensionReply: Sendable, Hashable {
+    /// The most URL downloads one answer may ask for.
+    public static let maximumDownloads = 10_000
     /// For `shouldDownload`: the IDs to download (`download`), nil when the answer has none.
     public var accepted: [String]?
     /// For `shouldDownload`: the IDs turned down (`decline`), nil when the answer has none.
@@ -70,6 +72,14 @@ extension ExtensionReply: Codable {
         accepted = try ids(.download)
         declined = try ids(.decline)
         downloads = try c.decodeIfPresent([URLDownload.Message].self, forKey: .downloads)?.map(\.download) ?? []
+        // Each is scheduled in a transaction of its own: an answer of 300,000 (what 16 MiB holds)
+        // would flood the queue of downloads.
+        guard downloads.count <= Self.maximumDownloads else {
+            throw BacklotError(
+                .invalidInput,
+                "the answer asks for \(downloads.count) downloads; at most \(Self.maximumDownloads) are scheduled from one",
+                context: source, hint: "return fewer from downloads(for:), and schedule the rest later")
+        }
         challenge = try c.decodeIfPresent(ChallengeAnswer.self, forKey: .challenge)
     }
 

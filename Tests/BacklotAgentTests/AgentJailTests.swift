@@ -137,6 +137,23 @@ extension AgentEventTests {
         _ = try #require(try agent.store.event(seq))
     }
 
+    /// An answer asking for more URL downloads than one may is refused whole, naming the limit
+    /// (each is scheduled in a transaction of its own).
+    @Test func anAnswerWithTooManyDownloadsIsRefused() throws {
+        let one = #"{"identifier":"d\#(0)","url":"https://example.com/f"}"#
+        func answer(_ n: Int) -> [UInt8] {
+            Array(
+                (#"{"downloads":["#
+                    + (0..<n).map { one.replacingOccurrences(of: "d0", with: "d\($0)") }
+                    .joined(separator: ",") + "]}").utf8)
+        }
+        #expect(try ExtensionReply(decoding: answer(3), source: "t").downloads.count == 3)
+        let error = #expect(throws: BacklotError.self) {
+            _ = try ExtensionReply(decoding: answer(ExtensionReply.maximumDownloads + 1), source: "t")
+        }
+        #expect(error?.message.contains("at most 10000 are scheduled") == true, "\(String(describing: error))")
+    }
+
     @Test(arguments: [
         (#"{}"#, [String]()),  // no decision: every pack kept
         (#"{"downloads": []}"#, []),  // a downloads answer decides nothing about packs
