@@ -115,6 +115,7 @@ import Testing
             "the URL downloads' background queue: private and serial, one transfer at a time (Apple's background session)",
         "BacklotBasics/Concurrency/RepeatingTimer.swift": "a timer's private serial queue, where its handler runs",
         "BacklotTestSupport/DripServer.swift": "a test server",
+        "BacklotTestSupport/ScriptedHTTPServer.swift": "a test server answering as the test writes",
         "BacklotTestSupport/OnThreads.swift": "tests that run a type on threads of their own at once",
     ]
 
