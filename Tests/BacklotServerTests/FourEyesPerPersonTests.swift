@@ -133,6 +133,13 @@ import Testing
         #expect(
             try approval.status == 403 && json(approval)["error"]?["code"]?.stringValue == "fourEyes"
                 && approval.text.contains("second-reviewer"), "\(approval.text)")
+        // Nor by rolling production back to version 2, which it never served to every device.
+        let back = try f.call(
+            "POST", "/api/apps/\(app)/packs/Levels/rollback", token: bob,
+            json: #"{"channel":"production","version":2}"#)
+        #expect(
+            try back.status == 403 && json(back)["error"]?["code"]?.stringValue == "fourEyes"
+                && back.text.contains("bob approved"), "\(back.text)")
         let still = try json(try f.call("GET", "/api/apps/\(app)/channels/production", token: bob))
         #expect(still["packs"]?.arrayElements?.first?["candidate"]?["rolloutPercent"]?.kind == .number("30"))
         // Off again (0): Bob may promote.
@@ -140,5 +147,57 @@ import Testing
             try f.call("PATCH", "/api/apps/\(app)", token: f.admin, json: #"{"secondReviewerAbove":0}"#).text.contains(
                 #""secondReviewerAbove":null"#))
         #expect(try f.call("POST", rollout, token: bob, json: #"{"percent":100}"#).status == 200)
+    }
+
+    /// Withdrawing production does not make the next approval a first release: Bob, who could not
+    /// approve an update for every device, withdraws the pack and tries again, refused; the way
+    /// back is the version production served (a rollback), then a staged update.
+    @Test func withdrawingProductionDoesNotOpenAWayRoundTheShare() throws {
+        let f = try Fixture()
+        let app = "com.example.game"
+        #expect(try f.call("POST", "/api/apps", token: f.admin, json: "{\"id\":\"\(app)\"}").status == 201)
+        #expect(
+            try f.call("PATCH", "/api/apps/\(app)", token: f.admin, json: #"{"secondReviewerAbove":25}"#).status == 200)
+        #expect(try f.call("POST", "/api/apps/\(app)/packs", token: f.admin, json: #"{"id":"Levels"}"#).status == 201)
+        for (seed, number) in [(UInt64(1), 1), (2, 2)] {
+            let archive = try f.packArchive(seed: seed)
+            let size = try FileDescriptor.openForReading(archive).size()
+            #expect(
+                try f.call("POST", "/api/apps/\(app)/packs/Levels/versions", token: f.admin, json: "{\"size\":\(size)}")
+                    .status == 201)
+            #expect(
+                try f.call(
+                    "PUT", "/api/apps/\(app)/packs/Levels/versions/\(number)/archive", token: f.admin, file: archive
+                ).status == 202)
+            #expect(try f.waitUntilProcessed(app, "Levels", number)["state"]?.stringValue == "COMPLETE")
+        }
+        let bob = try token(f, by: f.admin, #"{"role":"reviewer","person":"bob"}"#)
+        func request(_ body: String) throws -> Int {
+            let r = try f.call("POST", "/api/apps/\(app)/releases", token: f.admin, json: body)
+            #expect(r.status == 202, "\(r.text)")
+            guard case .number(let n) = try #require(try json(r)["request"]?["id"]?.kind), let id = Int(n) else {
+                throw BacklotError(.io, "no request id")
+            }
+            return id
+        }
+        let first = try request(#"{"pack":"Levels","version":1,"channel":"production"}"#)
+        #expect(try f.call("POST", "/api/apps/\(app)/releases/\(first)/approve", token: bob).status == 200)
+        let update = try request(#"{"pack":"Levels","version":2,"channel":"production"}"#)
+        let refused = try f.call("POST", "/api/apps/\(app)/releases/\(update)/approve", token: bob)
+        #expect(try refused.status == 403 && json(refused)["error"]?["code"]?.stringValue == "fourEyes")
+        let withdraw = try f.call(
+            "POST", "/api/apps/\(app)/packs/Levels/withdraw", token: bob, json: #"{"channel":"production"}"#)
+        #expect(withdraw.status == 200, "\(withdraw.text)")
+        let again = try f.call("POST", "/api/apps/\(app)/releases/\(update)/approve", token: bob)
+        #expect(
+            try again.status == 403 && json(again)["error"]?["code"]?.stringValue == "fourEyes"
+                && again.text.contains("before it was withdrawn"), "\(again.text)")
+        // The way back: production serves version 1 again (it served it before), then a staged update.
+        let back = try f.call(
+            "POST", "/api/apps/\(app)/packs/Levels/rollback", token: bob,
+            json: #"{"channel":"production","version":1}"#)
+        #expect(back.status == 200, "\(back.text)")
+        let staged = try request(#"{"pack":"Levels","version":2,"channel":"production","rollout":10}"#)
+        #expect(try f.call("POST", "/api/apps/\(app)/releases/\(staged)/approve", token: bob).status == 200)
     }
 }

@@ -55,6 +55,19 @@ extension Releases {
                             "release it instead (backlot release --version \(version) --channel \(channel.rawValue)), which a reviewer approves"
                     )
                 }
+                // A version production never served to every device (approved for a staged share
+                // only) goes to all of them here: the app's second-reviewer rule holds as for
+                // raising its rollout, or whoever approved it could take it to 100 % alone.
+                let wasLive =
+                    try current == version
+                    || !tx.query(
+                        "SELECT 1 AS one FROM live_history WHERE app = ? AND channel = ? AND pack = ? AND version = ?",
+                        [.text(app), .text(channel.rawValue), .text(pack), .integer(Int64(version))]
+                    ).isEmpty
+                if channel == .production, !wasLive {
+                    try Self.requireSecondReviewer(
+                        &tx, app: app, pack: pack, candidate: version, basisPoints: 10_000, by: nil)
+                }
                 try apply(&tx, app: app, channel: channel, pack: pack, version: version, basisPoints: nil)
                 try AuditLog.record(
                     &tx, .rollback, app: app, pack: pack, version: version,
@@ -201,14 +214,33 @@ extension Releases {
     /// An app's second-reviewer rule at approval: a staged update of production (a version is live)
     /// may be approved up to the rule's share only, so that whoever approves it cannot take it
     /// further alone; another person raises it (``requireSecondReviewer``). A first release, with
-    /// nothing live to stay on, goes to every device as before.
+    /// nothing live to stay on and nothing live there before, goes to every device as before (a
+    /// pack withdrawn from production is no first release: its last live version is on the
+    /// channel's history, so withdrawing it cannot open the way round the rule).
     /// - Throws: ``BacklotError/Code/fourEyes`` naming the share.
     static func requireApprovalWithinShare(
         _ tx: inout any MetadataConnection, app: String, pack: String, basisPoints: Int?
     ) throws {
-        guard let threshold = try Apps.secondReviewerThreshold(&tx, app), (basisPoints ?? 10_000) > threshold,
-            try liveVersion(&tx, app: app, channel: Channel.production.rawValue, pack: pack) != nil
-        else { return }
+        guard let threshold = try Apps.secondReviewerThreshold(&tx, app), (basisPoints ?? 10_000) > threshold else {
+            return
+        }
+        let liveNow = try liveVersion(&tx, app: app, channel: Channel.production.rawValue, pack: pack) != nil
+        let servedBefore =
+            try liveNow
+            || !tx.query(
+                "SELECT 1 AS one FROM live_history WHERE app = ? AND channel = 'production' AND pack = ? LIMIT 1",
+                [.text(app), .text(pack)]
+            ).isEmpty
+        guard servedBefore else { return }
+        if !liveNow {
+            throw BacklotError(
+                .fourEyes,
+                "production served this pack before it was withdrawn, so the app's second-reviewer rule lets an approval take it to at most \(percentText(Double(threshold) / 100)) % of devices",
+                context: "\(app)/\(pack)",
+                hint:
+                    "roll production back to the version it served (backlot rollback --channel production --version N), then ask for the update with --rollout \(percentText(Double(threshold) / 100)) or less"
+            )
+        }
         throw BacklotError(
             .fourEyes,
             "the app's second-reviewer rule lets an approval take an update of production to at most \(percentText(Double(threshold) / 100)) % of devices",
@@ -223,6 +255,15 @@ extension Releases {
     public func withdraw(app: String, pack: String, channel: Channel) throws {
         try db.transaction { tx in
             try Apps.requirePack(&tx, app, pack)
+            // What was live goes on the channel's history, as when another version replaces it: it
+            // can be rolled back to, and the pack's next approval is not a first release's.
+            if let live = try Self.liveVersion(&tx, app: app, channel: channel.rawValue, pack: pack)?["number"]?.int {
+                try tx.run(
+                    "INSERT INTO live_history(app, channel, pack, version, replaced) VALUES (?, ?, ?, ?, ?)",
+                    [
+                        .text(app), .text(channel.rawValue), .text(pack), .integer(live), .integer(Repository.now()),
+                    ])
+            }
             guard
                 try tx.run(
                     "DELETE FROM channel_packs WHERE app = ? AND channel = ? AND pack = ?",
