@@ -29,7 +29,8 @@ import Testing
         ///   - edit: changes the tree (under `src/`) before it is packaged.
         ///   - damage: changes the pack's bytes (given its path) before they are uploaded.
         func upload(
-            id: String = "Levels", seed: UInt64 = 42, parts: Int = 1, corrupt: Bool = false,
+            app: String = "com.example.game", id: String = "Levels", seed: UInt64 = 42, parts: Int = 1,
+            corrupt: Bool = false,
             edit: (TemporaryDirectory) throws -> Void = { _ in },
             damage: (String, inout [UInt8]) throws -> Void = { _, _ in }
         ) throws -> VersionInfo {
@@ -41,19 +42,19 @@ import Testing
             var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
             if corrupt { bytes[1000] ^= 0xFF }
             try damage(path, &bytes)
-            let v = try repo.uploads.createVersion(app: "com.example.game", pack: "Levels", size: UInt64(bytes.count))
+            let v = try repo.uploads.createVersion(app: app, pack: "Levels", size: UInt64(bytes.count))
             let step = (bytes.count + parts - 1) / parts
             var offset = 0
             while offset < bytes.count {
                 let upload = try repo.uploads.beginUpload(
-                    app: "com.example.game", pack: "Levels", number: v.number, offset: UInt64(offset))
+                    app: app, pack: "Levels", number: v.number, offset: UInt64(offset))
                 let end = min(offset + step, bytes.count)
                 try bytes[offset..<end].withUnsafeBytes { try upload.append($0) }
                 try upload.close()
                 offset = end
             }
             repo.uploads.waitForProcessing()
-            return try repo.uploads.version(app: "com.example.game", pack: "Levels", number: v.number)
+            return try repo.uploads.version(app: app, pack: "Levels", number: v.number)
         }
 
         /// A file of the published tree, or nil.
@@ -178,6 +179,30 @@ import Testing
         let after = try f.repo.db.read { try $0.query("SELECT version FROM published_deltas", []) }
         #expect(after.contains { $0["version"]?.integer(as: Int.self) == good.number })
         #expect(try f.repo.tree.fileNames(in: folder).count > before.count)
+    }
+
+    /// The list of deltas into a pack's bytes is one for every app that uploads those bytes: an
+    /// app's catalog names only the deltas from its own pack's versions (another app's bases are
+    /// nothing its devices hold), and the list is bounded whatever others add to it.
+    @Test(arguments: Backend.allCases) func aCatalogNamesOnlyDeltasFromItsOwnPacksVersions(_ backend: Backend) throws {
+        let f = try Fixture(backend)
+        defer { f.dir.remove() }
+        let one = try f.upload(seed: 1)
+        let two = try f.upload(seed: 2)
+        #expect(one.state == .complete && two.state == .complete)
+        try f.repo.apps.create("com.example.other")
+        try f.repo.apps.createPack(app: "com.example.other", id: "Levels")
+        #expect(try f.upload(app: "com.example.other", seed: 3).state == .complete)
+        #expect(try f.upload(app: "com.example.other", seed: 2).state == .complete)  // the same bytes as two
+        try f.repo.releases.release(app: "com.example.game", pack: "Levels", version: one.number, channel: .internal)
+        let base = try f.catalog(.internal).packs[0].release.indexSHA256
+        try f.repo.releases.release(app: "com.example.game", pack: "Levels", version: two.number, channel: .internal)
+        let release = try f.catalog(.internal).packs[0].release
+        let shared = try #require(
+            try f.published(PublishedTreeLayout.deltaList(packDigest: release.indexSHA256.hex).path))
+        #expect(try Catalog.decodeDeltaList(shared, source: "list").count == 2, "both apps' bases are listed")
+        #expect(release.deltas.map(\.base) == [base], "\(release.deltas)")
+        #expect(Publication.maximumListedDeltas == 64)
     }
 
     @Test(arguments: Backend.allCases) func resumingAtTheWrongOffsetOrTwiceAtOnceIsAConflict(_ backend: Backend) throws

@@ -197,7 +197,10 @@ public final class Publication: Sendable {
             archiveSize: v["declared_size"]?.integer(as: UInt64.self) ?? 0, archiveSHA256: sha,
             indexOffset: v["index_offset"]?.integer(as: UInt64.self) ?? 0,
             indexLength: v["index_length"]?.integer(as: UInt64.self) ?? 0, indexSHA256: indexSHA)
-        release.deltas = try publishedDeltas(into: indexSHA)
+        // The list is shared by every pack of these bytes, whichever app uploaded it: a catalog
+        // names only deltas from versions of this pack, the only ones its devices can hold.
+        let ownBases = try Uploads.indexDigests(&tx, app: app, pack: pack)
+        release.deltas = publishedDeltas(into: indexSHA).filter { ownBases.contains($0.base.hex) }
         release.variants = meta.variants
         return release
     }

@@ -295,6 +295,16 @@ public final class Uploads: Sendable {
             """, [.text(app), .text(pack), .integer(number), .integer(Int64(limit))])
     }
 
+    /// The index SHA-256s (hex) of every processed version of a pack: the bases its devices can
+    /// hold, so the only ones a catalog of it names deltas from.
+    static func indexDigests(_ tx: inout any MetadataConnection, app: String, pack: String) throws -> Set<String> {
+        Set(
+            try tx.query(
+                "SELECT index_sha256 FROM versions WHERE app = ? AND pack = ? AND index_sha256 IS NOT NULL",
+                [.text(app), .text(pack)]
+            ).compactMap { $0["index_sha256"]?.string })
+    }
+
     /// The newest retained version with the archive `sha` (`app`, `pack`, `number`): of the app
     /// `preferring` when it has one, else of any app; nil when none.
     static func newestVersion(
