@@ -55,6 +55,25 @@ public final class AuditLog: Sendable {
             ])
     }
 
+    /// The person who last did `action` on a pack on `channel` (nil when nobody did, or the server
+    /// or a local command did): what a rule about two people compares with.
+    static func lastPerson(
+        _ tx: inout any MetadataConnection, of action: API.AuditAction, app: String, pack: String, channel: String
+    ) throws -> String? {
+        // The details are the JSON `record` writes: its members sorted, the channel one of them.
+        guard
+            let row = try tx.query(
+                """
+                SELECT token_id, actor_person FROM audit WHERE action = ? AND app = ? AND pack = ? AND details LIKE ?
+                ORDER BY id DESC LIMIT 1
+                """,
+                [.text(action.rawValue), .text(app), .text(pack), .text("%\"channel\":\"\(channel)\"%")]
+            ).first,
+            let token = row["token_id"]?.integer(as: Int.self)
+        else { return nil }
+        return row["actor_person"]?.string ?? TokenReference.defaultPerson(ofToken: token)
+    }
+
     /// Records a change that has no transaction of its own (a key rotation writes files), in one of its own.
     func recordAlone(_ action: API.AuditAction, details: [API.AuditDetail: String] = [:], system: Bool = false) throws {
         try db.transaction { tx in try Self.record(&tx, action, details: details, system: system) }

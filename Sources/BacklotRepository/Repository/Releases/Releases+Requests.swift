@@ -100,7 +100,8 @@ extension Releases {
             try Uploads.requireComplete(&tx, request.app, request.pack, request.version)
             let bp = request.rolloutPercent.map { Int(($0 * 100).rounded()) }
             if request.channel == .production {
-                try Self.requireApprovalWithinShare(&tx, app: request.app, pack: request.pack, basisPoints: bp)
+                try Self.requireApprovalWithinShare(
+                    &tx, app: request.app, pack: request.pack, basisPoints: bp, by: caller)
             }
             if let bp {
                 try requireRolloutBase(

@@ -214,39 +214,33 @@ extension Releases {
     /// An app's second-reviewer rule at approval: a staged update of production (a version is live)
     /// may be approved up to the rule's share only, so that whoever approves it cannot take it
     /// further alone; another person raises it (``requireSecondReviewer``). A first release, with
-    /// nothing live to stay on and nothing live there before, goes to every device as before (a
-    /// pack withdrawn from production is no first release: its last live version is on the
-    /// channel's history, so withdrawing it cannot open the way round the rule).
-    /// - Throws: ``BacklotError/Code/fourEyes`` naming the share.
+    /// nothing live to stay on, goes to every device as before, unless the approver is the person
+    /// who last withdrew the pack from production: withdrawing, then approving for every device,
+    /// would otherwise be one person's way round the rule (another person may approve it).
+    /// - Throws: ``BacklotError/Code/fourEyes`` naming the share, or who withdrew the pack.
     static func requireApprovalWithinShare(
-        _ tx: inout any MetadataConnection, app: String, pack: String, basisPoints: Int?
+        _ tx: inout any MetadataConnection, app: String, pack: String, basisPoints: Int?, by caller: Caller?
     ) throws {
         guard let threshold = try Apps.secondReviewerThreshold(&tx, app), (basisPoints ?? 10_000) > threshold else {
             return
         }
-        let liveNow = try liveVersion(&tx, app: app, channel: Channel.production.rawValue, pack: pack) != nil
-        let servedBefore =
-            try liveNow
-            || !tx.query(
-                "SELECT 1 AS one FROM live_history WHERE app = ? AND channel = 'production' AND pack = ? LIMIT 1",
-                [.text(app), .text(pack)]
-            ).isEmpty
-        guard servedBefore else { return }
-        if !liveNow {
+        let share = percentText(Double(threshold) / 100)
+        guard try liveVersion(&tx, app: app, channel: Channel.production.rawValue, pack: pack) != nil else {
+            guard let who = caller ?? Caller.current,
+                let withdrawer = try AuditLog.lastPerson(
+                    &tx, of: .withdraw, app: app, pack: pack, channel: Channel.production.rawValue),
+                Tokens.samePerson(withdrawer, who.person)
+            else { return }
             throw BacklotError(
                 .fourEyes,
-                "production served this pack before it was withdrawn, so the app's second-reviewer rule lets an approval take it to at most \(percentText(Double(threshold) / 100)) % of devices",
-                context: "\(app)/\(pack)",
-                hint:
-                    "roll production back to the version it served (backlot rollback --channel production --version N), then ask for the update with --rollout \(percentText(Double(threshold) / 100)) or less"
-            )
+                "\(withdrawer) withdrew this pack from production, and the app's second-reviewer rule needs another person to approve its return to more than \(share) % of devices",
+                context: "\(app)/\(pack)", hint: "ask another reviewer to approve it")
         }
         throw BacklotError(
             .fourEyes,
-            "the app's second-reviewer rule lets an approval take an update of production to at most \(percentText(Double(threshold) / 100)) % of devices",
+            "the app's second-reviewer rule lets an approval take an update of production to at most \(share) % of devices",
             context: "\(app)/\(pack)",
-            hint:
-                "ask for the release with --rollout \(percentText(Double(threshold) / 100)) or less; another reviewer then raises it"
+            hint: "ask for the release with --rollout \(share) or less; another reviewer then raises it"
         )
     }
 
@@ -255,15 +249,6 @@ extension Releases {
     public func withdraw(app: String, pack: String, channel: Channel) throws {
         try db.transaction { tx in
             try Apps.requirePack(&tx, app, pack)
-            // What was live goes on the channel's history, as when another version replaces it: it
-            // can be rolled back to, and the pack's next approval is not a first release's.
-            if let live = try Self.liveVersion(&tx, app: app, channel: channel.rawValue, pack: pack)?["number"]?.int {
-                try tx.run(
-                    "INSERT INTO live_history(app, channel, pack, version, replaced) VALUES (?, ?, ?, ?, ?)",
-                    [
-                        .text(app), .text(channel.rawValue), .text(pack), .integer(live), .integer(Repository.now()),
-                    ])
-            }
             guard
                 try tx.run(
                     "DELETE FROM channel_packs WHERE app = ? AND channel = ? AND pack = ?",
