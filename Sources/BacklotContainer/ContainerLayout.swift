@@ -54,6 +54,28 @@ public struct ContainerLayout: Sendable, Hashable {
     /// Finished URL downloads waiting to be handed to the app.
     public var handoverFolder: String { downloadsFolder + "/handover" }
 
+    /// The file of the hand-over folder a recorded outcome names, rebuilt from the last name of
+    /// the recorded `path`: a row another process wrote (with its own spelling of the container's
+    /// path, or crafted) never has a file elsewhere delivered, renamed or deleted. Nil when that
+    /// name is not a plain file name, or the folder is a link or not a folder.
+    public func handoverFile(recorded path: String) -> String? {
+        Self.file(recorded: path, in: handoverFolder)
+    }
+
+    /// A URL download's file in the downloads folder (its partial file) that a recorded outcome
+    /// names, rebuilt the same way as ``handoverFile(recorded:)``.
+    public func downloadsFile(recorded path: String) -> String? {
+        Self.file(recorded: path, in: downloadsFolder)
+    }
+
+    private static func file(recorded path: String, in folder: String) -> String? {
+        guard let name = path.split(separator: "/", omittingEmptySubsequences: false).last,
+            !name.isEmpty, name != ".", name != "..",
+            (try? FileSystem.linkStatus(folder))??.kind == .directory
+        else { return nil }
+        return folder + "/" + name
+    }
+
     /// The downloader extension's call and answer files.
     public var extensionCallsFolder: String { root + "/.extension-calls" }
 

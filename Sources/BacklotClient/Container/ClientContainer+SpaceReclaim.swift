@@ -40,7 +40,8 @@ extension ClientContainer {
         // Re-entrant: a delegate already inside withExclusiveControl may call this.
         try ExclusiveControl.of(container: path).run {
             for outcome in try store.read({ try $0.urlOutcomes(in: .forApp) }) where !enough() {
-                guard outcome.kind == "finished", let file = outcome.path, outcome.staged == nil,
+                guard outcome.kind == "finished", outcome.staged == nil,
+                    let file = outcome.path.flatMap(layout.handoverFile(recorded:)),
                     let size = (try? FileSystem.status(file))??.size, !OpenFileTable.anyHeld(under: file)
                 else { continue }
                 try store.transaction { tx in

@@ -87,11 +87,10 @@ extension DownloadManager {
     /// used again). A file found at neither place turns the outcome into a failure.
     func completeStagings(for identifier: String) throws {
         for outcome in try container.store.read({ try $0.stagedURLOutcomes(of: identifier) }) {
-            guard let path = outcome.path, let staged = outcome.staged else { continue }
             // Rows another process wrote: a file is moved only from this container's downloads to
             // its hand-over folder, never from or to a path a damaged or crafted row names.
-            guard isHandoverFile(path), BytePath.isInside(staged, container.layout.downloadsFolder),
-                !BytePath.components(staged).contains(where: BytePath.isDotDot)
+            guard let path = outcome.path.flatMap(container.layout.handoverFile(recorded:)),
+                let staged = outcome.staged.flatMap(container.layout.downloadsFile(recorded:))
             else { continue }
             if !FileSystem.exists(path) {
                 if FileSystem.exists(staged) {
@@ -105,16 +104,6 @@ extension DownloadManager {
             }
             try container.store.transaction { tx in try tx.clearStaging(outcome.seq) }
         }
-    }
-
-    /// Whether `path` (read from a row another process may have written) names a file directly in
-    /// this container's hand-over folder, where ``retire(_:kind:staged:message:code:within:)``
-    /// puts finished files: the only place a file is handed over, renamed into or deleted from.
-    func isHandoverFile(_ path: String) -> Bool {
-        let folder = container.layout.handoverFolder + "/"
-        guard path.hasPrefix(folder) else { return false }
-        let name = path.dropFirst(folder.count)
-        return !name.isEmpty && !name.contains("/") && name != "." && name != ".."
     }
 
     /// The outcome the handler is being given on this thread, if it has a record: ``postToApp(_:reservedForExtension:)``
@@ -137,7 +126,7 @@ extension DownloadManager {
             TestStopPoint.reach("handover.underLock")
             let event: Event
             if let d = try? Self.storedDownload(row.download, table: "url_events", container: container) {
-                if row.kind == "finished", let path = row.path, isHandoverFile(path) {
+                if row.kind == "finished", let path = row.path.flatMap(container.layout.handoverFile(recorded:)) {
                     event = .finished(d, URL(fileURLWithPath: path))
                 } else if let live, case .failed = live {
                     event = live
@@ -152,7 +141,7 @@ extension DownloadManager {
                 try tx.moveURLOutcome(seq, to: .done, from: [.recorded])
             }
             // not moved by the handler: deleted, as on Apple's platforms (only a hand-over file)
-            if closed, let path = row.path, isHandoverFile(path) { unlink(path) }
+            if closed, let path = row.path.flatMap(container.layout.handoverFile(recorded:)) { unlink(path) }
         }
     }
 
@@ -261,9 +250,9 @@ extension DownloadManager {
 
     /// The file of a posted outcome, if it has one.
     public func postedFile(_ seq: Int64) -> URL? {
-        guard let outcome = try? container.store.read({ try $0.urlOutcome(seq) }), let path = outcome.path else {
-            return nil
-        }
+        guard let outcome = try? container.store.read({ try $0.urlOutcome(seq) }),
+            let path = outcome.path.flatMap(container.layout.handoverFile(recorded:))
+        else { return nil }
         return URL(fileURLWithPath: path)
     }
 
@@ -302,7 +291,9 @@ extension DownloadManager {
             return try tx.urlOutcomes(in: .takenByExtension).filter { seq == nil || $0.seq == seq }
         }
         for row in taken {
-            let fileLeft = row.kind == "finished" && row.path.map(FileSystem.exists) == true
+            let fileLeft =
+                row.kind == "finished"
+                && row.path.flatMap(container.layout.handoverFile(recorded:)).map(FileSystem.exists) == true
             try container.store.transaction { tx in
                 try tx.moveURLOutcome(row.seq, to: fileLeft ? .forApp : .done, from: [.takenByExtension])
             }
@@ -338,10 +329,11 @@ extension DownloadManager {
                 guard let d = try? Self.storedDownload(row.download, table: "url_events", container: container) else {
                     continue
                 }
-                if row.kind == "finished", let path = row.path {
+                if row.kind == "finished", let recorded = row.path {
                     // The extension took it before a crash left its reservation open: it is not
                     // delivered twice; nor is a path outside the hand-over folder (a crafted row).
-                    guard isHandoverFile(path), FileSystem.exists(path) else { continue }
+                    guard let path = container.layout.handoverFile(recorded: recorded), FileSystem.exists(path)
+                    else { continue }
                     handler(.finished(d, URL(fileURLWithPath: path)), self)
                     unlink(path)  // not moved by the handler: deleted, as on Apple's platforms
                 } else {
