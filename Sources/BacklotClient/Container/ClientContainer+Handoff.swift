@@ -72,10 +72,17 @@ extension ClientContainer {
         else {
             throw BacklotError(.corruptArchive, "the stored index of \(release.id) is damaged", context: source.path)
         }
+        // The source (an App Clip's container) is another program's: its release's name is one
+        // folder's name, and that folder is its own, reached through no link (one to this
+        // container's packs would have the move below remove this container's files), checked
+        // again before it is removed.
+        guard !release.digest.isEmpty, !release.digest.contains("/"), release.digest != ".", release.digest != ".."
+        else {
+            throw BacklotError(
+                .untrusted, "the release name \(release.digest) of \(release.id) is not a folder's name",
+                context: source.path)
+        }
         let from = source.releaseFolder(release.id, digest: release.digest)
-        // The source (an App Clip's container) is another program's: its release must be its own
-        // folder, reached through no link (one to this container's packs would have the move
-        // below remove this container's files), checked again before it is removed.
         try source.checkNoLink(to: from)
         let folder = releaseFolder(release.id, digest: release.digest)
         let partial = folder + ".partial"
@@ -140,8 +147,11 @@ extension ClientContainer {
             }
         }
         if moving {
+            // Exactly the folder checked, and the source's record of it only if it still names it
+            // (the source's database is its own to change meanwhile).
             try source.checkNoLink(to: from)
-            try source.remove(release.id)
+            if try source.installed(release.id)?.digest == release.digest { try source.removeInstalled(release.id) }
+            PackInstaller.removeRelease(from)
         }
     }
 
