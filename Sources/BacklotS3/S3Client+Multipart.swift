@@ -163,12 +163,12 @@ extension S3Client {
             let root = try xmlAnswer(
                 S3Request(operation: "LIST multipart uploads", method: "GET", bucket: bucket, key: nil, query: query),
                 root: "ListMultipartUploadsResult")
-            let listed = root.children(named: "Upload")
-            try pages.page(adding: listed.count)
-            for u in listed {
+            let before = out.count
+            for u in root.children(named: "Upload") {
                 guard let key = u.value("Key"), let id = u.value("UploadId") else { continue }
                 out.append(S3MultipartUpload(key: key, uploadID: id, initiated: u.value("Initiated")))
             }
+            try pages.page(adding: out.count - before)  // what was taken, not what was listed
             guard out.count <= limit else {
                 throw BacklotError(
                     .quotaExceeded, "more than \(limit) multipart uploads under \(Self.describe(bucket, prefix))",

@@ -67,8 +67,9 @@ import Testing
     }
 
     /// Listings that say more follows with pages adding nothing (ListParts with markers that
-    /// alternate, ListObjectsV2 with a new token each time, ListMultipartUploads likewise) end
-    /// with an error after a bounded number of pages, not never.
+    /// alternate, ListObjectsV2 with a new token each time, ListMultipartUploads likewise, its
+    /// pages holding an upload without a key, which adds nothing either) end with an error after
+    /// a bounded number of pages, not never.
     @Test func listingsThatNeverAdvanceEnd() throws {
         let page = Atomic<Int>(0)
         let server = try ScriptedHTTPServer { request in
@@ -80,7 +81,7 @@ import Testing
             }
             if request.target.contains("uploads") {
                 return .xml(
-                    "<ListMultipartUploadsResult><IsTruncated>true</IsTruncated><NextKeyMarker>k\(n % 2)</NextKeyMarker></ListMultipartUploadsResult>"
+                    "<ListMultipartUploadsResult><IsTruncated>true</IsTruncated><NextKeyMarker>k\(n % 2)</NextKeyMarker><Upload></Upload></ListMultipartUploadsResult>"
                 )
             }
             return .xml(
