@@ -47,7 +47,7 @@ extension Publication {
                 target.reader.close()
                 let targetDigest = target.input.packDigest
                 builds.record { $0.targetDigest = targetDigest }
-                let listed = Set(publishedDeltas(into: targetDigest).map(\.base))
+                let listed = Set(try publishedDeltas(into: targetDigest).map(\.base))
                 // The bases' deltas on threads of their own (as many at once as there are cores:
                 // the system shares them with the check; the system's pool, one of whose threads
                 // the check holds, ran them one after another), each with its own readers. Oldest
@@ -105,7 +105,7 @@ extension Publication {
         _ built: [Int: DeltaBuilds.Built], of builds: DeltaBuilds, into targetDigest: SHA256Digest
     ) throws -> Int {
         let listPath = PublishedTreeLayout.deltaList(packDigest: targetDigest.hex).path
-        var list = publishedDeltas(into: targetDigest)
+        var list = try publishedDeltas(into: targetDigest)
         var made = 0
         try tree.makeFolder(PublishedTreeLayout.deltasFolder)
         for (_, item) in built.sorted(by: { $0.key < $1.key }) {
@@ -138,13 +138,18 @@ extension Publication {
     /// The most deltas the list into one pack's bytes names (the newest kept).
     static let maximumListedDeltas = 64
 
-    /// The deltas into the version of pack digest `target` that the tree holds (empty when none,
-    /// or when the list cannot be read: a delta is an optimisation, and a catalog is published
-    /// without it rather than not at all).
-    func publishedDeltas(into target: SHA256Digest) -> [Catalog.Delta] {
+    /// The deltas into the version of pack digest `target` that the tree holds (empty when none).
+    /// - Throws: what reading the list throws (a list read in part must not be written back short).
+    func publishedDeltas(into target: SHA256Digest) throws -> [Catalog.Delta] {
         let relative = PublishedTreeLayout.deltaList(packDigest: target.hex).path
-        guard let bytes = try? tree.read(relative, atMost: 1 << 20) else { return [] }
+        guard let bytes = try tree.read(relative, atMost: 1 << 20) else { return [] }
         return (try? Catalog.decodeDeltaList(bytes, source: relative)) ?? []
+    }
+
+    /// ``publishedDeltas(into:)`` for a catalog: empty when the list cannot be read (a delta is an
+    /// optimisation, and a catalog is published without it rather than not at all).
+    func catalogDeltas(into target: SHA256Digest) -> [Catalog.Delta] {
+        (try? publishedDeltas(into: target)) ?? []
     }
 
     /// A stored version's archive (a blob) as the delta builder reads it.

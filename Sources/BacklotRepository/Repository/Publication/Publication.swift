@@ -200,7 +200,7 @@ public final class Publication: Sendable {
         // The list is shared by every pack of these bytes, whichever app uploaded it: a catalog
         // names only deltas from versions of this pack, the only ones its devices can hold.
         let ownBases = try Uploads.indexDigests(&tx, app: app, pack: pack)
-        release.deltas = publishedDeltas(into: indexSHA).filter { ownBases.contains($0.base.hex) }
+        release.deltas = catalogDeltas(into: indexSHA).filter { ownBases.contains($0.base.hex) }
         release.variants = meta.variants
         return release
     }
