@@ -364,11 +364,11 @@ extension AppClipSize {
         throw firstError!
     }
 
-    /// The central directory that the end record at `e` (an offset in `tail`) describes, and
-    /// whether it ends exactly where the end record (or the ZIP64 end record) begins.
     /// The largest ZIP central directory read (256 MiB).
     static let maximumZipDirectorySize: UInt64 = 256 << 20
 
+    /// The central directory that the end record at `e` (an offset in `tail`) describes, and
+    /// whether it ends exactly where the end record (or the ZIP64 end record) begins.
     private static func zipDirectory(
         _ fd: FileDescriptor, path: String, tail: [UInt8], tailStart: UInt64, endAt e: Int,
         fail: (String, UInt64) -> BacklotError

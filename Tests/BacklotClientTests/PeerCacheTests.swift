@@ -188,6 +188,7 @@ import Testing
             =;eth0;IPv4;loopback;_backlot._tcp;local;x.local;127.0.0.1;7301;
             =;eth0;IPv4;public;_backlot._tcp;local;x.local;93.184.216.34;7301;
             =;eth0;IPv4;any;_backlot._tcp;local;x.local;0.0.0.0;7301;
+            =;eth0;IPv4;metadata;_backlot._tcp;local;x.local;169.254.169.254;80;
             =;eth0;IPv4;lan;_backlot._tcp;local;x.local;192.168.1.20;7301;
             =;eth0;IPv6;global;_backlot._tcp;local;x.local;2001:db8::1;7301;
             =;eth0;IPv6;loopback6;_backlot._tcp;local;x.local;::1;7301;

@@ -96,8 +96,9 @@ public struct PeerDirectory: Sendable, Hashable {
             let host: String
             if f[2] == "IPv4" {
                 let octets = address.split(separator: ".", omittingEmptySubsequences: false)
+                // (Not a cloud machine's metadata service, on the link-local range of every cloud VM.)
                 guard octets.count == 4, octets.allSatisfy({ CheckedInteger.parse(String($0), as: UInt8.self) != nil }),
-                    NetworkInterfaces.isPrivate(ipv4: address)
+                    NetworkInterfaces.isPrivate(ipv4: address), address != "169.254.169.254"
                 else { continue }
                 host = address
             } else if f[2] == "IPv6" {
