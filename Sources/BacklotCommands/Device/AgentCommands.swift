@@ -73,7 +73,11 @@ enum EventCommand {
         // The configuration an agent of this container named last is in the container's database,
         // which its app can write: it is used only by the container's own user. Another (root, a
         // package's post-install script) would otherwise run whatever executables it names.
-        let ownContainer = (try FileSystem.linkStatus(container))?.isOwnedByThisProcessUser ?? false
+        // The folder (followed, as it is used: a root-owned link to a user's container is the
+        // user's) and the database the value is read from must both be this user's.
+        let ownContainer = try [container, ContainerLayout(root: container).agentDatabase].allSatisfy {
+            try FileSystem.status($0)?.isOwnedByThisProcessUser ?? false
+        }
         let configPath = try arguments[EventCommand.config] ?? (ownContainer ? store.value("configPath") : nil)
         let wait = arguments[NotifyCommand.wait] || bypassBudget
         let json = arguments[jsonFlag]
