@@ -33,7 +33,9 @@ enum CInstall {
             progress(context.pointer, now.completed, now.total)
         }
         let fetched = try m.waitingFor(id) {
-            try BlockingPool.waitForAsync(polling: progress == nil ? nil : report) {
+            try BlockingPool.waitForAsync(
+                polling: progress == nil ? nil : report, cancelledWhen: { m.isCancelRequested(id) }
+            ) {
                 try await client.fetch(packWithID: id)
             }
         }

@@ -75,6 +75,12 @@ final class CManager: Sendable {
         progress.withLock { $0[id] }?.cancel()
     }
 
+    /// Whether a call waiting for pack `id` is to end: the handle is closed, or the pack's
+    /// download was cancelled (which also reaches one queued behind another process's).
+    func isCancelRequested(_ id: String) -> Bool {
+        isClosed || cancelRequested.withLock { $0.contains(id) }
+    }
+
     /// Runs `body` as a call waiting for pack `id` (so that a cancel of it reaches a download that
     /// has not started yet); the cancel request ends with the last such call.
     func waitingFor<T>(_ id: String, _ body: () throws -> T) throws -> T {

@@ -39,30 +39,40 @@ extension BlockingPool {
     /// Runs async `body` from synchronous code and waits for its outcome: the command line's
     /// commands, and libbacklot's C calls on their caller's thread. While it waits, `poll` (if
     /// any) is called on the waiting thread every `interval` seconds — progress callbacks that
-    /// must run on the caller's thread.
+    /// must run on the caller's thread. When `isCancelled` (if any), asked as often, says so,
+    /// `body`'s task is cancelled (once): a synchronous caller's way to cancel async work it
+    /// waits for (a C caller's `backlot_cancel`).
     ///
     /// Never call it on a thread of Swift's cooperative pool (from async code): the waiting
     /// thread is blocked, and `body` may need it to run.
     ///
-    /// - Throws: what `body` throws.
+    /// - Throws: what `body` throws (`CancellationError`, typically, once cancelled).
     ///
     /// ```swift
     /// let repaired = try BlockingPool.waitForAsync { try await manager.repair() }
     /// ```
     public static func waitForAsync<T: Sendable>(
         polling poll: (() -> Void)? = nil, every interval: Double = 0.05,
+        cancelledWhen isCancelled: (() -> Bool)? = nil,
         _ body: @escaping @Sendable () async throws -> T
     ) throws -> T {
         let outcome = Mutex<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        Task.detached {
+        let task = Task.detached {
             let result: Result<T, any Error>
             do { result = .success(try await body()) } catch { result = .failure(error) }
             outcome.withLock { $0 = result }
             done.signal()
         }
-        if let poll {
-            while done.wait(timeout: .now() + interval) == .timedOut { poll() }
+        if poll != nil || isCancelled != nil {
+            var cancelled = false
+            while done.wait(timeout: .now() + interval) == .timedOut {
+                poll?()
+                if !cancelled, isCancelled?() == true {
+                    cancelled = true
+                    task.cancel()
+                }
+            }
         } else {
             done.wait()
         }

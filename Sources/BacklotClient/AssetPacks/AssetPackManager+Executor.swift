@@ -44,7 +44,14 @@ extension AssetPackManager {
                 await drainQueue()
                 return report
             }
-            try await Task.sleep(nanoseconds: 50_000_000)
+            do {
+                try await Task.sleep(nanoseconds: 50_000_000)
+            } catch {
+                // Cancelled while queued: the request is taken back (unless the executor took it
+                // already, which then finishes it for the container as for anyone).
+                _ = try? container.withdraw(request: request)
+                throw error
+            }
         }
     }
 

@@ -306,7 +306,13 @@ public actor AssetPackManager {
         inFlight[id] = task
         defer { inFlight[id] = nil }
         do {
-            try await task.value
+            // The caller's cancellation reaches the download (an unstructured task does not
+            // inherit it): one queued behind another process's then takes its request back.
+            try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
+            }
         } catch {
             await sendReportIfDue()
             throw error
