@@ -23,6 +23,23 @@ import Testing
         return try #require(try json(r)["token"]?.stringValue)
     }
 
+    /// The pack Levels of `app`, with versions 1 and 2 uploaded and processed.
+    func twoVersionsOfLevels(_ f: Fixture, _ app: String) throws {
+        #expect(try f.call("POST", "/api/apps/\(app)/packs", token: f.admin, json: #"{"id":"Levels"}"#).status == 201)
+        for (seed, number) in [(UInt64(1), 1), (2, 2)] {
+            let archive = try f.packArchive(seed: seed)
+            let size = try FileDescriptor.openForReading(archive).size()
+            #expect(
+                try f.call("POST", "/api/apps/\(app)/packs/Levels/versions", token: f.admin, json: "{\"size\":\(size)}")
+                    .status == 201)
+            #expect(
+                try f.call(
+                    "PUT", "/api/apps/\(app)/packs/Levels/versions/\(number)/archive", token: f.admin, file: archive
+                ).status == 202)
+            #expect(try f.waitUntilProcessed(app, "Levels", number)["state"]?.stringValue == "COMPLETE")
+        }
+    }
+
     @Test func anAdminsSecondTokenIsTheSameAdminAndCannotApproveTheirOwnRequest() throws {
         let f = try Fixture()
         let app = "com.example.game"
@@ -79,19 +96,7 @@ import Testing
         let rule = try f.call("PATCH", "/api/apps/\(app)", token: f.admin, json: #"{"secondReviewerAbove":25}"#)
         #expect(try rule.status == 200 && json(rule)["secondReviewerAbove"]?.kind == .number("25"), "\(rule.text)")
         #expect(try json(rule)["fourEyes"]?.kind == .bool(false), "PATCH leaves what it does not name")
-        #expect(try f.call("POST", "/api/apps/\(app)/packs", token: f.admin, json: #"{"id":"Levels"}"#).status == 201)
-        for (seed, number) in [(UInt64(1), 1), (2, 2)] {
-            let archive = try f.packArchive(seed: seed)
-            let size = try FileDescriptor.openForReading(archive).size()
-            #expect(
-                try f.call("POST", "/api/apps/\(app)/packs/Levels/versions", token: f.admin, json: "{\"size\":\(size)}")
-                    .status == 201)
-            #expect(
-                try f.call(
-                    "PUT", "/api/apps/\(app)/packs/Levels/versions/\(number)/archive", token: f.admin, file: archive
-                ).status == 202)
-            #expect(try f.waitUntilProcessed(app, "Levels", number)["state"]?.stringValue == "COMPLETE")
-        }
+        try twoVersionsOfLevels(f, app)
         let bob = try token(f, by: f.admin, #"{"role":"reviewer","person":"bob"}"#)
         let carol = try token(f, by: f.admin, #"{"role":"reviewer","person":"carol"}"#)
         // Version 1 live everywhere, version 2 rolled out to 5 %, approved by Bob.
@@ -159,19 +164,7 @@ import Testing
         #expect(try f.call("POST", "/api/apps", token: f.admin, json: "{\"id\":\"\(app)\"}").status == 201)
         #expect(
             try f.call("PATCH", "/api/apps/\(app)", token: f.admin, json: #"{"secondReviewerAbove":25}"#).status == 200)
-        #expect(try f.call("POST", "/api/apps/\(app)/packs", token: f.admin, json: #"{"id":"Levels"}"#).status == 201)
-        for (seed, number) in [(UInt64(1), 1), (2, 2)] {
-            let archive = try f.packArchive(seed: seed)
-            let size = try FileDescriptor.openForReading(archive).size()
-            #expect(
-                try f.call("POST", "/api/apps/\(app)/packs/Levels/versions", token: f.admin, json: "{\"size\":\(size)}")
-                    .status == 201)
-            #expect(
-                try f.call(
-                    "PUT", "/api/apps/\(app)/packs/Levels/versions/\(number)/archive", token: f.admin, file: archive
-                ).status == 202)
-            #expect(try f.waitUntilProcessed(app, "Levels", number)["state"]?.stringValue == "COMPLETE")
-        }
+        try twoVersionsOfLevels(f, app)
         let bob = try token(f, by: f.admin, #"{"role":"reviewer","person":"bob"}"#)
         let carol = try token(f, by: f.admin, #"{"role":"reviewer","person":"carol"}"#)
         func request(_ body: String) throws -> Int {
