@@ -36,17 +36,21 @@ extension Releases {
                 ).first?["live"]?.integer(as: Int.self)
                 // Internal takes any COMPLETE version at once (an uploader may release it there);
                 // external and production only one a reviewer approved there, or that was live there.
-                let approved = try !tx.query(
-                    """
-                    SELECT 1 AS one FROM release_requests WHERE app = ? AND channel = ? AND pack = ? AND version = ? AND status = 'approved'
-                    UNION ALL SELECT 1 AS one FROM live_history WHERE app = ? AND channel = ? AND pack = ? AND version = ?
-                    """,
-                    [
-                        .text(app), .text(channel.rawValue), .text(pack), .integer(Int64(version)),
-                        .text(app), .text(channel.rawValue), .text(pack), .integer(Int64(version)),
-                    ]
-                ).isEmpty
-                guard channel == .internal || approved || current == version else {
+                let wasLive =
+                    try current == version
+                    || !tx.query(
+                        "SELECT 1 AS one FROM live_history WHERE app = ? AND channel = ? AND pack = ? AND version = ?",
+                        [.text(app), .text(channel.rawValue), .text(pack), .integer(Int64(version))]
+                    ).isEmpty
+                let approved =
+                    try wasLive
+                    || !tx.query(
+                        """
+                        SELECT 1 AS one FROM release_requests
+                        WHERE app = ? AND channel = ? AND pack = ? AND version = ? AND status = 'approved'
+                        """, [.text(app), .text(channel.rawValue), .text(pack), .integer(Int64(version))]
+                    ).isEmpty
+                guard channel == .internal || approved else {
                     throw BacklotError(
                         .conflict,
                         "version \(version) was never released on \(channel.rawValue), so it cannot be rolled back to",
@@ -58,12 +62,6 @@ extension Releases {
                 // A version production never served to every device (approved for a staged share
                 // only) goes to all of them here: the app's second-reviewer rule holds as for
                 // raising its rollout, or whoever approved it could take it to 100 % alone.
-                let wasLive =
-                    try current == version
-                    || !tx.query(
-                        "SELECT 1 AS one FROM live_history WHERE app = ? AND channel = ? AND pack = ? AND version = ?",
-                        [.text(app), .text(channel.rawValue), .text(pack), .integer(Int64(version))]
-                    ).isEmpty
                 if channel == .production, !wasLive {
                     try Self.requireSecondReviewer(
                         &tx, app: app, pack: pack, candidate: version, basisPoints: 10_000, by: nil)
