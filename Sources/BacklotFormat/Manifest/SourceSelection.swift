@@ -193,9 +193,7 @@ public struct SourceSelection: Sendable {
         // selector order), and a path chosen twice is then a run of equal neighbours: the first
         // of the run is kept, as a dictionary of every path would, without one.
         var keys = candidates.map { Array($0.packPath.utf8) }
-        let order = candidates.indices.sorted { a, b in
-            keys[a] == keys[b] ? a < b : keys[a].lexicographicallyPrecedes(keys[b])
-        }
+        let order = Self.byteOrder(keys)
         var kept: [Int] = []
         kept.reserveCapacity(order.count)
         var repeats: [(index: Int, warning: String)] = []
@@ -258,6 +256,37 @@ public struct SourceSelection: Sendable {
         }
         self.warnings = warnings
         variants = try Self.variants(of: files, manifest: manifest)
+    }
+
+    /// The indexes of `keys` in the order of their bytes, equal keys in the order of their indexes.
+    ///
+    /// The keys are compared where they lie end to end in one buffer: comparing them as arrays
+    /// retained and released two of them per comparison, a fifth of a 50,000-file walk.
+    static func byteOrder(_ keys: [[UInt8]]) -> [Int] {
+        var joined: [UInt8] = []
+        joined.reserveCapacity(keys.reduce(0) { $0 + $1.count })
+        var ends: [Int] = []
+        ends.reserveCapacity(keys.count)
+        for key in keys {
+            joined += key
+            ends.append(joined.count)
+        }
+        return joined.withUnsafeBufferPointer { bytes in
+            ends.withUnsafeBufferPointer { ends in
+                keys.indices.sorted { a, b in
+                    var i = a == 0 ? 0 : ends[a - 1]
+                    var j = b == 0 ? 0 : ends[b - 1]
+                    while i < ends[a] && j < ends[b] {
+                        if bytes[i] != bytes[j] { return bytes[i] < bytes[j] }
+                        i += 1
+                        j += 1
+                    }
+                    let aLeft = ends[a] - i
+                    let bLeft = ends[b] - j
+                    return aLeft != bLeft ? aLeft < bLeft : a < b
+                }
+            }
+        }
     }
 
     static func compile(_ pattern: String, label: String) throws -> Glob {
@@ -359,10 +388,55 @@ struct Walker {
         return out
     }
 
+    /// A directory the walk has still to list: its path from the root, the path it is read
+    /// through and the pack path its files go under.
+    private struct Folder: Sendable {
+        let relative: String
+        let readPrefix: String
+        let packPath: String
+    }
+
+    /// Every file beneath `relative`, found a level of directories at a time: the directories of
+    /// one level are listed on several threads at once (a walk of many small files is mostly the
+    /// kernel's work per entry), and their files appended in the order of the directories, so the
+    /// candidates come in the same order whatever the thread count.
     private mutating func walk(
         relative: String, readPrefix: String, packPath: String, label: String, into out: inout [Candidate]
     ) throws {
-        for nameBytes in try FileSystem.entryNames(absolute(relative)) {
+        var level = [Folder(relative: relative, readPrefix: readPrefix, packPath: packPath)]
+        while !level.isEmpty {
+            let folders = level
+            let listed = IndexedResults<(files: [Candidate], folders: [Folder])>(count: folders.count)
+            let failures = FirstFailure()
+            let root = self.root
+            DispatchQueueRunner.forEach(count: folders.count) { i in
+                do {
+                    listed.set(i, try Walker(root: root).list(folders[i], label: label))
+                } catch {
+                    failures.record(i, error)
+                }
+            }
+            if let error = failures.first { throw error }
+            level = []
+            for i in folders.indices {
+                let (files, below) = listed.get(i)
+                for file in files {
+                    out.append(file)
+                    count()
+                }
+                level += below
+            }
+        }
+    }
+
+    /// The files of one directory, and the directories in it, in the order the directory lists them.
+    private func list(_ folder: Folder, label: String) throws -> (files: [Candidate], folders: [Folder]) {
+        let relative = folder.relative
+        let readPrefix = folder.readPrefix
+        let packPath = folder.packPath
+        var out: [Candidate] = []
+        var folders: [Folder] = []
+        for (nameBytes, status) in try FileSystem.entries(absolute(relative)) {
             guard let name = String(validating: nameBytes, as: UTF8.self) else {
                 let shown = String(decoding: nameBytes, as: UTF8.self)
                 let escaped = nameBytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0) }
@@ -393,19 +467,18 @@ struct Walker {
                             hint: "rename it, or exclude it with fileExclusion")))
                 continue
             }
-            guard let st = try FileSystem.linkStatus(absolute(source)) else { continue }  // removed while walking
+            guard let st = status else { continue }  // removed while walking
             if st.kind == .directory {
-                try walk(
-                    relative: source, readPrefix: join(readPrefix, name), packPath: target, label: label, into: &out)
+                folders.append(Folder(relative: source, readPrefix: join(readPrefix, name), packPath: target))
             } else {
                 var c = try candidate(sourcePath: source, packPath: target, status: st, label: label, inWalk: true)
                 if st.kind == .regular {
                     c.readPath = BytePath.same(readPrefix, relative) ? source : join(readPrefix, name)
                 }
                 out.append(c)
-                count()
             }
         }
+        return (out, folders)
     }
 
     private func candidate(

@@ -71,4 +71,11 @@ enum DispatchQueueRunner {
     static func run(jobs: Int, _ body: @Sendable () -> Void) {
         DispatchQueue.concurrentPerform(iterations: max(1, jobs)) { _ in body() }
     }
+
+    /// Runs `body` once for each index below `count`, on as many threads as there are cores
+    /// (the caller's among them), and waits for all of them.
+    static func forEach(count: Int, _ body: @Sendable (Int) -> Void) {
+        if count == 1 { return body(0) }
+        DispatchQueue.concurrentPerform(iterations: count, execute: body)
+    }
 }
