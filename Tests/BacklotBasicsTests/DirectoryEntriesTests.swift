@@ -10,8 +10,10 @@ import Testing
         try FileSystem.makeDirectories(root + "/folder/inner")
         defer { FileSystem.removeTree(root) }
         #expect(FileManager.default.createFile(atPath: root + "/folder/file", contents: Data(repeating: 7, count: 300)))
-        try FileManager.default.createSymbolicLink(atPath: root + "/folder/link", withDestinationPath: root + "/folder/file")
-        try FileManager.default.createSymbolicLink(atPath: root + "/folder/dangling", withDestinationPath: root + "/none")
+        try FileManager.default.createSymbolicLink(
+            atPath: root + "/folder/link", withDestinationPath: root + "/folder/file")
+        try FileManager.default.createSymbolicLink(
+            atPath: root + "/folder/dangling", withDestinationPath: root + "/none")
         let odd: [UInt8] = [0x6F, 0xFF, 0x64]  // not UTF-8: listed as its bytes
         let oddPath = Array((root + "/folder/").utf8) + odd + [0]
         let fd = oddPath.withUnsafeBufferPointer {
