@@ -419,7 +419,7 @@ struct Walker {
             if let error = failures.first { throw error }
             level = []
             for i in folders.indices {
-                let (files, below) = listed.get(i)
+                let (files, below) = listed.take(i)
                 for file in files {
                     out.append(file)
                     count()

@@ -58,12 +58,6 @@ enum PackDictionary {
             sizes.append(count)
         }
         let sampled = UInt64(joined.count)
-        guard
-            let dictionary = ZstdDictionary.train(
-                joined: joined, sizes: sizes, capacity: capacity(forSamples: sampled))
-        else { return nil }
-
-        // What it saves on the samples, compressed both ways on the worker threads.
         var starts: [Int] = []
         starts.reserveCapacity(sizes.count)
         var at = 0
@@ -71,22 +65,52 @@ enum PackDictionary {
             starts.append(at)
             at += size
         }
-        let saved = AtomicCounter()
-        let next = AtomicCounter()
-        let failures = FirstFailure()
         let samples = joined
         let bounds = starts
         let lengths = sizes
+        let capacity = capacity(forSamples: sampled)
+        // Training runs on one thread; what the samples take without a dictionary does not depend
+        // on it, so another thread (with more than one job) measures that meanwhile.
+        let trained = IndexedResults<ZstdDictionary?>(count: 1)
+        let alone = AtomicCounter()
+        let failures = FirstFailure()
+        let task: @Sendable (Int) -> Void = { task in
+            guard task == 1 else {
+                return trained.set(0, ZstdDictionary.train(joined: samples, sizes: lengths, capacity: capacity))
+            }
+            let compressor = ZstdCompressor(level: level)
+            for i in lengths.indices where !failures.hasFailure {
+                do {
+                    try samples.withUnsafeBytes { all in
+                        let sample = UnsafeRawBufferPointer(rebasing: all[bounds[i]..<bounds[i] + lengths[i]])
+                        _ = alone.valueAdd(try compressor.compress(sample).count)
+                    }
+                } catch {
+                    failures.record(i, error)
+                }
+            }
+        }
+        if jobs > 1 {
+            DispatchQueueRunner.forEach(count: 2, task)
+        } else {
+            task(0)
+            task(1)
+        }
+        if let error = failures.first { throw error }
+        guard let dictionary = trained.get(0) else { return nil }
+
+        // What they take with it, on the worker threads.
+        let against = AtomicCounter()
+        let next = AtomicCounter()
         DispatchQueueRunner.run(jobs: jobs) {
-            let alone = ZstdCompressor(level: level)
-            let against = ZstdCompressor(level: level, dictionary: dictionary)
+            let compressor = ZstdCompressor(level: level, dictionary: dictionary)
             while !failures.hasFailure {
                 let i = next.increment()
                 guard i < lengths.count else { return }
                 do {
                     try samples.withUnsafeBytes { all in
                         let sample = UnsafeRawBufferPointer(rebasing: all[bounds[i]..<bounds[i] + lengths[i]])
-                        _ = saved.valueAdd(try alone.compress(sample).count - (try against.compress(sample).count))
+                        _ = against.valueAdd(try compressor.compress(sample).count)
                     }
                 } catch {
                     failures.record(i, error)
@@ -95,7 +119,8 @@ enum PackDictionary {
         }
         if let error = failures.first { throw error }
         // The total saved is a sum of integers, the same whatever order the threads add them in.
-        let expected = Double(saved.valueAdd(0)) * Double(candidateBytes) / Double(max(1, sampled))
+        let saved = alone.valueAdd(0) - against.valueAdd(0)
+        let expected = Double(saved) * Double(candidateBytes) / Double(max(1, sampled))
         return expected > Double(2 * dictionary.bytes.count) ? dictionary : nil
     }
 }

@@ -32,6 +32,8 @@ final class IndexedResults<Element>: @unchecked Sendable {
 
     func set(_ i: Int, _ item: Element) { storage[i] = item }
     func get(_ i: Int) -> Element { storage[i]! }
+    /// The result at `i`, moved out (what it holds is freed with the caller's copy).
+    func take(_ i: Int) -> Element { storage[i].take()! }
 }
 
 /// One chunk hashed (and compressed, unless already stored) by a worker thread.
