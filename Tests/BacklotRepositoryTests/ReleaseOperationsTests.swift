@@ -273,6 +273,35 @@ import Testing
         #expect { try f.repo.releases.requests(app: app, status: "done") } throws: { code($0) == "invalidInput" }
     }
 
+    /// The archive's digest is made beside the check of its chunks (`ArchiveDigestTask`), but
+    /// an archive that is not the one declared is still refused as such when it is also no pack;
+    /// without a declared digest, the check's own reason is given.
+    @Test(arguments: Backend.databases) func aWrongDeclaredDigestIsSaidBeforeWhatElseIsWrong(_ backend: Backend) throws {
+        let f = try Fixture(backend)
+        defer { f.dir.remove() }
+        let app = "com.example.game"
+        let bytes = [UInt8]((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })  // no pack
+        let sha = SHA256.hash(bytes).hex
+        let wrong = String(repeating: "cd", count: 32)
+        for (number, declared) in [(1, wrong as String?), (2, nil)] {
+            let (version, _) = try f.repo.uploads.openVersion(
+                app: app, pack: "Levels", size: UInt64(bytes.count), archiveSHA256: declared)
+            #expect(version.number == number)
+            let up = try f.repo.uploads.beginUpload(app: app, pack: "Levels", number: number, offset: 0)
+            try bytes.withUnsafeBytes { try up.append($0) }
+            try up.close()
+            f.repo.uploads.waitForProcessing()
+            let failed = try f.repo.uploads.version(app: app, pack: "Levels", number: number)
+            #expect(failed.state == .failed)
+            let reason = failed.reason ?? ""
+            if declared != nil {
+                #expect(reason.contains(sha) && reason.contains(wrong), "\(reason)")
+            } else {
+                #expect(!reason.contains(sha) && !reason.isEmpty, "\(reason)")
+            }
+        }
+    }
+
     @Test(arguments: Backend.databases) func aDeclaredDigestFindsTheExistingVersionAndAMismatchFailsTheUpload(
         _ backend: Backend
     ) throws {

@@ -26,10 +26,13 @@ public protocol ArchiveReader: AnyObject {
 
 extension ArchiveReader {
     /// The SHA-256 of the whole archive, read in order in 8 MiB pieces.
-    public func sha256() throws -> SHA256Digest {
+    /// - Parameter isCancelled: asked before each piece.
+    /// - Throws: ``BacklotError/Code/cancelled`` once `isCancelled` says so; the reader's errors.
+    public func sha256(isCancelled: () -> Bool = { false }) throws -> SHA256Digest {
         var hasher = SHA256()
         var offset: UInt64 = 0
         while offset < size {
+            if isCancelled() { throw BacklotError(.cancelled, "the archive's SHA-256 was not finished: cancelled") }
             let count = Int(min(UInt64(8 << 20), size - offset))
             hasher.update(try read(count: count, at: offset))
             offset += UInt64(count)

@@ -22,11 +22,13 @@ extension Publication {
 
     /// Starts making the deltas into a version being processed, from the ``deltaBases`` versions
     /// before it, on threads of their own while the caller checks the version (``DeltaBuilds``).
-    /// Nil when there is no base. `open` opens the version's archive (each build reads it with
-    /// a reader of its own). A delta is an optimisation: a failure is logged when the deltas are
+    /// Nil when there is no base. `archive`, when known, is the version's archive digest (a base
+    /// of the same bytes is skipped without being read; one not known is skipped once read, by
+    /// its pack digest). `open` opens the version's archive (each build reads it with a reader of
+    /// its own). A delta is an optimisation: a failure is logged when the deltas are
     /// published, and clients fetch whole chunks.
     func startDeltas(
-        app: String, pack: String, number: Int64, archive: String,
+        app: String, pack: String, number: Int64, archive: String?,
         open: @escaping @Sendable () throws -> any ArchiveReader
     ) -> DeltaBuilds? {
         let count = deltaBases

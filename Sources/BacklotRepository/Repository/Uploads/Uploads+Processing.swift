@@ -159,37 +159,59 @@ extension Uploads {
         guard reader.size == declared else {
             throw BacklotError(.invalidInput, "the archive has \(reader.size) bytes, not the \(declared) declared")
         }
-        let sha = try reader.sha256()
-        if let declaredSHA = row["declared_sha256"]?.string, declaredSHA != sha.hex {
-            throw BacklotError(
-                .invalidInput, "the archive's SHA-256 is \(sha.hex), not the \(declaredSHA) declared",
-                hint: "upload the archive whose digest was declared, as a new version")
+        let declaredSHA = row["declared_sha256"]?.string
+        /// An archive that is not the one declared is refused as such, whatever else is wrong with it.
+        func checkDeclared(_ sha: SHA256Digest) throws {
+            if let declaredSHA, declaredSHA != sha.hex {
+                throw BacklotError(
+                    .invalidInput, "the archive's SHA-256 is \(sha.hex), not the \(declaredSHA) declared",
+                    hint: "upload the archive whose digest was declared, as a new version")
+            }
         }
         if row["format"]?.string == ArchiveFormat.appleArchive.rawValue {
+            let sha = try reader.sha256(isCancelled: isCancelled)
+            try checkDeclared(sha)
             try processAppleArchive(
                 versionID: versionID, upload: upload, reader: reader, stored: stored,
                 manifest: row["manifest"]?.string ?? "", sha: sha)
             return
         }
+        // The upload, or the blob it was stored as (then its digest is recorded), opened again:
+        // the archive's digest, and each delta build, read it with a reader of their own.
+        let recordedSHA = stored ? row["archive_sha256"]?.string : nil
+        let open: @Sendable () throws -> any ArchiveReader = { [archives] in
+            if let upload = try archives.readUpload(upload) { return upload }
+            if let recordedSHA, let blob = try archives.readBlob(recordedSHA) { return blob }
+            throw BacklotError(.io, "the uploaded archive is neither an upload nor a blob of the archive store")
+        }
+        // The archive's SHA-256 is made on a thread of its own while this one checks its chunks.
+        let digest = ArchiveDigestTask(open: open)
         // The deltas from earlier versions are built while the archive is checked (the check
         // takes one core), each build reading it with a reader of its own; they are published
         // only once the check has passed, and stopped when it fails.
         let deltas = publication.startDeltas(
-            app: row["app"]?.string ?? "", pack: pack, number: row["number"]?.int ?? 0, archive: sha.hex
-        ) { [archives] in
-            if let upload = try archives.readUpload(upload) { return upload }
-            if let blob = try archives.readBlob(sha.hex) { return blob }
-            throw BacklotError(.io, "the archive \(sha.hex) is neither an upload nor a blob of the archive store")
-        }
+            app: row["app"]?.string ?? "", pack: pack, number: row["number"]?.int ?? 0, archive: recordedSHA,
+            open: open)
         let checked: UploadedPackCheck.Outcome
+        let sha: SHA256Digest
         do {
-            checked = try UploadedPackCheck.run(
-                reader: reader, maximumInstallSize: maximumInstallSize, isCancelled: isCancelled)
-            guard checked.index.metadata.assetPackID.rawValue == pack else {
-                throw BacklotError(
-                    .invalidInput, "the archive is the pack \(checked.index.metadata.assetPackID), not \(pack)",
-                    hint: "upload it to the pack named in its manifest")
+            do {
+                checked = try UploadedPackCheck.run(
+                    reader: reader, maximumInstallSize: maximumInstallSize, isCancelled: isCancelled)
+                guard checked.index.metadata.assetPackID.rawValue == pack else {
+                    throw BacklotError(
+                        .invalidInput, "the archive is the pack \(checked.index.metadata.assetPackID), not \(pack)",
+                        hint: "upload it to the pack named in its manifest")
+                }
+            } catch {
+                // Said first when the archive is not the one declared (as when the digest was
+                // made before the check); otherwise the digest is not waited for.
+                if declaredSHA != nil, !isCancelled(), let made = try? digest.wait() { try checkDeclared(made) }
+                digest.cancel()
+                throw error
             }
+            sha = try digest.wait()
+            try checkDeclared(sha)
         } catch {
             deltas?.cancel()
             _ = deltas?.wait()
