@@ -276,7 +276,8 @@ import Testing
     /// The archive's digest is made beside the check of its chunks (`ArchiveDigestTask`), but
     /// an archive that is not the one declared is still refused as such when it is also no pack;
     /// without a declared digest, the check's own reason is given.
-    @Test(arguments: Backend.databases) func aWrongDeclaredDigestIsSaidBeforeWhatElseIsWrong(_ backend: Backend) throws {
+    @Test(arguments: Backend.databases) func aWrongDeclaredDigestIsSaidBeforeWhatElseIsWrong(_ backend: Backend) throws
+    {
         let f = try Fixture(backend)
         defer { f.dir.remove() }
         let app = "com.example.game"
