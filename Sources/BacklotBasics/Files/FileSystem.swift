@@ -162,9 +162,12 @@ public enum FileSystem {
     /// ```swift
     /// for entry in try FileSystem.entries(folder) where entry.status?.kind == .regular { … }
     /// ```
-    /// - Throws: ``BacklotError/Code/io`` when the directory cannot be opened or read, or an
-    ///   entry's status cannot be read for another reason than its removal.
-    public static func entries(_ path: String) throws -> [(name: [UInt8], status: Status?)] {
+    /// - Parameter expected: what an earlier `lstat` said of the directory, when it was found in
+    ///   a walk: the directory opened must be that one (a folder swapped for a link or another
+    ///   folder since is refused, not listed).
+    /// - Throws: ``BacklotError/Code/io`` when the directory cannot be opened or read, is not the
+    ///   one `expected`, or an entry's status cannot be read for another reason than its removal.
+    public static func entries(_ path: String, expected: Status? = nil) throws -> [(name: [UInt8], status: Status?)] {
         let fd = try SystemCall.retrying("open directory", path: path) {
             open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         }
@@ -174,6 +177,15 @@ public enum FileSystem {
             throw error
         }
         defer { closedir(dir) }  // closes fd too
+        if let expected {
+            var st = stat()
+            guard fstat(fd, &st) == 0 else { throw SystemCall.error("fstat", path: path) }
+            guard Status(st).isSameFile(as: expected) else {
+                throw BacklotError(
+                    .io, "the folder was replaced while it was being listed", context: path,
+                    hint: "list it again once nothing is changing the tree")
+            }
+        }
         var entries: [(name: [UInt8], status: Status?)] = []
         while true {
             errno = 0
@@ -187,8 +199,9 @@ public enum FileSystem {
                 bytes.withMemoryRebound(to: CChar.self) { fstatat(fd, $0.baseAddress!, &st, AT_SYMLINK_NOFOLLOW) }
             }
             if found != 0 {
-                guard errno == ENOENT || errno == ENOTDIR else {
-                    throw SystemCall.error("lstat", path: path + "/" + String(decoding: name, as: UTF8.self))
+                let err = errno
+                guard err == ENOENT || err == ENOTDIR else {
+                    throw SystemCall.error("lstat", path: path + "/" + String(decoding: name, as: UTF8.self), errno: err)
                 }
                 entries.append((name, nil))
                 continue

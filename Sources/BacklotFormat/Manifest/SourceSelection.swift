@@ -394,6 +394,8 @@ struct Walker {
         let relative: String
         let readPrefix: String
         let packPath: String
+        /// What the walk found there (nil for where it starts): the folder listed must be it.
+        var status: FileSystem.Status? = nil
     }
 
     /// Every file beneath `relative`, found a level of directories at a time: the directories of
@@ -406,7 +408,7 @@ struct Walker {
         var level = [Folder(relative: relative, readPrefix: readPrefix, packPath: packPath)]
         while !level.isEmpty {
             let folders = level
-            let listed = IndexedResults<(files: [Candidate], folders: [Folder])>(count: folders.count)
+            let listed = IndexedResults<(files: [Candidate], counted: Int, folders: [Folder])>(count: folders.count)
             let failures = FirstFailure()
             let root = self.root
             DispatchQueueRunner.forEach(count: folders.count) { i in
@@ -419,24 +421,25 @@ struct Walker {
             if let error = failures.first { throw error }
             level = []
             for i in folders.indices {
-                let (files, below) = listed.take(i)
-                for file in files {
-                    out.append(file)
-                    count()
-                }
+                let (files, counted, below) = listed.take(i)
+                out += files
+                for _ in 0..<counted { count() }
                 level += below
             }
         }
     }
 
-    /// The files of one directory, and the directories in it, in the order the directory lists them.
-    private func list(_ folder: Folder, label: String) throws -> (files: [Candidate], folders: [Folder]) {
+    /// The files of one directory (and how many of them the progress counts: names refused
+    /// before they are looked at are not), and the directories in it, in the order the directory
+    /// lists them.
+    private func list(_ folder: Folder, label: String) throws -> (files: [Candidate], counted: Int, folders: [Folder]) {
         let relative = folder.relative
         let readPrefix = folder.readPrefix
         let packPath = folder.packPath
         var out: [Candidate] = []
         var folders: [Folder] = []
-        for (nameBytes, status) in try FileSystem.entries(absolute(relative)) {
+        var counted = 0
+        for (nameBytes, status) in try FileSystem.entries(absolute(relative), expected: folder.status) {
             guard let name = String(validating: nameBytes, as: UTF8.self) else {
                 let shown = String(decoding: nameBytes, as: UTF8.self)
                 let escaped = nameBytes.map { $0 < 0x80 ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0) }
@@ -469,16 +472,18 @@ struct Walker {
             }
             guard let st = status else { continue }  // removed while walking
             if st.kind == .directory {
-                folders.append(Folder(relative: source, readPrefix: join(readPrefix, name), packPath: target))
+                folders.append(
+                    Folder(relative: source, readPrefix: join(readPrefix, name), packPath: target, status: st))
             } else {
                 var c = try candidate(sourcePath: source, packPath: target, status: st, label: label, inWalk: true)
                 if st.kind == .regular {
                     c.readPath = BytePath.same(readPrefix, relative) ? source : join(readPrefix, name)
                 }
                 out.append(c)
+                counted += 1
             }
         }
-        return (out, folders)
+        return (out, counted, folders)
     }
 
     private func candidate(

@@ -1,6 +1,7 @@
 import BacklotBasics
 import BacklotZstd
 import Dispatch
+import Synchronization
 
 /// How ``PackWriter`` decides whether a pack gets a zstd dictionary, and trains it
 /// (`docs/format.md` §5): a pack of many small files compresses each one as its own frame, so
@@ -70,16 +71,22 @@ enum PackDictionary {
         let lengths = sizes
         let capacity = capacity(forSamples: sampled)
         // Training runs on one thread; what the samples take without a dictionary does not depend
-        // on it, so another thread (with more than one job) measures that meanwhile.
+        // on it, so the other workers measure that meanwhile, and the trainer joins them once done.
         let trained = IndexedResults<ZstdDictionary?>(count: 1)
         let alone = AtomicCounter()
+        let nextAlone = AtomicCounter()
+        let untrained = Atomic<Bool>(false)
         let failures = FirstFailure()
         let task: @Sendable (Int) -> Void = { task in
-            guard task == 1 else {
-                return trained.set(0, ZstdDictionary.train(joined: samples, sizes: lengths, capacity: capacity))
+            if task == 0 {
+                let dictionary = ZstdDictionary.train(joined: samples, sizes: lengths, capacity: capacity)
+                trained.set(0, dictionary)
+                if dictionary == nil { untrained.store(true, ordering: .relaxed) }
             }
             let compressor = ZstdCompressor(level: level)
-            for i in lengths.indices where !failures.hasFailure {
+            while !failures.hasFailure && !untrained.load(ordering: .relaxed) {
+                let i = nextAlone.increment()
+                guard i < lengths.count else { return }
                 do {
                     try samples.withUnsafeBytes { all in
                         let sample = UnsafeRawBufferPointer(rebasing: all[bounds[i]..<bounds[i] + lengths[i]])
@@ -90,12 +97,7 @@ enum PackDictionary {
                 }
             }
         }
-        if jobs > 1 {
-            DispatchQueueRunner.forEach(count: 2, task)
-        } else {
-            task(0)
-            task(1)
-        }
+        if jobs > 1 { DispatchQueueRunner.forEach(count: jobs, task) } else { task(0) }
         if let error = failures.first { throw error }
         guard let dictionary = trained.get(0) else { return nil }
 

@@ -205,7 +205,9 @@ extension Uploads {
                 }
             } catch {
                 // Said first when the archive is not the one declared (as when the digest was
-                // made before the check); otherwise the digest is not waited for.
+                // made before the check); otherwise the digest is not waited for. The deltas
+                // are stopped first: whichever is said, they are not published.
+                deltas?.cancel()
                 if declaredSHA != nil, !isCancelled(), let made = try? digest.wait() { try checkDeclared(made) }
                 digest.cancel()
                 throw error
