@@ -38,6 +38,29 @@ import Testing
         #expect(Set(try FileSystem.entries(root + "/alias").map(\.name)) == Set(entries.map(\.name)))
     }
 
+    /// A folder a walk found (its `lstat`) is listed only if the folder opened is still that one:
+    /// one swapped for another folder, or for a link to one, is refused, not listed.
+    @Test func aFolderReplacedSinceItWasFoundIsRefused() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("entries-\(UUID().uuidString)").path
+        try FileSystem.makeDirectories(root + "/found")
+        try FileSystem.makeDirectories(root + "/other")
+        defer { FileSystem.removeTree(root) }
+        #expect(FileManager.default.createFile(atPath: root + "/other/secret", contents: Data()))
+        let found = try #require(try FileSystem.linkStatus(root + "/found"))
+        #expect(try FileSystem.entries(root + "/found", expected: found).isEmpty)  // the control
+        try FileSystem.rename(root + "/found", to: root + "/moved")
+        try FileSystem.rename(root + "/other", to: root + "/found")
+        let swapped = try #require(throws: BacklotError.self) {
+            try FileSystem.entries(root + "/found", expected: found)
+        }
+        #expect(swapped.code == .io && swapped.context == root + "/found")
+        FileSystem.removeTree(root + "/found")
+        try FileManager.default.createSymbolicLink(
+            atPath: root + "/found", withDestinationPath: root + "/moved/../found-target")
+        try FileSystem.makeDirectories(root + "/found-target")
+        #expect(throws: BacklotError.self) { try FileSystem.entries(root + "/found", expected: found) }
+    }
+
     @Test func aMissingOrNonDirectoryPathIsAnIOErrorNamingIt() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("entries-\(UUID().uuidString)").path
         try FileSystem.makeDirectories(root)
