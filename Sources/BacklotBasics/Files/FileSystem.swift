@@ -140,16 +140,21 @@ public enum FileSystem {
         guard let dir = opendir(path) else { throw SystemCall.error("open directory", path: path) }
         defer { closedir(dir) }
         var names: [[UInt8]] = []
+        try forEachName(in: dir, path: path) { names.append($0) }
+        return names
+    }
+
+    /// Calls `body` with the name of each entry `dir` lists, `.` and `..` left out.
+    private static func forEachName(in dir: OpaquePointer, path: String, _ body: ([UInt8]) throws -> Void) throws {
         while true {
             errno = 0
             guard let entry = readdir(dir) else {
                 if errno != 0 { throw SystemCall.error("read directory", path: path) }
-                break
+                return
             }
             guard let name = entryName(entry) else { continue }
-            names.append(name)
+            try body(name)
         }
-        return names
     }
 
     /// The entries of a directory with what `lstat` says of each (nil for an entry removed since
@@ -187,24 +192,18 @@ public enum FileSystem {
             }
         }
         var entries: [(name: [UInt8], status: Status?)] = []
-        while true {
-            errno = 0
-            guard let entry = readdir(dir) else {
-                if errno != 0 { throw SystemCall.error("read directory", path: path) }
-                break
-            }
-            guard let name = entryName(entry) else { continue }
+        try forEachName(in: dir, path: path) { name in
             var st = stat()
             let found = (name + [0]).withUnsafeBufferPointer { bytes in
                 bytes.withMemoryRebound(to: CChar.self) { fstatat(fd, $0.baseAddress!, &st, AT_SYMLINK_NOFOLLOW) }
             }
-            if found != 0 {
+            guard found == 0 else {
                 let err = errno
                 guard err == ENOENT || err == ENOTDIR else {
-                    throw SystemCall.error("lstat", path: path + "/" + String(decoding: name, as: UTF8.self), errno: err)
+                    throw SystemCall.error(
+                        "lstat", path: path + "/" + String(decoding: name, as: UTF8.self), errno: err)
                 }
-                entries.append((name, nil))
-                continue
+                return entries.append((name, nil))
             }
             entries.append((name, Status(st)))
         }

@@ -83,19 +83,9 @@ enum PackDictionary {
                 trained.set(0, dictionary)
                 if dictionary == nil { untrained.store(true, ordering: .relaxed) }
             }
-            let compressor = ZstdCompressor(level: level)
-            while !failures.hasFailure && !untrained.load(ordering: .relaxed) {
-                let i = nextAlone.increment()
-                guard i < lengths.count else { return }
-                do {
-                    try samples.withUnsafeBytes { all in
-                        let sample = UnsafeRawBufferPointer(rebasing: all[bounds[i]..<bounds[i] + lengths[i]])
-                        _ = alone.valueAdd(try compressor.compress(sample).count)
-                    }
-                } catch {
-                    failures.record(i, error)
-                }
-            }
+            compress(
+                samples, bounds: bounds, lengths: lengths, with: ZstdCompressor(level: level), next: nextAlone,
+                total: alone, failures: failures, while: { !untrained.load(ordering: .relaxed) })
         }
         if jobs > 1 { DispatchQueueRunner.forEach(count: jobs, task) } else { task(0) }
         if let error = failures.first { throw error }
@@ -105,24 +95,35 @@ enum PackDictionary {
         let against = AtomicCounter()
         let next = AtomicCounter()
         DispatchQueueRunner.run(jobs: jobs) {
-            let compressor = ZstdCompressor(level: level, dictionary: dictionary)
-            while !failures.hasFailure {
-                let i = next.increment()
-                guard i < lengths.count else { return }
-                do {
-                    try samples.withUnsafeBytes { all in
-                        let sample = UnsafeRawBufferPointer(rebasing: all[bounds[i]..<bounds[i] + lengths[i]])
-                        _ = against.valueAdd(try compressor.compress(sample).count)
-                    }
-                } catch {
-                    failures.record(i, error)
-                }
-            }
+            compress(
+                samples, bounds: bounds, lengths: lengths, with: ZstdCompressor(level: level, dictionary: dictionary),
+                next: next, total: against, failures: failures)
         }
         if let error = failures.first { throw error }
         // The total saved is a sum of integers, the same whatever order the threads add them in.
         let saved = alone.valueAdd(0) - against.valueAdd(0)
         let expected = Double(saved) * Double(candidateBytes) / Double(max(1, sampled))
         return expected > Double(2 * dictionary.bytes.count) ? dictionary : nil
+    }
+
+    /// Compresses the samples `next` hands out (each `lengths[i]` bytes at `bounds[i]`) until none
+    /// is left, a failure was recorded or `going` says to stop, adding their compressed sizes to
+    /// `total` (a sum, the same whatever thread takes which sample).
+    private static func compress(
+        _ samples: [UInt8], bounds: [Int], lengths: [Int], with compressor: ZstdCompressor, next: AtomicCounter,
+        total: AtomicCounter, failures: FirstFailure, while going: () -> Bool = { true }
+    ) {
+        while !failures.hasFailure && going() {
+            let i = next.increment()
+            guard i < lengths.count else { return }
+            do {
+                try samples.withUnsafeBytes { all in
+                    let sample = UnsafeRawBufferPointer(rebasing: all[bounds[i]..<bounds[i] + lengths[i]])
+                    _ = total.valueAdd(try compressor.compress(sample).count)
+                }
+            } catch {
+                failures.record(i, error)
+            }
+        }
     }
 }
