@@ -83,6 +83,38 @@ import Testing
         return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
     }
 
+    /// An instance holds at most its upload memory in parts at once: an upload's request that would
+    /// need more is refused as `unavailable` (503 with `Retry-After`, which `backlot upload` waits
+    /// out and resumes), and goes on once another request has ended; a part is filled and sent
+    /// without the buffer ever holding more than one.
+    @Test func uploadsBeyondTheMemoryForPartsAreAskedToComeBack() throws {
+        let dir = try TemporaryDirectory("upload-memory")
+        defer { dir.remove() }
+        let (s3, bucket) = try ObjectStore.shared().newBucket("upload-memory")
+        let tree = try S3PublishedTree(client: s3, bucket: bucket, prefix: "content")
+        let store = try S3ArchiveStore(beside: tree, partSize: 5 << 20, uploadMemory: 5 << 20)
+        let first = UploadRecord(versionID: 1, declared: 12 << 20, label: "a/p/1")
+        let second = UploadRecord(versionID: 2, declared: 12 << 20, label: "a/p/2")
+        var recorded: [UInt64] = []
+        var sink: (any UploadSink)? = try store.openUpload(first) { received, _ in recorded.append(received) }
+        #expect(store.uploadMemory.inUse == 5 << 20)
+        let refused = try #require(throws: BacklotError.self) { try store.openUpload(second) { _, _ in } }
+        #expect(refused.code == .unavailable && refused.message.contains("in memory"), "\(refused)")
+        // 7 MiB in pieces of 3 MiB: one part of 5 MiB goes up as the buffer fills, 2 MiB stay.
+        var g = SeededGenerator(seed: 5)
+        let bytes = g.bytes(7 << 20)
+        for start in stride(from: 0, to: bytes.count, by: 3 << 20) {
+            try bytes[start..<min(bytes.count, start + (3 << 20))].withUnsafeBytes { try sink!.append($0) }
+        }
+        #expect(recorded.contains(5 << 20))
+        #expect(try sink!.finish() == 7 << 20)
+        sink = nil
+        #expect(store.uploadMemory.inUse == 0)
+        let next = try store.openUpload(second) { _, _ in }
+        #expect(store.uploadMemory.inUse == 5 << 20)
+        _ = try next.finish()
+    }
+
     @Test func anUploadInUnevenRequestsMovesBetweenServersAsPartsAndTails()
         throws
     {

@@ -26,9 +26,17 @@ public struct S3ArchiveStore: ArchiveStore {
     public let prefix: String
     /// The smallest part of an upload (S3 takes 5 MiB to 5 GiB); raised for archives that would take over 10,000 parts.
     public let partSize: UInt64
+    /// What the uploads into the bucket hold in memory at once (a part each, taken when an upload's
+    /// request starts and given back when it ends).
+    public let uploadMemory: UploadMemoryBudget
+    /// 512 MiB: 64 uploads at once at the default part size.
+    public static let defaultUploadMemory: UInt64 = 512 << 20
 
     /// - Throws: ``BacklotError/Code/invalidInput`` for a part size outside 5 MiB…5 GiB.
-    public init(client: S3Client, bucket: String, prefix: String = "", partSize: UInt64 = 8 << 20) throws {
+    public init(
+        client: S3Client, bucket: String, prefix: String = "", partSize: UInt64 = 8 << 20,
+        uploadMemory: UInt64 = S3ArchiveStore.defaultUploadMemory
+    ) throws {
         guard (S3Client.minimumPartSize...S3Client.maximumPartSize).contains(partSize) else {
             throw BacklotError(
                 .invalidInput, "a part size of \(partSize) bytes is outside 5 MiB…5 GiB", context: "s3://\(bucket)")
@@ -37,11 +45,17 @@ public struct S3ArchiveStore: ArchiveStore {
         self.bucket = bucket
         self.prefix = String(prefix.drop(while: { $0 == "/" }).reversed().drop(while: { $0 == "/" }).reversed())
         self.partSize = partSize
+        self.uploadMemory = UploadMemoryBudget(limit: uploadMemory)
     }
 
     /// The same bucket and prefix as a published tree in a bucket.
-    public init(beside tree: S3PublishedTree, partSize: UInt64 = 8 << 20) throws {
-        try self.init(client: tree.client, bucket: tree.bucket, prefix: tree.prefix, partSize: partSize)
+    public init(
+        beside tree: S3PublishedTree, partSize: UInt64 = 8 << 20,
+        uploadMemory: UInt64 = S3ArchiveStore.defaultUploadMemory
+    ) throws {
+        try self.init(
+            client: tree.client, bucket: tree.bucket, prefix: tree.prefix, partSize: partSize,
+            uploadMemory: uploadMemory)
     }
 
     public var location: String {

@@ -35,11 +35,22 @@ final class S3UploadSink: UploadSink {
     var bucket: String { store.bucket }
     var key: String { store.uploadKey(upload.versionID) }
 
+    /// Whether this request holds its part's worth of ``S3ArchiveStore/uploadMemory`` (given back
+    /// when the sink goes, at the end of the request).
+    private var holdsMemory = false
+
     init(store: S3ArchiveStore, upload: UploadRecord, record: @escaping (UInt64, String?) throws -> Void) throws {
         self.store = store
         self.upload = upload
         self.record = record
         part = store.partSize(for: upload.declared)
+        guard store.uploadMemory.take(part) else {
+            throw BacklotError(
+                .unavailable,
+                "this server holds as many uploads into the bucket in memory as it may (\(store.uploadMemory.limit >> 20) MiB, a part of \(part >> 20) MiB each)",
+                context: upload.label, hint: "try again in a few seconds (backlot upload waits and resumes by itself)")
+        }
+        holdsMemory = true
         if let id = upload.multipartID {
             do {
                 for p in try client.listParts(bucket: bucket, key: key, uploadID: id) {
@@ -76,17 +87,27 @@ final class S3UploadSink: UploadSink {
         }
     }
 
+    deinit { if holdsMemory { store.uploadMemory.giveBack(part) } }
+
+    /// Appends the bytes up to the end of a part at a time, sending each part as it fills: the
+    /// buffer never holds more than a part, and a part is sent without a copy of it.
     func append(_ bytes: UnsafeRawBufferPointer) throws {
         guard !complete else {
             throw BacklotError(.conflict, "the upload is complete already", context: upload.label)
         }
-        buffer.append(contentsOf: bytes)
         appended = appended || bytes.count > 0
-        while UInt64(buffer.count) >= part {
-            try send(Array(buffer[0..<Int(part)]))
-            buffer.removeFirst(Int(part))
-            try record(stored, multipartID)
-            try dropTail()
+        var rest = bytes[...]
+        while !rest.isEmpty {
+            let room = Int(part) - buffer.count
+            let piece = rest.prefix(room)
+            buffer.append(contentsOf: piece)
+            rest = rest.dropFirst(piece.count)
+            if buffer.count == Int(part) {
+                try send(buffer)
+                buffer.removeAll(keepingCapacity: true)
+                try record(stored, multipartID)
+                try dropTail()
+            }
         }
     }
 
