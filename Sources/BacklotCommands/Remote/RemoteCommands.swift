@@ -128,12 +128,12 @@ struct UploadCommand: Command {
         // Said before the first look, so that it is said whether processing takes a second or an hour.
         note("verifying on the server…", io: io)
         var info = try api.send(API.getVersion, version)
-        // Looked at again after 10 ms, then half as long again each time up to every 100 ms: a
-        // small pack processed in a fraction of a second is reported as soon as it is done.
+        // Looked at again after 10 ms, then half as long again each time up to every 50 ms: a
+        // small pack processed in a fraction of a second is reported within 50 ms of its end.
         var pause: useconds_t = 10_000
         while info.state == .processing || info.state == .awaitingUpload {
             usleep(pause)
-            pause = min(pause * 3 / 2, 100_000)
+            pause = min(pause * 3 / 2, 50_000)
             info = try api.send(API.getVersion, version)
         }
         return info
