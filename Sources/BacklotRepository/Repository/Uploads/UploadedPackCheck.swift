@@ -2,6 +2,7 @@ import BacklotBasics
 import BacklotCrypto
 import BacklotFormat
 import BacklotZstd
+import Dispatch
 import Synchronization
 
 /// The complete check of an uploaded pack, bounded for a server that shares its processing
@@ -35,33 +36,142 @@ struct UploadedPackCheck {
     /// A name for the archive in errors (what API clients see).
     static let source = "the archive"
 
-    /// Checks the archive `fd` reads (a file, or an object read by ranges).
-    static func run(reader fd: any ArchiveReader, maximumInstallSize: UInt64, isCancelled: () -> Bool) throws -> Outcome
-    {
+    /// Checks the archive `fd` reads (a file, or an object read by ranges), on `threads` threads
+    /// when `open` opens the archive again for each thread past the caller's.
+    ///
+    /// The files are checked in runs of neighbours (about 8 MiB, or 4,096 files, each), handed
+    /// out in order; a thread checks a run's files in order and stops at a failing one. A run is
+    /// not begun, nor a file, past a file that failed, so the failure reported is the first file
+    /// in index order that fails, whatever the thread count. Each thread keeps its own chunks
+    /// (a chunk two threads need is checked by both) and a share of ``cacheBytes``.
+    static func run(
+        reader fd: any ArchiveReader, open: (@Sendable () throws -> any ArchiveReader)? = nil, threads: Int = 1,
+        maximumInstallSize: UInt64, isCancelled: @escaping @Sendable () -> Bool,
+        runsOf runLimit: (bytes: UInt64, files: Int) = (8 << 20, 4096)
+    ) throws -> Outcome {
         let (header, index, installSize) = try checkedIndex(fd, maximumInstallSize: maximumInstallSize)
-        var chunks = CheckedChunks(fd: fd, index: index)
-        var hashed: UInt64 = 0
-        var digests: [ChunkList: SHA256Digest] = [:]
-        func cancelled() throws {
-            if isCancelled() {
-                throw BacklotError(.cancelled, "processing was cancelled: the version was deleted", context: source)
+        let runs = fileRuns(index, limit: runLimit)
+        let threads = open == nil ? 1 : max(1, min(threads, runs.count))
+        var uses = [Int](repeating: 0, count: index.chunks.count)
+        for file in index.files { for ref in file.chunks { uses[ref] += 1 } }
+        let shared = Shared(index: index, uses: uses, runs: runs, cacheBytes: cacheBytes / threads)
+        let done = DispatchGroup()
+        let pool = threads > 1 ? BlockingPool(threads: threads - 1, name: "backlot-check") : nil
+        defer { pool?.stop() }
+        if let open, let pool {
+            for _ in 1..<threads {
+                _ = pool.submit(countedBy: done) {
+                    // A thread that cannot open the archive again leaves its share to the others
+                    // (the caller's thread, which has it open, checks every run left).
+                    guard let reader = try? open() else { return }
+                    defer { reader.close() }
+                    shared.work(reader: reader, isCancelled: isCancelled)
+                }
             }
         }
-        for file in index.files {
+        shared.work(reader: fd, isCancelled: isCancelled)
+        done.wait()
+        if let error = shared.firstFailure { throw error }
+        return Outcome(
+            header: header, index: index, installSize: installSize, decompressions: shared.decompressions,
+            hashedFileBytes: shared.hashed)
+    }
+
+    /// The files' indexes in runs of neighbours of about `limit.bytes` of install size, or
+    /// `limit.files` files, each.
+    static func fileRuns(_ index: PackIndex, limit: (bytes: UInt64, files: Int)) -> [Range<Int>] {
+        var runs: [Range<Int>] = []
+        var start = 0
+        var bytes: UInt64 = 0
+        for (i, file) in index.files.enumerated() {
+            bytes += file.size
+            if bytes >= limit.bytes || i + 1 - start >= limit.files {
+                runs.append(start..<i + 1)
+                start = i + 1
+                bytes = 0
+            }
+        }
+        if start < index.files.count { runs.append(start..<index.files.count) }
+        return runs
+    }
+
+    /// What the threads of one check share: the runs handed out, the first failure, the counts.
+    final class Shared: Sendable {
+        let index: PackIndex
+        let uses: [Int]
+        let runs: [Range<Int>]
+        let cacheBytes: Int
+        private let next = Atomic<Int>(0)
+        /// The index of the first file that failed (`Int.max` while none has), and its error.
+        private let failure = Mutex<(file: Int, error: (any Error)?)>((Int.max, nil))
+        private let firstFailed = Atomic<Int>(Int.max)
+        private let counts = Mutex<(decompressions: Int, hashed: UInt64)>((0, 0))
+
+        init(index: PackIndex, uses: [Int], runs: [Range<Int>], cacheBytes: Int) {
+            self.index = index
+            self.uses = uses
+            self.runs = runs
+            self.cacheBytes = cacheBytes
+        }
+
+        var firstFailure: (any Error)? { failure.withLock { $0.error } }
+        var decompressions: Int { counts.withLock { $0.decompressions } }
+        var hashed: UInt64 { counts.withLock { $0.hashed } }
+
+        func failed(at file: Int, _ error: any Error) {
+            failure.withLock { f in
+                if file < f.file { f = (file, error) }
+            }
+            firstFailed.store(failure.withLock { $0.file }, ordering: .relaxed)
+        }
+
+        /// Checks runs until none is left, or none before a failure.
+        func work(reader: any ArchiveReader, isCancelled: () -> Bool) {
+            var chunks = CheckedChunks(fd: reader, index: index, uses: uses, cacheBytes: cacheBytes)
+            var digests: [ChunkList: SHA256Digest] = [:]
+            var hashed: UInt64 = 0
+            defer { counts.withLock { $0 = ($0.decompressions + chunks.decompressions, $0.hashed + hashed) } }
+            while true {
+                let r = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                guard r < runs.count, runs[r].lowerBound < firstFailed.load(ordering: .relaxed) else { return }
+                for i in runs[r] {
+                    guard i < firstFailed.load(ordering: .relaxed) else { return }
+                    do {
+                        hashed += try check(
+                            index.files[i], chunks: &chunks, digests: &digests, isCancelled: isCancelled)
+                    } catch {
+                        failed(at: i, error)
+                        return
+                    }
+                }
+            }
+        }
+
+        /// Checks one file; the bytes hashed for it.
+        private func check(
+            _ file: PackIndex.File, chunks: inout CheckedChunks, digests: inout [ChunkList: SHA256Digest],
+            isCancelled: () -> Bool
+        ) throws -> UInt64 {
+            func cancelled() throws {
+                if isCancelled() {
+                    throw BacklotError(.cancelled, "processing was cancelled: the version was deleted", context: source)
+                }
+            }
             try cancelled()
             if let known = digests[file.chunks] {
                 guard known == file.digest else { throw fileMismatch(file, known) }
-                continue
+                return 0
             }
             // A file of one chunk is that chunk's bytes, which `bytes(of:)` checks against the
             // chunk's ID: the file's SHA-256 must be that ID, with no second pass over them.
             if file.chunks.count == 1 {
                 let ref = file.chunks[0]
-                hashed += UInt64(try inFile(file) { try chunks.bytes(of: ref).count })
+                let count = try inFile(file) { try chunks.bytes(of: ref).count }
                 guard index.chunks[ref].id == file.digest else { throw fileMismatch(file, index.chunks[ref].id) }
-                continue
+                return UInt64(count)
             }
             var hasher = SHA256()
+            var hashed: UInt64 = 0
             try inFile(file) {
                 for ref in file.chunks {
                     try cancelled()
@@ -73,10 +183,8 @@ struct UploadedPackCheck {
             let computed = hasher.finalize()
             guard computed == file.digest else { throw fileMismatch(file, computed) }
             digests[file.chunks] = computed
+            return hashed
         }
-        return Outcome(
-            header: header, index: index, installSize: installSize, decompressions: chunks.decompressions,
-            hashedFileBytes: hashed)
     }
 
     /// The header and the index `fd` holds, the index checked against the header's SHA-256, its
@@ -120,6 +228,8 @@ struct UploadedPackCheck {
         let index: PackIndex
         /// How many files use each chunk.
         let uses: [Int]
+        /// The bytes of chunks used more than once kept at most.
+        let cacheBytes: Int
         var verified: [Bool]
         var cache: [Int: [UInt8]] = [:]
         var cached = 0
@@ -127,12 +237,11 @@ struct UploadedPackCheck {
         var decompressions = 0
         let decompressor = ZstdDecompressor()
 
-        init(fd: any ArchiveReader, index: PackIndex) {
+        init(fd: any ArchiveReader, index: PackIndex, uses: [Int], cacheBytes: Int) {
             self.fd = fd
             self.index = index
-            var uses = [Int](repeating: 0, count: index.chunks.count)
-            for file in index.files { for ref in file.chunks { uses[ref] += 1 } }
             self.uses = uses
+            self.cacheBytes = cacheBytes
             verified = [Bool](repeating: false, count: index.chunks.count)
         }
 
@@ -155,7 +264,7 @@ struct UploadedPackCheck {
                     source: UploadedPackCheck.source)
                 verified[ref] = true
             }
-            if uses[ref] > 1, cached + plain.count <= UploadedPackCheck.cacheBytes {
+            if uses[ref] > 1, cached + plain.count <= cacheBytes {
                 cache[ref] = plain
                 cached += plain.count
             }

@@ -137,7 +137,7 @@ extension Uploads {
 
     /// Verifies the archive fully (read back from the archive store: a bucket's object by
     /// ranges), checks its pack ID, records sizes and stores it as a blob.
-    func process(versionID: Int64, isCancelled: @escaping () -> Bool = { false }) throws {
+    func process(versionID: Int64, isCancelled: @escaping @Sendable () -> Bool = { false }) throws {
         let rows = try db.read { try $0.query("SELECT * FROM versions WHERE id = ?", [.integer(versionID)]) }
         guard let row = rows.first, let pack = row["pack"]?.string,
             row["state"]?.string == VersionState.processing.rawValue
@@ -197,7 +197,8 @@ extension Uploads {
         do {
             do {
                 checked = try UploadedPackCheck.run(
-                    reader: reader, maximumInstallSize: maximumInstallSize, isCancelled: isCancelled)
+                    reader: reader, open: open, threads: ProcessInfo.processInfo.activeProcessorCount,
+                    maximumInstallSize: maximumInstallSize, isCancelled: isCancelled)
                 guard checked.index.metadata.assetPackID.rawValue == pack else {
                     throw BacklotError(
                         .invalidInput, "the archive is the pack \(checked.index.metadata.assetPackID), not \(pack)",
