@@ -41,21 +41,24 @@ public final class ZstdCompressor {
     /// Compresses `input` into one frame.
     public func compress(_ input: UnsafeRawBufferPointer) throws -> [UInt8] {
         let bound = ZSTD_compressBound(input.count)
-        var output = [UInt8](repeating: 0, count: bound)
-        let written = output.withUnsafeMutableBytes { out in
+        // Not zeroed first (a memset of every frame's bound, and its pages touched twice): only
+        // the bytes zstd wrote are ever part of the array.
+        return try [UInt8](unsafeUninitializedCapacity: bound) { out, count in
+            count = 0
+            let written: Int
             if let dictionaryTables {
                 // Content size recorded, no checksum, no dictionary ID: 1–4 bytes less a frame.
                 let frame = ZSTD_frameParameters(contentSizeFlag: 1, checksumFlag: 0, noDictIDFlag: 1)
-                return ZSTD_compress_usingCDict_advanced(
+                written = ZSTD_compress_usingCDict_advanced(
                     context, out.baseAddress, bound, input.baseAddress, input.count, dictionaryTables, frame)
+            } else {
+                written = ZSTD_compress2(context, out.baseAddress, bound, input.baseAddress, input.count)
             }
-            return ZSTD_compress2(context, out.baseAddress, bound, input.baseAddress, input.count)
+            if ZSTD_isError(written) != 0 {
+                throw BacklotError(.library, "zstd compression failed: \(String(cString: ZSTD_getErrorName(written)))")
+            }
+            count = written
         }
-        if ZSTD_isError(written) != 0 {
-            throw BacklotError(.library, "zstd compression failed: \(String(cString: ZSTD_getErrorName(written)))")
-        }
-        output.removeSubrange(written...)
-        return output
     }
 
     /// Compresses `input` into one frame.

@@ -29,13 +29,17 @@ public final class ZstdDecompressor {
     public func decompress(
         _ input: UnsafeRawBufferPointer, expectedSize: Int, dictionary: ZstdDictionary?
     ) throws -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: expectedSize)
-        let produced = try output.withUnsafeMutableBytes { try decompress(input, into: $0, dictionary: dictionary) }
-        guard produced == expectedSize else {
-            throw BacklotError(
-                .corruptArchive, "the zstd frame expands to \(produced) bytes, not the \(expectedSize) declared")
+        // Not zeroed first: the array holds exactly the bytes zstd wrote, all `expectedSize` of them.
+        return try [UInt8](unsafeUninitializedCapacity: expectedSize) { output, count in
+            count = 0
+            let produced = try self.decompress(
+                input, into: UnsafeMutableRawBufferPointer(output), dictionary: dictionary)
+            guard produced == expectedSize else {
+                throw BacklotError(
+                    .corruptArchive, "the zstd frame expands to \(produced) bytes, not the \(expectedSize) declared")
+            }
+            count = produced
         }
-        return output
     }
 
     /// Decompresses exactly one frame into `output`, which must be large enough, with the

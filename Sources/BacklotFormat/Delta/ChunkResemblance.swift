@@ -62,6 +62,9 @@ struct ChunkResemblance {
     private var owners: [UInt64: Owners] = [:]
 
     init(chunks: [(index: Int, bytes: [UInt8])]) {
+        // About one sample in 256 bytes: the table made once at its size, not grown by doubling
+        // (each growth moved every entry into new, zeroed pages).
+        owners.reserveCapacity(chunks.reduce(0) { $0 + $1.bytes.count } / 256)
         for (index, bytes) in chunks {
             // One lookup a sample, the owners changed in place.
             Self.samples(bytes) { owners[$0, default: Owners()].add(index) }
@@ -72,10 +75,12 @@ struct ChunkResemblance {
     static func samples(_ bytes: [UInt8], _ body: (UInt64) -> Void) {
         var h: UInt64 = 0
         Chunker.gear.withUnsafeBufferPointer { gear in
-            for (i, byte) in bytes.enumerated() {
-                h = (h &<< 1) &+ gear[Int(byte)]
-                // Bit k of the gear hash depends on the last k + 1 bytes: the high bits, on the last 64.
-                if i >= 63 && h & 0xFF00_0000_0000_0000 == 0 { body(h >> 32) }
+            bytes.withUnsafeBufferPointer { bytes in
+                for i in bytes.indices {
+                    h = (h &<< 1) &+ gear[Int(bytes[i])]
+                    // Bit k of the gear hash depends on the last k + 1 bytes: the high bits, on the last 64.
+                    if i >= 63 && h & 0xFF00_0000_0000_0000 == 0 { body(h >> 32) }
+                }
             }
         }
     }
