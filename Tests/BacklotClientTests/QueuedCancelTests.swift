@@ -17,14 +17,20 @@ import Testing
         }
     }
 
-    @Test func aFetchQueuedBehindAnotherProcessEndsWhenItsCallerCancelsAndTakesItsRequestBack() throws {
+    /// A published pack, a manager of container "c", and that container's executor lock held, as
+    /// another process holds it while it runs the container's downloads: a fetch queues behind it.
+    func queuedBehindAnotherProcess() throws -> (ClientFixture, AssetPackManager, ClientContainer, FileLock) {
         let f = try ClientFixture()
         _ = try f.publish(seed: 3)
         let manager = try f.manager(container: "c")
         let container = try ClientContainer(path: f.dir.at("c"))
-        // Another process runs the container's downloads: this one's fetch queues behind it.
         let executor = try #require(try container.layout.acquire(.executor, waiting: false))
-        defer { executor.release() }
+        return (f, manager, container, executor)
+    }
+
+    @Test func aFetchQueuedBehindAnotherProcessEndsWhenItsCallerCancelsAndTakesItsRequestBack() throws {
+        let (f, manager, container, executor) = try queuedBehindAnotherProcess()
+        defer { withExtendedLifetime(f) { executor.release() } }
         var sawQueued = false
         #expect(throws: CancellationError.self) {
             _ = try BlockingPool.waitForAsync(
@@ -40,5 +46,18 @@ import Testing
         #expect(sawQueued)
         #expect(try queued(container) == 0, "the request is taken back")
         #expect(try container.installed("Levels") == nil)
+    }
+
+    /// A queued fetch that ends before it waits — its catalog out of reach, as a cancellation
+    /// while the catalog is read ends it — takes its request back too: nothing is left for the
+    /// executor to do for a caller who has gone.
+    @Test func aQueuedFetchWhoseCatalogCannotBeReadTakesItsRequestBack() throws {
+        let (f, manager, container, executor) = try queuedBehindAnotherProcess()
+        defer { withExtendedLifetime(f) { executor.release() } }
+        f.server.stop(grace: 0)
+        #expect(throws: (any Error).self) {
+            _ = try BlockingPool.waitForAsync { try await manager.fetch(packWithID: "Levels") }
+        }
+        #expect(try queued(container) == 0, "the request is taken back")
     }
 }

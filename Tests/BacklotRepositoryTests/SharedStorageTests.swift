@@ -113,6 +113,14 @@ import Testing
         let next = try store.openUpload(second) { _, _ in }
         #expect(store.uploadMemory.inUse == 5 << 20)
         _ = try next.finish()
+        // A part larger than the whole budget takes all of it, rather than being refused forever.
+        let small = try S3ArchiveStore(beside: tree, partSize: 5 << 20, uploadMemory: 1 << 20)
+        let alone = try small.openUpload(UploadRecord(versionID: 3, declared: 12 << 20, label: "a/p/3")) { _, _ in }
+        #expect(small.uploadMemory.inUse == 1 << 20)
+        #expect(throws: BacklotError.self) {
+            try small.openUpload(UploadRecord(versionID: 4, declared: 12 << 20, label: "a/p/4")) { _, _ in }
+        }
+        _ = try alone.finish()
     }
 
     @Test func anUploadInUnevenRequestsMovesBetweenServersAsPartsAndTails()

@@ -21,8 +21,21 @@ extension AssetPackManager {
             return report
         }
         let request = try container.enqueue(client: clientID, pack: id)
+        do {
+            return try await waitQueued(request, id)
+        } catch {
+            // Whatever ended the wait — the caller's cancellation (while the catalog was read, or
+            // while queued), the pack not offered, the catalog out of reach — the request is taken
+            // back, unless the executor took it already (it then finishes it for the container as
+            // for anyone).
+            _ = try? container.withdraw(request: request)
+            throw error
+        }
+    }
+
+    /// Waits for the executor to do `request` (of pack `id`), or does it once the executor has gone.
+    private func waitQueued(_ request: Int64, _ id: String) async throws -> FetchReport {
         guard let (pack, _) = try await offered()[id] else {
-            _ = try container.withdraw(request: request)
             throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
         }
         broadcaster.send(.began(pack))
@@ -44,14 +57,7 @@ extension AssetPackManager {
                 await drainQueue()
                 return report
             }
-            do {
-                try await Task.sleep(nanoseconds: 50_000_000)
-            } catch {
-                // Cancelled while queued: the request is taken back (unless the executor took it
-                // already, which then finishes it for the container as for anyone).
-                _ = try? container.withdraw(request: request)
-                throw error
-            }
+            try await Task.sleep(nanoseconds: 50_000_000)
         }
     }
 

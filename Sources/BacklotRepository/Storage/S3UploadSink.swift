@@ -38,13 +38,17 @@ final class S3UploadSink: UploadSink {
     /// Whether this request holds its part's worth of ``S3ArchiveStore/uploadMemory`` (given back
     /// when the sink goes, at the end of the request).
     private var holdsMemory = false
+    /// The bytes of the budget it takes: a part's worth, or the whole budget if a part is larger.
+    private var held: UInt64 = 0
 
     init(store: S3ArchiveStore, upload: UploadRecord, record: @escaping (UInt64, String?) throws -> Void) throws {
         self.store = store
         self.upload = upload
         self.record = record
         part = store.partSize(for: upload.declared)
-        guard store.uploadMemory.take(part) else {
+        // A part larger than the whole budget (an archive of over 5 TB) takes all of it.
+        held = min(part, store.uploadMemory.limit)
+        guard store.uploadMemory.take(held) else {
             throw BacklotError(
                 .unavailable,
                 "this server holds as many uploads into the bucket in memory as it may (\(store.uploadMemory.limit >> 20) MiB, a part of \(part >> 20) MiB each)",
@@ -87,7 +91,7 @@ final class S3UploadSink: UploadSink {
         }
     }
 
-    deinit { if holdsMemory { store.uploadMemory.giveBack(part) } }
+    deinit { if holdsMemory { store.uploadMemory.giveBack(held) } }
 
     /// Appends the bytes up to the end of a part at a time, sending each part as it fills: the
     /// buffer never holds more than a part, and a part is sent without a copy of it.

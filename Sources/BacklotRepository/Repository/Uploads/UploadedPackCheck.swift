@@ -77,14 +77,20 @@ struct UploadedPackCheck {
             hashedFileBytes: shared.hashed)
     }
 
-    /// The files' indexes in runs of neighbours of about `limit.bytes` of install size, or
-    /// `limit.files` files, each.
+    /// The files' indexes in runs of neighbours whose new chunks take about `limit.bytes` of the
+    /// archive, or of `limit.files` files, each. Chunks lie in the order files first use them, so a
+    /// run reads one stretch of the archive about a reader's window long (``S3ArchiveReader`` reads
+    /// 8 MiB at a time): threads a few runs apart do not fetch each other's windows.
     static func fileRuns(_ index: PackIndex, limit: (bytes: UInt64, files: Int)) -> [Range<Int>] {
         var runs: [Range<Int>] = []
         var start = 0
         var bytes: UInt64 = 0
+        var seen = [Bool](repeating: false, count: index.chunks.count)
         for (i, file) in index.files.enumerated() {
-            bytes += file.size
+            for ref in file.chunks where !seen[ref] {
+                seen[ref] = true
+                bytes += UInt64(index.chunks[ref].compressedSize)
+            }
             if bytes >= limit.bytes || i + 1 - start >= limit.files {
                 runs.append(start..<i + 1)
                 start = i + 1
@@ -121,8 +127,8 @@ struct UploadedPackCheck {
         func failed(at file: Int, _ error: any Error) {
             failure.withLock { f in
                 if file < f.file { f = (file, error) }
+                firstFailed.store(f.file, ordering: .relaxed)
             }
-            firstFailed.store(failure.withLock { $0.file }, ordering: .relaxed)
         }
 
         /// Checks runs until none is left, or none before a failure.

@@ -184,11 +184,11 @@ extension Uploads {
             if let recordedSHA, let blob = try archives.readBlob(recordedSHA) { return blob }
             throw BacklotError(.io, "the uploaded archive is neither an upload nor a blob of the archive store")
         }
-        // The archive's SHA-256 is made on a thread of its own while this one checks its chunks.
+        // The archive's SHA-256 is made on a thread of its own while the chunks are checked.
         let digest = ArchiveDigestTask(open: open)
-        // The deltas from earlier versions are built while the archive is checked (the check
-        // takes one core), each build reading it with a reader of its own; they are published
-        // only once the check has passed, and stopped when it fails.
+        // The deltas from earlier versions are built while the archive is checked (the check and
+        // the builds share the cores), each build reading it with a reader of its own; they are
+        // published only once the check has passed, and stopped when it fails.
         let deltas = publication.startDeltas(
             app: row["app"]?.string ?? "", pack: pack, number: row["number"]?.int ?? 0, archive: recordedSHA,
             open: open)
@@ -197,7 +197,7 @@ extension Uploads {
         do {
             do {
                 checked = try UploadedPackCheck.run(
-                    reader: reader, open: open, threads: ProcessInfo.processInfo.activeProcessorCount,
+                    reader: reader, open: open, threads: min(ProcessInfo.processInfo.activeProcessorCount, 8),
                     maximumInstallSize: maximumInstallSize, isCancelled: isCancelled)
                 guard checked.index.metadata.assetPackID.rawValue == pack else {
                     throw BacklotError(
