@@ -35,10 +35,9 @@ final class S3UploadSink: UploadSink {
     var bucket: String { store.bucket }
     var key: String { store.uploadKey(upload.versionID) }
 
-    /// Whether this request holds its part's worth of ``S3ArchiveStore/uploadMemory`` (given back
-    /// when the sink goes, at the end of the request).
-    private var holdsMemory = false
-    /// The bytes of the budget it takes: a part's worth, or the whole budget if a part is larger.
+    /// What this request holds of ``S3ArchiveStore/uploadMemory`` (given back when the sink goes,
+    /// at the end of the request): a part's worth, or the whole budget if a part is larger; 0
+    /// until it is taken.
     private var held: UInt64 = 0
 
     init(store: S3ArchiveStore, upload: UploadRecord, record: @escaping (UInt64, String?) throws -> Void) throws {
@@ -47,14 +46,14 @@ final class S3UploadSink: UploadSink {
         self.record = record
         part = store.partSize(for: upload.declared)
         // A part larger than the whole budget (an archive of over 5 TB) takes all of it.
-        held = min(part, store.uploadMemory.limit)
-        guard store.uploadMemory.take(held) else {
+        let need = min(part, store.uploadMemory.limit)
+        guard store.uploadMemory.take(need) else {
             throw BacklotError(
                 .unavailable,
                 "this server holds as many uploads into the bucket in memory as it may (\(store.uploadMemory.limit >> 20) MiB, a part of \(part >> 20) MiB each)",
                 context: upload.label, hint: "try again in a few seconds (backlot upload waits and resumes by itself)")
         }
-        holdsMemory = true
+        held = need
         if let id = upload.multipartID {
             do {
                 for p in try client.listParts(bucket: bucket, key: key, uploadID: id) {
@@ -91,7 +90,7 @@ final class S3UploadSink: UploadSink {
         }
     }
 
-    deinit { if holdsMemory { store.uploadMemory.giveBack(held) } }
+    deinit { store.uploadMemory.giveBack(held) }
 
     /// Appends the bytes up to the end of a part at a time, sending each part as it fills: the
     /// buffer never holds more than a part, and a part is sent without a copy of it.

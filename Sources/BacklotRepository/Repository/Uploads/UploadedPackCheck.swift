@@ -12,9 +12,10 @@ import Synchronization
 ///   archive", never a server path;
 /// - the install size (the sum of the file sizes, which is what hashing the files costs) must be
 ///   at most the server's limit, checked before any chunk is read;
-/// - each distinct chunk is read, decompressed and checked against its SHA-256 once, however many
-///   times files refer to it; a chunk used more than once is kept in memory while the cache has
-///   room (else decompressed again, without hashing it again);
+/// - each distinct chunk is read, decompressed and checked against its SHA-256 once by each
+///   thread that needs it (the files are checked on several threads, in runs of neighbours),
+///   however many times files refer to it; a chunk used more than once is kept in memory while
+///   the thread's share of the cache has room (else decompressed again, without hashing it again);
 /// - every file's SHA-256 is computed by streaming its verified chunks (files with the same chunk
 ///   list are hashed once);
 /// - a cancellation flag is looked at between chunks, so deleting a version stops its processing.
@@ -24,7 +25,8 @@ struct UploadedPackCheck {
         let header: PackHeader
         let index: PackIndex
         let installSize: UInt64
-        /// Chunk decompressions done (each distinct chunk once, plus re-decompressions of evicted ones).
+        /// Chunk decompressions done (each distinct chunk once a thread that needs it, plus
+        /// re-decompressions of evicted ones).
         let decompressions: Int
         /// Bytes fed to SHA-256 for the files.
         let hashedFileBytes: UInt64
