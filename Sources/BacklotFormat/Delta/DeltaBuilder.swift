@@ -121,14 +121,21 @@ public struct DeltaBuilder: Sendable {
     }
 
     /// Builds the delta from `base` to `target`.
-    /// - Parameter isCancelled: looked at before each of the target's files; when it returns true
-    ///   the build stops with ``BacklotError/Code/cancelled``.
+    /// - Parameters:
+    ///   - samples: the old chunks' samples, shared by the deltas into one target (its bases share
+    ///     most chunks: each is sampled once, whichever build comes to it first). The delta is
+    ///     the same with or without a shared cache.
+    ///   - isCancelled: looked at before each of the target's files; when it returns true the
+    ///     build stops with ``BacklotError/Code/cancelled``.
     /// - Throws: what reading either pack throws (``BacklotError/Code/corruptArchive``, ``BacklotError/Code/io``),
     ///   ``BacklotError/Code/cancelled``.
-    public func build(base: Input, target: Input, isCancelled: () -> Bool = { false }) throws -> Result {
+    public func build(
+        base: Input, target: Input, samples: ChunkSampleCache = ChunkSampleCache(), isCancelled: () -> Bool = { false }
+    ) throws -> Result {
         let compressor = ZstdCompressor(level: level)
         let decompressor = ZstdDecompressor()
         let held = Set(base.index.chunks.map(\.id))
+        let targetIDs = Set(target.index.chunks.map(\.id))
         let old = OldFiles(base.index)
         var counted = Set<Int>()
         var claimed = Set<Int>()
@@ -140,7 +147,7 @@ public struct DeltaBuilder: Sendable {
         // The base's files the target no longer has (renamed or deleted), sampled once when a
         // target file has no old version: a file renamed and edited is found by its bytes.
         let targetPaths = Set(target.index.files.map(\.path))
-        var removed: (chunks: [Int: [UInt8]], resemblance: ChunkResemblance)? = nil
+        var removed: (chunks: OldChunks, resemblance: ChunkResemblance)? = nil
         for file in target.index.files {
             if isCancelled() {
                 throw BacklotError(
@@ -156,25 +163,36 @@ public struct DeltaBuilder: Sendable {
             // not edited: the rest of it is not tried (a version of new content costs little to
             // process). A try counts only when the chunk's frame is large enough for a delta to matter.
             let edited = chunks.contains { held.contains($0.id) }
-            // The old file's chunks, decompressed once, and where each of their bytes went: when
-            // the old file is small enough to hold (``resemblanceLimit``).
-            var oldChunks: [Int: [UInt8]] = [:]
+            // The old file's chunks, each decompressed once when needed, and where each of their
+            // bytes went: when the old file is small enough to hold (``resemblanceLimit``).
+            var oldChunks = OldChunks(base: base, decompressor: decompressor)
             var resemblance: ChunkResemblance? = nil
+            // Whether `resemblance` holds every chunk of the old file. First it holds only those
+            // the target no longer has: an edit's bytes are in the chunks it changed, and the rest
+            // of an edited file (most of it) need not be read. A new chunk that leaves enough of
+            // its samples unfound there (bytes copied from a part left as it was, or new bytes)
+            // has the whole old file looked at, as ``ChunkResemblance/Match/unfound`` says.
+            var whole = true
             if let oldFile, oldFile.size <= Self.resemblanceLimit {
-                for b in Set(oldFile.chunks) { oldChunks[b] = try base.chunk(b, using: decompressor) }
-                resemblance = ChunkResemblance(chunks: oldFile.chunks.map { ($0, oldChunks[$0] ?? []) })
+                let gone = oldFile.chunks.filter { !targetIDs.contains(base.index.chunks[$0].id) }
+                whole = gone.count == oldFile.chunks.count
+                resemblance = try ChunkResemblance(
+                    chunks: gone.map { ($0, base.index.chunks[$0].id) }, cache: samples, bytes: oldChunks.bytes)
             } else if oldFile == nil {
                 if removed == nil {
                     var budget = Self.resemblanceLimit
-                    var bytes: [Int: [UInt8]] = [:]
+                    var chosen = Set<Int>()
                     for f in base.index.files where !targetPaths.contains(f.path) && f.size <= budget {
                         budget -= f.size
-                        for b in f.chunks where bytes[b] == nil { bytes[b] = try base.chunk(b, using: decompressor) }
+                        chosen.formUnion(f.chunks)
                     }
-                    removed = (bytes, ChunkResemblance(chunks: bytes.keys.sorted().map { ($0, bytes[$0] ?? []) }))
+                    let chunks = OldChunks(base: base, decompressor: decompressor)
+                    let resemblance = try ChunkResemblance(
+                        chunks: chosen.sorted().map { ($0, base.index.chunks[$0].id) }, cache: samples,
+                        bytes: chunks.bytes)
+                    removed = (chunks, resemblance)
                 }
-                oldChunks = removed?.chunks ?? [:]
-                resemblance = removed?.resemblance
+                if let removed { (oldChunks, resemblance) = removed }
             }
             // Frames never mix variants: a device reads the frames of its own variant's chunks only.
             let variant = (try? VariantMarker.find(in: file.path)).map { "\($0.dimension.suffix)\($0.value)" } ?? ""
@@ -204,7 +222,21 @@ public struct DeltaBuilder: Sendable {
                 let plain = try target.chunk(c, using: decompressor)
                 // The old chunks holding its bytes wherever they are (a block moved); when none
                 // shares any, those at its place in the old file.
-                var baseChunks = resemblance?.similar(to: plain, atMost: PackDelta.maximumBases) ?? []
+                var baseChunks: [Int] = []
+                if let current = resemblance {
+                    // The new chunk's samples: the same in each delta into this target, taken once.
+                    let taken = samples.samples(of: chunk.id) ?? ChunkResemblance.indexSamples(plain)
+                    samples.keep(chunk.id, samples: taken)
+                    var match = current.similar(to: taken, size: plain.count, atMost: PackDelta.maximumBases)
+                    if match.unfound, !whole, let oldFile {
+                        let all = try ChunkResemblance(
+                            chunks: oldFile.chunks.map { ($0, base.index.chunks[$0].id) }, cache: samples,
+                            bytes: oldChunks.bytes)
+                        (resemblance, whole) = (all, true)
+                        match = all.similar(to: taken, size: plain.count, atMost: PackDelta.maximumBases)
+                    }
+                    baseChunks = match.chunks
+                }
                 if baseChunks.isEmpty, let oldFile {
                     baseChunks = Self.covering(
                         oldFile, in: base.index, from: start - min(start, 2048),
@@ -212,7 +244,7 @@ public struct DeltaBuilder: Sendable {
                 }
                 guard !baseChunks.isEmpty else { continue }
                 var bases: [(Int, [UInt8])] = []
-                for b in baseChunks { bases.append((b, try oldChunks[b] ?? base.chunk(b, using: decompressor))) }
+                for b in baseChunks { bases.append((b, try oldChunks.bytes(b))) }
                 if grouped {
                     claimed.insert(c)
                     try frames.add(FrameList.Member(chunk: c, plain: plain, bases: bases), variant: variant)
@@ -455,6 +487,26 @@ public struct DeltaBuilder: Sendable {
     /// A chunk whose frame is smaller than this (zeros, a short run of text) does not count as a
     /// failed try: its delta could never save its table entry, whatever the file.
     static let worthTrying: UInt32 = 4096
+
+    /// The base's chunks a build has decompressed (to sample them, or as bases), each once.
+    final class OldChunks {
+        let base: Input
+        let decompressor: ZstdDecompressor
+        private var decompressed: [Int: [UInt8]] = [:]
+
+        init(base: Input, decompressor: ZstdDecompressor) {
+            self.base = base
+            self.decompressor = decompressor
+        }
+
+        /// The bytes of the base's chunk `c` (read and decompressed the first time).
+        func bytes(_ c: Int) throws -> [UInt8] {
+            if let known = decompressed[c] { return known }
+            let bytes = try base.chunk(c, using: decompressor)
+            decompressed[c] = bytes
+            return bytes
+        }
+    }
 
     /// The base's files, found by path, by the chunks they hold, and by name.
     struct OldFiles {

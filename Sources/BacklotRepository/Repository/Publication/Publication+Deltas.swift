@@ -55,8 +55,11 @@ extension Publication {
                 // the check holds, ran them one after another), each with its own readers. Oldest
                 // first: a delta from further back carries more changes and takes longest, and the
                 // longest job started first ends the soonest.
+                // The bases share most of their chunks: each is sampled once, by whichever build
+                // comes to it first (``ChunkSampleCache``).
+                let samples = ChunkSampleCache()
                 let pool = BlockingPool(
-                    threads: min(bases.count, ProcessInfo.processInfo.activeProcessorCount), name: "backlot-delta")
+                    threads: min(bases.count, 2 * ProcessInfo.processInfo.activeProcessorCount), name: "backlot-delta")
                 for i in bases.indices.reversed() {
                     _ = pool.submit { [self] in
                         do {
@@ -67,7 +70,8 @@ extension Publication {
                             let into = try deltaInput(open(), name: "the version being processed")
                             defer { into.reader.close() }
                             let result = try DeltaBuilder().build(
-                                base: base.input, target: into.input, isCancelled: { builds.isCancelled })
+                                base: base.input, target: into.input, samples: samples,
+                                isCancelled: { builds.isCancelled })
                             builds.record {
                                 $0.built[i] = DeltaBuilds.Built(base: base.input.packDigest, result: result)
                             }
