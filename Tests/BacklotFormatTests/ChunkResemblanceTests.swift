@@ -26,11 +26,15 @@ import Testing
     func samplesTakenTwoBytesAStepAreTheDefinitions(seed: UInt64) {
         print("ChunkResemblanceTests seed \(seed)")
         var g = SeededGenerator(seed: seed)
-        for count in [0, 1, 62, 63, 64, 65, 66, 4095, 70_001, 70_002] {
-            let bytes = count % 2 == 0 ? g.bytes(count) : g.text(count)
+        var inputs = [0, 1, 62, 63, 64, 65, 66, 4095, 70_001, 70_002].map { count in
+            count % 2 == 0 ? g.bytes(count) : g.text(count)
+        }
+        // Points at neighbouring positions (both of a step), and a run of one byte.
+        inputs += [Self.steered(4096, seed: seed), Self.steered(4097, seed: seed), [UInt8](repeating: 0, count: 5000)]
+        for bytes in inputs {
             var taken: [UInt32] = []
             ChunkResemblance.samples(bytes) { taken.append($0) }
-            #expect(taken == Self.reference(bytes), "\(count) bytes")
+            #expect(taken == Self.reference(bytes), "\(bytes.count) bytes")
         }
     }
 
@@ -107,20 +111,37 @@ import Testing
             Issue.record("an abandoned claim is free again")
             return
         }
-        cache.keep(id, samples: [7, 9])
-        guard case .done(let samples) = cache.claim(id) else {
+        // Samples offered for a chunk no build claimed leave another build's claim alone.
+        let other = SHA256.hash([4])
+        _ = cache.claim(other)
+        cache.offer(other, samples: [])
+        guard case .done = cache.claim(other) else {
+            Issue.record("offered samples are given")
+            return
+        }
+        let third = SHA256.hash([5])
+        _ = cache.claim(third)
+        let full = ChunkSampleCache(limit: 0)
+        full.offer(third, samples: [1])
+        guard case .others = cache.claim(third) else {
+            Issue.record("a claim stays until its build finishes or abandons it")
+            return
+        }
+        let samples: [UInt32] = [7, 9]
+        cache.finish(id, samples: samples)
+        guard case .done(let given) = cache.claim(id) else {
             Issue.record("kept samples are given")
             return
         }
-        #expect(samples == [7, 9])
-        #expect(cache.heldBytes == 2 * 4 + ChunkSampleCache.entryBytes)
-        let full = ChunkSampleCache(limit: 0)
-        full.keep(id, samples: [7])
+        #expect(given == [7, 9])
+        #expect(cache.heldBytes == 2 * ChunkSampleCache.entryBytes + samples.capacity * 4)
+        full.finish(id, samples: [7])
         #expect(full.samples(of: id) == nil, "a cache without room keeps nothing")
         #expect(full.heldBytes == 0)
     }
 
-    /// Three versions of a tree of edited files, packed.
+    /// Three versions of a tree of edited files, packed: small edits to four files of six in each
+    /// version, and in the third a file replaced and one with new text in it.
     static func versions(_ dir: TemporaryDirectory, seed: UInt64) throws -> [String] {
         print("ChunkResemblanceTests seed \(seed)")
         var g = SeededGenerator(seed: seed)
@@ -132,6 +153,12 @@ import Testing
             for i in files.indices where (i + v) % 3 != 0 {
                 let at = Int(g.next() % UInt64(files[i].count - 500))
                 files[i].replaceSubrange(at..<at + Int(g.next() % 300), with: g.text(Int(g.next() % 300)))
+            }
+            if v == 2 {
+                // Two files left as they were since version 1: one replaced by new bytes, one with
+                // 3 KB of new text (both have their whole old version sampled).
+                files[5] = g.bytes(files[5].count)
+                files[2].insert(contentsOf: g.text(3000), at: 60_000)
             }
         }
         return packs
@@ -161,27 +188,69 @@ import Testing
             try DeltaBuilder().build(base: PackReader(path: base), target: PackReader(path: packs[2])).bytes
         }
         #expect(alone.allSatisfy { !$0.isEmpty })
-        // One after the other with one cache: the second reads fewer of its base's chunks.
-        let cache = ChunkSampleCache()
-        var baseReads: [Int] = []
-        for base in packs.dropLast() {
+        // The delta from version 2 with a cache the delta from version 1 filled: the same bytes,
+        // fewer of its base's chunks read than with a cache of its own.
+        func build(from base: String, with cache: ChunkSampleCache) throws -> (bytes: [UInt8], reads: Int) {
             let reads = Reads()
             let built = try DeltaBuilder().build(
                 base: Self.input(base, reads: reads), target: Self.input(packs[2]), samples: cache)
-            #expect(built.bytes == alone[baseReads.count])
-            baseReads.append(reads.count.load(ordering: .relaxed))
+            return (built.bytes, reads.count.load(ordering: .relaxed))
         }
-        #expect(baseReads[1] < baseReads[0], "samples taken once: base reads \(baseReads)")
-        #expect(cache.heldBytes > 0)
+        let fresh = try build(from: packs[1], with: ChunkSampleCache())
+        let warm = ChunkSampleCache()
+        #expect(try build(from: packs[0], with: warm).bytes == alone[0])
+        let shared = try build(from: packs[1], with: warm)
+        #expect(fresh.bytes == alone[1])
+        #expect(shared.bytes == alone[1])
+        #expect(shared.reads < fresh.reads, "samples taken once: \(shared.reads) reads, \(fresh.reads) alone")
         // On two threads at once with one cache: the same deltas.
-        let shared = ChunkSampleCache()
-        let together = Mutex<[Int: [UInt8]]>([:])
+        let both = ChunkSampleCache()
+        let together = Mutex<[Int: Result<[UInt8], any Error>]>([:])
         DispatchQueue.concurrentPerform(iterations: 2) { i in
-            let built = try? DeltaBuilder().build(
-                base: Self.input(packs[i]), target: Self.input(packs[2]), samples: shared)
-            together.withLock { $0[i] = built?.bytes }
+            let built = Result {
+                try DeltaBuilder().build(base: Self.input(packs[i]), target: Self.input(packs[2]), samples: both).bytes
+            }
+            together.withLock { $0[i] = built }
         }
-        #expect(together.withLock { $0 } == [0: alone[0], 1: alone[1]])
+        for i in 0..<2 { #expect(try together.withLock { $0[i] }?.get() == alone[i]) }
+    }
+
+    @Test func aChunkAnotherBuildIsSamplingIsSampledAtTheEndAndAFailedReadGivesItsClaimBack() throws {
+        var g = SeededGenerator(seed: 5108)
+        let chunks = (0..<3).map { _ in g.bytes(20_000) }
+        let ids = chunks.map { SHA256.hash($0) }
+        let listed = (0..<3).map { ($0, ids[$0]) }
+        let expected = try ChunkResemblance(chunks: listed, cache: ChunkSampleCache()) { chunks[$0] }
+        // Chunk 1 is claimed by a build that never finishes: this one samples it itself, last.
+        let cache = ChunkSampleCache()
+        guard case .yours = cache.claim(ids[1]) else {
+            Issue.record("the claim is this test's")
+            return
+        }
+        var asked: [Int] = []
+        let index = try ChunkResemblance(chunks: listed, cache: cache) {
+            asked.append($0)
+            return chunks[$0]
+        }
+        #expect(asked == [0, 2, 1])
+        for (i, chunk) in chunks.enumerated() {
+            let samples = ChunkResemblance.indexSamples(chunk)
+            #expect(
+                index.similar(to: samples, size: chunk.count, atMost: 4).chunks
+                    == expected.similar(to: samples, size: chunk.count, atMost: 4).chunks)
+            #expect(index.similar(to: samples, size: chunk.count, atMost: 4).chunks == [i])
+        }
+        // A chunk that cannot be read: the error is the caller's, the claim is given back.
+        let failing = ChunkSampleCache()
+        #expect(throws: BacklotError.self) {
+            _ = try ChunkResemblance(chunks: [(0, ids[0])], cache: failing) { _ in
+                throw BacklotError(.corruptArchive, "unreadable")
+            }
+        }
+        guard case .yours = failing.claim(ids[0]) else {
+            Issue.record("a claim whose chunk could not be read is free again")
+            return
+        }
     }
 
     @Test func bytesCopiedFromAPartLeftAsItWasAreFoundThere() throws {

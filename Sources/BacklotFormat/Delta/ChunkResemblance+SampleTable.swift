@@ -32,6 +32,9 @@ extension ChunkResemblance {
 
         /// Records that the chunk `owner` holds `sample` (a fifth owner is not kept).
         mutating func add(_ sample: UInt32, owner: Int) {
+            // Samples are the high half of a hash whose top 8 bits are zero, and the table is made
+            // for at least as many entries as it is given: a slot is always free.
+            assert(sample < 1 << 24, "a sample is below 2^24")
             let key = sample &+ 1
             var slot = home(sample)
             while keys[slot] != 0 && keys[slot] != key { slot = (slot + 1) & mask }

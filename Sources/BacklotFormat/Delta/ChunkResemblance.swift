@@ -12,7 +12,7 @@ import BacklotCrypto
 /// Chunks' samples are shared by the deltas into one version (``ChunkSampleCache``).
 ///
 /// ```swift
-/// let index = try ChunkResemblance(chunks: [(0, id0), (1, id1)], cache: ChunkSampleCache()) { try base.chunk($0) }
+/// let index = try ChunkResemblance(chunks: [(0, id0), (1, id1)], cache: ChunkSampleCache()) { [old0, old1][$0] }
 /// index.similar(to: ChunkResemblance.indexSamples(new), size: new.count, atMost: 4).chunks   // [1, 0]: the old chunks sharing the most samples first
 /// ```
 struct ChunkResemblance {
@@ -88,7 +88,7 @@ struct ChunkResemblance {
             case .yours:
                 do {
                     let taken = Self.indexSamples(try bytes(index))
-                    cache.keep(id, samples: taken)
+                    cache.finish(id, samples: taken)
                     samples[id] = taken
                 } catch {
                     cache.abandon(id)

@@ -1,15 +1,21 @@
 import BacklotCrypto
 import Synchronization
 
-/// Old chunks' samples (``ChunkResemblance``) by chunk ID, taken once for every delta into the
-/// same version: the bases of one version (its three predecessors, by default) share most of
-/// their chunks, and sampling them was most of a delta's building time.
+/// Chunks' samples (``ChunkResemblance``) by chunk ID, taken once for every delta into the same
+/// version: the bases of one version (its three predecessors, by default) share most of their
+/// chunks, and sampling them was most of a delta's building time. The new chunks' samples are
+/// kept too (each delta compares the same new chunks).
 ///
 /// Builds on several threads share one cache. A chunk another build is sampling is left to it and
 /// looked up again at the end of the file; if it is still not done then, the build samples it
-/// itself (the result is the same: samples depend on the bytes, and the bytes on the ID, which every
-/// chunk read is checked against or was when it was stored). The cache holds at most `limit`
-/// bytes of samples (a sample is 4 bytes for about 256 bytes of chunk); beyond that, chunks are
+/// itself. The result is the same whoever samples a chunk as long as each ID names one content:
+/// the stored versions' chunks were checked against their IDs when they were processed. The
+/// version being processed is checked while its deltas are built and they are published only if
+/// it passes; until then a chunk whose bytes are not its ID's can change which bases its deltas
+/// choose, never what is published. Use one cache for the deltas into one version only.
+///
+/// The cache holds about `limit` bytes of samples (a sample is 4 bytes for about 256 bytes of
+/// chunk; each entry counts its array's capacity and ``entryBytes``); beyond that, chunks are
 /// sampled and not kept.
 ///
 /// ```swift
@@ -23,7 +29,7 @@ public final class ChunkSampleCache: Sendable {
     enum Claim {
         /// Its samples, taken before.
         case done([UInt32])
-        /// The build samples it and gives the samples back (``keep(_:samples:)``), or says it
+        /// The build samples it and gives the samples back (``finish(_:samples:)``), or says it
         /// could not (``abandon(_:)``).
         case yours
         /// Another build is sampling it.
@@ -40,8 +46,9 @@ public final class ChunkSampleCache: Sendable {
     public let limit: Int
     private let state = Mutex(State())
 
-    /// Bytes counted for a chunk's entry besides its samples: its ID and the array's header.
-    static let entryBytes = 64
+    /// Bytes counted for a chunk's entry besides its samples: its ID, the array's header and the
+    /// table's slot.
+    static let entryBytes = 112
 
     /// - Parameter limit: bytes of samples held at most (default 16 MiB: the samples of about
     ///   1 GiB of old chunks).
@@ -57,16 +64,25 @@ public final class ChunkSampleCache: Sendable {
         }
     }
 
-    /// Keeps the samples of a chunk (while the cache has room for them), and ends this build's
-    /// claim on it if it had one.
-    func keep(_ id: SHA256Digest, samples: [UInt32]) {
+    /// Ends this build's claim on a chunk, keeping its samples (while the cache has room).
+    func finish(_ id: SHA256Digest, samples: [UInt32]) {
         state.withLock { state in
             state.sampling.remove(id)
-            let bytes = samples.count * 4 + Self.entryBytes
-            guard state.heldBytes + bytes <= limit, state.done[id] == nil else { return }
-            state.done[id] = samples
-            state.heldBytes += bytes
+            Self.store(id, samples, in: &state, limit: limit)
         }
+    }
+
+    /// Keeps the samples of a chunk no build claimed (a new chunk, compared by each delta), while
+    /// the cache has room.
+    func offer(_ id: SHA256Digest, samples: [UInt32]) {
+        state.withLock { Self.store(id, samples, in: &$0, limit: limit) }
+    }
+
+    private static func store(_ id: SHA256Digest, _ samples: [UInt32], in state: inout State, limit: Int) {
+        let bytes = samples.capacity * 4 + entryBytes
+        guard state.heldBytes + bytes <= limit, state.done[id] == nil else { return }
+        state.done[id] = samples
+        state.heldBytes += bytes
     }
 
     /// Gives back a claim whose chunk could not be read.

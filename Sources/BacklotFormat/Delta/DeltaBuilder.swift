@@ -122,9 +122,10 @@ public struct DeltaBuilder: Sendable {
 
     /// Builds the delta from `base` to `target`.
     /// - Parameters:
-    ///   - samples: the old chunks' samples, shared by the deltas into one target (its bases share
+    ///   - samples: the chunks' samples, shared by the deltas into one target (its bases share
     ///     most chunks: each is sampled once, whichever build comes to it first). The delta is
-    ///     the same with or without a shared cache.
+    ///     the same with or without a shared cache when every chunk's bytes are its ID's (see
+    ///     ``ChunkSampleCache``).
     ///   - isCancelled: looked at before each of the target's files; when it returns true the
     ///     build stops with ``BacklotError/Code/cancelled``.
     /// - Throws: what reading either pack throws (``BacklotError/Code/corruptArchive``, ``BacklotError/Code/io``),
@@ -165,7 +166,10 @@ public struct DeltaBuilder: Sendable {
             let edited = chunks.contains { held.contains($0.id) }
             // The old file's chunks, each decompressed once when needed, and where each of their
             // bytes went: when the old file is small enough to hold (``resemblanceLimit``).
-            var oldChunks = OldChunks(base: base, decompressor: decompressor)
+            // Those of an old file too large to sample are read again when needed, not kept.
+            var oldChunks = OldChunks(
+                base: base, decompressor: decompressor,
+                keeps: oldFile.map { $0.size <= Self.resemblanceLimit } ?? true)
             var resemblance: ChunkResemblance? = nil
             // Whether `resemblance` holds every chunk of the old file. First it holds only those
             // the target no longer has: an edit's bytes are in the chunks it changed, and the rest
@@ -186,7 +190,7 @@ public struct DeltaBuilder: Sendable {
                         budget -= f.size
                         chosen.formUnion(f.chunks)
                     }
-                    let chunks = OldChunks(base: base, decompressor: decompressor)
+                    let chunks = OldChunks(base: base, decompressor: decompressor, keeps: true)
                     let resemblance = try ChunkResemblance(
                         chunks: chosen.sorted().map { ($0, base.index.chunks[$0].id) }, cache: samples,
                         bytes: chunks.bytes)
@@ -225,8 +229,13 @@ public struct DeltaBuilder: Sendable {
                 var baseChunks: [Int] = []
                 if let current = resemblance {
                     // The new chunk's samples: the same in each delta into this target, taken once.
-                    let taken = samples.samples(of: chunk.id) ?? ChunkResemblance.indexSamples(plain)
-                    samples.keep(chunk.id, samples: taken)
+                    let taken: [UInt32]
+                    if let known = samples.samples(of: chunk.id) {
+                        taken = known
+                    } else {
+                        taken = ChunkResemblance.indexSamples(plain)
+                        samples.offer(chunk.id, samples: taken)
+                    }
                     var match = current.similar(to: taken, size: plain.count, atMost: PackDelta.maximumBases)
                     if match.unfound, !whole, let oldFile {
                         let all = try ChunkResemblance(
@@ -488,22 +497,26 @@ public struct DeltaBuilder: Sendable {
     /// failed try: its delta could never save its table entry, whatever the file.
     static let worthTrying: UInt32 = 4096
 
-    /// The base's chunks a build has decompressed (to sample them, or as bases), each once.
+    /// The base's chunks a build has decompressed (to sample them, or as bases), each once when
+    /// they are kept: those of an old file of at most ``resemblanceLimit`` bytes, or of the
+    /// removed files (the same limit). A larger old file's are read again each time.
     final class OldChunks {
         let base: Input
         let decompressor: ZstdDecompressor
+        let keeps: Bool
         private var decompressed: [Int: [UInt8]] = [:]
 
-        init(base: Input, decompressor: ZstdDecompressor) {
+        init(base: Input, decompressor: ZstdDecompressor, keeps: Bool) {
             self.base = base
             self.decompressor = decompressor
+            self.keeps = keeps
         }
 
         /// The bytes of the base's chunk `c` (read and decompressed the first time).
         func bytes(_ c: Int) throws -> [UInt8] {
             if let known = decompressed[c] { return known }
             let bytes = try base.chunk(c, using: decompressor)
-            decompressed[c] = bytes
+            if keeps { decompressed[c] = bytes }
             return bytes
         }
     }
