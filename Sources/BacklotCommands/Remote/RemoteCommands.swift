@@ -88,9 +88,7 @@ struct UploadCommand: Command {
             }
         }
         let progress = ProgressReporter(io: io, label: "uploading")
-        // Tries since the upload last moved on, and when the first of them failed.
-        var attempts = 0
-        var stalledSince: Date? = nil
+        var backOff = UploadBackOff(received: offset)
         while true {
             do {
                 try api.call(
@@ -102,25 +100,17 @@ struct UploadCommand: Command {
             } catch let e as BacklotError where e.code == .io || e.code == .conflict || e.code == .unavailable {
                 // A broken connection or a server out of reach or busy (503), or — with several
                 // servers — the upload still held by a server that stopped (409 until its lease
-                // runs out): ask where the upload is and go on from there, backing off up to 3 s
-                // a try. Given up after 40 tries without progress (about 100 s); a server that
-                // says it is busy is waited for up to 15 minutes without progress.
+                // runs out): ask where the upload is and go on from there (``UploadBackOff``).
                 let status = try api.send(API.getVersion, version(number))
                 // The whole archive arrived, only the answer was lost: processing has it.
                 if status.state != .awaitingUpload { break }
                 let received = status.received
-                if received > offset {
-                    attempts = 0
-                    stalledSince = nil
+                guard let pause = backOff.failed(busy: e.code == .unavailable, received: received, now: Date()) else {
+                    throw e
                 }
-                attempts += 1
-                let since = stalledSince ?? Date()
-                stalledSince = since
-                let giveUp = e.code == .unavailable ? Date().timeIntervalSince(since) > 900 : attempts > 40
-                if giveUp { throw e }
                 note("upload interrupted (\(e.message)); resuming at byte \(received)", io: io)
                 offset = received
-                usleep(useconds_t(min(200_000 * attempts, 3_000_000)))
+                usleep(useconds_t(pause * 1_000_000))
             }
         }
         progress.complete()
