@@ -54,12 +54,11 @@ extension Publication {
                 // threads the check holds, ran them one after another), each with its own readers,
                 // a thread per base up to two per core: with three bases on two cores, two threads
                 // left the third build to start when one ended and then end alone (a core idle for
-                // the difference), while three share the cores until the shortest ends (measured
-                // on the 1 GiB corpus: 1.89–1.93 s against 1.92–1.97 s). Each build holds at most
-                // 64 MiB of old chunks, 64 MiB of removed files' and 8 MiB of a frame's bases.
-                // Oldest first: a delta from further back carries more changes and takes longest.
-                // The bases share most of their chunks: each is sampled once, by whichever build
-                // comes to it first (``ChunkSampleCache``).
+                // the difference), while three share the cores until the shortest ends. Each build
+                // holds at most 64 MiB of old chunks, 64 MiB of removed files' and 8 MiB of a
+                // frame's bases. Oldest first: a delta from further back carries more changes and
+                // takes longest. The bases share most of their chunks: each is sampled once, by
+                // whichever build comes to it first (``ChunkSampleCache``).
                 let samples = ChunkSampleCache()
                 let pool = BlockingPool(
                     threads: min(bases.count, 2 * ProcessInfo.processInfo.activeProcessorCount), name: "backlot-delta")
