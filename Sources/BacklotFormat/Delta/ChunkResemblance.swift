@@ -101,11 +101,8 @@ struct ChunkResemblance {
         for (index, id) in later where samples[id] == nil {
             samples[id] = try cache.samples(of: id) ?? Self.indexSamples(bytes(index))
         }
-        // The table made once at its size, never grown.
-        var entries = 0
-        var counted = Set<Int>()
-        for (index, id) in chunks where counted.insert(index).inserted { entries += samples[id]?.count ?? 0 }
-        owners = SampleTable(capacity: entries)
+        // The table made once at its size, never grown: at most the samples of each ID.
+        owners = SampleTable(capacity: samples.values.reduce(0) { $0 + $1.count })
         for (index, id) in chunks {
             for sample in samples[id] ?? [] { owners.add(sample, owner: index) }
         }
@@ -154,9 +151,12 @@ struct ChunkResemblance {
         var all: [UInt32] = []
         all.reserveCapacity(bytes.count / 128)
         samples(bytes) { if all.last != $0 { all.append($0) } }
-        let most = max(1, bytes.count / densest)
+        let most = mostSamples(size: bytes.count)
         return all.count > most ? Array(distinct(all).prefix(most)) : all
     }
+
+    /// The most distinct samples a chunk of `size` bytes keeps (one per ``densest`` bytes).
+    static func mostSamples(size: Int) -> Int { max(1, size / densest) }
 
     private static func distinct(_ samples: [UInt32]) -> [UInt32] {
         var sorted = samples
@@ -183,7 +183,7 @@ struct ChunkResemblance {
     /// to the earlier chunk. No chunk when no old chunk shares a sample.
     func similar(to samples: [UInt32], size: Int, atMost n: Int) -> Match {
         // Each sample once, the lowest when there are too many (as the index kept them).
-        let wanted = Self.distinct(samples).prefix(max(1, size / Self.densest))
+        let wanted = Self.distinct(samples).prefix(Self.mostSamples(size: size))
         let least = max(2, wanted.count / 16)
         // Each sample's owners, looked up once; a sample no old chunk holds never votes.
         var held = wanted.compactMap { owners.owners(of: $0) }

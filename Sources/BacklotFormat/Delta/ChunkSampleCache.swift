@@ -78,6 +78,14 @@ public final class ChunkSampleCache: Sendable {
         state.withLock { Self.store(id, samples, in: &$0, limit: limit) }
     }
 
+    /// The samples of a new chunk: kept ones, else `take()`'s (taken outside the lock), offered.
+    func samples(of id: SHA256Digest, orTaking take: () -> [UInt32]) -> [UInt32] {
+        if let known = samples(of: id) { return known }
+        let taken = take()
+        offer(id, samples: taken)
+        return taken
+    }
+
     private static func store(_ id: SHA256Digest, _ samples: [UInt32], in state: inout State, limit: Int) {
         let bytes = samples.capacity * 4 + entryBytes
         guard state.heldBytes + bytes <= limit, state.done[id] == nil else { return }

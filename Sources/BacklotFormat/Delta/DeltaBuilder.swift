@@ -229,13 +229,7 @@ public struct DeltaBuilder: Sendable {
                 var baseChunks: [Int] = []
                 if let current = resemblance {
                     // The new chunk's samples: the same in each delta into this target, taken once.
-                    let taken: [UInt32]
-                    if let known = samples.samples(of: chunk.id) {
-                        taken = known
-                    } else {
-                        taken = ChunkResemblance.indexSamples(plain)
-                        samples.offer(chunk.id, samples: taken)
-                    }
+                    let taken = samples.samples(of: chunk.id) { ChunkResemblance.indexSamples(plain) }
                     var match = current.similar(to: taken, size: plain.count, atMost: PackDelta.maximumBases)
                     if match.unfound, !whole, let oldFile {
                         let all = try ChunkResemblance(
