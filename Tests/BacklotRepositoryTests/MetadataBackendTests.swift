@@ -398,4 +398,32 @@ extension MetadataBackendTests {
         ])
         #expect(try repo.downloads.report(app: "a").rows.map(\.requests) == [2])
     }
+
+    /// Step 13: a delta recorded before targets were gives its version's pack digest as its
+    /// target; one whose version has none (it failed at the end of its processing) has none.
+    @Test(arguments: Backend.databases) func aStepTwelveDatabaseRecordsTheTargetsOfItsDeltas(_ backend: Backend) throws {
+        let dir = try TemporaryDirectory("step12")
+        defer { dir.remove() }
+        try FileSystem.makeDirectory(dir.at("data"), mode: 0o700)
+        let database: any MetadataDatabase =
+            try backend.database("step12") ?? SQLiteMetadataDatabase(path: dir.at("data/meta.sqlite"), mode: 0o600)
+        try SchemaMigration.apply(Array(Repository.schemaSteps.prefix(12)), to: database)
+        try database.transaction { tx in
+            try tx.run("INSERT INTO apps(id, created) VALUES ('a', 1)")
+            try tx.run("INSERT INTO packs(app, id, created) VALUES ('a', 'P', 1)")
+            for (number, state, digest) in [(1, "COMPLETE", "d1"), (2, "FAILED", nil)] as [(Int64, String, String?)] {
+                try tx.run(
+                    "INSERT INTO versions(app, pack, number, state, declared_size, created, index_sha256) VALUES ('a', 'P', ?, ?, 10, 1, ?)",
+                    [.integer(number), .text(state), digest.map { .text($0) } ?? .null])
+                try tx.run(
+                    "INSERT INTO published_deltas(sha256, app, pack, version) VALUES (?, 'a', 'P', ?)",
+                    [.text("delta\(number)"), .integer(number)])
+            }
+        }
+        let repo = try Repository(
+            directory: RepositoryDirectory(path: dir.at("data")), database: backend == .sqlite ? nil : database)
+        let rows = try repo.db.read { try $0.query("SELECT sha256, target FROM published_deltas ORDER BY sha256", []) }
+        #expect(rows.map { $0["sha256"]?.string } == ["delta1", "delta2"])
+        #expect(rows.map { $0["target"]?.string } == ["d1", nil])
+    }
 }

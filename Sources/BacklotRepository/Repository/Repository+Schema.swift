@@ -197,6 +197,21 @@ extension Repository {
                     steps TEXT NOT NULL, step_seconds BIGINT NOT NULL, step BIGINT NOT NULL, step_since BIGINT NOT NULL, started BIGINT NOT NULL,
                     state TEXT NOT NULL, reason TEXT, set_by_person TEXT, PRIMARY KEY (app, pack));
                 """),
+        // The pack digest each published delta leads to (its file's header says the same), so that
+        // the deltas into versions no longer kept are collected with them (Publication+DeltaCollection.swift).
+        // Rows written before this step take it from the version they name.
+        SchemaMigration(
+            13, "the pack digest each published delta leads to, for collecting the deltas of versions deleted",
+            sqlite: """
+                ALTER TABLE published_deltas ADD COLUMN target TEXT;
+                UPDATE published_deltas SET target = (SELECT index_sha256 FROM versions v
+                    WHERE v.app = published_deltas.app AND v.pack = published_deltas.pack AND v.number = published_deltas.version);
+                """,
+            postgresql: """
+                ALTER TABLE published_deltas ADD COLUMN target TEXT COLLATE "C";
+                UPDATE published_deltas SET target = (SELECT index_sha256 FROM versions v
+                    WHERE v.app = published_deltas.app AND v.pack = published_deltas.pack AND v.number = published_deltas.version);
+                """),
     ]
 
     private static let indexes = """

@@ -121,12 +121,22 @@ extension Publication {
             guard !result.entries.isEmpty || !result.delta.indexDelta.isEmpty else { continue }
             let digest = SHA256.hash(result.bytes)
             let file = PublishedTreeLayout.delta(sha256: digest.hex)
-            try tree.write(result.bytes, at: file.path)
-            // Which version the delta leads to, for the download counts (a delta of the same
-            // bytes written for another version already names one: the first stays).
+            // Recorded before it is written, as a blob is: a delta file that collection lists
+            // has its row (``collectDeltas()``). The row names the version the delta leads to,
+            // for the download counts and for collection (a delta of the same bytes written for
+            // another version of the same pack digest is named by the latest: that one is being
+            // processed, and so kept, while the earlier may be deleted).
             _ = try db.runAlone(
-                "INSERT INTO published_deltas(sha256, app, pack, version) VALUES (?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
-                [.text(digest.hex), .text(builds.app), .text(builds.pack), .integer(builds.number)])
+                """
+                INSERT INTO published_deltas(sha256, app, pack, version, target) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT(sha256) DO UPDATE SET app = excluded.app, pack = excluded.pack, version = excluded.version,
+                    target = excluded.target
+                """,
+                [
+                    .text(digest.hex), .text(builds.app), .text(builds.pack), .integer(builds.number),
+                    .text(targetDigest.hex),
+                ])
+            try tree.write(result.bytes, at: file.path)
             list.append(
                 Catalog.Delta(
                     base: item.base, url: file.referenceFromCatalog, size: UInt64(result.bytes.count),

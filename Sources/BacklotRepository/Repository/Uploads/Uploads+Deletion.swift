@@ -39,7 +39,7 @@ extension Uploads {
         try collectGarbage()
     }
 
-    /// Removes blobs and published archives that no retained version references. Runs under the
+    /// Removes blobs, published archives and deltas that no retained version references. Runs under the
     /// blob lock, so that a blob being stored is never taken for garbage (and never waits for processing).
     public func collectGarbage() throws {
         try blobLock.withLock { _ in try collectGarbageNow() }
@@ -59,6 +59,8 @@ extension Uploads {
             .compactMap { $0["archive_sha256"]?.string })
         for sha in blobs where !live.contains(sha) { try archives.removeBlob(sha) }
         for sha in packs where !live.contains(sha) { try tree.remove(PublishedTreeLayout.pack(sha256: sha).path) }
+        // The deltas into versions no longer kept.
+        try publication.collectDeltas()
         // Uploads of deleted and failed versions. In a bucket, each is cleaned once (its row then says nothing is left).
         let dead = "((deleted = 1 AND state != 'PROCESSING') OR state = 'FAILED')"
         let rows = try db.read {

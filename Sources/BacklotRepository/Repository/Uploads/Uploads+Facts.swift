@@ -63,4 +63,36 @@ extension Uploads {
         }
         return counts
     }
+
+    /// The versions kept (neither deleted nor failed, of every app) and the pack digests of those
+    /// processed: what the deltas into a version stay published for
+    /// (``Publication/collectDeltas()``).
+    struct KeptVersions {
+        /// A version of any app.
+        struct Version: Hashable {
+            let app: String
+            let pack: String
+            let number: Int
+        }
+
+        var versions: Set<Version> = []
+        /// Each pack digest kept, and one version of it.
+        var packDigests: [String: Version] = [:]
+    }
+
+    /// ``KeptVersions``, read in the caller's transaction.
+    static func keptVersions(_ tx: inout any MetadataConnection) throws -> KeptVersions {
+        var kept = KeptVersions()
+        for r in try tx.query(
+            "SELECT app, pack, number, index_sha256 FROM versions WHERE deleted = 0 AND state != 'FAILED'", [])
+        {
+            guard let app = r["app"]?.string, let pack = r["pack"]?.string,
+                let number = r["number"]?.integer(as: Int.self)
+            else { continue }
+            let version = KeptVersions.Version(app: app, pack: pack, number: number)
+            kept.versions.insert(version)
+            if let digest = r["index_sha256"]?.string { kept.packDigests[digest] = version }
+        }
+        return kept
+    }
 }

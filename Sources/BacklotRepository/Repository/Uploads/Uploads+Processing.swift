@@ -235,8 +235,10 @@ extension Uploads {
             checked.header.indexLength, to: Int64.self, "the index length", context: UploadedPackCheck.source)
         let indexOffset = try CheckedInteger.convert(
             checked.header.indexOffset, to: Int64.self, "the index offset", context: UploadedPackCheck.source)
-        // Deltas from earlier versions are published before the version can be released (Publication+Deltas.swift).
-        publication.publishDeltas(deltas)
+        // Deltas from earlier versions are published before the version can be released
+        // (Publication+Deltas.swift), under the blob lock: this process's garbage collection,
+        // which collects the deltas of versions deleted, never runs while they are written.
+        blobLock.withLock { _ in publication.publishDeltas(deltas) }
         try db.transaction { tx in
             let changed = try tx.run(
                 """

@@ -1,0 +1,127 @@
+import BacklotCrypto
+import BacklotProtocol
+import BacklotStore
+import Foundation
+import Testing
+
+@testable import BacklotRepository
+
+/// The deltas into a version go with it: deleting the last kept version of a pack digest removes
+/// the delta files into it, its list of deltas and their rows, on every backend; a delta from a
+/// deleted version stays while the version it leads to is kept; and delta files written before
+/// deltas were recorded are removed when no kept list names them, recorded when one does.
+@Suite(.serialized) struct DeltaCollectionTests {
+    typealias Fixture = RepositoryTests.Fixture
+    static let app = "com.example.game"
+    static let folder = PublishedTreeLayout.deltasFolder
+
+    /// The rows of `published_deltas`: SHA-256 → (version, target).
+    static func rows(_ f: Fixture) throws -> [String: (version: Int, target: String?)] {
+        var rows: [String: (version: Int, target: String?)] = [:]
+        for r in try f.repo.db.read({ try $0.query("SELECT sha256, version, target FROM published_deltas", []) }) {
+            rows[try #require(r["sha256"]?.string)] = (
+                try #require(r["version"]?.integer(as: Int.self)), r["target"]?.string
+            )
+        }
+        return rows
+    }
+
+    static func files(_ f: Fixture) throws -> Set<String> { Set(try f.repo.tree.fileNames(in: folder)) }
+
+    @Test(arguments: Backend.allCases) func theDeltasIntoADeletedVersionGoWithItAndThoseFromItStay(
+        _ backend: Backend
+    ) throws {
+        let f = try Fixture(backend)
+        defer { f.dir.remove() }
+        let one = try f.upload(seed: 1)
+        let two = try f.upload(seed: 2)
+        let three = try f.upload(seed: 3)
+        #expect([one, two, three].allSatisfy { $0.state == .complete })
+        let rows = try Self.rows(f)
+        let intoTwo = rows.filter { $0.value.version == two.number }
+        let intoThree = rows.filter { $0.value.version == three.number }
+        #expect(intoTwo.count == 1, "one delta into version 2 (from 1): \(rows)")
+        #expect(intoThree.count == 2, "two deltas into version 3 (from 1 and 2): \(rows)")
+        let twoDigest = try #require(intoTwo.first?.value.target)
+        let threeDigest = try #require(intoThree.first?.value.target)
+        #expect(Set(intoThree.map(\.value.target)) == [threeDigest] && twoDigest != threeDigest)
+        let before = try Self.files(f)
+        for sha in rows.keys { #expect(before.contains("\(sha).delta"), "\(sha) is written") }
+        #expect(before.contains("\(twoDigest).json") && before.contains("\(threeDigest).json"))
+
+        // Version 3 deleted: its two deltas, their rows and its list go; version 2's stay.
+        try f.repo.uploads.deleteVersion(app: Self.app, pack: "Levels", number: three.number)
+        let afterThree = try Self.files(f)
+        #expect(afterThree == before.subtracting(intoThree.keys.map { "\($0).delta" } + ["\(threeDigest).json"]))
+        #expect(Set(try Self.rows(f).keys) == Set(intoTwo.keys))
+
+        // Version 1 deleted: the delta from it into version 2 stays (devices hold version 1).
+        try f.repo.uploads.deleteVersion(app: Self.app, pack: "Levels", number: one.number)
+        #expect(try Self.files(f) == afterThree)
+        try f.repo.releases.release(app: Self.app, pack: "Levels", version: two.number, channel: .internal)
+        #expect(try f.catalog(.internal).packs[0].release.deltas.count == 1)
+
+        // The same bytes as version 3 uploaded again: its deltas are published again and recorded
+        // as the new version's.
+        let again = try f.upload(seed: 3)
+        #expect(again.state == .complete)
+        let rowsAgain = try Self.rows(f).filter { $0.value.target == threeDigest }
+        #expect(rowsAgain.count == 1 && rowsAgain.allSatisfy { $0.value.version == again.number }, "\(rowsAgain)")
+        let filesAgain = try Self.files(f)
+        #expect(filesAgain.contains("\(threeDigest).json"))
+        for sha in rowsAgain.keys { #expect(filesAgain.contains("\(sha).delta")) }
+        // Collecting again changes nothing while every version is kept.
+        try f.repo.uploads.collectGarbage()
+        #expect(try Self.files(f) == filesAgain)
+    }
+
+    /// A version whose bytes another kept version also has (another app's): deleting one keeps
+    /// the list and the deltas the other's catalog names.
+    @Test(arguments: [Backend.sqlite, .postgresql]) func aPackDigestKeptByAnotherAppKeepsItsDeltas(
+        _ backend: Backend
+    ) throws {
+        let f = try Fixture(backend)
+        defer { f.dir.remove() }
+        try f.repo.apps.create("com.example.other")
+        try f.repo.apps.createPack(app: "com.example.other", id: "Levels")
+        #expect(try f.upload(seed: 1).state == .complete)
+        let two = try f.upload(seed: 2)
+        #expect(try f.upload(app: "com.example.other", seed: 1).state == .complete)
+        let otherTwo = try f.upload(app: "com.example.other", seed: 2)
+        #expect(two.state == .complete && otherTwo.state == .complete)
+        let before = try Self.files(f)
+        let rows = try Self.rows(f)
+        #expect(rows.count == 1, "the same base and target bytes in both apps: one delta file, \(rows)")
+        try f.repo.uploads.deleteVersion(app: "com.example.other", pack: "Levels", number: otherTwo.number)
+        #expect(try Self.files(f) == before)
+        #expect(Set(try Self.rows(f).keys) == Set(rows.keys))
+        try f.repo.uploads.deleteVersion(app: Self.app, pack: "Levels", number: two.number)
+        let left = try Self.files(f)
+        #expect(left.isEmpty, "no version of that digest is kept: \(left)")
+        #expect(try Self.rows(f).isEmpty)
+    }
+
+    /// Delta files written before deltas were recorded (no row): one no list names is removed, one
+    /// a kept version's list names is kept and recorded, with the digest it leads to.
+    @Test(arguments: [Backend.sqlite, .postgresql]) func unrecordedDeltaFilesAreRemovedUnlessAKeptListNamesThem(
+        _ backend: Backend
+    ) throws {
+        let f = try Fixture(backend)
+        defer { f.dir.remove() }
+        #expect(try f.upload(seed: 1).state == .complete)
+        let two = try f.upload(seed: 2)
+        #expect(two.state == .complete)
+        let rows = try Self.rows(f)
+        let (sha, row) = try #require(rows.first)
+        _ = try f.repo.db.runAlone("DELETE FROM published_deltas", [])
+        let stray = SHA256.hash(Array("a delta no list names".utf8)).hex
+        try f.repo.tree.write(Array("not a delta".utf8), at: PublishedTreeLayout.delta(sha256: stray).path)
+        #expect(try Self.files(f).contains("\(stray).delta"))
+        try f.repo.uploads.collectGarbage()
+        let files = try Self.files(f)
+        #expect(!files.contains("\(stray).delta"))
+        #expect(files.contains("\(sha).delta"))
+        let recorded = try Self.rows(f)
+        #expect(recorded.count == 1 && recorded[sha]?.target == row.target && recorded[sha]?.version == two.number)
+    }
+}
