@@ -401,7 +401,8 @@ extension MetadataBackendTests {
 
     /// Step 13: a delta recorded before targets were gives its version's pack digest as its
     /// target; one whose version has none (it failed at the end of its processing) has none.
-    @Test(arguments: Backend.databases) func aStepTwelveDatabaseRecordsTheTargetsOfItsDeltas(_ backend: Backend) throws {
+    @Test(arguments: Backend.databases) func aStepTwelveDatabaseRecordsTheTargetsOfItsDeltas(_ backend: Backend) throws
+    {
         let dir = try TemporaryDirectory("step12")
         defer { dir.remove() }
         try FileSystem.makeDirectory(dir.at("data"), mode: 0o700)
