@@ -28,8 +28,6 @@ public struct AppleArchiveReader {
 
     /// What a whole read found.
     public struct Summary: Sendable, Hashable {
-        /// Every entry, with `keepingEntries` (else none).
-        public var entries: [AppleArchiveEntry] = []
         /// The files' paths, in archive order.
         public var filePaths: [String] = []
         /// The first file's entry (its fields show what the packager writes).
@@ -74,17 +72,18 @@ public struct AppleArchiveReader {
     }
 
     /// Reads every entry, checks it, and hands each file's data to the sink `body` returns for it
-    /// (nil: read and checked, not kept). Entries are kept in the summary (bounded by ``Limits``).
+    /// (nil: read and checked, not kept). `body` sees each entry before its data is read and
+    /// checked: what it learns is trusted only once the whole read has returned. The summary keeps
+    /// counts and the files' paths (bounded by ``Limits``), never the entries.
     /// - Throws: ``BacklotError/Code/corruptArchive`` naming the entry and the offset: a damaged
     ///   block, an entry that is cut short, a field of an unknown type, a path that is not a safe
     ///   relative UTF-8 path or names an entry twice, a special file, data of another size or
     ///   checksum than the header states; what `body` and its sinks throw.
-    ///   - keepingEntries: keep every entry in the summary (for listing them); otherwise only the
-    ///     counts are kept, so memory does not grow with the number of entries.
+    /// - Parameters:
     ///   - maximumInstallSize: refuse the archive as soon as its files add up to more (before
     ///     their data is read): what a server accepts.
     public func readAll(
-        keepingEntries: Bool = false, maximumInstallSize: UInt64? = nil,
+        maximumInstallSize: UInt64? = nil,
         _ body: (AppleArchiveEntry) throws -> DataSink?
     ) throws -> Summary {
         var summary = Summary()
@@ -180,7 +179,6 @@ public struct AppleArchiveReader {
             }
             try skipOtherBlobs(&entry, bad: bad)
             try sink?.finish()
-            if keepingEntries { summary.entries.append(entry) }
             if entry.kind == .file {
                 summary.filePaths.append(path)
                 if summary.firstFile == nil { summary.firstFile = entry }

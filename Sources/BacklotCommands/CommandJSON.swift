@@ -13,9 +13,15 @@ import Foundation
 /// ```
 enum CommandJSON {
     static func text(_ value: some Encodable) throws -> String {
+        houseLayout(Array(try encoder().encode(value))) + "\n"
+    }
+
+    /// The encoder ``text(_:)`` uses (for a caller that lays out many values alike, and
+    /// ``houseLayout(_:)`` then).
+    static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return houseLayout(Array(try encoder.encode(value))) + "\n"
+        return encoder
     }
 
     /// `JSONEncoder`'s pretty layout turned into the house layout in one pass over its bytes

@@ -1,6 +1,7 @@
 import BacklotAppleArchive
 import BacklotBasics
 import BacklotFormat
+import Foundation
 
 /// `verify`, `inspect` and `extract` of an Apple Archive (`.aar`): what they do for a pack, for the
 /// archives `ba-package` writes (docs/format.md §13). A file is taken as an Apple Archive by its
@@ -33,21 +34,67 @@ enum AppleArchiveCommands {
         )
     }
 
-    /// `inspect X.aar [--files]`.
-    static func inspect(_ path: String, files: Bool, json: Bool, io: any CommandIO) throws {
+    /// `inspect X.aar [--files]`. The listing (`--files`, `--json`) is printed only once the
+    /// whole archive has been read and checked, from what the read rendered while it went, up to
+    /// `listingBudget` bytes; past that (an archive of a million tiny entries lists hundreds of
+    /// megabytes) the archive is read a second time and each entry printed as it comes, so memory
+    /// never grows with the number of entries.
+    static func inspect(
+        _ path: String, files: Bool, json: Bool, io: any CommandIO, listingBudget: Int = 16 << 20
+    ) throws {
         let size = try AppleArchiveFile(path: path).size
-        let summary = try reader(path).readAll(keepingEntries: files || json) { _ in nil }
+        let render: ((AppleArchiveEntry) throws -> String?)?
         if json {
-            try io.outJSON(
+            let encoder = CommandJSON.encoder()
+            render = { try jsonPiece($0, encoder: encoder) }
+        } else if files {
+            render = { textLine($0) }
+        } else {
+            render = nil
+        }
+        var listing = ListingBuffer(budget: listingBudget)
+        let summary = try reader(path).readAll { entry in
+            // Rendered while the budget holds; past it, only in the second read.
+            if let render, listing.kept != nil, let piece = try render(entry) { listing.add(piece) }
+            return nil
+        }
+        // After the check. The second read prints as it goes: the file was checked, and one
+        // changed since fails that read, after a part of the listing.
+        func list(_ out: (String) -> Void) throws {
+            guard let render else { return }
+            if let kept = listing.kept { return kept.forEach(out) }
+            _ = try reader(path).readAll { entry in
+                if let piece = try render(entry) { out(piece) }
+                return nil
+            }
+        }
+        // Written in batches of about 256 KiB.
+        var pending = ""
+        func write(_ piece: String) {
+            pending += piece
+            if pending.utf8.count >= 256 << 10 {
+                io.out(pending)
+                pending = ""
+            }
+        }
+        if json {
+            // The document with no entry, then the entries in its place, as one encoding of the
+            // whole would lay them out (``jsonPiece(_:)``).
+            let empty = try CommandJSON.text(
                 InspectOutput(
                     format: "aar", path: path, archiveBytes: size, compression: summary.compression,
                     blockSize: summary.blockSize, blockCount: summary.blocks, plainBytes: summary.plainSize,
                     installBytes: summary.installSize, entryCount: summary.entryCount, fileCount: summary.files,
-                    entries: summary.entries.map {
-                        .init(
-                            type: $0.kind.name, path: $0.path, bytes: $0.dataSize,
-                            mode: $0.mode.map { String($0, radix: 8) }, fields: $0.fields, link: $0.linkTarget)
-                    }))
+                    entries: []))
+            let marker = "\n  \"entries\": []"
+            guard let at = empty.range(of: marker), summary.entryCount > 0 else { return io.out(empty) }
+            write(String(empty[..<at.lowerBound]) + "\n  \"entries\": [\n")
+            var first = true
+            try list { piece in
+                write(first ? piece : ",\n" + piece)
+                first = false
+            }
+            io.out(pending + "\n  ]" + String(empty[at.upperBound...]))
             return
         }
         var text = """
@@ -66,14 +113,51 @@ enum AppleArchiveCommands {
             io.out(text)
             return
         }
-        for entry in summary.entries where entry.kind != .metadata && !entry.path.isEmpty {
-            let size = entry.kind == .file ? ByteCount.format(entry.dataSize) : entry.kind.name
-            text +=
-                "  " + (entry.mode.map { String($0, radix: 8) } ?? "---") + "  " + size
-                + String(repeating: " ", count: max(0, 10 - size.count)) + "  " + TerminalText.quoted(entry.path)
-                + (entry.linkTarget.map { " -> " + TerminalText.quoted($0) } ?? "") + "\n"
+        write(text)
+        try list(write)
+        io.out(pending)
+    }
+
+    /// An entry's line of `inspect --files` (nil for the metadata entry and the root folder).
+    static func textLine(_ entry: AppleArchiveEntry) -> String? {
+        guard entry.kind != .metadata, !entry.path.isEmpty else { return nil }
+        let size = entry.kind == .file ? ByteCount.format(entry.dataSize) : entry.kind.name
+        return "  " + (entry.mode.map { String($0, radix: 8) } ?? "---") + "  " + size
+            + String(repeating: " ", count: max(0, 10 - size.count)) + "  " + TerminalText.quoted(entry.path)
+            + (entry.linkTarget.map { " -> " + TerminalText.quoted($0) } ?? "") + "\n"
+    }
+
+    /// An entry of `inspect --json`'s `entries`, laid out as in the whole document (each line
+    /// indented two levels), without the separator. `encoder` is ``CommandJSON/encoder()``'s.
+    static func jsonPiece(_ entry: AppleArchiveEntry, encoder: JSONEncoder) throws -> String? {
+        let object = try encoder.encode(
+            InspectOutput.Entry(
+                type: entry.kind.name, path: entry.path, bytes: entry.dataSize,
+                mode: entry.mode.map { String($0, radix: 8) }, fields: entry.fields, link: entry.linkTarget))
+        // Every line indented: a newline in the layout is one between lines (in strings it is escaped).
+        var indented = Array("    ".utf8)
+        indented.reserveCapacity(object.count + 64)
+        for byte in CommandJSON.houseLayout(Array(object)).utf8 {
+            indented.append(byte)
+            if byte == UInt8(ascii: "\n") { indented += Array("    ".utf8) }
         }
-        io.out(text)
+        return String(decoding: indented, as: UTF8.self)
+    }
+
+    /// The pieces of a listing rendered during a read, while they add up to at most `budget`
+    /// bytes; past it, none (``kept`` is nil) and the listing is read again.
+    struct ListingBuffer {
+        let budget: Int
+        private(set) var kept: [String]? = []
+        private(set) var bytes = 0
+
+        init(budget: Int) { self.budget = budget }
+
+        mutating func add(_ piece: String) {
+            guard kept != nil else { return }
+            bytes += piece.utf8.count
+            if bytes > budget { kept = nil } else { kept?.append(piece) }
+        }
     }
 
     /// `extract X.aar -o DIR`.
