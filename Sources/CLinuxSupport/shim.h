@@ -105,6 +105,13 @@ static inline int clinux_start_writeback(int fd) {
     return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 }
 
+/// Opens the existing regular file `path` for writes that bypass the page cache (O_DIRECT: from
+/// the caller's buffer to the device, no copy), or -1 with errno set (EINVAL: the file system
+/// does not support it). Buffers, offsets and lengths must then be aligned to the device's block.
+static inline int clinux_open_direct_write(const char *path) {
+    return open(path, O_WRONLY | O_DIRECT | O_CLOEXEC | O_NOFOLLOW);
+}
+
 /// A descriptor that becomes readable when the process exits (pidfd_open, Linux 5.3), or -1.
 static inline int clinux_pidfd_open(pid_t pid) {
     return (int)syscall(SYS_pidfd_open, pid, 0);

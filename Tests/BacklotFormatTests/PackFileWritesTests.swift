@@ -14,7 +14,9 @@ import Glibc
 /// The pack builder's two helper threads: the writes of the pack file, in order, and the large
 /// files' SHA-256s, from chunks that cross hand-overs and files.
 struct PackFileWritesTests {
-    @Test func piecesAreWrittenInTheOrderTheyWereHandedOver() throws {
+    /// Both ways: straight to the device where the file system allows it (the test folder's does,
+    /// unless it is a tmpfs, which must then be refused and fall back), and through the page cache.
+    @Test(arguments: [true, false]) func piecesAreWrittenInTheOrderTheyWereHandedOver(bypassing: Bool) throws {
         let dir = try TemporaryDirectory("pack-writes")
         defer { dir.remove() }
         let path = dir.at("out")
@@ -25,8 +27,10 @@ struct PackFileWritesTests {
         var g = SeededGenerator(seed: 4117)
         print("piecesAreWrittenInTheOrderTheyWereHandedOver seed 4117")
         var expected: [UInt8] = []
-        let writes = PackFileWrites(descriptor: descriptor)
+        let writes = try PackFileWrites(descriptor: descriptor, bypassingPageCache: bypassing)
         defer { writes.stop() }
+        let fileSystem = try Self.fileSystemType(dir.path)
+        #expect(writes.bypassesPageCache == (bypassing && fileSystem != "tmpfs"), "\(fileSystem)")
         // More than the thread's queue and its writes hold at once, in pieces of many sizes.
         for _ in 0..<24 {
             var pieces: [[UInt8]] = []
@@ -48,7 +52,7 @@ struct PackFileWritesTests {
         try #require(fd >= 0, "/dev/full cannot be opened: the test needs it")
         let descriptor = FileDescriptor(rawValue: fd, path: "/dev/full")
         defer { descriptor.close() }
-        let writes = PackFileWrites(descriptor: descriptor)
+        let writes = try PackFileWrites(descriptor: descriptor)
         defer { writes.stop() }
         let piece = [UInt8](repeating: 1, count: PackFileWrites.writeSize)
         var thrown: (any Error)? = nil
@@ -61,6 +65,20 @@ struct PackFileWritesTests {
         let error = try #require(thrown as? BacklotError)
         #expect(error.code == .io && "\(error)".contains("/dev/full"), "\(error)")
         #expect(throws: BacklotError.self) { try writes.finish() }
+    }
+
+    /// The type of the file system holding `path`, as `stat -f` names it (`ext2/ext3`, `tmpfs`).
+    static func fileSystemType(_ path: String) throws -> String {
+        let stat = Process()
+        stat.executableURL = URL(fileURLWithPath: "/usr/bin/stat")
+        stat.arguments = ["-f", "-c", "%T", path]
+        let pipe = Pipe()
+        stat.standardOutput = pipe
+        try stat.run()
+        let out = pipe.fileHandleForReading.readDataToEndOfFile()
+        stat.waitUntilExit()
+        try #require(stat.terminationStatus == 0, "stat -f \(path) failed")
+        return String(decoding: out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test func largeFileDigestsFollowTheirChunksAcrossHandOvers() throws {

@@ -52,6 +52,27 @@ public struct FileDescriptor: Sendable {
         return try fd.read(count: Int(size), at: 0)
     }
 
+    /// Opens the existing regular file `path` a second time, for writes that go from the caller's
+    /// buffer to the device without a copy into the page cache (`O_DIRECT`): for a large file
+    /// written once and not read back soon, that copy costs a core about as much as hashing the
+    /// bytes. Every buffer, offset and length written through it must be a multiple of
+    /// ``directAlignment``. Nil when the file system does not take such writes (tmpfs, some
+    /// network file systems): write through an ordinary descriptor then.
+    /// - Throws: ``BacklotError/Code/io`` for any other failure to open it.
+    public static func openForDirectWriting(_ path: String) throws -> FileDescriptor? {
+        while true {
+            let fd = clinux_open_direct_write(path)
+            if fd >= 0 { return FileDescriptor(rawValue: fd, path: path) }
+            if errno == EINTR { continue }
+            if errno == EINVAL { return nil }
+            throw SystemCall.error("open", path: path)
+        }
+    }
+
+    /// What buffers, offsets and lengths written through ``openForDirectWriting(_:)`` are
+    /// multiples of (a page: every block size Linux supports divides it).
+    public static let directAlignment = 4096
+
     /// Starts writing the file's dirty pages to disk and returns at once, so that the flush that
     /// makes it durable later has less to wait for (the disk works while the caller goes on).
     /// Best effort: it promises nothing by itself, and a failure is left to that flush to report.

@@ -7,15 +7,21 @@ import Synchronization
 /// costs about as much as hashing them; made on the reading thread, it kept that thread the
 /// slowest stage wherever the workers compress quickly (random bytes), with a core partly idle.
 ///
-/// Pieces are gathered into writes of ``writeSize`` and the file's write-back is started every
-/// ``FileDescriptor/writebackStep`` (so that the flush before the rename waits only for the
-/// last pieces). At most ``queuedLimit``
-/// hand-overs wait at once (``write(_:)`` waits for room), so memory stays bounded whatever the
-/// disk's speed. The first failure is thrown by the next ``write(_:)`` or by ``finish()``; what
-/// was queued after it is not written.
+/// Pieces are gathered into writes of ``writeSize``, from offset 0. Where the file system takes
+/// them, those writes go from a page-aligned buffer to the device without a copy into the page
+/// cache (``FileDescriptor/openForDirectWriting(_:)``): a pack is written once and not read back,
+/// and the copy cost a core about 0.5 s a GiB here, more when the cache is full and pages must be
+/// reclaimed first. The last piece (shorter than a block) goes through the ordinary descriptor.
+/// Elsewhere (tmpfs), or after a direct write fails, every write goes through the ordinary
+/// descriptor and the file's write-back is started every ``FileDescriptor/writebackStep`` (so
+/// that the flush before the rename waits only for the last pieces).
+///
+/// At most ``queuedLimit`` hand-overs wait at once (``write(_:)`` waits for room), so memory stays
+/// bounded whatever the disk's speed. The first failure is thrown by the next ``write(_:)`` or by
+/// ``finish()``; what was queued after it is not written.
 ///
 /// ```swift
-/// let writes = PackFileWrites(descriptor: output.descriptor)
+/// let writes = try PackFileWrites(descriptor: output.descriptor)
 /// defer { writes.stop() }
 /// try writes.write([frame1, frame2])
 /// try writes.finish()  // every byte handed over is written
@@ -27,25 +33,51 @@ final class PackFileWrites: Sendable {
     static let queuedLimit = 4
 
     private struct Output: ~Copyable {
-        var buffer: [UInt8] = []
-        var written: UInt64 = 0
+        /// ``writeSize`` bytes, page-aligned; `filled` of them wait to be written at `offset`.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: PackFileWrites.writeSize, alignment: FileDescriptor.directAlignment)
+        var filled = 0
+        var offset: UInt64 = 0
         var writebackStarted: UInt64 = 0
+        /// The same file opened for direct writes, while they work.
+        var direct: FileDescriptor?
+
+        deinit {
+            buffer.deallocate()
+            direct?.close()
+        }
     }
 
     private let descriptor: FileDescriptor
     /// Taken by the writing thread for a whole hand-over (its `write(2)` calls included), and by
     /// ``finish()`` once that thread is idle: never by a caller of ``write(_:)``.
-    private let output = Mutex(Output())
+    private let output: Mutex<Output>
     /// The first failure, apart, so that a caller looks at it without waiting for a write.
     private let failure = Mutex<(any Error)?>(nil)
     private let thread = BlockingPool(threads: 1, name: "backlot-write")
     private let queued = DispatchGroup()
     private let room = DispatchSemaphore(value: PackFileWrites.queuedLimit)
 
-    /// Writes to `descriptor` at its current position.
-    init(descriptor: FileDescriptor) {
+    /// Writes to `descriptor` from offset 0, directly to the device when `bypassingPageCache`
+    /// and the file system allows it (the file at `descriptor.path` is opened again: it must be
+    /// the same file, else the ordinary descriptor is used).
+    /// - Throws: ``BacklotError/Code/io`` when the file cannot be opened again.
+    init(descriptor: FileDescriptor, bypassingPageCache: Bool = true) throws {
         self.descriptor = descriptor
+        var output = Output()
+        if bypassingPageCache, let direct = try FileDescriptor.openForDirectWriting(descriptor.path) {
+            let mine = try descriptor.status()
+            if let theirs = try? direct.status(), theirs.st_dev == mine.st_dev, theirs.st_ino == mine.st_ino {
+                output.direct = direct
+            } else {
+                direct.close()
+            }
+        }
+        self.output = Mutex(output)
     }
+
+    /// Whether the writes go to the device without the page cache (for the tests).
+    var bypassesPageCache: Bool { output.withLock { $0.direct != nil } }
 
     /// Queues `pieces` to be written, in order, after what was queued before.
     /// - Throws: the first failure of an earlier write (``BacklotError/Code/io``).
@@ -57,10 +89,7 @@ final class PackFileWrites: Sendable {
             guard self.failure.withLock({ $0 == nil }) else { return }
             do {
                 try self.output.withLock { o in
-                    for piece in pieces {
-                        o.buffer += piece
-                        if o.buffer.count >= Self.writeSize { try self.flush(&o) }
-                    }
+                    for piece in pieces { try self.append(piece, to: &o) }
                 }
             } catch {
                 self.failure.withLock { $0 = $0 ?? error }
@@ -78,7 +107,11 @@ final class PackFileWrites: Sendable {
         queued.wait()
         try throwFailure()
         do {
-            try output.withLock { o in try flush(&o) }
+            try output.withLock { o in
+                try descriptor.write(UnsafeRawBufferPointer(rebasing: o.buffer[..<o.filled]), at: o.offset)
+                o.offset += UInt64(o.filled)
+                o.filled = 0
+            }
         } catch {
             failure.withLock { $0 = $0 ?? error }
             throw error
@@ -92,16 +125,43 @@ final class PackFileWrites: Sendable {
         if let failure = failure.withLock({ $0 }) { throw failure }
     }
 
+    private func append(_ piece: [UInt8], to o: inout Output) throws {
+        try piece.withUnsafeBytes { bytes in
+            var from = 0
+            while from < bytes.count {
+                let count = min(bytes.count - from, Self.writeSize - o.filled)
+                (o.buffer.baseAddress! + o.filled).copyMemory(from: bytes.baseAddress! + from, byteCount: count)
+                o.filled += count
+                from += count
+                if o.filled == Self.writeSize { try flush(&o) }
+            }
+        }
+    }
+
+    /// Writes the full buffer at its offset.
     private func flush(_ o: inout Output) throws {
-        guard !o.buffer.isEmpty else { return }
-        try descriptor.write(o.buffer)
-        o.written += UInt64(o.buffer.count)
-        o.buffer.removeAll(keepingCapacity: true)
+        let full = UnsafeRawBufferPointer(o.buffer)
+        if let direct = o.direct {
+            do {
+                try direct.write(full, at: o.offset)
+                o.offset += UInt64(full.count)
+                o.filled = 0
+                return
+            } catch {
+                // The ordinary descriptor from now on; its failure, if it fails too, is the one thrown.
+                direct.close()
+                o.direct = nil
+                o.writebackStarted = o.offset
+            }
+        }
+        try descriptor.write(full, at: o.offset)
+        o.offset += UInt64(full.count)
+        o.filled = 0
         // The disk starts on what is written while the build goes on, so that the flush before
         // the rename waits for the last pieces rather than for the whole pack.
-        if o.written - o.writebackStarted >= FileDescriptor.writebackStep {
+        if o.offset - o.writebackStarted >= FileDescriptor.writebackStep {
             descriptor.startWriteback()
-            o.writebackStarted = o.written
+            o.writebackStarted = o.offset
         }
     }
 }

@@ -95,9 +95,10 @@ public struct PackWriter: Sendable {
             defer { workers.stop() }  // after the last batch, or a failure: no thread left behind
             let largeFileDigests = LargeFileDigests()
             defer { largeFileDigests.stop() }
-            try output.descriptor.write([UInt8](repeating: 0, count: PackHeader.size))
-            let writes = PackFileWrites(descriptor: output.descriptor)
+            let writes = try PackFileWrites(descriptor: output.descriptor)
             defer { writes.stop() }
+            // The header's place; it is written last, once the index is known.
+            try writes.write([[UInt8](repeating: 0, count: PackHeader.size)])
             var state = BuildState(
                 jobs: options.jobs, level: options.level, dictionary: dictionary, root: root,
                 workers: workers, largeFileDigests: largeFileDigests, writes: writes)
