@@ -92,13 +92,70 @@ import Testing
         let before = try Self.files(f)
         let rows = try Self.rows(f)
         #expect(rows.count == 1, "the same base and target bytes in both apps: one delta file, \(rows)")
-        try f.repo.uploads.deleteVersion(app: "com.example.other", pack: "Levels", number: otherTwo.number)
+        #expect(rows.first?.value.version == two.number, "named by the version it was made for: \(rows)")
+        // The version the row names goes; the other app's version of the same bytes keeps it.
+        try f.repo.uploads.deleteVersion(app: Self.app, pack: "Levels", number: two.number)
         #expect(try Self.files(f) == before)
         #expect(Set(try Self.rows(f).keys) == Set(rows.keys))
-        try f.repo.uploads.deleteVersion(app: Self.app, pack: "Levels", number: two.number)
+        try f.repo.uploads.deleteVersion(app: "com.example.other", pack: "Levels", number: otherTwo.number)
         let left = try Self.files(f)
         #expect(left.isEmpty, "no version of that digest is kept: \(left)")
         #expect(try Self.rows(f).isEmpty)
+    }
+
+    /// A version being processed has no pack digest of its own yet: it claims the digest of its
+    /// bytes before it reads the deltas listed into them (made for an earlier version of the same
+    /// bytes), so deleting that earlier version meanwhile does not collect them. Shown with a
+    /// version set to `PROCESSING` by hand claiming the digest as processing does, against the
+    /// same deletion without the claim.
+    @Test(arguments: [Backend.sqlite, .postgresql]) func aVersionBeingProcessedKeepsTheDeltasListedIntoItsBytes(
+        _ backend: Backend
+    ) throws {
+        for claiming in [true, false] {
+            let f = try Fixture(backend)
+            defer { f.dir.remove() }
+            #expect(try f.upload(seed: 1).state == .complete)
+            let two = try f.upload(seed: 2)
+            let rows = try Self.rows(f)
+            let digest = try #require(rows.first?.value.target)
+            let waiting = try f.repo.uploads.createVersion(app: Self.app, pack: "Levels", size: 1000)
+            _ = try f.repo.db.runAlone(
+                "UPDATE versions SET state = 'PROCESSING' WHERE number = ?", [.integer(Int64(waiting.number))])
+            if claiming {
+                try f.repo.db.transaction {
+                    try Uploads.claimPackDigest(
+                        &$0, app: Self.app, pack: "Levels", number: Int64(waiting.number), digest: digest)
+                }
+            }
+            try f.repo.uploads.deleteVersion(app: Self.app, pack: "Levels", number: two.number)
+            let files = try Self.files(f)
+            let keptAll = files.contains("\(digest).json") && rows.keys.allSatisfy { files.contains("\($0).delta") }
+            #expect(keptAll == claiming, "claiming \(claiming): \(files)")
+            #expect(files.isEmpty == !claiming)
+        }
+    }
+
+    /// A row recorded before targets were, for a version that never got a pack digest: kept and
+    /// given its target when a kept list names its file, removed with its file otherwise.
+    @Test(arguments: [Backend.sqlite, .postgresql]) func aRowWithoutATargetIsKeptWhenAKeptListNamesItsFile(
+        _ backend: Backend
+    ) throws {
+        let f = try Fixture(backend)
+        defer { f.dir.remove() }
+        #expect(try f.upload(seed: 1).state == .complete)
+        #expect(try f.upload(seed: 2).state == .complete)
+        let (sha, row) = try #require(try Self.rows(f).first)
+        let stray = SHA256.hash(Array("a delta of a version that failed".utf8)).hex
+        try f.repo.tree.write(Array("not a delta".utf8), at: PublishedTreeLayout.delta(sha256: stray).path)
+        _ = try f.repo.db.runAlone("UPDATE published_deltas SET target = NULL", [])
+        _ = try f.repo.db.runAlone(
+            "INSERT INTO published_deltas(sha256, app, pack, version) VALUES (?, ?, 'Levels', 99)",
+            [.text(stray), .text(Self.app)])
+        try f.repo.uploads.collectGarbage()
+        let files = try Self.files(f)
+        #expect(files.contains("\(sha).delta") && !files.contains("\(stray).delta"), "\(files)")
+        let after = try Self.rows(f)
+        #expect(Set(after.keys) == [sha] && after[sha]?.target == row.target, "\(after)")
     }
 
     /// Delta files written before deltas were recorded (no row): one no list names is removed, one

@@ -198,16 +198,20 @@ extension Repository {
                     state TEXT NOT NULL, reason TEXT, set_by_person TEXT, PRIMARY KEY (app, pack));
                 """),
         // The pack digest each published delta leads to (its file's header says the same), so that
-        // the deltas into versions no longer kept are collected with them (Publication+DeltaCollection.swift).
-        // Rows written before this step take it from the version they name.
+        // the deltas into versions no longer kept are collected with them (Publication+DeltaCollection.swift);
+        // rows written before this step take it from the version they name. And the pack digest a
+        // version being processed claims once its index is read (index_sha256 is set when it is
+        // COMPLETE), so that the deltas into its bytes are kept for it meanwhile.
         SchemaMigration(
             13, "the pack digest each published delta leads to, for collecting the deltas of versions deleted",
             sqlite: """
+                ALTER TABLE versions ADD COLUMN claimed_digest TEXT;
                 ALTER TABLE published_deltas ADD COLUMN target TEXT;
                 UPDATE published_deltas SET target = (SELECT index_sha256 FROM versions v
                     WHERE v.app = published_deltas.app AND v.pack = published_deltas.pack AND v.number = published_deltas.version);
                 """,
             postgresql: """
+                ALTER TABLE versions ADD COLUMN claimed_digest TEXT COLLATE "C";
                 ALTER TABLE published_deltas ADD COLUMN target TEXT COLLATE "C";
                 UPDATE published_deltas SET target = (SELECT index_sha256 FROM versions v
                     WHERE v.app = published_deltas.app AND v.pack = published_deltas.pack AND v.number = published_deltas.version);

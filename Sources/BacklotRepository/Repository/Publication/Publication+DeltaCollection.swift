@@ -14,7 +14,9 @@ extension Publication {
     ///
     /// Across processes sharing a tree, the order makes it safe: a delta's row is recorded
     /// before its file is written, and the files are listed here before the rows are read, so a
-    /// listed file has its row; a version being processed is kept, and its deltas' rows name it.
+    /// listed file has its row; a version being processed records its pack digest before it
+    /// reads the list of deltas into it (``Uploads/claimPackDigest(_:app:pack:number:digest:)``),
+    /// so the deltas it will be released with are kept from then on.
     /// A delta file without a row (written before deltas were recorded, schema step 11) is
     /// removed when no kept list names it, and recorded when one does.
     ///
@@ -31,31 +33,29 @@ extension Publication {
         }
         var kept = read.kept
         let rows = read.rows
-        // The pack digests that are kept: of a version processed, or of one being processed
-        // (which its deltas' rows name: its own digest is recorded only once it is complete).
+        // Also kept: the digest a row names when its version is kept (a version whose processing
+        // published deltas, from an earlier server that did not claim digests).
         for row in rows {
             guard let target = row["target"]?.string, let version = Self.version(of: row),
                 kept.versions.contains(version)
             else { continue }
             kept.packDigests[target] = kept.packDigests[target] ?? version
         }
+        // Rows with a target: kept with it. A row without one (made before targets were
+        // recorded, for a version that never got a pack digest) is looked for in the kept lists,
+        // as a file without a row is.
         var recorded: Set<String> = []
         var removed = 0
         for row in rows {
-            guard let sha = row["sha256"]?.string else { continue }
+            guard let sha = row["sha256"]?.string, let target = row["target"]?.string else { continue }
             recorded.insert(sha)
-            let isKept =
-                if let target = row["target"]?.string {
-                    kept.packDigests[target] != nil
-                } else {
-                    // A row made before targets were recorded whose version had none.
-                    Self.version(of: row).map(kept.versions.contains) ?? false
-                }
-            guard !isKept else { continue }
+            guard kept.packDigests[target] == nil else { continue }
             try tree.remove(PublishedTreeLayout.delta(sha256: sha).path)
-            _ = try db.runAlone("DELETE FROM published_deltas WHERE sha256 = ?", [.text(sha)])
+            _ = try db.runAlone(
+                "DELETE FROM published_deltas WHERE sha256 = ? AND target = ?", [.text(sha), .text(target)])
             removed += 1
         }
+        let untargeted = Set(rows.compactMap { $0["target"]?.string == nil ? $0["sha256"]?.string : nil })
         var unrecorded: [String] = []
         var keptLists: [String] = []
         for name in names {
@@ -71,12 +71,19 @@ extension Publication {
                 continue
             }
         }
+        // A row without a target whose file is gone names nothing.
+        let listedNames = Set(names)
+        for sha in untargeted where !listedNames.contains("\(sha).delta") {
+            _ = try db.runAlone("DELETE FROM published_deltas WHERE sha256 = ? AND target IS NULL", [.text(sha)])
+        }
         if !unrecorded.isEmpty { removed += try collectUnrecorded(unrecorded, lists: keptLists, kept: kept) }
         if removed > 0 { log("collected \(removed) delta files and lists of versions no longer kept") }
     }
 
-    /// Removes the delta files written before deltas were recorded that no kept list names, and
-    /// records the others (so that they are looked for here once). Returns how many it removed.
+    /// Removes the delta files without a recorded target (written before deltas were recorded,
+    /// or recorded before targets were) that no kept list names, with their rows, and records
+    /// the others with the list's digest (so that they are looked for here once). Returns how
+    /// many it removed.
     private func collectUnrecorded(
         _ unrecorded: [String], lists: [String], kept: Uploads.KeptVersions
     ) throws -> Int {
@@ -90,11 +97,16 @@ extension Publication {
         for sha in unrecorded {
             guard let target = named[sha], let version = kept.packDigests[target] else {
                 try tree.remove(PublishedTreeLayout.delta(sha256: sha).path)
+                _ = try db.runAlone("DELETE FROM published_deltas WHERE sha256 = ? AND target IS NULL", [.text(sha)])
                 removed += 1
                 continue
             }
             _ = try db.runAlone(
-                "INSERT INTO published_deltas(sha256, app, pack, version, target) VALUES (?, ?, ?, ?, ?) ON CONFLICT(sha256) DO NOTHING",
+                """
+                INSERT INTO published_deltas(sha256, app, pack, version, target) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT(sha256) DO UPDATE SET app = excluded.app, pack = excluded.pack, version = excluded.version,
+                    target = excluded.target WHERE published_deltas.target IS NULL
+                """,
                 [
                     .text(sha), .text(version.app), .text(version.pack), .integer(Int64(version.number)),
                     .text(target),

@@ -49,6 +49,11 @@ extension Publication {
                 target.reader.close()
                 let targetDigest = target.input.packDigest
                 builds.record { $0.targetDigest = targetDigest }
+                // Claimed before the list is read: from now on the deltas into these bytes are
+                // kept for this version, which garbage collection cannot see by its digest yet.
+                try db.transaction {
+                    try Uploads.claimPackDigest(&$0, app: app, pack: pack, number: number, digest: targetDigest.hex)
+                }
                 let listed = Set(try publishedDeltas(into: targetDigest).map(\.base))
                 // The bases' deltas on threads of their own (the system's pool, one of whose
                 // threads the check holds, ran them one after another), each with its own readers,

@@ -59,8 +59,6 @@ extension Uploads {
             .compactMap { $0["archive_sha256"]?.string })
         for sha in blobs where !live.contains(sha) { try archives.removeBlob(sha) }
         for sha in packs where !live.contains(sha) { try tree.remove(PublishedTreeLayout.pack(sha256: sha).path) }
-        // The deltas into versions no longer kept.
-        try publication.collectDeltas()
         // Uploads of deleted and failed versions. In a bucket, each is cleaned once (its row then says nothing is left).
         let dead = "((deleted = 1 AND state != 'PROCESSING') OR state = 'FAILED')"
         let rows = try db.read {
@@ -79,5 +77,7 @@ extension Uploads {
                 }
             }
         }
+        // The deltas into versions no longer kept, last: a failure there leaves the rest done.
+        try publication.collectDeltas()
     }
 }

@@ -80,19 +80,35 @@ extension Uploads {
         var packDigests: [String: Version] = [:]
     }
 
-    /// ``KeptVersions``, read in the caller's transaction.
+    /// ``KeptVersions``, read in the caller's transaction: a version being processed counts with
+    /// the pack digest it claimed (``claimPackDigest(_:app:pack:number:digest:)``).
     static func keptVersions(_ tx: inout any MetadataConnection) throws -> KeptVersions {
         var kept = KeptVersions()
         for r in try tx.query(
-            "SELECT app, pack, number, index_sha256 FROM versions WHERE deleted = 0 AND state != 'FAILED'", [])
+            "SELECT app, pack, number, index_sha256, claimed_digest FROM versions WHERE deleted = 0 AND state != 'FAILED'",
+            [])
         {
             guard let app = r["app"]?.string, let pack = r["pack"]?.string,
                 let number = r["number"]?.integer(as: Int.self)
             else { continue }
             let version = KeptVersions.Version(app: app, pack: pack, number: number)
             kept.versions.insert(version)
-            if let digest = r["index_sha256"]?.string { kept.packDigests[digest] = version }
+            for column in ["index_sha256", "claimed_digest"] {
+                if let digest = r[column]?.string { kept.packDigests[digest] = version }
+            }
         }
         return kept
+    }
+
+    /// Records the pack digest of a version being processed as soon as its index is read, before
+    /// the deltas into those bytes are looked at: garbage collection then keeps them for it
+    /// (``KeptVersions``), where `index_sha256` is set only once the version is `COMPLETE`.
+    /// Nothing happens to a version that is no longer processed.
+    static func claimPackDigest(
+        _ tx: inout any MetadataConnection, app: String, pack: String, number: Int64, digest: String
+    ) throws {
+        try tx.run(
+            "UPDATE versions SET claimed_digest = ? WHERE app = ? AND pack = ? AND number = ? AND state = 'PROCESSING'",
+            [.text(digest), .text(app), .text(pack), .integer(number)])
     }
 }
