@@ -37,12 +37,15 @@ enum AppleArchiveCommands {
     /// `inspect X.aar [--files]`. The listing (`--files`, `--json`) is printed only once the
     /// whole archive has been read and checked, from what the read rendered while it went, up to
     /// `listingBudget` bytes; past that (an archive of a million tiny entries lists hundreds of
-    /// megabytes) the archive is read a second time and each entry printed as it comes, so memory
-    /// never grows with the number of entries.
+    /// megabytes) the archive is read a second time, through the same open file, and each entry
+    /// printed as it comes: the listing's memory stays within the budget whatever the number of
+    /// entries (the check itself holds every path, at most 64 MiB of them).
     static func inspect(
         _ path: String, files: Bool, json: Bool, io: any CommandIO, listingBudget: Int = 16 << 20
     ) throws {
-        let size = try AppleArchiveFile(path: path).size
+        // One open file for both reads: a file renamed over it meanwhile is not read.
+        let file = try AppleArchiveFile(path: path)
+        let size = file.size
         let render: ((AppleArchiveEntry) throws -> String?)?
         if json {
             let encoder = CommandJSON.encoder()
@@ -53,7 +56,7 @@ enum AppleArchiveCommands {
             render = nil
         }
         var listing = ListingBuffer(budget: listingBudget)
-        let summary = try reader(path).readAll { entry in
+        let summary = try AppleArchiveReader(file, name: path).readAll { entry in
             // Rendered while the budget holds; past it, only in the second read.
             if let render, listing.kept != nil, let piece = try render(entry) { listing.add(piece) }
             return nil
@@ -63,7 +66,7 @@ enum AppleArchiveCommands {
         func list(_ out: (String) -> Void) throws {
             guard let render else { return }
             if let kept = listing.kept { return kept.forEach(out) }
-            _ = try reader(path).readAll { entry in
+            _ = try AppleArchiveReader(file, name: path).readAll { entry in
                 if let piece = try render(entry) { out(piece) }
                 return nil
             }
