@@ -56,16 +56,14 @@ public struct FileDescriptor: Sendable {
     /// buffer to the device without a copy into the page cache (`O_DIRECT`): for a large file
     /// written once and not read back soon, that copy costs a core about as much as hashing the
     /// bytes. Every buffer, offset and length written through it must be a multiple of
-    /// ``directAlignment``. Nil when the file system does not take such writes (tmpfs, some
-    /// network file systems): write through an ordinary descriptor then.
-    /// - Throws: ``BacklotError/Code/io`` for any other failure to open it.
-    public static func openForDirectWriting(_ path: String) throws -> FileDescriptor? {
+    /// ``directAlignment``. Nil when it cannot be opened so (a file system that does not take
+    /// such writes, as some network and FUSE ones, or any other refusal): write through an
+    /// ordinary descriptor then.
+    public static func openForDirectWriting(_ path: String) -> FileDescriptor? {
         while true {
             let fd = clinux_open_direct_write(path)
             if fd >= 0 { return FileDescriptor(rawValue: fd, path: path) }
-            if errno == EINTR { continue }
-            if errno == EINVAL { return nil }
-            throw SystemCall.error("open", path: path)
+            if errno != EINTR { return nil }
         }
     }
 

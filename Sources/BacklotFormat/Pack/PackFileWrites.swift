@@ -12,7 +12,7 @@ import Synchronization
 /// cache (``FileDescriptor/openForDirectWriting(_:)``): a pack is written once and not read back,
 /// and the copy cost a core about 0.5 s a GiB here, more when the cache is full and pages must be
 /// reclaimed first. The last piece (shorter than a block) goes through the ordinary descriptor.
-/// Elsewhere (tmpfs), or after a direct write fails, every write goes through the ordinary
+/// Elsewhere (a file system that refuses them), or after a direct write fails, every write goes through the ordinary
 /// descriptor and the file's write-back is started every ``FileDescriptor/writebackStep`` (so
 /// that the flush before the rename waits only for the last pieces).
 ///
@@ -21,7 +21,7 @@ import Synchronization
 /// ``finish()``; what was queued after it is not written.
 ///
 /// ```swift
-/// let writes = try PackFileWrites(descriptor: output.descriptor)
+/// let writes = PackFileWrites(descriptor: output.descriptor)
 /// defer { writes.stop() }
 /// try writes.write([frame1, frame2])
 /// try writes.finish()  // every byte handed over is written
@@ -61,13 +61,13 @@ final class PackFileWrites: Sendable {
     /// Writes to `descriptor` from offset 0, directly to the device when `bypassingPageCache`
     /// and the file system allows it (the file at `descriptor.path` is opened again: it must be
     /// the same file, else the ordinary descriptor is used).
-    /// - Throws: ``BacklotError/Code/io`` when the file cannot be opened again.
-    init(descriptor: FileDescriptor, bypassingPageCache: Bool = true) throws {
+    init(descriptor: FileDescriptor, bypassingPageCache: Bool = true) {
         self.descriptor = descriptor
         var output = Output()
-        if bypassingPageCache, let direct = try FileDescriptor.openForDirectWriting(descriptor.path) {
-            let mine = try descriptor.status()
-            if let theirs = try? direct.status(), theirs.st_dev == mine.st_dev, theirs.st_ino == mine.st_ino {
+        if bypassingPageCache, let direct = FileDescriptor.openForDirectWriting(descriptor.path) {
+            if let mine = try? descriptor.status(), let theirs = try? direct.status(), theirs.st_dev == mine.st_dev,
+                theirs.st_ino == mine.st_ino
+            {
                 output.direct = direct
             } else {
                 direct.close()

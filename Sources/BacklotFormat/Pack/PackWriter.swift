@@ -95,7 +95,7 @@ public struct PackWriter: Sendable {
             defer { workers.stop() }  // after the last batch, or a failure: no thread left behind
             let largeFileDigests = LargeFileDigests()
             defer { largeFileDigests.stop() }
-            let writes = try PackFileWrites(descriptor: output.descriptor)
+            let writes = PackFileWrites(descriptor: output.descriptor)
             defer { writes.stop() }
             // The header's place; it is written last, once the index is known.
             try writes.write([[UInt8](repeating: 0, count: PackHeader.size)])
