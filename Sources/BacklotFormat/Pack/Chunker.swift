@@ -67,17 +67,28 @@ public struct Chunker: Sendable, Hashable {
         return Chunker.gear.withUnsafeBufferPointer { g in
             var hash: UInt64 = 0
             var i = minimumSize
-            while i < normal {
-                hash = (hash << 1) &+ g[Int(bytes[i])]
-                if hash & smallMask == 0 { return i + 1 }
-                i += 1
+            // Two bytes a step: the hash two bytes on is 4h + 2·G[b₀] + G[b₁], one shift and one
+            // addition after h where one byte a step chained two of each; the hash between
+            // (2h + G[b₀]) is tested on the side. The same cuts as one byte a step
+            // (`ChunkerTests.twoBytesAStepCutWhereOneByteAStepDoes`).
+            func run(to end: Int, mask: UInt64) -> Int? {
+                while i + 1 < end {
+                    let first = g[Int(bytes[i])]
+                    let second = g[Int(bytes[i + 1])]
+                    let between = (hash << 1) &+ first
+                    hash = (hash << 2) &+ ((first << 1) &+ second)
+                    if between & mask == 0 { return i + 1 }
+                    if hash & mask == 0 { return i + 2 }
+                    i += 2
+                }
+                if i < end {
+                    hash = (hash << 1) &+ g[Int(bytes[i])]
+                    i += 1
+                    if hash & mask == 0 { return i }
+                }
+                return nil
             }
-            while i < limit {
-                hash = (hash << 1) &+ g[Int(bytes[i])]
-                if hash & largeMask == 0 { return i + 1 }
-                i += 1
-            }
-            return limit
+            return run(to: normal, mask: smallMask) ?? run(to: limit, mask: largeMask) ?? limit
         }
     }
 }
