@@ -254,7 +254,7 @@ let package = Package(
         .testTarget(
             name: "BacklotCommandsTests",
             dependencies: [
-                "BacklotAgent", "BacklotBasics", "BacklotProtocol", "BacklotClient", "BacklotCommands",
+                "BacklotAgent", "BacklotAppleArchive", "BacklotBasics", "BacklotProtocol", "BacklotClient", "BacklotCommands",
                 "BacklotContainer", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient", "BacklotHTTPServer",
                 "BacklotJSON", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport",
             ]),
