@@ -256,7 +256,8 @@ let package = Package(
             dependencies: [
                 "BacklotAgent", "BacklotAppleArchive", "BacklotBasics", "BacklotProtocol", "BacklotClient",
                 "BacklotCommands", "BacklotContainer", "BacklotCrypto", "BacklotFormat", "BacklotHTTPClient",
-                "BacklotHTTPServer", "BacklotJSON", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore", "BacklotTestSupport",
+                "BacklotHTTPServer", "BacklotJSON", "BacklotRepository", "BacklotS3", "BacklotServer", "BacklotStore",
+                "BacklotTestSupport",
             ]),
         // Apple's code on Backlot (docs/porting.md): the seeds' snippets and code written from Apple's
         // declarations, with only the imports changed, as an app, an extension and compiled test sources.
