@@ -85,14 +85,23 @@ public final class HostingService: Sendable {
             accessLog: c.accessLog, metricsAccess: c.metrics, version: c.version, loadShedding: c.loadShedding)
         self.repository = repository
         let lastResign = Mutex(ContinuousClock.now)
+        // Garbage collection by the lease holder: an hour after the start, then hourly.
+        let lastCollection = Mutex(ContinuousClock.now)
         let abandonedAfter = c.abandonedUploadsAfter
         sharedWork = RepeatingTimer(label: "backlot.shared-work", every: max(1, min(60, c.leaseSeconds / 2))) {
-            let due = lastResign.withLock { last in
-                guard ContinuousClock.now - last >= .seconds(60) else { return false }
-                last = .now
-                return true
+            func isDue(_ last: borrowing Mutex<ContinuousClock.Instant>, every interval: Duration) -> Bool {
+                last.withLock { last in
+                    guard ContinuousClock.now - last >= interval else { return false }
+                    last = .now
+                    return true
+                }
             }
-            do { try repository.shareWork(resigning: due, abandonedUploadsAfter: abandonedAfter) } catch {
+            let due = isDue(lastResign, every: .seconds(60))
+            let collecting = due && isDue(lastCollection, every: .seconds(3600))
+            do {
+                try repository.shareWork(
+                    resigning: due, abandonedUploadsAfter: abandonedAfter, collectingGarbage: collecting)
+            } catch {
                 events("background work: \(error)")
             }
         }

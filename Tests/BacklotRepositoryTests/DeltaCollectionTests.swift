@@ -135,6 +135,27 @@ import Testing
         }
     }
 
+    /// A version that failed once its deltas were published (its processing stopped at the last
+    /// step) is collected by the lease holder's shared work when asked, with no deletion.
+    @Test(arguments: [Backend.sqlite, .postgresql]) func theSharedWorkCollectsTheDeltasOfAVersionThatFailedLate(
+        _ backend: Backend
+    ) throws {
+        let f = try Fixture(backend)
+        defer { f.dir.remove() }
+        #expect(try f.upload(seed: 1).state == .complete)
+        let two = try f.upload(seed: 2)
+        _ = try f.repo.db.runAlone(
+            "UPDATE versions SET state = 'FAILED' WHERE number = ?", [.integer(Int64(two.number))])
+        let before = try Self.files(f)
+        #expect(!before.isEmpty)
+        try f.repo.shareWork(resigning: true)
+        #expect(try Self.files(f) == before, "collected only when asked")
+        try f.repo.shareWork(resigning: true, collectingGarbage: true)
+        let left = try Self.files(f)
+        let rows = try Self.rows(f)
+        #expect(left.isEmpty && rows.isEmpty, "\(left)")
+    }
+
     /// A row recorded before targets were, for a version that never got a pack digest: kept and
     /// given its target when a kept list names its file, removed with its file otherwise.
     @Test(arguments: [Backend.sqlite, .postgresql]) func aRowWithoutATargetIsKeptWhenAKeptListNamesItsFile(

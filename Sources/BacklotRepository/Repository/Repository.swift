@@ -203,14 +203,18 @@ public final class Repository: Sendable {
     /// figures past their keeping are deleted (``DeviceReports/removeExpired(now:)``). The lease
     /// lasts three minutes: while any server runs, one of them re-signs.
     /// Uploads that saw no bytes for longer than `abandonedUploadsAfter` seconds are removed
-    /// (``Uploads/removeAbandoned(olderThan:now:)``).
+    /// (``Uploads/removeAbandoned(olderThan:now:)``). With `collectingGarbage`, the lease holder
+    /// also collects what no kept version uses (``Uploads/collectGarbage()``; `backlot serve` asks
+    /// for it hourly): a deletion collects at once, and this catches what no deletion did, such
+    /// as the deltas of a version that failed, or was deleted, once its deltas were published.
     ///
     /// ```swift
     /// try repository.shareWork(resigning: true, abandonedUploadsAfter: 3 * 86_400)
     /// ```
     /// - Throws: ``BacklotError/Code/unavailable`` when the database cannot be reached; what publishing throws.
     public func shareWork(
-        resigning: Bool, abandonedUploadsAfter: TimeInterval = Repository.defaultAbandonedUploadsAfter
+        resigning: Bool, abandonedUploadsAfter: TimeInterval = Repository.defaultAbandonedUploadsAfter,
+        collectingGarbage: Bool = false
     ) throws {
         try uploads.takeOverAbandonedProcessing()
         try uploads.removeAbandoned(olderThan: abandonedUploadsAfter)
@@ -218,6 +222,7 @@ public final class Repository: Sendable {
             try publication.resign()
             for line in try releases.advancePhasedRollouts() { log(line) }
             try deviceReports.removeExpired()
+            if collectingGarbage { try uploads.collectGarbage() }
         }
     }
 }
