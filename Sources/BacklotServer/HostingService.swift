@@ -85,22 +85,22 @@ public final class HostingService: Sendable {
             accessLog: c.accessLog, metricsAccess: c.metrics, version: c.version, loadShedding: c.loadShedding)
         self.repository = repository
         let lastResign = Mutex(ContinuousClock.now)
-        // Garbage collection by the lease holder: an hour after the start, then hourly.
-        let lastCollection = Mutex(ContinuousClock.now)
+        // Garbage collection by the lease holder, at its first round and then hourly (counted
+        // from the last one that succeeded).
+        let lastCollection = Mutex<ContinuousClock.Instant?>(nil)
         let abandonedAfter = c.abandonedUploadsAfter
         sharedWork = RepeatingTimer(label: "backlot.shared-work", every: max(1, min(60, c.leaseSeconds / 2))) {
-            func isDue(_ last: borrowing Mutex<ContinuousClock.Instant>, every interval: Duration) -> Bool {
-                last.withLock { last in
-                    guard ContinuousClock.now - last >= interval else { return false }
-                    last = .now
-                    return true
-                }
+            let due = lastResign.withLock { last in
+                guard ContinuousClock.now - last >= .seconds(60) else { return false }
+                last = .now
+                return true
             }
-            let due = isDue(lastResign, every: .seconds(60))
-            let collecting = due && isDue(lastCollection, every: .seconds(3600))
+            let collecting =
+                due && lastCollection.withLock { $0.map { ContinuousClock.now - $0 >= .seconds(3600) } ?? true }
             do {
-                try repository.shareWork(
+                let collected = try repository.shareWork(
                     resigning: due, abandonedUploadsAfter: abandonedAfter, collectingGarbage: collecting)
+                if collected { lastCollection.withLock { $0 = .now } }
             } catch {
                 events("background work: \(error)")
             }

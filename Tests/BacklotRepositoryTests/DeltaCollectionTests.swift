@@ -135,6 +135,35 @@ import Testing
         }
     }
 
+    /// Every version processed claims its pack digest, with bases or without (the first version,
+    /// or `--delta-bases 0`): the list of deltas into its bytes that its release will name is kept
+    /// for it before it is COMPLETE. A claim for a version not being processed changes nothing.
+    @Test func everyProcessedVersionClaimsItsPackDigestWithOrWithoutBases() throws {
+        let f = try Fixture(.sqlite)
+        defer { f.dir.remove() }
+        func digests(_ number: Int) throws -> (claimed: String?, index: String?) {
+            let row = try #require(
+                try f.repo.db.read {
+                    try $0.query(
+                        "SELECT claimed_digest, index_sha256 FROM versions WHERE number = ?", [.integer(Int64(number))])
+                }.first)
+            return (row["claimed_digest"]?.string, row["index_sha256"]?.string)
+        }
+        f.repo.publication.setDeltaBases(0)
+        let one = try f.upload(seed: 1)
+        f.repo.publication.setDeltaBases(3)
+        let two = try f.upload(seed: 2)
+        for version in [one, two] {
+            #expect(version.state == .complete)
+            let found = try digests(version.number)
+            #expect(found.claimed != nil && found.claimed == found.index, "version \(version.number): \(found)")
+        }
+        try f.repo.db.transaction {
+            try Uploads.claimPackDigest(&$0, app: Self.app, pack: "Levels", number: Int64(one.number), digest: "ab")
+        }
+        #expect(try digests(one.number).claimed == digests(one.number).index)
+    }
+
     /// A version that failed once its deltas were published (its processing stopped at the last
     /// step) is collected by the lease holder's shared work when asked, with no deletion.
     @Test(arguments: [Backend.sqlite, .postgresql]) func theSharedWorkCollectsTheDeltasOfAVersionThatFailedLate(

@@ -207,22 +207,32 @@ public final class Repository: Sendable {
     /// also collects what no kept version uses (``Uploads/collectGarbage()``; `backlot serve` asks
     /// for it hourly): a deletion collects at once, and this catches what no deletion did, such
     /// as the deltas of a version that failed, or was deleted, once its deltas were published.
+    /// Returns whether it collected (a failure is logged, and the rest of the round still done).
     ///
     /// ```swift
     /// try repository.shareWork(resigning: true, abandonedUploadsAfter: 3 * 86_400)
     /// ```
     /// - Throws: ``BacklotError/Code/unavailable`` when the database cannot be reached; what publishing throws.
+    @discardableResult
     public func shareWork(
         resigning: Bool, abandonedUploadsAfter: TimeInterval = Repository.defaultAbandonedUploadsAfter,
         collectingGarbage: Bool = false
-    ) throws {
+    ) throws -> Bool {
         try uploads.takeOverAbandonedProcessing()
         try uploads.removeAbandoned(olderThan: abandonedUploadsAfter)
-        if resigning, try leases.acquire(Self.resigningLease, for: 180) {
-            try publication.resign()
-            for line in try releases.advancePhasedRollouts() { log(line) }
-            try deviceReports.removeExpired()
-            if collectingGarbage { try uploads.collectGarbage() }
+        guard resigning, try leases.acquire(Self.resigningLease, for: 180) else { return false }
+        var collected = false
+        if collectingGarbage {
+            do {
+                try uploads.collectGarbage()
+                collected = true
+            } catch {
+                log("garbage collection: \(error)")
+            }
         }
+        try publication.resign()
+        for line in try releases.advancePhasedRollouts() { log(line) }
+        try deviceReports.removeExpired()
+        return collected
     }
 }

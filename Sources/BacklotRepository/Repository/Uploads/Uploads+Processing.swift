@@ -237,8 +237,18 @@ extension Uploads {
             checked.header.indexOffset, to: Int64.self, "the index offset", context: UploadedPackCheck.source)
         // Deltas from earlier versions are published before the version can be released
         // (Publication+Deltas.swift), under the blob lock: this process's garbage collection,
-        // which collects the deltas of versions deleted, never runs while they are written.
-        blobLock.withLock { _ in publication.publishDeltas(deltas) }
+        // which collects the deltas of versions no longer kept, never runs while they are
+        // written. The version claims its pack digest there first (it is recorded as its own only
+        // once it is COMPLETE, below), whether or not it made deltas: the deltas already listed
+        // into its bytes, which its release will name, are kept from then on.
+        try blobLock.withLock { _ in
+            try db.transaction {
+                try Uploads.claimPackDigest(
+                    &$0, app: row["app"]?.string ?? "", pack: pack, number: Int64(row["number"]?.int ?? 0),
+                    digest: checked.header.indexDigest.hex)
+            }
+            publication.publishDeltas(deltas)
+        }
         try db.transaction { tx in
             let changed = try tx.run(
                 """
