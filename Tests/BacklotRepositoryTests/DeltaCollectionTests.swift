@@ -28,6 +28,15 @@ import Testing
 
     static func files(_ f: Fixture) throws -> Set<String> { Set(try f.repo.tree.fileNames(in: folder)) }
 
+    /// Versions 1 and 2 of the pack uploaded and processed (version 2 with a delta from 1);
+    /// returns version 2. The caller removes the fixture's folder.
+    static func twoVersions(_ f: Fixture) throws -> VersionInfo {
+        #expect(try f.upload(seed: 1).state == .complete)
+        let two = try f.upload(seed: 2)
+        #expect(two.state == .complete)
+        return two
+    }
+
     @Test(arguments: Backend.allCases) func theDeltasIntoADeletedVersionGoWithItAndThoseFromItStay(
         _ backend: Backend
     ) throws {
@@ -114,8 +123,7 @@ import Testing
         for claiming in [true, false] {
             let f = try Fixture(backend)
             defer { f.dir.remove() }
-            #expect(try f.upload(seed: 1).state == .complete)
-            let two = try f.upload(seed: 2)
+            let two = try Self.twoVersions(f)
             let rows = try Self.rows(f)
             let digest = try #require(rows.first?.value.target)
             let waiting = try f.repo.uploads.createVersion(app: Self.app, pack: "Levels", size: 1000)
@@ -171,8 +179,7 @@ import Testing
     ) throws {
         let f = try Fixture(backend)
         defer { f.dir.remove() }
-        #expect(try f.upload(seed: 1).state == .complete)
-        let two = try f.upload(seed: 2)
+        let two = try Self.twoVersions(f)
         _ = try f.repo.db.runAlone(
             "UPDATE versions SET state = 'FAILED' WHERE number = ?", [.integer(Int64(two.number))])
         let before = try Self.files(f)
@@ -192,8 +199,7 @@ import Testing
     ) throws {
         let f = try Fixture(backend)
         defer { f.dir.remove() }
-        #expect(try f.upload(seed: 1).state == .complete)
-        #expect(try f.upload(seed: 2).state == .complete)
+        _ = try Self.twoVersions(f)
         let (sha, row) = try #require(try Self.rows(f).first)
         let stray = SHA256.hash(Array("a delta of a version that failed".utf8)).hex
         try f.repo.tree.write(Array("not a delta".utf8), at: PublishedTreeLayout.delta(sha256: stray).path)
@@ -215,9 +221,7 @@ import Testing
     ) throws {
         let f = try Fixture(backend)
         defer { f.dir.remove() }
-        #expect(try f.upload(seed: 1).state == .complete)
-        let two = try f.upload(seed: 2)
-        #expect(two.state == .complete)
+        let two = try Self.twoVersions(f)
         let rows = try Self.rows(f)
         let (sha, row) = try #require(rows.first)
         _ = try f.repo.db.runAlone("DELETE FROM published_deltas", [])

@@ -82,7 +82,7 @@ enum AppleArchiveCommands {
         }
         if json {
             // The document with no entry, then the entries in its place, as one encoding of the
-            // whole would lay them out (``jsonPiece(_:)``).
+            // whole would lay them out (``jsonPiece(_:encoder:)``).
             let empty = try CommandJSON.text(
                 InspectOutput(
                     format: "aar", path: path, archiveBytes: size, compression: summary.compression,
@@ -132,7 +132,7 @@ enum AppleArchiveCommands {
 
     /// An entry of `inspect --json`'s `entries`, laid out as in the whole document (each line
     /// indented two levels), without the separator. `encoder` is ``CommandJSON/encoder()``'s.
-    static func jsonPiece(_ entry: AppleArchiveEntry, encoder: JSONEncoder) throws -> String? {
+    static func jsonPiece(_ entry: AppleArchiveEntry, encoder: JSONEncoder) throws -> String {
         let object = try encoder.encode(
             InspectOutput.Entry(
                 type: entry.kind.name, path: entry.path, bytes: entry.dataSize,
@@ -152,7 +152,7 @@ enum AppleArchiveCommands {
     struct ListingBuffer {
         let budget: Int
         private(set) var kept: [String]? = []
-        private(set) var bytes = 0
+        private var bytes = 0
 
         init(budget: Int) { self.budget = budget }
 

@@ -14,9 +14,10 @@ extension Publication {
     ///
     /// Across processes sharing a tree, the order makes it safe: a delta's row is recorded
     /// before its file is written, and the files are listed here before the rows are read, so a
-    /// listed file has its row; a version being processed records its pack digest before it
-    /// reads the list of deltas into it (``Uploads/claimPackDigest(_:app:pack:number:digest:)``),
-    /// so the deltas it will be released with are kept from then on.
+    /// listed file has its row; a version being processed claims its pack digest before it
+    /// reads the list of deltas into it, and again before it publishes its own
+    /// (``Uploads/claimPackDigest(_:app:pack:number:digest:)``), so the deltas it will be
+    /// released with are kept from then on.
     /// A delta file without a row (written before deltas were recorded, schema step 11) is
     /// removed when no kept list names it, and recorded when one does.
     ///
@@ -27,20 +28,12 @@ extension Publication {
         let names = try tree.fileNames(in: PublishedTreeLayout.deltasFolder)
         let read = try db.read { tx in
             (
-                kept: try Uploads.keptVersions(&tx),
-                rows: try tx.query("SELECT sha256, app, pack, version, target FROM published_deltas", [])
+                kept: try Uploads.keptPackDigests(&tx),
+                rows: try tx.query("SELECT sha256, target FROM published_deltas", [])
             )
         }
-        var kept = read.kept
+        let kept = read.kept
         let rows = read.rows
-        // Also kept: the digest a row names when its version is kept (a version whose processing
-        // published deltas, from an earlier server that did not claim digests).
-        for row in rows {
-            guard let target = row["target"]?.string, let version = Self.version(of: row),
-                kept.versions.contains(version)
-            else { continue }
-            kept.packDigests[target] = kept.packDigests[target] ?? version
-        }
         // Rows with a target: kept with it. A row without one (made before targets were
         // recorded, for a version that never got a pack digest) is looked for in the kept lists,
         // as a file without a row is.
@@ -49,7 +42,7 @@ extension Publication {
         for row in rows {
             guard let sha = row["sha256"]?.string, let target = row["target"]?.string else { continue }
             recorded.insert(sha)
-            guard kept.packDigests[target] == nil else { continue }
+            guard kept[target] == nil else { continue }
             try tree.remove(PublishedTreeLayout.delta(sha256: sha).path)
             _ = try db.runAlone(
                 "DELETE FROM published_deltas WHERE sha256 = ? AND target = ?", [.text(sha), .text(target)])
@@ -62,7 +55,7 @@ extension Publication {
             switch PublishedTreeLayout(path: PublishedTreeLayout.deltasFolder + "/" + name) {
             case .delta(let sha)? where !recorded.contains(sha):
                 unrecorded.append(sha)
-            case .deltaList(let digest)? where kept.packDigests[digest] == nil:
+            case .deltaList(let digest)? where kept[digest] == nil:
                 try tree.remove(PublishedTreeLayout.deltaList(packDigest: digest).path)
                 removed += 1
             case .deltaList(let digest)?:
@@ -85,7 +78,7 @@ extension Publication {
     /// the others with the list's digest (so that they are looked for here once). Returns how
     /// many it removed.
     private func collectUnrecorded(
-        _ unrecorded: [String], lists: [String], kept: Uploads.KeptVersions
+        _ unrecorded: [String], lists: [String], kept: [String: Uploads.AnyVersion]
     ) throws -> Int {
         var named: [String: String] = [:]
         for digest in lists {
@@ -95,31 +88,16 @@ extension Publication {
         }
         var removed = 0
         for sha in unrecorded {
-            guard let target = named[sha], let version = kept.packDigests[target] else {
+            guard let target = named[sha], let version = kept[target] else {
                 try tree.remove(PublishedTreeLayout.delta(sha256: sha).path)
                 _ = try db.runAlone("DELETE FROM published_deltas WHERE sha256 = ? AND target IS NULL", [.text(sha)])
                 removed += 1
                 continue
             }
-            _ = try db.runAlone(
-                """
-                INSERT INTO published_deltas(sha256, app, pack, version, target) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT(sha256) DO UPDATE SET app = excluded.app, pack = excluded.pack, version = excluded.version,
-                    target = excluded.target WHERE published_deltas.target IS NULL
-                """,
-                [
-                    .text(sha), .text(version.app), .text(version.pack), .integer(Int64(version.number)),
-                    .text(target),
-                ])
+            try recordDelta(
+                sha, leadingTo: target, app: version.app, pack: version.pack, number: Int64(version.number),
+                replacing: false)
         }
         return removed
-    }
-
-    /// The version a row of `published_deltas` names.
-    private static func version(of row: Database.Row) -> Uploads.KeptVersions.Version? {
-        guard let app = row["app"]?.string, let pack = row["pack"]?.string,
-            let number = row["version"]?.integer(as: Int.self)
-        else { return nil }
-        return Uploads.KeptVersions.Version(app: app, pack: pack, number: number)
     }
 }

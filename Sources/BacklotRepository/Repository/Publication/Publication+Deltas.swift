@@ -127,20 +127,10 @@ extension Publication {
             let digest = SHA256.hash(result.bytes)
             let file = PublishedTreeLayout.delta(sha256: digest.hex)
             // Recorded before it is written, as a blob is: a delta file that collection lists
-            // has its row (``collectDeltas()``). The row names the version the delta leads to,
-            // for the download counts and for collection (a delta of the same bytes written for
-            // another version of the same pack digest is named by the latest: that one is being
-            // processed, and so kept, while the earlier may be deleted).
-            _ = try db.runAlone(
-                """
-                INSERT INTO published_deltas(sha256, app, pack, version, target) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT(sha256) DO UPDATE SET app = excluded.app, pack = excluded.pack, version = excluded.version,
-                    target = excluded.target
-                """,
-                [
-                    .text(digest.hex), .text(builds.app), .text(builds.pack), .integer(builds.number),
-                    .text(targetDigest.hex),
-                ])
+            // has its row (``collectDeltas()``).
+            try recordDelta(
+                digest.hex, leadingTo: targetDigest.hex, app: builds.app, pack: builds.pack, number: builds.number,
+                replacing: true)
             try tree.write(result.bytes, at: file.path)
             list.append(
                 Catalog.Delta(
@@ -156,6 +146,23 @@ extension Publication {
         if list.count > Self.maximumListedDeltas { list.removeFirst(list.count - Self.maximumListedDeltas) }
         if made > 0 { try tree.write(Catalog.encodeDeltaList(list), at: listPath) }
         return made
+    }
+
+    /// Records the delta file `sha256`: the pack digest it leads to (``collectDeltas()``) and a
+    /// version of it (the download counts). A row already there is named anew when `replacing`
+    /// (a delta of the same bytes made for another version of the same digest is named by the
+    /// latest: that one is being processed, and so kept, while the earlier may be deleted), else
+    /// only when it has no target yet.
+    func recordDelta(
+        _ sha256: String, leadingTo target: String, app: String, pack: String, number: Int64, replacing: Bool
+    ) throws {
+        _ = try db.runAlone(
+            """
+            INSERT INTO published_deltas(sha256, app, pack, version, target) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT(sha256) DO UPDATE SET app = excluded.app, pack = excluded.pack, version = excluded.version,
+                target = excluded.target
+            """ + (replacing ? "" : " WHERE published_deltas.target IS NULL"),
+            [.text(sha256), .text(app), .text(pack), .integer(number), .text(target)])
     }
 
     /// The most deltas the list into one pack's bytes names (the newest kept).

@@ -64,26 +64,19 @@ extension Uploads {
         return counts
     }
 
-    /// The versions kept (neither deleted nor failed, of every app) and the pack digests of those
-    /// processed: what the deltas into a version stay published for
-    /// (``Publication/collectDeltas()``).
-    struct KeptVersions {
-        /// A version of any app.
-        struct Version: Hashable {
-            let app: String
-            let pack: String
-            let number: Int
-        }
-
-        var versions: Set<Version> = []
-        /// Each pack digest kept, and one version of it.
-        var packDigests: [String: Version] = [:]
+    /// A version of any app.
+    struct AnyVersion: Hashable {
+        let app: String
+        let pack: String
+        let number: Int
     }
 
-    /// ``KeptVersions``, read in the caller's transaction: a version being processed counts with
-    /// the pack digest it claimed (``claimPackDigest(_:app:pack:number:digest:)``).
-    static func keptVersions(_ tx: inout any MetadataConnection) throws -> KeptVersions {
-        var kept = KeptVersions()
+    /// The pack digests of the versions kept (neither deleted nor failed, of every app), each
+    /// with one version of it: what the deltas into a version stay published for
+    /// (``Publication/collectDeltas()``). A version being processed counts with the digest it
+    /// claimed (``claimPackDigest(_:app:pack:number:digest:)``). Read in the caller's transaction.
+    static func keptPackDigests(_ tx: inout any MetadataConnection) throws -> [String: AnyVersion] {
+        var kept: [String: AnyVersion] = [:]
         for r in try tx.query(
             "SELECT app, pack, number, index_sha256, claimed_digest FROM versions WHERE deleted = 0 AND state != 'FAILED'",
             [])
@@ -91,10 +84,8 @@ extension Uploads {
             guard let app = r["app"]?.string, let pack = r["pack"]?.string,
                 let number = r["number"]?.integer(as: Int.self)
             else { continue }
-            let version = KeptVersions.Version(app: app, pack: pack, number: number)
-            kept.versions.insert(version)
             for column in ["index_sha256", "claimed_digest"] {
-                if let digest = r[column]?.string { kept.packDigests[digest] = version }
+                if let digest = r[column]?.string { kept[digest] = AnyVersion(app: app, pack: pack, number: number) }
             }
         }
         return kept
@@ -102,7 +93,7 @@ extension Uploads {
 
     /// Records the pack digest of a version being processed as soon as its index is read, before
     /// the deltas into those bytes are looked at: garbage collection then keeps them for it
-    /// (``KeptVersions``), where `index_sha256` is set only once the version is `COMPLETE`.
+    /// (``keptPackDigests(_:)``), where `index_sha256` is set only once the version is `COMPLETE`.
     /// Nothing happens to a version that is no longer processed.
     static func claimPackDigest(
         _ tx: inout any MetadataConnection, app: String, pack: String, number: Int64, digest: String
