@@ -31,10 +31,13 @@ enum PackDictionary {
     static let sampleBudget: UInt64 = 8 << 20
 
     /// The dictionary for `files`, or nil when there are too few small files or it would not pay.
+    /// While it is trained on one thread, the others measure the samples without it, then read
+    /// `ahead` the first files (`chunker` cuts them).
     /// - Throws: ``BacklotError/Code/invalidSource`` if a sampled file changed since it was
     ///   selected, ``BacklotError/Code/io``.
     static func train(
-        for files: [SourceSelection.File], root: DirectoryHandle, level: Int32, jobs: Int
+        for files: [SourceSelection.File], root: DirectoryHandle, level: Int32, jobs: Int,
+        readingAhead ahead: ReadAhead? = nil, chunker: Chunker = Chunker()
     ) throws -> ZstdDictionary? {
         var candidates = 0
         var candidateBytes: UInt64 = 0
@@ -44,20 +47,13 @@ enum PackDictionary {
         }
         guard candidates >= minimumFiles else { return nil }
         let every = max(1, Int((candidateBytes + sampleBudget - 1) / sampleBudget))
-        // The samples end to end, read straight into one buffer (no copy of each).
-        var joined: [UInt8] = []
-        var sizes: [Int] = []
-        joined.reserveCapacity(Int(min(candidateBytes, sampleBudget + fileLimit)))
+        var chosen: [SourceSelection.File] = []
         var seen = 0
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(fileLimit) + 1, alignment: 16)
-        defer { buffer.deallocate() }
         for f in files where f.size >= 1 && f.size <= fileLimit {
             defer { seen += 1 }
-            guard seen % every == 0 else { continue }
-            let count = try SmallBatch.read(f, root: root, into: buffer)
-            joined += UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-            sizes.append(count)
+            if seen % every == 0 { chosen.append(f) }
         }
+        let (joined, sizes) = try read(chosen, root: root, jobs: jobs)
         let sampled = UInt64(joined.count)
         var starts: [Int] = []
         starts.reserveCapacity(sizes.count)
@@ -77,15 +73,18 @@ enum PackDictionary {
         let nextAlone = AtomicCounter()
         let untrained = Atomic<Bool>(false)
         let failures = FirstFailure()
+        let training = Atomic<Bool>(true)
         let task: @Sendable (Int) -> Void = { task in
             if task == 0 {
                 let dictionary = ZstdDictionary.train(joined: samples, sizes: lengths, capacity: capacity)
                 trained.set(0, dictionary)
                 if dictionary == nil { untrained.store(true, ordering: .relaxed) }
+                training.store(false, ordering: .relaxed)
             }
             compress(
                 samples, bounds: bounds, lengths: lengths, with: ZstdCompressor(level: level), next: nextAlone,
                 total: alone, failures: failures, while: { !untrained.load(ordering: .relaxed) })
+            if task != 0 { ahead?.run(root: root, chunker: chunker, until: { !training.load(ordering: .relaxed) }) }
         }
         if jobs > 1 { DispatchQueueRunner.forEach(count: jobs, task) } else { task(0) }
         if let error = failures.first { throw error }
@@ -104,6 +103,40 @@ enum PackDictionary {
         let saved = alone.valueAdd(0) - against.valueAdd(0)
         let expected = Double(saved) * Double(candidateBytes) / Double(max(1, sampled))
         return expected > Double(2 * dictionary.bytes.count) ? dictionary : nil
+    }
+
+    /// The `chosen` files' bytes end to end, and each one's size, read on `jobs` threads.
+    private static func read(
+        _ chosen: [SourceSelection.File], root: DirectoryHandle, jobs: Int
+    ) throws -> (joined: [UInt8], sizes: [Int]) {
+        let read = IndexedResults<[UInt8]>(count: chosen.count)
+        let next = AtomicCounter()
+        let failures = FirstFailure()
+        DispatchQueueRunner.run(jobs: jobs) {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(fileLimit) + 1, alignment: 16)
+            defer { buffer.deallocate() }
+            while !failures.hasFailure {
+                let i = next.increment()
+                guard i < chosen.count else { return }
+                do {
+                    let count = try SmallBatch.read(chosen[i], root: root, into: buffer)
+                    read.set(i, Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
+                } catch {
+                    failures.record(i, error)
+                }
+            }
+        }
+        if let error = failures.first { throw error }
+        var joined: [UInt8] = []
+        joined.reserveCapacity(Int(chosen.reduce(UInt64(0)) { $0 + $1.size }))
+        var sizes: [Int] = []
+        sizes.reserveCapacity(chosen.count)
+        for i in chosen.indices {
+            let sample = read.take(i)
+            joined += sample
+            sizes.append(sample.count)
+        }
+        return (joined, sizes)
     }
 
     /// Compresses the samples `next` hands out (each `lengths[i]` bytes at `bounds[i]`) until none

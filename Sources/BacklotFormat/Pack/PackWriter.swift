@@ -84,10 +84,13 @@ public struct PackWriter: Sendable {
         defer { TemporaryFiles.shared.unregister(output.temporaryPath) }
         do {
             let root = try DirectoryHandle(path: selection.sourceRoot)
+            let chunker = Chunker(averageSize: options.averageChunkSize)
+            let ahead = options.dictionary && options.jobs > 1 ? ReadAhead(selection: selection.files) : nil
             let dictionary =
                 options.dictionary
                 ? try PackDictionary.train(
-                    for: selection.files, root: root, level: options.level, jobs: options.jobs) : nil
+                    for: selection.files, root: root, level: options.level, jobs: options.jobs, readingAhead: ahead,
+                    chunker: chunker) : nil
             // The build's own threads, not Dispatch's global queue: a caller that is itself on one
             // of the queue's few threads (a test, an async task) would otherwise wait for a
             // thread that may never come free.
@@ -102,8 +105,8 @@ public struct PackWriter: Sendable {
             var state = BuildState(
                 jobs: options.jobs, level: options.level, dictionary: dictionary, root: root,
                 workers: workers, largeFileDigests: largeFileDigests, writes: writes)
+            state.ahead = ahead
             state.offset = UInt64(PackHeader.size)
-            let chunker = Chunker(averageSize: options.averageChunkSize)
             let total = selection.files.reduce(0) { $0 + $1.size }
             var done: UInt64 = 0
             let report: (UInt64) -> Void = { bytes in
@@ -145,21 +148,33 @@ public struct PackWriter: Sendable {
                     hint: "split the content into several packs (fewer files, or shorter paths, per pack)")
             }
             let digest = SHA256.hash(indexBytes)
-            let indexOffset = state.offset
-            try state.writeBuffered(indexBytes)
-            try state.flushWrites()
             let header = PackHeader(
-                formatVersion: PackIndex.formatVersion(ofIndex: indexBytes) ?? 1, indexOffset: indexOffset,
+                formatVersion: PackIndex.formatVersion(ofIndex: indexBytes) ?? 1, indexOffset: state.offset,
                 indexLength: UInt64(indexBytes.count),
                 indexDigest: digest)
             // Verify before anything is visible: the index must pass every rule a reader applies
             // (paths, metadata size, limits), so package never writes a pack that verify refuses.
-            do {
-                _ = try PackIndex.decode(indexBytes, header: header, source: path, keepingFiles: false)
-            } catch let e as BacklotError {
+            // Checked on a worker while the index is written and the pack flushed; the header,
+            // which makes the pack readable, is written only once it passed.
+            let checked = DispatchGroup()
+            let refusal = FirstFailure()
+            let index = indexBytes
+            workers.submit(countedBy: checked) {
+                do {
+                    _ = try PackIndex.decode(index, header: header, source: path, keepingFiles: false)
+                } catch {
+                    refusal.record(0, error)
+                }
+            }
+            try state.writeBuffered(indexBytes)
+            try state.flushWrites()
+            checked.wait()
+            if let e = refusal.first as? BacklotError {
                 throw BacklotError(
                     .invalidSource, "the pack would break a rule of the format: \(e.message)", context: path,
                     hint: "change the manifest (paths, destinations, userInfo) so that the pack follows docs/format.md")
+            } else if let e = refusal.first {
+                throw e
             }
             try header.encoded.withUnsafeBytes { try output.descriptor.write($0, at: 0) }
             try output.commit()
@@ -242,6 +257,8 @@ private struct BuildState {
 
     /// The source root; every file is opened beneath it, through no link (``DirectoryHandle``).
     let root: DirectoryHandle
+    /// The first small files, read, cut and hashed while the dictionary was trained.
+    var ahead: ReadAhead?
 
     /// The threads that hash and compress (``PackWriter/write(manifest:selection:to:progress:)``'s pool).
     let workers: BlockingPool
@@ -277,12 +294,14 @@ private struct BuildState {
             fileCount: files.count, pathBytes: files.reduce(0) { $0 + $1.packPath.utf8.count },
             references: referenceChunks.count)
         var next = 0
-        for (fileIndex, file) in files.enumerated() {
+        for fileIndex in files.indices {
             let first = next
             while next < referenceFiles.count, referenceFiles[next] == fileIndex { next += 1 }
             let refs = referenceChunks[first..<next].lazy.map { Int($0) }
             let size = refs.reduce(UInt64(0)) { $0 + UInt64(chunks[$1].uncompressedSize) }
-            encoder.add(path: file.packPath, mode: file.mode, size: size, digest: digests[fileIndex]!, chunks: refs)
+            encoder.add(
+                path: files[fileIndex].packPath, mode: files[fileIndex].mode, size: size, digest: digests[fileIndex]!,
+                chunks: refs)
         }
         digests = []
         referenceFiles = []
@@ -466,6 +485,7 @@ private struct BuildState {
         let level = self.level
         let root = self.root
         let dictionary = self.dictionary
+        let ahead = self.ahead
         // As in `startChunks`: a snapshot of the chunks stored so far.
         let alreadyStored = stored
         let done = DispatchGroup()
@@ -482,7 +502,7 @@ private struct BuildState {
                             i,
                             try SmallBatch.pack(
                                 files[work[i]], root: root, buffer: buffer, chunker: chunker,
-                                compressor: compressor, alreadyStored: alreadyStored))
+                                compressor: compressor, alreadyStored: alreadyStored, ahead: ahead?.take(work[i])))
                     } catch {
                         failures.record(i, error)
                     }

@@ -34,6 +34,8 @@ final class IndexedResults<Element>: @unchecked Sendable {
     func get(_ i: Int) -> Element { storage[i]! }
     /// The result at `i`, moved out (what it holds is freed with the caller's copy).
     func take(_ i: Int) -> Element { storage[i].take()! }
+    /// The result at `i` moved out, or nil if none was set.
+    func takeIfSet(_ i: Int) -> Element? { storage[i].take() }
 }
 
 /// One chunk hashed (and compressed, unless already stored) by a worker thread.

@@ -70,33 +70,66 @@ struct SmallBatch {
     /// Per-file results written by the worker threads.
     typealias Results = IndexedResults<Packed>
 
+    /// A chunk cut from a file: its ID and length.
+    struct Cut: Sendable {
+        let id: SHA256Digest
+        let length: Int
+    }
+
+    /// The chunks of a file's `content` in order, and the file's SHA-256 (a file of one chunk has
+    /// that chunk's: no second pass over its bytes).
+    static func cut(_ content: UnsafeRawBufferPointer, chunker: Chunker) -> (chunks: [Cut], digest: SHA256Digest) {
+        var chunks: [Cut] = []
+        var position = 0
+        while position < content.count {
+            let rest = UnsafeRawBufferPointer(rebasing: content[position...])
+            let length = chunker.cutPoint(in: rest)
+            chunks.append(Cut(id: SHA256.hash(UnsafeRawBufferPointer(rebasing: rest[0..<length])), length: length))
+            position += length
+        }
+        return (chunks, chunks.count == 1 ? chunks[0].id : SHA256.hash(content))
+    }
+
     /// Reads `file` (opened once, beneath the root and through no link, and checked to be the
     /// regular file of the size selected) into `buffer`, which holds ``fileLimit`` + 1 bytes,
-    /// and cuts, hashes and compresses it.
+    /// and cuts, hashes and compresses it; a file in `ahead` was read, cut and hashed already
+    /// (``ReadAhead``), and is only compressed.
     /// - Throws: ``BacklotError/Code/invalidSource`` if the file changed since it was selected,
     ///   ``BacklotError/Code/io``.
     static func pack(
         _ file: SourceSelection.File, root: DirectoryHandle, buffer: UnsafeMutableRawBufferPointer, chunker: Chunker,
-        compressor: ZstdCompressor, alreadyStored: StoredChunks
+        compressor: ZstdCompressor, alreadyStored: StoredChunks, ahead: ReadAhead.File? = nil
     ) throws -> Packed {
+        if let ahead {
+            return try ahead.bytes.withUnsafeBytes { content in
+                try compress(
+                    content, chunks: ahead.chunks, digest: ahead.digest, compressor: compressor,
+                    alreadyStored: alreadyStored)
+            }
+        }
         let filled = try read(file, root: root, into: buffer)
         let content = UnsafeRawBufferPointer(rebasing: buffer[0..<filled])
+        let (chunks, digest) = cut(content, chunker: chunker)
+        return try compress(
+            content, chunks: chunks, digest: digest, compressor: compressor, alreadyStored: alreadyStored)
+    }
+
+    /// The file whose `content` was cut into `chunks`, each compressed unless already stored.
+    private static func compress(
+        _ content: UnsafeRawBufferPointer, chunks: [Cut], digest: SHA256Digest, compressor: ZstdCompressor,
+        alreadyStored: StoredChunks
+    ) throws -> Packed {
         var pieces: [Packed.Piece] = []
+        pieces.reserveCapacity(chunks.count)
         var position = 0
-        while position < filled {
-            let rest = UnsafeRawBufferPointer(rebasing: content[position...])
-            let length = chunker.cutPoint(in: rest)
-            let bytes = UnsafeRawBufferPointer(rebasing: rest[0..<length])
-            let id = SHA256.hash(bytes)
+        for chunk in chunks {
+            let bytes = UnsafeRawBufferPointer(rebasing: content[position..<position + chunk.length])
             pieces.append(
                 Packed.Piece(
-                    id: id, length: length,
-                    compressed: alreadyStored.index(of: id) == nil ? try compressor.compress(bytes) : nil)
-            )
-            position += length
+                    id: chunk.id, length: chunk.length,
+                    compressed: alreadyStored.index(of: chunk.id) == nil ? try compressor.compress(bytes) : nil))
+            position += chunk.length
         }
-        // A file of one chunk has that chunk's SHA-256: no second pass over its bytes.
-        let digest = pieces.count == 1 ? pieces[0].id : SHA256.hash(content)
         return Packed(digest: digest, pieces: pieces)
     }
 }
