@@ -32,12 +32,12 @@ enum PackDictionary {
 
     /// The dictionary for `files`, or nil when there are too few small files or it would not pay.
     /// While it is trained on one thread, the others measure the samples without it, then read
-    /// `ahead` the first files (`chunker` cuts them).
+    /// `ahead` the first files.
     /// - Throws: ``BacklotError/Code/invalidSource`` if a sampled file changed since it was
     ///   selected, ``BacklotError/Code/io``.
     static func train(
         for files: [SourceSelection.File], root: DirectoryHandle, level: Int32, jobs: Int,
-        readingAhead ahead: ReadAhead? = nil, chunker: Chunker = Chunker()
+        readingAhead ahead: ReadAhead? = nil
     ) throws -> ZstdDictionary? {
         var candidates = 0
         var candidateBytes: UInt64 = 0
@@ -84,7 +84,7 @@ enum PackDictionary {
             compress(
                 samples, bounds: bounds, lengths: lengths, with: ZstdCompressor(level: level), next: nextAlone,
                 total: alone, failures: failures, while: { !untrained.load(ordering: .relaxed) })
-            if task != 0 { ahead?.run(root: root, chunker: chunker, until: { !training.load(ordering: .relaxed) }) }
+            if task != 0 { ahead?.run(root: root, until: { !training.load(ordering: .relaxed) }) }
         }
         if jobs > 1 { DispatchQueueRunner.forEach(count: jobs, task) } else { task(0) }
         if let error = failures.first { throw error }

@@ -85,12 +85,13 @@ public struct PackWriter: Sendable {
         do {
             let root = try DirectoryHandle(path: selection.sourceRoot)
             let chunker = Chunker(averageSize: options.averageChunkSize)
-            let ahead = options.dictionary && options.jobs > 1 ? ReadAhead(selection: selection.files) : nil
+            let ahead =
+                options.dictionary && options.jobs > 1 ? ReadAhead(selection: selection.files, chunker: chunker) : nil
             let dictionary =
                 options.dictionary
                 ? try PackDictionary.train(
-                    for: selection.files, root: root, level: options.level, jobs: options.jobs, readingAhead: ahead,
-                    chunker: chunker) : nil
+                    for: selection.files, root: root, level: options.level, jobs: options.jobs, readingAhead: ahead)
+                : nil
             // The build's own threads, not Dispatch's global queue: a caller that is itself on one
             // of the queue's few threads (a test, an async task) would otherwise wait for a
             // thread that may never come free.
@@ -119,9 +120,10 @@ public struct PackWriter: Sendable {
             state.report = report
 
             // Small files are read, hashed, cut and compressed whole by the worker threads, a
-            // batch at a time; a large file is read here and its chunks are spread over the
-            // threads. Either way chunks are stored in the order of the files, so the pack is
-            // the same bytes whatever the thread count or the mix.
+            // batch at a time (those read ahead while the dictionary was trained are only
+            // compressed); a large file is read here and its chunks are spread over the threads.
+            // Either way chunks are stored in the order of the files, so the pack is the same
+            // bytes whatever the thread count, the mix or what was read ahead.
             var small = SmallBatch()
             for (fileIndex, file) in selection.files.enumerated() {
                 if file.size <= SmallBatch.fileLimit {
@@ -159,13 +161,14 @@ public struct PackWriter: Sendable {
             let checked = DispatchGroup()
             let refusal = FirstFailure()
             let index = indexBytes
-            workers.submit(countedBy: checked) {
+            let check: @Sendable () -> Void = {
                 do {
                     _ = try PackIndex.decode(index, header: header, source: path, keepingFiles: false)
                 } catch {
                     refusal.record(0, error)
                 }
             }
+            if !workers.submit(countedBy: checked, check) { check() }
             try state.writeBuffered(indexBytes)
             try state.flushWrites()
             checked.wait()
@@ -469,7 +472,7 @@ private struct BuildState {
     }
 
     /// Starts the worker threads reading, hashing, cutting and compressing the batch's files (each
-    /// file whole, by one thread), after the chunks of large files gathered before them, then
+    /// file whole, by one thread; a file read ahead is only compressed), after the chunks of large files gathered before them, then
     /// appends what the threads had before; the batch's own chunks are appended by the next call
     /// (or ``flush(wait:)``), so that its threads run while the next batch is gathered. Empties
     /// the batch.

@@ -12,10 +12,11 @@ final class AtomicCounter: Sendable {
 }
 
 /// Per-index results written by worker threads; each index is written by exactly one thread and
-/// read only after all workers have finished.
+/// read (or taken, which writes it: by one thread) only after all writers have finished.
 // Safe because: each index is written by exactly one worker and read only after the workers are done
-// (`concurrentPerform` returned, or their `DispatchGroup` was waited for), which orders every write before the
-// reads; the storage is freed in `deinit`, after the last reader
+// (`concurrentPerform` returned, or their `DispatchGroup` was waited for, before the readers were started), which
+// orders every write before the reads; `take` of an index is by one thread; the storage is freed in `deinit`,
+// after the last reader
 // (`IndexedResultsTests.workerThreadsWriteTheirIndicesAndEveryResultIsReadAfter`).
 final class IndexedResults<Element>: @unchecked Sendable {
     private let storage: UnsafeMutableBufferPointer<Element?>

@@ -8,8 +8,9 @@ import BacklotCrypto
 ///
 /// It changes when work is done, never what is made: the pack is the same bytes with or without
 /// it. A file that cannot be read ahead (it changed, or an error) is left out, and read again in
-/// its turn, where its error is reported as before. At most ``budget`` bytes are held, and each
-/// file's are freed when it is taken.
+/// its turn, where its error is reported as before (so a file that fails here is opened twice). At
+/// most ``budget`` bytes of at most a batch's number of files are held, and each file's are freed
+/// when it is taken.
 final class ReadAhead: Sendable {
     /// One file read ahead: its bytes, its chunks (ID and length, in order) and its SHA-256.
     struct File: Sendable {
@@ -21,32 +22,34 @@ final class ReadAhead: Sendable {
     /// The most bytes read ahead by default (a small batch's worth).
     static let budget = SmallBatch.byteLimit
 
-    /// The files that may be read ahead (numbers in the selection, in order), and where each
-    /// one's result is.
+    /// The files that may be read ahead: their numbers in the selection, ascending.
     private let files: [Int]
-    private let slots: [Int: Int]
     private let results: IndexedResults<File>
     private let next = AtomicCounter()
     private let selection: [SourceSelection.File]
+    /// What cuts them (the pack's chunker: the chunks must be those of a file packed in its turn).
+    private let chunker: Chunker
 
-    /// The small files at the start of `selection`, up to `budget` bytes.
-    init(selection: [SourceSelection.File], budget: UInt64 = ReadAhead.budget) {
+    /// The small files at the start of `selection`, up to `budget` bytes and a small batch's
+    /// number of files (so that what it holds is bounded whatever the files' sizes), cut by
+    /// `chunker`.
+    init(selection: [SourceSelection.File], chunker: Chunker, budget: UInt64 = ReadAhead.budget) {
         var files: [Int] = []
         var bytes: UInt64 = 0
         for (index, file) in selection.enumerated() where file.size <= SmallBatch.fileLimit {
-            guard bytes + file.size <= budget else { break }
+            guard bytes + file.size <= budget, files.count < SmallBatch.countLimit else { break }
             files.append(index)
             bytes += file.size
         }
         self.files = files
-        self.slots = Dictionary(uniqueKeysWithValues: files.enumerated().map { ($1, $0) })
         self.results = IndexedResults(count: files.count)
         self.selection = selection
+        self.chunker = chunker
     }
 
     /// Reads, cuts and hashes files in order until every one is taken or `done` says to stop
     /// (checked between two files). Called by several threads at once; each file is read by one.
-    func run(root: DirectoryHandle, chunker: Chunker, until done: () -> Bool) {
+    func run(root: DirectoryHandle, until done: () -> Bool) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: SmallBatch.fileLimit + 1, alignment: 16)
         defer { buffer.deallocate() }
         while !done() {
@@ -61,9 +64,16 @@ final class ReadAhead: Sendable {
     }
 
     /// The file numbered `index` in the selection, if it was read ahead, moved out. Called only
-    /// once every ``run(root:chunker:until:)`` has returned.
+    /// once every ``run(root:until:)`` has returned; a file is taken by one thread.
     func take(_ index: Int) -> File? {
-        guard let slot = slots[index] else { return nil }
-        return results.takeIfSet(slot)
+        guard let last = files.last, index <= last else { return nil }
+        var low = 0
+        var high = files.count
+        while low < high {
+            let middle = (low + high) / 2
+            if files[middle] < index { low = middle + 1 } else { high = middle }
+        }
+        guard low < files.count, files[low] == index else { return nil }
+        return results.takeIfSet(low)
     }
 }

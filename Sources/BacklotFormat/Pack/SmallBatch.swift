@@ -4,7 +4,8 @@ import BacklotZstd
 
 /// Small files gathered for ``PackWriter`` to read, hash, cut and compress on its worker threads,
 /// one whole file per thread at a time: the per-file work (opening beneath the root, reading,
-/// the file's SHA-256, chunking, compressing) runs on every core instead of one.
+/// the file's SHA-256, chunking, compressing) runs on every core instead of one. The first files
+/// may have been read, cut and hashed ahead (``ReadAhead``), while the dictionary was trained.
 ///
 /// A batch holds consecutive files of the selection (so chunks keep the files' order) up to
 /// ``byteLimit`` bytes or ``countLimit`` files, which bounds the memory a batch's results take.
