@@ -99,8 +99,8 @@ public final class ZstdDictionary: @unchecked Sendable, Hashable {
         parameters.steps = 0
         parameters.nbThreads = 1
         parameters.splitPoint = 1.0
-        // 4 rather than 1: training the 50,000-file benchmark's dictionary took 77 ms instead of about 110, for
-        // packs of the same size to 0.1 % on its four mixes (docs/benchmarks.md, "Many small files").
+        // 4 rather than 1: less time training (where packaging many small files waits for it), for packs of the
+        // same size to 0.1 % on the four mixes of scripts/bench-small (docs/benchmarks.md, "Many small files").
         parameters.accel = 4
         parameters.zParams.compressionLevel = 3
         let produced = output.withUnsafeMutableBytes { out in
