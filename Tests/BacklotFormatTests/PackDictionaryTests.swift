@@ -84,6 +84,38 @@ import Testing
         #expect(noise.index.dictionary == nil, "a dictionary that cannot pay for itself was kept")
     }
 
+    /// The samples are read, hashed and compressed once, to train and measure the dictionary: what
+    /// that made for each is what packing it in its turn makes, with the dictionary when it is
+    /// kept and without when it is not, so the pack is the same as if they were packed again.
+    @Test(arguments: [false, true]) func theSamplesArePackedAsTheirTurnWouldPackThem(random: Bool) throws {
+        let dir = try TemporaryDirectory("dictionary-samples")
+        defer { dir.remove() }
+        var g = SeededGenerator.fromEnvironment()
+        print("theSamplesArePackedAsTheirTurnWouldPackThem(random: \(random)) seed: \(g.seed)")
+        try writeTexts(in: dir, count: 1_100, seed: g.next(), random: random)
+        let (m, _) = try PackManifest.load(Array(SamplePack.manifest().utf8), source: "m")
+        let selection = try SourceSelection(manifest: m, sourceRoot: dir.at("src"))
+        let root = try DirectoryHandle(path: selection.sourceRoot)
+        let chunker = Chunker()
+        let prepared = try PackDictionary.train(
+            for: selection.files, root: root, level: 3, jobs: 2, chunker: chunker, readingAhead: false)
+        #expect((prepared.dictionary == nil) == random, "dictionary kept: \(prepared.dictionary != nil)")
+        #expect(prepared.samples.count >= PackDictionary.minimumFiles, "\(prepared.samples.count) samples packed")
+        let compressor = ZstdCompressor(level: 3, dictionary: prepared.dictionary)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: SmallBatch.fileLimit + 1, alignment: 16)
+        defer { buffer.deallocate() }
+        for (index, packed) in prepared.samples {
+            let inTurn = try SmallBatch.pack(
+                selection.files[index], root: root, buffer: buffer, chunker: chunker, compressor: compressor,
+                alreadyStored: StoredChunks(expected: 0))
+            #expect(
+                packed.digest == inTurn.digest && packed.pieces.map(\.id) == inTurn.pieces.map(\.id)
+                    && packed.pieces.map(\.length) == inTurn.pieces.map(\.length)
+                    && packed.pieces.map(\.compressed) == inTurn.pieces.map(\.compressed),
+                "\(selection.files[index].sourcePath): packed otherwise as a sample")
+        }
+    }
+
     /// A version-2 pack of three text files against a trained dictionary, made by hand.
     func crafted() throws -> CraftedPack {
         var g = SeededGenerator(seed: 48)

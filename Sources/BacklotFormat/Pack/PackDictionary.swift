@@ -1,4 +1,5 @@
 import BacklotBasics
+import BacklotCrypto
 import BacklotZstd
 import Dispatch
 import Synchronization
@@ -12,6 +13,8 @@ import Synchronization
 /// up to ``sampleBudget`` bytes), with fixed parameters on one thread, so the same files give the
 /// same dictionary whatever the thread count. It is kept only when it pays: compressing the
 /// samples with it must save, scaled to all the small files, more than twice its own size.
+/// Nothing done for it is done again: the samples are read once, and the frames made to measure
+/// the dictionary are their frames in the pack (``Prepared``).
 enum PackDictionary {
     /// Files up to this size are the ones a dictionary helps (one chunk each: the chunker's
     /// smallest chunk is 16 KiB by default).
@@ -30,30 +33,47 @@ enum PackDictionary {
     /// The samples' total size (zstd's advice: about a hundred times the dictionary).
     static let sampleBudget: UInt64 = 8 << 20
 
-    /// The dictionary for `files`, or nil when there are too few small files or it would not pay.
-    /// While it is trained on one thread, the others measure the samples without it, then read
-    /// `ahead` the first files.
+    /// What is done before the pack's chunks are: the dictionary, if the pack gets one, and the
+    /// files read on the way, so that none is read, hashed or compressed twice.
+    struct Prepared: Sendable {
+        /// The dictionary every chunk is compressed against; nil when there are too few small
+        /// files or it would not pay.
+        let dictionary: ZstdDictionary?
+        /// The samples of one chunk, by number in the selection, packed: read to train the
+        /// dictionary, hashed, and compressed to measure it, with it if it is kept and without it
+        /// if not (the frames the pack's compressor makes).
+        let samples: [Int: SmallBatch.Packed]
+        /// The first files, read, cut and hashed while the dictionary was trained.
+        let ahead: ReadAhead?
+
+        static let nothing = Prepared(dictionary: nil, samples: [:], ahead: nil)
+    }
+
+    /// Trains the dictionary for `files` and decides whether it pays. While it is trained on one
+    /// thread, the others measure the samples without it, then read the first files ahead (with
+    /// `readingAhead`; `chunker` cuts them, and the samples).
     /// - Throws: ``BacklotError/Code/invalidSource`` if a sampled file changed since it was
     ///   selected, ``BacklotError/Code/io``.
     static func train(
-        for files: [SourceSelection.File], root: DirectoryHandle, level: Int32, jobs: Int,
-        readingAhead ahead: ReadAhead? = nil
-    ) throws -> ZstdDictionary? {
+        for files: [SourceSelection.File], root: DirectoryHandle, level: Int32, jobs: Int, chunker: Chunker,
+        readingAhead: Bool
+    ) throws -> Prepared {
         var candidates = 0
         var candidateBytes: UInt64 = 0
         for f in files where f.size >= 1 && f.size <= fileLimit {
             candidates += 1
             candidateBytes += f.size
         }
-        guard candidates >= minimumFiles else { return nil }
+        guard candidates >= minimumFiles else { return .nothing }
         let every = max(1, Int((candidateBytes + sampleBudget - 1) / sampleBudget))
-        var chosen: [SourceSelection.File] = []
+        var chosen: [Int] = []
         var seen = 0
-        for f in files where f.size >= 1 && f.size <= fileLimit {
+        for (index, f) in files.enumerated() where f.size >= 1 && f.size <= fileLimit {
             defer { seen += 1 }
-            if seen % every == 0 { chosen.append(f) }
+            if seen % every == 0 { chosen.append(index) }
         }
-        let (joined, sizes) = try read(chosen, root: root, jobs: jobs)
+        let (joined, sizes) = try read(chosen.map { files[$0] }, root: root, jobs: jobs)
+        let ahead = readingAhead && jobs > 1 ? ReadAhead(selection: files, chunker: chunker, skipping: chosen) : nil
         let sampled = UInt64(joined.count)
         var starts: [Int] = []
         starts.reserveCapacity(sizes.count)
@@ -62,47 +82,61 @@ enum PackDictionary {
             starts.append(at)
             at += size
         }
-        let samples = joined
-        let bounds = starts
-        let lengths = sizes
+        let samples = Samples(joined: joined, bounds: starts, lengths: sizes)
         let capacity = capacity(forSamples: sampled)
         // Training runs on one thread; what the samples take without a dictionary does not depend
-        // on it, so the other workers measure that meanwhile, and the trainer joins them once done.
+        // on it, so the other workers measure that meanwhile (and hash the samples), then read
+        // ahead, and the trainer joins them once done.
         let trained = IndexedResults<ZstdDictionary?>(count: 1)
-        let alone = AtomicCounter()
+        let alone = Frames(count: sizes.count)
+        let ids = IndexedResults<SHA256Digest?>(count: sizes.count)
         let nextAlone = AtomicCounter()
-        let untrained = Atomic<Bool>(false)
         let failures = FirstFailure()
         let training = Atomic<Bool>(true)
         let task: @Sendable (Int) -> Void = { task in
             if task == 0 {
-                let dictionary = ZstdDictionary.train(joined: samples, sizes: lengths, capacity: capacity)
+                let dictionary = ZstdDictionary.train(joined: joined, sizes: sizes, capacity: capacity)
                 trained.set(0, dictionary)
-                if dictionary == nil { untrained.store(true, ordering: .relaxed) }
                 training.store(false, ordering: .relaxed)
             }
-            compress(
-                samples, bounds: bounds, lengths: lengths, with: ZstdCompressor(level: level), next: nextAlone,
-                total: alone, failures: failures, while: { !untrained.load(ordering: .relaxed) })
+            samples.compress(with: ZstdCompressor(level: level), into: alone, next: nextAlone, failures: failures) {
+                i, sample in
+                // A sample of one chunk (all of them, at the default chunk size) is a file packed.
+                ids.set(i, chunker.cutPoint(in: sample) == sample.count ? SHA256.hash(sample) : nil)
+            }
             if task != 0 { ahead?.run(root: root, until: { !training.load(ordering: .relaxed) }) }
         }
         if jobs > 1 { DispatchQueueRunner.forEach(count: jobs, task) } else { task(0) }
         if let error = failures.first { throw error }
-        guard let dictionary = trained.get(0) else { return nil }
+        // The samples' frames are those their files get in the pack, with the dictionary or without.
+        func packed(_ frames: Frames) -> [Int: SmallBatch.Packed] {
+            var packed: [Int: SmallBatch.Packed] = [:]
+            packed.reserveCapacity(chosen.count)
+            for (i, index) in chosen.enumerated() {
+                guard let id = ids.get(i) else { continue }
+                packed[index] = SmallBatch.Packed(
+                    digest: id, pieces: [.init(id: id, length: sizes[i], compressed: frames.frames.take(i))])
+            }
+            return packed
+        }
+        guard let dictionary = trained.get(0) else {
+            return Prepared(dictionary: nil, samples: packed(alone), ahead: ahead)
+        }
 
         // What they take with it, on the worker threads.
-        let against = AtomicCounter()
+        let against = Frames(count: sizes.count)
         let next = AtomicCounter()
         DispatchQueueRunner.run(jobs: jobs) {
-            compress(
-                samples, bounds: bounds, lengths: lengths, with: ZstdCompressor(level: level, dictionary: dictionary),
-                next: next, total: against, failures: failures)
+            samples.compress(
+                with: ZstdCompressor(level: level, dictionary: dictionary), into: against, next: next,
+                failures: failures)
         }
         if let error = failures.first { throw error }
         // The total saved is a sum of integers, the same whatever order the threads add them in.
-        let saved = alone.valueAdd(0) - against.valueAdd(0)
+        let saved = alone.total.valueAdd(0) - against.total.valueAdd(0)
         let expected = Double(saved) * Double(candidateBytes) / Double(max(1, sampled))
-        return expected > Double(2 * dictionary.bytes.count) ? dictionary : nil
+        let kept = expected > Double(2 * dictionary.bytes.count)
+        return Prepared(dictionary: kept ? dictionary : nil, samples: packed(kept ? against : alone), ahead: ahead)
     }
 
     /// The `chosen` files' bytes end to end, and each one's size, read on `jobs` threads.
@@ -139,23 +173,40 @@ enum PackDictionary {
         return (joined, sizes)
     }
 
-    /// Compresses the samples `next` hands out (each `lengths[i]` bytes at `bounds[i]`) until none
-    /// is left, a failure was recorded or `going` says to stop, adding their compressed sizes to
-    /// `total` (a sum, the same whatever thread takes which sample).
-    private static func compress(
-        _ samples: [UInt8], bounds: [Int], lengths: [Int], with compressor: ZstdCompressor, next: AtomicCounter,
-        total: AtomicCounter, failures: FirstFailure, while going: () -> Bool = { true }
-    ) {
-        while !failures.hasFailure && going() {
-            let i = next.increment()
-            guard i < lengths.count else { return }
-            do {
-                try samples.withUnsafeBytes { all in
-                    let sample = UnsafeRawBufferPointer(rebasing: all[bounds[i]..<bounds[i] + lengths[i]])
-                    _ = total.valueAdd(try compressor.compress(sample).count)
+    /// Compressed samples, by number, and their total size.
+    final class Frames: Sendable {
+        let frames: IndexedResults<[UInt8]>
+        /// The sum of the frames' sizes (the same whatever thread adds which).
+        let total = AtomicCounter()
+        init(count: Int) { frames = IndexedResults(count: count) }
+    }
+
+    /// The samples end to end: sample `i` is `lengths[i]` bytes at `bounds[i]`.
+    struct Samples: Sendable {
+        let joined: [UInt8]
+        let bounds: [Int]
+        let lengths: [Int]
+
+        /// Compresses the samples `next` hands out into `frames` until none is left or a failure
+        /// was recorded, and shows each sample to `also`.
+        func compress(
+            with compressor: ZstdCompressor, into frames: Frames, next: AtomicCounter, failures: FirstFailure,
+            also: (Int, UnsafeRawBufferPointer) -> Void = { _, _ in }
+        ) {
+            while !failures.hasFailure {
+                let i = next.increment()
+                guard i < lengths.count else { return }
+                do {
+                    try joined.withUnsafeBytes { all in
+                        let sample = UnsafeRawBufferPointer(rebasing: all[bounds[i]..<bounds[i] + lengths[i]])
+                        let frame = try compressor.compress(sample)
+                        _ = frames.total.valueAdd(frame.count)
+                        frames.frames.set(i, frame)
+                        also(i, sample)
+                    }
+                } catch {
+                    failures.record(i, error)
                 }
-            } catch {
-                failures.record(i, error)
             }
         }
     }

@@ -85,13 +85,12 @@ public struct PackWriter: Sendable {
         do {
             let root = try DirectoryHandle(path: selection.sourceRoot)
             let chunker = Chunker(averageSize: options.averageChunkSize)
-            let ahead =
-                options.dictionary && options.jobs > 1 ? ReadAhead(selection: selection.files, chunker: chunker) : nil
-            let dictionary =
+            let prepared =
                 options.dictionary
                 ? try PackDictionary.train(
-                    for: selection.files, root: root, level: options.level, jobs: options.jobs, readingAhead: ahead)
-                : nil
+                    for: selection.files, root: root, level: options.level, jobs: options.jobs, chunker: chunker,
+                    readingAhead: true) : .nothing
+            let dictionary = prepared.dictionary
             // The build's own threads, not Dispatch's global queue: a caller that is itself on one
             // of the queue's few threads (a test, an async task) would otherwise wait for a
             // thread that may never come free.
@@ -106,7 +105,8 @@ public struct PackWriter: Sendable {
             var state = BuildState(
                 jobs: options.jobs, level: options.level, dictionary: dictionary, root: root,
                 workers: workers, largeFileDigests: largeFileDigests, writes: writes)
-            state.ahead = ahead
+            state.ahead = prepared.ahead
+            state.samples = prepared.samples
             state.offset = UInt64(PackHeader.size)
             let total = selection.files.reduce(0) { $0 + $1.size }
             var done: UInt64 = 0
@@ -262,6 +262,8 @@ private struct BuildState {
     let root: DirectoryHandle
     /// The first small files, read, cut and hashed while the dictionary was trained.
     var ahead: ReadAhead?
+    /// The dictionary's samples, packed already (``PackDictionary/Prepared/samples``).
+    var samples: [Int: SmallBatch.Packed] = [:]
 
     /// The threads that hash and compress (``PackWriter/write(manifest:selection:to:progress:)``'s pool).
     let workers: BlockingPool
@@ -489,6 +491,7 @@ private struct BuildState {
         let root = self.root
         let dictionary = self.dictionary
         let ahead = self.ahead
+        let samples = self.samples
         // As in `startChunks`: a snapshot of the chunks stored so far.
         let alreadyStored = stored
         let done = DispatchGroup()
@@ -500,6 +503,10 @@ private struct BuildState {
                 while !failures.hasFailure {
                     let i = next.increment()
                     guard i < work.count else { return }
+                    if let packed = samples[work[i]] {
+                        results.set(i, packed)
+                        continue
+                    }
                     do {
                         results.set(
                             i,

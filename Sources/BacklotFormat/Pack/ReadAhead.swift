@@ -32,11 +32,18 @@ final class ReadAhead: Sendable {
 
     /// The small files at the start of `selection`, up to `budget` bytes and a small batch's
     /// number of files (so that what it holds is bounded whatever the files' sizes), cut by
-    /// `chunker`.
-    init(selection: [SourceSelection.File], chunker: Chunker, budget: UInt64 = ReadAhead.budget) {
+    /// `chunker`, but for those numbered in `skipping` (ascending: the dictionary's samples,
+    /// read already).
+    init(
+        selection: [SourceSelection.File], chunker: Chunker, skipping: [Int] = [], budget: UInt64 = ReadAhead.budget
+    ) {
         var files: [Int] = []
         var bytes: UInt64 = 0
+        var skipped = skipping.makeIterator()
+        var nextSkipped = skipped.next()
         for (index, file) in selection.enumerated() where file.size <= SmallBatch.fileLimit {
+            while let s = nextSkipped, s < index { nextSkipped = skipped.next() }
+            if nextSkipped == index { continue }
             guard bytes + file.size <= budget, files.count < SmallBatch.countLimit else { break }
             files.append(index)
             bytes += file.size
