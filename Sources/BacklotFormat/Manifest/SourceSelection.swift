@@ -130,9 +130,9 @@ public struct SourceSelection: Sendable {
         case .fileMapping(let source, let destination):
             candidates.append(try walker.single(source, packPath: destination, label: label))
         case .directory(let path):
-            candidates += try walker.tree(path, packPrefix: path, label: label)
+            append(try walker.tree(path, packPrefix: path, label: label), to: &candidates)
         case .directoryMapping(let source, let destination):
-            candidates += try walker.tree(source, packPrefix: destination, label: label)
+            append(try walker.tree(source, packPrefix: destination, label: label), to: &candidates)
         case .filePattern(let pattern):
             let glob = try Self.compile(pattern, label: label)
             let start = glob.literalPrefix
@@ -148,6 +148,12 @@ public struct SourceSelection: Sendable {
         case .fileExclusion(let pattern):
             exclusions.append((index, try Self.compile(pattern, label: label)))
         }
+    }
+
+    /// `found` after `candidates`: taken as it is when it comes first (the usual manifest selects one
+    /// folder), rather than copied candidate by candidate.
+    static func append(_ found: [Candidate], to candidates: inout [Candidate]) {
+        if candidates.isEmpty { candidates = found } else { candidates += found }
     }
 
     /// `path` with `marker` at the end of its first component: `Textures/Rock.ktx` in the `astc`
@@ -249,10 +255,9 @@ public struct SourceSelection: Sendable {
         // Straight from the candidates kept (no sorted copy of them): one struct a file, its strings
         // shared with the candidates, the root shared by all.
         files = kept.map {
-            let c = candidates[$0]
-            return File(
-                sourcePath: c.sourcePath, packPath: c.packPath, root: root, readPath: c.readPath, size: c.size,
-                mode: c.mode)
+            File(
+                sourcePath: candidates[$0].sourcePath, packPath: candidates[$0].packPath, root: root,
+                readPath: candidates[$0].readPath, size: candidates[$0].size, mode: candidates[$0].mode)
         }
         self.warnings = warnings
         variants = try Self.variants(of: files, manifest: manifest)
