@@ -140,12 +140,16 @@ public enum FileSystem {
         guard let dir = opendir(path) else { throw SystemCall.error("open directory", path: path) }
         defer { closedir(dir) }
         var names: [[UInt8]] = []
-        try forEachName(in: dir, path: path) { names.append($0) }
+        try forEachName(in: dir, path: path) { name, _ in names.append(name) }
         return names
     }
 
     /// Calls `body` with the name of each entry `dir` lists, `.` and `..` left out.
-    private static func forEachName(in dir: OpaquePointer, path: String, _ body: ([UInt8]) throws -> Void) throws {
+    /// Calls `body` with each entry's name (but `.` and `..`) and the entry itself, whose `d_name`
+    /// is the same name ended by a NUL.
+    private static func forEachName(
+        in dir: OpaquePointer, path: String, _ body: ([UInt8], UnsafeMutablePointer<dirent>) throws -> Void
+    ) throws {
         while true {
             errno = 0
             guard let entry = readdir(dir) else {
@@ -153,7 +157,7 @@ public enum FileSystem {
                 return
             }
             guard let name = entryName(entry) else { continue }
-            try body(name)
+            try body(name, entry)
         }
     }
 
@@ -192,10 +196,11 @@ public enum FileSystem {
             }
         }
         var entries: [(name: [UInt8], status: Status?)] = []
-        try forEachName(in: dir, path: path) { name in
+        try forEachName(in: dir, path: path) { name, entry in
             var st = stat()
-            let found = (name + [0]).withUnsafeBufferPointer { bytes in
-                bytes.withMemoryRebound(to: CChar.self) { fstatat(fd, $0.baseAddress!, &st, AT_SYMLINK_NOFOLLOW) }
+            // The entry's own NUL-ended name: no copy of the name is made for the call.
+            let found = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                raw.withMemoryRebound(to: CChar.self) { fstatat(fd, $0.baseAddress!, &st, AT_SYMLINK_NOFOLLOW) }
             }
             guard found == 0 else {
                 let err = errno
