@@ -89,13 +89,7 @@ import Testing
         let (m, _) = try PackManifest.load(Array(SamplePack.manifest().utf8), source: "m")
         let selection = try SourceSelection(manifest: m, sourceRoot: dir.at("src"))
         try dir.write("src/b.txt", "world, and more")
-        #expect {
-            try PackWriter(options: .init(jobs: 2)).write(manifest: m, selection: selection, to: dir.at("out.pack"))
-        } throws: { error in
-            (error as? BacklotError)?.code == .invalidSource
-                && "\(error)".contains("changed while it was being packaged")
-        }
-        #expect(!FileSystem.exists(dir.at("out.pack")))
+        expectPackagingRefusedAsChanged(m, selection, in: dir)
     }
 
     /// The offset, in the index, of the file count (after the magic, the metadata and the chunk table).
