@@ -144,9 +144,8 @@ public enum FileSystem {
         return names
     }
 
-    /// Calls `body` with the name of each entry `dir` lists, `.` and `..` left out.
-    /// Calls `body` with each entry's name (but `.` and `..`) and the entry itself, whose `d_name`
-    /// is the same name ended by a NUL.
+    /// Calls `body` with the name of each entry `dir` lists, `.` and `..` left out, and the entry
+    /// itself, whose `d_name` is the same name ended by a NUL.
     private static func forEachName(
         in dir: OpaquePointer, path: String, _ body: ([UInt8], UnsafeMutablePointer<dirent>) throws -> Void
     ) throws {

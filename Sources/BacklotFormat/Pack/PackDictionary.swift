@@ -72,37 +72,31 @@ enum PackDictionary {
             defer { seen += 1 }
             if seen % every == 0 { chosen.append(index) }
         }
-        let (joined, sizes) = try read(chosen.map { files[$0] }, root: root, jobs: jobs)
+        let samples = try Samples(reading: chosen.map { files[$0] }, root: root, jobs: jobs)
         let ahead = readingAhead && jobs > 1 ? ReadAhead(selection: files, chunker: chunker, skipping: chosen) : nil
-        let sampled = UInt64(joined.count)
-        var starts: [Int] = []
-        starts.reserveCapacity(sizes.count)
-        var at = 0
-        for size in sizes {
-            starts.append(at)
-            at += size
-        }
-        let samples = Samples(joined: joined, bounds: starts, lengths: sizes)
+        let sampled = UInt64(samples.joined.count)
         let capacity = capacity(forSamples: sampled)
         // Training runs on one thread; what the samples take without a dictionary does not depend
         // on it, so the other workers measure that meanwhile (and hash the samples), then read
         // ahead, and the trainer joins them once done.
         let trained = IndexedResults<ZstdDictionary?>(count: 1)
-        let alone = Frames(count: sizes.count)
-        let ids = IndexedResults<SHA256Digest?>(count: sizes.count)
+        let alone = Frames(count: chosen.count)
+        let ids = IndexedResults<SHA256Digest?>(count: chosen.count)
         let nextAlone = AtomicCounter()
         let failures = FirstFailure()
         let training = Atomic<Bool>(true)
         let task: @Sendable (Int) -> Void = { task in
             if task == 0 {
-                let dictionary = ZstdDictionary.train(joined: joined, sizes: sizes, capacity: capacity)
+                let dictionary = ZstdDictionary.train(
+                    joined: samples.joined, sizes: samples.lengths, capacity: capacity)
                 trained.set(0, dictionary)
                 training.store(false, ordering: .relaxed)
             }
             samples.compress(with: ZstdCompressor(level: level), into: alone, next: nextAlone, failures: failures) {
                 i, sample in
                 // A sample of one chunk (all of them, at the default chunk size) is a file packed.
-                ids.set(i, chunker.cutPoint(in: sample) == sample.count ? SHA256.hash(sample) : nil)
+                let (chunks, digest) = SmallBatch.cut(sample, chunker: chunker)
+                ids.set(i, chunks.count == 1 ? digest : nil)
             }
             if task != 0 { ahead?.run(root: root, until: { !training.load(ordering: .relaxed) }) }
         }
@@ -115,7 +109,7 @@ enum PackDictionary {
             for (i, index) in chosen.enumerated() {
                 guard let id = ids.get(i) else { continue }
                 packed[index] = SmallBatch.Packed(
-                    digest: id, pieces: [.init(id: id, length: sizes[i], compressed: frames.frames.take(i))])
+                    digest: id, pieces: [.init(id: id, length: samples.lengths[i], compressed: frames.frames.take(i))])
             }
             return packed
         }
@@ -124,7 +118,7 @@ enum PackDictionary {
         }
 
         // What they take with it, on the worker threads.
-        let against = Frames(count: sizes.count)
+        let against = Frames(count: chosen.count)
         let next = AtomicCounter()
         DispatchQueueRunner.run(jobs: jobs) {
             samples.compress(
@@ -137,40 +131,6 @@ enum PackDictionary {
         let expected = Double(saved) * Double(candidateBytes) / Double(max(1, sampled))
         let kept = expected > Double(2 * dictionary.bytes.count)
         return Prepared(dictionary: kept ? dictionary : nil, samples: packed(kept ? against : alone), ahead: ahead)
-    }
-
-    /// The `chosen` files' bytes end to end, and each one's size, read on `jobs` threads.
-    private static func read(
-        _ chosen: [SourceSelection.File], root: DirectoryHandle, jobs: Int
-    ) throws -> (joined: [UInt8], sizes: [Int]) {
-        let read = IndexedResults<[UInt8]>(count: chosen.count)
-        let next = AtomicCounter()
-        let failures = FirstFailure()
-        DispatchQueueRunner.run(jobs: jobs) {
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(fileLimit) + 1, alignment: 16)
-            defer { buffer.deallocate() }
-            while !failures.hasFailure {
-                let i = next.increment()
-                guard i < chosen.count else { return }
-                do {
-                    let count = try SmallBatch.read(chosen[i], root: root, into: buffer)
-                    read.set(i, Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
-                } catch {
-                    failures.record(i, error)
-                }
-            }
-        }
-        if let error = failures.first { throw error }
-        var joined: [UInt8] = []
-        joined.reserveCapacity(Int(chosen.reduce(UInt64(0)) { $0 + $1.size }))
-        var sizes: [Int] = []
-        sizes.reserveCapacity(chosen.count)
-        for i in chosen.indices {
-            let sample = read.take(i)
-            joined += sample
-            sizes.append(sample.count)
-        }
-        return (joined, sizes)
     }
 
     /// Compressed samples, by number, and their total size.
@@ -186,6 +146,42 @@ enum PackDictionary {
         let joined: [UInt8]
         let bounds: [Int]
         let lengths: [Int]
+
+        /// The `chosen` files' bytes, read on `jobs` threads.
+        /// - Throws: what reading the first of them that fails throws (``SmallBatch/read(_:root:into:)``).
+        init(reading chosen: [SourceSelection.File], root: DirectoryHandle, jobs: Int) throws {
+            let read = IndexedResults<[UInt8]>(count: chosen.count)
+            let next = AtomicCounter()
+            let failures = FirstFailure()
+            DispatchQueueRunner.run(jobs: jobs) {
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(fileLimit) + 1, alignment: 16)
+                defer { buffer.deallocate() }
+                while !failures.hasFailure {
+                    let i = next.increment()
+                    guard i < chosen.count else { return }
+                    do {
+                        let count = try SmallBatch.read(chosen[i], root: root, into: buffer)
+                        read.set(i, Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
+                    } catch {
+                        failures.record(i, error)
+                    }
+                }
+            }
+            if let error = failures.first { throw error }
+            var joined: [UInt8] = []
+            joined.reserveCapacity(Int(chosen.reduce(UInt64(0)) { $0 + $1.size }))
+            var bounds: [Int] = []
+            var lengths: [Int] = []
+            bounds.reserveCapacity(chosen.count)
+            lengths.reserveCapacity(chosen.count)
+            for i in chosen.indices {
+                let sample = read.take(i)
+                bounds.append(joined.count)
+                lengths.append(sample.count)
+                joined += sample
+            }
+            (self.joined, self.bounds, self.lengths) = (joined, bounds, lengths)
+        }
 
         /// Compresses the samples `next` hands out into `frames` until none is left or a failure
         /// was recorded, and shows each sample to `also`.

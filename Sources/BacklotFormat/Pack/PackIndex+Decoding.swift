@@ -214,7 +214,7 @@ extension PackIndex {
                 guard decodedPathBytes <= Limits.pathBytes else { throw pathBytesExceeded(decodedPathBytes, bad) }
                 path.removeAll(keepingCapacity: true)
                 path += pathBytes
-                common = zip(path, previous).prefix { $0 == $1 }.count
+                common = PackIndex.sharedPrefix(path, previous)
             }
             guard let text = String(validating: path, as: UTF8.self) else {
                 throw bad("the path is not valid UTF-8")

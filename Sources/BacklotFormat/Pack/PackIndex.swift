@@ -105,6 +105,21 @@ public struct PackIndex: Sendable, Hashable {
     public var chunkBytes: UInt64 { chunks.reduce(0) { $0 + UInt64($1.compressedSize) } }
 }
 
+extension PackIndex {
+    /// How many leading bytes two paths share: what a version-2 file record front-codes against
+    /// the previous path (docs/format.md §3.1), for the encoder and the decoder alike.
+    static func sharedPrefix(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        a.withUnsafeBufferPointer { a in
+            b.withUnsafeBufferPointer { b in
+                let n = min(a.count, b.count)
+                var i = 0
+                while i < n && a[i] == b[i] { i += 1 }
+                return i
+            }
+        }
+    }
+}
+
 extension PackIndex.File {
     /// Refuses the file when the SHA-256 of the bytes assembled for it (each from a verified
     /// chunk) is not the index's: every path that makes files visible (extract, install, repair)

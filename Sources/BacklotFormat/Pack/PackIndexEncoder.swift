@@ -55,7 +55,7 @@ struct PackIndexEncoder {
     ) where C.Element == Int {
         let bytes = Array(path.utf8)
         if compact {
-            let shared = Self.sharedPrefix(bytes, previous)
+            let shared = PackIndex.sharedPrefix(bytes, previous)
             w.u16(UInt16(shared))
             w.u16(UInt16(bytes.count - shared))
             w.append(bytes[shared...])
@@ -77,16 +77,4 @@ struct PackIndexEncoder {
 
     /// The index so far.
     var bytes: [UInt8] { w.bytes }
-
-    /// How many leading bytes `a` and `b` share.
-    static func sharedPrefix(_ a: [UInt8], _ b: [UInt8]) -> Int {
-        a.withUnsafeBufferPointer { a in
-            b.withUnsafeBufferPointer { b in
-                let n = min(a.count, b.count)
-                var i = 0
-                while i < n && a[i] == b[i] { i += 1 }
-                return i
-            }
-        }
-    }
 }

@@ -474,10 +474,11 @@ private struct BuildState {
     }
 
     /// Starts the worker threads reading, hashing, cutting and compressing the batch's files (each
-    /// file whole, by one thread; a file read ahead is only compressed), after the chunks of large files gathered before them, then
-    /// appends what the threads had before; the batch's own chunks are appended by the next call
-    /// (or ``flush(wait:)``), so that its threads run while the next batch is gathered. Empties
-    /// the batch.
+    /// file whole, by one thread; a file read ahead is only compressed, a sample of the dictionary
+    /// is packed already), after the chunks of large files gathered before them, then appends what
+    /// the threads had before; the batch's own chunks are appended by the next call (or
+    /// ``flush(wait:)``), so that its threads run while the next batch is gathered. Empties the
+    /// batch.
     mutating func process(_ small: inout SmallBatch, files: [SourceSelection.File], chunker: Chunker) throws {
         guard !small.files.isEmpty else { return }
         startChunks()  // chunks of large files gathered before these files go first
