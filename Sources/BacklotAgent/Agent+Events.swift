@@ -217,8 +217,8 @@ extension Agent {
     func runExtensionDownloads(_ event: AgentStore.Event, into report: inout EventReport) async throws -> Bool {
         guard let runner = extensionRunner, !event.extensionDone else { return false }
         if !event.bypassBudget && runner.remainingBudget() < 1 { return true }
-        let manifest = try writeManifestCopy()
-        defer { unlink(manifest) }
+        let (folder, name, manifest) = try writeManifestCopy()
+        defer { folder.removeTree(name) }
         let info = AppExtensionInfo(
             restrictedDownloadSizeRemaining: downloads.remainingAllowance(essential: false),
             restrictedEssentialDownloadSizeRemaining: downloads.remainingAllowance(essential: true))
@@ -284,7 +284,9 @@ extension Agent {
     /// A read-only copy of the verified catalog for the extension (deleted after the call), its
     /// archive URLs made absolute (the catalog's are relative to where it was fetched from, which
     /// the copy's place is not): what ``AssetPackManifest/allDownloads(for:)`` downloads.
-    func writeManifestCopy() throws -> String {
+    /// - Returns: the folder it is in, its name there (to remove it through the folder) and its
+    ///   path (for the extension).
+    func writeManifestCopy() throws -> (folder: DirectoryHandle, name: String, path: String) {
         let container = try ClientContainer(path: containerPath)
         guard var catalog = try container.lastVerifiedCatalog() else {
             throw BacklotError(.untrusted, "no verified catalog to give the extension", context: containerPath)
@@ -301,11 +303,12 @@ extension Agent {
             if let candidate = entry.candidate { entry.candidate?.archiveURL = absolute(candidate) }
             return entry
         }
-        let folder = try ContainerLayout(root: containerPath).ownExtensionCallsFolder()
-        let path = folder + "/manifest-\(UUID().uuidString.lowercased()).json"
-        try Data(catalog.json.prettyPrinted().utf8).write(to: URL(fileURLWithPath: path))
-        try FileSystem.setMode(path, 0o444)  // through the file, never a link put in its place
-        return path
+        // Created new (never through a link put in its place) and made read-only through its own
+        // descriptor; removed through the folder's.
+        let folder = try ContainerLayout(root: containerPath).openExtensionCallsFolder()
+        let name = "manifest-\(UUID().uuidString.lowercased()).json"
+        let path = try folder.createFile(name, contents: Array(catalog.json.prettyPrinted().utf8), mode: 0o444)
+        return (folder, name, path)
     }
 
     /// Throws a ``Deferral`` while the network is unavailable (or metered, when `metered` is false).

@@ -75,14 +75,15 @@ struct ExtensionRunner: Sendable {
             }
             limit = min(limit, left)
         }
-        let dir =
-            try ContainerLayout(root: containerPath).ownExtensionCallsFolder() + "/" + UUID().uuidString.lowercased()
+        // Made, written, read and removed through descriptors of the folders: the app can swap
+        // any of them for a link at any time, which is then never followed.
+        let calls = try ContainerLayout(root: containerPath).openExtensionCallsFolder()
+        let name = UUID().uuidString.lowercased()
         // Private (0700): a challenge's answer holds a password.
-        try FileSystem.makeDirectories(dir, mode: 0o700)
-        defer { FileSystem.removeTree(dir) }
-        let callPath = dir + "/call.json"
-        let replyPath = dir + "/reply.json"
-        try Data(try call.encoded()).write(to: URL(fileURLWithPath: callPath))
+        let dir = try calls.makeFolder(name, mode: 0o700)
+        defer { calls.removeTree(name) }
+        let callPath = try dir.createFile("call.json", contents: try call.encoded(), mode: 0o600)
+        let replyPath = dir.path + "/reply.json"
 
         var env = ProcessInfo.processInfo.environment
         env["BACKLOT_CONTAINER"] = containerPath
@@ -132,9 +133,7 @@ struct ExtensionRunner: Sendable {
         }
         // The extension wrote it: a link is not followed, and only a regular file is read (a FIFO
         // would hold the agent, and every extension call after it, for as long as nobody writes).
-        guard
-            let bytes = try? FileDescriptor.readWholeFile(
-                replyPath, atMost: 16 << 20, what: "the extension's answer", followingLinks: false)
+        guard let bytes = try? dir.readRegularFile("reply.json", atMost: 16 << 20, what: "the extension's answer")
         else {
             throw BacklotError(
                 .extensionFailed,

@@ -68,7 +68,7 @@ enum Supervisor {
             }
             try? store.removeChild(child.pgid)
         }
-        FileSystem.removeTree(ContainerLayout(root: containerPath).extensionCallsFolder)
+        ContainerLayout(root: containerPath).removeExtensionCallsFolder()
         return ended
     }
 }

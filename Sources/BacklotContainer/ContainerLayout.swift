@@ -77,22 +77,32 @@ public struct ContainerLayout: Sendable, Hashable {
     }
 
     /// The downloader extension's call and answer files.
-    public var extensionCallsFolder: String { root + "/.extension-calls" }
+    public var extensionCallsFolder: String { root + "/" + Self.extensionCallsName }
+    private static let extensionCallsName = ".extension-calls"
 
-    /// ``extensionCallsFolder``, made when missing, and checked to be a folder of its own: the app
-    /// can write the container, and a link there would send the agent's files (and the mode it
-    /// sets on them) wherever it points.
+    /// ``extensionCallsFolder``, made when missing and opened as a folder of its own: the app can
+    /// write the container, and a link there would send the agent's files (and the mode it sets
+    /// on them) wherever it points. Everything the agent makes, reads or removes in it goes
+    /// through the returned handle, so the folder swapped for a link after this check changes
+    /// nothing (see ``DirectoryHandle``'s writing methods).
     /// - Throws: ``BacklotError/Code/untrusted`` when it is a link or not a folder; ``BacklotError/Code/io``.
-    public func ownExtensionCallsFolder() throws -> String {
-        let folder = extensionCallsFolder
-        try FileSystem.makeDirectories(folder)
-        guard try FileSystem.linkStatus(folder)?.kind == .directory else {
+    public func openExtensionCallsFolder() throws -> DirectoryHandle {
+        do {
+            return try DirectoryHandle(ownFolder: extensionCallsFolder)
+        } catch let error as BacklotError where error.code == .untrusted {
             throw BacklotError(
-                .untrusted, "the extension calls' folder is a link or not a folder", context: folder,
+                .untrusted, "the extension calls' folder is a link or not a folder", context: extensionCallsFolder,
                 hint: "remove it: the agent makes it again")
         }
-        return folder
     }
+
+    /// Removes ``extensionCallsFolder`` and what is in it, following no link on the way (a link
+    /// there is removed itself). Best effort, as at the agent's start.
+    public func removeExtensionCallsFolder() {
+        guard let container = try? DirectoryHandle(path: root) else { return }
+        container.removeTree(Self.extensionCallsName)
+    }
+
     /// The agent's wake-up FIFO.
     public var agentWakeChannel: String { root + "/.agent-wake" }
     /// The folder of the per-download locks.

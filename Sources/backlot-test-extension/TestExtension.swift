@@ -7,7 +7,9 @@
 //   further modes: "grandchild" (starts `sleep 600` in its process group with its standard output, logs "grandchild PID", then
 //   answers), "grandchild-hang" (the same, then hangs), "flood" (prints "floodBytes" bytes, 64 MiB by default, then answers),
 //   "empty-answer" (answers `{}` to shouldDownload), "fifo-answer" (makes its answer file a FIFO and exits 0),
-//   "sleep" (sleeps "seconds" seconds, then answers)
+//   "sleep" (sleeps "seconds" seconds, then answers), "swap-calls-folder" (moves CONTAINER/.extension-calls to
+//   CONTAINER/moved-calls, makes a folder of its call's name holding keep.txt in the folder "elsewhere" names, and links
+//   CONTAINER/.extension-calls there, then answers through the link)
 import BacklotClient
 import BacklotContainer
 import BacklotCrypto
@@ -67,6 +69,17 @@ import Glibc
             _ = FileManager.default.createFile(atPath: reply, contents: Data("{}".utf8))
             log("answered {}")
             exit(0)
+        case "swap-calls-folder":
+            let callFolder = (CommandLine.arguments[2] as NSString).deletingLastPathComponent
+            let name = (callFolder as NSString).lastPathComponent
+            let calls = ContainerLayout(root: container).extensionCallsFolder
+            let elsewhere = settings["elsewhere"] as? String ?? "/nonexistent"
+            let swapped =
+                rename(calls, container + "/moved-calls") == 0 && mkdir(elsewhere + "/" + name, 0o700) == 0
+                && FileManager.default.createFile(
+                    atPath: elsewhere + "/" + name + "/keep.txt", contents: Data("kept".utf8))
+                && symlink(elsewhere, calls) == 0
+            log(swapped ? "swapped the calls folder" : "could not swap the calls folder")
         case "sleep":
             Thread.sleep(forTimeInterval: settings["seconds"] as? Double ?? 1)
         default: break

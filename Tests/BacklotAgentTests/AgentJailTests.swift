@@ -121,6 +121,32 @@ extension AgentEventTests {
         #expect(event.detail.contains("a link or not a folder"), "\(event.detail)")
     }
 
+    /// The extension (the app's code) swaps the calls folder for a link while its call runs, to a
+    /// folder that holds a folder of the call's name: the agent reads its answer and removes its
+    /// call folder through the folder it opened (now moved), and nothing through the link. By path,
+    /// the clean-up removed `elsewhere/NAME/keep.txt`.
+    @Test func aCallsFolderSwappedForALinkDuringTheCallIsNotFollowed() async throws {
+        let f = try AgentFixture()
+        try f.server.publish(id: "Essential", seed: 1, policy: AgentFixture.essential)
+        let elsewhere = f.server.dir.at("elsewhere")
+        try FileSystem.makeDirectories(elsewhere)
+        try f.extensionSettings(["mode": "swap-calls-folder", "elsewhere": elsewhere])
+        let agent = try f.agent()
+        let seq = try agent.store.enqueue(.install, bypassBudget: false)
+        await agent.runQueuedEvents()
+        #expect(f.extensionLog.contains("swapped the calls folder"), "\(f.extensionLog)")
+        let names = try FileSystem.entryNames(elsewhere).map { String(decoding: $0, as: UTF8.self) }
+        #expect(names.count == 1, "\(names)")
+        for name in names {
+            #expect(FileManager.default.contents(atPath: elsewhere + "/" + name + "/keep.txt") == Data("kept".utf8))
+        }
+        // The call's own folder, in the folder the agent opened, is gone.
+        #expect(try FileSystem.entryNames(f.container + "/moved-calls").isEmpty)
+        // The next call finds the link and refuses it.
+        let event = try #require(try agent.store.event(seq))
+        #expect(event.detail.contains("a link or not a folder"), "\(event.detail)")
+    }
+
     /// An extension that leaves a FIFO where its answer goes: the agent's read of it used to
     /// block for good (and every extension call after it, behind the one-at-a-time gate). It is
     /// refused as not a regular file and the call fails like one that wrote no answer. The time

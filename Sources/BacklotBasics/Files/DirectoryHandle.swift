@@ -20,7 +20,8 @@ import Glibc
 public final class DirectoryHandle: Sendable {
     /// The directory's resolved path.
     public let path: String
-    private let descriptor: Int32
+    /// The open directory (see DirectoryHandle+Writing.swift for what is made beneath it).
+    let descriptor: Int32
 
     /// Opens `path` (which must be a directory).
     /// - Throws: ``BacklotError/Code/io`` when it cannot be opened.
@@ -28,6 +29,12 @@ public final class DirectoryHandle: Sendable {
         guard let real = FileSystem.realPath(path) else { throw SystemCall.error("resolve", path: path) }
         self.path = real
         descriptor = try SystemCall.retrying("open", path: real) { open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+    }
+
+    /// Takes over `descriptor`, an open directory that `path` names in messages.
+    init(descriptor: Int32, path: String) {
+        self.path = path
+        self.descriptor = descriptor
     }
 
     deinit { close(descriptor) }

@@ -146,7 +146,7 @@ public enum FileSystem {
 
     /// Calls `body` with the name of each entry `dir` lists, `.` and `..` left out, and the entry
     /// itself, whose `d_name` is the same name ended by a NUL.
-    private static func forEachName(
+    static func forEachName(
         in dir: OpaquePointer, path: String, _ body: ([UInt8], UnsafeMutablePointer<dirent>) throws -> Void
     ) throws {
         while true {

@@ -1,0 +1,141 @@
+import CLinuxSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Making, writing and removing files in a folder that another, less trusted process can change
+/// (a device container, which the app writes): every step is taken relative to the open folder,
+/// one name at a time, and never through a symbolic link. A check of a path followed by a use of
+/// the same path can be raced (the folder swapped for a link between the two); a descriptor
+/// cannot: what is made lands in the folder that was opened, wherever it has been moved since.
+///
+/// ```swift
+/// let calls = try DirectoryHandle(ownFolder: container + "/.extension-calls")
+/// let call = try calls.makeFolder(UUID().uuidString, mode: 0o700)
+/// defer { calls.removeTree(call.name) }
+/// try call.folder.createFile("call.json", contents: bytes, mode: 0o600)
+/// ```
+extension DirectoryHandle {
+    /// Opens the folder at `path`, made (with its missing parents, as `mkdir -p`) when missing,
+    /// refusing it when its last name is a symbolic link or not a folder. The folders leading to
+    /// it are trusted (a link there is followed).
+    /// - Throws: ``BacklotError/Code/untrusted`` when `path` is a link or not a folder;
+    ///   ``BacklotError/Code/io`` when it cannot be made or opened.
+    public convenience init(ownFolder path: String) throws {
+        let parent = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        if !parent.isEmpty { try FileSystem.makeDirectories(parent) }
+        // Made if missing; whatever is there already is looked at by the open below.
+        if mkdir(path, 0o777) != 0 && errno != EEXIST { throw SystemCall.error("create directory", path: path) }
+        var fd: Int32
+        repeat { fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) } while fd < 0 && errno == EINTR
+        guard fd >= 0 else {
+            let err = errno
+            if err == ELOOP || err == ENOTDIR {
+                throw BacklotError(
+                    .untrusted, "is a link or not a folder", context: path,
+                    hint: "remove it: it is made again as a folder")
+            }
+            throw SystemCall.error("open directory", path: path, errno: err)
+        }
+        self.init(descriptor: fd, path: path)
+    }
+
+    /// Makes the folder `name` directly in this one, which must not exist yet, and opens it.
+    /// - Parameters:
+    ///   - name: one name (no `/`, not `.` or `..`).
+    ///   - mode: its permissions (less the umask), as for `mkdir`.
+    /// - Returns: the new folder, opened; if something replaced it with a link or a file between
+    ///   the two steps, the open fails rather than follows it.
+    /// - Throws: ``BacklotError/Code/io`` when it exists or cannot be made or opened.
+    public func makeFolder(_ name: String, mode: mode_t) throws -> DirectoryHandle {
+        let full = try child(name)
+        try SystemCall.retrying("create directory", path: full) { mkdirat(descriptor, name, mode) }
+        let fd = try SystemCall.retrying("open directory", path: full) {
+            openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        }
+        return DirectoryHandle(descriptor: fd, path: full)
+    }
+
+    /// Creates the regular file `name` directly in this folder, writes `contents` and sets `mode`
+    /// on it through its descriptor. The file must not exist: a link, FIFO or file already there
+    /// is not opened (`O_CREAT | O_EXCL`), so nothing is ever written through one. A file that
+    /// could not be written in full is removed.
+    /// - Returns: its path (this folder's path and `name`), for another process to open.
+    /// - Throws: ``BacklotError/Code/io`` when it exists or cannot be created or written.
+    @discardableResult
+    public func createFile(_ name: String, contents: [UInt8], mode: mode_t) throws -> String {
+        let full = try child(name)
+        let raw = try SystemCall.retrying("create", path: full) {
+            openat(descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        }
+        let fd = FileDescriptor(rawValue: raw, path: full)
+        defer { fd.close() }
+        do {
+            try fd.write(contents)
+            try SystemCall.retrying("chmod", path: full) { fchmod(raw, mode) }
+        } catch {
+            unlinkat(descriptor, name, 0)
+            throw error
+        }
+        return full
+    }
+
+    /// Reads the regular file at `relative` beneath this folder, through no link (as
+    /// ``openRegularFile(_:)`` opens it), when it is at most `limit` bytes.
+    /// - Throws: ``BacklotError/Code/invalidSource`` when it is a link, leaves the folder or is not
+    ///   a regular file; `code` when it is larger than `limit`; ``BacklotError/Code/io``.
+    public func readRegularFile(
+        _ relative: String, atMost limit: UInt64, what: String, code: BacklotError.Code = .invalidInput
+    ) throws -> [UInt8] {
+        let (fd, size) = try openRegularFile(relative)
+        defer { fd.close() }
+        guard size <= limit else {
+            throw BacklotError(code, "\(what) is \(size) bytes; at most \(limit >> 20) MiB are read", context: fd.path)
+        }
+        return try fd.read(count: Int(size), at: 0)
+    }
+
+    /// Removes `name`, directly in this folder, and when it is a folder everything beneath it,
+    /// one name at a time relative to each open folder: a link met on the way is removed, never
+    /// followed. Missing is not an error; what cannot be removed (or lies more than
+    /// ``removalDepth`` folders down) is left.
+    public func removeTree(_ name: String) {
+        guard (try? child(name)) != nil else { return }
+        Self.remove(Array(name.utf8), in: descriptor, depth: 0)
+    }
+
+    /// How many folders down ``removeTree(_:)`` goes: each level holds an open descriptor.
+    public static let removalDepth = 64
+
+    private static func remove(_ name: [UInt8], in parent: Int32, depth: Int) {
+        let cName = name.map { CChar(bitPattern: $0) } + [0]
+        if unlinkat(parent, cName, 0) == 0 || errno == ENOENT { return }
+        // Linux answers EISDIR for a folder (EPERM on some file systems).
+        guard errno == EISDIR || errno == EPERM, depth < removalDepth else { return }
+        var fd: Int32
+        repeat {
+            fd = openat(parent, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        } while fd < 0 && errno == EINTR
+        guard fd >= 0 else { return }
+        guard let dir = fdopendir(fd) else {
+            close(fd)
+            return
+        }
+        var names: [[UInt8]] = []
+        try? FileSystem.forEachName(in: dir, path: "") { entry, _ in names.append(entry) }
+        for entry in names { remove(entry, in: fd, depth: depth + 1) }
+        closedir(dir)  // closes fd too
+        unlinkat(parent, cName, AT_REMOVEDIR)
+    }
+
+    /// The path of `name` in this folder, once `name` is checked to be one plain name.
+    private func child(_ name: String) throws -> String {
+        guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(0x2F), !name.utf8.contains(0) else {
+            throw BacklotError(
+                .invalidInput, "is not one plain file name", context: name,
+                hint: "give a name without a slash, other than . and ..")
+        }
+        return path + "/" + name
+    }
+}

@@ -1,0 +1,138 @@
+import BacklotBasics
+import Foundation
+import Testing
+
+/// What is made, written, read and removed through a ``DirectoryHandle`` lands in the folder that
+/// was opened and never goes through a symbolic link, however the folder is changed meanwhile.
+@Suite struct DirectoryHandleWritingTests {
+    let root: String
+
+    init() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("dirwrite-\(UUID().uuidString)").path
+        try FileSystem.makeDirectories(root + "/elsewhere")
+    }
+
+    func contents(_ path: String) -> [String] {
+        ((try? FileSystem.entryNames(path)) ?? []).map { String(decoding: $0, as: UTF8.self) }.sorted()
+    }
+
+    /// The folder opened is moved and a link to another folder put in its place: what is made
+    /// afterwards lands in the moved folder, the link's target stays untouched.
+    @Test func whatIsMadeLandsInTheFolderOpenedWhereverItWasMoved() throws {
+        defer { FileSystem.removeTree(root) }
+        let calls = try DirectoryHandle(ownFolder: root + "/calls")
+        #expect(rename(root + "/calls", root + "/moved") == 0)
+        #expect(symlink(root + "/elsewhere", root + "/calls") == 0)
+
+        let call = try calls.makeFolder("one", mode: 0o700)
+        let written = try call.createFile("call.json", contents: Array("{}".utf8), mode: 0o600)
+        #expect(written == root + "/calls/one/call.json")  // the path named for another process
+        try calls.createFile("manifest.json", contents: [1, 2, 3], mode: 0o444)
+        #expect(contents(root + "/moved") == ["manifest.json", "one"])
+        #expect(contents(root + "/moved/one") == ["call.json"])
+        #expect(contents(root + "/elsewhere").isEmpty)
+        #expect(try call.readRegularFile("call.json", atMost: 100, what: "the call") == Array("{}".utf8))
+
+        var st = stat()
+        #expect(lstat(root + "/moved/manifest.json", &st) == 0)
+        #expect(st.st_mode & 0o777 == 0o444)
+        #expect(lstat(root + "/moved/one", &st) == 0)
+        #expect(st.st_mode & 0o777 == 0o700)
+
+        calls.removeTree("one")
+        calls.removeTree("manifest.json")
+        #expect(contents(root + "/moved").isEmpty)
+    }
+
+    /// A link or a file where the folder is expected is refused, not followed; a missing one is made.
+    @Test func anOwnFolderIsNeverALink() throws {
+        defer { FileSystem.removeTree(root) }
+        #expect(symlink(root + "/elsewhere", root + "/link") == 0)
+        #expect(FileManager.default.createFile(atPath: root + "/file", contents: Data()))
+        for name in ["link", "file"] {
+            let error = #expect(throws: BacklotError.self) { try DirectoryHandle(ownFolder: root + "/" + name) }
+            #expect(error?.code == .untrusted, "\(name)")
+        }
+        _ = try DirectoryHandle(ownFolder: root + "/made/deeper")
+        #expect(contents(root + "/made") == ["deeper"])
+    }
+
+    /// A new file is never opened where something already is: a link (to a file or nowhere), a
+    /// file or a FIFO. Nothing is written through it. A name that is not one plain name is refused.
+    @Test func aNewFileIsNeverWrittenThroughWhatIsAlreadyThere() throws {
+        defer { FileSystem.removeTree(root) }
+        let folder = try DirectoryHandle(ownFolder: root + "/f")
+        #expect(FileManager.default.createFile(atPath: root + "/elsewhere/target", contents: Data("old".utf8)))
+        #expect(symlink(root + "/elsewhere/target", root + "/f/link") == 0)
+        #expect(symlink(root + "/elsewhere/new", root + "/f/dangling") == 0)
+        #expect(FileManager.default.createFile(atPath: root + "/f/file", contents: Data("mine".utf8)))
+        #expect(mkfifo(root + "/f/fifo", 0o600) == 0)
+        for name in ["link", "dangling", "file", "fifo"] {
+            #expect(throws: BacklotError.self, "\(name)") {
+                try folder.createFile(name, contents: Array("new".utf8), mode: 0o644)
+            }
+        }
+        #expect(FileManager.default.contents(atPath: root + "/elsewhere/target") == Data("old".utf8))
+        #expect(!FileManager.default.fileExists(atPath: root + "/elsewhere/new"))
+        #expect(FileManager.default.contents(atPath: root + "/f/file") == Data("mine".utf8))
+        for name in ["", ".", "..", "a/b", "../x"] {
+            let error = #expect(throws: BacklotError.self, "\(name)") {
+                try folder.createFile(name, contents: [], mode: 0o644)
+            }
+            #expect(error?.code == .invalidInput)
+            #expect(throws: BacklotError.self, "\(name)") { try folder.makeFolder(name, mode: 0o700) }
+        }
+        // A folder is made only where nothing is.
+        #expect(throws: BacklotError.self) { try folder.makeFolder("link", mode: 0o700) }
+    }
+
+    /// Reading refuses a link, a FIFO (without waiting on it) and a file over the limit.
+    @Test(.timeLimit(.minutes(1))) func readingTakesOnlyARegularFileWithinItsLimit() throws {
+        defer { FileSystem.removeTree(root) }
+        let folder = try DirectoryHandle(ownFolder: root + "/r")
+        #expect(FileManager.default.createFile(atPath: root + "/elsewhere/secret", contents: Data("s".utf8)))
+        #expect(symlink(root + "/elsewhere/secret", root + "/r/link") == 0)
+        #expect(mkfifo(root + "/r/fifo", 0o600) == 0)
+        try folder.createFile("big", contents: [UInt8](repeating: 1, count: 2000), mode: 0o600)
+        for name in ["link", "fifo"] {
+            let error = #expect(throws: BacklotError.self, "\(name)") {
+                try folder.readRegularFile(name, atMost: 100, what: "the answer")
+            }
+            #expect(error?.code == .invalidSource, "\(name)")
+        }
+        let error = #expect(throws: BacklotError.self) {
+            try folder.readRegularFile("big", atMost: 1999, what: "the answer", code: .checkFailed)
+        }
+        #expect(error?.code == .checkFailed)
+        #expect(try folder.readRegularFile("big", atMost: 2000, what: "the answer").count == 2000)
+    }
+
+    /// Removing a tree removes the links in it, not what they point at, at any depth up to the
+    /// bound; a missing name is not an error.
+    @Test func removingATreeRemovesLinksNotWhatTheyPointAt() throws {
+        defer { FileSystem.removeTree(root) }
+        try FileSystem.makeDirectories(root + "/elsewhere/inner")
+        #expect(FileManager.default.createFile(atPath: root + "/elsewhere/inner/keep", contents: Data("k".utf8)))
+        let folder = try DirectoryHandle(ownFolder: root + "/t")
+        var path = root + "/t/tree"
+        for level in 0..<10 {
+            try FileSystem.makeDirectories(path)
+            #expect(FileManager.default.createFile(atPath: path + "/file\(level)", contents: Data("x".utf8)))
+            #expect(symlink(root + "/elsewhere", path + "/to-folder") == 0)
+            #expect(symlink(root + "/elsewhere/inner/keep", path + "/to-file") == 0)
+            path += "/level\(level)"
+        }
+        folder.removeTree("tree")
+        folder.removeTree("missing")
+        #expect(contents(root + "/t").isEmpty)
+        #expect(FileManager.default.contents(atPath: root + "/elsewhere/inner/keep") == Data("k".utf8))
+
+        // Deeper than the bound: left as it is (each folder in it still holds one), nothing else touched.
+        path = root + "/t/deep"
+        for level in 0...DirectoryHandle.removalDepth { path += "/\(level)" }
+        try FileSystem.makeDirectories(path)
+        folder.removeTree("deep")
+        #expect(FileManager.default.fileExists(atPath: path))
+        #expect(FileManager.default.contents(atPath: root + "/elsewhere/inner/keep") == Data("k".utf8))
+    }
+}
