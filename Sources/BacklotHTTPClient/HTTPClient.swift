@@ -239,9 +239,30 @@ extension HTTPClient {
     ) throws -> (status: Int, headers: [String: String], size: UInt64) {
         guard let handle = curl_easy_init() else { throw BacklotError(.library, "libcurl could not start a transfer") }
         defer { curl_easy_cleanup(handle) }
-        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SystemCall.error("open", path: path) }
+        // The file is often in a folder another program can write (an app's container): a link
+        // there is not followed, and only a regular file of one name is written (a hard link to
+        // another file would have its bytes replaced too).
+        var fd: Int32
+        repeat {
+            fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
+        } while fd < 0
+            && errno == EINTR
+        guard fd >= 0 else {
+            if errno == ELOOP {
+                throw BacklotError(
+                    .untrusted, "the download's file is a symbolic link", context: path,
+                    hint: "remove it: the download starts again from the beginning")
+            }
+            throw SystemCall.error("open", path: path)
+        }
         defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw SystemCall.error("fstat", path: path) }
+        guard st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1 else {
+            throw BacklotError(
+                .untrusted, "the download's file is not a regular file of its own (a FIFO, a device or a hard link)",
+                context: path, hint: "remove it: the download starts again from the beginning")
+        }
         let sink = FileSink(fd: fd, offset: offset, limit: limit, progress: progress, isCancelled: isCancelled)
         sink.pacer = RatePacer.forLimit(bandwidthLimit)
         var list: UnsafeMutablePointer<curl_slist>? = nil

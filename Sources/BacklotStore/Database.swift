@@ -46,14 +46,19 @@ public final class Database: Sendable {
     ///     whatever the umask — 0600 for a database that holds secrets.
     ///   - pageCacheKiB: the most memory its page cache keeps (SQLite's default: 2,000 KiB); a
     ///     device's small databases take less (``SQLiteSchema/open(_:)``).
+    ///
+    /// The database and its companions are often in a folder another program can write (a device
+    /// container): a link or anything but a regular file at `path` is refused before SQLite opens
+    /// it, and the mode is set through each file's own descriptor, never through a link.
+    /// - Throws: ``BacklotError/Code/untrusted`` when `path` (or its `-wal`, `-shm` or `-journal`
+    ///   file) is a link or not a regular file; ``BacklotError/Code/io`` when it cannot be opened.
     public init(path: String, mode: mode_t? = nil, pageCacheKiB: Int? = nil) throws {
-        if let mode {
-            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode)
-            guard fd >= 0 else { throw SystemCall.error("open the database", path: path) }
-            fchmod(fd, mode)
-            close(fd)
+        // (SQLite's own SQLITE_OPEN_NOFOLLOW is not used: it refuses a link anywhere on the way,
+        // such as a home folder that is one.)
+        if path != Self.inMemory {
+            try Self.checkRegularFile(path, creatingWith: mode ?? 0o644, settingMode: mode)
             for suffix in ["-wal", "-shm", "-journal"] where FileSystem.exists(path + suffix) {
-                chmod(path + suffix, mode)
+                try Self.checkRegularFile(path + suffix, creatingWith: nil, settingMode: mode)
             }
         }
         var handle: OpaquePointer? = nil
@@ -83,6 +88,40 @@ public final class Database: Sendable {
             try c.execute("PRAGMA foreign_keys=ON")
             if let pageCacheKiB { try c.execute("PRAGMA cache_size=-\(max(64, pageCacheKiB))") }
         }
+    }
+
+    /// The path SQLite takes for a database held in memory, with no file (no file is looked at).
+    public static let inMemory = ":memory:"
+
+    /// Opens `path` without following a link (creating it with `creatingWith` when given), checks
+    /// it is a regular file, and sets `settingMode` on it through the descriptor.
+    private static func checkRegularFile(_ path: String, creatingWith create: mode_t?, settingMode mode: mode_t?) throws
+    {
+        let flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (create == nil ? 0 : O_CREAT)
+        var fd: Int32
+        repeat { fd = open(path, flags, create ?? 0) } while fd < 0 && errno == EINTR
+        if fd < 0 && (errno == EACCES || errno == EROFS) {
+            // One this process may only read: looked at all the same (SQLite opens it read-only).
+            repeat { fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) } while fd < 0 && errno == EINTR
+        }
+        guard fd >= 0 else {
+            if errno == ENOENT && create == nil { return }  // removed meanwhile: SQLite makes it again
+            if errno == ELOOP {
+                throw BacklotError(
+                    .untrusted, "the database file is a symbolic link", context: path,
+                    hint: "remove the link: the database is made again where it belongs")
+            }
+            throw SystemCall.error("open the database", path: path)
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw SystemCall.error("fstat", path: path) }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            throw BacklotError(
+                .untrusted, "the database file is not a regular file", context: path,
+                hint: "remove what is there: the database is made again where it belongs")
+        }
+        if let mode { fchmod(fd, mode) }
     }
 
     deinit {

@@ -97,6 +97,26 @@ import Testing
         #expect(recorder.delivered.withLock { $0["resume"] == bytes }, "\(recorder.events.withLock { $0 })")
     }
 
+    /// The app (which can write its container) left a link where the download's partial file
+    /// goes, to a file elsewhere, or a hard link to one: the download neither appends to it nor
+    /// truncates it. The link is removed, the download runs from the start and delivers the bytes.
+    @Test(arguments: ["symbolic", "hard"]) func aLinkLeftWhereThePartialFileGoesIsNotWrittenThrough(kind: String) throws
+    {
+        let (f, bytes, url, _) = try serve()
+        let recorder = Recorder(moveTo: nil)
+        let manager = try DownloadManager(containerPath: f.dir.at("c")) { recorder.handle($0) }
+        let victim = f.dir.at("victim.txt")
+        try Data("keep me as I am".utf8).write(to: URL(fileURLWithPath: victim))
+        try FileSystem.makeDirectories(f.dir.at("c/downloads"))
+        let download = URLDownload(identifier: "linked", url: url, fileSize: UInt64(bytes.count))
+        let part = manager.partialPath(download.identifier)
+        #expect((kind == "symbolic" ? symlink(victim, part) : link(victim, part)) == 0)
+        try manager.startForegroundDownload(download)
+        recorder.done.wait()
+        #expect(FileManager.default.contents(atPath: victim) == Data("keep me as I am".utf8))
+        #expect(recorder.delivered.withLock { $0["linked"] == bytes }, "\(recorder.events.withLock { $0 })")
+    }
+
     @Test func essentialSizesAndRestrictionsAreEnforced() throws {
         let (f, bytes, url, _) = try serve()
         let recorder = Recorder(moveTo: nil)

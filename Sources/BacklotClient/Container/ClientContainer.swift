@@ -95,22 +95,27 @@ public struct ClientContainer: Sendable {
     }
 
     public func installed() throws -> [Installed] {
-        try store.read { try $0.installedReleases() }.map(Self.installed)
+        try store.read { try $0.installedReleases() }.compactMap(Self.installed)
     }
 
     /// Each installed release as `PACK/DIGEST`, sorted, without reading their indexes.
     public func installedNames() throws -> [String] {
-        try store.read { try $0.installedReleaseNames() }.map { "\($0.id)/\($0.digest)" }
+        try store.read { try $0.installedReleaseNames() }.filter { ReleaseName.isWellFormed($0.digest) }.map {
+            "\($0.id)/\($0.digest)"
+        }
     }
 
     public func installed(_ id: String) throws -> Installed? {
-        try store.read { try $0.installedRelease(id) }.map(Self.installed)
+        try store.read { try $0.installedRelease(id) }.flatMap(Self.installed)
     }
 
     /// A stored release (another process may have written it): its numbers are converted checked
-    /// (0 when out of range, as for a row of the wrong shape).
-    static func installed(_ r: InstalledRelease) -> Installed {
-        Installed(
+    /// (0 when out of range, as for a row of the wrong shape), and a row whose release name is
+    /// not one (``ReleaseName/isWellFormed(_:)``: it names the folder an update removes) is not
+    /// an installed release: nil, so the pack is installed again and the row replaced.
+    static func installed(_ r: InstalledRelease) -> Installed? {
+        guard ReleaseName.isWellFormed(r.digest) else { return nil }
+        return Installed(
             id: r.id, version: Int(exactly: r.version) ?? 0, digest: r.digest,
             downloadSize: Int(exactly: r.downloadSize) ?? 0, metadata: r.metadata, indexBytes: r.indexBytes)
     }

@@ -21,6 +21,19 @@ enum ReleaseName {
         choice.isEmpty ? indexDigest : indexDigest + "." + choice.name
     }
 
+    /// Whether `name` has a release name's shape, spelt as ``make(indexDigest:choice:)`` spells it:
+    /// 64 lowercase hex digits, then nothing or `.` and a variant choice. A name read back from the container's database (which the app can write)
+    /// becomes a folder's name and is removed: anything else (`..`, a `/`) is refused before it
+    /// is made a path.
+    static func isWellFormed(_ name: String) -> Bool {
+        let digest = indexDigest(name)
+        guard digest.utf8.count == 64,
+            digest.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
+            let choice = choice(name)
+        else { return false }
+        return make(indexDigest: digest, choice: choice) == name  // spelt as this device spells it
+    }
+
     /// The index SHA-256 (hex) a name starts with.
     static func indexDigest(_ name: String) -> String {
         String(name.prefix { $0 != "." })

@@ -559,7 +559,15 @@ public final class DownloadManager: Sendable {
         var headroom: UInt64? = nil  // the install-size cap's room for a download of no declared size
         cancelled.withLock { _ = $0.remove(d.identifier) }
         let part = partialPath(d.identifier)
-        let already = (try? FileSystem.status(part))??.size ?? 0
+        // What is there is the container's (the app can write it): anything but a regular file of
+        // one name (a symbolic or hard link, above all) is removed, never written through, and the
+        // download starts from nothing.
+        var found = (try? FileSystem.linkStatus(part)) ?? nil
+        if let seen = found, seen.kind != .regular || seen.linkCount != 1 {
+            unlink(part)
+            found = nil
+        }
+        let already = found?.size ?? 0
         handler(.began(d), self)
         do {
             let remaining = remainingAllowance(essential: d.isEssential)
