@@ -127,6 +127,25 @@ import Testing
         #expect(contents(root + "/t").isEmpty)
         #expect(FileManager.default.contents(atPath: root + "/elsewhere/inner/keep") == Data("k".utf8))
 
+        // A release's read-only folders are made writable to be removed, through their own
+        // descriptors; a file's mode (it may be a hard link shared elsewhere) and a linked-to
+        // folder's are left as they are.
+        try FileSystem.makeDirectories(root + "/elsewhere/sealed")
+        #expect(chmod(root + "/elsewhere/sealed", 0o555) == 0)
+        defer { chmod(root + "/elsewhere/sealed", 0o755) }
+        #expect(FileManager.default.createFile(atPath: root + "/elsewhere/shared", contents: Data("s".utf8)))
+        #expect(chmod(root + "/elsewhere/shared", 0o444) == 0)
+        try FileSystem.makeDirectories(root + "/t/release/a/b")
+        #expect(link(root + "/elsewhere/shared", root + "/t/release/a/b/shared") == 0)
+        #expect(symlink(root + "/elsewhere/sealed", root + "/t/release/a/sealed") == 0)
+        for folder in ["a/b", "a", ""] { #expect(chmod(root + "/t/release/" + folder, 0o555) == 0) }
+        #expect(chmod(root + "/t/release/a/b", 0o000) == 0)
+        folder.removeTree("release", makingFoldersWritable: true)
+        #expect(contents(root + "/t").isEmpty)
+        var st = stat()
+        #expect(lstat(root + "/elsewhere/sealed", &st) == 0 && st.st_mode & 0o777 == 0o555)
+        #expect(lstat(root + "/elsewhere/shared", &st) == 0 && st.st_mode & 0o777 == 0o444 && st.st_nlink == 1)
+
         // Deeper than the bound: left as it is (each folder in it still holds one), nothing else touched.
         path = root + "/t/deep"
         for level in 0...DirectoryHandle.removalDepth { path += "/\(level)" }

@@ -287,7 +287,20 @@ import Testing
         // Y as a hard link to the installed release's Y (mode 0444): writing it would damage the release.
         let installedY = manager.url(for: "Y").path
         #expect(link(installedY, partial + "/Y") == 0)
+        // A link to a read-only folder outside, and a read-only folder holding another link to it:
+        // the walk goes through descriptors, and neither the folder nor its mode is touched.
+        let outsideFolder = f.dir.at("outside-folder")
+        try FileSystem.makeDirectories(outsideFolder)
+        try Data("kept".utf8).write(to: URL(fileURLWithPath: outsideFolder + "/file"))
+        #expect(chmod(outsideFolder, 0o555) == 0)
+        defer { chmod(outsideFolder, 0o755) }
+        #expect(symlink(outsideFolder, partial + "/Z") == 0)
+        try FileSystem.makeDirectories(partial + "/sealed")
+        #expect(symlink(outsideFolder, partial + "/sealed/to-outside") == 0)
+        #expect(chmod(partial + "/sealed", 0o500) == 0)
         _ = try await manager.fetch(packWithID: "Crafted")
+        #expect((try FileSystem.linkStatus(outsideFolder))?.mode == 0o555, "a mode was set through a planted link")
+        #expect(FileManager.default.contents(atPath: outsideFolder + "/file") == Data("kept".utf8))
         #expect(try manager.contents(at: "X") == Data(x1))
         #expect(try manager.contents(at: "Y") == Data([2]))
         #expect(try manager.verifyInstalled().isEmpty)

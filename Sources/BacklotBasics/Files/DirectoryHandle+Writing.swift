@@ -100,33 +100,121 @@ extension DirectoryHandle {
     /// one name at a time relative to each open folder: a link met on the way is removed, never
     /// followed. Missing is not an error; what cannot be removed (or lies more than
     /// ``removalDepth`` folders down) is left.
-    public func removeTree(_ name: String) {
+    /// - Parameter makingFoldersWritable: a folder met without its owner's write and search
+    ///   permissions (an installed release's are read-only) is given them first, through its own
+    ///   descriptor or with `AT_SYMLINK_NOFOLLOW`, never through a link. Files keep their modes:
+    ///   one may be a hard link shared with another folder.
+    public func removeTree(_ name: String, makingFoldersWritable: Bool = false) {
         guard (try? child(name)) != nil else { return }
-        Self.remove(Array(name.utf8), in: descriptor, depth: 0)
+        Self.remove(Array(name.utf8), in: descriptor, depth: 0, makingWritable: makingFoldersWritable)
     }
 
-    /// How many folders down ``removeTree(_:)`` goes: each level holds an open descriptor.
-    public static let removalDepth = 64
+    /// How many folders down ``removeTree(_:makingFoldersWritable:)`` goes: each level holds an
+    /// open descriptor.
+    public static let removalDepth = 256
 
-    private static func remove(_ name: [UInt8], in parent: Int32, depth: Int) {
+    private static func remove(_ name: [UInt8], in parent: Int32, depth: Int, makingWritable: Bool) {
         let cName = name.map { CChar(bitPattern: $0) } + [0]
         if unlinkat(parent, cName, 0) == 0 || errno == ENOENT { return }
         // Linux answers EISDIR for a folder (EPERM on some file systems).
         guard errno == EISDIR || errno == EPERM, depth < removalDepth else { return }
-        var fd: Int32
-        repeat {
-            fd = openat(parent, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        } while fd < 0 && errno == EINTR
-        guard fd >= 0 else { return }
+        guard let fd = openFolder(cName, in: parent, makingWritable: makingWritable) else { return }
         guard let dir = fdopendir(fd) else {
             close(fd)
             return
         }
         var names: [[UInt8]] = []
         try? FileSystem.forEachName(in: dir, path: "") { entry, _ in names.append(entry) }
-        for entry in names { remove(entry, in: fd, depth: depth + 1) }
+        for entry in names { remove(entry, in: fd, depth: depth + 1, makingWritable: makingWritable) }
         closedir(dir)  // closes fd too
         unlinkat(parent, cName, AT_REMOVEDIR)
+    }
+
+    /// Opens the folder `name` in `parent` without following a link; with `makingWritable`, one
+    /// that cannot be opened or changed by its owner is given `u+rwx` first.
+    private static func openFolder(_ name: [CChar], in parent: Int32, makingWritable: Bool) -> Int32? {
+        func open() -> Int32 {
+            var fd: Int32
+            repeat {
+                fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            } while fd < 0 && errno == EINTR
+            return fd
+        }
+        var fd = open()
+        if fd < 0 && errno == EACCES && makingWritable {
+            // Not readable: its mode is changed by name, refusing a link (glibc does it through an
+            // O_PATH descriptor), then it is opened again.
+            guard fchmodat(parent, name, 0o700, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+            fd = open()
+        }
+        guard fd >= 0 else { return nil }
+        var st = stat()
+        if makingWritable, fstat(fd, &st) == 0, st.st_mode & 0o700 != 0o700 {
+            fchmod(fd, (st.st_mode & 0o7777) | 0o700)
+        }
+        return fd
+    }
+
+    /// Opens the folder `name` directly in this one, refusing a link or anything but a folder.
+    /// - Throws: ``BacklotError/Code/untrusted`` when it is a link or not a folder;
+    ///   ``BacklotError/Code/io`` when it cannot be opened.
+    public func openFolder(_ name: [UInt8]) throws -> DirectoryHandle {
+        let full = path + "/" + String(decoding: name, as: UTF8.self)
+        let cName = name.map { CChar(bitPattern: $0) } + [0]
+        var fd: Int32
+        repeat {
+            fd = openat(descriptor, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        } while fd < 0 && errno == EINTR
+        guard fd >= 0 else {
+            if errno == ELOOP || errno == ENOTDIR {
+                throw BacklotError(.untrusted, "is a link or not a folder", context: full)
+            }
+            throw SystemCall.error("open directory", path: full)
+        }
+        return DirectoryHandle(descriptor: fd, path: full)
+    }
+
+    /// This folder's entries with what `fstatat` (not following a link) says of each, nil for one
+    /// removed since it was listed; `.` and `..` left out, in no particular order.
+    /// - Throws: ``BacklotError/Code/io`` when the folder cannot be read.
+    public func entries() throws -> [(name: [UInt8], status: FileSystem.Status?)] {
+        // A second descriptor of the same folder, for the listing (closedir closes it).
+        let fd = try SystemCall.retrying("open directory", path: path) {
+            openat(descriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        }
+        guard let dir = fdopendir(fd) else {
+            let error = SystemCall.error("open directory", path: path)
+            close(fd)
+            throw error
+        }
+        defer { closedir(dir) }
+        var names: [[UInt8]] = []
+        try FileSystem.forEachName(in: dir, path: path) { name, _ in names.append(name) }
+        return names.map { name in
+            var st = stat()
+            let cName = name.map { CChar(bitPattern: $0) } + [0]
+            return (name, fstatat(descriptor, cName, &st, AT_SYMLINK_NOFOLLOW) == 0 ? FileSystem.Status(st) : nil)
+        }
+    }
+
+    /// Sets the mode of `name` directly in this folder, never through a link (`fchmodat` with
+    /// `AT_SYMLINK_NOFOLLOW`: a link swapped in since it was looked at is refused, not followed).
+    /// - Throws: ``BacklotError/Code/io`` when it cannot be set (or `name` is now a link).
+    public func setMode(_ name: [UInt8], _ mode: mode_t) throws {
+        let cName = name.map { CChar(bitPattern: $0) } + [0]
+        try SystemCall.retrying("chmod", path: path + "/" + String(decoding: name, as: UTF8.self)) {
+            fchmodat(descriptor, cName, mode, AT_SYMLINK_NOFOLLOW)
+        }
+    }
+
+    /// Removes the file (or link, or empty folder's entry, never what a link points at) `name`
+    /// directly in this folder; missing is not an error.
+    /// - Throws: ``BacklotError/Code/io`` when it cannot be removed.
+    public func removeFile(_ name: [UInt8]) throws {
+        let cName = name.map { CChar(bitPattern: $0) } + [0]
+        if unlinkat(descriptor, cName, 0) != 0 && errno != ENOENT {
+            throw SystemCall.error("remove", path: path + "/" + String(decoding: name, as: UTF8.self))
+        }
     }
 
     /// The path of `name` in this folder, once `name` is checked to be one plain name.

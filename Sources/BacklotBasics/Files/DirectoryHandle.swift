@@ -74,7 +74,14 @@ public final class DirectoryHandle: Sendable {
         var fd: Int32
         repeat { fd = clinux_open_beneath(descriptor, relative) } while fd < 0 && errno == EINTR
         // no openat2 (old kernel, or a seccomp filter that refuses it)
-        if fd < 0 && (errno == ENOSYS || errno == EPERM) {
+        if fd < 0 && (errno == ENOSYS || errno == EPERM) && !relative.isEmpty && relative != "." && relative != ".."
+            && !relative.utf8.contains(0x2F)
+        {
+            // One name: opened relative to the directory itself, not followed if it is a link.
+            repeat {
+                fd = openat(descriptor, relative, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+            } while fd < 0 && errno == EINTR
+        } else if fd < 0 && (errno == ENOSYS || errno == EPERM) {
             guard let real = FileSystem.realPath(full), BytePath.isInside(real, path), !BytePath.same(real, path) else {
                 throw BacklotError(
                     .invalidSource, "the path leads outside \(path)", context: full,

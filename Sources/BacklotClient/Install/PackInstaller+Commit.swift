@@ -56,13 +56,12 @@ extension PackInstaller {
 
     /// Removes a release folder whose files are read-only. Only folders are made writable: the
     /// files may be hard links shared with another release (or container), whose modes must stay.
+    /// The folder is the app's to change while this runs: it is walked through descriptors, one
+    /// name at a time, and a link met on the way is removed, never followed or changed
+    /// (``DirectoryHandle/removeTree(_:makingFoldersWritable:)``).
     static func removeRelease(_ folder: String) {
-        if let walker = FileManager.default.enumerator(atPath: folder) {
-            for case let p as String in walker where (try? FileSystem.linkStatus(folder + "/" + p))??.kind == .directory
-            {
-                chmod(folder + "/" + p, 0o755)
-            }
-        }
-        FileSystem.removeTree(folder)
+        guard let slash = folder.lastIndex(of: "/"), let parent = try? DirectoryHandle(path: String(folder[..<slash]))
+        else { return }
+        parent.removeTree(String(folder[folder.index(after: slash)...]), makingFoldersWritable: true)
     }
 }

@@ -146,26 +146,37 @@ extension PackInstaller {
 
     /// Removes from an earlier attempt's folder everything but folders and regular files with a
     /// single name (no links, no special files, no hard links shared with another release).
+    ///
+    /// The folder is in the container, which the app can change while this runs: it is walked
+    /// through descriptors (each folder opened refusing a link), and modes are set with
+    /// `AT_SYMLINK_NOFOLLOW`, so a link swapped in after a name was looked at is neither followed
+    /// nor changed. A tree more than ``DirectoryHandle/removalDepth`` folders deep (no pack's
+    /// is) is refused.
     static func sanitize(_ folder: String) throws {
-        for name in try FileSystem.entryNames(folder) {
-            let path = folder + "/" + String(decoding: name, as: UTF8.self)
-            guard let st = try FileSystem.linkStatus(path) else { continue }
+        try sanitize(try DirectoryHandle(path: folder), depth: 0)
+    }
+
+    private static func sanitize(_ folder: DirectoryHandle, depth: Int) throws {
+        guard depth < DirectoryHandle.removalDepth else {
+            throw BacklotError(
+                .io,
+                "an earlier attempt's folder is nested more than \(DirectoryHandle.removalDepth) folders deep",
+                context: folder.path, hint: "remove the folder: the install starts again")
+        }
+        for (name, found) in try folder.entries() {
+            guard let st = found else { continue }
             switch st.kind {
             case .directory:
-                chmodIfNeeded(path, st)
-                try sanitize(path)
+                if st.mode & 0o700 != 0o700 { try folder.setMode(name, 0o755) }
+                try sanitize(try folder.openFolder(name), depth: depth + 1)
             case .regular where st.linkCount == 1:
                 // A file finished (and made read-only) before the crash is written again only if
                 // its chunks were not all recorded: it must be writable for that.
-                if st.mode & 0o200 == 0 { chmod(path, 0o644) }
+                if st.mode & 0o200 == 0 { try folder.setMode(name, 0o644) }
             default:
-                if unlink(path) != 0 && errno != ENOENT { throw SystemCall.error("remove", path: path) }
+                try folder.removeFile(name)
             }
         }
-    }
-
-    private static func chmodIfNeeded(_ path: String, _ st: FileSystem.Status) {
-        if st.mode & 0o700 != 0o700 { chmod(path, 0o755) }
     }
 
     /// Hard-links `source` (a regular file, never through a link) to `target` when its SHA-256 is
