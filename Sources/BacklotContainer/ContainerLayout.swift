@@ -69,11 +69,32 @@ public struct ContainerLayout: Sendable, Hashable {
     }
 
     private static func file(recorded path: String, in folder: String) -> String? {
-        guard let name = path.split(separator: "/", omittingEmptySubsequences: false).last,
-            !name.isEmpty, name != ".", name != "..",
-            (try? FileSystem.linkStatus(folder))??.kind == .directory
+        guard let name = recordedName(path), (try? FileSystem.linkStatus(folder))??.kind == .directory
         else { return nil }
         return folder + "/" + name
+    }
+
+    /// The last name of a recorded path (``handoverFile(recorded:)``, ``downloadsFile(recorded:)``),
+    /// nil when it is not a plain file name: the name a file is found by relative to the folders
+    /// ``openDownloadFolders()`` opens.
+    public static func recordedName(_ path: String) -> String? {
+        guard let name = path.split(separator: "/", omittingEmptySubsequences: false).last,
+            !name.isEmpty, name != ".", name != "..", !name.utf8.contains(0)
+        else { return nil }
+        return String(name)
+    }
+
+    /// ``downloadsFolder`` and its ``handoverFolder``, made when missing and opened as folders of
+    /// their own (a link or a file there is refused): the app can write the container, so every
+    /// rename and removal of a download's file goes through these descriptors, never through a
+    /// link swapped in since.
+    /// - Throws: ``BacklotError/Code/untrusted`` when either is a link or not a folder;
+    ///   ``BacklotError/Code/io``.
+    public func openDownloadFolders() throws -> (downloads: DirectoryHandle, handover: DirectoryHandle) {
+        let downloads = try DirectoryHandle(ownFolder: downloadsFolder)
+        let name = String(handoverFolder.dropFirst(downloadsFolder.count + 1))
+        if !downloads.contains(name) { _ = try? downloads.makeFolder(name, mode: 0o777) }
+        return (downloads, try downloads.openFolder(Array(name.utf8)))
     }
 
     /// The downloader extension's call and answer files.

@@ -30,6 +30,13 @@ static inline int clinux_open_path_beneath(int dirfd, const char *path) {
     return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
+/// Renames `oldpath` (relative to `olddirfd`) to `newpath` (relative to `newdirfd`), failing with
+/// EEXIST instead of replacing what is there (renameat2 with RENAME_NOREPLACE). Neither name is
+/// followed if it is a symbolic link: the link itself is renamed, or refused as existing.
+static inline int clinux_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
+    return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, 1 /* RENAME_NOREPLACE */);
+}
+
 // MARK: Child processes in their own process group (BacklotBasics.ChildProcess)
 #include <poll.h>
 #include <signal.h>

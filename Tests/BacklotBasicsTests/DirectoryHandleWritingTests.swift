@@ -44,6 +44,40 @@ import Testing
         #expect(contents(root + "/moved").isEmpty)
     }
 
+    /// Renames go from one opened folder to another (the hand-over of a finished download): into
+    /// the folder opened even once it is swapped for a link, never over what is there, and a link
+    /// being moved is moved as a link, not followed.
+    @Test func aMoveGoesBetweenTheFoldersOpenedAndReplacesNothing() throws {
+        defer { FileSystem.removeTree(root) }
+        let downloads = try DirectoryHandle(ownFolder: root + "/downloads")
+        let handover = try downloads.makeFolder("handover", mode: 0o755)
+        try downloads.createFile("a.part", contents: [1], mode: 0o600)
+        #expect(rename(root + "/downloads/handover", root + "/downloads/moved") == 0)
+        #expect(symlink(root + "/elsewhere", root + "/downloads/handover") == 0)
+        #expect(!handover.contains("a.file"))
+        try downloads.move("a.part", to: handover, as: "a.file")
+        #expect(handover.contains("a.file"))
+        #expect(contents(root + "/downloads/moved") == ["a.file"])
+        #expect(contents(root + "/elsewhere").isEmpty)
+
+        // Nothing is replaced: not a file, not a link.
+        try downloads.createFile("b.part", contents: [2], mode: 0o600)
+        #expect(throws: BacklotError.self) { try downloads.move("b.part", to: handover, as: "a.file") }
+        #expect(symlink(root + "/elsewhere/target", root + "/downloads/moved/link.file") == 0)
+        #expect(throws: BacklotError.self) { try downloads.move("b.part", to: handover, as: "link.file") }
+        #expect(throws: BacklotError.self) { try handover.moveIn(from: root + "/downloads/b.part", as: "a.file") }
+        #expect(!FileManager.default.fileExists(atPath: root + "/elsewhere/target"))
+        #expect(FileManager.default.contents(atPath: root + "/downloads/moved/a.file") == Data([1]))
+
+        // A file given by path is moved into the folder opened.
+        try handover.moveIn(from: root + "/downloads/b.part", as: "b.file")
+        #expect(contents(root + "/downloads/moved") == ["a.file", "b.file", "link.file"])
+        try handover.removeFile(Array("b.file".utf8))
+        try handover.removeFile(Array("link.file".utf8))
+        try handover.removeFile(Array("gone".utf8))  // missing: not an error
+        #expect(contents(root + "/downloads/moved") == ["a.file"])
+    }
+
     /// A link or a file where the folder is expected is refused, not followed; a missing one is made.
     @Test func anOwnFolderIsNeverALink() throws {
         defer { FileSystem.removeTree(root) }

@@ -217,6 +217,32 @@ extension DirectoryHandle {
         }
     }
 
+    /// Whether something (a link counts, not followed) is at `name` directly in this folder.
+    public func contains(_ name: String) -> Bool {
+        var st = stat()
+        return (try? child(name)) != nil && fstatat(descriptor, name, &st, AT_SYMLINK_NOFOLLOW) == 0
+    }
+
+    /// Renames `name` in this folder to `newName` in `folder` (the same file system), never
+    /// replacing what is there (`renameat2` with `RENAME_NOREPLACE`) and following no link: both
+    /// names are taken relative to their folders' descriptors.
+    /// - Throws: ``BacklotError/Code/io`` when something is at `newName` already, or the rename fails.
+    public func move(_ name: String, to folder: DirectoryHandle, as newName: String) throws {
+        _ = try child(name)
+        let target = try folder.child(newName)
+        try SystemCall.retrying("rename", path: target) {
+            clinux_rename_noreplace(descriptor, name, folder.descriptor, newName)
+        }
+    }
+
+    /// Renames the file at `path` (the caller's, named as it was given) to `name` in this folder,
+    /// never replacing what is there and never through a link this folder was swapped for.
+    /// - Throws: ``BacklotError/Code/io`` when something is at `name` already, or the rename fails.
+    public func moveIn(from path: String, as name: String) throws {
+        let target = try child(name)
+        try SystemCall.retrying("rename", path: target) { clinux_rename_noreplace(AT_FDCWD, path, descriptor, name) }
+    }
+
     /// The path of `name` in this folder, once `name` is checked to be one plain name.
     private func child(_ name: String) throws -> String {
         guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(0x2F), !name.utf8.contains(0) else {

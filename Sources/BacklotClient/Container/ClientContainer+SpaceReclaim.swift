@@ -51,7 +51,9 @@ extension ClientContainer {
                             "its file was deleted to free space: the device had less than \(minimumFree) bytes free (BacklotMinimumFreeSpace)"
                     )
                 }
-                unlink(file)
+                if let name = ContainerLayout.recordedName(file) {
+                    try? layout.openDownloadFolders().handover.removeFile(Array(name.utf8))
+                }
                 done.append(.urlDownload(identifier: outcome.download.identifier, bytes: size))
             }
         }
@@ -65,6 +67,7 @@ extension ClientContainer {
             defer { lock.release() }
             // Read again under the lock: an update may have replaced the release since the list was made.
             guard let release = try store.read({ try $0.installedRelease(listed.id) }),
+                ReleaseName.isWellFormed(release.digest),  // a row the app wrote names no folder outside
                 let (_, index) = PackInstaller.decodeStored(release.indexBytes, name: release.digest)
             else { continue }
             if case .essential = index.metadata.downloadPolicy { continue }

@@ -66,9 +66,8 @@ extension DownloadManager {
     ) throws -> Int64? {
         let path: String?
         if staged != nil {
-            let dir = container.layout.handoverFolder
-            try FileSystem.makeDirectories(dir)
-            path = dir + "/" + UUID().uuidString.lowercased() + ".file"
+            _ = try container.layout.openDownloadFolders()  // made, and checked to be folders
+            path = container.layout.handoverFolder + "/" + UUID().uuidString.lowercased() + ".file"
         } else {
             path = nil
         }
@@ -89,12 +88,15 @@ extension DownloadManager {
         for outcome in try container.store.read({ try $0.stagedURLOutcomes(of: identifier) }) {
             // Rows another process wrote: a file is moved only from this container's downloads to
             // its hand-over folder, never from or to a path a damaged or crafted row names.
-            guard let path = outcome.path.flatMap(container.layout.handoverFile(recorded:)),
-                let staged = outcome.staged.flatMap(container.layout.downloadsFile(recorded:))
+            // Both are found by name, relative to the folders opened (a link swapped in for either
+            // is refused, never followed).
+            guard let name = outcome.path.flatMap(ContainerLayout.recordedName),
+                let staged = outcome.staged.flatMap(ContainerLayout.recordedName)
             else { continue }
-            if !FileSystem.exists(path) {
-                if FileSystem.exists(staged) {
-                    try SystemCall.retrying("rename", path: path) { rename(staged, path) }
+            let folders = try container.layout.openDownloadFolders()
+            if !folders.handover.contains(name) {
+                if folders.downloads.contains(staged) {
+                    try folders.downloads.move(staged, to: folders.handover, as: name)
                 } else {
                     try container.store.transaction { tx in
                         try tx.markURLOutcomeFailed(
@@ -141,7 +143,7 @@ extension DownloadManager {
                 try tx.moveURLOutcome(seq, to: .done, from: [.recorded])
             }
             // not moved by the handler: deleted, as on Apple's platforms (only a hand-over file)
-            if closed, let path = row.path.flatMap(container.layout.handoverFile(recorded:)) { unlink(path) }
+            if closed, let path = row.path { removeHandoverFile(recorded: path) }
         }
     }
 
@@ -269,7 +271,7 @@ extension DownloadManager {
                 let done = try container.store.transaction { tx in
                     try tx.moveURLOutcome(seq, to: .done, from: [.reserved, .takenByExtension])
                 }
-                if done, let file = postedFile(seq) { unlink(file.path) }
+                if done, let file = postedFile(seq) { removeHandoverFile(recorded: file.path) }
             } else {
                 try settleUnfinished(only: seq)
             }
@@ -291,9 +293,7 @@ extension DownloadManager {
             return try tx.urlOutcomes(in: .takenByExtension).filter { seq == nil || $0.seq == seq }
         }
         for row in taken {
-            let fileLeft =
-                row.kind == "finished"
-                && row.path.flatMap(container.layout.handoverFile(recorded:)).map(FileSystem.exists) == true
+            let fileLeft = row.kind == "finished" && row.path.map(handoverFileExists(recorded:)) == true
             try container.store.transaction { tx in
                 try tx.moveURLOutcome(row.seq, to: fileLeft ? .forApp : .done, from: [.takenByExtension])
             }
@@ -309,11 +309,24 @@ extension DownloadManager {
     /// Moves a finished file out of the download manager's way (it deletes what its handler left),
     /// for a handler that hands it to another process after returning.
     public func setAside(_ url: URL) throws -> URL {
-        let dir = container.layout.handoverFolder
-        try FileSystem.makeDirectories(dir)
-        let target = dir + "/" + UUID().uuidString.lowercased() + ".file"
-        try SystemCall.retrying("rename", path: target) { rename(url.path, target) }
-        return URL(fileURLWithPath: target)
+        let name = UUID().uuidString.lowercased() + ".file"
+        try container.layout.openDownloadFolders().handover.moveIn(from: url.path, as: name)
+        return URL(fileURLWithPath: container.layout.handoverFolder + "/" + name)
+    }
+
+    /// Removes the hand-over file a recorded outcome names (a row another process wrote: only its
+    /// last name counts), by name relative to the hand-over folder's descriptor.
+    func removeHandoverFile(recorded path: String) {
+        guard let name = ContainerLayout.recordedName(path), let folders = try? container.layout.openDownloadFolders()
+        else { return }
+        try? folders.handover.removeFile(Array(name.utf8))
+    }
+
+    /// Whether the hand-over file a recorded outcome names is there (a link counts, unfollowed).
+    func handoverFileExists(recorded path: String) -> Bool {
+        guard let name = ContainerLayout.recordedName(path), let folders = try? container.layout.openDownloadFolders()
+        else { return false }
+        return folders.handover.contains(name)
     }
 
     /// Delivers every posted event not yet delivered, each exactly once.
@@ -332,10 +345,12 @@ extension DownloadManager {
                 if row.kind == "finished", let recorded = row.path {
                     // The extension took it before a crash left its reservation open: it is not
                     // delivered twice; nor is a path outside the hand-over folder (a crafted row).
-                    guard let path = container.layout.handoverFile(recorded: recorded), FileSystem.exists(path)
+                    guard let path = container.layout.handoverFile(recorded: recorded),
+                        handoverFileExists(recorded: recorded)
                     else { continue }
                     handler(.finished(d, URL(fileURLWithPath: path)), self)
-                    unlink(path)  // not moved by the handler: deleted, as on Apple's platforms
+                    // not moved by the handler: deleted, as on Apple's platforms
+                    removeHandoverFile(recorded: recorded)
                 } else {
                     handler(.failed(d, Self.deliveredError(row)), self)
                 }

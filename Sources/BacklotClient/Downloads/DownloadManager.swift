@@ -228,6 +228,15 @@ public final class DownloadManager: Sendable {
 
     func partialPath(_ id: String) -> String { container.layout.partialDownload(id) }
 
+    /// Removes a download's partial file by its name, relative to the downloads folder's
+    /// descriptor (never through a link that folder was swapped for).
+    func removePartial(_ id: String) {
+        guard let name = ContainerLayout.recordedName(partialPath(id)),
+            let folders = try? container.layout.openDownloadFolders()
+        else { return }
+        try? folders.downloads.removeFile(Array(name.utf8))
+    }
+
     /// Queues a download to run in the background.
     /// - Throws: ``BackgroundDownloadError`` when the restrictions or the declaration refuse it.
     /// Essential downloads are not scheduled by the app (Apple: "they may only be scheduled from
@@ -337,7 +346,7 @@ public final class DownloadManager: Sendable {
     public func cancel(_ download: URLDownload) throws {
         cancelled.withLock { _ = $0.insert(download.identifier) }
         try container.store.transaction { tx in try tx.unscheduleURLDownload(download.identifier) }
-        if running.withLock({ !$0.contains(download.identifier) }) { unlink(partialPath(download.identifier)) }
+        if running.withLock({ !$0.contains(download.identifier) }) { removePartial(download.identifier) }
     }
 
     /// Runs `body` holding the container's exclusive lock: no other process (an app, the agent)
@@ -564,7 +573,7 @@ public final class DownloadManager: Sendable {
         // download starts from nothing.
         var found = (try? FileSystem.linkStatus(part)) ?? nil
         if let seen = found, seen.kind != .regular || seen.linkCount != 1 {
-            unlink(part)
+            removePartial(d.identifier)
             found = nil
         }
         let already = found?.size ?? 0
@@ -601,7 +610,7 @@ public final class DownloadManager: Sendable {
                 throw BacklotError(.io, "\(d.url) answered \(result.status)", context: d.identifier)
             }
             if let size = d.fileSize, result.size != size {
-                unlink(part)
+                removePartial(d.identifier)
                 throw BackgroundDownloadError.sizeMismatch(expected: size, received: result.size)
             }
             // One transaction checks the install-size cap (a download of no declared size is checked
@@ -625,7 +634,7 @@ public final class DownloadManager: Sendable {
                         forKey: Self.installedBytesKey(essential: d.isEssential))
                 }
             } catch let e as BackgroundDownloadError {
-                unlink(part)
+                removePartial(d.identifier)
                 throw e
             }
             guard let seq else { return .done }
@@ -642,7 +651,7 @@ public final class DownloadManager: Sendable {
             let arrived = (try? FileSystem.status(part))??.size ?? already
             if arrived > already { try? countTowardsAllowance(bytes: arrived - already, essential: d.isEssential) }
             if let e = error as? BacklotError, e.code == .quotaExceeded {
-                unlink(part)
+                removePartial(d.identifier)
                 if let size = d.fileSize {
                     reported = BackgroundDownloadError.sizeMismatch(
                         expected: size, received: CheckedInteger.saturatingAdd(size, 1))
@@ -671,7 +680,7 @@ public final class DownloadManager: Sendable {
                 // arrived, for the next start.
                 return .paused
             } else if let e = error as? BacklotError, e.code == .cancelled {
-                unlink(part)
+                removePartial(d.identifier)
             } else if role == .agent, !answered, let e = error as? BacklotError, e.code == .io, pauseAgain(d.identifier)
             {
                 // The connection failed (the network, the server): keep it scheduled with what
