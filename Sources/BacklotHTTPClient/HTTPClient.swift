@@ -237,8 +237,6 @@ extension HTTPClient {
         pinnedPublicKey: String? = nil,
         progress: (@Sendable (UInt64, UInt64) -> Void)? = nil, isCancelled: (@Sendable () -> Bool)? = nil
     ) throws -> (status: Int, headers: [String: String], size: UInt64) {
-        guard let handle = curl_easy_init() else { throw BacklotError(.library, "libcurl could not start a transfer") }
-        defer { curl_easy_cleanup(handle) }
         // The file is often in a folder another program can write (an app's container): a link
         // there is not followed, and only a regular file of one name is written (a hard link to
         // another file would have its bytes replaced too).
@@ -255,7 +253,8 @@ extension HTTPClient {
             }
             throw SystemCall.error("open", path: path)
         }
-        defer { close(fd) }
+        let file = FileDescriptor(rawValue: fd, path: path)
+        defer { file.close() }
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw SystemCall.error("fstat", path: path) }
         guard st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1 else {
@@ -263,6 +262,21 @@ extension HTTPClient {
                 .untrusted, "the download's file is not a regular file of its own (a FIFO, a device or a hard link)",
                 context: path, hint: "remove it: the download starts again from the beginning")
         }
+        return try download(
+            url, into: file, from: offset, limit: limit, headers: headers, pinnedPublicKey: pinnedPublicKey,
+            progress: progress, isCancelled: isCancelled)
+    }
+
+    /// ``download(_:to:from:limit:headers:pinnedPublicKey:progress:isCancelled:)`` into a file the
+    /// caller opened for writing (found relative to a folder's descriptor, say), which it closes.
+    public func download(
+        _ url: String, into file: FileDescriptor, from offset: UInt64, limit: UInt64?, headers: [String: String] = [:],
+        pinnedPublicKey: String? = nil,
+        progress: (@Sendable (UInt64, UInt64) -> Void)? = nil, isCancelled: (@Sendable () -> Bool)? = nil
+    ) throws -> (status: Int, headers: [String: String], size: UInt64) {
+        guard let handle = curl_easy_init() else { throw BacklotError(.library, "libcurl could not start a transfer") }
+        defer { curl_easy_cleanup(handle) }
+        let fd = file.rawValue
         let sink = FileSink(fd: fd, offset: offset, limit: limit, progress: progress, isCancelled: isCancelled)
         sink.pacer = RatePacer.forLimit(bandwidthLimit)
         var list: UnsafeMutablePointer<curl_slist>? = nil

@@ -93,35 +93,31 @@ public final class Database: Sendable {
     /// The path SQLite takes for a database held in memory, with no file (no file is looked at).
     public static let inMemory = ":memory:"
 
-    /// Opens `path` without following a link (creating it with `creatingWith` when given), checks
-    /// it is a regular file, and sets `settingMode` on it through the descriptor.
+    /// Checks that `path` is a regular file and not a link (creating it with `creatingWith` when
+    /// given and missing), and sets `settingMode` on it without following a link.
+    ///
+    /// It is looked at with `lstat`, never opened: closing a descriptor of the file would drop
+    /// every POSIX lock this process holds on it, those of SQLite connections already open on it
+    /// included. (SQLite then opens the database, its journal and its WAL with `O_NOFOLLOW`.)
     private static func checkRegularFile(_ path: String, creatingWith create: mode_t?, settingMode mode: mode_t?) throws
     {
-        let flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (create == nil ? 0 : O_CREAT)
-        var fd: Int32
-        repeat { fd = open(path, flags, create ?? 0) } while fd < 0 && errno == EINTR
-        if fd < 0 && (errno == EACCES || errno == EROFS) {
-            // One this process may only read: looked at all the same (SQLite opens it read-only).
-            repeat { fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) } while fd < 0 && errno == EINTR
+        if let create {
+            // Made only where nothing is (O_EXCL, a link counts): no connection holds a lock on it yet.
+            let made = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, create)
+            if made >= 0 { close(made) }
         }
-        guard fd >= 0 else {
-            if errno == ENOENT && create == nil { return }  // removed meanwhile: SQLite makes it again
-            if errno == ELOOP {
-                throw BacklotError(
-                    .untrusted, "the database file is a symbolic link", context: path,
-                    hint: "remove the link: the database is made again where it belongs")
-            }
-            throw SystemCall.error("open the database", path: path)
+        guard let found = try FileSystem.linkStatus(path) else {
+            if create == nil { return }  // removed meanwhile: SQLite makes it again
+            throw SystemCall.error("create the database", path: path, errno: ENOENT)
         }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw SystemCall.error("fstat", path: path) }
-        guard st.st_mode & S_IFMT == S_IFREG else {
+        guard found.kind == .regular else {
             throw BacklotError(
-                .untrusted, "the database file is not a regular file", context: path,
-                hint: "remove what is there: the database is made again where it belongs")
+                .untrusted, "the database file is \(found.kind == .symlink ? "a symbolic link" : "not a regular file")",
+                context: path, hint: "remove what is there: the database is made again where it belongs")
         }
-        if let mode { fchmod(fd, mode) }
+        if let mode, found.mode != UInt32(mode) {
+            try SystemCall.retrying("chmod", path: path) { fchmodat(AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW) }
+        }
     }
 
     deinit {

@@ -309,6 +309,34 @@ import Testing
         #expect(!FileSystem.exists(partial))
     }
 
+    /// The earlier attempt's folder itself is a link the app planted, to a folder outside the
+    /// container holding a link, a FIFO and a read-only file: the link is removed, never walked,
+    /// and the install goes on in a folder of its own. Walked through the link, the check of an
+    /// earlier attempt removed the link and the FIFO there and made the file writable.
+    @Test func anEarlierAttemptsFolderThatIsALinkIsNotWalked() async throws {
+        let f = try ClientFixture()
+        let manager = try f.manager()
+        let pack = try CraftedPack(files: [.init(path: "X", bytes: [1, 2, 3]), .init(path: "Y", bytes: [4])])
+        try f.publishCrafted(pack, version: 1)
+        let outside = f.dir.at("outside")
+        try FileSystem.makeDirectories(outside)
+        #expect(symlink("/etc/hostname", outside + "/link") == 0)
+        #expect(mkfifo(outside + "/fifo", 0o600) == 0)
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: outside + "/X"))
+        #expect(chmod(outside + "/X", 0o400) == 0)
+        let partial = manager.container.releaseFolder("Crafted", digest: pack.header.indexDigest.hex) + ".partial"
+        try FileSystem.makeDirectories(manager.container.packFolder("Crafted"))
+        #expect(symlink(outside, partial) == 0)
+        _ = try await manager.fetch(packWithID: "Crafted")
+        #expect(try manager.contents(at: "X") == Data([1, 2, 3]))
+        #expect(
+            try FileSystem.entryNames(outside).map { String(decoding: $0, as: UTF8.self) }.sorted() == [
+                "X", "fifo", "link",
+            ])
+        #expect((try FileSystem.linkStatus(outside + "/X"))?.mode == 0o400)
+        #expect(FileManager.default.contents(atPath: outside + "/X") == Data("mine".utf8))
+    }
+
     @Test func aCatalogWhoseInstallSizeIsNotTheIndexsIsRefused() async throws {
         let f = try ClientFixture()
         let pack = try CraftedPack(files: [.init(path: "a", bytes: [1, 2, 3])])

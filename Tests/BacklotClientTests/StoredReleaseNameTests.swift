@@ -24,9 +24,9 @@ import Testing
         defer { chmod(victim + "/inner", 0o755) }
 
         let container = try ClientContainer(path: f.dir.at("container"))
-        // packs/ID-HASH/../../../victim is the folder beside the container.
+        // packs/ID-HASH/../../../victim is the folder beside the container (the name left in the row).
         for name in [
-            "../../../victim", "../../../victim/.", "/" + victim, String(repeating: "a", count: 64) + "/../..",
+            String(repeating: "a", count: 64) + "/../..", "/" + victim, "../../../victim/.", "../../../victim",
         ] {
             try container.store.database.transaction { tx in
                 _ = try tx.run("UPDATE installed SET digest = ? WHERE id = 'Levels'", [.text(name)])

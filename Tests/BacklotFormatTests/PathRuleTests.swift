@@ -213,6 +213,25 @@ import Testing
         #expect(!FileSystem.exists(dir.at("big.pack")) && !FileSystem.exists(dir.at("out.pack")))
     }
 
+    /// A path is at most 256 names deep, in the one check a pack's reader and `package` share,
+    /// and in the rule a manifest's selectors are normalised by: a device removes an installed
+    /// release one open folder per level, and that walk goes as deep as any path may.
+    @Test func aPathIsAtMostTwoHundredFiftySixNamesDeep() {
+        let deepest = Array(repeating: "d", count: SelectorPath.maximumDepth).joined(separator: "/")
+        #expect(SelectorPath.isNormalFilePath(Array(deepest.utf8)))
+        #expect(!SelectorPath.isNormalFilePath(Array((deepest + "/f").utf8)))
+        guard case .success = SelectorPath.normalize(deepest, allowRoot: false) else {
+            Issue.record("a path of \(SelectorPath.maximumDepth) names was refused")
+            return
+        }
+        guard case .failure(let problem) = SelectorPath.normalize(deepest + "/f", allowRoot: false) else {
+            Issue.record("a path of \(SelectorPath.maximumDepth + 1) names was accepted")
+            return
+        }
+        #expect(problem.rule == "path.deep")
+        #expect(SelectorPath.maximumDepth <= DirectoryHandle.removalDepth)
+    }
+
     @Test func oneIndexLimitFromTheHeaderOn() throws {
         // The header refuses an index over the limit, and one too short to be an index.
         for length in [PackHeader.maximumIndexLength + 1, 0, 3] {

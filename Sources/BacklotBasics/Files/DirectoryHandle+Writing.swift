@@ -12,9 +12,10 @@ import Glibc
 ///
 /// ```swift
 /// let calls = try DirectoryHandle(ownFolder: container + "/.extension-calls")
-/// let call = try calls.makeFolder(UUID().uuidString, mode: 0o700)
-/// defer { calls.removeTree(call.name) }
-/// try call.folder.createFile("call.json", contents: bytes, mode: 0o600)
+/// let name = UUID().uuidString
+/// let call = try calls.makeFolder(name, mode: 0o700)
+/// defer { calls.removeTree(name) }
+/// try call.createFile("call.json", contents: bytes, mode: 0o600)
 /// ```
 extension DirectoryHandle {
     /// Opens the folder at `path`, made (with its missing parents, as `mkdir -p`) when missing,
@@ -22,11 +23,15 @@ extension DirectoryHandle {
     /// it are trusted (a link there is followed).
     /// - Throws: ``BacklotError/Code/untrusted`` when `path` is a link or not a folder;
     ///   ``BacklotError/Code/io`` when it cannot be made or opened.
-    public convenience init(ownFolder path: String) throws {
-        let parent = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-        if !parent.isEmpty { try FileSystem.makeDirectories(parent) }
-        // Made if missing; whatever is there already is looked at by the open below.
-        if mkdir(path, 0o777) != 0 && errno != EEXIST { throw SystemCall.error("create directory", path: path) }
+    /// - Parameter creating: false opens only a folder that is there (``BacklotError/Code/io``
+    ///   when it is missing).
+    public convenience init(ownFolder path: String, creating: Bool = true) throws {
+        if creating {
+            let parent = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+            if !parent.isEmpty { try FileSystem.makeDirectories(parent) }
+            // Made if missing; whatever is there already is looked at by the open below.
+            if mkdir(path, 0o777) != 0 && errno != EEXIST { throw SystemCall.error("create directory", path: path) }
+        }
         var fd: Int32
         repeat { fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) } while fd < 0 && errno == EINTR
         guard fd >= 0 else {
@@ -79,6 +84,33 @@ extension DirectoryHandle {
             throw error
         }
         return full
+    }
+
+    /// Opens `name` directly in this folder for writing, made (0600) when missing: never through
+    /// a link, and only a regular file of one name (a hard link's other names would see the
+    /// writes). The caller closes it.
+    /// - Throws: ``BacklotError/Code/untrusted`` when it is a link, not a regular file or a hard
+    ///   link; ``BacklotError/Code/io``.
+    public func openFileForWriting(_ name: String) throws -> FileDescriptor {
+        let full = try child(name)
+        var fd: Int32
+        repeat {
+            fd = openat(descriptor, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
+        } while fd < 0 && errno == EINTR
+        guard fd >= 0 else {
+            if errno == ELOOP {
+                throw BacklotError(.untrusted, "is a symbolic link", context: full, hint: "remove it")
+            }
+            throw SystemCall.error("open", path: full)
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1 else {
+            close(fd)
+            throw BacklotError(
+                .untrusted, "is not a regular file of its own (a FIFO, a device or a hard link)", context: full,
+                hint: "remove it")
+        }
+        return FileDescriptor(rawValue: fd, path: full)
     }
 
     /// Reads the regular file at `relative` beneath this folder, through no link (as
@@ -142,8 +174,8 @@ extension DirectoryHandle {
         }
         var fd = open()
         if fd < 0 && errno == EACCES && makingWritable {
-            // Not readable: its mode is changed by name, refusing a link (glibc does it through an
-            // O_PATH descriptor), then it is opened again.
+            // Not readable: its mode is changed by name, refusing a link (fchmodat2, or glibc's
+            // O_PATH descriptor through /proc), then it is opened again.
             guard fchmodat(parent, name, 0o700, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
             fd = open()
         }
@@ -229,18 +261,32 @@ extension DirectoryHandle {
     /// - Throws: ``BacklotError/Code/io`` when something is at `newName` already, or the rename fails.
     public func move(_ name: String, to folder: DirectoryHandle, as newName: String) throws {
         _ = try child(name)
-        let target = try folder.child(newName)
-        try SystemCall.retrying("rename", path: target) {
-            clinux_rename_noreplace(descriptor, name, folder.descriptor, newName)
-        }
+        try Self.renameWithoutReplacing(descriptor, name, folder.descriptor, newName, path: try folder.child(newName))
     }
 
     /// Renames the file at `path` (the caller's, named as it was given) to `name` in this folder,
     /// never replacing what is there and never through a link this folder was swapped for.
     /// - Throws: ``BacklotError/Code/io`` when something is at `name` already, or the rename fails.
     public func moveIn(from path: String, as name: String) throws {
-        let target = try child(name)
-        try SystemCall.retrying("rename", path: target) { clinux_rename_noreplace(AT_FDCWD, path, descriptor, name) }
+        try Self.renameWithoutReplacing(AT_FDCWD, path, descriptor, name, path: try child(name))
+    }
+
+    /// `renameat2` with `RENAME_NOREPLACE`; on a file system that does not take the flag (NFS,
+    /// 9p, most FUSE ones answer `EINVAL`), a plain `renameat` once nothing is found at the new
+    /// name (the one place a rename here can replace a file another process made meanwhile).
+    private static func renameWithoutReplacing(
+        _ oldFolder: Int32, _ old: String, _ newFolder: Int32, _ new: String, path: String
+    ) throws {
+        var result: Int32
+        repeat { result = clinux_rename_noreplace(oldFolder, old, newFolder, new) } while result < 0 && errno == EINTR
+        if result < 0 && (errno == EINVAL || errno == ENOSYS) {
+            var st = stat()
+            if fstatat(newFolder, new, &st, AT_SYMLINK_NOFOLLOW) == 0 {
+                throw SystemCall.error("rename", path: path, errno: EEXIST)
+            }
+            repeat { result = renameat(oldFolder, old, newFolder, new) } while result < 0 && errno == EINTR
+        }
+        guard result == 0 else { throw SystemCall.error("rename", path: path) }
     }
 
     /// The path of `name` in this folder, once `name` is checked to be one plain name.

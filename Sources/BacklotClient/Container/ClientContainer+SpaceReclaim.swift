@@ -42,7 +42,9 @@ extension ClientContainer {
             for outcome in try store.read({ try $0.urlOutcomes(in: .forApp) }) where !enough() {
                 guard outcome.kind == "finished", outcome.staged == nil,
                     let file = outcome.path.flatMap(layout.handoverFile(recorded:)),
-                    let size = (try? FileSystem.status(file))??.size, !OpenFileTable.anyHeld(under: file)
+                    let name = ContainerLayout.recordedName(file),
+                    let size = (try? FileSystem.linkStatus(file))??.size, !OpenFileTable.anyHeld(under: file),
+                    let handover = try? layout.openDownloadFolders().handover
                 else { continue }
                 try store.transaction { tx in
                     try tx.markURLOutcomeFailed(
@@ -51,10 +53,10 @@ extension ClientContainer {
                             "its file was deleted to free space: the device had less than \(minimumFree) bytes free (BacklotMinimumFreeSpace)"
                     )
                 }
-                if let name = ContainerLayout.recordedName(file) {
-                    try? layout.openDownloadFolders().handover.removeFile(Array(name.utf8))
+                // (a file that cannot be removed is not counted as freed)
+                if (try? handover.removeFile(Array(name.utf8))) != nil {
+                    done.append(.urlDownload(identifier: outcome.download.identifier, bytes: size))
                 }
-                done.append(.urlDownload(identifier: outcome.download.identifier, bytes: size))
             }
         }
         // 2. Packs, the oldest installed first.

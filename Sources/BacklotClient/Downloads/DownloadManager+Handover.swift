@@ -156,7 +156,9 @@ extension DownloadManager {
                 // Its partial file is renamed under the download's lock; a process holding it does that itself.
                 guard let lock = lockDownload(row.download.identifier) else { continue }
                 defer { lock.release() }
-                try completeStagings(for: row.download.identifier)
+                // A row whose file cannot be moved now (its folder is a link the app made, say)
+                // stays recorded for the next start; the others are delivered.
+                guard (try? completeStagings(for: row.download.identifier)) != nil else { continue }
             }
             handOver(row.seq)
         }

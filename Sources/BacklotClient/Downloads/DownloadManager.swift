@@ -711,8 +711,15 @@ public final class DownloadManager: Sendable {
     ) throws -> (status: Int, headers: [String: String], size: UInt64) {
         let id = d.identifier
         let takeover = takeoverPath(id)
+        // Opened by its name relative to the downloads folder's descriptor: the app can write the
+        // container, and neither the folder nor the file is followed if it is a link.
+        guard let name = ContainerLayout.recordedName(part) else {
+            throw BacklotError(.invalidInput, "is not a file name", context: part)
+        }
+        let file = try container.layout.openDownloadFolders().downloads.openFileForWriting(name)
+        defer { file.close() }
         return try http.download(
-            d.url.absoluteString, to: part, from: already, limit: limit, headers: headers, pinnedPublicKey: pin,
+            d.url.absoluteString, into: file, from: already, limit: limit, headers: headers, pinnedPublicKey: pin,
             progress: { [handler, self] received, _ in
                 handler(.progress(d, received: received, expected: d.fileSize ?? 0), self)
             },

@@ -60,7 +60,8 @@ extension PackInstaller {
     /// name at a time, and a link met on the way is removed, never followed or changed
     /// (``DirectoryHandle/removeTree(_:makingFoldersWritable:)``).
     static func removeRelease(_ folder: String) {
-        guard let slash = folder.lastIndex(of: "/"), let parent = try? DirectoryHandle(path: String(folder[..<slash]))
+        guard let slash = folder.lastIndex(of: "/"),
+            let parent = try? DirectoryHandle(ownFolder: String(folder[..<slash]), creating: false)
         else { return }
         parent.removeTree(String(folder[folder.index(after: slash)...]), makingFoldersWritable: true)
     }

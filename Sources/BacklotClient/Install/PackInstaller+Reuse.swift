@@ -40,7 +40,7 @@ extension PackInstaller {
         let index = plan.index
         let folder = container.releaseFolder(id, digest: plan.digest)
         let partial = folder + ".partial"
-        try FileSystem.makeDirectories(partial)
+        try FileSystem.makeDirectories(container.packFolder(id))  // (the partial folder: by sanitize)
         // Chunks found there are re-hashed before use, but links, special files and hard links (a
         // file shared with a release, which writing would damage) are removed, and linked files are
         // linked again.
@@ -153,7 +153,12 @@ extension PackInstaller {
     /// nor changed. A tree more than ``DirectoryHandle/removalDepth`` folders deep (no pack's
     /// is) is refused.
     static func sanitize(_ folder: String) throws {
-        try sanitize(try DirectoryHandle(path: folder), depth: 0)
+        // The folder itself may have been replaced by a link or a file: that is removed (never
+        // followed) and the folder made again, empty.
+        if let found = try FileSystem.linkStatus(folder), found.kind != .directory, unlink(folder) != 0 {
+            throw SystemCall.error("remove", path: folder)
+        }
+        try sanitize(try DirectoryHandle(ownFolder: folder), depth: 0)
     }
 
     private static func sanitize(_ folder: DirectoryHandle, depth: Int) throws {

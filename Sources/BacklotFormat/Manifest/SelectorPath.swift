@@ -78,6 +78,12 @@ public enum SelectorPath {
                 )
             }
         }
+        if components.count > maximumDepth {
+            return .failure(
+                Problem(
+                    rule: "path.deep", message: "\"\(text)\" is more than \(maximumDepth) names deep",
+                    fix: "move the file nearer the source root"))
+        }
         let joined = components.joined(separator: "/")
         if joined.utf8.count > 4096 {
             return .failure(Problem(rule: "path.long", message: "the path is longer than 4096 bytes", fix: nil))
@@ -87,8 +93,9 @@ public enum SelectorPath {
 
     /// Whether the bytes are a file path that ``isNormal(_:)`` accepts, checked in one pass
     /// without building a string: 1…4096 bytes, no NUL or `\\`, not a template placeholder, and
-    /// components split on `/` that are 1…255 bytes and neither `.` nor `..`. A false answer
-    /// says nothing about why: ask ``normalize(_:allowRoot:isPattern:)`` for the rule.
+    /// at most ``maximumDepth`` components split on `/` that are 1…255 bytes and neither `.` nor
+    /// `..`. A false answer says nothing about why: ask ``normalize(_:allowRoot:isPattern:)`` for
+    /// the rule.
     ///
     /// ```swift
     /// SelectorPath.isNormalFilePath(Array("Levels/1.json".utf8))   // true
@@ -99,9 +106,14 @@ public enum SelectorPath {
             ?? isNormalFilePath(Array(bytes))
     }
 
+    /// The most names a path has (its folders and its file): a device walks an installed
+    /// release's folders one open descriptor per level (``DirectoryHandle/removalDepth``).
+    public static let maximumDepth = 256
+
     static func isNormalFilePath(_ b: UnsafeRawBufferPointer) -> Bool {
         let n = b.count
         guard n >= 1, n <= 4096 else { return false }
+        var names = 0
         if b[0] == UInt8(ascii: "["), b[n - 1] == UInt8(ascii: "]"), b.contains(UInt8(ascii: " ")) { return false }
         var start = 0
         for i in 0...n {
@@ -110,6 +122,8 @@ public enum SelectorPath {
             guard c == BytePath.separator else { continue }
             let length = i - start
             if length == 0 || length > 255 { return false }
+            names += 1
+            if names > maximumDepth { return false }
             if b[start] == UInt8(ascii: "."), length == 1 || (length == 2 && b[start + 1] == UInt8(ascii: ".")) {
                 return false
             }
