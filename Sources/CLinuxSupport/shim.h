@@ -30,6 +30,18 @@ static inline int clinux_open_path_beneath(int dirfd, const char *path) {
     return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
+/// Opens `path` beneath `dirfd` with `flags` (O_CLOEXEC and O_NOFOLLOW added; `mode` when they
+/// hold O_CREAT) as clinux_open_beneath resolves it: no "..", no absolute path, no symbolic link
+/// anywhere on the way. For files made in a folder another process can change. Returns -1 with
+/// errno set on failure (ENOSYS before Linux 5.6).
+static inline int clinux_open_beneath_with(int dirfd, const char *path, int flags, unsigned int mode) {
+    struct open_how how = {0};
+    how.flags = (unsigned long long)(unsigned int)(flags | O_CLOEXEC | O_NOFOLLOW);
+    how.mode = (flags & O_CREAT) ? mode : 0;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
 /// Renames `oldpath` (relative to `olddirfd`) to `newpath` (relative to `newdirfd`), failing with
 /// EEXIST instead of replacing what is there (renameat2 with RENAME_NOREPLACE). Neither name is
 /// followed if it is a symbolic link: the link itself is renamed, or refused as existing.

@@ -78,6 +78,43 @@ import Testing
         #expect(contents(root + "/downloads/moved") == ["a.file"])
     }
 
+    /// Paths beneath a folder (a release being assembled) are made, opened, linked and changed
+    /// through no link: a folder inside it swapped for a link refuses them all, and what the link
+    /// points at is left as it was.
+    @Test func whatIsMadeBeneathNeverGoesThroughALink() throws {
+        defer { FileSystem.removeTree(root) }
+        let release = try DirectoryHandle(ownFolder: root + "/release")
+        try release.makeFolderBeneath("a")
+        try release.makeFolderBeneath("a")  // there already: fine
+        try release.makeFolderBeneath("a/b")
+        let fd = release.openBeneath("a/b/f", flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        #expect(fd >= 0)
+        close(fd)
+        try release.setModeBeneath("a/b/f", 0o444)
+        #expect(release.linkStatusBeneath("a/b/f")?.mode == 0o444)
+        try release.linkBeneath(from: root + "/release/a/b/f", as: "a/g")
+        #expect(release.linkStatusBeneath("a/g")?.linkCount == 2)
+        try release.removeFileBeneath("a/g")
+        #expect(release.linkStatusBeneath("a/g") == nil)
+
+        // a/b becomes a link to a folder elsewhere holding a read-only file of the same name.
+        #expect(FileManager.default.createFile(atPath: root + "/elsewhere/f", contents: Data("x".utf8)))
+        #expect(chmod(root + "/elsewhere/f", 0o600) == 0)
+        #expect(rename(root + "/release/a/b", root + "/release/a/moved") == 0)
+        #expect(symlink(root + "/elsewhere", root + "/release/a/b") == 0)
+        #expect(release.openBeneath("a/b/new", flags: O_WRONLY | O_CREAT, mode: 0o644) < 0)
+        #expect(release.openBeneath("a/b/f", flags: O_RDWR) < 0)
+        #expect(release.openBeneath("../elsewhere/f", flags: O_RDONLY) < 0)
+        #expect(throws: BacklotError.self) { try release.makeFolderBeneath("a/b/c") }
+        #expect(throws: BacklotError.self) { try release.setModeBeneath("a/b/f", 0o777) }
+        #expect(throws: BacklotError.self) { try release.linkBeneath(from: root + "/release/a/moved/f", as: "a/b/h") }
+        #expect(throws: BacklotError.self) { try release.removeFileBeneath("a/b/f") }
+        #expect(release.linkStatusBeneath("a/b/f") == nil)
+        #expect(contents(root + "/elsewhere") == ["f"])
+        var st = stat()
+        #expect(lstat(root + "/elsewhere/f", &st) == 0 && st.st_mode & 0o777 == 0o600)
+    }
+
     /// A link or a file where the folder is expected is refused, not followed; a missing one is made.
     @Test func anOwnFolderIsNeverALink() throws {
         defer { FileSystem.removeTree(root) }

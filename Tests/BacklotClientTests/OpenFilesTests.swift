@@ -53,4 +53,40 @@ import Testing
         // With the default (32 MiB), these 90 KB start none.
         #expect(OpenFiles.defaultFlushAheadBytes == 32 << 20)
     }
+
+    /// A folder of the release being assembled is replaced by a link (the app can write the
+    /// container) before its file is made: the file is made beneath the release through no link,
+    /// so the write fails and nothing lands where the link points.
+    @Test func aFolderSwappedForALinkReceivesNothing() throws {
+        let dir = try TemporaryDirectory("open-files-link")
+        defer { dir.remove() }
+        try dir.write("src/sub/a.bin", [UInt8](repeating: 7, count: 5_000))
+        try dir.write(
+            "Manifest.json",
+            #"{"assetPackID": "Linked", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "."}], "platforms": ["linux"]}"#
+        )
+        let (manifest, _) = try PackManifest.load(path: dir.at("Manifest.json"))
+        let selection = try SourceSelection(manifest: manifest, sourceRoot: dir.at("src"))
+        _ = try PackWriter().write(manifest: manifest, selection: selection, to: dir.at("linked.pack"))
+        let pack = try PackReader(path: dir.at("linked.pack"))
+        let placements = ChunkPlacements(index: pack.index) { _ in true }
+        let release = try DirectoryHandle(ownFolder: dir.at("out"))
+        try release.makeFolderBeneath("sub")
+        // Swapped after the folder was made, before the file is.
+        try FileSystem.makeDirectories(dir.at("outside"))
+        #expect(rename(dir.at("out/sub"), dir.at("out/moved")) == 0)
+        #expect(symlink(dir.at("outside"), dir.at("out/sub")) == 0)
+        let files = OpenFiles(
+            folder: dir.at("out"), beneath: release, files: pack.index.files, placements: placements.perFile,
+            chunks: pack.index.chunks, source: "linked.pack")
+        defer { files.closeAll() }
+        let decompressor = ZstdDecompressor()
+        #expect(throws: BacklotError.self) {
+            for chunk in pack.index.chunks.indices {
+                let bytes = try pack.readChunk(chunk, using: decompressor)
+                for place in placements[chunk] { try files.account(place, writing: bytes) }
+            }
+        }
+        #expect(try FileSystem.entryNames(dir.at("outside")).isEmpty)
+    }
 }

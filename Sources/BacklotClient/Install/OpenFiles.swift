@@ -16,6 +16,8 @@ import Glibc
 final class OpenFiles: Sendable {
     /// The release being assembled; each file is at its index path beneath it.
     let folder: String
+    /// ``folder``, open, when files are made beneath it through no link.
+    let beneath: DirectoryHandle?
     /// The index's file records (for each file's path, size and SHA-256), by file number.
     let files: PackIndex.FileTable
     /// The index's chunk table: a file of one chunk has that chunk's SHA-256, and every chunk
@@ -40,12 +42,17 @@ final class OpenFiles: Sendable {
     ///   - placements: how many chunk writes each file will receive (0 for a file not written).
     ///   - flushAheadBytes: every this many bytes of small files written, a flush of the file
     ///     system is started ahead of the last (``defaultFlushAheadBytes``).
+    ///   - beneath: `folder`, open: files are then made beneath it through no link (the app can
+    ///     change the folder while the install runs). Without it, by path (`O_NOFOLLOW` on the
+    ///     last name only).
     init(
-        folder: String, files: PackIndex.FileTable, placements: [Int32], chunks: [PackIndex.Chunk], source: String,
+        folder: String, beneath: DirectoryHandle? = nil, files: PackIndex.FileTable, placements: [Int32],
+        chunks: [PackIndex.Chunk], source: String,
         flushAheadBytes: UInt64 = OpenFiles.defaultFlushAheadBytes
     ) {
         self.flushAheadBytes = max(1, flushAheadBytes)
         self.folder = folder
+        self.beneath = beneath
         self.files = files
         self.chunks = chunks
         self.source = source
@@ -73,9 +80,13 @@ final class OpenFiles: Sendable {
     /// keeps it at the size the index says).
     private func create(_ file: Int32) throws -> FileDescriptor {
         let path = self.path(of: file)
-        var raw = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        func open(_ flags: Int32) -> Int32 {
+            if let beneath { return beneath.openBeneath(files[Int(file)].path, flags: flags, mode: 0o644) }
+            return Glibc.open(path, flags | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        }
+        var raw = open(O_RDWR | O_CREAT | O_EXCL)
         if raw < 0 && errno == EEXIST {
-            raw = Glibc.open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+            raw = open(O_RDWR)
             if raw >= 0 && ftruncate(raw, off_t(files[Int(file)].size)) != 0 {
                 let err = errno
                 Glibc.close(raw)

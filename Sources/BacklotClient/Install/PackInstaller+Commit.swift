@@ -14,7 +14,7 @@ extension PackInstaller {
     /// made read-only too, and the file system is flushed once.
     func finishAssembly(_ plan: InstallPlan, _ folder: PreparedFolder, files: OpenFiles) throws {
         for file in plan.index.files where file.chunks.isEmpty || folder.linked.contains(BytePath.Key(file.path)) {
-            try FileSystem.setMode(folder.partial + "/" + file.path, OpenFiles.installedMode(file.mode))
+            try folder.release.setModeBeneath(file.path, OpenFiles.installedMode(file.mode))
         }
         try files.syncAll(holding: folder.partial)
     }

@@ -13,6 +13,9 @@ struct PreparedFolder {
     /// The folder the release is assembled in until it is committed (``ClientContainer/switchRelease(_:digest:from:replacing:record:)``
     /// renames it to the release's folder).
     let partial: String
+    /// ``partial``, open: what is made in it is made beneath it through no link
+    /// (``DirectoryHandle``'s `Beneath` methods), as the app can change the folder meanwhile.
+    let release: DirectoryHandle
     /// Files hard-linked, unchanged, from the installed release (by path, as bytes).
     let linked: Set<BytePath.Key>
     /// Where the installed release holds each chunk it has: a file, an offset, a size.
@@ -44,7 +47,7 @@ extension PackInstaller {
         // Chunks found there are re-hashed before use, but links, special files and hard links (a
         // file shared with a release, which writing would damage) are removed, and linked files are
         // linked again.
-        try Self.sanitize(partial)
+        let release = try Self.sanitize(partial)
         // Paths are byte strings (BytePath): an NFC and an NFD name are two files, never one.
         var oldFiles: [BytePath.Key: PackIndex.File] = [:]
         var localChunks: [SHA256Digest: (path: String, offset: UInt64, size: Int)] = [:]
@@ -66,15 +69,14 @@ extension PackInstaller {
         var needed: UInt64 = 0
         var madeFolders = Set<BytePath.Key>()
         for file in index.files {
-            let target = partial + "/" + file.path
             for dir in BytePath.ancestors(of: file.path) where madeFolders.insert(BytePath.Key(dir)).inserted {
-                try FileSystem.makeDirectory(partial + "/" + dir)
+                try release.makeFolderBeneath(dir)
             }
             if let old = oldFiles[BytePath.Key(file.path)], old.digest == file.digest, let previous {
                 let source = container.releaseFolder(id, digest: previous.digest) + "/" + file.path
                 // An unchanged file is linked only if it is still intact (installed files may have
                 // been altered, or replaced by a link), and what is linked is that very file.
-                if Self.linkVerified(source, to: target, digest: file.digest) {
+                if Self.linkVerified(source, to: file.path, in: release, digest: file.digest) {
                     linked.insert(BytePath.Key(file.path))
                     continue
                 }
@@ -85,8 +87,8 @@ extension PackInstaller {
             // its digest must be that of no bytes.
             guard file.chunks.isEmpty else { continue }
             try file.check(SHA256.hash([]), source: plan.url)
-            let fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
-            guard fd >= 0 else { throw SystemCall.error("create", path: target) }
+            let fd = release.openBeneath(file.path, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
+            guard fd >= 0 else { throw SystemCall.error("create", path: partial + "/" + file.path) }
             close(fd)
         }
         if let free = FileSystem.availableBytes(at: partial), free < needed {
@@ -97,7 +99,7 @@ extension PackInstaller {
         // Where each chunk goes: (file number, offset), grouped by chunk, for the files not linked.
         let placements = ChunkPlacements(index: index) { !linked.contains(BytePath.Key(index.files[$0].path)) }
         return PreparedFolder(
-            partial: partial, linked: linked, localChunks: localChunks, placements: placements)
+            partial: partial, release: release, linked: linked, localChunks: localChunks, placements: placements)
     }
 
     /// Phase 2b: writes every chunk that need not be fetched — one recorded as written before a
@@ -152,13 +154,17 @@ extension PackInstaller {
     /// `AT_SYMLINK_NOFOLLOW`, so a link swapped in after a name was looked at is neither followed
     /// nor changed. A tree more than ``DirectoryHandle/removalDepth`` folders deep (no pack's
     /// is) is refused.
-    static func sanitize(_ folder: String) throws {
+    /// - Returns: the folder, open (what the install makes in it is made through this).
+    @discardableResult
+    static func sanitize(_ folder: String) throws -> DirectoryHandle {
         // The folder itself may have been replaced by a link or a file: that is removed (never
         // followed) and the folder made again, empty.
         if let found = try FileSystem.linkStatus(folder), found.kind != .directory, unlink(folder) != 0 {
             throw SystemCall.error("remove", path: folder)
         }
-        try sanitize(try DirectoryHandle(ownFolder: folder), depth: 0)
+        let handle = try DirectoryHandle(ownFolder: folder)
+        try sanitize(handle, depth: 0)
+        return handle
     }
 
     private static func sanitize(_ folder: DirectoryHandle, depth: Int) throws {
@@ -184,9 +190,12 @@ extension PackInstaller {
         }
     }
 
-    /// Hard-links `source` (a regular file, never through a link) to `target` when its SHA-256 is
-    /// `digest`, replacing whatever `target` was; true when `target` is then that same file.
-    static func linkVerified(_ source: String, to target: String, digest: SHA256Digest) -> Bool {
+    /// Hard-links `source` (a regular file, never through a link) to `target` beneath `release`
+    /// (through no link) when its SHA-256 is `digest`, replacing whatever `target` was; true when
+    /// `target` is then that same file.
+    static func linkVerified(
+        _ source: String, to target: String, in release: DirectoryHandle, digest: SHA256Digest
+    ) -> Bool {
         let fd = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else { return false }
         let descriptor = FileDescriptor(rawValue: fd, path: source)
@@ -194,11 +203,12 @@ extension PackInstaller {
         guard let st = try? FileSystem.status(of: descriptor), st.kind == .regular,
             (try? SHA256.hash(descriptor: descriptor)) == digest
         else { return false }
-        if let existing = try? FileSystem.linkStatus(target) {
+        if let existing = release.linkStatusBeneath(target) {
             if existing.kind == .regular, existing.isSameFile(as: st) { return true }
-            guard unlink(target) == 0 else { return false }
+            guard (try? release.removeFileBeneath(target)) != nil else { return false }
         }
-        guard link(source, target) == 0, let made = try? FileSystem.linkStatus(target) else { return false }
+        guard (try? release.linkBeneath(from: source, as: target)) != nil, let made = release.linkStatusBeneath(target)
+        else { return false }
         return made.kind == .regular && made.isSameFile(as: st)
     }
 

@@ -122,7 +122,8 @@ struct PackInstaller: Sendable {
         TestStopPoint.reach("install.afterPlan")
         let folder = try prepareFolder(id: id, plan, previous: previous)
         let files = OpenFiles(
-            folder: folder.partial, files: plan.index.files, placements: folder.placements.perFile,
+            folder: folder.partial, beneath: folder.release, files: plan.index.files,
+            placements: folder.placements.perFile,
             chunks: plan.index.chunks, source: plan.url)
         defer { files.closeAll() }
         var sources = try reuseChunks(plan, folder, files: files)
