@@ -11,6 +11,20 @@ import Testing
 /// checked and made read-only when complete, and small files start flushes of the file system
 /// ahead of the last one (which alone makes the release durable).
 @Suite struct OpenFilesTests {
+    /// `dir/src` packaged as pack `id` (`dir/ID.pack`), read back, with every chunk placed.
+    static func pack(_ dir: TemporaryDirectory, id: String) throws -> (PackReader, ChunkPlacements) {
+        try dir.write(
+            "Manifest.json",
+            #"{"assetPackID": ""# + id
+                + #"", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "."}], "platforms": ["linux"]}"#
+        )
+        let (manifest, _) = try PackManifest.load(path: dir.at("Manifest.json"))
+        let selection = try SourceSelection(manifest: manifest, sourceRoot: dir.at("src"))
+        _ = try PackWriter().write(manifest: manifest, selection: selection, to: dir.at(id + ".pack"))
+        let pack = try PackReader(path: dir.at(id + ".pack"))
+        return (pack, ChunkPlacements(index: pack.index) { _ in true })
+    }
+
     @Test func smallFilesStartFlushesAheadAndEveryFileIsCheckedAndReadOnly() throws {
         let dir = try TemporaryDirectory("open-files")
         defer { dir.remove() }
@@ -21,20 +35,12 @@ import Testing
             sources["f\(i).bin"] = bytes
             try dir.write("src/f\(i).bin", bytes)
         }
-        try dir.write(
-            "Manifest.json",
-            #"{"assetPackID": "Small", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "."}], "platforms": ["linux"]}"#
-        )
-        let (manifest, _) = try PackManifest.load(path: dir.at("Manifest.json"))
-        let selection = try SourceSelection(manifest: manifest, sourceRoot: dir.at("src"))
-        _ = try PackWriter().write(manifest: manifest, selection: selection, to: dir.at("small.pack"))
-        let pack = try PackReader(path: dir.at("small.pack"))
-        let placements = ChunkPlacements(index: pack.index) { _ in true }
+        let (pack, placements) = try Self.pack(dir, id: "Small")
         try FileManager.default.createDirectory(atPath: dir.at("out"), withIntermediateDirectories: false)
         // A flush ahead every 20,000 bytes, one at a time: about 90,000 bytes start one to four.
         let files = OpenFiles(
             folder: dir.at("out"), files: pack.index.files, placements: placements.perFile, chunks: pack.index.chunks,
-            source: "small.pack", flushAheadBytes: 20_000)
+            source: "Small.pack", flushAheadBytes: 20_000)
         let decompressor = ZstdDecompressor()
         for chunk in pack.index.chunks.indices {
             let bytes = try pack.readChunk(chunk, using: decompressor)
@@ -61,15 +67,7 @@ import Testing
         let dir = try TemporaryDirectory("open-files-link")
         defer { dir.remove() }
         try dir.write("src/sub/a.bin", [UInt8](repeating: 7, count: 5_000))
-        try dir.write(
-            "Manifest.json",
-            #"{"assetPackID": "Linked", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "."}], "platforms": ["linux"]}"#
-        )
-        let (manifest, _) = try PackManifest.load(path: dir.at("Manifest.json"))
-        let selection = try SourceSelection(manifest: manifest, sourceRoot: dir.at("src"))
-        _ = try PackWriter().write(manifest: manifest, selection: selection, to: dir.at("linked.pack"))
-        let pack = try PackReader(path: dir.at("linked.pack"))
-        let placements = ChunkPlacements(index: pack.index) { _ in true }
+        let (pack, placements) = try Self.pack(dir, id: "Linked")
         let release = try DirectoryHandle(ownFolder: dir.at("out"))
         try release.makeFolderBeneath("sub")
         // Swapped after the folder was made, before the file is.
@@ -78,7 +76,7 @@ import Testing
         #expect(symlink(dir.at("outside"), dir.at("out/sub")) == 0)
         let files = OpenFiles(
             folder: dir.at("out"), beneath: release, files: pack.index.files, placements: placements.perFile,
-            chunks: pack.index.chunks, source: "linked.pack")
+            chunks: pack.index.chunks, source: "Linked.pack")
         defer { files.closeAll() }
         let decompressor = ZstdDecompressor()
         #expect(throws: BacklotError.self) {
