@@ -1,3 +1,4 @@
+import BacklotCrypto
 import BacklotFormat
 import BacklotProtocol
 
@@ -27,10 +28,7 @@ enum ReleaseName {
     /// is made a path.
     static func isWellFormed(_ name: String) -> Bool {
         let digest = indexDigest(name)
-        guard digest.utf8.count == 64,
-            digest.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
-            let choice = choice(name)
-        else { return false }
+        guard SHA256Digest(hex: digest)?.hex == digest, let choice = choice(name) else { return false }
         return make(indexDigest: digest, choice: choice) == name  // spelt as this device spells it
     }
 
